@@ -1,0 +1,463 @@
+//! Keys: ordered `keyword=value` pairs identifying a field or a part of one.
+//!
+//! A [`Key`] is the general form. A schema splits a field's full key into a
+//! [`DatasetKey`] (level 1), a [`CollocationKey`] (level 2) and an
+//! [`ElementKey`] (level 3); the three newtypes keep the levels apart in
+//! signatures.
+//!
+//! # Invariants
+//! - Keywords are non-empty, lower-case, and made of ASCII letters, digits,
+//!   `_` and `.`; each appears at most once.
+//! - Values contain no `,`, `=`, `{`, `}`, whitespace or control characters.
+//!   A value may be empty (an optional keyword the field did not carry).
+//! - The canonical string form (`class=od,expver=0001,...`) keeps insertion
+//!   order and round-trips exactly through [`Key::from_str`](std::str::FromStr).
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::error::{Error, ErrorKind};
+
+/// Why a key could not be built. Mapped to [`ErrorKind::InvalidInput`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KeyError {
+    /// A keyword is empty or has characters keys cannot hold.
+    #[error(
+        "invalid keyword '{keyword}' in key: keywords are lower-case letters, digits, '_' and '.'"
+    )]
+    InvalidKeyword {
+        /// The offending keyword.
+        keyword: String,
+    },
+    /// A value holds a character keys cannot hold.
+    #[error("invalid value '{value}' for keyword '{keyword}' in key: values may not contain ',', '=', '{{', '}}', whitespace or control characters")]
+    InvalidValue {
+        /// The keyword.
+        keyword: String,
+        /// The offending value.
+        value: String,
+    },
+    /// A keyword appears twice.
+    #[error("keyword '{keyword}' appears twice in key")]
+    DuplicateKeyword {
+        /// The repeated keyword.
+        keyword: String,
+    },
+    /// A `k=v` item has no `=`.
+    #[error("malformed key item '{item}': expected keyword=value")]
+    MissingEquals {
+        /// The item as written.
+        item: String,
+    },
+}
+
+impl From<KeyError> for Error {
+    fn from(e: KeyError) -> Self {
+        Error::from_source(ErrorKind::InvalidInput, e)
+    }
+}
+
+/// Whether `keyword` is a valid keyword (see the module invariants).
+pub fn is_valid_keyword(keyword: &str) -> bool {
+    !keyword.is_empty()
+        && keyword
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'.')
+}
+
+/// Whether `value` is a valid key value (see the module invariants).
+pub fn is_valid_value(value: &str) -> bool {
+    value
+        .chars()
+        .all(|c| !matches!(c, ',' | '=' | '{' | '}') && !c.is_whitespace() && !c.is_control())
+}
+
+/// An ordered list of `keyword=value` pairs with unique keywords.
+#[derive(Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Key {
+    entries: Vec<(String, String)>,
+}
+
+impl Key {
+    /// An empty key.
+    pub fn new() -> Self {
+        Key {
+            entries: Vec::new(),
+        }
+    }
+
+    /// Build a key from pairs, validating each.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`] for an invalid keyword or value, or a
+    /// keyword given twice.
+    pub fn from_pairs<K, V>(pairs: impl IntoIterator<Item = (K, V)>) -> Result<Self, KeyError>
+    where
+        K: Into<String>,
+        V: Into<String>,
+    {
+        let mut key = Key::new();
+        for (k, v) in pairs {
+            key.push(k, v)?;
+        }
+        Ok(key)
+    }
+
+    /// Append `keyword=value`. The keyword is lower-cased.
+    ///
+    /// # Errors
+    /// See [`Key::from_pairs`].
+    pub fn push(
+        &mut self,
+        keyword: impl Into<String>,
+        value: impl Into<String>,
+    ) -> Result<(), KeyError> {
+        let mut keyword = keyword.into();
+        keyword.make_ascii_lowercase();
+        let value = value.into();
+        if !is_valid_keyword(&keyword) {
+            return Err(KeyError::InvalidKeyword { keyword });
+        }
+        if !is_valid_value(&value) {
+            return Err(KeyError::InvalidValue { keyword, value });
+        }
+        if self.get(&keyword).is_some() {
+            return Err(KeyError::DuplicateKeyword { keyword });
+        }
+        self.entries.push((keyword, value));
+        Ok(())
+    }
+
+    /// Append a pair known to be valid (produced by the schema from validated
+    /// parts). Crate-internal: skips validation.
+    pub(crate) fn push_unchecked(&mut self, keyword: String, value: String) {
+        debug_assert!(
+            is_valid_keyword(&keyword) && is_valid_value(&value),
+            "{keyword}={value}"
+        );
+        debug_assert!(self.get(&keyword).is_none(), "duplicate {keyword}");
+        self.entries.push((keyword, value));
+    }
+
+    /// Set `keyword` to `value`, replacing an existing value in place or
+    /// appending.
+    ///
+    /// # Errors
+    /// See [`Key::from_pairs`].
+    pub fn set(
+        &mut self,
+        keyword: impl Into<String>,
+        value: impl Into<String>,
+    ) -> Result<(), KeyError> {
+        let mut keyword = keyword.into();
+        keyword.make_ascii_lowercase();
+        let value = value.into();
+        if !is_valid_value(&value) {
+            return Err(KeyError::InvalidValue { keyword, value });
+        }
+        match self.entries.iter_mut().find(|(k, _)| *k == keyword) {
+            Some(entry) => {
+                entry.1 = value;
+                Ok(())
+            }
+            None => self.push(keyword, value),
+        }
+    }
+
+    /// Remove `keyword`, returning its value.
+    pub fn remove(&mut self, keyword: &str) -> Option<String> {
+        let i = self.entries.iter().position(|(k, _)| k == keyword)?;
+        Some(self.entries.remove(i).1)
+    }
+
+    /// The value of `keyword`, if present.
+    pub fn get(&self, keyword: &str) -> Option<&str> {
+        self.entries
+            .iter()
+            .find(|(k, _)| k == keyword)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Whether `keyword` is present.
+    pub fn contains(&self, keyword: &str) -> bool {
+        self.get(keyword).is_some()
+    }
+
+    /// The pairs, in order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = (&str, &str)> + '_ {
+        self.entries.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+
+    /// The keywords, in order.
+    pub fn keywords(&self) -> impl ExactSizeIterator<Item = &str> + '_ {
+        self.entries.iter().map(|(k, _)| k.as_str())
+    }
+
+    /// The values, in order.
+    pub fn values(&self) -> impl ExactSizeIterator<Item = &str> + '_ {
+        self.entries.iter().map(|(_, v)| v.as_str())
+    }
+
+    /// Number of pairs.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether the key has no pairs.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The values joined by `:`, FDB5's fingerprint (`od:0001:oper:...`).
+    /// Not unique across schemas; used for names, not identity.
+    pub fn fingerprint(&self) -> String {
+        let mut s = String::new();
+        for (i, (_, v)) in self.entries.iter().enumerate() {
+            if i > 0 {
+                s.push(':');
+            }
+            s.push_str(v);
+        }
+        s
+    }
+
+    /// Concatenate keys (dataset + collocation + element = full key).
+    ///
+    /// A keyword present in several parts keeps its first position and takes
+    /// the value of the last part: a schema may type one keyword at several
+    /// levels (`hdate: Year` above `hdate: Date`), and the finest level holds
+    /// the field's own value.
+    pub fn join<'a>(parts: impl IntoIterator<Item = &'a Key>) -> Key {
+        let mut out = Key::new();
+        for part in parts {
+            for (k, v) in &part.entries {
+                match out.entries.iter_mut().find(|(ok, _)| ok == k) {
+                    Some(entry) => entry.1.clone_from(v),
+                    None => out.entries.push((k.clone(), v.clone())),
+                }
+            }
+        }
+        out
+    }
+
+    /// The key without pairs whose value is empty (absent optional keywords).
+    pub fn without_empty(&self) -> Key {
+        Key {
+            entries: self
+                .entries
+                .iter()
+                .filter(|(_, v)| !v.is_empty())
+                .cloned()
+                .collect(),
+        }
+    }
+
+    /// Print in `fdb-list`'s brace form: `{class=od,expver=0001}`. Pairs with
+    /// an empty value (absent optional keywords) are left out, as FDB5 does.
+    pub fn braced(&self) -> String {
+        let mut s = String::with_capacity(2 + self.entries.len() * 12);
+        s.push('{');
+        let mut first = true;
+        for (k, v) in &self.entries {
+            if v.is_empty() {
+                continue;
+            }
+            if !first {
+                s.push(',');
+            }
+            first = false;
+            s.push_str(k);
+            s.push('=');
+            s.push_str(v);
+        }
+        s.push('}');
+        s
+    }
+}
+
+impl fmt::Display for Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, (k, v)) in self.entries.iter().enumerate() {
+            if i > 0 {
+                f.write_str(",")?;
+            }
+            write!(f, "{k}={v}")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Key({self})")
+    }
+}
+
+impl FromStr for Key {
+    type Err = KeyError;
+
+    /// Parse `k=v,k=v`. Whitespace around items is ignored; an empty string
+    /// is the empty key.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let mut key = Key::new();
+        let s = s.trim();
+        if s.is_empty() {
+            return Ok(key);
+        }
+        for item in s.split(',') {
+            let item = item.trim();
+            let (k, v) = item
+                .split_once('=')
+                .ok_or_else(|| KeyError::MissingEquals {
+                    item: item.to_string(),
+                })?;
+            key.push(k.trim(), v.trim())?;
+        }
+        Ok(key)
+    }
+}
+
+impl serde::Serialize for Key {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(self.entries.len()))?;
+        for (k, v) in &self.entries {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Key {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Key;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a map of keyword to value")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Key, A::Error> {
+                let mut key = Key::new();
+                while let Some((k, v)) = map.next_entry::<String, String>()? {
+                    key.push(k, v).map_err(serde::de::Error::custom)?;
+                }
+                Ok(key)
+            }
+        }
+        deserializer.deserialize_map(V)
+    }
+}
+
+macro_rules! level_key {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+        #[serde(transparent)]
+        pub struct $name(pub Key);
+
+        impl $name {
+            /// The underlying key.
+            pub fn key(&self) -> &Key {
+                &self.0
+            }
+            /// Take the underlying key.
+            pub fn into_key(self) -> Key {
+                self.0
+            }
+        }
+
+        impl std::ops::Deref for $name {
+            type Target = Key;
+            fn deref(&self) -> &Key {
+                &self.0
+            }
+        }
+
+        impl From<Key> for $name {
+            fn from(k: Key) -> Self {
+                $name(k)
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                fmt::Display::fmt(&self.0, f)
+            }
+        }
+
+        impl fmt::Debug for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, concat!(stringify!($name), "({})"), self.0)
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = KeyError;
+            fn from_str(s: &str) -> Result<Self, KeyError> {
+                Key::from_str(s).map($name)
+            }
+        }
+    };
+}
+
+level_key!(
+    /// Level 1: names a dataset (FDB5's database; a directory, a DAOS
+    /// container, a RADOS namespace).
+    DatasetKey
+);
+level_key!(
+    /// Level 2: names a collocation within a dataset (FDB5's index; fields
+    /// stored together).
+    CollocationKey
+);
+level_key!(
+    /// Level 3: names a field within a collocation (FDB5's datum key).
+    ElementKey
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_canonical_form() {
+        let s = "class=od,expver=0001,stream=oper,levelist=,param=130";
+        let k: Key = s.parse().unwrap();
+        assert_eq!(k.to_string(), s);
+        assert_eq!(k.get("levelist"), Some(""));
+        assert_eq!(k.braced(), "{class=od,expver=0001,stream=oper,param=130}");
+        assert_eq!(k.fingerprint(), "od:0001:oper::130");
+    }
+
+    #[test]
+    fn rejects_bad_items_verbatim() {
+        assert_eq!(
+            "class=od,class=rd".parse::<Key>().unwrap_err().to_string(),
+            "keyword 'class' appears twice in key"
+        );
+        assert_eq!(
+            "class=od,step".parse::<Key>().unwrap_err().to_string(),
+            "malformed key item 'step': expected keyword=value"
+        );
+        assert_eq!(
+            "cl ass=od".parse::<Key>().unwrap_err().to_string(),
+            "invalid keyword 'cl ass' in key: keywords are lower-case letters, digits, '_' and '.'"
+        );
+    }
+
+    #[test]
+    fn keywords_are_lower_cased() {
+        let k: Key = "CLASS=od".parse().unwrap();
+        assert_eq!(k.to_string(), "class=od");
+    }
+
+    #[test]
+    fn join_keeps_order_and_last_value() {
+        let a: Key = "class=od,hdate=2023".parse().unwrap();
+        let b: Key = "type=an,hdate=20231201".parse().unwrap();
+        assert_eq!(
+            Key::join([&a, &b]).to_string(),
+            "class=od,hdate=20231201,type=an"
+        );
+    }
+}

@@ -1,0 +1,30 @@
+//! fieldstore's domain model: keys, the FDB5 schema language, keyword types
+//! and requests. No I/O happens here.
+//!
+//! - [`Key`] and its level newtypes [`DatasetKey`], [`CollocationKey`],
+//!   [`ElementKey`];
+//! - [`Schema`]: parse FDB5 schemas, [`Schema::split`] a field's key into its
+//!   levels, [`Schema::expand`] a request into keys, [`Schema::selector`] to
+//!   match stored keys against a partial request;
+//! - [`KeywordType`]: canonical forms of values;
+//! - [`Request`]: the MARS request subset;
+//! - [`FieldLocation`]: where a store put a field's bytes;
+//! - [`Error`] and [`ErrorKind`]: the one public error type.
+#![deny(rustdoc::broken_intra_doc_links)]
+
+pub mod error;
+pub mod key;
+pub mod location;
+pub mod request;
+pub mod schema;
+pub mod types;
+
+pub use error::{Error, ErrorKind, Result};
+pub use key::{CollocationKey, DatasetKey, ElementKey, Key, KeyError};
+pub use location::FieldLocation;
+pub use request::{Item, Request, RequestError, Values};
+pub use schema::{
+    Expansion, Level, Matcher, Predicate, Rule, RuleId, Schema, SchemaError, Selector, SplitKey,
+    ValueSet, ECMWF_SCHEMA,
+};
+pub use types::{KeywordType, TypeError, ValueRange};

@@ -1,0 +1,53 @@
+//! Where a store put a field's bytes.
+
+use std::fmt;
+
+/// The location of one field's bytes: a URI naming a file or an object, and
+/// a byte range within it.
+///
+/// The URI's scheme names the store that wrote it (`file`, `daos`, `rados`,
+/// `memory`), so a catalogue of one backend can index fields of another.
+/// Carrying the length means reading a field never needs a size lookup.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct FieldLocation {
+    /// `scheme://…`.
+    pub uri: String,
+    /// First byte of the field.
+    pub offset: u64,
+    /// Number of bytes.
+    pub length: u64,
+}
+
+impl FieldLocation {
+    /// A location.
+    pub fn new(uri: impl Into<String>, offset: u64, length: u64) -> Self {
+        FieldLocation {
+            uri: uri.into(),
+            offset,
+            length,
+        }
+    }
+
+    /// The URI's scheme (`file`, `daos`, …), or the empty string.
+    pub fn scheme(&self) -> &str {
+        self.uri.split_once("://").map_or("", |(s, _)| s)
+    }
+
+    /// The URI without its scheme.
+    pub fn path(&self) -> &str {
+        self.uri
+            .split_once("://")
+            .map_or(self.uri.as_str(), |(_, p)| p)
+    }
+}
+
+/// `uri offset=N length=M`.
+impl fmt::Display for FieldLocation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} offset={} length={}",
+            self.uri, self.offset, self.length
+        )
+    }
+}

@@ -1,0 +1,289 @@
+//! Requests: the MARS request subset people type.
+//!
+//! ```text
+//! request := [verb ','] item (',' item)*
+//! item    := keyword '=' values
+//! values  := 'all' | value ('/' value)*      -- `a/to/b` and `a/to/b/by/c` are ranges
+//! ```
+//! For example `class=od,expver=0001,date=20231201/20231202,step=0/to/12/by/6`.
+//! Keywords left out match anything (a partial request).
+//!
+//! A [`Request`] keeps the values as written; they are canonicalised with the
+//! schema's types when matched ([`crate::Selector`]) or expanded
+//! ([`crate::Schema::expand`]), because one keyword may have different types
+//! in different rules. Ranges are never materialised.
+
+mod parse;
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::error::{Error, ErrorKind};
+
+/// Why a request could not be parsed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RequestError {
+    /// A syntax error at a character position (0-based) of the text.
+    #[error("malformed request at character {position}: {message}")]
+    Syntax {
+        /// Where.
+        position: usize,
+        /// What.
+        message: String,
+    },
+    /// A keyword given twice.
+    #[error("keyword '{keyword}' appears twice in the request")]
+    DuplicateKeyword {
+        /// The keyword.
+        keyword: String,
+    },
+    /// A keyword the schema does not know.
+    #[error("unknown keyword '{keyword}' in request: the schema has no rule using it")]
+    UnknownKeyword {
+        /// The keyword.
+        keyword: String,
+    },
+    /// A value not valid for its keyword's type.
+    #[error("keyword '{keyword}' in request: {source}")]
+    InvalidValue {
+        /// The keyword.
+        keyword: String,
+        /// The type's complaint.
+        source: crate::types::TypeError,
+    },
+    /// Retrieve needs values for every keyword; `all` or a missing required
+    /// keyword can only be listed.
+    #[error("{0}")]
+    NotEnumerable(String),
+}
+
+impl From<RequestError> for Error {
+    fn from(e: RequestError) -> Self {
+        Error::from_source(ErrorKind::InvalidInput, e)
+    }
+}
+
+/// One item of a keyword's value list.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Item {
+    /// A single value, as written.
+    Value(String),
+    /// `from/to/to[/by/by]`, as written.
+    Range {
+        /// First value.
+        from: String,
+        /// Last value (inclusive).
+        to: String,
+        /// Increment, if given.
+        by: Option<String>,
+    },
+}
+
+/// The values requested for one keyword.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Values {
+    /// `all`: any value (like leaving the keyword out, but explicit).
+    All,
+    /// A list of values and ranges.
+    Items(Vec<Item>),
+}
+
+/// A parsed request: keywords in the order given, with their values.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct Request {
+    entries: Vec<(String, Values)>,
+}
+
+impl Request {
+    /// The empty request (matches everything).
+    pub fn new() -> Self {
+        Request::default()
+    }
+
+    /// Build from `(keyword, value strings)` pairs, as from a dict. Each
+    /// string may itself hold `/`-separated values and ranges.
+    ///
+    /// # Errors
+    /// As for parsing.
+    pub fn from_pairs<K, I, V>(
+        pairs: impl IntoIterator<Item = (K, I)>,
+    ) -> Result<Request, RequestError>
+    where
+        K: AsRef<str>,
+        I: IntoIterator<Item = V>,
+        V: AsRef<str>,
+    {
+        let mut req = Request::new();
+        for (k, values) in pairs {
+            let joined: Vec<String> = values.into_iter().map(|v| v.as_ref().to_string()).collect();
+            let parsed = parse::parse_values(k.as_ref(), &joined.join("/"), 0)?;
+            req.insert(k.as_ref(), parsed)?;
+        }
+        Ok(req)
+    }
+
+    /// Add a keyword. The keyword is lower-cased.
+    ///
+    /// # Errors
+    /// [`RequestError::DuplicateKeyword`] if it is already there.
+    pub fn insert(&mut self, keyword: &str, values: Values) -> Result<(), RequestError> {
+        let keyword = keyword.to_ascii_lowercase();
+        if self.get(&keyword).is_some() {
+            return Err(RequestError::DuplicateKeyword { keyword });
+        }
+        self.entries.push((keyword, values));
+        Ok(())
+    }
+
+    /// Set a keyword's values, replacing any.
+    pub fn set(&mut self, keyword: &str, values: Values) {
+        let keyword = keyword.to_ascii_lowercase();
+        match self.entries.iter_mut().find(|(k, _)| *k == keyword) {
+            Some(e) => e.1 = values,
+            None => self.entries.push((keyword, values)),
+        }
+    }
+
+    /// Remove a keyword.
+    pub fn remove(&mut self, keyword: &str) -> Option<Values> {
+        let i = self.entries.iter().position(|(k, _)| k == keyword)?;
+        Some(self.entries.remove(i).1)
+    }
+
+    /// The values of `keyword`, if given.
+    pub fn get(&self, keyword: &str) -> Option<&Values> {
+        self.entries
+            .iter()
+            .find(|(k, _)| k == keyword)
+            .map(|(_, v)| v)
+    }
+
+    /// Keywords and values, in order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &Values)> + '_ {
+        self.entries.iter().map(|(k, v)| (k.as_str(), v))
+    }
+
+    /// The keywords given, in order.
+    pub fn keywords(&self) -> impl Iterator<Item = &str> + '_ {
+        self.entries.iter().map(|(k, _)| k.as_str())
+    }
+
+    /// Whether no keyword is given.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Whether some keyword has the value `all`.
+    pub fn has_all(&self) -> bool {
+        self.entries.iter().any(|(_, v)| matches!(v, Values::All))
+    }
+
+    /// A request that names exactly one key.
+    pub fn from_key(key: &crate::Key) -> Request {
+        Request {
+            entries: key
+                .iter()
+                .map(|(k, v)| {
+                    (
+                        k.to_string(),
+                        Values::Items(vec![Item::Value(v.to_string())]),
+                    )
+                })
+                .collect(),
+        }
+    }
+
+    /// Check every keyword against `schema` and every value against each type
+    /// its keyword has there, so that mistakes are reported before any I/O.
+    ///
+    /// # Errors
+    /// [`RequestError::UnknownKeyword`], or [`RequestError::InvalidValue`] when
+    /// a value fits none of its keyword's types.
+    pub fn validate(&self, schema: &crate::Schema) -> Result<(), RequestError> {
+        for (kw, values) in self.iter() {
+            if !schema.knows(kw) {
+                return Err(RequestError::UnknownKeyword {
+                    keyword: kw.to_string(),
+                });
+            }
+            let Values::Items(items) = values else {
+                continue;
+            };
+            let types = schema.types_of(kw);
+            for item in items {
+                let mut first_err = None;
+                let ok = types.iter().any(|ty| {
+                    let r = match item {
+                        Item::Value(v) => ty.canonical(v).map(drop),
+                        Item::Range { from, to, by } => ty.range(from, to, by.as_deref()).map(drop),
+                    };
+                    r.map_err(|e| first_err.get_or_insert(e).clone()).is_ok()
+                });
+                if !ok {
+                    if let Some(source) = first_err {
+                        return Err(RequestError::InvalidValue {
+                            keyword: kw.to_string(),
+                            source,
+                        });
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for Item {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Item::Value(v) => f.write_str(v),
+            Item::Range { from, to, by: None } => write!(f, "{from}/to/{to}"),
+            Item::Range {
+                from,
+                to,
+                by: Some(by),
+            } => write!(f, "{from}/to/{to}/by/{by}"),
+        }
+    }
+}
+
+impl fmt::Display for Values {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Values::All => f.write_str("all"),
+            Values::Items(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str("/")?;
+                    }
+                    write!(f, "{item}")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Prints the request so that parsing the output gives the same request.
+impl fmt::Display for Request {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, (k, v)) in self.entries.iter().enumerate() {
+            if i > 0 {
+                f.write_str(",")?;
+            }
+            write!(f, "{k}={v}")?;
+        }
+        Ok(())
+    }
+}
+
+impl FromStr for Request {
+    type Err = RequestError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        parse::parse_request(s)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,290 @@
+//! FDB5's schema language: which keywords make up the dataset, collocation
+//! and element keys of a field.
+//!
+//! A [`Schema`] is a list of dataset rules, each with collocation rules, each
+//! with element rules. [`Schema::split`] finds the first chain of rules that
+//! matches a field's key (FDB5's archive semantics) and returns the three
+//! sub-keys in canonical form; [`Schema::expand`] enumerates the keys a
+//! request names (retrieve); [`Schema::selector`] matches stored keys against
+//! a partial request (list, axes).
+//!
+//! # Example
+//! ```
+//! use fieldstore_core::{Key, Schema};
+//! let schema: Schema = "param: Param; step: Step; expver: Expver; time: Time;
+//!     [ class, expver, stream, date, time [ type, levtype [ step, levelist?, param ]]]"
+//!     .parse()?;
+//! let key: Key = "class=od,expver=1,stream=oper,date=20231201,time=12,type=fc,levtype=sfc,step=6,param=167.128".parse()?;
+//! let split = schema.split(&key)?;
+//! assert_eq!(split.dataset.to_string(), "class=od,expver=0001,stream=oper,date=20231201,time=1200");
+//! assert_eq!(split.element.to_string(), "step=6,levelist=,param=167");
+//! # Ok::<(), fieldstore_core::Error>(())
+//! ```
+
+mod expand;
+mod parser;
+mod rule;
+mod select;
+mod split;
+
+pub use expand::Expansion;
+pub use rule::{Level, Matcher, Predicate, Rule, RuleId};
+pub use select::{Selector, ValueSet};
+pub use split::SplitKey;
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::str::FromStr;
+
+use crate::error::{Error, ErrorKind};
+use crate::types::{KeywordType, TypeError};
+
+/// ECMWF's operational schema (the one FDB5's tests use), built in so that a
+/// store with no configuration accepts every field ECMWF produces.
+pub const ECMWF_SCHEMA: &str = include_str!("ecmwf.schema");
+
+/// Why a schema could not be parsed, or a key did not fit it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SchemaError {
+    /// The schema text is malformed.
+    #[error("{name}:{line}:{column}: {message}")]
+    Parse {
+        /// The schema's name (its path, or `schema`).
+        name: String,
+        /// 1-based line.
+        line: u32,
+        /// 1-based column; 0 when the error concerns a whole rule.
+        column: u32,
+        /// What is wrong.
+        message: String,
+    },
+    /// The schema is well-formed but unusable.
+    #[error("{name}: {message}")]
+    Invalid {
+        /// The schema's name.
+        name: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A key carries a keyword that no rule of the schema knows.
+    #[error("unknown keyword '{keyword}': no rule of the schema uses it")]
+    UnknownKeyword {
+        /// The keyword.
+        keyword: String,
+    },
+    /// A key matched a rule but carries a keyword the rule does not use.
+    #[error("keyword '{keyword}' is not used by the matching rule {rule}")]
+    UnusedKeyword {
+        /// The keyword.
+        keyword: String,
+        /// The rule, described.
+        rule: String,
+    },
+    /// A key lacks a keyword that the closest rule requires.
+    #[error("missing keyword '{keyword}' required by rule {rule}")]
+    MissingKeyword {
+        /// The keyword.
+        keyword: String,
+        /// The closest rule, described.
+        rule: String,
+    },
+    /// A value is not among those a rule allows.
+    #[error("value '{value}' of keyword '{keyword}' is not allowed by rule {rule}")]
+    ValueNotAllowed {
+        /// The keyword.
+        keyword: String,
+        /// The canonical value.
+        value: String,
+        /// The closest rule, described.
+        rule: String,
+    },
+    /// A value is not valid for its keyword's type.
+    #[error("keyword '{keyword}': {source} (rule {rule})")]
+    InvalidValue {
+        /// The keyword.
+        keyword: String,
+        /// The closest rule, described.
+        rule: String,
+        /// The type's complaint.
+        source: TypeError,
+    },
+    /// The schema has no rules at all.
+    #[error("the schema has no rules")]
+    NoRules,
+}
+
+impl From<SchemaError> for Error {
+    fn from(e: SchemaError) -> Self {
+        let kind = match e {
+            SchemaError::Parse { .. } | SchemaError::Invalid { .. } | SchemaError::NoRules => {
+                ErrorKind::InvalidConfig
+            }
+            _ => ErrorKind::InvalidInput,
+        };
+        Error::from_source(kind, e)
+    }
+}
+
+/// A parsed schema. Cheap to share behind an `Arc`; immutable.
+#[derive(Debug, Clone)]
+pub struct Schema {
+    name: String,
+    text: String,
+    rules: Vec<Rule>,
+    /// Every type each keyword has somewhere in the schema.
+    keyword_types: BTreeMap<String, Vec<KeywordType>>,
+}
+
+impl Schema {
+    /// Parse `text`; `name` (a path) is used in error messages.
+    ///
+    /// # Errors
+    /// [`SchemaError::Parse`] with line and column, or
+    /// [`SchemaError::Invalid`] for a keyword used twice in one rule.
+    pub fn parse(name: &str, text: &str) -> Result<Schema, SchemaError> {
+        let parsed = parser::parse(name, text)?;
+        let empty = HashMap::new();
+        let rules: Vec<Rule> = parsed
+            .rules
+            .into_iter()
+            .map(|r| parser::resolve(r, Level::Dataset, &parsed.types, &empty))
+            .collect();
+        let mut keyword_types: BTreeMap<String, Vec<KeywordType>> = BTreeMap::new();
+        for d in &rules {
+            for c in &d.children {
+                for e in &c.children {
+                    for rule in [d, c, e] {
+                        // One keyword may appear at several levels with
+                        // different types (`hdate: Year` … `hdate: Date`),
+                        // but only once within a level.
+                        let mut seen = Vec::new();
+                        for p in &rule.predicates {
+                            if seen.contains(&p.keyword.as_str()) {
+                                return Err(SchemaError::Invalid {
+                                    name: name.to_string(),
+                                    message: format!(
+                                        "keyword '{}' appears twice in the rule at line {}",
+                                        p.keyword, rule.line
+                                    ),
+                                });
+                            }
+                            seen.push(p.keyword.as_str());
+                            let types = keyword_types.entry(p.keyword.clone()).or_default();
+                            if !types.contains(&p.keyword_type) {
+                                types.push(p.keyword_type);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        Ok(Schema {
+            name: name.to_string(),
+            text: text.to_string(),
+            rules,
+            keyword_types,
+        })
+    }
+
+    /// ECMWF's operational schema ([`ECMWF_SCHEMA`]).
+    pub fn ecmwf() -> Schema {
+        // The built-in text is tested to parse.
+        Schema::parse("<built-in ECMWF schema>", ECMWF_SCHEMA)
+            .unwrap_or_else(|e| panic!("built-in schema: {e}"))
+    }
+
+    /// The name given at parse time.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The schema's text as parsed (stored with each dataset so that old
+    /// datasets keep their layout when the schema changes).
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The dataset rules, in order.
+    pub fn rules(&self) -> &[Rule] {
+        &self.rules
+    }
+
+    /// Whether any rule uses `keyword`.
+    pub fn knows(&self, keyword: &str) -> bool {
+        self.keyword_types.contains_key(keyword)
+    }
+
+    /// All keywords any rule uses, sorted.
+    pub fn keywords(&self) -> impl Iterator<Item = &str> + '_ {
+        self.keyword_types.keys().map(String::as_str)
+    }
+
+    /// The types `keyword` has anywhere in the schema.
+    pub fn types_of(&self, keyword: &str) -> &[KeywordType] {
+        self.keyword_types.get(keyword).map_or(&[], Vec::as_slice)
+    }
+
+    /// The rules of a chain.
+    ///
+    /// # Panics
+    /// If `id` does not come from this schema.
+    pub fn chain(&self, id: RuleId) -> [&Rule; 3] {
+        let d = &self.rules[id.dataset as usize];
+        let c = &d.children[id.collocation as usize];
+        let e = &c.children[id.element as usize];
+        [d, c, e]
+    }
+
+    /// Every chain of rules, in schema order.
+    pub fn chains(&self) -> impl Iterator<Item = RuleId> + '_ {
+        self.rules.iter().enumerate().flat_map(|(di, d)| {
+            d.children.iter().enumerate().flat_map(move |(ci, c)| {
+                (0..c.children.len()).map(move |ei| RuleId {
+                    dataset: di as u32,
+                    collocation: ci as u32,
+                    element: ei as u32,
+                })
+            })
+        })
+    }
+
+    /// A chain in schema syntax with its line: `[ class, … [ type … [ step … ] ] ] (line 12)`.
+    pub fn describe(&self, id: RuleId) -> String {
+        let [d, c, e] = self.chain(id);
+        let preds = |r: &Rule| {
+            r.predicates
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        format!(
+            "[ {} [ {} [ {} ]]] (line {})",
+            preds(d),
+            preds(c),
+            preds(e),
+            e.line
+        )
+    }
+}
+
+impl FromStr for Schema {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Schema::parse("schema", s).map_err(Error::from)
+    }
+}
+
+/// Prints the types and rules, one rule per line, in schema syntax.
+impl fmt::Display for Schema {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for r in &self.rules {
+            writeln!(f, "{r}")?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,387 @@
+//! Parser for FDB5's schema language.
+//!
+//! ```text
+//! schema     := (typedecl | rule)*
+//! typedecl   := IDENT ':' IDENT ';'
+//! rule       := '[' item (','? item)* ']'        -- up to three nested levels
+//! item       := predicate | rule
+//! predicate  := KEYWORD (':' TYPE)? ( '?' VALUE? | '-' VALUE? | '=' '!'? VALUE ('/' VALUE)* )?
+//! ```
+//! `#` starts a comment to the end of the line; whitespace is insignificant.
+//! A `-` ends a keyword but may appear inside values (`dataset=extremes-dt`).
+//!
+//! Unlike FDB5, a single excluded value (`key=!a`) is an exclusion, not an
+//! inclusion (FDB5 report, Appendix A.4).
+
+use std::collections::HashMap;
+
+use super::rule::{Level, Matcher, Predicate, Rule};
+use super::SchemaError;
+use crate::types::KeywordType;
+
+/// A predicate before types are resolved.
+pub(super) struct RawPredicate {
+    pub keyword: String,
+    pub declared_type: Option<KeywordType>,
+    pub matcher: RawMatcher,
+}
+
+pub(super) enum RawMatcher {
+    Always,
+    OneOf(Vec<String>),
+    NoneOf(Vec<String>),
+    Optional(Option<String>),
+    Hidden(Option<String>),
+}
+
+pub(super) struct RawRule {
+    pub predicates: Vec<RawPredicate>,
+    pub children: Vec<RawRule>,
+    pub line: u32,
+}
+
+pub(super) struct Parsed {
+    pub types: HashMap<String, KeywordType>,
+    pub rules: Vec<RawRule>,
+}
+
+struct Parser<'a> {
+    name: &'a str,
+    src: &'a [u8],
+    pos: usize,
+    line: u32,
+    col: u32,
+}
+
+const SPECIAL: &[u8] = b"/=,;:[]?#";
+
+impl<'a> Parser<'a> {
+    fn error(&self, message: impl Into<String>) -> SchemaError {
+        SchemaError::Parse {
+            name: self.name.to_string(),
+            line: self.line,
+            column: self.col,
+            message: message.into(),
+        }
+    }
+
+    fn peek(&self) -> Option<u8> {
+        self.src.get(self.pos).copied()
+    }
+
+    fn bump(&mut self) -> Option<u8> {
+        let b = self.peek()?;
+        self.pos += 1;
+        if b == b'\n' {
+            self.line += 1;
+            self.col = 1;
+        } else if b & 0xC0 != 0x80 {
+            // Count characters, not UTF-8 continuation bytes.
+            self.col += 1;
+        }
+        Some(b)
+    }
+
+    fn skip_blank(&mut self) {
+        while let Some(b) = self.peek() {
+            if b == b'#' {
+                while let Some(b) = self.peek() {
+                    if b == b'\n' {
+                        break;
+                    }
+                    self.bump();
+                }
+            } else if b.is_ascii_whitespace() {
+                self.bump();
+            } else {
+                break;
+            }
+        }
+    }
+
+    fn describe_next(&self) -> String {
+        match self.peek() {
+            None => "end of file".to_string(),
+            Some(b) => {
+                let rest = std::str::from_utf8(&self.src[self.pos..]).unwrap_or("?");
+                let c = rest.chars().next().unwrap_or(b as char);
+                format!("'{c}'")
+            }
+        }
+    }
+
+    fn expect(&mut self, want: u8) -> Result<(), SchemaError> {
+        self.skip_blank();
+        if self.peek() == Some(want) {
+            self.bump();
+            Ok(())
+        } else {
+            Err(self.error(format!(
+                "expected '{}', found {}",
+                want as char,
+                self.describe_next()
+            )))
+        }
+    }
+
+    /// An identifier or value: a run of characters that are not blank and not
+    /// special. `stop_at_dash` ends keywords at `-`.
+    fn word(&mut self, stop_at_dash: bool) -> String {
+        let start = self.pos;
+        while let Some(b) = self.peek() {
+            if b.is_ascii_whitespace()
+                || SPECIAL.contains(&b)
+                || b == 0
+                || (stop_at_dash && b == b'-')
+            {
+                break;
+            }
+            self.bump();
+        }
+        String::from_utf8_lossy(&self.src[start..self.pos]).into_owned()
+    }
+
+    fn type_name(&mut self) -> Result<KeywordType, SchemaError> {
+        self.skip_blank();
+        let (line, col) = (self.line, self.col);
+        let name = self.word(false);
+        if name.is_empty() {
+            return Err(self.error(format!(
+                "expected a type name, found {}",
+                self.describe_next()
+            )));
+        }
+        KeywordType::from_name(&name).ok_or_else(|| SchemaError::Parse {
+            name: self.name.to_string(),
+            line,
+            column: col,
+            message: format!("unknown type '{name}'"),
+        })
+    }
+
+    fn keyword(&mut self) -> Result<String, SchemaError> {
+        self.skip_blank();
+        let (line, col) = (self.line, self.col);
+        let kw = self.word(true);
+        if kw.is_empty() {
+            return Err(self.error(format!(
+                "expected a keyword, found {}",
+                self.describe_next()
+            )));
+        }
+        if !crate::key::is_valid_keyword(&kw) {
+            return Err(SchemaError::Parse {
+                name: self.name.to_string(),
+                line,
+                column: col,
+                message: format!(
+                    "invalid keyword '{kw}': keywords are lower-case letters, digits, '_' and '.'"
+                ),
+            });
+        }
+        Ok(kw)
+    }
+
+    fn optional_value(&mut self) -> Option<String> {
+        // A default follows the modifier directly (`domain?g`, `step?0`).
+        let v = self.word(false);
+        (!v.is_empty()).then_some(v)
+    }
+
+    fn predicate(&mut self) -> Result<RawPredicate, SchemaError> {
+        let keyword = self.keyword()?;
+        let mut declared_type = None;
+        if self.peek() == Some(b':') {
+            self.bump();
+            declared_type = Some(self.type_name()?);
+        }
+        let matcher = match self.peek() {
+            Some(b'?') => {
+                self.bump();
+                RawMatcher::Optional(self.optional_value())
+            }
+            Some(b'-') => {
+                self.bump();
+                RawMatcher::Hidden(self.optional_value())
+            }
+            Some(b'=') => {
+                self.bump();
+                let exclude = self.peek() == Some(b'!');
+                if exclude {
+                    self.bump();
+                }
+                let mut values = Vec::new();
+                loop {
+                    let v = self.word(false);
+                    if v.is_empty() {
+                        return Err(self.error(format!(
+                            "expected a value for keyword '{keyword}', found {}",
+                            self.describe_next()
+                        )));
+                    }
+                    values.push(v);
+                    if self.peek() == Some(b'/') {
+                        self.bump();
+                    } else {
+                        break;
+                    }
+                }
+                if exclude {
+                    RawMatcher::NoneOf(values)
+                } else {
+                    RawMatcher::OneOf(values)
+                }
+            }
+            _ => RawMatcher::Always,
+        };
+        Ok(RawPredicate {
+            keyword,
+            declared_type,
+            matcher,
+        })
+    }
+
+    fn rule(&mut self, depth: u8) -> Result<RawRule, SchemaError> {
+        self.skip_blank();
+        let line = self.line;
+        self.expect(b'[')?;
+        let mut rule = RawRule {
+            predicates: Vec::new(),
+            children: Vec::new(),
+            line,
+        };
+        loop {
+            self.skip_blank();
+            match self.peek() {
+                None => return Err(self.error(format!("unclosed '[' opened at line {line}"))),
+                Some(b']') => {
+                    self.bump();
+                    break;
+                }
+                Some(b'[') => {
+                    if depth == 3 {
+                        return Err(self.error(
+                            "a schema has at most three levels (dataset, collocation, element)",
+                        ));
+                    }
+                    rule.children.push(self.rule(depth + 1)?);
+                }
+                Some(b',') if !rule.predicates.is_empty() || !rule.children.is_empty() => {
+                    self.bump();
+                }
+                Some(_) => {
+                    if !rule.children.is_empty() {
+                        return Err(self.error("predicates must come before the nested rules"));
+                    }
+                    rule.predicates.push(self.predicate()?);
+                }
+            }
+        }
+        if rule.predicates.is_empty() {
+            return Err(SchemaError::Parse {
+                name: self.name.to_string(),
+                line,
+                column: 0,
+                message: "a rule needs at least one keyword".to_string(),
+            });
+        }
+        if depth < 3 && rule.children.is_empty() {
+            let level = if depth == 1 { "dataset" } else { "collocation" };
+            let below = if depth == 1 { "collocation" } else { "element" };
+            return Err(SchemaError::Parse {
+                name: self.name.to_string(),
+                line,
+                column: 0,
+                message: format!("this {level} rule has no {below} rule inside it"),
+            });
+        }
+        Ok(rule)
+    }
+
+    fn schema(&mut self) -> Result<Parsed, SchemaError> {
+        let mut parsed = Parsed {
+            types: HashMap::new(),
+            rules: Vec::new(),
+        };
+        loop {
+            self.skip_blank();
+            match self.peek() {
+                None => break,
+                Some(b'[') => parsed.rules.push(self.rule(1)?),
+                Some(_) => {
+                    let kw = self.keyword()?;
+                    self.expect(b':')?;
+                    let ty = self.type_name()?;
+                    self.expect(b';')?;
+                    parsed.types.insert(kw, ty);
+                }
+            }
+        }
+        Ok(parsed)
+    }
+}
+
+pub(super) fn parse(name: &str, text: &str) -> Result<Parsed, SchemaError> {
+    Parser {
+        name,
+        src: text.as_bytes(),
+        pos: 0,
+        line: 1,
+        col: 1,
+    }
+    .schema()
+}
+
+/// Resolve types and canonicalise constraint values, level by level.
+pub(super) fn resolve(
+    raw: RawRule,
+    level: Level,
+    globals: &HashMap<String, KeywordType>,
+    inherited: &HashMap<String, KeywordType>,
+) -> Rule {
+    let mut local = inherited.clone();
+    for p in &raw.predicates {
+        if let Some(t) = p.declared_type {
+            local.insert(p.keyword.clone(), t);
+        }
+    }
+    let predicates = raw
+        .predicates
+        .into_iter()
+        .map(|p| {
+            let ty = local
+                .get(&p.keyword)
+                .or_else(|| globals.get(&p.keyword))
+                .copied()
+                .unwrap_or(KeywordType::Default);
+            let canon = |v: String| ty.canonical(&v).unwrap_or_else(|_| v.to_ascii_lowercase());
+            let (matcher, ty) = match p.matcher {
+                RawMatcher::Always => (Matcher::Always, ty),
+                RawMatcher::OneOf(v) => (Matcher::OneOf(v.into_iter().map(canon).collect()), ty),
+                RawMatcher::NoneOf(v) => (Matcher::NoneOf(v.into_iter().map(canon).collect()), ty),
+                RawMatcher::Optional(d) => (Matcher::Optional(d.map(canon)), ty),
+                RawMatcher::Hidden(d) => (Matcher::Hidden(d), KeywordType::Ignore),
+            };
+            Predicate {
+                keyword: p.keyword,
+                matcher,
+                keyword_type: ty,
+                declared_type: p.declared_type,
+            }
+        })
+        .collect();
+    let children = match level.child() {
+        Some(child) => raw
+            .children
+            .into_iter()
+            .map(|c| resolve(c, child, globals, &local))
+            .collect(),
+        None => Vec::new(),
+    };
+    Rule {
+        level,
+        predicates,
+        children,
+        line: raw.line,
+    }
+}

@@ -1,0 +1,289 @@
+//! List-side matching: select stored keys that a partial request names.
+//!
+//! A [`Selector`] canonicalises the request's values once per type the
+//! keyword has in the schema, then matches keys level by level: a dataset
+//! key, then collocation keys within it, then element keys. Which rule a
+//! stored key belongs to is recovered from its keywords (a level key lists
+//! exactly its rule's keywords, in order), so each value is compared in the
+//! type its own rule gives it.
+//!
+//! Semantics (FDB5's list): a keyword left out of the request, or given as
+//! `all`, matches anything. A keyword given in the request but absent from a
+//! field's three keys excludes that field. An optional keyword requested with
+//! its default value also matches fields stored without it.
+
+use std::collections::HashSet;
+
+use super::rule::{Matcher, Predicate, Rule};
+use super::Schema;
+use crate::key::Key;
+use crate::request::{Item, Request, RequestError, Values};
+use crate::types::{KeywordType, ValueRange};
+
+/// The canonical values a request allows for one keyword in one type.
+#[derive(Debug, Clone, Default)]
+pub struct ValueSet {
+    any: bool,
+    values: HashSet<String>,
+    ranges: Vec<ValueRange>,
+}
+
+impl ValueSet {
+    /// A set that matches everything.
+    pub fn any() -> Self {
+        ValueSet {
+            any: true,
+            ..ValueSet::default()
+        }
+    }
+
+    /// Whether `canonical` is allowed.
+    pub fn contains(&self, canonical: &str) -> bool {
+        self.any
+            || self.values.contains(canonical)
+            || self.ranges.iter().any(|r| r.contains(canonical))
+    }
+
+    /// Whether the set matches everything.
+    pub fn is_any(&self) -> bool {
+        self.any
+    }
+}
+
+/// A request compiled against a schema, for matching stored keys.
+#[derive(Debug, Clone)]
+pub struct Selector<'s> {
+    schema: &'s Schema,
+    request: Request,
+    /// `(keyword, type) → allowed values`; absent keywords are unconstrained.
+    sets: Vec<(String, KeywordType, ValueSet)>,
+}
+
+/// The dataset rules a dataset key may belong to, having passed the request.
+#[derive(Debug, Clone)]
+pub struct DatasetMatch {
+    rules: Vec<u32>,
+}
+
+/// The (dataset, collocation) rule pairs a collocation key may belong to.
+#[derive(Debug, Clone)]
+pub struct CollocationMatch {
+    rules: Vec<(u32, u32)>,
+}
+
+/// Matches element keys within one collocation; compiled once per
+/// collocation so that the per-entry cost is a few hash lookups.
+#[derive(Debug, Clone)]
+pub struct ElementFilter<'a> {
+    /// One entry per candidate element rule.
+    rules: Vec<ElementCheck<'a>>,
+    /// Request keywords still to check at the element level, with their
+    /// allowed values in the element rule's type (first candidate).
+    /// The flag: an empty value also passes (optional keyword requested
+    /// with its default).
+    pending: Vec<(&'a str, &'a ValueSet, bool)>,
+}
+
+#[derive(Debug, Clone)]
+struct ElementCheck<'a> {
+    keywords: Vec<&'a str>,
+    /// `(position in the element key, allowed values, default that also
+    /// admits the empty value)`.
+    checks: Vec<(usize, &'a ValueSet, bool)>,
+    /// The request names a keyword this chain does not have.
+    impossible: bool,
+}
+
+fn level_fits(rule: &Rule, key: &Key) -> bool {
+    rule.predicates.len() == key.len()
+        && rule.predicates.iter().zip(key.iter()).all(|(p, (k, v))| {
+            p.keyword == k
+                && (v.is_empty() && !p.is_required()
+                    || p.accepts(v)
+                    || matches!(p.matcher, Matcher::Hidden(_)))
+        })
+}
+
+impl Schema {
+    /// Compile `request` for matching stored keys.
+    ///
+    /// # Errors
+    /// [`RequestError::UnknownKeyword`] for a keyword the schema does not
+    /// know; [`RequestError::InvalidValue`] for a value that fits none of its
+    /// keyword's types.
+    pub fn selector(&self, request: &Request) -> Result<Selector<'_>, RequestError> {
+        request.validate(self)?;
+        let mut sets = Vec::new();
+        for (kw, values) in request.iter() {
+            let Values::Items(items) = values else {
+                continue;
+            };
+            for &ty in self.types_of(kw) {
+                let mut set = ValueSet::default();
+                for item in items {
+                    // A value that does not fit this type cannot match a key
+                    // of this type; `validate` made sure it fits some type.
+                    match item {
+                        Item::Value(v) => {
+                            if let Ok(c) = ty.canonical(v) {
+                                set.values.insert(c);
+                            }
+                        }
+                        Item::Range { from, to, by } => {
+                            if let Ok(r) = ty.range(from, to, by.as_deref()) {
+                                set.ranges.push(r);
+                            }
+                        }
+                    }
+                }
+                sets.push((kw.to_string(), ty, set));
+            }
+        }
+        Ok(Selector {
+            schema: self,
+            request: request.clone(),
+            sets,
+        })
+    }
+}
+
+impl<'s> Selector<'s> {
+    /// The request this selector was built from.
+    pub fn request(&self) -> &Request {
+        &self.request
+    }
+
+    /// The schema.
+    pub fn schema(&self) -> &'s Schema {
+        self.schema
+    }
+
+    /// The allowed values of `keyword` in type `ty`, or `None` if the request
+    /// does not constrain it.
+    pub fn values(&self, keyword: &str, ty: KeywordType) -> Option<&ValueSet> {
+        self.sets
+            .iter()
+            .find(|(k, t, _)| k == keyword && *t == ty)
+            .map(|(_, _, s)| s)
+    }
+
+    fn predicate_admits(&self, p: &Predicate, value: &str) -> bool {
+        match self.values(&p.keyword, p.keyword_type) {
+            None => true,
+            Some(set) => {
+                set.contains(value)
+                    || (value.is_empty()
+                        && matches!(&p.matcher, Matcher::Optional(Some(d)) if set.contains(d)))
+            }
+        }
+    }
+
+    fn level_admits(&self, rule: &Rule, key: &Key) -> bool {
+        rule.predicates
+            .iter()
+            .zip(key.values())
+            .all(|(p, v)| self.predicate_admits(p, v))
+    }
+
+    /// Whether a stored dataset key passes the request.
+    pub fn match_dataset(&self, key: &Key) -> Option<DatasetMatch> {
+        let rules: Vec<u32> = (0..self.schema.rules.len() as u32)
+            .filter(|&d| {
+                let rule = &self.schema.rules[d as usize];
+                level_fits(rule, key) && self.level_admits(rule, key)
+            })
+            .collect();
+        (!rules.is_empty()).then_some(DatasetMatch { rules })
+    }
+
+    /// Whether a stored collocation key, in a dataset that matched, passes.
+    pub fn match_collocation(&self, dataset: &DatasetMatch, key: &Key) -> Option<CollocationMatch> {
+        let mut rules = Vec::new();
+        for &d in &dataset.rules {
+            for (c, rule) in self.schema.rules[d as usize].children.iter().enumerate() {
+                if level_fits(rule, key) && self.level_admits(rule, key) {
+                    rules.push((d, c as u32));
+                }
+            }
+        }
+        (!rules.is_empty()).then_some(CollocationMatch { rules })
+    }
+
+    /// A filter for the element keys of a collocation that matched.
+    pub fn element_filter(&self, collocation: &CollocationMatch) -> ElementFilter<'_> {
+        let mut rules = Vec::new();
+        let mut pending = Vec::new();
+        for &(d, c) in &collocation.rules {
+            let dr = &self.schema.rules[d as usize];
+            let cr = &dr.children[c as usize];
+            for er in &cr.children {
+                let mut checks = Vec::new();
+                for (i, p) in er.predicates.iter().enumerate() {
+                    if let Some(set) = self.values(&p.keyword, p.keyword_type) {
+                        let default_admits_empty =
+                            matches!(&p.matcher, Matcher::Optional(Some(dv)) if set.contains(dv));
+                        checks.push((i, set, default_admits_empty));
+                        if pending.iter().all(|(k, _, _)| *k != p.keyword) {
+                            pending.push((p.keyword.as_str(), set, default_admits_empty));
+                        }
+                    }
+                }
+                let in_chain = |kw: &str| [dr, cr, er].iter().any(|r| r.predicate(kw).is_some());
+                let impossible = self.request.keywords().any(|kw| !in_chain(kw));
+                rules.push(ElementCheck {
+                    keywords: er.keywords().collect(),
+                    checks,
+                    impossible,
+                });
+            }
+        }
+        ElementFilter { rules, pending }
+    }
+}
+
+impl ElementFilter<'_> {
+    /// Whether a stored element key passes the request.
+    pub fn matches(&self, key: &Key) -> bool {
+        let check = match self.rules.as_slice() {
+            [only] => only,
+            many => match many.iter().find(|r| {
+                r.keywords.len() == key.len() && r.keywords.iter().copied().eq(key.keywords())
+            }) {
+                Some(r) => r,
+                None => return false,
+            },
+        };
+        if check.impossible {
+            return false;
+        }
+        check.checks.iter().all(|&(i, set, default_admits_empty)| {
+            let Some(v) = key.values().nth(i) else {
+                return false;
+            };
+            set.contains(v) || (v.is_empty() && default_admits_empty)
+        })
+    }
+
+    /// Whether no element key can pass (the request names a keyword none of
+    /// the candidate chains has): the collocation can be skipped whole.
+    pub fn is_impossible(&self) -> bool {
+        self.rules.iter().all(|r| r.impossible)
+    }
+
+    /// Request constraints on element-level keywords, for pruning a
+    /// collocation by its axes before reading its entries.
+    pub fn constraints(&self) -> impl Iterator<Item = (&str, &ValueSet)> + '_ {
+        self.pending.iter().map(|&(k, s, _)| (k, s))
+    }
+
+    /// Whether a collocation whose axis for `keyword` holds `axis` values can
+    /// contain a matching element.
+    pub fn axis_admits<'v>(&self, keyword: &str, mut axis: impl Iterator<Item = &'v str>) -> bool {
+        match self.pending.iter().find(|(k, _, _)| *k == keyword) {
+            None => true,
+            Some(&(_, set, empty_ok)) => {
+                axis.any(|v| set.contains(v) || (empty_ok && v.is_empty()))
+            }
+        }
+    }
+}

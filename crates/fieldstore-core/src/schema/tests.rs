@@ -1,0 +1,246 @@
+use super::*;
+use crate::key::Key;
+
+const SMALL: &str = "
+param: Param; step: Step; date: Date; time: Time; expver: Expver; levelist: Double; number: Integer;
+[ class=od, expver, stream=oper/dcda, date, time, domain?g
+    [ type, levtype
+        [ step, levelist?, param ]]
+]
+[ class=od, expver, stream=enfo, date, time, domain?g
+    [ type=pf/cf, levtype
+        [ step, number?, levelist?, param ]]
+]
+[ class=!od, expver, stream, date, time
+    [ type, levtype, number-
+        [ step, levelist?, param ]]
+]
+";
+
+fn key(s: &str) -> Key {
+    s.parse().unwrap()
+}
+
+#[test]
+fn ecmwf_and_hammer_schemas_parse() {
+    let s = Schema::ecmwf();
+    assert_eq!(s.rules().len(), 98);
+    assert_eq!(
+        s.types_of("param"),
+        &[KeywordType::Param, KeywordType::ParamId]
+    );
+    assert!(s.types_of("hdate").contains(&KeywordType::Year));
+    let hammer = include_str!("../../../../tests/fixtures/schema/hammer.schema");
+    let h = Schema::parse("hammer.schema", hammer).unwrap();
+    assert_eq!(h.rules().len(), 1);
+    assert_eq!(h.describe(RuleId { dataset: 0, collocation: 0, element: 0 }),
+        "[ class, expver, stream, date, time [ type, levtype [ step, number?, levelist?, param ]]] (line 25)");
+}
+
+#[test]
+fn display_reparses_to_same_rules() {
+    let s = Schema::ecmwf();
+    let printed = s.to_string();
+    // Types are resolved into the rules, so re-parse with the same globals.
+    let globals: String = ECMWF_SCHEMA
+        .lines()
+        .filter(|l| l.contains(';') && !l.trim_start().starts_with('#'))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let again = Schema::parse("again", &format!("{globals}\n{printed}")).unwrap();
+    assert_eq!(again.rules().len(), s.rules().len());
+    for (a, b) in again.rules().iter().zip(s.rules()) {
+        assert_eq!(a.to_string(), b.to_string());
+    }
+}
+
+#[test]
+fn first_matching_rule_wins_and_values_are_canonical() {
+    let s = Schema::parse("small", SMALL).unwrap();
+    let k = s.split(&key("class=od,expver=1,stream=enfo,date=2023-12-01,time=12,type=pf,levtype=pl,step=06,number=01,levelist=500.0,param=130.128")).unwrap();
+    assert_eq!(k.braced(), "{class=od,expver=0001,stream=enfo,date=20231201,time=1200}{type=pf,levtype=pl}{step=6,number=1,levelist=500,param=130}");
+    assert_eq!(
+        k.rule,
+        RuleId {
+            dataset: 1,
+            collocation: 0,
+            element: 0
+        }
+    );
+    assert_eq!(
+        k.dataset.to_string(),
+        "class=od,expver=0001,stream=enfo,date=20231201,time=1200,domain="
+    );
+    // Hidden keyword: accepted, stored empty.
+    let k = s.split(&key("class=rd,expver=abcd,stream=oper,date=20231201,time=0,type=fc,levtype=sfc,number=5,step=0,param=167")).unwrap();
+    assert_eq!(k.collocation.to_string(), "type=fc,levtype=sfc,number=");
+    assert_eq!(k.full_key().to_string(), "class=rd,expver=abcd,stream=oper,date=20231201,time=0000,type=fc,levtype=sfc,step=0,param=167");
+}
+
+#[test]
+fn bad_keys_get_errors_naming_keyword_and_rule() {
+    let s = Schema::parse("small", SMALL).unwrap();
+    let cases = [
+        ("class=od,expver=0001,stream=oper,date=20231201,time=1200,type=fc,levtype=sfc,step=0,param=167,foo=1",
+         "unknown keyword 'foo': no rule of the schema uses it"),
+        ("class=od,expver=0001,stream=oper,date=20231201,time=1200,type=fc,levtype=sfc,step=0,param=167,number=1",
+         "keyword 'number' is not used by the matching rule [ class=od, expver, stream=oper/dcda, date, time, domain?g [ type, levtype [ step, levelist?, param ]]] (line 5)"),
+        ("class=od,expver=0001,stream=oper,date=20231201,time=1200,type=fc,levtype=sfc,param=167",
+         "missing keyword 'step' required by rule [ class=od, expver, stream=oper/dcda, date, time, domain?g [ type, levtype [ step, levelist?, param ]]] (line 5)"),
+        ("class=od,expver=0001,stream=enfo,date=20231201,time=1200,type=an,levtype=sfc,step=0,param=167",
+         "value 'an' of keyword 'type' is not allowed by rule [ class=od, expver, stream=enfo, date, time, domain?g [ type=pf/cf, levtype [ step, number?, levelist?, param ]]] (line 9)"),
+        ("class=od,expver=0001,stream=oper,date=20231232,time=1200,type=fc,levtype=sfc,step=0,param=167",
+         "keyword 'date': '20231232' is not a valid Date: no such day in the calendar (rule [ class=od, expver, stream=oper/dcda, date, time, domain?g [ type, levtype [ step, levelist?, param ]]] (line 5))"),
+    ];
+    for (k, want) in cases {
+        assert_eq!(s.split(&key(k)).unwrap_err().to_string(), want, "{k}");
+    }
+}
+
+#[test]
+fn schema_parse_errors_give_line_and_column() {
+    let cases = [
+        (
+            "[ class, expver\n  [ type [ step ]]",
+            "t:2:19: unclosed '[' opened at line 1",
+        ),
+        ("param: Parm;\n", "t:1:8: unknown type 'Parm'"),
+        (
+            "[ class=, expver [ type [ step ]]]",
+            "t:1:9: expected a value for keyword 'class', found ','",
+        ),
+        (
+            "[ class [ type ]]",
+            "t:1:0: this collocation rule has no element rule inside it",
+        ),
+        (
+            "[ class [ type [ step [ x ]]]]",
+            "t:1:23: a schema has at most three levels (dataset, collocation, element)",
+        ),
+        (
+            "[ Class [ type [ step ]]]",
+            "t:1:3: invalid keyword 'Class': keywords are lower-case letters, digits, '_' and '.'",
+        ),
+        (
+            "[ a, a [ b [ c ]]]",
+            "t: keyword 'a' appears twice in the rule at line 1",
+        ),
+        ("param Param;", "t:1:7: expected ':', found 'P'"),
+    ];
+    for (text, want) in cases {
+        assert_eq!(
+            Schema::parse("t", text).unwrap_err().to_string(),
+            want,
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn single_exclusion_excludes() {
+    // FDB5 parses `key=!a` as an inclusion (its Appendix A.4); we do not.
+    let s = Schema::parse("t", "[ class=!od [ type [ step ]]]").unwrap();
+    assert!(s.split(&key("class=od,type=fc,step=1")).is_err());
+    assert!(s.split(&key("class=rd,type=fc,step=1")).is_ok());
+}
+
+#[test]
+fn one_keyword_typed_differently_per_level() {
+    let s = Schema::ecmwf();
+    let k = s.split(&key("class=ce,expver=0001,stream=efcl,date=20231201,model=m,domain=g,hdate=20001215,type=fc,levtype=sfc,origin=ecmf,time=0000,step=6,param=167")).unwrap();
+    assert_eq!(k.braced(), "{class=ce,expver=0001,stream=efcl,date=20231201,model=m,domain=g,hdate=2000}{hdate=12,type=fc,levtype=sfc,origin=ecmf}{hdate=20001215,time=0000,step=6,param=167}");
+    assert_eq!(k.full_key().get("hdate"), Some("20001215"));
+}
+
+fn request(s: &str) -> crate::Request {
+    s.parse().unwrap()
+}
+
+#[test]
+fn expand_enumerates_in_request_order_and_respects_first_match() {
+    let s = Schema::parse("small", SMALL).unwrap();
+    let all: Vec<SplitKey> = s
+        .expand(&request("class=od,expver=1,stream=enfo,date=20231201,time=12,domain=g,type=pf,levtype=pl,step=0/to/12/by/6,number=1/2,levelist=500,param=130"))
+        .unwrap()
+        .collect();
+    // `domain=g` is the optional keyword's default: fields stored without
+    // `domain` are named too, after those with it.
+    assert_eq!(all.len(), 12);
+    assert!(all[..6]
+        .iter()
+        .all(|k| k.dataset.get("domain") == Some("g")));
+    assert!(all[6..].iter().all(|k| k.dataset.get("domain") == Some("")));
+    let keys: Vec<String> = all[..6].iter().map(|k| k.element.braced()).collect();
+    assert_eq!(
+        keys,
+        [
+            "{step=0,number=1,levelist=500,param=130}",
+            "{step=0,number=2,levelist=500,param=130}",
+            "{step=6,number=1,levelist=500,param=130}",
+            "{step=6,number=2,levelist=500,param=130}",
+            "{step=12,number=1,levelist=500,param=130}",
+            "{step=12,number=2,levelist=500,param=130}",
+        ]
+    );
+    // Optional `domain?g` left out: both the default and the empty value.
+    let ds: Vec<String> = s.expand(&request("class=od,expver=1,stream=oper,date=20231201,time=12,type=fc,levtype=sfc,step=0,param=167"))
+        .unwrap().map(|k| k.dataset.to_string()).collect();
+    assert_eq!(
+        ds,
+        [
+            "class=od,expver=0001,stream=oper,date=20231201,time=1200,domain=g",
+            "class=od,expver=0001,stream=oper,date=20231201,time=1200,domain=",
+        ]
+    );
+    // A missing required keyword names no key.
+    assert_eq!(
+        s.expand(&request(
+            "class=od,expver=1,stream=oper,date=20231201,time=12,type=fc,levtype=sfc,param=167"
+        ))
+        .unwrap()
+        .count(),
+        0
+    );
+    // `all` cannot be enumerated.
+    assert_eq!(
+        s.expand(&request("class=od,step=all"))
+            .err()
+            .unwrap()
+            .to_string(),
+        "keyword 'step' is 'all': retrieve needs explicit values; list the request instead"
+    );
+}
+
+#[test]
+fn selector_matches_levels_with_each_rules_types() {
+    let s = Schema::ecmwf();
+    let sel = s
+        .selector(&request(
+            "class=od,time=12,step=0/to/12/by/6,levelist=500.0,param=130.128",
+        ))
+        .unwrap();
+    let k = s.split(&key("class=od,expver=0001,stream=oper,date=20231201,time=1200,domain=g,type=fc,levtype=pl,step=6,levelist=500,param=130")).unwrap();
+    let dm = sel.match_dataset(&k.dataset).unwrap();
+    let cm = sel.match_collocation(&dm, &k.collocation).unwrap();
+    let f = sel.element_filter(&cm);
+    assert!(f.matches(&k.element));
+    let other = s.split(&key("class=od,expver=0001,stream=oper,date=20231201,time=1200,domain=g,type=fc,levtype=pl,step=3,levelist=500,param=130")).unwrap();
+    assert!(!f.matches(&other.element));
+    assert!(f.axis_admits("step", ["3", "12"].into_iter()));
+    assert!(!f.axis_admits("step", ["3", "9"].into_iter()));
+    let sel = s.selector(&request("class=od,time=0000")).unwrap();
+    assert!(sel.match_dataset(&k.dataset).is_none());
+    // A request keyword the field's keys lack excludes it at element level.
+    let sel = s.selector(&request("class=od,number=1")).unwrap();
+    let dm = sel.match_dataset(&k.dataset).unwrap();
+    let cm = sel.match_collocation(&dm, &k.collocation).unwrap();
+    assert!(!sel.element_filter(&cm).matches(&k.element));
+    assert_eq!(
+        s.selector(&request("class=od,foo=1"))
+            .unwrap_err()
+            .to_string(),
+        "unknown keyword 'foo' in request: the schema has no rule using it"
+    );
+    assert_eq!(s.selector(&request("class=od,time=2500")).unwrap_err().to_string(),
+        "keyword 'time' in request: '2500' is not a valid Time: hour must be 0..23 and minute 0..59");
+}

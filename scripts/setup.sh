@@ -1,0 +1,21 @@
+# Sourced by the scripts: installs what the project needs on a fresh Debian
+# machine with a Rust toolchain (rustup), and nothing when it is there.
+# Idempotent and quiet when there is nothing to do.
+set -euo pipefail
+if ! command -v cargo >/dev/null 2>&1; then
+    [ -f "$HOME/.cargo/env" ] && source "$HOME/.cargo/env"
+fi
+if ! command -v cargo >/dev/null 2>&1; then
+    echo "setup: cargo not found; install Rust with rustup first" >&2
+    exit 1
+fi
+# rustfmt and clippy (rust-toolchain.toml asks for them too).
+for component in rustfmt clippy; do
+    if ! rustup component list --installed 2>/dev/null | grep -q "^$component"; then
+        rustup component add "$component"
+    fi
+done
+# A C compiler for the fuzz targets' libFuzzer and for native bindings.
+if ! command -v cc >/dev/null 2>&1 || ! command -v c++ >/dev/null 2>&1; then
+    apt-get update -qq && apt-get install -y -qq build-essential
+fi

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Every test of the project: formatting, lints, the whole workspace's tests,
+# and the fuzz targets' build. This is what CI runs (.ci/run).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/setup.sh
+
+echo "== cargo fmt --check"
+cargo fmt --all --check
+echo "== cargo clippy -D warnings"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+echo "== cargo test"
+cargo test --workspace --locked
+echo "== fuzz targets build"
+cargo build --manifest-path fuzz/Cargo.toml
