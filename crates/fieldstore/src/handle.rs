@@ -1,0 +1,449 @@
+//! `FieldStore`: the handle users hold.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use fieldstore_core::{
+    CollocationKey, DatasetKey, FieldLocation, Key, Level, Request, Result, Schema, SplitKey,
+};
+
+use crate::backends::{memory, posix};
+use crate::catalogue::{Axes, Catalogue, CatalogueWriter, DatasetReader};
+use crate::config::{Config, Engine, StoreKind};
+use crate::list::{ListElement, ListOptions};
+use crate::retrieve::DataReader;
+use crate::store::{Store, StoreWriter};
+
+/// A handle on a field store: archive, flush, retrieve, list, axes.
+///
+/// One handle may be shared between threads (`FieldStore: Send + Sync`);
+/// [`FieldStore::flush`] flushes what every thread archived through it. Use
+/// one handle per thread for independent flushes.
+///
+/// # Example
+/// ```
+/// use fieldstore::{Config, FieldStore, ListOptions, Schema};
+/// let schema: Schema = "[ class, expver [ type [ step, param ]]]".parse()?;
+/// let fs = FieldStore::open(Config::memory(schema))?;
+/// fs.archive(&"class=od,expver=0001,type=fc,step=6,param=167".parse()?, b"GRIB...7777")?;
+/// fs.flush()?;
+/// let bytes = fs.retrieve(&"class=od,expver=0001,type=fc,step=6,param=167".parse()?)?.read_all()?;
+/// assert_eq!(bytes, b"GRIB...7777");
+/// let listed = fs.list(&"class=od".parse()?, ListOptions::default())?;
+/// assert_eq!(listed[0].braced(), "{class=od,expver=0001}{type=fc}{step=6,param=167}");
+/// # Ok::<(), fieldstore::Error>(())
+/// ```
+pub struct FieldStore {
+    config: Config,
+    schema: Arc<Schema>,
+    catalogue: Arc<dyn Catalogue>,
+    store: Arc<dyn Store>,
+    writers: Mutex<HashMap<DatasetKey, DatasetWriter>>,
+    readers: Mutex<HashMap<DatasetKey, Arc<dyn DatasetReader>>>,
+}
+
+struct DatasetWriter {
+    store: Box<dyn StoreWriter>,
+    catalogue: Box<dyn CatalogueWriter>,
+    dirty: bool,
+}
+
+impl std::fmt::Debug for FieldStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FieldStore")
+            .field("source", &self.config.source)
+            .field("catalogue", &self.catalogue)
+            .field("store", &self.store)
+            .finish()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding the lock cannot leave the maps inconsistent in a
+    // way that matters: at worst a writer is dropped before its flush.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl FieldStore {
+    /// Open the store a configuration describes.
+    ///
+    /// # Errors
+    /// `InvalidConfig`; I/O errors opening the roots.
+    pub fn open(config: Config) -> Result<FieldStore> {
+        let (catalogue, store): (Arc<dyn Catalogue>, Arc<dyn Store>) =
+            match (config.engine, config.store) {
+                (Engine::Memory, StoreKind::Memory) => {
+                    let backend = memory::MemoryBackend::new();
+                    (Arc::new(backend.catalogue()), Arc::new(backend.store()))
+                }
+                _ => posix::open_pair(&config.roots, config.engine, config.store)?,
+            };
+        Ok(FieldStore::with_backends(config, catalogue, store))
+    }
+
+    /// Open with the configuration of the environment ([`Config::from_env`]).
+    ///
+    /// # Errors
+    /// As [`FieldStore::open`].
+    pub fn open_default() -> Result<FieldStore> {
+        FieldStore::open(Config::from_env()?)
+    }
+
+    /// A handle over given backends (tests; sharing one memory backend
+    /// between handles).
+    pub fn with_backends(
+        config: Config,
+        catalogue: Arc<dyn Catalogue>,
+        store: Arc<dyn Store>,
+    ) -> FieldStore {
+        FieldStore {
+            schema: Arc::new(config.schema.clone()),
+            config,
+            catalogue,
+            store,
+            writers: Mutex::new(HashMap::new()),
+            readers: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The schema.
+    pub fn schema(&self) -> &Schema {
+        &self.schema
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The catalogue backend.
+    pub fn catalogue(&self) -> &Arc<dyn Catalogue> {
+        &self.catalogue
+    }
+
+    /// The store backend.
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
+    /// Archive one field. Returns once the store holds its own copy; the
+    /// field is visible after [`FieldStore::flush`].
+    ///
+    /// # Errors
+    /// `InvalidInput` if the key does not fit the schema (nothing is
+    /// stored); I/O errors (`StorageFull`, `PermissionDenied`, …).
+    pub fn archive(&self, key: &Key, data: &[u8]) -> Result<()> {
+        let split = self.schema.split(key)?;
+        self.archive_split(&split, data)
+    }
+
+    /// Archive a field whose key is already split by this store's schema.
+    ///
+    /// # Errors
+    /// As [`FieldStore::archive`].
+    pub fn archive_split(&self, split: &SplitKey, data: &[u8]) -> Result<()> {
+        let mut writers = lock(&self.writers);
+        let w = match writers.get_mut(&split.dataset) {
+            Some(w) => w,
+            None => {
+                let w = DatasetWriter {
+                    store: self.store.writer(&split.dataset)?,
+                    catalogue: self.catalogue.writer(&split.dataset, &self.schema)?,
+                    dirty: false,
+                };
+                writers.entry(split.dataset.clone()).or_insert(w)
+            }
+        };
+        let location = w.store.archive(&split.collocation, data)?;
+        w.catalogue
+            .insert(&split.collocation, &split.element, &location)?;
+        w.dirty = true;
+        Ok(())
+    }
+
+    /// Make everything archived through this handle durable and visible to
+    /// every reader, atomically per dataset. Data is on stable storage
+    /// before the catalogue makes it visible.
+    ///
+    /// # Errors
+    /// I/O errors. A dataset whose flush failed keeps nothing pending: what
+    /// it had not made visible must be archived again.
+    pub fn flush(&self) -> Result<()> {
+        let mut writers = lock(&self.writers);
+        let mut first_error = None;
+        let mut failed = Vec::new();
+        for (dataset, w) in writers.iter_mut().filter(|(_, w)| w.dirty) {
+            let r = w.store.flush().and_then(|()| w.catalogue.flush());
+            match r {
+                Ok(()) => w.dirty = false,
+                Err(e) => {
+                    failed.push(dataset.clone());
+                    first_error
+                        .get_or_insert(e.context(format!("flushing dataset {}", dataset.braced())));
+                }
+            }
+        }
+        for d in failed {
+            writers.remove(&d);
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    /// Whether something archived is not yet flushed.
+    pub fn dirty(&self) -> bool {
+        lock(&self.writers).values().any(|w| w.dirty)
+    }
+
+    /// A reader for `dataset`, refreshed once per call of a public operation
+    /// (`fresh` records which readers were refreshed).
+    fn reader(
+        &self,
+        dataset: &DatasetKey,
+        fresh: &mut HashSet<DatasetKey>,
+    ) -> Result<Option<Arc<dyn DatasetReader>>> {
+        let cached = lock(&self.readers).get(dataset).cloned();
+        let reader = match cached {
+            Some(r) => r,
+            None => match self.catalogue.reader(dataset)? {
+                Some(r) => {
+                    lock(&self.readers).insert(dataset.clone(), r.clone());
+                    fresh.insert(dataset.clone());
+                    return Ok(Some(r));
+                }
+                None => return Ok(None),
+            },
+        };
+        if fresh.insert(dataset.clone()) {
+            reader.refresh()?;
+        }
+        Ok(Some(reader))
+    }
+
+    /// The fields `request` names, in request order. Missing fields are not
+    /// an error: they are absent from the result.
+    ///
+    /// # Errors
+    /// `InvalidInput` for a malformed request; I/O errors.
+    pub fn retrieve(&self, request: &Request) -> Result<DataReader> {
+        let mut fields = Vec::new();
+        if request.has_all() {
+            for e in self.list(request, ListOptions::default())? {
+                if let Some(loc) = e.location.clone() {
+                    fields.push((e.full_key(), loc));
+                }
+            }
+        } else {
+            let mut fresh = HashSet::new();
+            let mut last: Option<(DatasetKey, Option<Arc<dyn DatasetReader>>)> = None;
+            for split in self.schema.expand(request)? {
+                if last.as_ref().is_none_or(|(d, _)| *d != split.dataset) {
+                    last = Some((
+                        split.dataset.clone(),
+                        self.reader(&split.dataset, &mut fresh)?,
+                    ));
+                }
+                let Some((_, Some(reader))) = &last else {
+                    continue;
+                };
+                if let Some(loc) = reader.lookup(&split.collocation, &split.element)? {
+                    fields.push((split.full_key(), loc));
+                }
+            }
+        }
+        Ok(DataReader::new(self.store.clone(), fields))
+    }
+
+    /// Where one field is, if it exists (`fieldstore where`).
+    ///
+    /// # Errors
+    /// `InvalidInput` if the key does not fit the schema; I/O errors.
+    pub fn location(&self, key: &Key) -> Result<Option<FieldLocation>> {
+        let split = self.schema.split(key)?;
+        let mut fresh = HashSet::new();
+        match self.reader(&split.dataset, &mut fresh)? {
+            Some(r) => r.lookup(&split.collocation, &split.element),
+            None => Ok(None),
+        }
+    }
+
+    /// Visit what a partial request names, down to `options.depth`:
+    /// datasets, collocations, or fields (newest first within a
+    /// collocation, masked entries only with `options.duplicates`).
+    /// `visit` returns `false` to stop.
+    ///
+    /// # Errors
+    /// `InvalidInput` for a malformed request; I/O errors; `Corrupt`.
+    pub fn visit(
+        &self,
+        request: &Request,
+        options: ListOptions,
+        visit: &mut dyn FnMut(ListElement) -> bool,
+    ) -> Result<()> {
+        let selector = self.schema.selector(request)?;
+        let mut datasets = self.catalogue.datasets()?;
+        datasets.sort();
+        let mut fresh = HashSet::new();
+        for dataset in datasets {
+            let Some(dm) = selector.match_dataset(&dataset) else {
+                continue;
+            };
+            if options.depth == Level::Dataset {
+                let e = ListElement {
+                    dataset,
+                    collocation: CollocationKey::default(),
+                    element: Default::default(),
+                    location: None,
+                };
+                if !visit(e) {
+                    return Ok(());
+                }
+                continue;
+            }
+            let Some(reader) = self.reader(&dataset, &mut fresh)? else {
+                continue;
+            };
+            for info in reader.collocations()? {
+                let Some(cm) = selector.match_collocation(&dm, &info.key) else {
+                    continue;
+                };
+                let filter = selector.element_filter(&cm);
+                if filter.is_impossible()
+                    || !filter.constraints().all(|(kw, _)| {
+                        filter.axis_admits(
+                            kw,
+                            info.axes.get(kw).into_iter().flatten().map(String::as_str),
+                        )
+                    })
+                {
+                    continue;
+                }
+                if options.depth == Level::Collocation {
+                    let e = ListElement {
+                        dataset: dataset.clone(),
+                        collocation: info.key.clone(),
+                        element: Default::default(),
+                        location: None,
+                    };
+                    if !visit(e) {
+                        return Ok(());
+                    }
+                    continue;
+                }
+                let mut seen = HashSet::new();
+                let mut stop = false;
+                reader.scan(&info.key, &mut |element, location| {
+                    if !filter.matches(element) {
+                        return true;
+                    }
+                    if !options.duplicates && !seen.insert(element.clone()) {
+                        return true;
+                    }
+                    let e = ListElement {
+                        dataset: dataset.clone(),
+                        collocation: info.key.clone(),
+                        element: element.clone(),
+                        location: Some(location.clone()),
+                    };
+                    stop = !visit(e);
+                    !stop
+                })?;
+                if stop {
+                    return Ok(());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// What a partial request names, down to `options.depth` (see
+    /// [`FieldStore::visit`]).
+    ///
+    /// # Errors
+    /// As [`FieldStore::visit`].
+    pub fn list(&self, request: &Request, options: ListOptions) -> Result<Vec<ListElement>> {
+        let mut out = Vec::new();
+        self.visit(request, options, &mut |e| {
+            out.push(e);
+            true
+        })?;
+        Ok(out)
+    }
+
+    /// The values present per keyword among what `request` names, down to
+    /// `depth`. Element-level values come from the axes kept with each
+    /// collocation: no index is read.
+    ///
+    /// # Errors
+    /// As [`FieldStore::visit`].
+    pub fn axes(&self, request: &Request, depth: Level) -> Result<Axes> {
+        let selector = self.schema.selector(request)?;
+        let mut axes = Axes::new();
+        let add = |k: &Key, axes: &mut Axes| {
+            for (kw, v) in k.iter() {
+                axes.entry(kw.to_string())
+                    .or_default()
+                    .insert(v.to_string());
+            }
+        };
+        let mut fresh = HashSet::new();
+        for dataset in self.catalogue.datasets()? {
+            let Some(dm) = selector.match_dataset(&dataset) else {
+                continue;
+            };
+            if depth == Level::Dataset {
+                add(&dataset, &mut axes);
+                continue;
+            }
+            let Some(reader) = self.reader(&dataset, &mut fresh)? else {
+                continue;
+            };
+            let mut any = false;
+            for info in reader.collocations()? {
+                let Some(cm) = selector.match_collocation(&dm, &info.key) else {
+                    continue;
+                };
+                let filter = selector.element_filter(&cm);
+                let admits = |kw: &str| {
+                    filter.axis_admits(
+                        kw,
+                        info.axes.get(kw).into_iter().flatten().map(String::as_str),
+                    )
+                };
+                if filter.is_impossible() || !filter.constraints().all(|(kw, _)| admits(kw)) {
+                    continue;
+                }
+                any = true;
+                add(&info.key, &mut axes);
+                if depth == Level::Element {
+                    for (kw, values) in &info.axes {
+                        let set = filter
+                            .constraints()
+                            .find(|(k, _)| *k == kw.as_str())
+                            .map(|(_, s)| s);
+                        let target = axes.entry(kw.clone()).or_default();
+                        target.extend(
+                            values
+                                .iter()
+                                .filter(|v| set.is_none_or(|s| s.contains(v)))
+                                .cloned(),
+                        );
+                    }
+                }
+            }
+            if any {
+                add(&dataset, &mut axes);
+            }
+        }
+        Ok(axes)
+    }
+}
+
+impl Drop for FieldStore {
+    /// Flushes what is pending, as FDB5's handle does; errors can only be
+    /// reported by calling [`FieldStore::flush`] first.
+    fn drop(&mut self) {
+        if self.dirty() {
+            let _ = self.flush();
+        }
+    }
+}

@@ -1,0 +1,26 @@
+//! fieldstore: a metadata-indexed, transactional store for weather fields.
+//!
+//! [`FieldStore`] is the handle: [`archive`](FieldStore::archive),
+//! [`flush`](FieldStore::flush), [`retrieve`](FieldStore::retrieve),
+//! [`list`](FieldStore::list), [`axes`](FieldStore::axes). Backends pair a
+//! [`Catalogue`] (which fields exist, and where) with a [`Store`] (the
+//! bytes); each trait states its contract. Built in: the POSIX backend
+//! ([`backends::posix`]) and an in-memory reference
+//! ([`backends::memory`]).
+#![deny(rustdoc::broken_intra_doc_links)]
+
+pub mod backends;
+pub mod catalogue;
+pub mod config;
+mod handle;
+pub mod list;
+pub mod retrieve;
+pub mod store;
+
+pub use catalogue::{Axes, Catalogue, CatalogueWriter, CollocationInfo, DatasetReader};
+pub use config::{Config, Engine, Root, StoreKind};
+pub use fieldstore_core::*;
+pub use handle::FieldStore;
+pub use list::{ListElement, ListOptions};
+pub use retrieve::DataReader;
+pub use store::{Store, StoreWriter};
