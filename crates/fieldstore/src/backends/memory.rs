@@ -110,10 +110,13 @@ pub struct MemoryCatalogue {
     datasets: Arc<RwLock<BTreeMap<DatasetKey, Arc<MemoryDataset>>>>,
 }
 
+/// A collocation: its key, its axes, its entries oldest first.
+type MemoryCollocation = (CollocationKey, Axes, Vec<(ElementKey, FieldLocation)>);
+
 #[derive(Debug, Default)]
 struct MemoryDataset {
-    /// Collocations in creation order; entries oldest first.
-    collocations: RwLock<Vec<(CollocationKey, Axes, Vec<(ElementKey, FieldLocation)>)>>,
+    /// Collocations in creation order.
+    collocations: RwLock<Vec<MemoryCollocation>>,
 }
 
 struct MemoryCatalogueWriter {
