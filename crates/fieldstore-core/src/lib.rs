@@ -11,6 +11,8 @@
 //! - [`FieldLocation`]: where a store put a field's bytes;
 //! - [`Error`] and [`ErrorKind`]: the one public error type.
 #![deny(rustdoc::broken_intra_doc_links)]
+// Library code reports errors; it does not panic on them. Tests may unwrap.
+#![cfg_attr(not(test), warn(clippy::unwrap_used))]
 
 pub mod error;
 pub mod key;

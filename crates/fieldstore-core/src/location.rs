@@ -16,6 +16,10 @@ pub struct FieldLocation {
     pub offset: u64,
     /// Number of bytes.
     pub length: u64,
+    /// CRC-32C of the bytes, when the store computed one; readers verify it
+    /// and report a mismatch as corruption instead of returning the bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checksum: Option<u32>,
 }
 
 impl FieldLocation {
@@ -25,7 +29,14 @@ impl FieldLocation {
             uri: uri.into(),
             offset,
             length,
+            checksum: None,
         }
+    }
+
+    /// The same location, with the bytes' CRC-32C.
+    pub fn with_checksum(mut self, crc32c: u32) -> Self {
+        self.checksum = Some(crc32c);
+        self
     }
 
     /// The URI's scheme (`file`, `daos`, …), or the empty string.

@@ -231,7 +231,10 @@ impl Config {
 
     /// The configuration the tools use when given none: the file named by
     /// `FIELDSTORE_CONFIG`, else the embedded store under `FIELDSTORE_ROOT`
-    /// or `./fieldstore-data`.
+    /// or `./fieldstore-data` (created if missing).
+    ///
+    /// # Errors
+    /// As [`Config::from_file`]; I/O errors creating the embedded root.
     pub fn from_env() -> Result<Config> {
         if let Some(path) = std::env::var_os("FIELDSTORE_CONFIG").filter(|p| !p.is_empty()) {
             return Config::from_file(Path::new(&path));
@@ -239,6 +242,9 @@ impl Config {
         let root = std::env::var_os("FIELDSTORE_ROOT")
             .filter(|p| !p.is_empty())
             .map_or_else(|| PathBuf::from("fieldstore-data"), PathBuf::from);
+        // A first run needs nothing set up: the embedded root is created.
+        std::fs::create_dir_all(&root)
+            .map_err(|e| Error::io(format!("creating root {}", root.display()), e))?;
         Ok(Config::embedded(root))
     }
 }

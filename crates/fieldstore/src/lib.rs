@@ -8,6 +8,8 @@
 //! ([`backends::posix`]) and an in-memory reference
 //! ([`backends::memory`]).
 #![deny(rustdoc::broken_intra_doc_links)]
+// Library code reports errors; it does not panic on them. Tests may unwrap.
+#![cfg_attr(not(test), warn(clippy::unwrap_used))]
 
 pub mod backends;
 pub mod catalogue;

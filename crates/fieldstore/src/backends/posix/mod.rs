@@ -1,20 +1,68 @@
-//! The POSIX backend (being written: this placeholder refuses to open).
+//! The POSIX backend: `engine: toc` (catalogue) and `store: file` (store).
+//!
+//! ```text
+//! <root>/<dataset name>/           one directory per dataset (FDB5's naming)
+//!     toc                          append-only table of contents (INIT, then FLUSH records)
+//!     <writer>.index               one per writer: index blocks, appended per flush
+//!     <writer>.data                one per writer: field bytes, appended
+//! ```
+//! Writers share nothing but the `toc`, to which each flush appends one
+//! record in one `O_APPEND` write. Byte layout: `docs/format/posix.md`.
+
+mod catalogue;
+mod format;
+mod layout;
+mod store;
+
 use std::sync::Arc;
 
 use fieldstore_core::{Error, ErrorKind, Result};
+
+pub use catalogue::{TocCatalogue, TocReader};
+pub use store::FileStore;
 
 use crate::catalogue::Catalogue;
 use crate::config::{Engine, Root, StoreKind};
 use crate::store::Store;
 
-/// Open the catalogue/store pair for a config that uses POSIX.
+/// Every visited root must exist: a missing root is a configuration error
+/// the user must hear about, not an empty store.
+pub(crate) fn check_roots(roots: &[Root]) -> Result<()> {
+    if roots.is_empty() {
+        return Err(Error::new(
+            ErrorKind::InvalidConfig,
+            "the POSIX backend needs at least one root",
+        ));
+    }
+    for r in roots {
+        if !r.path.is_dir() {
+            return Err(Error::new(
+                ErrorKind::NotFound,
+                format!(
+                    "root {} does not exist or is not a directory",
+                    r.path.display()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The catalogue/store pair for a configuration that uses the POSIX backend
+/// for either half.
 pub(crate) fn open_pair(
-    _roots: &[Root],
-    _e: Engine,
-    _s: StoreKind,
+    roots: &[Root],
+    engine: Engine,
+    store: StoreKind,
 ) -> Result<(Arc<dyn Catalogue>, Arc<dyn Store>)> {
-    Err(Error::new(
-        ErrorKind::Unsupported,
-        "the POSIX backend is not built yet",
-    ))
+    let memory = crate::backends::memory::MemoryBackend::new();
+    let catalogue: Arc<dyn Catalogue> = match engine {
+        Engine::Toc => Arc::new(TocCatalogue::open(roots)?),
+        Engine::Memory => Arc::new(memory.catalogue()),
+    };
+    let store: Arc<dyn Store> = match store {
+        StoreKind::File => Arc::new(FileStore::open(roots)?),
+        StoreKind::Memory => Arc::new(memory.store()),
+    };
+    Ok((catalogue, store))
 }

@@ -1,0 +1,724 @@
+//! `TocCatalogue`: an append-only table of contents per dataset, pointing at
+//! per-writer index files.
+//!
+//! Flush protocol (one writer, one dataset):
+//! 1. the store has synced the data (the handle flushes the store first);
+//! 2. the writer appends one block per collocation to its own index file,
+//!    in one write, and syncs it;
+//! 3. it appends one `FLUSH` record, naming those blocks and carrying their
+//!    axes, to the shared table of contents in one `O_APPEND` write, and
+//!    syncs it.
+//!
+//! A reader sees a flush when the whole `FLUSH` record is in the file and
+//! its checksums hold; until then it stops before it. A killed writer can
+//! leave a partial record only at the end of its own index file (never
+//! referenced) — `write(2)` of one buffer is not torn by a signal — so a
+//! visible record always points at synced index blocks and data.
+
+use std::collections::{BTreeSet, HashMap};
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use fieldstore_core::{
+    CollocationKey, DatasetKey, ElementKey, Error, ErrorKind, FieldLocation, Key, Result, Schema,
+};
+
+use super::format::{self, Dec, Enc, Framed};
+use super::layout::{self, TOC};
+use crate::catalogue::{
+    Axes, Catalogue, CatalogueInfoExt, CatalogueWriter, CollocationInfo, DatasetReader,
+};
+use crate::config::Root;
+
+/// The POSIX catalogue (`engine: toc`).
+#[derive(Debug)]
+pub struct TocCatalogue {
+    roots: Vec<Root>,
+    /// Dataset keys by directory, so `datasets()` reads each `INIT` once.
+    known: Mutex<HashMap<PathBuf, DatasetKey>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl TocCatalogue {
+    /// A catalogue over `roots`.
+    ///
+    /// # Errors
+    /// `NotFound` if a root does not exist.
+    pub fn open(roots: &[Root]) -> Result<TocCatalogue> {
+        super::check_roots(roots)?;
+        Ok(TocCatalogue {
+            roots: roots.to_vec(),
+            known: Mutex::new(HashMap::new()),
+        })
+    }
+}
+
+/// Read the `INIT` record of a table of contents: the dataset key and the
+/// offset of the next record.
+fn read_init(toc: &File, path: &Path) -> Result<(DatasetKey, u64)> {
+    let len = toc
+        .metadata()
+        .map_err(|e| Error::io(path.display(), e))?
+        .len();
+    let mut head = vec![0u8; len.min(1 << 20) as usize];
+    toc.read_exact_at(&mut head, 0)
+        .map_err(|e| Error::io(path.display(), e))?;
+    let what = || format!("{} at offset 0", path.display());
+    match format::unframe(&head, &what)? {
+        Framed::Record(format::INIT, payload, used) => {
+            let mut d = Dec::new(payload, &what);
+            Ok((DatasetKey(d.key()?), used as u64))
+        }
+        Framed::Record(kind, ..) => Err(Error::corrupt(format!(
+            "{}: first record is type {kind}, not INIT",
+            what()
+        ))),
+        Framed::Incomplete => Err(Error::corrupt(format!(
+            "{}: the INIT record is incomplete",
+            what()
+        ))),
+    }
+}
+
+/// Create the dataset at `dir` if needed, race-free between processes: the
+/// `INIT` record is written to a private file and hard-linked into place,
+/// which fails if another writer won.
+fn create_dataset(dir: &Path, key: &DatasetKey, schema: &Schema) -> Result<()> {
+    let toc = dir.join(TOC);
+    if !toc.exists() {
+        layout::ensure_dir(dir)?;
+        let tmp = dir.join(format!(".toc.{}", layout::writer_id()));
+        let mut payload = Enc::default();
+        payload.str(&key.to_string());
+        payload.str(schema.text());
+        let mut rec = Vec::new();
+        format::frame(&mut rec, format::INIT, &payload.0);
+        let write = || -> std::io::Result<()> {
+            let mut f = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
+            f.write_all(&rec)?;
+            f.sync_all()
+        };
+        write().map_err(|e| Error::io(format!("creating {}", tmp.display()), e))?;
+        let linked = std::fs::hard_link(&tmp, &toc);
+        let _ = std::fs::remove_file(&tmp);
+        match linked {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(Error::io(format!("creating {}", toc.display()), e)),
+        }
+        layout::sync_dir(dir)?;
+        if let Some(parent) = dir.parent() {
+            layout::sync_dir(parent)?;
+        }
+    }
+    let f = File::open(&toc).map_err(|e| Error::io(toc.display(), e))?;
+    let (stored, _) = read_init(&f, &toc)?;
+    if &stored != key {
+        return Err(Error::new(
+            ErrorKind::InvalidConfig,
+            format!(
+                "{} holds dataset {} , not {}: two dataset keys have the same values",
+                dir.display(),
+                stored,
+                key
+            ),
+        ));
+    }
+    Ok(())
+}
+
+impl Catalogue for TocCatalogue {
+    fn writer(&self, dataset: &DatasetKey, schema: &Schema) -> Result<Box<dyn CatalogueWriter>> {
+        let dir = layout::dataset_dir_for_write(&self.roots, dataset)?;
+        create_dataset(&dir, dataset, schema)?;
+        let toc_path = dir.join(TOC);
+        let toc = OpenOptions::new()
+            .append(true)
+            .open(&toc_path)
+            .map_err(|e| Error::io(toc_path.display(), e))?;
+        Ok(Box::new(TocWriter {
+            abs_dir: std::path::absolute(&dir).map_err(|e| Error::io(dir.display(), e))?,
+            dir,
+            toc,
+            toc_path,
+            index: None,
+            pending: Vec::new(),
+            positions: HashMap::new(),
+        }))
+    }
+
+    fn datasets(&self) -> Result<Vec<DatasetKey>> {
+        let mut out = Vec::new();
+        let mut known = lock(&self.known);
+        for root in self.roots.iter().filter(|r| r.visit) {
+            let entries = std::fs::read_dir(&root.path)
+                .map_err(|e| Error::io(format!("root {}", root.path.display()), e))?;
+            for entry in entries {
+                let entry =
+                    entry.map_err(|e| Error::io(format!("root {}", root.path.display()), e))?;
+                let dir = entry.path();
+                if let Some(k) = known.get(&dir) {
+                    out.push(k.clone());
+                    continue;
+                }
+                let toc = dir.join(TOC);
+                let Ok(f) = File::open(&toc) else { continue };
+                let (key, _) = read_init(&f, &toc)?;
+                known.insert(dir, key.clone());
+                out.push(key);
+            }
+        }
+        Ok(out)
+    }
+
+    fn reader(&self, dataset: &DatasetKey) -> Result<Option<Arc<dyn DatasetReader>>> {
+        let Some(dir) = layout::find_dataset(&self.roots, dataset) else {
+            return Ok(None);
+        };
+        Ok(Some(Arc::new(TocReader::open(&dir, dataset)?)))
+    }
+
+    fn describe(&self, dataset: &DatasetKey) -> String {
+        match layout::find_dataset(&self.roots, dataset) {
+            Some(d) => d.display().to_string(),
+            None => format!("{} (not created)", layout::dataset_dir_name(dataset)),
+        }
+    }
+}
+
+/// One writer's index file.
+struct IndexFile {
+    name: String,
+    path: PathBuf,
+    file: File,
+    len: u64,
+    synced_dir: bool,
+}
+
+/// One writer's session with one dataset's table of contents.
+struct TocWriter {
+    dir: PathBuf,
+    abs_dir: PathBuf,
+    toc: File,
+    toc_path: PathBuf,
+    index: Option<IndexFile>,
+    /// Pending entries per collocation, in first-insert order.
+    pending: Vec<(CollocationKey, Vec<(ElementKey, FieldLocation)>)>,
+    positions: HashMap<CollocationKey, usize>,
+}
+
+impl TocWriter {
+    fn index_file(&mut self) -> Result<&mut IndexFile> {
+        if self.index.is_none() {
+            let name = format!("{}.index", layout::writer_id());
+            let path = self.dir.join(&name);
+            let file = OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&path)
+                .map_err(|e| Error::io(format!("creating index file {}", path.display()), e))?;
+            self.index = Some(IndexFile {
+                name,
+                path,
+                file,
+                len: 0,
+                synced_dir: false,
+            });
+        }
+        self.index
+            .as_mut()
+            .ok_or_else(|| Error::internal("index file not open"))
+    }
+
+    /// A data file's name relative to the dataset directory when it lives
+    /// there (so datasets can be moved), else its full URI.
+    fn data_name(&self, uri: &str) -> String {
+        match uri
+            .strip_prefix("file://")
+            .and_then(|p| Path::new(p).strip_prefix(&self.abs_dir).ok())
+        {
+            Some(rel) if rel.components().count() == 1 => format!("./{}", rel.display()),
+            _ => uri.to_string(),
+        }
+    }
+}
+
+/// Encode one block: a collocation's entries that share one keyword list.
+fn encode_block(
+    writer: &TocWriter,
+    collocation: &CollocationKey,
+    entries: &[(ElementKey, FieldLocation)],
+) -> (Vec<u8>, Axes) {
+    let mut files: Vec<String> = Vec::new();
+    let mut file_ids: HashMap<&str, u32> = HashMap::new();
+    let mut e = Enc::default();
+    e.str(&collocation.to_string());
+    let keywords: Vec<&str> = entries
+        .first()
+        .map(|(k, _)| k.keywords().collect())
+        .unwrap_or_default();
+    e.u32(keywords.len() as u32);
+    for k in &keywords {
+        e.str(k);
+    }
+    let mut body = Enc::default();
+    let mut axes = Axes::new();
+    for (key, loc) in entries {
+        let id = match file_ids.get(loc.uri.as_str()) {
+            Some(&id) => id,
+            None => {
+                let id = files.len() as u32;
+                files.push(writer.data_name(&loc.uri));
+                file_ids.insert(&loc.uri, id);
+                id
+            }
+        };
+        body.u32(id);
+        body.u64(loc.offset);
+        body.u64(loc.length);
+        match loc.checksum {
+            Some(c) => {
+                body.0.push(1);
+                body.u32(c);
+            }
+            None => {
+                body.0.push(0);
+                body.u32(0);
+            }
+        }
+        for v in key.values() {
+            body.short_str(v);
+        }
+        axes.add_key(key);
+    }
+    e.u32(files.len() as u32);
+    for f in &files {
+        e.str(f);
+    }
+    e.u32(entries.len() as u32);
+    e.0.extend_from_slice(&body.0);
+    (e.0, axes)
+}
+
+impl CatalogueWriter for TocWriter {
+    fn insert(
+        &mut self,
+        collocation: &CollocationKey,
+        element: &ElementKey,
+        location: &FieldLocation,
+    ) -> Result<()> {
+        let i = match self.positions.get(collocation) {
+            Some(&i) => i,
+            None => {
+                self.pending.push((collocation.clone(), Vec::new()));
+                self.positions
+                    .insert(collocation.clone(), self.pending.len() - 1);
+                self.pending.len() - 1
+            }
+        };
+        self.pending[i].1.push((element.clone(), location.clone()));
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let pending = std::mem::take(&mut self.pending);
+        self.positions.clear();
+        // Blocks: one per collocation and keyword list.
+        let mut blocks = Vec::new();
+        let mut described = Vec::new();
+        for (collocation, entries) in &pending {
+            let mut start = 0;
+            while start < entries.len() {
+                let kws: Vec<&str> = entries[start].0.keywords().collect();
+                let mut end = start + 1;
+                while end < entries.len() && entries[end].0.keywords().eq(kws.iter().copied()) {
+                    end += 1;
+                }
+                let (payload, axes) = encode_block(self, collocation, &entries[start..end]);
+                let mut framed = Vec::new();
+                format::frame(&mut framed, format::BLOCK, &payload);
+                blocks.push(framed);
+                described.push((collocation.clone(), axes, (end - start) as u32));
+                start = end;
+            }
+        }
+        // 2. Index blocks, one write, synced.
+        let idx = self.index_file()?;
+        let base = idx.len;
+        let all: Vec<u8> = blocks.concat();
+        idx.file
+            .write_all(&all)
+            .map_err(|e| Error::io(format!("writing {}", idx.path.display()), e))?;
+        idx.len += all.len() as u64;
+        layout::sync_data(&idx.file, &idx.path)?;
+        let need_dir_sync = !idx.synced_dir;
+        idx.synced_dir = true;
+        let index_name = idx.name.clone();
+        if need_dir_sync {
+            layout::sync_dir(&self.dir)?;
+        }
+        // 3. One FLUSH record in the table of contents, one write, synced.
+        let mut p = Enc::default();
+        p.u64(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos() as u64)
+                .unwrap_or(0),
+        );
+        p.u32(blocks.len() as u32);
+        let mut offset = base;
+        for (framed, (collocation, axes, count)) in blocks.iter().zip(&described) {
+            p.str(&index_name);
+            p.u64(offset);
+            p.u32(framed.len() as u32);
+            p.u32(*count);
+            p.str(&collocation.to_string());
+            p.u32(axes.len() as u32);
+            for (kw, values) in axes {
+                p.str(kw);
+                p.u32(values.len() as u32);
+                for v in values {
+                    p.str(v);
+                }
+            }
+            offset += framed.len() as u64;
+        }
+        let mut rec = Vec::new();
+        format::frame(&mut rec, format::FLUSH, &p.0);
+        let n = self
+            .toc
+            .write(&rec)
+            .map_err(|e| Error::io(format!("appending to {}", self.toc_path.display()), e))?;
+        if n != rec.len() {
+            return Err(Error::new(
+                ErrorKind::StorageFull,
+                format!(
+                    "{}: short append ({n} of {} bytes); this flush is not visible, but the table of contents \
+                     now ends in a partial record that readers will report",
+                    self.toc_path.display(),
+                    rec.len()
+                ),
+            ));
+        }
+        layout::sync_data(&self.toc, &self.toc_path)?;
+        Ok(())
+    }
+}
+
+/// A block's location in an index file, as the table of contents gives it.
+#[derive(Debug, Clone)]
+struct BlockRef {
+    file: String,
+    offset: u64,
+    length: u32,
+}
+
+#[derive(Debug, Default)]
+struct Collocation {
+    axes: Axes,
+    blocks: Vec<BlockRef>,
+    /// Entries of the blocks loaded so far, block by block, oldest first.
+    loaded: Vec<Arc<Vec<(ElementKey, FieldLocation)>>>,
+    /// Newest location per element, over the loaded blocks.
+    newest: HashMap<ElementKey, FieldLocation>,
+}
+
+#[derive(Debug)]
+struct ReaderState {
+    toc: File,
+    /// Bytes of the table of contents consumed: everything before is known.
+    pos: u64,
+    order: Vec<CollocationKey>,
+    collocations: HashMap<CollocationKey, Collocation>,
+    index_files: HashMap<String, Arc<File>>,
+}
+
+/// A read view of one dataset that follows its table of contents.
+#[derive(Debug)]
+pub struct TocReader {
+    dir: PathBuf,
+    abs_dir: PathBuf,
+    toc_path: PathBuf,
+    state: Mutex<ReaderState>,
+}
+
+impl TocReader {
+    fn open(dir: &Path, key: &DatasetKey) -> Result<TocReader> {
+        let toc_path = dir.join(TOC);
+        let toc = File::open(&toc_path).map_err(|e| Error::io(toc_path.display(), e))?;
+        let (stored, pos) = read_init(&toc, &toc_path)?;
+        if &stored != key {
+            return Err(Error::new(
+                ErrorKind::InvalidConfig,
+                format!("{} holds dataset {stored}, not {key}", dir.display()),
+            ));
+        }
+        let reader = TocReader {
+            abs_dir: std::path::absolute(dir).map_err(|e| Error::io(dir.display(), e))?,
+            dir: dir.to_path_buf(),
+            toc_path,
+            state: Mutex::new(ReaderState {
+                toc,
+                pos,
+                order: Vec::new(),
+                collocations: HashMap::new(),
+                index_files: HashMap::new(),
+            }),
+        };
+        reader.refresh()?;
+        Ok(reader)
+    }
+
+    fn apply_flush(&self, st: &mut ReaderState, payload: &[u8], at: u64) -> Result<()> {
+        let what = || format!("{} at offset {at}", self.toc_path.display());
+        let mut d = Dec::new(payload, &what);
+        let _timestamp = d.u64()?;
+        let n = d.u32()?;
+        for _ in 0..n {
+            let file = d.str()?.to_string();
+            let offset = d.u64()?;
+            let length = d.u32()?;
+            let _count = d.u32()?;
+            let collocation = CollocationKey(d.key()?);
+            let naxes = d.u32()?;
+            let mut axes = Axes::new();
+            for _ in 0..naxes {
+                let kw = d.str()?.to_string();
+                let nv = d.u32()?;
+                let mut values = BTreeSet::new();
+                for _ in 0..nv {
+                    values.insert(d.str()?.to_string());
+                }
+                axes.insert(kw, values);
+            }
+            let c = match st.collocations.get_mut(&collocation) {
+                Some(c) => c,
+                None => {
+                    st.order.push(collocation.clone());
+                    st.collocations.entry(collocation).or_default()
+                }
+            };
+            for (kw, values) in axes {
+                c.axes.entry(kw).or_default().extend(values);
+            }
+            c.blocks.push(BlockRef {
+                file,
+                offset,
+                length,
+            });
+        }
+        if !d.done() {
+            return Err(Error::corrupt(format!(
+                "{}: trailing bytes in FLUSH record",
+                what()
+            )));
+        }
+        Ok(())
+    }
+
+    fn state(&self) -> MutexGuard<'_, ReaderState> {
+        lock(&self.state)
+    }
+
+    /// Load the blocks of `collocation` not loaded yet.
+    fn load(&self, st: &mut ReaderState, collocation: &CollocationKey) -> Result<()> {
+        let Some(c) = st.collocations.get(collocation) else {
+            return Ok(());
+        };
+        let todo: Vec<BlockRef> = c.blocks[c.loaded.len()..].to_vec();
+        for b in todo {
+            let entries = Arc::new(self.read_block(st, &b)?);
+            let Some(c) = st.collocations.get_mut(collocation) else {
+                break;
+            };
+            for (k, l) in entries.iter() {
+                c.newest.insert(k.clone(), l.clone());
+            }
+            c.loaded.push(entries);
+        }
+        Ok(())
+    }
+
+    fn read_block(
+        &self,
+        st: &mut ReaderState,
+        b: &BlockRef,
+    ) -> Result<Vec<(ElementKey, FieldLocation)>> {
+        let path = self.dir.join(&b.file);
+        let file = match st.index_files.get(&b.file) {
+            Some(f) => f.clone(),
+            None => {
+                let f = Arc::new(
+                    File::open(&path)
+                        .map_err(|e| Error::io(format!("index file {}", path.display()), e))?,
+                );
+                st.index_files.insert(b.file.clone(), f.clone());
+                f
+            }
+        };
+        let mut buf = vec![0u8; b.length as usize];
+        file.read_exact_at(&mut buf, b.offset).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::UnexpectedEof {
+                Error::corrupt(format!(
+                    "{}: block at offset {} is cut short",
+                    path.display(),
+                    b.offset
+                ))
+            } else {
+                Error::io(path.display(), e)
+            }
+        })?;
+        let what = || format!("{} at offset {}", path.display(), b.offset);
+        let payload = match format::unframe(&buf, &what)? {
+            Framed::Record(format::BLOCK, p, _) => p,
+            Framed::Record(kind, ..) => {
+                return Err(Error::corrupt(format!(
+                    "{}: record type {kind} where an index block was expected",
+                    what()
+                )))
+            }
+            Framed::Incomplete => {
+                return Err(Error::corrupt(format!(
+                    "{}: index block is incomplete",
+                    what()
+                )))
+            }
+        };
+        let mut d = Dec::new(payload, &what);
+        let _collocation = d.str()?;
+        let nkw = d.u32()? as usize;
+        let mut keywords = Vec::with_capacity(nkw);
+        for _ in 0..nkw {
+            keywords.push(d.str()?.to_string());
+        }
+        let nfiles = d.u32()? as usize;
+        let mut files = Vec::with_capacity(nfiles);
+        for _ in 0..nfiles {
+            let f = d.str()?;
+            files.push(match f.strip_prefix("./") {
+                Some(name) => format!("file://{}", self.abs_dir.join(name).display()),
+                None => f.to_string(),
+            });
+        }
+        let count = d.u32()? as usize;
+        let mut entries = Vec::with_capacity(count);
+        for _ in 0..count {
+            let fid = d.u32()? as usize;
+            let offset = d.u64()?;
+            let length = d.u64()?;
+            let has_crc = d.u8()? == 1;
+            let crc = d.u32()?;
+            let uri = files.get(fid).ok_or_else(|| {
+                Error::corrupt(format!("{}: data file index out of range", what()))
+            })?;
+            let mut key = Key::new();
+            for kw in &keywords {
+                let v = d.short_str()?;
+                key.push(kw.as_str(), v)
+                    .map_err(|e| Error::corrupt(format!("{}: {e}", what())))?;
+            }
+            let mut loc = FieldLocation::new(uri.clone(), offset, length);
+            if has_crc {
+                loc = loc.with_checksum(crc);
+            }
+            entries.push((ElementKey(key), loc));
+        }
+        Ok(entries)
+    }
+}
+
+impl DatasetReader for TocReader {
+    fn refresh(&self) -> Result<()> {
+        let mut st = self.state();
+        let len = st
+            .toc
+            .metadata()
+            .map_err(|e| Error::io(self.toc_path.display(), e))?
+            .len();
+        if len <= st.pos {
+            return Ok(());
+        }
+        let mut buf = vec![0u8; (len - st.pos) as usize];
+        st.toc
+            .read_exact_at(&mut buf, st.pos)
+            .map_err(|e| Error::io(self.toc_path.display(), e))?;
+        let mut used = 0usize;
+        while used < buf.len() {
+            let at = st.pos + used as u64;
+            let what = || format!("{} at offset {at}", self.toc_path.display());
+            match format::unframe(&buf[used..], &what)? {
+                Framed::Record(format::FLUSH, payload, n) => {
+                    self.apply_flush(&mut st, payload, at)?;
+                    used += n;
+                }
+                Framed::Record(kind, _, n) => {
+                    // Unknown record types from newer versions are skipped.
+                    let _ = kind;
+                    used += n;
+                }
+                Framed::Incomplete => break,
+            }
+        }
+        st.pos += used as u64;
+        Ok(())
+    }
+
+    fn collocations(&self) -> Result<Vec<CollocationInfo>> {
+        let st = self.state();
+        Ok(st
+            .order
+            .iter()
+            .filter_map(|k| {
+                st.collocations.get(k).map(|c| CollocationInfo {
+                    key: k.clone(),
+                    axes: c.axes.clone(),
+                })
+            })
+            .collect())
+    }
+
+    fn lookup(
+        &self,
+        collocation: &CollocationKey,
+        element: &ElementKey,
+    ) -> Result<Option<FieldLocation>> {
+        let mut st = self.state();
+        self.load(&mut st, collocation)?;
+        Ok(st
+            .collocations
+            .get(collocation)
+            .and_then(|c| c.newest.get(element).cloned()))
+    }
+
+    fn scan(
+        &self,
+        collocation: &CollocationKey,
+        visit: &mut dyn FnMut(&ElementKey, &FieldLocation) -> bool,
+    ) -> Result<()> {
+        let blocks = {
+            let mut st = self.state();
+            self.load(&mut st, collocation)?;
+            match st.collocations.get(collocation) {
+                Some(c) => c.loaded.clone(),
+                None => return Ok(()),
+            }
+        };
+        for block in blocks.iter().rev() {
+            for (k, l) in block.iter().rev() {
+                if !visit(k, l) {
+                    return Ok(());
+                }
+            }
+        }
+        Ok(())
+    }
+}

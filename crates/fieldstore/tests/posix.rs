@@ -1,0 +1,118 @@
+//! POSIX backend basics; the full contract is checked by fieldstore-testkit.
+
+use fieldstore::{Config, ErrorKind, FieldStore, Key, Level, ListOptions, Request};
+
+fn key(step: u32, param: u32) -> Key {
+    format!(
+        "class=od,expver=0001,stream=oper,date=20231201,time=1200,domain=g,type=fc,levtype=sfc,step={step},param={param}"
+    )
+    .parse()
+    .unwrap()
+}
+
+fn req(s: &str) -> Request {
+    s.parse().unwrap()
+}
+
+#[test]
+fn archive_flush_list_retrieve_across_handles() {
+    let dir = tempfile::tempdir().unwrap();
+    let writer = FieldStore::open(Config::embedded(dir.path())).unwrap();
+    let reader = FieldStore::open(Config::embedded(dir.path())).unwrap();
+    for step in 0..4 {
+        writer
+            .archive(&key(step, 167), format!("field {step}").as_bytes())
+            .unwrap();
+    }
+    // Invisible before flush, even to a reader opened earlier.
+    assert!(reader
+        .list(&req("class=od"), ListOptions::default())
+        .unwrap()
+        .is_empty());
+    writer.flush().unwrap();
+    let listed = reader
+        .list(&req("class=od,step=1/to/2"), ListOptions::default())
+        .unwrap();
+    assert_eq!(
+        listed.iter().map(|e| e.braced()).collect::<Vec<_>>(),
+        [
+            "{class=od,expver=0001,stream=oper,date=20231201,time=1200,domain=g}{type=fc,levtype=sfc}{step=2,param=167}",
+            "{class=od,expver=0001,stream=oper,date=20231201,time=1200,domain=g}{type=fc,levtype=sfc}{step=1,param=167}",
+        ]
+    );
+    let bytes = reader
+        .retrieve(&req("class=od,expver=1,stream=oper,date=20231201,time=12,domain=g,type=fc,levtype=sfc,step=3/0/9,param=167"))
+        .unwrap()
+        .read_all()
+        .unwrap();
+    assert_eq!(bytes, b"field 3field 0");
+
+    // Replacement: newest wins; --full shows both, newest first.
+    writer.archive(&key(1, 167), b"field 1 v2").unwrap();
+    writer.flush().unwrap();
+    let one = req("class=od,expver=1,stream=oper,date=20231201,time=12,domain=g,type=fc,levtype=sfc,step=1,param=167");
+    assert_eq!(
+        reader.retrieve(&one).unwrap().read_all().unwrap(),
+        b"field 1 v2"
+    );
+    let full = reader
+        .list(
+            &req("class=od,step=1"),
+            ListOptions {
+                depth: Level::Element,
+                duplicates: true,
+            },
+        )
+        .unwrap();
+    assert_eq!(full.len(), 2);
+    assert_eq!(full[0].location.as_ref().unwrap().length, 10);
+
+    let axes = reader.axes(&req("class=od"), Level::Element).unwrap();
+    assert_eq!(
+        axes["step"].iter().collect::<Vec<_>>(),
+        ["0", "1", "2", "3"]
+    );
+    assert_eq!(
+        reader
+            .list(
+                &req("class=od"),
+                ListOptions {
+                    depth: Level::Dataset,
+                    duplicates: false
+                }
+            )
+            .unwrap()
+            .len(),
+        1
+    );
+}
+
+#[test]
+fn damaged_data_is_reported_not_returned() {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = FieldStore::open(Config::embedded(dir.path())).unwrap();
+    fs.archive(&key(0, 167), b"precious bytes").unwrap();
+    fs.flush().unwrap();
+    let loc = fs.location(&key(0, 167)).unwrap().unwrap();
+    let path = loc.path().to_string();
+    let mut data = std::fs::read(&path).unwrap();
+    data[3] ^= 0xff;
+    std::fs::write(&path, data).unwrap();
+    let e = fs
+        .retrieve(&req("class=od,expver=1,stream=oper,date=20231201,time=12,domain=g,type=fc,levtype=sfc,step=0,param=167"))
+        .unwrap()
+        .read_all()
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Corrupt);
+    assert!(e.to_string().contains("checksum mismatch"), "{e}");
+}
+
+#[test]
+fn missing_root_is_a_clear_error() {
+    let e = FieldStore::open(Config::embedded("/nonexistent/fieldstore-root")).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotFound);
+    assert_eq!(
+        e.to_string(),
+        "root /nonexistent/fieldstore-root does not exist or is not a directory"
+    );
+}
