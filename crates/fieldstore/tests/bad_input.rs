@@ -1,0 +1,252 @@
+//! Bad input gets a clear error naming what is wrong and where, and never
+//! harms what is stored.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use fieldstore::{Config, ErrorKind, FieldStore, Key, Level, ListOptions, Request};
+
+const BASE: &str =
+    "class=od,expver=0001,stream=oper,date=20231201,time=1200,domain=g,type=fc,levtype=sfc";
+
+fn key(step: u32) -> Key {
+    format!("{BASE},step={step},param=167").parse().unwrap()
+}
+
+fn all() -> Request {
+    "class=od".parse().unwrap()
+}
+
+fn count(fs: &FieldStore) -> usize {
+    fs.list(&all(), ListOptions::default()).unwrap().len()
+}
+
+/// A tmpfs mounted for one test, unmounted when dropped. Mounting needs
+/// root; CI runs as root, so there the test must not skip.
+struct Tmpfs {
+    path: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Tmpfs {
+    fn mount(size: &str) -> Option<Tmpfs> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().to_path_buf();
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(&path)
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "CI must be able to mount a tmpfs (runs as root)"
+            );
+            eprintln!("skipped: mounting a tmpfs needs root");
+            return None;
+        }
+        Some(Tmpfs { path, _dir: dir })
+    }
+
+    fn remount_read_only(&self) {
+        let s = Command::new("mount")
+            .args(["-o", "remount,ro"])
+            .arg(&self.path)
+            .status()
+            .unwrap();
+        assert!(s.success());
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.path).status();
+    }
+}
+
+#[test]
+fn full_disk_fails_the_archive_or_flush_and_keeps_what_was_flushed() {
+    let Some(tmp) = Tmpfs::mount("512k") else {
+        return;
+    };
+    let fs = FieldStore::open(Config::embedded(&tmp.path)).unwrap();
+    fs.archive(&key(0), &[7u8; 1000]).unwrap();
+    fs.flush().unwrap();
+    let big = vec![1u8; 2 << 20];
+    let err = fs
+        .archive(&key(1), &big)
+        .and_then(|()| fs.flush())
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::StorageFull, "{err}");
+    assert!(
+        err.to_string().contains(tmp.path.to_str().unwrap()),
+        "names the file: {err}"
+    );
+    // What was flushed before is intact; the failed field is not visible.
+    let reader = FieldStore::open(Config::embedded(&tmp.path)).unwrap();
+    assert_eq!(count(&reader), 1);
+    let r: Request = format!("{BASE},step=0,param=167").parse().unwrap();
+    assert_eq!(
+        reader.retrieve(&r).unwrap().read_all().unwrap(),
+        vec![7u8; 1000]
+    );
+}
+
+#[test]
+fn read_only_root_refuses_writes_and_still_serves_reads() {
+    let Some(tmp) = Tmpfs::mount("4m") else {
+        return;
+    };
+    {
+        let fs = FieldStore::open(Config::embedded(&tmp.path)).unwrap();
+        fs.archive(&key(0), b"before").unwrap();
+        fs.flush().unwrap();
+    }
+    tmp.remount_read_only();
+    let fs = FieldStore::open(Config::embedded(&tmp.path)).unwrap();
+    let err = fs
+        .archive(&key(1), b"after")
+        .and_then(|()| fs.flush())
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::PermissionDenied, "{err}");
+    assert!(
+        err.to_string().contains(tmp.path.to_str().unwrap()),
+        "{err}"
+    );
+    assert_eq!(count(&fs), 1);
+}
+
+fn toc_of(root: &Path) -> PathBuf {
+    let dataset = std::fs::read_dir(root)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    dataset.join("toc")
+}
+
+#[test]
+fn damaged_toc_is_reported_with_file_and_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = FieldStore::open(Config::embedded(dir.path())).unwrap();
+    for step in 0..3 {
+        fs.archive(&key(step), b"x").unwrap();
+        fs.flush().unwrap();
+    }
+    let toc = toc_of(dir.path());
+    let mut bytes = std::fs::read(&toc).unwrap();
+    let last = bytes.len() - 3;
+    bytes[last] ^= 0x55;
+    std::fs::write(&toc, &bytes).unwrap();
+    let reader = FieldStore::open(Config::embedded(dir.path())).unwrap();
+    let err = reader.list(&all(), ListOptions::default()).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Corrupt);
+    let msg = err.to_string();
+    assert!(
+        msg.starts_with(&format!("{} at offset ", toc.display())),
+        "{msg}"
+    );
+    assert!(msg.ends_with(": record payload checksum mismatch"), "{msg}");
+}
+
+#[test]
+fn a_partial_record_at_the_end_of_the_toc_is_not_visible_yet() {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = FieldStore::open(Config::embedded(dir.path())).unwrap();
+    fs.archive(&key(0), b"x").unwrap();
+    fs.flush().unwrap();
+    // What a writer mid-append (or a torn append after power loss) leaves.
+    let toc = toc_of(dir.path());
+    let mut bytes = std::fs::read(&toc).unwrap();
+    let one_record = bytes.len();
+    fs.archive(&key(1), b"y").unwrap();
+    fs.flush().unwrap();
+    let full = std::fs::read(&toc).unwrap();
+    bytes.extend_from_slice(&full[one_record..full.len() - 5]);
+    std::fs::write(&toc, &bytes).unwrap();
+    let reader = FieldStore::open(Config::embedded(dir.path())).unwrap();
+    assert_eq!(count(&reader), 1);
+}
+
+#[test]
+fn keys_and_requests_that_do_not_fit_create_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = FieldStore::open(Config::embedded(dir.path())).unwrap();
+    let bad: Key = format!("{BASE},step=0,param=167,foo=1").parse().unwrap();
+    let err = fs.archive(&bad, b"x").unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidInput);
+    assert_eq!(
+        err.to_string(),
+        "unknown keyword 'foo': no rule of the schema uses it"
+    );
+    let missing: Key = format!("{BASE},step=0").parse().unwrap();
+    assert_eq!(
+        fs.archive(&missing, b"x").unwrap_err().to_string(),
+        "missing keyword 'param' required by rule [ class, expver, stream=oper, date, time, domain?g \
+         [ type=fc, levtype=sfc, timespan?none [ step, param, frequency?, direction? ]]] (line 384)"
+    );
+    fs.flush().unwrap();
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "nothing created on disk"
+    );
+    let err = fs
+        .list(&"class=od,stepp=1".parse().unwrap(), ListOptions::default())
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidInput);
+    assert_eq!(
+        err.to_string(),
+        "unknown keyword 'stepp' in request: the schema has no rule using it"
+    );
+    let err = fs
+        .axes(&"class=od,time=25".parse().unwrap(), Level::Element)
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "keyword 'time' in request: '25' is not a valid Time: hour must be 0..23 and minute 0..59"
+    );
+}
+
+#[test]
+fn unreadable_and_malformed_configs_are_named() {
+    let err = Config::from_file(Path::new("/nonexistent/fieldstore.yaml")).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NotFound);
+    assert_eq!(
+        err.to_string(),
+        "config /nonexistent/fieldstore.yaml: No such file or directory (os error 2)"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.yaml");
+    std::fs::write(
+        &path,
+        "engine: toc\nschema: ./missing.schema\nspaces: [{roots: [{path: .}]}]\n",
+    )
+    .unwrap();
+    let err = Config::from_file(&path).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidConfig);
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "{}: schema {}/./missing.schema: No such file or directory (os error 2)",
+            path.display(),
+            dir.path().display()
+        )
+    );
+    std::fs::write(dir.path().join("bad.schema"), "[ class [ type [ step ]]\n").unwrap();
+    std::fs::write(
+        &path,
+        "engine: toc\nschema: bad.schema\nspaces: [{roots: [{path: .}]}]\n",
+    )
+    .unwrap();
+    let err = Config::from_file(&path).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidConfig);
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "{}/bad.schema:2:1: unclosed '[' opened at line 1",
+            dir.path().display()
+        )
+    );
+}
