@@ -1,0 +1,206 @@
+//! The command line, declared with clap's derive API.
+//!
+//! Every subcommand takes the global options (`--config`, `--quiet`); the
+//! flags of each follow the FDB5 tool it replaces (`fdb-list`, `fdb-axes`,
+//! `fdb-where`, `fdb-schema`, `fdb-info`, `fdb-write`, `fdb-read`).
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// fieldstore: a metadata-indexed, transactional store for weather fields.
+///
+/// With no configuration, commands use an embedded POSIX store under
+/// $FIELDSTORE_ROOT, or ./fieldstore-data, with ECMWF's schema.
+/// $FIELDSTORE_CONFIG names a YAML config file (FDB5's shape) instead;
+/// --config overrides both. Exit codes and output formats: docs/cli.md.
+#[derive(Debug, Parser)]
+#[command(name = "fieldstore", version, propagate_version = true)]
+pub(crate) struct Cli {
+    #[command(flatten)]
+    pub(crate) global: GlobalArgs,
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+/// Options every subcommand accepts.
+#[derive(Debug, Args)]
+pub(crate) struct GlobalArgs {
+    /// Configuration file (YAML in FDB5's shape); overrides
+    /// $FIELDSTORE_CONFIG and $FIELDSTORE_ROOT.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
+    /// No progress bars and no summaries on standard error (errors are
+    /// still reported).
+    #[arg(short, long, global = true)]
+    pub(crate) quiet: bool,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Archive fields, then flush (make them durable and visible).
+    Archive(ArchiveArgs),
+    /// List the fields, collocations or datasets a (partial) request names.
+    List(ListArgs),
+    /// Write the fields a request names to a file or standard output.
+    Retrieve(RetrieveArgs),
+    /// The values present per keyword among what a (partial) request names.
+    Axes(AxesArgs),
+    /// Where fields are stored, or where the datasets a request names live.
+    Where(WhereArgs),
+    /// Print the schema in force, or check a schema file.
+    Schema(SchemaArgs),
+    /// Version, configuration, backend, roots and schema in force.
+    Info(InfoArgs),
+}
+
+/// `fieldstore archive`.
+#[derive(Debug, Args)]
+pub(crate) struct ArchiveArgs {
+    /// Archive FILE's bytes as one field under this key
+    /// (`class=od,expver=0001,...`; every keyword the schema's rule needs).
+    /// Without --key, files are read as GRIB and each message is archived
+    /// under the key decoded from its header (not available yet).
+    #[arg(short, long, value_name = "KEY")]
+    pub(crate) key: Option<String>,
+    /// Files to archive (`-` reads standard input).
+    #[arg(required = true, value_name = "FILE")]
+    pub(crate) files: Vec<PathBuf>,
+}
+
+/// `fieldstore list`.
+#[derive(Debug, Args)]
+pub(crate) struct ListArgs {
+    /// A MARS request (`class=od,expver=0001,step=0/to/12/by/6`); keywords
+    /// left out match anything; no request lists everything.
+    #[arg(value_name = "REQUEST")]
+    pub(crate) request: Option<String>,
+    /// Stop at level 1 (datasets), 2 (collocations) or 3 (fields).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u8).range(1..=3))]
+    pub(crate) depth: u8,
+    /// Include masked entries: fields archived again under the same key
+    /// (newest first).
+    #[arg(long)]
+    pub(crate) full: bool,
+    /// Append each field's location (`URI offset=N length=M`).
+    #[arg(long)]
+    pub(crate) location: bool,
+    /// Append each field's length in bytes.
+    #[arg(long)]
+    pub(crate) length: bool,
+    /// One JSON object per line (JSON Lines) instead of text.
+    #[arg(long, conflicts_with = "porcelain")]
+    pub(crate) json: bool,
+    /// Stable text for scripts: exactly one line per entry, nothing else.
+    /// The default output is the same today; --porcelain promises it
+    /// stays so.
+    #[arg(long)]
+    pub(crate) porcelain: bool,
+}
+
+/// `fieldstore retrieve`.
+#[derive(Debug, Args)]
+pub(crate) struct RetrieveArgs {
+    /// A MARS request naming fields with explicit values
+    /// (`class=od,...,step=0/to/12/by/6,param=167/130`).
+    #[arg(value_name = "REQUEST")]
+    pub(crate) request: String,
+    /// Write to FILE instead of standard output (`-`: standard output).
+    #[arg(short, long, value_name = "FILE")]
+    pub(crate) output: Option<PathBuf>,
+}
+
+/// `fieldstore axes`.
+#[derive(Debug, Args)]
+pub(crate) struct AxesArgs {
+    /// A MARS request; keywords left out match anything.
+    #[arg(value_name = "REQUEST")]
+    pub(crate) request: Option<String>,
+    /// Collect values down to level 1, 2 or 3.
+    #[arg(long, visible_alias = "level", default_value_t = 3,
+          value_parser = clap::value_parser!(u8).range(1..=3))]
+    pub(crate) depth: u8,
+    /// One JSON object `{"keyword": [values...]}`, empty values kept.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// `fieldstore where`.
+#[derive(Debug, Args)]
+pub(crate) struct WhereArgs {
+    /// A MARS request. If it names complete keys (as for retrieve), prints
+    /// each field's location; otherwise where each matching dataset lives.
+    #[arg(value_name = "REQUEST")]
+    pub(crate) request: String,
+    /// Always print datasets' places, even for a request naming fields.
+    #[arg(long)]
+    pub(crate) datasets: bool,
+    /// Print only the place or location, one per line.
+    #[arg(long, conflicts_with = "json")]
+    pub(crate) porcelain: bool,
+    /// One JSON object per line (JSON Lines).
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// `fieldstore schema`.
+#[derive(Debug, Args)]
+pub(crate) struct SchemaArgs {
+    /// Check a schema file instead: report its first error as
+    /// FILE:LINE:COLUMN: message, or a summary if it is valid.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) check: Option<PathBuf>,
+    /// Print the rules as parsed (one dataset rule per line, types
+    /// resolved) instead of the text as written.
+    #[arg(long)]
+    pub(crate) parsed: bool,
+}
+
+/// `fieldstore info`.
+#[derive(Debug, Args)]
+pub(crate) struct InfoArgs {
+    /// One JSON object instead of text.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn clap_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn global_options_go_anywhere() {
+        let cli = Cli::try_parse_from(["fieldstore", "list", "--config", "c.yaml", "-q"])
+            .expect("parses");
+        assert_eq!(cli.global.config, Some(PathBuf::from("c.yaml")));
+        assert!(cli.global.quiet);
+        assert!(matches!(
+            cli.command,
+            Command::List(ListArgs { depth: 3, .. })
+        ));
+    }
+
+    #[test]
+    fn depth_is_bounded() {
+        let e = Cli::try_parse_from(["fieldstore", "list", "--depth", "4"]).unwrap_err();
+        assert_eq!(e.kind(), clap::error::ErrorKind::ValueValidation);
+        let cli = Cli::try_parse_from(["fieldstore", "axes", "--level", "1"]).expect("parses");
+        assert!(matches!(
+            cli.command,
+            Command::Axes(AxesArgs { depth: 1, .. })
+        ));
+    }
+
+    #[test]
+    fn archive_needs_a_file() {
+        let e = Cli::try_parse_from(["fieldstore", "archive", "--key", "class=od"]).unwrap_err();
+        assert_eq!(e.kind(), clap::error::ErrorKind::MissingRequiredArgument);
+    }
+}

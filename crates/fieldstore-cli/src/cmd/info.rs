@@ -1,0 +1,145 @@
+//! `fieldstore info`: what this binary is and which store it would use.
+//! Reads the configuration only; never opens the store.
+
+use fieldstore::{Engine, Result, StoreKind};
+use serde::Serialize;
+
+use crate::args::InfoArgs;
+use crate::context::{Context, Origin, Ui};
+
+#[derive(Debug, Serialize)]
+struct Info {
+    version: &'static str,
+    config: String,
+    config_origin: String,
+    engine: String,
+    store: String,
+    roots: Vec<RootInfo>,
+    schema: String,
+    schema_rules: usize,
+}
+
+#[derive(Debug, Serialize)]
+struct RootInfo {
+    path: String,
+    writable: bool,
+    visit: bool,
+}
+
+fn engine_name(e: Engine) -> String {
+    match e {
+        Engine::Toc => "toc".to_string(),
+        Engine::Memory => "memory".to_string(),
+        other => format!("{other:?}").to_lowercase(),
+    }
+}
+
+fn store_name(s: StoreKind) -> String {
+    match s {
+        StoreKind::File => "file".to_string(),
+        StoreKind::Memory => "memory".to_string(),
+        other => format!("{other:?}").to_lowercase(),
+    }
+}
+
+fn gather(ctx: &Context) -> Info {
+    let c = &ctx.config;
+    let config = match &ctx.origin {
+        Origin::Flag(p) | Origin::EnvConfig(p) => p.display().to_string(),
+        Origin::EnvRoot(_) | Origin::Default => c.source.clone(),
+    };
+    Info {
+        version: env!("CARGO_PKG_VERSION"),
+        config,
+        config_origin: ctx.origin.describe(),
+        engine: engine_name(c.engine),
+        store: store_name(c.store),
+        roots: c
+            .roots
+            .iter()
+            .map(|r| RootInfo {
+                path: r.path.display().to_string(),
+                writable: r.writable,
+                visit: r.visit,
+            })
+            .collect(),
+        schema: c.schema.name().to_string(),
+        schema_rules: c.schema.rules().len(),
+    }
+}
+
+/// Run `fieldstore info`.
+///
+/// # Errors
+/// Only failures to write the output.
+pub(crate) fn run(args: &InfoArgs, ctx: &Context, ui: &mut Ui<'_>) -> Result<()> {
+    let info = gather(ctx);
+    if args.json {
+        return ui.json(&info);
+    }
+    ui.line(&format!("version: {}", info.version))?;
+    ui.line(&format!("config: {} ({})", info.config, info.config_origin))?;
+    ui.line(&format!("engine: {}", info.engine))?;
+    ui.line(&format!("store: {}", info.store))?;
+    if info.roots.is_empty() {
+        ui.line("roots: none")?;
+    } else {
+        ui.line("roots:")?;
+    }
+    for r in &info.roots {
+        let mut flags = Vec::new();
+        if r.writable {
+            flags.push("writable");
+        }
+        if r.visit {
+            flags.push("visit");
+        }
+        let flags = if flags.is_empty() {
+            "disabled".to_string()
+        } else {
+            flags.join(", ")
+        };
+        ui.line(&format!("  {} ({flags})", r.path))?;
+    }
+    ui.line(&format!(
+        "schema: {} ({} dataset rules)",
+        info.schema, info.schema_rules
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fieldstore::Config;
+
+    fn run_info(ctx: &Context, json: bool) -> String {
+        let mut out = Vec::new();
+        let mut err = Vec::new();
+        let mut ui = Ui {
+            out: &mut out,
+            err: &mut err,
+            progress: false,
+            quiet: false,
+        };
+        run(&InfoArgs { json }, ctx, &mut ui).expect("info");
+        String::from_utf8(out).expect("utf-8")
+    }
+
+    #[test]
+    fn embedded_store_text_and_json() {
+        let ctx = Context::with_config(Config::embedded("/data/fs"));
+        let out = run_info(&ctx, false);
+        assert_eq!(
+            out,
+            format!(
+                "version: {}\nconfig: embedded store at /data/fs (default)\nengine: toc\nstore: file\nroots:\n  /data/fs (writable, visit)\nschema: <built-in ECMWF schema> ({} dataset rules)\n",
+                env!("CARGO_PKG_VERSION"),
+                ctx.config.schema.rules().len()
+            )
+        );
+        let v: serde_json::Value = serde_json::from_str(&run_info(&ctx, true)).expect("json");
+        assert_eq!(v["engine"], "toc");
+        assert_eq!(v["roots"][0]["path"], "/data/fs");
+        assert_eq!(v["roots"][0]["writable"], true);
+    }
+}

@@ -1,0 +1,12 @@
+//! One module per subcommand. Each has a `run(args, ctx, ui)` that parses
+//! and checks its input before opening the store, and a function over an
+//! open [`fieldstore::FieldStore`] that the unit tests drive with the
+//! in-memory backend.
+
+pub(crate) mod archive;
+pub(crate) mod axes;
+pub(crate) mod info;
+pub(crate) mod list;
+pub(crate) mod retrieve;
+pub(crate) mod schema;
+pub(crate) mod r#where;

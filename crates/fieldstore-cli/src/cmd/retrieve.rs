@@ -1,0 +1,182 @@
+//! `fieldstore retrieve`: the fields a request names, concatenated in
+//! request order, to a file or standard output.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+
+use fieldstore::{DataReader, Error, FieldStore, Request, Result};
+
+use crate::args::RetrieveArgs;
+use crate::context::{display, file_error, stdout_error, Context, Ui};
+use crate::progress::{self, Unit};
+
+/// Run `fieldstore retrieve`.
+///
+/// # Errors
+/// A malformed request (`InvalidInput`); a request that cannot be
+/// enumerated (`all`, a missing keyword); storage errors; `Corrupt` if a
+/// field fails its checksum (no byte of it is written). With `-o FILE`, the
+/// file is removed after an error.
+pub(crate) fn run(args: &RetrieveArgs, ctx: &Context, ui: &mut Ui<'_>) -> Result<()> {
+    let request = ctx.request(Some(&args.request))?;
+    let fs = ctx.open()?;
+    retrieve(&fs, &request, args.output.as_deref(), ui)
+}
+
+/// Retrieve with an open store.
+pub(crate) fn retrieve(
+    fs: &FieldStore,
+    request: &Request,
+    output: Option<&Path>,
+    ui: &mut Ui<'_>,
+) -> Result<()> {
+    let reader = fs.retrieve(request)?;
+    let (fields, bytes) = (reader.len(), reader.size());
+    match output.filter(|p| *p != Path::new("-")) {
+        None => copy(reader, &mut *ui.out, ui.progress, &stdout_error)?,
+        Some(path) => {
+            let file = File::create(path).map_err(|e| file_error(path, e))?;
+            let mut w = BufWriter::with_capacity(1 << 20, file);
+            let r = copy(reader, &mut w, ui.progress, &|e| file_error(path, e))
+                .and_then(|()| w.flush().map_err(|e| file_error(path, e)));
+            if let Err(e) = r {
+                drop(w);
+                let _ = std::fs::remove_file(path);
+                return Err(e);
+            }
+        }
+    }
+    let to = output.map_or_else(|| "standard output".to_string(), display);
+    let mut note = format!(
+        "retrieved {fields} field{} ({bytes} byte{}) to {to}",
+        if fields == 1 { "" } else { "s" },
+        if bytes == 1 { "" } else { "s" },
+    );
+    if fields == 0 {
+        note.push_str(": no stored field matches the request");
+    }
+    ui.note(&note);
+    Ok(())
+}
+
+/// Copy every field to `out`, one whole (verified) field at a time.
+fn copy(
+    mut reader: DataReader,
+    out: &mut dyn Write,
+    progress: bool,
+    io_error: &dyn Fn(std::io::Error) -> Error,
+) -> Result<()> {
+    let bar = progress::bar(
+        progress && reader.len() > 1,
+        reader.size(),
+        Unit::Bytes,
+        "retrieving",
+    );
+    let mut buf = Vec::new();
+    while reader.next_field(&mut buf)?.is_some() {
+        out.write_all(&buf).map_err(io_error)?;
+        bar.inc(buf.len() as u64);
+    }
+    bar.finish_and_clear();
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fieldstore::{Config, ErrorKind, Schema};
+
+    fn store() -> FieldStore {
+        let schema: Schema = "step: Step; [ class [ type [ step, param ]]]"
+            .parse()
+            .expect("schema");
+        let fs = FieldStore::open(Config::memory(schema)).expect("open");
+        for (key, data) in [
+            ("class=od,type=fc,step=0,param=167", "s0"),
+            ("class=od,type=fc,step=6,param=167", "s6"),
+            ("class=od,type=fc,step=12,param=167", "s12"),
+        ] {
+            fs.archive(&key.parse().expect("key"), data.as_bytes())
+                .expect("archive");
+        }
+        fs.flush().expect("flush");
+        fs
+    }
+
+    fn run(fs: &FieldStore, request: &str, output: Option<&Path>) -> Result<(Vec<u8>, String)> {
+        let mut out = Vec::new();
+        let mut err = Vec::new();
+        let mut ui = Ui {
+            out: &mut out,
+            err: &mut err,
+            progress: false,
+            quiet: false,
+        };
+        retrieve(fs, &request.parse()?, output, &mut ui)?;
+        Ok((out, String::from_utf8(err).expect("utf-8")))
+    }
+
+    #[test]
+    fn fields_come_in_request_order_with_a_summary() {
+        let fs = store();
+        let (out, err) =
+            run(&fs, "class=od,type=fc,step=12/0/6/18,param=167", None).expect("retrieve");
+        assert_eq!(out, b"s12s0s6");
+        assert_eq!(
+            err,
+            "fieldstore: retrieved 3 fields (7 bytes) to standard output\n"
+        );
+        let (out, err) =
+            run(&fs, "class=od,type=fc,step=0/to/12/by/6,param=167", None).expect("retrieve");
+        assert_eq!(out, b"s0s6s12");
+        assert!(err.starts_with("fieldstore: retrieved 3 fields"), "{err}");
+    }
+
+    #[test]
+    fn nothing_found_is_not_an_error() {
+        let fs = store();
+        let (out, err) = run(&fs, "class=od,type=fc,step=24,param=167", None).expect("retrieve");
+        assert!(out.is_empty());
+        assert_eq!(
+            err,
+            "fieldstore: retrieved 0 fields (0 bytes) to standard output: no stored field matches the request\n"
+        );
+    }
+
+    #[test]
+    fn output_file_gets_the_bytes_and_is_removed_on_error() {
+        let fs = store();
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("out.bin");
+        let (out, err) =
+            run(&fs, "class=od,type=fc,step=6,param=167", Some(&path)).expect("retrieve");
+        assert!(out.is_empty());
+        assert_eq!(std::fs::read(&path).expect("read"), b"s6");
+        assert_eq!(
+            err,
+            format!(
+                "fieldstore: retrieved 1 field (2 bytes) to {}\n",
+                path.display()
+            )
+        );
+        let missing = dir.path().join("no/such/dir/out.bin");
+        let e = run(&fs, "class=od,type=fc,step=6,param=167", Some(&missing)).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::NotFound);
+        assert!(
+            e.to_string().starts_with(&missing.display().to_string()),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn all_retrieves_what_is_listed() {
+        let fs = store();
+        let (out, err) = run(&fs, "class=od,type=fc,step=all,param=167", None).expect("retrieve");
+        assert_eq!(out.len(), 7, "{out:?}");
+        assert!(
+            err.starts_with("fieldstore: retrieved 3 fields (7 bytes)"),
+            "{err}"
+        );
+    }
+}
