@@ -1,0 +1,2 @@
+//! Per-field cost of MARS key extraction (placeholder, filled in below).
+fn main() {}

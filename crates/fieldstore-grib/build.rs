@@ -1,0 +1,44 @@
+//! Link against ECMWF's ecCodes C library.
+//!
+//! Where the library comes from, in order:
+//! 1. `ECCODES_DIR` — an install prefix (`$ECCODES_DIR/lib` or `lib64`); an
+//!    rpath is added to this package's own tests and benches, other binaries
+//!    need `LD_LIBRARY_PATH`.
+//! 2. `pkg-config eccodes` — Debian's `libeccodes-dev` (what
+//!    `scripts/setup.sh` installs) lives in the default search path anyway.
+//! 3. The linker's default search path.
+use std::path::Path;
+use std::process::Command;
+
+fn main() {
+    println!("cargo:rerun-if-env-changed=ECCODES_DIR");
+    println!("cargo:rerun-if-env-changed=PKG_CONFIG_PATH");
+    if let Some(prefix) = std::env::var_os("ECCODES_DIR") {
+        let prefix = Path::new(&prefix);
+        for sub in ["lib", "lib64"] {
+            let dir = prefix.join(sub);
+            if dir.is_dir() {
+                println!("cargo:rustc-link-search=native={}", dir.display());
+                println!("cargo:rustc-link-arg=-Wl,-rpath,{}", dir.display());
+            }
+        }
+    } else {
+        match Command::new("pkg-config")
+            .args(["--libs-only-L", "eccodes"])
+            .output()
+        {
+            Ok(out) if out.status.success() => {
+                for flag in String::from_utf8_lossy(&out.stdout).split_whitespace() {
+                    if let Some(dir) = flag.strip_prefix("-L") {
+                        println!("cargo:rustc-link-search=native={dir}");
+                    }
+                }
+            }
+            _ => println!(
+                "cargo:warning=ecCodes not found by pkg-config: install libeccodes-dev \
+                 (scripts/setup.sh does) or set ECCODES_DIR to an ecCodes install prefix"
+            ),
+        }
+    }
+    println!("cargo:rustc-link-lib=dylib=eccodes");
+}

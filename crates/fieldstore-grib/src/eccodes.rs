@@ -1,0 +1,290 @@
+//! Safe wrappers over the ecCodes calls in [`crate::ffi`].
+//!
+//! # Threads
+//! Debian's ecCodes is built without `ENABLE_ECCODES_THREADS` (it has
+//! OpenMP critical sections instead), and even thread-enabled builds only
+//! promise safety for handles that are never shared. All calls into ecCodes
+//! therefore run under one process-wide mutex, held for the whole of one
+//! message's key extraction (handle creation to handle deletion). Measured
+//! (see `benches/mars_key.rs` and `docs/design.md`): the uncontended lock is
+//! tens of nanoseconds against microseconds of ecCodes work, and one process
+//! extracts keys far faster than it can store 1 MiB fields, so the lock is
+//! not the bottleneck; processes do not share it.
+//!
+//! # Contexts
+//! Every handle uses ecCodes' default context, created once per process:
+//! definitions are parsed once and reused by every message.
+//!
+//! # Diagnostics
+//! ecCodes reports problems through its logging procedure, which prints to
+//! stderr by default. A process-wide logging procedure replaces it: while a
+//! key extraction runs, what ecCodes says is collected and becomes part of
+//! the error returned for that message; outside of it, warnings and errors
+//! still go to stderr.
+
+use std::cell::RefCell;
+use std::ffi::{c_char, c_int, CStr, CString};
+use std::io::Write as _;
+use std::sync::{Mutex, MutexGuard, Once};
+
+use fieldstore_core::Key;
+
+use crate::error::Problem;
+use crate::ffi;
+
+/// Serialises every call into ecCodes (see the module docs).
+static ECCODES: Mutex<()> = Mutex::new(());
+static INIT: Once = Once::new();
+
+thread_local! {
+    /// What ecCodes logged during the current extraction on this thread
+    /// (`None`: not capturing).
+    static CAPTURED: RefCell<Option<Vec<String>>> = const { RefCell::new(None) };
+}
+
+/// The logging procedure installed into ecCodes' default context.
+unsafe extern "C" fn log_proc(
+    _ctx: *const ffi::CodesContext,
+    level: c_int,
+    message: *const c_char,
+) {
+    if message.is_null() || level == ffi::LOG_DEBUG {
+        return;
+    }
+    // SAFETY: ecCodes passes a NUL-terminated string valid for this call.
+    let text = unsafe { CStr::from_ptr(message) }.to_string_lossy();
+    let text = text.trim();
+    let captured = CAPTURED
+        .try_with(|c| match c.try_borrow_mut() {
+            Ok(mut c) => match c.as_mut() {
+                Some(lines) => {
+                    lines.push(text.to_string());
+                    true
+                }
+                None => false,
+            },
+            Err(_) => false,
+        })
+        .unwrap_or(false);
+    if !captured && level >= ffi::LOG_WARNING {
+        // Never panic across the FFI boundary: ignore a failing stderr.
+        let _ = writeln!(std::io::stderr(), "ecCodes: {text}");
+    }
+}
+
+/// Take the lock (initialising ecCodes once) and start capturing its log.
+fn enter() -> Session {
+    // A panic while holding the lock cannot leave ecCodes half-updated in a
+    // way the lock protects (each extraction owns its handle), so a poisoned
+    // lock is still usable.
+    let guard = ECCODES.lock().unwrap_or_else(|e| e.into_inner());
+    INIT.call_once(|| {
+        // SAFETY: the default context is a process-wide singleton that lives
+        // until exit; `log_proc` has the signature ecCodes expects and never
+        // unwinds.
+        unsafe {
+            let ctx = ffi::codes_context_get_default();
+            if !ctx.is_null() {
+                ffi::codes_context_set_logging_proc(ctx, log_proc);
+            }
+        }
+    });
+    CAPTURED.with(|c| *c.borrow_mut() = Some(Vec::new()));
+    Session { _guard: guard }
+}
+
+/// The lock and the log capture of one extraction.
+struct Session {
+    _guard: MutexGuard<'static, ()>,
+}
+
+impl Session {
+    /// What ecCodes logged so far, joined, or `fallback`.
+    fn said(&self, fallback: impl FnOnce() -> String) -> String {
+        let lines = CAPTURED.with(|c| c.borrow_mut().as_mut().map(std::mem::take));
+        match lines {
+            Some(lines) if !lines.is_empty() => lines.join("; "),
+            _ => fallback(),
+        }
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        CAPTURED.with(|c| *c.borrow_mut() = None);
+    }
+}
+
+/// ecCodes' text for an error code.
+fn error_text(code: c_int) -> String {
+    // SAFETY: returns a pointer to a static string (or NULL for unknown codes
+    // in old versions).
+    let text = unsafe { ffi::codes_get_error_message(code) };
+    if text.is_null() {
+        return format!("ecCodes error {code}");
+    }
+    // SAFETY: a static NUL-terminated string.
+    unsafe { CStr::from_ptr(text) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// A handle over a message borrowed for `'a` (ecCodes does not copy it).
+struct Handle<'a> {
+    raw: *mut ffi::CodesHandle,
+    _message: std::marker::PhantomData<&'a [u8]>,
+}
+
+impl<'a> Handle<'a> {
+    fn new(_session: &Session, message: &'a [u8]) -> Option<Self> {
+        // SAFETY: `message` is valid for reads of its length for `'a`, which
+        // outlives the handle (the handle borrows it); ecCodes only reads it.
+        let raw = unsafe {
+            ffi::codes_handle_new_from_message(
+                std::ptr::null_mut(),
+                message.as_ptr().cast(),
+                message.len(),
+            )
+        };
+        (!raw.is_null()).then_some(Handle {
+            raw,
+            _message: std::marker::PhantomData,
+        })
+    }
+
+    /// The string value of `key`, into `buf` (grown as needed).
+    fn get_string<'b>(&self, key: &CStr, buf: &'b mut Vec<u8>) -> Result<&'b [u8], c_int> {
+        loop {
+            let mut len = buf.len();
+            // SAFETY: the handle is live; `key` is NUL-terminated; `buf` is
+            // writable for `len` bytes and ecCodes writes at most that.
+            let code = unsafe {
+                ffi::codes_get_string(self.raw, key.as_ptr(), buf.as_mut_ptr().cast(), &mut len)
+            };
+            match code {
+                ffi::CODES_SUCCESS => {
+                    let written = &buf[..len.min(buf.len())];
+                    let end = written
+                        .iter()
+                        .position(|b| *b == 0)
+                        .unwrap_or(written.len());
+                    return Ok(&buf[..end]);
+                }
+                ffi::CODES_BUFFER_TOO_SMALL => {
+                    let mut need = 0usize;
+                    // SAFETY: as above; `need` is a valid out-pointer.
+                    let code = unsafe { ffi::codes_get_length(self.raw, key.as_ptr(), &mut need) };
+                    if code != ffi::CODES_SUCCESS {
+                        return Err(code);
+                    }
+                    if need <= buf.len() {
+                        // No progress possible: report the original error.
+                        return Err(ffi::CODES_BUFFER_TOO_SMALL);
+                    }
+                    buf.resize(need + 1, 0);
+                }
+                code => return Err(code),
+            }
+        }
+    }
+}
+
+impl Drop for Handle<'_> {
+    fn drop(&mut self) {
+        // SAFETY: `raw` came from `codes_handle_new_from_message`, is deleted
+        // once, and no iterator over it outlives it (they borrow the handle).
+        unsafe { ffi::codes_handle_delete(self.raw) };
+    }
+}
+
+/// A keys iterator over one namespace of a handle.
+struct KeysIter<'h> {
+    raw: *mut ffi::CodesKeysIterator,
+    _handle: std::marker::PhantomData<&'h Handle<'h>>,
+}
+
+impl<'h> KeysIter<'h> {
+    fn new(handle: &'h Handle<'_>, namespace: &CStr) -> Option<Self> {
+        // SAFETY: the handle is live for `'h`; `namespace` is NUL-terminated.
+        let raw = unsafe {
+            ffi::codes_keys_iterator_new(
+                handle.raw,
+                ffi::KEYS_ITERATOR_ALL_KEYS,
+                namespace.as_ptr(),
+            )
+        };
+        (!raw.is_null()).then_some(KeysIter {
+            raw,
+            _handle: std::marker::PhantomData,
+        })
+    }
+
+    /// The next key's name (copied: the pointer dies with the iterator step).
+    fn next_name(&mut self) -> Option<CString> {
+        // SAFETY: the iterator is live.
+        if unsafe { ffi::codes_keys_iterator_next(self.raw) } == 0 {
+            return None;
+        }
+        // SAFETY: after a successful `next`, the name is a NUL-terminated
+        // string valid until the next call on the iterator; copied at once.
+        let name = unsafe { ffi::codes_keys_iterator_get_name(self.raw) };
+        if name.is_null() {
+            return None;
+        }
+        // SAFETY: as above.
+        Some(unsafe { CStr::from_ptr(name) }.to_owned())
+    }
+}
+
+impl Drop for KeysIter<'_> {
+    fn drop(&mut self) {
+        // SAFETY: `raw` came from `codes_keys_iterator_new` and is deleted once,
+        // before its handle (it borrows the handle).
+        unsafe { ffi::codes_keys_iterator_delete(self.raw) };
+    }
+}
+
+/// The ecCodes version this process runs, as `major.minor.patch`.
+pub fn eccodes_version() -> String {
+    // SAFETY: no arguments, no state.
+    let v = unsafe { ffi::codes_get_api_version() };
+    format!("{}.{}.{}", v / 10000, v / 100 % 100, v % 100)
+}
+
+/// The MARS key of one complete GRIB message (see [`crate::mars_key`]).
+pub(crate) fn mars_key(message: &[u8]) -> Result<Key, Problem> {
+    let session = enter();
+    let handle = Handle::new(&session, message).ok_or_else(|| Problem::Undecodable {
+        reason: session.said(|| "no handle (not a valid GRIB message)".to_string()),
+    })?;
+    let mut iter = KeysIter::new(&handle, c"mars").ok_or_else(|| Problem::Undecodable {
+        reason: session.said(|| "cannot iterate over the 'mars' namespace".to_string()),
+    })?;
+    let mut key = Key::new();
+    let mut buf = vec![0u8; 128];
+    while let Some(name) = iter.next_name() {
+        let keyword = name.to_string_lossy();
+        let value = handle
+            .get_string(&name, &mut buf)
+            .map_err(|code| Problem::KeyUnreadable {
+                keyword: keyword.to_string(),
+                reason: session.said(|| error_text(code)),
+            })?;
+        let value = String::from_utf8_lossy(value);
+        if key.contains(&keyword) {
+            // ecCodes may list a key twice; by name it has one value.
+            continue;
+        }
+        if let Err(source) = key.push(keyword.as_ref(), value.as_ref()) {
+            return Err(Problem::BadKey {
+                keyword: keyword.into_owned(),
+                value: value.into_owned(),
+                source,
+            });
+        }
+    }
+    if key.is_empty() {
+        return Err(Problem::NoMarsKeys);
+    }
+    Ok(key)
+}

@@ -1,0 +1,128 @@
+//! What can be wrong with GRIB input, and where.
+//!
+//! Every problem is reported as a [`GribError`] naming the message's index
+//! (0-based, in the order of the input) and the byte offset where it starts
+//! (or where it was expected to start). At the crate boundary it becomes a
+//! [`fieldstore_core::Error`] of kind [`ErrorKind::InvalidInput`] (fix the
+//! input; retrying is pointless), with the `GribError` as its `source` for
+//! callers that want to match on the [`Problem`].
+
+use fieldstore_core::{Error, ErrorKind, KeyError};
+
+/// A problem with one GRIB message, located in the input.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("GRIB message {index} at byte offset {offset}: {problem}")]
+pub struct GribError {
+    /// The message's index in the input, 0-based.
+    pub index: usize,
+    /// The byte offset in the input where the message starts, or was expected
+    /// to start.
+    pub offset: usize,
+    /// What is wrong.
+    pub problem: Problem,
+}
+
+/// What is wrong with a GRIB message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Problem {
+    /// The bytes where a message should start are not `GRIB`.
+    #[error(
+        "expected 'GRIB', found {found} (garbage between messages, or a damaged message before)"
+    )]
+    Garbage {
+        /// The first bytes found, printed for humans.
+        found: String,
+    },
+    /// More NUL bytes after a message than GRIB padding explains.
+    #[error("{len} NUL bytes after the previous message (GRIB padding is under 120 bytes)")]
+    LongPadding {
+        /// How many NUL bytes follow the previous message.
+        len: usize,
+    },
+    /// The input ends before the message does.
+    #[error("truncated: the message is {declared} bytes long but only {available} bytes are left")]
+    Truncated {
+        /// The length the message declares (or the bytes needed to read it).
+        declared: u64,
+        /// The bytes left in the input from the message's start.
+        available: usize,
+    },
+    /// The message's last four bytes are not `7777`.
+    #[error(
+        "no '7777' end marker at byte offset {at} (found {found}): wrong length or damaged message"
+    )]
+    MissingEndMarker {
+        /// Where the end marker should be, in the input.
+        at: usize,
+        /// The bytes found there, printed for humans.
+        found: String,
+    },
+    /// Bytes after the end of the one message expected.
+    #[error("{len} bytes after the message's end marker (one message expected)")]
+    TrailingBytes {
+        /// How many bytes follow the message (padding included).
+        len: usize,
+    },
+    /// The declared length cannot hold a message.
+    #[error("impossible message length {declared}")]
+    BadLength {
+        /// The declared length.
+        declared: u64,
+    },
+    /// Edition 0 or an unknown edition.
+    #[error("unsupported GRIB edition {edition} (only 1 and 2 are supported)")]
+    UnsupportedEdition {
+        /// The edition byte.
+        edition: u8,
+    },
+    /// ecCodes could not decode the message.
+    #[error("ecCodes cannot decode the message: {reason}")]
+    Undecodable {
+        /// What ecCodes said.
+        reason: String,
+    },
+    /// ecCodes decoded the message, but its `mars` namespace is empty: the
+    /// message has no MARS metadata to index it by.
+    #[error("no MARS keys (ecCodes' 'mars' namespace is empty): the message cannot be indexed")]
+    NoMarsKeys,
+    /// ecCodes failed to read one MARS key.
+    #[error("ecCodes cannot read MARS key '{keyword}': {reason}")]
+    KeyUnreadable {
+        /// The key.
+        keyword: String,
+        /// What ecCodes said.
+        reason: String,
+    },
+    /// A MARS key or value that fieldstore keys cannot hold.
+    #[error("MARS key '{keyword}={value}': {source}")]
+    BadKey {
+        /// The key.
+        keyword: String,
+        /// Its value.
+        value: String,
+        /// Why it was refused.
+        source: KeyError,
+    },
+}
+
+impl From<GribError> for Error {
+    fn from(e: GribError) -> Self {
+        Error::from_source(ErrorKind::InvalidInput, e)
+    }
+}
+
+/// Print up to 8 bytes for an error message: `"GRIX"` when printable, hex
+/// otherwise, and "end of input" for none.
+pub(crate) fn show_bytes(bytes: &[u8]) -> String {
+    let shown = &bytes[..bytes.len().min(8)];
+    if shown.is_empty() {
+        return "end of input".to_string();
+    }
+    if shown.iter().all(|b| b.is_ascii_graphic() || *b == b' ') {
+        format!("'{}'", String::from_utf8_lossy(shown))
+    } else {
+        let hex: Vec<String> = shown.iter().map(|b| format!("{b:02x}")).collect();
+        format!("bytes {}", hex.join(" "))
+    }
+}

@@ -1,0 +1,77 @@
+//! The few ecCodes C functions fieldstore needs, declared by hand from
+//! `eccodes.h` (stable since ecCodes 2.0). Every function here is `unsafe` to
+//! call; the safe wrappers live in [`crate::eccodes`].
+
+use std::ffi::{c_char, c_int, c_long, c_ulong, c_void};
+
+/// `codes_context` (opaque).
+#[repr(C)]
+pub(crate) struct CodesContext {
+    _opaque: [u8; 0],
+}
+
+/// `codes_handle` (opaque).
+#[repr(C)]
+pub(crate) struct CodesHandle {
+    _opaque: [u8; 0],
+}
+
+/// `codes_keys_iterator` (opaque).
+#[repr(C)]
+pub(crate) struct CodesKeysIterator {
+    _opaque: [u8; 0],
+}
+
+/// `codes_log_proc`: `void (*)(const codes_context*, int level, const char* mesg)`.
+pub(crate) type CodesLogProc =
+    unsafe extern "C" fn(ctx: *const CodesContext, level: c_int, message: *const c_char);
+
+/// `GRIB_SUCCESS`.
+pub(crate) const CODES_SUCCESS: c_int = 0;
+/// `GRIB_BUFFER_TOO_SMALL`.
+pub(crate) const CODES_BUFFER_TOO_SMALL: c_int = -3;
+/// `GRIB_KEYS_ITERATOR_ALL_KEYS`: what `grib_ls -m`, pyeccodes and FDB5 use.
+pub(crate) const KEYS_ITERATOR_ALL_KEYS: c_ulong = 0;
+/// `GRIB_LOG_WARNING`; `GRIB_LOG_INFO` is 0, `ERROR` 2, `FATAL` 3, `DEBUG` 4.
+pub(crate) const LOG_WARNING: c_int = 1;
+/// `GRIB_LOG_DEBUG`.
+pub(crate) const LOG_DEBUG: c_int = 4;
+
+#[link(name = "eccodes")]
+extern "C" {
+    pub(crate) fn codes_get_api_version() -> c_long;
+    pub(crate) fn codes_get_error_message(code: c_int) -> *const c_char;
+    pub(crate) fn codes_context_get_default() -> *mut CodesContext;
+    pub(crate) fn codes_context_set_logging_proc(ctx: *mut CodesContext, proc_: CodesLogProc);
+
+    /// Parses `data` in place (no copy): `data` must outlive the handle.
+    pub(crate) fn codes_handle_new_from_message(
+        ctx: *mut CodesContext,
+        data: *const c_void,
+        len: usize,
+    ) -> *mut CodesHandle;
+    pub(crate) fn codes_handle_delete(handle: *mut CodesHandle) -> c_int;
+
+    pub(crate) fn codes_keys_iterator_new(
+        handle: *mut CodesHandle,
+        filter_flags: c_ulong,
+        name_space: *const c_char,
+    ) -> *mut CodesKeysIterator;
+    pub(crate) fn codes_keys_iterator_next(iter: *mut CodesKeysIterator) -> c_int;
+    pub(crate) fn codes_keys_iterator_get_name(iter: *const CodesKeysIterator) -> *const c_char;
+    pub(crate) fn codes_keys_iterator_delete(iter: *mut CodesKeysIterator) -> c_int;
+
+    /// `*length`: in, the buffer's size; out, the string's length including
+    /// its NUL (or the size needed, with `CODES_BUFFER_TOO_SMALL`).
+    pub(crate) fn codes_get_string(
+        handle: *const CodesHandle,
+        key: *const c_char,
+        buffer: *mut c_char,
+        length: *mut usize,
+    ) -> c_int;
+    pub(crate) fn codes_get_length(
+        handle: *const CodesHandle,
+        key: *const c_char,
+        length: *mut usize,
+    ) -> c_int;
+}

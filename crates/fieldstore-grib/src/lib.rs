@@ -1,0 +1,134 @@
+//! fieldstore's GRIB edge: split files into GRIB messages and read each
+//! message's MARS key through ECMWF's ecCodes.
+//!
+//! - [`split_messages`] finds the GRIB messages (editions 1 and 2) in a byte
+//!   buffer, checking lengths and `7777` end markers. It does not call ecCodes.
+//! - [`mars_key`] (or [`Message::mars_key`]) returns the key ecCodes' `mars`
+//!   namespace gives a message: keywords in ecCodes' order, values as ecCodes
+//!   prints them (`param=167.128`, `date=jan-01`). Canonicalising them is the
+//!   schema's job ([`fieldstore_core::Schema::split`]).
+//! - [`fields`] does both: what `archive_grib` and `fieldstore archive` need.
+//!
+//! ```
+//! let file = std::fs::read(concat!(
+//!     env!("CARGO_MANIFEST_DIR"),
+//!     "/../../tests/fixtures/grib/levtypes.grib"
+//! ))?;
+//! for field in fieldstore_grib::fields(&file) {
+//!     let field = field?;
+//!     println!("{} at {}: {} ({} bytes)", field.index, field.offset, field.key, field.bytes.len());
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Errors are [`fieldstore_core::Error`]s of kind
+//! [`InvalidInput`](fieldstore_core::ErrorKind::InvalidInput) whose message
+//! names the message index, its byte offset and the problem; the source is a
+//! [`GribError`] for callers that match on the [`Problem`]. Callers add the
+//! file name with [`fieldstore_core::Error::context`].
+//!
+//! ecCodes calls are serialised by a process-wide lock; see the `eccodes`
+//! module's documentation (threads, contexts, diagnostics) in the source.
+#![deny(rustdoc::broken_intra_doc_links)]
+
+mod eccodes;
+mod error;
+mod ffi;
+mod split;
+
+use std::iter::FusedIterator;
+
+use fieldstore_core::{Key, Result};
+
+pub use eccodes::eccodes_version;
+pub use error::{GribError, Problem};
+pub use split::{split_messages, Message, Messages};
+
+/// The MARS key of one complete GRIB message (from `GRIB` to `7777`), exactly
+/// as ecCodes' `mars` namespace gives it: keywords in ecCodes' order, values
+/// as strings.
+///
+/// Only the message's metadata is decoded (ecCodes parses the message in
+/// place, without copying it or unpacking its values). Errors name message
+/// index 0 at offset 0; use [`Message::mars_key`] for messages of a file.
+///
+/// # Errors
+/// [`fieldstore_core::ErrorKind::InvalidInput`] if ecCodes cannot decode the
+/// message, its `mars` namespace is empty, or a key cannot be read or held.
+pub fn mars_key(message: &[u8]) -> Result<Key> {
+    let mut messages = split_messages(message);
+    let first = messages.next().unwrap_or_else(|| {
+        Err(GribError {
+            index: 0,
+            offset: 0,
+            problem: Problem::Truncated {
+                declared: 8,
+                available: 0,
+            },
+        }
+        .into())
+    })?;
+    if messages.next().is_some() {
+        let len = message.len() - first.bytes().len();
+        return Err(GribError {
+            index: 0,
+            offset: 0,
+            problem: Problem::TrailingBytes { len },
+        }
+        .into());
+    }
+    first.mars_key()
+}
+
+/// A GRIB message with its MARS key: one field to archive.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Field<'a> {
+    /// The message's index in the input, 0-based.
+    pub index: usize,
+    /// Where the message starts in the input, in bytes.
+    pub offset: usize,
+    /// The GRIB edition, 1 or 2.
+    pub edition: u8,
+    /// The MARS key, as ecCodes gives it (see [`mars_key`]).
+    pub key: Key,
+    /// The message's bytes, to archive unchanged.
+    pub bytes: &'a [u8],
+}
+
+/// Split `bytes` into GRIB messages and read each one's MARS key.
+///
+/// An error in a message's key (no MARS keys, undecodable) is yielded for
+/// that message and the iteration goes on with the next one, so a caller can
+/// skip bad messages; a framing error (garbage, truncation) ends the
+/// iteration, as in [`split_messages`].
+pub fn fields(bytes: &[u8]) -> Fields<'_> {
+    Fields {
+        messages: split_messages(bytes),
+    }
+}
+
+/// The iterator of [`fields`].
+#[derive(Debug, Clone)]
+pub struct Fields<'a> {
+    messages: Messages<'a>,
+}
+
+impl<'a> Iterator for Fields<'a> {
+    type Item = Result<Field<'a>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let message = match self.messages.next()? {
+            Ok(m) => m,
+            Err(e) => return Some(Err(e)),
+        };
+        Some(message.mars_key().map(|key| Field {
+            index: message.index(),
+            offset: message.offset(),
+            edition: message.edition(),
+            key,
+            bytes: message.bytes(),
+        }))
+    }
+}
+
+impl FusedIterator for Fields<'_> {}

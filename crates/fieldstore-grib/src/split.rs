@@ -1,0 +1,343 @@
+//! Finding GRIB messages in a byte buffer (framing only; no ecCodes).
+//!
+//! A GRIB message starts with section 0, the indicator section:
+//!
+//! | edition | bytes | content |
+//! |---|---|---|
+//! | 1 | 8 | `GRIB`, total length (3 bytes), edition `1` |
+//! | 2 | 16 | `GRIB`, 2 reserved, discipline, edition `2`, total length (8 bytes) |
+//!
+//! and ends with `7777`. All numbers are big-endian.
+//!
+//! GRIB1's 24-bit length cannot describe messages of 8 MiB and more; ECMWF
+//! writes those with the top bit of the length set and the rest counting
+//! units of 120 bytes. Such a message is recognised by a section 4 (binary
+//! data) whose own length is below 120 (impossible for a real section 4 of
+//! that size); its true length is then `(length & 0x7fffff) * 120 - section
+//! 4 length + 4`. When the section 4 length is 120 or more, the top bit is
+//! an ordinary length bit.
+//!
+//! MARS pads GRIB1 messages to a multiple of 120 bytes with NULs, so NUL
+//! bytes after a message (fewer than 120) are padding, not part of the
+//! message: [`Message::bytes`] is exactly the message, as ecCodes and FDB5
+//! see it. Anything else between messages is an error: a message is never
+//! silently skipped.
+
+use std::iter::FusedIterator;
+
+use fieldstore_core::{Key, Result};
+
+use crate::error::{show_bytes, GribError, Problem};
+
+/// Padding after a message is shorter than this (MARS pads to multiples of
+/// 120 bytes).
+const MAX_PADDING: usize = 120;
+
+/// One GRIB message found in an input buffer, borrowed from it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Message<'a> {
+    index: usize,
+    offset: usize,
+    edition: u8,
+    bytes: &'a [u8],
+}
+
+impl<'a> Message<'a> {
+    /// The message's index in the input, 0-based.
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    /// Where the message starts in the input, in bytes.
+    pub fn offset(&self) -> usize {
+        self.offset
+    }
+
+    /// The GRIB edition, 1 or 2.
+    pub fn edition(&self) -> u8 {
+        self.edition
+    }
+
+    /// The message's bytes, from `GRIB` to `7777` inclusive (no padding).
+    pub fn bytes(&self) -> &'a [u8] {
+        self.bytes
+    }
+
+    /// The message's MARS key, as ecCodes' `mars` namespace gives it; see
+    /// [`crate::mars_key`]. Errors name this message's index and offset.
+    ///
+    /// # Errors
+    /// [`fieldstore_core::ErrorKind::InvalidInput`] (see [`crate::mars_key`]).
+    pub fn mars_key(&self) -> Result<Key> {
+        crate::eccodes::mars_key(self.bytes).map_err(|problem| self.error(problem).into())
+    }
+
+    fn error(&self, problem: Problem) -> GribError {
+        GribError {
+            index: self.index,
+            offset: self.offset,
+            problem,
+        }
+    }
+}
+
+/// Split `bytes` (the contents of a GRIB file, or several concatenated) into
+/// GRIB messages, editions 1 and 2, in order.
+///
+/// Every message is checked for a complete length and its `7777` end marker.
+/// NUL padding after a message (under 120 bytes, as MARS writes GRIB1) is
+/// skipped; any other byte that does not start a message is an error naming
+/// the message index and byte offset, after which the iterator ends (where
+/// the next message starts is unknown). An empty input holds no messages.
+///
+/// This only reads section 0 (and, for GRIB1 messages of 8 MiB and more, the
+/// section lengths): it does not call ecCodes.
+///
+/// ```
+/// let file = std::fs::read(concat!(
+///     env!("CARGO_MANIFEST_DIR"),
+///     "/../../tests/fixtures/grib/timespan.grib"
+/// ))?;
+/// let messages = fieldstore_grib::split_messages(&file)
+///     .collect::<Result<Vec<_>, _>>()?;
+/// assert_eq!(messages.len(), 6);
+/// assert_eq!(messages[1].offset(), 1800);
+/// assert_eq!(messages[1].edition(), 2);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn split_messages(bytes: &[u8]) -> Messages<'_> {
+    Messages {
+        input: bytes,
+        pos: 0,
+        index: 0,
+        done: false,
+    }
+}
+
+/// The iterator of [`split_messages`].
+#[derive(Debug, Clone)]
+pub struct Messages<'a> {
+    input: &'a [u8],
+    pos: usize,
+    index: usize,
+    done: bool,
+}
+
+impl<'a> Messages<'a> {
+    fn fail(&mut self, offset: usize, problem: Problem) -> Option<Result<Message<'a>>> {
+        self.done = true;
+        Some(Err(GribError {
+            index: self.index,
+            offset,
+            problem,
+        }
+        .into()))
+    }
+}
+
+impl<'a> Iterator for Messages<'a> {
+    type Item = Result<Message<'a>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        if self.index > 0 {
+            let padding = self.input[self.pos..]
+                .iter()
+                .take_while(|b| **b == 0)
+                .count();
+            if padding >= MAX_PADDING {
+                return self.fail(self.pos, Problem::LongPadding { len: padding });
+            }
+            self.pos += padding;
+        }
+        let rest = &self.input[self.pos..];
+        if rest.is_empty() {
+            self.done = true;
+            return None;
+        }
+        match frame(rest) {
+            Ok((len, edition)) => {
+                let message = Message {
+                    index: self.index,
+                    offset: self.pos,
+                    edition,
+                    bytes: &rest[..len],
+                };
+                self.pos += len;
+                self.index += 1;
+                Some(Ok(message))
+            }
+            Err(problem) => {
+                let problem = match problem {
+                    Problem::MissingEndMarker { at, found } => Problem::MissingEndMarker {
+                        at: self.pos + at,
+                        found,
+                    },
+                    p => p,
+                };
+                self.fail(self.pos, problem)
+            }
+        }
+    }
+}
+
+impl FusedIterator for Messages<'_> {}
+
+/// The length and edition of the message at the start of `rest`. Offsets in
+/// the returned problem are relative to `rest`.
+fn frame(rest: &[u8]) -> std::result::Result<(usize, u8), Problem> {
+    let available = rest.len();
+    let truncated = |declared: u64| Problem::Truncated {
+        declared,
+        available,
+    };
+    if !b"GRIB".starts_with(&rest[..available.min(4)]) {
+        return Err(Problem::Garbage {
+            found: show_bytes(rest),
+        });
+    }
+    if available < 8 {
+        return Err(truncated(8));
+    }
+    let edition = rest[7];
+    let declared: u64 = match edition {
+        1 => grib1_length(rest)?,
+        2 => {
+            if available < 16 {
+                return Err(truncated(16));
+            }
+            let mut len = [0u8; 8];
+            len.copy_from_slice(&rest[8..16]);
+            let len = u64::from_be_bytes(len);
+            if len < 16 + 4 {
+                return Err(Problem::BadLength { declared: len });
+            }
+            len
+        }
+        _ => return Err(Problem::UnsupportedEdition { edition }),
+    };
+    let len = match usize::try_from(declared) {
+        Ok(len) if len <= available => len,
+        _ => return Err(truncated(declared)),
+    };
+    let end = &rest[len - 4..len];
+    if end != b"7777" {
+        return Err(Problem::MissingEndMarker {
+            at: len - 4,
+            found: show_bytes(end),
+        });
+    }
+    Ok((len, edition))
+}
+
+/// A 3-byte big-endian number at `at`, or `None` past the end.
+fn u24(bytes: &[u8], at: usize) -> Option<u64> {
+    let b = bytes.get(at..at.checked_add(3)?)?;
+    Some(u64::from(b[0]) << 16 | u64::from(b[1]) << 8 | u64::from(b[2]))
+}
+
+/// The total length of the GRIB1 message at the start of `rest` (which has at
+/// least 8 bytes), including ECMWF's encoding of messages of 8 MiB and more.
+fn grib1_length(rest: &[u8]) -> std::result::Result<u64, Problem> {
+    let coded = u24(rest, 4).unwrap_or(0);
+    // Section 0 (8) + section 1 (at least 28) + section 4 (at least 11) + 7777.
+    const MIN: u64 = 8 + 28 + 11 + 4;
+    if coded & 0x80_0000 == 0 {
+        return if coded < MIN {
+            Err(Problem::BadLength { declared: coded })
+        } else {
+            Ok(coded)
+        };
+    }
+    // Maybe a large message: find section 4 and look at its length.
+    let need = |at: usize| Problem::Truncated {
+        declared: at as u64 + 3,
+        available: rest.len(),
+    };
+    let section1 = 8;
+    let s1_len = u24(rest, section1).ok_or_else(|| need(section1))?;
+    let flags = *rest.get(section1 + 7).ok_or_else(|| need(section1 + 5))?;
+    let mut at = section1 as u64 + s1_len;
+    for present in [flags & 0x80 != 0, flags & 0x40 != 0] {
+        if present {
+            let pos = usize::try_from(at).map_err(|_| need(usize::MAX - 3))?;
+            at += u24(rest, pos).ok_or_else(|| need(pos))?;
+        }
+    }
+    let pos = usize::try_from(at).map_err(|_| need(usize::MAX - 3))?;
+    let s4_len = u24(rest, pos).ok_or_else(|| need(pos))?;
+    if s4_len >= 120 {
+        return Ok(coded);
+    }
+    ((coded & 0x7f_ffff) * 120 + 4)
+        .checked_sub(s4_len)
+        .filter(|len| *len >= MIN)
+        .ok_or(Problem::BadLength { declared: coded })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A framing-only GRIB1 message: section 0, a 28-byte section 1 with
+    /// `flags`, the optional sections 2/3 of 32 bytes each, section 4 with
+    /// length field `s4_field`, filled to `total` bytes, then `7777`.
+    fn grib1(coded_len: u32, flags: u8, s4_field: u32, total: usize) -> Vec<u8> {
+        let mut m = Vec::with_capacity(total);
+        m.extend_from_slice(b"GRIB");
+        m.extend_from_slice(&coded_len.to_be_bytes()[1..]);
+        m.push(1);
+        let mut s1 = vec![0u8; 28];
+        s1[2] = 28;
+        s1[7] = flags;
+        m.extend_from_slice(&s1);
+        for bit in [0x80, 0x40] {
+            if flags & bit != 0 {
+                let mut s = vec![0u8; 32];
+                s[2] = 32;
+                m.extend_from_slice(&s);
+            }
+        }
+        m.extend_from_slice(&s4_field.to_be_bytes()[1..]);
+        m.resize(total - 4, 0xaa);
+        m.extend_from_slice(b"7777");
+        m
+    }
+
+    #[test]
+    fn large_grib1_uses_the_120_byte_units() {
+        // 9 MiB-ish: coded = 0x800000 | units, section 4 length field < 120.
+        let total: usize = 9 * 1024 * 1024 + 16;
+        for flags in [0x00, 0x80, 0xc0] {
+            let s4_field: u32 = 100;
+            // total = units * 120 - s4_field + 4  =>  units = (total + s4 - 4) / 120
+            let rem = (total + s4_field as usize - 4) % 120;
+            let total = total - rem;
+            let units = ((total + s4_field as usize - 4) / 120) as u32;
+            let m = grib1(0x80_0000 | units, flags, s4_field, total);
+            let got: Vec<_> = split_messages(&m).collect::<Result<_>>().expect("splits");
+            assert_eq!(got.len(), 1);
+            assert_eq!(got[0].bytes().len(), total, "flags {flags:#x}");
+        }
+    }
+
+    #[test]
+    fn top_length_bit_is_ordinary_when_section4_is_long() {
+        let total = 0x80_0000 + 1000;
+        let m = grib1(total as u32, 0x80, 5000, total);
+        let got: Vec<_> = split_messages(&m).collect::<Result<_>>().expect("splits");
+        assert_eq!(got[0].bytes().len(), total);
+    }
+
+    #[test]
+    fn large_grib1_truncated_inside_the_headers() {
+        let m = grib1(0x80_0100, 0x80, 100, 200);
+        let err = split_messages(&m[..40])
+            .next()
+            .expect("an item")
+            .expect_err("truncated");
+        assert!(err.to_string().contains("truncated"), "{err}");
+    }
+}
