@@ -1,0 +1,148 @@
+//! The checks, one per clause of the contract (see the crate docs).
+
+mod concurrency;
+mod damage;
+mod keys;
+mod list;
+mod replace;
+mod retrieve;
+mod visibility;
+
+pub use concurrency::{
+    abandoned_writer_keeps_flushed, concurrent_writers, readers_during_writes,
+    shared_handle_across_threads,
+};
+pub use damage::damaged_field_detected;
+pub use keys::{bad_input_rejected, keys_are_canonicalised};
+pub use list::{axes_partial_requests, list_partial_requests};
+pub use replace::{replace_is_atomic, replace_under_concurrent_reads};
+pub use retrieve::{location_lookup, retrieve_in_request_order, retrieve_missing_is_empty};
+pub use visibility::{archive_copies_data, flush_makes_visible, flush_publishes_only_own_writes};
+
+use std::collections::BTreeSet;
+
+use fieldstore::{FieldStore, Key, Level};
+
+use crate::support::{axes, axes_of, list, list_lines, must, request, retrieve_one, Stored};
+use crate::Open;
+
+/// Open a handle, failing the check with `who` if that fails.
+#[track_caller]
+fn opened(open: Open<'_>, who: &str) -> FieldStore {
+    must(open(), format_args!("opening the {who} handle"))
+}
+
+/// The three level prefixes of a key: `{dataset}`, `{dataset}{collocation}`,
+/// `{dataset}{collocation}{element}` as `list` prints them.
+#[track_caller]
+fn braced_levels(fs: &FieldStore, key: &Key) -> [String; 3] {
+    let s = must(fs.schema().split(key), format_args!("splitting {key}"));
+    let d = s.dataset.braced();
+    let c = format!("{d}{}", s.collocation.braced());
+    let e = format!("{c}{}", s.element.braced());
+    [d, c, e]
+}
+
+/// Check that, through `fs`, the fields of dataset family `expver` are
+/// exactly `visible` (by list at each depth, axes, retrieve and location),
+/// and that each of `hidden` is not visible. `when` says at which step of
+/// the check this is.
+#[track_caller]
+fn expect_exactly(
+    fs: &FieldStore,
+    expver: &str,
+    visible: &[&Stored],
+    hidden: &[&Stored],
+    when: &str,
+) {
+    let req = request(&format!("class=od,expver={expver}"));
+    for (depth, level) in [Level::Dataset, Level::Collocation, Level::Element]
+        .into_iter()
+        .enumerate()
+    {
+        let want: BTreeSet<String> = visible
+            .iter()
+            .map(|s| braced_levels(fs, &s.key)[depth].clone())
+            .collect();
+        let want: Vec<String> = want.into_iter().collect();
+        let got = list_lines(fs, &req, level);
+        assert_eq!(
+            got,
+            want,
+            "{when}: list {req} at depth {} shows the wrong entries",
+            depth + 1
+        );
+    }
+    let want_axes = axes_of(
+        visible
+            .iter()
+            .map(|s| &s.key)
+            .map(|k| {
+                // Canonical values, as the store reports them.
+                must(fs.schema().split(k), format_args!("splitting {k}")).full_key()
+            })
+            .collect::<Vec<Key>>()
+            .iter(),
+    );
+    let got_axes = axes(fs, &req, Level::Element);
+    assert_eq!(got_axes, want_axes, "{when}: axes {req} are wrong");
+    for s in visible {
+        match retrieve_one(fs, &s.key) {
+            Some(d) => assert!(
+                d == s.data,
+                "{when}: retrieve {} returned {} bytes that differ from the {} archived",
+                s.key,
+                d.len(),
+                s.data.len()
+            ),
+            None => panic!(
+                "{when}: retrieve {} found nothing, want the flushed field",
+                s.key
+            ),
+        }
+        let loc = must(
+            fs.location(&s.key),
+            format_args!("{when}: location of {}", s.key),
+        );
+        let loc = loc.unwrap_or_else(|| {
+            panic!(
+                "{when}: location of {} is None, want the flushed field",
+                s.key
+            )
+        });
+        assert_eq!(
+            loc.length,
+            s.data.len() as u64,
+            "{when}: location of {} has the wrong length",
+            s.key
+        );
+    }
+    for s in hidden {
+        if let Some(d) = retrieve_one(fs, &s.key) {
+            panic!(
+                "{when}: retrieve {} returned {} bytes; the field must not be visible",
+                s.key,
+                d.len()
+            );
+        }
+        let loc = must(
+            fs.location(&s.key),
+            format_args!("{when}: location of {}", s.key),
+        );
+        assert!(
+            loc.is_none(),
+            "{when}: location of {} is {loc:?}; the field must not be visible",
+            s.key
+        );
+    }
+    // Listing with duplicates never shows a hidden field either.
+    let hidden_keys: BTreeSet<String> = hidden.iter().map(|s| s.canonical.clone()).collect();
+    let visible_keys: BTreeSet<String> = visible.iter().map(|s| s.canonical.clone()).collect();
+    for e in list(fs, &req, Level::Element, true) {
+        let k = e.full_key().to_string();
+        assert!(
+            !hidden_keys.contains(&k) || visible_keys.contains(&k),
+            "{when}: list with duplicates shows {k}, which must not be visible"
+        );
+    }
+}

@@ -1,0 +1,311 @@
+//! Clause 5 and retrieve's order and bytes; location lookup.
+
+use std::io::Read;
+
+use fieldstore::{ErrorKind, Level};
+
+use super::opened;
+use crate::support::{
+    archive_payload, canonical, key, list, must, request, retrieve, retrieve_one, Spec, Stored,
+};
+use crate::Open;
+
+const BASE: Spec = Spec {
+    date: 20231201,
+    time: 1200,
+    ty: "pf",
+    levtype: "pl",
+    step: 0,
+    number: Some(1),
+    levelist: Some(500),
+    param: 130,
+};
+
+/// Clause 5: retrieving what does not exist is not an error and yields
+/// nothing: a key in a dataset that does not exist, a key missing from an
+/// existing collocation, a collocation missing from an existing dataset;
+/// a request naming existing and missing fields yields only the existing
+/// ones. `location` of a missing key is `None`; list and axes of missing
+/// data are empty.
+pub fn retrieve_missing_is_empty(open: Open<'_>) {
+    let x = "mis1";
+    let fs = opened(open, "handle");
+    let absent = BASE.key(x);
+    let nothing = must(
+        fs.retrieve(&fieldstore::Request::from_key(&absent)),
+        "retrieve from an empty store",
+    );
+    assert!(
+        nothing.is_empty(),
+        "retrieve of {absent} before anything was archived found {} fields",
+        nothing.len()
+    );
+    assert_eq!(
+        must(nothing.read_all(), "reading an empty retrieve"),
+        Vec::<u8>::new()
+    );
+    assert_eq!(
+        must(fs.location(&absent), "location of a missing key"),
+        None
+    );
+
+    let stored = archive_payload(&fs, &BASE.key(x), 1, 100, 1000);
+    must(fs.flush(), "flush");
+    let reader = opened(open, "reader");
+    let missing = [
+        ("another step, same collocation", Spec { step: 6, ..BASE }),
+        ("another collocation", Spec { ty: "cf", ..BASE }),
+        (
+            "another dataset",
+            Spec {
+                date: 20231202,
+                ..BASE
+            },
+        ),
+    ];
+    for (what, spec) in missing {
+        let k = spec.key(x);
+        assert_eq!(
+            retrieve_one(&reader, &k),
+            None,
+            "retrieve of a missing field ({what}: {k})"
+        );
+        assert_eq!(
+            must(reader.location(&k), format_args!("location of {k}")),
+            None,
+            "location of a missing field ({what}: {k})"
+        );
+    }
+    let mixed = request(&format!(
+        "class=od,expver={x},stream=enfo,date=20231201/20231202,time=1200,type=pf/cf,levtype=pl,step=0/6,number=1,levelist=500,param=130"
+    ));
+    let got = retrieve(&reader, &mixed);
+    assert_eq!(
+        got.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(),
+        [stored.canonical.as_str()],
+        "retrieve {mixed}: want only the one field that exists"
+    );
+    assert!(got[0].1 == stored.data, "retrieve {mixed}: wrong bytes");
+
+    let none = request(&format!("class=od,expver={x},date=20231202"));
+    for depth in [Level::Dataset, Level::Collocation, Level::Element] {
+        let l = list(&reader, &none, depth, true);
+        assert!(
+            l.is_empty(),
+            "list {none} at {depth:?} of a dataset that does not exist: {l:?}"
+        );
+    }
+    let a = must(
+        reader.axes(&none, Level::Element),
+        "axes of a missing dataset",
+    );
+    assert!(
+        a.values().all(|v| v.is_empty()),
+        "axes {none} of a dataset that does not exist: {a:?}"
+    );
+}
+
+/// Retrieve yields fields in request order (chains in schema order; within
+/// a chain the schema's keyword order, the last keyword varying fastest;
+/// values in the order the request gives them), skipping missing ones, with
+/// the exact bytes archived, whatever their size (1 MiB and more, odd
+/// sizes), through `next_field`, `read_all` and `std::io::Read`.
+pub fn retrieve_in_request_order(open: Open<'_>) {
+    let x = "ord1";
+    let fs = opened(open, "writer");
+    let mut stored: Vec<(Spec, Stored)> = Vec::new();
+    // Archive in an order unrelated to the request's.
+    let mut n = 0usize;
+    for param in [130, 131] {
+        for levelist in [850, 500] {
+            for step in [6, 0, 12] {
+                let spec = Spec {
+                    step,
+                    levelist: Some(levelist),
+                    param,
+                    ..BASE
+                };
+                let k = spec.key(x);
+                let c = canonical(&fs, &k);
+                let len = match n {
+                    3 => (1 << 20) + 3,
+                    7 => 65_537,
+                    _ => 28 + n * 37,
+                };
+                n += 1;
+                let data = crate::payload::make(&c, 1, len);
+                must(fs.archive(&k, &data), format_args!("archiving {k}"));
+                stored.push((
+                    spec,
+                    Stored {
+                        key: k,
+                        canonical: c,
+                        data,
+                    },
+                ));
+            }
+        }
+    }
+    must(fs.flush(), "flush");
+    let reader = opened(open, "reader");
+    let req = request(&format!(
+        "class=od,expver={x},stream=enfo,date=20231201,time=1200,type=pf,levtype=pl,step=12/7/0/6,number=1,levelist=850/500,param=131/130"
+    ));
+    // Schema order of the element keywords: step, number, levelist, param.
+    let mut want: Vec<&Stored> = Vec::new();
+    for step in [12, 7, 0, 6] {
+        for levelist in [850, 500] {
+            for param in [131, 130] {
+                if let Some((_, s)) = stored.iter().find(|(sp, _)| {
+                    sp.step == step && sp.levelist == Some(levelist) && sp.param == param
+                }) {
+                    want.push(s);
+                }
+            }
+        }
+    }
+    let got = retrieve(&reader, &req);
+    assert_eq!(
+        got.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(),
+        want.iter()
+            .map(|s| s.canonical.as_str())
+            .collect::<Vec<_>>(),
+        "retrieve {req}: fields not in request order"
+    );
+    for ((k, d), s) in got.iter().zip(&want) {
+        assert!(
+            *d == s.data,
+            "retrieve {req}: field {k}: {} bytes returned differ from the {} archived",
+            d.len(),
+            s.data.len()
+        );
+    }
+    let concat: Vec<u8> = want.iter().flat_map(|s| s.data.iter().copied()).collect();
+    let r = must(reader.retrieve(&req), "retrieve");
+    assert_eq!(r.len(), want.len(), "DataReader::len");
+    assert_eq!(r.size(), concat.len() as u64, "DataReader::size");
+    let all = must(r.read_all(), "DataReader::read_all");
+    assert!(
+        all == concat,
+        "read_all of {req}: {} bytes, not the {} archived, in order",
+        all.len(),
+        concat.len()
+    );
+    let mut r = must(reader.retrieve(&req), "retrieve");
+    let mut streamed = Vec::new();
+    let mut chunk = [0u8; 4093];
+    loop {
+        let n = r
+            .read(&mut chunk)
+            .unwrap_or_else(|e| panic!("io::Read of retrieve {req}: {e}"));
+        if n == 0 {
+            break;
+        }
+        streamed.extend_from_slice(&chunk[..n]);
+    }
+    assert!(
+        streamed == concat,
+        "io::Read of {req}: {} bytes, not the {} archived, in order",
+        streamed.len(),
+        concat.len()
+    );
+}
+
+/// `location` finds one key's field: the location's length is the field's,
+/// reading it from the store gives the bytes, list shows the same
+/// location; after a replacement it moves to the new field while the old
+/// location still reads the old bytes (visible data is immutable); a
+/// missing key gives `None`; a key that does not fit the schema is an
+/// `InvalidInput` error.
+pub fn location_lookup(open: Open<'_>) {
+    let x = "loc1";
+    let fs = opened(open, "writer");
+    let fields: Vec<Stored> = [0, 6, 12]
+        .iter()
+        .map(|&step| archive_payload(&fs, &Spec { step, ..BASE }.key(x), 1, 100, 3000))
+        .collect();
+    must(fs.flush(), "flush");
+    let reader = opened(open, "reader");
+    let listed = list(
+        &reader,
+        &request(&format!("class=od,expver={x}")),
+        Level::Element,
+        false,
+    );
+    let mut buf = Vec::new();
+    for s in &fields {
+        let loc = must(
+            reader.location(&s.key),
+            format_args!("location of {}", s.key),
+        )
+        .unwrap_or_else(|| panic!("location of the flushed {} is None", s.key));
+        assert_eq!(
+            loc.length,
+            s.data.len() as u64,
+            "location of {}: length",
+            s.key
+        );
+        must(
+            reader.store().read(&loc, &mut buf),
+            format_args!("reading {loc}"),
+        );
+        assert!(
+            buf == s.data,
+            "reading the location of {} ({loc}) gives other bytes",
+            s.key
+        );
+        let in_list = listed
+            .iter()
+            .find(|e| e.full_key().to_string() == s.canonical)
+            .unwrap_or_else(|| panic!("list does not show {}", s.key));
+        assert_eq!(
+            in_list.location.as_ref(),
+            Some(&loc),
+            "list and location disagree on {}",
+            s.key
+        );
+    }
+    let old = must(reader.location(&fields[1].key), "location").expect("checked above");
+    let newer = archive_payload(&fs, &fields[1].key, 2, 100, 3000);
+    must(fs.flush(), "flush of the replacement");
+    let loc = must(reader.location(&newer.key), "location of the replaced key")
+        .unwrap_or_else(|| panic!("location of the replaced {} is None", newer.key));
+    assert_ne!(
+        loc, old,
+        "location of {} did not move to the replacement",
+        newer.key
+    );
+    must(
+        reader.store().read(&loc, &mut buf),
+        format_args!("reading {loc}"),
+    );
+    assert!(
+        buf == newer.data,
+        "the replacement's location does not give its bytes"
+    );
+    must(
+        reader.store().read(&old, &mut buf),
+        format_args!("reading the replaced field at {old}"),
+    );
+    assert!(
+        buf == fields[1].data,
+        "the replaced field's old location ({old}) no longer gives its bytes"
+    );
+
+    let missing = Spec { step: 18, ..BASE }.key(x);
+    assert_eq!(
+        must(reader.location(&missing), "location of a missing key"),
+        None
+    );
+    let bad = key(&format!("class=od,expver={x},stream=enfo,date=20231201"));
+    match reader.location(&bad) {
+        Err(e) => assert_eq!(
+            e.kind(),
+            ErrorKind::InvalidInput,
+            "location of an incomplete key: {e}"
+        ),
+        Ok(l) => {
+            panic!("location of the incomplete key {bad} gave {l:?}, want an InvalidInput error")
+        }
+    }
+}

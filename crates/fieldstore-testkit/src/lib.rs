@@ -1,0 +1,155 @@
+//! fieldstore's conformance suite: one check per clause of the semantics
+//! contract (`docs/design.md`, "The contract"), called by every backend.
+//!
+//! Each check is a `pub fn` that takes a factory of handles, [`Open`]: every
+//! call opens a new [`FieldStore`] onto **one shared backend**, the way
+//! processes open one POSIX root. Handles opened by one factory must see
+//! what the others flushed. For the memory backend that is
+//! [`support::memory_factory`]; for POSIX, `FieldStore::open` with a config
+//! naming one temporary root ([`support::posix_config`]).
+//!
+//! Checks keep to their own datasets (each uses its own `expver`), so all of
+//! them can run on one backend one after the other ([`run_all`]) or each on
+//! a fresh backend in parallel ([`conformance_tests!`]). They use the
+//! hammer schema's keys ([`support::schema`]). A check fails by panicking
+//! with a message that says what was expected and what happened.
+//!
+//! Some checks need a hook only a backend can provide (damaging a stored
+//! field); they take it as an argument and [`run_all`] runs them when
+//! [`Capabilities`] provides it.
+//!
+//! ```no_run
+//! use fieldstore_testkit::{run_all, support, Capabilities};
+//! let open = support::memory_factory(support::schema());
+//! run_all(&open, &Capabilities::default());
+//! ```
+//!
+//! The worker binary `fieldstore-testkit-worker` runs [`streams`] workloads
+//! in separate processes for the multi-process and SIGKILL tests.
+
+mod checks;
+pub mod payload;
+pub mod rng;
+pub mod streams;
+pub mod support;
+
+pub use checks::*;
+
+use fieldstore::{FieldLocation, FieldStore, Result};
+
+/// A factory of handles onto one shared backend.
+pub type Open<'a> = &'a (dyn Fn() -> Result<FieldStore> + Sync);
+
+/// A check that needs nothing but a factory.
+pub type Check = fn(Open<'_>);
+
+/// What a backend offers beyond the contract's operations, for the checks
+/// that need it.
+#[derive(Default, Clone, Copy)]
+pub struct Capabilities<'a> {
+    /// Damage the stored bytes of the field at a location in place (flip a
+    /// byte in the middle of it), bypassing the backend. `None` if the
+    /// backend's storage cannot be reached from outside (memory).
+    pub corrupt: Option<&'a (dyn Fn(&FieldLocation) + Sync)>,
+}
+
+impl std::fmt::Debug for Capabilities<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Capabilities")
+            .field("corrupt", &self.corrupt.is_some())
+            .finish()
+    }
+}
+
+/// Every check that needs nothing but a factory, by name, in the order
+/// [`run_all`] runs them.
+pub const CHECKS: &[(&str, Check)] = &[
+    ("flush_makes_visible", flush_makes_visible),
+    ("archive_copies_data", archive_copies_data),
+    (
+        "flush_publishes_only_own_writes",
+        flush_publishes_only_own_writes,
+    ),
+    ("retrieve_missing_is_empty", retrieve_missing_is_empty),
+    ("retrieve_in_request_order", retrieve_in_request_order),
+    ("location_lookup", location_lookup),
+    ("keys_are_canonicalised", keys_are_canonicalised),
+    ("bad_input_rejected", bad_input_rejected),
+    ("replace_is_atomic", replace_is_atomic),
+    (
+        "replace_under_concurrent_reads",
+        replace_under_concurrent_reads,
+    ),
+    ("list_partial_requests", list_partial_requests),
+    ("axes_partial_requests", axes_partial_requests),
+    ("shared_handle_across_threads", shared_handle_across_threads),
+    ("concurrent_writers", concurrent_writers),
+    ("readers_during_writes", readers_during_writes),
+    (
+        "abandoned_writer_keeps_flushed",
+        abandoned_writer_keeps_flushed,
+    ),
+];
+
+/// Run every check on the backend `open` opens, one after the other, and
+/// the hook-based checks that `caps` allows.
+pub fn run_all(open: Open<'_>, caps: &Capabilities<'_>) {
+    for (name, check) in CHECKS {
+        println!("conformance check {name}");
+        check(open);
+    }
+    if let Some(corrupt) = caps.corrupt {
+        println!("conformance check damaged_field_detected");
+        damaged_field_detected(open, corrupt);
+    }
+}
+
+/// One `#[test]` per check of [`CHECKS`], each on a fresh backend.
+///
+/// `$with` is a function `fn(check: &dyn Fn(Open<'_>))` that makes a fresh
+/// backend, calls `check` with a factory onto it, and cleans up:
+///
+/// ```ignore
+/// fn with_memory(check: &dyn Fn(fieldstore_testkit::Open<'_>)) {
+///     check(&fieldstore_testkit::support::memory_factory(fieldstore_testkit::support::schema()));
+/// }
+/// fieldstore_testkit::conformance_tests!(with_memory);
+/// ```
+#[macro_export]
+macro_rules! conformance_tests {
+    ($with:path) => {
+        $crate::conformance_tests!(@each $with;
+            flush_makes_visible,
+            archive_copies_data,
+            flush_publishes_only_own_writes,
+            retrieve_missing_is_empty,
+            retrieve_in_request_order,
+            location_lookup,
+            keys_are_canonicalised,
+            bad_input_rejected,
+            replace_is_atomic,
+            replace_under_concurrent_reads,
+            list_partial_requests,
+            axes_partial_requests,
+            shared_handle_across_threads,
+            concurrent_writers,
+            readers_during_writes,
+            abandoned_writer_keeps_flushed,
+        );
+    };
+    (@each $with:path; $($name:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $name() {
+                $with(&|open: $crate::Open<'_>| $crate::$name(open));
+            }
+        )*
+
+        #[test]
+        fn conformance_tests_cover_every_check() {
+            let generated = [$(stringify!($name)),*];
+            let listed: Vec<&str> = $crate::CHECKS.iter().map(|(n, _)| *n).collect();
+            assert_eq!(generated.as_slice(), listed.as_slice(), "conformance_tests! and CHECKS disagree");
+        }
+    };
+}
