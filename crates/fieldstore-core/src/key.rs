@@ -75,14 +75,17 @@ pub fn is_valid_value(value: &str) -> bool {
 /// An ordered list of `keyword=value` pairs with unique keywords.
 #[derive(Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Key {
-    entries: Vec<(String, String)>,
+    /// Shared so that cloning a key (list results, caches) costs one
+    /// reference count, not one allocation per pair; mutation copies on
+    /// write.
+    entries: std::sync::Arc<Vec<(String, String)>>,
 }
 
 impl Key {
     /// An empty key.
     pub fn new() -> Self {
         Key {
-            entries: Vec::new(),
+            entries: std::sync::Arc::new(Vec::new()),
         }
     }
 
@@ -124,7 +127,7 @@ impl Key {
         if self.get(&keyword).is_some() {
             return Err(KeyError::DuplicateKeyword { keyword });
         }
-        self.entries.push((keyword, value));
+        std::sync::Arc::make_mut(&mut self.entries).push((keyword, value));
         Ok(())
     }
 
@@ -136,7 +139,7 @@ impl Key {
             "{keyword}={value}"
         );
         debug_assert!(self.get(&keyword).is_none(), "duplicate {keyword}");
-        self.entries.push((keyword, value));
+        std::sync::Arc::make_mut(&mut self.entries).push((keyword, value));
     }
 
     /// Set `keyword` to `value`, replacing an existing value in place or
@@ -155,7 +158,10 @@ impl Key {
         if !is_valid_value(&value) {
             return Err(KeyError::InvalidValue { keyword, value });
         }
-        match self.entries.iter_mut().find(|(k, _)| *k == keyword) {
+        match std::sync::Arc::make_mut(&mut self.entries)
+            .iter_mut()
+            .find(|(k, _)| *k == keyword)
+        {
             Some(entry) => {
                 entry.1 = value;
                 Ok(())
@@ -167,7 +173,7 @@ impl Key {
     /// Remove `keyword`, returning its value.
     pub fn remove(&mut self, keyword: &str) -> Option<String> {
         let i = self.entries.iter().position(|(k, _)| k == keyword)?;
-        Some(self.entries.remove(i).1)
+        Some(std::sync::Arc::make_mut(&mut self.entries).remove(i).1)
     }
 
     /// The value of `keyword`, if present.
@@ -230,10 +236,11 @@ impl Key {
     pub fn join<'a>(parts: impl IntoIterator<Item = &'a Key>) -> Key {
         let mut out = Key::new();
         for part in parts {
-            for (k, v) in &part.entries {
-                match out.entries.iter_mut().find(|(ok, _)| ok == k) {
+            for (k, v) in part.entries.iter() {
+                let entries = std::sync::Arc::make_mut(&mut out.entries);
+                match entries.iter_mut().find(|(ok, _)| ok == k) {
                     Some(entry) => entry.1.clone_from(v),
-                    None => out.entries.push((k.clone(), v.clone())),
+                    None => entries.push((k.clone(), v.clone())),
                 }
             }
         }
@@ -248,7 +255,8 @@ impl Key {
                 .iter()
                 .filter(|(_, v)| !v.is_empty())
                 .cloned()
-                .collect(),
+                .collect::<Vec<_>>()
+                .into(),
         }
     }
 
@@ -258,7 +266,7 @@ impl Key {
         let mut s = String::with_capacity(2 + self.entries.len() * 12);
         s.push('{');
         let mut first = true;
-        for (k, v) in &self.entries {
+        for (k, v) in self.entries.iter() {
             if v.is_empty() {
                 continue;
             }
@@ -321,7 +329,7 @@ impl serde::Serialize for Key {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
         let mut map = serializer.serialize_map(Some(self.entries.len()))?;
-        for (k, v) in &self.entries {
+        for (k, v) in self.entries.iter() {
             map.serialize_entry(k, v)?;
         }
         map.end()

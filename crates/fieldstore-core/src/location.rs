@@ -10,8 +10,9 @@ use std::fmt;
 /// Carrying the length means reading a field never needs a size lookup.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct FieldLocation {
-    /// `scheme://…`.
-    pub uri: String,
+    /// `scheme://…`. Shared: the many entries of one data file clone it
+    /// for a reference count.
+    pub uri: std::sync::Arc<str>,
     /// First byte of the field.
     pub offset: u64,
     /// Number of bytes.
@@ -24,7 +25,7 @@ pub struct FieldLocation {
 
 impl FieldLocation {
     /// A location.
-    pub fn new(uri: impl Into<String>, offset: u64, length: u64) -> Self {
+    pub fn new(uri: impl Into<std::sync::Arc<str>>, offset: u64, length: u64) -> Self {
         FieldLocation {
             uri: uri.into(),
             offset,
@@ -46,9 +47,7 @@ impl FieldLocation {
 
     /// The URI without its scheme.
     pub fn path(&self) -> &str {
-        self.uri
-            .split_once("://")
-            .map_or(self.uri.as_str(), |(_, p)| p)
+        self.uri.split_once("://").map_or(&self.uri, |(_, p)| p)
     }
 }
 

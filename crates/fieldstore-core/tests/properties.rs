@@ -125,3 +125,31 @@ proptest! {
         prop_assert_eq!(again, split);
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Every key `expand` yields is where `split` would put it: expansion
+    /// (with its shortcut that skips re-matching) and archive agree.
+    #[test]
+    fn expand_agrees_with_split(
+        class in prop::sample::select(vec!["od", "rd", "ea", "e6", "ai"]),
+        stream in prop::sample::select(vec!["oper", "enfo", "wave", "scda", "enda", "lwda", "elda"]),
+        ty in prop::sample::subsequence(vec!["fc", "an", "pf", "cf", "4v"], 1..3),
+        levtype in prop::sample::subsequence(vec!["sfc", "pl", "ml"], 1..3),
+        domain in prop::option::of(prop::sample::select(vec!["g", "m"])),
+        number in prop::option::of(1u32..4),
+    ) {
+        let schema = Schema::ecmwf();
+        let mut r = format!(
+            "class={class},expver=1,stream={stream},date=20231201,time=0/12,type={},levtype={},step=0/6,levelist=500/850,param=130/167,anoffset=9",
+            ty.join("/"), levtype.join("/"));
+        if let Some(d) = domain { r += &format!(",domain={d}"); }
+        if let Some(n) = number { r += &format!(",number=1/to/{n}"); }
+        let request: Request = r.parse().unwrap();
+        for split in schema.expand(&request).unwrap().take(2000) {
+            let again = schema.split(&split.full_key());
+            prop_assert_eq!(again.as_ref().ok(), Some(&split), "{} from {}", split.braced(), r);
+        }
+    }
+}

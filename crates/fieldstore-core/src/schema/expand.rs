@@ -2,7 +2,7 @@
 
 use super::rule::{Matcher, RuleId};
 use super::{Schema, SplitKey};
-use crate::key::Key;
+use crate::key::{CollocationKey, DatasetKey, ElementKey, Key};
 use crate::request::{Item, Request, RequestError, Values};
 
 /// The split keys a request names, lazily, in request order: chains in
@@ -26,9 +26,14 @@ struct Odometer {
     dims: Vec<(String, Vec<String>)>,
     pos: Vec<usize>,
     done: bool,
+    /// An earlier chain might also match some of these keys, so each must
+    /// go through [`Schema::split`]; otherwise keys are built directly.
+    check_rivals: bool,
 }
 
 impl Odometer {
+    /// The current combination as a key (absent optional keywords left
+    /// out), then advance.
     fn next_key(&mut self) -> Option<Key> {
         if self.done {
             return None;
@@ -39,6 +44,54 @@ impl Odometer {
                 key.push_unchecked(kw.clone(), values[i].clone());
             }
         }
+        self.advance();
+        Some(key)
+    }
+
+    /// The current combination as a split key, built without re-matching
+    /// the schema (sound when no earlier chain can claim it), then advance.
+    fn next_split(&mut self, schema: &Schema) -> Option<Option<SplitKey>> {
+        if self.done {
+            return None;
+        }
+        let [d, c, e] = schema.chain(self.rule);
+        let mut levels = [Key::new(), Key::new(), Key::new()];
+        let mut ok = true;
+        for (level, rule) in levels.iter_mut().zip([d, c, e]) {
+            for p in &rule.predicates {
+                let raw = self
+                    .dims
+                    .iter()
+                    .zip(&self.pos)
+                    .find(|((k, _), _)| *k == p.keyword)
+                    .map_or("", |((_, v), &i)| v[i].as_str());
+                let value = match (&p.matcher, raw) {
+                    (Matcher::Hidden(_), _) | (_, "") => String::new(),
+                    _ => match p.keyword_type.canonical(raw) {
+                        Ok(v) if p.accepts(&v) => v,
+                        _ => {
+                            ok = false;
+                            String::new()
+                        }
+                    },
+                };
+                level.push_unchecked(p.keyword.clone(), value);
+            }
+        }
+        self.advance();
+        if !ok {
+            return Some(None);
+        }
+        let [dataset, collocation, element] = levels;
+        Some(Some(SplitKey {
+            dataset: DatasetKey(dataset),
+            collocation: CollocationKey(collocation),
+            element: ElementKey(element),
+            rule: self.rule,
+        }))
+    }
+
+    fn advance(&mut self) {
         // Advance, last dimension fastest.
         let mut d = self.dims.len();
         loop {
@@ -53,7 +106,6 @@ impl Odometer {
             }
             self.pos[d] = 0;
         }
-        Some(key)
     }
 }
 
@@ -138,6 +190,15 @@ impl Expansion<'_> {
                     values.push(String::new());
                 }
             }
+            // Keep values every occurrence of the keyword in the chain accepts.
+            let occurrences: Vec<_> = preds.iter().filter(|q| q.keyword == p.keyword).collect();
+            values.retain(|v| {
+                v.is_empty()
+                    || occurrences.iter().all(|q| {
+                        matches!(q.matcher, Matcher::Hidden(_))
+                            || q.keyword_type.canonical(v).is_ok_and(|c| q.accepts(&c))
+                    })
+            });
             let mut seen = std::collections::HashSet::new();
             values.retain(|v| seen.insert(v.clone()));
             if values.is_empty() {
@@ -146,12 +207,37 @@ impl Expansion<'_> {
             dims.push((p.keyword.clone(), values));
         }
         let pos = vec![0; dims.len()];
+        let earlier = self.chains.iter().position(|c| *c == id).unwrap_or(0);
+        let check_rivals = self.chains[..earlier]
+            .iter()
+            .any(|&j| self.may_claim(j, &dims));
         Some(Odometer {
             rule: id,
             dims,
             pos,
             done: false,
+            check_rivals,
         })
+    }
+
+    /// Whether chain `j` could match a key made of `dims`' keywords and
+    /// values (a conservative answer: `true` when unsure).
+    fn may_claim(&self, j: RuleId, dims: &[(String, Vec<String>)]) -> bool {
+        self.schema
+            .chain(j)
+            .iter()
+            .flat_map(|r| r.predicates.iter())
+            .all(|q| {
+                let Some((_, values)) = dims.iter().find(|(k, _)| *k == q.keyword) else {
+                    return !q.is_required();
+                };
+                match q.matcher {
+                    Matcher::OneOf(_) | Matcher::NoneOf(_) => values.iter().any(|v| {
+                        !v.is_empty() && q.keyword_type.canonical(v).is_ok_and(|c| q.accepts(&c))
+                    }),
+                    _ => true,
+                }
+            })
     }
 
     /// An upper bound on the number of keys still to come from the current
@@ -171,9 +257,17 @@ impl Iterator for Expansion<'_> {
     fn next(&mut self) -> Option<SplitKey> {
         loop {
             if let Some(odo) = &mut self.current {
-                while let Some(key) = odo.next_key() {
-                    if let Ok(split) = self.schema.split(&key) {
-                        if split.rule == odo.rule {
+                if odo.check_rivals {
+                    while let Some(key) = odo.next_key() {
+                        if let Ok(split) = self.schema.split(&key) {
+                            if split.rule == odo.rule {
+                                return Some(split);
+                            }
+                        }
+                    }
+                } else {
+                    while let Some(split) = odo.next_split(self.schema) {
+                        if let Some(split) = split {
                             return Some(split);
                         }
                     }

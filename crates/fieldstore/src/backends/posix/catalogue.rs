@@ -270,7 +270,7 @@ fn encode_block(
     let mut body = Enc::default();
     let mut axes = Axes::new();
     for (key, loc) in entries {
-        let id = match file_ids.get(loc.uri.as_str()) {
+        let id = match file_ids.get(&*loc.uri) {
             Some(&id) => id,
             None => {
                 let id = files.len() as u32;
@@ -604,10 +604,10 @@ impl TocReader {
         let mut files = Vec::with_capacity(nfiles);
         for _ in 0..nfiles {
             let f = d.str()?;
-            files.push(match f.strip_prefix("./") {
+            files.push(std::sync::Arc::<str>::from(match f.strip_prefix("./") {
                 Some(name) => format!("file://{}", self.abs_dir.join(name).display()),
                 None => f.to_string(),
-            });
+            }));
         }
         let count = d.u32()? as usize;
         let mut entries = Vec::with_capacity(count);

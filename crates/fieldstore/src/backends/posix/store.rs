@@ -67,7 +67,7 @@ impl Store for FileStore {
         Ok(Box::new(FileStoreWriter {
             dir,
             path: PathBuf::new(),
-            uri: String::new(),
+            uri: Arc::from(""),
             file: None,
             written: 0,
             buffer: Vec::new(),
@@ -119,7 +119,7 @@ impl Store for FileStore {
 struct FileStoreWriter {
     dir: PathBuf,
     path: PathBuf,
-    uri: String,
+    uri: Arc<str>,
     file: Option<File>,
     /// Bytes in the file plus the buffer: the next field's offset.
     written: u64,
@@ -134,7 +134,7 @@ impl FileStoreWriter {
         let name = format!("{}.data", layout::writer_id());
         self.path = self.dir.join(name);
         let abs = std::path::absolute(&self.path).map_err(|e| Error::io(self.path.display(), e))?;
-        self.uri = format!("file://{}", abs.display());
+        self.uri = Arc::from(format!("file://{}", abs.display()));
         let f = OpenOptions::new()
             .write(true)
             .create_new(true)
