@@ -55,6 +55,17 @@ pub(crate) fn retrieve(
     );
     if fields == 0 {
         note.push_str(": no stored field matches the request");
+        let names_keys = request.has_all()
+            || fs
+                .schema()
+                .expand(request)
+                .is_ok_and(|mut keys| keys.next().is_some());
+        if !names_keys {
+            note.push_str(
+                " (it names no complete key: give a value to every keyword of a rule, \
+                 or list partial requests with `fieldstore list`)",
+            );
+        }
     }
     ui.note(&note);
     Ok(())
@@ -141,6 +152,18 @@ mod tests {
         assert_eq!(
             err,
             "fieldstore: retrieved 0 fields (0 bytes) to standard output: no stored field matches the request\n"
+        );
+    }
+
+    #[test]
+    fn partial_requests_get_a_hint() {
+        let fs = store();
+        let (out, err) = run(&fs, "class=od,type=fc", None).expect("retrieve");
+        assert!(out.is_empty());
+        assert_eq!(
+            err,
+            "fieldstore: retrieved 0 fields (0 bytes) to standard output: no stored field matches the request \
+             (it names no complete key: give a value to every keyword of a rule, or list partial requests with `fieldstore list`)\n"
         );
     }
 

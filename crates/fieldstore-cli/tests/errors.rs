@@ -1,0 +1,439 @@
+//! Bad input through the binary: the exact message on standard error, the
+//! documented exit code, and nothing stored harmed.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use common::{Env, BASE};
+
+fn key(rest: &str) -> String {
+    format!("{BASE},{rest}")
+}
+
+/// One stored field, to check that failures leave it alone.
+fn with_one_field() -> Env {
+    let env = Env::new();
+    env.archive(&key("step=0,param=167"), b"kept");
+    env
+}
+
+#[track_caller]
+fn still_intact(env: &Env) {
+    let r = env.run(&["retrieve", &key("step=0,param=167")]).ok();
+    assert_eq!(r.stdout, b"kept");
+}
+
+#[test]
+fn malformed_requests_are_usage_errors_with_the_position() {
+    let env = with_one_field();
+    for cmd in ["list", "axes", "retrieve", "where"] {
+        let r = env.run(&[cmd, "class=od,,x"]);
+        r.fails(
+            2,
+            "malformed request at character 9: empty item (two commas in a row?)",
+        );
+        assert!(r.stdout.is_empty());
+    }
+    env.run(&["list", "class=od,expver"]).fails(
+        2,
+        "malformed request at character 9: expected keyword=value, found 'expver'",
+    );
+    still_intact(&env);
+}
+
+#[test]
+fn unknown_keywords_and_bad_values_are_named() {
+    let env = with_one_field();
+    env.run(&["list", "class=od,foo=bar"]).fails(
+        2,
+        "unknown keyword 'foo' in request: the schema has no rule using it",
+    );
+    env.run(&["retrieve", "class=od,foo=bar"]).fails(
+        2,
+        "unknown keyword 'foo' in request: the schema has no rule using it",
+    );
+    env.run(&["axes", "step=abc"]).fails(
+        2,
+        "keyword 'step' in request: 'abc' is not a valid Step: expected a number of hours, optionally with a unit (30m, 90s)",
+    );
+    still_intact(&env);
+}
+
+#[test]
+fn keys_that_do_not_fit_the_schema_archive_nothing() {
+    let env = with_one_field();
+    let f = env.write("f", "new bytes");
+    let f = f.to_str().expect("path");
+    let k = key("step=0,param=167,foo=2");
+    env.run(&["archive", "--key", &k, f]).fails(
+        2,
+        &format!("--key {k}: unknown keyword 'foo': no rule of the schema uses it"),
+    );
+    env.run(&["archive", "--key", "class=od,step", f]).fails(
+        2,
+        "--key: malformed key item 'step': expected keyword=value",
+    );
+    let r = env.run(&["archive", "--key", "class=od,expver=0001", f]);
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(
+        r.stderr
+            .starts_with("fieldstore: error: --key class=od,expver=0001: missing keyword '"),
+        "{r:?}"
+    );
+    assert!(
+        r.stderr.contains("required by rule [ class, expver"),
+        "{r:?}"
+    );
+    env.run(&["archive", "--key", &key("step=0,param=167"), f, f])
+        .fails(2, "--key names one field: give exactly one FILE (got 2)");
+    still_intact(&env);
+    assert_eq!(env.run(&["list"]).ok().lines().len(), 1);
+}
+
+#[test]
+fn archive_without_key_says_grib_is_not_available() {
+    let env = with_one_field();
+    let f = env.write("x.grib", "GRIB");
+    env.run(&["archive", f.to_str().expect("path")]).fails(
+        10,
+        "GRIB support is not available yet: archiving without --key needs it; give the field's key with --key 'class=...,expver=...,...' to archive a file's bytes as one field",
+    );
+    still_intact(&env);
+}
+
+#[test]
+fn missing_files_are_not_found() {
+    let env = with_one_field();
+    env.run(&["archive", "--key", &key("step=6,param=167"), "nofile"])
+        .fails(4, "nofile: No such file or directory (os error 2)");
+    env.run(&["schema", "--check", "nofile"])
+        .fails(4, "nofile: No such file or directory (os error 2)");
+    env.run(&["retrieve", &key("step=0,param=167"), "-o", "no/dir/out"])
+        .fails(4, "no/dir/out: No such file or directory (os error 2)");
+    still_intact(&env);
+}
+
+#[test]
+fn unreadable_and_malformed_configs() {
+    let env = with_one_field();
+    let missing = env.path("missing.yaml");
+    env.run(&["--config", missing.to_str().expect("path"), "list"])
+        .fails(
+            4,
+            &format!(
+                "config {}: No such file or directory (os error 2)",
+                missing.display()
+            ),
+        );
+    // The same through the environment.
+    let r = common::run(env.command().env("FIELDSTORE_CONFIG", &missing).arg("info"));
+    r.fails(
+        4,
+        &format!(
+            "config {}: No such file or directory (os error 2)",
+            missing.display()
+        ),
+    );
+    // A directory is not a config file.
+    let r = env.run(&["--config", ".", "list"]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(
+        r.stderr.starts_with("fieldstore: error: config .: "),
+        "{r:?}"
+    );
+    env.write("bad.yaml", "engine: [\n");
+    let r = env.run(&["--config", "bad.yaml", "list"]);
+    assert_eq!(r.code, 3, "{r:?}");
+    assert!(
+        r.stderr.starts_with("fieldstore: error: bad.yaml: "),
+        "{r:?}"
+    );
+    env.write("typo.yaml", "enigne: toc\n");
+    env.run(&["info", "--config", "typo.yaml"]).fails(
+        3,
+        "typo.yaml: unknown field `enigne`, expected one of `type`, `engine`, `store`, `schema`, `spaces`",
+    );
+    env.write("lmdb.yaml", "engine: lmdb\n");
+    env.run(&["list", "--config", "lmdb.yaml"]).fails(
+        3,
+        "lmdb.yaml: engine 'lmdb' is not supported (expected toc or memory)",
+    );
+    still_intact(&env);
+}
+
+#[test]
+fn a_missing_root_is_not_found() {
+    let env = Env::new();
+    let config = env.write(
+        "c.yaml",
+        "type: local\nengine: toc\nstore: file\nspaces:\n- handler: Default\n  roots:\n  - path: nowhere\n",
+    );
+    let nowhere = env.path("nowhere");
+    let message = format!(
+        "root {} does not exist or is not a directory",
+        nowhere.display()
+    );
+    let config = config.to_str().expect("path");
+    env.run(&["--config", config, "list"]).fails(4, &message);
+    env.run(&["--config", config, "axes"]).fails(4, &message);
+    let f = env.write("f", "x");
+    env.run(&[
+        "--config",
+        config,
+        "archive",
+        "--key",
+        &key("step=0,param=167"),
+        f.to_str().expect("path"),
+    ])
+    .fails(4, &message);
+    assert!(!nowhere.exists(), "nothing created");
+}
+
+#[test]
+fn schema_check_reports_line_and_column() {
+    let env = Env::new();
+    env.write(
+        "bad.schema",
+        "param: Param;\n[ class, expver\n  [ type [ step, param ]]\n",
+    );
+    let r = env.run(&["schema", "--check", "bad.schema"]);
+    assert_eq!(r.code, 3, "{r:?}");
+    assert!(r.stdout.is_empty());
+    let message = r
+        .stderr
+        .strip_prefix("fieldstore: error: bad.schema:")
+        .unwrap_or_else(|| panic!("{r:?}"));
+    let mut parts = message.splitn(3, ':');
+    let line: u32 = parts
+        .next()
+        .and_then(|l| l.parse().ok())
+        .unwrap_or_else(|| panic!("{r:?}"));
+    let column: u32 = parts
+        .next()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or_else(|| panic!("{r:?}"));
+    assert!((1..=4).contains(&line) && column <= 30, "{r:?}");
+    assert!(parts.next().is_some_and(|m| m.len() > 2), "{r:?}");
+
+    env.write(
+        "typo.schema",
+        "param: Parm;\n[ class [ type [ step, param ]]]\n",
+    );
+    let r = env.run(&["schema", "--check", "typo.schema"]);
+    assert_eq!(r.code, 3, "{r:?}");
+    assert!(
+        r.stderr.starts_with("fieldstore: error: typo.schema:1:"),
+        "{r:?}"
+    );
+
+    env.write("twice.schema", "[ class, class [ type [ step ]]]\n");
+    let r = env.run(&["schema", "--check", "twice.schema"]);
+    r.fails(
+        3,
+        "twice.schema: keyword 'class' appears twice in the rule at line 1",
+    );
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let env = Env::new();
+    for args in [
+        vec!["list", "--depth", "5"],
+        vec!["bogus"],
+        vec!["archive"],
+        vec!["retrieve"],
+        vec!["list", "--json", "--porcelain"],
+    ] {
+        let r = env.run(&args);
+        assert_eq!(r.code, 2, "{args:?}: {r:?}");
+        assert!(r.stderr.starts_with("error: "), "{args:?}: {r:?}");
+    }
+    let r = env.run(&["--help"]).ok();
+    assert!(r.out().contains("Usage: fieldstore"), "{r:?}");
+}
+
+/// A tmpfs mounted for one test, unmounted when dropped. Mounting needs
+/// root; CI runs as root, so there the tests must not skip.
+struct Tmpfs {
+    path: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Tmpfs {
+    fn mount(size: &str) -> Option<Tmpfs> {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().to_path_buf();
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(&path)
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "CI must be able to mount a tmpfs (runs as root)"
+            );
+            eprintln!("skipped: mounting a tmpfs needs root");
+            return None;
+        }
+        Some(Tmpfs { path, _dir: dir })
+    }
+
+    fn remount_read_only(&self) {
+        let s = Command::new("mount")
+            .args(["-o", "remount,ro"])
+            .arg(&self.path)
+            .status()
+            .expect("mount");
+        assert!(s.success());
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.path).status();
+    }
+}
+
+fn at_root(env: &Env, root: &std::path::Path, args: &[&str]) -> common::Run {
+    common::run(env.command().env("FIELDSTORE_ROOT", root).args(args))
+}
+
+#[test]
+fn a_full_disk_exits_6_and_keeps_what_was_flushed() {
+    let Some(tmp) = Tmpfs::mount("512k") else {
+        return;
+    };
+    let env = Env::new();
+    let small = env.write("small", "kept");
+    let big = env.write("big", vec![1u8; 2 << 20]);
+    at_root(
+        &env,
+        &tmp.path,
+        &[
+            "archive",
+            "--key",
+            &key("step=0,param=167"),
+            small.to_str().expect("path"),
+        ],
+    )
+    .ok();
+    let r = at_root(
+        &env,
+        &tmp.path,
+        &[
+            "archive",
+            "--key",
+            &key("step=6,param=167"),
+            big.to_str().expect("path"),
+        ],
+    );
+    assert_eq!(r.code, 6, "{r:?}");
+    assert!(r.stderr.starts_with("fieldstore: error: "), "{r:?}");
+    assert!(
+        r.stderr.contains(tmp.path.to_str().expect("path")),
+        "names the file: {r:?}"
+    );
+    let r = at_root(&env, &tmp.path, &["list"]).ok();
+    assert_eq!(r.lines().len(), 1, "{r:?}");
+    let r = at_root(&env, &tmp.path, &["retrieve", &key("step=0,param=167")]).ok();
+    assert_eq!(r.stdout, b"kept");
+}
+
+#[test]
+fn a_read_only_root_exits_7_and_still_serves_reads() {
+    let Some(tmp) = Tmpfs::mount("4m") else {
+        return;
+    };
+    let env = Env::new();
+    let f = env.write("f", "before");
+    at_root(
+        &env,
+        &tmp.path,
+        &[
+            "archive",
+            "--key",
+            &key("step=0,param=167"),
+            f.to_str().expect("path"),
+        ],
+    )
+    .ok();
+    tmp.remount_read_only();
+    let r = at_root(
+        &env,
+        &tmp.path,
+        &[
+            "archive",
+            "--key",
+            &key("step=6,param=167"),
+            f.to_str().expect("path"),
+        ],
+    );
+    assert_eq!(r.code, 7, "{r:?}");
+    assert!(r.stderr.contains(tmp.path.to_str().expect("path")), "{r:?}");
+    let r = at_root(&env, &tmp.path, &["retrieve", &key("step=0,param=167")]).ok();
+    assert_eq!(r.stdout, b"before");
+}
+
+#[test]
+fn damaged_data_exits_5_and_outputs_no_byte_of_it() {
+    let env = Env::new();
+    env.archive(&key("step=0,param=167"), b"good field");
+    env.archive(&key("step=6,param=167"), b"will be damaged");
+    // Find the second field's bytes through `list --location` and flip one.
+    let r = env.run(&["list", "--location", "step=6"]).ok();
+    let line = r.out();
+    let uri = line.split(", file://").nth(1).expect("location");
+    let (path, rest) = uri.split_once(" offset=").expect("offset");
+    let offset: usize = rest
+        .split_once(' ')
+        .expect("length")
+        .0
+        .parse()
+        .expect("offset");
+    let mut data = std::fs::read(path).expect("read");
+    data[offset + 3] ^= 0x20;
+    std::fs::write(path, &data).expect("write");
+
+    let r = env.run(&["retrieve", &key("step=0/6,param=167"), "-o", "out.bin"]);
+    assert_eq!(r.code, 5, "{r:?}");
+    assert!(r.stderr.starts_with("fieldstore: error: "), "{r:?}");
+    assert!(
+        !env.path("out.bin").exists(),
+        "the partial output is removed"
+    );
+    let r = env.run(&["retrieve", &key("step=6,param=167")]);
+    assert_eq!(r.code, 5, "{r:?}");
+    assert!(r.stdout.is_empty(), "no byte of a damaged field: {r:?}");
+    // The undamaged field is still served.
+    let r = env.run(&["retrieve", &key("step=0,param=167")]).ok();
+    assert_eq!(r.stdout, b"good field");
+}
+
+#[test]
+fn a_damaged_toc_exits_5_naming_the_file() {
+    let env = Env::new();
+    for step in [0, 6, 12] {
+        env.archive(&key(&format!("step={step},param=167")), b"x");
+    }
+    let dataset = std::fs::read_dir(env.root())
+        .expect("root")
+        .next()
+        .expect("a dataset")
+        .expect("entry")
+        .path();
+    let toc = dataset.join("toc");
+    let mut bytes = std::fs::read(&toc).expect("toc");
+    let last = bytes.len() - 3;
+    bytes[last] ^= 0x55;
+    std::fs::write(&toc, &bytes).expect("write");
+    let r = env.run(&["list"]);
+    assert_eq!(r.code, 5, "{r:?}");
+    assert!(
+        r.stderr
+            .starts_with(&format!("fieldstore: error: {} at offset ", toc.display())),
+        "{r:?}"
+    );
+}
