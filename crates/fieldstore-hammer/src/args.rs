@@ -1,0 +1,183 @@
+//! Command-line arguments (`fieldstore hammer ...`), fdb-hammer compatible.
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+
+/// The access pattern of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize, serde::Deserialize)]
+pub enum Scenario {
+    /// Pattern A: a write phase, then (caches dropped) a read phase, then a
+    /// list phase; no contention.
+    A,
+    /// w+r contention: populate, then writers alone (the uncontended
+    /// reference), then writers writing new steps while readers read the
+    /// steps flushed earlier.
+    Wr,
+}
+
+/// How many fields one `retrieve()` names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize, serde::Deserialize)]
+pub enum Batch {
+    /// One retrieve per field (fdb-hammer C++).
+    Field,
+    /// One retrieve per (step, member): all levels and params.
+    Step,
+    /// One retrieve per process for everything it reads (pyfdb-style).
+    All,
+}
+
+/// `fieldstore hammer`: fdb-hammer's workload against any fieldstore
+/// backend, with a process barrier, global timing bandwidth and a
+/// per-operation time breakdown.
+///
+/// Each process writes (or reads, or lists) `nsteps × nensembles × nlevels ×
+/// nparams` fields; process `p` uses members `number + p·nensembles ...`.
+/// Writers flush after every (step, member), like fdb-hammer.
+#[derive(Debug, Clone, Args, serde::Serialize, serde::Deserialize)]
+#[command(next_help_heading = "Hammer")]
+pub struct HammerArgs {
+    /// Steps per process: step .. step+nsteps-1.
+    #[arg(long, default_value_t = 1)]
+    pub nsteps: u32,
+    /// First step.
+    #[arg(long, default_value_t = 0)]
+    pub step: u32,
+    /// Levels per process: level .. level+nlevels-1.
+    #[arg(long, default_value_t = 1)]
+    pub nlevels: u32,
+    /// First level.
+    #[arg(long, default_value_t = 0)]
+    pub level: u32,
+    /// Parameters per process: paramIds 1..=nparams (or the first nparams
+    /// of --params).
+    #[arg(long, default_value_t = 1)]
+    pub nparams: u32,
+    /// Explicit paramIds, comma-separated (integers).
+    #[arg(long, value_delimiter = ',')]
+    pub params: Vec<u32>,
+    /// Ensemble members per process.
+    #[arg(long, default_value_t = 1)]
+    pub nensembles: u32,
+    /// First ensemble member (process p starts at number + p·nensembles).
+    #[arg(long, default_value_t = 1)]
+    pub number: u32,
+    /// `expver` of every key.
+    #[arg(long, default_value = "xxxx")]
+    pub expver: String,
+    /// `class` of every key.
+    #[arg(long, default_value = "od")]
+    pub class: String,
+    /// `stream` of every key.
+    #[arg(long, default_value = "enfo")]
+    pub stream: String,
+    /// `date` of every key (YYYYMMDD); repetition r of a writing run uses
+    /// date + r days, so repetitions never overwrite each other.
+    #[arg(long, default_value = "20240101")]
+    pub date: String,
+    /// `time` of every key.
+    #[arg(long, default_value = "0000")]
+    pub time: String,
+    /// `type` of every key.
+    #[arg(long = "type", default_value = "pf")]
+    pub type_: String,
+    /// `levtype` of every key.
+    #[arg(long, default_value = "pl")]
+    pub levtype: String,
+
+    /// Read the fields (written before with the same arguments).
+    #[arg(long, conflicts_with_all = ["list", "scenario"])]
+    pub read: bool,
+    /// List the fields (one list per step).
+    #[arg(long, conflicts_with = "scenario")]
+    pub list: bool,
+    /// Run a whole access pattern instead of one phase.
+    #[arg(long, value_enum)]
+    pub scenario: Option<Scenario>,
+
+    /// Do not randomise each field's bytes (only the 40-byte check header
+    /// changes per field).
+    #[arg(long)]
+    pub no_randomise_data: bool,
+    /// On read: check every field's header (identity, length); on list:
+    /// check the listed keys.
+    #[arg(long)]
+    pub md_check: bool,
+    /// On read: check the header and every byte (CRC-32C).
+    #[arg(long)]
+    pub full_check: bool,
+
+    /// Bytes per synthetic field.
+    #[arg(long, default_value_t = 1 << 20, conflicts_with = "template")]
+    pub field_size: u64,
+    /// A GRIB message used as every field's bytes (keys stay explicit).
+    #[arg(long)]
+    pub template: Option<PathBuf>,
+
+    /// Store configuration (YAML, FDB5's shape): any backend.
+    #[arg(long, conflicts_with = "root")]
+    pub config: Option<PathBuf>,
+    /// Shortcut: an embedded POSIX store in this directory (created), with
+    /// the hammer schema.
+    #[arg(long)]
+    pub root: Option<PathBuf>,
+
+    /// Local worker processes, released together by a barrier. Under
+    /// mpirun/srun (rank variables set) the launcher's ranks are used.
+    #[arg(long, default_value_t = 1)]
+    pub processes: u32,
+    /// w+r: reader processes (default: --processes).
+    #[arg(long)]
+    pub readers: Option<u32>,
+    /// w+r: readers read this many times the steps a writer writes, so
+    /// that both groups stay busy over about the same window.
+    #[arg(long, default_value_t = 4)]
+    pub read_multiplier: u32,
+    /// Fields per retrieve.
+    #[arg(long, value_enum, default_value_t = Batch::Step)]
+    pub batch: Batch,
+    /// Break archive/flush/retrieve down into catalogue and store calls
+    /// (goes through the backend traits, like the handle does).
+    #[arg(long)]
+    pub detailed: bool,
+    /// Repeat the run; medians and spreads are reported.
+    #[arg(long, default_value_t = 1)]
+    pub repetitions: u32,
+    /// Do not drop the page cache before read phases (dropping needs root).
+    #[arg(long)]
+    pub no_drop_caches: bool,
+    /// Measure the physical limits of the store's file system in the same
+    /// run: sequential write + fdatasync (1 and N streams), O_DIRECT read.
+    #[arg(long)]
+    pub physical: bool,
+    /// MiB written per physical-limit test.
+    #[arg(long, default_value_t = 1024)]
+    pub physical_mib: u64,
+    /// Barrier directory on a file system all ranks share (MPI/Slurm runs;
+    /// default: `.hammer-barrier` in the store's root).
+    #[arg(long)]
+    pub barrier_dir: Option<PathBuf>,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Internal: run as local worker process R (reads its task from stdin).
+    #[arg(long, hide = true)]
+    pub worker_rank: Option<u32>,
+    /// Internal: the executable to spawn as a worker with only
+    /// `--worker-rank R` (default: re-run the current executable with the
+    /// current arguments).
+    #[arg(long, hide = true, env = "FIELDSTORE_HAMMER_WORKER_EXE")]
+    pub worker_exe: Option<PathBuf>,
+}
+
+impl Default for HammerArgs {
+    fn default() -> Self {
+        #[derive(clap::Parser)]
+        struct P {
+            #[command(flatten)]
+            a: HammerArgs,
+        }
+        <P as clap::Parser>::parse_from(["hammer"]).a
+    }
+}

@@ -1,0 +1,488 @@
+//! The benchmark behind `fieldstore hammer`: fdb-hammer's workload against
+//! any fieldstore backend, measured the way the papers measure (global
+//! timing bandwidth, processes started together by a barrier, a
+//! per-operation time breakdown, physical limits in the same run).
+//!
+//! # Using it from a binary
+//!
+//! ```no_run
+//! use clap::Parser;
+//! #[derive(Parser)]
+//! struct Cli {
+//!     #[command(flatten)]
+//!     hammer: fieldstore_hammer::HammerArgs,
+//! }
+//! let cli = Cli::parse();
+//! let report = fieldstore_hammer::run(&cli.hammer)?;
+//! report.print().ok();
+//! std::process::exit(report.exit_code());
+//! # Ok::<(), fieldstore::Error>(())
+//! ```
+//!
+//! # The worker contract (for whoever wires the binary)
+//!
+//! `--processes N` starts N local worker processes by re-running **the
+//! current executable with the current arguments plus the hidden flag
+//! `--worker-rank R`** (`std::env::current_exe()`, `std::env::args_os()`).
+//! So the binary must route those arguments to [`run`] again: with
+//! `fieldstore hammer ...` the worker runs `fieldstore hammer ...
+//! --worker-rank R`, which works as long as `HammerArgs` is flattened into
+//! the `hammer` subcommand (the hidden flags are fields of [`HammerArgs`]).
+//! A binary that cannot be re-run that way sets `--worker-exe PATH` (or
+//! `FIELDSTORE_HAMMER_WORKER_EXE`): `PATH --worker-rank R` is started
+//! instead (the crate's own `fieldstore-hammer` binary accepts that).
+//!
+//! In worker mode, [`run`] reads one JSON task line from stdin, opens the
+//! store, prints `ready`, waits for one byte on stdin (the barrier), runs
+//! the timed I/O and prints one JSON result line. **Nothing else may write
+//! to stdout in a worker**; [`run`] returns a quiet [`Report`] whose
+//! [`Report::print`] prints nothing. Errors go to stderr.
+//!
+//! Under `mpirun` / `srun` (rank variables `OMPI_COMM_WORLD_RANK/SIZE`,
+//! `PMI_RANK/SIZE`, `PMIX_RANK/SIZE`, `SLURM_PROCID/NTASKS` with a size
+//! above 1) each rank is a worker of the launch; the ranks meet in a barrier
+//! directory on the shared file system (`--barrier-dir`, default
+//! `<store root>/.hammer-barrier/<job id>`) and rank 0 prints the report.
+//! No MPI library is linked.
+//!
+//! # Scenarios
+//! - default: write (fdb-hammer); `--read`, `--list`: one phase;
+//! - `--scenario a`: write, drop caches, read, list;
+//! - `--scenario wr`: populate `read-multiplier × nsteps` steps; writers
+//!   alone write `nsteps` new steps (the uncontended reference); drop
+//!   caches; writers write `nsteps` more steps while readers read the
+//!   populated steps.
+
+pub mod args;
+pub mod launch;
+pub mod payload;
+pub mod physical;
+pub mod report;
+pub mod stats;
+pub mod worker;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use fieldstore::{Error, ErrorKind, Result};
+
+pub use args::{Batch, HammerArgs, Scenario};
+pub use report::{Report, Row};
+pub use worker::{ProcResult, Role, StoreSpec, Task};
+
+use launch::{DirBarrier, LauncherRank, WorkerCommand};
+use payload::Check;
+
+/// One group of processes started together.
+#[derive(Debug, Clone)]
+pub struct Group {
+    /// Row name(s): the phase; w+r contention splits by role.
+    pub name: &'static str,
+    /// One task per process.
+    pub tasks: Vec<Task>,
+    /// Drop the page cache before starting it.
+    pub drop_caches: bool,
+}
+
+/// `date + days` for a YYYYMMDD date.
+fn add_days(date: &str, days: u32) -> Result<String> {
+    let bad = || Error::invalid_input(format!("--date {date}: expected YYYYMMDD"));
+    if date.len() != 8 || !date.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(bad());
+    }
+    let n: i64 = date.parse().map_err(|_| bad())?;
+    let (y, m, d) = (n / 10000, (n / 100) % 100, n % 100);
+    // Days from civil (proleptic Gregorian), and back.
+    let y2 = if m <= 2 { y - 1 } else { y };
+    let era = y2.div_euclid(400);
+    let yoe = y2 - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let z = era * 146097 + doe + i64::from(days);
+    let era = z.div_euclid(146097);
+    let doe = z - era * 146097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    Ok(format!("{y:04}{m:02}{d:02}"))
+}
+
+fn range(first: u32, n: u32) -> Vec<u32> {
+    (first..first + n).collect()
+}
+
+fn scenario_name(args: &HammerArgs) -> &'static str {
+    match (args.scenario, args.read, args.list) {
+        (Some(Scenario::A), ..) => "a",
+        (Some(Scenario::Wr), ..) => "wr",
+        (None, true, _) => "read",
+        (None, _, true) => "list",
+        _ => "write",
+    }
+}
+
+fn writes(args: &HammerArgs) -> bool {
+    args.scenario.is_some() || !(args.read || args.list)
+}
+
+/// The groups of one repetition, for `writers` (or all) and `readers`
+/// processes.
+///
+/// # Errors
+/// Invalid arguments.
+pub fn plan(args: &HammerArgs, rep: u32, writers: u32, readers: u32) -> Result<Vec<Group>> {
+    if args.nsteps == 0 || args.nlevels == 0 || args.nparams == 0 || args.nensembles == 0 {
+        return Err(Error::invalid_input(
+            "--nsteps, --nlevels, --nparams and --nensembles must be at least 1",
+        ));
+    }
+    let params: Vec<u32> = if args.params.is_empty() {
+        range(1, args.nparams)
+    } else if args.params.len() < args.nparams as usize {
+        return Err(Error::invalid_input(format!(
+            "--nparams {} but only {} --params given",
+            args.nparams,
+            args.params.len()
+        )));
+    } else {
+        args.params[..args.nparams as usize].to_vec()
+    };
+    let date = if writes(args) {
+        add_days(&args.date, rep)?
+    } else {
+        add_days(&args.date, 0)?
+    };
+    let base: Vec<(String, String)> = [
+        ("class", &args.class),
+        ("expver", &args.expver),
+        ("stream", &args.stream),
+        ("date", &date),
+        ("time", &args.time),
+        ("type", &args.type_),
+        ("levtype", &args.levtype),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    let check = if args.full_check {
+        Check::Full
+    } else if args.md_check {
+        Check::Metadata
+    } else {
+        Check::None
+    };
+    let store = StoreSpec {
+        config: args.config.clone(),
+        root: args.root.clone(),
+    };
+    let members = |p: u32| range(args.number + p * args.nensembles, args.nensembles);
+    let task = |role: Role, rank: u32, steps: Vec<u32>, members: Vec<u32>| Task {
+        role,
+        rank,
+        store: store.clone(),
+        base: base.clone(),
+        steps,
+        members,
+        levels: range(args.level, args.nlevels),
+        params: params.clone(),
+        field_size: args.field_size,
+        template: args.template.clone(),
+        randomise: !args.no_randomise_data,
+        check,
+        batch: args.batch,
+        detailed: args.detailed,
+    };
+    let ns = args.nsteps;
+    let s0 = args.step;
+    let group = |name, role, steps: Vec<u32>, drop_caches| Group {
+        name,
+        tasks: (0..writers)
+            .map(|p| task(role, p, steps.clone(), members(p)))
+            .collect(),
+        drop_caches,
+    };
+    let drop = !args.no_drop_caches;
+    Ok(match args.scenario {
+        None if args.read => vec![group("read", Role::Read, range(s0, ns), drop)],
+        None if args.list => vec![group("list", Role::List, range(s0, ns), false)],
+        None => vec![group("write", Role::Write, range(s0, ns), false)],
+        Some(Scenario::A) => vec![
+            group("write", Role::Write, range(s0, ns), false),
+            group("read", Role::Read, range(s0, ns), drop),
+            group("list", Role::List, range(s0, ns), false),
+        ],
+        Some(Scenario::Wr) => {
+            let k = args.read_multiplier.max(1);
+            let populated = range(s0, ns * k);
+            let mut contention = group("wr", Role::Write, range(s0 + ns * (k + 1), ns), drop);
+            for r in 0..readers {
+                contention.tasks.push(task(
+                    Role::Read,
+                    writers + r,
+                    populated.clone(),
+                    members(r % writers.max(1)),
+                ));
+            }
+            vec![
+                group("populate", Role::Write, populated.clone(), false),
+                group("write-alone", Role::Write, range(s0 + ns * k, ns), false),
+                contention,
+            ]
+        }
+    })
+}
+
+/// The rows of a finished group.
+fn rows_of(group: &Group, results: Vec<ProcResult>) -> Vec<Row> {
+    if group.name == "wr" {
+        let (w, r): (Vec<_>, Vec<_>) = results.into_iter().partition(|p| p.role == "write");
+        vec![Row::new("wr-write", w), Row::new("wr-read", r)]
+    } else {
+        vec![Row::new(group.name, results)]
+    }
+}
+
+fn base_report(args: &HammerArgs, launcher: String, writers: u32, readers: u32) -> Report {
+    let field_bytes = match &args.template {
+        Some(t) => std::fs::metadata(t).map(|m| m.len()).unwrap_or(0),
+        None => args.field_size,
+    };
+    let per = u64::from(args.nsteps)
+        * u64::from(args.nensembles)
+        * u64::from(args.nlevels)
+        * u64::from(args.nparams);
+    Report {
+        quiet: false,
+        json: args.json,
+        scenario: scenario_name(args).into(),
+        launcher,
+        processes: writers,
+        readers: if args.scenario == Some(Scenario::Wr) {
+            readers
+        } else {
+            0
+        },
+        field_bytes,
+        fields_per_process: per,
+        store: match (&args.config, &args.root) {
+            (Some(c), _) => format!("config {}", c.display()),
+            (None, Some(r)) => format!("embedded POSIX store at {}", r.display()),
+            (None, None) => "the environment's store (FIELDSTORE_CONFIG / FIELDSTORE_ROOT)".into(),
+        },
+        check: if args.full_check {
+            "full".into()
+        } else if args.md_check {
+            "metadata".into()
+        } else {
+            "none".into()
+        },
+        randomised: !args.no_randomise_data,
+        batch: format!("{:?}", args.batch).to_lowercase(),
+        load_before: physical::loadavg(),
+        cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        started: worker::now(),
+        ..Report::default()
+    }
+}
+
+fn physical_dir(args: &HammerArgs) -> PathBuf {
+    StoreSpec {
+        config: args.config.clone(),
+        root: args.root.clone(),
+    }
+    .directory()
+    .unwrap_or_else(std::env::temp_dir)
+}
+
+/// Run the benchmark the arguments describe: as the coordinator of local
+/// worker processes, as a worker (`--worker-rank`), or as one rank of an
+/// mpirun/srun launch.
+///
+/// # Errors
+/// Invalid arguments; store errors of any process.
+pub fn run(args: &HammerArgs) -> Result<Report> {
+    if args.worker_rank.is_some() {
+        launch::worker_main()?;
+        return Ok(Report {
+            quiet: true,
+            ..Report::default()
+        });
+    }
+    let env = |k: &str| std::env::var(k).ok();
+    if let Some(rank) = launch::launcher_rank(&env).filter(|r| r.size > 1) {
+        return run_ranks(args, &rank);
+    }
+    let writers = args.processes.max(1);
+    let readers = args.readers.unwrap_or(writers).max(1);
+    let cmd = WorkerCommand::resolve(args.worker_exe.as_deref())?;
+    let mut report = base_report(
+        args,
+        "local processes, pipe barrier".into(),
+        writers,
+        readers,
+    );
+    for rep in 0..args.repetitions.max(1) {
+        let groups = plan(args, rep, writers, readers)?;
+        let mut r = report::Repetition {
+            index: rep,
+            date: groups
+                .first()
+                .and_then(|g| g.tasks.first())
+                .and_then(|t| t.base.iter().find(|(k, _)| k == "date"))
+                .map(|(_, v)| v.clone())
+                .unwrap_or_default(),
+            ..Default::default()
+        };
+        for g in &groups {
+            if g.drop_caches {
+                r.caches_dropped = Some(physical::drop_caches());
+            }
+            let results = launch::run_local_group(&cmd, &g.tasks)?;
+            r.rows.extend(rows_of(g, results));
+        }
+        if args.physical {
+            r.physical = Some(physical::measure(
+                &physical_dir(args),
+                args.physical_mib,
+                writers,
+            )?);
+        }
+        report.repetitions.push(r);
+    }
+    report.load_after = physical::loadavg();
+    report.finish();
+    Ok(report)
+}
+
+/// One rank of an mpirun/srun launch.
+fn run_ranks(args: &HammerArgs, rank: &LauncherRank) -> Result<Report> {
+    let size = rank.size;
+    let (writers, readers) = match args.scenario {
+        Some(Scenario::Wr) => {
+            let w = (size / 2).max(1);
+            (w, size.saturating_sub(w).max(1))
+        }
+        _ => (size, 0),
+    };
+    let dir = args
+        .barrier_dir
+        .clone()
+        .unwrap_or_else(|| physical_dir(args).join(".hammer-barrier"))
+        .join(&rank.job);
+    let barrier = DirBarrier {
+        dir: dir.clone(),
+        rank: rank.rank,
+        size,
+        timeout: Duration::from_secs(600),
+    };
+    let mut report = base_report(
+        args,
+        format!("{} ranks, barrier directory {}", rank.source, dir.display()),
+        writers,
+        readers,
+    );
+    let mut phase = 0usize;
+    for rep in 0..args.repetitions.max(1) {
+        let groups = plan(args, rep, writers, readers)?;
+        let mut r = report::Repetition {
+            index: rep,
+            ..Default::default()
+        };
+        for g in &groups {
+            if rank.rank == 0 && g.drop_caches {
+                r.caches_dropped = Some(physical::drop_caches());
+            }
+            let result = match g.tasks.get(rank.rank as usize) {
+                Some(task) => Some(worker::execute(task, &mut || barrier.wait(phase))?),
+                None => {
+                    barrier.wait(phase)?;
+                    None
+                }
+            };
+            barrier.publish(phase, result.as_ref())?;
+            if rank.rank == 0 {
+                r.rows.extend(rows_of(g, barrier.collect(phase)?));
+            }
+            // Nobody starts the next phase before rank 0 collected this one.
+            phase += 1;
+            barrier.wait(phase)?;
+            phase += 1;
+        }
+        if rank.rank == 0 && args.physical {
+            r.physical = Some(physical::measure(
+                &physical_dir(args),
+                args.physical_mib,
+                1,
+            )?);
+        }
+        report.repetitions.push(r);
+    }
+    if rank.rank != 0 {
+        return Ok(Report {
+            quiet: true,
+            ..Report::default()
+        });
+    }
+    // Every rank has passed the last barrier: the directory is ours to remove.
+    let _ = std::fs::remove_dir_all(&dir);
+    report.load_after = physical::loadavg();
+    report.finish();
+    if report.repetitions.is_empty() {
+        return Err(Error::new(ErrorKind::Internal, "no repetition ran"));
+    }
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_add_across_months_and_leap_years() {
+        assert_eq!(add_days("20240101", 0).unwrap(), "20240101");
+        assert_eq!(add_days("20240228", 1).unwrap(), "20240229");
+        assert_eq!(add_days("20230228", 1).unwrap(), "20230301");
+        assert_eq!(add_days("20241231", 1).unwrap(), "20250101");
+        assert!(add_days("2024-01-01", 1).is_err());
+    }
+
+    #[test]
+    fn plans_give_each_process_its_members_and_wr_its_steps() {
+        let mut a = HammerArgs {
+            nsteps: 2,
+            nensembles: 2,
+            ..HammerArgs::default()
+        };
+        let g = plan(&a, 0, 2, 2).unwrap();
+        assert_eq!(g.len(), 1);
+        assert_eq!(g[0].tasks[1].members, vec![3, 4]);
+        a.scenario = Some(Scenario::Wr);
+        a.read_multiplier = 3;
+        let g = plan(&a, 1, 2, 3).unwrap();
+        let names: Vec<_> = g.iter().map(|g| g.name).collect();
+        assert_eq!(names, ["populate", "write-alone", "wr"]);
+        assert_eq!(g[0].tasks[0].steps, (0..6).collect::<Vec<_>>());
+        assert_eq!(g[1].tasks[0].steps, vec![6, 7]);
+        assert_eq!(g[2].tasks.len(), 5);
+        assert_eq!(g[2].tasks[0].steps, vec![8, 9]);
+        assert_eq!(g[2].tasks[4].role, Role::Read);
+        assert_eq!(g[2].tasks[3].members, vec![3, 4]);
+        assert_eq!(
+            g[2].tasks[4].members,
+            vec![1, 2],
+            "reader 2 reads writer 0's data"
+        );
+        assert!(g[2].drop_caches);
+        let date = &g[0].tasks[0]
+            .base
+            .iter()
+            .find(|(k, _)| k == "date")
+            .unwrap()
+            .1;
+        assert_eq!(date, "20240102");
+    }
+}

@@ -1,0 +1,144 @@
+//! The physical limits of a file system, measured in the same run as the
+//! benchmark (what `dd conv=fdatasync` and `dd iflag=direct` report).
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+use std::time::Instant;
+
+use fieldstore::{Error, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::stats::MIB;
+
+const BLOCK: usize = 1 << 20;
+
+/// Physical limits of one directory's file system.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Physical {
+    /// MiB written per test.
+    pub mib: u64,
+    /// Sequential write of `mib` MiB in 1 MiB blocks, then `fdatasync`.
+    pub write_fdatasync_mib_s: f64,
+    /// Streams of the concurrent write test.
+    pub streams: u32,
+    /// `streams` concurrent writers of `mib / streams` MiB each, each
+    /// ending in `fdatasync` (aggregate).
+    pub write_streams_mib_s: f64,
+    /// `O_DIRECT` sequential read of the single-stream file.
+    pub read_odirect_mib_s: Option<f64>,
+    /// Why the O_DIRECT read could not be done (e.g. tmpfs).
+    pub read_odirect_error: Option<String>,
+}
+
+fn write_file(path: &Path, mib: u64) -> std::io::Result<()> {
+    let mut block = vec![0u8; BLOCK];
+    let mut x: u64 = 0x1234_5678_9abc_def1;
+    for c in block.chunks_exact_mut(8) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        c.copy_from_slice(&x.to_le_bytes());
+    }
+    let mut f = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(path)?;
+    for _ in 0..mib {
+        f.write_all(&block)?;
+    }
+    f.sync_data()
+}
+
+fn read_direct(path: &Path) -> std::io::Result<u64> {
+    let mut f: File = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(path)?;
+    // An aligned block inside a larger allocation: O_DIRECT needs the
+    // buffer aligned to the logical block size (4 KiB covers every disk).
+    let mut raw = vec![0u8; BLOCK + 4096];
+    let skew = raw.as_ptr() as usize % 4096;
+    let start = if skew == 0 { 0 } else { 4096 - skew };
+    let buf = &mut raw[start..start + BLOCK];
+    let mut total = 0u64;
+    loop {
+        let n = f.read(buf)?;
+        if n == 0 {
+            return Ok(total);
+        }
+        total += n as u64;
+    }
+}
+
+/// Measure in `dir` (files are removed afterwards).
+///
+/// # Errors
+/// I/O errors of the write tests.
+pub fn measure(dir: &Path, mib: u64, streams: u32) -> Result<Physical> {
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir.display(), e))?;
+    let base = dir.join(format!(".hammer-physical.{}", std::process::id()));
+    let one = base.with_extension("1");
+    let mib = mib.max(1);
+    let streams = streams.max(1);
+    let mut p = Physical {
+        mib,
+        streams,
+        ..Physical::default()
+    };
+    let t = Instant::now();
+    write_file(&one, mib).map_err(|e| Error::io(one.display(), e))?;
+    p.write_fdatasync_mib_s = mib as f64 / t.elapsed().as_secs_f64();
+
+    // Nothing of the file may come from the page cache either way: O_DIRECT.
+    let t = Instant::now();
+    match read_direct(&one) {
+        Ok(n) => p.read_odirect_mib_s = Some(n as f64 / MIB / t.elapsed().as_secs_f64()),
+        Err(e) => p.read_odirect_error = Some(e.to_string()),
+    }
+    let _ = std::fs::remove_file(&one);
+
+    let per = (mib / u64::from(streams)).max(1);
+    let paths: Vec<_> = (0..streams)
+        .map(|i| base.with_extension(format!("s{i}")))
+        .collect();
+    let t = Instant::now();
+    let results: Vec<std::io::Result<()>> = std::thread::scope(|s| {
+        let hs: Vec<_> = paths
+            .iter()
+            .map(|path| s.spawn(move || write_file(path, per)))
+            .collect();
+        hs.into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(std::io::Error::other("writer thread panicked")))
+            })
+            .collect()
+    });
+    let secs = t.elapsed().as_secs_f64();
+    for path in &paths {
+        let _ = std::fs::remove_file(path);
+    }
+    for r in results {
+        r.map_err(|e| Error::io(dir.display(), e))?;
+    }
+    p.write_streams_mib_s = (per * u64::from(streams)) as f64 / secs;
+    Ok(p)
+}
+
+/// Flush dirty pages and drop the page cache (needs root); whether it
+/// worked.
+pub fn drop_caches() -> bool {
+    // SAFETY: sync(2) has no preconditions.
+    unsafe { libc::sync() };
+    std::fs::write("/proc/sys/vm/drop_caches", "3\n").is_ok()
+}
+
+/// The 1, 5 and 15-minute load averages.
+pub fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
+}

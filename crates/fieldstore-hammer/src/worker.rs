@@ -1,0 +1,559 @@
+//! One process's share of a phase: its task, its timed I/O loop, its result.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use fieldstore::{
+    CatalogueWriter, Config, DatasetKey, DatasetReader, Error, FieldStore, Key, ListOptions,
+    Request, Result, Schema, StoreWriter,
+};
+use serde::{Deserialize, Serialize};
+
+use crate::args::Batch;
+use crate::payload::{self, Check, Generator, Identity};
+
+/// The hammer schema (FDB5's fdb-hammer schema), used with `--root`.
+pub const HAMMER_SCHEMA: &str = include_str!("hammer.schema");
+
+/// What a process does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// Archive, flush after every (step, member).
+    Write,
+    /// Retrieve and read.
+    Read,
+    /// List, one request per step.
+    List,
+}
+
+impl Role {
+    /// `write`, `read`, `list`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Write => "write",
+            Role::Read => "read",
+            Role::List => "list",
+        }
+    }
+}
+
+/// Which store to open.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct StoreSpec {
+    /// A YAML config file.
+    pub config: Option<PathBuf>,
+    /// An embedded POSIX root (hammer schema).
+    pub root: Option<PathBuf>,
+}
+
+impl StoreSpec {
+    /// Open the store.
+    ///
+    /// # Errors
+    /// Configuration and I/O errors.
+    pub fn open(&self) -> Result<FieldStore> {
+        let config = if let Some(c) = &self.config {
+            Config::from_file(c)?
+        } else if let Some(root) = &self.root {
+            std::fs::create_dir_all(root)
+                .map_err(|e| Error::io(format!("creating root {}", root.display()), e))?;
+            let mut c = Config::embedded(root);
+            c.schema = Schema::parse("hammer.schema", HAMMER_SCHEMA)?;
+            c
+        } else {
+            Config::from_env()?
+        };
+        FieldStore::open(config)
+    }
+
+    /// The first directory of the store, if it is on a file system (for
+    /// the barrier directory and the physical limits).
+    pub fn directory(&self) -> Option<PathBuf> {
+        if let Some(r) = &self.root {
+            return Some(r.clone());
+        }
+        let config = match &self.config {
+            Some(c) => Config::from_file(c).ok()?,
+            None => Config::from_env().ok()?,
+        };
+        config.roots.first().map(|r| r.path.clone())
+    }
+}
+
+/// One process's work in one phase.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Task {
+    /// What to do.
+    pub role: Role,
+    /// Rank within the group (also the writer id in unique ids).
+    pub rank: u32,
+    /// The store.
+    pub store: StoreSpec,
+    /// class, expver, stream, date, time, type, levtype.
+    pub base: Vec<(String, String)>,
+    /// Steps, members, levels, params of this process.
+    pub steps: Vec<u32>,
+    /// Ensemble members.
+    pub members: Vec<u32>,
+    /// Levels.
+    pub levels: Vec<u32>,
+    /// paramIds.
+    pub params: Vec<u32>,
+    /// Synthetic field size.
+    pub field_size: u64,
+    /// GRIB template instead of synthetic bytes.
+    pub template: Option<PathBuf>,
+    /// Randomise every field.
+    pub randomise: bool,
+    /// What to verify on read/list.
+    pub check: Check,
+    /// Fields per retrieve.
+    pub batch: Batch,
+    /// Go through the catalogue and store traits, timing each.
+    pub detailed: bool,
+}
+
+impl Task {
+    fn date(&self) -> u64 {
+        self.base
+            .iter()
+            .find(|(k, _)| k == "date")
+            .and_then(|(_, v)| v.parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// Fields this task touches.
+    pub fn fields(&self) -> u64 {
+        [&self.steps, &self.members, &self.levels]
+            .iter()
+            .map(|v| v.len() as u64)
+            .product::<u64>()
+            * self.params.len() as u64
+    }
+}
+
+/// Time and calls spent in one operation.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Op {
+    /// Seconds.
+    pub secs: f64,
+    /// Calls.
+    pub calls: u64,
+}
+
+/// What one process reports.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ProcResult {
+    /// Rank in the group.
+    pub rank: u32,
+    /// What it did (`write`, `read`, `list`).
+    pub role: String,
+    /// Host name and process id.
+    pub host: String,
+    /// Process id.
+    pub pid: u32,
+    /// Fields written, read or listed.
+    pub fields: u64,
+    /// Bytes written or read.
+    pub bytes: u64,
+    /// Fields it expected to find (read, list).
+    pub expected: u64,
+    /// Fields not found.
+    pub missing: u64,
+    /// Fields that failed `--md-check` / `--full-check`.
+    pub check_failures: u64,
+    /// The first failure, for the report.
+    pub first_failure: Option<String>,
+    /// Epoch seconds: setup done, waiting at the barrier.
+    pub t_ready: f64,
+    /// Epoch seconds: released by the barrier.
+    pub t_release: f64,
+    /// Epoch seconds: just before the first I/O call.
+    pub t_first_io: f64,
+    /// Epoch seconds: just after the last I/O call returned.
+    pub t_last_io: f64,
+    /// Seconds in opening the store (before the barrier, not timed).
+    pub setup_secs: f64,
+    /// Time per operation inside the window.
+    pub ops: BTreeMap<String, Op>,
+    /// CPU seconds (user, system) of the process inside the window.
+    pub cpu_user: f64,
+    /// System CPU seconds inside the window.
+    pub cpu_sys: f64,
+}
+
+/// Seconds since the Unix epoch.
+pub fn now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+/// (user, system) CPU seconds of this process.
+pub fn cpu_times() -> (f64, f64) {
+    // SAFETY: getrusage writes into the zeroed struct we pass.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: valid pointer to a rusage.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    if rc != 0 {
+        return (0.0, 0.0);
+    }
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    (tv(ru.ru_utime), tv(ru.ru_stime))
+}
+
+/// This host's name.
+pub fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "localhost".into())
+}
+
+#[derive(Default)]
+struct Ops(BTreeMap<&'static str, (Duration, u64)>);
+
+impl Ops {
+    fn add(&mut self, name: &'static str, since: Instant) -> Instant {
+        let t = Instant::now();
+        let e = self.0.entry(name).or_default();
+        e.0 += t - since;
+        e.1 += 1;
+        t
+    }
+}
+
+fn key_of(task: &Task, step: u32, member: u32, level: u32, param: u32) -> Result<Key> {
+    let mut k = Key::from_pairs(task.base.iter().map(|(a, b)| (a.as_str(), b.as_str())))?;
+    k.push("step", step.to_string())?;
+    k.push("number", member.to_string())?;
+    k.push("levelist", level.to_string())?;
+    k.push("param", param.to_string())?;
+    Ok(k)
+}
+
+fn base_payload(task: &Task) -> Result<Vec<u8>> {
+    match &task.template {
+        Some(p) => std::fs::read(p).map_err(|e| Error::io(format!("template {}", p.display()), e)),
+        None => Ok(Generator::synthetic(
+            usize::try_from(task.field_size)
+                .map_err(|_| Error::invalid_input("--field-size too large"))?,
+        )),
+    }
+}
+
+/// Run a task: set up (open the store, make the payload), wait at
+/// `barrier` (which returns the release time), then do the timed I/O.
+///
+/// # Errors
+/// Store errors; a task the schema rejects.
+pub fn execute(task: &Task, barrier: &mut dyn FnMut() -> Result<f64>) -> Result<ProcResult> {
+    let setup = Instant::now();
+    let fs = task.store.open()?;
+    let mut gen = match task.role {
+        Role::Write => Some(Generator::new(
+            base_payload(task)?,
+            task.randomise,
+            task.rank,
+        )?),
+        _ => None,
+    };
+    let mut r = ProcResult {
+        rank: task.rank,
+        role: task.role.as_str().into(),
+        host: hostname(),
+        pid: std::process::id(),
+        setup_secs: setup.elapsed().as_secs_f64(),
+        ..ProcResult::default()
+    };
+    r.t_ready = now();
+    r.t_release = barrier()?;
+    let mut ops = Ops::default();
+    let (u0, s0) = cpu_times();
+    r.t_first_io = now();
+    match task.role {
+        Role::Write => {
+            if let Some(gen) = gen.as_mut() {
+                write(task, &fs, gen, &mut ops, &mut r)?;
+            }
+        }
+        Role::Read => read(task, &fs, &mut ops, &mut r)?,
+        Role::List => list(task, &fs, &mut ops, &mut r)?,
+    }
+    r.t_last_io = now();
+    let (u1, s1) = cpu_times();
+    r.cpu_user = u1 - u0;
+    r.cpu_sys = s1 - s0;
+    r.ops = ops
+        .0
+        .into_iter()
+        .map(|(k, (d, calls))| {
+            (
+                k.to_string(),
+                Op {
+                    secs: d.as_secs_f64(),
+                    calls,
+                },
+            )
+        })
+        .collect();
+    Ok(r)
+}
+
+struct DetailedWriter {
+    dataset: DatasetKey,
+    store: Box<dyn StoreWriter>,
+    catalogue: Box<dyn CatalogueWriter>,
+}
+
+fn write(
+    task: &Task,
+    fs: &FieldStore,
+    gen: &mut Generator,
+    ops: &mut Ops,
+    r: &mut ProcResult,
+) -> Result<()> {
+    let date = task.date();
+    let mut detailed: Option<DetailedWriter> = None;
+    for &step in &task.steps {
+        for &member in &task.members {
+            for &level in &task.levels {
+                for &param in &task.params {
+                    let t = Instant::now();
+                    let id = Identity {
+                        date,
+                        step: step.into(),
+                        number: member.into(),
+                        level: level.into(),
+                        param: param.into(),
+                    };
+                    let key = key_of(task, step, member, level, param)?;
+                    let data = gen.field(&id);
+                    let t = ops.add("encode", t);
+                    let split = fs.schema().split(&key)?;
+                    let t = ops.add("split", t);
+                    if task.detailed {
+                        if detailed.as_ref().is_none_or(|w| w.dataset != split.dataset) {
+                            if let Some(mut old) = detailed.take() {
+                                old.store.flush()?;
+                                old.catalogue.flush()?;
+                            }
+                            detailed = Some(DetailedWriter {
+                                dataset: split.dataset.clone(),
+                                store: fs.store().writer(&split.dataset)?,
+                                catalogue: fs.catalogue().writer(&split.dataset, fs.schema())?,
+                            });
+                        }
+                        let Some(w) = detailed.as_mut() else {
+                            return Err(Error::internal("no writer"));
+                        };
+                        let t = ops.add("open writer", t);
+                        let loc = w.store.archive(&split.collocation, data)?;
+                        let t = ops.add("store.archive", t);
+                        w.catalogue
+                            .insert(&split.collocation, &split.element, &loc)?;
+                        ops.add("catalogue.insert", t);
+                    } else {
+                        fs.archive_split(&split, data)?;
+                        ops.add("archive", t);
+                    }
+                    r.fields += 1;
+                    r.bytes += data.len() as u64;
+                }
+            }
+            let t = Instant::now();
+            if let Some(w) = detailed.as_mut() {
+                w.store.flush()?;
+                let t = ops.add("store.flush", t);
+                w.catalogue.flush()?;
+                ops.add("catalogue.flush", t);
+            } else {
+                fs.flush()?;
+                ops.add("flush", t);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn request(
+    task: &Task,
+    steps: &[u32],
+    members: &[u32],
+    levels: &[u32],
+    params: &[u32],
+) -> Result<Request> {
+    let s = |v: &[u32]| v.iter().map(u32::to_string).collect::<Vec<_>>();
+    let mut pairs: Vec<(String, Vec<String>)> = task
+        .base
+        .iter()
+        .map(|(k, v)| (k.clone(), vec![v.clone()]))
+        .collect();
+    pairs.push(("step".into(), s(steps)));
+    pairs.push(("number".into(), s(members)));
+    pairs.push(("levelist".into(), s(levels)));
+    pairs.push(("param".into(), s(params)));
+    Ok(Request::from_pairs(pairs)?)
+}
+
+fn requests(task: &Task) -> Result<Vec<(Request, u64)>> {
+    let mut out = Vec::new();
+    match task.batch {
+        Batch::All => out.push((
+            request(task, &task.steps, &task.members, &task.levels, &task.params)?,
+            task.fields(),
+        )),
+        Batch::Step => {
+            for s in &task.steps {
+                for m in &task.members {
+                    out.push((
+                        request(task, &[*s], &[*m], &task.levels, &task.params)?,
+                        (task.levels.len() * task.params.len()) as u64,
+                    ));
+                }
+            }
+        }
+        Batch::Field => {
+            for s in &task.steps {
+                for m in &task.members {
+                    for l in &task.levels {
+                        for p in &task.params {
+                            out.push((request(task, &[*s], &[*m], &[*l], &[*p])?, 1));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn record_check(r: &mut ProcResult, data: &[u8], key: &Key, check: Check) {
+    let outcome = Identity::of_key(key)
+        .map_err(|e| e.to_string())
+        .and_then(|id| payload::verify(data, &id, check));
+    if let Err(e) = outcome {
+        r.check_failures += 1;
+        r.first_failure.get_or_insert_with(|| format!("{key}: {e}"));
+    }
+}
+
+fn read(task: &Task, fs: &FieldStore, ops: &mut Ops, r: &mut ProcResult) -> Result<()> {
+    // Requests are built before the window: they are the caller's input.
+    let reqs = requests(task)?;
+    let mut buf = Vec::new();
+    let mut readers: HashMap<DatasetKey, Arc<dyn DatasetReader>> = HashMap::new();
+    for (req, expected) in reqs {
+        r.expected += expected;
+        let mut found = 0u64;
+        if task.detailed {
+            let t = Instant::now();
+            let splits: Vec<_> = fs.schema().expand(&req)?.collect();
+            let mut t = ops.add("expand", t);
+            let mut refreshed = HashSet::new();
+            for split in splits {
+                let reader = match readers.get(&split.dataset) {
+                    Some(rd) => {
+                        if refreshed.insert(split.dataset.clone()) {
+                            rd.refresh()?;
+                            t = ops.add("catalogue.refresh", t);
+                        }
+                        rd.clone()
+                    }
+                    None => match fs.catalogue().reader(&split.dataset)? {
+                        Some(rd) => {
+                            readers.insert(split.dataset.clone(), rd.clone());
+                            refreshed.insert(split.dataset.clone());
+                            t = ops.add("catalogue.open", t);
+                            rd
+                        }
+                        None => continue,
+                    },
+                };
+                let loc = reader.lookup(&split.collocation, &split.element)?;
+                t = ops.add("catalogue.lookup", t);
+                let Some(loc) = loc else { continue };
+                fs.store().read(&loc, &mut buf)?;
+                t = ops.add("store.read", t);
+                found += 1;
+                r.fields += 1;
+                r.bytes += buf.len() as u64;
+                if task.check != Check::None {
+                    record_check(r, &buf, &split.full_key(), task.check);
+                    t = ops.add("verify", t);
+                }
+            }
+        } else {
+            let t = Instant::now();
+            let mut reader = fs.retrieve(&req)?;
+            let mut t = ops.add("retrieve", t);
+            while let Some(key) = reader.next_field(&mut buf)? {
+                t = ops.add("read", t);
+                found += 1;
+                r.fields += 1;
+                r.bytes += buf.len() as u64;
+                if task.check != Check::None {
+                    record_check(r, &buf, &key, task.check);
+                    t = ops.add("verify", t);
+                }
+            }
+        }
+        r.missing += expected.saturating_sub(found);
+    }
+    Ok(())
+}
+
+fn list(task: &Task, fs: &FieldStore, ops: &mut Ops, r: &mut ProcResult) -> Result<()> {
+    let mut reqs = Vec::new();
+    for s in &task.steps {
+        reqs.push(request(
+            task,
+            &[*s],
+            &task.members,
+            &task.levels,
+            &task.params,
+        )?);
+    }
+    let date = task.date();
+    let mut first = true;
+    for req in reqs {
+        let mut seen: HashSet<Identity> = HashSet::new();
+        let mut bad: Option<String> = None;
+        let mut failures = 0u64;
+        let mut n = 0u64;
+        let check = task.check != Check::None;
+        let t = Instant::now();
+        fs.visit(&req, ListOptions::default(), &mut |e| {
+            n += 1;
+            if check {
+                let k = e.full_key();
+                match Identity::of_key(&k) {
+                    Ok(id) if id.date == date && seen.insert(id) => {}
+                    Ok(_) => {
+                        failures += 1;
+                        bad.get_or_insert_with(|| format!("{k}: listed twice or wrong date"));
+                    }
+                    Err(e) => {
+                        failures += 1;
+                        bad.get_or_insert_with(|| e.to_string());
+                    }
+                }
+            }
+            true
+        })?;
+        ops.add(if first { "list (first)" } else { "list" }, t);
+        first = false;
+        let expected = (task.members.len() * task.levels.len() * task.params.len()) as u64;
+        r.expected += expected;
+        r.fields += n;
+        r.missing += expected.saturating_sub(n);
+        r.check_failures += failures;
+        if r.first_failure.is_none() {
+            r.first_failure = bad;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,88 @@
+//! Two worker processes on a temporary root, tiny fields, every byte
+//! verified: the whole path of `fieldstore hammer --scenario a` and `wr`.
+
+use std::path::PathBuf;
+
+use fieldstore_hammer::{run, HammerArgs, Scenario};
+
+fn args(root: PathBuf) -> HammerArgs {
+    HammerArgs {
+        root: Some(root),
+        processes: 2,
+        nsteps: 2,
+        nlevels: 2,
+        nparams: 3,
+        nensembles: 1,
+        field_size: 4096,
+        full_check: true,
+        no_drop_caches: true,
+        worker_exe: Some(env!("CARGO_BIN_EXE_fieldstore-hammer").into()),
+        ..HammerArgs::default()
+    }
+}
+
+#[test]
+fn pattern_a_two_processes_full_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut a = args(dir.path().join("root"));
+    a.scenario = Some(Scenario::A);
+    a.repetitions = 2;
+    let report = run(&a).unwrap();
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+    assert_eq!(report.repetitions.len(), 2);
+    for rep in &report.repetitions {
+        let phases: Vec<_> = rep.rows.iter().map(|r| r.phase.as_str()).collect();
+        assert_eq!(phases, ["write", "read", "list"]);
+        for row in &rep.rows {
+            assert_eq!(row.procs, 2);
+            assert_eq!(row.fields, 2 * 2 * 2 * 3, "{}", row.phase);
+            assert_eq!(row.missing, 0);
+            for p in &row.per_process {
+                assert!(p.t_first_io >= p.t_release && p.t_last_io >= p.t_first_io);
+            }
+        }
+        let read = &rep.rows[1];
+        assert_eq!(read.bytes, 24 * 4096);
+        assert!(read.ops.contains_key("verify"));
+    }
+    let write = report.phase("write").unwrap();
+    assert_eq!(write.gtb_mib_s.unwrap().n, 2);
+    let json: serde_json::Value = serde_json::from_str(&report.to_json()).unwrap();
+    assert_eq!(json["scenario"], "a");
+    assert!(report.table().contains("all fields found and verified"));
+}
+
+#[test]
+fn contention_and_detailed_breakdown() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut a = args(dir.path().join("root"));
+    a.scenario = Some(Scenario::Wr);
+    a.read_multiplier = 2;
+    a.detailed = true;
+    a.processes = 1;
+    a.readers = Some(1);
+    let report = run(&a).unwrap();
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+    let rows = &report.repetitions[0].rows;
+    let phases: Vec<_> = rows.iter().map(|r| r.phase.as_str()).collect();
+    assert_eq!(phases, ["populate", "write-alone", "wr-write", "wr-read"]);
+    let read = &rows[3];
+    assert_eq!(read.fields, 4 * 2 * 3, "readers read the populated steps");
+    for op in ["catalogue.lookup", "store.read", "verify"] {
+        assert!(read.ops.contains_key(op), "{op}: {:?}", read.ops.keys());
+    }
+    assert!(rows[0].ops.contains_key("catalogue.flush"));
+}
+
+#[test]
+fn reading_what_was_never_written_reports_missing_fields() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut a = args(dir.path().join("root"));
+    a.processes = 1;
+    run(&a).unwrap();
+    a.read = true;
+    a.nsteps = 3; // step 2 was never written
+    let report = run(&a).unwrap();
+    assert_eq!(report.repetitions[0].rows[0].missing, 6);
+    assert_eq!(report.exit_code(), 3);
+}
