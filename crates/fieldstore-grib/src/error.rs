@@ -64,6 +64,14 @@ pub enum Problem {
         /// How many bytes follow the message (padding included).
         len: usize,
     },
+    /// The sections inside the message do not add up to its length.
+    #[error("damaged section structure at byte offset {at}: {detail}")]
+    BadSections {
+        /// Where the offending section starts, in the input.
+        at: usize,
+        /// What is wrong.
+        detail: String,
+    },
     /// The declared length cannot hold a message.
     #[error("impossible message length {declared}")]
     BadLength {
@@ -95,7 +103,7 @@ pub enum Problem {
         reason: String,
     },
     /// A MARS key or value that fieldstore keys cannot hold.
-    #[error("MARS key '{keyword}={value}': {source}")]
+    #[error("MARS key '{keyword}' has value {value:?}: {source}")]
     BadKey {
         /// The key.
         keyword: String,

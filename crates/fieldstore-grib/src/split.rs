@@ -17,6 +17,12 @@
 //! 4 length + 4`. When the section 4 length is 120 or more, the top bit is
 //! an ordinary length bit.
 //!
+//! Inside a message, the sections must add up to its length (GRIB2: each
+//! section's length and number chain from section 1 to `7777`; GRIB1:
+//! sections 1 to 4 as announced by section 1's flags). ecCodes itself
+//! tolerates some such damage and then returns a partial key; checking the
+//! structure here costs a few reads per message.
+//!
 //! MARS pads GRIB1 messages to a multiple of 120 bytes with NULs, so NUL
 //! bytes after a message (fewer than 120) are padding, not part of the
 //! message: [`Message::bytes`] is exactly the message, as ecCodes and FDB5
@@ -175,6 +181,10 @@ impl<'a> Iterator for Messages<'a> {
                         at: self.pos + at,
                         found,
                     },
+                    Problem::BadSections { at, detail } => Problem::BadSections {
+                        at: self.pos + at,
+                        detail,
+                    },
                     p => p,
                 };
                 self.fail(self.pos, problem)
@@ -203,7 +213,7 @@ fn frame(rest: &[u8]) -> std::result::Result<(usize, u8), Problem> {
     }
     let edition = rest[7];
     let declared: u64 = match edition {
-        1 => grib1_length(rest)?,
+        1 => grib1_length(rest)?.0,
         2 => {
             if available < 16 {
                 return Err(truncated(16));
@@ -229,7 +239,121 @@ fn frame(rest: &[u8]) -> std::result::Result<(usize, u8), Problem> {
             found: show_bytes(end),
         });
     }
+    let message = &rest[..len];
+    match edition {
+        1 => grib1_sections(message)?,
+        _ => grib2_sections(message)?,
+    }
     Ok((len, edition))
+}
+
+/// Check that the sections of a GRIB2 message (with a valid length and end
+/// marker) chain from section 0 to exactly the end marker, in the order the
+/// standard allows: 1, then one or more fields of (2), 3, 4, 5, 6, 7 where a
+/// later field may start at 2, 3 or 4 (sections it does not repeat are those
+/// of the previous field).
+fn grib2_sections(message: &[u8]) -> std::result::Result<(), Problem> {
+    let end = message.len() - 4;
+    let mut at = 16;
+    let mut previous = 0u8;
+    while at < end {
+        let bad = |detail: String| Problem::BadSections { at, detail };
+        if end - at < 5 {
+            return Err(bad(format!(
+                "{} bytes before the end marker cannot hold a section header",
+                end - at
+            )));
+        }
+        let mut len = [0u8; 4];
+        len.copy_from_slice(&message[at..at + 4]);
+        let len = u32::from_be_bytes(len) as usize;
+        let number = message[at + 4];
+        let allowed: &[u8] = match previous {
+            0 => &[1],
+            1 => &[2, 3],
+            2 => &[3],
+            3 => &[4],
+            4 => &[5],
+            5 => &[6],
+            6 => &[7],
+            _ => &[2, 3, 4],
+        };
+        if !allowed.contains(&number) {
+            let expected: Vec<String> = allowed.iter().map(u8::to_string).collect();
+            return Err(bad(format!(
+                "section {number} after section {previous} (expected {})",
+                expected.join(" or ")
+            )));
+        }
+        if len < 5 || len > end - at {
+            return Err(bad(format!(
+                "section {number} claims {len} bytes, {} are left before the end marker",
+                end - at
+            )));
+        }
+        previous = number;
+        at += len;
+    }
+    if previous != 7 {
+        return Err(Problem::BadSections {
+            at,
+            detail: format!("the end marker follows section {previous}, not section 7"),
+        });
+    }
+    Ok(())
+}
+
+/// Check that the sections of a GRIB1 message (with a valid length and end
+/// marker) add up to its length.
+fn grib1_sections(message: &[u8]) -> std::result::Result<(), Problem> {
+    let end = message.len() as u64 - 4;
+    let (_, large) = grib1_length(message)?;
+    let mut at: u64 = 8;
+    let s1 = u24(message, 8).unwrap_or(0);
+    if s1 < 28 {
+        return Err(Problem::BadSections {
+            at: 8,
+            detail: format!("section 1 claims {s1} bytes (at least 28)"),
+        });
+    }
+    let flags = message[8 + 7];
+    let mut sections = vec![(1, s1)];
+    at += s1;
+    for (number, bit) in [(2, 0x80), (3, 0x40)] {
+        if flags & bit != 0 {
+            let len = usize::try_from(at)
+                .ok()
+                .and_then(|a| u24(message, a))
+                .unwrap_or(0);
+            sections.push((number, len));
+            at += len;
+        }
+    }
+    let s4_at = at;
+    let s4 = usize::try_from(at)
+        .ok()
+        .and_then(|a| u24(message, a))
+        .unwrap_or(0);
+    let fits = if large {
+        s4_at < end
+    } else {
+        s4_at + s4 == end && s4 >= 11
+    };
+    if !fits || sections.iter().any(|(_, len)| *len < 3) {
+        let list: Vec<String> = sections
+            .iter()
+            .map(|(n, len)| format!("section {n}: {len}"))
+            .collect();
+        return Err(Problem::BadSections {
+            at: 8,
+            detail: format!(
+                "{}, section 4: {s4} bytes do not add up to the message length {}",
+                list.join(", "),
+                message.len()
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// A 3-byte big-endian number at `at`, or `None` past the end.
@@ -240,7 +364,7 @@ fn u24(bytes: &[u8], at: usize) -> Option<u64> {
 
 /// The total length of the GRIB1 message at the start of `rest` (which has at
 /// least 8 bytes), including ECMWF's encoding of messages of 8 MiB and more.
-fn grib1_length(rest: &[u8]) -> std::result::Result<u64, Problem> {
+fn grib1_length(rest: &[u8]) -> std::result::Result<(u64, bool), Problem> {
     let coded = u24(rest, 4).unwrap_or(0);
     // Section 0 (8) + section 1 (at least 28) + section 4 (at least 11) + 7777.
     const MIN: u64 = 8 + 28 + 11 + 4;
@@ -248,7 +372,7 @@ fn grib1_length(rest: &[u8]) -> std::result::Result<u64, Problem> {
         return if coded < MIN {
             Err(Problem::BadLength { declared: coded })
         } else {
-            Ok(coded)
+            Ok((coded, false))
         };
     }
     // Maybe a large message: find section 4 and look at its length.
@@ -269,11 +393,12 @@ fn grib1_length(rest: &[u8]) -> std::result::Result<u64, Problem> {
     let pos = usize::try_from(at).map_err(|_| need(usize::MAX - 3))?;
     let s4_len = u24(rest, pos).ok_or_else(|| need(pos))?;
     if s4_len >= 120 {
-        return Ok(coded);
+        return Ok((coded, false));
     }
     ((coded & 0x7f_ffff) * 120 + 4)
         .checked_sub(s4_len)
         .filter(|len| *len >= MIN)
+        .map(|len| (len, true))
         .ok_or(Problem::BadLength { declared: coded })
 }
 
@@ -283,7 +408,8 @@ mod tests {
 
     /// A framing-only GRIB1 message: section 0, a 28-byte section 1 with
     /// `flags`, the optional sections 2/3 of 32 bytes each, section 4 with
-    /// length field `s4_field`, filled to `total` bytes, then `7777`.
+    /// length field `s4_field` (0: whatever fills the message), filled to
+    /// `total` bytes, then `7777`.
     fn grib1(coded_len: u32, flags: u8, s4_field: u32, total: usize) -> Vec<u8> {
         let mut m = Vec::with_capacity(total);
         m.extend_from_slice(b"GRIB");
@@ -300,6 +426,11 @@ mod tests {
                 m.extend_from_slice(&s);
             }
         }
+        let s4_field = if s4_field == 0 {
+            (total - 4 - m.len()) as u32
+        } else {
+            s4_field
+        };
         m.extend_from_slice(&s4_field.to_be_bytes()[1..]);
         m.resize(total - 4, 0xaa);
         m.extend_from_slice(b"7777");
@@ -326,7 +457,7 @@ mod tests {
     #[test]
     fn top_length_bit_is_ordinary_when_section4_is_long() {
         let total = 0x80_0000 + 1000;
-        let m = grib1(total as u32, 0x80, 5000, total);
+        let m = grib1(total as u32, 0x80, 0, total);
         let got: Vec<_> = split_messages(&m).collect::<Result<_>>().expect("splits");
         assert_eq!(got[0].bytes().len(), total);
     }

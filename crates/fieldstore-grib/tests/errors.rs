@@ -1,0 +1,345 @@
+//! Bad input: garbage, truncation, damaged messages, messages ecCodes reads
+//! but FDB cannot index. Every bad input is made here from fixture bytes.
+
+use std::path::PathBuf;
+
+use fieldstore_core::{Error, ErrorKind, Schema};
+use fieldstore_grib::{fields, mars_key, split_messages, GribError, Problem};
+
+fn fixture(name: &str) -> Vec<u8> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/grib")
+        .join(name);
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The messages before the first error, and that error.
+fn split_until_error(bytes: &[u8]) -> (usize, Error) {
+    let mut ok = 0;
+    for m in split_messages(bytes) {
+        match m {
+            Ok(_) => ok += 1,
+            Err(e) => return (ok, e),
+        }
+    }
+    panic!("no error after {ok} messages");
+}
+
+fn grib_error(e: &Error) -> &GribError {
+    assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
+    std::error::Error::source(e)
+        .and_then(|s| s.downcast_ref::<GribError>())
+        .unwrap_or_else(|| panic!("no GribError source: {e:?}"))
+}
+
+/// Asserts the error names `index` and `offset` in its text and fields, and
+/// returns the problem.
+fn located(e: &Error, index: usize, offset: usize) -> Problem {
+    let g = grib_error(e);
+    assert_eq!((g.index, g.offset), (index, offset), "{e}");
+    let text = e.to_string();
+    assert!(
+        text.starts_with(&format!("GRIB message {index} at byte offset {offset}: ")),
+        "{text}"
+    );
+    g.problem.clone()
+}
+
+#[test]
+fn garbage_before_the_first_message() {
+    let mut bytes = b"not a GRIB file".to_vec();
+    bytes.extend(fixture("rd-fc.grib"));
+    let (ok, e) = split_until_error(&bytes);
+    assert_eq!(ok, 0);
+    let p = located(&e, 0, 0);
+    assert!(matches!(p, Problem::Garbage { .. }), "{p:?}");
+    assert!(
+        e.to_string().contains("expected 'GRIB', found 'not a GR'"),
+        "{e}"
+    );
+}
+
+#[test]
+fn garbage_between_messages() {
+    let file = fixture("timespan.grib");
+    let mut bytes = file[..1800].to_vec();
+    bytes.extend_from_slice(&[0xde, 0xad, 0xbe, 0xef]);
+    bytes.extend_from_slice(&file[1800..]);
+    let (ok, e) = split_until_error(&bytes);
+    assert_eq!(ok, 1);
+    let p = located(&e, 1, 1800);
+    assert!(matches!(p, Problem::Garbage { .. }), "{p:?}");
+    assert!(
+        e.to_string().contains("bytes de ad be ef 47 52 49 42"),
+        "{e}"
+    );
+    // The iterator ends after a framing error: no message is skipped silently.
+    let mut it = split_messages(&bytes);
+    assert!(it.next().is_some_and(|m| m.is_ok()));
+    assert!(it.next().is_some_and(|m| m.is_err()));
+    assert!(it.next().is_none());
+}
+
+#[test]
+fn garbage_after_the_last_message() {
+    let mut bytes = fixture("synth11.grib");
+    bytes.extend_from_slice(b"\n");
+    let (ok, e) = split_until_error(&bytes);
+    assert_eq!(ok, 1);
+    located(&e, 1, 660);
+}
+
+#[test]
+fn nul_padding_is_not_a_message_but_long_runs_are_refused() {
+    // MARS pads GRIB1 to multiples of 120 bytes: levtypes.grib has 84 NULs
+    // after each message, which are not part of the messages.
+    let bytes = fixture("levtypes.grib");
+    let lens: Vec<usize> = split_messages(&bytes)
+        .map(|m| m.expect("ok").bytes().len())
+        .collect();
+    assert_eq!(lens, [1476, 1476]);
+
+    let mut padded = fixture("rd-fc.grib");
+    padded.extend_from_slice(&[0; 119]);
+    assert_eq!(split_messages(&padded).count(), 1);
+    assert!(mars_key(&padded).is_ok(), "one message and its padding");
+
+    let mut long = fixture("rd-fc.grib");
+    long.extend_from_slice(&[0; 200]);
+    let (ok, e) = split_until_error(&long);
+    assert_eq!(ok, 1);
+    assert_eq!(located(&e, 1, 1476), Problem::LongPadding { len: 200 });
+
+    // Padding before the first message is garbage.
+    let mut leading = vec![0; 8];
+    leading.extend(fixture("rd-fc.grib"));
+    let (_, e) = split_until_error(&leading);
+    located(&e, 0, 0);
+}
+
+#[test]
+fn truncated_file() {
+    let file = fixture("timespan.grib");
+    // Cut in the middle of message 2 (at 3600, 1800 bytes long).
+    let (ok, e) = split_until_error(&file[..4000]);
+    assert_eq!(ok, 2);
+    assert_eq!(
+        located(&e, 2, 3600),
+        Problem::Truncated {
+            declared: 1800,
+            available: 400
+        }
+    );
+    assert!(
+        e.to_string()
+            .ends_with("truncated: the message is 1800 bytes long but only 400 bytes are left"),
+        "{e}"
+    );
+    // Cut inside section 0 (GRIB2's is 16 bytes).
+    let (_, e) = split_until_error(&file[..3610]);
+    assert_eq!(
+        located(&e, 2, 3600),
+        Problem::Truncated {
+            declared: 16,
+            available: 10
+        }
+    );
+    // Cut inside the magic number.
+    let (_, e) = split_until_error(&file[..3602]);
+    assert!(matches!(located(&e, 2, 3600), Problem::Truncated { .. }));
+    // GRIB1, cut in the data section.
+    let file = fixture("x138-300.grib");
+    let (_, e) = split_until_error(&file[..1_000_000]);
+    assert_eq!(
+        located(&e, 0, 0),
+        Problem::Truncated {
+            declared: 3_280_398,
+            available: 1_000_000
+        }
+    );
+}
+
+#[test]
+fn damaged_end_marker() {
+    let mut file = fixture("timespan.grib");
+    file[1800 + 1799] = b'8';
+    let (ok, e) = split_until_error(&file);
+    assert_eq!(ok, 1);
+    let p = located(&e, 1, 1800);
+    assert_eq!(
+        p,
+        Problem::MissingEndMarker {
+            at: 3596,
+            found: "'7778'".to_string()
+        }
+    );
+}
+
+#[test]
+fn damaged_length() {
+    // GRIB2: the length points into the data section.
+    let mut file = fixture("timespan.grib");
+    file[1800 + 14] = 0x06; // 1800 = 0x0708 -> 0x0608
+    let (_, e) = split_until_error(&file);
+    assert!(
+        matches!(located(&e, 1, 1800), Problem::MissingEndMarker { .. }),
+        "{e}"
+    );
+    // GRIB1: a length too small to hold a message.
+    let mut file = fixture("rd-fc.grib");
+    file[4..7].copy_from_slice(&[0, 0, 20]);
+    let (_, e) = split_until_error(&file);
+    assert_eq!(located(&e, 0, 0), Problem::BadLength { declared: 20 });
+}
+
+#[test]
+fn damaged_sections_inside_a_message() {
+    // GRIB2 message 1: section 4 (at 16+21+17+1672 = 1726) claims too much.
+    let mut file = fixture("timespan.grib");
+    file[1800 + 1726 + 3] = 200;
+    let (ok, e) = split_until_error(&file);
+    assert_eq!(ok, 1);
+    let p = located(&e, 1, 1800);
+    assert!(matches!(p, Problem::BadSections { at: 3526, .. }), "{p:?}");
+    assert!(e.to_string().contains("section 4 claims 200 bytes"), "{e}");
+
+    // GRIB2 cut after section 4 with a consistent length and end marker:
+    // ecCodes would give a partial key, the structure check refuses it.
+    let file = fixture("timespan.grib");
+    let mut short = file[..1760].to_vec();
+    short.extend_from_slice(b"7777");
+    short[8..16].copy_from_slice(&1764u64.to_be_bytes());
+    let e = mars_key(&short).expect_err("no sections 5 to 7");
+    assert!(matches!(located(&e, 0, 0), Problem::BadSections { .. }));
+    assert!(
+        e.to_string().contains("the end marker follows section 4"),
+        "{e}"
+    );
+
+    // GRIB1: section 1 claims a different length.
+    let mut file = fixture("rd-fc.grib");
+    file[10] = 60;
+    let e = mars_key(&file).expect_err("sections do not add up");
+    assert!(matches!(
+        located(&e, 0, 0),
+        Problem::BadSections { at: 8, .. }
+    ));
+}
+
+#[test]
+fn unsupported_edition() {
+    let mut file = fixture("timespan.grib");
+    file[1800 + 7] = 3;
+    let (_, e) = split_until_error(&file);
+    assert_eq!(
+        located(&e, 1, 1800),
+        Problem::UnsupportedEdition { edition: 3 }
+    );
+}
+
+#[test]
+fn value_keys_cannot_hold() {
+    // expver is 4 characters in the GRIB1 local section: put a control
+    // character in it.
+    let mut file = fixture("rd-fc.grib");
+    let at = file
+        .windows(4)
+        .position(|w| w == b"xxxx")
+        .expect("expver in the local section");
+    file[at] = 1;
+    let e = mars_key(&file).expect_err("control character");
+    let p = located(&e, 0, 0);
+    assert!(
+        matches!(&p, Problem::BadKey { keyword, .. } if keyword == "expver"),
+        "{p:?}"
+    );
+    assert!(
+        e.to_string().contains(r#"'expver' has value "\u{1}xxx""#),
+        "{e}"
+    );
+}
+
+#[test]
+fn message_without_mars_labelling_names_what_is_missing() {
+    // Not an ECMWF message (centre 7 instead of 98): ecCodes reads no local
+    // section, so the key has no class, stream, type or expver. ecCodes'
+    // key is returned as is; the schema names what is missing.
+    let mut file = fixture("rd-fc.grib");
+    assert_eq!(file[8 + 4], 98);
+    file[8 + 4] = 7;
+    let key = mars_key(&file).expect("ecCodes reads it");
+    assert_eq!(
+        key.to_string(),
+        "levtype=sfc,date=20201102,time=0000,step=12,param=166.128"
+    );
+    let err = Schema::ecmwf().split(&key).expect_err("no rule");
+    assert!(err.to_string().contains("class"), "{err}");
+}
+
+#[test]
+fn key_errors_do_not_end_the_iteration() {
+    // [good, bad value, good]: the caller can skip the bad one (--skip-bad).
+    let good = fixture("rd-fc.grib");
+    let mut bad = good.clone();
+    let at = bad.windows(4).position(|w| w == b"xxxx").expect("expver");
+    bad[at] = 1;
+    let mut file = good.clone();
+    file.extend_from_slice(&bad);
+    file.extend_from_slice(&good);
+    let got: Vec<_> = fields(&file).collect();
+    assert_eq!(got.len(), 3);
+    assert!(got[0].is_ok() && got[2].is_ok());
+    let e = got[1].as_ref().expect_err("bad value");
+    located(e, 1, 1476);
+    let f = got[2].as_ref().expect("ok");
+    assert_eq!((f.index, f.offset, f.bytes.len()), (2, 2952, 1476));
+}
+
+#[test]
+fn mars_key_takes_exactly_one_message() {
+    let file = fixture("timespan.grib");
+    let e = mars_key(&file).expect_err("six messages");
+    assert_eq!(located(&e, 0, 0), Problem::TrailingBytes { len: 9072 });
+    let e = mars_key(&[]).expect_err("empty");
+    assert!(matches!(located(&e, 0, 0), Problem::Truncated { .. }));
+    assert_eq!(
+        split_messages(&[]).count(),
+        0,
+        "an empty file has no messages"
+    );
+}
+
+#[test]
+fn file_context_is_added_by_the_caller() {
+    let e = split_until_error(b"GRIB").1.context("x.grib");
+    assert_eq!(
+        e.to_string(),
+        "x.grib: GRIB message 0 at byte offset 0: truncated: the message is 8 bytes long but only 4 bytes are left"
+    );
+    assert_eq!(e.kind(), ErrorKind::InvalidInput);
+}
+
+#[test]
+fn every_single_byte_corruption_is_an_error_or_a_key() {
+    // ecCodes must never crash on a damaged header: flip every byte of the
+    // headers of a GRIB1 and a GRIB2 message and extract the key.
+    for (name, upto) in [("rd-fc.grib", 120), ("timespan.grib", 1800)] {
+        let file = fixture(name);
+        let len = split_messages(&file)
+            .next()
+            .expect("one")
+            .expect("ok")
+            .bytes()
+            .len();
+        for i in 0..upto.min(len) {
+            if (100..1700).contains(&i) && i % 16 != 0 {
+                continue; // the grid's coordinates, sampled
+            }
+            for v in [0x00, 0xff, file[i] ^ 0x01] {
+                let mut damaged = file[..len].to_vec();
+                damaged[i] = v;
+                let _ = mars_key(&damaged);
+            }
+        }
+    }
+}
