@@ -118,6 +118,8 @@ pub(crate) struct Ui<'a> {
     pub(crate) progress: bool,
     /// No summaries.
     pub(crate) quiet: bool,
+    /// Standard output is a terminal (binary output is refused there).
+    pub(crate) out_is_terminal: bool,
 }
 
 impl Ui<'_> {

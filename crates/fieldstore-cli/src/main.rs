@@ -42,6 +42,7 @@ fn main() -> ExitCode {
         err: &mut err,
         progress,
         quiet: cli.global.quiet,
+        out_is_terminal: io::stdout().is_terminal(),
     };
     let result = run(&cli, &mut ui).and_then(|()| out.flush().map_err(stdout_error));
     match result {

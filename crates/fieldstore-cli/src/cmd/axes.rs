@@ -67,6 +67,7 @@ mod tests {
             err: &mut err,
             progress: false,
             quiet: false,
+            out_is_terminal: false,
         };
         let args = AxesArgs {
             request: None,

@@ -120,6 +120,7 @@ mod tests {
             err: &mut err,
             progress: false,
             quiet: false,
+            out_is_terminal: false,
         };
         run(&InfoArgs { json }, ctx, &mut ui).expect("info");
         String::from_utf8(out).expect("utf-8")

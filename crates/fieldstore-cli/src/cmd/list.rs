@@ -173,6 +173,7 @@ mod tests {
             err: &mut err,
             progress: false,
             quiet: false,
+            out_is_terminal: false,
         };
         list(fs, &request.parse().expect("request"), args, &mut ui).expect("list");
         assert!(err.is_empty());

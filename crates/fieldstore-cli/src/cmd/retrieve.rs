@@ -8,7 +8,7 @@ use std::path::Path;
 use fieldstore::{DataReader, Error, FieldStore, Request, Result};
 
 use crate::args::RetrieveArgs;
-use crate::context::{display, file_error, stdout_error, Context, Ui};
+use crate::context::{display, file_error, stdout_error, usage, Context, Ui};
 use crate::progress::{self, Unit};
 
 /// Run `fieldstore retrieve`.
@@ -31,6 +31,12 @@ pub(crate) fn retrieve(
     output: Option<&Path>,
     ui: &mut Ui<'_>,
 ) -> Result<()> {
+    let to_stdout = output.is_none_or(|p| p == Path::new("-"));
+    if to_stdout && ui.out_is_terminal {
+        return Err(usage(
+            "refusing to write fields (binary data) to a terminal: give -o FILE or redirect standard output",
+        ));
+    }
     let reader = fs.retrieve(request)?;
     let (fields, bytes) = (reader.len(), reader.size());
     match output.filter(|p| *p != Path::new("-")) {
@@ -115,6 +121,34 @@ mod tests {
         fs
     }
 
+    #[test]
+    fn binary_output_to_a_terminal_is_refused() {
+        let fs = store();
+        let mut out = Vec::new();
+        let mut err = Vec::new();
+        let mut ui = Ui {
+            out: &mut out,
+            err: &mut err,
+            progress: false,
+            quiet: false,
+            out_is_terminal: true,
+        };
+        let request = "class=od,type=fc,step=0,param=167"
+            .parse()
+            .expect("request");
+        let e = retrieve(&fs, &request, None, &mut ui).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidInput);
+        assert_eq!(
+            e.to_string(),
+            "refusing to write fields (binary data) to a terminal: give -o FILE or redirect standard output"
+        );
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("f");
+        retrieve(&fs, &request, Some(&path), &mut ui).expect("to a file is fine");
+        assert_eq!(std::fs::read(&path).expect("read"), b"s0");
+        assert!(out.is_empty());
+    }
+
     fn run(fs: &FieldStore, request: &str, output: Option<&Path>) -> Result<(Vec<u8>, String)> {
         let mut out = Vec::new();
         let mut err = Vec::new();
@@ -123,6 +157,7 @@ mod tests {
             err: &mut err,
             progress: false,
             quiet: false,
+            out_is_terminal: false,
         };
         retrieve(fs, &request.parse()?, output, &mut ui)?;
         Ok((out, String::from_utf8(err).expect("utf-8")))

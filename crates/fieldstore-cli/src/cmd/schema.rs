@@ -63,6 +63,7 @@ mod tests {
             err: &mut err,
             progress: false,
             quiet: false,
+            out_is_terminal: false,
         };
         run(args, ctx, &mut ui)?;
         Ok(String::from_utf8(out).expect("utf-8"))

@@ -148,6 +148,7 @@ mod tests {
             err: &mut err,
             progress: false,
             quiet: false,
+            out_is_terminal: false,
         };
         let args = WhereArgs {
             request: request.to_string(),
