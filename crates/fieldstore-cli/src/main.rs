@@ -18,6 +18,12 @@ use crate::args::{Cli, Command};
 use crate::context::{is_broken_pipe, stdout_error, Context, Ui};
 
 fn run(cli: &Cli, ui: &mut Ui<'_>) -> Result<()> {
+    // Checking a schema file needs no configuration (a broken one included).
+    if let Command::Schema(a) = &cli.command {
+        if let Some(path) = &a.check {
+            return cmd::schema::check_file(path, a.parsed, ui);
+        }
+    }
     let ctx = Context::load(&cli.global)?;
     match &cli.command {
         Command::Archive(a) => cmd::archive::run(a, &ctx, ui),

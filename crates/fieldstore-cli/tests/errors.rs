@@ -228,6 +228,15 @@ fn schema_check_reports_line_and_column() {
         "{r:?}"
     );
 
+    // No configuration is needed, a broken one included.
+    env.write("bad.yaml", "engine: [\n");
+    let r = env.run(&["schema", "--config", "bad.yaml", "--check", "typo.schema"]);
+    assert_eq!(r.code, 3, "{r:?}");
+    assert!(
+        r.stderr.starts_with("fieldstore: error: typo.schema:1:"),
+        "{r:?}"
+    );
+
     env.write("twice.schema", "[ class, class [ type [ step ]]]\n");
     let r = env.run(&["schema", "--check", "twice.schema"]);
     r.fails(

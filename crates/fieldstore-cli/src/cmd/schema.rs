@@ -14,15 +14,21 @@ use crate::context::{display, file_error, Context, Ui};
 /// schema (`InvalidConfig`, message `FILE:LINE:COLUMN: what`).
 pub(crate) fn run(args: &SchemaArgs, ctx: &Context, ui: &mut Ui<'_>) -> Result<()> {
     match &args.check {
-        Some(path) => {
-            let schema = check(path)?;
-            if args.parsed {
-                return print(&schema, true, ui);
-            }
-            ui.line(&format!("{}: ok: {}", display(path), summary(&schema)))
-        }
+        Some(path) => check_file(path, args.parsed, ui),
         None => print(&ctx.config.schema, args.parsed, ui),
     }
+}
+
+/// `schema --check FILE`: needs no configuration.
+///
+/// # Errors
+/// As [`run`].
+pub(crate) fn check_file(path: &Path, parsed: bool, ui: &mut Ui<'_>) -> Result<()> {
+    let schema = check(path)?;
+    if parsed {
+        return print(&schema, true, ui);
+    }
+    ui.line(&format!("{}: ok: {}", display(path), summary(&schema)))
 }
 
 /// Parse a schema file.
