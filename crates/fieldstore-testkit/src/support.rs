@@ -41,11 +41,7 @@ pub fn posix_config(root: &Path, schema: Schema) -> Config {
         engine: Engine::Toc,
         store: StoreKind::File,
         schema,
-        roots: vec![Root {
-            path: root.to_path_buf(),
-            writable: true,
-            visit: true,
-        }],
+        roots: vec![Root::new(root)],
         source: format!("test store at {}", root.display()),
     }
 }

@@ -49,6 +49,21 @@ pub struct Root {
     pub writable: bool,
     /// Datasets here are listed and read.
     pub visit: bool,
+    /// Create the directory when the store is opened, if missing (the
+    /// embedded default does; configured roots must exist).
+    pub create: bool,
+}
+
+impl Root {
+    /// A writable, visited root that must exist.
+    pub fn new(path: impl Into<PathBuf>) -> Root {
+        Root {
+            path: path.into(),
+            writable: true,
+            visit: true,
+            create: false,
+        }
+    }
 }
 
 /// An opened configuration.
@@ -118,9 +133,8 @@ impl Config {
             schema: Schema::ecmwf(),
             source: format!("embedded store at {}", root.display()),
             roots: vec![Root {
-                path: root,
-                writable: true,
-                visit: true,
+                create: true,
+                ..Root::new(root)
             }],
         }
     }
@@ -200,6 +214,7 @@ impl Config {
                     path: base.join(r.path),
                     writable: r.writable,
                     visit: r.visit,
+                    create: false,
                 });
             }
         }
@@ -242,9 +257,6 @@ impl Config {
         let root = std::env::var_os("FIELDSTORE_ROOT")
             .filter(|p| !p.is_empty())
             .map_or_else(|| PathBuf::from("fieldstore-data"), PathBuf::from);
-        // A first run needs nothing set up: the embedded root is created.
-        std::fs::create_dir_all(&root)
-            .map_err(|e| Error::io(format!("creating root {}", root.display()), e))?;
         Ok(Config::embedded(root))
     }
 }

@@ -189,6 +189,12 @@ impl FieldStore {
         first_error.map_or(Ok(()), Err)
     }
 
+    /// Drop everything archived but not flushed: none of it becomes
+    /// visible. (Dropping the handle flushes instead, as FDB5's does.)
+    pub fn discard(&self) {
+        lock(&self.writers).clear();
+    }
+
     /// Whether something archived is not yet flushed.
     pub fn dirty(&self) -> bool {
         lock(&self.writers).values().any(|w| w.dirty)

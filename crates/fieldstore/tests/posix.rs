@@ -109,10 +109,37 @@ fn damaged_data_is_reported_not_returned() {
 
 #[test]
 fn missing_root_is_a_clear_error() {
-    let e = FieldStore::open(Config::embedded("/nonexistent/fieldstore-root")).unwrap_err();
+    let mut config = Config::embedded("/nonexistent/fieldstore-root");
+    config.roots = vec![fieldstore::Root::new("/nonexistent/fieldstore-root")];
+    let e = FieldStore::open(config).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::NotFound);
     assert_eq!(
         e.to_string(),
         "root /nonexistent/fieldstore-root does not exist or is not a directory"
     );
+}
+
+#[test]
+fn the_embedded_root_is_created_on_open_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("fieldstore-data");
+    let config = Config::embedded(&root);
+    assert!(!root.exists(), "making a config creates nothing");
+    FieldStore::open(config).unwrap();
+    assert!(root.is_dir());
+}
+
+#[test]
+fn discard_drops_pending_fields() {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = FieldStore::open(Config::embedded(dir.path())).unwrap();
+    fs.archive(&key(0, 167), b"never").unwrap();
+    fs.discard();
+    fs.flush().unwrap();
+    drop(fs);
+    let reader = FieldStore::open(Config::embedded(dir.path())).unwrap();
+    assert!(reader
+        .list(&req("class=od"), ListOptions::default())
+        .unwrap()
+        .is_empty());
 }

@@ -35,6 +35,11 @@ pub(crate) fn check_roots(roots: &[Root]) -> Result<()> {
         ));
     }
     for r in roots {
+        if r.create && !r.path.exists() {
+            // A first run needs nothing set up.
+            std::fs::create_dir_all(&r.path)
+                .map_err(|e| Error::io(format!("creating root {}", r.path.display()), e))?;
+        }
         if !r.path.is_dir() {
             return Err(Error::new(
                 ErrorKind::NotFound,
