@@ -9,18 +9,22 @@
 //! - [`KeywordType`]: canonical forms of values;
 //! - [`Request`]: the MARS request subset;
 //! - [`FieldLocation`]: where a store put a field's bytes;
+//! - the backend traits [`Catalogue`] and [`Store`], with their contracts;
 //! - [`Error`] and [`ErrorKind`]: the one public error type.
 #![deny(rustdoc::broken_intra_doc_links)]
 // Library code reports errors; it does not panic on them. Tests may unwrap.
 #![cfg_attr(not(test), warn(clippy::unwrap_used))]
 
+pub mod catalogue;
 pub mod error;
 pub mod key;
 pub mod location;
 pub mod request;
 pub mod schema;
+pub mod store;
 pub mod types;
 
+pub use catalogue::{Axes, AxesExt, Catalogue, CatalogueWriter, CollocationInfo, DatasetReader};
 pub use error::{Error, ErrorKind, Result};
 pub use key::{CollocationKey, DatasetKey, ElementKey, Key, KeyError};
 pub use location::FieldLocation;
@@ -29,4 +33,5 @@ pub use schema::{
     Expansion, Level, Matcher, Predicate, Rule, RuleId, Schema, SchemaError, Selector, SplitKey,
     ValueSet, ECMWF_SCHEMA,
 };
+pub use store::{Store, StoreWriter};
 pub use types::{KeywordType, TypeError, ValueRange};

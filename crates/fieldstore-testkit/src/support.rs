@@ -6,8 +6,7 @@ use std::sync::Arc;
 
 use fieldstore::backends::memory::MemoryBackend;
 use fieldstore::{
-    Axes, Config, Engine, FieldStore, Key, Level, ListElement, ListOptions, Request, Result, Root,
-    Schema, StoreKind,
+    Axes, Config, FieldStore, Key, Level, ListElement, ListOptions, Request, Result, Root, Schema,
 };
 
 /// fdb-hammer's schema (`tests/fixtures/schema/hammer.schema`):
@@ -37,13 +36,11 @@ pub fn memory_factory(schema: Schema) -> impl Fn() -> Result<FieldStore> + Send 
 
 /// A POSIX configuration (`engine: toc`, `store: file`) with one root.
 pub fn posix_config(root: &Path, schema: Schema) -> Config {
-    Config {
-        engine: Engine::Toc,
-        store: StoreKind::File,
-        schema,
-        roots: vec![Root::new(root)],
-        source: format!("test store at {}", root.display()),
-    }
+    let mut config = Config::embedded(root);
+    config.schema = schema;
+    config.roots = vec![Root::new(root)];
+    config.source = format!("test store at {}", root.display());
+    config
 }
 
 /// Unwrap a fieldstore result, failing the check with `what` and the error.

@@ -15,6 +15,7 @@
 //! names a config file; otherwise an embedded POSIX store lives under
 //! `FIELDSTORE_ROOT`, or `./fieldstore-data`, with ECMWF's schema built in.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use fieldstore_core::{Error, ErrorKind, Result, Schema};
@@ -28,6 +29,10 @@ pub enum Engine {
     Toc,
     /// In-process memory (tests, examples).
     Memory,
+    /// DAOS key-value objects (crate `fieldstore-daos`, feature `daos`).
+    Daos,
+    /// Ceph RADOS omaps (crate `fieldstore-rados`, feature `rados`).
+    Rados,
 }
 
 /// Which store (`store:`).
@@ -38,6 +43,10 @@ pub enum StoreKind {
     File,
     /// In-process memory.
     Memory,
+    /// DAOS arrays (crate `fieldstore-daos`, feature `daos`).
+    Daos,
+    /// Ceph RADOS objects (crate `fieldstore-rados`, feature `rados`).
+    Rados,
 }
 
 /// A root directory of the POSIX backend.
@@ -79,6 +88,17 @@ pub struct Config {
     pub roots: Vec<Root>,
     /// Where the configuration came from, for messages.
     pub source: String,
+    /// Backend sections (`daos:`, `rados:`), as given; each backend crate
+    /// reads its own.
+    pub backends: BTreeMap<String, serde_json::Value>,
+}
+
+impl Config {
+    /// The section a backend reads (`daos`, `rados`), or null.
+    pub fn backend(&self, name: &str) -> &serde_json::Value {
+        static NULL: serde_json::Value = serde_json::Value::Null;
+        self.backends.get(name).unwrap_or(&NULL)
+    }
 }
 
 #[derive(Deserialize)]
@@ -94,6 +114,10 @@ struct RawConfig {
     schema: Option<String>,
     #[serde(default)]
     spaces: Vec<RawSpace>,
+    #[serde(default)]
+    daos: Option<serde_json::Value>,
+    #[serde(default)]
+    rados: Option<serde_json::Value>,
 }
 
 #[derive(Deserialize)]
@@ -132,6 +156,7 @@ impl Config {
             store: StoreKind::File,
             schema: Schema::ecmwf(),
             source: format!("embedded store at {}", root.display()),
+            backends: BTreeMap::new(),
             roots: vec![Root {
                 create: true,
                 ..Root::new(root)
@@ -147,6 +172,7 @@ impl Config {
             schema,
             roots: Vec::new(),
             source: "in-memory store".to_string(),
+            backends: BTreeMap::new(),
         }
     }
 
@@ -168,24 +194,34 @@ impl Config {
         let engine = match raw.engine.as_deref().unwrap_or("toc") {
             "toc" => Engine::Toc,
             "memory" => Engine::Memory,
+            "daos" => Engine::Daos,
+            "rados" => Engine::Rados,
             other => {
                 return Err(invalid(
                     source,
-                    format!("engine '{other}' is not supported (expected toc or memory)"),
+                    format!(
+                        "engine '{other}' is not supported (expected toc, daos, rados or memory)"
+                    ),
                 ))
             }
         };
-        let store = match raw.store.as_deref().unwrap_or(if engine == Engine::Memory {
-            "memory"
-        } else {
-            "file"
-        }) {
+        let default_store = match engine {
+            Engine::Toc => "file",
+            Engine::Memory => "memory",
+            Engine::Daos => "daos",
+            Engine::Rados => "rados",
+        };
+        let store = match raw.store.as_deref().unwrap_or(default_store) {
             "file" => StoreKind::File,
             "memory" => StoreKind::Memory,
+            "daos" => StoreKind::Daos,
+            "rados" => StoreKind::Rados,
             other => {
                 return Err(invalid(
                     source,
-                    format!("store '{other}' is not supported (expected file or memory)"),
+                    format!(
+                        "store '{other}' is not supported (expected file, daos, rados or memory)"
+                    ),
                 ))
             }
         };
@@ -218,10 +254,17 @@ impl Config {
                 });
             }
         }
-        if engine == Engine::Toc && roots.is_empty() {
+        let mut backends = BTreeMap::new();
+        if let Some(v) = raw.daos {
+            backends.insert("daos".to_string(), v);
+        }
+        if let Some(v) = raw.rados {
+            backends.insert("rados".to_string(), v);
+        }
+        if (engine == Engine::Toc || store == StoreKind::File) && roots.is_empty() {
             return Err(invalid(
                 source,
-                "engine 'toc' needs at least one root under 'spaces'",
+                "engine 'toc' and store 'file' need at least one root under 'spaces'",
             ));
         }
         Ok(Config {
@@ -230,6 +273,7 @@ impl Config {
             schema,
             roots,
             source: source.to_string(),
+            backends,
         })
     }
 
@@ -282,7 +326,7 @@ mod tests {
         let cases = [
             (
                 "engine: lmdb\n",
-                "c.yaml: engine 'lmdb' is not supported (expected toc or memory)",
+                "c.yaml: engine 'lmdb' is not supported (expected toc, daos, rados or memory)",
             ),
             (
                 "type: remote\n",
@@ -290,7 +334,7 @@ mod tests {
             ),
             (
                 "engine: toc\n",
-                "c.yaml: engine 'toc' needs at least one root under 'spaces'",
+                "c.yaml: engine 'toc' and store 'file' need at least one root under 'spaces'",
             ),
         ];
         for (text, want) in cases {

@@ -7,9 +7,8 @@ use fieldstore_core::{
     CollocationKey, DatasetKey, FieldLocation, Key, Level, Request, Result, Schema, SplitKey,
 };
 
-use crate::backends::{memory, posix};
 use crate::catalogue::{Axes, Catalogue, CatalogueWriter, DatasetReader};
-use crate::config::{Config, Engine, StoreKind};
+use crate::config::Config;
 use crate::list::{ListElement, ListOptions};
 use crate::retrieve::DataReader;
 use crate::store::{Store, StoreWriter};
@@ -70,14 +69,7 @@ impl FieldStore {
     /// # Errors
     /// `InvalidConfig`; I/O errors opening the roots.
     pub fn open(config: Config) -> Result<FieldStore> {
-        let (catalogue, store): (Arc<dyn Catalogue>, Arc<dyn Store>) =
-            match (config.engine, config.store) {
-                (Engine::Memory, StoreKind::Memory) => {
-                    let backend = memory::MemoryBackend::new();
-                    (Arc::new(backend.catalogue()), Arc::new(backend.store()))
-                }
-                _ => posix::open_pair(&config.roots, config.engine, config.store)?,
-            };
+        let (catalogue, store) = crate::backends::open(&config)?;
         Ok(FieldStore::with_backends(config, catalogue, store))
     }
 

@@ -12,17 +12,23 @@
 #![cfg_attr(not(test), warn(clippy::unwrap_used))]
 
 pub mod backends;
-pub mod catalogue;
 pub mod config;
 mod handle;
 pub mod list;
 pub mod retrieve;
-pub mod store;
 
-pub use catalogue::{Axes, Catalogue, CatalogueWriter, CollocationInfo, DatasetReader};
+/// The catalogue traits (defined in `fieldstore-core`).
+pub mod catalogue {
+    pub use fieldstore_core::catalogue::*;
+}
+
+/// The store traits (defined in `fieldstore-core`).
+pub mod store {
+    pub use fieldstore_core::store::*;
+}
+
 pub use config::{Config, Engine, Root, StoreKind};
 pub use fieldstore_core::*;
 pub use handle::FieldStore;
 pub use list::{ListElement, ListOptions};
 pub use retrieve::DataReader;
-pub use store::{Store, StoreWriter};

@@ -12,9 +12,7 @@ use fieldstore_core::{
     CollocationKey, DatasetKey, ElementKey, Error, ErrorKind, FieldLocation, Result, Schema,
 };
 
-use crate::catalogue::{
-    Axes, Catalogue, CatalogueInfoExt, CatalogueWriter, CollocationInfo, DatasetReader,
-};
+use crate::catalogue::{Axes, AxesExt, Catalogue, CatalogueWriter, CollocationInfo, DatasetReader};
 use crate::store::{Store, StoreWriter};
 
 /// A catalogue and a store in memory, shared by every handle made from it.

@@ -1,4 +1,42 @@
-//! Backends built into this crate: POSIX files and memory.
+//! Backends: POSIX files and memory built in; DAOS and RADOS from their own
+//! crates behind the `daos` and `rados` features.
 
 pub mod memory;
 pub mod posix;
+
+use std::sync::Arc;
+
+use fieldstore_core::{Catalogue, Error, ErrorKind, Result, Store};
+
+use crate::config::{Config, Engine, StoreKind};
+
+fn not_built(what: &str, feature: &str) -> Error {
+    Error::new(
+        ErrorKind::Unsupported,
+        format!("{what} needs fieldstore built with the '{feature}' feature"),
+    )
+}
+
+/// The catalogue and store a configuration names. Any catalogue may be
+/// paired with any store: locations carry their scheme.
+pub(crate) fn open(config: &Config) -> Result<(Arc<dyn Catalogue>, Arc<dyn Store>)> {
+    let memory = memory::MemoryBackend::new();
+    let catalogue: Arc<dyn Catalogue> = match config.engine {
+        Engine::Toc => Arc::new(posix::TocCatalogue::open(&config.roots)?),
+        Engine::Memory => Arc::new(memory.catalogue()),
+        // Backend crates add their arms here, behind their feature.
+        #[allow(unreachable_patterns)]
+        Engine::Daos => return Err(not_built("engine 'daos'", "daos")),
+        #[allow(unreachable_patterns)]
+        Engine::Rados => return Err(not_built("engine 'rados'", "rados")),
+    };
+    let store: Arc<dyn Store> = match config.store {
+        StoreKind::File => Arc::new(posix::FileStore::open(&config.roots)?),
+        StoreKind::Memory => Arc::new(memory.store()),
+        #[allow(unreachable_patterns)]
+        StoreKind::Daos => return Err(not_built("store 'daos'", "daos")),
+        #[allow(unreachable_patterns)]
+        StoreKind::Rados => return Err(not_built("store 'rados'", "rados")),
+    };
+    Ok((catalogue, store))
+}

@@ -28,9 +28,7 @@ use fieldstore_core::{
 
 use super::format::{self, Dec, Enc, Framed};
 use super::layout::{self, TOC};
-use crate::catalogue::{
-    Axes, Catalogue, CatalogueInfoExt, CatalogueWriter, CollocationInfo, DatasetReader,
-};
+use crate::catalogue::{Axes, AxesExt, Catalogue, CatalogueWriter, CollocationInfo, DatasetReader};
 use crate::config::Root;
 
 /// The POSIX catalogue (`engine: toc`).

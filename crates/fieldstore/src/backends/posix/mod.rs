@@ -14,16 +14,12 @@ mod format;
 mod layout;
 mod store;
 
-use std::sync::Arc;
-
 use fieldstore_core::{Error, ErrorKind, Result};
 
 pub use catalogue::{TocCatalogue, TocReader};
 pub use store::FileStore;
 
-use crate::catalogue::Catalogue;
-use crate::config::{Engine, Root, StoreKind};
-use crate::store::Store;
+use crate::config::Root;
 
 /// Every visited root must exist: a missing root is a configuration error
 /// the user must hear about, not an empty store.
@@ -51,23 +47,4 @@ pub(crate) fn check_roots(roots: &[Root]) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// The catalogue/store pair for a configuration that uses the POSIX backend
-/// for either half.
-pub(crate) fn open_pair(
-    roots: &[Root],
-    engine: Engine,
-    store: StoreKind,
-) -> Result<(Arc<dyn Catalogue>, Arc<dyn Store>)> {
-    let memory = crate::backends::memory::MemoryBackend::new();
-    let catalogue: Arc<dyn Catalogue> = match engine {
-        Engine::Toc => Arc::new(TocCatalogue::open(roots)?),
-        Engine::Memory => Arc::new(memory.catalogue()),
-    };
-    let store: Arc<dyn Store> = match store {
-        StoreKind::File => Arc::new(FileStore::open(roots)?),
-        StoreKind::Memory => Arc::new(memory.store()),
-    };
-    Ok((catalogue, store))
 }

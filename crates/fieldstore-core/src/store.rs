@@ -2,7 +2,7 @@
 
 use std::fmt::Debug;
 
-use fieldstore_core::{CollocationKey, DatasetKey, FieldLocation, Result};
+use crate::{CollocationKey, DatasetKey, FieldLocation, Result};
 
 /// Bulk field bytes.
 ///
@@ -16,7 +16,7 @@ use fieldstore_core::{CollocationKey, DatasetKey, FieldLocation, Result};
 ///   the store's flush returned, so a visible index entry never points at
 ///   bytes that a crash could lose.
 /// - Stored bytes are immutable. A damaged field is reported as
-///   [`ErrorKind::Corrupt`](fieldstore_core::ErrorKind::Corrupt), never
+///   [`ErrorKind::Corrupt`](crate::ErrorKind::Corrupt), never
 ///   returned as data.
 /// - Writers of different processes and threads never coordinate: each gets
 ///   its own writer with its own files or objects.

@@ -1,10 +1,14 @@
 //! The `Catalogue` traits: the index of fields by key.
+//!
+//! The backend traits live in the core crate, which does no I/O itself, so
+//! that backend crates (DAOS, RADOS) implement them without depending on
+//! the `fieldstore` crate that dispatches to them.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Debug;
 use std::sync::Arc;
 
-use fieldstore_core::{CollocationKey, DatasetKey, ElementKey, FieldLocation, Result, Schema};
+use crate::{CollocationKey, DatasetKey, ElementKey, FieldLocation, Result, Schema};
 
 /// Values present per keyword, sorted.
 pub type Axes = BTreeMap<String, BTreeSet<String>>;
@@ -88,13 +92,13 @@ pub trait DatasetReader: Send + Sync + Debug {
 }
 
 /// Helpers on [`Axes`].
-pub trait CatalogueInfoExt {
+pub trait AxesExt {
     /// Add every `keyword=value` of `key`.
-    fn add_key(&mut self, key: &fieldstore_core::Key);
+    fn add_key(&mut self, key: &crate::Key);
 }
 
-impl CatalogueInfoExt for Axes {
-    fn add_key(&mut self, key: &fieldstore_core::Key) {
+impl AxesExt for Axes {
+    fn add_key(&mut self, key: &crate::Key) {
         for (k, v) in key.iter() {
             match self.get_mut(k) {
                 Some(set) => {
