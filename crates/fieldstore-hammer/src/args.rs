@@ -150,6 +150,9 @@ pub struct HammerArgs {
     /// run: sequential write + fdatasync (1 and N streams), O_DIRECT read.
     #[arg(long)]
     pub physical: bool,
+    /// Only measure the physical limits (`--repetitions` times).
+    #[arg(long)]
+    pub physical_only: bool,
     /// MiB written per physical-limit test.
     #[arg(long, default_value_t = 1024)]
     pub physical_mib: u64,

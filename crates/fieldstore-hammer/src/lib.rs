@@ -326,6 +326,19 @@ pub fn run(args: &HammerArgs) -> Result<Report> {
         readers,
     );
     for rep in 0..args.repetitions.max(1) {
+        if args.physical_only {
+            report.scenario = "physical".into();
+            report.repetitions.push(report::Repetition {
+                index: rep,
+                physical: Some(physical::measure(
+                    &physical_dir(args),
+                    args.physical_mib,
+                    writers,
+                )?),
+                ..Default::default()
+            });
+            continue;
+        }
         let groups = plan(args, rep, writers, readers)?;
         let mut r = report::Repetition {
             index: rep,

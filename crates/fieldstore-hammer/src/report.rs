@@ -339,40 +339,43 @@ impl Report {
                 "NO (warm reads)".to_string()
             }
         );
+        let has_rows = self.repetitions.iter().any(|r| !r.rows.is_empty());
         let _ = writeln!(s);
-        let _ = writeln!(
-            s,
-            "{:<12} {:>3} {:>5} {:>9} {:>10} {:>9} {:>10} {:>11} {:>9} {:>7}",
-            "phase",
-            "rep",
-            "procs",
-            "fields",
-            "MiB",
-            "window s",
-            "MiB/s",
-            "fields/s",
-            "spread ms",
-            "CPU s"
-        );
-        for rep in &self.repetitions {
-            for r in &rep.rows {
-                let _ = writeln!(
-                    s,
-                    "{:<12} {:>3} {:>5} {:>9} {:>10.1} {:>9.4} {:>10} {:>11} {:>9.2} {:>7.2}",
-                    r.phase,
-                    rep.index,
-                    r.procs,
-                    r.fields,
-                    r.bytes as f64 / MIB,
-                    r.window_s,
-                    opt(r.gtb_mib_s, 1),
-                    opt(r.fields_per_s, 0),
-                    r.start_spread_ms,
-                    r.cpu_s
-                );
+        if has_rows {
+            let _ = writeln!(
+                s,
+                "{:<12} {:>3} {:>5} {:>9} {:>10} {:>9} {:>10} {:>11} {:>9} {:>7}",
+                "phase",
+                "rep",
+                "procs",
+                "fields",
+                "MiB",
+                "window s",
+                "MiB/s",
+                "fields/s",
+                "spread ms",
+                "CPU s"
+            );
+            for rep in &self.repetitions {
+                for r in &rep.rows {
+                    let _ = writeln!(
+                        s,
+                        "{:<12} {:>3} {:>5} {:>9} {:>10.1} {:>9.4} {:>10} {:>11} {:>9.2} {:>7.2}",
+                        r.phase,
+                        rep.index,
+                        r.procs,
+                        r.fields,
+                        r.bytes as f64 / MIB,
+                        r.window_s,
+                        opt(r.gtb_mib_s, 1),
+                        opt(r.fields_per_s, 0),
+                        r.start_spread_ms,
+                        r.cpu_s
+                    );
+                }
             }
         }
-        if self.repetitions.len() > 1 {
+        if has_rows && self.repetitions.len() > 1 {
             let _ = writeln!(s);
             let _ = writeln!(
                 s,
@@ -400,10 +403,12 @@ impl Report {
                 );
             }
         }
-        let _ = writeln!(
-            s,
-            "\ntime per operation (seconds summed over processes and repetitions; % of process time in the window)"
-        );
+        if has_rows {
+            let _ = writeln!(
+                s,
+                "\ntime per operation (seconds summed over processes and repetitions; % of process time in the window)"
+            );
+        }
         let mut phases: Vec<&str> = Vec::new();
         for rep in &self.repetitions {
             for r in &rep.rows {
@@ -457,7 +462,7 @@ impl Report {
             };
             let _ = writeln!(s, "{line} other {other:.3}s {pct:.0}%");
         }
-        if let Some(last) = self.repetitions.last() {
+        if let Some(last) = self.repetitions.last().filter(|_| has_rows) {
             let _ = writeln!(
                 s,
                 "\nper process, repetition {} (epoch seconds before the first and after the last I/O):",

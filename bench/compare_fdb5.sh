@@ -1,0 +1,181 @@
+#!/usr/bin/env bash
+# compare_fdb5.sh -- fieldstore and the real ECMWF FDB5 side by side, in one run, on the same
+# file system: the hammer workload (explicit keys) with 1 MiB and 64 KiB fields, 1/2/4
+# processes, pattern A (write, drop caches, read, list) and w+r contention (P = W writers +
+# R readers, W = R = P/2). FDB5 runs through pyfdb (bench/fdb5_pyfdb_hammer.py), fieldstore
+# through `fieldstore-hammer` (crates/fieldstore-hammer); both use the same process layout,
+# barrier, keys and global-timing-bandwidth arithmetic. Prints ratios (fieldstore / FDB5),
+# writes a CSV and a JSON of the medians, and a plot.
+#
+# Usage: bench/compare_fdb5.sh
+# Knobs (environment) [defaults]:
+#   FDB5_VENV   venv with pyfdb fdb5lib eccodes matplotlib, created if missing, OUTSIDE the repo
+#               [${XDG_CACHE_HOME:-$HOME/.cache}/fieldstore-bench/venv-fdb5]
+#   WORK        stores, configs, raw JSON reports   [${TMPDIR:-/tmp}/fieldstore-compare]
+#   OUT         where the plot and the summary JSON go [<repo>/docs/bench]
+#   REPS        repetitions per configuration (medians reported) [3]
+#   SIZES       "1m 64k"      PROCS "1 2 4"      PATTERNS "a wr"
+#   WL_1M       "nsteps nlevels nparams" per process, 1 MiB fields  ["2 10 10"]  (200 fields)
+#   WL_64K      same, 64 KiB fields                                  ["2 10 50"]  (1000 fields)
+#   READ_MULT   w+r: readers read this many times the steps a writer writes [2]
+#   BATCH       fields per retrieve, both systems: step | all [all]
+#   PHYS_MIB    MiB per physical-limit test (dd-like, measured by fieldstore-hammer) [1024]
+#   DROP_CACHES 1 = drop the page cache before read phases (needs root) [1]
+set -euo pipefail
+
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+FDB5_VENV=${FDB5_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/fieldstore-bench/venv-fdb5}
+WORK=${WORK:-${TMPDIR:-/tmp}/fieldstore-compare}
+OUT=${OUT:-$REPO/docs/bench}
+REPS=${REPS:-3}
+SIZES=${SIZES:-"1m 64k"}
+PROCS=${PROCS:-"1 2 4"}
+PATTERNS=${PATTERNS:-"a wr"}
+WL_1M=${WL_1M:-"2 10 10"}
+WL_64K=${WL_64K:-"2 10 50"}
+READ_MULT=${READ_MULT:-2}
+BATCH=${BATCH:-all}
+PHYS_MIB=${PHYS_MIB:-1024}
+DROP_CACHES=${DROP_CACHES:-1}
+
+log() { printf '[compare %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+# ---- the real FDB5, in a venv outside the repository ----------------------------------------
+PY=$FDB5_VENV/bin/python
+if ! "$PY" -c 'import pyfdb, matplotlib' 2>/dev/null; then
+    log "installing FDB5 (pyfdb fdb5lib eccodes) and matplotlib into $FDB5_VENV"
+    mkdir -p "$(dirname "$FDB5_VENV")"
+    [ -x "$PY" ] || python3 -m venv "$FDB5_VENV"
+    "$PY" -m pip install -q --upgrade pip
+    "$PY" -m pip install -q pyfdb fdb5lib eccodes matplotlib
+fi
+
+# ---- fieldstore, release build ----------------------------------------------------------------
+log "building fieldstore-hammer (release)"
+(cd "$REPO" && cargo build -q --release -p fieldstore-hammer)
+TARGET=${CARGO_TARGET_DIR:-$REPO/target}
+HAMMER=$TARGET/release/fieldstore-hammer
+[ -x "$HAMMER" ] || die "no $HAMMER"
+
+# ---- stores: both on the same file system -----------------------------------------------------
+mkdir -p "$WORK"/{fdb5,results,fdbhome} "$OUT"
+WORK=$(cd "$WORK" && pwd)
+FS_ROOT=$WORK/fs-root
+FDB_ROOT=$WORK/fdb5/root
+cp "$REPO/crates/fieldstore-hammer/src/hammer.schema" "$WORK/fdb5/schema"
+cat >"$WORK/fdb5/config.yaml" <<EOF
+---
+type: local
+engine: toc
+schema: $WORK/fdb5/schema
+spaces:
+- handler: Default
+  roots:
+  - path: $FDB_ROOT
+EOF
+# A private, empty FDB_HOME: system-wide FDB files (/etc/fdb) must not leak into libfdb5.
+export FDB_HOME=$WORK/fdbhome
+FDB_CONFIG=$WORK/fdb5/config.yaml
+HELPER=$REPO/bench/fdb5_pyfdb_hammer.py
+RES=$WORK/results
+rm -f "$RES"/*.json
+wipe() { rm -rf "$FS_ROOT" "$FDB_ROOT"; mkdir -p "$FS_ROOT" "$FDB_ROOT"; }
+wipe
+
+# metkit rejects paramIds unknown for the stream/type/levtype on retrieve: use ones FDB5 accepts,
+# and the very same ones for fieldstore.
+PARAMS=$("$PY" "$HELPER" params --config "$FDB_CONFIG" --nparams 64 | tail -1)
+[ -n "$PARAMS" ] || die "no valid params found"
+
+DROP=()
+[ "$DROP_CACHES" = 1 ] || DROP=(--no-drop-caches)
+
+{
+    echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    echo "nproc: $(nproc)"
+    free -g | sed -n 2p | awk '{print "memory GiB total/used/free/cache: "$2"/"$3"/"$4"/"$6}'
+    echo "disk: $(df -hT "$WORK" | tail -1 | awk '{print $1" "$2" "$3}')"
+    echo "kernel: $(uname -r)"
+    echo "fieldstore: $(cd "$REPO" && git rev-parse --short HEAD)"
+    echo "fdb5: $("$PY" -m pip list 2>/dev/null | grep -iE '^(pyfdb|fdb5lib) ' | tr -s ' ' | tr '\n' ' ')"
+    echo "workloads: 1m=[$WL_1M] 64k=[$WL_64K] reps=$REPS batch=$BATCH read_mult=$READ_MULT"
+} >"$RES/machine.txt"
+cat "$RES/machine.txt" >&2
+
+log "physical limits (before)"
+"$HAMMER" --physical-only --root "$FS_ROOT" --physical-mib "$PHYS_MIB" --processes 2 \
+    --repetitions 2 --json >"$RES/physical_before.json"
+
+common_args() { # <size> -> ARGS shared by both systems
+    local ns nl np bytes
+    case $1 in
+        1m) read -r ns nl np <<<"$WL_1M"; bytes=1048576 ;;
+        64k) read -r ns nl np <<<"$WL_64K"; bytes=65536 ;;
+        *) die "size $1" ;;
+    esac
+    ARGS=(--nsteps "$ns" --nlevels "$nl" --nparams "$np" --params "$PARAMS" --field-size "$bytes"
+          --read-multiplier "$READ_MULT" --batch "$BATCH" --repetitions "$REPS" "${DROP[@]}")
+}
+
+START=$(date +%s)
+n=0
+for size in $SIZES; do
+    common_args "$size"
+    for pattern in $PATTERNS; do
+        for P in $PROCS; do
+            if [ "$pattern" = wr ]; then
+                [ "$P" -ge 2 ] || continue
+                W=$((P / 2))
+                PARGS=(--processes "$W" --readers "$W")
+            else
+                PARGS=(--processes "$P")
+            fi
+            tag="${size}_${pattern}_P${P}"
+            # Alternate which system goes first, so slow drifts of the machine hit both alike.
+            order="fdb5 fieldstore"; [ $((n % 2)) = 1 ] && order="fieldstore fdb5"
+            n=$((n + 1))
+            for sys in $order; do
+                wipe
+                log "$sys $tag (load $(cut -d' ' -f1-3 /proc/loadavg))"
+                if [ "$sys" = fdb5 ]; then
+                    "$PY" "$HELPER" run --config "$FDB_CONFIG" --scenario "$pattern" "${ARGS[@]}" \
+                        "${PARGS[@]}" --json "$RES/fdb5_$tag.json" >&2
+                else
+                    "$HAMMER" --root "$FS_ROOT" --scenario "$pattern" --no-randomise-data \
+                        "${ARGS[@]}" "${PARGS[@]}" --json >"$RES/fieldstore_$tag.json"
+                fi
+            done
+        done
+    done
+done
+wipe
+
+log "physical limits (after)"
+"$HAMMER" --physical-only --root "$FS_ROOT" --physical-mib "$PHYS_MIB" --processes 2 \
+    --repetitions 2 --json >"$RES/physical_after.json"
+rm -rf "$FS_ROOT" "$FDB_ROOT"
+
+log "benchmark took $(($(date +%s) - START)) s"
+"$PY" "$HELPER" summarise --csv "$RES/summary.csv" --out-json "$OUT/compare.json" \
+    --plot "$OUT/compare.png" "$RES"/fieldstore_*.json "$RES"/fdb5_*.json
+"$PY" - "$RES" "$OUT/compare.json" <<'PYEOF'
+import json, sys, glob, statistics
+res, out = sys.argv[1], sys.argv[2]
+vals = {"write_fdatasync_mib_s": [], "write_streams_mib_s": [], "read_odirect_mib_s": []}
+for p in ("physical_before", "physical_after"):
+    r = json.load(open(f"{res}/{p}.json"))
+    for rep in r["repetitions"]:
+        ph = rep.get("physical") or {}
+        for k in vals:
+            if ph.get(k) is not None:
+                vals[k].append(ph[k])
+phys = {k: statistics.median(v) for k, v in vals.items() if v}
+print("\nphysical limits, same file system, same run (median of 4, MiB/s): "
+      + ", ".join(f"{k} {v:.0f}" for k, v in phys.items()))
+doc = json.load(open(out))
+doc["physical"] = phys
+doc["machine"] = open(f"{res}/machine.txt").read()
+json.dump(doc, open(out, "w"), indent=1)
+PYEOF
+log "results: $RES/summary.csv, $OUT/compare.json, $OUT/compare.png"

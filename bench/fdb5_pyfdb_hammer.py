@@ -1,0 +1,462 @@
+#!/usr/bin/env python3
+"""The hammer workload against the real ECMWF FDB5, through pyfdb with explicit keys.
+
+Mirrors `fieldstore hammer` (crates/fieldstore-hammer) so the two can be compared in one run:
+the same keys (class, expver, stream, date, time, type, levtype, step, number, levelist, param),
+the same process layout (process p writes members number + p*nensembles ...), one flush per
+(step, member), the same phases (pattern A: write, drop caches, read, list; w+r: populate,
+writers alone, drop caches, writers + readers), the same barrier (every worker says "ready" on
+stdout after opening FDB, the coordinator sends one byte to all of them at once) and the same
+JSON report shape (rows with global timing bandwidth, fields/s and start spread; medians).
+
+Subcommands:
+  run        the benchmark (coordinator; spawns worker processes of this script)
+  worker     internal: one process (task on stdin)
+  params     print the paramIds FDB5 accepts for the base keys (retrieve expands requests
+             through metkit, which rejects params unknown for a stream/type/levtype)
+  summarise  read fieldstore and FDB5 JSON reports, print ratios, write CSV/JSON and a plot
+
+Needs: pyfdb, fdb5lib (pip install pyfdb fdb5lib eccodes); matplotlib for the plot.
+"""
+import argparse
+import csv
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+
+MIB = 1024.0 * 1024.0
+
+
+def now():
+    return time.time()
+
+
+# ------------------------------------------------------------------------------------------
+# plan (same as fieldstore_hammer::plan)
+# ------------------------------------------------------------------------------------------
+
+def add_days(date, days):
+    import datetime
+    d = datetime.date(int(date[:4]), int(date[4:6]), int(date[6:8])) + datetime.timedelta(days=days)
+    return d.strftime("%Y%m%d")
+
+
+def plan(a, rep, writers, readers):
+    params = a.params[: a.nparams] if a.params else list(range(1, a.nparams + 1))
+    base = {"class": a.klass, "expver": a.expver, "stream": a.stream,
+            "date": add_days(a.date, rep), "time": a.time, "type": a.type, "levtype": a.levtype}
+    levels = list(range(a.level, a.level + a.nlevels))
+
+    def members(p):
+        first = a.number + p * a.nensembles
+        return list(range(first, first + a.nensembles))
+
+    def task(role, rank, steps, mem):
+        return {"role": role, "rank": rank, "config": a.config, "base": base, "steps": steps,
+                "members": mem, "levels": levels, "params": params,
+                "field_size": a.field_size, "batch": a.batch}
+
+    def group(name, role, steps, drop):
+        return {"name": name, "drop": drop,
+                "tasks": [task(role, p, steps, members(p)) for p in range(writers)]}
+
+    ns, s0, drop = a.nsteps, a.step, not a.no_drop_caches
+    rng = lambda first, n: list(range(first, first + n))
+    if a.scenario == "a":
+        return [group("write", "write", rng(s0, ns), False),
+                group("read", "read", rng(s0, ns), drop),
+                group("list", "list", rng(s0, ns), False)]
+    if a.scenario == "write":
+        return [group("write", "write", rng(s0, ns), False)]
+    k = max(1, a.read_multiplier)
+    populated = rng(s0, ns * k)
+    cont = group("wr", "write", rng(s0 + ns * (k + 1), ns), drop)
+    for r in range(readers):
+        cont["tasks"].append(task("read", writers + r, populated, members(r % max(1, writers))))
+    return [group("populate", "write", populated, False),
+            group("write-alone", "write", rng(s0 + ns * k, ns), False),
+            cont]
+
+
+# ------------------------------------------------------------------------------------------
+# worker
+# ------------------------------------------------------------------------------------------
+
+def worker():
+    from pathlib import Path
+    import pyfdb
+
+    task = json.loads(sys.stdin.readline())
+    t_setup = now()
+    fdb = pyfdb.FDB(Path(task["config"]))
+    base = task["base"]
+    ops = {}
+
+    def add(name, t0):
+        t1 = time.perf_counter()
+        o = ops.setdefault(name, [0.0, 0])
+        o[0] += t1 - t0
+        o[1] += 1
+        return t1
+
+    res = {"rank": task["rank"], "role": task["role"], "host": socket.gethostname(),
+           "pid": os.getpid(), "fields": 0, "bytes": 0, "expected": 0, "missing": 0,
+           "setup_secs": now() - t_setup}
+    data = os.urandom(task["field_size"]) if task["role"] == "write" else None
+    steps, members, levels, params = task["steps"], task["members"], task["levels"], task["params"]
+    sl = lambda v: [str(x) for x in v]
+    if task["role"] == "read":
+        if task["batch"] == "all":
+            reqs = [(dict(base, step=sl(steps), number=sl(members), levelist=sl(levels),
+                          param=sl(params)), len(steps) * len(members) * len(levels) * len(params))]
+        else:
+            reqs = [(dict(base, step=[str(s)], number=[str(m)], levelist=sl(levels), param=sl(params)),
+                     len(levels) * len(params)) for s in steps for m in members]
+        buf = bytearray(64 << 20)
+        mv = memoryview(buf)
+    res["t_ready"] = now()
+    sys.stdout.write("ready\n")
+    sys.stdout.flush()
+    sys.stdin.buffer.read(1)
+    res["t_release"] = now()
+    c0 = os.times()
+    res["t_first_io"] = now()
+    if task["role"] == "write":
+        for s in steps:
+            for m in members:
+                for lev in levels:
+                    for p in params:
+                        t = time.perf_counter()
+                        fdb.archive(data, dict(base, step=str(s), number=str(m), levelist=str(lev),
+                                               param=str(p)))
+                        add("archive", t)
+                        res["fields"] += 1
+                        res["bytes"] += len(data)
+                t = time.perf_counter()
+                fdb.flush()
+                add("flush", t)
+    elif task["role"] == "read":
+        for req, expected in reqs:
+            t = time.perf_counter()
+            dh = fdb.retrieve(req)
+            t = add("retrieve", t)
+            got = 0
+            with dh:
+                while True:
+                    n = dh.readinto(mv)
+                    if not n:
+                        break
+                    got += n
+            add("read", t)
+            res["bytes"] += got
+            found = got // task["field_size"]
+            res["fields"] += found
+            res["expected"] += expected
+            res["missing"] += max(0, expected - found)
+    else:
+        first = True
+        for s in steps:
+            req = dict(base, step=[str(s)], number=sl(members), levelist=sl(levels), param=sl(params))
+            t = time.perf_counter()
+            n = sum(1 for _ in fdb.list(req, level=3))
+            add("list (first)" if first else "list", t)
+            first = False
+            expected = len(members) * len(levels) * len(params)
+            res["fields"] += n
+            res["expected"] += expected
+            res["missing"] += max(0, expected - n)
+    res["t_last_io"] = now()
+    c1 = os.times()
+    res["cpu_user"] = c1.user - c0.user
+    res["cpu_sys"] = c1.system - c0.system
+    res["ops"] = {k: {"secs": v[0], "calls": v[1]} for k, v in ops.items()}
+    sys.stdout.write(json.dumps(res) + "\n")
+    sys.stdout.flush()
+
+
+# ------------------------------------------------------------------------------------------
+# coordinator
+# ------------------------------------------------------------------------------------------
+
+def drop_caches():
+    os.sync()
+    try:
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("3\n")
+        return True
+    except OSError:
+        return False
+
+
+def run_group(tasks):
+    env = dict(os.environ)
+    procs = []
+    try:
+        for t in tasks:
+            p = subprocess.Popen([sys.executable, os.path.abspath(__file__), "worker"],
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+            p.stdin.write((json.dumps(t) + "\n").encode())
+            p.stdin.flush()
+            procs.append(p)
+        for i, p in enumerate(procs):
+            line = p.stdout.readline().decode()
+            if line.strip() != "ready":
+                raise RuntimeError(f"worker {i}: {line!r} instead of ready")
+        for p in procs:
+            p.stdin.write(b"g")
+            p.stdin.flush()
+        out = []
+        for i, p in enumerate(procs):
+            line = p.stdout.readline().decode()
+            if not line:
+                raise RuntimeError(f"worker {i} died")
+            out.append(json.loads(line))
+        for i, p in enumerate(procs):
+            if p.wait() != 0:
+                raise RuntimeError(f"worker {i} exited with {p.returncode}")
+        return out
+    except BaseException:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+        raise
+
+
+def spread(v):
+    return max(v) - min(v) if v else 0.0
+
+
+def row(phase, procs):
+    t0 = min(p["t_first_io"] for p in procs)
+    t1 = max(p["t_last_io"] for p in procs)
+    w = t1 - t0
+    fields = sum(p["fields"] for p in procs)
+    nbytes = sum(p["bytes"] for p in procs)
+    ops = {}
+    for p in procs:
+        for k, o in p["ops"].items():
+            e = ops.setdefault(k, {"secs": 0.0, "calls": 0})
+            e["secs"] += o["secs"]
+            e["calls"] += o["calls"]
+    return {"phase": phase, "procs": len(procs), "fields": fields, "bytes": nbytes, "window_s": w,
+            "gtb_mib_s": nbytes / MIB / w if nbytes and w > 0 else None,
+            "fields_per_s": fields / w if w > 0 else None,
+            "start_spread_ms": spread([p["t_first_io"] for p in procs]) * 1e3,
+            "release_spread_ms": spread([p["t_release"] for p in procs]) * 1e3,
+            "cpu_s": sum(p["cpu_user"] + p["cpu_sys"] for p in procs),
+            "missing": sum(p["missing"] for p in procs), "ops": ops,
+            "process_s": sum(p["t_last_io"] - p["t_first_io"] for p in procs),
+            "per_process": procs}
+
+
+def summarise_values(v):
+    v = sorted(x for x in v if x is not None)
+    if not v:
+        return None
+    med = statistics.median(v)
+    return {"n": len(v), "median": med, "min": v[0], "max": v[-1],
+            "spread_pct": (v[-1] - v[0]) / med * 100 if med else 0.0}
+
+
+def run(a):
+    writers = max(1, a.processes)
+    readers = a.readers or writers
+    report = {"system": "fdb5-pyfdb", "scenario": a.scenario, "processes": writers,
+              "readers": readers if a.scenario == "wr" else 0, "field_bytes": a.field_size,
+              "load_before": open("/proc/loadavg").read().split()[:3], "repetitions": []}
+    for rep in range(a.repetitions):
+        r = {"index": rep, "rows": [], "caches_dropped": None}
+        for g in plan(a, rep, writers, readers):
+            if g["drop"]:
+                r["caches_dropped"] = drop_caches()
+            res = run_group(g["tasks"])
+            if g["name"] == "wr":
+                r["rows"].append(row("wr-write", [p for p in res if p["role"] == "write"]))
+                r["rows"].append(row("wr-read", [p for p in res if p["role"] == "read"]))
+            else:
+                r["rows"].append(row(g["name"], res))
+        report["repetitions"].append(r)
+    report["load_after"] = open("/proc/loadavg").read().split()[:3]
+    phases = []
+    for rep in report["repetitions"]:
+        for rw in rep["rows"]:
+            if rw["phase"] not in phases:
+                phases.append(rw["phase"])
+    report["summary"] = [
+        {"phase": ph,
+         "gtb_mib_s": summarise_values([rw["gtb_mib_s"] for rep in report["repetitions"]
+                                        for rw in rep["rows"] if rw["phase"] == ph]),
+         "fields_per_s": summarise_values([rw["fields_per_s"] for rep in report["repetitions"]
+                                           for rw in rep["rows"] if rw["phase"] == ph]),
+         "max_start_spread_ms": max(rw["start_spread_ms"] for rep in report["repetitions"]
+                                    for rw in rep["rows"] if rw["phase"] == ph)}
+        for ph in phases]
+    report["problems"] = [f"rep {rep['index']} {rw['phase']}: {rw['missing']} fields missing"
+                          for rep in report["repetitions"] for rw in rep["rows"] if rw["missing"]]
+    text = json.dumps(report, indent=1)
+    if a.json:
+        with open(a.json, "w") as f:
+            f.write(text)
+    for s in report["summary"]:
+        g, fps = s["gtb_mib_s"], s["fields_per_s"]
+        print(f"fdb5 {a.scenario} P={writers} {s['phase']:<12} "
+              f"{(g or {}).get('median', 0):10.1f} MiB/s {(fps or {}).get('median', 0):10.0f} fields/s "
+              f"spread {s['max_start_spread_ms']:.2f} ms")
+    for p in report["problems"]:
+        print("PROBLEM:", p)
+    return 1 if report["problems"] else 0
+
+
+def probe_params(a):
+    from pathlib import Path
+    import pyfdb
+    fdb = pyfdb.FDB(Path(a.config))
+    base = {"class": a.klass, "expver": a.expver, "stream": a.stream, "date": a.date,
+            "time": a.time, "type": a.type, "levtype": a.levtype}
+    ok = []
+    for p in range(1, 1000):
+        try:
+            with fdb.retrieve(dict(base, step="0", number="1", levelist="1", param=str(p))) as dh:
+                dh.read()
+            ok.append(p)
+        except Exception:
+            pass
+        if len(ok) >= a.nparams:
+            break
+    print(",".join(map(str, ok)))
+
+
+# ------------------------------------------------------------------------------------------
+# summarise: both systems side by side
+# ------------------------------------------------------------------------------------------
+
+def summarise(a):
+    rows = []
+    for path in a.reports:
+        rep = json.load(open(path))
+        name = os.path.basename(path)[:-5]          # <system>_<size>_<pattern>_P<n>.json
+        system, size, pattern, p = name.split("_")
+        for s in rep["summary"]:
+            g, f = s.get("gtb_mib_s") or {}, s.get("fields_per_s") or {}
+            rows.append({"system": system, "size": size, "pattern": pattern,
+                         "procs": int(p[1:]), "phase": s["phase"],
+                         "mib_s": g.get("median"), "mib_s_min": g.get("min"),
+                         "mib_s_max": g.get("max"), "fields_s": f.get("median"),
+                         "spread_pct": g.get("spread_pct", f.get("spread_pct")),
+                         "reps": f.get("n"), "start_spread_ms": s.get("max_start_spread_ms"),
+                         "problems": len(rep.get("problems", []))})
+    with open(a.csv, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0].keys()))
+        w.writeheader()
+        w.writerows(rows)
+    key = lambda r: (r["size"], r["pattern"], r["procs"], r["phase"])
+    fs = {key(r): r for r in rows if r["system"] == "fieldstore"}
+    fdb = {key(r): r for r in rows if r["system"] == "fdb5"}
+    ratios = []
+    lines = ["| field | pattern | P | phase | fieldstore MiB/s | FDB5 MiB/s | fieldstore fields/s | "
+             "FDB5 fields/s | ratio |", "|---|---|---|---|---|---|---|---|---|"]
+    for k in sorted(set(fs) | set(fdb), key=lambda k: (k[0] != "1m", k[1], k[2], k[3])):
+        r1, r2 = fs.get(k), fdb.get(k)
+        if not r1 or not r2:
+            continue
+        ratio = (r1["fields_s"] / r2["fields_s"]) if r1["fields_s"] and r2["fields_s"] else None
+        ratios.append({"size": k[0], "pattern": k[1], "procs": k[2], "phase": k[3], "ratio": ratio,
+                       "fieldstore": r1, "fdb5": r2})
+        f = lambda v, d=1: "-" if v is None else f"{v:,.{d}f}"
+        lines.append(f"| {k[0]} | {k[1]} | {k[2]} | {k[3]} | {f(r1['mib_s'])} | {f(r2['mib_s'])} | "
+                     f"{f(r1['fields_s'], 0)} | {f(r2['fields_s'], 0)} | **{f(ratio, 2)}×** |")
+    table = "\n".join(lines)
+    print(table)
+    with open(a.out_json, "w") as fh:
+        json.dump({"rows": rows, "ratios": ratios, "table": table}, fh, indent=1)
+    if a.plot:
+        plot(rows, a.plot)
+
+
+def plot(rows, path):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib missing: no plot", file=sys.stderr)
+        return
+    panels = [("1m", "a", ["write", "read"]), ("1m", "wr", ["wr-write", "wr-read"]),
+              ("64k", "a", ["write", "read"]), ("64k", "wr", ["wr-write", "wr-read"])]
+    fig, axs = plt.subplots(2, 2, figsize=(11, 8))
+    for ax, (size, pattern, phases) in zip(axs.flat, panels):
+        for system, style in (("fieldstore", "-"), ("fdb5", "--")):
+            for ph, color in zip(phases, ("tab:blue", "tab:orange")):
+                pts = sorted((r["procs"], r["mib_s"]) for r in rows
+                             if r["system"] == system and r["size"] == size
+                             and r["pattern"] == pattern and r["phase"] == ph and r["mib_s"])
+                if pts:
+                    ax.plot([p for p, _ in pts], [v for _, v in pts], style, marker="o", color=color,
+                            label=f"{system} {ph}")
+        ax.set_title(f"{'1 MiB' if size == '1m' else '64 KiB'} fields, "
+                     f"{'pattern A' if pattern == 'a' else 'w+r contention'}")
+        ax.set_xlabel("processes" + (" (writers + readers)" if pattern == "wr" else ""))
+        ax.set_ylabel("global timing bandwidth, MiB/s")
+        ax.set_xticks([1, 2, 4])
+        ax.set_ylim(bottom=0)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle("fieldstore vs FDB5 (pyfdb, explicit keys): same workload, same run")
+    fig.tight_layout()
+    fig.savefig(path)
+    print(f"plot: {path}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("worker")
+    for name in ("run", "params"):
+        p = sub.add_parser(name)
+        p.add_argument("--config", required=True, help="FDB5 config YAML")
+        p.add_argument("--scenario", choices=["a", "wr", "write"], default="a")
+        p.add_argument("--processes", type=int, default=1)
+        p.add_argument("--readers", type=int)
+        p.add_argument("--nsteps", type=int, default=1)
+        p.add_argument("--step", type=int, default=0)
+        p.add_argument("--nlevels", type=int, default=1)
+        p.add_argument("--level", type=int, default=0)
+        p.add_argument("--nparams", type=int, default=1)
+        p.add_argument("--params", type=lambda s: [int(x) for x in s.split(",") if x], default=[])
+        p.add_argument("--nensembles", type=int, default=1)
+        p.add_argument("--number", type=int, default=1)
+        p.add_argument("--class", dest="klass", default="od")
+        p.add_argument("--expver", default="xxxx")
+        p.add_argument("--stream", default="enfo")
+        p.add_argument("--date", default="20240101")
+        p.add_argument("--time", default="0000")
+        p.add_argument("--type", default="pf")
+        p.add_argument("--levtype", default="pl")
+        p.add_argument("--field-size", type=int, default=1 << 20)
+        p.add_argument("--read-multiplier", type=int, default=4)
+        p.add_argument("--batch", choices=["step", "all"], default="step")
+        p.add_argument("--repetitions", type=int, default=1)
+        p.add_argument("--no-drop-caches", action="store_true")
+        p.add_argument("--json")
+    s = sub.add_parser("summarise")
+    s.add_argument("--csv", required=True)
+    s.add_argument("--out-json", required=True)
+    s.add_argument("--plot")
+    s.add_argument("reports", nargs="+")
+    a = ap.parse_args()
+    if a.cmd == "worker":
+        worker()
+    elif a.cmd == "params":
+        probe_params(a)
+    elif a.cmd == "run":
+        sys.exit(run(a))
+    else:
+        summarise(a)
+
+
+if __name__ == "__main__":
+    main()
