@@ -118,6 +118,15 @@ fn keys_and_splits_agree_with_eccodes_and_fdb5() {
     );
 }
 
+/// `scripts/test-with-eccodes-wheel.sh` swaps the library at run time; make
+/// sure the swap happened.
+#[test]
+fn runs_the_expected_eccodes() {
+    if let Ok(want) = std::env::var("FIELDSTORE_GRIB_EXPECT_ECCODES") {
+        assert_eq!(eccodes_version(), want);
+    }
+}
+
 #[test]
 fn old_eccodes_table_only_covers_real_differences() {
     // Every recorded older behaviour differs from the oracle (else drop it).
