@@ -12,9 +12,9 @@
 //! before; a `retrieve` that follows finds at least those fields (it looks
 //! fields up one by one while writers go on, so it may find more).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
-use fieldstore::{FieldStore, Key, Request, Result};
+use fieldstore::{FieldLocation, FieldStore, Key, Request, Result};
 
 use crate::payload;
 use crate::support::{key, request};
@@ -121,6 +121,9 @@ impl Streams {
 pub struct Observer {
     streams: Streams,
     last: Vec<usize>,
+    /// Fields already read and verified, by canonical key, with their
+    /// location.
+    verified: HashMap<String, FieldLocation>,
     /// Polls done.
     pub polls: usize,
 }
@@ -132,6 +135,7 @@ impl Observer {
         Observer {
             streams,
             last,
+            verified: HashMap::new(),
             polls: 0,
         }
     }
@@ -141,12 +145,42 @@ impl Observer {
         &self.last
     }
 
-    /// One poll through `fs`: list the dataset and read every listed field
-    /// (a list is one consistent view: whole flushes, in order), then
-    /// retrieve every field of the workload (at least what the list showed,
-    /// each field whole). `floor[w]` is what writer
-    /// `w` had reported flushed before this poll began. Returns the number
-    /// of fields visible per writer.
+    /// Read and verify the field `key` at `loc` the first time it is seen
+    /// there. The workload never replaces a field, so a field seen at
+    /// another location than before is an error.
+    fn verify(
+        &mut self,
+        fs: &FieldStore,
+        key: &str,
+        loc: &FieldLocation,
+        buf: &mut Vec<u8>,
+    ) -> std::result::Result<(), String> {
+        match self.verified.get(key) {
+            Some(known) if known == loc => return Ok(()),
+            Some(known) => {
+                return Err(format!(
+                    "{key} moved from {known} to {loc}, but it was never archived again"
+                ))
+            }
+            None => {}
+        }
+        fs.store()
+            .read(loc, buf)
+            .map_err(|err| format!("reading {key} at {loc}: {err}"))?;
+        if buf.len() as u64 != loc.length {
+            return Err(format!("{key}: read {} bytes from {loc}", buf.len()));
+        }
+        payload::verify(buf, key)?;
+        self.verified.insert(key.to_string(), loc.clone());
+        Ok(())
+    }
+
+    /// One poll through `fs`: list the dataset (a list is one consistent
+    /// view: whole flushes, in order), then retrieve every field of the
+    /// workload (at least what the list showed). Every field is read and
+    /// verified the first time it is seen, so each poll costs what is new.
+    /// `floor[w]` is what writer `w` had reported flushed before this poll
+    /// began. Returns the number of fields visible per writer.
     ///
     /// # Errors
     /// A description of the first rule broken.
@@ -157,16 +191,16 @@ impl Observer {
     ) -> std::result::Result<Vec<usize>, String> {
         self.polls += 1;
         let poll = self.polls;
-        let s = &self.streams;
+        let s = self.streams.clone();
         let ctx = |e: String| format!("poll {poll}: {e}");
+        let mut buf = Vec::new();
 
-        // 1. list, and read each listed location.
+        // 1. list, and read each new listed field.
         let req = s.dataset_request();
         let listed = fs
             .list(&req, fieldstore::ListOptions::default())
             .map_err(|e| ctx(format!("list {req} failed: {e}")))?;
         let mut seen: Vec<BTreeSet<usize>> = vec![BTreeSet::new(); s.writers];
-        let mut buf = Vec::new();
         for e in &listed {
             if e.element.is_empty() {
                 return Err(ctx(format!(
@@ -185,35 +219,26 @@ impl Observer {
                 .location
                 .as_ref()
                 .ok_or_else(|| ctx(format!("list gave no location for {key}")))?;
-            fs.store()
-                .read(loc, &mut buf)
-                .map_err(|err| ctx(format!("reading listed field {key} at {loc}: {err}")))?;
-            if buf.len() as u64 != loc.length {
-                return Err(ctx(format!("{key}: read {} bytes from {loc}", buf.len())));
-            }
-            payload::verify(&buf, &key.to_string()).map_err(&ctx)?;
+            self.verify(fs, &key.to_string(), loc, &mut buf)
+                .map_err(|e| ctx(format!("list: {e}")))?;
         }
         let counts = self.check_prefixes("list", &seen, floor).map_err(&ctx)?;
 
         // 2. retrieve everything by an explicit request.
         let req = s.full_request();
-        let mut reader = fs
+        let reader = fs
             .retrieve(&req)
             .map_err(|e| ctx(format!("retrieve {req} failed: {e}")))?;
         let mut got: Vec<BTreeSet<usize>> = vec![BTreeSet::new(); s.writers];
-        loop {
-            let key = match reader.next_field(&mut buf) {
-                Ok(Some(k)) => k,
-                Ok(None) => break,
-                Err(e) => return Err(ctx(format!("retrieve {req}: reading a field: {e}"))),
-            };
+        for (key, loc) in reader.fields() {
             let (w, i) = s
-                .locate(&key)
+                .locate(key)
                 .ok_or_else(|| ctx(format!("retrieve yields a key nobody wrote: {key}")))?;
             if !got[w].insert(i) {
                 return Err(ctx(format!("retrieve yields {key} twice")));
             }
-            payload::verify(&buf, &key.to_string()).map_err(&ctx)?;
+            self.verify(fs, &key.to_string(), loc, &mut buf)
+                .map_err(|e| ctx(format!("retrieve: {e}")))?;
         }
         // A retrieve looks fields up one by one while writers go on
         // flushing, so it is no snapshot: it must find at least what the list

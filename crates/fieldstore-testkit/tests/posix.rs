@@ -1,0 +1,192 @@
+//! The conformance suite on the POSIX backend (`engine: toc`, `store:
+//! file`), each check on a fresh temporary root, plus the POSIX-specific
+//! damage checks: damaged and truncated data files, damaged index files.
+
+use std::fs::OpenOptions;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use fieldstore::{ErrorKind, FieldLocation, FieldStore, ListOptions, Request};
+use fieldstore_testkit::support::{archive_payload, key, must, posix_config, schema, Spec};
+use fieldstore_testkit::{damaged_field_detected, Open};
+
+fn with_posix(check: &dyn Fn(Open<'_>)) {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let root = dir.path().to_path_buf();
+    let open = move || FieldStore::open(posix_config(&root, schema()));
+    check(&open);
+}
+
+fieldstore_testkit::conformance_tests!(with_posix);
+
+/// Flip one bit of the byte at `offset` of `path`, in place.
+fn flip(path: &Path, offset: u64) {
+    let f = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .unwrap_or_else(|e| panic!("opening {} to damage it: {e}", path.display()));
+    let mut b = [0u8; 1];
+    f.read_exact_at(&mut b, offset)
+        .unwrap_or_else(|e| panic!("reading {}@{offset}: {e}", path.display()));
+    b[0] ^= 0x08;
+    f.write_all_at(&b, offset)
+        .unwrap_or_else(|e| panic!("damaging {}@{offset}: {e}", path.display()));
+}
+
+/// The data file of a `file://` location.
+fn data_file(loc: &FieldLocation) -> PathBuf {
+    assert_eq!(loc.scheme(), "file", "a POSIX location: {loc}");
+    PathBuf::from(loc.path())
+}
+
+#[test]
+fn damaged_data_file_is_detected() {
+    with_posix(&|open| {
+        damaged_field_detected(open, &|loc: &FieldLocation| {
+            flip(&data_file(loc), loc.offset + loc.length / 2);
+        });
+    });
+}
+
+const BASE: Spec = Spec {
+    date: 20231201,
+    time: 1200,
+    ty: "pf",
+    levtype: "pl",
+    step: 0,
+    number: Some(1),
+    levelist: Some(500),
+    param: 130,
+};
+
+/// A data file cut short (a lost tail) is `Corrupt` for the fields it no
+/// longer holds, never short data; the fields before the cut still read.
+#[test]
+fn truncated_data_file_is_detected() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let open = || FieldStore::open(posix_config(dir.path(), schema()));
+    let w = must(open(), "open");
+    let fields: Vec<_> = [0, 6]
+        .iter()
+        .map(|&step| archive_payload(&w, &Spec { step, ..BASE }.key("trn1"), 1, 500, 900))
+        .collect();
+    must(w.flush(), "flush");
+    drop(w);
+    let r = must(open(), "open");
+    let last = must(r.location(&fields[1].key), "location").expect("flushed");
+    let file = data_file(&last);
+    OpenOptions::new()
+        .write(true)
+        .open(&file)
+        .and_then(|f| f.set_len(last.offset + last.length / 2))
+        .unwrap_or_else(|e| panic!("truncating {}: {e}", file.display()));
+    let r = must(open(), "open after the truncation");
+    match r
+        .retrieve(&Request::from_key(&fields[1].key))
+        .and_then(|d| d.read_all())
+    {
+        Err(e) => {
+            assert_eq!(
+                e.kind(),
+                ErrorKind::Corrupt,
+                "reading a field cut short: {e}"
+            );
+            assert!(
+                e.to_string().contains(&*file.to_string_lossy()),
+                "the error does not name the data file {}: {e}",
+                file.display()
+            );
+        }
+        Ok(bytes) => panic!(
+            "a field cut short read back as {} bytes of data",
+            bytes.len()
+        ),
+    }
+    let first = r
+        .retrieve(&Request::from_key(&fields[0].key))
+        .and_then(|d| d.read_all());
+    assert_eq!(
+        must(first, "retrieve of the field before the cut"),
+        fields[0].data,
+        "the field before the cut"
+    );
+}
+
+/// A damaged index file is reported as `Corrupt`, naming the file, by the
+/// operations that need it (list at the element level, retrieve); it never
+/// yields wrong fields.
+#[test]
+fn damaged_index_file_is_detected() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let open = || FieldStore::open(posix_config(dir.path(), schema()));
+    let w = must(open(), "open");
+    let fields: Vec<_> = [0, 6, 12]
+        .iter()
+        .map(|&step| archive_payload(&w, &Spec { step, ..BASE }.key("idx1"), 1, 100, 300))
+        .collect();
+    must(w.flush(), "flush");
+    drop(w);
+    let index = find_files(dir.path(), ".index");
+    assert_eq!(index.len(), 1, "one writer, one index file: {index:?}");
+    let len = std::fs::metadata(&index[0]).expect("index file").len();
+    // Past the record header: inside the block's entries.
+    flip(&index[0], len - 10);
+    let r = must(open(), "open after the damage");
+    let name = index[0]
+        .file_name()
+        .expect("a file name")
+        .to_string_lossy()
+        .into_owned();
+    let req: Request = "class=od,expver=idx1".parse().expect("request");
+    let results = [
+        (
+            "list",
+            r.list(&req, ListOptions::default()).map(|l| l.len()),
+        ),
+        (
+            "retrieve",
+            r.retrieve(&Request::from_key(&fields[1].key))
+                .and_then(|d| d.read_all())
+                .map(|b| b.len()),
+        ),
+    ];
+    for (op, result) in results {
+        match result {
+            Err(e) => {
+                assert_eq!(
+                    e.kind(),
+                    ErrorKind::Corrupt,
+                    "{op} over a damaged index: {e}"
+                );
+                assert!(
+                    e.to_string().contains(&name),
+                    "{op}: the error does not name {name}: {e}"
+                );
+            }
+            Ok(n) => panic!("{op} over a damaged index file succeeded ({n}), want a Corrupt error"),
+        }
+    }
+    // A key that is not in the damaged dataset is still simply absent.
+    let other = key("class=od,expver=idx2,stream=enfo,date=20231201,time=1200,type=pf,levtype=pl,step=0,number=1,levelist=500,param=130");
+    assert_eq!(
+        must(r.location(&other), "location in another dataset"),
+        None
+    );
+}
+
+fn find_files(dir: &Path, suffix: &str) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap_or_else(|e| panic!("reading {}: {e}", d.display())) {
+            let p = e.expect("a directory entry").path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.to_string_lossy().ends_with(suffix) {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
