@@ -195,7 +195,7 @@ fn writers_killed_at_random_instants_lose_nothing_flushed() {
         expver: "kil1".into(),
         writers: TRIALS + 1,
         fields: 100,
-        flush_every: 5,
+        flush_every: 10,
         min_len: 28,
         max_len: 2048,
     };

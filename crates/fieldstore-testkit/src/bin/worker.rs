@@ -108,7 +108,11 @@ fn read(args: &Args) -> Result<ExitCode, String> {
         let seen = observer.poll(&fs, &floor)?;
         let total: usize = seen.iter().sum();
         if total >= until {
-            println!("polls {} fields {total}", observer.polls);
+            println!(
+                "polls {} fields {total} in {:.2?}",
+                observer.polls,
+                start.elapsed()
+            );
             return Ok(ExitCode::SUCCESS);
         }
         if start.elapsed() > timeout {
