@@ -19,6 +19,21 @@ fn with_posix(check: &dyn Fn(Open<'_>)) {
 
 fieldstore_testkit::conformance_tests!(with_posix);
 
+/// Every check on one root, one after the other, with the damage hook:
+/// checks are not disturbed by the other datasets in the root.
+#[test]
+fn run_all_on_one_root() {
+    with_posix(&|open| {
+        let corrupt = |loc: &FieldLocation| flip(&data_file(loc), loc.offset + loc.length / 2);
+        fieldstore_testkit::run_all(
+            open,
+            &fieldstore_testkit::Capabilities {
+                corrupt: Some(&corrupt),
+            },
+        );
+    });
+}
+
 /// Flip one bit of the byte at `offset` of `path`, in place.
 fn flip(path: &Path, offset: u64) {
     let f = OpenOptions::new()

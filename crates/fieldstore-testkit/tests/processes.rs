@@ -246,4 +246,13 @@ fn writers_killed_at_random_instants_lose_nothing_flushed() {
         )
         .unwrap_or_else(|e| panic!("after the last writer: {e}"));
     assert_eq!(seen[TRIALS], s.fields, "the writer after the crashes");
+    // Finally every visible field once more, read afresh by a new reader.
+    let fs = must(FieldStore::open(posix_config(root, schema())), "open");
+    let again = Observer::new(s.clone())
+        .poll(&fs, &floor)
+        .unwrap_or_else(|e| panic!("a fresh reader at the end: {e}"));
+    assert_eq!(
+        again, seen,
+        "a fresh reader sees what the long-lived one saw"
+    );
 }
