@@ -15,8 +15,8 @@
 #   OUT         where the plot and the summary JSON go [<repo>/docs/bench]
 #   REPS        repetitions per configuration (medians reported) [3]
 #   SIZES       "1m 64k"      PROCS "1 2 4"      PATTERNS "a wr"
-#   WL_1M       "nsteps nlevels nparams" per process, 1 MiB fields  ["2 10 10"]  (200 fields)
-#   WL_64K      same, 64 KiB fields                                  ["2 10 50"]  (1000 fields)
+#   WL_1M       "nsteps nlevels nparams" per process, 1 MiB fields  ["4 10 10"]  (400 fields)
+#   WL_64K      same, 64 KiB fields                                  ["4 10 50"]  (2000 fields)
 #   READ_MULT   w+r: readers read this many times the steps a writer writes [2]
 #   BATCH       fields per retrieve, both systems: step | all [all]
 #   PHYS_MIB    MiB per physical-limit test (dd-like, measured by fieldstore-hammer) [1024]
@@ -31,8 +31,8 @@ REPS=${REPS:-3}
 SIZES=${SIZES:-"1m 64k"}
 PROCS=${PROCS:-"1 2 4"}
 PATTERNS=${PATTERNS:-"a wr"}
-WL_1M=${WL_1M:-"2 10 10"}
-WL_64K=${WL_64K:-"2 10 50"}
+WL_1M=${WL_1M:-"4 10 10"}
+WL_64K=${WL_64K:-"4 10 50"}
 READ_MULT=${READ_MULT:-2}
 BATCH=${BATCH:-all}
 PHYS_MIB=${PHYS_MIB:-1024}
@@ -115,7 +115,7 @@ common_args() { # <size> -> ARGS shared by both systems
         *) die "size $1" ;;
     esac
     ARGS=(--nsteps "$ns" --nlevels "$nl" --nparams "$np" --params "$PARAMS" --field-size "$bytes"
-          --read-multiplier "$READ_MULT" --batch "$BATCH" --repetitions "$REPS" "${DROP[@]}")
+          --read-multiplier "$READ_MULT" --batch "$BATCH" "${DROP[@]}")
 }
 
 START=$(date +%s)
@@ -132,19 +132,22 @@ for size in $SIZES; do
                 PARGS=(--processes "$P")
             fi
             tag="${size}_${pattern}_P${P}"
-            # Alternate which system goes first, so slow drifts of the machine hit both alike.
-            order="fdb5 fieldstore"; [ $((n % 2)) = 1 ] && order="fieldstore fdb5"
-            n=$((n + 1))
-            for sys in $order; do
-                wipe
-                log "$sys $tag (load $(cut -d' ' -f1-3 /proc/loadavg))"
-                if [ "$sys" = fdb5 ]; then
-                    "$PY" "$HELPER" run --config "$FDB_CONFIG" --scenario "$pattern" "${ARGS[@]}" \
-                        "${PARGS[@]}" --json "$RES/fdb5_$tag.json" >&2
-                else
-                    "$HAMMER" --root "$FS_ROOT" --scenario "$pattern" --no-randomise-data \
-                        "${ARGS[@]}" "${PARGS[@]}" --json >"$RES/fieldstore_$tag.json"
-                fi
+            # Repetitions are interleaved (fdb5, fieldstore, fieldstore, fdb5, ...) so that slow
+            # drifts of the machine and other tenants' load hit both systems alike.
+            for ((rep = 1; rep <= REPS; rep++)); do
+                order="fdb5 fieldstore"; [ $((n % 2)) = 1 ] && order="fieldstore fdb5"
+                n=$((n + 1))
+                for sys in $order; do
+                    wipe
+                    log "$sys $tag rep $rep (load $(cut -d' ' -f1-3 /proc/loadavg))"
+                    if [ "$sys" = fdb5 ]; then
+                        "$PY" "$HELPER" run --config "$FDB_CONFIG" --scenario "$pattern" "${ARGS[@]}" \
+                            "${PARGS[@]}" --json "$RES/fdb5_${tag}_r$rep.json" >/dev/null
+                    else
+                        "$HAMMER" --root "$FS_ROOT" --scenario "$pattern" --no-randomise-data \
+                            "${ARGS[@]}" "${PARGS[@]}" --json >"$RES/fieldstore_${tag}_r$rep.json"
+                    fi
+                done
             done
         done
     done
@@ -162,7 +165,8 @@ log "benchmark took $(($(date +%s) - START)) s"
 "$PY" - "$RES" "$OUT/compare.json" <<'PYEOF'
 import json, sys, glob, statistics
 res, out = sys.argv[1], sys.argv[2]
-vals = {"write_fdatasync_mib_s": [], "write_streams_mib_s": [], "read_odirect_mib_s": []}
+vals = {"write_fdatasync_mib_s": [], "write_streams_mib_s": [], "write_odirect_mib_s": [],
+        "read_odirect_mib_s": []}
 for p in ("physical_before", "physical_after"):
     r = json.load(open(f"{res}/{p}.json"))
     for rep in r["repetitions"]:

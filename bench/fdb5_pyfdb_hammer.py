@@ -335,20 +335,42 @@ def probe_params(a):
 # ------------------------------------------------------------------------------------------
 
 def summarise(a):
-    rows = []
+    """Reports are named <system>_<size>_<pattern>_P<n>[_r<k>].json; repetitions of one
+    configuration may be spread over several files (interleaved runs)."""
+    groups = {}
     for path in a.reports:
         rep = json.load(open(path))
-        name = os.path.basename(path)[:-5]          # <system>_<size>_<pattern>_P<n>.json
-        system, size, pattern, p = name.split("_")
-        for s in rep["summary"]:
-            g, f = s.get("gtb_mib_s") or {}, s.get("fields_per_s") or {}
-            rows.append({"system": system, "size": size, "pattern": pattern,
-                         "procs": int(p[1:]), "phase": s["phase"],
-                         "mib_s": g.get("median"), "mib_s_min": g.get("min"),
-                         "mib_s_max": g.get("max"), "fields_s": f.get("median"),
-                         "spread_pct": g.get("spread_pct", f.get("spread_pct")),
-                         "reps": f.get("n"), "start_spread_ms": s.get("max_start_spread_ms"),
-                         "problems": len(rep.get("problems", []))})
+        parts = os.path.basename(path)[:-5].split("_")
+        system, size, pattern, p = parts[:4]
+        g = groups.setdefault((system, size, pattern, int(p[1:])), {"rows": [], "problems": 0})
+        g["problems"] += len(rep.get("problems", []))
+        for r in rep["repetitions"]:
+            g["rows"].extend(r["rows"])
+    rows = []
+    for (system, size, pattern, procs), g in groups.items():
+        phases = []
+        for r in g["rows"]:
+            if r["phase"] not in phases:
+                phases.append(r["phase"])
+        for ph in phases:
+            rr = [r for r in g["rows"] if r["phase"] == ph]
+            gtb = summarise_values([r["gtb_mib_s"] for r in rr])
+            fps = summarise_values([r["fields_per_s"] for r in rr])
+            fields = sum(r["fields"] for r in rr) or 1
+            ops = {}
+            for r in rr:
+                for k, o in r["ops"].items():
+                    ops[k] = ops.get(k, 0.0) + o["secs"]
+            rows.append({"system": system, "size": size, "pattern": pattern, "procs": procs,
+                         "phase": ph,
+                         "mib_s": (gtb or {}).get("median"), "mib_s_min": (gtb or {}).get("min"),
+                         "mib_s_max": (gtb or {}).get("max"), "fields_s": (fps or {}).get("median"),
+                         "spread_pct": (fps or {}).get("spread_pct"), "reps": (fps or {}).get("n"),
+                         "start_spread_ms": max(r["start_spread_ms"] for r in rr),
+                         "cpu_s_per_gib": sum(r["cpu_s"] for r in rr) / max(1, sum(r["bytes"] for r in rr)) * 2**30
+                         if any(r["bytes"] for r in rr) else None,
+                         "us_per_field": {k: v / fields * 1e6 for k, v in sorted(ops.items())},
+                         "problems": g["problems"]})
     with open(a.csv, "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=list(rows[0].keys()))
         w.writeheader()
@@ -358,17 +380,17 @@ def summarise(a):
     fdb = {key(r): r for r in rows if r["system"] == "fdb5"}
     ratios = []
     lines = ["| field | pattern | P | phase | fieldstore MiB/s | FDB5 MiB/s | fieldstore fields/s | "
-             "FDB5 fields/s | ratio |", "|---|---|---|---|---|---|---|---|---|"]
-    for k in sorted(set(fs) | set(fdb), key=lambda k: (k[0] != "1m", k[1], k[2], k[3])):
-        r1, r2 = fs.get(k), fdb.get(k)
-        if not r1 or not r2:
-            continue
+             "FDB5 fields/s | ratio | spread fs / FDB5 |", "|---|---|---|---|---|---|---|---|---|---|"]
+    order = {"write": 0, "read": 1, "list": 2, "populate": 3, "write-alone": 4, "wr-write": 5, "wr-read": 6}
+    for k in sorted(set(fs) & set(fdb), key=lambda k: (k[0] != "1m", k[1], k[2], order.get(k[3], 9))):
+        r1, r2 = fs[k], fdb[k]
         ratio = (r1["fields_s"] / r2["fields_s"]) if r1["fields_s"] and r2["fields_s"] else None
         ratios.append({"size": k[0], "pattern": k[1], "procs": k[2], "phase": k[3], "ratio": ratio,
                        "fieldstore": r1, "fdb5": r2})
         f = lambda v, d=1: "-" if v is None else f"{v:,.{d}f}"
         lines.append(f"| {k[0]} | {k[1]} | {k[2]} | {k[3]} | {f(r1['mib_s'])} | {f(r2['mib_s'])} | "
-                     f"{f(r1['fields_s'], 0)} | {f(r2['fields_s'], 0)} | **{f(ratio, 2)}×** |")
+                     f"{f(r1['fields_s'], 0)} | {f(r2['fields_s'], 0)} | **{f(ratio, 2)}x** | "
+                     f"{f(r1['spread_pct'], 0)}% / {f(r2['spread_pct'], 0)}% |")
     table = "\n".join(lines)
     print(table)
     with open(a.out_json, "w") as fh:
@@ -395,6 +417,8 @@ def plot(rows, path):
                              if r["system"] == system and r["size"] == size
                              and r["pattern"] == pattern and r["phase"] == ph and r["mib_s"])
                 if pts:
+                    if pattern == "wr":
+                        pts = [(2 * p, v) for p, v in pts]
                     ax.plot([p for p, _ in pts], [v for _, v in pts], style, marker="o", color=color,
                             label=f"{system} {ph}")
         ax.set_title(f"{'1 MiB' if size == '1m' else '64 KiB'} fields, "

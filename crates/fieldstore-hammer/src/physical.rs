@@ -26,6 +26,9 @@ pub struct Physical {
     /// `streams` concurrent writers of `mib / streams` MiB each, each
     /// ending in `fdatasync` (aggregate).
     pub write_streams_mib_s: f64,
+    /// Sequential `O_DIRECT` write of `mib` MiB in 4 MiB blocks, then
+    /// `fdatasync` (no page-cache copy: what a store could do).
+    pub write_odirect_mib_s: Option<f64>,
     /// `O_DIRECT` sequential read of the single-stream file.
     pub read_odirect_mib_s: Option<f64>,
     /// Why the O_DIRECT read could not be done (e.g. tmpfs).
@@ -52,17 +55,44 @@ fn write_file(path: &Path, mib: u64) -> std::io::Result<()> {
     f.sync_data()
 }
 
+/// An aligned `len`-byte window of `raw` (O_DIRECT needs buffers aligned
+/// to the logical block size; 4 KiB covers every disk).
+fn aligned(raw: &mut [u8], len: usize) -> &mut [u8] {
+    let skew = raw.as_ptr() as usize % 4096;
+    let start = if skew == 0 { 0 } else { 4096 - skew };
+    &mut raw[start..start + len]
+}
+
+fn write_direct(path: &Path, mib: u64) -> std::io::Result<()> {
+    const DIRECT_BLOCK: usize = 4 << 20;
+    let mut raw = vec![0u8; DIRECT_BLOCK + 4096];
+    let buf = aligned(&mut raw, DIRECT_BLOCK);
+    let mut x: u64 = 0x0bad_cafe_1234_5678;
+    for c in buf.chunks_exact_mut(8) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        c.copy_from_slice(&x.to_le_bytes());
+    }
+    let mut f = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(path)?;
+    for _ in 0..mib.div_ceil(4) {
+        f.write_all(buf)?;
+    }
+    f.sync_data()
+}
+
 fn read_direct(path: &Path) -> std::io::Result<u64> {
     let mut f: File = OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_DIRECT)
         .open(path)?;
-    // An aligned block inside a larger allocation: O_DIRECT needs the
-    // buffer aligned to the logical block size (4 KiB covers every disk).
     let mut raw = vec![0u8; BLOCK + 4096];
-    let skew = raw.as_ptr() as usize % 4096;
-    let start = if skew == 0 { 0 } else { 4096 - skew };
-    let buf = &mut raw[start..start + BLOCK];
+    let buf = aligned(&mut raw, BLOCK);
     let mut total = 0u64;
     loop {
         let n = f.read(buf)?;
@@ -97,6 +127,15 @@ pub fn measure(dir: &Path, mib: u64, streams: u32) -> Result<Physical> {
     match read_direct(&one) {
         Ok(n) => p.read_odirect_mib_s = Some(n as f64 / MIB / t.elapsed().as_secs_f64()),
         Err(e) => p.read_odirect_error = Some(e.to_string()),
+    }
+    let _ = std::fs::remove_file(&one);
+
+    let t = Instant::now();
+    match write_direct(&one, mib) {
+        Ok(()) => {
+            p.write_odirect_mib_s = Some(mib.div_ceil(4) as f64 * 4.0 / t.elapsed().as_secs_f64());
+        }
+        Err(e) => p.read_odirect_error = Some(format!("O_DIRECT write: {e}")),
     }
     let _ = std::fs::remove_file(&one);
 

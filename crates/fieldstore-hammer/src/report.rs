@@ -172,6 +172,8 @@ pub struct PhysicalSummary {
     pub write_streams_mib_s: Option<Summary>,
     /// Streams.
     pub streams: u32,
+    /// O_DIRECT write + fdatasync, MiB/s.
+    pub write_odirect_mib_s: Option<Summary>,
     /// O_DIRECT read, MiB/s.
     pub read_odirect_mib_s: Option<Summary>,
 }
@@ -244,10 +246,12 @@ impl Report {
             let w: Vec<f64> = phys.iter().map(|p| p.write_fdatasync_mib_s).collect();
             let s: Vec<f64> = phys.iter().map(|p| p.write_streams_mib_s).collect();
             let r: Vec<f64> = phys.iter().filter_map(|p| p.read_odirect_mib_s).collect();
+            let d: Vec<f64> = phys.iter().filter_map(|p| p.write_odirect_mib_s).collect();
             self.physical = Some(PhysicalSummary {
                 write_fdatasync_mib_s: stats::summarise(&w),
                 write_streams_mib_s: stats::summarise(&s),
                 streams: phys[0].streams,
+                write_odirect_mib_s: stats::summarise(&d),
                 read_odirect_mib_s: stats::summarise(&r),
             });
         }
@@ -485,10 +489,11 @@ impl Report {
             );
             let _ = writeln!(
                 s,
-                "  sequential write + fdatasync, 1 stream: {}; {} streams: {}; O_DIRECT read: {}",
+                "  sequential write + fdatasync, 1 stream: {}; {} streams: {}; O_DIRECT write: {}; O_DIRECT read: {}",
                 summary_cell(&p.write_fdatasync_mib_s),
                 p.streams,
                 summary_cell(&p.write_streams_mib_s),
+                summary_cell(&p.write_odirect_mib_s),
                 summary_cell(&p.read_odirect_mib_s)
             );
         }

@@ -86,3 +86,72 @@ fn reading_what_was_never_written_reports_missing_fields() {
     assert_eq!(report.repetitions[0].rows[0].missing, 6);
     assert_eq!(report.exit_code(), 3);
 }
+
+#[test]
+fn launcher_ranks_meet_in_a_barrier_directory() {
+    // What mpirun/srun would do: start the same command twice with rank
+    // variables set; rank 0 prints the report, rank 1 nothing.
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let barrier = dir.path().join("barrier");
+    let children: Vec<_> = (0..2)
+        .map(|rank| {
+            let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_fieldstore-hammer"));
+            for v in [
+                "OMPI_COMM_WORLD_RANK",
+                "OMPI_COMM_WORLD_SIZE",
+                "SLURM_PROCID",
+                "SLURM_NTASKS",
+                "PMIX_RANK",
+                "PMIX_SIZE",
+            ] {
+                c.env_remove(v);
+            }
+            c.args([
+                "--scenario",
+                "a",
+                "--nsteps",
+                "1",
+                "--nlevels",
+                "2",
+                "--nparams",
+                "2",
+            ])
+            .args([
+                "--field-size",
+                "1024",
+                "--full-check",
+                "--no-drop-caches",
+                "--json",
+            ])
+            .arg("--root")
+            .arg(&root)
+            .arg("--barrier-dir")
+            .arg(&barrier)
+            .env("PMI_RANK", rank.to_string())
+            .env("PMI_SIZE", "2")
+            .env("PMI_JOBID", "e2e")
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+        })
+        .collect();
+    let outputs: Vec<_> = children
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap())
+        .collect();
+    for o in &outputs {
+        assert!(o.status.success(), "{o:?}");
+    }
+    assert!(outputs[1].stdout.is_empty());
+    let report: serde_json::Value = serde_json::from_slice(&outputs[0].stdout).unwrap();
+    assert!(report["launcher"].as_str().unwrap().starts_with("PMI"));
+    assert_eq!(report["problems"].as_array().unwrap().len(), 0);
+    let rows = report["repetitions"][0]["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 3);
+    for row in rows {
+        assert_eq!(row["procs"], 2);
+        assert_eq!(row["fields"], 2 * 2 * 2);
+    }
+    assert!(!barrier.join("e2e").exists(), "rank 0 cleans up");
+}
