@@ -1,0 +1,1 @@
+//! fieldstore DAOS backend (in progress).
