@@ -1,6 +1,4 @@
-//! Link against ECMWF's ecCodes C library.
-//!
-//! Where the library comes from, in order:
+//! Where to find ECMWF's ecCodes C library at link time, in order:
 //! 1. `ECCODES_DIR` — an install prefix (`$ECCODES_DIR/lib` or `lib64`); an
 //!    rpath is added to this package's own tests and benches, other binaries
 //!    need `LD_LIBRARY_PATH`.
@@ -40,5 +38,5 @@ fn main() {
             ),
         }
     }
-    println!("cargo:rustc-link-lib=dylib=eccodes");
+    // The library itself is named by `#[link(name = "eccodes")]` in src/ffi.rs.
 }

@@ -20,7 +20,9 @@
 //! stderr by default. A process-wide logging procedure replaces it: while a
 //! key extraction runs, what ecCodes says is collected and becomes part of
 //! the error returned for that message; outside of it, warnings and errors
-//! still go to stderr.
+//! still go to stderr. ecCodes sometimes logs an error (an unknown template,
+//! a damaged section) and still returns a handle with a partial key; an
+//! extraction during which ecCodes logged an error fails with what it said.
 
 use std::cell::RefCell;
 use std::ffi::{c_char, c_int, CStr, CString};
@@ -39,7 +41,7 @@ static INIT: Once = Once::new();
 thread_local! {
     /// What ecCodes logged during the current extraction on this thread
     /// (`None`: not capturing).
-    static CAPTURED: RefCell<Option<Vec<String>>> = const { RefCell::new(None) };
+    static CAPTURED: RefCell<Option<Vec<(c_int, String)>>> = const { RefCell::new(None) };
 }
 
 /// The logging procedure installed into ecCodes' default context.
@@ -58,7 +60,10 @@ unsafe extern "C" fn log_proc(
         .try_with(|c| match c.try_borrow_mut() {
             Ok(mut c) => match c.as_mut() {
                 Some(lines) => {
-                    lines.push(text.to_string());
+                    // ecCodes may say the same thing several times.
+                    if !lines.iter().any(|(_, seen)| seen == text) {
+                        lines.push((level, text.to_string()));
+                    }
                     true
                 }
                 None => false,
@@ -103,9 +108,23 @@ impl Session {
     fn said(&self, fallback: impl FnOnce() -> String) -> String {
         let lines = CAPTURED.with(|c| c.borrow_mut().as_mut().map(std::mem::take));
         match lines {
-            Some(lines) if !lines.is_empty() => lines.join("; "),
+            Some(lines) if !lines.is_empty() => {
+                let texts: Vec<String> = lines.into_iter().map(|(_, text)| text).collect();
+                texts.join("; ")
+            }
             _ => fallback(),
         }
+    }
+
+    /// The errors (not warnings) ecCodes logged so far, joined, if any.
+    fn errors(&self) -> Option<String> {
+        let lines = CAPTURED.with(|c| c.borrow_mut().as_mut().map(std::mem::take))?;
+        let errors: Vec<String> = lines
+            .into_iter()
+            .filter(|(level, _)| *level >= ffi::LOG_ERROR && *level != ffi::LOG_DEBUG)
+            .map(|(_, text)| text)
+            .collect();
+        (!errors.is_empty()).then(|| errors.join("; "))
     }
 }
 
@@ -285,6 +304,11 @@ pub(crate) fn mars_key(message: &[u8]) -> Result<Key, Problem> {
     }
     if key.is_empty() {
         return Err(Problem::NoMarsKeys);
+    }
+    if let Some(errors) = session.errors() {
+        // ecCodes says what it could not decode, yet returns a handle and a
+        // partial key (an unknown template, a damaged section): refuse it.
+        return Err(Problem::Undecodable { reason: errors });
     }
     Ok(key)
 }

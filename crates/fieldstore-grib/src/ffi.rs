@@ -34,6 +34,8 @@ pub(crate) const CODES_BUFFER_TOO_SMALL: c_int = -3;
 pub(crate) const KEYS_ITERATOR_ALL_KEYS: c_ulong = 0;
 /// `GRIB_LOG_WARNING`; `GRIB_LOG_INFO` is 0, `ERROR` 2, `FATAL` 3, `DEBUG` 4.
 pub(crate) const LOG_WARNING: c_int = 1;
+/// `GRIB_LOG_ERROR` (`GRIB_LOG_FATAL` is 3).
+pub(crate) const LOG_ERROR: c_int = 2;
 /// `GRIB_LOG_DEBUG`.
 pub(crate) const LOG_DEBUG: c_int = 4;
 

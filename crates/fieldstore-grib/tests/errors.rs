@@ -261,19 +261,53 @@ fn value_keys_cannot_hold() {
 
 #[test]
 fn message_without_mars_labelling_names_what_is_missing() {
-    // Not an ECMWF message (centre 7 instead of 98): ecCodes reads no local
-    // section, so the key has no class, stream, type or expver. ecCodes'
-    // key is returned as is; the schema names what is missing.
-    let mut file = fixture("rd-fc.grib");
-    assert_eq!(file[8 + 4], 98);
-    file[8 + 4] = 7;
-    let key = mars_key(&file).expect("ecCodes reads it");
+    // Not an ECMWF message: centre 7 and section 1 without ECMWF's local
+    // extension (its last 24 bytes). ecCodes reads it, with no class,
+    // stream, type or expver; its key is returned as is, and the schema
+    // names what is missing.
+    let file = fixture("rd-fc.grib");
+    assert_eq!((file[8 + 2], file[8 + 4]), (52, 98));
+    let mut foreign = file[..8 + 28].to_vec();
+    foreign.extend_from_slice(&file[8 + 52..]);
+    foreign[8 + 2] = 28;
+    foreign[8 + 4] = 7;
+    let len = foreign.len() as u32;
+    foreign[4..7].copy_from_slice(&len.to_be_bytes()[1..]);
+    let key = mars_key(&foreign).expect("ecCodes reads it");
     assert_eq!(
         key.to_string(),
         "levtype=sfc,date=20201102,time=0000,step=12,param=166.128"
     );
     let err = Schema::ecmwf().split(&key).expect_err("no rule");
     assert!(err.to_string().contains("class"), "{err}");
+
+    // Only the centre changed: ecCodes now misreads section 1, says so, and
+    // would return a partial key; that is an error.
+    let mut damaged = file.clone();
+    damaged[8 + 4] = 7;
+    let e = mars_key(&damaged).expect_err("inconsistent section 1");
+    let p = located(&e, 0, 0);
+    assert!(matches!(p, Problem::Undecodable { .. }), "{p:?}");
+    assert!(e.to_string().contains("section_1"), "{e}");
+}
+
+#[test]
+fn unknown_templates_are_errors_not_partial_keys() {
+    // GRIB2 message 0 of timespan.grib: section 4 at 1726, its template
+    // number at octets 8-9. ecCodes logs "unable to find template" and
+    // returns a key without step, levtype and param.
+    let mut file = fixture("timespan.grib");
+    file[1726 + 7..1726 + 9].copy_from_slice(&[0xff, 0xfe]);
+    let e = mars_key(&file[..1800]).expect_err("unknown template");
+    let p = located(&e, 0, 0);
+    assert!(matches!(p, Problem::Undecodable { .. }), "{p:?}");
+    // ecCodes 2.28 names the template; 2.50 falls back to another template
+    // and complains about the section's size.
+    let text = e.to_string();
+    assert!(
+        text.contains("template.4.65534") || text.contains("section_4"),
+        "{e}"
+    );
 }
 
 #[test]
