@@ -32,11 +32,34 @@ fn main() {
                     }
                 }
             }
-            _ => println!(
-                "cargo:warning=ecCodes not found by pkg-config: install libeccodes-dev \
+            _ if !in_default_dirs() => println!(
+                "cargo:warning=ecCodes not found: install libeccodes-dev \
                  (scripts/setup.sh does) or set ECCODES_DIR to an ecCodes install prefix"
             ),
+            _ => {}
         }
     }
     // The library itself is named by `#[link(name = "eccodes")]` in src/ffi.rs.
+}
+
+/// Whether `libeccodes.so` is in one of the usual system library directories.
+fn in_default_dirs() -> bool {
+    let mut dirs: Vec<std::path::PathBuf> = [
+        "/usr/lib",
+        "/usr/lib64",
+        "/usr/local/lib",
+        "/usr/local/lib64",
+    ]
+    .iter()
+    .map(Into::into)
+    .collect();
+    if let Ok(entries) = std::fs::read_dir("/usr/lib") {
+        dirs.extend(
+            entries
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.to_string_lossy().ends_with("-linux-gnu")),
+        );
+    }
+    dirs.iter().any(|d| d.join("libeccodes.so").exists())
 }
