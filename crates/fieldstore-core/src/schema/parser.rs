@@ -105,7 +105,7 @@ impl<'a> Parser<'a> {
             Some(b) => {
                 let rest = std::str::from_utf8(&self.src[self.pos..]).unwrap_or("?");
                 let c = rest.chars().next().unwrap_or(b as char);
-                format!("'{c}'")
+                format!("'{}'", c.escape_debug())
             }
         }
     }
@@ -130,8 +130,8 @@ impl<'a> Parser<'a> {
         let start = self.pos;
         while let Some(b) = self.peek() {
             if b.is_ascii_whitespace()
+                || b.is_ascii_control()
                 || SPECIAL.contains(&b)
-                || b == 0
                 || (stop_at_dash && b == b'-')
             {
                 break;
@@ -182,10 +182,26 @@ impl<'a> Parser<'a> {
         Ok(kw)
     }
 
-    fn optional_value(&mut self) -> Option<String> {
+    fn optional_value(&mut self, keyword: &str) -> Result<Option<String>, SchemaError> {
         // A default follows the modifier directly (`domain?g`, `step?0`).
         let v = self.word(false);
-        (!v.is_empty()).then_some(v)
+        if v.is_empty() {
+            return Ok(None);
+        }
+        self.check_value(keyword, &v)?;
+        Ok(Some(v))
+    }
+
+    /// Values must be storable in keys (no whitespace, no `{`, `}`, …).
+    fn check_value(&self, keyword: &str, value: &str) -> Result<(), SchemaError> {
+        if crate::key::is_valid_value(value) {
+            return Ok(());
+        }
+        Err(self.error(format!(
+            "invalid value '{}' for keyword '{keyword}': values may not contain whitespace, \
+             control characters, '{{' or '}}'",
+            value.escape_debug()
+        )))
     }
 
     fn predicate(&mut self) -> Result<RawPredicate, SchemaError> {
@@ -198,11 +214,11 @@ impl<'a> Parser<'a> {
         let matcher = match self.peek() {
             Some(b'?') => {
                 self.bump();
-                RawMatcher::Optional(self.optional_value())
+                RawMatcher::Optional(self.optional_value(&keyword)?)
             }
             Some(b'-') => {
                 self.bump();
-                RawMatcher::Hidden(self.optional_value())
+                RawMatcher::Hidden(self.optional_value(&keyword)?)
             }
             Some(b'=') => {
                 self.bump();
@@ -219,6 +235,7 @@ impl<'a> Parser<'a> {
                             self.describe_next()
                         )));
                     }
+                    self.check_value(&keyword, &v)?;
                     values.push(v);
                     if self.peek() == Some(b'/') {
                         self.bump();

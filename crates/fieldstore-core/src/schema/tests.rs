@@ -126,6 +126,8 @@ fn schema_parse_errors_give_line_and_column() {
             "t: keyword 'a' appears twice in the rule at line 1",
         ),
         ("param Param;", "t:1:7: expected ':', found 'P'"),
+        ("[ a=x/\u{b} [ b [ c ]]]", "t:1:7: expected a value for keyword 'a', found '\\u{b}'"),
+        ("[ a=x\u{a0}y [ b [ c ]]]", "t:1:8: invalid value 'x\\u{a0}y' for keyword 'a': values may not contain whitespace, control characters, '{' or '}'"),
     ];
     for (text, want) in cases {
         assert_eq!(
