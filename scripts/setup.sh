@@ -20,7 +20,9 @@ if ! command -v cc >/dev/null 2>&1 || ! command -v c++ >/dev/null 2>&1; then
     apt-get update -qq && apt-get install -y -qq build-essential
 fi
 # ECMWF's ecCodes, for GRIB messages' MARS keys (crates/fieldstore-grib links it).
-if ! dpkg -s libeccodes-dev >/dev/null 2>&1 && ! pkg-config --exists eccodes 2>/dev/null; then
+# (Not needed when ECCODES_DIR names another ecCodes install.)
+if [ -z "${ECCODES_DIR:-}" ] && ! dpkg -s libeccodes-dev >/dev/null 2>&1 \
+    && ! pkg-config --exists eccodes 2>/dev/null; then
     if command -v apt-get >/dev/null 2>&1; then
         apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libeccodes-dev
     else
