@@ -35,8 +35,9 @@ use crate::config::Root;
 #[derive(Debug)]
 pub struct TocCatalogue {
     roots: Vec<Root>,
-    /// Dataset keys by directory, so `datasets()` reads each `INIT` once.
-    known: Mutex<HashMap<PathBuf, DatasetKey>>,
+    /// Dataset keys and `INIT` lengths by directory, so `datasets()` reads
+    /// each `INIT` once.
+    known: Mutex<HashMap<PathBuf, (DatasetKey, u64)>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -161,15 +162,24 @@ impl Catalogue for TocCatalogue {
                 let entry =
                     entry.map_err(|e| Error::io(format!("root {}", root.path.display()), e))?;
                 let dir = entry.path();
-                if let Some(k) = known.get(&dir) {
-                    out.push(k.clone());
+                let toc = dir.join(TOC);
+                // A dataset is listed once something was flushed into it:
+                // its table of contents holds more than the INIT record.
+                let Ok(meta) = std::fs::metadata(&toc) else {
+                    continue;
+                };
+                if let Some((k, init_len)) = known.get(&dir) {
+                    if meta.len() > *init_len {
+                        out.push(k.clone());
+                    }
                     continue;
                 }
-                let toc = dir.join(TOC);
-                let Ok(f) = File::open(&toc) else { continue };
-                let (key, _) = read_init(&f, &toc)?;
-                known.insert(dir, key.clone());
-                out.push(key);
+                let f = File::open(&toc).map_err(|e| Error::io(toc.display(), e))?;
+                let (key, init_len) = read_init(&f, &toc)?;
+                if meta.len() > init_len {
+                    out.push(key.clone());
+                }
+                known.insert(dir, (key, init_len));
             }
         }
         Ok(out)
