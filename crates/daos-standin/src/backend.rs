@@ -280,7 +280,9 @@ impl Backend for Memory {
     }
 
     fn cont_list(&self, pool: &str) -> R<Vec<ContMeta>> {
-        self.with_pool(pool, |p| Ok(p.conts.values().map(|c| c.meta.clone()).collect()))
+        self.with_pool(pool, |p| {
+            Ok(p.conts.values().map(|c| c.meta.clone()).collect())
+        })
     }
 
     fn alloc_oids(&self, pool: &str, cont: &[u8; 16], n: u64) -> R<u64> {
@@ -884,10 +886,7 @@ mod tests {
         let o = obj();
         b.kv_put(&o, b"k", b"v1", Cond::Insert).unwrap();
         assert_eq!(b.kv_put(&o, b"k", b"v2", Cond::Insert), Err(-der::EXIST));
-        assert_eq!(
-            b.kv_put(&o, b"x", b"v2", Cond::Update),
-            Err(-der::NONEXIST)
-        );
+        assert_eq!(b.kv_put(&o, b"x", b"v2", Cond::Update), Err(-der::NONEXIST));
         b.kv_put(&o, b"k", b"v3", Cond::Any).unwrap();
         assert_eq!(b.kv_get(&o, b"k").unwrap().as_deref(), Some(&b"v3"[..]));
         assert_eq!(b.kv_keys(&o).unwrap(), vec![b"k".to_vec()]);

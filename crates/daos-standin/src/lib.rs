@@ -1113,9 +1113,7 @@ pub unsafe extern "C" fn daos_kv_list(
             .filter(|(h, k)| {
                 !started
                     || *h > last_hash
-                    || (*h == last_hash
-                        && last_len <= ANCHOR_KEY_MAX
-                        && k.as_slice() > last_key)
+                    || (*h == last_hash && last_len <= ANCHOR_KEY_MAX && k.as_slice() > last_key)
             })
             .collect();
         let mut used = 0usize;
@@ -1313,7 +1311,9 @@ pub unsafe extern "C" fn daos_array_open_with_attr(
 /// `int daos_array_close(daos_handle_t oh, daos_event_t *ev)`.
 #[no_mangle]
 pub extern "C" fn daos_array_close(oh: DaosHandle, ev: *mut c_void) -> c_int {
-    api("daos_array_close", ev, |_| close_obj(oh.cookie, HTYPE_ARRAY))
+    api("daos_array_close", ev, |_| {
+        close_obj(oh.cookie, HTYPE_ARRAY)
+    })
 }
 
 struct ArrayH {

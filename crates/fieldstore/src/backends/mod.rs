@@ -25,6 +25,11 @@ pub(crate) fn open(config: &Config) -> Result<(Arc<dyn Catalogue>, Arc<dyn Store
         Engine::Toc => Arc::new(posix::TocCatalogue::open(&config.roots)?),
         Engine::Memory => Arc::new(memory.catalogue()),
         // Backend crates add their arms here, behind their feature.
+        #[cfg(feature = "daos")]
+        Engine::Daos => Arc::new(fieldstore_daos::DaosCatalogue::open(
+            config.backend("daos"),
+        )?),
+        #[cfg(not(feature = "daos"))]
         #[allow(unreachable_patterns)]
         Engine::Daos => return Err(not_built("engine 'daos'", "daos")),
         #[allow(unreachable_patterns)]
@@ -33,6 +38,9 @@ pub(crate) fn open(config: &Config) -> Result<(Arc<dyn Catalogue>, Arc<dyn Store
     let store: Arc<dyn Store> = match config.store {
         StoreKind::File => Arc::new(posix::FileStore::open(&config.roots)?),
         StoreKind::Memory => Arc::new(memory.store()),
+        #[cfg(feature = "daos")]
+        StoreKind::Daos => Arc::new(fieldstore_daos::DaosStore::open(config.backend("daos"))?),
+        #[cfg(not(feature = "daos"))]
         #[allow(unreachable_patterns)]
         StoreKind::Daos => return Err(not_built("store 'daos'", "daos")),
         #[allow(unreachable_patterns)]

@@ -1,0 +1,566 @@
+//! The DAOS catalogue (`engine: daos`).
+//!
+//! Layout (`docs/format/daos.md`): a root KV in the root container maps
+//! every dataset key to its container; each dataset has a container whose
+//! dataset KV holds `meta` (key, schema) and a **log**: slots `f.0`, `f.1`,
+//! … each holding one writer's whole flush (every entry of every
+//! collocation it flushed, with the element keys and locations). A writer
+//! publishes a flush with one conditional insert (`DAOS_COND_KEY_INSERT`)
+//! into the first free slot: DAOS guarantees exactly one of several racing
+//! writers gets a slot, so slots fill without gaps, in the order flushes
+//! became visible, without any lock. A flush is visible atomically (one
+//! KV value) and never modified.
+//!
+//! Readers follow the log from where they stopped: `refresh` is one
+//! `kv_get` when nothing is new, plus one per new flush; lookups, list
+//! and axes are then answered from memory. Listing therefore never costs
+//! a `kv_get` per entry (the paper's design does): it costs one `kv_get`
+//! per flush, each bringing all of that flush's entries.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use fieldstore_core::{
+    Axes, AxesExt, Catalogue, CatalogueWriter, CollocationInfo, CollocationKey, DatasetKey,
+    DatasetReader, ElementKey, Error, ErrorKind, FieldLocation, Result, Schema,
+};
+
+use crate::client::{Inserted, Kv};
+use crate::config::DaosConfig;
+use crate::format::{self, Flush, Meta};
+use crate::layout::{self, dataset_label, slot_key};
+use crate::session::{class_error, Cont, Session};
+
+fn now_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
+}
+
+fn writer_id() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    static START: std::sync::OnceLock<(String, u64)> = std::sync::OnceLock::new();
+    let (host, start) = START.get_or_init(|| {
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .map(|h| h.trim().to_string())
+            .unwrap_or_else(|_| "localhost".into());
+        (host, now_ns())
+    });
+    format!(
+        "{host}.{}.{start}.{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// The DAOS catalogue.
+#[derive(Debug)]
+pub struct DaosCatalogue {
+    cfg: DaosConfig,
+    session: &'static Session,
+    root: Arc<Cont>,
+}
+
+impl DaosCatalogue {
+    /// Open the catalogue a `daos:` section describes: load libdaos,
+    /// connect to the pool, create the root container if missing.
+    ///
+    /// # Errors
+    /// `InvalidConfig` for a bad section; `Unavailable` without libdaos or
+    /// its agent; `NotFound` if the pool does not exist.
+    pub fn open(section: &serde_json::Value) -> Result<DaosCatalogue> {
+        DaosCatalogue::with_config(DaosConfig::from_value(section)?)
+    }
+
+    /// As [`DaosCatalogue::open`], from a parsed section.
+    ///
+    /// # Errors
+    /// As [`DaosCatalogue::open`].
+    pub fn with_config(cfg: DaosConfig) -> Result<DaosCatalogue> {
+        let session = Session::get(cfg.library.as_deref())?;
+        let root = session
+            .container(
+                &cfg.catalogue_pool,
+                &cfg.root_container,
+                Some(cfg.container_redundancy),
+            )?
+            .ok_or_else(|| Error::internal("root container neither opened nor created"))?;
+        Ok(DaosCatalogue { cfg, session, root })
+    }
+
+    fn root_kv(&self) -> Result<Kv<'_>> {
+        let oid = self.root.kv_oid(layout::ROOT_KV_LO, self.cfg.kv_class)?;
+        self.root.c.kv(oid, true).map_err(class_error)
+    }
+
+    /// The dataset's container, if it exists (`create`: make it).
+    fn dataset_cont(&self, key: &DatasetKey, create: bool) -> Result<Option<Arc<Cont>>> {
+        let label = dataset_label(key);
+        self.session.container(
+            &self.cfg.catalogue_pool,
+            &label,
+            create.then_some(self.cfg.container_redundancy),
+        )
+    }
+
+    /// Read (or, with `schema`, create) the dataset's `meta` and check that
+    /// the container holds this dataset.
+    fn check_meta(&self, cont: &Cont, key: &DatasetKey, schema: Option<&Schema>) -> Result<bool> {
+        if let Some(m) = cont.meta_checked.get() {
+            return same_dataset(cont, m, key).map(|()| true);
+        }
+        let oid = cont.kv_oid(layout::DATASET_KV_LO, self.cfg.kv_class)?;
+        let kv = cont.c.kv(oid, true).map_err(class_error)?;
+        let what = || format!("daos://{}/{}", cont.c.name(), layout::META_KEY);
+        let bytes = match kv.get(layout::META_KEY)? {
+            Some(b) => b,
+            None => {
+                let Some(schema) = schema else {
+                    return Ok(false);
+                };
+                let meta = Meta {
+                    key: key.clone(),
+                    schema: schema.text().to_string(),
+                    created_ns: now_ns(),
+                };
+                let bytes = format::encode_meta(&meta);
+                match kv.insert(layout::META_KEY, &bytes)? {
+                    Inserted::Yes => bytes,
+                    // Another writer created the dataset meanwhile.
+                    Inserted::Exists => kv.get(layout::META_KEY)?.ok_or_else(|| {
+                        Error::corrupt(format!("{}: exists and then does not", what()))
+                    })?,
+                }
+            }
+        };
+        let meta = format::decode_meta(&bytes, &what)?;
+        same_dataset(cont, &meta, key)?;
+        let _ = cont.meta_checked.set(meta);
+        Ok(true)
+    }
+}
+
+fn same_dataset(cont: &Cont, meta: &Meta, key: &DatasetKey) -> Result<()> {
+    if meta.key != *key {
+        return Err(Error::new(
+            ErrorKind::InvalidInput,
+            format!(
+                "DAOS container {} holds dataset {}, not {} (their names collide)",
+                cont.c.name(),
+                meta.key.braced(),
+                key.braced()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+impl Catalogue for DaosCatalogue {
+    fn writer(&self, dataset: &DatasetKey, schema: &Schema) -> Result<Box<dyn CatalogueWriter>> {
+        let cont = self
+            .dataset_cont(dataset, true)?
+            .ok_or_else(|| Error::internal("dataset container neither opened nor created"))?;
+        self.check_meta(&cont, dataset, Some(schema))?;
+        Ok(Box::new(DaosCatalogueWriter {
+            cat: DaosCatalogueRef {
+                cfg: self.cfg.clone(),
+                root: self.root.clone(),
+            },
+            key: dataset.clone(),
+            cont,
+            id: writer_id(),
+            pending: Vec::new(),
+        }))
+    }
+
+    fn datasets(&self) -> Result<Vec<DatasetKey>> {
+        let kv = self.root_kv()?;
+        let mut out = Vec::new();
+        for k in kv.keys()? {
+            let key = k.parse().map_err(|e| {
+                Error::corrupt(format!(
+                    "daos://{}: root KV key {k:?} is not a dataset key: {e}",
+                    self.root.c.name()
+                ))
+            })?;
+            out.push(DatasetKey(key));
+        }
+        out.sort();
+        Ok(out)
+    }
+
+    fn reader(&self, dataset: &DatasetKey) -> Result<Option<Arc<dyn DatasetReader>>> {
+        let Some(cont) = self.dataset_cont(dataset, false)? else {
+            return Ok(None);
+        };
+        if !self.check_meta(&cont, dataset, None)? {
+            return Ok(None);
+        }
+        let r = DaosDataset {
+            kv_class: self.cfg.kv_class,
+            cont,
+            refresh: Mutex::new(ReadState {
+                next: 0,
+                buf: Vec::with_capacity(format::MAX_INLINE),
+            }),
+            index: RwLock::new(Index::default()),
+        };
+        r.refresh()?;
+        Ok(Some(Arc::new(r)))
+    }
+
+    fn describe(&self, dataset: &DatasetKey) -> String {
+        format!(
+            "daos://{}/{}",
+            self.cfg.catalogue_pool,
+            dataset_label(dataset)
+        )
+    }
+}
+
+#[derive(Debug)]
+struct DaosCatalogueRef {
+    cfg: DaosConfig,
+    root: Arc<Cont>,
+}
+
+/// One writer's session with one dataset.
+struct DaosCatalogueWriter {
+    cat: DaosCatalogueRef,
+    key: DatasetKey,
+    cont: Arc<Cont>,
+    id: String,
+    pending: Vec<(CollocationKey, ElementKey, FieldLocation)>,
+}
+
+impl DaosCatalogueWriter {
+    fn kv(&self) -> Result<Kv<'_>> {
+        let oid = self
+            .cont
+            .kv_oid(layout::DATASET_KV_LO, self.cat.cfg.kv_class)?;
+        self.cont.c.kv(oid, true).map_err(class_error)
+    }
+
+    /// Register the dataset in the root KV (once per process).
+    fn register(&self) -> Result<()> {
+        if self.cont.registered.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        let root = &self.cat.root;
+        let oid = root.kv_oid(layout::ROOT_KV_LO, self.cat.cfg.kv_class)?;
+        let kv = root.c.kv(oid, true).map_err(class_error)?;
+        let value = format::encode_dataset(self.cont.c.label(), now_ns());
+        kv.insert(&self.key.to_string(), &value)?;
+        self.cont.registered.store(true, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// The value of this flush's log slot: the framed flush, or, if too
+    /// large, a pointer to a byte array holding it.
+    fn slot_value(&self, flush: &Flush) -> Result<Vec<u8>> {
+        let framed = format::frame(format::FLUSH, &format::encode_flush(flush));
+        if framed.len() <= format::MAX_INLINE {
+            return Ok(framed);
+        }
+        let lo = self.cont.next_oid(self.cat.cfg.oids_per_alloc)?;
+        let oid = self
+            .cont
+            .c
+            .generate_oid(
+                0,
+                lo,
+                crate::ffi::DAOS_OT_ARRAY_BYTE,
+                self.cat.cfg.array_class,
+            )
+            .map_err(class_error)?;
+        let arr = self
+            .cont
+            .c
+            .array(oid, format::SPILL_CHUNK, true)
+            .map_err(class_error)?;
+        arr.write(0, &framed)?;
+        Ok(format::encode_indirect(&format::Indirect {
+            lo: oid.lo,
+            hi: oid.hi,
+            length: framed.len() as u64,
+            crc: crc32c::crc32c(&framed),
+        }))
+    }
+
+    /// Insert `value` into the first free log slot; returns the slot.
+    fn publish(&self, kv: &Kv<'_>, value: &[u8]) -> Result<u64> {
+        let mut slot = self.cont.known_tail.load(Ordering::Relaxed);
+        if slot == 0 {
+            // Cold: start from the hint (a slot that exists), if any.
+            if let Some(h) = kv.get(layout::TAIL_KEY)? {
+                if let Ok(b) = <[u8; 8]>::try_from(h.as_slice()) {
+                    slot = u64::from_le_bytes(b) + 1;
+                }
+            }
+        }
+        loop {
+            match kv.insert(&slot_key(slot), value)? {
+                Inserted::Yes => break,
+                Inserted::Exists => slot = first_free(kv, slot + 1)?,
+            }
+        }
+        self.cont.saw_slot(slot);
+        if slot % layout::TAIL_EVERY == 0 {
+            kv.put(layout::TAIL_KEY, &slot.to_le_bytes())?;
+        }
+        Ok(slot)
+    }
+}
+
+/// The first free log slot at or after `from`, knowing that every slot
+/// before `from` exists (slots fill without gaps): gallop, then bisect, with
+/// size-only `kv_get`s.
+fn first_free(kv: &Kv<'_>, from: u64) -> Result<u64> {
+    let mut lo = from;
+    let mut step = 1u64;
+    let mut hi;
+    loop {
+        let probe = lo + step - 1;
+        if kv.exists(&slot_key(probe))? {
+            lo = probe + 1;
+            step = step.saturating_mul(2);
+        } else {
+            hi = probe;
+            break;
+        }
+    }
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if kv.exists(&slot_key(mid))? {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    Ok(lo)
+}
+
+impl CatalogueWriter for DaosCatalogueWriter {
+    fn insert(
+        &mut self,
+        collocation: &CollocationKey,
+        element: &ElementKey,
+        location: &FieldLocation,
+    ) -> Result<()> {
+        self.pending
+            .push((collocation.clone(), element.clone(), location.clone()));
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let pending = std::mem::take(&mut self.pending);
+        let flush = Flush {
+            timestamp_ns: now_ns(),
+            writer: self.id.clone(),
+            blocks: format::blocks(pending),
+        };
+        let value = self.slot_value(&flush)?;
+        self.register()?;
+        let kv = self.kv()?;
+        self.publish(&kv, &value)
+            .map(|_| ())
+            .map_err(|e| e.context(format!("publishing a flush of {}", self.cont.c.name())))
+    }
+}
+
+/// A collocation as a reader knows it.
+#[derive(Debug, Default)]
+struct Col {
+    key: CollocationKey,
+    axes: Axes,
+    /// One segment per flush that touched it, oldest first.
+    segments: Vec<Arc<Vec<(ElementKey, FieldLocation)>>>,
+    /// The newest location of every element.
+    newest: HashMap<ElementKey, FieldLocation>,
+}
+
+#[derive(Debug, Default)]
+struct Index {
+    cols: Vec<Col>,
+    by_key: HashMap<CollocationKey, usize>,
+}
+
+#[derive(Debug)]
+struct ReadState {
+    /// The next log slot to read.
+    next: u64,
+    /// A buffer that holds any inline slot value.
+    buf: Vec<u8>,
+}
+
+/// A reader of one dataset: the log read so far, merged in memory.
+#[derive(Debug)]
+struct DaosDataset {
+    kv_class: u32,
+    cont: Arc<Cont>,
+    /// Held while reading new slots, so concurrent refreshes apply each once.
+    refresh: Mutex<ReadState>,
+    index: RwLock<Index>,
+}
+
+impl DaosDataset {
+    /// Decode a slot's value into a flush (following an INDIRECT record).
+    fn decode(&self, slot: u64, value: &[u8]) -> Result<Flush> {
+        let what = || format!("daos://{}/{}", self.cont.c.name(), slot_key(slot));
+        let (kind, payload) = format::unframe(value, &what)?;
+        match kind {
+            format::FLUSH => format::decode_flush(payload, &what),
+            format::INDIRECT => {
+                let ind = format::decode_indirect(payload, &what)?;
+                let oid = crate::ffi::DaosObjId {
+                    lo: ind.lo,
+                    hi: ind.hi,
+                };
+                let arr = self
+                    .cont
+                    .c
+                    .array(oid, format::SPILL_CHUNK, false)
+                    .map_err(class_error)?;
+                let mut buf = vec![0u8; ind.length as usize];
+                let got = arr.read(0, &mut buf)?;
+                let awhat = || {
+                    format!(
+                        "daos://{}/{} (flush of {})",
+                        self.cont.c.name(),
+                        crate::client::oid_hex(oid),
+                        slot_key(slot)
+                    )
+                };
+                if got != ind.length || crc32c::crc32c(&buf) != ind.crc {
+                    return Err(Error::corrupt(format!(
+                        "{}: {got} of {} bytes, checksum {}",
+                        awhat(),
+                        ind.length,
+                        if crc32c::crc32c(&buf) == ind.crc {
+                            "ok"
+                        } else {
+                            "mismatch"
+                        }
+                    )));
+                }
+                let (k, p) = format::unframe(&buf, &awhat)?;
+                if k != format::FLUSH {
+                    return Err(Error::corrupt(format!("{}: record type {k}", awhat())));
+                }
+                format::decode_flush(p, &awhat)
+            }
+            other => Err(Error::corrupt(format!(
+                "{}: record type {other}, expected a flush",
+                what()
+            ))),
+        }
+    }
+
+    fn apply(&self, flush: Flush) {
+        let mut index = self.index.write().unwrap_or_else(|p| p.into_inner());
+        for block in flush.blocks {
+            let i = match index.by_key.get(&block.collocation) {
+                Some(i) => *i,
+                None => {
+                    let i = index.cols.len();
+                    index.cols.push(Col {
+                        key: block.collocation.clone(),
+                        ..Col::default()
+                    });
+                    index.by_key.insert(block.collocation.clone(), i);
+                    i
+                }
+            };
+            let col = &mut index.cols[i];
+            for (e, l) in &block.entries {
+                col.axes.add_key(e);
+                col.newest.insert(e.clone(), l.clone());
+            }
+            col.segments.push(Arc::new(block.entries));
+        }
+    }
+}
+
+impl DatasetReader for DaosDataset {
+    fn refresh(&self) -> Result<()> {
+        let mut st = self.refresh.lock().unwrap_or_else(|p| p.into_inner());
+        let oid = self.cont.kv_oid(layout::DATASET_KV_LO, self.kv_class)?;
+        let kv = self.cont.c.kv(oid, true).map_err(class_error)?;
+        loop {
+            let slot = st.next;
+            let mut buf = std::mem::take(&mut st.buf);
+            let found = kv.get_into(&slot_key(slot), &mut buf);
+            let value = match found {
+                Ok(true) => buf,
+                Ok(false) => {
+                    st.buf = buf;
+                    break;
+                }
+                Err(e) => {
+                    st.buf = Vec::with_capacity(format::MAX_INLINE);
+                    return Err(e.into());
+                }
+            };
+            let flush = self.decode(slot, &value);
+            st.buf = value;
+            self.apply(flush?);
+            st.next = slot + 1;
+            self.cont.saw_slot(slot);
+        }
+        Ok(())
+    }
+
+    fn collocations(&self) -> Result<Vec<CollocationInfo>> {
+        let index = self.index.read().unwrap_or_else(|p| p.into_inner());
+        Ok(index
+            .cols
+            .iter()
+            .map(|c| CollocationInfo {
+                key: c.key.clone(),
+                axes: c.axes.clone(),
+            })
+            .collect())
+    }
+
+    fn lookup(
+        &self,
+        collocation: &CollocationKey,
+        element: &ElementKey,
+    ) -> Result<Option<FieldLocation>> {
+        let index = self.index.read().unwrap_or_else(|p| p.into_inner());
+        Ok(index
+            .by_key
+            .get(collocation)
+            .and_then(|i| index.cols[*i].newest.get(element))
+            .cloned())
+    }
+
+    fn scan(
+        &self,
+        collocation: &CollocationKey,
+        visit: &mut dyn FnMut(&ElementKey, &FieldLocation) -> bool,
+    ) -> Result<()> {
+        // Copy the segment list and let go of the lock: `visit` may call
+        // back into this reader.
+        let segments: Vec<Arc<Vec<(ElementKey, FieldLocation)>>> = {
+            let index = self.index.read().unwrap_or_else(|p| p.into_inner());
+            match index.by_key.get(collocation) {
+                Some(i) => index.cols[*i].segments.clone(),
+                None => return Ok(()),
+            }
+        };
+        for seg in segments.iter().rev() {
+            for (e, l) in seg.iter().rev() {
+                if !visit(e, l) {
+                    return Ok(());
+                }
+            }
+        }
+        Ok(())
+    }
+}
