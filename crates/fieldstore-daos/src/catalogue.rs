@@ -127,7 +127,12 @@ impl DaosCatalogue {
                 };
                 let bytes = format::encode_meta(&meta);
                 match kv.insert(layout::META_KEY, &bytes)? {
-                    Inserted::Yes => bytes,
+                    Inserted::Yes => {
+                        // A new dataset: its log is empty, no need to look
+                        // for its end.
+                        cont.known_empty.store(true, Ordering::Relaxed);
+                        bytes
+                    }
                     // Another writer created the dataset meanwhile.
                     Inserted::Exists => kv.get(layout::META_KEY)?.ok_or_else(|| {
                         Error::corrupt(format!("{}: exists and then does not", what()))
@@ -292,7 +297,7 @@ impl DaosCatalogueWriter {
     /// Insert `value` into the first free log slot; returns the slot.
     fn publish(&self, kv: &Kv<'_>, value: &[u8]) -> Result<u64> {
         let mut slot = self.cont.known_tail.load(Ordering::Relaxed);
-        if slot == 0 {
+        if slot == 0 && !self.cont.known_empty.load(Ordering::Relaxed) {
             // Cold: start from the hint (a slot that exists), if any.
             if let Some(h) = kv.get(layout::TAIL_KEY)? {
                 if let Ok(b) = <[u8; 8]>::try_from(h.as_slice()) {
@@ -307,7 +312,7 @@ impl DaosCatalogueWriter {
             }
         }
         self.cont.saw_slot(slot);
-        if slot % layout::TAIL_EVERY == 0 {
+        if slot > 0 && slot % layout::TAIL_EVERY == 0 {
             kv.put(layout::TAIL_KEY, &slot.to_le_bytes())?;
         }
         Ok(slot)

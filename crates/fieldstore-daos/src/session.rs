@@ -21,6 +21,8 @@ pub(crate) struct Cont {
     kvs: Mutex<HashMap<(u64, u32), DaosObjId>>,
     /// One past the highest log slot known to exist (dataset containers).
     pub(crate) known_tail: AtomicU64,
+    /// This process created the dataset (its log started empty).
+    pub(crate) known_empty: AtomicBool,
     /// The dataset is registered in the root KV (by this process).
     pub(crate) registered: AtomicBool,
     /// The dataset's `meta` was read and checked (by this process).
@@ -34,6 +36,7 @@ impl Cont {
             oids: Mutex::new((0, 0)),
             kvs: Mutex::new(HashMap::new()),
             known_tail: AtomicU64::new(0),
+            known_empty: AtomicBool::new(false),
             registered: AtomicBool::new(false),
             meta_checked: OnceLock::new(),
         }

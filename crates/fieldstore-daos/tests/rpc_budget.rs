@@ -1,0 +1,196 @@
+//! RPC budgets, measured with the stand-in's per-thread counters of
+//! would-be RPCs (each test runs its operations on its own thread):
+//!
+//! - archive: at most one array write and one KV put per field, amortised
+//!   (steady state: one array write per field, one KV put per flush, one
+//!   OID allocation per `oids_per_alloc` fields);
+//! - retrieve: at most one KV get and one array read per field (the get is
+//!   the reader's refresh, once per retrieve call);
+//! - list: no KV get per entry: one `kv_list` of the root KV, then one
+//!   `kv_get` per flush the reader has not seen yet.
+
+mod common;
+
+use common::standin;
+use fieldstore::{FieldStore, ListOptions, Request};
+use fieldstore_testkit::support::{archive_payload, must, schema, Spec, Stored};
+
+const BASE: Spec = Spec {
+    date: 20240101,
+    time: 0,
+    ty: "pf",
+    levtype: "pl",
+    step: 0,
+    number: Some(1),
+    levelist: Some(500),
+    param: 130,
+};
+
+fn open(pool: &str) -> FieldStore {
+    must(FieldStore::open(common::config(pool, schema())), "open")
+}
+
+/// `n` fields of member `number`, steps `first..first+n`.
+fn archive(fs: &FieldStore, number: u32, first: u32, n: u32) -> Vec<Stored> {
+    (first..first + n)
+        .map(|step| {
+            let spec = Spec {
+                step,
+                number: Some(number),
+                ..BASE
+            };
+            archive_payload(fs, &spec.key("rpc1"), 1, 100, 2000)
+        })
+        .collect()
+}
+
+#[test]
+fn archive_costs_one_array_write_per_field_and_one_put_per_flush() {
+    let s = standin();
+    let pool = s.fresh_pool("rpca");
+    let w = open(&pool);
+    // The first flush creates the dataset: container, meta, root entry.
+    let (_, first) = s.measure(|| {
+        archive(&w, 1, 0, 1);
+        must(w.flush(), "flush");
+    });
+    println!("first field and flush of a new dataset: {first}");
+    // cont_open (missing), cont_create, cont_open, meta get + insert, root
+    // insert, log insert, alloc_oids, array write.
+    assert!(first.total <= 9, "creating a dataset: {first}");
+    const N: u32 = 200;
+    let (_, steady) = s.measure(|| {
+        archive(&w, 1, 1, N);
+        must(w.flush(), "flush");
+    });
+    println!("{N} fields and one flush: {steady}");
+    let n = u64::from(N);
+    assert_eq!(steady.rpc("daos_array_write"), n, "{steady}");
+    assert_eq!(steady.rpc("daos_kv_put"), 1, "one log insert: {steady}");
+    assert_eq!(steady.rpc("daos_kv_get"), 0, "{steady}");
+    assert!(
+        steady.rpc("daos_cont_alloc_oids") <= n.div_ceil(100) + 1,
+        "{steady}"
+    );
+    // The budget of the brief: at most 1 array write + 1 KV put per field.
+    assert!(steady.total <= 2 * n, "{steady}");
+    // Flushing with nothing archived costs nothing.
+    let (_, idle) = s.measure(|| must(w.flush(), "flush"));
+    assert_eq!(idle.total, 0, "an idle flush: {idle}");
+}
+
+#[test]
+fn retrieve_costs_one_get_and_one_read_per_field() {
+    let s = standin();
+    let pool = s.fresh_pool("rpcr");
+    let w = open(&pool);
+    let stored = archive(&w, 2, 0, 50);
+    must(w.flush(), "flush");
+    let r = open(&pool);
+    // The reader's first operation reads the dataset's meta and its log.
+    let req = Request::from_key(&stored[0].key);
+    let (_, cold) = s.measure(|| must(r.retrieve(&req).and_then(|d| d.read_all()), "retrieve"));
+    println!("first retrieve of a reader: {cold}");
+    let (bytes, one) = s.measure(|| {
+        must(
+            r.retrieve(&Request::from_key(&stored[7].key))
+                .and_then(|d| d.read_all()),
+            "retrieve",
+        )
+    });
+    assert_eq!(bytes, stored[7].data);
+    println!("retrieve of one field: {one}");
+    assert_eq!(one.rpc("daos_kv_get"), 1, "{one}");
+    assert_eq!(one.rpc("daos_array_read"), 1, "{one}");
+    assert_eq!(one.total, 2, "{one}");
+    // A request naming all 50 fields: one refresh, 50 reads.
+    let all: Request = "class=od,expver=rpc1,stream=enfo,date=20240101,time=0000,type=pf,levtype=pl,step=0/to/49,number=2,levelist=500,param=130"
+        .parse()
+        .expect("a request");
+    let (bytes, many) = s.measure(|| must(r.retrieve(&all).and_then(|d| d.read_all()), "retrieve"));
+    let want: usize = stored.iter().map(|s| s.data.len()).sum();
+    assert_eq!(bytes.len(), want);
+    println!("retrieve of 50 fields: {many}");
+    assert_eq!(many.rpc("daos_kv_get"), 1, "{many}");
+    assert_eq!(many.rpc("daos_array_read"), 50, "{many}");
+    assert_eq!(many.total, 51, "{many}");
+    // A missing field costs the refresh only.
+    let mut missing = stored[0].key.clone();
+    missing.set("param", "999").expect("a key");
+    let (got, none) = s.measure(|| {
+        must(
+            r.retrieve(&Request::from_key(&missing))
+                .and_then(|d| d.read_all()),
+            "retrieve",
+        )
+    });
+    assert!(got.is_empty());
+    assert_eq!(none.total, 1, "{none}");
+}
+
+#[test]
+fn list_costs_no_get_per_entry() {
+    let s = standin();
+    let pool = s.fresh_pool("rpcl");
+    let w = open(&pool);
+    const FLUSHES: u32 = 4;
+    const PER: u32 = 100;
+    for f in 0..FLUSHES {
+        archive(&w, 3, f * PER, PER);
+        must(w.flush(), "flush");
+    }
+    let req: Request = "class=od,expver=rpc1".parse().expect("a request");
+    let r = open(&pool);
+    let (listed, cold) = s.measure(|| must(r.list(&req, ListOptions::default()), "list"));
+    assert_eq!(listed.len(), (FLUSHES * PER) as usize);
+    println!(
+        "first list of {} fields ({FLUSHES} flushes): {cold}",
+        listed.len()
+    );
+    // One kv_list of the root KV; one kv_get per flush plus the one that
+    // finds the end of the log (+ the dataset's meta, once per process).
+    assert_eq!(cold.rpc("daos_kv_list"), 1, "{cold}");
+    assert!(cold.rpc("daos_kv_get") <= u64::from(FLUSHES) + 2, "{cold}");
+    let (listed, warm) = s.measure(|| must(r.list(&req, ListOptions::default()), "list"));
+    assert_eq!(listed.len(), (FLUSHES * PER) as usize);
+    println!("list again: {warm}");
+    assert_eq!(warm.total, 2, "root kv_list + one refresh get: {warm}");
+    // Axes need no more than list.
+    let (_, axes) = s.measure(|| must(r.axes(&req, fieldstore::Level::Element), "axes"));
+    assert_eq!(axes.total, 2, "{axes}");
+}
+
+#[test]
+fn concurrent_flushes_find_the_next_slot_cheaply() {
+    let s = standin();
+    let pool = s.fresh_pool("rpcc");
+    let a = open(&pool);
+    archive(&a, 4, 0, 1);
+    must(a.flush(), "flush");
+    // Writers in other processes: simulate by a second handle whose
+    // process-wide knowledge of the log is the same; the slot search is
+    // exercised by the multi-process tests and measured by the hammer.
+    let b = open(&pool);
+    const ROUNDS: u32 = 20;
+    let (_, c) = s.measure(|| {
+        for i in 0..ROUNDS {
+            archive(&a, 4, 1 + 2 * i, 1);
+            archive(&b, 5, 1 + 2 * i, 1);
+            must(a.flush(), "flush a");
+            must(b.flush(), "flush b");
+        }
+    });
+    println!("{} flushes of one field by two writers: {c}", 2 * ROUNDS);
+    let flushes = u64::from(2 * ROUNDS);
+    assert_eq!(c.rpc("daos_array_write"), flushes, "{c}");
+    assert!(c.rpc("daos_kv_put") <= flushes + flushes / 16 + 1, "{c}");
+    let r = open(&pool);
+    let listed = must(
+        r.list(
+            &"class=od,expver=rpc1".parse().expect("a request"),
+            ListOptions::default(),
+        ),
+        "list",
+    );
+    assert_eq!(listed.len() as u64, flushes + 1);
+}
