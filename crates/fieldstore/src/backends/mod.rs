@@ -10,6 +10,8 @@ use fieldstore_core::{Catalogue, Error, ErrorKind, Result, Store};
 
 use crate::config::{Config, Engine, StoreKind};
 
+// Unused when every backend feature is on.
+#[cfg_attr(all(feature = "daos", feature = "rados"), allow(dead_code))]
 fn not_built(what: &str, feature: &str) -> Error {
     Error::new(
         ErrorKind::Unsupported,
@@ -32,6 +34,11 @@ pub(crate) fn open(config: &Config) -> Result<(Arc<dyn Catalogue>, Arc<dyn Store
         #[cfg(not(feature = "daos"))]
         #[allow(unreachable_patterns)]
         Engine::Daos => return Err(not_built("engine 'daos'", "daos")),
+        #[cfg(feature = "rados")]
+        Engine::Rados => Arc::new(fieldstore_rados::RadosCatalogue::from_config(
+            config.backend("rados"),
+        )?),
+        #[cfg(not(feature = "rados"))]
         #[allow(unreachable_patterns)]
         Engine::Rados => return Err(not_built("engine 'rados'", "rados")),
     };
@@ -43,6 +50,11 @@ pub(crate) fn open(config: &Config) -> Result<(Arc<dyn Catalogue>, Arc<dyn Store
         #[cfg(not(feature = "daos"))]
         #[allow(unreachable_patterns)]
         StoreKind::Daos => return Err(not_built("store 'daos'", "daos")),
+        #[cfg(feature = "rados")]
+        StoreKind::Rados => Arc::new(fieldstore_rados::RadosStore::from_config(
+            config.backend("rados"),
+        )?),
+        #[cfg(not(feature = "rados"))]
         #[allow(unreachable_patterns)]
         StoreKind::Rados => return Err(not_built("store 'rados'", "rados")),
     };

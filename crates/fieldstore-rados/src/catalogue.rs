@@ -1,0 +1,693 @@
+//! `RadosCatalogue`: each dataset is one RADOS object whose data is an
+//! append-only log of flush records and whose omap holds the index blocks
+//! those records name. Layout: `docs/format/rados.md`.
+//!
+//! A writer's flush is **one** compound write operation on the dataset
+//! object: `omap_set` of this flush's index blocks (one per collocation and
+//! element keyword list) **and** `append` of one FLUSH record naming them,
+//! with their axes. RADOS applies a compound operation atomically, and
+//! applies the operations on one object one after the other, so:
+//!
+//! - a reader sees a flush whole or not at all (the record is the only way
+//!   to a block, and both arrive together);
+//! - the order of the records in the log is the order in which flushes
+//!   became visible: it defines "newer" for replaced fields, with no lock,
+//!   no counter and no compare-and-set between writers;
+//! - readers follow the log from where they stopped (`refresh` reads only
+//!   the bytes appended since), and read index blocks on first use of a
+//!   collocation, many per round trip.
+//!
+//! Compare-and-set is used where a value could be replaced: registering a
+//! dataset in the root object's omap only if its key is absent.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use fieldstore_core::{
+    Axes, AxesExt, Catalogue, CatalogueWriter, CollocationInfo, CollocationKey, DatasetKey,
+    DatasetReader, ElementKey, Error, ErrorKind, FieldLocation, Key, Result, Schema,
+};
+
+use crate::config::RadosConfig;
+use crate::format::{self, Dec, Enc, Framed};
+use crate::naming::{self, ROOT};
+use crate::rados::{Pool, WriteOp, ECANCELED, EEXIST, ENOENT};
+
+/// Index entries per block (one omap value).
+const BLOCK_ENTRIES: usize = 4096;
+/// Bytes of omap values per write operation; a flush larger than this
+/// writes its blocks in earlier operations (invisible until the record).
+const OP_BYTES: usize = 8 << 20;
+/// Blocks fetched per omap read.
+const KEYS_PER_READ: usize = 512;
+/// Datasets listed per omap page.
+const PAGE: u64 = 1000;
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The RADOS catalogue (`engine: rados`).
+#[derive(Debug)]
+pub struct RadosCatalogue {
+    pool: Arc<Pool>,
+}
+
+impl RadosCatalogue {
+    /// Connect and open the configured pool.
+    ///
+    /// # Errors
+    /// `Unavailable` if the cluster cannot be reached; `NotFound` if the
+    /// pool does not exist; `Unsupported` without librados.
+    pub fn open(config: &RadosConfig) -> Result<RadosCatalogue> {
+        Ok(RadosCatalogue {
+            pool: Arc::new(config.open_pool()?),
+        })
+    }
+
+    /// Open the catalogue a `rados:` configuration section describes.
+    ///
+    /// # Errors
+    /// As [`RadosConfig::from_value`] and [`RadosCatalogue::open`].
+    pub fn from_config(section: &serde_json::Value) -> Result<RadosCatalogue> {
+        RadosCatalogue::open(&RadosConfig::from_value(section)?)
+    }
+}
+
+/// Read the log of `object` from `pos` to its end (as far as it is whole).
+fn read_from(
+    pool: &Pool,
+    object: &str,
+    pos: u64,
+) -> std::result::Result<Vec<u8>, crate::rados::Errno> {
+    let mut out = Vec::new();
+    let mut step = 256 << 10;
+    loop {
+        let start = out.len();
+        out.resize(start + step, 0);
+        let n = pool.read(object, pos + start as u64, &mut out[start..])?;
+        out.truncate(start + n);
+        if n < step {
+            return Ok(out);
+        }
+        step = (step * 2).min(16 << 20);
+    }
+}
+
+/// The INIT record of a dataset object: its key and where FLUSH records
+/// begin; `None` if the object does not exist.
+fn read_init(pool: &Pool, object: &str) -> Result<Option<(DatasetKey, u64)>> {
+    let what = || format!("{} at offset 0", pool.what(object));
+    let buf = match read_from(pool, object, 0) {
+        Ok(b) => b,
+        Err(e) if e == ENOENT => return Ok(None),
+        Err(e) => return Err(e.error(format!("reading {}", pool.what(object)))),
+    };
+    match format::unframe(&buf, &what)? {
+        Framed::Record(format::INIT, payload, used) => {
+            let mut d = Dec::new(payload, &what);
+            Ok(Some((DatasetKey(d.key()?), used as u64)))
+        }
+        Framed::Record(kind, ..) => Err(Error::corrupt(format!(
+            "{}: first record is type {kind}, not INIT",
+            what()
+        ))),
+        Framed::Incomplete => Err(Error::corrupt(format!(
+            "{}: the INIT record is incomplete",
+            what()
+        ))),
+    }
+}
+
+fn check_key(pool: &Pool, object: &str, stored: &DatasetKey, key: &DatasetKey) -> Result<()> {
+    if stored != key {
+        return Err(Error::new(
+            ErrorKind::InvalidConfig,
+            format!(
+                "{} holds dataset {stored}, not {key}: two dataset keys have the same name",
+                pool.what(object)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Create the dataset object (exclusively, with its INIT record) unless it
+/// exists, and register it in the root object's omap.
+fn ensure_dataset(pool: &Pool, object: &str, key: &DatasetKey, schema: &Schema) -> Result<()> {
+    match read_init(pool, object)? {
+        Some((stored, _)) => check_key(pool, object, &stored, key)?,
+        None => {
+            let mut p = Enc::default();
+            p.str(&key.to_string());
+            p.str(schema.text());
+            let mut rec = Vec::new();
+            format::frame(&mut rec, format::INIT, &p.0);
+            let mut op = WriteOp::new()?;
+            op.create_exclusive();
+            op.append(&rec);
+            match pool.operate(object, &op) {
+                Ok(()) => {}
+                Err(e) if e == EEXIST => {
+                    // Another writer created it first: use theirs.
+                    let (stored, _) = read_init(pool, object)?.ok_or_else(|| {
+                        Error::new(
+                            ErrorKind::Io,
+                            format!("{} vanished while being created", pool.what(object)),
+                        )
+                    })?;
+                    check_key(pool, object, &stored, key)?;
+                }
+                Err(e) => return Err(e.error(format!("creating {}", pool.what(object)))),
+            }
+        }
+    }
+    // Register: set the root's entry only if it is absent (a missing key
+    // compares equal to the empty value; stored values are never empty).
+    let k = key.to_string();
+    let registered = |pool: &Pool| -> Result<Option<Vec<u8>>> {
+        match pool.omap_get(ROOT, &[k.as_bytes()]) {
+            Ok(mut v) => Ok(v.pop().map(|(_, v)| v)),
+            Err(e) if e == ENOENT => Ok(None),
+            Err(e) => Err(e.error(format!("reading {}", pool.what(ROOT)))),
+        }
+    };
+    let mut current = registered(pool)?;
+    if current.is_none() {
+        let mut op = WriteOp::new()?;
+        op.omap_cmp_eq(k.as_bytes(), b"");
+        op.omap_set(&[(k.as_bytes(), object.as_bytes())]);
+        match pool.operate(ROOT, &op) {
+            Ok(()) => return Ok(()),
+            Err(e) if e == ECANCELED || e == ENOENT => current = registered(pool)?,
+            Err(e) => {
+                return Err(e.error(format!("registering dataset {key} in {}", pool.what(ROOT))))
+            }
+        }
+        if current.is_none() {
+            // The root object did not exist yet (cmp on a missing object
+            // fails): create it by setting the entry.
+            let mut op = WriteOp::new()?;
+            op.omap_set(&[(k.as_bytes(), object.as_bytes())]);
+            pool.operate(ROOT, &op).map_err(|e| {
+                e.error(format!("registering dataset {key} in {}", pool.what(ROOT)))
+            })?;
+            return Ok(());
+        }
+    }
+    match current {
+        Some(v) if v == object.as_bytes() => Ok(()),
+        Some(v) => Err(Error::new(
+            ErrorKind::InvalidConfig,
+            format!(
+                "dataset {key} is registered in {} as object '{}', not '{object}'",
+                pool.what(ROOT),
+                String::from_utf8_lossy(&v)
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
+impl Catalogue for RadosCatalogue {
+    fn writer(&self, dataset: &DatasetKey, schema: &Schema) -> Result<Box<dyn CatalogueWriter>> {
+        let object = naming::dataset_object(dataset);
+        ensure_dataset(&self.pool, &object, dataset, schema)?;
+        Ok(Box::new(RadosCatalogueWriter {
+            pool: self.pool.clone(),
+            object,
+            writer: naming::writer_id(),
+            flushes: 0,
+            pending: Vec::new(),
+            positions: HashMap::new(),
+        }))
+    }
+
+    fn datasets(&self) -> Result<Vec<DatasetKey>> {
+        let mut out = Vec::new();
+        let mut after = String::new();
+        loop {
+            let (page, more) = match self.pool.omap_page(ROOT, &after, "", PAGE) {
+                Ok(p) => p,
+                Err(e) if e == ENOENT => return Ok(out),
+                Err(e) => {
+                    return Err(e.error(format!("listing datasets in {}", self.pool.what(ROOT))))
+                }
+            };
+            for (k, _) in &page {
+                let text = String::from_utf8_lossy(k);
+                let key: Key = text.parse().map_err(|e| {
+                    Error::corrupt(format!(
+                        "{}: bad dataset key {text:?}: {e}",
+                        self.pool.what(ROOT)
+                    ))
+                })?;
+                out.push(DatasetKey(key));
+                after = text.into_owned();
+            }
+            if !more || page.is_empty() {
+                return Ok(out);
+            }
+        }
+    }
+
+    fn reader(&self, dataset: &DatasetKey) -> Result<Option<Arc<dyn DatasetReader>>> {
+        let object = naming::dataset_object(dataset);
+        let Some((stored, pos)) = read_init(&self.pool, &object)? else {
+            return Ok(None);
+        };
+        check_key(&self.pool, &object, &stored, dataset)?;
+        let reader = RadosReader {
+            pool: self.pool.clone(),
+            object,
+            state: Mutex::new(ReaderState {
+                pos,
+                order: Vec::new(),
+                collocations: HashMap::new(),
+            }),
+        };
+        reader.refresh()?;
+        Ok(Some(Arc::new(reader)))
+    }
+
+    fn describe(&self, dataset: &DatasetKey) -> String {
+        self.pool.what(&naming::dataset_object(dataset))
+    }
+}
+
+/// One writer's session with one dataset object.
+struct RadosCatalogueWriter {
+    pool: Arc<Pool>,
+    object: String,
+    writer: String,
+    flushes: u64,
+    /// Pending entries per collocation, in first-insert order.
+    pending: Vec<(CollocationKey, Vec<(ElementKey, FieldLocation)>)>,
+    positions: HashMap<CollocationKey, usize>,
+}
+
+/// Encode one block: entries of one collocation sharing one keyword list.
+fn encode_block(
+    collocation: &CollocationKey,
+    entries: &[(ElementKey, FieldLocation)],
+) -> (Vec<u8>, Axes) {
+    let mut uris: Vec<&str> = Vec::new();
+    let mut ids: HashMap<&str, u32> = HashMap::new();
+    let mut body = Enc::default();
+    let mut axes = Axes::new();
+    for (key, loc) in entries {
+        let id = *ids.entry(&loc.uri).or_insert_with(|| {
+            uris.push(&loc.uri);
+            uris.len() as u32 - 1
+        });
+        body.u32(id);
+        body.u64(loc.offset);
+        body.u64(loc.length);
+        body.u8(u8::from(loc.checksum.is_some()));
+        body.u32(loc.checksum.unwrap_or(0));
+        for v in key.values() {
+            body.str(v);
+        }
+        axes.add_key(key);
+    }
+    let mut e = Enc::default();
+    e.str(&collocation.to_string());
+    let keywords: Vec<&str> = entries
+        .first()
+        .map(|(k, _)| k.keywords().collect())
+        .unwrap_or_default();
+    e.u32(keywords.len() as u32);
+    for k in &keywords {
+        e.str(k);
+    }
+    e.u32(uris.len() as u32);
+    for u in &uris {
+        e.str(u);
+    }
+    e.u32(entries.len() as u32);
+    e.0.extend_from_slice(&body.0);
+    let mut framed = Vec::new();
+    format::frame(&mut framed, format::BLOCK, &e.0);
+    (framed, axes)
+}
+
+impl CatalogueWriter for RadosCatalogueWriter {
+    fn insert(
+        &mut self,
+        collocation: &CollocationKey,
+        element: &ElementKey,
+        location: &FieldLocation,
+    ) -> Result<()> {
+        let i = match self.positions.get(collocation) {
+            Some(&i) => i,
+            None => {
+                self.pending.push((collocation.clone(), Vec::new()));
+                self.positions
+                    .insert(collocation.clone(), self.pending.len() - 1);
+                self.pending.len() - 1
+            }
+        };
+        self.pending[i].1.push((element.clone(), location.clone()));
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let pending = std::mem::take(&mut self.pending);
+        self.positions.clear();
+        self.flushes += 1;
+        // Blocks: per collocation, runs of one keyword list, at most
+        // BLOCK_ENTRIES entries each.
+        let mut blocks: Vec<(String, Vec<u8>)> = Vec::new();
+        let mut record = Enc::default();
+        record.u64(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos() as u64)
+                .unwrap_or(0),
+        );
+        record.str(&self.writer);
+        let mut described = Enc::default();
+        for (collocation, entries) in &pending {
+            let mut start = 0;
+            while start < entries.len() {
+                let first = &entries[start].0;
+                let mut end = start + 1;
+                while end < entries.len()
+                    && end - start < BLOCK_ENTRIES
+                    && entries[end].0.keywords().eq(first.keywords())
+                {
+                    end += 1;
+                }
+                let (framed, axes) = encode_block(collocation, &entries[start..end]);
+                let key = format!("{}.{:08}.{:05}", self.writer, self.flushes, blocks.len());
+                described.str(&key);
+                described.u32((end - start) as u32);
+                described.str(&collocation.to_string());
+                described.u32(axes.len() as u32);
+                for (kw, values) in &axes {
+                    described.str(kw);
+                    described.u32(values.len() as u32);
+                    for v in values {
+                        described.str(v);
+                    }
+                }
+                blocks.push((key, framed));
+                start = end;
+            }
+        }
+        record.u32(blocks.len() as u32);
+        record.0.extend_from_slice(&described.0);
+        let mut rec = Vec::new();
+        format::frame(&mut rec, format::FLUSH, &record.0);
+        // The blocks, in operations of at most OP_BYTES; the last one also
+        // appends the record, which makes them all visible at once.
+        let what = || format!("flushing to {}", self.pool.what(&self.object));
+        let mut i = 0;
+        loop {
+            let mut size = 0;
+            let mut j = i;
+            while j < blocks.len() && (j == i || size + blocks[j].1.len() <= OP_BYTES) {
+                size += blocks[j].1.len();
+                j += 1;
+            }
+            let pairs: Vec<(&[u8], &[u8])> = blocks[i..j]
+                .iter()
+                .map(|(k, v)| (k.as_bytes(), v.as_slice()))
+                .collect();
+            let mut op = WriteOp::new()?;
+            op.assert_exists();
+            op.omap_set(&pairs);
+            let last = j == blocks.len();
+            if last {
+                op.append(&rec);
+            }
+            self.pool.operate(&self.object, &op).map_err(|e| {
+                if e == ENOENT {
+                    Error::new(
+                        ErrorKind::NotFound,
+                        format!("{}: the dataset was removed", what()),
+                    )
+                } else {
+                    e.error(what())
+                }
+            })?;
+            if last {
+                return Ok(());
+            }
+            i = j;
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Collocation {
+    axes: Axes,
+    /// omap keys of its blocks, oldest first.
+    blocks: Vec<String>,
+    /// Entries of the blocks loaded so far, block by block, oldest first.
+    loaded: Vec<Arc<Vec<(ElementKey, FieldLocation)>>>,
+    /// Newest location per element, over the loaded blocks.
+    newest: HashMap<ElementKey, FieldLocation>,
+}
+
+#[derive(Debug)]
+struct ReaderState {
+    /// Bytes of the log consumed.
+    pos: u64,
+    order: Vec<CollocationKey>,
+    collocations: HashMap<CollocationKey, Collocation>,
+}
+
+/// A read view of one dataset that follows its log.
+#[derive(Debug)]
+pub struct RadosReader {
+    pool: Arc<Pool>,
+    object: String,
+    state: Mutex<ReaderState>,
+}
+
+impl RadosReader {
+    fn apply_flush(&self, st: &mut ReaderState, payload: &[u8], at: u64) -> Result<()> {
+        let what = || format!("{} at offset {at}", self.pool.what(&self.object));
+        let mut d = Dec::new(payload, &what);
+        let _timestamp = d.u64()?;
+        let _writer = d.str()?;
+        let n = d.u32()?;
+        for _ in 0..n {
+            let key = d.str()?.to_string();
+            let _count = d.u32()?;
+            let collocation = CollocationKey(d.key()?);
+            let naxes = d.u32()?;
+            let mut axes = Axes::new();
+            for _ in 0..naxes {
+                let kw = d.str()?.to_string();
+                let nv = d.u32()?;
+                let mut values = BTreeSet::new();
+                for _ in 0..nv {
+                    values.insert(d.str()?.to_string());
+                }
+                axes.insert(kw, values);
+            }
+            let c = match st.collocations.get_mut(&collocation) {
+                Some(c) => c,
+                None => {
+                    st.order.push(collocation.clone());
+                    st.collocations.entry(collocation).or_default()
+                }
+            };
+            for (kw, values) in axes {
+                c.axes.entry(kw).or_default().extend(values);
+            }
+            c.blocks.push(key);
+        }
+        if !d.done() {
+            return Err(Error::corrupt(format!(
+                "{}: trailing bytes in FLUSH record",
+                what()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Load the blocks of `collocation` not loaded yet.
+    fn load(&self, st: &mut ReaderState, collocation: &CollocationKey) -> Result<()> {
+        let Some(c) = st.collocations.get(collocation) else {
+            return Ok(());
+        };
+        let todo: Vec<String> = c.blocks[c.loaded.len()..].to_vec();
+        for batch in todo.chunks(KEYS_PER_READ) {
+            let keys: Vec<&[u8]> = batch.iter().map(|k| k.as_bytes()).collect();
+            let got = self.pool.omap_get(&self.object, &keys).map_err(|e| {
+                e.error(format!(
+                    "reading index blocks of {}",
+                    self.pool.what(&self.object)
+                ))
+            })?;
+            let mut got: HashMap<Vec<u8>, Vec<u8>> = got.into_iter().collect();
+            for k in batch {
+                let value = got.remove(k.as_bytes()).ok_or_else(|| {
+                    Error::corrupt(format!(
+                        "{}: index block '{k}' named by the log is missing from the omap",
+                        self.pool.what(&self.object)
+                    ))
+                })?;
+                let entries = Arc::new(self.decode_block(k, &value)?);
+                let Some(c) = st.collocations.get_mut(collocation) else {
+                    break;
+                };
+                for (e, l) in entries.iter() {
+                    c.newest.insert(e.clone(), l.clone());
+                }
+                c.loaded.push(entries);
+            }
+        }
+        Ok(())
+    }
+
+    fn decode_block(&self, key: &str, value: &[u8]) -> Result<Vec<(ElementKey, FieldLocation)>> {
+        let what = || format!("{} omap key '{key}'", self.pool.what(&self.object));
+        let payload = match format::unframe(value, &what)? {
+            Framed::Record(format::BLOCK, p, n) if n == value.len() => p,
+            Framed::Record(kind, ..) => {
+                return Err(Error::corrupt(format!(
+                    "{}: record type {kind}, not an index block",
+                    what()
+                )))
+            }
+            Framed::Incomplete => {
+                return Err(Error::corrupt(format!(
+                    "{}: index block is cut short",
+                    what()
+                )))
+            }
+        };
+        let mut d = Dec::new(payload, &what);
+        let _collocation = d.str()?;
+        let nkw = d.u32()? as usize;
+        let mut keywords = Vec::with_capacity(nkw.min(64));
+        for _ in 0..nkw {
+            keywords.push(d.str()?.to_string());
+        }
+        let nuris = d.u32()? as usize;
+        let mut uris: Vec<Arc<str>> = Vec::with_capacity(nuris.min(1024));
+        for _ in 0..nuris {
+            uris.push(Arc::from(d.str()?));
+        }
+        let count = d.u32()? as usize;
+        let mut entries = Vec::with_capacity(count.min(BLOCK_ENTRIES));
+        for _ in 0..count {
+            let id = d.u32()? as usize;
+            let offset = d.u64()?;
+            let length = d.u64()?;
+            let has_crc = d.u8()? == 1;
+            let crc = d.u32()?;
+            let uri = uris.get(id).ok_or_else(|| {
+                Error::corrupt(format!("{}: location index out of range", what()))
+            })?;
+            let mut k = Key::new();
+            for kw in &keywords {
+                k.push(kw.as_str(), d.str()?)
+                    .map_err(|e| Error::corrupt(format!("{}: {e}", what())))?;
+            }
+            let mut loc = FieldLocation::new(uri.clone(), offset, length);
+            if has_crc {
+                loc = loc.with_checksum(crc);
+            }
+            entries.push((ElementKey(k), loc));
+        }
+        if !d.done() {
+            return Err(Error::corrupt(format!(
+                "{}: trailing bytes in index block",
+                what()
+            )));
+        }
+        Ok(entries)
+    }
+}
+
+impl DatasetReader for RadosReader {
+    fn refresh(&self) -> Result<()> {
+        let mut st = lock(&self.state);
+        let buf = read_from(&self.pool, &self.object, st.pos).map_err(|e| {
+            e.error(format!(
+                "reading the log of {}",
+                self.pool.what(&self.object)
+            ))
+        })?;
+        let mut used = 0;
+        while used < buf.len() {
+            let at = st.pos + used as u64;
+            let what = || format!("{} at offset {at}", self.pool.what(&self.object));
+            match format::unframe(&buf[used..], &what)? {
+                Framed::Record(format::FLUSH, payload, n) => {
+                    self.apply_flush(&mut st, payload, at)?;
+                    used += n;
+                }
+                // Unknown record types from newer versions are skipped.
+                Framed::Record(_, _, n) => used += n,
+                // Appends are atomic, so only a damaged log ends early.
+                Framed::Incomplete => {
+                    return Err(Error::corrupt(format!(
+                        "{}: the log ends in a partial record",
+                        what()
+                    )))
+                }
+            }
+        }
+        st.pos += used as u64;
+        Ok(())
+    }
+
+    fn collocations(&self) -> Result<Vec<CollocationInfo>> {
+        let st = lock(&self.state);
+        Ok(st
+            .order
+            .iter()
+            .filter_map(|k| {
+                st.collocations.get(k).map(|c| CollocationInfo {
+                    key: k.clone(),
+                    axes: c.axes.clone(),
+                })
+            })
+            .collect())
+    }
+
+    fn lookup(
+        &self,
+        collocation: &CollocationKey,
+        element: &ElementKey,
+    ) -> Result<Option<FieldLocation>> {
+        let mut st = lock(&self.state);
+        self.load(&mut st, collocation)?;
+        Ok(st
+            .collocations
+            .get(collocation)
+            .and_then(|c| c.newest.get(element).cloned()))
+    }
+
+    fn scan(
+        &self,
+        collocation: &CollocationKey,
+        visit: &mut dyn FnMut(&ElementKey, &FieldLocation) -> bool,
+    ) -> Result<()> {
+        let blocks = {
+            let mut st = lock(&self.state);
+            self.load(&mut st, collocation)?;
+            match st.collocations.get(collocation) {
+                Some(c) => c.loaded.clone(),
+                None => return Ok(()),
+            }
+        };
+        for block in blocks.iter().rev() {
+            for (k, l) in block.iter().rev() {
+                if !visit(k, l) {
+                    return Ok(());
+                }
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,33 @@
+//! fieldstore on Ceph RADOS: `engine: rados` ([`RadosCatalogue`]) and
+//! `store: rados` ([`RadosStore`]), configured by the `rados:` section
+//! ([`RadosConfig`]).
+//!
+//! - **Store**: field bytes in per-writer objects written at offsets, with
+//!   roll-over before Ceph's object-size limit, asynchronous writes in
+//!   flight, and a CRC-32C per field checked on every read.
+//! - **Catalogue**: one object per dataset; its data is an append-only log
+//!   of flush records, its omap the index blocks they name; one compound
+//!   (atomic) write operation per flush. A root object's omap lists the
+//!   datasets.
+//!
+//! librados is loaded at run time (`dlopen` of `librados.so.2`, or the path
+//! in `FIELDSTORE_LIBRADOS`): building needs no Ceph, and a missing library
+//! is reported as an `Unsupported` error when a RADOS backend is opened.
+//! Object and byte layout: `docs/format/rados.md`.
+#![deny(rustdoc::broken_intra_doc_links)]
+#![cfg_attr(not(test), warn(clippy::unwrap_used))]
+
+mod catalogue;
+mod config;
+mod ffi;
+mod format;
+mod naming;
+mod rados;
+mod store;
+
+#[cfg(test)]
+mod layout_bench;
+
+pub use catalogue::{RadosCatalogue, RadosReader};
+pub use config::RadosConfig;
+pub use store::RadosStore;

@@ -1,0 +1,615 @@
+//! Safe, blocking wrappers over the librados calls of `crate::ffi`: a
+//! cluster connection, an I/O context (pool + namespace), compound write
+//! and read operations, asynchronous writes.
+//!
+//! Every call returns the negative errno librados gives as an [`Errno`];
+//! [`Errno::error`] maps it to a fieldstore [`Error`] naming what failed.
+
+use std::ffi::{c_char, c_int, CStr, CString};
+use std::fmt;
+use std::sync::Arc;
+
+use fieldstore_core::{Error, ErrorKind, Result};
+
+use crate::ffi::{self, Api};
+
+/// omap key-value pairs.
+pub(crate) type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
+
+/// A librados error: a positive errno.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Errno(pub(crate) i32);
+
+pub(crate) const ENOENT: Errno = Errno(2);
+pub(crate) const EEXIST: Errno = Errno(17);
+pub(crate) const ECANCELED: Errno = Errno(125);
+
+impl Errno {
+    fn check(rc: c_int) -> std::result::Result<c_int, Errno> {
+        if rc < 0 {
+            Err(Errno(-rc))
+        } else {
+            Ok(rc)
+        }
+    }
+
+    /// What the caller should do about this errno.
+    pub(crate) fn kind(self) -> ErrorKind {
+        match self.0 {
+            2 => ErrorKind::NotFound,              // ENOENT
+            1 | 13 => ErrorKind::PermissionDenied, // EPERM, EACCES
+            28 | 122 => ErrorKind::StorageFull,    // ENOSPC, EDQUOT
+            4 | 11 | 16 | 103 | 104 | 107 | 108 | 110 | 111 | 112 | 113 => ErrorKind::Unavailable, // EINTR EAGAIN EBUSY ECONNABORTED ECONNRESET ENOTCONN ESHUTDOWN ETIMEDOUT ECONNREFUSED EHOSTDOWN EHOSTUNREACH
+            74 | 84 => ErrorKind::Corrupt, // EBADMSG, EILSEQ
+            _ => ErrorKind::Io,
+        }
+    }
+
+    /// An error naming `what` (an object, a pool, a cluster).
+    pub(crate) fn error(self, what: impl fmt::Display) -> Error {
+        let os = std::io::Error::from_raw_os_error(self.0);
+        let hint = match self.kind() {
+            ErrorKind::Unavailable => "; the cluster or an OSD is not reachable: retry later",
+            ErrorKind::StorageFull => "; the pool or cluster is full",
+            _ => "",
+        };
+        Error::new(self.kind(), format!("{what}: {os}{hint}")).with_source(os)
+    }
+}
+
+impl fmt::Display for Errno {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        std::io::Error::from_raw_os_error(self.0).fmt(f)
+    }
+}
+
+fn cstring(s: &str, what: &str) -> Result<CString> {
+    CString::new(s).map_err(|_| Error::invalid_input(format!("{what} {s:?} contains a NUL byte")))
+}
+
+/// How to reach a cluster.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct ClusterSpec {
+    /// `ceph.conf`; `None` for librados's search (`$CEPH_CONF`,
+    /// `/etc/ceph/ceph.conf`, …).
+    pub(crate) conf: Option<String>,
+    /// Cluster name (`ceph`).
+    pub(crate) cluster: String,
+    /// Entity name (`client.admin`).
+    pub(crate) user: String,
+    /// Seconds before a mount, monitor or OSD operation gives up.
+    pub(crate) timeout_secs: u32,
+}
+
+impl fmt::Display for ClusterSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.conf {
+            Some(c) => write!(f, "Ceph cluster '{}' ({c})", self.cluster),
+            None => write!(f, "Ceph cluster '{}' (default ceph.conf)", self.cluster),
+        }
+    }
+}
+
+/// A connected cluster handle. librados handles are thread-safe.
+pub(crate) struct Cluster {
+    api: &'static Api,
+    handle: ffi::Cluster,
+    pub(crate) spec: ClusterSpec,
+}
+
+// SAFETY: a connected `rados_t` may be used from any thread at once
+// (librados's documented thread-safety for cluster handles).
+unsafe impl Send for Cluster {}
+// SAFETY: as above; `&Cluster` only calls thread-safe librados functions.
+unsafe impl Sync for Cluster {}
+
+impl fmt::Debug for Cluster {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Cluster({})", self.spec)
+    }
+}
+
+impl Cluster {
+    /// Connect.
+    ///
+    /// # Errors
+    /// `Unsupported` without librados; `Unavailable` if no monitor answers
+    /// within the timeout; others as librados reports them.
+    pub(crate) fn connect(spec: &ClusterSpec) -> Result<Cluster> {
+        let api = ffi::api()?;
+        let cluster = cstring(&spec.cluster, "cluster name")?;
+        let user = cstring(&spec.user, "user")?;
+        let mut handle: ffi::Cluster = std::ptr::null_mut();
+        // SAFETY: the out-pointer is valid; the strings are NUL-terminated
+        // and outlive the call (librados copies them).
+        let rc = unsafe { (api.rados_create2)(&mut handle, cluster.as_ptr(), user.as_ptr(), 0) };
+        Errno::check(rc).map_err(|e| e.error(format!("creating a handle for {spec}")))?;
+        // From here on `c` owns the handle and shuts it down when dropped.
+        let c = Cluster {
+            api,
+            handle,
+            spec: spec.clone(),
+        };
+        let conf = spec
+            .conf
+            .as_deref()
+            .map(|p| cstring(p, "ceph.conf path"))
+            .transpose()?;
+        // SAFETY: the handle is valid and not yet connected; a null path
+        // asks librados to search its default locations.
+        let rc = unsafe {
+            (api.rados_conf_read_file)(
+                c.handle,
+                conf.as_ref().map_or(std::ptr::null(), |p| p.as_ptr()),
+            )
+        };
+        Errno::check(rc).map_err(|e| {
+            let mut err = e.error(format!("reading the configuration of {spec}"));
+            if e == ENOENT || e.0 == 22 {
+                err = Error::new(ErrorKind::InvalidConfig, err.message().to_string());
+            }
+            err
+        })?;
+        let t = spec.timeout_secs.to_string();
+        for opt in [
+            "client_mount_timeout",
+            "rados_mon_op_timeout",
+            "rados_osd_op_timeout",
+        ] {
+            c.set(opt, &t)?;
+        }
+        // SAFETY: the handle is valid, configured and not yet connected.
+        let rc = unsafe { (api.rados_connect)(c.handle) };
+        Errno::check(rc).map_err(|e| {
+            let mut err = e.error(format!("connecting to {spec}"));
+            if e.kind() == ErrorKind::Io {
+                // Connection failures come back as assorted errnos; none
+                // is worth more than "the cluster is not there".
+                err = Error::new(ErrorKind::Unavailable, err.message().to_string());
+            }
+            err
+        })?;
+        Ok(c)
+    }
+
+    fn set(&self, option: &str, value: &str) -> Result<()> {
+        let o = cstring(option, "option")?;
+        let v = cstring(value, "option value")?;
+        // SAFETY: valid handle, NUL-terminated strings that outlive the call.
+        let rc = unsafe { (self.api.rados_conf_set)(self.handle, o.as_ptr(), v.as_ptr()) };
+        Errno::check(rc)
+            .map(|_| ())
+            .map_err(|e| e.error(format!("setting {option}={value} for {}", self.spec)))
+    }
+
+    /// A configuration value as this client sees it, or `None`.
+    pub(crate) fn conf_get(&self, option: &str) -> Option<String> {
+        let o = CString::new(option).ok()?;
+        let mut buf = vec![0u8; 256];
+        // SAFETY: valid handle; `buf` is writable for its length, and
+        // librados NUL-terminates what it writes into it.
+        let rc = unsafe {
+            (self.api.rados_conf_get)(self.handle, o.as_ptr(), buf.as_mut_ptr().cast(), buf.len())
+        };
+        if rc < 0 {
+            return None;
+        }
+        CStr::from_bytes_until_nul(&buf)
+            .ok()
+            .map(|s| s.to_string_lossy().into_owned())
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        // SAFETY: the handle is valid and every I/O context made from it
+        // holds an `Arc<Cluster>`, so none is left when this runs.
+        unsafe { (self.api.rados_shutdown)(self.handle) }
+    }
+}
+
+/// An I/O context: one pool and one namespace of a cluster.
+pub(crate) struct Pool {
+    api: &'static Api,
+    io: ffi::IoCtx,
+    cluster: Arc<Cluster>,
+    /// The pool's name.
+    pub(crate) pool: String,
+    /// The namespace ("" is the default one).
+    pub(crate) namespace: String,
+}
+
+// SAFETY: an I/O context whose namespace is set once, before it is shared,
+// may be used by many threads at once for I/O.
+unsafe impl Send for Pool {}
+// SAFETY: as above; `&Pool` only issues I/O.
+unsafe impl Sync for Pool {}
+
+impl fmt::Debug for Pool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Pool({self})")
+    }
+}
+
+impl fmt::Display for Pool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "pool '{}'", self.pool)?;
+        if !self.namespace.is_empty() {
+            write!(f, " namespace '{}'", self.namespace)?;
+        }
+        write!(f, " of {}", self.cluster.spec)
+    }
+}
+
+impl Pool {
+    /// Open `pool`, namespace `namespace`.
+    ///
+    /// # Errors
+    /// `NotFound` if the pool does not exist.
+    pub(crate) fn open(cluster: Arc<Cluster>, pool: &str, namespace: &str) -> Result<Pool> {
+        let api = cluster.api;
+        let p = cstring(pool, "pool name")?;
+        let ns = cstring(namespace, "namespace")?;
+        let mut io: ffi::IoCtx = std::ptr::null_mut();
+        // SAFETY: connected handle, valid out-pointer, NUL-terminated name.
+        let rc = unsafe { (api.rados_ioctx_create)(cluster.handle, p.as_ptr(), &mut io) };
+        Errno::check(rc)
+            .map_err(|e| e.error(format!("opening pool '{pool}' of {}", cluster.spec)))?;
+        // SAFETY: `io` was just created and is not shared yet; librados
+        // copies the namespace.
+        unsafe { (api.rados_ioctx_set_namespace)(io, ns.as_ptr()) };
+        Ok(Pool {
+            api,
+            io,
+            cluster,
+            pool: pool.to_string(),
+            namespace: namespace.to_string(),
+        })
+    }
+
+    /// The cluster this pool belongs to.
+    pub(crate) fn cluster(&self) -> &Arc<Cluster> {
+        &self.cluster
+    }
+
+    /// `object 'o' in pool 'p' …`, for messages.
+    pub(crate) fn what(&self, oid: &str) -> String {
+        format!("RADOS object '{oid}' in {self}")
+    }
+
+    /// Read up to `buf.len()` bytes at `offset`; returns how many were read
+    /// (fewer at the end of the object).
+    pub(crate) fn read(
+        &self,
+        oid: &str,
+        offset: u64,
+        buf: &mut [u8],
+    ) -> std::result::Result<usize, Errno> {
+        let o = CString::new(oid).map_err(|_| Errno(22))?;
+        // SAFETY: valid I/O context; `buf` is writable for its length.
+        let rc = unsafe {
+            (self.api.rados_read)(
+                self.io,
+                o.as_ptr(),
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+                offset,
+            )
+        };
+        Errno::check(rc).map(|n| n as usize)
+    }
+
+    /// Start writing `data` at `offset` of `oid` (`offset` `None`: replace
+    /// the whole object). The returned [`Pending`] owns the buffer until
+    /// the write completes.
+    pub(crate) fn aio_write(
+        &self,
+        oid: &str,
+        data: Vec<u8>,
+        offset: Option<u64>,
+    ) -> Result<Pending> {
+        let o = cstring(oid, "object name")?;
+        let mut c: ffi::Completion = std::ptr::null_mut();
+        // SAFETY: valid out-pointer; no callback.
+        let rc =
+            unsafe { (self.api.rados_aio_create_completion2)(std::ptr::null_mut(), None, &mut c) };
+        Errno::check(rc).map_err(|e| e.error("creating a RADOS completion"))?;
+        let pending = Pending {
+            api: self.api,
+            c,
+            data,
+            what: Some(self.what(oid)),
+        };
+        let buf: *const c_char = pending.data.as_ptr().cast();
+        let len = pending.data.len();
+        // SAFETY: valid I/O context and completion; the buffer is owned by
+        // `pending`, whose drop waits for the completion before freeing it.
+        let rc = unsafe {
+            match offset {
+                Some(off) => (self.api.rados_aio_write)(self.io, o.as_ptr(), c, buf, len, off),
+                None => (self.api.rados_aio_write_full)(self.io, o.as_ptr(), c, buf, len),
+            }
+        };
+        if let Err(e) = Errno::check(rc) {
+            return Err(e.error(format!("writing {}", self.what(oid))));
+        }
+        Ok(pending)
+    }
+
+    /// Execute a compound write operation atomically on `oid`.
+    pub(crate) fn operate(&self, oid: &str, op: &WriteOp) -> std::result::Result<(), Errno> {
+        let o = CString::new(oid).map_err(|_| Errno(22))?;
+        // SAFETY: valid op and I/O context; every buffer the op points at
+        // (the comparison results) is owned by `op`, alive for the call.
+        let rc = unsafe {
+            (self.api.rados_write_op_operate)(op.op, self.io, o.as_ptr(), std::ptr::null_mut(), 0)
+        };
+        Errno::check(rc).map(|_| ())
+    }
+
+    /// One page of `oid`'s omap: at most `max` pairs after `start_after`
+    /// whose keys begin with `prefix`, in key order, and whether more
+    /// follow.
+    pub(crate) fn omap_page(
+        &self,
+        oid: &str,
+        start_after: &str,
+        prefix: &str,
+        max: u64,
+    ) -> std::result::Result<(Pairs, bool), Errno> {
+        let o = CString::new(oid).map_err(|_| Errno(22))?;
+        let after = CString::new(start_after).map_err(|_| Errno(22))?;
+        let pre = CString::new(prefix).map_err(|_| Errno(22))?;
+        let op = ReadOp::new(self.api);
+        let mut iter: ffi::OmapIter = std::ptr::null_mut();
+        let mut more: u8 = 0;
+        let mut prval: c_int = 0;
+        // SAFETY: valid op; the strings are copied by librados; the out
+        // pointers live on this frame until the op has run below.
+        unsafe {
+            (self.api.rados_read_op_omap_get_vals2)(
+                op.0 .1,
+                after.as_ptr(),
+                pre.as_ptr(),
+                max,
+                &mut iter,
+                &mut more,
+                &mut prval,
+            )
+        };
+        // SAFETY: valid op and I/O context.
+        let rc = unsafe { (self.api.rados_read_op_operate)(op.0 .1, self.io, o.as_ptr(), 0) };
+        let pairs = self.drain(iter);
+        Errno::check(rc)?;
+        Errno::check(prval)?;
+        Ok((pairs, more != 0))
+    }
+
+    /// The omap values of `keys` of `oid`; missing keys are left out.
+    pub(crate) fn omap_get(&self, oid: &str, keys: &[&[u8]]) -> std::result::Result<Pairs, Errno> {
+        let o = CString::new(oid).map_err(|_| Errno(22))?;
+        let ptrs: Vec<*const c_char> = keys.iter().map(|k| k.as_ptr().cast()).collect();
+        let lens: Vec<usize> = keys.iter().map(|k| k.len()).collect();
+        let op = ReadOp::new(self.api);
+        let mut iter: ffi::OmapIter = std::ptr::null_mut();
+        let mut prval: c_int = 0;
+        // SAFETY: valid op; `ptrs`/`lens` describe `keys.len()` live
+        // buffers, copied by librados; out-pointers live until the op ran.
+        unsafe {
+            (self.api.rados_read_op_omap_get_vals_by_keys2)(
+                op.0 .1,
+                ptrs.as_ptr(),
+                keys.len(),
+                lens.as_ptr(),
+                &mut iter,
+                &mut prval,
+            )
+        };
+        // SAFETY: valid op and I/O context.
+        let rc = unsafe { (self.api.rados_read_op_operate)(op.0 .1, self.io, o.as_ptr(), 0) };
+        let pairs = self.drain(iter);
+        Errno::check(rc)?;
+        Errno::check(prval)?;
+        Ok(pairs)
+    }
+
+    /// Collect and free an omap iterator.
+    fn drain(&self, iter: ffi::OmapIter) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut out = Vec::new();
+        if iter.is_null() {
+            return out;
+        }
+        loop {
+            let mut k: *mut c_char = std::ptr::null_mut();
+            let mut v: *mut c_char = std::ptr::null_mut();
+            let (mut kl, mut vl) = (0usize, 0usize);
+            // SAFETY: `iter` came from an executed read op and is not yet
+            // ended; the out-pointers are valid.
+            let rc =
+                unsafe { (self.api.rados_omap_get_next2)(iter, &mut k, &mut v, &mut kl, &mut vl) };
+            if rc < 0 || k.is_null() {
+                break;
+            }
+            // SAFETY: librados returns `kl`/`vl` readable bytes at `k`/`v`,
+            // valid until the next call on the iterator.
+            let (key, val) = unsafe {
+                (
+                    std::slice::from_raw_parts(k.cast::<u8>(), kl).to_vec(),
+                    if v.is_null() {
+                        Vec::new()
+                    } else {
+                        std::slice::from_raw_parts(v.cast::<u8>(), vl).to_vec()
+                    },
+                )
+            };
+            out.push((key, val));
+        }
+        // SAFETY: ends (frees) the iterator exactly once.
+        unsafe { (self.api.rados_omap_get_end)(iter) };
+        out
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        // SAFETY: the context is valid; its cluster is kept alive by
+        // `self.cluster` until after this.
+        unsafe { (self.api.rados_ioctx_destroy)(self.io) }
+    }
+}
+
+/// An asynchronous write in flight, and the buffer it writes.
+pub(crate) struct Pending {
+    api: &'static Api,
+    c: ffi::Completion,
+    data: Vec<u8>,
+    /// The object, for messages; `None` once waited for.
+    what: Option<String>,
+}
+
+// SAFETY: a completion may be waited on from any thread; the buffer is
+// owned plain memory.
+unsafe impl Send for Pending {}
+
+impl Pending {
+    /// Wait until the write is committed.
+    pub(crate) fn wait(mut self) -> std::result::Result<(), (Errno, String)> {
+        let rc = self.finish();
+        let what = self.what.take().unwrap_or_default();
+        Errno::check(rc).map(|_| ()).map_err(|e| (e, what))
+    }
+
+    fn finish(&mut self) -> c_int {
+        if self.c.is_null() {
+            return 0;
+        }
+        // SAFETY: valid completion, waited for, read, then released once.
+        let rc = unsafe {
+            (self.api.rados_aio_wait_for_complete)(self.c);
+            let rc = (self.api.rados_aio_get_return_value)(self.c);
+            (self.api.rados_aio_release)(self.c);
+            rc
+        };
+        self.c = std::ptr::null_mut();
+        rc
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        // The buffer may only be freed once librados is done with it.
+        self.finish();
+    }
+}
+
+/// A compound write operation, applied atomically by [`Pool::operate`].
+pub(crate) struct WriteOp {
+    api: &'static Api,
+    op: ffi::WriteOp,
+    /// Result slots of comparisons, written when the op runs. Boxed: their
+    /// addresses are handed to librados and must not move when the vector
+    /// grows.
+    #[allow(clippy::vec_box)]
+    prvals: Vec<Box<c_int>>,
+}
+
+impl WriteOp {
+    pub(crate) fn new() -> Result<WriteOp> {
+        let api = ffi::api()?;
+        // SAFETY: no preconditions.
+        let op = unsafe { (api.rados_create_write_op)() };
+        if op.is_null() {
+            return Err(Error::internal("rados_create_write_op returned null"));
+        }
+        Ok(WriteOp {
+            api,
+            op,
+            prvals: Vec::new(),
+        })
+    }
+
+    /// Fail with `EEXIST` if the object exists.
+    pub(crate) fn create_exclusive(&mut self) {
+        // SAFETY: valid op; a null category is allowed.
+        unsafe {
+            (self.api.rados_write_op_create)(self.op, ffi::CREATE_EXCLUSIVE, std::ptr::null())
+        }
+    }
+
+    /// Fail with `ENOENT` unless the object exists.
+    pub(crate) fn assert_exists(&mut self) {
+        // SAFETY: valid op.
+        unsafe { (self.api.rados_write_op_assert_exists)(self.op) }
+    }
+
+    /// Append `data` to the object.
+    pub(crate) fn append(&mut self, data: &[u8]) {
+        // SAFETY: valid op; librados copies the buffer.
+        unsafe { (self.api.rados_write_op_append)(self.op, data.as_ptr().cast(), data.len()) }
+    }
+
+    /// Set omap pairs.
+    pub(crate) fn omap_set(&mut self, pairs: &[(&[u8], &[u8])]) {
+        let keys: Vec<*const c_char> = pairs.iter().map(|(k, _)| k.as_ptr().cast()).collect();
+        let vals: Vec<*const c_char> = pairs.iter().map(|(_, v)| v.as_ptr().cast()).collect();
+        let klens: Vec<usize> = pairs.iter().map(|(k, _)| k.len()).collect();
+        let vlens: Vec<usize> = pairs.iter().map(|(_, v)| v.len()).collect();
+        // SAFETY: valid op; four arrays of `pairs.len()` entries describing
+        // live buffers, all copied by librados before it returns.
+        unsafe {
+            (self.api.rados_write_op_omap_set2)(
+                self.op,
+                keys.as_ptr(),
+                vals.as_ptr(),
+                klens.as_ptr(),
+                vlens.as_ptr(),
+                pairs.len(),
+            )
+        }
+    }
+
+    /// Apply the op only if omap `key` equals `value` (a missing key
+    /// compares as empty); otherwise the whole op fails with `ECANCELED`.
+    pub(crate) fn omap_cmp_eq(&mut self, key: &[u8], value: &[u8]) {
+        let mut slot = Box::new(0);
+        let p: *mut c_int = &mut *slot;
+        self.prvals.push(slot);
+        // SAFETY: valid op; key and value are copied; `p` points into a box
+        // owned by `self`, alive until the op is released.
+        unsafe {
+            (self.api.rados_write_op_omap_cmp2)(
+                self.op,
+                key.as_ptr().cast(),
+                ffi::CMP_EQ,
+                value.as_ptr().cast(),
+                key.len(),
+                value.len(),
+                p,
+            )
+        }
+    }
+}
+
+impl Drop for WriteOp {
+    fn drop(&mut self) {
+        // SAFETY: the op is valid and released once.
+        unsafe { (self.api.rados_release_write_op)(self.op) }
+    }
+}
+
+/// A read operation, released when dropped.
+struct ReadOp((&'static Api, ffi::ReadOp));
+
+impl ReadOp {
+    fn new(api: &'static Api) -> ReadOp {
+        // SAFETY: no preconditions.
+        ReadOp((api, unsafe { (api.rados_create_read_op)() }))
+    }
+}
+
+impl Drop for ReadOp {
+    fn drop(&mut self) {
+        // SAFETY: the op is valid and released once.
+        unsafe { (self.0 .0.rados_release_read_op)(self.0 .1) }
+    }
+}

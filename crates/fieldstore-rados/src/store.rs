@@ -1,0 +1,290 @@
+//! `RadosStore`: field bytes in per-writer RADOS objects.
+//!
+//! Each writer (one handle × one dataset) writes its fields one after the
+//! other into objects it alone writes, `<dataset>.<writer id>.<n>.data`, at
+//! offsets it chooses itself, and rolls over to object `n + 1` before an
+//! object would pass the size limit (`object_size`, capped by the
+//! cluster's `osd_max_object_size`). Small fields are gathered into 4 MiB
+//! writes; a field of 512 KiB or more gets an object of its own (same
+//! naming, next number). Up to
+//! `in_flight` asynchronous writes are in flight at once; `flush` waits for
+//! every one to be committed. Why packed objects for small fields and one
+//! object per large field: `docs/benchmarks.md` (RADOS store layout).
+//!
+//! A location is `rados://<pool>/<namespace>/<object>` with the offset,
+//! length and CRC-32C of the bytes, checked on every read.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+
+use fieldstore_core::{
+    CollocationKey, DatasetKey, Error, ErrorKind, FieldLocation, Result, Store, StoreWriter,
+};
+
+use crate::config::RadosConfig;
+use crate::naming;
+use crate::rados::{Pending, Pool, ENOENT};
+
+/// Small fields are gathered into writes of this size.
+const CHUNK: usize = 4 << 20;
+/// Fields at least this large get an object of their own.
+const OWN_OBJECT: usize = 512 << 10;
+
+/// The RADOS store (`store: rados`).
+#[derive(Debug)]
+pub struct RadosStore {
+    pool: Arc<Pool>,
+    /// Pools of locations written under another pool or namespace.
+    others: Mutex<HashMap<(String, String), Arc<Pool>>>,
+    /// Roll over to a new object before one passes this size.
+    object_size: u64,
+    /// The largest single write the OSDs accept.
+    max_write: usize,
+    in_flight: usize,
+}
+
+/// A size option of the client's view of the cluster configuration.
+fn conf_bytes(pool: &Pool, option: &str) -> Option<u64> {
+    pool.cluster().conf_get(option)?.trim().parse().ok()
+}
+
+impl RadosStore {
+    /// Connect and open the configured pool.
+    ///
+    /// # Errors
+    /// `Unavailable` if the cluster cannot be reached; `NotFound` if the
+    /// pool does not exist; `Unsupported` without librados.
+    pub fn open(config: &RadosConfig) -> Result<RadosStore> {
+        let pool = Arc::new(config.open_pool()?);
+        // osd_max_object_size is in bytes (128 MiB by default); osd_max_write_size in MiB (90).
+        let limit = conf_bytes(&pool, "osd_max_object_size").unwrap_or(128 << 20);
+        let max_write = conf_bytes(&pool, "osd_max_write_size").map_or(90 << 20, |m| m << 20);
+        Ok(RadosStore {
+            object_size: config.object_size.min(limit),
+            max_write: (max_write as usize).clamp(1 << 20, 16 << 20),
+            in_flight: config.in_flight.max(1),
+            pool,
+            others: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// Open the store a `rados:` configuration section describes.
+    ///
+    /// # Errors
+    /// As [`RadosConfig::from_value`] and [`RadosStore::open`].
+    pub fn from_config(section: &serde_json::Value) -> Result<RadosStore> {
+        RadosStore::open(&RadosConfig::from_value(section)?)
+    }
+
+    /// The size past which data objects roll over.
+    pub fn object_size(&self) -> u64 {
+        self.object_size
+    }
+
+    fn pool_for(&self, pool: &str, namespace: &str) -> Result<Arc<Pool>> {
+        if pool == self.pool.pool && namespace == self.pool.namespace {
+            return Ok(self.pool.clone());
+        }
+        let mut others = self.others.lock().unwrap_or_else(|p| p.into_inner());
+        let k = (pool.to_string(), namespace.to_string());
+        if let Some(p) = others.get(&k) {
+            return Ok(p.clone());
+        }
+        let p = Arc::new(Pool::open(self.pool.cluster().clone(), pool, namespace)?);
+        others.insert(k, p.clone());
+        Ok(p)
+    }
+}
+
+impl Store for RadosStore {
+    fn writer(&self, dataset: &DatasetKey) -> Result<Box<dyn StoreWriter>> {
+        Ok(Box::new(RadosStoreWriter {
+            pool: self.pool.clone(),
+            prefix: format!("{}.{}", naming::dataset_name(dataset), naming::writer_id()),
+            object_size: self.object_size,
+            max_write: self.max_write,
+            in_flight: self.in_flight,
+            seq: 0,
+            object: String::new(),
+            uri: Arc::from(""),
+            used: 0,
+            buf: Vec::new(),
+            buf_at: 0,
+            pending: VecDeque::new(),
+            failed: None,
+        }))
+    }
+
+    fn read(&self, location: &FieldLocation, buf: &mut Vec<u8>) -> Result<()> {
+        let (pool, ns, object) = naming::parse_uri(&location.uri)?;
+        let pool = self.pool_for(&pool, &ns)?;
+        let len = usize::try_from(location.length)
+            .map_err(|_| Error::corrupt(format!("{location}: length out of range")))?;
+        buf.clear();
+        buf.resize(len, 0);
+        let mut done = 0;
+        while done < len {
+            let want = (len - done).min(64 << 20);
+            let n = pool
+                .read(
+                    object,
+                    location.offset + done as u64,
+                    &mut buf[done..done + want],
+                )
+                .map_err(|e| {
+                    if e == ENOENT {
+                        Error::new(
+                            ErrorKind::NotFound,
+                            format!("{location}: no such RADOS object"),
+                        )
+                    } else {
+                        e.error(format!("reading {location}"))
+                    }
+                })?;
+            if n == 0 {
+                buf.clear();
+                return Err(Error::corrupt(format!(
+                    "{location}: the RADOS object ends {} bytes into the field (truncated?)",
+                    done
+                )));
+            }
+            done += n;
+        }
+        if let Some(want) = location.checksum {
+            let got = crc32c::crc32c(buf);
+            if got != want {
+                buf.clear();
+                return Err(Error::corrupt(format!(
+                    "{location}: checksum mismatch (stored {want:08x}, read {got:08x}): the RADOS object is damaged"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    fn scheme(&self) -> &'static str {
+        "rados"
+    }
+}
+
+/// One writer's objects in one dataset.
+struct RadosStoreWriter {
+    pool: Arc<Pool>,
+    /// `<dataset>.<writer id>`: objects are `<prefix>.<n>.data`.
+    prefix: String,
+    object_size: u64,
+    max_write: usize,
+    in_flight: usize,
+    /// Number of the last object named.
+    seq: u64,
+    /// The object small fields go to ("" before the first).
+    object: String,
+    uri: Arc<str>,
+    /// Bytes of the current object given to fields so far.
+    used: u64,
+    /// Small fields not yet sent, and their offset in the current object.
+    buf: Vec<u8>,
+    buf_at: u64,
+    pending: VecDeque<Pending>,
+    /// The first failed write: every later archive and flush reports it.
+    failed: Option<Error>,
+}
+
+impl RadosStoreWriter {
+    /// A new object name and its URI.
+    fn new_object(&mut self) -> (String, Arc<str>) {
+        self.seq += 1;
+        let object = format!("{}.{}.data", self.prefix, self.seq);
+        let uri = Arc::from(naming::uri(&self.pool.pool, &self.pool.namespace, &object));
+        (object, uri)
+    }
+
+    fn check(&self) -> Result<()> {
+        match &self.failed {
+            Some(e) => Err(Error::new(
+                e.kind(),
+                format!("an earlier write of this writer failed: {e}"),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// Wait for the oldest writes until at most `keep` are in flight.
+    fn settle(&mut self, keep: usize) {
+        while self.pending.len() > keep {
+            let Some(p) = self.pending.pop_front() else {
+                break;
+            };
+            if let Err((e, what)) = p.wait() {
+                if self.failed.is_none() {
+                    self.failed = Some(e.error(format!("writing {what}")));
+                }
+            }
+        }
+    }
+
+    fn send(&mut self, object: &str, data: Vec<u8>, at: u64) -> Result<()> {
+        self.settle(self.in_flight - 1);
+        self.check()?;
+        let p = self.pool.aio_write(object, data, Some(at))?;
+        self.pending.push_back(p);
+        Ok(())
+    }
+
+    fn send_buffer(&mut self) -> Result<()> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        let data = std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK));
+        let object = std::mem::take(&mut self.object);
+        let r = self.send(&object, data, self.buf_at);
+        self.object = object;
+        r
+    }
+}
+
+impl StoreWriter for RadosStoreWriter {
+    fn archive(&mut self, _collocation: &CollocationKey, data: &[u8]) -> Result<FieldLocation> {
+        self.check()?;
+        let len = data.len() as u64;
+        if len > self.object_size {
+            return Err(Error::invalid_input(format!(
+                "a field of {len} bytes does not fit in one RADOS object of at most {} bytes \
+                 (rados.object_size, capped by the cluster's osd_max_object_size)",
+                self.object_size
+            )));
+        }
+        let crc = crc32c::crc32c(data);
+        if data.len() >= OWN_OBJECT {
+            let (object, uri) = self.new_object();
+            let mut done = 0;
+            while done < data.len() {
+                let n = (data.len() - done).min(self.max_write);
+                self.send(&object, data[done..done + n].to_vec(), done as u64)?;
+                done += n;
+            }
+            return Ok(FieldLocation::new(uri, 0, len).with_checksum(crc));
+        }
+        if self.object.is_empty() || self.used + len > self.object_size {
+            self.send_buffer()?;
+            (self.object, self.uri) = self.new_object();
+            self.used = 0;
+        }
+        let at = self.used;
+        if self.buf.is_empty() {
+            self.buf_at = at;
+        }
+        self.buf.extend_from_slice(data);
+        if self.buf.len() >= CHUNK {
+            self.send_buffer()?;
+        }
+        self.used += len;
+        Ok(FieldLocation::new(self.uri.clone(), at, len).with_checksum(crc))
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        self.send_buffer()?;
+        self.settle(0);
+        self.check()
+    }
+}

@@ -1,0 +1,2 @@
+//! Multi-process tests (being written).
+fn main() {}
