@@ -648,7 +648,7 @@ fn arrays_short_reads_attributes_and_metadata() {
             -der::INVAL,
             "sizes disagree"
         );
-        iov.iov_len = 12;
+        (*sgl.sg_iovs).iov_len = 12;
         assert_eq!(
             daos_array_write(h, DaosHandle::default(), &mut iod, &mut sgl, null_mut()),
             0
