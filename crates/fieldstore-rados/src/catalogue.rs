@@ -133,7 +133,7 @@ fn check_key(pool: &Pool, object: &str, stored: &DatasetKey, key: &DatasetKey) -
 }
 
 /// Create the dataset object (exclusively, with its INIT record) unless it
-/// exists, and register it in the root object's omap.
+/// exists.
 fn ensure_dataset(pool: &Pool, object: &str, key: &DatasetKey, schema: &Schema) -> Result<()> {
     match read_init(pool, object)? {
         Some((stored, _)) => check_key(pool, object, &stored, key)?,
@@ -162,8 +162,14 @@ fn ensure_dataset(pool: &Pool, object: &str, key: &DatasetKey, schema: &Schema) 
             }
         }
     }
-    // Register: set the root's entry only if it is absent (a missing key
-    // compares equal to the empty value; stored values are never empty).
+    Ok(())
+}
+
+/// Register a dataset in the root object's omap (after its first flush, so
+/// that a dataset is listed once something in it is visible): set the
+/// entry only if it is absent (a missing key compares equal to the empty
+/// value; stored values are never empty).
+fn register(pool: &Pool, object: &str, key: &DatasetKey) -> Result<()> {
     let k = key.to_string();
     let registered = |pool: &Pool| -> Result<Option<Vec<u8>>> {
         match pool.omap_get(ROOT, &[k.as_bytes()]) {
@@ -215,6 +221,8 @@ impl Catalogue for RadosCatalogue {
         ensure_dataset(&self.pool, &object, dataset, schema)?;
         Ok(Box::new(RadosCatalogueWriter {
             pool: self.pool.clone(),
+            key: dataset.clone(),
+            registered: false,
             object,
             writer: naming::writer_id(),
             flushes: 0,
@@ -278,6 +286,9 @@ impl Catalogue for RadosCatalogue {
 /// One writer's session with one dataset object.
 struct RadosCatalogueWriter {
     pool: Arc<Pool>,
+    key: DatasetKey,
+    /// Whether this writer saw the dataset registered in the root.
+    registered: bool,
     object: String,
     writer: String,
     flushes: u64,
@@ -435,10 +446,15 @@ impl CatalogueWriter for RadosCatalogueWriter {
                 }
             })?;
             if last {
-                return Ok(());
+                break;
             }
             i = j;
         }
+        if !self.registered {
+            register(&self.pool, &self.object, &self.key)?;
+            self.registered = true;
+        }
+        Ok(())
     }
 }
 

@@ -1,0 +1,182 @@
+//! The conformance suite on a real Ceph cluster: RADOS catalogue + RADOS
+//! store (one namespace per check), the mixed pairs with the POSIX
+//! catalogue or store, damage detection, and the errors of a missing pool
+//! or an unreachable cluster.
+
+mod common;
+
+use fieldstore::{ErrorKind, FieldLocation, FieldStore, Request};
+use fieldstore_testkit::support::{archive_payload, must, Spec};
+use fieldstore_testkit::{damaged_field_detected, run_all, Capabilities, Open};
+
+fn with_rados(check: &dyn Fn(Open<'_>)) {
+    let Some(c) = common::cluster() else { return };
+    let config = c.config("rados", "rados", &common::namespace("conf"), None);
+    let open = move || FieldStore::open(config.clone());
+    check(&open);
+}
+
+fieldstore_testkit::conformance_tests!(with_rados);
+
+/// Flip one byte in the middle of the field at `loc`, with the `rados` tool.
+fn corrupt(c: &common::Cluster, loc: &FieldLocation) {
+    let rest = loc.uri.strip_prefix("rados://").expect("a RADOS location");
+    let mut parts = rest.splitn(3, '/');
+    let (_pool, ns, object) = (
+        parts.next(),
+        parts.next().unwrap_or(""),
+        parts.next().expect("an object"),
+    );
+    let mut bytes = c.rados(ns, &["get", object, "-"]);
+    let at = (loc.offset + loc.length / 2) as usize;
+    bytes[at] ^= 0x10;
+    let tmp = tempfile::NamedTempFile::new().expect("a temporary file");
+    std::fs::write(tmp.path(), &bytes).expect("writing the damaged copy");
+    c.rados(ns, &["put", object, &tmp.path().display().to_string()]);
+}
+
+#[test]
+fn damaged_field_is_detected() {
+    let Some(c) = common::cluster() else { return };
+    with_rados(&|open| damaged_field_detected(open, &|loc: &FieldLocation| corrupt(c, loc)));
+}
+
+/// Every check, with the POSIX catalogue over the RADOS store.
+#[test]
+fn toc_catalogue_with_rados_store() {
+    let Some(c) = common::cluster() else { return };
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let config = c.config("toc", "rados", &common::namespace("mix1"), Some(dir.path()));
+    let open = move || FieldStore::open(config.clone());
+    let corrupt = |loc: &FieldLocation| corrupt(c, loc);
+    run_all(
+        &open,
+        &Capabilities {
+            corrupt: Some(&corrupt),
+        },
+    );
+}
+
+/// Every check, with the RADOS catalogue over the POSIX store.
+#[test]
+fn rados_catalogue_with_file_store() {
+    let Some(c) = common::cluster() else { return };
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let config = c.config(
+        "rados",
+        "file",
+        &common::namespace("mix2"),
+        Some(dir.path()),
+    );
+    let open = move || FieldStore::open(config.clone());
+    run_all(&open, &Capabilities::default());
+}
+
+const BASE: Spec = Spec {
+    date: 20231201,
+    time: 1200,
+    ty: "pf",
+    levtype: "pl",
+    step: 0,
+    number: Some(1),
+    levelist: Some(500),
+    param: 130,
+};
+
+/// Data objects roll over before the size limit: 40 fields of 100 KiB
+/// through a 1 MiB object limit land in several objects, and all read back.
+#[test]
+fn data_objects_roll_over_at_the_size_limit() {
+    let Some(c) = common::cluster() else { return };
+    let ns = common::namespace("roll");
+    let mut config = c.config("rados", "rados", &ns, None);
+    let mut section = config.backend("rados").clone();
+    section["object_size"] = serde_json::json!(1 << 20);
+    config.backends.insert("rados".into(), section);
+    let fs = must(FieldStore::open(config), "open");
+    let fields: Vec<_> = (0..40)
+        .map(|step| {
+            archive_payload(
+                &fs,
+                &Spec { step, ..BASE }.key("roll"),
+                1,
+                100 << 10,
+                100 << 10,
+            )
+        })
+        .collect();
+    // And one field larger than the limit is refused, naming the limit.
+    let e = fs
+        .archive(
+            &Spec { step: 99, ..BASE }.key("roll"),
+            &vec![0u8; (1 << 20) + 1],
+        )
+        .expect_err("a field over the object size limit");
+    assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
+    assert!(e.to_string().contains("object_size"), "{e}");
+    must(fs.flush(), "flush");
+    let mut objects = std::collections::BTreeSet::new();
+    for f in &fields {
+        let loc = must(fs.location(&f.key), "location").expect("flushed");
+        assert!(
+            loc.offset + loc.length <= 1 << 20,
+            "{loc} passes the 1 MiB limit"
+        );
+        objects.insert(loc.uri.to_string());
+        let got = must(
+            fs.retrieve(&Request::from_key(&f.key))
+                .and_then(|r| r.read_all()),
+            "retrieve",
+        );
+        assert!(got == f.data, "field {} read back differently", f.key);
+    }
+    assert!(
+        objects.len() >= 4,
+        "4 MiB of fields in {} objects: {objects:?}",
+        objects.len()
+    );
+}
+
+/// A pool that does not exist is `NotFound`, naming the pool.
+#[test]
+fn missing_pool_is_named() {
+    let Some(c) = common::cluster() else { return };
+    let mut config = c.config("rados", "rados", "x", None);
+    let mut section = config.backend("rados").clone();
+    section["pool"] = serde_json::json!("no-such-pool");
+    config.backends.insert("rados".into(), section);
+    let e = FieldStore::open(config).expect_err("a missing pool");
+    assert_eq!(e.kind(), ErrorKind::NotFound, "{e}");
+    assert!(e.to_string().contains("no-such-pool"), "{e}");
+}
+
+/// A cluster nobody answers for is `Unavailable` within the timeout,
+/// naming the cluster's configuration.
+#[test]
+fn unreachable_cluster_is_unavailable() {
+    let Some(c) = common::cluster() else { return };
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let conf = dir.path().join("ceph.conf");
+    // The real cluster's settings, with a monitor address nobody listens on.
+    let text = std::fs::read_to_string(&c.conf).expect("ceph.conf");
+    let text: String = text
+        .lines()
+        .map(|l| {
+            if l.starts_with("mon host") {
+                "mon host = [v2:127.0.0.1:9]".to_string()
+            } else {
+                l.to_string()
+            }
+        })
+        .map(|l| l + "\n")
+        .collect();
+    std::fs::write(&conf, text).expect("writing ceph.conf");
+    let yaml = format!(
+        "engine: rados\nstore: rados\nrados:\n  conf: {}\n  pool: fieldstore\n  timeout: 3\n",
+        conf.display()
+    );
+    let config = fieldstore::Config::from_yaml(&yaml, dir.path(), "test").expect("config");
+    let e = FieldStore::open(config).expect_err("no monitor");
+    assert_eq!(e.kind(), ErrorKind::Unavailable, "{e}");
+    assert!(e.to_string().contains(&conf.display().to_string()), "{e}");
+}
