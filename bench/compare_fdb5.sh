@@ -13,7 +13,7 @@
 #               [${XDG_CACHE_HOME:-$HOME/.cache}/fieldstore-bench/venv-fdb5]
 #   WORK        stores, configs, raw JSON reports   [${TMPDIR:-/tmp}/fieldstore-compare]
 #   OUT         where the plot and the summary JSON go [<repo>/docs/bench]
-#   REPS        repetitions per configuration (medians reported) [3]
+#   REPS        repetitions per configuration, interleaved between the systems (medians reported) [5]
 #   SIZES       "1m 64k"      PROCS "1 2 4"      PATTERNS "a wr"
 #   WL_1M       "nsteps nlevels nparams" per process, 1 MiB fields  ["4 10 10"]  (400 fields)
 #   WL_64K      same, 64 KiB fields                                  ["4 10 50"]  (2000 fields)
@@ -21,13 +21,16 @@
 #   BATCH       fields per retrieve, both systems: step | all [all]
 #   PHYS_MIB    MiB per physical-limit test (dd-like, measured by fieldstore-hammer) [1024]
 #   DROP_CACHES 1 = drop the page cache before read phases (needs root) [1]
+#   QUIET_IDLE  before each pair of runs, wait until the machine was this % idle over 1 s ... [70]
+#   QUIET_MAX   ... but at most this many seconds [5]  (others' CPU share is recorded per phase:
+#               column "others' CPU %" of the results)
 set -euo pipefail
 
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 FDB5_VENV=${FDB5_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/fieldstore-bench/venv-fdb5}
 WORK=${WORK:-${TMPDIR:-/tmp}/fieldstore-compare}
 OUT=${OUT:-$REPO/docs/bench}
-REPS=${REPS:-3}
+REPS=${REPS:-5}
 SIZES=${SIZES:-"1m 64k"}
 PROCS=${PROCS:-"1 2 4"}
 PATTERNS=${PATTERNS:-"a wr"}
@@ -37,7 +40,27 @@ READ_MULT=${READ_MULT:-2}
 BATCH=${BATCH:-all}
 PHYS_MIB=${PHYS_MIB:-1024}
 DROP_CACHES=${DROP_CACHES:-1}
+QUIET_IDLE=${QUIET_IDLE:-70}
+QUIET_MAX=${QUIET_MAX:-5}
 
+idle_pct() { # idle % of the machine over the next second
+    local a b
+    read -r -a a < <(head -1 /proc/stat)
+    sleep 1
+    read -r -a b < <(head -1 /proc/stat)
+    local ta=0 tb=0 i
+    for i in 1 2 3 4 5 6 7 8; do ta=$((ta + a[i])); tb=$((tb + b[i])); done
+    local idle=$(((b[4] + b[5]) - (a[4] + a[5]))) tot=$((tb - ta))
+    [ "$tot" -gt 0 ] && echo $((100 * idle / tot)) || echo 100
+}
+quiet_wait() {
+    local t0=$SECONDS idle
+    while :; do
+        idle=$(idle_pct)
+        [ "$idle" -ge "$QUIET_IDLE" ] && return
+        [ $((SECONDS - t0)) -ge "$QUIET_MAX" ] && { log "machine only ${idle}% idle; going on"; return; }
+    done
+}
 log() { printf '[compare %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 
@@ -137,6 +160,7 @@ for size in $SIZES; do
             for ((rep = 1; rep <= REPS; rep++)); do
                 order="fdb5 fieldstore"; [ $((n % 2)) = 1 ] && order="fieldstore fdb5"
                 n=$((n + 1))
+                [ "$QUIET_MAX" -gt 0 ] && quiet_wait
                 for sys in $order; do
                     wipe
                     log "$sys $tag rep $rep (load $(cut -d' ' -f1-3 /proc/loadavg))"

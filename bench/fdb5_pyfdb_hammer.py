@@ -192,6 +192,13 @@ def drop_caches():
         return False
 
 
+def machine_busy():
+    """CPU seconds the machine was busy since boot (/proc/stat)."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    return sum(v[i] for i in (0, 1, 2, 5, 6, 7) if i < len(v)) / os.sysconf("SC_CLK_TCK")
+
+
 def run_group(tasks):
     env = dict(os.environ)
     procs = []
@@ -206,6 +213,7 @@ def run_group(tasks):
             line = p.stdout.readline().decode()
             if line.strip() != "ready":
                 raise RuntimeError(f"worker {i}: {line!r} instead of ready")
+        busy0, t0 = machine_busy(), time.time()
         for p in procs:
             p.stdin.write(b"g")
             p.stdin.flush()
@@ -215,10 +223,13 @@ def run_group(tasks):
             if not line:
                 raise RuntimeError(f"worker {i} died")
             out.append(json.loads(line))
+        busy, elapsed = machine_busy() - busy0, time.time() - t0
         for i, p in enumerate(procs):
             if p.wait() != 0:
                 raise RuntimeError(f"worker {i} exited with {p.returncode}")
-        return out
+        own = sum(p["cpu_user"] + p["cpu_sys"] for p in out)
+        others = min(100.0, max(0.0, busy - own) / (elapsed * os.cpu_count()) * 100) if elapsed >= 0.2 else None
+        return out, others
     except BaseException:
         for p in procs:
             if p.poll() is None:
@@ -273,12 +284,15 @@ def run(a):
         for g in plan(a, rep, writers, readers):
             if g["drop"]:
                 r["caches_dropped"] = drop_caches()
-            res = run_group(g["tasks"])
+            res, others = run_group(g["tasks"])
             if g["name"] == "wr":
-                r["rows"].append(row("wr-write", [p for p in res if p["role"] == "write"]))
-                r["rows"].append(row("wr-read", [p for p in res if p["role"] == "read"]))
+                new = [row("wr-write", [p for p in res if p["role"] == "write"]),
+                       row("wr-read", [p for p in res if p["role"] == "read"])]
             else:
-                r["rows"].append(row(g["name"], res))
+                new = [row(g["name"], res)]
+            for rw in new:
+                rw["others_cpu_pct"] = others
+            r["rows"].extend(new)
         report["repetitions"].append(r)
     report["load_after"] = open("/proc/loadavg").read().split()[:3]
     phases = []
@@ -338,14 +352,21 @@ def summarise(a):
     """Reports are named <system>_<size>_<pattern>_P<n>[_r<k>].json; repetitions of one
     configuration may be spread over several files (interleaved runs)."""
     groups = {}
+    paired = {}   # (size, pattern, procs, phase, rep) -> {system: fields/s}
     for path in a.reports:
         rep = json.load(open(path))
         parts = os.path.basename(path)[:-5].split("_")
         system, size, pattern, p = parts[:4]
-        g = groups.setdefault((system, size, pattern, int(p[1:])), {"rows": [], "problems": 0})
+        k = parts[4] if len(parts) > 4 else "r1"
+        procs = int(p[1:])
+        g = groups.setdefault((system, size, pattern, procs), {"rows": [], "problems": 0})
         g["problems"] += len(rep.get("problems", []))
-        for r in rep["repetitions"]:
+        for i, r in enumerate(rep["repetitions"]):
             g["rows"].extend(r["rows"])
+            for rw in r["rows"]:
+                if rw["fields_per_s"]:
+                    paired.setdefault((size, pattern, procs, rw["phase"], f"{k}.{i}"), {})[system] = \
+                        rw["fields_per_s"]
     rows = []
     for (system, size, pattern, procs), g in groups.items():
         phases = []
@@ -361,16 +382,22 @@ def summarise(a):
             for r in rr:
                 for k, o in r["ops"].items():
                     ops[k] = ops.get(k, 0.0) + o["secs"]
+            others = [r.get("others_cpu_pct") for r in rr if r.get("others_cpu_pct") is not None]
             rows.append({"system": system, "size": size, "pattern": pattern, "procs": procs,
                          "phase": ph,
                          "mib_s": (gtb or {}).get("median"), "mib_s_min": (gtb or {}).get("min"),
                          "mib_s_max": (gtb or {}).get("max"), "fields_s": (fps or {}).get("median"),
                          "spread_pct": (fps or {}).get("spread_pct"), "reps": (fps or {}).get("n"),
                          "start_spread_ms": max(r["start_spread_ms"] for r in rr),
+                         "others_cpu_pct": statistics.median(others) if others else None,
                          "cpu_s_per_gib": sum(r["cpu_s"] for r in rr) / max(1, sum(r["bytes"] for r in rr)) * 2**30
                          if any(r["bytes"] for r in rr) else None,
                          "us_per_field": {k: v / fields * 1e6 for k, v in sorted(ops.items())},
                          "problems": g["problems"]})
+    pr = {}
+    for (size, pattern, procs, phase, _), v in paired.items():
+        if "fieldstore" in v and "fdb5" in v:
+            pr.setdefault((size, pattern, procs, phase), []).append(v["fieldstore"] / v["fdb5"])
     with open(a.csv, "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=list(rows[0].keys()))
         w.writeheader()
@@ -380,17 +407,23 @@ def summarise(a):
     fdb = {key(r): r for r in rows if r["system"] == "fdb5"}
     ratios = []
     lines = ["| field | pattern | P | phase | fieldstore MiB/s | FDB5 MiB/s | fieldstore fields/s | "
-             "FDB5 fields/s | ratio | spread fs / FDB5 |", "|---|---|---|---|---|---|---|---|---|---|"]
+             "FDB5 fields/s | ratio of medians | paired ratio median (min-max) | others' CPU % fs / FDB5 |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     order = {"write": 0, "read": 1, "list": 2, "populate": 3, "write-alone": 4, "wr-write": 5, "wr-read": 6}
     for k in sorted(set(fs) & set(fdb), key=lambda k: (k[0] != "1m", k[1], k[2], order.get(k[3], 9))):
         r1, r2 = fs[k], fdb[k]
         ratio = (r1["fields_s"] / r2["fields_s"]) if r1["fields_s"] and r2["fields_s"] else None
+        pv = pr.get(k, [])
+        pmed = statistics.median(pv) if pv else None
         ratios.append({"size": k[0], "pattern": k[1], "procs": k[2], "phase": k[3], "ratio": ratio,
+                       "paired_ratio_median": pmed, "paired_ratios": pv,
                        "fieldstore": r1, "fdb5": r2})
         f = lambda v, d=1: "-" if v is None else f"{v:,.{d}f}"
+        prange = f"{min(pv):.2f}-{max(pv):.2f}" if pv else "-"
         lines.append(f"| {k[0]} | {k[1]} | {k[2]} | {k[3]} | {f(r1['mib_s'])} | {f(r2['mib_s'])} | "
-                     f"{f(r1['fields_s'], 0)} | {f(r2['fields_s'], 0)} | **{f(ratio, 2)}x** | "
-                     f"{f(r1['spread_pct'], 0)}% / {f(r2['spread_pct'], 0)}% |")
+                     f"{f(r1['fields_s'], 0)} | {f(r2['fields_s'], 0)} | {f(ratio, 2)}x | "
+                     f"**{f(pmed, 2)}x** ({prange}) | "
+                     f"{f(r1['others_cpu_pct'], 0)} / {f(r2['others_cpu_pct'], 0)} |")
     table = "\n".join(lines)
     print(table)
     with open(a.out_json, "w") as fh:
@@ -417,15 +450,13 @@ def plot(rows, path):
                              if r["system"] == system and r["size"] == size
                              and r["pattern"] == pattern and r["phase"] == ph and r["mib_s"])
                 if pts:
-                    if pattern == "wr":
-                        pts = [(2 * p, v) for p, v in pts]
                     ax.plot([p for p, _ in pts], [v for _, v in pts], style, marker="o", color=color,
                             label=f"{system} {ph}")
         ax.set_title(f"{'1 MiB' if size == '1m' else '64 KiB'} fields, "
                      f"{'pattern A' if pattern == 'a' else 'w+r contention'}")
         ax.set_xlabel("processes" + (" (writers + readers)" if pattern == "wr" else ""))
         ax.set_ylabel("global timing bandwidth, MiB/s")
-        ax.set_xticks([1, 2, 4])
+        ax.set_xticks([2, 4] if pattern == "wr" else [1, 2, 4])
         ax.set_ylim(bottom=0)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)

@@ -43,6 +43,16 @@ impl WorkerCommand {
     }
 }
 
+/// What the whole machine's CPUs did while a group ran: to tell the
+/// benchmark's own load from other tenants'.
+#[derive(Debug, Clone, Copy)]
+pub struct MachineCpu {
+    /// CPU seconds all CPUs were busy.
+    pub busy_s: f64,
+    /// Wall seconds of the sample.
+    pub elapsed_s: f64,
+}
+
 struct Running {
     child: Child,
     stdin: ChildStdin,
@@ -80,7 +90,10 @@ fn read_line(r: &mut Running, rank: usize, what: &str) -> Result<String> {
 ///
 /// # Errors
 /// A worker that fails; every other worker is then killed.
-pub fn run_local_group(cmd: &WorkerCommand, tasks: &[Task]) -> Result<Vec<ProcResult>> {
+pub fn run_local_group(
+    cmd: &WorkerCommand,
+    tasks: &[Task],
+) -> Result<(Vec<ProcResult>, Option<MachineCpu>)> {
     let mut running: Vec<Running> = Vec::new();
     let result = (|| {
         for (i, task) in tasks.iter().enumerate() {
@@ -115,6 +128,8 @@ pub fn run_local_group(cmd: &WorkerCommand, tasks: &[Task]) -> Result<Vec<ProcRe
                 ));
             }
         }
+        let busy0 = crate::physical::machine_busy_seconds();
+        let t0 = Instant::now();
         for r in running.iter_mut() {
             let _ = r.stdin.write_all(b"g").and_then(|()| r.stdin.flush());
         }
@@ -125,6 +140,13 @@ pub fn run_local_group(cmd: &WorkerCommand, tasks: &[Task]) -> Result<Vec<ProcRe
                 .map_err(|e| protocol_error(i, &format!("bad result {line:?}: {e}")))?;
             out.push(res);
         }
+        let machine = match (busy0, crate::physical::machine_busy_seconds()) {
+            (Some(a), Some(b)) => Some(MachineCpu {
+                busy_s: b - a,
+                elapsed_s: t0.elapsed().as_secs_f64(),
+            }),
+            _ => None,
+        };
         for (i, r) in running.iter_mut().enumerate() {
             let status = r
                 .child
@@ -134,7 +156,7 @@ pub fn run_local_group(cmd: &WorkerCommand, tasks: &[Task]) -> Result<Vec<ProcRe
                 return Err(protocol_error(i, &format!("exited with {status}")));
             }
         }
-        Ok(out)
+        Ok((out, machine))
     })();
     if result.is_err() {
         for r in running.iter_mut() {

@@ -70,7 +70,7 @@ pub use args::{Batch, HammerArgs, Scenario};
 pub use report::{Report, Row};
 pub use worker::{ProcResult, Role, StoreSpec, Task};
 
-use launch::{DirBarrier, LauncherRank, WorkerCommand};
+use launch::{DirBarrier, LauncherRank, MachineCpu, WorkerCommand};
 use payload::Check;
 
 /// One group of processes started together.
@@ -237,13 +237,25 @@ pub fn plan(args: &HammerArgs, rep: u32, writers: u32, readers: u32) -> Result<V
 }
 
 /// The rows of a finished group.
-fn rows_of(group: &Group, results: Vec<ProcResult>) -> Vec<Row> {
-    if group.name == "wr" {
+fn rows_of(group: &Group, results: Vec<ProcResult>, machine: Option<MachineCpu>) -> Vec<Row> {
+    // Others' share of the machine while the group ran: all busy CPU time
+    // minus what our processes used, over the CPUs' capacity.
+    let own: f64 = results.iter().map(|p| p.cpu_user + p.cpu_sys).sum();
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    let foreign = machine
+        // /proc/stat counts in 10 ms ticks: shorter samples say nothing.
+        .filter(|m| m.elapsed_s >= 0.2)
+        .map(|m| ((m.busy_s - own).max(0.0) / (m.elapsed_s * cpus) * 100.0).min(100.0));
+    let mut rows = if group.name == "wr" {
         let (w, r): (Vec<_>, Vec<_>) = results.into_iter().partition(|p| p.role == "write");
         vec![Row::new("wr-write", w), Row::new("wr-read", r)]
     } else {
         vec![Row::new(group.name, results)]
+    };
+    for r in &mut rows {
+        r.others_cpu_pct = foreign;
     }
+    rows
 }
 
 fn base_report(args: &HammerArgs, launcher: String, writers: u32, readers: u32) -> Report {
@@ -354,8 +366,8 @@ pub fn run(args: &HammerArgs) -> Result<Report> {
             if g.drop_caches {
                 r.caches_dropped = Some(physical::drop_caches());
             }
-            let results = launch::run_local_group(&cmd, &g.tasks)?;
-            r.rows.extend(rows_of(g, results));
+            let (results, machine) = launch::run_local_group(&cmd, &g.tasks)?;
+            r.rows.extend(rows_of(g, results, machine));
         }
         if args.physical {
             r.physical = Some(physical::measure(
@@ -418,7 +430,7 @@ fn run_ranks(args: &HammerArgs, rank: &LauncherRank) -> Result<Report> {
             };
             barrier.publish(phase, result.as_ref())?;
             if rank.rank == 0 {
-                r.rows.extend(rows_of(g, barrier.collect(phase)?));
+                r.rows.extend(rows_of(g, barrier.collect(phase)?, None));
             }
             // Nobody starts the next phase before rank 0 collected this one.
             phase += 1;

@@ -175,6 +175,25 @@ pub fn drop_caches() -> bool {
     std::fs::write("/proc/sys/vm/drop_caches", "3\n").is_ok()
 }
 
+/// CPU seconds the whole machine spent busy since boot (all CPUs, from
+/// `/proc/stat`: user, nice, system, irq, softirq, steal).
+pub fn machine_busy_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
+    let v: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    let busy: u64 = [0usize, 1, 2, 5, 6, 7]
+        .iter()
+        .filter_map(|&i| v.get(i))
+        .sum();
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    (hz > 0).then(|| busy as f64 / hz as f64)
+}
+
 /// The 1, 5 and 15-minute load averages.
 pub fn loadavg() -> String {
     std::fs::read_to_string("/proc/loadavg")

@@ -33,6 +33,9 @@ pub struct Row {
     pub release_spread_ms: f64,
     /// CPU seconds of all processes inside their windows.
     pub cpu_s: f64,
+    /// Other tenants' share of the machine's CPU capacity while the group
+    /// ran, percent (local runs): above ~15 % the numbers are noisy.
+    pub others_cpu_pct: Option<f64>,
     /// Fields expected but not found.
     pub missing: u64,
     /// Fields that failed verification.
@@ -79,6 +82,7 @@ impl Row {
             start_spread_ms: stats::spread(&firsts) * 1e3,
             release_spread_ms: stats::spread(&releases) * 1e3,
             cpu_s: procs.iter().map(|p| p.cpu_user + p.cpu_sys).sum(),
+            others_cpu_pct: None,
             missing: procs.iter().map(|p| p.missing).sum(),
             check_failures: procs.iter().map(|p| p.check_failures).sum(),
             first_failure: procs.iter().find_map(|p| p.first_failure.clone()),
@@ -348,7 +352,7 @@ impl Report {
         if has_rows {
             let _ = writeln!(
                 s,
-                "{:<12} {:>3} {:>5} {:>9} {:>10} {:>9} {:>10} {:>11} {:>9} {:>7}",
+                "{:<12} {:>3} {:>5} {:>9} {:>10} {:>9} {:>10} {:>11} {:>9} {:>7} {:>8}",
                 "phase",
                 "rep",
                 "procs",
@@ -358,13 +362,14 @@ impl Report {
                 "MiB/s",
                 "fields/s",
                 "spread ms",
-                "CPU s"
+                "CPU s",
+                "others %"
             );
             for rep in &self.repetitions {
                 for r in &rep.rows {
                     let _ = writeln!(
                         s,
-                        "{:<12} {:>3} {:>5} {:>9} {:>10.1} {:>9.4} {:>10} {:>11} {:>9.2} {:>7.2}",
+                        "{:<12} {:>3} {:>5} {:>9} {:>10.1} {:>9.4} {:>10} {:>11} {:>9.2} {:>7.2} {:>8}",
                         r.phase,
                         rep.index,
                         r.procs,
@@ -374,7 +379,8 @@ impl Report {
                         opt(r.gtb_mib_s, 1),
                         opt(r.fields_per_s, 0),
                         r.start_spread_ms,
-                        r.cpu_s
+                        r.cpu_s,
+                        opt(r.others_cpu_pct, 0)
                     );
                 }
             }
