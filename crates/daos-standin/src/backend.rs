@@ -82,11 +82,20 @@ pub trait Backend: Send + Sync {
     fn array_meta(&self, o: &ObjRef) -> R<Option<(u64, u64)>>;
     /// Set array metadata; with `exclusive`, `-DER_EXIST` if set already.
     fn array_set_meta(&self, o: &ObjRef, meta: (u64, u64), exclusive: bool) -> R<()>;
-    /// Write bytes at a byte offset.
-    fn array_write(&self, o: &ObjRef, off: u64, data: &[u8]) -> R<()>;
+    /// Write bytes at a byte offset. With `attr` (an array opened with
+    /// attributes): record them on first write, `-DER_INVAL` if the array
+    /// was written with others.
+    fn array_write(&self, o: &ObjRef, off: u64, data: &[u8], attr: Option<(u64, u64)>) -> R<()>;
     /// Read bytes at a byte offset; how many exist there (the rest of `buf`
-    /// is untouched).
-    fn array_read(&self, o: &ObjRef, off: u64, buf: &mut [u8]) -> R<usize>;
+    /// is untouched). With `attr`: `-DER_INVAL` if the array was written
+    /// with other attributes.
+    fn array_read(
+        &self,
+        o: &ObjRef,
+        off: u64,
+        buf: &mut [u8],
+        attr: Option<(u64, u64)>,
+    ) -> R<usize>;
     /// Size in bytes (one past the highest byte written).
     fn array_size(&self, o: &ObjRef) -> R<u64>;
     /// Truncate or extend to a size in bytes.
@@ -342,8 +351,15 @@ impl Backend for Memory {
         })
     }
 
-    fn array_write(&self, o: &ObjRef, off: u64, data: &[u8]) -> R<()> {
+    fn array_write(&self, o: &ObjRef, off: u64, data: &[u8], attr: Option<(u64, u64)>) -> R<()> {
         self.with_obj(o, |obj| {
+            if let Some(a) = attr {
+                match obj.meta {
+                    Some(m) if m != a => return Err(-der::INVAL),
+                    Some(_) => {}
+                    None => obj.meta = Some(a),
+                }
+            }
             let end = off as usize + data.len();
             if obj.data.len() < end {
                 obj.data.resize(end, 0);
@@ -353,8 +369,19 @@ impl Backend for Memory {
         })
     }
 
-    fn array_read(&self, o: &ObjRef, off: u64, buf: &mut [u8]) -> R<usize> {
+    fn array_read(
+        &self,
+        o: &ObjRef,
+        off: u64,
+        buf: &mut [u8],
+        attr: Option<(u64, u64)>,
+    ) -> R<usize> {
         self.with_obj(o, |obj| {
+            if let (Some(a), Some(m)) = (attr, obj.meta) {
+                if a != m {
+                    return Err(-der::INVAL);
+                }
+            }
             let off = off as usize;
             if off >= obj.data.len() {
                 return Ok(0);
@@ -387,9 +414,10 @@ impl Backend for Memory {
 ///   labels/<container label>               symlink to ../conts/<uuid>
 ///   conts/<uuid>/meta                      "label\nrf\n"
 ///   conts/<uuid>/oids                      next OID (8 bytes LE), under flock
-///   conts/<uuid>/obj/<hi:016x>.<lo:016x>/  an object:
-///     k<escaped key> | h<hash>             a KV value: u32 LE key length, key, value
-///     data, meta                           array bytes; cell and chunk size
+///   conts/<uuid>/obj/<hi:016x>.<lo:016x>/  a KV: one file per key,
+///     k<escaped key> | h<hash>             u32 LE key length, key, value
+///   conts/<uuid>/obj/<hi:016x>.<lo:016x>.arr  an array: cell and chunk size
+///                                          (u64 LE each, 0 = unknown), then the bytes
 /// ```
 ///
 /// KV puts write a temporary file and rename it over the key's file
@@ -504,6 +532,27 @@ impl Directory {
             f.sync_data()?;
         }
         Ok(())
+    }
+
+    /// An array: one file, a 16-byte header then the bytes.
+    fn array_file(&self, o: &ObjRef) -> PathBuf {
+        self.cont_dir(&o.pool, &o.cont)
+            .join("obj")
+            .join(format!("{:016x}.{:016x}.arr", o.oid.hi, o.oid.lo))
+    }
+
+    fn array_open_write(&self, o: &ObjRef) -> R<fs::File> {
+        fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(self.array_file(o))
+            .map_err(|e| match e.kind() {
+                // The container's directory is gone.
+                io::ErrorKind::NotFound => -der::NO_HDL,
+                _ => io_rc(&e),
+            })
     }
 
     fn key_file(&self, o: &ObjRef, key: &[u8]) -> PathBuf {
@@ -749,6 +798,11 @@ impl Backend for Directory {
     }
 
     fn punch(&self, o: &ObjRef) -> R<()> {
+        match fs::remove_file(self.array_file(o)) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io_rc(&e)),
+        }
         let dir = self.obj_dir(o);
         let dead = self.cont_dir(&o.pool, &o.cont).join("obj").join(tmp_name());
         match fs::rename(&dir, &dead) {
@@ -759,57 +813,58 @@ impl Backend for Directory {
     }
 
     fn array_meta(&self, o: &ObjRef) -> R<Option<(u64, u64)>> {
-        match fs::read(self.obj_dir(o).join("meta")) {
-            Ok(b) if b.len() == 16 => Ok(Some((
-                u64::from_le_bytes(b[0..8].try_into().map_err(|_| -der::IO)?),
-                u64::from_le_bytes(b[8..16].try_into().map_err(|_| -der::IO)?),
-            ))),
-            Ok(_) => Err(-der::IO),
+        match fs::File::open(self.array_file(o)) {
+            Ok(f) => read_header(&f),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(io_rc(&e)),
         }
     }
 
     fn array_set_meta(&self, o: &ObjRef, meta: (u64, u64), exclusive: bool) -> R<()> {
-        let dir = self.obj_dir_create(o)?;
-        let tmp = dir.join(tmp_name());
-        let mut b = meta.0.to_le_bytes().to_vec();
-        b.extend_from_slice(&meta.1.to_le_bytes());
-        self.write_file(&tmp, &b).map_err(|e| io_rc(&e))?;
-        let r = if exclusive {
-            let r = fs::hard_link(&tmp, dir.join("meta"));
-            let _ = fs::remove_file(&tmp);
-            r
-        } else {
-            fs::rename(&tmp, dir.join("meta"))
-        };
-        r.map_err(|e| io_rc(&e))
+        let f = self.array_open_write(o)?;
+        if exclusive && read_header(&f)?.is_some() {
+            return Err(-der::EXIST);
+        }
+        write_header(&f, meta)
     }
 
-    fn array_write(&self, o: &ObjRef, off: u64, data: &[u8]) -> R<()> {
-        let dir = self.obj_dir_create(o)?;
-        let f = fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(dir.join("data"))
+    fn array_write(&self, o: &ObjRef, off: u64, data: &[u8], attr: Option<(u64, u64)>) -> R<()> {
+        let f = self.array_open_write(o)?;
+        if let Some(a) = attr {
+            match read_header(&f)? {
+                Some(m) if m != a => return Err(-der::INVAL),
+                Some(_) => {}
+                None => write_header(&f, a)?,
+            }
+        }
+        f.write_all_at(data, ARRAY_HEADER + off)
             .map_err(|e| io_rc(&e))?;
-        f.write_all_at(data, off).map_err(|e| io_rc(&e))?;
         if self.sync {
             f.sync_data().map_err(|e| io_rc(&e))?;
         }
         Ok(())
     }
 
-    fn array_read(&self, o: &ObjRef, off: u64, buf: &mut [u8]) -> R<usize> {
-        let f = match fs::File::open(self.obj_dir(o).join("data")) {
+    fn array_read(
+        &self,
+        o: &ObjRef,
+        off: u64,
+        buf: &mut [u8],
+        attr: Option<(u64, u64)>,
+    ) -> R<usize> {
+        let f = match fs::File::open(self.array_file(o)) {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),
             Err(e) => return Err(io_rc(&e)),
         };
+        if let (Some(a), Some(m)) = (attr, read_header(&f)?) {
+            if a != m {
+                return Err(-der::INVAL);
+            }
+        }
         let mut done = 0;
         while done < buf.len() {
-            match f.read_at(&mut buf[done..], off + done as u64) {
+            match f.read_at(&mut buf[done..], ARRAY_HEADER + off + done as u64) {
                 Ok(0) => break,
                 Ok(n) => done += n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -820,23 +875,47 @@ impl Backend for Directory {
     }
 
     fn array_size(&self, o: &ObjRef) -> R<u64> {
-        match fs::metadata(self.obj_dir(o).join("data")) {
-            Ok(m) => Ok(m.len()),
+        match fs::metadata(self.array_file(o)) {
+            Ok(m) => Ok(m.len().saturating_sub(ARRAY_HEADER)),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(0),
             Err(e) => Err(io_rc(&e)),
         }
     }
 
     fn array_truncate(&self, o: &ObjRef, size: u64) -> R<()> {
-        let dir = self.obj_dir_create(o)?;
-        let f = fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(dir.join("data"))
-            .map_err(|e| io_rc(&e))?;
-        f.set_len(size).map_err(|e| io_rc(&e))
+        let f = self.array_open_write(o)?;
+        f.set_len(ARRAY_HEADER + size).map_err(|e| io_rc(&e))
     }
+}
+
+/// Bytes before an array's data in its file: cell size and chunk size
+/// (u64 LE each; zero: not recorded yet).
+const ARRAY_HEADER: u64 = 16;
+
+fn read_header(f: &fs::File) -> R<Option<(u64, u64)>> {
+    let mut b = [0u8; 16];
+    let mut got = 0;
+    while got < 16 {
+        match f.read_at(&mut b[got..], got as u64) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(io_rc(&e)),
+        }
+    }
+    let mut cell = [0u8; 8];
+    let mut chunk = [0u8; 8];
+    cell.copy_from_slice(&b[0..8]);
+    chunk.copy_from_slice(&b[8..16]);
+    let m = (u64::from_le_bytes(cell), u64::from_le_bytes(chunk));
+    Ok((m.0 != 0).then_some(m))
+}
+
+fn write_header(f: &fs::File, m: (u64, u64)) -> R<()> {
+    let mut b = [0u8; 16];
+    b[0..8].copy_from_slice(&m.0.to_le_bytes());
+    b[8..16].copy_from_slice(&m.1.to_le_bytes());
+    f.write_all_at(&b, 0).map_err(|e| io_rc(&e))
 }
 
 #[cfg(test)]
@@ -892,9 +971,10 @@ mod tests {
         assert_eq!(b.kv_keys(&o).unwrap(), vec![b"k".to_vec()]);
         assert!(b.kv_remove(&o, b"k").unwrap());
         assert_eq!(b.kv_get(&o, b"k").unwrap(), None);
-        b.array_write(&o, 4, b"abcd").unwrap();
+        b.array_write(&o, 4, b"abcd", Some((1, 4))).unwrap();
+        assert_eq!(b.array_write(&o, 0, b"x", Some((1, 8))), Err(-der::INVAL));
         let mut buf = [0u8; 10];
-        assert_eq!(b.array_read(&o, 2, &mut buf).unwrap(), 6);
+        assert_eq!(b.array_read(&o, 2, &mut buf, None).unwrap(), 6);
         assert_eq!(&buf[2..6], b"abcd");
         assert_eq!(b.array_size(&o).unwrap(), 8);
         let a = b.alloc_oids("p", &[1; 16], 10).unwrap();

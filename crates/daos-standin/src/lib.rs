@@ -101,7 +101,9 @@ enum Handle {
         rw: bool,
         cell: u64,
         chunk: u64,
-        checked: bool,
+        /// Cell and chunk sizes came from the array's metadata (create,
+        /// open), not from the caller (open with attributes).
+        from_meta: bool,
     },
 }
 
@@ -1193,7 +1195,7 @@ fn open_array(
     cell: u64,
     chunk: u64,
     oh: *mut DaosHandle,
-    checked: bool,
+    from_meta: bool,
 ) -> R<()> {
     if oh.is_null() || cell == 0 || chunk == 0 {
         return Err(-der::INVAL);
@@ -1206,7 +1208,7 @@ fn open_array(
             rw,
             cell,
             chunk,
-            checked,
+            from_meta,
         },
         coh.cookie,
     )?;
@@ -1320,17 +1322,18 @@ struct ArrayH {
     o: ObjRef,
     cell: u64,
     chunk: u64,
+    /// The attributes to check against the array's (opened with attributes).
+    attr: Option<(u64, u64)>,
 }
 
-/// An array handle; for arrays opened with attributes, checks (once per
-/// handle) that the attributes are those the array was written with.
+/// An array handle.
 fn array(oh: DaosHandle, writing: bool) -> R<ArrayH> {
     let Handle::Array {
         o,
         rw,
         cell,
         chunk,
-        checked,
+        from_meta,
         ..
     } = get_handle(oh.cookie, HTYPE_ARRAY)?
     else {
@@ -1339,18 +1342,12 @@ fn array(oh: DaosHandle, writing: bool) -> R<ArrayH> {
     if writing && !rw {
         return Err(-der::NO_PERM);
     }
-    if !checked {
-        match be().array_meta(&o)? {
-            Some(m) if m != (cell, chunk) => return Err(-der::INVAL),
-            Some(_) => {}
-            None if writing => be().array_set_meta(&o, (cell, chunk), false)?,
-            None => return Ok(ArrayH { o, cell, chunk }),
-        }
-        if let Some(Handle::Array { checked, .. }) = state().handles.get_mut(&oh.cookie) {
-            *checked = true;
-        }
-    }
-    Ok(ArrayH { o, cell, chunk })
+    Ok(ArrayH {
+        o,
+        cell,
+        chunk,
+        attr: (!from_meta).then_some((cell, chunk)),
+    })
 }
 
 /// The ranges of an iod (records), the iovs of an sgl, and the number of
@@ -1429,7 +1426,7 @@ pub unsafe extern "C" fn daos_array_write(
         let mut pos = 0usize;
         for r in &ranges {
             let n = (r.rg_len * a.cell) as usize;
-            be().array_write(&a.o, r.rg_idx * a.cell, &data[pos..pos + n])?;
+            be().array_write(&a.o, r.rg_idx * a.cell, &data[pos..pos + n], a.attr)?;
             pos += n;
         }
         Ok(())
@@ -1460,7 +1457,7 @@ pub unsafe extern "C" fn daos_array_read(
             let n = (r.rg_len * a.cell) as usize;
             let start = data.len();
             data.resize(start + n, 0xA5);
-            let got = be().array_read(&a.o, r.rg_idx * a.cell, &mut data[start..])?;
+            let got = be().array_read(&a.o, r.rg_idx * a.cell, &mut data[start..], a.attr)?;
             read += got as u64 / a.cell;
             short += r.rg_len - got as u64 / a.cell;
         }
@@ -1567,7 +1564,7 @@ pub unsafe extern "C" fn daos_array_punch(
             let start = r.rg_idx * a.cell;
             let end = ((r.rg_idx + r.rg_len) * a.cell).min(size);
             if start < end {
-                be().array_write(&a.o, start, &vec![0; (end - start) as usize])?;
+                be().array_write(&a.o, start, &vec![0; (end - start) as usize], a.attr)?;
             }
         }
         Ok(())
