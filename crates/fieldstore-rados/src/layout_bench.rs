@@ -43,7 +43,7 @@ fn packed(pool: &Pool, tag: &str, n: usize, size: usize, every: usize, depth: us
     let mut q = std::collections::VecDeque::new();
     let mut buf: Vec<u8> = Vec::new();
     let (mut obj, mut off, mut buf_off) = (0u32, 0u64, 0u64);
-    let mut submit =
+    let submit =
         |buf: &mut Vec<u8>, obj: u32, at: u64, q: &mut std::collections::VecDeque<Pending>| {
             if !buf.is_empty() {
                 q.push_back(
