@@ -19,17 +19,9 @@ done
 if ! command -v cc >/dev/null 2>&1 || ! command -v c++ >/dev/null 2>&1; then
     apt-get update -qq && apt-get install -y -qq build-essential
 fi
-# ECMWF's ecCodes, for GRIB messages' MARS keys (crates/fieldstore-grib links it).
-# (Not needed when ECCODES_DIR names another ecCodes install.)
-if [ -z "${ECCODES_DIR:-}" ] && ! dpkg -s libeccodes-dev >/dev/null 2>&1 \
-    && ! pkg-config --exists eccodes 2>/dev/null; then
-    if command -v apt-get >/dev/null 2>&1; then
-        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libeccodes-dev
-    else
-        echo "setup: ecCodes not found; install it (Debian: libeccodes-dev) or set ECCODES_DIR" >&2
-        exit 1
-    fi
-fi
+# ECMWF's ecCodes, for GRIB messages' MARS keys (crates/fieldstore-grib links it):
+# the PyPI wheel FDB5 uses, in target/eccodes/venv (scripts/setup-eccodes.sh).
+source "$(dirname "${BASH_SOURCE[0]}")/setup-eccodes.sh"
 # --- Ceph (crates/fieldstore-rados) -- begin ------------------------------------
 # A throwaway single-node cluster for the RADOS tests (scripts/ceph-start.sh):
 # ceph-mon, ceph-osd, ceph-common (the rados tool and librados.so.2, which

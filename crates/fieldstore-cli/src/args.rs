@@ -60,10 +60,15 @@ pub(crate) enum Command {
 pub(crate) struct ArchiveArgs {
     /// Archive FILE's bytes as one field under this key
     /// (`class=od,expver=0001,...`; every keyword the schema's rule needs).
-    /// Without --key, files are read as GRIB and each message is archived
-    /// under the key decoded from its header (not available yet).
+    /// Without --key, files are read as GRIB and each message is archived,
+    /// unchanged, under the MARS key ecCodes reads from it.
     #[arg(short, long, value_name = "KEY")]
     pub(crate) key: Option<String>,
+    /// GRIB: skip bad messages (damaged, without MARS keys, fitting no
+    /// rule of the schema), archive the others, and say what was skipped.
+    /// Without it, a bad message fails the command and nothing is archived.
+    #[arg(long, conflicts_with = "key")]
+    pub(crate) skip_bad: bool,
     /// Files to archive (`-` reads standard input).
     #[arg(required = true, value_name = "FILE")]
     pub(crate) files: Vec<PathBuf>,

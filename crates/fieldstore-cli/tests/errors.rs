@@ -93,17 +93,6 @@ fn keys_that_do_not_fit_the_schema_archive_nothing() {
 }
 
 #[test]
-fn archive_without_key_says_grib_is_not_available() {
-    let env = with_one_field();
-    let f = env.write("x.grib", "GRIB");
-    env.run(&["archive", f.to_str().expect("path")]).fails(
-        10,
-        "GRIB support is not available yet: archiving without --key needs it; give the field's key with --key 'class=...,expver=...,...' to archive a file's bytes as one field",
-    );
-    still_intact(&env);
-}
-
-#[test]
 fn missing_files_are_not_found() {
     let env = with_one_field();
     env.run(&["archive", "--key", &key("step=6,param=167"), "nofile"])

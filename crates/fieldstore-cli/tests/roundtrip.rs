@@ -365,9 +365,10 @@ fn info_describes_the_configuration() {
     assert_eq!(
         r.out(),
         format!(
-            "version: {}\nconfig: embedded store at {r} (FIELDSTORE_ROOT)\nengine: toc\nstore: file\nroots:\n  {r} (writable, visit)\nschema: <built-in ECMWF schema> ({} dataset rules)\n",
+            "version: {}\nconfig: embedded store at {r} (FIELDSTORE_ROOT)\nengine: toc\nstore: file\nroots:\n  {r} (writable, visit)\nschema: <built-in ECMWF schema> ({} dataset rules)\neccodes: {}\n",
             env!("CARGO_PKG_VERSION"),
             fieldstore::Schema::ecmwf().rules().len(),
+            fieldstore_grib::eccodes_version(),
             r = root.display(),
         )
     );

@@ -1,28 +1,23 @@
 #!/usr/bin/env bash
-# Run fieldstore-grib's tests against the ecCodes of the PyPI wheels (the
-# `eccodeslib` package FDB5's wheels use, 2.50 when the oracle was recorded)
-# instead of the system's (Debian bookworm: 2.28). With 2.50 every fixture key
-# must equal tests/fixtures/oracle/ecmwf-splits.tsv exactly, `timespan`
-# included.
+# Run fieldstore-grib's tests against the system's ecCodes (Debian bookworm's
+# libeccodes-dev: 2.28) instead of the PyPI wheel fieldstore normally builds
+# with (scripts/setup-eccodes.sh: eccodeslib 2.50, the one FDB5's wheels use).
+# With ecCodes before 2.50 the GRIB2 keys of timespan.grib lack `timespan`;
+# tests/oracle.rs checks the recorded older keys then.
 #
-#   bash crates/fieldstore-grib/scripts/test-with-eccodes-wheel.sh VENV
+#   bash crates/fieldstore-grib/scripts/test-with-system-eccodes.sh
 #
-# VENV: a Python venv with `pip install eccodes` (which brings eccodeslib and
-# eckitlib). The test binaries are linked against the system's
-# libeccodes.so.0; a symlink of that name to the wheel's library, first on
-# LD_LIBRARY_PATH, swaps it at run time.
+# Builds in target/system-eccodes (a separate target directory, so the
+# shared one keeps its wheel-linked artefacts).
 set -euo pipefail
-venv=${1:?usage: $0 VENV}
-site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-lib="$site/eccodeslib/lib64/libeccodes.so"
-[ -f "$lib" ] || { echo "no $lib: pip install eccodes into $venv" >&2; exit 1; }
 cd "$(dirname "$0")/../../.."
 source scripts/setup.sh
-cargo test -p fieldstore-grib --no-run --locked
-version=$("$venv/bin/python" -c 'import eccodeslib; print(".".join(eccodeslib.__version__.split(".")[:3]))')
-swap=$(mktemp -d)
-trap 'rm -rf "$swap"' EXIT
-ln -s "$lib" "$swap/libeccodes.so.0"
+if ! pkg-config --exists eccodes 2>/dev/null; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libeccodes-dev
+fi
+version=$(pkg-config --modversion eccodes)
+libdir=$(pkg-config --variable=libdir eccodes)
+ECCODES_DIR=$libdir \
 FIELDSTORE_GRIB_EXPECT_ECCODES=$version \
-LD_LIBRARY_PATH="$swap:$site/eccodeslib/lib64:$site/eckitlib/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+CARGO_TARGET_DIR=target/system-eccodes \
     cargo test -p fieldstore-grib --locked

@@ -7,7 +7,7 @@
 //! input; retrying is pointless), with the `GribError` as its `source` for
 //! callers that want to match on the [`Problem`].
 
-use fieldstore_core::{Error, ErrorKind, KeyError};
+use fieldstore_core::{Error, ErrorKind, KeyError, SchemaError};
 
 /// A problem with one GRIB message, located in the input.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -101,6 +101,18 @@ pub enum Problem {
         keyword: String,
         /// What ecCodes said.
         reason: String,
+    },
+    /// The input holds no GRIB message at all (it is empty).
+    #[error("no GRIB message: the input is empty")]
+    Empty,
+    /// The message's MARS key does not fit the store's schema (no rule
+    /// matches it, a keyword is missing or unknown, a value is refused).
+    #[error("MARS key {key} does not fit the schema: {source}")]
+    Schema {
+        /// The MARS key, as ecCodes gives it.
+        key: String,
+        /// The schema's complaint, naming the keyword and the rule.
+        source: Box<SchemaError>,
     },
     /// A MARS key or value that fieldstore keys cannot hold.
     #[error("MARS key '{keyword}' has value {value:?}: {source}")]

@@ -7,7 +7,10 @@
 //!   namespace gives a message: keywords in ecCodes' order, values as ecCodes
 //!   prints them (`param=167.128`, `date=jan-01`). Canonicalising them is the
 //!   schema's job ([`fieldstore_core::Schema::split`]).
-//! - [`fields`] does both: what `archive_grib` and `fieldstore archive` need.
+//! - [`fields`] does both, message by message.
+//! - [`ArchiveGrib`] (`fs.archive_grib(bytes)`) archives every message of a
+//!   GRIB file into a [`fieldstore::FieldStore`], unchanged, under its key
+//!   canonicalised by the store's schema: what `fieldstore archive` does.
 //!
 //! ```
 //! let file = std::fs::read(concat!(
@@ -31,6 +34,7 @@
 //! module's documentation (threads, contexts, diagnostics) in the source.
 #![deny(rustdoc::broken_intra_doc_links)]
 
+mod archive;
 mod eccodes;
 mod error;
 mod ffi;
@@ -40,6 +44,7 @@ use std::iter::FusedIterator;
 
 use fieldstore_core::{Key, Result};
 
+pub use archive::{ArchiveGrib, GribOptions, GribSummary, Skipped};
 pub use eccodes::eccodes_version;
 pub use error::{GribError, Problem};
 pub use split::{split_messages, Message, Messages};
@@ -111,6 +116,16 @@ pub fn fields(bytes: &[u8]) -> Fields<'_> {
 #[derive(Debug, Clone)]
 pub struct Fields<'a> {
     messages: Messages<'a>,
+}
+
+impl Fields<'_> {
+    /// After a framing error, go on with the next well-formed message
+    /// instead of ending (see [`Messages::resync`]).
+    #[must_use]
+    pub fn resync(mut self) -> Self {
+        self.messages = self.messages.resync();
+        self
+    }
 }
 
 impl<'a> Iterator for Fields<'a> {

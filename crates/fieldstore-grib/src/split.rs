@@ -155,6 +155,7 @@ pub fn split_messages(bytes: &[u8]) -> Messages<'_> {
         pos: 0,
         index: 0,
         done: false,
+        resync: false,
     }
 }
 
@@ -165,18 +166,70 @@ pub struct Messages<'a> {
     pos: usize,
     index: usize,
     done: bool,
+    resync: bool,
 }
 
 impl<'a> Messages<'a> {
+    /// After a framing error, go on with the next well-formed message
+    /// instead of ending (for callers that skip bad messages).
+    ///
+    /// The next message is the first `GRIB` after the error's offset at
+    /// which a complete message with a valid length, section chain and end
+    /// marker starts; everything before it is the damaged stretch, reported
+    /// once, with one message index. Without a well-formed message after
+    /// it, the iteration ends after the error.
+    ///
+    /// ```
+    /// let file = std::fs::read(concat!(
+    ///     env!("CARGO_MANIFEST_DIR"),
+    ///     "/../../tests/fixtures/grib/levtypes.grib"
+    /// ))?;
+    /// let mut damaged = file.clone();
+    /// damaged[10] ^= 0xff; // inside message 0's sections
+    /// let items: Vec<_> = fieldstore_grib::split_messages(&damaged).resync().collect();
+    /// assert_eq!(items.len(), 2);
+    /// assert!(items[0].is_err());
+    /// let second = items[1].as_ref().expect("message 1 is intact");
+    /// let intact = fieldstore_grib::split_messages(&file).nth(1).expect("two")?;
+    /// assert_eq!(second.index(), 1);
+    /// assert!(second.bytes() == intact.bytes());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn resync(mut self) -> Self {
+        self.resync = true;
+        self
+    }
+
     fn fail(&mut self, offset: usize, problem: Problem) -> Option<Result<Message<'a>>> {
-        self.done = true;
-        Some(Err(GribError {
+        let error = GribError {
             index: self.index,
             offset,
             problem,
+        };
+        match self.resync.then(|| next_message(self.input, offset + 1)) {
+            Some(Some(next)) => {
+                self.pos = next;
+                self.index += 1;
+            }
+            _ => self.done = true,
         }
-        .into()))
+        Some(Err(error.into()))
     }
+}
+
+/// Where the first well-formed message at or after `from` starts.
+fn next_message(input: &[u8], from: usize) -> Option<usize> {
+    let mut at = from;
+    while at < input.len() {
+        let found = input[at..].windows(4).position(|w| w == b"GRIB")?;
+        at += found;
+        if frame(&input[at..]).is_ok() {
+            return Some(at);
+        }
+        at += 1;
+    }
+    None
 }
 
 impl<'a> Iterator for Messages<'a> {

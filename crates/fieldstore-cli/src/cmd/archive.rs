@@ -2,58 +2,31 @@
 //!
 //! Two sources of fields:
 //! - `--key KEY FILE`: the file's bytes are one field with an explicit key;
-//! - `FILE...` without `--key`: each file is decoded by a [`Decoder`] (GRIB:
-//!   one field per message, the key read from its header). No decoder is
-//!   built in yet: [`decoder`] says so. A GRIB crate plugs in by returning
-//!   its decoder there; nothing else in this module changes.
+//! - `FILE...` without `--key`: GRIB files, one field per message, each
+//!   under the MARS key ecCodes reads from it
+//!   ([`fieldstore_grib::ArchiveGrib`]).
+//!
+//! Either way the run is all or nothing: after an error, nothing it archived
+//! becomes visible ([`FieldStore::discard`]). With `--skip-bad`, bad GRIB
+//! messages are skipped instead, reported one line each, and the others are
+//! archived and flushed.
 
 use std::io::Read;
-use std::mem::ManuallyDrop;
 use std::path::{Path, PathBuf};
 
-use fieldstore::{Error, ErrorKind, FieldStore, Key, Result, SplitKey};
+use fieldstore::{Error, FieldStore, Key, Result, SplitKey};
+use fieldstore_grib::{ArchiveGrib, GribOptions};
 
 use crate::args::ArchiveArgs;
 use crate::context::{display, file_error, usage, Context, Ui};
 use crate::progress::{self, Unit};
 
-/// Turns the bytes of a self-describing file into keyed fields.
-pub(crate) trait Decoder {
-    /// Call `each` with the key and bytes of every field of `data` (the
-    /// contents of `path`), in file order.
-    ///
-    /// # Errors
-    /// `InvalidInput` for a malformed message (naming `path` and where in
-    /// it); whatever `each` returns.
-    fn fields(
-        &self,
-        path: &Path,
-        data: &[u8],
-        each: &mut dyn FnMut(&Key, &[u8]) -> Result<()>,
-    ) -> Result<()>;
-}
-
-/// The decoder for files archived without `--key`.
-///
-/// # Errors
-/// `Unsupported`: GRIB support is not built in yet.
-pub(crate) fn decoder() -> Result<Box<dyn Decoder>> {
-    Err(Error::new(
-        ErrorKind::Unsupported,
-        "GRIB support is not available yet: archiving without --key needs it; \
-         give the field's key with --key 'class=...,expver=...,...' to archive a file's bytes as one field",
-    ))
-}
-
 /// Where the fields come from, checked before the store is opened.
 enum Source {
     /// One file, one field, an explicit key (already split by the schema).
     Explicit { split: SplitKey, path: PathBuf },
-    /// Files decoded into fields.
-    Decoded {
-        decoder: Box<dyn Decoder>,
-        paths: Vec<PathBuf>,
-    },
+    /// GRIB files.
+    Grib { paths: Vec<PathBuf>, skip_bad: bool },
 }
 
 impl Source {
@@ -77,9 +50,9 @@ impl Source {
                     path: path.clone(),
                 })
             }
-            None => Ok(Source::Decoded {
-                decoder: decoder()?,
+            None => Ok(Source::Grib {
                 paths: args.files.clone(),
+                skip_bad: args.skip_bad,
             }),
         }
     }
@@ -107,6 +80,9 @@ pub(crate) struct Totals {
     pub(crate) bytes: u64,
     /// Files read.
     pub(crate) files: u64,
+    /// Bad GRIB messages skipped (`--skip-bad`), one line each:
+    /// `FILE: GRIB message N at byte offset M: problem`.
+    pub(crate) skipped: Vec<String>,
 }
 
 fn plural(n: u64, one: &str, many: &str) -> String {
@@ -116,23 +92,40 @@ fn plural(n: u64, one: &str, many: &str) -> String {
 /// Run `fieldstore archive`.
 ///
 /// # Errors
-/// A key that does not fit the schema (`InvalidInput`); files that cannot
-/// be read; storage errors. Nothing is flushed after an error, so a failed
-/// run makes none of its fields visible (all or nothing per dataset).
+/// A key that does not fit the schema (`InvalidInput`); a bad GRIB message
+/// (`InvalidInput`, naming the file, the message index, its byte offset and
+/// the problem) unless `--skip-bad`; files that cannot be read; storage
+/// errors. After an error nothing this run archived becomes visible.
 pub(crate) fn run(args: &ArchiveArgs, ctx: &Context, ui: &mut Ui<'_>) -> Result<()> {
     let source = Source::new(args, ctx)?;
-    // The handle flushes what is pending when dropped; after an error the
-    // run must make nothing visible, so it is only dropped on success.
-    let fs = ManuallyDrop::new(ctx.open()?);
-    let totals = archive(&fs, &source, ui.progress)?;
-    fs.flush()?;
-    drop(ManuallyDrop::into_inner(fs));
-    ui.note(&format!(
+    let fs = ctx.open()?;
+    let totals = match archive(&fs, &source, ui.progress).and_then(|t| fs.flush().map(|()| t)) {
+        Ok(totals) => totals,
+        Err(e) => {
+            // Dropping the handle would flush what it holds.
+            fs.discard();
+            return Err(e);
+        }
+    };
+    drop(fs);
+    // Skipped messages are warnings: printed even with --quiet.
+    for line in &totals.skipped {
+        let _ = writeln!(ui.err, "fieldstore: warning: skipped {line}");
+    }
+    let mut note = format!(
         "archived {} ({}) from {}",
         plural(totals.fields, "field", "fields"),
         plural(totals.bytes, "byte", "bytes"),
         plural(totals.files, "file", "files"),
-    ));
+    );
+    if !totals.skipped.is_empty() {
+        let n = totals.skipped.len() as u64;
+        note.push_str(&format!(
+            "; skipped {}",
+            plural(n, "bad message", "bad messages")
+        ));
+    }
+    ui.note(&note);
     Ok(())
 }
 
@@ -148,24 +141,28 @@ fn archive(fs: &FieldStore, source: &Source, progress: bool) -> Result<Totals> {
             totals.bytes = data.len() as u64;
             totals.files = 1;
         }
-        Source::Decoded { decoder, paths } => {
+        Source::Grib { paths, skip_bad } => {
             let bar = progress::bar(
                 progress && paths.len() > 1,
                 paths.len() as u64,
                 Unit::Files,
                 "archiving",
             );
+            let options = GribOptions::default().skip_bad(*skip_bad);
             for path in paths {
                 let data = read_file(path)?;
-                decoder
-                    .fields(path, &data, &mut |key, field| {
-                        fs.archive(key, field)?;
-                        totals.fields += 1;
-                        totals.bytes += field.len() as u64;
-                        Ok(())
-                    })
+                let summary = fs
+                    .archive_grib_with(&data, options)
                     .map_err(|e| e.context(format!("archiving {}", display(path))))?;
+                totals.fields += summary.fields as u64;
+                totals.bytes += summary.bytes;
                 totals.files += 1;
+                totals.skipped.extend(
+                    summary
+                        .skipped
+                        .iter()
+                        .map(|s| format!("{}: {}", display(path), s.error)),
+                );
                 bar.inc(1);
             }
             bar.finish_and_clear();
@@ -177,30 +174,7 @@ fn archive(fs: &FieldStore, source: &Source, progress: bool) -> Result<Totals> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use fieldstore::{Config, ListOptions, Schema};
-
-    /// A stand-in for the GRIB decoder: one field per line, `key bytes`.
-    struct Lines;
-
-    impl Decoder for Lines {
-        fn fields(
-            &self,
-            _path: &Path,
-            data: &[u8],
-            each: &mut dyn FnMut(&Key, &[u8]) -> Result<()>,
-        ) -> Result<()> {
-            for line in data.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
-                let text =
-                    std::str::from_utf8(line).map_err(|e| Error::invalid_input(e.to_string()))?;
-                let (key, bytes) = text
-                    .split_once(' ')
-                    .ok_or_else(|| Error::invalid_input("no space"))?;
-                let key: Key = key.parse()?;
-                each(&key, bytes.as_bytes())?;
-            }
-            Ok(())
-        }
-    }
+    use fieldstore::{Config, ErrorKind, ListOptions, Schema};
 
     fn schema() -> Schema {
         "[ class, expver [ type [ step, param ]]]"
@@ -208,65 +182,51 @@ mod tests {
             .expect("schema")
     }
 
-    #[test]
-    fn a_decoder_plugs_in_and_archives_every_field_of_every_file() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let a = dir.path().join("a");
-        let b = dir.path().join("b");
-        std::fs::write(&a, "class=od,expver=1,type=fc,step=0,param=167 AAA\n").expect("write");
-        std::fs::write(
-            &b,
-            "class=od,expver=1,type=fc,step=6,param=167 BBBB\nclass=od,expver=1,type=fc,step=6,param=130 CC\n",
-        )
-        .expect("write");
-        let fs = FieldStore::open(Config::memory(schema())).expect("open");
-        let source = Source::Decoded {
-            decoder: Box::new(Lines),
-            paths: vec![a, b.clone()],
-        };
-        let totals = archive(&fs, &source, false).expect("archive");
-        assert_eq!(
-            totals,
-            Totals {
-                fields: 3,
-                bytes: 9,
-                files: 2
-            }
-        );
-        fs.flush().expect("flush");
-        let listed = fs
-            .list(
-                &"class=od".parse().expect("request"),
-                ListOptions::default(),
-            )
-            .expect("list");
-        assert_eq!(listed.len(), 3);
-
-        // A bad field names the file.
-        std::fs::write(&b, "class=od,expver=1,type=fc,foo=1 X\n").expect("write");
-        let source = Source::Decoded {
-            decoder: Box::new(Lines),
-            paths: vec![b.clone()],
-        };
-        let e = archive(&fs, &source, false).unwrap_err();
-        assert_eq!(e.kind(), ErrorKind::InvalidInput);
-        assert!(
-            e.to_string()
-                .starts_with(&format!("archiving {}: ", b.display())),
-            "{e}"
-        );
+    fn fixture(name: &str) -> PathBuf {
+        PathBuf::from(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/fixtures/grib"
+        ))
+        .join(name)
     }
 
     #[test]
-    fn without_a_decoder_the_error_says_what_to_do() {
-        let e = decoder().err().expect("no decoder yet");
-        assert_eq!(e.kind(), ErrorKind::Unsupported);
-        assert!(
-            e.to_string()
-                .starts_with("GRIB support is not available yet"),
-            "{e}"
+    fn every_message_of_every_file_is_archived() {
+        let fs = FieldStore::open(Config::memory(Schema::ecmwf())).expect("open");
+        let source = Source::Grib {
+            paths: vec![fixture("levtypes.grib"), fixture("timespan.grib")],
+            skip_bad: false,
+        };
+        let totals = archive(&fs, &source, false).expect("archive");
+        assert_eq!((totals.fields, totals.files), (8, 2));
+        assert!(totals.skipped.is_empty());
+        fs.flush().expect("flush");
+        let listed = fs
+            .list(&fieldstore::Request::new(), ListOptions::default())
+            .expect("list");
+        assert_eq!(listed.len(), 8);
+    }
+
+    #[test]
+    fn a_bad_message_names_the_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let bad = dir.path().join("bad.grib");
+        std::fs::write(&bad, b"GRIB").expect("write");
+        let fs = FieldStore::open(Config::memory(Schema::ecmwf())).expect("open");
+        let source = Source::Grib {
+            paths: vec![fixture("rd-fc.grib"), bad.clone()],
+            skip_bad: false,
+        };
+        let e = archive(&fs, &source, false).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidInput);
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "archiving {}: GRIB message 0 at byte offset 0: truncated: the message is 8 bytes long \
+                 but only 4 bytes are left",
+                bad.display()
+            )
         );
-        assert!(e.to_string().contains("--key"), "{e}");
     }
 
     #[test]
@@ -274,6 +234,7 @@ mod tests {
         let ctx = Context::with_config(Config::memory(schema()));
         let args = |key: &str, files: &[&str]| ArchiveArgs {
             key: Some(key.to_string()),
+            skip_bad: false,
             files: files.iter().map(PathBuf::from).collect(),
         };
         let e = Source::new(&args("class=od,expver=1,type=fc", &["f"]), &ctx)

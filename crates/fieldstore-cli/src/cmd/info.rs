@@ -17,6 +17,9 @@ struct Info {
     roots: Vec<RootInfo>,
     schema: String,
     schema_rules: usize,
+    /// The ecCodes this binary reads GRIB keys with (it decides keys:
+    /// before 2.50, GRIB2 fields get no `timespan`).
+    eccodes: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -65,6 +68,7 @@ fn gather(ctx: &Context) -> Info {
             .collect(),
         schema: c.schema.name().to_string(),
         schema_rules: c.schema.rules().len(),
+        eccodes: fieldstore_grib::eccodes_version(),
     }
 }
 
@@ -104,7 +108,8 @@ pub(crate) fn run(args: &InfoArgs, ctx: &Context, ui: &mut Ui<'_>) -> Result<()>
     ui.line(&format!(
         "schema: {} ({} dataset rules)",
         info.schema, info.schema_rules
-    ))
+    ))?;
+    ui.line(&format!("eccodes: {}", info.eccodes))
 }
 
 #[cfg(test)]
@@ -133,14 +138,16 @@ mod tests {
         assert_eq!(
             out,
             format!(
-                "version: {}\nconfig: embedded store at /data/fs (default)\nengine: toc\nstore: file\nroots:\n  /data/fs (writable, visit)\nschema: <built-in ECMWF schema> ({} dataset rules)\n",
+                "version: {}\nconfig: embedded store at /data/fs (default)\nengine: toc\nstore: file\nroots:\n  /data/fs (writable, visit)\nschema: <built-in ECMWF schema> ({} dataset rules)\neccodes: {}\n",
                 env!("CARGO_PKG_VERSION"),
-                ctx.config.schema.rules().len()
+                ctx.config.schema.rules().len(),
+                fieldstore_grib::eccodes_version(),
             )
         );
         let v: serde_json::Value = serde_json::from_str(&run_info(&ctx, true)).expect("json");
         assert_eq!(v["engine"], "toc");
         assert_eq!(v["roots"][0]["path"], "/data/fs");
         assert_eq!(v["roots"][0]["writable"], true);
+        assert_eq!(v["eccodes"], fieldstore_grib::eccodes_version());
     }
 }
