@@ -1,0 +1,77 @@
+"""fieldstore: a metadata-indexed, transactional store for weather fields,
+with the Python API of ECMWF's pyfdb.
+
+>>> import fieldstore
+>>> fdb = fieldstore.FDB({"type": "local", "engine": "toc",
+...                       "spaces": [{"roots": [{"path": "/data/fs"}]}]})
+>>> fdb.archive(open("t2m.grib", "rb").read())      # GRIB: keys from the messages
+>>> fdb.flush()
+>>> for el in fdb.list({"class": "od", "param": 167}):
+...     print(el.keys(), el.uri, el.offset(), el.length())
+>>> with fdb.retrieve({...}) as dh:
+...     data = dh.read()
+
+Code written for pyfdb runs with ``import fieldstore as pyfdb``; see the
+package's README for where the two differ.
+"""
+
+from . import errors
+from ._fdb import (
+    FDB,
+    URI,
+    ControlAction,
+    ControlIdentifier,
+    DataHandle,
+    FieldStore,
+    IndexAxis,
+    ListElement,
+    MarsIdentifier,
+    MarsSelection,
+)
+from ._fieldstore import GRIB as _GRIB
+from ._fieldstore import __version__
+from .errors import (
+    CorruptDataError,
+    FieldStoreError,
+    FieldStoreIOError,
+    InternalError,
+    InvalidConfigError,
+    InvalidInputError,
+    LockedError,
+    NotFoundError,
+    PermissionDeniedError,
+    StorageFullError,
+    UnavailableError,
+    UnsupportedError,
+)
+
+HAS_GRIB: bool = bool(_GRIB)
+"""Whether this build can archive GRIB without an identifier."""
+
+__all__ = [
+    "FDB",
+    "FieldStore",
+    "DataHandle",
+    "ListElement",
+    "IndexAxis",
+    "URI",
+    "ControlAction",
+    "ControlIdentifier",
+    "MarsSelection",
+    "MarsIdentifier",
+    "HAS_GRIB",
+    "errors",
+    "FieldStoreError",
+    "InvalidInputError",
+    "InvalidConfigError",
+    "NotFoundError",
+    "PermissionDeniedError",
+    "StorageFullError",
+    "UnavailableError",
+    "CorruptDataError",
+    "LockedError",
+    "UnsupportedError",
+    "FieldStoreIOError",
+    "InternalError",
+    "__version__",
+]

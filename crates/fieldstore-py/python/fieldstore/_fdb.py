@@ -1,0 +1,588 @@
+"""The pyfdb-compatible API of fieldstore (pyfdb 5.25's names and shapes)."""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+from collections.abc import Collection, Iterator, Mapping
+from enum import IntEnum, IntFlag, auto
+from pathlib import Path
+from typing import Any, Dict, Generator, List, Optional, Tuple, Union
+from urllib import parse
+
+from . import _fieldstore
+from .errors import UnsupportedError
+
+__all__ = [
+    "FDB",
+    "FieldStore",
+    "DataHandle",
+    "ListElement",
+    "IndexAxis",
+    "URI",
+    "ControlAction",
+    "ControlIdentifier",
+    "MarsSelection",
+    "MarsIdentifier",
+]
+
+Value = Union[str, int, float]
+
+MarsSelection = Mapping[str, Union[Value, Collection[Value]]]
+"""A MARS selection: keyword → a value, a ``/``-separated string
+(``"0/to/12/by/6"``, ``"130/167"``), or a collection of values."""
+
+MarsIdentifier = Union[List[Tuple[str, str]], Dict[str, str]]
+"""The key of one field: keyword → one value."""
+
+ConfigLike = Union[str, Dict[str, Any], "os.PathLike[str]", None]
+
+
+def _selection(selection: MarsSelection | None) -> list[tuple[str, list[str]]]:
+    """A selection as ``(keyword, [value, ...])`` pairs (pyfdb's mapping)."""
+    if selection is None:
+        return []
+    if not isinstance(selection, Mapping):
+        raise ValueError(
+            f"a MARS selection must be a mapping of keyword to values, not {type(selection).__name__}"
+        )
+    out = []
+    for key, values in selection.items():
+        if isinstance(values, str):
+            out.append((str(key), [values]))
+        elif isinstance(values, (int, float)) and not isinstance(values, bool):
+            out.append((str(key), [str(values)]))
+        elif isinstance(values, Collection) and not isinstance(values, (Mapping, bytes)):
+            items = []
+            for v in values:
+                if isinstance(v, str):
+                    items.append(v)
+                elif isinstance(v, (int, float)) and not isinstance(v, bool):
+                    items.append(str(v))
+                else:
+                    raise ValueError(
+                        f"the value {v!r} of keyword '{key}' is not valid: a MARS selection's "
+                        "values are strings, numbers or collections of those"
+                    )
+            out.append((str(key), items))
+        else:
+            raise ValueError(
+                f"the value {values!r} of keyword '{key}' is not valid: a MARS selection's "
+                "values are strings, numbers or collections of those"
+            )
+    return out
+
+
+def _identifier(identifier: MarsIdentifier) -> list[tuple[str, str]]:
+    """An identifier as ``(keyword, value)`` pairs (pyfdb's checks)."""
+    if isinstance(identifier, Mapping):
+        pairs = list(identifier.items())
+    elif isinstance(identifier, (list, tuple)):
+        pairs = list(identifier)
+    else:
+        raise ValueError(
+            "an identifier is a dict of keyword to value or a list of (keyword, value) pairs, "
+            f"not {type(identifier).__name__}"
+        )
+    seen: dict[str, str] = {}
+    for pair in pairs:
+        if not isinstance(pair, (list, tuple)) or len(pair) != 2:
+            raise ValueError(f"an identifier's items are (keyword, value) pairs, not {pair!r}")
+        k, v = pair
+        if k in seen:
+            raise KeyError(f"Identifier: Key {k} already exists in Identifier: {seen}")
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            v = str(v)
+        if not isinstance(v, str) or "/" in v:
+            raise ValueError(
+                "No list of values allowed. An Identifier has to be a mapping from a single key "
+                f"to a single value (keyword '{k}': {v!r})."
+            )
+        seen[str(k)] = v
+    return list(seen.items())
+
+
+def _open_store(config: ConfigLike) -> Any:
+    if config is None:
+        return _fieldstore.Store()
+    if isinstance(config, os.PathLike):
+        return _fieldstore.Store(path=os.fspath(config))
+    if isinstance(config, Mapping):
+        return _fieldstore.Store(yaml=json.dumps(dict(config)), base=os.getcwd())
+    if isinstance(config, str):
+        # pyfdb reads a str as YAML text; a one-line str naming a file is
+        # taken as that file's path, which YAML text cannot be.
+        if "\n" not in config and config.strip() and os.path.isfile(config):
+            return _fieldstore.Store(path=config)
+        return _fieldstore.Store(yaml=config, base=os.getcwd())
+    raise ValueError("Config: Unknown config type, must be str, dict or Path.")
+
+
+class FDB:
+    """A handle on a field store, with the API of pyfdb's ``FDB``.
+
+    ``config`` is a dict in FDB5's shape, YAML text, a path (``pathlib.Path``,
+    or a one-line ``str`` naming a file) or ``None``: the environment's
+    default, as the ``fieldstore`` command (``$FIELDSTORE_CONFIG``, else an
+    embedded store under ``$FIELDSTORE_ROOT`` or ``./fieldstore-data``).
+    ``user_config`` is accepted for pyfdb's sake; fieldstore has no user
+    options yet, so it is only returned by :meth:`config`.
+
+    Leaving a ``with`` block flushes, as pyfdb does (even on an exception:
+    call :meth:`discard` first to drop what was archived). The handle may be
+    shared between threads; :meth:`flush` then flushes what every thread
+    archived through it.
+    """
+
+    def __init__(self, config: ConfigLike = None, user_config: ConfigLike = None) -> None:
+        if user_config is not None and not isinstance(user_config, (str, Mapping, os.PathLike)):
+            raise ValueError("Config: Unknown config type, must be str, dict or Path.")
+        self._user_config = user_config
+        self._store = _open_store(config)
+
+    def __enter__(self) -> FDB:
+        return self
+
+    def __exit__(self, exc_type: Any, exc_value: Any, exc_traceback: Any) -> None:
+        self.flush()
+
+    def archive(self, data: bytes, identifier: MarsIdentifier | None = None) -> None:
+        """Archive ``data``.
+
+        With an ``identifier`` (the field's key: a dict, or a list of
+        ``(keyword, value)`` pairs), ``data`` is stored as one field under it,
+        whatever its bytes. Without, ``data`` is GRIB: every message (any
+        number, editions 1 and 2) is archived under the MARS key ecCodes reads
+        from it; if any message is bad, nothing is archived.
+
+        The fields become visible to readers at :meth:`flush`.
+        """
+        if not isinstance(data, bytes):
+            data = bytes(memoryview(data))
+        if identifier is None:
+            self._store.archive_grib(data)
+        else:
+            self._store.archive(data, _identifier(identifier))
+
+    def flush(self) -> None:
+        """Make everything archived through this handle durable and visible
+        to every reader, atomically per dataset."""
+        self._store.flush()
+
+    def discard(self) -> None:
+        """Drop everything archived and not yet flushed (fieldstore only)."""
+        self._store.discard()
+
+    def dirty(self) -> bool:
+        """Whether something archived is not flushed yet."""
+        return bool(self._store.dirty())
+
+    def retrieve(self, mars_selection: MarsSelection) -> DataHandle:
+        """The fields ``mars_selection`` names, as one stream of bytes in
+        request order (``step=[12, 0]`` gives step 12 first). Fields that do
+        not exist are absent, which is not an error. Every keyword a rule
+        needs must have values (``list`` takes partial selections)."""
+        if len(mars_selection) == 0:
+            raise TypeError("FDB.retrieve: Wildcard selection aren't support for retrieving.")
+        return DataHandle(self._store.retrieve(_selection(mars_selection)), _internal=True)
+
+    def list(
+        self,
+        mars_selection: MarsSelection | None,
+        include_masked: bool = False,
+        level: int = 3,
+    ) -> Generator[ListElement, None, None]:
+        """What ``mars_selection`` (partial; empty or ``None`` for everything)
+        names: datasets (``level=1``), collocations (``2``) or fields (``3``).
+        ``include_masked`` also yields fields archived again under the same
+        key (newest first)."""
+        entries = self._store.list(_selection(mars_selection), bool(include_masked), int(level))
+        for entry in entries:
+            yield ListElement(entry, _internal=True)
+
+    def inspect(self, mars_selection: MarsSelection) -> Generator[ListElement, None, None]:
+        """The stored fields a fully specified ``mars_selection`` names,
+        found by point lookups, in request order."""
+        for entry in self._store.inspect(_selection(mars_selection)):
+            yield ListElement(entry, _internal=True)
+
+    def axes(self, mars_selection: MarsSelection | None, level: int = 3) -> IndexAxis:
+        """The values present per keyword (levels 1 to ``level``) among what
+        ``mars_selection`` names; keywords and values sorted as strings, an
+        absent optional keyword as ``""``."""
+        return IndexAxis(dict(self._store.axes(_selection(mars_selection), int(level))))
+
+    def config(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The system configuration in force (FDB5's shape, plus ``source``:
+        where it came from) and the user configuration given."""
+        user = self._user_config
+        if user is None:
+            user_dict: dict[str, Any] = {}
+        elif isinstance(user, Mapping):
+            user_dict = dict(user)
+        else:
+            user_dict = {"source": os.fspath(user)}
+        return dict(self._store.config()), user_dict
+
+    def enabled(self, control_identifier: ControlIdentifier) -> bool:
+        """Whether an action is enabled: always, fieldstore has no controls
+        (locks) yet."""
+        return True
+
+    def _unsupported(self, what: str) -> UnsupportedError:
+        return UnsupportedError(f"FDB.{what}: not available in fieldstore yet")
+
+    def status(self, mars_selection: MarsSelection) -> Generator[Any, None, None]:
+        """Not available yet: raises :class:`~fieldstore.errors.UnsupportedError`."""
+        raise self._unsupported("status")
+
+    def wipe(
+        self,
+        mars_selection: MarsSelection,
+        doit: bool = False,
+        porcelain: bool = False,
+        unsafe_wipe_all: bool = False,
+    ) -> Generator[Any, None, None]:
+        """Not available yet: raises :class:`~fieldstore.errors.UnsupportedError`."""
+        raise self._unsupported("wipe")
+
+    def purge(
+        self, mars_selection: MarsSelection, doit: bool = False, porcelain: bool = False
+    ) -> Generator[Any, None, None]:
+        """Not available yet: raises :class:`~fieldstore.errors.UnsupportedError`."""
+        raise self._unsupported("purge")
+
+    def stats(self, mars_selection: MarsSelection) -> Generator[Any, None, None]:
+        """Not available yet: raises :class:`~fieldstore.errors.UnsupportedError`."""
+        raise self._unsupported("stats")
+
+    def control(
+        self,
+        mars_selection: MarsSelection,
+        control_action: ControlAction,
+        control_identifiers: Collection[ControlIdentifier],
+    ) -> Generator[Any, None, None]:
+        """Not available yet: raises :class:`~fieldstore.errors.UnsupportedError`."""
+        raise self._unsupported("control")
+
+    def __repr__(self) -> str:
+        return f"FieldStore({self._store.source()})"
+
+
+FieldStore = FDB
+
+
+class DataHandle:
+    """The bytes of retrieved fields: a read-only, seekable binary stream.
+
+    As pyfdb's: ``open``/``read``/``readinto``/``readall``/``size``/``close``
+    and ``with`` (opens, then closes). Unlike pyfdb's, ``read`` opens the
+    handle if needed (so ``shutil.copyfileobj(fdb.retrieve(...), out)``
+    works as with the old pyfdb), returns exactly the bytes left at the end
+    (no zero padding), and ``seek``/``tell`` work. Each field is verified
+    against its checksum before any of its bytes is returned.
+    """
+
+    def __init__(self, reader: Any, *, _internal: bool = False) -> None:
+        if not _internal:
+            raise TypeError("Creating a DataHandle from user code is not supported.")
+        self._reader = reader
+        self.opened = False
+
+    def __enter__(self) -> DataHandle:
+        self.open()
+        return self
+
+    def __exit__(self, exc_type: Any, exc_value: Any, exc_traceback: Any) -> None:
+        self.close()
+
+    def __call__(self) -> DataHandle:
+        # pyfdb's ListElement.data_handle is a property; calling it
+        # (`element.data_handle()`) gives the same handle.
+        return self
+
+    def open(self) -> None:
+        """Open for reading, from the start (no-op if open)."""
+        if not self.opened:
+            self._reader.seek(0)
+            self.opened = True
+
+    def close(self) -> None:
+        """Close, releasing the buffered field; :meth:`open` starts again."""
+        if self.opened:
+            self._reader.close()
+            self.opened = False
+
+    def size(self) -> int:
+        """Total bytes of the retrieved fields."""
+        return int(self._reader.size())
+
+    def count(self) -> int:
+        """Number of fields retrieved (fieldstore only)."""
+        return int(self._reader.count())
+
+    def read(self, len: int = -1) -> bytes:  # noqa: A002 (pyfdb's name)
+        """Up to ``len`` bytes (all that is left if ``len`` is -1); ``b""``
+        at the end."""
+        self.open()
+        if len is None:
+            len = -1
+        return self._reader.read(int(len))
+
+    def readinto(self, buffer: Any) -> int:
+        """Read into a writable buffer (``bytearray``, ``memoryview``, NumPy
+        array, …) without an intermediate copy; the number of bytes read, 0
+        at the end."""
+        self.open()
+        view = memoryview(buffer)
+        if view.readonly:
+            raise TypeError("readinto() needs a writable buffer")
+        if not view.c_contiguous:
+            raise ValueError("readinto() needs a contiguous buffer")
+        view = view.cast("B")
+        n = view.nbytes
+        if n == 0:
+            return 0
+        # Export the buffer for the length of the call: it can be neither
+        # freed nor resized while the native reader writes into it.
+        target = (ctypes.c_char * n).from_buffer(view)
+        try:
+            return int(self._reader._readinto_address(ctypes.addressof(target), n))
+        finally:
+            del target
+            view.release()
+
+    def readall(self, buffer_size: int = 1024) -> bytes:
+        """Everything left, in one ``bytes`` (opens and closes the handle, as
+        pyfdb's; ``buffer_size`` is accepted and unused: the bytes are read
+        straight into the result)."""
+        self.open()
+        try:
+            return self._reader.read(-1)
+        finally:
+            self.close()
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def writable(self) -> bool:
+        return False
+
+    def tell(self) -> int:
+        return int(self._reader.tell())
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        """Move within the stream (``whence`` as for files); the new position."""
+        self.open()
+        if whence == os.SEEK_SET:
+            pos = offset
+        elif whence == os.SEEK_CUR:
+            pos = self.tell() + offset
+        elif whence == os.SEEK_END:
+            pos = self.size() + offset
+        else:
+            raise ValueError(f"invalid whence ({whence}, should be 0, 1 or 2)")
+        if pos < 0:
+            raise ValueError(f"negative seek position {pos}")
+        self._reader.seek(pos)
+        return pos
+
+    def __repr__(self) -> str:
+        state = "Opened" if self.opened else "Closed"
+        return f"[{state}] DataHandle: {self._reader!r}"
+
+
+class URI:
+    """Where a field's bytes are (pyfdb's ``URI``). ``str()`` of a ``file``
+    URI is the file's path, as FDB5 prints it."""
+
+    def __init__(self, uri: str | Path, scheme: str = "", allow_fragments: bool = True) -> None:
+        text = uri.as_posix() if isinstance(uri, Path) else str(uri)
+        if text.startswith("file://"):
+            # Paths of the POSIX backend may hold ':' and must not be parsed
+            # for a query or a fragment.
+            self._uri = parse.SplitResult("file", "", text[len("file://") :], "", "")
+        else:
+            self._uri = parse.urlsplit(text, scheme=scheme, allow_fragments=allow_fragments)
+
+    def __eq__(self, value: object, /) -> bool:
+        return isinstance(value, URI) and self._uri == value._uri
+
+    def __ne__(self, value: object, /) -> bool:
+        return not self.__eq__(value)
+
+    def __hash__(self) -> int:
+        return hash(self._uri)
+
+    def netloc(self) -> str:
+        return self._uri.netloc
+
+    def scheme(self) -> str:
+        return self._uri.scheme
+
+    def username(self) -> str | None:
+        return self._uri.username
+
+    def password(self) -> str | None:
+        return self._uri.password
+
+    def hostname(self) -> str | None:
+        return self._uri.hostname
+
+    def port(self) -> int | None:
+        return self._uri.port
+
+    def path(self) -> str:
+        return self._uri.path
+
+    def query(self) -> str:
+        return self._uri.query
+
+    def fragment(self) -> str:
+        return self._uri.fragment
+
+    def geturl(self) -> str:
+        """The whole URI, scheme included (``file:///…``)."""
+        if self._uri.scheme == "file":
+            return "file://" + self._uri.path
+        return parse.urlunsplit(self._uri)
+
+    def __str__(self) -> str:
+        if self._uri.scheme == "file":
+            return self._uri.path
+        return parse.urlunsplit(self._uri)
+
+    def __repr__(self) -> str:
+        return self.__str__()
+
+
+class ListElement:
+    """One result of :meth:`FDB.list` (pyfdb's ``ListElement``)."""
+
+    def __init__(self, entry: Any, *, _internal: bool = False) -> None:
+        if not _internal:
+            raise TypeError("Creating a ListElement from user code is not supported.")
+        self._element = entry
+
+    def has_location(self) -> bool:
+        """Whether this is a field (``level=3``), with a location."""
+        return bool(self._element.has_location())
+
+    def offset(self) -> int | None:
+        """The field's first byte in :attr:`uri` (fields only)."""
+        return self._element.offset()
+
+    def length(self) -> int | None:
+        """The field's size in bytes (fields only)."""
+        return self._element.length()
+
+    def combined_key(self) -> dict[str, str]:
+        """The keys of the listed levels in one dict, keywords sorted; an
+        absent optional keyword has the value ``""``."""
+        return self._element.combined_key()
+
+    def keys(self) -> list[dict[str, str]]:
+        """The key per level: ``[dataset, collocation, element]``, keywords
+        sorted; levels below the listed one are ``{}``."""
+        return self._element.keys()
+
+    def request(self) -> dict[str, str]:
+        """The key as a selection for :meth:`FDB.retrieve` (no empty values,
+        schema order; fieldstore only)."""
+        return dict(self._element.request())
+
+    @property
+    def data_handle(self) -> DataHandle | None:
+        """A handle on the field's bytes (fields only)."""
+        reader = self._element.reader()
+        return None if reader is None else DataHandle(reader, _internal=True)
+
+    @property
+    def uri(self) -> URI | None:
+        """Where the field's bytes are (fields only)."""
+        uri = self._element.uri()
+        return None if uri is None else URI(uri)
+
+    def __repr__(self) -> str:
+        return str(self._element.__repr__())
+
+    def __str__(self) -> str:
+        return self.__repr__()
+
+
+class IndexAxis(Mapping):  # type: ignore[type-arg]
+    """What :meth:`FDB.axes` returns: a read-only mapping of keyword to the
+    sorted list of its values (pyfdb's ``IndexAxis``)."""
+
+    def __init__(self, axes: Mapping[str, Collection[str]]) -> None:
+        self._axes: dict[str, list[str]] = {k: list(v) for k, v in sorted(axes.items())}
+
+    def __getitem__(self, key: str) -> list[str]:
+        return self._axes[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._axes)
+
+    def __len__(self) -> int:
+        return len(self._axes)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._axes
+
+    def has_key(self, k: str) -> bool:
+        return k in self._axes
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        raise TypeError("This mapping is read-only")
+
+    def __delitem__(self, key: str) -> None:
+        raise TypeError("This mapping is read-only")
+
+    def clear(self) -> None:
+        raise TypeError("This mapping is read-only")
+
+    def __eq__(self, value: object) -> bool:
+        if not isinstance(value, Mapping):
+            return False
+        other: dict[str, Any] = {}
+        for k, v in value.items():
+            if isinstance(v, str):
+                other[k] = [v]
+            elif not isinstance(v, Collection):
+                other[k] = [str(v)]
+            else:
+                other[k] = list(v)
+        return self._axes == other
+
+    def __ne__(self, value: object) -> bool:
+        return not self.__eq__(value)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        inner = ",".join(f"{k}=({','.join(v)})" for k, v in self._axes.items())
+        return f"IndexAxis[axis={{{inner}}}]"
+
+
+class ControlIdentifier(IntFlag):
+    """Actions that can be controlled (pyfdb's; fieldstore has no controls
+    yet)."""
+
+    NONE = 0
+    LIST = auto()
+    RETRIEVE = auto()
+    ARCHIVE = auto()
+    WIPE = auto()
+    UNIQUEROOT = auto()
+
+
+class ControlAction(IntEnum):
+    """Enable or disable an action (pyfdb's)."""
+
+    NONE = 0
+    DISABLE = auto()
+    ENABLE = auto()

@@ -1,0 +1,104 @@
+"""fieldstore's exceptions: one class per kind of error.
+
+Every exception fieldstore raises for a failed store operation is a
+:class:`FieldStoreError`, which is a :class:`RuntimeError` (pyfdb raises
+``RuntimeError`` for everything, so ``except RuntimeError`` keeps working).
+Each kind also derives from the builtin exception a Python programmer would
+expect where one fits: bad input is a :class:`ValueError`, a missing file a
+:class:`FileNotFoundError`, a refused permission a :class:`PermissionError`,
+an operation this backend lacks a :class:`NotImplementedError`.
+
+The ``kind`` class attribute is fieldstore's name for the kind (the same
+words the ``fieldstore`` command prints; its exit code follows the kind).
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "FieldStoreError",
+    "InvalidInputError",
+    "InvalidConfigError",
+    "NotFoundError",
+    "PermissionDeniedError",
+    "StorageFullError",
+    "UnavailableError",
+    "CorruptDataError",
+    "LockedError",
+    "UnsupportedError",
+    "FieldStoreIOError",
+    "InternalError",
+]
+
+
+class FieldStoreError(RuntimeError):
+    """Base class of fieldstore's errors. ``kind`` says what to do about it."""
+
+    kind: str = "error"
+
+
+class InvalidInputError(FieldStoreError, ValueError):
+    """A key, request, selection or message is malformed or does not fit the
+    schema. Fix the input; retrying is pointless."""
+
+    kind = "invalid input"
+
+
+class InvalidConfigError(FieldStoreError, ValueError):
+    """A configuration or schema is malformed."""
+
+    kind = "invalid configuration"
+
+
+class NotFoundError(FieldStoreError, FileNotFoundError):
+    """A named thing (a config file, a root, a data file) does not exist.
+    Retrieving a field that does not exist is *not* an error."""
+
+    kind = "not found"
+
+
+class PermissionDeniedError(FieldStoreError, PermissionError):
+    """The operation is not permitted (file permissions, read-only root)."""
+
+    kind = "permission denied"
+
+
+class StorageFullError(FieldStoreError, OSError):
+    """No space left on the device, or quota exceeded."""
+
+    kind = "storage full"
+
+
+class UnavailableError(FieldStoreError, ConnectionError):
+    """A transient failure (a server down, a timeout): retrying may succeed."""
+
+    kind = "unavailable"
+
+
+class CorruptDataError(FieldStoreError):
+    """Stored data failed an integrity check; its bytes are never returned."""
+
+    kind = "corrupt data"
+
+
+class LockedError(FieldStoreError):
+    """The dataset is locked against the operation."""
+
+    kind = "locked"
+
+
+class UnsupportedError(FieldStoreError, NotImplementedError):
+    """The operation is not available in this build or backend."""
+
+    kind = "unsupported"
+
+
+class FieldStoreIOError(FieldStoreError, OSError):
+    """An I/O failure of no more specific kind."""
+
+    kind = "I/O error"
+
+
+class InternalError(FieldStoreError):
+    """A bug in fieldstore; please report it."""
+
+    kind = "internal error"

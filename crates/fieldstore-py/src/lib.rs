@@ -1,0 +1,550 @@
+//! `fieldstore._fieldstore`: the native half of the Python package
+//! `fieldstore`.
+//!
+//! The public API (pyfdb's: `FDB`, `DataHandle`, `ListElement`, `IndexAxis`,
+//! `URI`) is the pure-Python façade in `python/fieldstore/`; this module gives
+//! it a handle ([`Store`]), list results ([`Entry`]) and a reader of
+//! retrieved fields ([`Reader`]). Every call that does I/O releases the GIL.
+//! Errors become the exception classes of `fieldstore.errors`, chosen by
+//! [`ErrorKind`].
+//!
+//! Nothing here is public API: the names may change with the façade.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use fieldstore::{
+    Config, Error, ErrorKind, FieldLocation, FieldStore, Key, Level, ListElement, ListOptions,
+    Request,
+};
+use pyo3::exceptions::{PyOSError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList, PyType};
+
+/// The exception class of `fieldstore.errors` for an error kind.
+fn class_name(kind: ErrorKind) -> &'static str {
+    match kind {
+        ErrorKind::InvalidInput => "InvalidInputError",
+        ErrorKind::InvalidConfig => "InvalidConfigError",
+        ErrorKind::NotFound => "NotFoundError",
+        ErrorKind::PermissionDenied => "PermissionDeniedError",
+        ErrorKind::StorageFull => "StorageFullError",
+        ErrorKind::Unavailable => "UnavailableError",
+        ErrorKind::Corrupt => "CorruptDataError",
+        ErrorKind::Locked => "LockedError",
+        ErrorKind::Unsupported => "UnsupportedError",
+        ErrorKind::Io => "FieldStoreIOError",
+        _ => "InternalError",
+    }
+}
+
+/// A fieldstore error as the Python exception of its kind.
+fn to_py(py: Python<'_>, e: &Error) -> PyErr {
+    let message = e.to_string();
+    let class = py
+        .import("fieldstore.errors")
+        .and_then(|m| m.getattr(class_name(e.kind())))
+        .and_then(|c| c.cast_into::<PyType>().map_err(PyErr::from));
+    match class {
+        Ok(class) => PyErr::from_type(class, (message,)),
+        // The package is broken (errors.py missing): still say what failed.
+        Err(_) => PyOSError::new_err(format!("{}: {message}", e.kind())),
+    }
+}
+
+/// `fieldstore::Result` → `PyResult`.
+trait OrRaise<T> {
+    fn or_raise(self, py: Python<'_>) -> PyResult<T>;
+}
+
+impl<T> OrRaise<T> for fieldstore::Result<T> {
+    fn or_raise(self, py: Python<'_>) -> PyResult<T> {
+        self.map_err(|e| to_py(py, &e))
+    }
+}
+
+/// A selection as the façade passes it: `(keyword, [value, …])` pairs, each
+/// value possibly `/`-separated (`0/to/12/by/6`).
+type Selection = Vec<(String, Vec<String>)>;
+
+fn request(py: Python<'_>, store: &FieldStore, selection: &Selection) -> PyResult<Request> {
+    let request = Request::from_pairs(selection.iter().map(|(k, v)| (k, v)))
+        .map_err(|e| to_py(py, &Error::from(e)))?;
+    request
+        .validate(store.schema())
+        .map_err(|e| to_py(py, &Error::from(e)))?;
+    Ok(request)
+}
+
+fn level(level: u8) -> PyResult<Level> {
+    match level {
+        1 => Ok(Level::Dataset),
+        2 => Ok(Level::Collocation),
+        3 => Ok(Level::Element),
+        other => Err(PyValueError::new_err(format!(
+            "level must be 1 (datasets), 2 (collocations) or 3 (fields), not {other}"
+        ))),
+    }
+}
+
+/// A key as a dict, keywords sorted (as pyfdb returns them), empty values
+/// (absent optional keywords) kept.
+fn key_dict<'py>(py: Python<'py>, keys: &[&Key]) -> PyResult<Bound<'py, PyDict>> {
+    let mut pairs: Vec<(&str, &str)> = keys.iter().flat_map(|k| k.iter()).collect();
+    pairs.sort_unstable();
+    let dict = PyDict::new(py);
+    for (k, v) in pairs {
+        dict.set_item(k, v)?;
+    }
+    Ok(dict)
+}
+
+/// An open store.
+#[pyclass(module = "fieldstore._fieldstore", name = "Store", frozen)]
+struct Store {
+    fs: Arc<FieldStore>,
+}
+
+#[pymethods]
+impl Store {
+    /// Open the store `yaml` (config text, relative paths resolved against
+    /// `base`) or `path` (a config file) describes, or with neither the
+    /// environment's default (`FIELDSTORE_CONFIG`, `FIELDSTORE_ROOT`,
+    /// `./fieldstore-data`).
+    #[new]
+    #[pyo3(signature = (yaml=None, path=None, base=None))]
+    fn new(
+        py: Python<'_>,
+        yaml: Option<String>,
+        path: Option<PathBuf>,
+        base: Option<PathBuf>,
+    ) -> PyResult<Self> {
+        let fs = py
+            .detach(|| {
+                let config = match (yaml, path) {
+                    (Some(text), _) => {
+                        let base = base.unwrap_or_else(|| PathBuf::from("."));
+                        Config::from_yaml(&text, &base, "config")?
+                    }
+                    (None, Some(path)) => Config::from_file(&path)?,
+                    (None, None) => Config::from_env()?,
+                };
+                FieldStore::open(config)
+            })
+            .or_raise(py)?;
+        Ok(Store { fs: Arc::new(fs) })
+    }
+
+    /// Where the configuration came from.
+    fn source(&self) -> String {
+        self.fs.config().source.clone()
+    }
+
+    /// The configuration in force, in FDB5's shape.
+    fn config<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let c = self.fs.config();
+        let d = PyDict::new(py);
+        d.set_item("type", "local")?;
+        d.set_item("engine", format!("{:?}", c.engine).to_lowercase())?;
+        d.set_item("store", format!("{:?}", c.store).to_lowercase())?;
+        let roots = PyList::empty(py);
+        for r in &c.roots {
+            let root = PyDict::new(py);
+            root.set_item("path", r.path.display().to_string())?;
+            root.set_item("writable", r.writable)?;
+            root.set_item("visit", r.visit)?;
+            roots.append(root)?;
+        }
+        let space = PyDict::new(py);
+        space.set_item("handler", "Default")?;
+        space.set_item("roots", roots)?;
+        d.set_item("spaces", vec![space])?;
+        d.set_item("source", &c.source)?;
+        Ok(d)
+    }
+
+    /// Archive `data` as one field under `key` (`(keyword, value)` pairs).
+    fn archive(&self, py: Python<'_>, data: &[u8], key: Vec<(String, String)>) -> PyResult<()> {
+        let key = Key::from_pairs(key).map_err(|e| to_py(py, &Error::from(e)))?;
+        py.detach(|| self.fs.archive(&key, data)).or_raise(py)
+    }
+
+    /// Archive every GRIB message of `data` under its own MARS key; all or
+    /// nothing. Returns the number of messages.
+    fn archive_grib(&self, py: Python<'_>, data: &[u8]) -> PyResult<usize> {
+        py.detach(|| archive_grib(&self.fs, data)).or_raise(py)
+    }
+
+    /// Make everything archived durable and visible.
+    fn flush(&self, py: Python<'_>) -> PyResult<()> {
+        py.detach(|| self.fs.flush()).or_raise(py)
+    }
+
+    /// Drop everything archived and not flushed.
+    fn discard(&self) {
+        self.fs.discard();
+    }
+
+    /// Whether something archived is not flushed yet.
+    fn dirty(&self) -> bool {
+        self.fs.dirty()
+    }
+
+    /// The fields `selection` names, in request order.
+    fn retrieve(&self, py: Python<'_>, selection: Selection) -> PyResult<Reader> {
+        let request = request(py, &self.fs, &selection)?;
+        let reader = py.detach(|| self.fs.retrieve(&request)).or_raise(py)?;
+        let fields = reader.fields().iter().map(|(_, l)| l.clone()).collect();
+        Ok(Reader::new(self.fs.clone(), fields))
+    }
+
+    /// What `selection` names, down to `level` (1–3).
+    fn list(
+        &self,
+        py: Python<'_>,
+        selection: Selection,
+        include_masked: bool,
+        level: u8,
+    ) -> PyResult<Vec<Entry>> {
+        let depth = self::level(level)?;
+        let request = request(py, &self.fs, &selection)?;
+        let options = ListOptions {
+            depth,
+            duplicates: include_masked,
+        };
+        let list = py.detach(|| self.fs.list(&request, options)).or_raise(py)?;
+        Ok(list
+            .into_iter()
+            .map(|e| Entry {
+                fs: self.fs.clone(),
+                e,
+            })
+            .collect())
+    }
+
+    /// The stored fields a fully specified `selection` names, found by
+    /// point lookups (pyfdb's `inspect`).
+    fn inspect(&self, py: Python<'_>, selection: Selection) -> PyResult<Vec<Entry>> {
+        let request = request(py, &self.fs, &selection)?;
+        let found = py
+            .detach(|| -> fieldstore::Result<Vec<ListElement>> {
+                let reader = self.fs.retrieve(&request)?;
+                let mut out = Vec::with_capacity(reader.len());
+                let mut seen = HashSet::new();
+                for (key, location) in reader.fields() {
+                    if !seen.insert(location.clone()) {
+                        continue;
+                    }
+                    let split = self.fs.schema().split(key)?;
+                    out.push(ListElement {
+                        dataset: split.dataset,
+                        collocation: split.collocation,
+                        element: split.element,
+                        location: Some(location.clone()),
+                    });
+                }
+                Ok(out)
+            })
+            .or_raise(py)?;
+        Ok(found
+            .into_iter()
+            .map(|e| Entry {
+                fs: self.fs.clone(),
+                e,
+            })
+            .collect())
+    }
+
+    /// The values per keyword among what `selection` names, levels 1 to
+    /// `level`: `[(keyword, [value, …]), …]`, both sorted as strings.
+    fn axes(
+        &self,
+        py: Python<'_>,
+        selection: Selection,
+        level: u8,
+    ) -> PyResult<Vec<(String, Vec<String>)>> {
+        let depth = self::level(level)?;
+        let request = request(py, &self.fs, &selection)?;
+        let axes = py.detach(|| self.fs.axes(&request, depth)).or_raise(py)?;
+        Ok(axes
+            .into_iter()
+            .map(|(k, v)| (k, v.into_iter().collect()))
+            .collect())
+    }
+
+    fn __repr__(&self) -> String {
+        format!("fieldstore.Store({})", self.fs.config().source)
+    }
+}
+
+#[cfg(feature = "grib")]
+fn archive_grib(fs: &FieldStore, data: &[u8]) -> fieldstore::Result<usize> {
+    use fieldstore_grib::ArchiveGrib as _;
+    Ok(fs.archive_grib(data)?.fields)
+}
+
+#[cfg(not(feature = "grib"))]
+fn archive_grib(_fs: &FieldStore, _data: &[u8]) -> fieldstore::Result<usize> {
+    Err(Error::new(
+        ErrorKind::Unsupported,
+        "this build of fieldstore has no GRIB support (Cargo feature `grib`): \
+         archive(data) needs it to read the messages' keys; give the key: \
+         archive(data, identifier={...})",
+    ))
+}
+
+/// One result of `list`.
+#[pyclass(module = "fieldstore._fieldstore", name = "Entry", frozen)]
+struct Entry {
+    fs: Arc<FieldStore>,
+    e: ListElement,
+}
+
+#[pymethods]
+impl Entry {
+    /// The three level keys (empty dicts below the listed level).
+    fn keys<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        Ok(vec![
+            key_dict(py, &[self.e.dataset.key()])?,
+            key_dict(py, &[self.e.collocation.key()])?,
+            key_dict(py, &[self.e.element.key()])?,
+        ])
+    }
+
+    /// The levels' keys in one dict.
+    fn combined_key<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        key_dict(
+            py,
+            &[
+                self.e.dataset.key(),
+                self.e.collocation.key(),
+                self.e.element.key(),
+            ],
+        )
+    }
+
+    /// The key without empty values, in schema order, as a request (for
+    /// retrieving the element).
+    fn request(&self) -> Vec<(String, String)> {
+        self.e
+            .full_key()
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    /// `{dataset}{collocation}{element}`, as `fdb-list` prints it.
+    fn braced(&self) -> String {
+        self.e.braced()
+    }
+
+    fn has_location(&self) -> bool {
+        self.e.location.is_some()
+    }
+
+    fn uri(&self) -> Option<String> {
+        self.e.location.as_ref().map(|l| l.uri.to_string())
+    }
+
+    fn offset(&self) -> Option<u64> {
+        self.e.location.as_ref().map(|l| l.offset)
+    }
+
+    fn length(&self) -> Option<u64> {
+        self.e.location.as_ref().map(|l| l.length)
+    }
+
+    /// A reader of this field's bytes (fields only).
+    fn reader(&self) -> Option<Reader> {
+        self.e
+            .location
+            .as_ref()
+            .map(|l| Reader::new(self.fs.clone(), vec![l.clone()]))
+    }
+
+    fn __repr__(&self) -> String {
+        match &self.e.location {
+            Some(l) => format!("{}, {l}", self.e.braced()),
+            None => self.e.braced(),
+        }
+    }
+}
+
+/// The bytes of a list of fields, as one stream. Each field is read whole
+/// and verified against its checksum before any of its bytes is returned;
+/// one field is held in memory at a time.
+#[pyclass(module = "fieldstore._fieldstore", name = "Reader")]
+struct Reader {
+    fs: Arc<FieldStore>,
+    fields: Vec<FieldLocation>,
+    /// `starts[i]`: the stream offset of field `i`'s first byte; one more
+    /// entry holds the total size.
+    starts: Vec<u64>,
+    pos: u64,
+    /// The field held in `buf`.
+    current: Option<usize>,
+    buf: Vec<u8>,
+}
+
+impl Reader {
+    fn new(fs: Arc<FieldStore>, fields: Vec<FieldLocation>) -> Self {
+        let mut starts = Vec::with_capacity(fields.len() + 1);
+        let mut at = 0u64;
+        starts.push(0);
+        for f in &fields {
+            at += f.length;
+            starts.push(at);
+        }
+        Reader {
+            fs,
+            fields,
+            starts,
+            pos: 0,
+            current: None,
+            buf: Vec::new(),
+        }
+    }
+
+    fn size(&self) -> u64 {
+        self.starts.last().copied().unwrap_or(0)
+    }
+
+    fn remaining(&self) -> u64 {
+        self.size().saturating_sub(self.pos)
+    }
+
+    /// Copy the next `out.len()` bytes of the stream into `out` (the caller
+    /// asks for no more than [`Reader::remaining`]).
+    fn fill(&mut self, out: &mut [u8]) -> fieldstore::Result<()> {
+        let mut done = 0;
+        while done < out.len() {
+            // The field holding `pos`: the last one starting at or before it
+            // (zero-length fields are skipped by taking the last).
+            let i = self.starts.partition_point(|&s| s <= self.pos) - 1;
+            if i >= self.fields.len() {
+                return Err(Error::internal("read past the end of the retrieved fields"));
+            }
+            if self.current != Some(i) {
+                self.current = None;
+                self.fs.store().read(&self.fields[i], &mut self.buf)?;
+                if self.buf.len() as u64 != self.fields[i].length {
+                    return Err(Error::corrupt(format!(
+                        "{}: read {} bytes, the index says {}",
+                        self.fields[i],
+                        self.buf.len(),
+                        self.fields[i].length
+                    )));
+                }
+                self.current = Some(i);
+            }
+            let from = (self.pos - self.starts[i]) as usize;
+            let n = (self.buf.len() - from).min(out.len() - done);
+            out[done..done + n].copy_from_slice(&self.buf[from..from + n]);
+            done += n;
+            self.pos += n as u64;
+        }
+        Ok(())
+    }
+
+    fn wanted(&self, n: i64) -> usize {
+        let rest = self.remaining();
+        let n = if n < 0 { rest } else { rest.min(n as u64) };
+        n as usize
+    }
+}
+
+#[pymethods]
+impl Reader {
+    /// Total bytes.
+    #[pyo3(name = "size")]
+    fn py_size(&self) -> u64 {
+        self.size()
+    }
+
+    /// Number of fields.
+    fn count(&self) -> usize {
+        self.fields.len()
+    }
+
+    /// The current position.
+    fn tell(&self) -> u64 {
+        self.pos
+    }
+
+    /// Move to byte `pos` of the stream (past the end reads nothing).
+    fn seek(&mut self, pos: u64) {
+        self.pos = pos;
+    }
+
+    /// Up to `n` bytes (all that is left if `n < 0`); empty at the end.
+    #[pyo3(signature = (n=-1))]
+    fn read<'py>(&mut self, py: Python<'py>, n: i64) -> PyResult<Bound<'py, PyBytes>> {
+        let len = self.wanted(n);
+        let mut failure = None;
+        let bytes = PyBytes::new_with(py, len, |out| {
+            if let Err(e) = py.detach(|| self.fill(out)) {
+                failure = Some(e);
+            }
+            Ok(())
+        })?;
+        match failure {
+            Some(e) => Err(to_py(py, &e)),
+            None => Ok(bytes),
+        }
+    }
+
+    /// Read up to `length` bytes into the writable memory at `address`; the
+    /// number of bytes read (0 at the end).
+    ///
+    /// For the façade's `readinto`, which passes the address of a buffer it
+    /// holds exported (ctypes `from_buffer`) for the length of the call.
+    fn _readinto_address(
+        &mut self,
+        py: Python<'_>,
+        address: usize,
+        length: usize,
+    ) -> PyResult<usize> {
+        let len = self.wanted(length.min(i64::MAX as usize) as i64);
+        if len == 0 {
+            return Ok(0);
+        }
+        if address == 0 {
+            return Err(PyValueError::new_err("null buffer address"));
+        }
+        // SAFETY: the façade passes the address and size of a writable,
+        // C-contiguous buffer it keeps exported (so alive and not resized)
+        // until this call returns; `len <= length`. Nothing else writes it
+        // meanwhile: the buffer's owner is blocked in this call.
+        let out = unsafe { std::slice::from_raw_parts_mut(address as *mut u8, len) };
+        py.detach(|| self.fill(out)).or_raise(py)?;
+        Ok(len)
+    }
+
+    /// Forget the field held in memory and go back to the start.
+    fn close(&mut self) {
+        self.pos = 0;
+        self.current = None;
+        self.buf = Vec::new();
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "{} field(s), {} bytes, at {}",
+            self.fields.len(),
+            self.size(),
+            self.pos
+        )
+    }
+}
+
+/// The native module.
+#[pymodule]
+fn _fieldstore(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("GRIB", cfg!(feature = "grib"))?;
+    m.add_class::<Store>()?;
+    m.add_class::<Entry>()?;
+    m.add_class::<Reader>()?;
+    Ok(())
+}
