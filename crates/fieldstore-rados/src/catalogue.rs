@@ -95,14 +95,29 @@ fn read_from(
 }
 
 /// The INIT record of a dataset object: its key and where FLUSH records
-/// begin; `None` if the object does not exist.
+/// begin; `None` if the object does not exist. Reads only the record.
 fn read_init(pool: &Pool, object: &str) -> Result<Option<(DatasetKey, u64)>> {
     let what = || format!("{} at offset 0", pool.what(object));
-    let buf = match read_from(pool, object, 0) {
-        Ok(b) => b,
-        Err(e) if e == ENOENT => return Ok(None),
-        Err(e) => return Err(e.error(format!("reading {}", pool.what(object)))),
+    let read = |len: usize| -> Result<Option<Vec<u8>>> {
+        let mut buf = vec![0u8; len];
+        match pool.read(object, 0, &mut buf) {
+            Ok(n) => {
+                buf.truncate(n);
+                Ok(Some(buf))
+            }
+            Err(e) if e == ENOENT => Ok(None),
+            Err(e) => Err(e.error(format!("reading {}", pool.what(object)))),
+        }
     };
+    let Some(mut buf) = read(64 << 10)? else {
+        return Ok(None);
+    };
+    if let (Framed::Incomplete, true) = (format::unframe(&buf, &what)?, buf.len() >= format::HEADER)
+    {
+        // A long schema: read the whole record.
+        let len = u32::from_le_bytes([buf[8], buf[9], buf[10], buf[11]]) as usize;
+        buf = read(format::HEADER + len)?.unwrap_or_default();
+    }
     match format::unframe(&buf, &what)? {
         Framed::Record(format::INIT, payload, used) => {
             let mut d = Dec::new(payload, &what);
