@@ -22,8 +22,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use fieldstore_core::{
-    Axes, AxesExt, Catalogue, CatalogueWriter, CollocationInfo, CollocationKey, DatasetKey,
-    DatasetReader, ElementKey, Error, ErrorKind, FieldLocation, Result, Schema,
+    Axes, Catalogue, CatalogueWriter, CollocationInfo, CollocationKey, DatasetKey, DatasetReader,
+    ElementKey, Error, ErrorKind, FieldLocation, Result, Schema,
 };
 
 use crate::client::{Inserted, Kv};
@@ -385,8 +385,21 @@ struct Col {
     axes: Axes,
     /// One segment per flush that touched it, oldest first.
     segments: Vec<Arc<Vec<(ElementKey, FieldLocation)>>>,
-    /// The newest location of every element.
+    /// The newest location of every element of the first `merged`
+    /// segments (built on the first lookup: listing does not need it).
     newest: HashMap<ElementKey, FieldLocation>,
+    merged: usize,
+}
+
+impl Col {
+    fn merge(&mut self) {
+        for seg in &self.segments[self.merged..] {
+            for (e, l) in seg.iter() {
+                self.newest.insert(e.clone(), l.clone());
+            }
+        }
+        self.merged = self.segments.len();
+    }
 }
 
 #[derive(Debug, Default)]
@@ -482,9 +495,13 @@ impl DaosDataset {
                 }
             };
             let col = &mut index.cols[i];
-            for (e, l) in &block.entries {
-                col.axes.add_key(e);
-                col.newest.insert(e.clone(), l.clone());
+            for (kw, values) in block.axes {
+                match col.axes.get_mut(&kw) {
+                    Some(set) => set.extend(values),
+                    None => {
+                        col.axes.insert(kw, values);
+                    }
+                }
             }
             col.segments.push(Arc::new(block.entries));
         }
@@ -537,12 +554,23 @@ impl DatasetReader for DaosDataset {
         collocation: &CollocationKey,
         element: &ElementKey,
     ) -> Result<Option<FieldLocation>> {
-        let index = self.index.read().unwrap_or_else(|p| p.into_inner());
-        Ok(index
-            .by_key
-            .get(collocation)
-            .and_then(|i| index.cols[*i].newest.get(element))
-            .cloned())
+        {
+            let index = self.index.read().unwrap_or_else(|p| p.into_inner());
+            match index.by_key.get(collocation) {
+                None => return Ok(None),
+                Some(i) => {
+                    let col = &index.cols[*i];
+                    if col.merged == col.segments.len() {
+                        return Ok(col.newest.get(element).cloned());
+                    }
+                }
+            }
+        }
+        let mut index = self.index.write().unwrap_or_else(|p| p.into_inner());
+        let i = index.by_key[collocation];
+        let col = &mut index.cols[i];
+        col.merge();
+        Ok(col.newest.get(element).cloned())
     }
 
     fn scan(

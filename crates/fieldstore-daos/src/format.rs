@@ -16,7 +16,9 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use fieldstore_core::{CollocationKey, DatasetKey, ElementKey, Error, FieldLocation, Key, Result};
+use fieldstore_core::{
+    Axes, AxesExt, CollocationKey, DatasetKey, ElementKey, Error, FieldLocation, Key, Result,
+};
 
 pub(crate) const MAGIC: &[u8; 4] = b"FSD1";
 pub(crate) const VERSION: u16 = 1;
@@ -231,6 +233,9 @@ pub(crate) fn encode_dataset(label: &str, created_ns: u64) -> Vec<u8> {
 pub(crate) struct Block {
     pub(crate) collocation: CollocationKey,
     pub(crate) entries: Vec<(ElementKey, FieldLocation)>,
+    /// Values per element keyword over the entries (filled by decoding;
+    /// computed when encoding).
+    pub(crate) axes: Axes,
 }
 
 /// One writer's flush.
@@ -253,9 +258,11 @@ pub(crate) fn blocks(pending: Vec<(CollocationKey, ElementKey, FieldLocation)>) 
             out.push(Block {
                 collocation: c,
                 entries: Vec::new(),
+                axes: Axes::new(),
             });
             out.len() - 1
         });
+        out[i].axes.add_key(&e);
         out[i].entries.push((e, l));
     }
     out
@@ -286,6 +293,22 @@ pub(crate) fn encode_flush(f: &Flush) -> Vec<u8> {
         e.u32(kws.len() as u32);
         for k in &kws {
             e.str(k);
+        }
+        // The block's axes: the values each keyword takes, so that readers
+        // merge a few values per block instead of every entry's key.
+        let mut axes: Vec<std::collections::BTreeSet<&str>> = vec![Default::default(); kws.len()];
+        for (k, _) in &b.entries {
+            for (i, v) in k.values().enumerate() {
+                if let Some(a) = axes.get_mut(i) {
+                    a.insert(v);
+                }
+            }
+        }
+        for values in &axes {
+            e.u32(values.len() as u32);
+            for v in values {
+                e.sstr(v);
+            }
         }
         let mut prefixes: Vec<&str> = Vec::new();
         let mut ids: HashMap<&str, u32> = HashMap::new();
@@ -331,6 +354,14 @@ pub(crate) fn decode_flush(p: &[u8], what: &dyn Fn() -> String) -> Result<Flush>
         for _ in 0..nk {
             kws.push(d.str()?.to_string());
         }
+        let mut axes = Axes::new();
+        for k in &kws {
+            let nv = d.u32()? as usize;
+            let set = axes.entry(k.clone()).or_default();
+            for _ in 0..nv {
+                set.insert(d.sstr()?.to_string());
+            }
+        }
         let np = d.u32()? as usize;
         let mut prefixes = Vec::with_capacity(np.min(4096));
         for _ in 0..np {
@@ -370,9 +401,20 @@ pub(crate) fn decode_flush(p: &[u8], what: &dyn Fn() -> String) -> Result<Flush>
                 .map_err(|e| Error::corrupt(format!("{}: bad element key: {e}", what())))?;
             entries.push((ElementKey(key), loc));
         }
+        for (e, _) in &entries {
+            for (k, v) in e.iter() {
+                if !axes.get(k).is_some_and(|a| a.contains(v)) {
+                    return Err(Error::corrupt(format!(
+                        "{}: element {e} is not in its block's axes",
+                        what()
+                    )));
+                }
+            }
+        }
         blocks.push(Block {
             collocation,
             entries,
+            axes,
         });
     }
     d.end()?;
