@@ -10,7 +10,8 @@
 //!   corrupt is ever visible, and everything a writer reported flushed
 //!   stays readable;
 //! - without a reachable agent, or without the library, opening a DAOS
-//!   store fails with "DAOS unavailable".
+//!   store fails with "DAOS unavailable";
+//! - the whole conformance suite on the directory backend.
 //!
 //! This executable is its own worker (`harness = false`): started with
 //! `FIELDSTORE_DAOS_TEST_ROLE` set, it runs one writer or reader instead
@@ -448,6 +449,19 @@ fn unavailable_without_agent_or_library() {
     assert_eq!(out.trim(), "opened", "{err}");
 }
 
+/// The whole conformance suite, damage check included, on one pool of the
+/// directory backend (the in-memory runs are in `conformance.rs`).
+fn conformance_on_the_directory_backend() {
+    let pool = fresh_pool("cnf");
+    let open = move || FieldStore::open(common::config(&pool, schema()));
+    fieldstore_testkit::run_all(
+        &open,
+        &fieldstore_testkit::Capabilities {
+            corrupt: Some(&common::corrupt),
+        },
+    );
+}
+
 fn main() -> ExitCode {
     if let Ok(role) = std::env::var(ROLE) {
         return worker(&role);
@@ -464,6 +478,10 @@ fn main() -> ExitCode {
         (
             "unavailable_without_agent_or_library",
             unavailable_without_agent_or_library,
+        ),
+        (
+            "conformance_on_the_directory_backend",
+            conformance_on_the_directory_backend,
         ),
     ];
     let filters: Vec<String> = std::env::args()
