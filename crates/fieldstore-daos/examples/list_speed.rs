@@ -136,7 +136,9 @@ fn main() {
     }
     let req: Request = "class=od,expver=lst1".parse().expect("a request");
     let n = flushes * per;
-    let mut results: Vec<(&str, &str, Vec<(f64, f64)>)> = Vec::new();
+    // (backend, cold or warm, (wall, CPU) seconds per repetition)
+    type Times = Vec<(f64, f64)>;
+    let mut results: Vec<(&str, &str, Times)> = Vec::new();
     for name in ["daos", "posix"] {
         results.push((name, "cold", Vec::new()));
         results.push((name, "warm", Vec::new()));
