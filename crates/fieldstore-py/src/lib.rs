@@ -88,10 +88,24 @@ fn level(level: u8) -> PyResult<Level> {
     }
 }
 
-/// A key as a dict, keywords sorted (as pyfdb returns them), empty values
-/// (absent optional keywords) kept.
-fn key_dict<'py>(py: Python<'py>, keys: &[&Key]) -> PyResult<Bound<'py, PyDict>> {
-    let mut pairs: Vec<(&str, &str)> = keys.iter().flat_map(|k| k.iter()).collect();
+/// Keys of `levels` of `e` as one dict, keywords sorted (as pyfdb returns
+/// them). An empty value is an absent optional keyword.
+///
+/// FDB5 keeps the empty values of the dataset and collocation levels but not
+/// those of the element level.
+fn key_dict<'py>(
+    py: Python<'py>,
+    e: &ListElement,
+    levels: &[Level],
+) -> PyResult<Bound<'py, PyDict>> {
+    let mut pairs: Vec<(&str, &str)> = Vec::new();
+    for level in levels {
+        match level {
+            Level::Dataset => pairs.extend(e.dataset.iter()),
+            Level::Collocation => pairs.extend(e.collocation.iter()),
+            _ => pairs.extend(e.element.iter().filter(|(_, v)| !v.is_empty())),
+        }
+    }
     pairs.sort_unstable();
     let dict = PyDict::new(py);
     for (k, v) in pairs {
@@ -303,24 +317,22 @@ struct Entry {
 
 #[pymethods]
 impl Entry {
-    /// The three level keys (empty dicts below the listed level).
+    /// The three level keys (empty dicts below the listed level); empty
+    /// values are kept at levels 1 and 2, left out at level 3, as FDB5 does.
     fn keys<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
         Ok(vec![
-            key_dict(py, &[self.e.dataset.key()])?,
-            key_dict(py, &[self.e.collocation.key()])?,
-            key_dict(py, &[self.e.element.key()])?,
+            key_dict(py, &self.e, &[Level::Dataset])?,
+            key_dict(py, &self.e, &[Level::Collocation])?,
+            key_dict(py, &self.e, &[Level::Element])?,
         ])
     }
 
-    /// The levels' keys in one dict.
+    /// The levels' keys in one dict (empty values as in [`Entry::keys`]).
     fn combined_key<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         key_dict(
             py,
-            &[
-                self.e.dataset.key(),
-                self.e.collocation.key(),
-                self.e.element.key(),
-            ],
+            &self.e,
+            &[Level::Dataset, Level::Collocation, Level::Element],
         )
     }
 

@@ -20,6 +20,7 @@ from ._fdb import (
     FDB,
     URI,
     ControlAction,
+    ControlElement,
     ControlIdentifier,
     DataHandle,
     FieldStore,
@@ -27,6 +28,10 @@ from ._fdb import (
     ListElement,
     MarsIdentifier,
     MarsSelection,
+    PurgeElement,
+    StatsElement,
+    StatusElement,
+    WipeElement,
 )
 from ._fieldstore import GRIB as _GRIB
 from ._fieldstore import __version__
@@ -59,6 +64,11 @@ __all__ = [
     "ControlIdentifier",
     "MarsSelection",
     "MarsIdentifier",
+    "StatusElement",
+    "WipeElement",
+    "PurgeElement",
+    "StatsElement",
+    "ControlElement",
     "HAS_GRIB",
     "errors",
     "FieldStoreError",

@@ -25,6 +25,11 @@ __all__ = [
     "ControlIdentifier",
     "MarsSelection",
     "MarsIdentifier",
+    "StatusElement",
+    "WipeElement",
+    "PurgeElement",
+    "StatsElement",
+    "ControlElement",
 ]
 
 Value = Union[str, int, float]
@@ -586,3 +591,33 @@ class ControlAction(IntEnum):
     NONE = 0
     DISABLE = auto()
     ENABLE = auto()
+
+
+class _NotYet:
+    """Results of pyfdb methods fieldstore does not offer yet (``status``,
+    ``wipe``, ``purge``, ``stats``, ``control``); importable so that code
+    naming them loads, never returned today."""
+
+    def __init__(self, *args: Any, _internal: bool = False, **kwargs: Any) -> None:
+        if not _internal:
+            raise TypeError(f"Creating a {type(self).__name__} from user code is not supported.")
+
+
+class StatusElement(_NotYet):
+    """pyfdb's result of ``status`` (not available yet)."""
+
+
+class WipeElement(_NotYet):
+    """pyfdb's result of ``wipe`` (not available yet)."""
+
+
+class PurgeElement(_NotYet):
+    """pyfdb's result of ``purge`` (not available yet)."""
+
+
+class StatsElement(_NotYet):
+    """pyfdb's result of ``stats`` (not available yet)."""
+
+
+class ControlElement(_NotYet):
+    """pyfdb's result of ``control`` (not available yet)."""
