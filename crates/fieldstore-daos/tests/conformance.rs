@@ -44,3 +44,64 @@ fn daos_catalogue_with_file_store() {
 fn toc_catalogue_with_daos_store() {
     mixed_pair(Engine::Toc, StoreKind::Daos);
 }
+
+/// A damaged log slot (a flush record) is `Corrupt`, naming the dataset's
+/// container and the slot, for the operations that read it; never wrong
+/// fields.
+#[test]
+fn damaged_log_slot_is_detected() {
+    use fieldstore::{ErrorKind, ListOptions, Request};
+    use fieldstore_daos::client::Daos;
+    use fieldstore_daos::ffi::{DaosObjId, DAOS_OT_KV_HASHED};
+    let pool = common::standin().fresh_pool("dmg");
+    let open = || FieldStore::open(common::config(&pool, support::schema()));
+    let w = open().expect("open");
+    let key = support::key("class=od,expver=dls1,stream=enfo,date=20231201,time=1200,type=pf,levtype=pl,step=0,number=1,levelist=500,param=130");
+    w.archive(&key, b"GRIB-field-7777").expect("archive");
+    w.flush().expect("flush");
+    drop(w);
+    // Flip a bit in the middle of slot 0's value, through libdaos.
+    let daos = Daos::get(Some(&common::standin().path)).expect("libdaos");
+    let p = std::sync::Arc::new(daos.connect(&pool).expect("pool"));
+    let label = "od:dls1:enfo:20231201:1200";
+    let cont = p.open(label, true).expect("the dataset's container");
+    let oid = cont
+        .generate_oid(0, 1, DAOS_OT_KV_HASHED, fieldstore_daos::config::OC_S1)
+        .expect("the dataset KV's OID");
+    let _: DaosObjId = oid;
+    let kv = cont.kv(oid, true).expect("the dataset KV");
+    let mut value = kv.get("f.0").expect("get").expect("slot 0 exists");
+    let mid = value.len() / 2;
+    value[mid] ^= 0x08;
+    kv.put("f.0", &value).expect("put");
+    drop(kv);
+    let r = open().expect("open after the damage");
+    let results = [
+        (
+            "list",
+            r.list(
+                &"class=od,expver=dls1".parse().expect("a request"),
+                ListOptions::default(),
+            )
+            .map(|l| l.len()),
+        ),
+        (
+            "retrieve",
+            r.retrieve(&Request::from_key(&key))
+                .and_then(|d| d.read_all())
+                .map(|b| b.len()),
+        ),
+    ];
+    for (op, result) in results {
+        match result {
+            Err(e) => {
+                assert_eq!(e.kind(), ErrorKind::Corrupt, "{op}: {e}");
+                assert!(
+                    e.to_string().contains(label) && e.to_string().contains("f.0"),
+                    "{op}: {e}"
+                );
+            }
+            Ok(n) => panic!("{op} over a damaged log slot succeeded ({n})"),
+        }
+    }
+}

@@ -194,3 +194,38 @@ fn concurrent_flushes_find_the_next_slot_cheaply() {
     );
     assert_eq!(listed.len() as u64, flushes + 1);
 }
+
+#[test]
+fn a_flush_too_large_to_inline_goes_to_an_array() {
+    let s = standin();
+    let pool = s.fresh_pool("rpcs");
+    let w = open(&pool);
+    archive(&w, 6, 0, 1);
+    must(w.flush(), "flush");
+    // ~4 000 entries of ~90 bytes: more than the 256 KiB a log slot holds.
+    const N: u32 = 4000;
+    let stored = archive(&w, 7, 0, N);
+    let (_, c) = s.measure(|| must(w.flush(), "flush"));
+    println!("one flush of {N} entries: {c}");
+    assert_eq!(
+        c.rpc("daos_array_write"),
+        1,
+        "the flush record spilled: {c}"
+    );
+    assert_eq!(c.rpc("daos_kv_put"), 1, "{c}");
+    let r = open(&pool);
+    let req: Request = "class=od,expver=rpc1,number=7".parse().expect("a request");
+    let (listed, cold) = s.measure(|| must(r.list(&req, ListOptions::default()), "list"));
+    assert_eq!(listed.len(), N as usize);
+    assert_eq!(
+        cold.rpc("daos_array_read"),
+        1,
+        "the spilled record is read back: {cold}"
+    );
+    let got = must(
+        r.retrieve(&Request::from_key(&stored[1234].key))
+            .and_then(|d| d.read_all()),
+        "retrieve",
+    );
+    assert_eq!(got, stored[1234].data);
+}
