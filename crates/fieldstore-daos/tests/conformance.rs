@@ -52,7 +52,7 @@ fn toc_catalogue_with_daos_store() {
 fn damaged_log_slot_is_detected() {
     use fieldstore::{ErrorKind, ListOptions, Request};
     use fieldstore_daos::client::Daos;
-    use fieldstore_daos::ffi::{DaosObjId, DAOS_OT_KV_HASHED};
+    use fieldstore_daos::ffi::DAOS_OT_KV_HASHED;
     let pool = common::standin().fresh_pool("dmg");
     let open = || FieldStore::open(common::config(&pool, support::schema()));
     let w = open().expect("open");
@@ -68,7 +68,6 @@ fn damaged_log_slot_is_detected() {
     let oid = cont
         .generate_oid(0, 1, DAOS_OT_KV_HASHED, fieldstore_daos::config::OC_S1)
         .expect("the dataset KV's OID");
-    let _: DaosObjId = oid;
     let kv = cont.kv(oid, true).expect("the dataset KV");
     let mut value = kv.get("f.0").expect("get").expect("slot 0 exists");
     let mid = value.len() / 2;
