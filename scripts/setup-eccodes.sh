@@ -23,6 +23,7 @@
 # several shells at once (a lock serialises installs).
 
 fieldstore_eccodes_wheel="eccodeslib==2.50.0.33"
+source "$(dirname "${BASH_SOURCE[0]}")/venv.sh"
 
 fieldstore_setup_eccodes() {
     local root prefix venv stamp
@@ -43,7 +44,7 @@ fieldstore_setup_eccodes() {
             exit 0
         fi
         echo "setup: installing ecCodes ($fieldstore_eccodes_wheel, PyPI) into $venv" >&2
-        if fieldstore_eccodes_venv "$venv"; then
+        if fieldstore_venv "$venv" "$fieldstore_eccodes_wheel"; then
             local site
             site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
             if [ -f "$site/eccodeslib/lib64/libeccodes.so" ] && [ -d "$site/eckitlib/lib64" ]; then
@@ -67,24 +68,6 @@ fieldstore_setup_eccodes() {
         printf '# system\n' >"$stamp.tmp"
         mv "$stamp.tmp" "$stamp"
     ) 9>"$prefix/.lock"
-}
-
-# Create the venv $1 (installing python3-venv if Debian lacks it) and install
-# the pinned wheel into it. Fails quietly-ish: the caller falls back.
-fieldstore_eccodes_venv() {
-    local venv=$1
-    if [ ! -x "$venv/bin/pip" ]; then
-        rm -rf "$venv"
-        if ! command -v python3 >/dev/null 2>&1 || ! python3 -m venv "$venv" >/dev/null 2>&1; then
-            rm -rf "$venv"
-            command -v apt-get >/dev/null 2>&1 || return 1
-            apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv \
-                || return 1
-            python3 -m venv "$venv" || return 1
-        fi
-    fi
-    "$venv/bin/pip" install --quiet --disable-pip-version-check --only-binary=:all: \
-        "$fieldstore_eccodes_wheel"
 }
 
 fieldstore_setup_eccodes

@@ -7,6 +7,7 @@
 #
 #   bash scripts/setup-fdb5.sh        # -> /…/target/fdb5/venv/bin/python
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/venv.sh"
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 prefix="$root/target/fdb5"
 venv="$prefix/venv"
@@ -21,12 +22,7 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
         flock 9
         if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
             echo "setup-fdb5: installing ${packages[*]} (PyPI) into $venv" >&2
-            if [ ! -x "$venv/bin/pip" ]; then
-                rm -rf "$venv"
-                python3 -m venv "$venv"
-            fi
-            "$venv/bin/pip" install --quiet --disable-pip-version-check --only-binary=:all: \
-                "${packages[@]}" >&2
+            fieldstore_venv "$venv" "${packages[@]}" >&2
             echo "$want" >"$stamp"
         fi
     ) 9>"$prefix/.lock"
