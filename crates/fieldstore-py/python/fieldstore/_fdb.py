@@ -371,6 +371,12 @@ class DataHandle:
     def readable(self) -> bool:
         return True
 
+    @property
+    def closed(self) -> bool:
+        """Always false: a handle can always be read (reading reopens it),
+        so ``io.BufferedReader(handle)`` works."""
+        return False
+
     def seekable(self) -> bool:
         return True
 

@@ -1,0 +1,439 @@
+"""Unit tests of the pyfdb-compatible API: config, archive, flush, retrieve,
+list, axes, the data handle, and the exceptions."""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+
+import fieldstore
+from fieldstore import errors
+
+from conftest import GRIB, KEY, SCHEMA, config
+
+
+def key(**changes: str) -> dict:
+    k = dict(KEY)
+    k.update(changes)
+    return k
+
+
+# ---------------------------------------------------------------- package
+
+
+def test_package_exports_pyfdb_names_and_stubs() -> None:
+    for name in ["FDB", "URI", "DataHandle", "ListElement", "IndexAxis", "ControlAction",
+                 "ControlIdentifier", "MarsSelection", "StatusElement", "WipeElement",
+                 "PurgeElement", "StatsElement", "ControlElement"]:
+        assert name in fieldstore.__all__, name
+        assert hasattr(fieldstore, name), name
+    assert fieldstore.FieldStore is fieldstore.FDB
+    assert fieldstore.__version__
+    pkg = Path(fieldstore.__file__).parent
+    assert (pkg / "py.typed").is_file()
+    assert (pkg / "_fieldstore.pyi").is_file()
+
+
+def test_error_hierarchy_has_builtin_bases() -> None:
+    assert issubclass(errors.FieldStoreError, RuntimeError)
+    cases = {
+        errors.InvalidInputError: ValueError,
+        errors.InvalidConfigError: ValueError,
+        errors.NotFoundError: FileNotFoundError,
+        errors.PermissionDeniedError: PermissionError,
+        errors.StorageFullError: OSError,
+        errors.UnavailableError: ConnectionError,
+        errors.UnsupportedError: NotImplementedError,
+        errors.FieldStoreIOError: OSError,
+    }
+    for cls, base in cases.items():
+        assert issubclass(cls, errors.FieldStoreError) and issubclass(cls, base), cls
+    for cls in (errors.CorruptDataError, errors.LockedError, errors.InternalError):
+        assert issubclass(cls, errors.FieldStoreError)
+    assert errors.InvalidInputError.kind == "invalid input"
+
+
+def test_objects_cannot_be_made_by_user_code() -> None:
+    for cls in (fieldstore.DataHandle, fieldstore.ListElement, fieldstore.WipeElement):
+        with pytest.raises(TypeError):
+            cls(None)
+
+
+# ---------------------------------------------------------------- config
+
+
+def test_config_forms(tmp_path: Path, root: Path) -> None:
+    import json
+
+    fieldstore.FDB(config(root)).archive(b"GRIB-dict-7777", key())
+    yaml_text = (
+        f"type: local\nengine: toc\nschema: {SCHEMA}\n"
+        f"spaces:\n- handler: Default\n  roots:\n  - path: {root}\n"
+    )
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml_text)
+    for cfg in (config(root), yaml_text, path, str(path), json.dumps(config(root))):
+        fdb = fieldstore.FDB(cfg)
+        fdb.archive(b"GRIB" + repr(type(cfg)).encode() + b"7777", key())
+        fdb.flush()
+        assert len(list(fdb.list({}))) == 1
+    system, user = fieldstore.FDB(path, user_config={"useSubToc": True}).config()
+    assert system["engine"] == "toc" and system["spaces"][0]["roots"][0]["path"] == str(root)
+    assert user == {"useSubToc": True}
+
+
+def test_relative_paths_in_a_config_file_are_relative_to_it(tmp_path: Path) -> None:
+    (tmp_path / "data").mkdir()
+    path = tmp_path / "c.yaml"
+    path.write_text("type: local\nengine: toc\nspaces:\n- roots:\n  - path: ./data\n")
+    fdb = fieldstore.FDB(path)
+    fdb.archive(b"GRIB7777", key())
+    fdb.flush()
+    assert any((tmp_path / "data").iterdir())
+
+
+def test_no_config_uses_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("FIELDSTORE_CONFIG", raising=False)
+    monkeypatch.setenv("FIELDSTORE_ROOT", str(tmp_path / "env-root"))
+    with fieldstore.FDB() as fdb:
+        fdb.archive(b"GRIB7777", key())
+    assert (tmp_path / "env-root").is_dir()
+    assert len(list(fieldstore.FDB().list({"class": "od"}))) == 1
+    monkeypatch.delenv("FIELDSTORE_ROOT")
+    monkeypatch.chdir(tmp_path)
+    fieldstore.FDB().archive(b"GRIB7777", key())
+    assert (tmp_path / "fieldstore-data").is_dir()
+
+
+def test_bad_configs_raise_by_kind(tmp_path: Path, root: Path) -> None:
+    with pytest.raises(errors.InvalidConfigError, match="engine 'lmdb' is not supported"):
+        fieldstore.FDB({"engine": "lmdb"})
+    with pytest.raises(ValueError, match="unknown field `enigne`"):
+        fieldstore.FDB("enigne: toc\n")
+    with pytest.raises(errors.NotFoundError) as e:
+        fieldstore.FDB(tmp_path / "missing.yaml")
+    assert isinstance(e.value, FileNotFoundError) and "missing.yaml" in str(e.value)
+    with pytest.raises(errors.NotFoundError, match="does not exist"):
+        fieldstore.FDB(config(tmp_path / "no-such-root"))
+    with pytest.raises(ValueError, match="Unknown config type"):
+        fieldstore.FDB(42)  # type: ignore[arg-type]
+    with pytest.raises(errors.InvalidConfigError):
+        fieldstore.FDB({**config(root), "schema": str(tmp_path / "no-schema")})
+
+
+# ---------------------------------------------------------------- archive
+
+
+def test_archive_with_identifiers(fdb: fieldstore.FDB) -> None:
+    fdb.archive(b"GRIB-a-7777", key(step="0"))
+    fdb.archive(b"GRIB-b-7777", list(key(step="6").items()))
+    fdb.archive(bytearray(b"GRIB-c-7777"), key(step=12))  # type: ignore[arg-type]
+    fdb.archive(memoryview(b"GRIB-d-7777"), key(step="18"))  # type: ignore[arg-type]
+    assert fdb.dirty()
+    fdb.flush()
+    assert not fdb.dirty()
+    with fdb.retrieve(key(step=[18, 0, "6", 12])) as dh:
+        assert dh.read() == b"GRIB-d-7777GRIB-a-7777GRIB-b-7777GRIB-c-7777"
+
+
+def test_identifier_errors_match_pyfdb(fdb: fieldstore.FDB) -> None:
+    with pytest.raises(ValueError, match="No list of values allowed"):
+        fdb.archive(b"x", key(step="0/6"))
+    with pytest.raises(ValueError, match="No list of values allowed"):
+        fdb.archive(b"x", key(step=["0", "6"]))  # type: ignore[arg-type]
+    with pytest.raises(KeyError, match="already exists"):
+        fdb.archive(b"x", [("class", "od"), ("class", "rd")])
+    with pytest.raises(ValueError):
+        fdb.archive(b"x", "class=od")  # type: ignore[arg-type]
+
+
+def test_keys_that_do_not_fit_the_schema_name_the_keyword(fdb: fieldstore.FDB) -> None:
+    with pytest.raises(errors.InvalidInputError) as e:
+        fdb.archive(b"x", {"class": "od"})
+    assert isinstance(e.value, ValueError) and isinstance(e.value, RuntimeError)
+    assert "missing keyword 'expver'" in str(e.value) and "rule" in str(e.value)
+    with pytest.raises(errors.InvalidInputError, match="foo"):
+        fdb.archive(b"x", key(foo="bar"))
+    assert not fdb.dirty()
+
+
+def test_flush_makes_fields_visible_to_other_handles(root: Path) -> None:
+    writer = fieldstore.FDB(config(root))
+    reader = fieldstore.FDB(config(root))
+    writer.archive(b"GRIB-1-7777", key())
+    assert list(reader.list({})) == []
+    assert reader.retrieve(key()).size() == 0
+    writer.flush()
+    assert reader.retrieve(key()).readall() == b"GRIB-1-7777"
+    # Archiving again replaces the field; include_masked shows the old one.
+    writer.archive(b"GRIB-2-7777", key())
+    writer.flush()
+    assert reader.retrieve(key()).readall() == b"GRIB-2-7777"
+    assert len(list(reader.list({}))) == 1
+    masked = list(reader.list({}, include_masked=True))
+    assert [el.length() for el in masked] == [11, 11] and len({str(el.uri) for el in masked}) >= 1
+
+
+def test_with_block_flushes_and_discard_drops(root: Path) -> None:
+    with fieldstore.FDB(config(root)) as fdb:
+        fdb.archive(b"GRIB-1-7777", key(step="1"))
+    other = fieldstore.FDB(config(root))
+    assert other.retrieve(key(step="1")).size() == 11
+    fdb.archive(b"GRIB-2-7777", key(step="2"))
+    fdb.discard()
+    fdb.flush()
+    assert other.retrieve(key(step="2")).size() == 0
+
+
+# ---------------------------------------------------------------- retrieve
+
+
+@pytest.fixture
+def three(fdb: fieldstore.FDB) -> fieldstore.FDB:
+    for step in ("0", "6", "12"):
+        fdb.archive(f"GRIB-step-{step:>3}-7777".encode(), key(step=step))
+    fdb.flush()
+    return fdb
+
+
+def test_selections_take_strings_numbers_lists_and_ranges(three: fieldstore.FDB) -> None:
+    def got(**sel: object) -> bytes:
+        return three.retrieve(key(**sel)).readall()  # type: ignore[arg-type]
+
+    assert got(step=6) == b"GRIB-step-  6-7777"
+    assert got(step="12/0") == b"GRIB-step- 12-7777GRIB-step-  0-7777"
+    assert got(step=["0", 12]) == b"GRIB-step-  0-7777GRIB-step- 12-7777"
+    assert got(step="0/to/12/by/6") == got(step=[0, 6, 12])
+    assert got(time=12, expver=1, step=0) == b"GRIB-step-  0-7777"  # canonicalised
+
+
+def test_retrieve_errors(three: fieldstore.FDB) -> None:
+    with pytest.raises(TypeError, match="Wildcard"):
+        three.retrieve({})
+    with pytest.raises(errors.InvalidInputError, match="unknown keyword 'foo'"):
+        three.retrieve(key(foo="bar"))
+    # A keyword left out names no field (as in pyfdb); `all` names them all.
+    partial = key()
+    del partial["step"]
+    assert three.retrieve(partial).size() == 0
+    assert three.retrieve(key(step="all")).count() == 3
+    with pytest.raises(ValueError, match="not valid"):
+        three.retrieve(key(step={"a": 1}))  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="not valid"):
+        three.retrieve(key(step=None))  # type: ignore[arg-type]
+
+
+def test_missing_fields_are_not_an_error(three: fieldstore.FDB) -> None:
+    dh = three.retrieve(key(step=24))
+    assert dh.size() == 0 and dh.read() == b"" and dh.readall() == b""
+    assert three.retrieve(key(step=[24, 6])).readall() == b"GRIB-step-  6-7777"
+
+
+def test_data_handle_reads_like_a_file(three: fieldstore.FDB) -> None:
+    whole = b"GRIB-step-  0-7777GRIB-step-  6-7777GRIB-step- 12-7777"
+    sel = key(step=[0, 6, 12])
+    dh = three.retrieve(sel)
+    assert dh.size() == len(whole) and dh.count() == 3
+    assert not dh.opened and dh.read(4) == b"GRIB" and dh.opened  # read opens
+    assert dh.read(20) == whole[4:24]  # across a field boundary
+    assert dh.tell() == 24
+    assert dh.read(1000) == whole[24:]  # no zero padding at the end
+    assert dh.read(10) == b""
+    dh.close()
+    dh.open()  # open after close starts again
+    assert dh.read() == whole
+    assert dh.seek(-4, os.SEEK_END) == len(whole) - 4 and dh.read() == b"7777"
+    dh.seek(18)
+    assert dh.read(4) == b"GRIB"
+    assert dh.readall() == whole[22:]  # the rest, then closed
+    assert not dh.opened
+    assert dh.readall() == whole  # reopened from the start
+    with three.retrieve(sel) as h:
+        assert h.opened and h.read(4) == b"GRIB"
+    assert not h.opened
+    assert "3 field(s)" in repr(h)
+
+
+def test_readinto_fills_buffers_in_place(three: fieldstore.FDB) -> None:
+    whole = three.retrieve(key(step=[0, 6, 12])).readall()
+    dh = three.retrieve(key(step=[0, 6, 12]))
+    buf = bytearray(20)
+    parts = []
+    while n := dh.readinto(buf):
+        parts.append(bytes(buf[:n]))
+    assert b"".join(parts) == whole and len(parts[-1]) == len(whole) % 20
+    dh = three.retrieve(key(step=[0, 6, 12]))
+    big = bytearray(100)
+    view = memoryview(big)[10:]
+    assert dh.readinto(view) == len(whole) and big[10 : 10 + len(whole)] == whole
+    with pytest.raises(TypeError):
+        dh.readinto(b"read-only")
+    import array
+
+    dh = three.retrieve(key(step=0))
+    ints = array.array("i", [0] * 8)  # 32 bytes, typed
+    assert dh.readinto(ints) == 18 and ints.tobytes()[:18] == whole[:18]
+
+
+def test_copyfileobj_gives_exact_bytes(grib_fdb: fieldstore.FDB, tmp_path: Path) -> None:
+    # pyfdb pads the last read() of a stream with zeros; fieldstore does not.
+    original = (GRIB / "x138-300.grib").read_bytes()
+    sel = {"class": "rd", "expver": "xxxx", "stream": "oper", "date": "20191110",
+           "time": "0000", "domain": "g", "type": "an", "levtype": "pl", "step": 0,
+           "levelist": 300, "param": 138}
+    out = tmp_path / "x.grib"
+    with grib_fdb.retrieve(sel) as dh, open(out, "wb") as f:
+        shutil.copyfileobj(dh, f)
+    assert out.read_bytes() == original
+    buffered = io.BufferedReader(grib_fdb.retrieve(sel))  # type: ignore[arg-type]
+    assert buffered.read() == original
+
+
+def test_corrupt_data_is_detected_not_returned(three: fieldstore.FDB) -> None:
+    el = next(three.list(key(step=6)))
+    path = str(el.uri)
+    with open(path, "r+b") as f:
+        f.seek(el.offset() + 5)
+        f.write(b"X")
+    dh = three.retrieve(key(step=[0, 6]))
+    assert dh.read(18) == b"GRIB-step-  0-7777"
+    with pytest.raises(errors.CorruptDataError) as e:
+        dh.read()
+    assert path.split("/")[-1] in str(e.value)
+    assert three.retrieve(key(step=12)).readall() == b"GRIB-step- 12-7777"
+
+
+# ---------------------------------------------------------------- list
+
+
+def test_list_levels_shapes(three: fieldstore.FDB) -> None:
+    (l1,) = three.list({"class": "od"}, level=1)
+    assert l1.keys() == [
+        {"class": "od", "date": "20231201", "domain": "g", "expver": "0001",
+         "stream": "oper", "time": "1200"},
+        {},
+        {},
+    ]
+    assert not l1.has_location() and l1.uri is None and l1.data_handle is None
+    assert l1.offset() is None and l1.length() is None
+    (l2,) = three.list({"class": "od"}, level=2)
+    assert l2.keys()[1] == {"levtype": "sfc", "timespan": "", "type": "fc"}
+    assert list(l2.combined_key()) == sorted(l2.combined_key())
+    l3 = list(three.list({"class": "od", "step": [0, 12]}))
+    assert len(l3) == 2
+    el = [e for e in l3 if e.keys()[2]["step"] == "12"][0]
+    # Level 3 leaves empty values out (frequency?, direction? are absent).
+    assert el.keys()[2] == {"param": "167", "step": "12"}
+    assert el.combined_key() == {**KEY, "step": "12", "timespan": ""}
+    assert el.has_location() and el.length() == 18
+    assert isinstance(el.uri, fieldstore.URI) and el.uri.scheme() == "file"
+    with open(str(el.uri), "rb") as f:  # the location is readable directly
+        f.seek(el.offset())
+        assert f.read(el.length()) == b"GRIB-step- 12-7777"
+    assert el.data_handle.readall() == b"GRIB-step- 12-7777"
+    assert el.data_handle().readall() == b"GRIB-step- 12-7777"  # callable too
+    assert el.request() == {**KEY, "step": "12"}
+    assert "{step=12,param=167}" in repr(el)
+
+
+def test_list_everything_and_bad_levels(three: fieldstore.FDB) -> None:
+    assert len(list(three.list({}))) == 3
+    assert len(list(three.list(None))) == 3
+    assert list(three.list({"class": "rd"})) == []
+    for level in (0, 4):
+        with pytest.raises(ValueError, match="level must be 1"):
+            list(three.list({}, level=level))
+    with pytest.raises(errors.InvalidInputError, match="unknown keyword"):
+        list(three.list({"foo": "bar"}))
+
+
+def test_inspect_finds_fully_specified_fields(three: fieldstore.FDB) -> None:
+    found = list(three.inspect(key(step=[6, 24])))
+    assert [e.keys()[2]["step"] for e in found] == ["6"]
+    assert found[0].data_handle.readall() == b"GRIB-step-  6-7777"
+
+
+# ---------------------------------------------------------------- axes
+
+
+def test_axes(three: fieldstore.FDB) -> None:
+    ax = three.axes({"class": "od"})
+    assert isinstance(ax, fieldstore.IndexAxis)
+    assert list(ax) == sorted(ax)
+    assert ax["step"] == ["0", "12", "6"]  # sorted as strings, as FDB5
+    assert ax["timespan"] == [""]
+    assert ax.has_key("param") and "param" in ax and "levelist" not in ax
+    assert ax == {**dict(ax), "class": "od"}
+    with pytest.raises(TypeError):
+        ax["step"] = ["1"]  # type: ignore[index]
+    assert set(three.axes({}, level=1)) == {"class", "date", "domain", "expver", "stream", "time"}
+    assert "type" in three.axes({}, level=2) and "step" not in three.axes({}, level=2)
+    assert three.axes({"class": "od", "step": [0, 6]})["step"] == ["0", "6"]
+    assert "IndexAxis[axis={class=(od)" in repr(ax)
+
+
+# ---------------------------------------------------------------- GRIB
+
+
+def test_grib_archive_reads_keys_from_messages(grib_fdb: fieldstore.FDB) -> None:
+    assert len(list(grib_fdb.list({}))) == 14
+    (el,) = grib_fdb.list({"class": "od", "levtype": "sfc", "date": 20251125})
+    assert el.keys()[2] == {"param": "167", "step": "0"}
+
+
+def test_bad_grib_archives_nothing(fdb: fieldstore.FDB) -> None:
+    if not fieldstore.HAS_GRIB:
+        with pytest.raises(errors.UnsupportedError):
+            fdb.archive(b"GRIB")
+        return
+    good = (GRIB / "levtypes.grib").read_bytes()
+    with pytest.raises(errors.InvalidInputError, match="GRIB message 2 at byte offset 3120: truncated"):
+        fdb.archive(good + good[:100])
+    with pytest.raises(errors.InvalidInputError, match="no GRIB message"):
+        fdb.archive(b"")
+    with pytest.raises(ValueError):
+        fdb.archive(b"not grib at all")
+    assert not fdb.dirty()
+
+
+# ---------------------------------------------------------------- threads
+
+
+def test_threads_share_a_handle(fdb: fieldstore.FDB) -> None:
+    failures: list[BaseException] = []
+
+    def work(t: int) -> None:
+        try:
+            for i in range(20):
+                fdb.archive(f"GRIB-{t}-{i}-7777".encode(), key(step=str(t * 100 + i)))
+            fdb.flush()
+            for i in range(20):
+                got = fdb.retrieve(key(step=str(t * 100 + i))).readall()
+                assert got == f"GRIB-{t}-{i}-7777".encode()
+        except BaseException as e:  # noqa: BLE001
+            failures.append(e)
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures, failures
+    assert len(list(fdb.list({}))) == 80
+
+
+def test_unsupported_methods_raise_not_implemented(fdb: fieldstore.FDB) -> None:
+    for call in (lambda: fdb.wipe({"class": "od"}), lambda: fdb.purge({}),
+                 lambda: fdb.stats({}), lambda: fdb.status({}),
+                 lambda: fdb.control({}, fieldstore.ControlAction.DISABLE,
+                                     [fieldstore.ControlIdentifier.LIST])):
+        with pytest.raises(NotImplementedError):
+            call()
+    assert fdb.enabled(fieldstore.ControlIdentifier.ARCHIVE)
