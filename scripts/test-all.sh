@@ -13,3 +13,7 @@ echo "== cargo test"
 cargo test --workspace --locked
 echo "== fuzz targets build"
 cargo build --manifest-path fuzz/Cargo.toml
+# --- Python package (crates/fieldstore-py) -- begin ---------------------------
+echo "== Python package: build into target/fieldstore-py/venv, pytest"
+bash scripts/test-python.sh
+# --- Python package -- end -----------------------------------------------------

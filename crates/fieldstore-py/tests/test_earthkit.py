@@ -1,0 +1,78 @@
+"""The recipe of the README: retrieved GRIB opens in earthkit-data and in
+xarray through cfgrib. Skipped without those packages, unless
+``FIELDSTORE_PY_STRICT=1`` (CI), where they are required."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+import fieldstore
+
+from conftest import GRIB
+
+STRICT = os.environ.get("FIELDSTORE_PY_STRICT") == "1"
+
+# The three 2 m temperature fields of timespan.grib (GRIB2, steps 6/12/18).
+T2M = {
+    "class": "e6",
+    "expver": "5659",
+    "stream": "oper",
+    "date": "20161230",
+    "time": "1800",
+    "domain": "g",
+    "type": "fc",
+    "levtype": "sfc",
+    "timespan": "none",
+    "step": [6, 12, 18],
+    "param": 167,
+}
+
+
+def need(module: str):  # type: ignore[no-untyped-def]
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        if STRICT:
+            pytest.fail(f"{module} is not installed: {e}")
+        pytest.skip(f"{module} is not installed")
+
+
+@pytest.fixture
+def t2m_file(grib_fdb: fieldstore.FDB, tmp_path: Path) -> Path:
+    out = tmp_path / "t2m.grib"
+    with grib_fdb.retrieve(T2M) as dh, open(out, "wb") as f:
+        shutil.copyfileobj(dh, f)
+    return out
+
+
+def test_earthkit_reads_a_retrieved_file(t2m_file: Path) -> None:
+    ekd = need("earthkit.data")
+    fields = ekd.from_source("file", str(t2m_file)).to_fieldlist()
+    assert len(fields) == 3
+    assert fields.metadata("param") == ["2t"] * 3
+    assert fields.metadata("step") == [6, 12, 18]
+    reference = ekd.from_source("file", str(GRIB / "timespan.grib")).to_fieldlist()
+    ref = [f for f in reference if f.metadata("param") == "2t"]
+    for got, want in zip(fields, ref):
+        assert (got.values == want.values).all()
+
+
+def test_earthkit_reads_the_data_handle_as_a_stream(grib_fdb: fieldstore.FDB) -> None:
+    ekd = need("earthkit.data")
+    with grib_fdb.retrieve(T2M) as dh:
+        steps = [f.metadata("step") for f in ekd.from_source("stream", dh).to_fieldlist()]
+    assert steps == [6, 12, 18]
+
+
+def test_xarray_opens_a_retrieved_file_through_cfgrib(t2m_file: Path) -> None:
+    xr = need("xarray")
+    need("cfgrib")
+    ds = xr.open_dataset(t2m_file, engine="cfgrib", backend_kwargs={"indexpath": ""})
+    assert list(ds.data_vars) == ["t2m"]
+    assert ds["t2m"].shape == (3, 654400)
+    assert [int(s / 3600e9) for s in ds["step"].values.astype("int64")] == [6, 12, 18]

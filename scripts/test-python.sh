@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The Python package's tests (crates/fieldstore-py): builds the extension
+# into a venv under target/fieldstore-py (kept across runs: after the first
+# run only changed code is rebuilt) and runs pytest, with the real pyfdb of
+# scripts/setup-fdb5.sh for the drop-in test and earthkit-data, cfgrib and
+# xarray for the recipe test (FIELDSTORE_PY_STRICT=1: nothing may skip).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/venv.sh
+prefix=target/fieldstore-py
+venv="$prefix/venv"
+# maturin and eccodeslib: the build runs without isolation, against the
+# eccodeslib of this venv (see crates/fieldstore-py/build_backend/).
+deps=(pytest "maturin>=1.9,<2" "eccodeslib==2.50.0.33" earthkit-data cfgrib xarray)
+mkdir -p "$prefix"
+if [ "$(cat "$prefix/deps" 2>/dev/null)" != "${deps[*]}" ]; then
+    echo "test-python: installing ${deps[*]} into $venv" >&2
+    fieldstore_venv "$venv" "${deps[@]}"
+    echo "${deps[*]}" >"$prefix/deps"
+fi
+PATH="$PWD/$venv/bin:$PATH" "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-build-isolation \
+    --no-deps --force-reinstall ./crates/fieldstore-py
+rc=0
+FIELDSTORE_PY_STRICT=1 FIELDSTORE_PYFDB_PYTHON="$(bash scripts/setup-fdb5.sh)" \
+    "$venv/bin/python" -m pytest crates/fieldstore-py/tests -q -p no:cacheprovider || rc=$?
+if [ "$rc" -eq 5 ]; then
+    echo "test-python: FAILED: pytest collected no tests in crates/fieldstore-py/tests" >&2
+    exit 1
+fi
+exit "$rc"
