@@ -22,7 +22,7 @@
 #   PHYS_MIB    MiB per physical-limit test (dd-like, measured by fieldstore-hammer) [1024]
 #   DROP_CACHES 1 = drop the page cache before read phases (needs root) [1]
 #   QUIET_IDLE  before each pair of runs, wait until the machine was this % idle over 1 s ... [70]
-#   QUIET_MAX   ... but at most this many seconds [5]  (others' CPU share is recorded per phase:
+#   QUIET_MAX   ... but at most this many seconds [3]  (others' CPU share is recorded per phase:
 #               column "others' CPU %" of the results)
 set -euo pipefail
 
@@ -41,7 +41,7 @@ BATCH=${BATCH:-all}
 PHYS_MIB=${PHYS_MIB:-1024}
 DROP_CACHES=${DROP_CACHES:-1}
 QUIET_IDLE=${QUIET_IDLE:-70}
-QUIET_MAX=${QUIET_MAX:-5}
+QUIET_MAX=${QUIET_MAX:-3}
 
 idle_pct() { # idle % of the machine over the next second
     local a b
@@ -206,4 +206,5 @@ doc["physical"] = phys
 doc["machine"] = open(f"{res}/machine.txt").read()
 json.dump(doc, open(out, "w"), indent=1)
 PYEOF
-log "results: $RES/summary.csv, $OUT/compare.json, $OUT/compare.png"
+cp "$RES/summary.csv" "$OUT/compare.csv"
+log "results: $OUT/compare.csv, $OUT/compare.json, $OUT/compare.png (raw reports: $RES)"

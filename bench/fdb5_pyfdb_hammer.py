@@ -407,8 +407,9 @@ def summarise(a):
     fdb = {key(r): r for r in rows if r["system"] == "fdb5"}
     ratios = []
     lines = ["| field | pattern | P | phase | fieldstore MiB/s | FDB5 MiB/s | fieldstore fields/s | "
-             "FDB5 fields/s | ratio of medians | paired ratio median (min-max) | others' CPU % fs / FDB5 |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "FDB5 fields/s | ratio of medians | paired ratio median (min-max) | CPU s/GiB fs / FDB5 | "
+             "others' CPU % fs / FDB5 |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     order = {"write": 0, "read": 1, "list": 2, "populate": 3, "write-alone": 4, "wr-write": 5, "wr-read": 6}
     for k in sorted(set(fs) & set(fdb), key=lambda k: (k[0] != "1m", k[1], k[2], order.get(k[3], 9))):
         r1, r2 = fs[k], fdb[k]
@@ -423,6 +424,7 @@ def summarise(a):
         lines.append(f"| {k[0]} | {k[1]} | {k[2]} | {k[3]} | {f(r1['mib_s'])} | {f(r2['mib_s'])} | "
                      f"{f(r1['fields_s'], 0)} | {f(r2['fields_s'], 0)} | {f(ratio, 2)}x | "
                      f"**{f(pmed, 2)}x** ({prange}) | "
+                     f"{f(r1['cpu_s_per_gib'], 2)} / {f(r2['cpu_s_per_gib'], 2)} | "
                      f"{f(r1['others_cpu_pct'], 0)} / {f(r2['others_cpu_pct'], 0)} |")
     table = "\n".join(lines)
     print(table)
