@@ -165,6 +165,9 @@ pub struct Report {
     pub physical: Option<PhysicalSummary>,
     /// Missing fields and verification failures.
     pub problems: Vec<String>,
+    /// Measurement caveats: processes that did not start together,
+    /// repetitions that differ by more than 5 %, a busy machine.
+    pub warnings: Vec<String>,
 }
 
 /// Medians of the physical limits.
@@ -206,6 +209,20 @@ impl Report {
                 if !phases.contains(&row.phase) {
                     phases.push(row.phase.clone());
                 }
+                if row.procs > 1 && row.start_spread_ms > 0.05 * row.window_s * 1e3 {
+                    self.warnings.push(format!(
+                        "repetition {} {}: processes started {:.2} ms apart, > 5 % of the {:.3} s window",
+                        rep.index, row.phase, row.start_spread_ms, row.window_s
+                    ));
+                }
+                if row.others_cpu_pct.is_some_and(|o| o > 15.0) {
+                    self.warnings.push(format!(
+                        "repetition {} {}: other processes used {:.0} % of the machine's CPU",
+                        rep.index,
+                        row.phase,
+                        row.others_cpu_pct.unwrap_or(0.0)
+                    ));
+                }
                 if row.missing > 0 {
                     self.problems.push(format!(
                         "repetition {} {}: {} of the fields expected were not found",
@@ -241,6 +258,14 @@ impl Report {
                 }
             })
             .collect();
+        for p in &self.summary {
+            if let Some(g) = p.fields_per_s.filter(|g| g.n > 1 && g.spread_pct > 5.0) {
+                self.warnings.push(format!(
+                    "{}: repetitions differ by {:.0} % (> 5 %): run longer or on a quieter machine",
+                    p.phase, g.spread_pct
+                ));
+            }
+        }
         let phys: Vec<&Physical> = self
             .repetitions
             .iter()
@@ -502,6 +527,12 @@ impl Report {
                 summary_cell(&p.write_odirect_mib_s),
                 summary_cell(&p.read_odirect_mib_s)
             );
+        }
+        if !self.warnings.is_empty() {
+            let _ = writeln!(s, "\nwarnings:");
+            for w in &self.warnings {
+                let _ = writeln!(s, "  {w}");
+            }
         }
         if self.problems.is_empty() {
             let _ = write!(
