@@ -13,7 +13,7 @@
 #               [${XDG_CACHE_HOME:-$HOME/.cache}/fieldstore-bench/venv-fdb5]
 #   WORK        stores, configs, raw JSON reports   [${TMPDIR:-/tmp}/fieldstore-compare]
 #   OUT         where the plot and the summary JSON go [<repo>/docs/bench]
-#   REPS        repetitions per configuration, interleaved between the systems (medians reported) [5]
+#   REPS        repetitions per configuration, interleaved between the systems (medians reported) [4]
 #   SIZES       "1m 64k"      PROCS "1 2 4"      PATTERNS "a wr"
 #   WL_1M       "nsteps nlevels nparams" per process, 1 MiB fields  ["4 10 10"]  (400 fields)
 #   WL_64K      same, 64 KiB fields                                  ["4 10 50"]  (2000 fields)
@@ -21,6 +21,10 @@
 #   BATCH       fields per retrieve, both systems: step | all [all]
 #   PHYS_MIB    MiB per physical-limit test (dd-like, measured by fieldstore-hammer) [1024]
 #   DROP_CACHES 1 = drop the page cache before read phases (needs root) [1]
+#   FDB_HAMMER  1 = also run FDB5's own C++ fdb-hammer (pattern A; keys decoded from GRIB by
+#               ecCodes, the wheel binary's start-up crash worked around) against fieldstore
+#               archiving the same GRIB template with explicit keys [1]
+#   HAMMER_REPS repetitions of those runs [2]        HAMMER_PROCS  processes ["1 2"]
 #   QUIET_IDLE  before each pair of runs, wait until the machine was this % idle over 1 s ... [70]
 #   QUIET_MAX   ... but at most this many seconds [3]  (others' CPU share is recorded per phase:
 #               column "others' CPU %" of the results)
@@ -30,7 +34,7 @@ REPO=$(cd "$(dirname "$0")/.." && pwd)
 FDB5_VENV=${FDB5_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/fieldstore-bench/venv-fdb5}
 WORK=${WORK:-${TMPDIR:-/tmp}/fieldstore-compare}
 OUT=${OUT:-$REPO/docs/bench}
-REPS=${REPS:-5}
+REPS=${REPS:-4}
 SIZES=${SIZES:-"1m 64k"}
 PROCS=${PROCS:-"1 2 4"}
 PATTERNS=${PATTERNS:-"a wr"}
@@ -40,6 +44,9 @@ READ_MULT=${READ_MULT:-2}
 BATCH=${BATCH:-all}
 PHYS_MIB=${PHYS_MIB:-1024}
 DROP_CACHES=${DROP_CACHES:-1}
+FDB_HAMMER=${FDB_HAMMER:-1}
+HAMMER_REPS=${HAMMER_REPS:-2}
+HAMMER_PROCS=${HAMMER_PROCS:-"1 2"}
 QUIET_IDLE=${QUIET_IDLE:-70}
 QUIET_MAX=${QUIET_MAX:-3}
 
@@ -178,6 +185,42 @@ for size in $SIZES; do
 done
 wipe
 
+if [ "$FDB_HAMMER" = 1 ]; then
+    # FDB5's own benchmark tool. It derives keys from the GRIB message (ecCodes), which adds
+    # `domain`: its schema has `domain?` in the dataset rule.
+    HSET=$WORK/fdb-hammer
+    log "fdb-hammer (C++): runnable copy and GRIB templates in $HSET"
+    "$PY" "$HELPER" hammer-setup --out "$HSET" >&2
+    sed 's/\[ class, expver, stream, date, time$/[ class, expver, stream, date, time, domain?/' \
+        "$REPO/crates/fieldstore-hammer/src/hammer.schema" >"$HSET/schema"
+    sed "s#schema: .*#schema: $HSET/schema#" "$FDB_CONFIG" >"$HSET/config.yaml"
+    for size in $SIZES; do
+        common_args "$size"
+        for P in $HAMMER_PROCS; do
+            tag="${size}_a_P${P}"
+            for ((rep = 1; rep <= HAMMER_REPS; rep++)); do
+                order="fdbhammer fieldstoretmpl"; [ $((n % 2)) = 1 ] && order="fieldstoretmpl fdbhammer"
+                n=$((n + 1))
+                [ "$QUIET_MAX" -gt 0 ] && quiet_wait
+                for sys in $order; do
+                    wipe
+                    log "$sys $tag rep $rep (load $(cut -d' ' -f1-3 /proc/loadavg))"
+                    if [ "$sys" = fdbhammer ]; then
+                        "$PY" "$HELPER" hammer-run --setup "$HSET" --config "$HSET/config.yaml" \
+                            --template "$HSET/tmpl_$size.grib" --processes "$P" "${ARGS[@]:0:6}" \
+                            "${DROP[@]}" --json "$RES/fdbhammer_${tag}_r$rep.json" >/dev/null
+                    else
+                        "$HAMMER" --root "$FS_ROOT" --scenario a --no-randomise-data \
+                            --template "$HSET/tmpl_$size.grib" --processes "$P" "${ARGS[@]:0:6}" \
+                            --batch "$BATCH" "${DROP[@]}" --json >"$RES/fieldstoretmpl_${tag}_r$rep.json"
+                    fi
+                done
+            done
+        done
+    done
+    wipe
+fi
+
 log "physical limits (after)"
 "$HAMMER" --physical-only --root "$FS_ROOT" --physical-mib "$PHYS_MIB" --processes 2 \
     --repetitions 2 --json >"$RES/physical_after.json"
@@ -185,7 +228,8 @@ rm -rf "$FS_ROOT" "$FDB_ROOT"
 
 log "benchmark took $(($(date +%s) - START)) s"
 "$PY" "$HELPER" summarise --csv "$RES/summary.csv" --out-json "$OUT/compare.json" \
-    --plot "$OUT/compare.png" "$RES"/fieldstore_*.json "$RES"/fdb5_*.json
+    --plot "$OUT/compare.png" "$RES"/fieldstore_*.json "$RES"/fdb5_*.json \
+    $(ls "$RES"/fdbhammer_*.json "$RES"/fieldstoretmpl_*.json 2>/dev/null)
 "$PY" - "$RES" "$OUT/compare.json" <<'PYEOF'
 import json, sys, glob, statistics
 res, out = sys.argv[1], sys.argv[2]

@@ -14,7 +14,17 @@ Subcommands:
   worker     internal: one process (task on stdin)
   params     print the paramIds FDB5 accepts for the base keys (retrieve expands requests
              through metkit, which rejects params unknown for a stream/type/levtype)
+  hammer-setup  prepare FDB5's own C++ fdb-hammer: a runnable copy of the wheel's binary (its
+             start-up crash worked around, see below) and GRIB templates of 1 MiB and 64 KiB
+  hammer-run    pattern A with fdb-hammer itself (keys decoded from the GRIB by ecCodes),
+             processes released together by a start file; same JSON shape
   summarise  read fieldstore and FDB5 JSON reports, print ratios, write CSV/JSON and a plot
+
+The wheel's fdb-hammer (fdb5lib 5.25.0.33) dies with SIGSEGV before main: it is a non-PIE
+executable whose copy relocation of an eckit object lands in its PT_GNU_RELRO segment, which
+libeckit's static constructors write after the loader made it read-only. hammer-setup copies it
+with that program header turned into PT_NULL (no code changed) and runs it with the wheel's
+libraries on LD_LIBRARY_PATH (shared/docs/reference/fdb5-measured.md, caveat 1).
 
 Needs: pyfdb, fdb5lib (pip install pyfdb fdb5lib eccodes); matplotlib for the plot.
 """
@@ -345,6 +355,181 @@ def probe_params(a):
 
 
 # ------------------------------------------------------------------------------------------
+# FDB5's C++ fdb-hammer
+# ------------------------------------------------------------------------------------------
+
+PT_GNU_RELRO = 0x6474E552
+
+
+def wheel_dirs():
+    import fdb5lib
+    site = os.path.dirname(os.path.dirname(fdb5lib.__file__))
+    libs = [os.path.join(site, d, "lib64") for d in ("fdb5lib", "metkitlib", "eckitlib", "eccodeslib")]
+    return os.path.join(site, "fdb5lib", "bin", "fdb-hammer"), [d for d in libs if os.path.isdir(d)]
+
+
+def unrelro(src, dst):
+    """Copy an ELF64 executable with its PT_GNU_RELRO program header set to PT_NULL."""
+    import struct
+    b = bytearray(open(src, "rb").read())
+    if b[:4] != b"\x7fELF" or b[4] != 2:
+        raise SystemExit(f"{src}: not an ELF64 file")
+    phoff = struct.unpack_from("<Q", b, 32)[0]
+    phentsize, phnum = struct.unpack_from("<HH", b, 54)
+    n = 0
+    for i in range(phnum):
+        off = phoff + i * phentsize
+        if struct.unpack_from("<I", b, off)[0] == PT_GNU_RELRO:
+            struct.pack_into("<I", b, off, 0)
+            n += 1
+    with open(dst, "wb") as f:
+        f.write(b)
+    os.chmod(dst, 0o755)
+    return n
+
+
+def make_template(path, ni, nj):
+    """An ensemble (type=pf, stream=enfo) GRIB2 field on a ni x nj grid, 16 bits per value."""
+    import eccodes
+    import numpy as np
+    h = eccodes.codes_grib_new_from_samples("regular_ll_pl_grib2")
+    for k, v in (("setLocalDefinition", 1), ("localDefinitionNumber", 1), ("class", "od"),
+                 ("stream", "enfo"), ("type", "pf"), ("expver", "0001"),
+                 ("productDefinitionTemplateNumber", 1), ("number", 1),
+                 ("numberOfForecastsInEnsemble", 51), ("Ni", ni), ("Nj", nj),
+                 ("latitudeOfFirstGridPointInDegrees", 90.0),
+                 ("latitudeOfLastGridPointInDegrees", -90.0),
+                 ("longitudeOfFirstGridPointInDegrees", 0.0),
+                 ("longitudeOfLastGridPointInDegrees", 360.0 - 360.0 / ni),
+                 ("iDirectionIncrementInDegrees", 360.0 / ni),
+                 ("jDirectionIncrementInDegrees", 180.0 / (nj - 1)), ("bitsPerValue", 16)):
+        if isinstance(v, str):
+            eccodes.codes_set_string(h, k, v)
+        else:
+            eccodes.codes_set(h, k, v)
+    eccodes.codes_set_values(h, np.random.default_rng(7).random(ni * nj) * 50.0 + 250.0)
+    with open(path, "wb") as f:
+        eccodes.codes_write(h, f)
+    eccodes.codes_release(h)
+    return os.path.getsize(path)
+
+
+def hammer_setup(a):
+    os.makedirs(a.out, exist_ok=True)
+    src, libs = wheel_dirs()
+    exe = os.path.join(a.out, "fdb-hammer")
+    n = unrelro(src, exe)
+    with open(os.path.join(a.out, "ld_library_path"), "w") as f:
+        f.write(":".join(libs))
+    sizes = {name: make_template(os.path.join(a.out, f"tmpl_{name}.grib"), ni, nj)
+             for name, (ni, nj) in {"1m": (1024, 512), "64k": (256, 128)}.items()}
+    print(f"{exe} ({n} RELRO header(s) disabled); templates {sizes}")
+
+
+def parse_hammer(text):
+    import re
+    num = lambda pat: [float(x) for x in re.findall(pat, text)]
+    first = lambda pats: next((v[0] for v in (num(p) for p in pats) if v), None)
+    return {"fields": int(first([r"Fields (?:written|read|listed): (\d+)"]) or 0),
+            "bytes": int(first([r"Bytes (?:written|read): (\d+)"]) or 0),
+            "t0": first([r"Timestamp before first IO: ([0-9.]+)"]),
+            "t1": first([r"Timestamp after last IO: ([0-9.]+)"]),
+            "list_s": first([r"List duration: ([0-9.eE+-]+)"]),
+            "grib_s": first([r"GRIB duration: ([0-9.eE+-]+)"]),
+            "writing_s": first([r"Writing duration: ([0-9.eE+-]+)"]),
+            "read_s": first([r"Data read duration: ([0-9.eE+-]+)"])}
+
+
+def hammer_group(a, mode, procs):
+    exe = os.path.join(a.setup, "fdb-hammer")
+    ldp = open(os.path.join(a.setup, "ld_library_path")).read().strip()
+    env = dict(os.environ, FDB5_CONFIG_FILE=a.config,
+               LD_LIBRARY_PATH=ldp + (":" + os.environ["LD_LIBRARY_PATH"] if os.environ.get("LD_LIBRARY_PATH") else ""))
+    go = os.path.join(a.setup, f".go.{os.getpid()}")
+    if os.path.exists(go):
+        os.remove(go)
+    ps = []
+    for i in range(procs):
+        cmd = [exe, f"--expver={a.expver}", f"--class={a.klass}", f"--nsteps={a.nsteps}",
+               f"--nlevels={a.nlevels}", f"--nparams={a.nparams}", "--nensembles=1",
+               f"--number={a.number + i}", "--no-randomise-data"]
+        cmd += {"write": [], "read": ["--read"], "list": ["--list"]}[mode]
+        cmd.append(a.template)
+        # Each process waits for the start file, then becomes fdb-hammer (exec).
+        wait = ("import os, sys, time\n"
+                "while not os.path.exists(sys.argv[1]): time.sleep(0.0005)\n"
+                "os.execv(sys.argv[2], sys.argv[2:])\n")
+        ps.append(subprocess.Popen([sys.executable, "-c", wait, go] + cmd, env=env,
+                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT))
+    import resource
+    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    time.sleep(0.3)
+    busy0, t0 = machine_busy(), time.time()
+    open(go, "w").close()
+    outs = [p.communicate()[0].decode(errors="replace") for p in ps]
+    busy, elapsed = machine_busy() - busy0, time.time() - t0
+    ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    # Whole processes (start-up, FDB open, template read included): fdb-hammer has no own CPU timer.
+    cpu = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
+    os.remove(go)
+    for p, o in zip(ps, outs):
+        if p.returncode != 0:
+            raise RuntimeError(f"fdb-hammer failed ({p.returncode}):\n{o[-2000:]}")
+    procs_out = []
+    for i, o in enumerate(outs):
+        h = parse_hammer(o)
+        if h["t0"] is None:           # list prints only a duration
+            h["t0"], h["t1"] = 0.0, h["list_s"] or 0.0
+        ops = {}
+        for k, name in (("grib_s", "grib (ecCodes)"), ("writing_s", "archive+flush"), ("read_s", "retrieve+read"),
+                        ("list_s", "list")):
+            if h[k] is not None:
+                ops[name] = {"secs": h[k], "calls": 1}
+        procs_out.append({"rank": i, "role": mode, "fields": h["fields"], "bytes": h["bytes"],
+                          "t_first_io": h["t0"], "t_last_io": h["t1"], "t_release": h["t0"],
+                          "cpu_user": cpu if i == 0 else 0.0, "cpu_sys": 0.0, "missing": 0, "ops": ops})
+    others = min(100.0, max(0.0, busy - cpu) / (elapsed * os.cpu_count()) * 100) if elapsed >= 0.2 else None
+    return procs_out, others, elapsed
+
+
+def hammer_run(a):
+    procs = max(1, a.processes)
+    report = {"system": "fdb-hammer", "scenario": "a", "processes": procs, "repetitions": []}
+    for rep in range(a.repetitions):
+        r = {"index": rep, "rows": []}
+        for mode in ("write", "read", "list"):
+            if mode == "read" and not a.no_drop_caches:
+                r["caches_dropped"] = drop_caches()
+            res, others, _ = hammer_group(a, mode, procs)
+            rw = row(mode, res)
+            rw["others_cpu_pct"] = others
+            if mode == "list":            # no timestamps: the window is the longest list
+                rw["gtb_mib_s"] = None
+            if mode == "read" and rw["bytes"] == 0:
+                report.setdefault("problems", []).append(f"rep {rep}: fdb-hammer read nothing")
+            r["rows"].append(rw)
+        report["repetitions"].append(r)
+    phases = ["write", "read", "list"]
+    report["summary"] = [
+        {"phase": ph,
+         "gtb_mib_s": summarise_values([rw["gtb_mib_s"] for rep in report["repetitions"]
+                                        for rw in rep["rows"] if rw["phase"] == ph]),
+         "fields_per_s": summarise_values([rw["fields_per_s"] for rep in report["repetitions"]
+                                           for rw in rep["rows"] if rw["phase"] == ph]),
+         "max_start_spread_ms": max(rw["start_spread_ms"] for rep in report["repetitions"]
+                                    for rw in rep["rows"] if rw["phase"] == ph)}
+        for ph in phases]
+    report.setdefault("problems", [])
+    with open(a.json, "w") as f:
+        json.dump(report, f, indent=1)
+    for s in report["summary"]:
+        g, fps = s["gtb_mib_s"], s["fields_per_s"]
+        print(f"fdb-hammer a P={procs} {s['phase']:<6} {(g or {}).get('median', 0):10.1f} MiB/s "
+              f"{(fps or {}).get('median', 0):10.0f} fields/s spread {s['max_start_spread_ms']:.2f} ms")
+    return 1 if report["problems"] else 0
+
+
+# ------------------------------------------------------------------------------------------
 # summarise: both systems side by side
 # ------------------------------------------------------------------------------------------
 
@@ -396,19 +581,36 @@ def summarise(a):
                          "problems": g["problems"]})
     pr = {}
     for (size, pattern, procs, phase, _), v in paired.items():
-        if "fieldstore" in v and "fdb5" in v:
-            pr.setdefault((size, pattern, procs, phase), []).append(v["fieldstore"] / v["fdb5"])
+        for ours, theirs in (("fieldstore", "fdb5"), ("fieldstoretmpl", "fdbhammer")):
+            if ours in v and theirs in v:
+                pr.setdefault((ours, theirs), {}).setdefault((size, pattern, procs, phase), []).append(
+                    v[ours] / v[theirs])
     with open(a.csv, "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=list(rows[0].keys()))
         w.writeheader()
         w.writerows(rows)
     key = lambda r: (r["size"], r["pattern"], r["procs"], r["phase"])
-    fs = {key(r): r for r in rows if r["system"] == "fieldstore"}
-    fdb = {key(r): r for r in rows if r["system"] == "fdb5"}
+    tables, ratios = [], []
+    for ours, theirs in (("fieldstore", "fdb5"), ("fieldstoretmpl", "fdbhammer")):
+        t, rr = ratio_table(rows, pr.get((ours, theirs), {}), key, ours, theirs)
+        if rr:
+            tables.append(t)
+            ratios.extend(rr)
+    table = "\n\n".join(tables)
+    print(table)
+    with open(a.out_json, "w") as fh:
+        json.dump({"rows": rows, "ratios": ratios, "table": table}, fh, indent=1)
+    if a.plot:
+        plot(rows, a.plot)
+
+
+def ratio_table(rows, pr, key, ours, theirs):
+    fs = {key(r): r for r in rows if r["system"] == ours}
+    fdb = {key(r): r for r in rows if r["system"] == theirs}
     ratios = []
-    lines = ["| field | pattern | P | phase | fieldstore MiB/s | FDB5 MiB/s | fieldstore fields/s | "
-             "FDB5 fields/s | ratio of medians | paired ratio median (min-max) | CPU s/GiB fs / FDB5 | "
-             "others' CPU % fs / FDB5 |",
+    lines = [f"| field | pattern | P | phase | {ours} MiB/s | {theirs} MiB/s | {ours} fields/s | "
+             f"{theirs} fields/s | ratio of medians | paired ratio median (min-max) | CPU s/GiB ours / theirs | "
+             "others' CPU % ours / theirs |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     order = {"write": 0, "read": 1, "list": 2, "populate": 3, "write-alone": 4, "wr-write": 5, "wr-read": 6}
     for k in sorted(set(fs) & set(fdb), key=lambda k: (k[0] != "1m", k[1], k[2], order.get(k[3], 9))):
@@ -417,7 +619,7 @@ def summarise(a):
         pv = pr.get(k, [])
         pmed = statistics.median(pv) if pv else None
         ratios.append({"size": k[0], "pattern": k[1], "procs": k[2], "phase": k[3], "ratio": ratio,
-                       "paired_ratio_median": pmed, "paired_ratios": pv,
+                       "paired_ratio_median": pmed, "paired_ratios": pv, "ours": ours, "theirs": theirs,
                        "fieldstore": r1, "fdb5": r2})
         f = lambda v, d=1: "-" if v is None else f"{v:,.{d}f}"
         prange = f"{min(pv):.2f}-{max(pv):.2f}" if pv else "-"
@@ -426,12 +628,8 @@ def summarise(a):
                      f"**{f(pmed, 2)}x** ({prange}) | "
                      f"{f(r1['cpu_s_per_gib'], 2)} / {f(r2['cpu_s_per_gib'], 2)} | "
                      f"{f(r1['others_cpu_pct'], 0)} / {f(r2['others_cpu_pct'], 0)} |")
-    table = "\n".join(lines)
-    print(table)
-    with open(a.out_json, "w") as fh:
-        json.dump({"rows": rows, "ratios": ratios, "table": table}, fh, indent=1)
-    if a.plot:
-        plot(rows, a.plot)
+    title = (f"{ours} vs {theirs}" if theirs != "fdb5" else "fieldstore vs FDB5 (pyfdb, explicit keys)")
+    return f"{title}\n\n" + "\n".join(lines), ratios
 
 
 def plot(rows, path):
@@ -499,6 +697,22 @@ def main():
         p.add_argument("--repetitions", type=int, default=1)
         p.add_argument("--no-drop-caches", action="store_true")
         p.add_argument("--json")
+    hs = sub.add_parser("hammer-setup")
+    hs.add_argument("--out", required=True)
+    hr = sub.add_parser("hammer-run")
+    hr.add_argument("--setup", required=True, help="the hammer-setup directory")
+    hr.add_argument("--config", required=True)
+    hr.add_argument("--template", required=True)
+    hr.add_argument("--processes", type=int, default=1)
+    hr.add_argument("--nsteps", type=int, default=1)
+    hr.add_argument("--nlevels", type=int, default=1)
+    hr.add_argument("--nparams", type=int, default=1)
+    hr.add_argument("--number", type=int, default=1)
+    hr.add_argument("--class", dest="klass", default="od")
+    hr.add_argument("--expver", default="hamm")
+    hr.add_argument("--repetitions", type=int, default=1)
+    hr.add_argument("--no-drop-caches", action="store_true")
+    hr.add_argument("--json", required=True)
     s = sub.add_parser("summarise")
     s.add_argument("--csv", required=True)
     s.add_argument("--out-json", required=True)
@@ -511,6 +725,10 @@ def main():
         probe_params(a)
     elif a.cmd == "run":
         sys.exit(run(a))
+    elif a.cmd == "hammer-setup":
+        hammer_setup(a)
+    elif a.cmd == "hammer-run":
+        sys.exit(hammer_run(a))
     else:
         summarise(a)
 
