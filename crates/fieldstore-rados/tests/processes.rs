@@ -363,8 +363,25 @@ fn main() -> ExitCode {
             }
         };
     }
-    // `cargo test NAME` passes filters; flags (`--nocapture`, …) are ignored.
-    let filters: Vec<&String> = args.iter().filter(|a| !a.starts_with('-')).collect();
+    // libtest's command line: filters are kept; flags are ignored, with
+    // the value of those that take one; `--list` lists.
+    let mut filters: Vec<&String> = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--list" => {
+                for (name, _) in TESTS {
+                    println!("{name}: test");
+                }
+                return ExitCode::SUCCESS;
+            }
+            "--test-threads" | "--skip" | "--format" | "--color" | "--logfile" | "-Z" => {
+                it.next();
+            }
+            f if f.starts_with('-') => {}
+            _ => filters.push(a),
+        }
+    }
     let tests: Vec<&Test> = TESTS
         .iter()
         .filter(|(n, _)| filters.is_empty() || filters.iter().any(|f| n.contains(f.as_str())))
