@@ -180,3 +180,74 @@ fn unreachable_cluster_is_unavailable() {
     assert_eq!(e.kind(), ErrorKind::Unavailable, "{e}");
     assert!(e.to_string().contains(&conf.display().to_string()), "{e}");
 }
+
+/// A dataset created under a schema whose text is larger than the first
+/// read of the INIT record (64 KiB) opens, lists and reads back.
+#[test]
+fn long_schema_text_in_init_record() {
+    let Some(c) = common::cluster() else { return };
+    let mut config = c.config("rados", "rados", &common::namespace("long"), None);
+    let text = format!(
+        "{}\n{}",
+        fieldstore_testkit::support::HAMMER_SCHEMA,
+        "# a long comment line to pass 64 KiB of schema text\n".repeat(2000)
+    );
+    assert!(text.len() > 64 << 10);
+    config.schema = fieldstore::Schema::parse("long.schema", &text).expect("the schema parses");
+    let fs = must(FieldStore::open(config.clone()), "open");
+    let f = archive_payload(&fs, &BASE.key("long"), 1, 100, 100);
+    must(fs.flush(), "flush");
+    let r = must(FieldStore::open(config), "open a reader");
+    let got = must(
+        r.retrieve(&Request::from_key(&f.key))
+            .and_then(|d| d.read_all()),
+        "retrieve",
+    );
+    assert!(got == f.data, "the field read back differently");
+}
+
+/// A damaged index block (an omap value) is `Corrupt`, naming the object
+/// and the omap key, for retrieve and list at the element level; never
+/// wrong fields.
+#[test]
+fn damaged_index_block_is_detected() {
+    let Some(c) = common::cluster() else { return };
+    let ns = common::namespace("idx");
+    let config = c.config("rados", "rados", &ns, None);
+    let fs = must(FieldStore::open(config.clone()), "open");
+    let f = archive_payload(&fs, &BASE.key("idx1"), 1, 100, 300);
+    must(fs.flush(), "flush");
+    let object = "od:idx1:enfo:20231201:1200.catalogue";
+    let keys = String::from_utf8(c.rados(&ns, &["listomapkeys", object])).expect("UTF-8 keys");
+    let key = keys.lines().next().expect("one index block").to_string();
+    c.rados(&ns, &["setomapval", object, &key, "not a block"]);
+    let r = must(FieldStore::open(config), "open after the damage");
+    let results = [
+        (
+            "retrieve",
+            r.retrieve(&Request::from_key(&f.key))
+                .and_then(|d| d.read_all())
+                .map(|b| b.len()),
+        ),
+        (
+            "list",
+            r.list(
+                &"class=od,expver=idx1".parse().expect("request"),
+                Default::default(),
+            )
+            .map(|l| l.len()),
+        ),
+    ];
+    for (op, result) in results {
+        match result {
+            Err(e) => {
+                assert_eq!(e.kind(), ErrorKind::Corrupt, "{op}: {e}");
+                assert!(
+                    e.to_string().contains(&key) && e.to_string().contains(object),
+                    "{op}: {e}"
+                );
+            }
+            Ok(n) => panic!("{op} over a damaged index block succeeded ({n})"),
+        }
+    }
+}
