@@ -331,6 +331,12 @@ impl Pool {
             }
         };
         if let Err(e) = Errno::check(rc) {
+            // Never submitted: release it without waiting for it.
+            let mut pending = pending;
+            // SAFETY: the completion is valid, was not submitted, and is
+            // released once (nulled so that drop does not touch it).
+            unsafe { (self.api.rados_aio_release)(pending.c) };
+            pending.c = std::ptr::null_mut();
             return Err(e.error(format!("writing {}", self.what(oid))));
         }
         Ok(pending)
