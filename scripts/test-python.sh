@@ -20,8 +20,10 @@ if [ "$(cat "$prefix/deps" 2>/dev/null)" != "${deps[*]}" ]; then
 fi
 PATH="$PWD/$venv/bin:$PATH" "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-build-isolation \
     --no-deps --force-reinstall ./crates/fieldstore-py
+# The real pyfdb (its own venv, shared with the CLI's agreement test).
+pyfdb_python=$(bash scripts/setup-fdb5.sh)
 rc=0
-FIELDSTORE_PY_STRICT=1 FIELDSTORE_PYFDB_PYTHON="$(bash scripts/setup-fdb5.sh)" \
+FIELDSTORE_PY_STRICT=1 FIELDSTORE_PYFDB_PYTHON="$pyfdb_python" \
     "$venv/bin/python" -m pytest crates/fieldstore-py/tests -q -p no:cacheprovider || rc=$?
 if [ "$rc" -eq 5 ]; then
     echo "test-python: FAILED: pytest collected no tests in crates/fieldstore-py/tests" >&2
