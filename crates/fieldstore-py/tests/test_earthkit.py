@@ -76,3 +76,21 @@ def test_xarray_opens_a_retrieved_file_through_cfgrib(t2m_file: Path) -> None:
     assert list(ds.data_vars) == ["t2m"]
     assert ds["t2m"].shape == (3, 654400)
     assert [int(s / 3600e9) for s in ds["step"].values.astype("int64")] == [6, 12, 18]
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_earthkits_fdb_source_runs_over_fieldstore(
+    grib_fdb: fieldstore.FDB, root: Path, monkeypatch: pytest.MonkeyPatch, stream: bool
+) -> None:
+    ekd = need("earthkit.data")
+    import sys
+
+    from conftest import config
+
+    # earthkit-data's "fdb" source imports pyfdb when first used.
+    monkeypatch.setitem(sys.modules, "pyfdb", fieldstore)
+    monkeypatch.delitem(sys.modules, "earthkit.data.sources.fdb", raising=False)
+    fields = ekd.from_source("fdb", T2M, config=config(root), stream=stream).to_fieldlist()
+    assert [(f.metadata("param"), f.metadata("step")) for f in fields] == [
+        ("2t", 6), ("2t", 12), ("2t", 18)
+    ]
