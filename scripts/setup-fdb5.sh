@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The real FDB5 (ECMWF's PyPI wheels: pyfdb, fdb5lib, and through them the
-# same eccodeslib fieldstore builds with) in a venv under target/fdb5, for
+# The real FDB5 (ECMWF's PyPI wheels: pyfdb, fdb5lib, eccodes, and through
+# them the same eccodeslib fieldstore builds with) in a venv under target/fdb5, for
 # the agreement test (crates/fieldstore-cli/tests/fdb5_agreement.rs, which
 # runs this script itself). Prints the venv's python. Idempotent: a second
 # run only checks a stamp; safe to run from several processes at once.
@@ -12,8 +12,9 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 prefix="$root/target/fdb5"
 venv="$prefix/venv"
 # Pinned together: fdb5lib 5.25.0.33 requires eccodeslib==2.50.0.33, the
-# ecCodes of scripts/setup-eccodes.sh.
-packages=("pyfdb==5.25.0.33" "fdb5lib==5.25.0.33")
+# ecCodes of scripts/setup-eccodes.sh. (The Python `eccodes` writes GRIB
+# files for the benchmarks: crates/fieldstore-grib/scripts.)
+packages=("pyfdb==5.25.0.33" "fdb5lib==5.25.0.33" "eccodes==2.50.0")
 stamp="$prefix/installed"
 want="${packages[*]}"
 mkdir -p "$prefix"

@@ -15,7 +15,8 @@
 //! not wall time: the development machine is shared, and FDB5's cost it is
 //! compared with was measured as CPU time. The two-thread case is wall time.
 //!
-//! `cargo bench -p fieldstore-grib`; results in `docs/design.md`.
+//! `cargo bench -p fieldstore-grib`; results in `docs/design.md` and
+//! `docs/benchmarks.md` ("GRIB key extraction").
 #![allow(missing_docs)] // criterion's macros generate undocumented items
 
 use std::hint::black_box;
@@ -24,7 +25,8 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use fieldstore_grib::{mars_key, split_messages};
+use fieldstore::{Config, FieldStore, Schema};
+use fieldstore_grib::{mars_key, split_messages, ArchiveGrib};
 
 /// CPU time consumed by the calling thread.
 fn thread_cpu_time() -> Duration {
@@ -153,6 +155,42 @@ fn bench(c: &mut Criterion) {
             start.elapsed()
         })
     });
+    group.finish();
+
+    // The whole GRIB path against archiving with the key given, into a
+    // memory store (FDB5's equivalent: scripts/fdb5_key_cost.py). The
+    // difference is what reading and fitting the key costs per field.
+    let fs = FieldStore::open(Config::memory(Schema::ecmwf())).expect("memory store");
+    let mut group = c.benchmark_group("archive");
+    for (name, bytes) in &fields {
+        let key = mars_key(bytes).expect("key");
+        let split = fs.schema().split(&key).expect("fits the ECMWF schema");
+        group.throughput(Throughput::Elements(1));
+        group.bench_function(format!("{name}: archive_grib"), |b| {
+            b.iter_custom(|iters| {
+                cpu_time(iters, || {
+                    fs.archive_grib(black_box(bytes)).expect("archive");
+                    fs.discard();
+                })
+            })
+        });
+        group.bench_function(format!("{name}: schema split of its MARS key"), |b| {
+            b.iter_custom(|iters| {
+                cpu_time(iters, || {
+                    black_box(fs.schema().split(black_box(&key)).expect("split"));
+                })
+            })
+        });
+        group.bench_function(format!("{name}: archive with the key given"), |b| {
+            b.iter_custom(|iters| {
+                cpu_time(iters, || {
+                    fs.archive_split(black_box(&split), black_box(bytes))
+                        .expect("archive");
+                    fs.discard();
+                })
+            })
+        });
+    }
     group.finish();
 
     // What the lock costs when nobody else holds it.
