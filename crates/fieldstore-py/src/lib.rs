@@ -220,7 +220,7 @@ impl Store {
         selection: Selection,
         include_masked: bool,
         level: u8,
-    ) -> PyResult<Vec<Entry>> {
+    ) -> PyResult<Entries> {
         let depth = self::level(level)?;
         let request = request(py, &self.fs, &selection)?;
         let options = ListOptions {
@@ -228,18 +228,15 @@ impl Store {
             duplicates: include_masked,
         };
         let list = py.detach(|| self.fs.list(&request, options)).or_raise(py)?;
-        Ok(list
-            .into_iter()
-            .map(|e| Entry {
-                fs: self.fs.clone(),
-                e,
-            })
-            .collect())
+        Ok(Entries {
+            fs: self.fs.clone(),
+            rest: list.into_iter(),
+        })
     }
 
     /// The stored fields a fully specified `selection` names, found by
     /// point lookups (pyfdb's `inspect`).
-    fn inspect(&self, py: Python<'_>, selection: Selection) -> PyResult<Vec<Entry>> {
+    fn inspect(&self, py: Python<'_>, selection: Selection) -> PyResult<Entries> {
         let request = request(py, &self.fs, &selection)?;
         let found = py
             .detach(|| -> fieldstore::Result<Vec<ListElement>> {
@@ -261,13 +258,10 @@ impl Store {
                 Ok(out)
             })
             .or_raise(py)?;
-        Ok(found
-            .into_iter()
-            .map(|e| Entry {
-                fs: self.fs.clone(),
-                e,
-            })
-            .collect())
+        Ok(Entries {
+            fs: self.fs.clone(),
+            rest: found.into_iter(),
+        })
     }
 
     /// The values per keyword among what `selection` names, levels 1 to
@@ -306,6 +300,33 @@ fn archive_grib(_fs: &FieldStore, _data: &[u8]) -> fieldstore::Result<usize> {
          archive(data) needs it to read the messages' keys; give the key: \
          archive(data, identifier={...})",
     ))
+}
+
+/// The results of `list`, made into Python objects one at a time as they
+/// are iterated.
+#[pyclass(module = "fieldstore._fieldstore", name = "Entries")]
+struct Entries {
+    fs: Arc<FieldStore>,
+    rest: std::vec::IntoIter<ListElement>,
+}
+
+#[pymethods]
+impl Entries {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__(&mut self) -> Option<Entry> {
+        self.rest.next().map(|e| Entry {
+            fs: self.fs.clone(),
+            e,
+        })
+    }
+
+    /// How many are left.
+    fn __len__(&self) -> usize {
+        self.rest.len()
+    }
 }
 
 /// One result of `list`.
@@ -556,6 +577,7 @@ fn _fieldstore(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("GRIB", cfg!(feature = "grib"))?;
     m.add_class::<Store>()?;
+    m.add_class::<Entries>()?;
     m.add_class::<Entry>()?;
     m.add_class::<Reader>()?;
     Ok(())
