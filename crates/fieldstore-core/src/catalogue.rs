@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Debug;
 use std::sync::Arc;
 
+use crate::maintenance::{unsupported, Control, Item, Locks};
 use crate::{CollocationKey, DatasetKey, ElementKey, FieldLocation, Result, Schema};
 
 /// Values present per keyword, sorted.
@@ -28,6 +29,30 @@ pub type Axes = BTreeMap<String, BTreeSet<String>>;
 /// - Writers never take a lock shared with other writers.
 /// - A writer killed at any instant leaves nothing partial visible; what it
 ///   flushed stays readable.
+///
+/// # Contract of the data-management methods
+/// (`locks` … `move_dataset`; see [`crate::maintenance`]). A backend that
+/// does not implement one keeps the default, which returns
+/// [`ErrorKind::Unsupported`](crate::ErrorKind::Unsupported) naming the
+/// operation and the backend (or, for `locks` and `interrupted_wipes`,
+/// reports nothing).
+/// - Locks set by [`Catalogue::control`] are seen by every process: by
+///   [`Catalogue::locks`] at once, by readers at their next refresh
+///   ([`DatasetReader::locks`]), by writers at their creation and at their
+///   next flush, which fails with
+///   [`ErrorKind::Locked`](crate::ErrorKind::Locked).
+/// - [`Catalogue::wipe`] makes the dataset invisible to every reader in one
+///   atomic step before anything is deleted; a reader sees the dataset whole
+///   or not at all. A crash at any instant leaves either the dataset as it
+///   was or a state that the next `wipe` of the dataset finishes (listed by
+///   [`Catalogue::interrupted_wipes`] if the dataset is no longer listed).
+///   A writer whose dataset is wiped under it gets an error from its next
+///   flush and stores nothing; a new writer creates the dataset anew.
+/// - [`Catalogue::wipe_collocations`] hides collocations atomically, in the
+///   same sense.
+/// - [`Catalogue::reclaim`] is called only with units that the store has
+///   removed and that no newest entry points into; afterwards scans no
+///   longer show entries in them.
 pub trait Catalogue: Send + Sync + Debug + 'static {
     /// A writer for one dataset, creating the dataset if needed. `schema` is
     /// recorded with a new dataset.
@@ -41,6 +66,109 @@ pub trait Catalogue: Send + Sync + Debug + 'static {
 
     /// Where a dataset lives, for people (a directory, a container).
     fn describe(&self, dataset: &DatasetKey) -> String;
+
+    /// The operations `dataset` is locked against, as of now. Default: none
+    /// (a backend without locks never refuses anything).
+    ///
+    /// # Errors
+    /// I/O errors.
+    fn locks(&self, dataset: &DatasetKey) -> Result<Locks> {
+        let _ = dataset;
+        Ok(Locks::NONE)
+    }
+
+    /// Lock or unlock `operations` on `dataset` for every process; returns
+    /// the dataset's locks afterwards.
+    ///
+    /// # Errors
+    /// `NotFound` if the dataset does not exist; I/O errors; `Unsupported`.
+    fn control(&self, dataset: &DatasetKey, action: Control, operations: Locks) -> Result<Locks> {
+        let _ = (dataset, action, operations);
+        Err(unsupported::<Self>("control"))
+    }
+
+    /// The catalogue's own files or objects of `dataset`, with sizes, for
+    /// status and wipe plans: what a wipe of the whole dataset deletes.
+    /// Things the backend did not create are
+    /// [`ItemKind::Unknown`](crate::maintenance::ItemKind::Unknown); what an
+    /// interrupted wipe left, [`ItemKind::Leftover`](crate::maintenance::ItemKind::Leftover).
+    ///
+    /// # Errors
+    /// I/O errors; `Unsupported`.
+    fn inventory(&self, dataset: &DatasetKey) -> Result<Vec<Item>> {
+        let _ = dataset;
+        Err(unsupported::<Self>("wipe"))
+    }
+
+    /// Datasets whose wipe was interrupted after they were hidden (so that
+    /// [`Catalogue::datasets`] no longer lists them). Default: none.
+    ///
+    /// # Errors
+    /// I/O errors.
+    fn interrupted_wipes(&self) -> Result<Vec<DatasetKey>> {
+        Ok(Vec::new())
+    }
+
+    /// Delete the whole dataset: hide it from every reader atomically, call
+    /// `store_step` (which deletes the store's part), then delete the
+    /// catalogue's part. Things the backend did not create are deleted only
+    /// with `unsafe_wipe_all` (the caller checks [`Catalogue::inventory`]
+    /// first); without it they are left in place. Wiping a dataset that does
+    /// not exist, or finishing an interrupted wipe, is not an error.
+    ///
+    /// # Errors
+    /// I/O errors; `Unsupported`.
+    fn wipe(
+        &self,
+        dataset: &DatasetKey,
+        unsafe_wipe_all: bool,
+        store_step: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<()> {
+        let _ = (dataset, unsafe_wipe_all, store_step);
+        Err(unsupported::<Self>("wipe"))
+    }
+
+    /// Hide `collocations` of `dataset` (all their entries, replaced ones
+    /// included) from every reader, atomically, and record `units` — store
+    /// units only they point into — as to be removed (see
+    /// [`DatasetReader::pending_units`]). Entries flushed afterwards under
+    /// the same collocation keys are visible as usual.
+    ///
+    /// # Errors
+    /// I/O errors; `Unsupported`.
+    fn wipe_collocations(
+        &self,
+        dataset: &DatasetKey,
+        collocations: &[CollocationKey],
+        units: &[String],
+    ) -> Result<()> {
+        let _ = (dataset, collocations, units);
+        Err(unsupported::<Self>("wipe"))
+    }
+
+    /// Record that the store removed `units` (none of which a newest entry
+    /// points into), so that scans stop showing entries in them, and delete
+    /// the catalogue's own files or objects that only served such entries
+    /// and that no live writer uses. Returns what was (with `dry_run`: would
+    /// be) deleted.
+    ///
+    /// # Errors
+    /// I/O errors; `Unsupported`.
+    fn reclaim(&self, dataset: &DatasetKey, units: &[String], dry_run: bool) -> Result<Vec<Item>> {
+        let _ = (dataset, units, dry_run);
+        Err(unsupported::<Self>("purge"))
+    }
+
+    /// Move `dataset` to another root of this backend, atomically for
+    /// readers; returns its new place.
+    ///
+    /// # Errors
+    /// `NotFound`, `InvalidInput` (not a root, the dataset is there
+    /// already); I/O errors; `Unsupported`.
+    fn move_dataset(&self, dataset: &DatasetKey, root: &std::path::Path) -> Result<String> {
+        let _ = (dataset, root);
+        Err(unsupported::<Self>("move"))
+    }
 }
 
 /// One writer's session with a [`Catalogue`] for one dataset.
@@ -89,6 +217,19 @@ pub trait DatasetReader: Send + Sync + Debug {
         collocation: &CollocationKey,
         visit: &mut dyn FnMut(&ElementKey, &FieldLocation) -> bool,
     ) -> Result<()>;
+
+    /// The operations the dataset is locked against, as of the last
+    /// refresh. Default: none.
+    fn locks(&self) -> Locks {
+        Locks::NONE
+    }
+
+    /// Store units that a collocation wipe recorded as to be removed and
+    /// that no reclaim has recorded as removed yet (a wipe interrupted, or a
+    /// unit a live writer still used). Default: none.
+    fn pending_units(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// Helpers on [`Axes`].

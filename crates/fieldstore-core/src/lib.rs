@@ -19,6 +19,7 @@ pub mod catalogue;
 pub mod error;
 pub mod key;
 pub mod location;
+pub mod maintenance;
 pub mod request;
 pub mod schema;
 pub mod store;
@@ -28,6 +29,7 @@ pub use catalogue::{Axes, AxesExt, Catalogue, CatalogueWriter, CollocationInfo, 
 pub use error::{Error, ErrorKind, Result};
 pub use key::{CollocationKey, DatasetKey, ElementKey, Key, KeyError};
 pub use location::FieldLocation;
+pub use maintenance::{Control, Locks, Operation};
 pub use request::{Item, Request, RequestError, Values};
 pub use schema::{
     Expansion, Level, Matcher, Predicate, Rule, RuleId, Schema, SchemaError, Selector, SplitKey,

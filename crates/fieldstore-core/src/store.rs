@@ -2,6 +2,7 @@
 
 use std::fmt::Debug;
 
+use crate::maintenance::{unsupported, Item, Removed, Unit};
 use crate::{CollocationKey, DatasetKey, FieldLocation, Result};
 
 /// Bulk field bytes.
@@ -20,6 +21,18 @@ use crate::{CollocationKey, DatasetKey, FieldLocation, Result};
 ///   returned as data.
 /// - Writers of different processes and threads never coordinate: each gets
 ///   its own writer with its own files or objects.
+///
+/// # Contract of the data-management methods
+/// A *unit* is the file or object a location's URI names (`uri` without
+/// offset and length). Units belong to one writer, or to one field.
+/// - [`Store::remove`] never removes a unit a live writer still appends to
+///   (it answers [`Removed::InUse`]); removing a missing unit is not an
+///   error. The caller removes only units no newest entry points into.
+/// - [`Store::wipe`] deletes everything the store keeps for a dataset that
+///   it can find from the dataset and the given units, after the catalogue
+///   has hidden the dataset.
+/// - The defaults return `Unsupported` naming the operation and the
+///   backend (`orphans`: none).
 pub trait Store: Send + Sync + Debug + 'static {
     /// A writer for fields of one dataset, private to the caller.
     fn writer(&self, dataset: &DatasetKey) -> Result<Box<dyn StoreWriter>>;
@@ -33,6 +46,60 @@ pub trait Store: Send + Sync + Debug + 'static {
 
     /// The URI scheme of the locations this store writes (`file`, `memory`).
     fn scheme(&self) -> &'static str;
+
+    /// What the store knows of a unit, cheaply (no per-field remote call).
+    ///
+    /// # Errors
+    /// `InvalidInput` for a URI of another store; I/O errors; `Unsupported`.
+    fn inspect(&self, uri: &str) -> Result<Unit> {
+        let _ = uri;
+        Err(unsupported::<Self>("purge"))
+    }
+
+    /// Remove a unit unless a live writer still appends to it.
+    ///
+    /// # Errors
+    /// `InvalidInput` for a URI of another store; I/O errors; `Unsupported`.
+    fn remove(&self, uri: &str) -> Result<Removed> {
+        let _ = uri;
+        Err(unsupported::<Self>("purge"))
+    }
+
+    /// Units of `dataset` that no entry points into (`referenced` holds
+    /// every unit entries point into) and that no live writer uses: what a
+    /// killed writer left. Default: none (a store that cannot enumerate its
+    /// units).
+    ///
+    /// # Errors
+    /// I/O errors.
+    fn orphans(
+        &self,
+        dataset: &DatasetKey,
+        referenced: &std::collections::HashSet<String>,
+    ) -> Result<Vec<Unit>> {
+        let _ = (dataset, referenced);
+        Ok(Vec::new())
+    }
+
+    /// What a wipe of the whole dataset deletes from the store: `units` are
+    /// every unit the dataset's entries point into.
+    ///
+    /// # Errors
+    /// I/O errors; `Unsupported`.
+    fn inventory(&self, dataset: &DatasetKey, units: &[String]) -> Result<Vec<Item>> {
+        let _ = (dataset, units);
+        Err(unsupported::<Self>("wipe"))
+    }
+
+    /// Delete what the store keeps for `dataset` (`units`: as for
+    /// [`Store::inventory`]), once the catalogue has hidden it.
+    ///
+    /// # Errors
+    /// I/O errors; `Unsupported`.
+    fn wipe(&self, dataset: &DatasetKey, units: &[String]) -> Result<()> {
+        let _ = (dataset, units);
+        Err(unsupported::<Self>("wipe"))
+    }
 }
 
 /// One writer's session with a [`Store`] for one dataset.

@@ -3,8 +3,10 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use fieldstore_core::maintenance::locked;
 use fieldstore_core::{
-    CollocationKey, DatasetKey, FieldLocation, Key, Level, Request, Result, Schema, SplitKey,
+    CollocationKey, DatasetKey, FieldLocation, Item, Key, Level, Operation, Request, Result,
+    Schema, SplitKey, Values,
 };
 
 use crate::catalogue::{Axes, Catalogue, CatalogueWriter, DatasetReader};
@@ -34,9 +36,9 @@ use crate::store::{Store, StoreWriter};
 /// ```
 pub struct FieldStore {
     config: Config,
-    schema: Arc<Schema>,
-    catalogue: Arc<dyn Catalogue>,
-    store: Arc<dyn Store>,
+    pub(crate) schema: Arc<Schema>,
+    pub(crate) catalogue: Arc<dyn Catalogue>,
+    pub(crate) store: Arc<dyn Store>,
     writers: Mutex<HashMap<DatasetKey, DatasetWriter>>,
     readers: Mutex<HashMap<DatasetKey, Arc<dyn DatasetReader>>>,
 }
@@ -217,15 +219,35 @@ impl FieldStore {
         Ok(Some(reader))
     }
 
+    /// Drop the cached reader of `dataset` (after a wipe, purge or move).
+    pub(crate) fn forget_reader(&self, dataset: &DatasetKey) {
+        lock(&self.readers).remove(dataset);
+    }
+
     /// The fields `request` names, in request order. Missing fields are not
     /// an error: they are absent from the result.
     ///
+    /// A field whose bytes vanish between the lookup and the read (its
+    /// dataset wiped, or its version replaced and purged) is looked up
+    /// again when it is read: the newer version is read, or, if the field
+    /// no longer exists, it is absent.
+    ///
     /// # Errors
-    /// `InvalidInput` for a malformed request; I/O errors.
+    /// `InvalidInput` for a malformed request; `Locked` if a dataset it
+    /// names is locked against retrieve; I/O errors.
     pub fn retrieve(&self, request: &Request) -> Result<DataReader> {
         let mut fields = Vec::new();
         if request.has_all() {
+            let mut checked = HashSet::new();
+            let mut fresh = HashSet::new();
             for e in self.list(request, ListOptions::default())? {
+                if checked.insert(e.dataset.clone()) {
+                    if let Some(r) = self.reader(&e.dataset, &mut fresh)? {
+                        if r.locks().contains(Operation::Retrieve) {
+                            return Err(locked(&e.dataset, Operation::Retrieve));
+                        }
+                    }
+                }
                 if let Some(loc) = e.location.clone() {
                     fields.push((e.full_key(), loc));
                 }
@@ -243,12 +265,46 @@ impl FieldStore {
                 let Some((_, Some(reader))) = &last else {
                     continue;
                 };
+                if reader.locks().contains(Operation::Retrieve) {
+                    return Err(locked(&split.dataset, Operation::Retrieve));
+                }
                 if let Some(loc) = reader.lookup(&split.collocation, &split.element)? {
                     fields.push((split.full_key(), loc));
                 }
             }
         }
-        Ok(DataReader::new(self.store.clone(), fields))
+        let schema = self.schema.clone();
+        let catalogue = self.catalogue.clone();
+        let resolve = move |key: &Key| -> Result<Option<FieldLocation>> {
+            let split = schema.split(key)?;
+            match catalogue.reader(&split.dataset)? {
+                Some(r) => r.lookup(&split.collocation, &split.element),
+                None => Ok(None),
+            }
+        };
+        Ok(DataReader::new(self.store.clone(), fields).with_resolver(Arc::new(resolve)))
+    }
+
+    /// Whether a listing over `request` may show `dataset`, given its
+    /// locks: a list-locked dataset is left out, unless the request names
+    /// exactly that dataset, which is an error.
+    fn listable(
+        &self,
+        request: &Request,
+        dataset: &DatasetKey,
+        locks: fieldstore_core::Locks,
+    ) -> Result<bool> {
+        if !locks.contains(Operation::List) {
+            return Ok(true);
+        }
+        let pinned = dataset.keywords().all(|kw| {
+            matches!(request.get(kw), Some(Values::Items(items))
+                if items.len() == 1 && matches!(items[0], Item::Value(_)))
+        });
+        if pinned {
+            return Err(locked(dataset, Operation::List));
+        }
+        Ok(false)
     }
 
     /// Where one field is, if it exists (`fieldstore where`).
@@ -259,6 +315,9 @@ impl FieldStore {
         let split = self.schema.split(key)?;
         let mut fresh = HashSet::new();
         match self.reader(&split.dataset, &mut fresh)? {
+            Some(r) if r.locks().contains(Operation::Retrieve) => {
+                Err(locked(&split.dataset, Operation::Retrieve))
+            }
             Some(r) => r.lookup(&split.collocation, &split.element),
             None => Ok(None),
         }
@@ -286,6 +345,9 @@ impl FieldStore {
                 continue;
             };
             if options.depth == Level::Dataset {
+                if !self.listable(request, &dataset, self.catalogue.locks(&dataset)?)? {
+                    continue;
+                }
                 let e = ListElement {
                     dataset,
                     collocation: CollocationKey::default(),
@@ -300,6 +362,9 @@ impl FieldStore {
             let Some(reader) = self.reader(&dataset, &mut fresh)? else {
                 continue;
             };
+            if !self.listable(request, &dataset, reader.locks())? {
+                continue;
+            }
             for info in reader.collocations()? {
                 let Some(cm) = selector.match_collocation(&dm, &info.key) else {
                     continue;
@@ -389,12 +454,17 @@ impl FieldStore {
                 continue;
             };
             if depth == Level::Dataset {
-                add(&dataset, &mut axes);
+                if self.listable(request, &dataset, self.catalogue.locks(&dataset)?)? {
+                    add(&dataset, &mut axes);
+                }
                 continue;
             }
             let Some(reader) = self.reader(&dataset, &mut fresh)? else {
                 continue;
             };
+            if !self.listable(request, &dataset, reader.locks())? {
+                continue;
+            }
             let mut any = false;
             for info in reader.collocations()? {
                 let Some(cm) = selector.match_collocation(&dm, &info.key) else {

@@ -15,11 +15,17 @@ pub mod backends;
 pub mod config;
 mod handle;
 pub mod list;
+pub mod manage;
 pub mod retrieve;
 
 /// The catalogue traits (defined in `fieldstore-core`).
 pub mod catalogue {
     pub use fieldstore_core::catalogue::*;
+}
+
+/// The data-management vocabulary (defined in `fieldstore-core`).
+pub mod maintenance {
+    pub use fieldstore_core::maintenance::*;
 }
 
 /// The store traits (defined in `fieldstore-core`).
@@ -31,4 +37,8 @@ pub use config::{Config, Engine, Root, StoreKind};
 pub use fieldstore_core::*;
 pub use handle::FieldStore;
 pub use list::{ListElement, ListOptions};
+pub use manage::{
+    DatasetPurge, DatasetStats, DatasetStatus, DatasetWipe, Kept, Moved, PurgeReport, WipeOptions,
+    WipeReport,
+};
 pub use retrieve::DataReader;

@@ -7,6 +7,10 @@ use fieldstore_core::{Error, FieldLocation, Key, Result};
 
 use crate::store::Store;
 
+/// Looks a field up again (its newest location, or `None` if it no longer
+/// exists).
+pub(crate) type Resolver = Arc<dyn Fn(&Key) -> Result<Option<FieldLocation>> + Send + Sync>;
+
 /// The fields a request named, as one byte stream in request order.
 /// Fields that do not exist are simply absent.
 ///
@@ -14,6 +18,7 @@ use crate::store::Store;
 /// against its checksum before any of it is returned.
 pub struct DataReader {
     store: Arc<dyn Store>,
+    resolve: Option<Resolver>,
     fields: Vec<(Key, FieldLocation)>,
     next: usize,
     buf: Vec<u8>,
@@ -33,11 +38,18 @@ impl DataReader {
     pub(crate) fn new(store: Arc<dyn Store>, fields: Vec<(Key, FieldLocation)>) -> Self {
         DataReader {
             store,
+            resolve: None,
             fields,
             next: 0,
             buf: Vec::new(),
             pos: 0,
         }
+    }
+
+    /// Look fields up again when their bytes are gone at read time.
+    pub(crate) fn with_resolver(mut self, resolve: Resolver) -> Self {
+        self.resolve = Some(resolve);
+        self
     }
 
     /// The fields found, with their keys, in order.
@@ -65,12 +77,35 @@ impl DataReader {
     /// # Errors
     /// `Corrupt` if a field fails its checksum; I/O errors.
     pub fn next_field(&mut self, buf: &mut Vec<u8>) -> Result<Option<Key>> {
-        let Some((key, loc)) = self.fields.get(self.next) else {
-            return Ok(None);
-        };
-        self.store.read(loc, buf)?;
-        self.next += 1;
-        Ok(Some(key.clone()))
+        loop {
+            let Some((key, loc)) = self.fields.get(self.next) else {
+                return Ok(None);
+            };
+            let err = match self.store.read(loc, buf) {
+                Ok(()) => {
+                    self.next += 1;
+                    return Ok(Some(key.clone()));
+                }
+                Err(e) => e,
+            };
+            // The bytes are gone: a wipe, a purge of a version replaced
+            // since the lookup, or a move. Look the field up again.
+            let Some(resolve) = self
+                .resolve
+                .as_ref()
+                .filter(|_| err.kind() == fieldstore_core::ErrorKind::NotFound)
+            else {
+                return Err(err);
+            };
+            match resolve(key)? {
+                None => {
+                    // The field no longer exists: it is absent.
+                    self.fields.remove(self.next);
+                }
+                Some(newer) if newer != *loc => self.fields[self.next].1 = newer,
+                Some(_) => return Err(err),
+            }
+        }
     }
 
     /// Read everything into one buffer.

@@ -4,12 +4,16 @@
 //! Handles that share one [`MemoryBackend`] see each other's flushed data,
 //! like processes sharing a POSIX root.
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
+use fieldstore_core::maintenance::{
+    locked, wiped_while_writing, Item, ItemKind, Removed, Unit, UnitState,
+};
 use fieldstore_core::{
-    CollocationKey, DatasetKey, ElementKey, Error, ErrorKind, FieldLocation, Result, Schema,
+    CollocationKey, Control, DatasetKey, ElementKey, Error, ErrorKind, FieldLocation, Locks,
+    Operation, Result, Schema,
 };
 
 use crate::catalogue::{Axes, AxesExt, Catalogue, CatalogueWriter, CollocationInfo, DatasetReader};
@@ -39,30 +43,120 @@ impl MemoryBackend {
     }
 }
 
-/// Field bytes in memory.
+/// Field bytes in memory: one blob (a unit) per field.
 #[derive(Debug, Clone, Default)]
 pub struct MemoryStore {
     blobs: Arc<RwLock<HashMap<u64, Arc<[u8]>>>>,
+    /// The blobs of each dataset.
+    owners: Arc<RwLock<HashMap<DatasetKey, BTreeSet<u64>>>>,
     next_id: Arc<AtomicU64>,
 }
 
 struct MemoryStoreWriter {
     store: MemoryStore,
+    dataset: DatasetKey,
     pending: Vec<(u64, Arc<[u8]>)>,
 }
 
+fn blob_id(uri: &str) -> Result<u64> {
+    uri.strip_prefix("memory://")
+        .and_then(|id| id.parse().ok())
+        .ok_or_else(|| Error::invalid_input(format!("not a memory location: {uri}")))
+}
+
 impl Store for MemoryStore {
-    fn writer(&self, _dataset: &DatasetKey) -> Result<Box<dyn StoreWriter>> {
+    fn writer(&self, dataset: &DatasetKey) -> Result<Box<dyn StoreWriter>> {
         Ok(Box::new(MemoryStoreWriter {
             store: self.clone(),
+            dataset: dataset.clone(),
             pending: Vec::new(),
         }))
     }
 
+    fn inspect(&self, uri: &str) -> Result<Unit> {
+        let id = blob_id(uri)?;
+        let blobs = self.blobs.read().unwrap_or_else(|p| p.into_inner());
+        Ok(match blobs.get(&id) {
+            Some(b) => Unit {
+                uri: uri.to_string(),
+                bytes: Some(b.len() as u64),
+                state: UnitState::Idle,
+            },
+            None => Unit {
+                uri: uri.to_string(),
+                bytes: None,
+                state: UnitState::Missing,
+            },
+        })
+    }
+
+    fn remove(&self, uri: &str) -> Result<Removed> {
+        let id = blob_id(uri)?;
+        let mut blobs = self.blobs.write().unwrap_or_else(|p| p.into_inner());
+        Ok(match blobs.remove(&id) {
+            Some(_) => Removed::Done,
+            None => Removed::Missing,
+        })
+    }
+
+    fn orphans(&self, dataset: &DatasetKey, referenced: &HashSet<String>) -> Result<Vec<Unit>> {
+        let owners = self.owners.read().unwrap_or_else(|p| p.into_inner());
+        let blobs = self.blobs.read().unwrap_or_else(|p| p.into_inner());
+        Ok(owners
+            .get(dataset)
+            .into_iter()
+            .flatten()
+            .filter_map(|id| {
+                let uri = format!("memory://{id}");
+                let b = blobs.get(id)?;
+                (!referenced.contains(&uri)).then(|| Unit {
+                    uri,
+                    bytes: Some(b.len() as u64),
+                    state: UnitState::Idle,
+                })
+            })
+            .collect())
+    }
+
+    fn inventory(&self, dataset: &DatasetKey, _units: &[String]) -> Result<Vec<Item>> {
+        let owners = self.owners.read().unwrap_or_else(|p| p.into_inner());
+        let blobs = self.blobs.read().unwrap_or_else(|p| p.into_inner());
+        Ok(owners
+            .get(dataset)
+            .into_iter()
+            .flatten()
+            .filter_map(|id| {
+                let b = blobs.get(id)?;
+                Some(Item::new(
+                    ItemKind::Data,
+                    format!("memory://{id}"),
+                    Some(b.len() as u64),
+                ))
+            })
+            .collect())
+    }
+
+    fn wipe(&self, dataset: &DatasetKey, units: &[String]) -> Result<()> {
+        let ids = self
+            .owners
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(dataset)
+            .unwrap_or_default();
+        let mut blobs = self.blobs.write().unwrap_or_else(|p| p.into_inner());
+        for id in ids {
+            blobs.remove(&id);
+        }
+        for u in units {
+            if let Ok(id) = blob_id(u) {
+                blobs.remove(&id);
+            }
+        }
+        Ok(())
+    }
+
     fn read(&self, location: &FieldLocation, buf: &mut Vec<u8>) -> Result<()> {
-        let id: u64 = location.path().parse().map_err(|_| {
-            Error::invalid_input(format!("not a memory location: {}", location.uri))
-        })?;
+        let id = blob_id(&location.uri)?;
         let blobs = self.blobs.read().unwrap_or_else(|p| p.into_inner());
         let blob = blobs.get(&id).ok_or_else(|| {
             Error::new(
@@ -96,7 +190,10 @@ impl StoreWriter for MemoryStoreWriter {
     }
 
     fn flush(&mut self) -> Result<()> {
+        let mut owners = self.store.owners.write().unwrap_or_else(|p| p.into_inner());
         let mut blobs = self.store.blobs.write().unwrap_or_else(|p| p.into_inner());
+        let ids = owners.entry(self.dataset.clone()).or_default();
+        ids.extend(self.pending.iter().map(|(id, _)| *id));
         blobs.extend(self.pending.drain(..));
         Ok(())
     }
@@ -112,21 +209,58 @@ pub struct MemoryCatalogue {
 type MemoryCollocation = (CollocationKey, Axes, Vec<(ElementKey, FieldLocation)>);
 
 #[derive(Debug, Default)]
-struct MemoryDataset {
+struct Content {
     /// Collocations in creation order.
-    collocations: RwLock<Vec<MemoryCollocation>>,
+    collocations: Vec<MemoryCollocation>,
+    locks: Locks,
+    /// Units a collocation wipe left to remove.
+    pending: BTreeSet<String>,
+}
+
+#[derive(Debug, Default)]
+struct MemoryDataset {
+    content: RwLock<Content>,
+    /// Set (under the content's write lock) when the dataset is wiped:
+    /// readers and writers holding it then see it gone.
+    wiped: AtomicBool,
+}
+
+impl MemoryDataset {
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Content> {
+        self.content.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Content> {
+        self.content.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn is_empty(&self) -> bool {
+        self.read().collocations.is_empty()
+    }
 }
 
 struct MemoryCatalogueWriter {
+    key: DatasetKey,
     dataset: Arc<MemoryDataset>,
     pending: Vec<(CollocationKey, ElementKey, FieldLocation)>,
+}
+
+impl MemoryCatalogue {
+    fn get(&self, dataset: &DatasetKey) -> Option<Arc<MemoryDataset>> {
+        let map = self.datasets.read().unwrap_or_else(|p| p.into_inner());
+        map.get(dataset).cloned()
+    }
 }
 
 impl Catalogue for MemoryCatalogue {
     fn writer(&self, dataset: &DatasetKey, _schema: &Schema) -> Result<Box<dyn CatalogueWriter>> {
         let mut map = self.datasets.write().unwrap_or_else(|p| p.into_inner());
         let ds = map.entry(dataset.clone()).or_default().clone();
+        if ds.read().locks.contains(Operation::Archive) {
+            return Err(locked(dataset, Operation::Archive));
+        }
         Ok(Box::new(MemoryCatalogueWriter {
+            key: dataset.clone(),
             dataset: ds,
             pending: Vec::new(),
         }))
@@ -143,24 +277,89 @@ impl Catalogue for MemoryCatalogue {
     }
 
     fn reader(&self, dataset: &DatasetKey) -> Result<Option<Arc<dyn DatasetReader>>> {
-        let map = self.datasets.read().unwrap_or_else(|p| p.into_inner());
-        Ok(map
-            .get(dataset)
-            .filter(|d| !d.is_empty())
-            .map(|d| d.clone() as Arc<dyn DatasetReader>))
+        Ok(self.get(dataset).filter(|d| !d.is_empty()).map(|d| {
+            Arc::new(MemoryReader {
+                catalogue: self.clone(),
+                key: dataset.clone(),
+                current: RwLock::new(d),
+            }) as Arc<dyn DatasetReader>
+        }))
     }
 
     fn describe(&self, dataset: &DatasetKey) -> String {
         format!("memory:{}", dataset.braced())
     }
-}
 
-impl MemoryDataset {
-    fn is_empty(&self) -> bool {
-        self.collocations
-            .read()
+    fn locks(&self, dataset: &DatasetKey) -> Result<Locks> {
+        Ok(self.get(dataset).map_or(Locks::NONE, |d| d.read().locks))
+    }
+
+    fn control(&self, dataset: &DatasetKey, action: Control, operations: Locks) -> Result<Locks> {
+        let d = self.get(dataset).ok_or_else(|| {
+            Error::new(
+                ErrorKind::NotFound,
+                format!("no dataset {}", dataset.braced()),
+            )
+        })?;
+        let mut c = d.write();
+        c.locks = c.locks.apply(action, operations);
+        Ok(c.locks)
+    }
+
+    fn inventory(&self, dataset: &DatasetKey) -> Result<Vec<Item>> {
+        Ok(self
+            .get(dataset)
+            .map(|_| Item::new(ItemKind::Catalogue, self.describe(dataset), None))
+            .into_iter()
+            .collect())
+    }
+
+    fn wipe(
+        &self,
+        dataset: &DatasetKey,
+        _unsafe_wipe_all: bool,
+        store_step: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<()> {
+        let removed = self
+            .datasets
+            .write()
             .unwrap_or_else(|p| p.into_inner())
-            .is_empty()
+            .remove(dataset);
+        if let Some(d) = removed {
+            let mut c = d.write();
+            d.wiped.store(true, Ordering::SeqCst);
+            c.collocations.clear();
+        }
+        store_step()
+    }
+
+    fn wipe_collocations(
+        &self,
+        dataset: &DatasetKey,
+        collocations: &[CollocationKey],
+        units: &[String],
+    ) -> Result<()> {
+        if let Some(d) = self.get(dataset) {
+            let mut c = d.write();
+            c.collocations.retain(|(k, _, _)| !collocations.contains(k));
+            c.pending.extend(units.iter().cloned());
+        }
+        Ok(())
+    }
+
+    fn reclaim(&self, dataset: &DatasetKey, units: &[String], dry_run: bool) -> Result<Vec<Item>> {
+        if dry_run {
+            return Ok(Vec::new());
+        }
+        if let Some(d) = self.get(dataset) {
+            let gone: HashSet<&str> = units.iter().map(String::as_str).collect();
+            let mut c = d.write();
+            for (_, _, entries) in c.collocations.iter_mut() {
+                entries.retain(|(_, l)| !gone.contains(&*l.uri));
+            }
+            c.pending.retain(|u| !gone.contains(u.as_str()));
+        }
+        Ok(Vec::new())
     }
 }
 
@@ -178,16 +377,20 @@ impl CatalogueWriter for MemoryCatalogueWriter {
 
     fn flush(&mut self) -> Result<()> {
         // One write lock: readers see the whole flush or none of it.
-        let mut cols = self
-            .dataset
-            .collocations
-            .write()
-            .unwrap_or_else(|p| p.into_inner());
-        for (c, e, l) in self.pending.drain(..) {
-            let i = match cols.iter().position(|(k, _, _)| *k == c) {
+        let mut c = self.dataset.write();
+        if self.dataset.wiped.load(Ordering::SeqCst) {
+            self.pending.clear();
+            return Err(wiped_while_writing(&self.key));
+        }
+        if c.locks.contains(Operation::Archive) {
+            return Err(locked(&self.key, Operation::Archive));
+        }
+        let cols = &mut c.collocations;
+        for (col, e, l) in self.pending.drain(..) {
+            let i = match cols.iter().position(|(k, _, _)| *k == col) {
                 Some(i) => i,
                 None => {
-                    cols.push((c, Axes::new(), Vec::new()));
+                    cols.push((col, Axes::new(), Vec::new()));
                     cols.len() - 1
                 }
             };
@@ -199,14 +402,38 @@ impl CatalogueWriter for MemoryCatalogueWriter {
     }
 }
 
-impl DatasetReader for MemoryDataset {
+/// A reader of one dataset: follows it to a new incarnation once it is
+/// wiped and created again.
+#[derive(Debug)]
+struct MemoryReader {
+    catalogue: MemoryCatalogue,
+    key: DatasetKey,
+    current: RwLock<Arc<MemoryDataset>>,
+}
+
+impl MemoryReader {
+    fn dataset(&self) -> Arc<MemoryDataset> {
+        self.current
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+}
+
+impl DatasetReader for MemoryReader {
     fn refresh(&self) -> Result<()> {
+        if self.dataset().wiped.load(Ordering::SeqCst) {
+            if let Some(d) = self.catalogue.get(&self.key) {
+                *self.current.write().unwrap_or_else(|p| p.into_inner()) = d;
+            }
+        }
         Ok(())
     }
 
     fn collocations(&self) -> Result<Vec<CollocationInfo>> {
-        let cols = self.collocations.read().unwrap_or_else(|p| p.into_inner());
-        Ok(cols
+        let d = self.dataset();
+        let c = d.read();
+        Ok(c.collocations
             .iter()
             .map(|(k, a, _)| CollocationInfo {
                 key: k.clone(),
@@ -220,8 +447,9 @@ impl DatasetReader for MemoryDataset {
         collocation: &CollocationKey,
         element: &ElementKey,
     ) -> Result<Option<FieldLocation>> {
-        let cols = self.collocations.read().unwrap_or_else(|p| p.into_inner());
-        Ok(cols
+        let d = self.dataset();
+        let c = d.read();
+        Ok(c.collocations
             .iter()
             .find(|(k, _, _)| k == collocation)
             .and_then(|(_, _, entries)| {
@@ -238,14 +466,27 @@ impl DatasetReader for MemoryDataset {
         collocation: &CollocationKey,
         visit: &mut dyn FnMut(&ElementKey, &FieldLocation) -> bool,
     ) -> Result<()> {
-        let cols = self.collocations.read().unwrap_or_else(|p| p.into_inner());
-        if let Some((_, _, entries)) = cols.iter().find(|(k, _, _)| k == collocation) {
-            for (e, l) in entries.iter().rev() {
-                if !visit(e, l) {
-                    break;
-                }
+        let entries = {
+            let d = self.dataset();
+            let c = d.read();
+            match c.collocations.iter().find(|(k, _, _)| k == collocation) {
+                Some((_, _, entries)) => entries.clone(),
+                None => return Ok(()),
+            }
+        };
+        for (e, l) in entries.iter().rev() {
+            if !visit(e, l) {
+                break;
             }
         }
         Ok(())
+    }
+
+    fn locks(&self) -> Locks {
+        self.dataset().read().locks
+    }
+
+    fn pending_units(&self) -> Vec<String> {
+        self.dataset().read().pending.iter().cloned().collect()
     }
 }

@@ -15,29 +15,32 @@
 //! referenced) — `write(2)` of one buffer is not torn by a signal — so a
 //! visible record always points at synced index blocks and data.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use fieldstore_core::maintenance::{locked, wiped_while_writing, Item};
 use fieldstore_core::{
-    CollocationKey, DatasetKey, ElementKey, Error, ErrorKind, FieldLocation, Key, Result, Schema,
+    CollocationKey, Control, DatasetKey, ElementKey, Error, ErrorKind, FieldLocation, Key, Locks,
+    Operation, Result, Schema,
 };
 
 use super::format::{self, Dec, Enc, Framed};
 use super::layout::{self, TOC};
+use super::manage;
 use crate::catalogue::{Axes, AxesExt, Catalogue, CatalogueWriter, CollocationInfo, DatasetReader};
 use crate::config::Root;
 
 /// The POSIX catalogue (`engine: toc`).
 #[derive(Debug)]
 pub struct TocCatalogue {
-    roots: Vec<Root>,
-    /// Dataset keys and `INIT` lengths by directory, so `datasets()` reads
-    /// each `INIT` once.
-    known: Mutex<HashMap<PathBuf, (DatasetKey, u64)>>,
+    pub(super) roots: Vec<Root>,
+    /// Dataset keys and `INIT` lengths by table of contents (device and
+    /// inode), so `datasets()` reads each `INIT` once.
+    known: Mutex<HashMap<(u64, u64), (DatasetKey, u64)>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -60,7 +63,7 @@ impl TocCatalogue {
 
 /// Read the `INIT` record of a table of contents: the dataset key and the
 /// offset of the next record.
-fn read_init(toc: &File, path: &Path) -> Result<(DatasetKey, u64)> {
+pub(super) fn read_init(toc: &File, path: &Path) -> Result<(DatasetKey, u64)> {
     let len = toc
         .metadata()
         .map_err(|e| Error::io(path.display(), e))?
@@ -136,12 +139,22 @@ impl Catalogue for TocCatalogue {
     fn writer(&self, dataset: &DatasetKey, schema: &Schema) -> Result<Box<dyn CatalogueWriter>> {
         let dir = layout::dataset_dir_for_write(&self.roots, dataset)?;
         create_dataset(&dir, dataset, schema)?;
+        if layout::read_control(&dir)?.contains(Operation::Archive) {
+            return Err(locked(dataset, Operation::Archive));
+        }
         let toc_path = dir.join(TOC);
         let toc = OpenOptions::new()
             .append(true)
             .open(&toc_path)
             .map_err(|e| Error::io(toc_path.display(), e))?;
+        let ident = layout::identity(
+            &toc.metadata()
+                .map_err(|e| Error::io(toc_path.display(), e))?,
+        );
         Ok(Box::new(TocWriter {
+            key: dataset.clone(),
+            roots: self.roots.clone(),
+            ident,
             abs_dir: std::path::absolute(&dir).map_err(|e| Error::io(dir.display(), e))?,
             dir,
             toc,
@@ -161,6 +174,11 @@ impl Catalogue for TocCatalogue {
             for entry in entries {
                 let entry =
                     entry.map_err(|e| Error::io(format!("root {}", root.path.display()), e))?;
+                // Tombstones of wipes and moves in progress start with a
+                // dot; dataset names never do.
+                if entry.file_name().to_string_lossy().starts_with('.') {
+                    continue;
+                }
                 let dir = entry.path();
                 let toc = dir.join(TOC);
                 // A dataset is listed once something was flushed into it:
@@ -168,18 +186,24 @@ impl Catalogue for TocCatalogue {
                 let Ok(meta) = std::fs::metadata(&toc) else {
                     continue;
                 };
-                if let Some((k, init_len)) = known.get(&dir) {
+                let ident = layout::identity(&meta);
+                if let Some((k, init_len)) = known.get(&ident) {
                     if meta.len() > *init_len {
                         out.push(k.clone());
                     }
                     continue;
                 }
-                let f = File::open(&toc).map_err(|e| Error::io(toc.display(), e))?;
+                let f = match File::open(&toc) {
+                    Ok(f) => f,
+                    // Wiped or moved since the directory was read.
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                    Err(e) => return Err(Error::io(toc.display(), e)),
+                };
                 let (key, init_len) = read_init(&f, &toc)?;
                 if meta.len() > init_len {
                     out.push(key.clone());
                 }
-                known.insert(dir, (key, init_len));
+                known.insert(ident, (key, init_len));
             }
         }
         Ok(out)
@@ -189,7 +213,11 @@ impl Catalogue for TocCatalogue {
         let Some(dir) = layout::find_dataset(&self.roots, dataset) else {
             return Ok(None);
         };
-        Ok(Some(Arc::new(TocReader::open(&dir, dataset)?)))
+        Ok(Some(Arc::new(TocReader::open_at(
+            &self.roots,
+            &dir,
+            dataset,
+        )?)))
     }
 
     fn describe(&self, dataset: &DatasetKey) -> String {
@@ -198,9 +226,84 @@ impl Catalogue for TocCatalogue {
             None => format!("{} (not created)", layout::dataset_dir_name(dataset)),
         }
     }
+
+    fn locks(&self, dataset: &DatasetKey) -> Result<Locks> {
+        match layout::find_dataset(&self.roots, dataset) {
+            Some(dir) => layout::read_control(&dir),
+            None => Ok(Locks::NONE),
+        }
+    }
+
+    fn control(&self, dataset: &DatasetKey, action: Control, operations: Locks) -> Result<Locks> {
+        let dir = layout::find_dataset(&self.roots, dataset).ok_or_else(|| {
+            Error::new(
+                ErrorKind::NotFound,
+                format!("no dataset {} in the roots", dataset.braced()),
+            )
+        })?;
+        let locks = layout::read_control(&dir)?.apply(action, operations);
+        layout::write_control(&dir, locks)?;
+        Ok(locks)
+    }
+
+    fn inventory(&self, dataset: &DatasetKey) -> Result<Vec<Item>> {
+        manage::inventory(self, dataset)
+    }
+
+    fn interrupted_wipes(&self) -> Result<Vec<DatasetKey>> {
+        manage::interrupted_wipes(self)
+    }
+
+    fn wipe(
+        &self,
+        dataset: &DatasetKey,
+        unsafe_wipe_all: bool,
+        store_step: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<()> {
+        manage::wipe(self, dataset, unsafe_wipe_all, store_step)
+    }
+
+    fn wipe_collocations(
+        &self,
+        dataset: &DatasetKey,
+        collocations: &[CollocationKey],
+        units: &[String],
+    ) -> Result<()> {
+        manage::wipe_collocations(self, dataset, collocations, units)
+    }
+
+    fn reclaim(&self, dataset: &DatasetKey, units: &[String], dry_run: bool) -> Result<Vec<Item>> {
+        manage::reclaim(self, dataset, units, dry_run)
+    }
+
+    fn move_dataset(&self, dataset: &DatasetKey, root: &Path) -> Result<String> {
+        manage::move_dataset(self, dataset, root)
+    }
 }
 
-/// One writer's index file.
+/// A data file's name as index blocks and records keep it: relative to the
+/// dataset directory when it lives there (so datasets can be moved), else
+/// its full URI.
+pub(super) fn data_name(abs_dir: &Path, uri: &str) -> String {
+    match uri
+        .strip_prefix("file://")
+        .and_then(|p| Path::new(p).strip_prefix(abs_dir).ok())
+    {
+        Some(rel) if rel.components().count() == 1 => format!("./{}", rel.display()),
+        _ => uri.to_string(),
+    }
+}
+
+/// The URI of a data file name kept in a block or record.
+pub(super) fn data_uri(abs_dir: &Path, name: &str) -> String {
+    match name.strip_prefix("./") {
+        Some(n) => format!("file://{}", abs_dir.join(n).display()),
+        None => name.to_string(),
+    }
+}
+
+/// One writer's index file (shared-`flock`ed while open, like the data
+/// files, so that purge can tell a live writer's file).
 struct IndexFile {
     name: String,
     path: PathBuf,
@@ -211,6 +314,10 @@ struct IndexFile {
 
 /// One writer's session with one dataset's table of contents.
 struct TocWriter {
+    key: DatasetKey,
+    roots: Vec<Root>,
+    /// Device and inode of the table of contents it appends to.
+    ident: (u64, u64),
     dir: PathBuf,
     abs_dir: PathBuf,
     toc: File,
@@ -224,13 +331,7 @@ struct TocWriter {
 impl TocWriter {
     fn index_file(&mut self) -> Result<&mut IndexFile> {
         if self.index.is_none() {
-            let name = format!("{}.index", layout::writer_id());
-            let path = self.dir.join(&name);
-            let file = OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&path)
-                .map_err(|e| Error::io(format!("creating index file {}", path.display()), e))?;
+            let (name, path, file) = layout::create_writer_file(&self.dir, "index")?;
             self.index = Some(IndexFile {
                 name,
                 path,
@@ -247,13 +348,29 @@ impl TocWriter {
     /// A data file's name relative to the dataset directory when it lives
     /// there (so datasets can be moved), else its full URI.
     fn data_name(&self, uri: &str) -> String {
-        match uri
-            .strip_prefix("file://")
-            .and_then(|p| Path::new(p).strip_prefix(&self.abs_dir).ok())
-        {
-            Some(rel) if rel.components().count() == 1 => format!("./{}", rel.display()),
-            _ => uri.to_string(),
+        data_name(&self.abs_dir, uri)
+    }
+
+    /// After appending to the table of contents: is it still the dataset's?
+    /// A wipe renames the dataset directory away (the append then went to a
+    /// tombstone: nothing of it is visible); a move renames it into another
+    /// root (the append is visible there).
+    fn check_still_there(&mut self) -> Result<()> {
+        let same =
+            |p: &Path| std::fs::metadata(p).is_ok_and(|m| layout::identity(&m) == self.ident);
+        if same(&self.toc_path) {
+            return Ok(());
         }
+        if let Some(dir) = layout::find_dataset(&self.roots, &self.key) {
+            if same(&dir.join(TOC)) {
+                // Moved. Names of data files stay relative to where they
+                // were written, which moved along.
+                self.toc_path = dir.join(TOC);
+                self.dir = dir;
+                return Ok(());
+            }
+        }
+        Err(wiped_while_writing(&self.key))
     }
 }
 
@@ -340,6 +457,9 @@ impl CatalogueWriter for TocWriter {
         }
         let pending = std::mem::take(&mut self.pending);
         self.positions.clear();
+        if layout::read_control(&self.dir)?.contains(Operation::Archive) {
+            return Err(locked(&self.key, Operation::Archive));
+        }
         // Blocks: one per collocation and keyword list.
         let mut blocks = Vec::new();
         let mut described = Vec::new();
@@ -418,51 +538,60 @@ impl CatalogueWriter for TocWriter {
             ));
         }
         layout::sync_data(&self.toc, &self.toc_path)?;
-        Ok(())
+        self.check_still_there()
     }
 }
 
 /// A block's location in an index file, as the table of contents gives it.
 #[derive(Debug, Clone)]
-struct BlockRef {
-    file: String,
+pub(super) struct BlockRef {
+    pub(super) file: String,
     offset: u64,
     length: u32,
 }
 
 #[derive(Debug, Default)]
-struct Collocation {
+pub(super) struct Collocation {
     axes: Axes,
-    blocks: Vec<BlockRef>,
-    /// Entries of the blocks loaded so far, block by block, oldest first.
-    loaded: Vec<Arc<Vec<(ElementKey, FieldLocation)>>>,
+    pub(super) blocks: Vec<BlockRef>,
+    /// Entries of the blocks loaded so far, block by block, oldest first
+    /// (`loaded[i]` holds the entries of `blocks[i]`).
+    pub(super) loaded: Vec<Arc<Vec<(ElementKey, FieldLocation)>>>,
     /// Newest location per element, over the loaded blocks.
     newest: HashMap<ElementKey, FieldLocation>,
 }
 
+/// What a reader knows of its dataset.
 #[derive(Debug)]
-struct ReaderState {
-    toc: File,
+pub(super) struct ReaderState {
+    pub(super) dir: PathBuf,
+    pub(super) abs_dir: PathBuf,
+    toc_path: PathBuf,
+    /// `None`: the dataset is gone (wiped, or moved out of the roots).
+    toc: Option<File>,
+    /// Device and inode of `toc`.
+    ident: (u64, u64),
     /// Bytes of the table of contents consumed: everything before is known.
     pos: u64,
-    order: Vec<CollocationKey>,
-    collocations: HashMap<CollocationKey, Collocation>,
+    pub(super) order: Vec<CollocationKey>,
+    pub(super) collocations: HashMap<CollocationKey, Collocation>,
     index_files: HashMap<String, Arc<File>>,
+    locks: Locks,
+    /// Units (data file URIs) a RECLAIM record says are removed.
+    pub(super) removed: Arc<HashSet<Arc<str>>>,
+    /// Index files a RECLAIM record says are removed.
+    pub(super) removed_index: HashSet<String>,
+    /// Units WIPE records left to remove, not yet reclaimed.
+    pending: BTreeSet<String>,
 }
 
-/// A read view of one dataset that follows its table of contents.
-#[derive(Debug)]
-pub struct TocReader {
-    dir: PathBuf,
-    abs_dir: PathBuf,
-    toc_path: PathBuf,
-    state: Mutex<ReaderState>,
-}
-
-impl TocReader {
-    fn open(dir: &Path, key: &DatasetKey) -> Result<TocReader> {
+impl ReaderState {
+    fn open(dir: &Path, key: &DatasetKey) -> Result<ReaderState> {
         let toc_path = dir.join(TOC);
         let toc = File::open(&toc_path).map_err(|e| Error::io(toc_path.display(), e))?;
+        let meta = toc
+            .metadata()
+            .map_err(|e| Error::io(toc_path.display(), e))?;
         let (stored, pos) = read_init(&toc, &toc_path)?;
         if &stored != key {
             return Err(Error::new(
@@ -470,27 +599,133 @@ impl TocReader {
                 format!("{} holds dataset {stored}, not {key}", dir.display()),
             ));
         }
-        let reader = TocReader {
+        Ok(ReaderState {
             abs_dir: std::path::absolute(dir).map_err(|e| Error::io(dir.display(), e))?,
             dir: dir.to_path_buf(),
             toc_path,
-            state: Mutex::new(ReaderState {
-                toc,
-                pos,
-                order: Vec::new(),
-                collocations: HashMap::new(),
-                index_files: HashMap::new(),
-            }),
+            toc: Some(toc),
+            ident: layout::identity(&meta),
+            pos,
+            order: Vec::new(),
+            collocations: HashMap::new(),
+            index_files: HashMap::new(),
+            locks: Locks::NONE,
+            removed: Arc::default(),
+            removed_index: HashSet::new(),
+            pending: BTreeSet::new(),
+        })
+    }
+
+    /// The state of a dataset that is gone: nothing in it.
+    fn gone(dir: &Path) -> ReaderState {
+        ReaderState {
+            abs_dir: dir.to_path_buf(),
+            dir: dir.to_path_buf(),
+            toc_path: dir.join(TOC),
+            toc: None,
+            ident: (0, 0),
+            pos: 0,
+            order: Vec::new(),
+            collocations: HashMap::new(),
+            index_files: HashMap::new(),
+            locks: Locks::NONE,
+            removed: Arc::default(),
+            removed_index: HashSet::new(),
+            pending: BTreeSet::new(),
+        }
+    }
+}
+
+/// A read view of one dataset that follows its table of contents, and the
+/// dataset itself when it is wiped (it becomes empty, then shows the new
+/// dataset if one is created) or moved to another root.
+#[derive(Debug)]
+pub struct TocReader {
+    roots: Vec<Root>,
+    key: DatasetKey,
+    state: Mutex<ReaderState>,
+}
+
+/// A WIPE record: collocations hidden, units left to remove.
+pub(super) fn encode_wipe(collocations: &[CollocationKey], units: &[String]) -> Vec<u8> {
+    let mut p = Enc::default();
+    p.u64(now_ns());
+    p.u32(collocations.len() as u32);
+    for c in collocations {
+        p.str(&c.to_string());
+    }
+    p.u32(units.len() as u32);
+    for u in units {
+        p.str(u);
+    }
+    p.0
+}
+
+/// A RECLAIM record: units and index files removed.
+pub(super) fn encode_reclaim(units: &[String], index_files: &[String]) -> Vec<u8> {
+    let mut p = Enc::default();
+    p.u64(now_ns());
+    p.u32(units.len() as u32);
+    for u in units {
+        p.str(u);
+    }
+    p.u32(index_files.len() as u32);
+    for f in index_files {
+        p.str(f);
+    }
+    p.0
+}
+
+fn now_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
+}
+
+/// Append one record to a dataset's table of contents in one `O_APPEND`
+/// write, and sync it.
+pub(super) fn append_record(dir: &Path, kind: u16, payload: &[u8]) -> Result<()> {
+    let path = dir.join(TOC);
+    let mut rec = Vec::new();
+    format::frame(&mut rec, kind, payload);
+    let mut toc = OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .map_err(|e| Error::io(path.display(), e))?;
+    let n = toc
+        .write(&rec)
+        .map_err(|e| Error::io(format!("appending to {}", path.display()), e))?;
+    if n != rec.len() {
+        return Err(Error::new(
+            ErrorKind::StorageFull,
+            format!(
+                "{}: short append ({n} of {} bytes); readers will report the partial record",
+                path.display(),
+                rec.len()
+            ),
+        ));
+    }
+    layout::sync_data(&toc, &path)
+}
+
+impl TocReader {
+    pub(super) fn open_at(roots: &[Root], dir: &Path, key: &DatasetKey) -> Result<TocReader> {
+        let reader = TocReader {
+            roots: roots.to_vec(),
+            key: key.clone(),
+            state: Mutex::new(ReaderState::open(dir, key)?),
         };
         reader.refresh()?;
         Ok(reader)
     }
 
     fn apply_flush(&self, st: &mut ReaderState, payload: &[u8], at: u64) -> Result<()> {
-        let what = || format!("{} at offset {at}", self.toc_path.display());
+        let what = || format!("{} at offset {at}", st.toc_path.display());
         let mut d = Dec::new(payload, &what);
         let _timestamp = d.u64()?;
         let n = d.u32()?;
+        let mut added = Vec::new();
         for _ in 0..n {
             let file = d.str()?.to_string();
             let offset = d.u64()?;
@@ -508,6 +743,23 @@ impl TocReader {
                 }
                 axes.insert(kw, values);
             }
+            added.push((
+                collocation,
+                axes,
+                BlockRef {
+                    file,
+                    offset,
+                    length,
+                },
+            ));
+        }
+        if !d.done() {
+            return Err(Error::corrupt(format!(
+                "{}: trailing bytes in FLUSH record",
+                what()
+            )));
+        }
+        for (collocation, axes, block) in added {
             let c = match st.collocations.get_mut(&collocation) {
                 Some(c) => c,
                 None => {
@@ -518,17 +770,76 @@ impl TocReader {
             for (kw, values) in axes {
                 c.axes.entry(kw).or_default().extend(values);
             }
-            c.blocks.push(BlockRef {
-                file,
-                offset,
-                length,
-            });
+            c.blocks.push(block);
+        }
+        Ok(())
+    }
+
+    fn apply_wipe(st: &mut ReaderState, payload: &[u8], at: u64) -> Result<()> {
+        let what = || format!("{} at offset {at}", st.toc_path.display());
+        let mut d = Dec::new(payload, &what);
+        let _timestamp = d.u64()?;
+        let mut gone = HashSet::new();
+        for _ in 0..d.u32()? {
+            gone.insert(CollocationKey(d.key()?));
+        }
+        let mut units = Vec::new();
+        for _ in 0..d.u32()? {
+            units.push(data_uri(&st.abs_dir, d.str()?));
         }
         if !d.done() {
             return Err(Error::corrupt(format!(
-                "{}: trailing bytes in FLUSH record",
+                "{}: trailing bytes in WIPE record",
                 what()
             )));
+        }
+        st.order.retain(|c| !gone.contains(c));
+        st.collocations.retain(|c, _| !gone.contains(c));
+        for u in units {
+            if !st.removed.contains(u.as_str()) {
+                st.pending.insert(u);
+            }
+        }
+        Ok(())
+    }
+
+    fn apply_reclaim(st: &mut ReaderState, payload: &[u8], at: u64) -> Result<()> {
+        let what = || format!("{} at offset {at}", st.toc_path.display());
+        let mut d = Dec::new(payload, &what);
+        let _timestamp = d.u64()?;
+        let mut units = Vec::new();
+        for _ in 0..d.u32()? {
+            units.push(data_uri(&st.abs_dir, d.str()?));
+        }
+        let mut files = Vec::new();
+        for _ in 0..d.u32()? {
+            files.push(d.str()?.to_string());
+        }
+        if !d.done() {
+            return Err(Error::corrupt(format!(
+                "{}: trailing bytes in RECLAIM record",
+                what()
+            )));
+        }
+        let removed = Arc::make_mut(&mut st.removed);
+        for u in units {
+            st.pending.remove(&u);
+            removed.insert(Arc::from(u));
+        }
+        for f in files {
+            st.index_files.remove(&f);
+            st.removed_index.insert(f);
+        }
+        // Blocks not loaded yet in removed index files hold only entries in
+        // removed units: drop them (loaded blocks stay; scans filter them).
+        let removed_index = &st.removed_index;
+        for c in st.collocations.values_mut() {
+            let loaded = c.loaded.len();
+            let mut i = 0;
+            c.blocks.retain(|b| {
+                i += 1;
+                i <= loaded || !removed_index.contains(&b.file)
+            });
         }
         Ok(())
     }
@@ -537,8 +848,20 @@ impl TocReader {
         lock(&self.state)
     }
 
-    /// Load the blocks of `collocation` not loaded yet.
-    fn load(&self, st: &mut ReaderState, collocation: &CollocationKey) -> Result<()> {
+    /// Load the blocks of `collocation` not loaded yet. An index file that
+    /// vanished (reclaimed by a purge this reader has not seen yet, or its
+    /// dataset wiped or moved) makes the reader catch up and try again.
+    pub(super) fn load(&self, st: &mut ReaderState, collocation: &CollocationKey) -> Result<()> {
+        match self.load_once(st, collocation) {
+            Err(e) if e.kind() == ErrorKind::NotFound => {
+                self.refresh_locked(st)?;
+                self.load_once(st, collocation)
+            }
+            r => r,
+        }
+    }
+
+    fn load_once(&self, st: &mut ReaderState, collocation: &CollocationKey) -> Result<()> {
         let Some(c) = st.collocations.get(collocation) else {
             return Ok(());
         };
@@ -561,7 +884,7 @@ impl TocReader {
         st: &mut ReaderState,
         b: &BlockRef,
     ) -> Result<Vec<(ElementKey, FieldLocation)>> {
-        let path = self.dir.join(&b.file);
+        let path = st.dir.join(&b.file);
         let file = match st.index_files.get(&b.file) {
             Some(f) => f.clone(),
             None => {
@@ -611,11 +934,7 @@ impl TocReader {
         let nfiles = d.u32()? as usize;
         let mut files = Vec::with_capacity(nfiles);
         for _ in 0..nfiles {
-            let f = d.str()?;
-            files.push(std::sync::Arc::<str>::from(match f.strip_prefix("./") {
-                Some(name) => format!("file://{}", self.abs_dir.join(name).display()),
-                None => f.to_string(),
-            }));
+            files.push(Arc::<str>::from(data_uri(&st.abs_dir, d.str()?)));
         }
         let count = d.u32()? as usize;
         let mut entries = Vec::with_capacity(count);
@@ -642,35 +961,62 @@ impl TocReader {
         }
         Ok(entries)
     }
-}
 
-impl DatasetReader for TocReader {
-    fn refresh(&self) -> Result<()> {
-        let mut st = self.state();
-        let len = st
-            .toc
-            .metadata()
-            .map_err(|e| Error::io(self.toc_path.display(), e))?
-            .len();
+    /// Catch up: follow the dataset if it was wiped, moved or created anew,
+    /// read its lock state, then the records appended since the last time.
+    pub(super) fn refresh_locked(&self, st: &mut ReaderState) -> Result<()> {
+        let meta = std::fs::metadata(&st.toc_path);
+        let same = st.toc.is_some() && matches!(&meta, Ok(m) if layout::identity(m) == st.ident);
+        let len = if same {
+            meta.map(|m| m.len()).unwrap_or(0)
+        } else {
+            match layout::find_dataset(&self.roots, &self.key) {
+                Some(dir) => {
+                    *st = ReaderState::open(&dir, &self.key)?;
+                    let toc = st
+                        .toc
+                        .as_ref()
+                        .ok_or_else(|| Error::internal("table of contents not open"))?;
+                    toc.metadata()
+                        .map_err(|e| Error::io(st.toc_path.display(), e))?
+                        .len()
+                }
+                None => {
+                    if st.toc.is_some() {
+                        *st = ReaderState::gone(&st.dir);
+                    }
+                    return Ok(());
+                }
+            }
+        };
+        st.locks = layout::read_control(&st.dir)?;
         if len <= st.pos {
             return Ok(());
         }
         let mut buf = vec![0u8; (len - st.pos) as usize];
-        st.toc
-            .read_exact_at(&mut buf, st.pos)
-            .map_err(|e| Error::io(self.toc_path.display(), e))?;
+        {
+            let toc = st
+                .toc
+                .as_ref()
+                .ok_or_else(|| Error::internal("table of contents not open"))?;
+            toc.read_exact_at(&mut buf, st.pos)
+                .map_err(|e| Error::io(st.toc_path.display(), e))?;
+        }
         let mut used = 0usize;
         while used < buf.len() {
             let at = st.pos + used as u64;
-            let what = || format!("{} at offset {at}", self.toc_path.display());
+            let toc_path = st.toc_path.clone();
+            let what = || format!("{} at offset {at}", toc_path.display());
             match format::unframe(&buf[used..], &what)? {
-                Framed::Record(format::FLUSH, payload, n) => {
-                    self.apply_flush(&mut st, payload, at)?;
-                    used += n;
-                }
-                Framed::Record(kind, _, n) => {
-                    // Unknown record types from newer versions are skipped.
-                    let _ = kind;
+                Framed::Record(kind, payload, n) => {
+                    match kind {
+                        format::FLUSH => self.apply_flush(st, payload, at)?,
+                        format::WIPE => TocReader::apply_wipe(st, payload, at)?,
+                        format::RECLAIM => TocReader::apply_reclaim(st, payload, at)?,
+                        // Unknown record types from newer versions are
+                        // skipped.
+                        _ => {}
+                    }
                     used += n;
                 }
                 Framed::Incomplete => break,
@@ -678,6 +1024,23 @@ impl DatasetReader for TocReader {
         }
         st.pos += used as u64;
         Ok(())
+    }
+
+    /// Load every block of every collocation; for reclaim.
+    pub(super) fn load_all(&self) -> Result<MutexGuard<'_, ReaderState>> {
+        let mut st = self.state();
+        let cols = st.order.clone();
+        for c in &cols {
+            self.load(&mut st, c)?;
+        }
+        Ok(st)
+    }
+}
+
+impl DatasetReader for TocReader {
+    fn refresh(&self) -> Result<()> {
+        let mut st = self.state();
+        self.refresh_locked(&mut st)
     }
 
     fn collocations(&self) -> Result<Vec<CollocationInfo>> {
@@ -712,21 +1075,32 @@ impl DatasetReader for TocReader {
         collocation: &CollocationKey,
         visit: &mut dyn FnMut(&ElementKey, &FieldLocation) -> bool,
     ) -> Result<()> {
-        let blocks = {
+        let (blocks, removed) = {
             let mut st = self.state();
             self.load(&mut st, collocation)?;
             match st.collocations.get(collocation) {
-                Some(c) => c.loaded.clone(),
+                Some(c) => (c.loaded.clone(), st.removed.clone()),
                 None => return Ok(()),
             }
         };
         for block in blocks.iter().rev() {
             for (k, l) in block.iter().rev() {
+                if !removed.is_empty() && removed.contains(&l.uri) {
+                    continue;
+                }
                 if !visit(k, l) {
                     return Ok(());
                 }
             }
         }
         Ok(())
+    }
+
+    fn locks(&self) -> Locks {
+        self.state().locks
+    }
+
+    fn pending_units(&self) -> Vec<String> {
+        self.state().pending.iter().cloned().collect()
     }
 }

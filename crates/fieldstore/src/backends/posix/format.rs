@@ -23,6 +23,8 @@ pub(crate) const HEADER: usize = 20;
 /// Record types.
 pub(crate) const INIT: u16 = 1;
 pub(crate) const FLUSH: u16 = 2;
+pub(crate) const WIPE: u16 = 3;
+pub(crate) const RECLAIM: u16 = 4;
 pub(crate) const BLOCK: u16 = 10;
 
 /// Appends a framed record to `out`.

@@ -5,12 +5,209 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use fieldstore_core::{DatasetKey, Error, ErrorKind, Result};
+use fieldstore_core::{DatasetKey, Error, ErrorKind, Locks, Operation, Result};
 
 use crate::config::Root;
 
 /// The table of contents' file name within a dataset directory.
 pub(crate) const TOC: &str = "toc";
+/// The lock state of a dataset: the names of the locked operations, one
+/// per line; absent when nothing is locked.
+pub(crate) const CONTROL: &str = "control";
+/// Prefix of a dataset directory renamed by a wipe (in its root).
+pub(crate) const TOMBSTONE: &str = ".wiped.";
+/// Prefix of a dataset directory being copied in by a move (in its root).
+pub(crate) const MOVING: &str = ".moving.";
+
+/// What a file in a dataset directory is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FileKind {
+    /// `toc`.
+    Toc,
+    /// `.toc.<writer>`: a new dataset's INIT before it was linked.
+    TocTemp,
+    /// `<writer>.index`, or `.<writer>.index.new` before it is published.
+    Index,
+    /// `<writer>.data`, or `.<writer>.data.new` before it is published.
+    Data,
+    /// `control`, or `.control.<writer>` before it replaces it.
+    Control,
+    /// Anything else: fieldstore did not create it.
+    Unknown,
+}
+
+fn is_writer_id(s: &str) -> bool {
+    // <host>.<pid>.<ns>.<counter>: the host has no dots (see `hostname`).
+    let parts: Vec<&str> = s.split('.').collect();
+    parts.len() == 4
+        && !parts[0].is_empty()
+        && parts[0]
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        && parts[1..]
+            .iter()
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// Classify a file name of a dataset directory.
+pub(crate) fn classify(name: &str) -> FileKind {
+    if name == TOC {
+        return FileKind::Toc;
+    }
+    if name == CONTROL {
+        return FileKind::Control;
+    }
+    if let Some(id) = name.strip_prefix(".toc.") {
+        if is_writer_id(id) {
+            return FileKind::TocTemp;
+        }
+    }
+    if let Some(id) = name.strip_prefix(".control.") {
+        if is_writer_id(id) {
+            return FileKind::Control;
+        }
+    }
+    let published = name.strip_suffix(".index").map(|id| (id, FileKind::Index));
+    let published = published.or_else(|| name.strip_suffix(".data").map(|id| (id, FileKind::Data)));
+    if let Some((id, kind)) = published {
+        if is_writer_id(id) {
+            return kind;
+        }
+    }
+    if let Some(rest) = name.strip_prefix('.').and_then(|n| n.strip_suffix(".new")) {
+        if let Some(id) = rest.strip_suffix(".index") {
+            if is_writer_id(id) {
+                return FileKind::Index;
+            }
+        }
+        if let Some(id) = rest.strip_suffix(".data") {
+            if is_writer_id(id) {
+                return FileKind::Data;
+            }
+        }
+    }
+    FileKind::Unknown
+}
+
+/// Create `<dir>/<writer>.<ext>` for one writer, holding a shared `flock`
+/// on it for as long as the file is open, so that purge and wipe can tell a
+/// live writer's file from a dead one's. The file is created under a
+/// private name, locked, then renamed into place: it is never visible
+/// unlocked while its writer lives.
+pub(crate) fn create_writer_file(dir: &Path, ext: &str) -> Result<(String, PathBuf, File)> {
+    let id = writer_id();
+    let name = format!("{id}.{ext}");
+    let tmp = dir.join(format!(".{name}.new"));
+    let path = dir.join(&name);
+    let what = |e| Error::io(format!("creating {}", path.display()), e);
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .map_err(what)?;
+    flock(&file, libc::LOCK_SH).map_err(what)?;
+    if let Err(e) = std::fs::rename(&tmp, &path) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(what(e));
+    }
+    Ok((name, path, file))
+}
+
+fn flock(file: &File, op: libc::c_int) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    loop {
+        // SAFETY: a valid open file descriptor; flock has no other
+        // preconditions.
+        let rc = unsafe { libc::flock(file.as_raw_fd(), op) };
+        if rc == 0 {
+            return Ok(());
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// Whether a writer still holds `path` open (its shared `flock`). If not,
+/// returns the file opened and locked exclusively: no writer can take it
+/// while it is held. `Ok(None)` if the file does not exist.
+pub(crate) fn claim(path: &Path) -> Result<Option<Result<File, ()>>> {
+    let file = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(Error::io(path.display(), e)),
+    };
+    match flock(&file, libc::LOCK_EX | libc::LOCK_NB) {
+        Ok(()) => Ok(Some(Ok(file))),
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(Some(Err(()))),
+        Err(e) => Err(Error::io(format!("locking {}", path.display()), e)),
+    }
+}
+
+/// The dataset's lock state, from its `control` file.
+pub(crate) fn read_control(dir: &Path) -> Result<Locks> {
+    let path = dir.join(CONTROL);
+    match std::fs::read_to_string(&path) {
+        Ok(text) => Ok(text
+            .lines()
+            .filter_map(|l| Operation::from_name(l.trim()))
+            .collect()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Locks::NONE),
+        Err(e) => Err(Error::io(path.display(), e)),
+    }
+}
+
+/// Replace the dataset's lock state atomically (a private file renamed
+/// over `control`; no file when nothing is locked).
+pub(crate) fn write_control(dir: &Path, locks: Locks) -> Result<()> {
+    let path = dir.join(CONTROL);
+    if locks.is_empty() {
+        match std::fs::remove_file(&path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io(path.display(), e)),
+        }
+    } else {
+        let tmp = dir.join(format!(".control.{}", writer_id()));
+        let mut text = String::new();
+        for op in locks.iter() {
+            text.push_str(op.name());
+            text.push('\n');
+        }
+        let write = || -> io::Result<()> {
+            use std::io::Write;
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&tmp)?;
+            f.write_all(text.as_bytes())?;
+            f.sync_all()?;
+            std::fs::rename(&tmp, &path)
+        };
+        if let Err(e) = write() {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(Error::io(path.display(), e));
+        }
+    }
+    sync_dir(dir)
+}
+
+/// `(device, inode)` of a file.
+pub(crate) fn identity(meta: &std::fs::Metadata) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    (meta.dev(), meta.ino())
+}
+
+/// Remove a file; a missing one is fine.
+pub(crate) fn remove_file(path: &Path) -> Result<()> {
+    match std::fs::remove_file(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(Error::io(format!("removing {}", path.display()), e)),
+    }
+}
 
 /// A dataset directory's name: the key's values joined by `:` (FDB5's
 /// naming, e.g. `od:0001:oper:20231201:1200:g`), with `%`, `/` and a leading
@@ -56,6 +253,17 @@ pub(crate) fn find_dataset(roots: &[Root], key: &DatasetKey) -> Option<PathBuf> 
         .filter(|r| r.visit)
         .map(|r| r.path.join(&name))
         .find(|d| d.join(TOC).exists())
+}
+
+/// Every root (visited or not) holding a dataset directory named for `key`
+/// with a table of contents.
+pub(crate) fn dataset_dirs(roots: &[Root], key: &DatasetKey) -> Vec<PathBuf> {
+    let name = dataset_dir_name(key);
+    roots
+        .iter()
+        .map(|r| r.path.join(&name))
+        .filter(|d| d.join(TOC).exists())
+        .collect()
 }
 
 /// The directory where `key` lives or will be created.
@@ -147,6 +355,30 @@ pub(crate) fn ensure_dir(dir: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn files_are_classified_by_name() {
+        let id = "vm-1.123.456789.0";
+        assert!(is_writer_id(id));
+        assert!(!is_writer_id("vm.1.2"));
+        assert!(!is_writer_id("a.b.1.2.3"));
+        assert_eq!(classify("toc"), FileKind::Toc);
+        assert_eq!(classify(&format!(".toc.{id}")), FileKind::TocTemp);
+        assert_eq!(classify(&format!("{id}.index")), FileKind::Index);
+        assert_eq!(classify(&format!("{id}.data")), FileKind::Data);
+        assert_eq!(classify(&format!(".{id}.data.new")), FileKind::Data);
+        assert_eq!(classify(&format!(".{id}.index.new")), FileKind::Index);
+        assert_eq!(classify("control"), FileKind::Control);
+        assert_eq!(classify(&format!(".control.{id}")), FileKind::Control);
+        for other in [
+            "notes.txt",
+            "x.data",
+            &format!("{id}.data.gribjump"),
+            "toc.bak",
+        ] {
+            assert_eq!(classify(other), FileKind::Unknown, "{other}");
+        }
+    }
 
     #[test]
     fn names_follow_fdb5_and_escape() {

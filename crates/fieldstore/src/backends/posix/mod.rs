@@ -12,6 +12,8 @@
 mod catalogue;
 mod format;
 mod layout;
+mod manage;
+mod staging;
 mod store;
 
 use fieldstore_core::{Error, ErrorKind, Result};

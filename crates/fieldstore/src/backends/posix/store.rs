@@ -1,29 +1,31 @@
 //! `FileStore`: field bytes in per-writer data files.
 //!
 //! Each writer appends to its own data file (`<writer id>.data` in the
-//! dataset directory), so writers never contend. Small fields are gathered
-//! in a buffer and written together; large ones are written directly. A
-//! location carries the CRC-32C of the field, checked on every read.
+//! dataset directory), so writers never contend. Fields are staged and
+//! written in large aligned blocks, with `O_DIRECT` where the file system
+//! allows it (see `staging.rs`). A location carries the CRC-32C of the
+//! field, checked on every read.
 
-use std::collections::HashMap;
-use std::fs::{File, OpenOptions};
-use std::io::Write;
+use std::collections::{HashMap, HashSet};
+use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use fieldstore_core::maintenance::{Item, ItemKind, Removed, Unit, UnitState};
 use fieldstore_core::{CollocationKey, DatasetKey, Error, FieldLocation, Result};
 
-use super::layout;
+use super::layout::{self, FileKind};
+use super::staging::Staging;
 use crate::config::Root;
 use crate::store::{Store, StoreWriter};
 
-/// Fields at least this large skip the write buffer.
-const DIRECT_WRITE: usize = 1 << 20;
-/// The write buffer's capacity.
-const BUFFER: usize = 4 << 20;
 /// Open data files kept by a reader.
 const MAX_OPEN: usize = 512;
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
 
 /// The POSIX store (`store: file`).
 #[derive(Debug)]
@@ -46,7 +48,7 @@ impl FileStore {
     }
 
     fn file(&self, path: &Path) -> Result<Arc<File>> {
-        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        let mut open = lock(&self.open);
         if let Some(f) = open.get(path) {
             return Ok(f.clone());
         }
@@ -61,16 +63,169 @@ impl FileStore {
     }
 }
 
+/// The path a `file://` URI names.
+fn unit_path(uri: &str) -> Result<PathBuf> {
+    uri.strip_prefix("file://")
+        .map(PathBuf::from)
+        .ok_or_else(|| Error::invalid_input(format!("not a file location: {uri}")))
+}
+
+/// Whether `path` is inside a directory that holds a table of contents
+/// (the POSIX catalogue's dataset directory, which deletes it itself).
+fn in_catalogue_dir(path: &Path) -> bool {
+    path.parent().is_some_and(|d| d.join(layout::TOC).exists())
+}
+
+impl FileStore {
+    /// Dataset directories of this store for `dataset` that no catalogue
+    /// shares (no table of contents): the store owns what is in them.
+    fn own_dirs(&self, dataset: &DatasetKey) -> Vec<PathBuf> {
+        let name = layout::dataset_dir_name(dataset);
+        self.roots
+            .iter()
+            .map(|r| r.path.join(&name))
+            .filter(|d| d.is_dir() && !d.join(layout::TOC).exists())
+            .collect()
+    }
+
+    /// The data files in a dataset directory (published names), every
+    /// other file as unknown unless it is the catalogue's.
+    fn listing(dir: &Path) -> Result<Vec<(FileKind, PathBuf)>> {
+        let mut out = Vec::new();
+        let entries = match std::fs::read_dir(dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
+            Err(e) => return Err(Error::io(dir.display(), e)),
+        };
+        for e in entries {
+            let e = e.map_err(|e| Error::io(dir.display(), e))?;
+            let name = e.file_name().to_string_lossy().into_owned();
+            out.push((layout::classify(&name), e.path()));
+        }
+        out.sort_by(|a, b| a.1.cmp(&b.1));
+        Ok(out)
+    }
+}
+
 impl Store for FileStore {
+    fn inspect(&self, uri: &str) -> Result<Unit> {
+        let path = unit_path(uri)?;
+        let state = match layout::claim(&path)? {
+            None => UnitState::Missing,
+            Some(Ok(_held)) => UnitState::Idle,
+            Some(Err(())) => UnitState::InUse,
+        };
+        let bytes = std::fs::metadata(&path).ok().map(|m| m.len());
+        Ok(Unit {
+            uri: uri.to_string(),
+            bytes,
+            state,
+        })
+    }
+
+    fn remove(&self, uri: &str) -> Result<Removed> {
+        let path = unit_path(uri)?;
+        match layout::claim(&path)? {
+            None => Ok(Removed::Missing),
+            Some(Err(())) => Ok(Removed::InUse),
+            Some(Ok(_held)) => {
+                // Held exclusively: no writer has it open. Writer ids are
+                // never reused, so nobody creates this name again.
+                layout::remove_file(&path)?;
+                lock(&self.open).remove(&path);
+                Ok(Removed::Done)
+            }
+        }
+    }
+
+    fn orphans(&self, dataset: &DatasetKey, referenced: &HashSet<String>) -> Result<Vec<Unit>> {
+        let mut out = Vec::new();
+        let name = layout::dataset_dir_name(dataset);
+        for root in &self.roots {
+            let dir = root.path.join(&name);
+            for (kind, path) in FileStore::listing(&dir)? {
+                let published = path
+                    .file_name()
+                    .is_some_and(|n| !n.to_string_lossy().starts_with('.'));
+                if kind != FileKind::Data || !published {
+                    continue;
+                }
+                let abs = std::path::absolute(&path).map_err(|e| Error::io(path.display(), e))?;
+                let uri = format!("file://{}", abs.display());
+                if referenced.contains(&uri) {
+                    continue;
+                }
+                let unit = self.inspect(&uri)?;
+                if unit.state == UnitState::Idle {
+                    out.push(unit);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn inventory(&self, dataset: &DatasetKey, units: &[String]) -> Result<Vec<Item>> {
+        let mut out = Vec::new();
+        for uri in units {
+            let Ok(path) = unit_path(uri) else {
+                continue;
+            };
+            if in_catalogue_dir(&path) {
+                continue;
+            }
+            if let Ok(m) = std::fs::metadata(&path) {
+                out.push(Item::new(
+                    ItemKind::Data,
+                    path.display().to_string(),
+                    Some(m.len()),
+                ));
+            }
+        }
+        for dir in self.own_dirs(dataset) {
+            for (kind, path) in FileStore::listing(&dir)? {
+                let name = path.display().to_string();
+                if out.iter().any(|i| i.name == name) {
+                    continue;
+                }
+                let bytes = std::fs::metadata(&path).ok().map(|m| m.len());
+                let kind = match kind {
+                    FileKind::Data => ItemKind::Data,
+                    _ => ItemKind::Unknown,
+                };
+                out.push(Item::new(kind, name, bytes));
+            }
+        }
+        Ok(out)
+    }
+
+    fn wipe(&self, dataset: &DatasetKey, units: &[String]) -> Result<()> {
+        for uri in units {
+            if let Ok(path) = unit_path(uri) {
+                layout::remove_file(&path)?;
+                lock(&self.open).remove(&path);
+            }
+        }
+        // A directory the store owns alone (with a catalogue of another
+        // backend): its other data files are what killed writers left.
+        for dir in self.own_dirs(dataset) {
+            for (kind, path) in FileStore::listing(&dir)? {
+                if kind == FileKind::Data {
+                    if let Some(Ok(_held)) = layout::claim(&path)? {
+                        layout::remove_file(&path)?;
+                    }
+                }
+            }
+            let _ = std::fs::remove_dir(&dir);
+        }
+        Ok(())
+    }
+
     fn writer(&self, dataset: &DatasetKey) -> Result<Box<dyn StoreWriter>> {
         let dir = layout::dataset_dir_for_write(&self.roots, dataset)?;
         Ok(Box::new(FileStoreWriter {
             dir,
-            path: PathBuf::new(),
             uri: Arc::from(""),
-            file: None,
-            written: 0,
-            buffer: Vec::new(),
+            data: None,
             unsynced: false,
             new_file: false,
         }))
@@ -118,72 +273,42 @@ impl Store for FileStore {
 /// One writer's data file in one dataset.
 struct FileStoreWriter {
     dir: PathBuf,
-    path: PathBuf,
     uri: Arc<str>,
-    file: Option<File>,
-    /// Bytes in the file plus the buffer: the next field's offset.
-    written: u64,
-    buffer: Vec<u8>,
+    /// Created on the first archive.
+    data: Option<Staging>,
     unsynced: bool,
     new_file: bool,
 }
 
 impl FileStoreWriter {
-    fn open_file(&mut self) -> Result<()> {
-        layout::ensure_dir(&self.dir)?;
-        let name = format!("{}.data", layout::writer_id());
-        self.path = self.dir.join(name);
-        let abs = std::path::absolute(&self.path).map_err(|e| Error::io(self.path.display(), e))?;
-        self.uri = Arc::from(format!("file://{}", abs.display()));
-        let f = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&self.path)
-            .map_err(|e| Error::io(format!("creating data file {}", self.path.display()), e))?;
-        self.file = Some(f);
-        self.new_file = true;
-        Ok(())
-    }
-
-    fn write_out(&mut self, bytes: &[u8]) -> Result<()> {
-        let Some(file) = self.file.as_mut() else {
-            return Err(Error::internal("data file not open"));
-        };
-        file.write_all(bytes)
-            .map_err(|e| Error::io(format!("writing {}", self.path.display()), e))
-    }
-
-    fn drain_buffer(&mut self) -> Result<()> {
-        if !self.buffer.is_empty() {
-            let buf = std::mem::take(&mut self.buffer);
-            let r = self.write_out(&buf);
-            self.buffer = buf;
-            self.buffer.clear();
-            r?;
+    fn open_file(&mut self) -> Result<&mut Staging> {
+        if self.data.is_none() {
+            layout::ensure_dir(&self.dir)?;
+            // Created locked (shared flock, held while the file is open), so
+            // that purge never takes a live writer's file for an orphan.
+            let (_, path, f) = layout::create_writer_file(&self.dir, "data")?;
+            let abs = std::path::absolute(&path).map_err(|e| Error::io(path.display(), e))?;
+            self.uri = Arc::from(format!("file://{}", abs.display()));
+            self.data = Some(Staging::new(&path, f, direct_io_enabled()));
+            self.new_file = true;
         }
-        Ok(())
+        self.data
+            .as_mut()
+            .ok_or_else(|| Error::internal("data file not open"))
     }
+}
+
+/// Direct I/O for data files, unless `FIELDSTORE_DIRECT_IO=0` (for
+/// comparisons; the default is measured faster on every disk tried).
+fn direct_io_enabled() -> bool {
+    std::env::var_os("FIELDSTORE_DIRECT_IO").is_none_or(|v| v != "0")
 }
 
 impl StoreWriter for FileStoreWriter {
     fn archive(&mut self, _collocation: &CollocationKey, data: &[u8]) -> Result<FieldLocation> {
-        if self.file.is_none() {
-            self.open_file()?;
-        }
-        let offset = self.written;
-        if data.len() >= DIRECT_WRITE {
-            self.drain_buffer()?;
-            self.write_out(data)?;
-        } else {
-            if self.buffer.len() + data.len() > BUFFER {
-                self.drain_buffer()?;
-            }
-            if self.buffer.capacity() == 0 {
-                self.buffer.reserve(BUFFER);
-            }
-            self.buffer.extend_from_slice(data);
-        }
-        self.written += data.len() as u64;
+        let staging = self.open_file()?;
+        let offset = staging.next_offset();
+        staging.append(data)?;
         self.unsynced = true;
         Ok(
             FieldLocation::new(self.uri.clone(), offset, data.len() as u64)
@@ -195,9 +320,8 @@ impl StoreWriter for FileStoreWriter {
         if !self.unsynced {
             return Ok(());
         }
-        self.drain_buffer()?;
-        if let Some(f) = &self.file {
-            layout::sync_data(f, &self.path)?;
+        if let Some(data) = self.data.as_mut() {
+            data.sync()?;
         }
         if self.new_file {
             // The data file's directory entry must be durable before any

@@ -1,0 +1,347 @@
+//! Data management: the vocabulary of wipe, purge, stats, status, control
+//! and move, shared by the handle and the backends.
+//!
+//! The backend side is a set of methods added to [`Catalogue`],
+//! [`DatasetReader`] and [`Store`], each with a default that either does
+//! nothing harmful (no locks, no leftovers) or returns
+//! [`ErrorKind::Unsupported`] naming the operation and the backend, so that
+//! a backend written before these operations keeps compiling and says
+//! plainly what it cannot do.
+//!
+//! Two ideas carry every backend's implementation:
+//!
+//! - **Hide, then delete.** A wipe first makes what it deletes invisible in
+//!   one atomic step (a directory renamed to a tombstone, a container
+//!   destroyed, a record appended to the dataset's log), then deletes the
+//!   bytes. Readers see a dataset or collocation whole or not at all, and a
+//!   crash between the steps leaves something the next wipe finishes.
+//! - **Units.** The store keeps fields in *units*: the file or object a
+//!   location's URI names (a POSIX data file, a DAOS array, a memory blob).
+//!   A unit can be removed once no visible, newest entry points into it and
+//!   no writer still appends to it; the catalogue then records the removal
+//!   so that listings of replaced fields stop showing entries whose bytes
+//!   are gone.
+//!
+//! [`Catalogue`]: crate::Catalogue
+//! [`DatasetReader`]: crate::DatasetReader
+//! [`Store`]: crate::Store
+
+use std::fmt;
+
+use crate::{CollocationKey, DatasetKey, Error, ErrorKind};
+
+/// An operation a dataset can be locked against (`control`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Operation {
+    /// Archiving (and flushing) into the dataset.
+    Archive,
+    /// Retrieving its fields.
+    Retrieve,
+    /// Listing it (`list`, `axes`).
+    List,
+    /// Wiping, purging or moving it.
+    Wipe,
+}
+
+impl Operation {
+    /// Every operation, in the order they are printed.
+    pub const ALL: [Operation; 4] = [
+        Operation::Archive,
+        Operation::Retrieve,
+        Operation::List,
+        Operation::Wipe,
+    ];
+
+    /// The lower-case name (`archive`, `retrieve`, `list`, `wipe`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Operation::Archive => "archive",
+            Operation::Retrieve => "retrieve",
+            Operation::List => "list",
+            Operation::Wipe => "wipe",
+        }
+    }
+
+    /// The operation a name names.
+    pub fn from_name(name: &str) -> Option<Operation> {
+        Operation::ALL.into_iter().find(|o| o.name() == name)
+    }
+
+    fn bit(self) -> u8 {
+        match self {
+            Operation::Archive => 1,
+            Operation::Retrieve => 2,
+            Operation::List => 4,
+            Operation::Wipe => 8,
+        }
+    }
+}
+
+impl fmt::Display for Operation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A set of operations a dataset is locked against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Locks(u8);
+
+impl Locks {
+    /// Nothing locked.
+    pub const NONE: Locks = Locks(0);
+    /// Everything locked.
+    pub const ALL: Locks = Locks(15);
+
+    /// Whether `op` is locked.
+    pub fn contains(self, op: Operation) -> bool {
+        self.0 & op.bit() != 0
+    }
+
+    /// This set with `op` added.
+    #[must_use]
+    pub fn with(self, op: Operation) -> Locks {
+        Locks(self.0 | op.bit())
+    }
+
+    /// The union.
+    #[must_use]
+    pub fn union(self, other: Locks) -> Locks {
+        Locks(self.0 | other.0)
+    }
+
+    /// This set without the operations of `other`.
+    #[must_use]
+    pub fn minus(self, other: Locks) -> Locks {
+        Locks(self.0 & !other.0)
+    }
+
+    /// Whether nothing is locked.
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    /// The operations in the set, in [`Operation::ALL`] order.
+    pub fn iter(self) -> impl Iterator<Item = Operation> {
+        Operation::ALL
+            .into_iter()
+            .filter(move |o| self.contains(*o))
+    }
+
+    /// The set as a bit mask (archive 1, retrieve 2, list 4, wipe 8), for
+    /// storage formats.
+    pub fn bits(self) -> u8 {
+        self.0
+    }
+
+    /// The set a bit mask stands for (unknown bits are dropped).
+    pub fn from_bits(bits: u8) -> Locks {
+        Locks(bits & Locks::ALL.0)
+    }
+
+    /// Apply `control` to `operations`.
+    #[must_use]
+    pub fn apply(self, control: Control, operations: Locks) -> Locks {
+        match control {
+            Control::Lock => self.union(operations),
+            Control::Unlock => self.minus(operations),
+        }
+    }
+}
+
+impl FromIterator<Operation> for Locks {
+    fn from_iter<I: IntoIterator<Item = Operation>>(iter: I) -> Self {
+        iter.into_iter().fold(Locks::NONE, Locks::with)
+    }
+}
+
+/// `archive,wipe`, or `none`.
+impl fmt::Display for Locks {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.is_empty() {
+            return f.write_str("none");
+        }
+        let names: Vec<&str> = self.iter().map(Operation::name).collect();
+        f.write_str(&names.join(","))
+    }
+}
+
+/// What `control` does to the operations it names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Control {
+    /// Refuse them.
+    Lock,
+    /// Allow them again.
+    Unlock,
+}
+
+/// The error of an operation a dataset is locked against.
+pub fn locked(dataset: &DatasetKey, op: Operation) -> Error {
+    Error::new(
+        ErrorKind::Locked,
+        format!(
+            "dataset {} is locked against {op} (unlock it to allow {op})",
+            dataset.braced()
+        ),
+    )
+}
+
+/// The error of a maintenance operation a backend does not implement,
+/// naming the operation and the backend's type.
+pub fn unsupported<T: ?Sized>(operation: &str) -> Error {
+    let full = std::any::type_name::<T>();
+    let name = full.rsplit("::").next().unwrap_or(full);
+    Error::new(
+        ErrorKind::Unsupported,
+        format!("{operation} is not supported by the {name} backend"),
+    )
+}
+
+/// The error a writer gets when its dataset was wiped (or moved away)
+/// while it was writing: the flush made nothing visible.
+pub fn wiped_while_writing(dataset: &DatasetKey) -> Error {
+    Error::new(
+        ErrorKind::NotFound,
+        format!(
+            "dataset {} was wiped while this handle was writing to it: the fields of this flush \
+             are not stored; archive them again to create the dataset anew",
+            dataset.braced()
+        ),
+    )
+}
+
+/// What kind of thing a maintenance report names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ItemKind {
+    /// The catalogue's own file or object (a table of contents, a KV, a
+    /// container).
+    Catalogue,
+    /// An index file or object.
+    Index,
+    /// Field bytes (a data file, an array, a container of arrays).
+    Data,
+    /// Lock state.
+    Control,
+    /// What an interrupted wipe left behind (a tombstone directory).
+    Leftover,
+    /// Something the backend did not create: a wipe of the whole dataset
+    /// refuses to delete it unless told to (`unsafe_wipe_all`).
+    Unknown,
+}
+
+impl ItemKind {
+    /// The lower-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            ItemKind::Catalogue => "catalogue",
+            ItemKind::Index => "index",
+            ItemKind::Data => "data",
+            ItemKind::Control => "control",
+            ItemKind::Leftover => "leftover",
+            ItemKind::Unknown => "unknown",
+        }
+    }
+}
+
+/// A file or object that holds part of a dataset.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Item {
+    /// What it is.
+    pub kind: ItemKind,
+    /// Its path or URI.
+    pub name: String,
+    /// Its size, when the backend knows it without extra cost.
+    pub bytes: Option<u64>,
+}
+
+impl Item {
+    /// An item.
+    pub fn new(kind: ItemKind, name: impl Into<String>, bytes: Option<u64>) -> Item {
+        Item {
+            kind,
+            name: name.into(),
+            bytes,
+        }
+    }
+}
+
+/// What a store knows of one unit (the file or object a location's URI
+/// names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum UnitState {
+    /// It exists and no writer appends to it.
+    Idle,
+    /// A live writer still appends to it: it must not be removed.
+    InUse,
+    /// It does not exist (already removed).
+    Missing,
+}
+
+/// One unit, as [`Store::inspect`](crate::Store::inspect) reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unit {
+    /// Its URI (the `uri` of the locations in it).
+    pub uri: String,
+    /// Its size, when known without extra cost (a file's length).
+    pub bytes: Option<u64>,
+    /// Whether it can be removed.
+    pub state: UnitState,
+}
+
+/// What [`Store::remove`](crate::Store::remove) did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Removed {
+    /// Removed now.
+    Done,
+    /// Kept: a live writer still appends to it.
+    InUse,
+    /// Already gone.
+    Missing,
+}
+
+/// What a wipe deletes within a dataset.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WipeScope {
+    /// The whole dataset.
+    Dataset,
+    /// These collocations (all their fields, replaced ones included).
+    Collocations(Vec<CollocationKey>),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn locks_are_sets_of_operations() {
+        let l: Locks = [Operation::Wipe, Operation::Archive].into_iter().collect();
+        assert_eq!(l.to_string(), "archive,wipe");
+        assert!(l.contains(Operation::Archive) && !l.contains(Operation::List));
+        assert_eq!(Locks::NONE.to_string(), "none");
+        assert_eq!(
+            l.apply(Control::Unlock, Locks::NONE.with(Operation::Archive)),
+            Locks::NONE.with(Operation::Wipe)
+        );
+        assert_eq!(Locks::from_bits(0xff), Locks::ALL);
+        assert_eq!(Locks::from_bits(l.bits()), l);
+        assert_eq!(Operation::from_name("list"), Some(Operation::List));
+        assert_eq!(Operation::from_name("lists"), None);
+    }
+
+    #[test]
+    fn errors_name_what_and_where() {
+        let d: DatasetKey = "class=od,expver=0001".parse().unwrap();
+        let e = locked(&d, Operation::Retrieve);
+        assert_eq!(e.kind(), ErrorKind::Locked);
+        assert_eq!(
+            e.to_string(),
+            "dataset {class=od,expver=0001} is locked against retrieve (unlock it to allow retrieve)"
+        );
+        struct Shiny;
+        let e = unsupported::<Shiny>("wipe");
+        assert_eq!(e.kind(), ErrorKind::Unsupported);
+        assert_eq!(e.to_string(), "wipe is not supported by the Shiny backend");
+    }
+}

@@ -1,0 +1,462 @@
+//! Data management of the POSIX catalogue: inventory, wipe (whole datasets
+//! and collocations), reclaim (purge's catalogue side) and move.
+//!
+//! - **Wipe of a dataset**: the directory is renamed, in its root, to a
+//!   tombstone `.wiped.<id>` — one atomic `rename(2)`: readers and new
+//!   writers no longer find it, and a reader that had it open notices at its
+//!   next refresh (its `toc` path now names nothing, or a new dataset). Then
+//!   the store deletes its part, then the tombstone is deleted, `toc` last.
+//!   A crash leaves the directory or a tombstone holding its `toc`, which
+//!   the next wipe of the dataset finds (`interrupted_wipes`) and deletes.
+//! - **Wipe of collocations**: a WIPE record appended to `toc` (one
+//!   `O_APPEND` write) hides them; readers drop them when they read it.
+//! - **Reclaim**: a RECLAIM record names the data files the store removed
+//!   and the index files this catalogue removes after appending it; readers
+//!   drop entries and blocks in them. An index file goes when none of its
+//!   visible blocks holds an entry in a data file that stays, and no live
+//!   writer holds it (`flock`).
+//! - **Move**: `rename(2)` into the other root when both are on one file
+//!   system; else copy, publish with a rename, then retire the source with a
+//!   rename and copy what writers appended meanwhile.
+//!
+//! Byte layout of the records: `docs/format/posix.md`.
+
+use std::collections::HashSet;
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use fieldstore_core::maintenance::{Item, ItemKind};
+use fieldstore_core::{CollocationKey, DatasetKey, Error, ErrorKind, Result};
+
+use super::catalogue::{
+    append_record, data_name, encode_reclaim, encode_wipe, read_init, TocCatalogue, TocReader,
+};
+use super::format;
+use super::layout::{self, FileKind, MOVING, TOC, TOMBSTONE};
+
+fn io_at(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
+    move |e| Error::io(path.display(), e)
+}
+
+/// The dataset key in `dir/toc`, if readable.
+fn stored_key(dir: &Path) -> Option<DatasetKey> {
+    let path = dir.join(TOC);
+    let f = File::open(&path).ok()?;
+    read_init(&f, &path).ok().map(|(k, _)| k)
+}
+
+/// The entries of a directory, sorted, with their kind.
+fn entries(dir: &Path) -> Result<Vec<(String, PathBuf)>> {
+    let mut out = Vec::new();
+    let rd = match std::fs::read_dir(dir) {
+        Ok(r) => r,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
+        Err(e) => return Err(Error::io(dir.display(), e)),
+    };
+    for e in rd {
+        let e = e.map_err(io_at(dir))?;
+        out.push((e.file_name().to_string_lossy().into_owned(), e.path()));
+    }
+    out.sort();
+    Ok(out)
+}
+
+fn size(path: &Path) -> Option<u64> {
+    std::fs::symlink_metadata(path)
+        .ok()
+        .filter(|m| m.is_file())
+        .map(|m| m.len())
+}
+
+/// Tombstones in the roots: their path and the dataset their `toc` names.
+fn tombstones(cat: &TocCatalogue) -> Result<Vec<(PathBuf, Option<DatasetKey>)>> {
+    let mut out = Vec::new();
+    for root in &cat.roots {
+        for (name, path) in entries(&root.path)? {
+            if name.starts_with(TOMBSTONE) && path.is_dir() {
+                out.push((path.clone(), stored_key(&path)));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The dataset's directories (normally one), checked against their INIT.
+fn dirs_of(cat: &TocCatalogue, dataset: &DatasetKey) -> Vec<PathBuf> {
+    layout::dataset_dirs(&cat.roots, dataset)
+        .into_iter()
+        .filter(|d| stored_key(d).as_ref() == Some(dataset))
+        .collect()
+}
+
+pub(super) fn inventory(cat: &TocCatalogue, dataset: &DatasetKey) -> Result<Vec<Item>> {
+    let mut items = Vec::new();
+    for dir in dirs_of(cat, dataset) {
+        for (name, path) in entries(&dir)? {
+            let kind = match layout::classify(&name) {
+                FileKind::Toc | FileKind::TocTemp => ItemKind::Catalogue,
+                FileKind::Index => ItemKind::Index,
+                FileKind::Data => ItemKind::Data,
+                FileKind::Control => ItemKind::Control,
+                FileKind::Unknown => ItemKind::Unknown,
+            };
+            items.push(Item::new(kind, path.display().to_string(), size(&path)));
+        }
+        items.push(Item::new(
+            ItemKind::Catalogue,
+            format!("{}/", dir.display()),
+            None,
+        ));
+    }
+    for (t, key) in tombstones(cat)? {
+        if key.as_ref() != Some(dataset) {
+            continue;
+        }
+        for (name, path) in entries(&t)? {
+            let kind = match layout::classify(&name) {
+                FileKind::Unknown => ItemKind::Unknown,
+                _ => ItemKind::Leftover,
+            };
+            items.push(Item::new(kind, path.display().to_string(), size(&path)));
+        }
+        items.push(Item::new(
+            ItemKind::Leftover,
+            format!("{}/", t.display()),
+            None,
+        ));
+    }
+    Ok(items)
+}
+
+pub(super) fn interrupted_wipes(cat: &TocCatalogue) -> Result<Vec<DatasetKey>> {
+    let mut out: Vec<DatasetKey> = tombstones(cat)?
+        .into_iter()
+        .filter_map(|(_, k)| k)
+        .collect();
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
+/// Delete a tombstone: everything but unknown files (unless
+/// `unsafe_wipe_all`), then `toc`, then the directory.
+fn delete_tombstone(t: &Path, unsafe_wipe_all: bool) -> Result<()> {
+    let mut left = Vec::new();
+    for (name, path) in entries(t)? {
+        if name == TOC {
+            continue;
+        }
+        if layout::classify(&name) == FileKind::Unknown && !unsafe_wipe_all {
+            left.push(path.display().to_string());
+            continue;
+        }
+        if path.is_dir() && !path.is_symlink() {
+            std::fs::remove_dir_all(&path).map_err(io_at(&path))?;
+        } else {
+            layout::remove_file(&path)?;
+        }
+    }
+    if !left.is_empty() {
+        return Err(Error::invalid_input(format!(
+            "wipe left {} in place: fieldstore did not create {}; delete by hand, or wipe again with \
+             unsafe_wipe_all (--unsafe-wipe-all)",
+            t.display(),
+            left.join(", ")
+        )));
+    }
+    layout::remove_file(&t.join(TOC))?;
+    match std::fs::remove_dir(t) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(Error::io(format!("removing {}", t.display()), e)),
+    }
+    if let Some(root) = t.parent() {
+        layout::sync_dir(root)?;
+    }
+    Ok(())
+}
+
+pub(super) fn wipe(
+    cat: &TocCatalogue,
+    dataset: &DatasetKey,
+    unsafe_wipe_all: bool,
+    store_step: &mut dyn FnMut() -> Result<()>,
+) -> Result<()> {
+    // 1. Hide: one rename per root holding the dataset.
+    for dir in dirs_of(cat, dataset) {
+        let Some(root) = dir.parent() else {
+            continue;
+        };
+        let t = root.join(format!("{TOMBSTONE}{}", layout::writer_id()));
+        std::fs::rename(&dir, &t)
+            .map_err(|e| Error::io(format!("renaming {} to {}", dir.display(), t.display()), e))?;
+        layout::sync_dir(root)?;
+    }
+    // 2. The store's part.
+    store_step()?;
+    // 3. The catalogue's part: every tombstone of this dataset (also those
+    //    an interrupted wipe left), and empty ones whose `toc` is gone.
+    for (t, key) in tombstones(cat)? {
+        match key {
+            Some(k) if &k == dataset => delete_tombstone(&t, unsafe_wipe_all)?,
+            None if entries(&t)?.is_empty() => {
+                let _ = std::fs::remove_dir(&t);
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+pub(super) fn wipe_collocations(
+    cat: &TocCatalogue,
+    dataset: &DatasetKey,
+    collocations: &[CollocationKey],
+    units: &[String],
+) -> Result<()> {
+    let dir = layout::find_dataset(&cat.roots, dataset).ok_or_else(|| not_found(dataset))?;
+    let abs = std::path::absolute(&dir).map_err(io_at(&dir))?;
+    let names: Vec<String> = units.iter().map(|u| data_name(&abs, u)).collect();
+    append_record(&dir, format::WIPE, &encode_wipe(collocations, &names))
+}
+
+fn not_found(dataset: &DatasetKey) -> Error {
+    Error::new(
+        ErrorKind::NotFound,
+        format!("no dataset {} in the roots", dataset.braced()),
+    )
+}
+
+pub(super) fn reclaim(
+    cat: &TocCatalogue,
+    dataset: &DatasetKey,
+    units: &[String],
+    dry_run: bool,
+) -> Result<Vec<Item>> {
+    let Some(dir) = layout::find_dataset(&cat.roots, dataset) else {
+        return Ok(Vec::new());
+    };
+    let reader = TocReader::open_at(&cat.roots, &dir, dataset)?;
+    let st = reader.load_all()?;
+    let gone: HashSet<&str> = st
+        .removed
+        .iter()
+        .map(|u| &**u)
+        .chain(units.iter().map(String::as_str))
+        .collect();
+    // Index files a visible block with a surviving entry needs.
+    let mut needed = HashSet::new();
+    for c in st.collocations.values() {
+        for (i, b) in c.blocks.iter().enumerate() {
+            let keep = match c.loaded.get(i) {
+                Some(entries) => entries.iter().any(|(_, l)| !gone.contains(&*l.uri)),
+                None => true,
+            };
+            if keep {
+                needed.insert(b.file.clone());
+            }
+        }
+    }
+    let abs = st.abs_dir.clone();
+    drop(st);
+    let mut held = Vec::new();
+    let mut items = Vec::new();
+    for (name, path) in entries(&dir)? {
+        if layout::classify(&name) != FileKind::Index
+            || name.starts_with('.')
+            || needed.contains(&name)
+        {
+            continue;
+        }
+        // A live writer's index file (its blocks not flushed yet) stays.
+        if let Some(Ok(lock)) = layout::claim(&path)? {
+            items.push(Item::new(
+                ItemKind::Index,
+                path.display().to_string(),
+                size(&path),
+            ));
+            held.push((name, path, lock));
+        }
+    }
+    if dry_run || (units.is_empty() && held.is_empty()) {
+        return Ok(items);
+    }
+    let unit_names: Vec<String> = units.iter().map(|u| data_name(&abs, u)).collect();
+    let index_names: Vec<String> = held.iter().map(|(n, _, _)| n.clone()).collect();
+    // Readers learn first; then the files go.
+    append_record(
+        &dir,
+        format::RECLAIM,
+        &encode_reclaim(&unit_names, &index_names),
+    )?;
+    for (_, path, _lock) in &held {
+        layout::remove_file(path)?;
+    }
+    Ok(items)
+}
+
+fn same_dir(a: &Path, b: &Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    }
+}
+
+pub(super) fn move_dataset(
+    cat: &TocCatalogue,
+    dataset: &DatasetKey,
+    root: &Path,
+) -> Result<String> {
+    use std::os::unix::fs::MetadataExt;
+    let target = cat
+        .roots
+        .iter()
+        .find(|r| same_dir(&r.path, root))
+        .ok_or_else(|| {
+            let roots: Vec<String> = cat
+                .roots
+                .iter()
+                .map(|r| r.path.display().to_string())
+                .collect();
+            Error::invalid_input(format!(
+                "{} is not a root of this store (its roots: {})",
+                root.display(),
+                roots.join(", ")
+            ))
+        })?;
+    let src = dirs_of(cat, dataset)
+        .into_iter()
+        .next()
+        .ok_or_else(|| not_found(dataset))?;
+    let src_root = src
+        .parent()
+        .ok_or_else(|| Error::internal("a dataset directory without a parent"))?
+        .to_path_buf();
+    if same_dir(&src_root, &target.path) {
+        return Err(Error::invalid_input(format!(
+            "dataset {} is already in root {}",
+            dataset.braced(),
+            target.path.display()
+        )));
+    }
+    let dst = target.path.join(layout::dataset_dir_name(dataset));
+    if dst.exists() {
+        return Err(Error::invalid_input(format!(
+            "{} exists already: the dataset cannot be moved there",
+            dst.display()
+        )));
+    }
+    let src_dev = std::fs::metadata(&src).map_err(io_at(&src))?.dev();
+    let dst_dev = std::fs::metadata(&target.path)
+        .map_err(io_at(&target.path))?
+        .dev();
+    if src_dev == dst_dev {
+        // One atomic rename: readers and writers holding files keep them
+        // (the inodes move along) and find the dataset in its new root.
+        std::fs::rename(&src, &dst).map_err(|e| {
+            Error::io(
+                format!("renaming {} to {}", src.display(), dst.display()),
+                e,
+            )
+        })?;
+        layout::sync_dir(&src_root)?;
+        layout::sync_dir(&target.path)?;
+    } else {
+        copy_move(&src, &dst)?;
+    }
+    Ok(dst.display().to_string())
+}
+
+/// Copy `from[start..]` (a file only ever appended to) onto the end of
+/// `to`, creating it; returns the bytes copied.
+fn copy_tail(from: &Path, to: &Path, start: u64, end: Option<u64>) -> Result<u64> {
+    let mut src = File::open(from).map_err(io_at(from))?;
+    let len = match end {
+        Some(e) => e,
+        None => src.metadata().map_err(io_at(from))?.len(),
+    };
+    if len <= start && to.exists() {
+        return Ok(0);
+    }
+    src.seek(SeekFrom::Start(start)).map_err(io_at(from))?;
+    let mut buf = Vec::new();
+    src.take(len.saturating_sub(start))
+        .read_to_end(&mut buf)
+        .map_err(io_at(from))?;
+    let mut dst = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(to)
+        .map_err(io_at(to))?;
+    // One write: for `toc`, readers see the tail whole or not at all.
+    dst.write_all(&buf).map_err(io_at(to))?;
+    dst.sync_data().map_err(io_at(to))?;
+    Ok(buf.len() as u64)
+}
+
+/// Move across file systems: copy into a hidden directory of the target
+/// root, publish it with a rename, retire the source with a rename to a
+/// tombstone, copy what writers appended in between, delete the tombstone.
+///
+/// A writer that appended to the source before it was retired had its
+/// flush copied; one that appended after finds, on checking, that the
+/// dataset it appended to was renamed away, and reports the flush failed.
+pub(super) fn copy_move(src: &Path, dst: &Path) -> Result<()> {
+    let dst_root = dst
+        .parent()
+        .ok_or_else(|| Error::internal("a target without a parent"))?;
+    let src_root = src
+        .parent()
+        .ok_or_else(|| Error::internal("a source without a parent"))?;
+    let tmp = dst_root.join(format!("{MOVING}{}", layout::writer_id()));
+    std::fs::create_dir(&tmp).map_err(io_at(&tmp))?;
+    let result = (|| -> Result<u64> {
+        // The table of contents' length first: everything it names is in
+        // the other files by then (writers sync before appending to it).
+        let toc_len = std::fs::metadata(src.join(TOC)).map_err(io_at(src))?.len();
+        for (name, path) in entries(src)? {
+            if name == TOC || !path.is_file() {
+                continue;
+            }
+            copy_tail(&path, &tmp.join(&name), 0, None)?;
+        }
+        copy_tail(&src.join(TOC), &tmp.join(TOC), 0, Some(toc_len))?;
+        layout::sync_dir(&tmp)?;
+        Ok(toc_len)
+    })();
+    let toc_len = match result {
+        Ok(n) => n,
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&tmp);
+            return Err(e);
+        }
+    };
+    std::fs::rename(&tmp, dst).map_err(|e| {
+        Error::io(
+            format!("renaming {} to {}", tmp.display(), dst.display()),
+            e,
+        )
+    })?;
+    layout::sync_dir(dst_root)?;
+    let t = src_root.join(format!("{TOMBSTONE}{}", layout::writer_id()));
+    std::fs::rename(src, &t)
+        .map_err(|e| Error::io(format!("renaming {} to {}", src.display(), t.display()), e))?;
+    layout::sync_dir(src_root)?;
+    // What writers appended between the copy and the retirement.
+    let new_toc_len = std::fs::metadata(t.join(TOC)).map_err(io_at(&t))?.len();
+    if new_toc_len > toc_len {
+        for (name, path) in entries(&t)? {
+            if name == TOC || !path.is_file() || layout::classify(&name) == FileKind::Control {
+                continue;
+            }
+            let have = std::fs::metadata(dst.join(&name)).map_or(0, |m| m.len());
+            copy_tail(&path, &dst.join(&name), have, None)?;
+        }
+        copy_tail(&t.join(TOC), &dst.join(TOC), toc_len, Some(new_toc_len))?;
+        layout::sync_dir(dst)?;
+    }
+    std::fs::remove_dir_all(&t).map_err(io_at(&t))?;
+    layout::sync_dir(src_root)?;
+    Ok(())
+}

@@ -1,0 +1,841 @@
+//! Data management on [`FieldStore`]: wipe, purge, stats, status, control
+//! and move (FDB5's `fdb-wipe`, `fdb-purge`, `fdb-stats`, `fdb-status`,
+//! `fdb-lock`/`fdb-unlock`, `fdb-move`).
+//!
+//! The handle plans each operation from what the catalogue and the store
+//! report, then acts through the backends' data-management methods
+//! (`fieldstore_core::maintenance`). Wipe and purge are dry runs unless
+//! told otherwise, and a dry run reports exactly what the real run would
+//! delete. How each backend keeps these operations safe against concurrent
+//! readers and writers and against crashes: `docs/design.md`, "Data
+//! management".
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::sync::Arc;
+
+use fieldstore_core::maintenance::{self, Item, ItemKind, Removed, UnitState};
+use fieldstore_core::{
+    CollocationKey, Control, DatasetKey, Error, ErrorKind, Level, Locks, Operation, Request,
+    Result, Schema, Selector, Values,
+};
+use serde::Serialize;
+
+use crate::catalogue::DatasetReader;
+use crate::handle::FieldStore;
+
+/// Settings of [`FieldStore::wipe`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WipeOptions {
+    /// Delete; without it, only report what would be deleted.
+    pub doit: bool,
+    /// Also delete files or objects the backend did not create, which
+    /// otherwise make a wipe of the whole dataset refuse to run.
+    pub unsafe_wipe_all: bool,
+}
+
+/// A store unit or catalogue item that stays, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Kept {
+    /// What stays.
+    #[serde(flatten)]
+    pub item: Item,
+    /// Why.
+    pub reason: String,
+}
+
+/// What a wipe does (or, in a dry run, would do) to one dataset.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DatasetWipe {
+    /// The dataset.
+    pub dataset: DatasetKey,
+    /// Where it lives.
+    pub place: String,
+    /// `None`: the whole dataset; else the collocations wiped.
+    pub collocations: Option<Vec<CollocationKey>>,
+    /// The dataset was already hidden by an interrupted wipe; this one
+    /// finishes it.
+    pub interrupted: bool,
+    /// Entries that go (replaced ones included).
+    pub fields: u64,
+    /// Their bytes.
+    pub bytes: u64,
+    /// Files or objects deleted.
+    pub items: Vec<Item>,
+    /// Store units that stay (shared with other collocations, or in use).
+    pub kept: Vec<Kept>,
+    /// Files or objects the backend did not create (a whole-dataset wipe
+    /// refuses to run unless told to delete them).
+    pub unknown: Vec<Item>,
+}
+
+/// The result of [`FieldStore::wipe`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct WipeReport {
+    /// Whether anything was deleted (`false`: a dry run).
+    pub done: bool,
+    /// One entry per dataset the request names, in key order.
+    pub datasets: Vec<DatasetWipe>,
+}
+
+/// What a purge does (or would do) to one dataset.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DatasetPurge {
+    /// The dataset.
+    pub dataset: DatasetKey,
+    /// Where it lives.
+    pub place: String,
+    /// Replaced (masked) entries in the dataset before the purge.
+    pub duplicates: u64,
+    /// Their bytes.
+    pub duplicate_bytes: u64,
+    /// Files or objects deleted.
+    pub items: Vec<Item>,
+    /// Units holding replaced fields that stay, and why.
+    pub kept: Vec<Kept>,
+}
+
+/// The result of [`FieldStore::purge`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PurgeReport {
+    /// Whether anything was deleted (`false`: a dry run).
+    pub done: bool,
+    /// One entry per dataset the request names, in key order.
+    pub datasets: Vec<DatasetPurge>,
+}
+
+/// Counts of one dataset ([`FieldStore::stats`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DatasetStats {
+    /// The dataset.
+    pub dataset: DatasetKey,
+    /// Collocations.
+    pub collocations: u64,
+    /// Fields visible (newest versions).
+    pub fields: u64,
+    /// Their bytes.
+    pub bytes: u64,
+    /// Replaced (masked) entries still stored.
+    pub duplicates: u64,
+    /// Their bytes.
+    pub duplicate_bytes: u64,
+    /// Bytes a purge would free now.
+    pub reclaimable_bytes: u64,
+    /// Store units (files, objects) the entries point into.
+    pub units: u64,
+}
+
+/// Where a dataset lives and what it is locked against
+/// ([`FieldStore::status`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DatasetStatus {
+    /// The dataset.
+    pub dataset: DatasetKey,
+    /// Where it lives (a directory, a container).
+    pub place: String,
+    /// The operations it is locked against.
+    #[serde(serialize_with = "ser_locks")]
+    pub locks: Locks,
+    /// An interrupted wipe left it hidden; `wipe --doit` finishes it.
+    pub interrupted: bool,
+}
+
+fn ser_locks<S: serde::Serializer>(l: &Locks, s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.collect_seq(l.iter().map(Operation::name))
+}
+
+/// A dataset moved by [`FieldStore::move_datasets`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Moved {
+    /// The dataset.
+    pub dataset: DatasetKey,
+    /// Where it was.
+    pub from: String,
+    /// Where it is now.
+    pub to: String,
+}
+
+/// How entries use one store unit.
+#[derive(Debug, Default, Clone, Copy)]
+struct UnitUse {
+    live: u64,
+    dead: u64,
+    bytes: u64,
+    dead_bytes: u64,
+}
+
+/// Every entry of some collocations of one dataset, newest first.
+#[derive(Debug, Default)]
+struct Census {
+    fields: u64,
+    bytes: u64,
+    duplicates: u64,
+    duplicate_bytes: u64,
+    units: BTreeMap<String, UnitUse>,
+}
+
+impl Census {
+    fn take(reader: &dyn DatasetReader, collocations: &[CollocationKey]) -> Result<Census> {
+        let mut c = Census::default();
+        for col in collocations {
+            let mut seen = HashSet::new();
+            reader.scan(col, &mut |element, location| {
+                let u = c.units.entry(location.uri.to_string()).or_default();
+                u.bytes += location.length;
+                if seen.insert(element.clone()) {
+                    c.fields += 1;
+                    c.bytes += location.length;
+                    u.live += 1;
+                } else {
+                    c.duplicates += 1;
+                    c.duplicate_bytes += location.length;
+                    u.dead += 1;
+                    u.dead_bytes += location.length;
+                }
+                true
+            })?;
+        }
+        Ok(c)
+    }
+}
+
+/// The levels at which `keyword` appears anywhere in `schema`, with a chain
+/// using it at the element level.
+fn levels(schema: &Schema, keyword: &str) -> (BTreeSet<Level>, Option<String>) {
+    let mut out = BTreeSet::new();
+    let mut element_rule = None;
+    for id in schema.chains() {
+        let [d, c, e] = schema.chain(id);
+        if d.predicate(keyword).is_some() {
+            out.insert(Level::Dataset);
+        }
+        if c.predicate(keyword).is_some() {
+            out.insert(Level::Collocation);
+        }
+        if e.predicate(keyword).is_some() {
+            out.insert(Level::Element);
+            element_rule.get_or_insert_with(|| schema.describe(id));
+        }
+    }
+    (out, element_rule)
+}
+
+/// Keywords of `request` that constrain something (`all` does not).
+fn constraining(request: &Request) -> impl Iterator<Item = &str> + '_ {
+    request
+        .iter()
+        .filter(|(_, v)| !matches!(v, Values::All))
+        .map(|(k, _)| k)
+}
+
+/// Refuse a request for a dataset-level operation (purge, stats, status,
+/// control, move) that names keywords below the dataset level.
+fn dataset_request(schema: &Schema, request: &Request, what: &str) -> Result<()> {
+    for kw in constraining(request) {
+        if !levels(schema, kw).0.contains(&Level::Dataset) {
+            return Err(Error::invalid_input(format!(
+                "{what} works on whole datasets, but keyword '{kw}' is below the dataset level: \
+                 remove it from the request"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Whether the request names exactly this one dataset (one value for every
+/// keyword of its key).
+fn pins(request: &Request, dataset: &DatasetKey) -> bool {
+    dataset.keywords().all(|kw| {
+        matches!(request.get(kw), Some(Values::Items(items))
+            if items.len() == 1 && matches!(items[0], fieldstore_core::Item::Value(_)))
+    })
+}
+
+fn sum_bytes(items: &[Item]) -> u64 {
+    items.iter().filter_map(|i| i.bytes).sum()
+}
+
+/// What a wipe will do to one dataset, before acting.
+struct WipePlan {
+    report: DatasetWipe,
+    /// Whole dataset: every unit its entries point into.
+    units: Vec<String>,
+    /// Collocations: units only they point into, to remove.
+    remove: Vec<String>,
+}
+
+impl FieldStore {
+    /// Datasets of the catalogue (and hidden by interrupted wipes, with
+    /// `interrupted`) that `selector` matches, in key order; the flag says
+    /// whether the dataset is one an interrupted wipe hid.
+    fn matching_datasets(
+        &self,
+        selector: &Selector<'_>,
+        interrupted: bool,
+    ) -> Result<Vec<(DatasetKey, bool)>> {
+        let mut all: BTreeMap<DatasetKey, bool> = self
+            .catalogue
+            .datasets()?
+            .into_iter()
+            .map(|d| (d, false))
+            .collect();
+        if interrupted {
+            for d in self.catalogue.interrupted_wipes()? {
+                all.entry(d).or_insert(true);
+            }
+        }
+        Ok(all
+            .into_iter()
+            .filter(|(d, _)| selector.match_dataset(d).is_some())
+            .collect())
+    }
+
+    fn check_not_locked(&self, dataset: &DatasetKey, op: Operation) -> Result<()> {
+        if self.catalogue.locks(dataset)?.contains(op) {
+            return Err(maintenance::locked(dataset, op));
+        }
+        Ok(())
+    }
+
+    /// A fresh reader of `dataset` (not the handle's cached one).
+    fn fresh_reader(&self, dataset: &DatasetKey) -> Result<Option<Arc<dyn DatasetReader>>> {
+        self.forget_reader(dataset);
+        self.catalogue.reader(dataset)
+    }
+
+    /// Delete whole datasets, or whole collocations within datasets, that
+    /// `request` names. Without `options.doit` nothing is deleted and the
+    /// report says exactly what would be.
+    ///
+    /// A request keyword that is not part of a dataset's key selects
+    /// collocations by their key; a keyword below the collocation level is
+    /// refused (wipe never deletes some of a collocation's fields; purge
+    /// reclaims replaced ones). A whole-dataset wipe refuses to run when the
+    /// dataset holds files or objects the backend did not create, unless
+    /// `options.unsafe_wipe_all`.
+    ///
+    /// Readers see a wiped dataset or collocation whole or not at all; a
+    /// wipe interrupted by a crash is finished by the next wipe of the same
+    /// request.
+    ///
+    /// # Errors
+    /// `InvalidInput` (an empty request, a keyword below the collocation
+    /// level, unknown files without `unsafe_wipe_all`); `Locked` if a
+    /// dataset is locked against wipe (nothing is deleted then);
+    /// `Unsupported` by backends without wipe; I/O errors.
+    pub fn wipe(&self, request: &Request, options: WipeOptions) -> Result<WipeReport> {
+        if constraining(request).next().is_none() {
+            return Err(Error::invalid_input(
+                "wipe needs a request naming what to delete: an empty request would name every dataset",
+            ));
+        }
+        let selector = self.schema.selector(request)?;
+        for kw in constraining(request) {
+            let (lv, rule) = levels(&self.schema, kw);
+            if lv.iter().all(|l| *l == Level::Element) {
+                return Err(Error::invalid_input(format!(
+                    "wipe deletes whole datasets or whole collocations, but keyword '{kw}' names fields \
+                     within a collocation ({}): remove it from the request",
+                    rule.unwrap_or_default()
+                )));
+            }
+        }
+        let mut plans = Vec::new();
+        for (dataset, interrupted) in self.matching_datasets(&selector, true)? {
+            if !interrupted {
+                self.check_not_locked(&dataset, Operation::Wipe)?;
+            }
+            if let Some(p) = self.plan_wipe(&selector, request, &dataset, interrupted)? {
+                plans.push(p);
+            }
+        }
+        if options.doit && !options.unsafe_wipe_all {
+            let unknown: Vec<&str> = plans
+                .iter()
+                .flat_map(|p| p.report.unknown.iter().map(|i| i.name.as_str()))
+                .collect();
+            if !unknown.is_empty() {
+                return Err(Error::invalid_input(format!(
+                    "refusing to wipe: the dataset holds files or objects fieldstore did not create: {}; \
+                     move them away, or wipe with unsafe_wipe_all (--unsafe-wipe-all) to delete them too",
+                    unknown.join(", ")
+                )));
+            }
+        }
+        if options.doit {
+            for plan in &mut plans {
+                self.do_wipe(plan, options)?;
+            }
+        }
+        Ok(WipeReport {
+            done: options.doit,
+            datasets: plans.into_iter().map(|p| p.report).collect(),
+        })
+    }
+
+    fn plan_wipe(
+        &self,
+        selector: &Selector<'_>,
+        request: &Request,
+        dataset: &DatasetKey,
+        interrupted: bool,
+    ) -> Result<Option<WipePlan>> {
+        let place = self.catalogue.describe(dataset);
+        let below: Vec<&str> = constraining(request)
+            .filter(|kw| !dataset.contains(kw))
+            .collect();
+        let reader = if interrupted {
+            None
+        } else {
+            self.fresh_reader(dataset)?
+        };
+        let all_cols: Vec<CollocationKey> = match &reader {
+            Some(r) => r.collocations()?.into_iter().map(|c| c.key).collect(),
+            None => Vec::new(),
+        };
+        if below.is_empty() || interrupted {
+            // The whole dataset.
+            let census = match &reader {
+                Some(r) => Census::take(r.as_ref(), &all_cols)?,
+                None => Census::default(),
+            };
+            let units: Vec<String> = census.units.keys().cloned().collect();
+            let mut items = self.catalogue.inventory(dataset)?;
+            let mut seen: HashSet<String> = items.iter().map(|i| i.name.clone()).collect();
+            for i in self.store.inventory(dataset, &units)? {
+                if seen.insert(i.name.clone()) {
+                    items.push(i);
+                }
+            }
+            let (unknown, items): (Vec<Item>, Vec<Item>) =
+                items.into_iter().partition(|i| i.kind == ItemKind::Unknown);
+            return Ok(Some(WipePlan {
+                report: DatasetWipe {
+                    dataset: dataset.clone(),
+                    place,
+                    collocations: None,
+                    interrupted,
+                    fields: census.fields + census.duplicates,
+                    bytes: census.bytes + census.duplicate_bytes,
+                    items,
+                    kept: Vec::new(),
+                    unknown,
+                },
+                units,
+                remove: Vec::new(),
+            }));
+        }
+        let Some(reader) = reader else {
+            return Ok(None);
+        };
+        let Some(dm) = selector.match_dataset(dataset) else {
+            return Ok(None);
+        };
+        let mut targets = Vec::new();
+        for col in &all_cols {
+            if selector.match_collocation(&dm, col).is_none() {
+                continue;
+            }
+            let rest: Vec<&str> = below
+                .iter()
+                .copied()
+                .filter(|kw| !col.contains(kw))
+                .collect();
+            if rest.is_empty() {
+                targets.push(col.clone());
+                continue;
+            }
+            // A keyword this collocation lacks: either it names fields
+            // within it (refused), or it belongs to other rules (the
+            // collocation is not named).
+            let element_level = self.schema.chains().any(|id| {
+                let [d, c, e] = self.schema.chain(id);
+                d.keywords().eq(dataset.keywords())
+                    && c.keywords().eq(col.keywords())
+                    && rest.iter().any(|kw| e.predicate(kw).is_some())
+            });
+            if element_level {
+                let kw = rest
+                    .iter()
+                    .find(|kw| {
+                        self.schema.chains().any(|id| {
+                            let [_, c, e] = self.schema.chain(id);
+                            c.keywords().eq(col.keywords()) && e.predicate(kw).is_some()
+                        })
+                    })
+                    .copied()
+                    .unwrap_or(rest[0]);
+                return Err(Error::invalid_input(format!(
+                    "wipe deletes whole datasets or whole collocations, but keyword '{kw}' names fields \
+                     within collocation {}{}: remove it from the request",
+                    dataset.braced(),
+                    col.braced()
+                )));
+            }
+        }
+        let pending = reader.pending_units();
+        if targets.is_empty() && pending.is_empty() {
+            return Ok(None);
+        }
+        let inside = Census::take(reader.as_ref(), &targets)?;
+        let others: Vec<CollocationKey> = all_cols
+            .iter()
+            .filter(|c| !targets.contains(c))
+            .cloned()
+            .collect();
+        let outside = Census::take(reader.as_ref(), &others)?;
+        let mut items = Vec::new();
+        let mut kept = Vec::new();
+        let mut remove = Vec::new();
+        let candidates: BTreeSet<String> = inside
+            .units
+            .keys()
+            .cloned()
+            .chain(pending.into_iter())
+            .collect();
+        for uri in candidates {
+            let bytes_in = inside.units.get(&uri).map(|u| u.bytes);
+            if outside.units.contains_key(&uri) {
+                kept.push(Kept {
+                    item: Item::new(ItemKind::Data, uri, None),
+                    reason: "also holds fields of collocations that stay; purge reclaims it once \
+                             nothing visible points into it"
+                        .into(),
+                });
+                continue;
+            }
+            match self.unit_state(&uri, bytes_in) {
+                (UnitState::InUse, bytes) => kept.push(Kept {
+                    item: Item::new(ItemKind::Data, uri, bytes),
+                    reason: "a live writer still appends to it; a later wipe or purge removes it"
+                        .into(),
+                }),
+                (UnitState::Missing, _) => remove.push(uri),
+                (UnitState::Idle, bytes) => {
+                    items.push(Item::new(ItemKind::Data, uri.clone(), bytes));
+                    remove.push(uri);
+                }
+            }
+        }
+        if targets.is_empty() && remove.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(WipePlan {
+            report: DatasetWipe {
+                dataset: dataset.clone(),
+                place,
+                collocations: Some(targets),
+                interrupted: false,
+                fields: inside.fields + inside.duplicates,
+                bytes: inside.bytes + inside.duplicate_bytes,
+                items,
+                kept,
+                unknown: Vec::new(),
+            },
+            units: Vec::new(),
+            remove,
+        }))
+    }
+
+    /// A unit's state and size (the store's, else `fallback`).
+    fn unit_state(&self, uri: &str, fallback: Option<u64>) -> (UnitState, Option<u64>) {
+        match self.store.inspect(uri) {
+            Ok(u) => (u.state, u.bytes.or(fallback)),
+            // A store that cannot tell: treat as idle (its units are
+            // written once, as DAOS arrays are).
+            Err(e) if e.kind() == ErrorKind::Unsupported => (UnitState::Idle, fallback),
+            Err(_) => (UnitState::InUse, fallback),
+        }
+    }
+
+    fn do_wipe(&self, plan: &mut WipePlan, options: WipeOptions) -> Result<()> {
+        let dataset = plan.report.dataset.clone();
+        self.forget_reader(&dataset);
+        match &plan.report.collocations {
+            None => {
+                let units = plan.units.clone();
+                let store = self.store.clone();
+                self.catalogue
+                    .wipe(&dataset, options.unsafe_wipe_all, &mut || {
+                        store.wipe(&dataset, &units)
+                    })
+                    .map_err(|e| e.context(format!("wiping {}", dataset.braced())))?;
+            }
+            Some(cols) => {
+                if !cols.is_empty() {
+                    self.catalogue
+                        .wipe_collocations(&dataset, cols, &plan.remove)
+                        .map_err(|e| e.context(format!("wiping {}", dataset.braced())))?;
+                }
+                let removed = self.remove_units(&plan.remove, &mut plan.report)?;
+                let items = self.catalogue.reclaim(&dataset, &removed, false)?;
+                plan.report.items.extend(items);
+            }
+        }
+        self.forget_reader(&dataset);
+        Ok(())
+    }
+
+    /// Remove units from the store; returns those removed (or already
+    /// gone). Units found in use move from the report's items to `kept`.
+    fn remove_units(&self, units: &[String], report: &mut DatasetWipe) -> Result<Vec<String>> {
+        let mut removed = Vec::new();
+        for uri in units {
+            match self.store.remove(uri)? {
+                Removed::Done | Removed::Missing => removed.push(uri.clone()),
+                Removed::InUse => {
+                    if let Some(i) = report.items.iter().position(|i| &i.name == uri) {
+                        let item = report.items.remove(i);
+                        report.kept.push(Kept {
+                            item,
+                            reason: "a live writer still appends to it; a later wipe or purge removes it"
+                                .into(),
+                        });
+                    }
+                }
+            }
+        }
+        Ok(removed)
+    }
+
+    /// Reclaim the space of replaced (masked) fields in the datasets
+    /// `request` names: store units that no newest field points into (and
+    /// that no live writer appends to) are removed, then the catalogue
+    /// forgets the entries in them. Without `doit`, only report.
+    ///
+    /// Readers of the newest versions are never affected: only units
+    /// holding nothing but replaced fields are removed. A reader that looked
+    /// a field up before it was replaced and reads it after the purge gets
+    /// the newer version (retrieve looks the field up again).
+    ///
+    /// # Errors
+    /// `InvalidInput` for keywords below the dataset level; `Locked` if a
+    /// dataset is locked against wipe; `Unsupported`; I/O errors.
+    pub fn purge(&self, request: &Request, doit: bool) -> Result<PurgeReport> {
+        dataset_request(&self.schema, request, "purge")?;
+        let selector = self.schema.selector(request)?;
+        let mut out = Vec::new();
+        for (dataset, _) in self.matching_datasets(&selector, false)? {
+            self.check_not_locked(&dataset, Operation::Wipe)?;
+            let Some(reader) = self.fresh_reader(&dataset)? else {
+                continue;
+            };
+            let cols: Vec<CollocationKey> =
+                reader.collocations()?.into_iter().map(|c| c.key).collect();
+            let census = Census::take(reader.as_ref(), &cols)?;
+            let referenced: HashSet<String> = census.units.keys().cloned().collect();
+            let mut candidates: BTreeMap<String, Option<u64>> = BTreeMap::new();
+            let mut kept = Vec::new();
+            for (uri, u) in &census.units {
+                if u.dead == 0 {
+                    continue;
+                }
+                if u.live > 0 {
+                    kept.push(Kept {
+                        item: Item::new(ItemKind::Data, uri.clone(), Some(u.dead_bytes)),
+                        reason: format!(
+                            "{} replaced fields share it with {} newest ones",
+                            u.dead, u.live
+                        ),
+                    });
+                } else {
+                    candidates.insert(uri.clone(), Some(u.dead_bytes));
+                }
+            }
+            for uri in reader.pending_units() {
+                if census.units.get(&uri).is_none_or(|u| u.live == 0) {
+                    candidates.entry(uri).or_insert(None);
+                }
+            }
+            for o in self.store.orphans(&dataset, &referenced)? {
+                candidates.entry(o.uri).or_insert(o.bytes);
+            }
+            let mut items = Vec::new();
+            let mut remove = Vec::new();
+            for (uri, fallback) in candidates {
+                match self.unit_state(&uri, fallback) {
+                    (UnitState::InUse, bytes) => kept.push(Kept {
+                        item: Item::new(ItemKind::Data, uri, bytes),
+                        reason: "a live writer still appends to it".into(),
+                    }),
+                    (UnitState::Missing, _) => remove.push(uri),
+                    (UnitState::Idle, bytes) => {
+                        items.push(Item::new(ItemKind::Data, uri.clone(), bytes));
+                        remove.push(uri);
+                    }
+                }
+            }
+            let mut report = DatasetPurge {
+                dataset: dataset.clone(),
+                place: self.catalogue.describe(&dataset),
+                duplicates: census.duplicates,
+                duplicate_bytes: census.duplicate_bytes,
+                items,
+                kept,
+            };
+            if doit {
+                let mut w = DatasetWipe {
+                    dataset: dataset.clone(),
+                    place: String::new(),
+                    collocations: None,
+                    interrupted: false,
+                    fields: 0,
+                    bytes: 0,
+                    items: std::mem::take(&mut report.items),
+                    kept: std::mem::take(&mut report.kept),
+                    unknown: Vec::new(),
+                };
+                let removed = self.remove_units(&remove, &mut w)?;
+                report.items = w.items;
+                report.kept = w.kept;
+                if !removed.is_empty() {
+                    report
+                        .items
+                        .extend(self.catalogue.reclaim(&dataset, &removed, false)?);
+                }
+                self.forget_reader(&dataset);
+            } else if !remove.is_empty() {
+                report
+                    .items
+                    .extend(self.catalogue.reclaim(&dataset, &remove, true)?);
+            }
+            out.push(report);
+        }
+        Ok(PurgeReport {
+            done: doit,
+            datasets: out,
+        })
+    }
+
+    /// Counts per dataset: collocations, fields, bytes, replaced fields and
+    /// the bytes a purge would free. Works on every backend (sizes come from
+    /// the index where the store cannot tell them cheaply).
+    ///
+    /// # Errors
+    /// `InvalidInput` for keywords below the dataset level; `Locked` if a
+    /// dataset is locked against list; I/O errors.
+    pub fn stats(&self, request: &Request) -> Result<Vec<DatasetStats>> {
+        dataset_request(&self.schema, request, "stats")?;
+        let selector = self.schema.selector(request)?;
+        let mut out = Vec::new();
+        for (dataset, _) in self.matching_datasets(&selector, false)? {
+            let Some(reader) = self.fresh_reader(&dataset)? else {
+                continue;
+            };
+            if reader.locks().contains(Operation::List) {
+                if pins(request, &dataset) {
+                    return Err(maintenance::locked(&dataset, Operation::List));
+                }
+                continue;
+            }
+            let cols: Vec<CollocationKey> =
+                reader.collocations()?.into_iter().map(|c| c.key).collect();
+            let census = Census::take(reader.as_ref(), &cols)?;
+            let mut reclaimable = 0;
+            for (uri, u) in &census.units {
+                if u.live == 0 {
+                    if let (UnitState::Idle, Some(b)) = self.unit_state(uri, Some(u.dead_bytes)) {
+                        reclaimable += b;
+                    }
+                }
+            }
+            let referenced: HashSet<String> = census.units.keys().cloned().collect();
+            for o in self.store.orphans(&dataset, &referenced)? {
+                reclaimable += o.bytes.unwrap_or(0);
+            }
+            out.push(DatasetStats {
+                dataset,
+                collocations: cols.len() as u64,
+                fields: census.fields,
+                bytes: census.bytes,
+                duplicates: census.duplicates,
+                duplicate_bytes: census.duplicate_bytes,
+                reclaimable_bytes: reclaimable,
+                units: census.units.len() as u64,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Where each dataset `request` names lives, and its locks; datasets an
+    /// interrupted wipe hid are included (flagged).
+    ///
+    /// # Errors
+    /// `InvalidInput` for keywords below the dataset level; I/O errors.
+    pub fn status(&self, request: &Request) -> Result<Vec<DatasetStatus>> {
+        dataset_request(&self.schema, request, "status")?;
+        let selector = self.schema.selector(request)?;
+        let mut out = Vec::new();
+        for (dataset, interrupted) in self.matching_datasets(&selector, true)? {
+            let locks = if interrupted {
+                Locks::NONE
+            } else {
+                self.catalogue.locks(&dataset)?
+            };
+            out.push(DatasetStatus {
+                place: self.catalogue.describe(&dataset),
+                dataset,
+                locks,
+                interrupted,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Lock or unlock `operations` on every dataset `request` names, for
+    /// every process. Returns each dataset's locks afterwards.
+    ///
+    /// # Errors
+    /// `InvalidInput` for keywords below the dataset level; `Unsupported`;
+    /// I/O errors.
+    pub fn control(
+        &self,
+        request: &Request,
+        action: Control,
+        operations: Locks,
+    ) -> Result<Vec<DatasetStatus>> {
+        dataset_request(&self.schema, request, "control")?;
+        let selector = self.schema.selector(request)?;
+        let mut out = Vec::new();
+        for (dataset, _) in self.matching_datasets(&selector, false)? {
+            let locks = self.catalogue.control(&dataset, action, operations)?;
+            self.forget_reader(&dataset);
+            out.push(DatasetStatus {
+                place: self.catalogue.describe(&dataset),
+                dataset,
+                locks,
+                interrupted: false,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Move every dataset `request` names to `root` (another root of the
+    /// POSIX backend), atomically for readers: they see each dataset in its
+    /// old place or in its new one, whole.
+    ///
+    /// # Errors
+    /// `InvalidInput` for keywords below the dataset level or a root that is
+    /// not configured; `Locked` if a dataset is locked against wipe;
+    /// `Unsupported` by backends other than POSIX; I/O errors.
+    pub fn move_datasets(&self, request: &Request, root: &std::path::Path) -> Result<Vec<Moved>> {
+        dataset_request(&self.schema, request, "move")?;
+        let selector = self.schema.selector(request)?;
+        let matched = self.matching_datasets(&selector, false)?;
+        for (dataset, _) in &matched {
+            self.check_not_locked(dataset, Operation::Wipe)?;
+        }
+        let mut out = Vec::new();
+        for (dataset, _) in matched {
+            let from = self.catalogue.describe(&dataset);
+            let to = self.catalogue.move_dataset(&dataset, root)?;
+            self.forget_reader(&dataset);
+            out.push(Moved { dataset, from, to });
+        }
+        Ok(out)
+    }
+}
+
+/// Total bytes of a wipe report's deleted items (for summaries).
+pub fn wiped_bytes(report: &WipeReport) -> u64 {
+    report.datasets.iter().map(|d| sum_bytes(&d.items)).sum()
+}
