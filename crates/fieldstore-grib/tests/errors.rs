@@ -377,3 +377,57 @@ fn every_single_byte_corruption_is_an_error_or_a_key() {
         }
     }
 }
+
+/// `(index, offset)` of each item, `Err` for errors, with `resync`.
+fn resynced(bytes: &[u8]) -> Vec<Result<(usize, usize), (usize, usize)>> {
+    split_messages(bytes)
+        .resync()
+        .map(|m| match m {
+            Ok(m) => Ok((m.index(), m.offset())),
+            Err(e) => {
+                let g = grib_error(&e);
+                Err((g.index, g.offset))
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn resync_goes_on_after_garbage_with_one_error_per_damaged_stretch() {
+    let file = fixture("timespan.grib");
+    // 6 messages of 1800 bytes (2t) and 1824 (cp); garbage after message 0,
+    // including a `GRIB` that starts no valid message.
+    let mut bytes = file[..1800].to_vec();
+    bytes.extend_from_slice(b"junk GRIB junk");
+    bytes.extend_from_slice(&file[1800..]);
+    let items = resynced(&bytes);
+    assert_eq!(items.len(), 7, "{items:?}");
+    assert_eq!(items[0], Ok((0, 0)));
+    assert_eq!(items[1], Err((1, 1800)));
+    assert_eq!(items[2], Ok((2, 1800 + 14)));
+    assert!(items[2..].iter().all(Result::is_ok), "{items:?}");
+    // Without resync the same input ends at the garbage.
+    assert_eq!(split_messages(&bytes).count(), 2);
+}
+
+#[test]
+fn resync_skips_a_damaged_message_and_ends_after_a_truncated_one() {
+    let file = fixture("timespan.grib");
+    let mut bytes = file.clone();
+    // Message 1's end marker: its stretch runs to message 2.
+    bytes[2 * 1800 - 1] = b'X';
+    // The last message cut short.
+    bytes.truncate(bytes.len() - 100);
+    let items = resynced(&bytes);
+    let errors: Vec<_> = items.iter().filter_map(|i| i.err()).collect();
+    assert_eq!(errors, [(1, 1800), (5, file.len() - 1824)], "{items:?}");
+    let ok: Vec<_> = items.iter().filter_map(|i| i.ok()).collect();
+    assert_eq!(ok.iter().map(|(i, _)| *i).collect::<Vec<_>>(), [0, 2, 3, 4]);
+    assert_eq!(ok[1], (2, 3600));
+}
+
+#[test]
+fn resync_on_input_without_any_message_is_one_error() {
+    assert_eq!(resynced(b"hello, world"), [Err((0, 0))]);
+    assert!(resynced(b"").is_empty());
+}
