@@ -31,7 +31,7 @@ use fieldstore_core::{
 use crate::config::RadosConfig;
 use crate::format::{self, Dec, Enc, Framed};
 use crate::naming::{self, ROOT};
-use crate::rados::{Pool, WriteOp, ECANCELED, EEXIST, ENOENT};
+use crate::rados::{Pool, WriteOp, ECANCELED, EEXIST, EFBIG, ENOENT};
 
 /// Index entries per block (one omap value).
 const BLOCK_ENTRIES: usize = 4096;
@@ -42,6 +42,35 @@ const OP_BYTES: usize = 8 << 20;
 const KEYS_PER_READ: usize = 512;
 /// Datasets listed per omap page.
 const PAGE: u64 = 1000;
+/// The omap key of a sealed log segment: the number of the next segment.
+/// (Block keys begin with a writer id, never with `!`.)
+const SEALED: &[u8] = b"!sealed";
+/// A writer checks the size of the log segment every this many flushes.
+const STAT_EVERY: u32 = 16;
+
+/// The object of log segment `k` of the dataset whose object is `base`.
+fn segment_object(base: &str, k: u32) -> String {
+    if k == 0 {
+        base.to_string()
+    } else {
+        format!("{base}.{k}")
+    }
+}
+
+/// The segment that follows sealed segment `object`, if it is sealed.
+fn sealed_next(pool: &Pool, object: &str) -> Result<Option<u32>> {
+    let v = pool
+        .omap_get(object, &[SEALED])
+        .map_err(|e| e.error(format!("reading the seal of {}", pool.what(object))))?;
+    match v.into_iter().next() {
+        None => Ok(None),
+        Some((_, v)) => std::str::from_utf8(&v)
+            .ok()
+            .and_then(|t| t.parse().ok())
+            .map(Some)
+            .ok_or_else(|| Error::corrupt(format!("{}: bad seal {v:?}", pool.what(object)))),
+    }
+}
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
@@ -51,6 +80,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 #[derive(Debug)]
 pub struct RadosCatalogue {
     pool: Arc<Pool>,
+    log_segment_size: u64,
 }
 
 impl RadosCatalogue {
@@ -62,6 +92,7 @@ impl RadosCatalogue {
     pub fn open(config: &RadosConfig) -> Result<RadosCatalogue> {
         Ok(RadosCatalogue {
             pool: Arc::new(config.open_pool()?),
+            log_segment_size: config.log_segment_size,
         })
     }
 
@@ -239,6 +270,9 @@ impl Catalogue for RadosCatalogue {
             key: dataset.clone(),
             registered: false,
             object,
+            segment: 0,
+            segment_size: self.log_segment_size,
+            since_stat: 0,
             writer: naming::writer_id(),
             flushes: 0,
             pending: Vec::new(),
@@ -284,6 +318,7 @@ impl Catalogue for RadosCatalogue {
             pool: self.pool.clone(),
             object,
             state: Mutex::new(ReaderState {
+                segment: 0,
                 pos,
                 order: Vec::new(),
                 collocations: HashMap::new(),
@@ -304,7 +339,14 @@ struct RadosCatalogueWriter {
     key: DatasetKey,
     /// Whether this writer saw the dataset registered in the root.
     registered: bool,
+    /// The dataset object (log segment 0).
     object: String,
+    /// The log segment this writer appends to (the last one it knows).
+    segment: u32,
+    /// Seal a segment once it is this large.
+    segment_size: u64,
+    /// Flushes since the segment's size was last checked.
+    since_stat: u32,
     writer: String,
     flushes: u64,
     /// Pending entries per collocation, in first-insert order.
@@ -355,6 +397,92 @@ fn encode_block(
     let mut framed = Vec::new();
     format::frame(&mut framed, format::BLOCK, &e.0);
     (framed, axes)
+}
+
+impl RadosCatalogueWriter {
+    /// Send a flush to the current segment: `Ok(false)` if the segment
+    /// turned out to be sealed (the writer then moved to the next one).
+    fn flush_to_segment(&mut self, blocks: &[(String, Vec<u8>)], rec: &[u8]) -> Result<bool> {
+        let obj = segment_object(&self.object, self.segment);
+        let what = || format!("flushing to {}", self.pool.what(&obj));
+        let mut i = 0;
+        loop {
+            let mut size = 0;
+            let mut j = i;
+            while j < blocks.len() && (j == i || size + blocks[j].1.len() <= OP_BYTES) {
+                size += blocks[j].1.len();
+                j += 1;
+            }
+            let pairs: Vec<(&[u8], &[u8])> = blocks[i..j]
+                .iter()
+                .map(|(k, v)| (k.as_bytes(), v.as_slice()))
+                .collect();
+            let mut op = WriteOp::new()?;
+            op.assert_exists();
+            op.omap_cmp_eq(SEALED, b"");
+            op.omap_set(&pairs);
+            let last = j == blocks.len();
+            if last {
+                op.append(rec);
+            }
+            match self.pool.operate(&obj, &op) {
+                Ok(()) => {}
+                Err(e) if e == ECANCELED => {
+                    self.segment = sealed_next(&self.pool, &obj)?.unwrap_or(self.segment + 1);
+                    return Ok(false);
+                }
+                Err(e) if e == EFBIG => {
+                    // The segment reached the cluster's object size limit.
+                    self.seal()?;
+                    return Ok(false);
+                }
+                Err(e) if e == ENOENT => {
+                    return Err(Error::new(
+                        ErrorKind::NotFound,
+                        format!("{}: the dataset was removed", what()),
+                    ))
+                }
+                Err(e) => return Err(e.error(what())),
+            }
+            if last {
+                return Ok(true);
+            }
+            i = j;
+        }
+    }
+
+    /// Seal the current segment (unless another writer did) and move to
+    /// the next: create it, then, atomically on the current one, mark it
+    /// sealed and append a SEAL record naming the next. Once sealed, no
+    /// flush can be appended to a segment, so every record of segment k
+    /// precedes every record of segment k + 1.
+    fn seal(&mut self) -> Result<()> {
+        let obj = segment_object(&self.object, self.segment);
+        let next = self.segment + 1;
+        let next_obj = segment_object(&self.object, next);
+        let mut create = WriteOp::new()?;
+        create.create();
+        self.pool
+            .operate(&next_obj, &create)
+            .map_err(|e| e.error(format!("creating {}", self.pool.what(&next_obj))))?;
+        let mut p = Enc::default();
+        p.u32(next);
+        let mut rec = Vec::new();
+        format::frame(&mut rec, format::SEAL, &p.0);
+        let mut op = WriteOp::new()?;
+        op.assert_exists();
+        op.omap_cmp_eq(SEALED, b"");
+        op.omap_set(&[(SEALED, next.to_string().as_bytes())]);
+        op.append(&rec);
+        match self.pool.operate(&obj, &op) {
+            Ok(()) => self.segment = next,
+            Err(e) if e == ECANCELED => {
+                self.segment = sealed_next(&self.pool, &obj)?.unwrap_or(next);
+            }
+            Err(e) => return Err(e.error(format!("sealing {}", self.pool.what(&obj)))),
+        }
+        Ok(())
+    }
 }
 
 impl CatalogueWriter for RadosCatalogueWriter {
@@ -429,41 +557,30 @@ impl CatalogueWriter for RadosCatalogueWriter {
         let mut rec = Vec::new();
         format::frame(&mut rec, format::FLUSH, &record.0);
         // The blocks, in operations of at most OP_BYTES; the last one also
-        // appends the record, which makes them all visible at once.
-        let what = || format!("flushing to {}", self.pool.what(&self.object));
-        let mut i = 0;
-        loop {
-            let mut size = 0;
-            let mut j = i;
-            while j < blocks.len() && (j == i || size + blocks[j].1.len() <= OP_BYTES) {
-                size += blocks[j].1.len();
-                j += 1;
+        // appends the record, which makes them all visible at once. Every
+        // operation requires the segment not to be sealed; if it is, the
+        // flush goes again to the next segment.
+        let mut hops = 0;
+        while !self.flush_to_segment(&blocks, &rec)? {
+            hops += 1;
+            if hops > 10_000 {
+                return Err(Error::internal(format!(
+                    "{}: no unsealed log segment found",
+                    self.pool.what(&self.object)
+                )));
             }
-            let pairs: Vec<(&[u8], &[u8])> = blocks[i..j]
-                .iter()
-                .map(|(k, v)| (k.as_bytes(), v.as_slice()))
-                .collect();
-            let mut op = WriteOp::new()?;
-            op.assert_exists();
-            op.omap_set(&pairs);
-            let last = j == blocks.len();
-            if last {
-                op.append(&rec);
+        }
+        self.since_stat += 1;
+        if self.since_stat >= STAT_EVERY || self.segment_size < (1 << 20) {
+            self.since_stat = 0;
+            let obj = segment_object(&self.object, self.segment);
+            let size = self
+                .pool
+                .stat(&obj)
+                .map_err(|e| e.error(format!("checking the size of {}", self.pool.what(&obj))))?;
+            if size >= self.segment_size {
+                self.seal()?;
             }
-            self.pool.operate(&self.object, &op).map_err(|e| {
-                if e == ENOENT {
-                    Error::new(
-                        ErrorKind::NotFound,
-                        format!("{}: the dataset was removed", what()),
-                    )
-                } else {
-                    e.error(what())
-                }
-            })?;
-            if last {
-                break;
-            }
-            i = j;
         }
         if !self.registered {
             register(&self.pool, &self.object, &self.key)?;
@@ -476,8 +593,8 @@ impl CatalogueWriter for RadosCatalogueWriter {
 #[derive(Debug, Default)]
 struct Collocation {
     axes: Axes,
-    /// omap keys of its blocks, oldest first.
-    blocks: Vec<String>,
+    /// Log segment and omap key of its blocks, oldest first.
+    blocks: Vec<(u32, String)>,
     /// Entries of the blocks loaded so far, block by block, oldest first.
     loaded: Vec<Arc<Vec<(ElementKey, FieldLocation)>>>,
     /// Newest location per element, over the loaded blocks.
@@ -486,7 +603,9 @@ struct Collocation {
 
 #[derive(Debug)]
 struct ReaderState {
-    /// Bytes of the log consumed.
+    /// The log segment being followed.
+    segment: u32,
+    /// Bytes of that segment consumed.
     pos: u64,
     order: Vec<CollocationKey>,
     collocations: HashMap<CollocationKey, Collocation>,
@@ -501,8 +620,8 @@ pub struct RadosReader {
 }
 
 impl RadosReader {
-    fn apply_flush(&self, st: &mut ReaderState, payload: &[u8], at: u64) -> Result<()> {
-        let what = || format!("{} at offset {at}", self.pool.what(&self.object));
+    fn apply_flush(&self, st: &mut ReaderState, payload: &[u8], obj: &str, at: u64) -> Result<()> {
+        let what = || format!("{} at offset {at}", self.pool.what(obj));
         let mut d = Dec::new(payload, &what);
         let _timestamp = d.u64()?;
         let _writer = d.str()?;
@@ -532,7 +651,7 @@ impl RadosReader {
             for (kw, values) in axes {
                 c.axes.entry(kw).or_default().extend(values);
             }
-            c.blocks.push(key);
+            c.blocks.push((st.segment, key));
         }
         if !d.done() {
             return Err(Error::corrupt(format!(
@@ -548,24 +667,31 @@ impl RadosReader {
         let Some(c) = st.collocations.get(collocation) else {
             return Ok(());
         };
-        let todo: Vec<String> = c.blocks[c.loaded.len()..].to_vec();
-        for batch in todo.chunks(KEYS_PER_READ) {
-            let keys: Vec<&[u8]> = batch.iter().map(|k| k.as_bytes()).collect();
-            let got = self.pool.omap_get(&self.object, &keys).map_err(|e| {
-                e.error(format!(
-                    "reading index blocks of {}",
-                    self.pool.what(&self.object)
-                ))
+        let todo: Vec<(u32, String)> = c.blocks[c.loaded.len()..].to_vec();
+        let mut start = 0;
+        while start < todo.len() {
+            // A run of blocks of one segment, at most KEYS_PER_READ.
+            let segment = todo[start].0;
+            let mut end = start + 1;
+            while end < todo.len() && end - start < KEYS_PER_READ && todo[end].0 == segment {
+                end += 1;
+            }
+            let batch = &todo[start..end];
+            start = end;
+            let obj = segment_object(&self.object, segment);
+            let keys: Vec<&[u8]> = batch.iter().map(|(_, k)| k.as_bytes()).collect();
+            let got = self.pool.omap_get(&obj, &keys).map_err(|e| {
+                e.error(format!("reading index blocks of {}", self.pool.what(&obj)))
             })?;
             let mut got: HashMap<Vec<u8>, Vec<u8>> = got.into_iter().collect();
-            for k in batch {
+            for (_, k) in batch {
                 let value = got.remove(k.as_bytes()).ok_or_else(|| {
                     Error::corrupt(format!(
                         "{}: index block '{k}' named by the log is missing from the omap",
-                        self.pool.what(&self.object)
+                        self.pool.what(&obj)
                     ))
                 })?;
-                let entries = Arc::new(self.decode_block(k, &value)?);
+                let entries = Arc::new(self.decode_block(&obj, k, &value)?);
                 let Some(c) = st.collocations.get_mut(collocation) else {
                     break;
                 };
@@ -578,8 +704,13 @@ impl RadosReader {
         Ok(())
     }
 
-    fn decode_block(&self, key: &str, value: &[u8]) -> Result<Vec<(ElementKey, FieldLocation)>> {
-        let what = || format!("{} omap key '{key}'", self.pool.what(&self.object));
+    fn decode_block(
+        &self,
+        object: &str,
+        key: &str,
+        value: &[u8],
+    ) -> Result<Vec<(ElementKey, FieldLocation)>> {
+        let what = || format!("{} omap key '{key}'", self.pool.what(object));
         let payload = match format::unframe(value, &what)? {
             Framed::Record(format::BLOCK, p, n) if n == value.len() => p,
             Framed::Record(kind, ..) => {
@@ -642,34 +773,54 @@ impl RadosReader {
 impl DatasetReader for RadosReader {
     fn refresh(&self) -> Result<()> {
         let mut st = lock(&self.state);
-        let buf = read_from(&self.pool, &self.object, st.pos).map_err(|e| {
-            e.error(format!(
-                "reading the log of {}",
-                self.pool.what(&self.object)
-            ))
-        })?;
-        let mut used = 0;
-        while used < buf.len() {
-            let at = st.pos + used as u64;
-            let what = || format!("{} at offset {at}", self.pool.what(&self.object));
-            match format::unframe(&buf[used..], &what)? {
-                Framed::Record(format::FLUSH, payload, n) => {
-                    self.apply_flush(&mut st, payload, at)?;
-                    used += n;
+        'segments: loop {
+            let obj = segment_object(&self.object, st.segment);
+            let buf = match read_from(&self.pool, &obj, st.pos) {
+                Ok(b) => b,
+                // A segment is created before the seal that names it, but
+                // a reader may race its creation only if it was removed.
+                Err(e) if e == ENOENT && st.segment > 0 => Vec::new(),
+                Err(e) => {
+                    return Err(e.error(format!("reading the log of {}", self.pool.what(&obj))))
                 }
-                // Unknown record types from newer versions are skipped.
-                Framed::Record(_, _, n) => used += n,
-                // Appends are atomic, so only a damaged log ends early.
-                Framed::Incomplete => {
-                    return Err(Error::corrupt(format!(
-                        "{}: the log ends in a partial record",
-                        what()
-                    )))
+            };
+            let mut used = 0;
+            while used < buf.len() {
+                let at = st.pos + used as u64;
+                let what = || format!("{} at offset {at}", self.pool.what(&obj));
+                match format::unframe(&buf[used..], &what)? {
+                    Framed::Record(format::FLUSH, payload, n) => {
+                        self.apply_flush(&mut st, payload, &obj, at)?;
+                        used += n;
+                    }
+                    Framed::Record(format::SEAL, payload, _) => {
+                        let mut d = Dec::new(payload, &what);
+                        let next = d.u32()?;
+                        if next != st.segment + 1 {
+                            return Err(Error::corrupt(format!(
+                                "{}: seal names segment {next}, not {}",
+                                what(),
+                                st.segment + 1
+                            )));
+                        }
+                        st.segment = next;
+                        st.pos = 0;
+                        continue 'segments;
+                    }
+                    // Unknown record types from newer versions are skipped.
+                    Framed::Record(_, _, n) => used += n,
+                    // Appends are atomic, so only a damaged log ends early.
+                    Framed::Incomplete => {
+                        return Err(Error::corrupt(format!(
+                            "{}: the log ends in a partial record",
+                            what()
+                        )))
+                    }
                 }
             }
+            st.pos += used as u64;
+            return Ok(());
         }
-        st.pos += used as u64;
-        Ok(())
     }
 
     fn collocations(&self) -> Result<Vec<CollocationInfo>> {

@@ -13,6 +13,7 @@
 //!   object_size: 67108864       # data objects roll over past this size (default 64 MiB,
 //!                               # capped at the cluster's osd_max_object_size)
 //!   in_flight: 16               # asynchronous writes in flight per writer
+//!   log_segment_size: 67108864  # a dataset's log continues in a new object past this
 //! ```
 
 use std::collections::HashMap;
@@ -42,6 +43,8 @@ pub struct RadosConfig {
     pub object_size: u64,
     /// Asynchronous writes in flight per store writer.
     pub in_flight: usize,
+    /// A dataset's log continues in a new segment object past this size.
+    pub log_segment_size: u64,
 }
 
 const KEYS: &[&str] = &[
@@ -53,6 +56,7 @@ const KEYS: &[&str] = &[
     "timeout",
     "object_size",
     "in_flight",
+    "log_segment_size",
 ];
 
 fn invalid(message: impl Into<String>) -> Error {
@@ -71,6 +75,7 @@ impl RadosConfig {
             timeout_secs: 60,
             object_size: 64 << 20,
             in_flight: 16,
+            log_segment_size: 64 << 20,
         }
     }
 
@@ -132,6 +137,9 @@ impl RadosConfig {
         }
         if let Some(s) = number("object_size", 1 << 40)? {
             c.object_size = s.max(1 << 20);
+        }
+        if let Some(s) = number("log_segment_size", 1 << 40)? {
+            c.log_segment_size = s.max(4096);
         }
         if let Some(n) = number("in_flight", 1024)? {
             c.in_flight = n as usize;

@@ -77,6 +77,7 @@ api! {
     rados_ioctx_destroy: fn(IoCtx);
     rados_ioctx_set_namespace: fn(IoCtx, *const c_char);
     rados_read: fn(IoCtx, *const c_char, *mut c_char, usize, u64) -> c_int;
+    rados_stat: fn(IoCtx, *const c_char, *mut u64, *mut i64) -> c_int;
     rados_aio_create_completion2: fn(*mut c_void, Option<unsafe extern "C" fn(Completion, *mut c_void)>, *mut Completion) -> c_int;
     rados_aio_wait_for_complete: fn(Completion) -> c_int;
     rados_aio_get_return_value: fn(Completion) -> c_int;

@@ -24,6 +24,7 @@ pub(crate) const HEADER: usize = 20;
 /// Record types.
 pub(crate) const INIT: u16 = 1;
 pub(crate) const FLUSH: u16 = 2;
+pub(crate) const SEAL: u16 = 3;
 pub(crate) const BLOCK: u16 = 10;
 
 /// Append one framed record to `out`.

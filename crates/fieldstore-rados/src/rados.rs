@@ -22,6 +22,7 @@ pub(crate) struct Errno(pub(crate) i32);
 
 pub(crate) const ENOENT: Errno = Errno(2);
 pub(crate) const EEXIST: Errno = Errno(17);
+pub(crate) const EFBIG: Errno = Errno(27);
 pub(crate) const ECANCELED: Errno = Errno(125);
 
 impl Errno {
@@ -299,6 +300,15 @@ impl Pool {
         Errno::check(rc).map(|n| n as usize)
     }
 
+    /// Size of an object.
+    pub(crate) fn stat(&self, oid: &str) -> std::result::Result<u64, Errno> {
+        let o = CString::new(oid).map_err(|_| Errno(22))?;
+        let (mut size, mut mtime) = (0u64, 0i64);
+        // SAFETY: valid I/O context and out-pointers.
+        let rc = unsafe { (self.api.rados_stat)(self.io, o.as_ptr(), &mut size, &mut mtime) };
+        Errno::check(rc).map(|_| size)
+    }
+
     /// Start writing `data` at `offset` of `oid` (`offset` `None`: replace
     /// the whole object). The returned [`Pending`] owns the buffer until
     /// the write completes.
@@ -540,6 +550,12 @@ impl WriteOp {
         unsafe {
             (self.api.rados_write_op_create)(self.op, ffi::CREATE_EXCLUSIVE, std::ptr::null())
         }
+    }
+
+    /// Create the object if it does not exist.
+    pub(crate) fn create(&mut self) {
+        // SAFETY: valid op; a null category is allowed.
+        unsafe { (self.api.rados_write_op_create)(self.op, 0, std::ptr::null()) }
     }
 
     /// Fail with `ENOENT` unless the object exists.

@@ -251,3 +251,30 @@ fn damaged_index_block_is_detected() {
         }
     }
 }
+
+/// Every check with 4 KiB log segments, so that datasets' logs are sealed
+/// and continued in new segment objects all the time, under concurrent
+/// writers and readers; the logs did roll over.
+#[test]
+fn every_check_with_tiny_log_segments() {
+    let Some(c) = common::cluster() else { return };
+    let ns = common::namespace("seg");
+    let mut config = c.config("rados", "rados", &ns, None);
+    let mut section = config.backend("rados").clone();
+    section["log_segment_size"] = serde_json::json!(4096);
+    config.backends.insert("rados".into(), section);
+    let open = move || FieldStore::open(config.clone());
+    run_all(&open, &Capabilities::default());
+    let objects = String::from_utf8(c.rados(&ns, &["ls"])).expect("UTF-8 names");
+    let segments = objects
+        .lines()
+        .filter(|o| {
+            o.rsplit_once(".catalogue.")
+                .is_some_and(|(_, n)| n.parse::<u32>().is_ok())
+        })
+        .count();
+    assert!(
+        segments >= 5,
+        "only {segments} continued log segments:\n{objects}"
+    );
+}

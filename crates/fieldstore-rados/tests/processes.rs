@@ -3,7 +3,8 @@
 //!
 //! - four writer processes × 1,000 fields into one dataset while two reader
 //!   processes poll list and retrieve: every flushed field is found with its
-//!   bytes, none is ever partial, none lost;
+//!   bytes, none is ever partial, none lost (with 16 KiB log segments, so
+//!   the writers also race to seal and continue the log);
 //! - a writer killed with SIGKILL at random instants, 25 times into one
 //!   dataset: nothing partial or corrupt is ever visible, and everything the
 //!   writer reported flushed stays readable.
@@ -115,12 +116,19 @@ fn setup(name: &str) -> Option<Setup> {
     let cluster = common::cluster()?;
     let dir = tempfile::tempdir().expect("a temporary directory");
     let ns = common::namespace(name);
-    let yaml = format!("engine: rados\nstore: rados\n{}", cluster.section(&ns));
+    // 16 KiB log segments: the writer processes race to seal and continue
+    // the dataset's log many times.
+    let yaml = format!(
+        "engine: rados\nstore: rados\n{}  log_segment_size: 16384\n",
+        cluster.section(&ns)
+    );
     let config_file = dir.path().join("config.yaml");
     std::fs::write(&config_file, &yaml).expect("writing the config");
+    let mut config = Config::from_file(&config_file).expect("the test config");
+    config.schema = schema();
     Some(Setup {
         cluster,
-        config: cluster.config("rados", "rados", &ns, None),
+        config,
         config_file,
         _dir: dir,
     })
