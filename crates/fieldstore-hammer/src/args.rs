@@ -114,8 +114,11 @@ pub struct HammerArgs {
     #[arg(long)]
     pub template: Option<PathBuf>,
 
-    /// Store configuration (YAML, FDB5's shape): any backend.
-    #[arg(long, conflicts_with = "root")]
+    /// Store configuration (YAML, FDB5's shape): any backend. Not an
+    /// argument of its own: the binary sets it from its (global) `--config`,
+    /// so that `fieldstore --config c.yaml hammer ...` and
+    /// `fieldstore-hammer --config c.yaml ...` both work.
+    #[arg(skip)]
     pub config: Option<PathBuf>,
     /// Shortcut: an embedded POSIX store in this directory (created), with
     /// the hammer schema.

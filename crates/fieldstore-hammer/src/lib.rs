@@ -9,10 +9,15 @@
 //! use clap::Parser;
 //! #[derive(Parser)]
 //! struct Cli {
+//!     /// The store's configuration: `HammerArgs::config` is not an argument
+//!     /// of its own, so that a CLI's global `--config` serves the hammer too.
+//!     #[arg(long, global = true)]
+//!     config: Option<std::path::PathBuf>,
 //!     #[command(flatten)]
 //!     hammer: fieldstore_hammer::HammerArgs,
 //! }
-//! let cli = Cli::parse();
+//! let mut cli = Cli::parse();
+//! cli.hammer.config = cli.config.take();
 //! let report = fieldstore_hammer::run(&cli.hammer)?;
 //! report.print().ok();
 //! std::process::exit(report.exit_code());
@@ -28,6 +33,8 @@
 //! `fieldstore hammer ...` the worker runs `fieldstore hammer ...
 //! --worker-rank R`, which works as long as `HammerArgs` is flattened into
 //! the `hammer` subcommand (the hidden flags are fields of [`HammerArgs`]).
+//! `HammerArgs` defines no `--config` (its `config` field is `#[arg(skip)]`):
+//! the binary passes its own global `--config` in, as above.
 //! A binary that cannot be re-run that way sets `--worker-exe PATH` (or
 //! `FIELDSTORE_HAMMER_WORKER_EXE`): `PATH --worker-rank R` is started
 //! instead (the crate's own `fieldstore-hammer` binary accepts that).
@@ -324,6 +331,11 @@ pub fn run(args: &HammerArgs) -> Result<Report> {
             ..Report::default()
         });
     }
+    if args.config.is_some() && args.root.is_some() {
+        return Err(Error::invalid_input(
+            "--config and --root name two different stores: give one",
+        ));
+    }
     let env = |k: &str| std::env::var(k).ok();
     if let Some(rank) = launch::launcher_rank(&env).filter(|r| r.size > 1) {
         return run_ranks(args, &rank);
@@ -465,6 +477,39 @@ fn run_ranks(args: &HammerArgs, rank: &LauncherRank) -> Result<Report> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn flattens_into_a_cli_with_global_config() {
+        // The shape of `fieldstore`: global --config/--quiet, a `hammer` subcommand.
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[arg(long, global = true)]
+            config: Option<PathBuf>,
+            #[arg(short, long, global = true)]
+            quiet: bool,
+            #[command(subcommand)]
+            command: Cmd,
+        }
+        #[derive(clap::Subcommand)]
+        enum Cmd {
+            Hammer(HammerArgs),
+        }
+        use clap::{CommandFactory, Parser};
+        Cli::command().debug_assert();
+        let cli = Cli::parse_from([
+            "fieldstore",
+            "hammer",
+            "--config",
+            "c.yaml",
+            "--nsteps",
+            "3",
+            "--worker-rank",
+            "1",
+        ]);
+        let Cmd::Hammer(h) = cli.command;
+        assert_eq!(cli.config, Some(PathBuf::from("c.yaml")));
+        assert_eq!((h.nsteps, h.worker_rank), (3, Some(1)));
+    }
 
     #[test]
     fn dates_add_across_months_and_leap_years() {

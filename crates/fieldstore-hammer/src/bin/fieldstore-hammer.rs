@@ -8,12 +8,16 @@ use clap::Parser;
 #[derive(Parser)]
 #[command(name = "fieldstore-hammer", version)]
 struct Cli {
+    /// Store configuration (YAML, FDB5's shape): any backend.
+    #[arg(long, global = true, conflicts_with = "root")]
+    config: Option<std::path::PathBuf>,
     #[command(flatten)]
     hammer: fieldstore_hammer::HammerArgs,
 }
 
 fn main() {
-    let cli = Cli::parse();
+    let mut cli = Cli::parse();
+    cli.hammer.config = cli.config.take();
     match fieldstore_hammer::run(&cli.hammer) {
         Ok(report) => {
             if let Err(e) = report.print() {
