@@ -18,7 +18,7 @@ procs=${1:-2}
 nsteps=${2:-8}
 rounds=${3:-3}
 dir=$(mktemp -d "${TMPDIR:-/tmp}/fieldstore-rados-bench.XXXXXX")
-trap 'scripts/ceph-stop.sh "$dir/ceph"' EXIT
+trap 'scripts/ceph-stop.sh "$dir/ceph"; rm -rf "$dir"' EXIT
 CEPH_OBJECTSTORE=bluestore CEPH_OWNER_PID=$$ scripts/ceph-start.sh "$dir/ceph" >/dev/null
 source "$dir/ceph/ceph.env"
 cargo build --release -q -p fieldstore-hammer
