@@ -77,7 +77,7 @@ fn request(py: Python<'_>, store: &FieldStore, selection: &Selection) -> PyResul
     Ok(request)
 }
 
-fn level(level: u8) -> PyResult<Level> {
+fn level(level: i64) -> PyResult<Level> {
     match level {
         1 => Ok(Level::Dataset),
         2 => Ok(Level::Collocation),
@@ -219,7 +219,7 @@ impl Store {
         py: Python<'_>,
         selection: Selection,
         include_masked: bool,
-        level: u8,
+        level: i64,
     ) -> PyResult<Entries> {
         let depth = self::level(level)?;
         let request = request(py, &self.fs, &selection)?;
@@ -270,7 +270,7 @@ impl Store {
         &self,
         py: Python<'_>,
         selection: Selection,
-        level: u8,
+        level: i64,
     ) -> PyResult<Vec<(String, Vec<String>)>> {
         let depth = self::level(level)?;
         let request = request(py, &self.fs, &selection)?;

@@ -347,7 +347,7 @@ def test_list_everything_and_bad_levels(three: fieldstore.FDB) -> None:
     assert len(list(three.list({}))) == 3
     assert len(list(three.list(None))) == 3
     assert list(three.list({"class": "rd"})) == []
-    for level in (0, 4):
+    for level in (0, 4, -1, 300):
         with pytest.raises(ValueError, match="level must be 1"):
             list(three.list({}, level=level))
     with pytest.raises(errors.InvalidInputError, match="unknown keyword"):
