@@ -500,6 +500,17 @@ impl Directory {
             .join(format!("{:016x}.{:016x}", o.oid.hi, o.oid.lo))
     }
 
+    /// `-DER_NO_HDL` if the object's container is gone (destroyed, which
+    /// revokes every handle of it, as in DAOS): a missing key or array is
+    /// then not just absent.
+    fn check_cont(&self, o: &ObjRef) -> R<()> {
+        if self.cont_dir(&o.pool, &o.cont).exists() {
+            Ok(())
+        } else {
+            Err(-der::NO_HDL)
+        }
+    }
+
     /// The object directory, created on first use; `-DER_NO_HDL` if the
     /// container is gone.
     fn obj_dir_create(&self, o: &ObjRef) -> R<PathBuf> {
@@ -756,7 +767,11 @@ impl Backend for Directory {
     }
 
     fn kv_get(&self, o: &ObjRef, key: &[u8]) -> R<Option<Vec<u8>>> {
-        Directory::read_value(&self.key_file(o, key), key)
+        let v = Directory::read_value(&self.key_file(o, key), key)?;
+        if v.is_none() {
+            self.check_cont(o)?;
+        }
+        Ok(v)
     }
 
     fn kv_remove(&self, o: &ObjRef, key: &[u8]) -> R<bool> {
@@ -771,7 +786,10 @@ impl Backend for Directory {
         let dir = self.obj_dir(o);
         let entries = match fs::read_dir(&dir) {
             Ok(e) => e,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                self.check_cont(o)?;
+                return Ok(Vec::new());
+            }
             Err(e) => return Err(io_rc(&e)),
         };
         let mut out = Vec::new();
@@ -854,7 +872,10 @@ impl Backend for Directory {
     ) -> R<usize> {
         let f = match fs::File::open(self.array_file(o)) {
             Ok(f) => f,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                self.check_cont(o)?;
+                return Ok(0);
+            }
             Err(e) => return Err(io_rc(&e)),
         };
         if let (Some(a), Some(m)) = (attr, read_header(&f)?) {

@@ -17,20 +17,21 @@
 //! a `kv_get` per entry (the paper's design does): it costs one `kv_get`
 //! per flush, each bringing all of that flush's entries.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
+use fieldstore_core::maintenance::{locked, wiped_while_writing, Item, ItemKind};
 use fieldstore_core::{
-    Axes, Catalogue, CatalogueWriter, CollocationInfo, CollocationKey, DatasetKey, DatasetReader,
-    ElementKey, Error, ErrorKind, FieldLocation, Result, Schema,
+    Axes, Catalogue, CatalogueWriter, CollocationInfo, CollocationKey, Control, DatasetKey,
+    DatasetReader, ElementKey, Error, ErrorKind, FieldLocation, Locks, Operation, Result, Schema,
 };
 
 use crate::client::{Inserted, Kv};
 use crate::config::DaosConfig;
 use crate::format::{self, Flush, Meta};
 use crate::layout::{self, dataset_label, slot_key};
-use crate::session::{class_error, Cont, Session};
+use crate::session::{class_error, is_gone, Cont, Session};
 
 fn now_ns() -> u64 {
     std::time::SystemTime::now()
@@ -88,6 +89,49 @@ impl DaosCatalogue {
             )?
             .ok_or_else(|| Error::internal("root container neither opened nor created"))?;
         Ok(DaosCatalogue { cfg, session, root })
+    }
+
+    fn open_for_write(&self, dataset: &DatasetKey, schema: &Schema) -> Result<Arc<Cont>> {
+        let cont = self
+            .dataset_cont(dataset, true)?
+            .ok_or_else(|| Error::internal("dataset container neither opened nor created"))?;
+        self.check_meta(&cont, dataset, Some(schema))?;
+        Ok(cont)
+    }
+
+    /// The dataset KV of a container.
+    fn kv_of<'c>(&self, cont: &'c Cont) -> Result<Kv<'c>> {
+        let oid = cont.kv_oid(layout::DATASET_KV_LO, self.cfg.kv_class)?;
+        cont.c.kv(oid, true).map_err(class_error)
+    }
+
+    /// The dataset's container if it exists and holds this dataset; a stale
+    /// cached handle (the container was destroyed) is dropped first.
+    fn existing(&self, dataset: &DatasetKey) -> Result<Option<Arc<Cont>>> {
+        for attempt in 0..2 {
+            let Some(cont) = self.dataset_cont(dataset, false)? else {
+                return Ok(None);
+            };
+            match self.check_meta(&cont, dataset, None) {
+                Ok(true) => return Ok(Some(cont)),
+                Ok(false) => return Ok(None),
+                Err(e) if is_gone(&e) && attempt == 0 => {
+                    self.session
+                        .evict(&self.cfg.catalogue_pool, &dataset_label(dataset));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(None)
+    }
+
+    /// Append a maintenance record to the dataset's log.
+    fn append(&self, dataset: &DatasetKey, value: &[u8]) -> Result<()> {
+        let cont = self.existing(dataset)?.ok_or_else(|| not_found(dataset))?;
+        let kv = self.kv_of(&cont)?;
+        publish(&cont, &kv, value, &mut || Ok(()))
+            .map(|_| ())
+            .map_err(|e| e.context(format!("appending to the log of {}", cont.c.name())))
     }
 
     fn root_kv(&self) -> Result<Kv<'_>> {
@@ -164,14 +208,28 @@ fn same_dataset(cont: &Cont, meta: &Meta, key: &DatasetKey) -> Result<()> {
 
 impl Catalogue for DaosCatalogue {
     fn writer(&self, dataset: &DatasetKey, schema: &Schema) -> Result<Box<dyn CatalogueWriter>> {
-        let cont = self
-            .dataset_cont(dataset, true)?
-            .ok_or_else(|| Error::internal("dataset container neither opened nor created"))?;
-        self.check_meta(&cont, dataset, Some(schema))?;
+        let cont = match self.open_for_write(dataset, schema) {
+            Err(e) if is_gone(&e) => {
+                // A cached handle of a container a wipe destroyed.
+                self.session
+                    .evict(&self.cfg.catalogue_pool, &dataset_label(dataset));
+                self.open_for_write(dataset, schema)?
+            }
+            r => r?,
+        };
+        // A dataset this process just created has no locks to read (one set
+        // meanwhile is an append to the log, which the first flush notices).
+        let fresh = cont.known_empty.load(Ordering::Relaxed)
+            && cont.known_tail.load(Ordering::Relaxed) == 0;
+        if !fresh && read_control(&self.kv_of(&cont)?, &cont)?.contains(Operation::Archive) {
+            return Err(locked(dataset, Operation::Archive));
+        }
         Ok(Box::new(DaosCatalogueWriter {
+            control_epoch: cont.control_epoch.load(Ordering::SeqCst),
             cat: DaosCatalogueRef {
                 cfg: self.cfg.clone(),
                 root: self.root.clone(),
+                session: self.session,
             },
             key: dataset.clone(),
             cont,
@@ -197,15 +255,15 @@ impl Catalogue for DaosCatalogue {
     }
 
     fn reader(&self, dataset: &DatasetKey) -> Result<Option<Arc<dyn DatasetReader>>> {
-        let Some(cont) = self.dataset_cont(dataset, false)? else {
+        let Some(cont) = self.existing(dataset)? else {
             return Ok(None);
         };
-        if !self.check_meta(&cont, dataset, None)? {
-            return Ok(None);
-        }
         let r = DaosDataset {
             kv_class: self.cfg.kv_class,
-            cont,
+            session: self.session,
+            pool: self.cfg.catalogue_pool.clone(),
+            key: dataset.clone(),
+            cont: RwLock::new(Some(cont)),
             refresh: Mutex::new(ReadState {
                 next: 0,
                 buf: Vec::with_capacity(format::MAX_INLINE),
@@ -223,16 +281,133 @@ impl Catalogue for DaosCatalogue {
             dataset_label(dataset)
         )
     }
+
+    fn locks(&self, dataset: &DatasetKey) -> Result<Locks> {
+        match self.existing(dataset)? {
+            Some(cont) => read_control(&self.kv_of(&cont)?, &cont),
+            None => Ok(Locks::NONE),
+        }
+    }
+
+    fn control(&self, dataset: &DatasetKey, action: Control, operations: Locks) -> Result<Locks> {
+        let cont = self.existing(dataset)?.ok_or_else(|| not_found(dataset))?;
+        let kv = self.kv_of(&cont)?;
+        let locks = read_control(&kv, &cont)?.apply(action, operations);
+        let value = format::encode_control(locks.bits(), now_ns());
+        // Writers read the key; readers follow the log.
+        kv.put(layout::CONTROL_KEY, &value)?;
+        cont.control_epoch.fetch_add(1, Ordering::SeqCst);
+        publish(&cont, &kv, &value, &mut || Ok(()))?;
+        Ok(locks)
+    }
+
+    fn inventory(&self, dataset: &DatasetKey) -> Result<Vec<Item>> {
+        let mut items = Vec::new();
+        if let Some(cont) = self.existing(dataset)? {
+            items.push(Item::new(
+                ItemKind::Catalogue,
+                format!("daos://{}", cont.c.name()),
+                None,
+            ));
+            for k in self.kv_of(&cont)?.keys()? {
+                let ours = k == layout::META_KEY
+                    || k == layout::TAIL_KEY
+                    || k == layout::CONTROL_KEY
+                    || k.strip_prefix("f.")
+                        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+                if !ours {
+                    items.push(Item::new(
+                        ItemKind::Unknown,
+                        format!("daos://{}/{k}", cont.c.name()),
+                        None,
+                    ));
+                }
+            }
+        }
+        let root = self.root_kv()?;
+        if root.exists(&dataset.to_string())? {
+            items.push(Item::new(
+                ItemKind::Catalogue,
+                format!("daos://{}/{}", self.root.c.name(), dataset),
+                None,
+            ));
+        }
+        Ok(items)
+    }
+
+    fn wipe(
+        &self,
+        dataset: &DatasetKey,
+        _unsafe_wipe_all: bool,
+        store_step: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<()> {
+        let label = dataset_label(dataset);
+        // 1. One destroy: every reader sees the whole dataset or nothing
+        //    (with one pool, the field arrays go with it).
+        self.session.destroy(&self.cfg.catalogue_pool, &label)?;
+        // 2. The store's part.
+        store_step()?;
+        // 3. The registration. A writer may have created the dataset anew
+        //    meanwhile: it is then registered again.
+        let root = self.root_kv()?;
+        root.remove(&dataset.to_string())?;
+        if let Some(cont) = self.existing(dataset)? {
+            let value = format::encode_dataset(cont.c.label(), now_ns());
+            root.insert(&dataset.to_string(), &value)?;
+        }
+        Ok(())
+    }
+
+    fn wipe_collocations(
+        &self,
+        dataset: &DatasetKey,
+        collocations: &[CollocationKey],
+        units: &[String],
+    ) -> Result<()> {
+        self.append(dataset, &format::encode_wipe(collocations, units, now_ns()))
+    }
+
+    fn reclaim(&self, dataset: &DatasetKey, units: &[String], dry_run: bool) -> Result<Vec<Item>> {
+        // Log slots are never deleted (readers rely on the log having no
+        // gaps): only the field arrays are reclaimed, by the store.
+        if !dry_run && !units.is_empty() {
+            self.append(dataset, &format::encode_reclaim(units, now_ns()))?;
+        }
+        Ok(Vec::new())
+    }
+}
+
+fn not_found(dataset: &DatasetKey) -> Error {
+    Error::new(
+        ErrorKind::NotFound,
+        format!("no dataset {} in the DAOS catalogue", dataset.braced()),
+    )
+}
+
+/// The dataset's locks, from its `control` key.
+fn read_control(kv: &Kv<'_>, cont: &Cont) -> Result<Locks> {
+    let Some(v) = kv.get(layout::CONTROL_KEY)? else {
+        return Ok(Locks::NONE);
+    };
+    let what = || format!("daos://{}/{}", cont.c.name(), layout::CONTROL_KEY);
+    let (kind, payload) = format::unframe(&v, &what)?;
+    if kind != format::CONTROL {
+        return Err(Error::corrupt(format!("{}: record type {kind}", what())));
+    }
+    Ok(Locks::from_bits(format::decode_control(payload, &what)?))
 }
 
 #[derive(Debug)]
 struct DaosCatalogueRef {
     cfg: DaosConfig,
     root: Arc<Cont>,
+    session: &'static Session,
 }
 
 /// One writer's session with one dataset.
 struct DaosCatalogueWriter {
+    /// The container's `control_epoch` when the locks were last checked.
+    control_epoch: u64,
     cat: DaosCatalogueRef,
     key: DatasetKey,
     cont: Arc<Cont>,
@@ -293,30 +468,45 @@ impl DaosCatalogueWriter {
             crc: crc32c::crc32c(&framed),
         }))
     }
+}
 
-    /// Insert `value` into the first free log slot; returns the slot.
-    fn publish(&self, kv: &Kv<'_>, value: &[u8]) -> Result<u64> {
-        let mut slot = self.cont.known_tail.load(Ordering::Relaxed);
-        if slot == 0 && !self.cont.known_empty.load(Ordering::Relaxed) {
-            // Cold: start from the hint (a slot that exists), if any.
-            if let Some(h) = kv.get(layout::TAIL_KEY)? {
-                if let Ok(b) = <[u8; 8]>::try_from(h.as_slice()) {
-                    slot = u64::from_le_bytes(b) + 1;
-                }
+/// Insert `value` into the first free log slot; returns the slot. When the
+/// guessed slot is taken (someone else appended since this process last
+/// looked), `check` runs before the next attempt: that is where a writer
+/// learns of an archive lock, whose CONTROL record is such an append.
+fn publish(
+    cont: &Cont,
+    kv: &Kv<'_>,
+    value: &[u8],
+    check: &mut dyn FnMut() -> Result<()>,
+) -> Result<u64> {
+    let mut slot = cont.known_tail.load(Ordering::Relaxed);
+    if slot == 0 && !cont.known_empty.load(Ordering::Relaxed) {
+        // Cold: start from the hint (a slot that exists), if any.
+        if let Some(h) = kv.get(layout::TAIL_KEY)? {
+            if let Ok(b) = <[u8; 8]>::try_from(h.as_slice()) {
+                slot = u64::from_le_bytes(b) + 1;
             }
         }
-        loop {
-            match kv.insert(&slot_key(slot), value)? {
-                Inserted::Yes => break,
-                Inserted::Exists => slot = first_free(kv, slot + 1)?,
-            }
-        }
-        self.cont.saw_slot(slot);
-        if slot > 0 && slot % layout::TAIL_EVERY == 0 {
-            kv.put(layout::TAIL_KEY, &slot.to_le_bytes())?;
-        }
-        Ok(slot)
     }
+    let mut checked = false;
+    loop {
+        match kv.insert(&slot_key(slot), value)? {
+            Inserted::Yes => break,
+            Inserted::Exists => {
+                if !checked {
+                    check()?;
+                    checked = true;
+                }
+                slot = first_free(kv, slot + 1)?;
+            }
+        }
+    }
+    cont.saw_slot(slot);
+    if slot > 0 && slot % layout::TAIL_EVERY == 0 {
+        kv.put(layout::TAIL_KEY, &slot.to_le_bytes())?;
+    }
+    Ok(slot)
 }
 
 /// The first free log slot at or after `from`, knowing that every slot
@@ -369,12 +559,43 @@ impl CatalogueWriter for DaosCatalogueWriter {
             writer: self.id.clone(),
             blocks: format::blocks(pending),
         };
-        let value = self.slot_value(&flush)?;
-        self.register()?;
-        let kv = self.kv()?;
-        self.publish(&kv, &value)
+        let epoch = self.cont.control_epoch.load(Ordering::SeqCst);
+        let result = (|| {
+            let value = self.slot_value(&flush)?;
+            self.register()?;
+            let kv = self.kv()?;
+            let key = &self.key;
+            if epoch != self.control_epoch
+                && read_control(&kv, &self.cont)?.contains(Operation::Archive)
+            {
+                // This process changed the locks since the last check.
+                return Err(locked(key, Operation::Archive));
+            }
+            publish(&self.cont, &kv, &value, &mut || {
+                if read_control(&kv, &self.cont)?.contains(Operation::Archive) {
+                    return Err(locked(key, Operation::Archive));
+                }
+                Ok(())
+            })
             .map(|_| ())
-            .map_err(|e| e.context(format!("publishing a flush of {}", self.cont.c.name())))
+        })();
+        if result.is_ok() {
+            self.control_epoch = epoch;
+        }
+        result.map_err(|e| {
+            if is_gone(&e) {
+                // The container was destroyed under the writer: a wipe.
+                self.cont.registered.store(false, Ordering::Relaxed);
+                self.cat
+                    .session
+                    .evict(self.cont.c.pool_label(), self.cont.c.label());
+                wiped_while_writing(&self.key)
+            } else if e.kind() == ErrorKind::Locked {
+                e
+            } else {
+                e.context(format!("publishing a flush of {}", self.cont.c.name()))
+            }
+        })
     }
 }
 
@@ -406,6 +627,11 @@ impl Col {
 struct Index {
     cols: Vec<Col>,
     by_key: HashMap<CollocationKey, usize>,
+    locks: Locks,
+    /// Units RECLAIM records say are removed.
+    removed: Arc<HashSet<Arc<str>>>,
+    /// Units WIPE records left to remove, not yet reclaimed.
+    pending: BTreeSet<String>,
 }
 
 #[derive(Debug)]
@@ -416,31 +642,79 @@ struct ReadState {
     buf: Vec<u8>,
 }
 
-/// A reader of one dataset: the log read so far, merged in memory.
+/// What a log slot holds.
+enum LogRecord {
+    Flush(Flush),
+    Wipe(Vec<CollocationKey>, Vec<String>),
+    Reclaim(Vec<String>),
+    Control(Locks),
+}
+
+/// A reader of one dataset: the log read so far, merged in memory. When the
+/// dataset's container is destroyed (a wipe), the reader becomes empty, and
+/// follows a container created anew under the same label.
 #[derive(Debug)]
 struct DaosDataset {
     kv_class: u32,
-    cont: Arc<Cont>,
+    session: &'static Session,
+    pool: String,
+    key: DatasetKey,
+    /// `None`: the dataset is gone.
+    cont: RwLock<Option<Arc<Cont>>>,
     /// Held while reading new slots, so concurrent refreshes apply each once.
     refresh: Mutex<ReadState>,
     index: RwLock<Index>,
 }
 
 impl DaosDataset {
-    /// Decode a slot's value into a flush (following an INDIRECT record).
-    fn decode(&self, slot: u64, value: &[u8]) -> Result<Flush> {
-        let what = || format!("daos://{}/{}", self.cont.c.name(), slot_key(slot));
+    fn cont(&self) -> Option<Arc<Cont>> {
+        self.cont.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Forget everything: the dataset is gone, or a new one replaced it.
+    fn reset(&self, st: &mut ReadState, cont: Option<Arc<Cont>>) {
+        *self.cont.write().unwrap_or_else(|p| p.into_inner()) = cont;
+        *self.index.write().unwrap_or_else(|p| p.into_inner()) = Index::default();
+        st.next = 0;
+    }
+
+    /// The container under the dataset's label now, if it holds the
+    /// dataset (after a destroy, possibly a new one).
+    fn reopen(&self) -> Result<Option<Arc<Cont>>> {
+        let label = dataset_label(&self.key);
+        self.session.evict(&self.pool, &label);
+        let Some(cont) = self.session.container(&self.pool, &label, None)? else {
+            return Ok(None);
+        };
+        let oid = cont.kv_oid(layout::DATASET_KV_LO, self.kv_class)?;
+        let kv = cont.c.kv(oid, true).map_err(class_error)?;
+        let Some(bytes) = kv.get(layout::META_KEY)? else {
+            return Ok(None);
+        };
+        let what = || format!("daos://{}/{}", cont.c.name(), layout::META_KEY);
+        let meta = format::decode_meta(&bytes, &what)?;
+        same_dataset(&cont, &meta, &self.key)?;
+        drop(kv);
+        Ok(Some(cont))
+    }
+
+    /// Decode a slot's value (following an INDIRECT record).
+    fn decode(&self, cont: &Cont, slot: u64, value: &[u8]) -> Result<LogRecord> {
+        let what = || format!("daos://{}/{}", cont.c.name(), slot_key(slot));
         let (kind, payload) = format::unframe(value, &what)?;
         match kind {
-            format::FLUSH => format::decode_flush(payload, &what),
+            format::FLUSH => format::decode_flush(payload, &what).map(LogRecord::Flush),
+            format::WIPE => format::decode_wipe(payload, &what).map(|(c, u)| LogRecord::Wipe(c, u)),
+            format::RECLAIM => format::decode_reclaim(payload, &what).map(LogRecord::Reclaim),
+            format::CONTROL => format::decode_control(payload, &what)
+                .map(|b| LogRecord::Control(Locks::from_bits(b))),
             format::INDIRECT => {
                 let ind = format::decode_indirect(payload, &what)?;
                 let oid = crate::ffi::DaosObjId {
                     lo: ind.lo,
                     hi: ind.hi,
                 };
-                let arr = self
-                    .cont
+                let arr = cont
                     .c
                     .array(oid, format::SPILL_CHUNK, false)
                     .map_err(class_error)?;
@@ -449,7 +723,7 @@ impl DaosDataset {
                 let awhat = || {
                     format!(
                         "daos://{}/{} (flush of {})",
-                        self.cont.c.name(),
+                        cont.c.name(),
                         crate::client::oid_hex(oid),
                         slot_key(slot)
                     )
@@ -470,17 +744,49 @@ impl DaosDataset {
                 if k != format::FLUSH {
                     return Err(Error::corrupt(format!("{}: record type {k}", awhat())));
                 }
-                format::decode_flush(p, &awhat)
+                format::decode_flush(p, &awhat).map(LogRecord::Flush)
             }
             other => Err(Error::corrupt(format!(
-                "{}: record type {other}, expected a flush",
+                "{}: record type {other}, expected a log record",
                 what()
             ))),
         }
     }
 
-    fn apply(&self, flush: Flush) {
+    fn apply(&self, record: LogRecord) {
         let mut index = self.index.write().unwrap_or_else(|p| p.into_inner());
+        let flush = match record {
+            LogRecord::Flush(f) => f,
+            LogRecord::Control(locks) => {
+                index.locks = locks;
+                return;
+            }
+            LogRecord::Wipe(cols, units) => {
+                let gone: HashSet<CollocationKey> = cols.into_iter().collect();
+                index.cols.retain(|c| !gone.contains(&c.key));
+                index.by_key = index
+                    .cols
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| (c.key.clone(), i))
+                    .collect();
+                for u in units {
+                    if !index.removed.contains(u.as_str()) {
+                        index.pending.insert(u);
+                    }
+                }
+                return;
+            }
+            LogRecord::Reclaim(units) => {
+                let index = &mut *index;
+                let removed = Arc::make_mut(&mut index.removed);
+                for u in units {
+                    index.pending.remove(&u);
+                    removed.insert(Arc::from(u));
+                }
+                return;
+            }
+        };
         for block in flush.blocks {
             let i = match index.by_key.get(&block.collocation) {
                 Some(i) => *i,
@@ -506,13 +812,11 @@ impl DaosDataset {
             col.segments.push(Arc::new(block.entries));
         }
     }
-}
 
-impl DatasetReader for DaosDataset {
-    fn refresh(&self) -> Result<()> {
-        let mut st = self.refresh.lock().unwrap_or_else(|p| p.into_inner());
-        let oid = self.cont.kv_oid(layout::DATASET_KV_LO, self.kv_class)?;
-        let kv = self.cont.c.kv(oid, true).map_err(class_error)?;
+    /// Read new slots of `cont`'s log.
+    fn follow(&self, st: &mut ReadState, cont: &Cont) -> Result<()> {
+        let oid = cont.kv_oid(layout::DATASET_KV_LO, self.kv_class)?;
+        let kv = cont.c.kv(oid, true).map_err(class_error)?;
         loop {
             let slot = st.next;
             let mut buf = std::mem::take(&mut st.buf);
@@ -528,13 +832,55 @@ impl DatasetReader for DaosDataset {
                     return Err(e.into());
                 }
             };
-            let flush = self.decode(slot, &value);
+            let record = self.decode(cont, slot, &value);
             st.buf = value;
-            self.apply(flush?);
+            self.apply(record?);
             st.next = slot + 1;
-            self.cont.saw_slot(slot);
+            cont.saw_slot(slot);
         }
         Ok(())
+    }
+}
+
+impl DatasetReader for DaosDataset {
+    fn refresh(&self) -> Result<()> {
+        let mut st = self.refresh.lock().unwrap_or_else(|p| p.into_inner());
+        let cont = match self.cont() {
+            Some(c) => c,
+            None => match self.reopen()? {
+                Some(c) => {
+                    self.reset(&mut st, Some(c.clone()));
+                    c
+                }
+                None => return Ok(()),
+            },
+        };
+        match self.follow(&mut st, &cont) {
+            Err(e) if is_gone(&e) => {
+                // Destroyed by a wipe: empty, or a dataset created anew.
+                let now = self.reopen()?;
+                self.reset(&mut st, now.clone());
+                match now {
+                    Some(c) => self.follow(&mut st, &c),
+                    None => Ok(()),
+                }
+            }
+            r => r,
+        }
+    }
+
+    fn locks(&self) -> Locks {
+        self.index.read().unwrap_or_else(|p| p.into_inner()).locks
+    }
+
+    fn pending_units(&self) -> Vec<String> {
+        self.index
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .pending
+            .iter()
+            .cloned()
+            .collect()
     }
 
     fn collocations(&self) -> Result<Vec<CollocationInfo>> {
@@ -580,15 +926,18 @@ impl DatasetReader for DaosDataset {
     ) -> Result<()> {
         // Copy the segment list and let go of the lock: `visit` may call
         // back into this reader.
-        let segments: Vec<Arc<Vec<(ElementKey, FieldLocation)>>> = {
+        let (segments, removed) = {
             let index = self.index.read().unwrap_or_else(|p| p.into_inner());
             match index.by_key.get(collocation) {
-                Some(i) => index.cols[*i].segments.clone(),
+                Some(i) => (index.cols[*i].segments.clone(), index.removed.clone()),
                 None => return Ok(()),
             }
         };
         for seg in segments.iter().rev() {
             for (e, l) in seg.iter().rev() {
+                if !removed.is_empty() && removed.contains(&l.uri) {
+                    continue;
+                }
                 if !visit(e, l) {
                     return Ok(());
                 }

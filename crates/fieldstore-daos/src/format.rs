@@ -32,6 +32,13 @@ pub(crate) const FLUSH: u16 = 2;
 pub(crate) const INDIRECT: u16 = 3;
 /// A root KV value.
 pub(crate) const DATASET: u16 = 4;
+/// A log slot's value: collocations hidden by a wipe.
+pub(crate) const WIPE: u16 = 5;
+/// A log slot's value: store units removed by a purge or wipe.
+pub(crate) const RECLAIM: u16 = 6;
+/// A log slot's value, and the dataset KV's `control` value: the
+/// operations the dataset is locked against.
+pub(crate) const CONTROL: u16 = 7;
 
 /// Largest framed FLUSH record stored inline in a log slot; larger ones go
 /// to a byte array and the slot holds an INDIRECT record. Readers fetch a
@@ -453,6 +460,77 @@ pub(crate) fn decode_indirect(p: &[u8], what: &dyn Fn() -> String) -> Result<Ind
     };
     d.end()?;
     Ok(i)
+}
+
+/// A WIPE record: collocations hidden, units left to remove.
+pub(crate) fn encode_wipe(collocations: &[CollocationKey], units: &[String], now: u64) -> Vec<u8> {
+    let mut e = Enc::default();
+    e.u64(now);
+    e.u32(collocations.len() as u32);
+    for c in collocations {
+        e.str(&c.to_string());
+    }
+    e.u32(units.len() as u32);
+    for u in units {
+        e.str(u);
+    }
+    frame(WIPE, &e.0)
+}
+
+pub(crate) fn decode_wipe(
+    p: &[u8],
+    what: &dyn Fn() -> String,
+) -> Result<(Vec<CollocationKey>, Vec<String>)> {
+    let mut d = Dec::new(p, what);
+    let _now = d.u64()?;
+    let mut cols = Vec::new();
+    for _ in 0..d.u32()? {
+        cols.push(CollocationKey(d.key()?));
+    }
+    let mut units = Vec::new();
+    for _ in 0..d.u32()? {
+        units.push(d.str()?.to_string());
+    }
+    d.end()?;
+    Ok((cols, units))
+}
+
+/// A RECLAIM record: units removed.
+pub(crate) fn encode_reclaim(units: &[String], now: u64) -> Vec<u8> {
+    let mut e = Enc::default();
+    e.u64(now);
+    e.u32(units.len() as u32);
+    for u in units {
+        e.str(u);
+    }
+    frame(RECLAIM, &e.0)
+}
+
+pub(crate) fn decode_reclaim(p: &[u8], what: &dyn Fn() -> String) -> Result<Vec<String>> {
+    let mut d = Dec::new(p, what);
+    let _now = d.u64()?;
+    let mut units = Vec::new();
+    for _ in 0..d.u32()? {
+        units.push(d.str()?.to_string());
+    }
+    d.end()?;
+    Ok(units)
+}
+
+/// A CONTROL record: the locked operations (`Locks::bits`).
+pub(crate) fn encode_control(bits: u8, now: u64) -> Vec<u8> {
+    let mut e = Enc::default();
+    e.u64(now);
+    e.u8(bits);
+    frame(CONTROL, &e.0)
+}
+
+pub(crate) fn decode_control(p: &[u8], what: &dyn Fn() -> String) -> Result<u8> {
+    let mut d = Dec::new(p, what);
+    let _now = d.u64()?;
+    let bits = d.u8()?;
+    d.end()?;
+    Ok(bits)
 }
 
 #[cfg(test)]

@@ -13,6 +13,9 @@ pub(crate) const DATASET_KV_LO: u64 = 1;
 
 /// The dataset KV's key holding the dataset's META record.
 pub(crate) const META_KEY: &str = "meta";
+/// The dataset KV's key holding the dataset's lock state (a CONTROL
+/// record; absent: nothing locked).
+pub(crate) const CONTROL_KEY: &str = "control";
 /// The dataset KV's key holding a recent log slot number (a hint for
 /// writers that start cold).
 pub(crate) const TAIL_KEY: &str = "tail";

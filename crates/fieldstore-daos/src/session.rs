@@ -27,6 +27,10 @@ pub(crate) struct Cont {
     pub(crate) registered: AtomicBool,
     /// The dataset's `meta` was read and checked (by this process).
     pub(crate) meta_checked: OnceLock<crate::format::Meta>,
+    /// Bumped when this process changes the dataset's locks, so that its
+    /// own writers (whose log guesses that change does not upset) check
+    /// them again.
+    pub(crate) control_epoch: AtomicU64,
 }
 
 impl Cont {
@@ -39,6 +43,7 @@ impl Cont {
             known_empty: AtomicBool::new(false),
             registered: AtomicBool::new(false),
             meta_checked: OnceLock::new(),
+            control_epoch: AtomicU64::new(0),
         }
     }
 
@@ -136,6 +141,27 @@ impl Session {
         Ok(p)
     }
 
+    /// Forget a cached container handle (its container was destroyed): the
+    /// next [`Session::container`] opens it afresh.
+    pub(crate) fn evict(&self, pool: &str, label: &str) {
+        self.conts
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&(pool.to_string(), label.to_string()));
+    }
+
+    /// Destroy a container (open handles are revoked); a missing one is
+    /// fine. Returns whether it existed.
+    pub(crate) fn destroy(&self, pool: &str, label: &str) -> Result<bool> {
+        self.evict(pool, label);
+        let p = self.pool(pool)?;
+        match p.destroy(label) {
+            Ok(()) => Ok(true),
+            Err(e) if e.is(der::NONEXIST) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+
     /// An open container, or `None` if it does not exist and `create` is
     /// `None`; with `create: Some(rf)` it is created if missing (a creation
     /// race with another process is harmless: the loser opens the winner's).
@@ -180,4 +206,17 @@ impl Session {
                 .clone(),
         ))
     }
+}
+
+/// Whether an error means the container is gone (destroyed by a wipe, its
+/// handle revoked).
+pub(crate) fn is_gone(e: &Error) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(s) = source {
+        if let Some(d) = s.downcast_ref::<DaosError>() {
+            return d.is(der::NO_HDL) || d.is(der::NONEXIST);
+        }
+        source = s.source();
+    }
+    false
 }

@@ -17,6 +17,7 @@
 
 use std::sync::Arc;
 
+use fieldstore_core::maintenance::{Item, ItemKind, Removed, Unit, UnitState};
 use fieldstore_core::{
     CollocationKey, DatasetKey, Error, ErrorKind, FieldLocation, Result, Store, StoreWriter,
 };
@@ -25,7 +26,7 @@ use crate::client::{oid_hex, parse_oid_hex};
 use crate::config::{DaosConfig, DEFAULT_CHUNK};
 use crate::ffi::DAOS_OT_ARRAY_BYTE;
 use crate::layout::dataset_label;
-use crate::session::{class_error, Cont, Session};
+use crate::session::{class_error, is_gone, Cont, Session};
 
 /// The DAOS store.
 #[derive(Debug)]
@@ -57,6 +58,10 @@ impl DaosStore {
 }
 
 struct DaosStoreWriter {
+    session: &'static Session,
+    pool: String,
+    label: String,
+    redundancy: Option<u32>,
     cont: Arc<Cont>,
     class: u32,
     chunk: u64,
@@ -74,12 +79,14 @@ struct Parsed<'a> {
 }
 
 fn parse(loc: &FieldLocation) -> Option<Parsed<'_>> {
-    if loc.scheme() != "daos" {
-        return None;
-    }
-    let (path, query) = match loc.path().split_once('?') {
+    parse_str(&loc.uri)
+}
+
+fn parse_str(uri: &str) -> Option<Parsed<'_>> {
+    let rest = uri.strip_prefix("daos://")?;
+    let (path, query) = match rest.split_once('?') {
         Some((p, q)) => (p, Some(q)),
-        None => (loc.path(), None),
+        None => (rest, None),
     };
     let mut parts = path.split('/');
     let (pool, container, oid) = (parts.next()?, parts.next()?, parts.next()?);
@@ -110,6 +117,10 @@ impl Store for DaosStore {
             )?
             .ok_or_else(|| Error::internal("store container neither opened nor created"))?;
         Ok(Box::new(DaosStoreWriter {
+            session: self.session,
+            pool: self.cfg.store_pool.clone(),
+            label: label.clone(),
+            redundancy: self.cfg.container_redundancy,
             prefix: format!("daos://{}/{}/", self.cfg.store_pool, label),
             suffix: if self.cfg.chunk_size == DEFAULT_CHUNK {
                 String::new()
@@ -124,6 +135,77 @@ impl Store for DaosStore {
     }
 
     fn read(&self, location: &FieldLocation, buf: &mut Vec<u8>) -> Result<()> {
+        match self.read_once(location, buf) {
+            Err(e) if is_gone(&e) => {
+                // A cached handle of a container a wipe destroyed.
+                if let Some(p) = parse(location) {
+                    self.session.evict(p.pool, p.container);
+                }
+                self.read_once(location, buf)
+            }
+            r => r,
+        }
+    }
+
+    fn scheme(&self) -> &'static str {
+        "daos"
+    }
+
+    fn inspect(&self, uri: &str) -> Result<Unit> {
+        // Arrays are written once, by the archive that created them: never
+        // in use afterwards. Their size is in the locations (no RPC here).
+        parse_uri(uri)?;
+        Ok(Unit {
+            uri: uri.to_string(),
+            bytes: None,
+            state: UnitState::Idle,
+        })
+    }
+
+    fn remove(&self, uri: &str) -> Result<Removed> {
+        let p = parse_uri(uri)?;
+        let Some(cont) = self.session.container(p.pool, p.container, None)? else {
+            return Ok(Removed::Missing);
+        };
+        let result = cont
+            .c
+            .array(p.oid, p.chunk, true)
+            .and_then(|arr| arr.destroy());
+        match result {
+            Ok(()) => Ok(Removed::Done),
+            Err(e) if e.is(crate::ffi::der::NONEXIST) => Ok(Removed::Missing),
+            Err(e) if e.is(crate::ffi::der::NO_HDL) => {
+                self.session.evict(p.pool, p.container);
+                Ok(Removed::Missing)
+            }
+            Err(e) => Err(Error::from(e).context(uri)),
+        }
+    }
+
+    fn inventory(&self, dataset: &DatasetKey, _units: &[String]) -> Result<Vec<Item>> {
+        let label = dataset_label(dataset);
+        Ok(self
+            .session
+            .container(&self.cfg.store_pool, &label, None)?
+            .map(|c| Item::new(ItemKind::Data, format!("daos://{}", c.c.name()), None))
+            .into_iter()
+            .collect())
+    }
+
+    fn wipe(&self, dataset: &DatasetKey, _units: &[String]) -> Result<()> {
+        // Every field array of the dataset is in its container: one destroy.
+        self.session
+            .destroy(&self.cfg.store_pool, &dataset_label(dataset))
+            .map(|_| ())
+    }
+}
+
+fn parse_uri(uri: &str) -> Result<Parsed<'_>> {
+    parse_str(uri).ok_or_else(|| Error::invalid_input(format!("not a DAOS field location: {uri}")))
+}
+
+impl DaosStore {
+    fn read_once(&self, location: &FieldLocation, buf: &mut Vec<u8>) -> Result<()> {
         let p = parse(location).ok_or_else(|| {
             Error::invalid_input(format!("not a DAOS field location: {}", location.uri))
         })?;
@@ -166,14 +248,36 @@ impl Store for DaosStore {
         }
         Ok(())
     }
-
-    fn scheme(&self) -> &'static str {
-        "daos"
-    }
 }
 
 impl StoreWriter for DaosStoreWriter {
-    fn archive(&mut self, _collocation: &CollocationKey, data: &[u8]) -> Result<FieldLocation> {
+    fn archive(&mut self, collocation: &CollocationKey, data: &[u8]) -> Result<FieldLocation> {
+        match self.archive_once(data) {
+            Err(e) if is_gone(&e) => {
+                // The container was destroyed under the writer (a wipe):
+                // write into the dataset's container as it is now. The
+                // catalogue writer's flush reports the wipe.
+                let _ = collocation;
+                self.session.evict(&self.pool, &self.label);
+                self.cont = self
+                    .session
+                    .container(&self.pool, &self.label, Some(self.redundancy))?
+                    .ok_or_else(|| Error::internal("store container neither opened nor created"))?;
+                self.archive_once(data)
+            }
+            r => r,
+        }
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        // daos_array_write returns once the bytes are durable on the
+        // engines: nothing is buffered here.
+        Ok(())
+    }
+}
+
+impl DaosStoreWriter {
+    fn archive_once(&mut self, data: &[u8]) -> Result<FieldLocation> {
         let lo = self.cont.next_oid(self.per_alloc)?;
         let oid = self
             .cont
@@ -195,11 +299,5 @@ impl StoreWriter for DaosStoreWriter {
             data.len() as u64,
         )
         .with_checksum(crc32c::crc32c(data)))
-    }
-
-    fn flush(&mut self) -> Result<()> {
-        // daos_array_write returns once the bytes are durable on the
-        // engines: nothing is buffered here.
-        Ok(())
     }
 }

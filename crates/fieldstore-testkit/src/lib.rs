@@ -89,6 +89,12 @@ pub const CHECKS: &[(&str, Check)] = &[
         "abandoned_writer_keeps_flushed",
         abandoned_writer_keeps_flushed,
     ),
+    ("wipe_dataset", wipe_dataset),
+    ("wipe_collocations", wipe_collocations),
+    ("wipe_refuses_fields", wipe_refuses_fields),
+    ("purge_replaced", purge_replaced),
+    ("stats_counts", stats_counts),
+    ("locks_honoured", locks_honoured),
 ];
 
 /// Run every check on the backend `open` opens, one after the other, and
@@ -135,6 +141,12 @@ macro_rules! conformance_tests {
             concurrent_writers,
             readers_during_writes,
             abandoned_writer_keeps_flushed,
+            wipe_dataset,
+            wipe_collocations,
+            wipe_refuses_fields,
+            purge_replaced,
+            stats_counts,
+            locks_honoured,
         );
     };
     (@each $with:path; $($name:ident),* $(,)?) => {

@@ -486,12 +486,7 @@ impl FieldStore {
         let mut items = Vec::new();
         let mut kept = Vec::new();
         let mut remove = Vec::new();
-        let candidates: BTreeSet<String> = inside
-            .units
-            .keys()
-            .cloned()
-            .chain(pending.into_iter())
-            .collect();
+        let candidates: BTreeSet<String> = inside.units.keys().cloned().chain(pending).collect();
         for uri in candidates {
             let bytes_in = inside.units.get(&uri).map(|u| u.bytes);
             if outside.units.contains_key(&uri) {

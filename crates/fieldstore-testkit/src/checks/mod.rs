@@ -4,6 +4,7 @@ mod concurrency;
 mod damage;
 mod keys;
 mod list;
+mod manage;
 mod replace;
 mod retrieve;
 mod visibility;
@@ -15,6 +16,10 @@ pub use concurrency::{
 pub use damage::damaged_field_detected;
 pub use keys::{bad_input_rejected, keys_are_canonicalised};
 pub use list::{axes_partial_requests, list_partial_requests};
+pub use manage::{
+    locks_honoured, purge_replaced, stats_counts, wipe_collocations, wipe_dataset,
+    wipe_refuses_fields,
+};
 pub use replace::{replace_is_atomic, replace_under_concurrent_reads};
 pub use retrieve::{location_lookup, retrieve_in_request_order, retrieve_missing_is_empty};
 pub use visibility::{archive_copies_data, flush_makes_visible, flush_publishes_only_own_writes};

@@ -455,6 +455,17 @@ impl CatalogueWriter for TocWriter {
         if self.pending.is_empty() {
             return Ok(());
         }
+        match self.flush_pending() {
+            Ok(()) => Ok(()),
+            // Failing because the dataset was wiped under the writer (its
+            // directory gone) says so.
+            Err(e) => Err(self.check_still_there().err().unwrap_or(e)),
+        }
+    }
+}
+
+impl TocWriter {
+    fn flush_pending(&mut self) -> Result<()> {
         let pending = std::mem::take(&mut self.pending);
         self.positions.clear();
         if layout::read_control(&self.dir)?.contains(Operation::Archive) {
