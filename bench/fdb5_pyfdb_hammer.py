@@ -646,12 +646,15 @@ def plot(rows, path):
     for ax, (size, pattern, phases) in zip(axs.flat, panels):
         for system, style in (("fieldstore", "-"), ("fdb5", "--")):
             for ph, color in zip(phases, ("tab:blue", "tab:orange")):
-                pts = sorted((r["procs"], r["mib_s"]) for r in rows
+                pts = sorted((r["procs"], r["mib_s"], r["mib_s_min"], r["mib_s_max"]) for r in rows
                              if r["system"] == system and r["size"] == size
                              and r["pattern"] == pattern and r["phase"] == ph and r["mib_s"])
                 if pts:
-                    ax.plot([p for p, _ in pts], [v for _, v in pts], style, marker="o", color=color,
-                            label=f"{system} {ph}")
+                    xs = [p[0] + (0.04 if system == "fdb5" else -0.04) for p in pts]
+                    ys = [p[1] for p in pts]
+                    err = [[p[1] - p[2] for p in pts], [p[3] - p[1] for p in pts]]
+                    ax.errorbar(xs, ys, yerr=err, fmt=style, marker="o", color=color, capsize=3,
+                                alpha=0.9, label=f"{system} {ph}")
         ax.set_title(f"{'1 MiB' if size == '1m' else '64 KiB'} fields, "
                      f"{'pattern A' if pattern == 'a' else 'w+r contention'}")
         ax.set_xlabel("processes" + (" (writers + readers)" if pattern == "wr" else ""))
@@ -660,7 +663,8 @@ def plot(rows, path):
         ax.set_ylim(bottom=0)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
-    fig.suptitle("fieldstore vs FDB5 (pyfdb, explicit keys): same workload, same run")
+    fig.suptitle("fieldstore vs FDB5 (pyfdb, explicit keys): same workload, same run "
+                 "(median, bars: min-max of the repetitions)")
     fig.tight_layout()
     fig.savefig(path)
     print(f"plot: {path}")

@@ -155,3 +155,31 @@ fn launcher_ranks_meet_in_a_barrier_directory() {
     }
     assert!(!barrier.join("e2e").exists(), "rank 0 cleans up");
 }
+
+#[test]
+fn grib_template_fields_verify_byte_for_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut a = args(dir.path().join("root"));
+    a.processes = 1;
+    a.scenario = Some(Scenario::A);
+    a.template = Some(
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/fixtures/grib/template.grib"
+        )
+        .into(),
+    );
+    let report = run(&a).unwrap();
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+    let read = &report.repetitions[0].rows[1];
+    assert_eq!(read.bytes, 12 * 10800, "the template's size");
+    // The fields are still GRIB messages: the header sits in the data section.
+    let root = dir.path().join("root");
+    let data = std::fs::read_dir(root.join("od:xxxx:enfo:20240101:0000"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "data"))
+        .unwrap();
+    let bytes = std::fs::read(data).unwrap();
+    assert_eq!(&bytes[..4], b"GRIB");
+}
