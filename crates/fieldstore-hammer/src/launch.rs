@@ -120,12 +120,14 @@ pub fn run_local_group(
             });
         }
         for (i, r) in running.iter_mut().enumerate() {
-            let line = read_line(r, i, "it was ready")?;
-            if line.trim_end() != "ready" {
-                return Err(protocol_error(
-                    i,
-                    &format!("said {line:?} instead of ready"),
-                ));
+            // Anything else a worker prints on stdout (a library's message)
+            // is passed on to stderr rather than taken for the protocol.
+            loop {
+                let line = read_line(r, i, "it was ready")?;
+                if line.trim_end() == "ready" {
+                    break;
+                }
+                eprint!("worker {i}: {line}");
             }
         }
         let busy0 = crate::physical::machine_busy_seconds();
@@ -135,7 +137,11 @@ pub fn run_local_group(
         }
         let mut out = Vec::new();
         for (i, r) in running.iter_mut().enumerate() {
-            let line = read_line(r, i, "its result")?;
+            let mut line = read_line(r, i, "its result")?;
+            while !line.starts_with('{') {
+                eprint!("worker {i}: {line}");
+                line = read_line(r, i, "its result")?;
+            }
             let res: ProcResult = serde_json::from_str(&line)
                 .map_err(|e| protocol_error(i, &format!("bad result {line:?}: {e}")))?;
             out.push(res);
