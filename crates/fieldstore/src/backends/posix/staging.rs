@@ -67,7 +67,11 @@ impl Staging {
     /// held), directly when the file system allows it.
     pub(crate) fn new(path: &Path, file: File, try_direct: bool) -> Staging {
         let direct = if try_direct {
-            OpenOptions::new().write(true).custom_flags(libc::O_DIRECT).open(path).ok()
+            OpenOptions::new()
+                .write(true)
+                .custom_flags(libc::O_DIRECT)
+                .open(path)
+                .ok()
         } else {
             None
         };
@@ -116,7 +120,8 @@ impl Staging {
             self.write_staged(len)?;
         }
         let file = self.direct.as_ref().unwrap_or(&self.buffered);
-        file.sync_data().map_err(|e| Error::io(format!("syncing {}", self.path.display()), e))
+        file.sync_data()
+            .map_err(|e| Error::io(format!("syncing {}", self.path.display()), e))
     }
 
     /// Write the first `len` staged bytes at `base`; afterwards nothing is
@@ -150,7 +155,11 @@ mod tests {
     fn fields_land_at_their_offsets_with_aligned_gaps_after_flushes() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("x.data");
-        let file = OpenOptions::new().write(true).create_new(true).open(&path).unwrap();
+        let file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .unwrap();
         let mut s = Staging::new(&path, file, true);
         let direct = s.direct.is_some();
         let mut fields = Vec::new();
