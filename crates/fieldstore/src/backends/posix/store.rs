@@ -242,7 +242,9 @@ impl Store for FileStore {
         let file = self.file(path)?;
         let len = usize::try_from(location.length)
             .map_err(|_| Error::corrupt(format!("{location}: length out of range")))?;
-        buf.clear();
+        // The read overwrites all `len` bytes: zero only what the buffer
+        // grows by (zero-filling every read was 4-5 % of read CPU).
+        buf.truncate(len);
         buf.resize(len, 0);
         file.read_exact_at(buf, location.offset).map_err(|e| {
             if e.kind() == std::io::ErrorKind::UnexpectedEof {
