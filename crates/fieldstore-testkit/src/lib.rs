@@ -24,10 +24,12 @@
 //! run_all(&open, &Capabilities::default());
 //! ```
 //!
-//! The worker binary `fieldstore-testkit-worker` runs [`streams`] workloads
-//! in separate processes for the multi-process and SIGKILL tests.
+//! The worker binary `fieldstore-testkit-worker` runs [`streams`] and
+//! [`churn`] workloads, wipes and purges in separate processes for the
+//! multi-process and SIGKILL tests.
 
 mod checks;
+pub mod churn;
 pub mod payload;
 pub mod rng;
 pub mod streams;

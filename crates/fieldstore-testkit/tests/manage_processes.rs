@@ -1,0 +1,393 @@
+//! Wipe and purge with real processes on the POSIX backend:
+//!
+//! - wipes of a dataset while two writer processes write into it and two
+//!   reader processes poll it: no reader ever sees a flush in part or two
+//!   incarnations of the dataset at once, every field read verifies, the
+//!   writers are told when a flush of theirs was wiped and go on;
+//! - a wipe process and a purge process killed with SIGKILL at random
+//!   instants: readers see the dataset whole or not at all (wipe), the
+//!   newest versions intact (purge), and the next wipe or purge finishes
+//!   the job, leaving nothing behind.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read};
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use fieldstore::{FieldStore, Level, ListOptions, WipeOptions};
+use fieldstore_testkit::churn::Churn;
+use fieldstore_testkit::payload;
+use fieldstore_testkit::rng::Rng;
+use fieldstore_testkit::support::{
+    archive_payload, list, must, posix_config, request, schema, Spec,
+};
+
+const WORKER: &str = env!("CARGO_BIN_EXE_fieldstore-testkit-worker");
+
+fn open(root: &Path) -> FieldStore {
+    must(FieldStore::open(posix_config(root, schema())), "open")
+}
+
+fn spawn(args: &[&str], root: &Path) -> Child {
+    Command::new(WORKER)
+        .args(args)
+        .arg("--root")
+        .arg(root)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("starting {WORKER} {args:?}: {e}"))
+}
+
+fn finish(mut child: Child, what: &str) -> (std::process::ExitStatus, String, String) {
+    let mut out = String::new();
+    let mut err = String::new();
+    let mut stderr = child.stderr.take().expect("piped stderr");
+    let t = std::thread::spawn(move || {
+        let mut e = String::new();
+        let _ = stderr.read_to_string(&mut e);
+        e
+    });
+    if let Some(mut stdout) = child.stdout.take() {
+        stdout
+            .read_to_string(&mut out)
+            .unwrap_or_else(|e| panic!("reading the output of {what}: {e}"));
+    }
+    err.push_str(&t.join().expect("stderr reader"));
+    let status = child
+        .wait()
+        .unwrap_or_else(|e| panic!("waiting for {what}: {e}"));
+    (status, out, err)
+}
+
+/// Names in `root` starting with `prefix`.
+fn leftovers(root: &Path, prefix: &str) -> Vec<String> {
+    std::fs::read_dir(root)
+        .expect("the root")
+        .map(|e| {
+            e.expect("an entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .filter(|n| n.starts_with(prefix))
+        .collect()
+}
+
+#[test]
+fn wipes_while_two_writers_and_two_readers_run() {
+    const WIPES: usize = 5;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let root = dir.path();
+    let stop = root.join("stop");
+    let c = Churn {
+        expver: "chr1".into(),
+        per_round: 8,
+    };
+    let per_round = c.per_round.to_string();
+    let stop_arg = stop.to_string_lossy().into_owned();
+    let writers: Vec<Child> = (0..2)
+        .map(|w| {
+            let w = w.to_string();
+            spawn(
+                &[
+                    "churn-write",
+                    "--expver",
+                    &c.expver,
+                    "--writer",
+                    &w,
+                    "--per-round",
+                    &per_round,
+                    "--stop",
+                    &stop_arg,
+                ],
+                root,
+            )
+        })
+        .collect();
+    let readers: Vec<Child> = (0..2)
+        .map(|_| {
+            spawn(
+                &[
+                    "churn-read",
+                    "--expver",
+                    &c.expver,
+                    "--per-round",
+                    &per_round,
+                    "--stop",
+                    &stop_arg,
+                ],
+                root,
+            )
+        })
+        .collect();
+    // Wipe whenever the dataset holds something written since the last
+    // wipe, WIPES times, while everybody runs.
+    let fs = open(root);
+    let doit = WipeOptions {
+        doit: true,
+        unsafe_wipe_all: false,
+    };
+    let mut wiped = 0;
+    while wiped < WIPES {
+        let now = c
+            .poll(&fs)
+            .unwrap_or_else(|e| panic!("the wiping process's own poll: {e}"));
+        if now.values().sum::<usize>() == 0 {
+            std::thread::sleep(Duration::from_millis(2));
+            continue;
+        }
+        let report = must(fs.wipe(&c.request(), doit), "wipe");
+        assert!(report.datasets.len() <= 1, "{report:?}");
+        wiped += 1;
+    }
+    std::fs::write(&stop, b"").expect("the stop file");
+    let mut flushed = 0;
+    let mut refused = 0;
+    for (w, child) in writers.into_iter().enumerate() {
+        let (status, out, err) = finish(child, &format!("writer {w}"));
+        assert!(status.success(), "writer {w} failed ({status}): {err}");
+        let last = out.lines().last().unwrap_or_default();
+        let mut parts = last.split(' ').skip(1).map(|n| n.parse::<usize>().ok());
+        match (last.starts_with("done "), parts.next(), parts.next()) {
+            (true, Some(Some(f)), Some(Some(r))) => {
+                flushed += f;
+                refused += r;
+            }
+            _ => panic!("writer {w}'s output: {out}"),
+        }
+    }
+    for (r, child) in readers.into_iter().enumerate() {
+        let (status, out, err) = finish(child, &format!("reader {r}"));
+        assert!(
+            status.success(),
+            "reader {r} saw a broken rule ({status}):\n{err}"
+        );
+        println!("reader {r}: {}", out.trim());
+    }
+    println!("{WIPES} wipes; writers flushed {flushed} rounds, {refused} refused as wiped");
+    assert!(
+        refused >= 1,
+        "a writer whose dataset was wiped under it is told so at its next flush"
+    );
+    // The end state obeys the same rules, seen afresh, and no tombstone
+    // is left.
+    let seen = c
+        .poll(&open(root))
+        .unwrap_or_else(|e| panic!("a fresh reader at the end: {e}"));
+    println!("left at the end: {seen:?}");
+    assert_eq!(leftovers(root, ".wiped."), Vec::<String>::new());
+}
+
+/// A dataset of `handles` writers, two fields each, in family `x`.
+fn populate(root: &Path, x: &str, handles: u32, version: u32) -> usize {
+    let mut n = 0;
+    for h in 0..handles {
+        let fs = open(root);
+        for param in [130, 131] {
+            let spec = Spec {
+                date: 20240101,
+                time: 0,
+                ty: "pf",
+                levtype: "pl",
+                step: h,
+                number: Some(1),
+                levelist: Some(500),
+                param,
+            };
+            archive_payload(&fs, &spec.key(x), version, 200, 2000);
+            n += 1;
+        }
+        must(fs.flush(), "flush");
+    }
+    n
+}
+
+/// Every field of family `x`, listed and read: `(count, versions)`.
+fn read_all(fs: &FieldStore, x: &str) -> (usize, BTreeMap<u32, usize>) {
+    let mut versions = BTreeMap::new();
+    let mut buf = Vec::new();
+    let listed = list(
+        fs,
+        &request(&format!("class=od,expver={x}")),
+        Level::Element,
+        false,
+    );
+    for e in &listed {
+        let loc = e.location.clone().expect("a location");
+        must(
+            fs.store().read(&loc, &mut buf),
+            format_args!("reading {loc}"),
+        );
+        let v = payload::verify(&buf, &e.full_key().to_string())
+            .unwrap_or_else(|err| panic!("{loc}: {err}"));
+        *versions.entry(v).or_insert(0) += 1;
+    }
+    (listed.len(), versions)
+}
+
+/// Start a maintenance worker, wait for it to begin, let it run a random
+/// while, SIGKILL it. Whether it finished.
+fn kill_during(command: &str, root: &Path, req: &str, rng: &mut Rng) -> bool {
+    let mut child = spawn(&[command, "--request", req], root);
+    let stdout = child.stdout.take().expect("piped stdout");
+    let mut lines = BufReader::new(stdout).lines();
+    match lines.next() {
+        Some(Ok(l)) if l == "start" => {}
+        other => {
+            let (_, _, err) = finish(child, command);
+            panic!("{command} did not start: {other:?} {err}");
+        }
+    }
+    std::thread::sleep(Duration::from_micros(rng.below(4000)));
+    let _ = child.kill();
+    let rest: Vec<String> = lines.map_while(|l| l.ok()).collect();
+    let status = child.wait().expect("waiting for the killed worker");
+    let done = rest.iter().any(|l| l == "done");
+    assert!(
+        status.success() || status.signal() == Some(9),
+        "{command} failed by itself ({status})"
+    );
+    done
+}
+
+#[test]
+fn wipe_killed_at_random_instants_is_finished_by_the_next() {
+    const TRIALS: u32 = 12;
+    const HANDLES: u32 = 12;
+    let mut rng = Rng::from_env("wipe sigkill trials");
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let root = dir.path();
+    let keep = populate(root, "kept", 2, 1);
+    let mut outcomes = [0usize; 3]; // untouched, hidden (interrupted), finished
+    for t in 0..TRIALS {
+        let x = format!("k{t:03}");
+        let n = populate(root, &x, HANDLES, 1);
+        let req = format!("class=od,expver={x}");
+        let finished = kill_during("wipe", root, &req, &mut rng);
+        let fs = open(root);
+        // Whole or not at all, at every depth.
+        let (seen, _) = read_all(&fs, &x);
+        let datasets = list(&fs, &request(&req), Level::Dataset, false).len();
+        let collocations = list(&fs, &request(&req), Level::Collocation, false).len();
+        match (seen, datasets, collocations) {
+            (s, 1, 1) if s == n => outcomes[0] += 1,
+            (0, 0, 0) => outcomes[if finished { 2 } else { 1 }] += 1,
+            other => panic!(
+                "trial {t}: after a wipe killed mid-way, the dataset is half visible: \
+                 {other:?} (fields, datasets, collocations) of {n} fields"
+            ),
+        }
+        let status = must(fs.status(&request(&req)), "status");
+        assert!(status.len() <= 1, "{status:?}");
+        // The next wipe finishes the job.
+        let doit = WipeOptions {
+            doit: true,
+            unsafe_wipe_all: false,
+        };
+        must(fs.wipe(&request(&req), doit), "the wipe after the kill");
+        assert_eq!(
+            read_all(&open(root), &x).0,
+            0,
+            "trial {t}: after the second wipe"
+        );
+        assert_eq!(
+            must(open(root).status(&request(&req)), "status"),
+            vec![],
+            "trial {t}: nothing left to report"
+        );
+        assert_eq!(
+            leftovers(root, ".wiped."),
+            Vec::<String>::new(),
+            "trial {t}"
+        );
+        assert_eq!(
+            read_all(&fs, "kept").0,
+            keep,
+            "trial {t}: the other dataset"
+        );
+    }
+    println!(
+        "wipes killed: {} before hiding anything, {} after hiding, {} after finishing",
+        outcomes[0], outcomes[1], outcomes[2]
+    );
+}
+
+#[test]
+fn purge_killed_at_random_instants_is_finished_by_the_next() {
+    const TRIALS: u32 = 10;
+    const HANDLES: u32 = 10;
+    let mut rng = Rng::from_env("purge sigkill trials");
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let root = dir.path();
+    let mut outcomes = [0usize; 3]; // nothing removed, some, finished
+    for t in 0..TRIALS {
+        let x = format!("p{t:03}");
+        // Version 1 by some writers, all replaced by others: every file of
+        // the first writers holds only replaced fields.
+        let n = populate(root, &x, HANDLES, 1);
+        populate(root, &x, HANDLES, 2);
+        let req = format!("class=od,expver={x},stream=enfo,date=20240101,time=0000");
+        let finished = kill_during("purge", root, &req, &mut rng);
+        let dir_name = format!("od:{x}:enfo:20240101:0000");
+        let data_files = || {
+            std::fs::read_dir(root.join(&dir_name))
+                .expect("the dataset directory")
+                .filter(|e| {
+                    e.as_ref()
+                        .is_ok_and(|e| e.file_name().to_string_lossy().ends_with(".data"))
+                })
+                .count()
+        };
+        let left = data_files();
+        outcomes[match (finished, left) {
+            (true, _) => 2,
+            (false, l) if l == 2 * HANDLES as usize => 0,
+            _ => 1,
+        }] += 1;
+        // Readers of the newest versions never notice.
+        let fs = open(root);
+        assert_eq!(
+            read_all(&fs, &x),
+            (n, BTreeMap::from([(2, n)])),
+            "trial {t}: the newest versions after a purge killed mid-way"
+        );
+        // The next purge finishes: nothing replaced is left, and every
+        // entry still listed with duplicates reads.
+        let report = must(fs.purge(&request(&req), true), "the purge after the kill");
+        assert!(
+            report.datasets.iter().all(|d| d.kept.is_empty()),
+            "{report:?}"
+        );
+        let fresh = open(root);
+        let full = must(
+            fresh.list(
+                &request(&req),
+                ListOptions {
+                    depth: Level::Element,
+                    duplicates: true,
+                },
+            ),
+            "list with duplicates",
+        );
+        assert_eq!(full.len(), n, "trial {t}: replaced versions left: {full:?}");
+        let stats = must(fresh.stats(&request(&req)), "stats");
+        assert_eq!(
+            (stats[0].duplicates, stats[0].reclaimable_bytes),
+            (0, 0),
+            "trial {t}: {stats:?}"
+        );
+        assert_eq!(
+            data_files(),
+            HANDLES as usize,
+            "trial {t}: only the newest writers' data files remain"
+        );
+    }
+    println!(
+        "purges killed: {} before removing anything, {} part-way, {} after finishing",
+        outcomes[0], outcomes[1], outcomes[2]
+    );
+}
