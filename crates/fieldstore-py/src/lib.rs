@@ -15,8 +15,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use fieldstore::{
-    Config, Error, ErrorKind, FieldLocation, FieldStore, Key, Level, ListElement, ListOptions,
-    Request,
+    Config, Control, Error, ErrorKind, FieldLocation, FieldStore, Key, Level, ListElement,
+    ListOptions, Locks, Operation, Request, WipeOptions,
 };
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
@@ -281,9 +281,81 @@ impl Store {
             .collect())
     }
 
+    /// Wipe what `selection` names (whole datasets or collocations); a
+    /// dry run unless `doit`. The report as JSON (`fieldstore::WipeReport`).
+    fn wipe(
+        &self,
+        py: Python<'_>,
+        selection: Selection,
+        doit: bool,
+        unsafe_wipe_all: bool,
+    ) -> PyResult<String> {
+        let request = request(py, &self.fs, &selection)?;
+        let options = WipeOptions {
+            doit,
+            unsafe_wipe_all,
+        };
+        let report = py.detach(|| self.fs.wipe(&request, options)).or_raise(py)?;
+        json(py, &report)
+    }
+
+    /// Remove replaced fields' bytes; a dry run unless `doit`. JSON
+    /// (`fieldstore::PurgeReport`).
+    fn purge(&self, py: Python<'_>, selection: Selection, doit: bool) -> PyResult<String> {
+        let request = request(py, &self.fs, &selection)?;
+        let report = py.detach(|| self.fs.purge(&request, doit)).or_raise(py)?;
+        json(py, &report)
+    }
+
+    /// Counts per dataset. JSON (`[fieldstore::DatasetStats]`).
+    fn stats(&self, py: Python<'_>, selection: Selection) -> PyResult<String> {
+        let request = request(py, &self.fs, &selection)?;
+        let stats = py.detach(|| self.fs.stats(&request)).or_raise(py)?;
+        json(py, &stats)
+    }
+
+    /// Place and locks per dataset. JSON (`[fieldstore::DatasetStatus]`).
+    fn status(&self, py: Python<'_>, selection: Selection) -> PyResult<String> {
+        let request = request(py, &self.fs, &selection)?;
+        let status = py.detach(|| self.fs.status(&request)).or_raise(py)?;
+        json(py, &status)
+    }
+
+    /// Lock (`lock`) or unlock the `operations` (`archive`, `retrieve`,
+    /// `list`, `wipe`) of the datasets `selection` names. JSON of their
+    /// status afterwards.
+    fn control(
+        &self,
+        py: Python<'_>,
+        selection: Selection,
+        lock: bool,
+        operations: Vec<String>,
+    ) -> PyResult<String> {
+        let request = request(py, &self.fs, &selection)?;
+        let mut locks = Locks::NONE;
+        for name in &operations {
+            let op = Operation::from_name(name).ok_or_else(|| {
+                PyValueError::new_err(format!(
+                    "unknown operation '{name}' (expected archive, retrieve, list or wipe)"
+                ))
+            })?;
+            locks = locks.with(op);
+        }
+        let action = if lock { Control::Lock } else { Control::Unlock };
+        let status = py
+            .detach(|| self.fs.control(&request, action, locks))
+            .or_raise(py)?;
+        json(py, &status)
+    }
+
     fn __repr__(&self) -> String {
         format!("fieldstore.Store({})", self.fs.config().source)
     }
+}
+
+fn json<T: serde::Serialize>(py: Python<'_>, value: &T) -> PyResult<String> {
+    serde_json::to_string(value)
+        .map_err(|e| to_py(py, &Error::internal(format!("report to JSON: {e}"))))
 }
 
 #[cfg(feature = "grib")]

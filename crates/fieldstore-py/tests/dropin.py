@@ -81,6 +81,45 @@ def api(fdbmod) -> dict:
     return out
 
 
+def attempt(f):  # type: ignore[no-untyped-def]
+    try:
+        return f()
+    except Exception as e:
+        return {"error": type(e).__name__}
+
+
+def manage(fdbmod, fdb, config) -> dict:
+    """Data management: stats, control (lock and unlock), status, wipe."""
+    out: dict = {}
+    rd = {"class": "rd", "expver": "xxxx", "stream": "oper", "date": "20201102", "time": "0000",
+          "domain": "g", "type": "fc", "levtype": "sfc", "step": 12, "param": 166}
+    (stats,) = fdb.stats({"class": "rd", "date": 20201102})
+    out["stats"] = {
+        line.split(":")[0].strip(): line.split(":")[1].split("(")[0].strip()
+        for line in stats.index_statistics().splitlines()
+        if line.split(":")[0].strip() in ("Fields", "Duplicated fields", "Reacheable fields",
+                                          "Size of fields")
+    }
+    ids = [fdbmod.ControlIdentifier.RETRIEVE, fdbmod.ControlIdentifier.LIST]
+    locked = list(fdb.control({"class": "rd"}, fdbmod.ControlAction.DISABLE, ids))
+    out["locked"] = [[str(i) for i in e.controlIdentifiers()] for e in locked]
+    out["locked_keys"] = [e.key() for e in locked]
+    other = fdbmod.FDB(config)
+    out["status"] = [[str(i) for i in e.controlIdentifiers()] for e in other.status({"class": "rd"})]
+    out["retrieve_locked"] = attempt(lambda: len(other.retrieve(rd).readall()))
+    out["list_locked"] = attempt(lambda: len(list(other.list({"class": "rd"}))))
+    unlocked = list(fdb.control({"class": "rd"}, fdbmod.ControlAction.ENABLE, ids))
+    out["unlocked"] = [[str(i) for i in e.controlIdentifiers()] for e in unlocked]
+    out["retrieve_unlocked"] = len(fdbmod.FDB(config).retrieve(rd).readall())
+    fresh = fdbmod.FDB(config)
+    out["wipe_dry"] = sorted({e.type().name for e in fresh.wipe({"class": "rd"})})
+    out["after_dry"] = len(list(fresh.list({"class": "rd"})))
+    list(fresh.wipe({"class": "rd"}, doit=True))
+    out["after_wipe"] = len(list(fdbmod.FDB(config).list({"class": "rd"})))
+    out["others_after_wipe"] = len(list(fdbmod.FDB(config).list({})))
+    return out
+
+
 def main() -> None:
     module, root, schema, grib_dir, out_dir = sys.argv[1:6]
     fdbmod = importlib.import_module(module)
@@ -171,6 +210,7 @@ def main() -> None:
             except Exception as e:
                 result["axes"][name] = {"error": type(e).__name__, "message": str(e)[:200]}
 
+    result["manage"] = manage(fdbmod, fdb, config)
     (out / "result.json").write_text(json.dumps(result, indent=1, sort_keys=True))
 
 

@@ -429,11 +429,77 @@ def test_threads_share_a_handle(fdb: fieldstore.FDB) -> None:
     assert len(list(fdb.list({}))) == 80
 
 
-def test_unsupported_methods_raise_not_implemented(fdb: fieldstore.FDB) -> None:
-    for call in (lambda: fdb.wipe({"class": "od"}), lambda: fdb.purge({}),
-                 lambda: fdb.stats({}), lambda: fdb.status({}),
-                 lambda: fdb.control({}, fieldstore.ControlAction.DISABLE,
-                                     [fieldstore.ControlIdentifier.LIST])):
-        with pytest.raises(NotImplementedError):
-            call()
+# ---------------------------------------------------------------- data management
+
+
+def test_stats_status_and_control(root: Path) -> None:
+    fdb = fieldstore.FDB(config(root))
+    for body in (b"GRIB-1-7777", b"GRIB-22-7777"):
+        fdb.archive(body, key())
+        fdb.flush()
+    (stats,) = fdb.stats({"class": "od"})
+    assert "Duplicated fields               : 1\n" in stats.index_statistics()
+    assert "Reacheable fields               : 1\n" in stats.index_statistics()
+    assert "Size of fields                  : 23 (23 bytes)" in stats.index_statistics()
+    assert "Collocations                    : 1\n" in stats.db_statistics()
+    (status,) = fdb.status({"class": "od"})
+    assert status.controlIdentifiers() == []
+    assert status.key()["class"] == ["od"] and status.key()["domain"] == ["g"]
+    assert Path(str(status.location())).is_dir()
+
+    (locked,) = fdb.control(
+        {"class": "od"}, fieldstore.ControlAction.DISABLE,
+        [fieldstore.ControlIdentifier.RETRIEVE | fieldstore.ControlIdentifier.LIST],
+    )
+    assert locked.controlIdentifiers() == [  # in flag order, as pyfdb
+        fieldstore.ControlIdentifier.LIST, fieldstore.ControlIdentifier.RETRIEVE
+    ]
+    other = fieldstore.FDB(config(root))
+    with pytest.raises(errors.LockedError, match="locked against retrieve"):
+        other.retrieve(key()).read()
+    assert list(other.status({}))[0] == locked
+    (unlocked,) = fdb.control({"class": "od"}, fieldstore.ControlAction.ENABLE,
+                              [fieldstore.ControlIdentifier.RETRIEVE, fieldstore.ControlIdentifier.LIST])
+    assert unlocked.controlIdentifiers() == []
+    assert fieldstore.FDB(config(root)).retrieve(key()).read() == b"GRIB-22-7777"
+    with pytest.raises(errors.UnsupportedError):
+        fdb.control({"class": "od"}, fieldstore.ControlAction.DISABLE,
+                    [fieldstore.ControlIdentifier.UNIQUEROOT])
     assert fdb.enabled(fieldstore.ControlIdentifier.ARCHIVE)
+
+
+def test_purge_removes_only_replaced_fields(root: Path) -> None:
+    # Two writers (handles): the first one's data file ends up holding only
+    # the replaced version.
+    first = fieldstore.FDB(config(root))
+    first.archive(b"GRIB-old-7777", key())
+    first.flush()
+    del first
+    second = fieldstore.FDB(config(root))
+    second.archive(b"GRIB-new-7777", key())
+    second.flush()
+    files = lambda: sorted(p.name for p in root.rglob("*") if p.is_file())  # noqa: E731
+    before = files()
+    (dry,) = second.purge({"class": "od"})
+    assert "To be deleted:" in repr(dry) and files() == before
+    (done,) = second.purge({"class": "od"}, doit=True)
+    assert "Deleted:" in repr(done)
+    assert len(files()) < len(before)
+    assert second.retrieve(key()).read() == b"GRIB-new-7777"
+    assert len(list(second.list({}, include_masked=True))) == 1
+
+
+def test_wipe_is_a_dry_run_unless_doit(three: fieldstore.FDB, root: Path) -> None:
+    elements = list(three.wipe({"class": "od", "expver": "0001", "stream": "oper",
+                                "date": 20231201, "time": 1200, "domain": "g"}))
+    kinds = [e.type() for e in elements]
+    assert kinds[0] == fieldstore.WipeElementType.CATALOGUE_INFO
+    assert fieldstore.WipeElementType.STORE in kinds
+    data = [e for e in elements if e.type() == fieldstore.WipeElementType.STORE][0]
+    assert all(Path(str(u)).exists() for u in data.uris())
+    assert len(list(three.list({}))) == 3
+    porcelain = list(three.wipe({"class": "od"}, doit=True, porcelain=True))
+    assert fieldstore.WipeElementType.CATALOGUE_INFO not in [e.type() for e in porcelain]
+    assert not any(Path(str(u)).exists() for u in data.uris())
+    assert list(three.list({})) == []
+    assert list(fieldstore.FDB(config(root)).list({})) == []

@@ -215,3 +215,12 @@ def test_same_axes(results: tuple[dict, dict]) -> None:
             continue
         assert got == want, name
     assert divergent == 4, divergent
+
+
+def test_same_data_management(results: tuple[dict, dict]) -> None:
+    ref, fs = results
+    want, got = dict(ref["manage"]), dict(fs["manage"])
+    # A locked dataset: FDB5 logs and retrieves nothing; fieldstore raises.
+    assert want.pop("retrieve_locked") == 0
+    assert got.pop("retrieve_locked") == {"error": "LockedError"}
+    assert got == want

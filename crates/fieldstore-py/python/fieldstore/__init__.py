@@ -32,6 +32,7 @@ from ._fdb import (
     StatsElement,
     StatusElement,
     WipeElement,
+    WipeElementType,
 )
 from ._fieldstore import GRIB as _GRIB
 from ._fieldstore import __version__
@@ -66,6 +67,7 @@ __all__ = [
     "MarsIdentifier",
     "StatusElement",
     "WipeElement",
+    "WipeElementType",
     "PurgeElement",
     "StatsElement",
     "ControlElement",

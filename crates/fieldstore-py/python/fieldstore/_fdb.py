@@ -27,6 +27,7 @@ __all__ = [
     "MarsIdentifier",
     "StatusElement",
     "WipeElement",
+    "WipeElementType",
     "PurgeElement",
     "StatsElement",
     "ControlElement",
@@ -231,16 +232,16 @@ class FDB:
         return dict(self._store.config()), user_dict
 
     def enabled(self, control_identifier: ControlIdentifier) -> bool:
-        """Whether an action is enabled: always, fieldstore has no controls
-        (locks) yet."""
+        """Whether the configuration enables an action: always (fieldstore's
+        configurations cannot disable actions; datasets can be locked with
+        :meth:`control`)."""
         return True
 
-    def _unsupported(self, what: str) -> UnsupportedError:
-        return UnsupportedError(f"FDB.{what}: not available in fieldstore yet")
-
-    def status(self, mars_selection: MarsSelection) -> Generator[Any, None, None]:
-        """Not available yet: raises :class:`~fieldstore.errors.UnsupportedError`."""
-        raise self._unsupported("status")
+    def status(self, mars_selection: MarsSelection) -> Iterator[StatusElement]:
+        """Where each dataset the selection names lives, and the actions it
+        is locked against (``controlIdentifiers()``)."""
+        report = json.loads(self._store.status(_selection(mars_selection)))
+        return iter([StatusElement(d, _internal=True) for d in report])
 
     def wipe(
         self,
@@ -248,28 +249,60 @@ class FDB:
         doit: bool = False,
         porcelain: bool = False,
         unsafe_wipe_all: bool = False,
-    ) -> Generator[Any, None, None]:
-        """Not available yet: raises :class:`~fieldstore.errors.UnsupportedError`."""
-        raise self._unsupported("wipe")
+    ) -> Iterator[WipeElement]:
+        """Delete the datasets (or, with collocation keywords, the
+        collocations) the selection names, with their files; a dry run
+        reporting what would go unless ``doit``. The wipe happens when this
+        is called, not when the result is iterated. ``porcelain``: only the
+        files or objects deleted. Files fieldstore did not create stop a
+        whole-dataset wipe unless ``unsafe_wipe_all``."""
+        report = json.loads(
+            self._store.wipe(_selection(mars_selection), bool(doit), bool(unsafe_wipe_all))
+        )
+        return iter(_wipe_elements(report, bool(porcelain)))
 
     def purge(
         self, mars_selection: MarsSelection, doit: bool = False, porcelain: bool = False
-    ) -> Generator[Any, None, None]:
-        """Not available yet: raises :class:`~fieldstore.errors.UnsupportedError`."""
-        raise self._unsupported("purge")
+    ) -> Iterator[PurgeElement]:
+        """Delete the bytes of fields replaced by a later archive of the same
+        key, where no newest field shares their file; a dry run unless
+        ``doit``. Happens when called. One report per dataset."""
+        report = json.loads(self._store.purge(_selection(mars_selection), bool(doit)))
+        return iter([_purge_element(d, report["done"], bool(porcelain)) for d in report["datasets"]])
 
-    def stats(self, mars_selection: MarsSelection) -> Generator[Any, None, None]:
-        """Not available yet: raises :class:`~fieldstore.errors.UnsupportedError`."""
-        raise self._unsupported("stats")
+    def stats(self, mars_selection: MarsSelection) -> Iterator[StatsElement]:
+        """Counts per dataset: fields, bytes, replaced fields, what a purge
+        would free."""
+        report = json.loads(self._store.stats(_selection(mars_selection)))
+        return iter([StatsElement(d, _internal=True) for d in report])
 
     def control(
         self,
         mars_selection: MarsSelection,
         control_action: ControlAction,
         control_identifiers: Collection[ControlIdentifier],
-    ) -> Generator[Any, None, None]:
-        """Not available yet: raises :class:`~fieldstore.errors.UnsupportedError`."""
-        raise self._unsupported("control")
+    ) -> Iterator[ControlElement]:
+        """Disable (lock) or enable (unlock) actions on the datasets the
+        selection names, for every process, at once (not when the result is
+        iterated). Returns each dataset's state afterwards."""
+        operations = []
+        for ident in control_identifiers:
+            ident = ControlIdentifier(ident)
+            if ident & ControlIdentifier.UNIQUEROOT:
+                raise UnsupportedError("FDB.control: UNIQUEROOT is not a control of fieldstore")
+            for flag in (ControlIdentifier.ARCHIVE, ControlIdentifier.RETRIEVE,
+                         ControlIdentifier.LIST, ControlIdentifier.WIPE):
+                if ident & flag and flag.name is not None:
+                    operations.append(flag.name.lower())
+        action = ControlAction(control_action)
+        sel = _selection(mars_selection)
+        if action == ControlAction.NONE or not operations:
+            report = json.loads(self._store.status(sel))
+        else:
+            report = json.loads(
+                self._store.control(sel, action == ControlAction.DISABLE, operations)
+            )
+        return iter([ControlElement(d, _internal=True) for d in report])
 
     def __repr__(self) -> str:
         return f"FieldStore({self._store.source()})"
@@ -590,6 +623,15 @@ class ControlIdentifier(IntFlag):
     WIPE = auto()
     UNIQUEROOT = auto()
 
+    def __repr__(self) -> str:
+        names = "|".join(
+            f.name for f in ControlIdentifier if f.value and self.value & f.value and f.name
+        )
+        return names or "NONE"
+
+    def __str__(self) -> str:
+        return self.__repr__()
+
 
 class ControlAction(IntEnum):
     """Enable or disable an action (pyfdb's)."""
@@ -598,32 +640,217 @@ class ControlAction(IntEnum):
     DISABLE = auto()
     ENABLE = auto()
 
+    def __repr__(self) -> str:
+        return self.name or ""
 
-class _NotYet:
-    """Results of pyfdb methods fieldstore does not offer yet (``status``,
-    ``wipe``, ``purge``, ``stats``, ``control``); importable so that code
-    naming them loads, never returned today."""
+    def __str__(self) -> str:
+        return self.__repr__()
 
-    def __init__(self, *args: Any, _internal: bool = False, **kwargs: Any) -> None:
+
+def _braced(key: Mapping[str, str]) -> str:
+    return "{" + ",".join(f"{k}={v}" for k, v in key.items() if v != "") + "}"
+
+
+def _bytes(n: int) -> str:
+    """A size as FDB5's tools print it: ``5,904 (5.76562 Kbytes)``."""
+    value = float(n)
+    for unit in ("bytes", "Kbytes", "Mbytes", "Gbytes", "Tbytes"):
+        if value < 1024 or unit == "Tbytes":
+            return f"{n:,} ({value:g} {unit})"
+        value /= 1024
+    return f"{n:,}"
+
+
+def _line(name: str, value: object) -> str:
+    return f"{name:<32}: {value}\n"
+
+
+class WipeElementType(IntEnum):
+    """What a :class:`WipeElement` lists (pyfdb's names)."""
+
+    ERROR = 0
+    CATALOGUE_INFO = auto()
+    CATALOGUE = auto()
+    CATALOGUE_INDEX = auto()
+    CATALOGUE_SAFE = auto()
+    CATALOGUE_CONTROL = auto()
+    STORE = auto()
+    STORE_AUX = auto()
+    STORE_SAFE = auto()
+    UNKNOWN = auto()
+
+
+class WipeElement:
+    """One part of a wipe's report: what it is, a message, and URIs."""
+
+    def __init__(
+        self, kind: WipeElementType, msg: str, uris: list[str], *, _internal: bool = False
+    ) -> None:
+        if not _internal:
+            raise TypeError("Creating a WipeElement from user code is not supported.")
+        self._type = kind
+        self._msg = msg
+        self._uris = uris
+
+    def type(self) -> WipeElementType:
+        return self._type
+
+    def msg(self) -> str:
+        return self._msg
+
+    def uris(self) -> list[URI]:
+        return [URI(u) for u in self._uris]
+
+    def __repr__(self) -> str:
+        return "\n".join([self._msg, *(f"    {u}" for u in self._uris)])
+
+
+_WIPE_GROUPS = [
+    (("catalogue", "leftover"), WipeElementType.CATALOGUE, "Catalogue URIs to delete:"),
+    (("index",), WipeElementType.CATALOGUE_INDEX, "Index URIs to delete:"),
+    (("control",), WipeElementType.CATALOGUE_CONTROL, "Control URIs to delete:"),
+    (("data",), WipeElementType.STORE, "Data URIs to delete:"),
+    (("unknown",), WipeElementType.UNKNOWN, "Unknown URIs to delete:"),
+]
+
+
+def _wipe_elements(report: dict, porcelain: bool) -> list[WipeElement]:
+    out = []
+    for d in report["datasets"]:
+        if not porcelain:
+            what = "" if d["collocations"] is None else (
+                ", collocations: " + " ".join(_braced(c) for c in d["collocations"])
+            )
+            state = ", finishing an interrupted wipe" if d["interrupted"] else ""
+            out.append(WipeElement(
+                WipeElementType.CATALOGUE_INFO,
+                f"[Dataset: {_braced(d['dataset'])}, place: {d['place']}{what}{state}, "
+                f"fields: {d['fields']}, bytes: {d['bytes']}]",
+                [], _internal=True,
+            ))
+        for kinds, kind, msg in _WIPE_GROUPS:
+            uris = [i["name"] for i in d["items"] if i["kind"] in kinds]
+            if uris:
+                out.append(WipeElement(kind, msg, uris, _internal=True))
+        if not porcelain:
+            kept = [f"{k['name']} ({k['reason']})" for k in d["kept"]]
+            if kept:
+                out.append(WipeElement(WipeElementType.STORE_SAFE, "URIs kept:", kept, _internal=True))
+            unknown = [i["name"] for i in d["unknown"]]
+            if unknown:
+                out.append(WipeElement(
+                    WipeElementType.UNKNOWN,
+                    "Unknown URIs (not created by fieldstore; deleted only with unsafe_wipe_all):",
+                    unknown, _internal=True,
+                ))
+    return out
+
+
+class PurgeElement:
+    """A purge's report for one dataset (pyfdb's is text too)."""
+
+    def __init__(self, text: str, *, _internal: bool = False) -> None:
+        if not _internal:
+            raise TypeError("Creating a PurgeElement from user code is not supported.")
+        self._text = text
+
+    def __repr__(self) -> str:
+        return self._text
+
+
+def _purge_element(d: dict, done: bool, porcelain: bool) -> PurgeElement:
+    deleted = [i["name"] for i in d["items"]]
+    if porcelain:
+        return PurgeElement("\n".join(deleted), _internal=True)
+    lines = [f"Purge report: {_braced(d['dataset'])} ({d['place']})\n",
+             _line("Duplicated fields", d["duplicates"]),
+             _line("Size of duplicates", _bytes(d["duplicate_bytes"])),
+             ("Deleted:\n" if done else "To be deleted:\n")]
+    lines += [f"    {n}\n" for n in deleted] or ["    - NONE -\n"]
+    if d["kept"]:
+        lines.append("Kept:\n")
+        lines += [f"    {k['name']} ({k['reason']})\n" for k in d["kept"]]
+    return PurgeElement("".join(lines), _internal=True)
+
+
+class StatsElement:
+    """Counts of one dataset (pyfdb's ``StatsElement``)."""
+
+    def __init__(self, stats: dict, *, _internal: bool = False) -> None:
+        if not _internal:
+            raise TypeError("Creating a StatsElement from user code is not supported.")
+        self._stats = stats
+
+    def index_statistics(self) -> str:
+        s = self._stats
+        text = _line("Fields", f"{s['fields'] + s['duplicates']:,}") + _line(
+            "Size of fields", _bytes(s["bytes"] + s["duplicate_bytes"])
+        )
+        if s["duplicates"]:  # as FDB5: only when there are some
+            text += _line("Duplicated fields", f"{s['duplicates']:,}")
+            text += _line("Size of duplicates", _bytes(s["duplicate_bytes"]))
+        return (
+            text
+            + _line("Reacheable fields", f"{s['fields']:,}")
+            + _line("Reachable size", _bytes(s["bytes"]))
+        )
+
+    def db_statistics(self) -> str:
+        s = self._stats
+        return (
+            _line("Databases", 1)
+            + _line("Dataset", _braced(s["dataset"]))
+            + _line("Collocations", f"{s['collocations']:,}")
+            + _line("Data files or objects", f"{s['units']:,}")
+            + _line("Reclaimable size", _bytes(s["reclaimable_bytes"]))
+        )
+
+    def __repr__(self) -> str:
+        return (
+            "Index Statistics: \n" + self.index_statistics()
+            + "\nDB Statistics: \n" + self.db_statistics()
+        )
+
+
+class StatusElement:
+    """A dataset, where it lives, and the actions it is locked against
+    (pyfdb's ``StatusElement``)."""
+
+    def __init__(self, status: dict, *, _internal: bool = False) -> None:
         if not _internal:
             raise TypeError(f"Creating a {type(self).__name__} from user code is not supported.")
+        self._status = status
+
+    def location(self) -> URI:
+        return URI(self._status["place"])
+
+    def controlIdentifiers(self) -> list[ControlIdentifier]:  # noqa: N802 (pyfdb's name)
+        return sorted(ControlIdentifier[op.upper()] for op in self._status["locks"])
+
+    def key(self) -> dict[str, list[str]]:
+        return {k: [v] for k, v in sorted(self._status["dataset"].items())}
+
+    def __eq__(self, other: object, /) -> bool:
+        if isinstance(other, StatusElement):
+            return (
+                self.location() == other.location()
+                and self.controlIdentifiers() == other.controlIdentifiers()
+                and self.key() == other.key()
+            )
+        return False
+
+    def __ne__(self, other: object, /) -> bool:
+        return not self.__eq__(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        idents = "[" + ", ".join(i.name or "" for i in self.controlIdentifiers()) + "]"
+        return (
+            f"{type(self).__name__}(control_identifiers={idents}, key={self.key()}, "
+            f"location={self.location()})"
+        )
 
 
-class StatusElement(_NotYet):
-    """pyfdb's result of ``status`` (not available yet)."""
-
-
-class WipeElement(_NotYet):
-    """pyfdb's result of ``wipe`` (not available yet)."""
-
-
-class PurgeElement(_NotYet):
-    """pyfdb's result of ``purge`` (not available yet)."""
-
-
-class StatsElement(_NotYet):
-    """pyfdb's result of ``stats`` (not available yet)."""
-
-
-class ControlElement(_NotYet):
-    """pyfdb's result of ``control`` (not available yet)."""
+class ControlElement(StatusElement):
+    """A dataset's state after :meth:`FDB.control` (pyfdb's ``ControlElement``)."""
