@@ -2,7 +2,9 @@
 //!
 //! Every subcommand takes the global options (`--config`, `--quiet`); the
 //! flags of each follow the FDB5 tool it replaces (`fdb-list`, `fdb-axes`,
-//! `fdb-where`, `fdb-schema`, `fdb-info`, `fdb-write`, `fdb-read`).
+//! `fdb-where`, `fdb-schema`, `fdb-info`, `fdb-write`, `fdb-read`,
+//! `fdb-wipe`, `fdb-purge`, `fdb-stats`, `fdb-status`, `fdb-lock`,
+//! `fdb-unlock`, `fdb-move`).
 
 use std::path::PathBuf;
 
@@ -53,6 +55,125 @@ pub(crate) enum Command {
     Schema(SchemaArgs),
     /// Version, configuration, backend, roots and schema in force.
     Info(InfoArgs),
+    /// Delete whole datasets or collocations (a dry run without --doit).
+    Wipe(WipeArgs),
+    /// Reclaim the space of replaced fields (a dry run without --doit).
+    Purge(PurgeArgs),
+    /// Fields, bytes, replaced fields and reclaimable bytes per dataset.
+    Stats(StatsArgs),
+    /// Where each dataset lives and what it is locked against.
+    Status(StatusArgs),
+    /// Lock datasets against operations, for every process.
+    Lock(ControlArgs),
+    /// Unlock operations locked with `lock`.
+    Unlock(ControlArgs),
+    /// Move datasets to another root (POSIX backend).
+    Move(MoveArgs),
+}
+
+/// `fieldstore wipe`.
+#[derive(Debug, Args)]
+pub(crate) struct WipeArgs {
+    /// A request naming whole datasets (dataset keywords) or whole
+    /// collocations (with collocation keywords); keywords that name fields
+    /// are refused.
+    #[arg(value_name = "REQUEST")]
+    pub(crate) request: String,
+    /// Delete. Without it, print what would be deleted and delete nothing.
+    #[arg(long)]
+    pub(crate) doit: bool,
+    /// Also delete files or objects fieldstore did not create, which
+    /// otherwise make the wipe of a whole dataset refuse to run.
+    #[arg(long)]
+    pub(crate) unsafe_wipe_all: bool,
+    /// Print only the names of what is (or would be) deleted, one per line.
+    #[arg(long, conflicts_with = "json")]
+    pub(crate) porcelain: bool,
+    /// One JSON object per dataset (JSON Lines).
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// `fieldstore purge`.
+#[derive(Debug, Args)]
+pub(crate) struct PurgeArgs {
+    /// A request naming datasets (dataset keywords only); none: every
+    /// dataset.
+    #[arg(value_name = "REQUEST")]
+    pub(crate) request: Option<String>,
+    /// Delete. Without it, print what would be deleted and delete nothing.
+    #[arg(long)]
+    pub(crate) doit: bool,
+    /// Print only the names of what is (or would be) deleted, one per line.
+    #[arg(long, conflicts_with = "json")]
+    pub(crate) porcelain: bool,
+    /// One JSON object per dataset (JSON Lines).
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// `fieldstore stats`.
+#[derive(Debug, Args)]
+pub(crate) struct StatsArgs {
+    /// A request naming datasets (dataset keywords only); none: every
+    /// dataset.
+    #[arg(value_name = "REQUEST")]
+    pub(crate) request: Option<String>,
+    /// One JSON object per dataset (JSON Lines).
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// `fieldstore status`.
+#[derive(Debug, Args)]
+pub(crate) struct StatusArgs {
+    /// A request naming datasets (dataset keywords only); none: every
+    /// dataset.
+    #[arg(value_name = "REQUEST")]
+    pub(crate) request: Option<String>,
+    /// One JSON object per dataset (JSON Lines).
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// `fieldstore lock` and `fieldstore unlock`.
+#[derive(Debug, Args)]
+pub(crate) struct ControlArgs {
+    /// A request naming datasets (dataset keywords only).
+    #[arg(value_name = "REQUEST")]
+    pub(crate) request: String,
+    /// Archiving (and flushing) into the datasets.
+    #[arg(long)]
+    pub(crate) archive: bool,
+    /// Retrieving their fields.
+    #[arg(long)]
+    pub(crate) retrieve: bool,
+    /// Listing them (list, axes): locked datasets are left out.
+    #[arg(long)]
+    pub(crate) list: bool,
+    /// Wiping, purging or moving them.
+    #[arg(long)]
+    pub(crate) wipe: bool,
+    /// Every operation.
+    #[arg(long, conflicts_with_all = ["archive", "retrieve", "list", "wipe"])]
+    pub(crate) all: bool,
+    /// One JSON object per dataset (JSON Lines).
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// `fieldstore move`.
+#[derive(Debug, Args)]
+pub(crate) struct MoveArgs {
+    /// A request naming datasets (dataset keywords only).
+    #[arg(value_name = "REQUEST")]
+    pub(crate) request: String,
+    /// The root to move them to: one of the configuration's roots.
+    #[arg(long, value_name = "ROOT")]
+    pub(crate) dest: PathBuf,
+    /// One JSON object per dataset (JSON Lines).
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 /// `fieldstore archive`.
@@ -200,6 +321,25 @@ mod tests {
         assert!(matches!(
             cli.command,
             Command::Axes(AxesArgs { depth: 1, .. })
+        ));
+    }
+
+    #[test]
+    fn wipe_needs_a_request_and_lock_an_operation_or_all() {
+        let e = Cli::try_parse_from(["fieldstore", "wipe"]).unwrap_err();
+        assert_eq!(e.kind(), clap::error::ErrorKind::MissingRequiredArgument);
+        let e =
+            Cli::try_parse_from(["fieldstore", "lock", "class=od", "--all", "--wipe"]).unwrap_err();
+        assert_eq!(e.kind(), clap::error::ErrorKind::ArgumentConflict);
+        let cli =
+            Cli::try_parse_from(["fieldstore", "wipe", "class=od", "--doit"]).expect("parses");
+        assert!(matches!(
+            cli.command,
+            Command::Wipe(WipeArgs {
+                doit: true,
+                unsafe_wipe_all: false,
+                ..
+            })
         ));
     }
 

@@ -33,6 +33,13 @@ fn run(cli: &Cli, ui: &mut Ui<'_>) -> Result<()> {
         Command::Where(a) => cmd::r#where::run(a, &ctx, ui),
         Command::Schema(a) => cmd::schema::run(a, &ctx, ui),
         Command::Info(a) => cmd::info::run(a, &ctx, ui),
+        Command::Wipe(a) => cmd::wipe::run(a, &ctx, ui),
+        Command::Purge(a) => cmd::purge::run(a, &ctx, ui),
+        Command::Stats(a) => cmd::stats::run(a, &ctx, ui),
+        Command::Status(a) => cmd::status::run(a, &ctx, ui),
+        Command::Lock(a) => cmd::control::run(a, fieldstore::Control::Lock, &ctx, ui),
+        Command::Unlock(a) => cmd::control::run(a, fieldstore::Control::Unlock, &ctx, ui),
+        Command::Move(a) => cmd::r#move::run(a, &ctx, ui),
     }
 }
 

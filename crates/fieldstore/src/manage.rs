@@ -329,18 +329,36 @@ impl FieldStore {
             ));
         }
         let selector = self.schema.selector(request)?;
+        let matched = self.matching_datasets(&selector, true)?;
         for kw in constraining(request) {
             let (lv, rule) = levels(&self.schema, kw);
             if lv.iter().all(|l| *l == Level::Element) {
+                // Name the rule of a dataset the request matches, if any.
+                let rule = matched
+                    .iter()
+                    .find_map(|(d, _)| {
+                        self.schema.chains().find(|id| {
+                            let [dr, _, er] = self.schema.chain(*id);
+                            dr.keywords().eq(d.keywords())
+                                && dr
+                                    .predicates
+                                    .iter()
+                                    .zip(d.values())
+                                    .all(|(p, v)| v.is_empty() || p.accepts(v))
+                                && er.predicate(kw).is_some()
+                        })
+                    })
+                    .map(|id| self.schema.describe(id))
+                    .or(rule)
+                    .unwrap_or_default();
                 return Err(Error::invalid_input(format!(
                     "wipe deletes whole datasets or whole collocations, but keyword '{kw}' names fields \
-                     within a collocation ({}): remove it from the request",
-                    rule.unwrap_or_default()
+                     within a collocation ({rule}): remove it from the request"
                 )));
             }
         }
         let mut plans = Vec::new();
-        for (dataset, interrupted) in self.matching_datasets(&selector, true)? {
+        for (dataset, interrupted) in matched {
             if !interrupted {
                 self.check_not_locked(&dataset, Operation::Wipe)?;
             }

@@ -5,8 +5,14 @@
 
 pub(crate) mod archive;
 pub(crate) mod axes;
+pub(crate) mod control;
 pub(crate) mod info;
 pub(crate) mod list;
+pub(crate) mod r#move;
+pub(crate) mod purge;
 pub(crate) mod retrieve;
 pub(crate) mod schema;
+pub(crate) mod stats;
+pub(crate) mod status;
 pub(crate) mod r#where;
+pub(crate) mod wipe;
