@@ -602,4 +602,24 @@ mod tests {
         assert_eq!(k, INDIRECT);
         assert_eq!(decode_indirect(p, &what).unwrap(), i);
     }
+
+    #[test]
+    fn maintenance_records_round_trip() {
+        let what = || "slot".to_string();
+        let cols = vec![CollocationKey("type=fc,levtype=sfc".parse().unwrap())];
+        let units = vec!["daos://p/c/0001".to_string()];
+        let v = encode_wipe(&cols, &units, 7);
+        let (kind, p) = unframe(&v, &what).unwrap();
+        assert_eq!(kind, WIPE);
+        assert_eq!(decode_wipe(p, &what).unwrap(), (cols, units.clone()));
+        let v = encode_reclaim(&units, 8);
+        let (kind, p) = unframe(&v, &what).unwrap();
+        assert_eq!((kind, decode_reclaim(p, &what).unwrap()), (RECLAIM, units));
+        let v = encode_control(9, 9);
+        let (kind, p) = unframe(&v, &what).unwrap();
+        assert_eq!((kind, decode_control(p, &what).unwrap()), (CONTROL, 9));
+        let mut bad = encode_control(9, 9)[HEADER..].to_vec();
+        bad.push(0);
+        assert!(decode_control(&bad, &what).is_err(), "trailing bytes");
+    }
 }

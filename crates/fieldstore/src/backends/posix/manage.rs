@@ -460,3 +460,81 @@ pub(super) fn copy_move(src: &Path, dst: &Path) -> Result<()> {
     layout::sync_dir(src_root)?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Config, ErrorKind, FieldStore, Request, Root};
+
+    fn key(step: u32) -> fieldstore_core::Key {
+        format!(
+            "class=od,expver=0001,stream=oper,date=20231201,time=1200,domain=g,type=fc,levtype=sfc,step={step},param=167"
+        )
+        .parse()
+        .unwrap()
+    }
+
+    fn get(fs: &FieldStore, step: u32) -> Option<Vec<u8>> {
+        let r = fs.retrieve(&Request::from_key(&key(step))).unwrap();
+        (!r.is_empty()).then(|| r.read_all().unwrap())
+    }
+
+    /// The copy protocol (used across file systems), run within one.
+    #[test]
+    fn copy_move_publishes_a_whole_copy_and_retires_the_source() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        std::fs::create_dir_all(&a).unwrap();
+        std::fs::create_dir_all(&b).unwrap();
+        let config = || {
+            let mut c = Config::embedded(&a);
+            c.roots = vec![Root::new(&a), Root::new(&b)];
+            c
+        };
+        let w = FieldStore::open(config()).unwrap();
+        let r = FieldStore::open(config()).unwrap();
+        for step in 0..3 {
+            w.archive(&key(step), format!("field {step}").as_bytes())
+                .unwrap();
+            w.flush().unwrap();
+        }
+        assert_eq!(get(&r, 1).as_deref(), Some(&b"field 1"[..]));
+        let name = "od:0001:oper:20231201:1200:g";
+        copy_move(&a.join(name), &b.join(name)).unwrap();
+        assert!(!a.join(name).exists());
+        let names: Vec<String> = std::fs::read_dir(&a)
+            .unwrap()
+            .chain(std::fs::read_dir(&b).unwrap())
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, [name], "no temporary directory or tombstone left");
+        for step in 0..3 {
+            let want = format!("field {step}");
+            assert_eq!(
+                get(&r, step).as_deref(),
+                Some(want.as_bytes()),
+                "old reader"
+            );
+            let fresh = FieldStore::open(config()).unwrap();
+            assert_eq!(get(&fresh, step).as_deref(), Some(want.as_bytes()));
+        }
+        // A writer that appends to the retired source is told its flush
+        // did not make it; its next one goes to the copy.
+        w.archive(&key(3), b"late").unwrap();
+        assert_eq!(w.flush().unwrap_err().kind(), ErrorKind::NotFound);
+        w.archive(&key(3), b"again").unwrap();
+        w.flush().unwrap();
+        assert_eq!(get(&r, 3).as_deref(), Some(&b"again"[..]));
+    }
+
+    #[test]
+    fn copy_tail_appends_only_what_is_new() {
+        let dir = tempfile::tempdir().unwrap();
+        let (src, dst) = (dir.path().join("s"), dir.path().join("d"));
+        std::fs::write(&src, b"0123456789").unwrap();
+        assert_eq!(copy_tail(&src, &dst, 0, Some(4)).unwrap(), 4);
+        assert_eq!(copy_tail(&src, &dst, 4, None).unwrap(), 6);
+        assert_eq!(copy_tail(&src, &dst, 10, None).unwrap(), 0);
+        assert_eq!(std::fs::read(&dst).unwrap(), b"0123456789");
+    }
+}
