@@ -38,9 +38,9 @@ use crate::config::Root;
 #[derive(Debug)]
 pub struct TocCatalogue {
     pub(super) roots: Vec<Root>,
-    /// Dataset keys and `INIT` lengths by table of contents (device and
-    /// inode), so `datasets()` reads each `INIT` once.
-    known: Mutex<HashMap<(u64, u64), (DatasetKey, u64)>>,
+    /// Dataset keys and `INIT` lengths by table of contents (path, device
+    /// and inode), so `datasets()` reads each `INIT` once.
+    known: Mutex<HashMap<(PathBuf, (u64, u64)), (DatasetKey, u64)>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -186,7 +186,10 @@ impl Catalogue for TocCatalogue {
                 let Ok(meta) = std::fs::metadata(&toc) else {
                     continue;
                 };
-                let ident = layout::identity(&meta);
+                // The path and the inode: a wiped dataset's inode number
+                // may be reused, by then under another path or for the
+                // same dataset created anew.
+                let ident = (dir.clone(), layout::identity(&meta));
                 if let Some((k, init_len)) = known.get(&ident) {
                     if meta.len() > *init_len {
                         out.push(k.clone());
@@ -242,7 +245,9 @@ impl Catalogue for TocCatalogue {
             )
         })?;
         let locks = layout::read_control(&dir)?.apply(action, operations);
+        // Writers read the file; readers follow the table of contents.
         layout::write_control(&dir, locks)?;
+        append_record(&dir, format::CONTROL, &encode_control(locks))?;
         Ok(locks)
     }
 
@@ -672,6 +677,14 @@ pub(super) fn encode_wipe(collocations: &[CollocationKey], units: &[String]) -> 
     p.0
 }
 
+/// A CONTROL record: the dataset's locks.
+pub(super) fn encode_control(locks: Locks) -> Vec<u8> {
+    let mut p = Enc::default();
+    p.u64(now_ns());
+    p.0.push(locks.bits());
+    p.0
+}
+
 /// A RECLAIM record: units and index files removed.
 pub(super) fn encode_reclaim(units: &[String], index_files: &[String]) -> Vec<u8> {
     let mut p = Enc::default();
@@ -855,6 +868,21 @@ impl TocReader {
         Ok(())
     }
 
+    fn apply_control(st: &mut ReaderState, payload: &[u8], at: u64) -> Result<()> {
+        let what = || format!("{} at offset {at}", st.toc_path.display());
+        let mut d = Dec::new(payload, &what);
+        let _timestamp = d.u64()?;
+        let bits = d.u8()?;
+        if !d.done() {
+            return Err(Error::corrupt(format!(
+                "{}: trailing bytes in CONTROL record",
+                what()
+            )));
+        }
+        st.locks = Locks::from_bits(bits);
+        Ok(())
+    }
+
     fn state(&self) -> MutexGuard<'_, ReaderState> {
         lock(&self.state)
     }
@@ -1000,7 +1028,6 @@ impl TocReader {
                 }
             }
         };
-        st.locks = layout::read_control(&st.dir)?;
         if len <= st.pos {
             return Ok(());
         }
@@ -1024,6 +1051,7 @@ impl TocReader {
                         format::FLUSH => self.apply_flush(st, payload, at)?,
                         format::WIPE => TocReader::apply_wipe(st, payload, at)?,
                         format::RECLAIM => TocReader::apply_reclaim(st, payload, at)?,
+                        format::CONTROL => TocReader::apply_control(st, payload, at)?,
                         // Unknown record types from newer versions are
                         // skipped.
                         _ => {}

@@ -25,6 +25,7 @@ pub(crate) const INIT: u16 = 1;
 pub(crate) const FLUSH: u16 = 2;
 pub(crate) const WIPE: u16 = 3;
 pub(crate) const RECLAIM: u16 = 4;
+pub(crate) const CONTROL: u16 = 5;
 pub(crate) const BLOCK: u16 = 10;
 
 /// Appends a framed record to `out`.
