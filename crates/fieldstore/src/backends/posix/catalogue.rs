@@ -34,13 +34,16 @@ use super::manage;
 use crate::catalogue::{Axes, AxesExt, Catalogue, CatalogueWriter, CollocationInfo, DatasetReader};
 use crate::config::Root;
 
+/// A table of contents: its path, device and inode.
+type TocIdent = (PathBuf, (u64, u64));
+
 /// The POSIX catalogue (`engine: toc`).
 #[derive(Debug)]
 pub struct TocCatalogue {
     pub(super) roots: Vec<Root>,
     /// Dataset keys and `INIT` lengths by table of contents (path, device
     /// and inode), so `datasets()` reads each `INIT` once.
-    known: Mutex<HashMap<(PathBuf, (u64, u64)), (DatasetKey, u64)>>,
+    known: Mutex<HashMap<TocIdent, (DatasetKey, u64)>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
