@@ -11,8 +11,7 @@
 //! entries of [`DIVERGENCES`], each a row of the table in `docs/design.md`
 //! ("Where fieldstore answers differently from FDB5"): deliberate
 //! divergences, FDB5's own failures (fieldstore's answer is then checked
-//! against the one derived from FDB5's complete listing), and known
-//! fieldstore bugs not fixed yet (an entry that fails once the bug is gone).
+//! against the one derived from FDB5's complete listing).
 //!
 //! Needs Python 3.11-3.13 and PyPI on the first run (~15 s to install the
 //! wheels); then 10-30 s (FDB5's tools start ~80 times). `FIELDSTORE_SKIP_FDB5=1` skips it explicitly
@@ -61,10 +60,6 @@ enum What {
     /// `fdb-list` prints them at depth 2 (and `fdb-axes` counts their
     /// values).
     KeepsCollocations(&'static [&'static str]),
-    /// Not a deliberate divergence: a fieldstore bug, not fixed yet, that
-    /// makes fieldstore also list these fields (and count their values in
-    /// its axes). When it is fixed, this entry fails and must go.
-    FieldstoreBug(&'static [&'static str]),
 }
 
 const FIND_MATCHING_KEY: &str = "values.size() >= requiredPredicateCount(predicates_)";
@@ -136,27 +131,6 @@ const DIVERGENCES: &[Divergence] = &[
         what: What::KeepsCollocations(&[
             "{class=od,expver=0001,stream=oper,date=20230508,time=1200,domain=g}{type=fc,levtype=sfc}",
             "{class=od,expver=0001,stream=oper,date=20251125,time=0000,domain=g}{type=fc,levtype=sfc}",
-        ]),
-    },
-    // fieldstore bug: a range without `by` steps by 1 hour in fieldstore,
-    // by MARS's 12 hours in FDB5 (metkit's language.yaml: step `by: 12`,
-    // time `by: 6h`). The fix is in fieldstore-core (types/range.rs); it
-    // changes what fieldstore-testkit's `step=6/to/18` and fieldstore-daos's
-    // `step=0/to/49` requests name, so those tests move with it.
-    Divergence {
-        request: "class=e6,step=6/to/12",
-        depth: 3,
-        what: What::FieldstoreBug(&[
-            "{class=e6,expver=5659,stream=oper,date=20161230,domain=g}{type=fc,levtype=sfc,timespan=none}{time=1800,step=12,param=167}",
-            "{class=e6,expver=5659,stream=oper,date=20161230,domain=g}{type=fc,levtype=sfc,timespan=1h}{time=1800,step=12,param=228143}",
-        ]),
-    },
-    Divergence {
-        request: "class=e6,step=0/to/12",
-        depth: 3,
-        what: What::FieldstoreBug(&[
-            "{class=e6,expver=5659,stream=oper,date=20161230,domain=g}{type=fc,levtype=sfc,timespan=none}{time=1800,step=6,param=167}",
-            "{class=e6,expver=5659,stream=oper,date=20161230,domain=g}{type=fc,levtype=sfc,timespan=1h}{time=1800,step=6,param=228143}",
         ]),
     },
 ];
@@ -418,20 +392,6 @@ fn fieldstore_agrees_with_fdb5_on_every_grib_fixture() {
                         for line in *extra {
                             assert!(want.remove(*line), "{what}: FDB5 no longer lists {line}");
                         }
-                    }
-                    let bug: BTreeSet<String> = match other {
-                        Some(What::FieldstoreBug(extra)) => {
-                            extra.iter().map(|l| l.to_string()).collect()
-                        }
-                        _ => BTreeSet::new(),
-                    };
-                    for line in &bug {
-                        assert!(
-                            ours.contains(line),
-                            "{what}: fieldstore no longer lists {line}: the bug is fixed, \
-                             remove its entry"
-                        );
-                        want.insert(line.clone());
                     }
                     assert_eq!(ours, want, "{what}: list");
                     // FDB5's axes are the keys of every dataset matching

@@ -104,7 +104,7 @@ fn retrieve_costs_one_get_and_one_read_per_field() {
     assert_eq!(one.rpc("daos_array_read"), 1, "{one}");
     assert_eq!(one.total, 2, "{one}");
     // A request naming all 50 fields: one refresh, 50 reads.
-    let all: Request = "class=od,expver=rpc1,stream=enfo,date=20240101,time=0000,type=pf,levtype=pl,step=0/to/49,number=2,levelist=500,param=130"
+    let all: Request = "class=od,expver=rpc1,stream=enfo,date=20240101,time=0000,type=pf,levtype=pl,step=0/to/49/by/1,number=2,levelist=500,param=130"
         .parse()
         .expect("a request");
     let (bytes, many) = s.measure(|| must(r.retrieve(&all).and_then(|d| d.read_all()), "retrieve"));

@@ -76,7 +76,7 @@ impl Streams {
     pub fn full_request(&self) -> Request {
         let levels: Vec<String> = LEVELS.iter().map(u32::to_string).collect();
         request(&format!(
-            "class=od,expver={},stream=enfo,date=20231201,time=1200,type=pf,levtype=pl,step=0/to/{},number=0/to/{},levelist={},param=130",
+            "class=od,expver={},stream=enfo,date=20231201,time=1200,type=pf,levtype=pl,step=0/to/{}/by/1,number=0/to/{},levelist={},param=130",
             self.expver,
             self.fields.saturating_sub(1) / LEVELS.len(),
             self.writers.saturating_sub(1),

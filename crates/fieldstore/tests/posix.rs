@@ -31,7 +31,7 @@ fn archive_flush_list_retrieve_across_handles() {
         .is_empty());
     writer.flush().unwrap();
     let listed = reader
-        .list(&req("class=od,step=1/to/2"), ListOptions::default())
+        .list(&req("class=od,step=1/to/2/by/1"), ListOptions::default())
         .unwrap();
     assert_eq!(
         listed.iter().map(|e| e.braced()).collect::<Vec<_>>(),

@@ -6,7 +6,14 @@
 
 use super::{date, number, step, time, KeywordType, TypeError};
 
-/// A lazily expanded range of canonical values.
+/// `step=0/to/24` means `0/12/24`, as in MARS (and so in FDB5).
+const DEFAULT_STEP_BY_SECONDS: i64 = 12 * 3600;
+/// `time=0000/to/1800` means `0000/0600/1200/1800`, as in MARS.
+const DEFAULT_TIME_BY_MINUTES: i64 = 6 * 60;
+
+/// A lazily expanded range of canonical values. Without `by`, the
+/// increment is MARS's: 12 hours for steps, 6 hours for times, one day for
+/// dates, one for numbers.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ValueRange {
     ty: KeywordType,
@@ -63,7 +70,8 @@ impl ValueRange {
                 let b = step::step_seconds(to)?;
                 let s = match by {
                     Some(by) => step::step_seconds(by)?,
-                    None => 3600,
+                    // MARS's default increment for steps (metkit).
+                    None => DEFAULT_STEP_BY_SECONDS,
                 };
                 (Unit::Seconds, a, b, s)
             }
@@ -74,7 +82,8 @@ impl ValueRange {
                     // `by/6` means six hours; `by/0030` or `by/00:30` is a time.
                     Some(by) if by.len() <= 2 => number::parse_integer(ty, by)? * 60,
                     Some(by) => i64::from(time::minutes_of_day(by)?),
-                    None => 60,
+                    // MARS's default increment for times (metkit).
+                    None => DEFAULT_TIME_BY_MINUTES,
                 };
                 (Unit::Minutes, a, b, s)
             }

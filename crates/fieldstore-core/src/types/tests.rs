@@ -142,6 +142,15 @@ fn ranges_are_lazy_and_arithmetic() {
         ["0000", "0600", "1200", "1800"]
     );
 
+    // Without `by`: MARS's increments.
+    let r = KeywordType::Step.range("0", "24", None).unwrap();
+    assert_eq!(r.iter().collect::<Vec<_>>(), ["0", "12", "24"]);
+    let r = KeywordType::Time.range("0", "18", None).unwrap();
+    assert_eq!(
+        r.iter().collect::<Vec<_>>(),
+        ["0000", "0600", "1200", "1800"]
+    );
+
     // A billion-element range costs nothing until iterated.
     let r = KeywordType::Integer.range("1", "1000000000", None).unwrap();
     assert_eq!(r.len(), 1_000_000_000);

@@ -98,7 +98,7 @@ fn cases() -> Vec<(&'static str, Predicate, &'static [Level])> {
             &DEPTHS[1..],
         ),
         (
-            "type=pf,number=2,levelist=850/500,step=6/to/18",
+            "type=pf,number=2,levelist=850/500,step=6/to/18/by/6",
             |s| s.ty == "pf" && s.number == Some(2) && s.step >= 6,
             &DEPTHS[1..],
         ),
