@@ -77,6 +77,16 @@ pub trait Catalogue: Send + Sync + Debug + 'static {
         Ok(Locks::NONE)
     }
 
+    /// Every list-locked dataset, when the backend knows them all cheaply
+    /// (for listings at the dataset level, which do not open datasets);
+    /// `None` (the default): ask [`Catalogue::locks`] per dataset.
+    ///
+    /// # Errors
+    /// I/O errors.
+    fn list_locked(&self) -> Result<Option<Vec<DatasetKey>>> {
+        Ok(None)
+    }
+
     /// Lock or unlock `operations` on `dataset` for every process; returns
     /// the dataset's locks afterwards.
     ///

@@ -242,6 +242,9 @@ impl Catalogue for DaosCatalogue {
         let kv = self.root_kv()?;
         let mut out = Vec::new();
         for k in kv.keys()? {
+            if k.starts_with(LIST_LOCKED) {
+                continue;
+            }
             let key = k.parse().map_err(|e| {
                 Error::corrupt(format!(
                     "daos://{}: root KV key {k:?} is not a dataset key: {e}",
@@ -282,6 +285,18 @@ impl Catalogue for DaosCatalogue {
         )
     }
 
+    fn list_locked(&self) -> Result<Option<Vec<DatasetKey>>> {
+        let mut out = Vec::new();
+        for k in self.root_kv()?.keys()? {
+            if let Some(key) = k.strip_prefix(LIST_LOCKED) {
+                if let Ok(key) = key.parse() {
+                    out.push(DatasetKey(key));
+                }
+            }
+        }
+        Ok(Some(out))
+    }
+
     fn locks(&self, dataset: &DatasetKey) -> Result<Locks> {
         match self.existing(dataset)? {
             Some(cont) => read_control(&self.kv_of(&cont)?, &cont),
@@ -298,6 +313,15 @@ impl Catalogue for DaosCatalogue {
         kv.put(layout::CONTROL_KEY, &value)?;
         cont.control_epoch.fetch_add(1, Ordering::SeqCst);
         publish(&cont, &kv, &value, &mut || Ok(()))?;
+        // Listings of datasets list the root KV only: they find list locks
+        // there.
+        let marker = format!("{LIST_LOCKED}{dataset}");
+        let root = self.root_kv()?;
+        if locks.contains(Operation::List) {
+            root.put(&marker, &value)?;
+        } else {
+            root.remove(&marker)?;
+        }
         Ok(locks)
     }
 
@@ -350,6 +374,7 @@ impl Catalogue for DaosCatalogue {
         // 3. The registration. A writer may have created the dataset anew
         //    meanwhile: it is then registered again.
         let root = self.root_kv()?;
+        root.remove(&format!("{LIST_LOCKED}{dataset}"))?;
         root.remove(&dataset.to_string())?;
         if let Some(cont) = self.existing(dataset)? {
             let value = format::encode_dataset(cont.c.label(), now_ns());
@@ -376,6 +401,10 @@ impl Catalogue for DaosCatalogue {
         Ok(Vec::new())
     }
 }
+
+/// Prefix of the root KV keys marking list-locked datasets (a dataset key
+/// never starts with it).
+const LIST_LOCKED: &str = "!list-locked ";
 
 fn not_found(dataset: &DatasetKey) -> Error {
     Error::new(

@@ -285,6 +285,22 @@ impl FieldStore {
         Ok(DataReader::new(self.store.clone(), fields).with_resolver(Arc::new(resolve)))
     }
 
+    /// A dataset's locks for a dataset-level listing: from the backend's
+    /// list of list-locked datasets when it has one, else asked.
+    fn dataset_locks(
+        &self,
+        dataset: &DatasetKey,
+        hidden: &Option<Vec<DatasetKey>>,
+    ) -> Result<fieldstore_core::Locks> {
+        match hidden {
+            Some(h) if h.contains(dataset) => {
+                Ok(fieldstore_core::Locks::NONE.with(Operation::List))
+            }
+            Some(_) => Ok(fieldstore_core::Locks::NONE),
+            None => self.catalogue.locks(dataset),
+        }
+    }
+
     /// Whether a listing over `request` may show `dataset`, given its
     /// locks: a list-locked dataset is left out, unless the request names
     /// exactly that dataset, which is an error.
@@ -340,12 +356,17 @@ impl FieldStore {
         let mut datasets = self.catalogue.datasets()?;
         datasets.sort();
         let mut fresh = HashSet::new();
+        let hidden = if options.depth == Level::Dataset {
+            self.catalogue.list_locked()?
+        } else {
+            None
+        };
         for dataset in datasets {
             let Some(dm) = selector.match_dataset(&dataset) else {
                 continue;
             };
             if options.depth == Level::Dataset {
-                if !self.listable(request, &dataset, self.catalogue.locks(&dataset)?)? {
+                if !self.listable(request, &dataset, self.dataset_locks(&dataset, &hidden)?)? {
                     continue;
                 }
                 let e = ListElement {
@@ -449,12 +470,17 @@ impl FieldStore {
             }
         };
         let mut fresh = HashSet::new();
+        let hidden = if depth == Level::Dataset {
+            self.catalogue.list_locked()?
+        } else {
+            None
+        };
         for dataset in self.catalogue.datasets()? {
             let Some(dm) = selector.match_dataset(&dataset) else {
                 continue;
             };
             if depth == Level::Dataset {
-                if self.listable(request, &dataset, self.catalogue.locks(&dataset)?)? {
+                if self.listable(request, &dataset, self.dataset_locks(&dataset, &hidden)?)? {
                     add(&dataset, &mut axes);
                 }
                 continue;
