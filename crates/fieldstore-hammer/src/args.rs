@@ -163,6 +163,9 @@ pub struct HammerArgs {
     /// default: `.hammer-barrier` in the store's root).
     #[arg(long)]
     pub barrier_dir: Option<PathBuf>,
+    /// Give up waiting at a barrier directory after this many seconds.
+    #[arg(long, default_value_t = 600, hide = true)]
+    pub barrier_timeout: u64,
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,

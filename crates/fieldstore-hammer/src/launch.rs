@@ -283,8 +283,15 @@ pub struct DirBarrier {
     pub timeout: Duration,
 }
 
+/// Create `path` atomically (write a private file, rename it into place).
+/// Every name is written by one rank only (`ready.R`, `result.R.json`, `go`
+/// by rank 0), so `.<name>.tmp` is private to its writer on every host.
 fn touch(path: &Path, text: &str) -> Result<()> {
-    let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.tmp"));
     std::fs::write(&tmp, text).map_err(|e| Error::io(tmp.display(), e))?;
     std::fs::rename(&tmp, path).map_err(|e| Error::io(path.display(), e))
 }
@@ -336,6 +343,25 @@ impl DirBarrier {
             self.wait_for(&|| go.exists(), "the go file")?;
         }
         Ok(worker::now())
+    }
+
+    /// The end of a launch: every rank says it is done with the directory,
+    /// and rank 0, once all have, removes it. (Passing the last barrier is
+    /// not enough: rank 0 passes it before the others have seen its `go`.)
+    ///
+    /// # Errors
+    /// I/O errors; a timeout.
+    pub fn finish(&self) -> Result<()> {
+        touch(&self.dir.join(format!("done.{}", self.rank)), "")?;
+        if self.rank == 0 {
+            let size = self.size;
+            self.wait_for(
+                &|| (0..size).all(|r| self.dir.join(format!("done.{r}")).exists()),
+                "every rank to be done",
+            )?;
+            std::fs::remove_dir_all(&self.dir).map_err(|e| Error::io(self.dir.display(), e))?;
+        }
+        Ok(())
     }
 
     /// Publish this rank's result of `phase`.

@@ -414,7 +414,7 @@ fn run_ranks(args: &HammerArgs, rank: &LauncherRank) -> Result<Report> {
         dir: dir.clone(),
         rank: rank.rank,
         size,
-        timeout: Duration::from_secs(600),
+        timeout: Duration::from_secs(args.barrier_timeout.max(1)),
     };
     let mut report = base_report(
         args,
@@ -458,14 +458,13 @@ fn run_ranks(args: &HammerArgs, rank: &LauncherRank) -> Result<Report> {
         }
         report.repetitions.push(r);
     }
+    barrier.finish()?;
     if rank.rank != 0 {
         return Ok(Report {
             quiet: true,
             ..Report::default()
         });
     }
-    // Every rank has passed the last barrier: the directory is ours to remove.
-    let _ = std::fs::remove_dir_all(&dir);
     report.load_after = physical::loadavg();
     report.finish();
     if report.repetitions.is_empty() {
