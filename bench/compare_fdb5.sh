@@ -20,6 +20,7 @@
 #   READ_MULT   w+r: readers read this many times the steps a writer writes [2]
 #   BATCH       fields per retrieve, both systems: step | all [all]
 #   PHYS_MIB    MiB per physical-limit test (dd-like, measured by fieldstore-hammer) [1024]
+#   HAMMER      a fieldstore-hammer binary to use instead of building one
 #   DROP_CACHES 1 = drop the page cache before read phases (needs root) [1]
 #   FDB_HAMMER  1 = also run FDB5's own C++ fdb-hammer (pattern A; keys decoded from GRIB by
 #               ecCodes, the wheel binary's start-up crash worked around) against fieldstore
@@ -82,10 +83,15 @@ if ! "$PY" -c 'import pyfdb, matplotlib' 2>/dev/null; then
 fi
 
 # ---- fieldstore, release build ----------------------------------------------------------------
-log "building fieldstore-hammer (release)"
-(cd "$REPO" && cargo build -q --release -p fieldstore-hammer)
-TARGET=${CARGO_TARGET_DIR:-$REPO/target}
-HAMMER=$TARGET/release/fieldstore-hammer
+if [ -z "${HAMMER:-}" ]; then
+    log "building fieldstore-hammer (release)"
+    (cd "$REPO" && cargo build -q --release -p fieldstore-hammer)
+    TARGET=${CARGO_TARGET_DIR:-$REPO/target}
+    # A private copy: a build by someone else during the run must not swap the binary under us.
+    mkdir -p "$WORK"
+    cp "$TARGET/release/fieldstore-hammer" "$WORK/fieldstore-hammer"
+    HAMMER=$WORK/fieldstore-hammer
+fi
 [ -x "$HAMMER" ] || die "no $HAMMER"
 
 # ---- stores: both on the same file system -----------------------------------------------------
