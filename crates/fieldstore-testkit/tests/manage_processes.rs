@@ -26,6 +26,15 @@ use fieldstore_testkit::support::{
 
 const WORKER: &str = env!("CARGO_BIN_EXE_fieldstore-testkit-worker");
 
+/// The tests of this file run one at a time: a process forked by one
+/// test's thread inherits, until it execs, the files another test's
+/// thread has open — with their `flock`s, which would make a purge see a
+/// dead writer's file as in use (safe, but not what the test checks).
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 fn open(root: &Path) -> FieldStore {
     must(FieldStore::open(posix_config(root, schema())), "open")
 }
@@ -74,11 +83,26 @@ fn leftovers(root: &Path, prefix: &str) -> Vec<String> {
                 .into_owned()
         })
         .filter(|n| n.starts_with(prefix))
+        .map(|n| {
+            let inside: Vec<String> = std::fs::read_dir(root.join(&n))
+                .map(|d| {
+                    d.map(|e| {
+                        e.expect("an entry")
+                            .file_name()
+                            .to_string_lossy()
+                            .into_owned()
+                    })
+                    .collect()
+                })
+                .unwrap_or_default();
+            format!("{n} {inside:?}")
+        })
         .collect()
 }
 
 #[test]
 fn wipes_while_two_writers_and_two_readers_run() {
+    let _serial = one_at_a_time();
     const WIPES: usize = 5;
     let dir = tempfile::tempdir().expect("a temporary directory");
     let root = dir.path();
@@ -256,6 +280,7 @@ fn kill_during(command: &str, root: &Path, req: &str, rng: &mut Rng) -> bool {
 
 #[test]
 fn wipe_killed_at_random_instants_is_finished_by_the_next() {
+    let _serial = one_at_a_time();
     const TRIALS: u32 = 12;
     const HANDLES: u32 = 12;
     let mut rng = Rng::from_env("wipe sigkill trials");
@@ -318,6 +343,7 @@ fn wipe_killed_at_random_instants_is_finished_by_the_next() {
 
 #[test]
 fn purge_killed_at_random_instants_is_finished_by_the_next() {
+    let _serial = one_at_a_time();
     const TRIALS: u32 = 10;
     const HANDLES: u32 = 10;
     let mut rng = Rng::from_env("purge sigkill trials");

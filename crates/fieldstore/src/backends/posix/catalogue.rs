@@ -140,16 +140,28 @@ fn create_dataset(dir: &Path, key: &DatasetKey, schema: &Schema) -> Result<()> {
 
 impl Catalogue for TocCatalogue {
     fn writer(&self, dataset: &DatasetKey, schema: &Schema) -> Result<Box<dyn CatalogueWriter>> {
-        let dir = layout::dataset_dir_for_write(&self.roots, dataset)?;
-        create_dataset(&dir, dataset, schema)?;
+        // A wipe or move racing with this may take the directory away
+        // between finding and opening it: look again.
+        let mut attempt = 0;
+        let (dir, toc) = loop {
+            attempt += 1;
+            let dir = layout::dataset_dir_for_write(&self.roots, dataset)?;
+            let opened = create_dataset(&dir, dataset, schema).and_then(|()| {
+                OpenOptions::new()
+                    .append(true)
+                    .open(dir.join(TOC))
+                    .map_err(|e| Error::io(dir.join(TOC).display(), e))
+            });
+            match opened {
+                Ok(toc) => break (dir, toc),
+                Err(e) if e.kind() == ErrorKind::NotFound && attempt < 3 => continue,
+                Err(e) => return Err(e),
+            }
+        };
         if layout::read_control(&dir)?.contains(Operation::Archive) {
             return Err(locked(dataset, Operation::Archive));
         }
         let toc_path = dir.join(TOC);
-        let toc = OpenOptions::new()
-            .append(true)
-            .open(&toc_path)
-            .map_err(|e| Error::io(toc_path.display(), e))?;
         let ident = layout::identity(
             &toc.metadata()
                 .map_err(|e| Error::io(toc_path.display(), e))?,
@@ -219,11 +231,24 @@ impl Catalogue for TocCatalogue {
         let Some(dir) = layout::find_dataset(&self.roots, dataset) else {
             return Ok(None);
         };
-        Ok(Some(Arc::new(TocReader::open_at(
-            &self.roots,
-            &dir,
-            dataset,
-        )?)))
+        match TocReader::open_at(&self.roots, &dir, dataset) {
+            Ok(r) => Ok(Some(Arc::new(r))),
+            // Wiped or moved between finding and opening it: a reader of
+            // whatever is there now.
+            Err(e) if e.kind() == ErrorKind::NotFound => {
+                let reader = TocReader {
+                    roots: self.roots.clone(),
+                    key: dataset.clone(),
+                    state: Mutex::new(ReaderState::gone(&dir)),
+                };
+                reader.refresh()?;
+                if reader.state().toc.is_none() {
+                    return Ok(None);
+                }
+                Ok(Some(Arc::new(reader)))
+            }
+            Err(e) => Err(e),
+        }
     }
 
     fn describe(&self, dataset: &DatasetKey) -> String {
@@ -1012,9 +1037,25 @@ impl TocReader {
         let len = if same {
             meta.map(|m| m.len()).unwrap_or(0)
         } else {
-            match layout::find_dataset(&self.roots, &self.key) {
-                Some(dir) => {
-                    *st = ReaderState::open(&dir, &self.key)?;
+            // Where the dataset is now; a wipe or move racing with this
+            // may take it away between finding and opening it: look again.
+            let mut opened = None;
+            for _ in 0..3 {
+                let Some(dir) = layout::find_dataset(&self.roots, &self.key) else {
+                    break;
+                };
+                match ReaderState::open(&dir, &self.key) {
+                    Ok(new) => {
+                        opened = Some(new);
+                        break;
+                    }
+                    Err(e) if e.kind() == ErrorKind::NotFound => continue,
+                    Err(e) => return Err(e),
+                }
+            }
+            match opened {
+                Some(new) => {
+                    *st = new;
                     let toc = st
                         .toc
                         .as_ref()

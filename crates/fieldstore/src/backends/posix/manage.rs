@@ -130,10 +130,19 @@ pub(super) fn inventory(cat: &TocCatalogue, dataset: &DatasetKey) -> Result<Vec<
 }
 
 pub(super) fn interrupted_wipes(cat: &TocCatalogue) -> Result<Vec<DatasetKey>> {
-    let mut out: Vec<DatasetKey> = tombstones(cat)?
-        .into_iter()
-        .filter_map(|(_, k)| k)
-        .collect();
+    let mut out = Vec::new();
+    for (t, key) in tombstones(cat)? {
+        match key {
+            Some(k) => out.push(k),
+            // A wipe killed between removing `toc` and the directory left
+            // it empty: nothing names a dataset any more, so nothing else
+            // would ever remove it.
+            None if entries(&t)?.is_empty() => {
+                let _ = std::fs::remove_dir(&t);
+            }
+            None => {}
+        }
+    }
     out.sort();
     out.dedup();
     Ok(out)

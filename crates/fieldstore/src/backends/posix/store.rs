@@ -285,10 +285,20 @@ struct FileStoreWriter {
 impl FileStoreWriter {
     fn open_file(&mut self) -> Result<&mut Staging> {
         if self.data.is_none() {
-            layout::ensure_dir(&self.dir)?;
             // Created locked (shared flock, held while the file is open), so
-            // that purge never takes a live writer's file for an orphan.
-            let (_, path, f) = layout::create_writer_file(&self.dir, "data")?;
+            // that purge never takes a live writer's file for an orphan. A
+            // wipe racing with this may rename the directory away between
+            // the two steps: make it again (the catalogue's flush then says
+            // the dataset was wiped).
+            let mut attempt = 0;
+            let (_, path, f) = loop {
+                attempt += 1;
+                layout::ensure_dir(&self.dir)?;
+                match layout::create_writer_file(&self.dir, "data") {
+                    Err(e) if e.kind() == fieldstore_core::ErrorKind::NotFound && attempt < 3 => {}
+                    r => break r?,
+                }
+            };
             let abs = std::path::absolute(&path).map_err(|e| Error::io(path.display(), e))?;
             self.uri = Arc::from(format!("file://{}", abs.display()));
             self.data = Some(Staging::new(&path, f, direct_io_enabled()));
