@@ -20,12 +20,14 @@
 //! Compare-and-set is used where a value could be replaced: registering a
 //! dataset in the root object's omap only if its key is absent.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use fieldstore_core::maintenance::{locked, wiped_while_writing, Item, ItemKind};
 use fieldstore_core::{
-    Axes, AxesExt, Catalogue, CatalogueWriter, CollocationInfo, CollocationKey, DatasetKey,
-    DatasetReader, ElementKey, Error, ErrorKind, FieldLocation, Key, Result, Schema,
+    Axes, AxesExt, Catalogue, CatalogueWriter, CollocationInfo, CollocationKey, Control,
+    DatasetKey, DatasetReader, ElementKey, Error, ErrorKind, FieldLocation, Key, Locks, Operation,
+    Result, Schema,
 };
 
 use crate::config::RadosConfig;
@@ -47,6 +49,119 @@ const PAGE: u64 = 1000;
 const SEALED: &[u8] = b"!sealed";
 /// A writer checks the size of the log segment every this many flushes.
 const STAT_EVERY: u32 = 16;
+/// The `!sealed` value of the last segment of a wiped dataset.
+const WIPED_SEAL: &[u8] = b"wiped";
+/// The omap key, on the last log segment, present while the dataset is
+/// locked against archive: every flush compares it with the empty value.
+const ARCHIVE_LOCKED: &[u8] = b"!archive-locked";
+/// The omap key, on segment 0, holding the dataset's locks (one byte).
+const LOCKS: &[u8] = b"!locks";
+/// Prefix of the root omap keys of list-locked datasets.
+const LIST_LOCKED: &str = "!list-locked ";
+
+/// What a segment's `!sealed` key says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Seal {
+    /// Not sealed: the last segment.
+    Open,
+    /// Sealed; the log goes on in this segment.
+    Next(u32),
+    /// The dataset is wiped: nothing may be appended.
+    Wiped,
+}
+
+/// The seal of segment `object`.
+fn seal_of(pool: &Pool, object: &str) -> Result<Seal> {
+    let v = pool
+        .omap_get(object, &[SEALED])
+        .map_err(|e| e.error(format!("reading the seal of {}", pool.what(object))))?;
+    match v.into_iter().next() {
+        None => Ok(Seal::Open),
+        Some((_, v)) if v.is_empty() => Ok(Seal::Open),
+        Some((_, v)) if v == WIPED_SEAL => Ok(Seal::Wiped),
+        Some((_, v)) => std::str::from_utf8(&v)
+            .ok()
+            .and_then(|t| t.parse().ok())
+            .map(Seal::Next)
+            .ok_or_else(|| Error::corrupt(format!("{}: bad seal {v:?}", pool.what(object)))),
+    }
+}
+
+/// The last segment of the log whose segment 0 is `base` and its seal
+/// (`Open`, or `Wiped`); `None` if the dataset object does not exist.
+fn last_segment(pool: &Pool, base: &str) -> Result<Option<(u32, Seal)>> {
+    let mut k = 0;
+    loop {
+        let obj = segment_object(base, k);
+        match pool.stat(&obj) {
+            Ok(_) => {}
+            Err(e) if e == ENOENT => return Ok(if k == 0 { None } else { Some((k, Seal::Open)) }),
+            Err(e) => return Err(e.error(format!("reading {}", pool.what(&obj)))),
+        }
+        match seal_of(pool, &obj)? {
+            Seal::Next(n) => k = n,
+            other => return Ok(Some((k, other))),
+        }
+    }
+}
+
+/// Append a record to the end of the log, with `more` added to the same
+/// atomic operation on the last segment.
+fn append_log(
+    pool: &Pool,
+    base: &str,
+    key: &DatasetKey,
+    rec: &[u8],
+    more: &dyn Fn(&mut WriteOp),
+) -> Result<()> {
+    let mut segment = match last_segment(pool, base)? {
+        None => {
+            return Err(Error::new(
+                ErrorKind::NotFound,
+                format!("no dataset {} in {}", key.braced(), pool.what(base)),
+            ))
+        }
+        Some((_, Seal::Wiped)) | Some((_, Seal::Next(_))) => return Err(wiped_while_writing(key)),
+        Some((k, Seal::Open)) => k,
+    };
+    for _ in 0..10_000 {
+        let obj = segment_object(base, segment);
+        let mut op = WriteOp::new()?;
+        op.assert_exists();
+        op.omap_cmp_eq(SEALED, b"");
+        more(&mut op);
+        op.append(rec);
+        match pool.operate(&obj, &op) {
+            Ok(()) => return Ok(()),
+            Err(e) if e == ECANCELED => match seal_of(pool, &obj)? {
+                Seal::Next(n) => segment = n,
+                Seal::Wiped => return Err(wiped_while_writing(key)),
+                Seal::Open => {}
+            },
+            Err(e) if e == ENOENT => return Err(wiped_while_writing(key)),
+            Err(e) => return Err(e.error(format!("appending to {}", pool.what(&obj)))),
+        }
+    }
+    Err(Error::internal(format!(
+        "{}: no unsealed log segment found",
+        pool.what(base)
+    )))
+}
+
+/// A framed record of `kind` with a timestamp and then `body`.
+fn record(kind: u16, body: &dyn Fn(&mut Enc)) -> Vec<u8> {
+    let mut p = Enc::default();
+    p.u64(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0),
+    );
+    body(&mut p);
+    let mut rec = Vec::new();
+    format::frame(&mut rec, kind, &p.0);
+    rec
+}
 
 /// The object of log segment `k` of the dataset whose object is `base`.
 fn segment_object(base: &str, k: u32) -> String {
@@ -54,21 +169,6 @@ fn segment_object(base: &str, k: u32) -> String {
         base.to_string()
     } else {
         format!("{base}.{k}")
-    }
-}
-
-/// The segment that follows sealed segment `object`, if it is sealed.
-fn sealed_next(pool: &Pool, object: &str) -> Result<Option<u32>> {
-    let v = pool
-        .omap_get(object, &[SEALED])
-        .map_err(|e| e.error(format!("reading the seal of {}", pool.what(object))))?;
-    match v.into_iter().next() {
-        None => Ok(None),
-        Some((_, v)) => std::str::from_utf8(&v)
-            .ok()
-            .and_then(|t| t.parse().ok())
-            .map(Some)
-            .ok_or_else(|| Error::corrupt(format!("{}: bad seal {v:?}", pool.what(object)))),
     }
 }
 
@@ -293,6 +393,11 @@ impl Catalogue for RadosCatalogue {
             };
             for (k, _) in &page {
                 let text = String::from_utf8_lossy(k);
+                if text.starts_with('!') {
+                    // Lock markers (`!list-locked <key>`), not datasets.
+                    after = text.into_owned();
+                    continue;
+                }
                 let key: Key = text.parse().map_err(|e| {
                     Error::corrupt(format!(
                         "{}: bad dataset key {text:?}: {e}",
@@ -317,19 +422,223 @@ impl Catalogue for RadosCatalogue {
         let reader = RadosReader {
             pool: self.pool.clone(),
             object,
-            state: Mutex::new(ReaderState {
-                segment: 0,
-                pos,
-                order: Vec::new(),
-                collocations: HashMap::new(),
-            }),
+            key: dataset.clone(),
+            state: Mutex::new(ReaderState::at(pos)),
         };
         reader.refresh()?;
+        if lock(&reader.state).gone {
+            return Ok(None);
+        }
         Ok(Some(Arc::new(reader)))
     }
 
     fn describe(&self, dataset: &DatasetKey) -> String {
         self.pool.what(&naming::dataset_object(dataset))
+    }
+
+    fn locks(&self, dataset: &DatasetKey) -> Result<Locks> {
+        let object = naming::dataset_object(dataset);
+        match self.pool.omap_get(&object, &[LOCKS]) {
+            Ok(v) => Ok(v
+                .into_iter()
+                .next()
+                .and_then(|(_, b)| b.first().copied())
+                .map_or(Locks::NONE, Locks::from_bits)),
+            Err(e) if e == ENOENT => Ok(Locks::NONE),
+            Err(e) => Err(e.error(format!("reading the locks of {}", self.pool.what(&object)))),
+        }
+    }
+
+    fn list_locked(&self) -> Result<Option<Vec<DatasetKey>>> {
+        let mut out = Vec::new();
+        let mut after = String::new();
+        loop {
+            let (page, more) = match self.pool.omap_page(ROOT, &after, LIST_LOCKED, PAGE) {
+                Ok(p) => p,
+                Err(e) if e == ENOENT => return Ok(Some(out)),
+                Err(e) => return Err(e.error(format!("reading {}", self.pool.what(ROOT)))),
+            };
+            for (k, _) in &page {
+                let text = String::from_utf8_lossy(k).into_owned();
+                if let Some(key) = text.strip_prefix(LIST_LOCKED).and_then(|k| k.parse().ok()) {
+                    out.push(DatasetKey(key));
+                }
+                after = text;
+            }
+            if !more || page.is_empty() {
+                return Ok(Some(out));
+            }
+        }
+    }
+
+    fn control(&self, dataset: &DatasetKey, action: Control, operations: Locks) -> Result<Locks> {
+        let object = naming::dataset_object(dataset);
+        let locks = self.locks(dataset)?.apply(action, operations);
+        // 1. Segment 0 keeps the set (for `locks`).
+        let mut op = WriteOp::new()?;
+        op.assert_exists();
+        op.omap_set(&[(LOCKS, &[locks.bits()])]);
+        match self.pool.operate(&object, &op) {
+            Ok(()) => {}
+            Err(e) if e == ENOENT => {
+                return Err(Error::new(
+                    ErrorKind::NotFound,
+                    format!(
+                        "no dataset {} in {}",
+                        dataset.braced(),
+                        self.pool.what(&object)
+                    ),
+                ))
+            }
+            Err(e) => return Err(e.error(format!("locking {}", self.pool.what(&object)))),
+        }
+        // 2. The last segment: the key flushes compare, and a CONTROL
+        //    record for readers, in one operation.
+        let archive = locks.contains(Operation::Archive);
+        let rec = record(format::CONTROL, &|p| p.u8(locks.bits()));
+        append_log(&self.pool, &object, dataset, &rec, &|op| {
+            if archive {
+                op.omap_set(&[(ARCHIVE_LOCKED, b"1")]);
+            } else {
+                op.omap_rm_keys(&[ARCHIVE_LOCKED]);
+            }
+        })?;
+        // 3. Dataset listings read the root only.
+        let marker = format!("{LIST_LOCKED}{dataset}");
+        let mut op = WriteOp::new()?;
+        if locks.contains(Operation::List) {
+            op.omap_set(&[(marker.as_bytes(), b"1")]);
+        } else {
+            op.omap_rm_keys(&[marker.as_bytes()]);
+        }
+        self.pool
+            .operate(ROOT, &op)
+            .map_err(|e| e.error(format!("marking a list lock in {}", self.pool.what(ROOT))))?;
+        Ok(locks)
+    }
+
+    fn inventory(&self, dataset: &DatasetKey) -> Result<Vec<Item>> {
+        let object = naming::dataset_object(dataset);
+        let mut items = Vec::new();
+        if let Some((last, _)) = last_segment(&self.pool, &object)? {
+            for k in 0..=last {
+                let obj = segment_object(&object, k);
+                if let Ok(size) = self.pool.stat(&obj) {
+                    items.push(Item::new(
+                        ItemKind::Catalogue,
+                        self.pool.what(&obj),
+                        Some(size),
+                    ));
+                }
+            }
+        }
+        items.push(Item::new(
+            ItemKind::Catalogue,
+            format!("{} key {dataset}", self.pool.what(ROOT)),
+            None,
+        ));
+        Ok(items)
+    }
+
+    fn wipe(
+        &self,
+        dataset: &DatasetKey,
+        _unsafe_wipe_all: bool,
+        store_step: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<()> {
+        let object = naming::dataset_object(dataset);
+        // 1. Hide: seal the last segment as wiped and append WIPED, in one
+        //    operation. Readers see everything or nothing from there on;
+        //    flushes, which require the segment unsealed, fail.
+        let mut last = None;
+        for _ in 0..10_000 {
+            let Some((k, seal)) = last_segment(&self.pool, &object)? else {
+                break;
+            };
+            last = Some(k);
+            if seal == Seal::Wiped {
+                break;
+            }
+            let obj = segment_object(&object, k);
+            let mut op = WriteOp::new()?;
+            op.assert_exists();
+            op.omap_cmp_eq(SEALED, b"");
+            op.omap_set(&[(SEALED, WIPED_SEAL)]);
+            op.append(&record(format::WIPED, &|_| {}));
+            match self.pool.operate(&obj, &op) {
+                Ok(()) => break,
+                Err(e) if e == ECANCELED || e == ENOENT => continue,
+                Err(e) => return Err(e.error(format!("wiping {}", self.pool.what(&obj)))),
+            }
+        }
+        // 2. The store's part.
+        store_step()?;
+        // 3. The log, segment 0 last (its INIT names the dataset until the
+        //    end), then the registration — set again if a writer created
+        //    the dataset anew meanwhile.
+        if let Some(last) = last {
+            for k in (0..=last).rev() {
+                let obj = segment_object(&object, k);
+                match self.pool.remove(&obj) {
+                    Ok(()) => {}
+                    Err(e) if e == ENOENT => {}
+                    Err(e) => return Err(e.error(format!("removing {}", self.pool.what(&obj)))),
+                }
+            }
+        }
+        let k = dataset.to_string();
+        let marker = format!("{LIST_LOCKED}{dataset}");
+        let mut op = WriteOp::new()?;
+        op.omap_rm_keys(&[k.as_bytes(), marker.as_bytes()]);
+        match self.pool.operate(ROOT, &op) {
+            Ok(()) => {}
+            Err(e) if e == ENOENT => {}
+            Err(e) => {
+                return Err(e.error(format!("unregistering {k} from {}", self.pool.what(ROOT))))
+            }
+        }
+        if let Some((_, seal)) = last_segment(&self.pool, &object)? {
+            if seal != Seal::Wiped {
+                register(&self.pool, &object, dataset)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn wipe_collocations(
+        &self,
+        dataset: &DatasetKey,
+        collocations: &[CollocationKey],
+        units: &[String],
+    ) -> Result<()> {
+        let object = naming::dataset_object(dataset);
+        let rec = record(format::WIPE, &|p| {
+            p.u32(collocations.len() as u32);
+            for c in collocations {
+                p.str(&c.to_string());
+            }
+            p.u32(units.len() as u32);
+            for u in units {
+                p.str(u);
+            }
+        });
+        append_log(&self.pool, &object, dataset, &rec, &|_| {})
+    }
+
+    fn reclaim(&self, dataset: &DatasetKey, units: &[String], dry_run: bool) -> Result<Vec<Item>> {
+        // The log is never rewritten: only the store's objects are
+        // reclaimed; the record makes readers stop listing their entries.
+        if !dry_run && !units.is_empty() {
+            let object = naming::dataset_object(dataset);
+            let rec = record(format::RECLAIM, &|p| {
+                p.u32(units.len() as u32);
+                for u in units {
+                    p.str(u);
+                }
+            });
+            append_log(&self.pool, &object, dataset, &rec, &|_| {})?;
+        }
+        Ok(Vec::new())
     }
 }
 
@@ -420,6 +729,9 @@ impl RadosCatalogueWriter {
             let mut op = WriteOp::new()?;
             op.assert_exists();
             op.omap_cmp_eq(SEALED, b"");
+            // An archive lock is a key on the last segment: one comparison
+            // in the flush's own operation, no extra round trip.
+            op.omap_cmp_eq(ARCHIVE_LOCKED, b"");
             op.omap_set(&pairs);
             let last = j == blocks.len();
             if last {
@@ -428,7 +740,23 @@ impl RadosCatalogueWriter {
             match self.pool.operate(&obj, &op) {
                 Ok(()) => {}
                 Err(e) if e == ECANCELED => {
-                    self.segment = sealed_next(&self.pool, &obj)?.unwrap_or(self.segment + 1);
+                    match seal_of(&self.pool, &obj)? {
+                        Seal::Next(n) => self.segment = n,
+                        Seal::Wiped => return Err(wiped_while_writing(&self.key)),
+                        Seal::Open => {
+                            let lock =
+                                self.pool.omap_get(&obj, &[ARCHIVE_LOCKED]).map_err(|e| {
+                                    e.error(format!(
+                                        "reading the locks of {}",
+                                        self.pool.what(&obj)
+                                    ))
+                                })?;
+                            if lock.iter().any(|(_, v)| !v.is_empty()) {
+                                return Err(locked(&self.key, Operation::Archive));
+                            }
+                            // Unlocked meanwhile: try again.
+                        }
+                    }
                     return Ok(false);
                 }
                 Err(e) if e == EFBIG => {
@@ -436,12 +764,8 @@ impl RadosCatalogueWriter {
                     self.seal()?;
                     return Ok(false);
                 }
-                Err(e) if e == ENOENT => {
-                    return Err(Error::new(
-                        ErrorKind::NotFound,
-                        format!("{}: the dataset was removed", what()),
-                    ))
-                }
+                // The dataset's objects were removed: a wipe.
+                Err(e) if e == ENOENT => return Err(wiped_while_writing(&self.key)),
                 Err(e) => return Err(e.error(what())),
             }
             if last {
@@ -460,28 +784,59 @@ impl RadosCatalogueWriter {
         let obj = segment_object(&self.object, self.segment);
         let next = self.segment + 1;
         let next_obj = segment_object(&self.object, next);
-        let mut create = WriteOp::new()?;
-        create.create();
-        self.pool
-            .operate(&next_obj, &create)
-            .map_err(|e| e.error(format!("creating {}", self.pool.what(&next_obj))))?;
         let mut p = Enc::default();
         p.u32(next);
         let mut rec = Vec::new();
         format::frame(&mut rec, format::SEAL, &p.0);
-        let mut op = WriteOp::new()?;
-        op.assert_exists();
-        op.omap_cmp_eq(SEALED, b"");
-        op.omap_set(&[(SEALED, next.to_string().as_bytes())]);
-        op.append(&rec);
-        match self.pool.operate(&obj, &op) {
-            Ok(()) => self.segment = next,
-            Err(e) if e == ECANCELED => {
-                self.segment = sealed_next(&self.pool, &obj)?.unwrap_or(next);
+        for _ in 0..1000 {
+            // The next segment inherits the archive lock; the seal applies
+            // only if the lock did not change meanwhile.
+            let lock: Vec<u8> = self
+                .pool
+                .omap_get(&obj, &[ARCHIVE_LOCKED])
+                .map_err(|e| e.error(format!("reading the locks of {}", self.pool.what(&obj))))?
+                .into_iter()
+                .next()
+                .map(|(_, v)| v)
+                .unwrap_or_default();
+            let mut create = WriteOp::new()?;
+            create.create();
+            if lock.is_empty() {
+                create.omap_rm_keys(&[ARCHIVE_LOCKED]);
+            } else {
+                create.omap_set(&[(ARCHIVE_LOCKED, &lock)]);
             }
-            Err(e) => return Err(e.error(format!("sealing {}", self.pool.what(&obj)))),
+            self.pool
+                .operate(&next_obj, &create)
+                .map_err(|e| e.error(format!("creating {}", self.pool.what(&next_obj))))?;
+            let mut op = WriteOp::new()?;
+            op.assert_exists();
+            op.omap_cmp_eq(SEALED, b"");
+            op.omap_cmp_eq(ARCHIVE_LOCKED, &lock);
+            op.omap_set(&[(SEALED, next.to_string().as_bytes())]);
+            op.append(&rec);
+            match self.pool.operate(&obj, &op) {
+                Ok(()) => {
+                    self.segment = next;
+                    return Ok(());
+                }
+                Err(e) if e == ECANCELED => match seal_of(&self.pool, &obj)? {
+                    Seal::Next(n) => {
+                        self.segment = n;
+                        return Ok(());
+                    }
+                    Seal::Wiped => return Err(wiped_while_writing(&self.key)),
+                    // The lock changed: copy it again.
+                    Seal::Open => {}
+                },
+                Err(e) if e == ENOENT => return Err(wiped_while_writing(&self.key)),
+                Err(e) => return Err(e.error(format!("sealing {}", self.pool.what(&obj)))),
+            }
         }
-        Ok(())
+        Err(Error::internal(format!(
+            "{}: the seal kept failing",
+            self.pool.what(&obj)
+        )))
     }
 }
 
@@ -574,10 +929,13 @@ impl CatalogueWriter for RadosCatalogueWriter {
         if self.since_stat >= STAT_EVERY || self.segment_size < (1 << 20) {
             self.since_stat = 0;
             let obj = segment_object(&self.object, self.segment);
-            let size = self
-                .pool
-                .stat(&obj)
-                .map_err(|e| e.error(format!("checking the size of {}", self.pool.what(&obj))))?;
+            let size = match self.pool.stat(&obj) {
+                Ok(s) => s,
+                Err(e) if e == ENOENT => return Err(wiped_while_writing(&self.key)),
+                Err(e) => {
+                    return Err(e.error(format!("checking the size of {}", self.pool.what(&obj))))
+                }
+            };
             if size >= self.segment_size {
                 self.seal()?;
             }
@@ -609,17 +967,98 @@ struct ReaderState {
     pos: u64,
     order: Vec<CollocationKey>,
     collocations: HashMap<CollocationKey, Collocation>,
+    locks: Locks,
+    /// Units a RECLAIM record says are removed.
+    removed: Arc<HashSet<Arc<str>>>,
+    /// Units WIPE records left to remove, not yet reclaimed.
+    pending: BTreeSet<String>,
+    /// The log ended in WIPED, or the dataset object is gone: nothing is
+    /// visible, until a dataset is created anew under the same name.
+    gone: bool,
 }
 
-/// A read view of one dataset that follows its log.
+impl ReaderState {
+    /// A reader at `pos` of segment 0 (just after INIT).
+    fn at(pos: u64) -> ReaderState {
+        ReaderState {
+            segment: 0,
+            pos,
+            order: Vec::new(),
+            collocations: HashMap::new(),
+            locks: Locks::NONE,
+            removed: Arc::default(),
+            pending: BTreeSet::new(),
+            gone: false,
+        }
+    }
+}
+
+/// A read view of one dataset that follows its log, and the dataset itself
+/// when it is wiped (it becomes empty, then shows the dataset created anew).
 #[derive(Debug)]
 pub struct RadosReader {
     pool: Arc<Pool>,
     object: String,
+    key: DatasetKey,
     state: Mutex<ReaderState>,
 }
 
 impl RadosReader {
+    fn apply_wipe(st: &mut ReaderState, payload: &[u8], what: &dyn Fn() -> String) -> Result<()> {
+        let mut d = Dec::new(payload, what);
+        let _timestamp = d.u64()?;
+        let mut gone = HashSet::new();
+        for _ in 0..d.u32()? {
+            gone.insert(CollocationKey(d.key()?));
+        }
+        let mut units = Vec::new();
+        for _ in 0..d.u32()? {
+            units.push(d.str()?.to_string());
+        }
+        st.order.retain(|c| !gone.contains(c));
+        st.collocations.retain(|c, _| !gone.contains(c));
+        for u in units {
+            if !st.removed.contains(u.as_str()) {
+                st.pending.insert(u);
+            }
+        }
+        Ok(())
+    }
+
+    fn apply_reclaim(
+        st: &mut ReaderState,
+        payload: &[u8],
+        what: &dyn Fn() -> String,
+    ) -> Result<()> {
+        let mut d = Dec::new(payload, what);
+        let _timestamp = d.u64()?;
+        let n = d.u32()?;
+        let removed = Arc::make_mut(&mut st.removed);
+        for _ in 0..n {
+            let u = d.str()?.to_string();
+            st.pending.remove(&u);
+            removed.insert(Arc::from(u));
+        }
+        Ok(())
+    }
+
+    /// Read the log again from the start (a dataset created anew, or one
+    /// whose objects a wipe is removing).
+    fn restart(&self, st: &mut ReaderState) -> Result<bool> {
+        match read_init(&self.pool, &self.object)? {
+            Some((stored, pos)) => {
+                check_key(&self.pool, &self.object, &stored, &self.key)?;
+                *st = ReaderState::at(pos);
+                Ok(true)
+            }
+            None => {
+                *st = ReaderState::at(0);
+                st.gone = true;
+                Ok(false)
+            }
+        }
+    }
+
     fn apply_flush(&self, st: &mut ReaderState, payload: &[u8], obj: &str, at: u64) -> Result<()> {
         let what = || format!("{} at offset {at}", self.pool.what(obj));
         let mut d = Dec::new(payload, &what);
@@ -662,8 +1101,20 @@ impl RadosReader {
         Ok(())
     }
 
-    /// Load the blocks of `collocation` not loaded yet.
+    /// Load the blocks of `collocation` not loaded yet. A segment that
+    /// vanished (a wipe this reader has not seen yet) makes the reader
+    /// catch up and try again.
     fn load(&self, st: &mut ReaderState, collocation: &CollocationKey) -> Result<()> {
+        match self.load_once(st, collocation) {
+            Err(e) if e.kind() == ErrorKind::NotFound => {
+                self.refresh_locked(st)?;
+                self.load_once(st, collocation)
+            }
+            r => r,
+        }
+    }
+
+    fn load_once(&self, st: &mut ReaderState, collocation: &CollocationKey) -> Result<()> {
         let Some(c) = st.collocations.get(collocation) else {
             return Ok(());
         };
@@ -770,16 +1221,26 @@ impl RadosReader {
     }
 }
 
-impl DatasetReader for RadosReader {
-    fn refresh(&self) -> Result<()> {
-        let mut st = lock(&self.state);
+impl RadosReader {
+    fn refresh_locked(&self, st: &mut ReaderState) -> Result<()> {
+        if st.gone && !self.restart(st)? {
+            return Ok(());
+        }
         'segments: loop {
             let obj = segment_object(&self.object, st.segment);
             let buf = match read_from(&self.pool, &obj, st.pos) {
                 Ok(b) => b,
-                // A segment is created before the seal that names it, but
-                // a reader may race its creation only if it was removed.
-                Err(e) if e == ENOENT && st.segment > 0 => Vec::new(),
+                // Segment 0 gone: the dataset was wiped. A later segment
+                // missing: being removed by a wipe (a segment is created
+                // before the seal that names it).
+                Err(e) if e == ENOENT => {
+                    if st.segment == 0 || self.pool.stat(&self.object) == Err(ENOENT) {
+                        *st = ReaderState::at(0);
+                        st.gone = true;
+                        return Ok(());
+                    }
+                    Vec::new()
+                }
                 Err(e) => {
                     return Err(e.error(format!("reading the log of {}", self.pool.what(&obj))))
                 }
@@ -790,8 +1251,29 @@ impl DatasetReader for RadosReader {
                 let what = || format!("{} at offset {at}", self.pool.what(&obj));
                 match format::unframe(&buf[used..], &what)? {
                     Framed::Record(format::FLUSH, payload, n) => {
-                        self.apply_flush(&mut st, payload, &obj, at)?;
+                        self.apply_flush(st, payload, &obj, at)?;
                         used += n;
+                    }
+                    Framed::Record(format::WIPE, payload, n) => {
+                        RadosReader::apply_wipe(st, payload, &what)?;
+                        used += n;
+                    }
+                    Framed::Record(format::RECLAIM, payload, n) => {
+                        RadosReader::apply_reclaim(st, payload, &what)?;
+                        used += n;
+                    }
+                    Framed::Record(format::CONTROL, payload, n) => {
+                        let mut d = Dec::new(payload, &what);
+                        let _timestamp = d.u64()?;
+                        st.locks = Locks::from_bits(d.u8()?);
+                        used += n;
+                    }
+                    Framed::Record(format::WIPED, ..) => {
+                        // Everything before is wiped. The objects are being
+                        // removed; a dataset may be created anew after.
+                        *st = ReaderState::at(0);
+                        st.gone = true;
+                        return Ok(());
                     }
                     Framed::Record(format::SEAL, payload, _) => {
                         let mut d = Dec::new(payload, &what);
@@ -821,6 +1303,21 @@ impl DatasetReader for RadosReader {
             st.pos += used as u64;
             return Ok(());
         }
+    }
+}
+
+impl DatasetReader for RadosReader {
+    fn refresh(&self) -> Result<()> {
+        let mut st = lock(&self.state);
+        self.refresh_locked(&mut st)
+    }
+
+    fn locks(&self) -> Locks {
+        lock(&self.state).locks
+    }
+
+    fn pending_units(&self) -> Vec<String> {
+        lock(&self.state).pending.iter().cloned().collect()
     }
 
     fn collocations(&self) -> Result<Vec<CollocationInfo>> {
@@ -855,16 +1352,19 @@ impl DatasetReader for RadosReader {
         collocation: &CollocationKey,
         visit: &mut dyn FnMut(&ElementKey, &FieldLocation) -> bool,
     ) -> Result<()> {
-        let blocks = {
+        let (blocks, removed) = {
             let mut st = lock(&self.state);
             self.load(&mut st, collocation)?;
             match st.collocations.get(collocation) {
-                Some(c) => c.loaded.clone(),
+                Some(c) => (c.loaded.clone(), st.removed.clone()),
                 None => return Ok(()),
             }
         };
         for block in blocks.iter().rev() {
             for (k, l) in block.iter().rev() {
+                if !removed.is_empty() && removed.contains(&l.uri) {
+                    continue;
+                }
                 if !visit(k, l) {
                     return Ok(());
                 }

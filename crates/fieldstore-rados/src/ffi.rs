@@ -78,6 +78,7 @@ api! {
     rados_ioctx_set_namespace: fn(IoCtx, *const c_char);
     rados_read: fn(IoCtx, *const c_char, *mut c_char, usize, u64) -> c_int;
     rados_stat: fn(IoCtx, *const c_char, *mut u64, *mut i64) -> c_int;
+    rados_remove: fn(IoCtx, *const c_char) -> c_int;
     rados_aio_create_completion2: fn(*mut c_void, Option<unsafe extern "C" fn(Completion, *mut c_void)>, *mut Completion) -> c_int;
     rados_aio_wait_for_complete: fn(Completion) -> c_int;
     rados_aio_get_return_value: fn(Completion) -> c_int;
@@ -91,6 +92,7 @@ api! {
     rados_write_op_append: fn(WriteOp, *const c_char, usize);
     rados_write_op_omap_set2: fn(WriteOp, *const *const c_char, *const *const c_char, *const usize, *const usize, usize);
     rados_write_op_omap_cmp2: fn(WriteOp, *const c_char, u8, *const c_char, usize, usize, *mut c_int);
+    rados_write_op_omap_rm_keys2: fn(WriteOp, *const *const c_char, *const usize, usize);
     rados_write_op_operate: fn(WriteOp, IoCtx, *const c_char, *mut i64, c_int) -> c_int;
     rados_create_read_op: fn() -> ReadOp;
     rados_release_read_op: fn(ReadOp);

@@ -25,6 +25,14 @@ pub(crate) const HEADER: usize = 20;
 pub(crate) const INIT: u16 = 1;
 pub(crate) const FLUSH: u16 = 2;
 pub(crate) const SEAL: u16 = 3;
+/// Collocations wiped (and units left to remove).
+pub(crate) const WIPE: u16 = 4;
+/// Units removed by a purge or a wipe.
+pub(crate) const RECLAIM: u16 = 5;
+/// The dataset's locks from now on.
+pub(crate) const CONTROL: u16 = 6;
+/// The whole dataset is wiped: nothing before it is visible.
+pub(crate) const WIPED: u16 = 7;
 pub(crate) const BLOCK: u16 = 10;
 
 /// Append one framed record to `out`.

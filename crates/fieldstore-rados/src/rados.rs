@@ -309,6 +309,14 @@ impl Pool {
         Errno::check(rc).map(|_| size)
     }
 
+    /// Remove an object.
+    pub(crate) fn remove(&self, oid: &str) -> std::result::Result<(), Errno> {
+        let o = CString::new(oid).map_err(|_| Errno(22))?;
+        // SAFETY: valid I/O context and NUL-terminated name.
+        let rc = unsafe { (self.api.rados_remove)(self.io, o.as_ptr()) };
+        Errno::check(rc).map(|_| ())
+    }
+
     /// Start writing `data` at `offset` of `oid` (`offset` `None`: replace
     /// the whole object). The returned [`Pending`] owns the buffer until
     /// the write completes.
@@ -586,6 +594,22 @@ impl WriteOp {
                 klens.as_ptr(),
                 vlens.as_ptr(),
                 pairs.len(),
+            )
+        }
+    }
+
+    /// Remove omap keys (missing ones are fine).
+    pub(crate) fn omap_rm_keys(&mut self, keys: &[&[u8]]) {
+        let ptrs: Vec<*const c_char> = keys.iter().map(|k| k.as_ptr().cast()).collect();
+        let lens: Vec<usize> = keys.iter().map(|k| k.len()).collect();
+        // SAFETY: valid op; two arrays of `keys.len()` entries describing
+        // live buffers, copied by librados before it returns.
+        unsafe {
+            (self.api.rados_write_op_omap_rm_keys2)(
+                self.op,
+                ptrs.as_ptr(),
+                lens.as_ptr(),
+                keys.len(),
             )
         }
     }

@@ -17,6 +17,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
+use fieldstore_core::maintenance::{Item, ItemKind, Removed, Unit, UnitState};
 use fieldstore_core::{
     CollocationKey, DatasetKey, Error, ErrorKind, FieldLocation, Result, Store, StoreWriter,
 };
@@ -165,6 +166,101 @@ impl Store for RadosStore {
     fn scheme(&self) -> &'static str {
         "rados"
     }
+
+    fn inspect(&self, uri: &str) -> Result<Unit> {
+        let (pool, object) = self.unit(uri)?;
+        let bytes = match pool.stat(object) {
+            Ok(b) => b,
+            Err(e) if e == ENOENT => {
+                return Ok(Unit {
+                    uri: uri.to_string(),
+                    bytes: None,
+                    state: UnitState::Missing,
+                })
+            }
+            Err(e) => return Err(e.error(format!("reading {}", pool.what(object)))),
+        };
+        // Only a writer that closed its objects is known to be done with
+        // them (a live one appends to its newest; a killed one never
+        // closed them: they stay until the dataset is wiped).
+        let state = match closed_marker(object) {
+            Some(marker) => match pool.stat(&marker) {
+                Ok(_) => UnitState::Idle,
+                Err(e) if e == ENOENT => UnitState::InUse,
+                Err(e) => return Err(e.error(format!("reading {}", pool.what(&marker)))),
+            },
+            None => UnitState::InUse,
+        };
+        Ok(Unit {
+            uri: uri.to_string(),
+            bytes: Some(bytes),
+            state,
+        })
+    }
+
+    fn remove(&self, uri: &str) -> Result<Removed> {
+        let (pool, object) = self.unit(uri)?;
+        match self.inspect(uri)?.state {
+            UnitState::InUse => return Ok(Removed::InUse),
+            UnitState::Missing => return Ok(Removed::Missing),
+            UnitState::Idle => {}
+        }
+        match pool.remove(object) {
+            Ok(()) => Ok(Removed::Done),
+            Err(e) if e == ENOENT => Ok(Removed::Missing),
+            Err(e) => Err(e.error(format!("removing {}", pool.what(object)))),
+        }
+    }
+
+    fn inventory(&self, _dataset: &DatasetKey, units: &[String]) -> Result<Vec<Item>> {
+        let mut out = Vec::new();
+        let mut markers = std::collections::BTreeSet::new();
+        for uri in units {
+            let (pool, object) = self.unit(uri)?;
+            if let Ok(size) = pool.stat(object) {
+                out.push(Item::new(ItemKind::Data, uri.clone(), Some(size)));
+            }
+            if let Some(m) = closed_marker(object) {
+                if pool.stat(&m).is_ok() && markers.insert(m.clone()) {
+                    out.push(Item::new(ItemKind::Data, pool.what(&m), Some(0)));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn wipe(&self, _dataset: &DatasetKey, units: &[String]) -> Result<()> {
+        for uri in units {
+            let (pool, object) = self.unit(uri)?;
+            let marker = closed_marker(object);
+            for o in std::iter::once(object.to_string()).chain(marker) {
+                match pool.remove(&o) {
+                    Ok(()) => {}
+                    Err(e) if e == ENOENT => {}
+                    Err(e) => return Err(e.error(format!("removing {}", pool.what(&o)))),
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The marker object a writer creates when it is done with its data
+/// objects `<prefix>.<n>.data`: `<prefix>.closed`.
+fn closed_marker(object: &str) -> Option<String> {
+    let rest = object.strip_suffix(".data")?;
+    let (prefix, n) = rest.rsplit_once('.')?;
+    n.bytes()
+        .all(|b| b.is_ascii_digit())
+        .then(|| format!("{prefix}.closed"))
+}
+
+impl RadosStore {
+    /// The pool and object of a unit's URI.
+    fn unit<'u>(&self, uri: &'u str) -> Result<(Arc<Pool>, &'u str)> {
+        let (pool, ns, object) = naming::parse_uri(uri)?;
+        Ok((self.pool_for(&pool, &ns)?, object))
+    }
 }
 
 /// One writer's objects in one dataset.
@@ -286,5 +382,21 @@ impl StoreWriter for RadosStoreWriter {
         self.send_buffer()?;
         self.settle(0);
         self.check()
+    }
+}
+
+impl Drop for RadosStoreWriter {
+    /// Done with its objects: say so with the marker object
+    /// `<prefix>.closed`, so that purge may remove them once they hold only
+    /// replaced fields.
+    fn drop(&mut self) {
+        if self.seq == 0 {
+            return;
+        }
+        self.settle(0);
+        if let Ok(mut op) = crate::rados::WriteOp::new() {
+            op.create();
+            let _ = self.pool.operate(&format!("{}.closed", self.prefix), &op);
+        }
     }
 }
