@@ -2,7 +2,11 @@
 //!
 //! [`FieldStore`] is the handle: [`archive`](FieldStore::archive),
 //! [`flush`](FieldStore::flush), [`retrieve`](FieldStore::retrieve),
-//! [`list`](FieldStore::list), [`axes`](FieldStore::axes). Backends pair a
+//! [`list`](FieldStore::list), [`axes`](FieldStore::axes), and data
+//! management ([`manage`]): [`wipe`](FieldStore::wipe),
+//! [`purge`](FieldStore::purge), [`stats`](FieldStore::stats),
+//! [`status`](FieldStore::status), [`control`](FieldStore::control),
+//! [`move_datasets`](FieldStore::move_datasets). Backends pair a
 //! [`Catalogue`] (which fields exist, and where) with a [`Store`] (the
 //! bytes); each trait states its contract. Built in: the POSIX backend
 //! ([`backends::posix`]) and an in-memory reference
