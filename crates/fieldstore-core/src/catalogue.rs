@@ -158,14 +158,21 @@ pub trait Catalogue: Send + Sync + Debug + 'static {
 
     /// Record that the store removed `units` (none of which a newest entry
     /// points into), so that scans stop showing entries in them, and delete
-    /// the catalogue's own files or objects that only served such entries
-    /// and that no live writer uses. Returns what was (with `dry_run`: would
-    /// be) deleted.
+    /// the catalogue's own files or objects that only served such entries,
+    /// or entries of the `hidden` collocations (wiped, or about to be in a
+    /// dry run), and that no live writer uses. Returns what was (with
+    /// `dry_run`: would be) deleted; a dry run records nothing.
     ///
     /// # Errors
     /// I/O errors; `Unsupported`.
-    fn reclaim(&self, dataset: &DatasetKey, units: &[String], dry_run: bool) -> Result<Vec<Item>> {
-        let _ = (dataset, units, dry_run);
+    fn reclaim(
+        &self,
+        dataset: &DatasetKey,
+        units: &[String],
+        hidden: &[CollocationKey],
+        dry_run: bool,
+    ) -> Result<Vec<Item>> {
+        let _ = (dataset, units, hidden, dry_run);
         Err(unsupported::<Self>("purge"))
     }
 

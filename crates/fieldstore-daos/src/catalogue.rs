@@ -392,7 +392,13 @@ impl Catalogue for DaosCatalogue {
         self.append(dataset, &format::encode_wipe(collocations, units, now_ns()))
     }
 
-    fn reclaim(&self, dataset: &DatasetKey, units: &[String], dry_run: bool) -> Result<Vec<Item>> {
+    fn reclaim(
+        &self,
+        dataset: &DatasetKey,
+        units: &[String],
+        _hidden: &[CollocationKey],
+        dry_run: bool,
+    ) -> Result<Vec<Item>> {
         // Log slots are never deleted (readers rely on the log having no
         // gaps): only the field arrays are reclaimed, by the store.
         if !dry_run && !units.is_empty() {

@@ -625,7 +625,13 @@ impl Catalogue for RadosCatalogue {
         append_log(&self.pool, &object, dataset, &rec, &|_| {})
     }
 
-    fn reclaim(&self, dataset: &DatasetKey, units: &[String], dry_run: bool) -> Result<Vec<Item>> {
+    fn reclaim(
+        &self,
+        dataset: &DatasetKey,
+        units: &[String],
+        _hidden: &[CollocationKey],
+        dry_run: bool,
+    ) -> Result<Vec<Item>> {
         // The log is never rewritten: only the store's objects are
         // reclaimed; the record makes readers stop listing their entries.
         if !dry_run && !units.is_empty() {

@@ -532,6 +532,9 @@ impl FieldStore {
         if targets.is_empty() && remove.is_empty() {
             return Ok(None);
         }
+        // The catalogue's own files that only these collocations (or the
+        // removed units) needed.
+        items.extend(self.catalogue.reclaim(dataset, &remove, &targets, true)?);
         Ok(Some(WipePlan {
             report: DatasetWipe {
                 dataset: dataset.clone(),
@@ -574,13 +577,19 @@ impl FieldStore {
                     .map_err(|e| e.context(format!("wiping {}", dataset.braced())))?;
             }
             Some(cols) => {
+                let cols = cols.clone();
+                let cols = &cols;
                 if !cols.is_empty() {
                     self.catalogue
                         .wipe_collocations(&dataset, cols, &plan.remove)
                         .map_err(|e| e.context(format!("wiping {}", dataset.braced())))?;
                 }
                 let removed = self.remove_units(&plan.remove, &mut plan.report)?;
-                let items = self.catalogue.reclaim(&dataset, &removed, false)?;
+                let items = self.catalogue.reclaim(&dataset, &removed, cols, false)?;
+                // What the catalogue removed, instead of what it planned to.
+                plan.report
+                    .items
+                    .retain(|i| !matches!(i.kind, ItemKind::Index | ItemKind::Catalogue));
                 plan.report.items.extend(items);
             }
         }
@@ -703,13 +712,13 @@ impl FieldStore {
                 if !removed.is_empty() {
                     report
                         .items
-                        .extend(self.catalogue.reclaim(&dataset, &removed, false)?);
+                        .extend(self.catalogue.reclaim(&dataset, &removed, &[], false)?);
                 }
                 self.forget_reader(&dataset);
             } else if !remove.is_empty() {
                 report
                     .items
-                    .extend(self.catalogue.reclaim(&dataset, &remove, true)?);
+                    .extend(self.catalogue.reclaim(&dataset, &remove, &[], true)?);
             }
             out.push(report);
         }

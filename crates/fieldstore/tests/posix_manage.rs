@@ -172,3 +172,71 @@ fn unknown_files_stop_a_wipe_and_unsafe_wipe_all_deletes_them() {
     .unwrap();
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
+
+#[test]
+fn a_collocation_wipe_says_which_files_go_and_removes_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let open = || FieldStore::open(Config::embedded(dir.path())).unwrap();
+    {
+        let a = open();
+        a.archive(&key(0), b"fc").unwrap();
+        a.flush().unwrap();
+    }
+    {
+        let b = open();
+        let an: Key = key(0)
+            .to_string()
+            .replace("type=fc", "type=an")
+            .parse()
+            .unwrap();
+        b.archive(&an, b"an").unwrap();
+        b.flush().unwrap();
+    }
+    let fs = open();
+    let files = || {
+        let mut v: Vec<String> = std::fs::read_dir(dir.path().join(DIR))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".data") || n.ends_with(".index"))
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(files().len(), 4);
+    let names = |r: &fieldstore::WipeReport| {
+        let mut v: Vec<String> = r.datasets[0]
+            .items
+            .iter()
+            .map(|i| i.name.rsplit('/').next().unwrap().to_string())
+            .collect();
+        v.sort();
+        v
+    };
+    let wipe_fc = req(&format!("{REQ},type=fc"));
+    let dry = fs.wipe(&wipe_fc, WipeOptions::default()).unwrap();
+    let planned = names(&dry);
+    assert_eq!(
+        planned.len(),
+        2,
+        "the first writer's data and index files: {dry:?}"
+    );
+    assert_eq!(files().len(), 4, "a dry run deletes nothing");
+    let done = fs
+        .wipe(
+            &wipe_fc,
+            WipeOptions {
+                doit: true,
+                unsafe_wipe_all: false,
+            },
+        )
+        .unwrap();
+    assert_eq!(
+        names(&done),
+        planned,
+        "the real run deletes what the dry run said"
+    );
+    let left = files();
+    assert_eq!(left.len(), 2);
+    assert!(left.iter().all(|f| !planned.contains(f)), "{left:?}");
+    assert_eq!(get(&fs, 0), None);
+}

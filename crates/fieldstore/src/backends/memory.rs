@@ -347,7 +347,13 @@ impl Catalogue for MemoryCatalogue {
         Ok(())
     }
 
-    fn reclaim(&self, dataset: &DatasetKey, units: &[String], dry_run: bool) -> Result<Vec<Item>> {
+    fn reclaim(
+        &self,
+        dataset: &DatasetKey,
+        units: &[String],
+        _hidden: &[CollocationKey],
+        dry_run: bool,
+    ) -> Result<Vec<Item>> {
         if dry_run {
             return Ok(Vec::new());
         }

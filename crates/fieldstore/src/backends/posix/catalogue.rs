@@ -305,8 +305,14 @@ impl Catalogue for TocCatalogue {
         manage::wipe_collocations(self, dataset, collocations, units)
     }
 
-    fn reclaim(&self, dataset: &DatasetKey, units: &[String], dry_run: bool) -> Result<Vec<Item>> {
-        manage::reclaim(self, dataset, units, dry_run)
+    fn reclaim(
+        &self,
+        dataset: &DatasetKey,
+        units: &[String],
+        hidden: &[CollocationKey],
+        dry_run: bool,
+    ) -> Result<Vec<Item>> {
+        manage::reclaim(self, dataset, units, hidden, dry_run)
     }
 
     fn move_dataset(&self, dataset: &DatasetKey, root: &Path) -> Result<String> {

@@ -241,6 +241,7 @@ pub(super) fn reclaim(
     cat: &TocCatalogue,
     dataset: &DatasetKey,
     units: &[String],
+    hidden: &[CollocationKey],
     dry_run: bool,
 ) -> Result<Vec<Item>> {
     let Some(dir) = layout::find_dataset(&cat.roots, dataset) else {
@@ -256,7 +257,10 @@ pub(super) fn reclaim(
         .collect();
     // Index files a visible block with a surviving entry needs.
     let mut needed = HashSet::new();
-    for c in st.collocations.values() {
+    for (key, c) in &st.collocations {
+        if hidden.contains(key) {
+            continue;
+        }
         for (i, b) in c.blocks.iter().enumerate() {
             let keep = match c.loaded.get(i) {
                 Some(entries) => entries.iter().any(|(_, l)| !gone.contains(&*l.uri)),
