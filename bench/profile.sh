@@ -31,7 +31,7 @@ prof() { # prof <name> <title> -- hammer args
 rm -rf "$ROOT"
 prof write-64k "archive+flush, 64 KiB fields, 1 process, 10000 fields" -- \
     --nsteps 20 --nlevels 10 --nparams 50 --field-size 65536 --no-randomise-data
-prof read-64k-warm "retrieve+read, 64 KiB fields, page cache warm" -- \
+prof read-64k "retrieve+read, 64 KiB fields, right after writing (no cache drop)" -- \
     --nsteps 20 --nlevels 10 --nparams 50 --field-size 65536 --read --batch all --no-drop-caches
 rm -rf "$ROOT"
 prof write-1m "archive+flush, 1 MiB fields, 1 process, 1000 fields" -- \
