@@ -69,6 +69,9 @@ pub(crate) enum Command {
     Unlock(ControlArgs),
     /// Move datasets to another root (POSIX backend).
     Move(MoveArgs),
+    /// fdb-hammer's benchmark: N processes released together write, read
+    /// and list fields; global timing bandwidth and where the time went.
+    Hammer(fieldstore_hammer::HammerArgs),
 }
 
 /// `fieldstore wipe`.

@@ -24,6 +24,9 @@ fn run(cli: &Cli, ui: &mut Ui<'_>) -> Result<()> {
             return cmd::schema::check_file(path, a.parsed, ui);
         }
     }
+    if let Command::Hammer(_) = &cli.command {
+        return Err(fieldstore::Error::internal("hammer is run by main"));
+    }
     let ctx = Context::load(&cli.global)?;
     match &cli.command {
         Command::Archive(a) => cmd::archive::run(a, &ctx, ui),
@@ -40,12 +43,16 @@ fn run(cli: &Cli, ui: &mut Ui<'_>) -> Result<()> {
         Command::Lock(a) => cmd::control::run(a, fieldstore::Control::Lock, &ctx, ui),
         Command::Unlock(a) => cmd::control::run(a, fieldstore::Control::Unlock, &ctx, ui),
         Command::Move(a) => cmd::r#move::run(a, &ctx, ui),
+        Command::Hammer(_) => Ok(()),
     }
 }
 
 fn main() -> ExitCode {
     // Usage errors: clap prints them with the usage and exits with 2.
     let cli = Cli::parse();
+    if let Command::Hammer(args) = &cli.command {
+        return cmd::hammer::run(args, &cli.global);
+    }
     let stdout = io::stdout();
     let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
     let mut err = io::stderr();

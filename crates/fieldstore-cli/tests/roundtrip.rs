@@ -429,3 +429,49 @@ fn a_closed_pipe_ends_the_listing_quietly() {
     );
     assert!(first.starts_with(DS.as_bytes()));
 }
+
+/// `fieldstore hammer` runs the benchmark through the binary, workers
+/// included (they re-execute it), and verifies every byte it reads.
+#[test]
+fn hammer_runs_pattern_a_with_worker_processes_and_full_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_fieldstore"))
+        .args(["hammer", "--root"])
+        .arg(dir.path())
+        .args([
+            "--scenario",
+            "a",
+            "--processes",
+            "2",
+            "--nsteps",
+            "2",
+            "--nlevels",
+            "2",
+        ])
+        .args([
+            "--nparams",
+            "2",
+            "--field-size",
+            "4096",
+            "--full-check",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let text = report.to_string();
+    assert!(
+        text.contains("\"write\"") && text.contains("\"read\""),
+        "{text}"
+    );
+    assert_eq!(
+        report["problems"].as_array().map(Vec::len),
+        Some(0),
+        "{text}"
+    );
+}
