@@ -71,7 +71,7 @@ pub(crate) enum Command {
     Move(MoveArgs),
     /// fdb-hammer's benchmark: N processes released together write, read
     /// and list fields; global timing bandwidth and where the time went.
-    Hammer(fieldstore_hammer::HammerArgs),
+    Hammer(Box<fieldstore_hammer::HammerArgs>),
 }
 
 /// `fieldstore wipe`.
