@@ -1,12 +1,16 @@
 //! The data file's write path: fields are staged in an aligned buffer and
-//! written in 4 MiB blocks with `O_DIRECT`, bypassing the page cache.
+//! written in 4 MiB blocks, buffered by default or with `O_DIRECT`
+//! (`FIELDSTORE_DIRECT_IO=1`), bypassing the page cache.
 //!
-//! Why: profiles of the archive path showed 77–89 % of its CPU in the
-//! kernel's page-cache copy of `write(2)`, and `fdatasync` then wrote the
-//! same pages back; with `O_DIRECT` the device reads the staging buffer
-//! directly and `fdatasync` has only metadata left to do. Reads stay
-//! buffered (read-ahead serves them well), and the page cache stays
-//! coherent with direct writes.
+//! Direct writes avoid the kernel's page-cache copy (77–89 % of archive
+//! CPU in profiles) and leave `fdatasync` only metadata to do; but readers
+//! on the same node then read fresh steps from the disk instead of the page
+//! cache, and in the w+r pattern writers lost most of their bandwidth to
+//! them. Both paths are kept; measurements in `docs/benchmarks.md`.
+//!
+//! Full buffers are written by two background threads while the caller
+//! fills the next (up to three in flight), so a writer keeps the device
+//! busy instead of waiting for each write; `sync` waits for them all.
 //!
 //! Direct I/O needs aligned buffers, offsets and lengths. At a flush the
 //! partial last block is written padded to [`ALIGN`], and the next field
@@ -45,17 +49,96 @@ impl Aligned {
     }
 }
 
+/// Buffers per data file: one filling while up to `BUFFERS - 1` are written.
+const BUFFERS: usize = 4;
+/// Threads writing one data file's full buffers.
+const WRITERS: usize = 2;
+
+/// A full buffer to write at `offset`.
+struct Job {
+    buf: Aligned,
+    len: usize,
+    offset: u64,
+}
+
+/// A written buffer coming back, with how its write went.
+struct Done {
+    job: Job,
+    result: std::io::Result<()>,
+}
+
+/// Threads that write full buffers with `O_DIRECT` while the caller fills
+/// the next one: a synchronous direct write waits for the device, and with
+/// one write at a time a writer competing with readers for the disk lost
+/// most of its bandwidth (measured: 29–43 % of its uncontended rate).
+struct Pool {
+    jobs: Option<std::sync::mpsc::Sender<Job>>,
+    done: std::sync::mpsc::Receiver<Done>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Pool {
+    fn new(file: std::sync::Arc<File>) -> Pool {
+        let (jobs, job_rx) = std::sync::mpsc::channel::<Job>();
+        let (done_tx, done) = std::sync::mpsc::channel::<Done>();
+        let job_rx = std::sync::Arc::new(std::sync::Mutex::new(job_rx));
+        let threads = (0..WRITERS)
+            .map(|_| {
+                let (file, job_rx, done_tx) = (file.clone(), job_rx.clone(), done_tx.clone());
+                std::thread::spawn(move || loop {
+                    let job = match job_rx.lock() {
+                        Ok(rx) => match rx.recv() {
+                            Ok(job) => job,
+                            Err(_) => return,
+                        },
+                        Err(_) => return,
+                    };
+                    let mut job = job;
+                    let len = job.len;
+                    let result = file.write_all_at(&job.buf.buf()[..len], job.offset);
+                    if done_tx.send(Done { job, result }).is_err() {
+                        return;
+                    }
+                })
+            })
+            .collect();
+        Pool {
+            jobs: Some(jobs),
+            done,
+            threads,
+        }
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        self.jobs = None;
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
 /// Appends fields to one data file.
 pub(crate) struct Staging {
     path: PathBuf,
     /// Opened with `O_DIRECT`, or `None` after falling back to `buffered`.
-    direct: Option<File>,
+    direct: Option<std::sync::Arc<File>>,
     buffered: File,
     stage: Aligned,
     /// Bytes staged, not yet written.
     staged: usize,
     /// File offset of the first staged byte (aligned in direct mode).
     base: u64,
+    /// Writer threads, started at the first full buffer in direct mode.
+    pool: Option<Pool>,
+    /// Buffers back from the pool, ready to fill.
+    spare: Vec<Aligned>,
+    /// Buffers allocated so far (at most `BUFFERS`).
+    allocated: usize,
+    in_flight: usize,
+    /// The first error of a background write, reported at the next call.
+    failed: Option<Error>,
 }
 
 fn is_direct_refused(e: &std::io::Error) -> bool {
@@ -72,6 +155,7 @@ impl Staging {
                 .custom_flags(libc::O_DIRECT)
                 .open(path)
                 .ok()
+                .map(std::sync::Arc::new)
         } else {
             None
         };
@@ -82,6 +166,11 @@ impl Staging {
             stage: Aligned::new(),
             staged: 0,
             base: 0,
+            pool: None,
+            spare: Vec::new(),
+            allocated: 1,
+            in_flight: 0,
+            failed: None,
         }
     }
 
@@ -90,8 +179,16 @@ impl Staging {
         self.base + self.staged as u64
     }
 
+    fn check_failed(&mut self) -> Result<()> {
+        match self.failed.take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
     /// Append `data`, writing out full blocks as they fill.
     pub(crate) fn append(&mut self, mut data: &[u8]) -> Result<()> {
+        self.check_failed()?;
         while !data.is_empty() {
             let n = data.len().min(STAGE - self.staged);
             let at = self.staged;
@@ -105,8 +202,8 @@ impl Staging {
         Ok(())
     }
 
-    /// Write out what is staged (padding the last block in direct mode)
-    /// and make the file's data durable.
+    /// Write out what is staged (padding the last block in direct mode),
+    /// wait for every write, and make the file's data durable.
     pub(crate) fn sync(&mut self) -> Result<()> {
         if self.staged > 0 {
             let len = if self.direct.is_some() {
@@ -119,31 +216,91 @@ impl Staging {
             };
             self.write_staged(len)?;
         }
-        let file = self.direct.as_ref().unwrap_or(&self.buffered);
+        while self.in_flight > 0 {
+            self.wait_one();
+        }
+        self.check_failed()?;
+        let file: &File = self.direct.as_deref().unwrap_or(&self.buffered);
         file.sync_data()
             .map_err(|e| Error::io(format!("syncing {}", self.path.display()), e))
     }
 
-    /// Write the first `len` staged bytes at `base`; afterwards nothing is
-    /// staged and `base` is past them.
+    /// Hand the first `len` staged bytes to be written at `base`;
+    /// afterwards nothing is staged and `base` is past them.
     fn write_staged(&mut self, len: usize) -> Result<()> {
-        let base = self.base;
-        let result = match &self.direct {
-            Some(f) => f.write_all_at(&self.stage.buf()[..len], base),
-            None => self.buffered.write_all_at(&self.stage.buf()[..len], base),
-        };
-        match result {
-            Ok(()) => {}
-            Err(e) if self.direct.is_some() && is_direct_refused(&e) => {
-                // Opened but refused at write time: fall back, same bytes.
-                self.direct = None;
-                return self.write_staged(self.staged);
+        let offset = self.base;
+        if self.direct.is_some() {
+            let next = match self.spare.pop() {
+                Some(b) => b,
+                None if self.allocated < BUFFERS => {
+                    self.allocated += 1;
+                    Aligned::new()
+                }
+                None => {
+                    self.wait_one();
+                    self.spare.pop().unwrap_or_else(Aligned::new)
+                }
+            };
+            let buf = std::mem::replace(&mut self.stage, next);
+            if let Some(direct) = &self.direct {
+                let pool = self.pool.get_or_insert_with(|| Pool::new(direct.clone()));
+                if let Some(jobs) = &pool.jobs {
+                    if let Err(e) = jobs.send(Job { buf, len, offset }) {
+                        // The threads are gone: write here instead.
+                        self.write_now(e.0)?;
+                    } else {
+                        self.in_flight += 1;
+                    }
+                }
             }
-            Err(e) => return Err(Error::io(format!("writing {}", self.path.display()), e)),
+        } else {
+            self.buffered
+                .write_all_at(&self.stage.buf()[..len], offset)
+                .map_err(|e| Error::io(format!("writing {}", self.path.display()), e))?;
         }
         self.base += len as u64;
         self.staged = 0;
         Ok(())
+    }
+
+    /// Wait for one background write; a refusal of direct I/O is retried
+    /// buffered (same bytes, same offset), other errors are kept for the
+    /// next call.
+    fn wait_one(&mut self) {
+        let done = match &self.pool {
+            Some(pool) => pool.done.recv(),
+            None => return,
+        };
+        self.in_flight -= 1;
+        let Ok(Done { job, result }) = done else {
+            self.failed
+                .get_or_insert(Error::internal("a data writer thread stopped"));
+            return;
+        };
+        match result {
+            Ok(()) => self.spare.push(job.buf),
+            Err(e) if is_direct_refused(&e) => {
+                self.direct = None;
+                if let Err(e) = self.write_now(job) {
+                    self.failed.get_or_insert(e);
+                }
+            }
+            Err(e) => {
+                self.failed
+                    .get_or_insert(Error::io(format!("writing {}", self.path.display()), e));
+                self.spare.push(job.buf);
+            }
+        }
+    }
+
+    /// Write a job's bytes synchronously through the buffered descriptor.
+    fn write_now(&mut self, mut job: Job) -> Result<()> {
+        let len = job.len;
+        let r = self
+            .buffered
+            .write_all_at(&job.buf.buf()[..len], job.offset);
+        self.spare.push(job.buf);
+        r.map_err(|e| Error::io(format!("writing {}", self.path.display()), e))
     }
 }
 
@@ -163,7 +320,10 @@ mod tests {
         let mut s = Staging::new(&path, file, true);
         let direct = s.direct.is_some();
         let mut fields = Vec::new();
-        for (i, len) in [10usize, 5000, STAGE + 123, 7].into_iter().enumerate() {
+        for (i, len) in [10usize, 5000, STAGE + 123, 7, 3 * STAGE + 5, 1]
+            .into_iter()
+            .enumerate()
+        {
             let data: Vec<u8> = (0..len).map(|j| (i * 31 + j) as u8).collect();
             fields.push((s.next_offset(), data.clone()));
             s.append(&data).unwrap();

@@ -310,10 +310,14 @@ impl FileStoreWriter {
     }
 }
 
-/// Direct I/O for data files, unless `FIELDSTORE_DIRECT_IO=0` (for
-/// comparisons; the default is measured faster on every disk tried).
+/// Direct I/O for data files when `FIELDSTORE_DIRECT_IO=1`. Buffered is
+/// the default: with readers on the same node reading what was just
+/// flushed (the w+r pattern), buffered writes leave it in the page cache
+/// and writers kept 2.7x more bandwidth than with direct writes, while
+/// pattern A was a tie (docs/benchmarks.md, "Direct or buffered data
+/// writes").
 fn direct_io_enabled() -> bool {
-    std::env::var_os("FIELDSTORE_DIRECT_IO").is_none_or(|v| v != "0")
+    std::env::var_os("FIELDSTORE_DIRECT_IO").is_some_and(|v| v == "1")
 }
 
 impl StoreWriter for FileStoreWriter {
