@@ -235,6 +235,20 @@ pub trait DatasetReader: Send + Sync + Debug {
         visit: &mut dyn FnMut(&ElementKey, &FieldLocation) -> bool,
     ) -> Result<()>;
 
+    /// As [`DatasetReader::scan`], but a backend may skip groups of entries
+    /// (index blocks) whose axes `admits` refuses: `admits` is given the
+    /// values each element keyword takes in the group, and refuses only
+    /// groups that cannot hold an entry the caller wants. Default: `scan`.
+    fn scan_where(
+        &self,
+        collocation: &CollocationKey,
+        admits: &dyn Fn(&Axes) -> bool,
+        visit: &mut dyn FnMut(&ElementKey, &FieldLocation) -> bool,
+    ) -> Result<()> {
+        let _ = admits;
+        self.scan(collocation, visit)
+    }
+
     /// The operations the dataset is locked against, as of the last
     /// refresh. Default: none.
     fn locks(&self) -> Locks {

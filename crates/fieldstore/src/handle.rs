@@ -415,7 +415,14 @@ impl FieldStore {
                 }
                 let mut seen = HashSet::new();
                 let mut stop = false;
-                reader.scan(&info.key, &mut |element, location| {
+                // Skip index blocks whose own axes exclude the request.
+                let admits = |axes: &crate::catalogue::Axes| {
+                    filter.constraints().all(|(kw, _)| {
+                        filter
+                            .axis_admits(kw, axes.get(kw).into_iter().flatten().map(String::as_str))
+                    })
+                };
+                reader.scan_where(&info.key, &admits, &mut |element, location| {
                     if !filter.matches(element) {
                         return true;
                     }

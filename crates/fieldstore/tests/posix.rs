@@ -143,3 +143,54 @@ fn discard_drops_pending_fields() {
         .unwrap()
         .is_empty());
 }
+
+/// Lookups and lists read only the index blocks whose axes can hold what
+/// they look for: with the first flush's block damaged, later steps are
+/// still served, and the damage is reported only when that block is needed.
+#[test]
+fn index_blocks_are_pruned_by_their_axes() {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = FieldStore::open(Config::embedded(dir.path())).unwrap();
+    for step in 0..3 {
+        fs.archive(&key(step, 167), format!("field {step}").as_bytes())
+            .unwrap();
+        fs.flush().unwrap();
+    }
+    let dataset = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.join("toc").exists())
+        .unwrap();
+    let index = std::fs::read_dir(&dataset)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "index"))
+        .unwrap();
+    let mut bytes = std::fs::read(&index).unwrap();
+    bytes[30] ^= 0xff; // inside the first block (step 0)
+    std::fs::write(&index, bytes).unwrap();
+
+    let reader = FieldStore::open(Config::embedded(dir.path())).unwrap();
+    let one = |step: u32| {
+        req(&format!(
+            "class=od,expver=1,stream=oper,date=20231201,time=12,domain=g,type=fc,levtype=sfc,step={step},param=167"
+        ))
+    };
+    assert_eq!(
+        reader.retrieve(&one(2)).unwrap().read_all().unwrap(),
+        b"field 2"
+    );
+    assert_eq!(
+        reader
+            .list(&req("class=od,step=1"), ListOptions::default())
+            .unwrap()
+            .len(),
+        1
+    );
+    let err = reader.retrieve(&one(0)).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Corrupt, "{err}");
+    let err = reader
+        .list(&req("class=od"), ListOptions::default())
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Corrupt, "{err}");
+}

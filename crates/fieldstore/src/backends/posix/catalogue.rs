@@ -598,17 +598,62 @@ pub(super) struct BlockRef {
     pub(super) file: String,
     offset: u64,
     length: u32,
+    /// The values each element keyword takes in this block (from the
+    /// FLUSH record): lookups and pruned scans skip blocks that cannot hold
+    /// what they look for, without reading them.
+    axes: Axes,
+}
+
+/// A loaded index block: its entries, oldest first, and (built on the
+/// first lookup into it) the position of each element's last entry.
+#[derive(Debug, Default)]
+pub(super) struct Block {
+    pub(super) entries: Vec<(ElementKey, FieldLocation)>,
+    positions: std::sync::OnceLock<HashMap<ElementKey, usize>>,
+}
+
+impl Block {
+    fn new(entries: Vec<(ElementKey, FieldLocation)>) -> Block {
+        Block {
+            entries,
+            positions: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// The newest entry of `element` in this block.
+    fn find(&self, element: &ElementKey) -> Option<&FieldLocation> {
+        let positions = self.positions.get_or_init(|| {
+            let mut m = HashMap::with_capacity(self.entries.len());
+            for (i, (k, _)) in self.entries.iter().enumerate() {
+                m.insert(k.clone(), i);
+            }
+            m
+        });
+        positions.get(element).map(|&i| &self.entries[i].1)
+    }
+
+    pub(super) fn iter(&self) -> std::slice::Iter<'_, (ElementKey, FieldLocation)> {
+        self.entries.iter()
+    }
+}
+
+/// Data files a RECLAIM record removed (their entries are skipped).
+type RemovedUnits = Arc<HashSet<Arc<str>>>;
+
+/// Whether a block with `axes` can hold `element`.
+fn block_may_hold(axes: &Axes, element: &ElementKey) -> bool {
+    element
+        .iter()
+        .all(|(kw, v)| axes.get(kw).is_none_or(|values| values.contains(v)))
 }
 
 #[derive(Debug, Default)]
 pub(super) struct Collocation {
     axes: Axes,
     pub(super) blocks: Vec<BlockRef>,
-    /// Entries of the blocks loaded so far, block by block, oldest first
-    /// (`loaded[i]` holds the entries of `blocks[i]`).
-    pub(super) loaded: Vec<Arc<Vec<(ElementKey, FieldLocation)>>>,
-    /// Newest location per element, over the loaded blocks.
-    newest: HashMap<ElementKey, FieldLocation>,
+    /// `loaded[i]` holds the entries of `blocks[i]` once read; blocks are
+    /// read on demand, and only those a lookup or scan may need.
+    pub(super) loaded: Vec<Option<Arc<Block>>>,
 }
 
 /// What a reader knows of its dataset.
@@ -803,11 +848,12 @@ impl TocReader {
             }
             added.push((
                 collocation,
-                axes,
+                axes.clone(),
                 BlockRef {
                     file,
                     offset,
                     length,
+                    axes,
                 },
             ));
         }
@@ -829,6 +875,7 @@ impl TocReader {
                 c.axes.entry(kw).or_default().extend(values);
             }
             c.blocks.push(block);
+            c.loaded.push(None);
         }
         Ok(())
     }
@@ -892,12 +939,14 @@ impl TocReader {
         // removed units: drop them (loaded blocks stay; scans filter them).
         let removed_index = &st.removed_index;
         for c in st.collocations.values_mut() {
-            let loaded = c.loaded.len();
-            let mut i = 0;
-            c.blocks.retain(|b| {
-                i += 1;
-                i <= loaded || !removed_index.contains(&b.file)
-            });
+            let blocks = std::mem::take(&mut c.blocks);
+            let loaded = std::mem::take(&mut c.loaded);
+            for (b, l) in blocks.into_iter().zip(loaded) {
+                if l.is_some() || !removed_index.contains(&b.file) {
+                    c.blocks.push(b);
+                    c.loaded.push(l);
+                }
+            }
         }
         Ok(())
     }
@@ -924,32 +973,70 @@ impl TocReader {
     /// Load the blocks of `collocation` not loaded yet. An index file that
     /// vanished (reclaimed by a purge this reader has not seen yet, or its
     /// dataset wiped or moved) makes the reader catch up and try again.
-    pub(super) fn load(&self, st: &mut ReaderState, collocation: &CollocationKey) -> Result<()> {
-        match self.load_once(st, collocation) {
+    pub(super) fn load(
+        &self,
+        st: &mut ReaderState,
+        collocation: &CollocationKey,
+        want: &dyn Fn(&BlockRef) -> bool,
+    ) -> Result<()> {
+        match self.load_once(st, collocation, want) {
             Err(e) if e.kind() == ErrorKind::NotFound => {
                 self.refresh_locked(st)?;
-                self.load_once(st, collocation)
+                self.load_once(st, collocation, want)
             }
             r => r,
         }
     }
 
-    fn load_once(&self, st: &mut ReaderState, collocation: &CollocationKey) -> Result<()> {
+    /// Read the blocks of `collocation` that `want` selects and are not
+    /// read yet.
+    fn load_once(
+        &self,
+        st: &mut ReaderState,
+        collocation: &CollocationKey,
+        want: &dyn Fn(&BlockRef) -> bool,
+    ) -> Result<()> {
         let Some(c) = st.collocations.get(collocation) else {
             return Ok(());
         };
-        let todo: Vec<BlockRef> = c.blocks[c.loaded.len()..].to_vec();
-        for b in todo {
-            let entries = Arc::new(self.read_block(st, &b)?);
+        let todo: Vec<(usize, BlockRef)> = c
+            .blocks
+            .iter()
+            .enumerate()
+            .filter(|(i, b)| c.loaded[*i].is_none() && want(b))
+            .map(|(i, b)| (i, b.clone()))
+            .collect();
+        for (i, b) in todo {
+            let block = Arc::new(Block::new(self.read_block(st, &b)?));
             let Some(c) = st.collocations.get_mut(collocation) else {
                 break;
             };
-            for (k, l) in entries.iter() {
-                c.newest.insert(k.clone(), l.clone());
+            if let Some(slot) = c.loaded.get_mut(i) {
+                *slot = Some(block);
             }
-            c.loaded.push(entries);
         }
         Ok(())
+    }
+
+    /// The blocks of `collocation` that `want` selects, newest last.
+    fn blocks_where(
+        &self,
+        collocation: &CollocationKey,
+        want: &dyn Fn(&BlockRef) -> bool,
+    ) -> Result<(Vec<Arc<Block>>, RemovedUnits)> {
+        let mut st = self.state();
+        self.load(&mut st, collocation, want)?;
+        let Some(c) = st.collocations.get(collocation) else {
+            return Ok((Vec::new(), st.removed.clone()));
+        };
+        let blocks = c
+            .blocks
+            .iter()
+            .zip(&c.loaded)
+            .filter(|(b, _)| want(b))
+            .filter_map(|(_, l)| l.clone())
+            .collect();
+        Ok((blocks, st.removed.clone()))
     }
 
     fn read_block(
@@ -1120,7 +1207,7 @@ impl TocReader {
         let mut st = self.state();
         let cols = st.order.clone();
         for c in &cols {
-            self.load(&mut st, c)?;
+            self.load(&mut st, c, &|_| true)?;
         }
         Ok(st)
     }
@@ -1151,12 +1238,10 @@ impl DatasetReader for TocReader {
         collocation: &CollocationKey,
         element: &ElementKey,
     ) -> Result<Option<FieldLocation>> {
-        let mut st = self.state();
-        self.load(&mut st, collocation)?;
-        Ok(st
-            .collocations
-            .get(collocation)
-            .and_then(|c| c.newest.get(element).cloned()))
+        // Newest block first; only blocks whose axes hold every value of
+        // the element are read.
+        let (blocks, _) = self.blocks_where(collocation, &|b| block_may_hold(&b.axes, element))?;
+        Ok(blocks.iter().rev().find_map(|b| b.find(element).cloned()))
     }
 
     fn scan(
@@ -1164,14 +1249,16 @@ impl DatasetReader for TocReader {
         collocation: &CollocationKey,
         visit: &mut dyn FnMut(&ElementKey, &FieldLocation) -> bool,
     ) -> Result<()> {
-        let (blocks, removed) = {
-            let mut st = self.state();
-            self.load(&mut st, collocation)?;
-            match st.collocations.get(collocation) {
-                Some(c) => (c.loaded.clone(), st.removed.clone()),
-                None => return Ok(()),
-            }
-        };
+        self.scan_where(collocation, &|_| true, visit)
+    }
+
+    fn scan_where(
+        &self,
+        collocation: &CollocationKey,
+        admits: &dyn Fn(&Axes) -> bool,
+        visit: &mut dyn FnMut(&ElementKey, &FieldLocation) -> bool,
+    ) -> Result<()> {
+        let (blocks, removed) = self.blocks_where(collocation, &|b| admits(&b.axes))?;
         for block in blocks.iter().rev() {
             for (k, l) in block.iter().rev() {
                 if !removed.is_empty() && removed.contains(&l.uri) {

@@ -262,8 +262,8 @@ pub(super) fn reclaim(
             continue;
         }
         for (i, b) in c.blocks.iter().enumerate() {
-            let keep = match c.loaded.get(i) {
-                Some(entries) => entries.iter().any(|(_, l)| !gone.contains(&*l.uri)),
+            let keep = match c.loaded.get(i).and_then(Option::as_ref) {
+                Some(block) => block.iter().any(|(_, l)| !gone.contains(&*l.uri)),
                 None => true,
             };
             if keep {
