@@ -599,37 +599,20 @@ pub(super) struct BlockRef {
     offset: u64,
     length: u32,
     /// The values each element keyword takes in this block (from the
-    /// FLUSH record): lookups and pruned scans skip blocks that cannot hold
-    /// what they look for, without reading them.
+    /// FLUSH record): lists skip blocks that cannot hold what they look
+    /// for, without reading them.
     axes: Axes,
 }
 
-/// A loaded index block: its entries, oldest first, and (built on the
-/// first lookup into it) the position of each element's last entry.
+/// A loaded index block: its entries, oldest first.
 #[derive(Debug, Default)]
 pub(super) struct Block {
     pub(super) entries: Vec<(ElementKey, FieldLocation)>,
-    positions: std::sync::OnceLock<HashMap<ElementKey, usize>>,
 }
 
 impl Block {
     fn new(entries: Vec<(ElementKey, FieldLocation)>) -> Block {
-        Block {
-            entries,
-            positions: std::sync::OnceLock::new(),
-        }
-    }
-
-    /// The newest entry of `element` in this block.
-    fn find(&self, element: &ElementKey) -> Option<&FieldLocation> {
-        let positions = self.positions.get_or_init(|| {
-            let mut m = HashMap::with_capacity(self.entries.len());
-            for (i, (k, _)) in self.entries.iter().enumerate() {
-                m.insert(k.clone(), i);
-            }
-            m
-        });
-        positions.get(element).map(|&i| &self.entries[i].1)
+        Block { entries }
     }
 
     pub(super) fn iter(&self) -> std::slice::Iter<'_, (ElementKey, FieldLocation)> {
@@ -640,20 +623,19 @@ impl Block {
 /// Data files a RECLAIM record removed (their entries are skipped).
 type RemovedUnits = Arc<HashSet<Arc<str>>>;
 
-/// Whether a block with `axes` can hold `element`.
-fn block_may_hold(axes: &Axes, element: &ElementKey) -> bool {
-    element
-        .iter()
-        .all(|(kw, v)| axes.get(kw).is_none_or(|values| values.contains(v)))
-}
-
 #[derive(Debug, Default)]
 pub(super) struct Collocation {
     axes: Axes,
     pub(super) blocks: Vec<BlockRef>,
-    /// `loaded[i]` holds the entries of `blocks[i]` once read; blocks are
-    /// read on demand, and only those a lookup or scan may need.
+    /// `loaded[i]` holds the entries of `blocks[i]` once read; lists read
+    /// only the blocks whose axes meet their request.
     pub(super) loaded: Vec<Option<Arc<Block>>>,
+    /// Newest location per element over `blocks[..merged]` (all loaded):
+    /// lookups read every block once, then extend this map with new blocks
+    /// only, so a lookup costs one hash probe however many flushes there
+    /// were (checking each block's axes per lookup would grow with them).
+    newest: HashMap<ElementKey, FieldLocation>,
+    merged: usize,
 }
 
 /// What a reader knows of its dataset.
@@ -1238,10 +1220,26 @@ impl DatasetReader for TocReader {
         collocation: &CollocationKey,
         element: &ElementKey,
     ) -> Result<Option<FieldLocation>> {
-        // Newest block first; only blocks whose axes hold every value of
-        // the element are read.
-        let (blocks, _) = self.blocks_where(collocation, &|b| block_may_hold(&b.axes, element))?;
-        Ok(blocks.iter().rev().find_map(|b| b.find(element).cloned()))
+        let mut st = self.state();
+        self.load(&mut st, collocation, &|_| true)?;
+        let Some(c) = st.collocations.get_mut(collocation) else {
+            return Ok(None);
+        };
+        let new_entries: usize = c.loaded[c.merged..]
+            .iter()
+            .flatten()
+            .map(|b| b.entries.len())
+            .sum();
+        c.newest.reserve(new_entries);
+        while c.merged < c.blocks.len() {
+            if let Some(block) = c.loaded.get(c.merged).and_then(Option::as_ref) {
+                for (k, l) in block.iter() {
+                    c.newest.insert(k.clone(), l.clone());
+                }
+            }
+            c.merged += 1;
+        }
+        Ok(c.newest.get(element).cloned())
     }
 
     fn scan(
