@@ -391,14 +391,7 @@ impl FieldStore {
                     continue;
                 };
                 let filter = selector.element_filter(&cm);
-                if filter.is_impossible()
-                    || !filter.constraints().all(|(kw, _)| {
-                        filter.axis_admits(
-                            kw,
-                            info.axes.get(kw).into_iter().flatten().map(String::as_str),
-                        )
-                    })
-                {
+                if filter.is_impossible() || !filter.admits_axes(&info.axes) {
                     continue;
                 }
                 if options.depth == Level::Collocation {
@@ -416,12 +409,7 @@ impl FieldStore {
                 let mut seen = HashSet::new();
                 let mut stop = false;
                 // Skip index blocks whose own axes exclude the request.
-                let admits = |axes: &crate::catalogue::Axes| {
-                    filter.constraints().all(|(kw, _)| {
-                        filter
-                            .axis_admits(kw, axes.get(kw).into_iter().flatten().map(String::as_str))
-                    })
-                };
+                let admits = |axes: &crate::catalogue::Axes| filter.admits_axes(axes);
                 reader.scan_where(&info.key, &admits, &mut |element, location| {
                     if !filter.matches(element) {
                         return true;
@@ -504,13 +492,7 @@ impl FieldStore {
                     continue;
                 };
                 let filter = selector.element_filter(&cm);
-                let admits = |kw: &str| {
-                    filter.axis_admits(
-                        kw,
-                        info.axes.get(kw).into_iter().flatten().map(String::as_str),
-                    )
-                };
-                if filter.is_impossible() || !filter.constraints().all(|(kw, _)| admits(kw)) {
+                if filter.is_impossible() || !filter.admits_axes(&info.axes) {
                     continue;
                 }
                 any = true;

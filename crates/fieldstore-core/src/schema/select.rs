@@ -276,6 +276,20 @@ impl ElementFilter<'_> {
         self.pending.iter().map(|&(k, s, _)| (k, s))
     }
 
+    /// Whether a group of entries (a collocation, an index block) whose
+    /// values per element keyword are `axes` can hold a matching element.
+    /// A constrained keyword missing from `axes` refuses: no entry there
+    /// has it, so none can match.
+    pub fn admits_axes(&self, axes: &crate::catalogue::Axes) -> bool {
+        self.pending.iter().all(|&(kw, set, empty_ok)| {
+            axes.get(kw).is_some_and(|values| {
+                values
+                    .iter()
+                    .any(|v| set.contains(v) || (empty_ok && v.is_empty()))
+            })
+        })
+    }
+
     /// Whether a collocation whose axis for `keyword` holds `axis` values can
     /// contain a matching element.
     pub fn axis_admits<'v>(&self, keyword: &str, mut axis: impl Iterator<Item = &'v str>) -> bool {

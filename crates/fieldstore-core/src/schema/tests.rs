@@ -230,6 +230,21 @@ fn selector_matches_levels_with_each_rules_types() {
     assert!(!f.matches(&other.element));
     assert!(f.axis_admits("step", ["3", "12"].into_iter()));
     assert!(!f.axis_admits("step", ["3", "9"].into_iter()));
+    // The filter constrains step, levelist and param.
+    let axes = |steps: &[&str]| {
+        let set = |v: &[&str]| v.iter().map(|s| s.to_string()).collect();
+        crate::catalogue::Axes::from([
+            ("step".to_string(), set(steps)),
+            ("levelist".to_string(), set(&["500", "850"])),
+            ("param".to_string(), set(&["130"])),
+        ])
+    };
+    assert!(f.admits_axes(&axes(&["3", "12"])));
+    assert!(!f.admits_axes(&axes(&["3", "9"])));
+    assert!(
+        !f.admits_axes(&crate::catalogue::Axes::new()),
+        "no step axis: nothing matches"
+    );
     let sel = s.selector(&request("class=od,time=0000")).unwrap();
     assert!(sel.match_dataset(&k.dataset).is_none());
     // A request keyword the field's keys lack excludes it at element level.
