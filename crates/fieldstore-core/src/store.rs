@@ -44,6 +44,14 @@ pub trait Store: Send + Sync + Debug + 'static {
     /// their checksum.
     fn read(&self, location: &FieldLocation, buf: &mut Vec<u8>) -> Result<()>;
 
+    /// A hint: these fields will be read soon, in this order. A store may
+    /// start fetching them so that later [`Store::read`]s find them close
+    /// (the POSIX store asks the kernel to read them ahead, which turns
+    /// scattered reads of one field in ten into reads in flight together).
+    /// It must not fail, block for long, or change what is read. Default:
+    /// nothing.
+    fn prefetch(&self, _locations: &[FieldLocation]) {}
+
     /// The URI scheme of the locations this store writes (`file`, `memory`).
     fn scheme(&self) -> &'static str;
 

@@ -21,9 +21,20 @@ pub struct DataReader {
     resolve: Option<Resolver>,
     fields: Vec<(Key, FieldLocation)>,
     next: usize,
+    /// Fields before this index were passed to [`Store::prefetch`].
+    hinted: usize,
+    /// When `next` reaches this index, the next batch is hinted.
+    rehint_at: usize,
     buf: Vec<u8>,
     pos: usize,
 }
+
+/// How far ahead of the field being read the store is told what comes next:
+/// enough to keep a few reads in flight, little enough not to crowd the
+/// page cache.
+const PREFETCH_BYTES: u64 = 32 << 20;
+/// At most this many fields per batch hinted.
+const PREFETCH_FIELDS: usize = 256;
 
 impl std::fmt::Debug for DataReader {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -41,6 +52,8 @@ impl DataReader {
             resolve: None,
             fields,
             next: 0,
+            hinted: 0,
+            rehint_at: 0,
             buf: Vec::new(),
             pos: 0,
         }
@@ -77,6 +90,7 @@ impl DataReader {
     /// # Errors
     /// `Corrupt` if a field fails its checksum; I/O errors.
     pub fn next_field(&mut self, buf: &mut Vec<u8>) -> Result<Option<Key>> {
+        self.hint_ahead();
         loop {
             let Some((key, loc)) = self.fields.get(self.next) else {
                 return Ok(None);
@@ -101,10 +115,36 @@ impl DataReader {
                 None => {
                     // The field no longer exists: it is absent.
                     self.fields.remove(self.next);
+                    self.hinted = self.hinted.saturating_sub(1).max(self.next);
                 }
                 Some(newer) if newer != *loc => self.fields[self.next].1 = newer,
                 Some(_) => return Err(err),
             }
+        }
+    }
+
+    /// Keep the store told about the next [`PREFETCH_BYTES`] /2 to
+    /// [`PREFETCH_BYTES`]: fields are hinted in batches of half that, and
+    /// a new batch is hinted when the reader reaches the start of the last.
+    fn hint_ahead(&mut self) {
+        while self.next >= self.rehint_at && self.hinted < self.fields.len() {
+            let from = self.hinted.max(self.next);
+            let mut to = from;
+            let mut bytes = 0;
+            while to < self.fields.len()
+                && to - from < PREFETCH_FIELDS
+                && (to == from || bytes < PREFETCH_BYTES / 2)
+            {
+                bytes += self.fields[to].1.length;
+                to += 1;
+            }
+            let locations: Vec<FieldLocation> = self.fields[from..to]
+                .iter()
+                .map(|(_, l)| l.clone())
+                .collect();
+            self.store.prefetch(&locations);
+            self.hinted = to;
+            self.rehint_at = from;
         }
     }
 
@@ -150,4 +190,89 @@ fn to_io(e: Error) -> io::Error {
         _ => io::ErrorKind::Other,
     };
     io::Error::new(kind, e)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use fieldstore_core::DatasetKey;
+
+    use super::*;
+    use crate::store::StoreWriter;
+
+    #[derive(Debug, PartialEq)]
+    enum Event {
+        Prefetch(u64),
+        Read(u64),
+    }
+
+    /// Serves each field as `length` copies of its index and records the
+    /// hints and reads it gets, in order.
+    #[derive(Debug, Default)]
+    struct Recording(Mutex<Vec<Event>>);
+
+    impl Store for Recording {
+        fn writer(&self, _: &DatasetKey) -> Result<Box<dyn StoreWriter>> {
+            Err(Error::internal("read-only"))
+        }
+        fn read(&self, location: &FieldLocation, buf: &mut Vec<u8>) -> Result<()> {
+            self.0.lock().unwrap().push(Event::Read(location.offset));
+            buf.clear();
+            buf.resize(location.length as usize, location.offset as u8);
+            Ok(())
+        }
+        fn prefetch(&self, locations: &[FieldLocation]) {
+            let mut events = self.0.lock().unwrap();
+            events.extend(locations.iter().map(|l| Event::Prefetch(l.offset)));
+        }
+        fn scheme(&self) -> &'static str {
+            "test"
+        }
+    }
+
+    #[test]
+    fn every_field_is_hinted_once_in_order_before_it_is_read_and_not_too_far_ahead() {
+        // Fields of 3 MiB and of 1 KiB mixed; offset = index.
+        let lengths: Vec<u64> = (0..200u64)
+            .map(|i| if i % 3 == 0 { 3 << 20 } else { 1024 })
+            .collect();
+        let fields = lengths
+            .iter()
+            .enumerate()
+            .map(|(i, &len)| (Key::new(), FieldLocation::new("test://f", i as u64, len)))
+            .collect();
+        let store = Arc::new(Recording::default());
+        let mut reader = DataReader::new(store.clone(), fields);
+        let mut buf = Vec::new();
+        let mut n = 0u64;
+        while reader.next_field(&mut buf).unwrap().is_some() {
+            assert!(buf.iter().all(|&b| b == n as u8));
+            n += 1;
+        }
+        assert_eq!(n, 200);
+        let events = store.0.lock().unwrap();
+        let hinted: Vec<u64> = events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Prefetch(i) => Some(*i),
+                Event::Read(_) => None,
+            })
+            .collect();
+        assert_eq!(hinted, (0..200).collect::<Vec<u64>>());
+        let mut hinted_upto = 0u64;
+        for e in events.iter() {
+            match e {
+                Event::Prefetch(i) => hinted_upto = i + 1,
+                Event::Read(i) => {
+                    assert!(*i < hinted_upto, "field {i} read before it was hinted");
+                    let ahead: u64 = lengths[*i as usize..hinted_upto as usize].iter().sum();
+                    assert!(
+                        ahead <= PREFETCH_BYTES + 2 * (3 << 20),
+                        "{ahead} bytes hinted ahead of field {i}"
+                    );
+                }
+            }
+        }
+    }
 }

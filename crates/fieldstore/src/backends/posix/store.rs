@@ -267,8 +267,50 @@ impl Store for FileStore {
         Ok(())
     }
 
+    fn prefetch(&self, locations: &[FieldLocation]) {
+        // Adjacent fields of one file are asked for as one range.
+        let mut run: Option<(&str, u64, u64)> = None;
+        for loc in locations.iter().filter(|l| l.scheme() == "file") {
+            let path = loc.path();
+            match &mut run {
+                Some((p, start, end)) if *p == path && loc.offset == *end => {
+                    *end = loc.offset + loc.length;
+                    let _ = start;
+                }
+                _ => {
+                    if let Some((p, start, end)) = run.take() {
+                        self.will_need(p, start, end);
+                    }
+                    run = Some((path, loc.offset, loc.offset + loc.length));
+                }
+            }
+        }
+        if let Some((p, start, end)) = run {
+            self.will_need(p, start, end);
+        }
+    }
+
     fn scheme(&self) -> &'static str {
         "file"
+    }
+}
+
+impl FileStore {
+    /// Ask the kernel to read `[start, end)` of a data file ahead. A hint:
+    /// a file that cannot be opened is left to the read to report.
+    fn will_need(&self, path: &str, start: u64, end: u64) {
+        use std::os::fd::AsRawFd;
+        let Ok(file) = self.file(Path::new(path)) else {
+            return;
+        };
+        let (Ok(offset), Ok(len)) = (i64::try_from(start), i64::try_from(end - start)) else {
+            return;
+        };
+        // SAFETY: a system call on a descriptor `file` keeps open for the
+        // call's duration; it touches no memory of this process.
+        let _ = unsafe {
+            libc::posix_fadvise(file.as_raw_fd(), offset, len, libc::POSIX_FADV_WILLNEED)
+        };
     }
 }
 
