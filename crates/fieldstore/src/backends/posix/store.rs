@@ -1,10 +1,12 @@
 //! `FileStore`: field bytes in per-writer data files.
 //!
 //! Each writer appends to its own data file (`<writer id>.data` in the
-//! dataset directory), so writers never contend. Fields are staged and
-//! written in large aligned blocks, with `O_DIRECT` where the file system
-//! allows it (see `staging.rs`). A location carries the CRC-32C of the
-//! field, checked on every read.
+//! dataset directory), so writers never contend. Small fields are staged
+//! and written in 4 MiB blocks, large ones as they come; buffered with
+//! write-behind by default, with `O_DIRECT` on request (see `staging.rs`).
+//! A location carries the CRC-32C of the field, checked on every read.
+//! Reads of a retrieve are announced ahead ([`Store::prefetch`]) as
+//! `POSIX_FADV_WILLNEED` ranges, so scattered fields are read in parallel.
 
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
