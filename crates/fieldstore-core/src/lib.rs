@@ -9,6 +9,8 @@
 //! - [`KeywordType`]: canonical forms of values;
 //! - [`Request`]: the MARS request subset;
 //! - [`FieldLocation`]: where a store put a field's bytes;
+//! - [`record`]: the record framing and payload encoding of the backends'
+//!   catalogue formats;
 //! - the backend traits [`Catalogue`] and [`Store`], with their contracts;
 //! - [`Error`] and [`ErrorKind`]: the one public error type.
 #![deny(rustdoc::broken_intra_doc_links)]
@@ -20,6 +22,7 @@ pub mod error;
 pub mod key;
 pub mod location;
 pub mod maintenance;
+pub mod record;
 pub mod request;
 pub mod schema;
 pub mod store;

@@ -1,0 +1,508 @@
+//! The record framing and payload encoding shared by the backends' catalogue
+//! formats (`docs/format/{posix,daos,rados}.md`). Bytes in, bytes out: no I/O.
+//!
+//! Every record is a 20-byte header and a payload:
+//!
+//! ```text
+//! offset size
+//! 0      4    magic, one per backend ("FSR1" POSIX, "FSD1" DAOS, "FSRR" RADOS)
+//! 4      2    format version, 1
+//! 6      2    record type (each backend numbers its own)
+//! 8      4    payload length N
+//! 12     4    CRC-32C (Castagnoli) of the payload
+//! 16     4    CRC-32C of bytes 0..16
+//! 20     N    payload
+//! ```
+//!
+//! All integers are little-endian. In payloads ([`Enc`], [`Dec`]), `str` is a
+//! `u32` length and UTF-8 bytes, `short_str` (`sstr` in the format documents)
+//! a `u16` length and UTF-8 bytes, and a key is a `str` holding the key's
+//! canonical form.
+//!
+//! Invariants:
+//! - [`Framing::unframe`] reads a record at the start of a buffer that may
+//!   hold more after it, or less: fewer than 20 bytes, or fewer than 20 + N,
+//!   is [`Framed::Incomplete`] (a writer's append in progress, or a torn
+//!   tail), never an error.
+//! - Any damage — another magic, a header or payload checksum mismatch,
+//!   another version, a payload that does not decode, and for
+//!   [`Framing::unframe_exact`] a value that is not exactly one record — is
+//!   an [`ErrorKind::Corrupt`](crate::ErrorKind::Corrupt) error whose message
+//!   starts with `what()`, the caller's name for the record's place (a file
+//!   and offset, an object, a KV key).
+//! - `what` is called only to build an error.
+
+use crate::{Error, Key, Result};
+
+/// Bytes in a record's header.
+pub const HEADER: usize = 20;
+
+/// The format version written, and the only one read.
+pub const VERSION: u16 = 1;
+
+/// One backend's record framing: the header layout above with its magic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Framing {
+    magic: [u8; 4],
+}
+
+/// What [`Framing::unframe`] found at the start of a buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Framed<'a> {
+    /// A whole, valid record: its type, its payload, and the bytes it took
+    /// (header and payload).
+    Record(u16, &'a [u8], usize),
+    /// Not all of the record is there (yet): not visible.
+    Incomplete,
+}
+
+/// The header fields of a record whose header checked out.
+struct Header {
+    kind: u16,
+    len: usize,
+    crc: u32,
+}
+
+fn le16(b: &[u8], at: usize) -> u16 {
+    u16::from_le_bytes([b[at], b[at + 1]])
+}
+
+fn le32(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+impl Framing {
+    /// The framing of records starting with `magic`.
+    pub const fn new(magic: [u8; 4]) -> Self {
+        Framing { magic }
+    }
+
+    /// The magic bytes records start with.
+    pub const fn magic(&self) -> [u8; 4] {
+        self.magic
+    }
+
+    /// Append one framed record of type `kind` to `out`.
+    pub fn frame(&self, out: &mut Vec<u8>, kind: u16, payload: &[u8]) {
+        let start = out.len();
+        out.reserve(HEADER + payload.len());
+        out.extend_from_slice(&self.magic);
+        out.extend_from_slice(&VERSION.to_le_bytes());
+        out.extend_from_slice(&kind.to_le_bytes());
+        out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+        out.extend_from_slice(&crc32c::crc32c(payload).to_le_bytes());
+        let hcrc = crc32c::crc32c(&out[start..start + 16]);
+        out.extend_from_slice(&hcrc.to_le_bytes());
+        out.extend_from_slice(payload);
+    }
+
+    /// One framed record of type `kind`, on its own.
+    pub fn framed(&self, kind: u16, payload: &[u8]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(HEADER + payload.len());
+        self.frame(&mut out, kind, payload);
+        out
+    }
+
+    /// Check the header at the start of `buf`, which holds at least
+    /// [`HEADER`] bytes.
+    fn header(&self, buf: &[u8], what: &dyn Fn() -> String) -> Result<Header> {
+        let bad = |m: &str| Error::corrupt(format!("{}: {m}", what()));
+        if buf[0..4] != self.magic {
+            return Err(bad("not a fieldstore record (bad magic)"));
+        }
+        if crc32c::crc32c(&buf[0..16]) != le32(buf, 16) {
+            return Err(bad("record header checksum mismatch"));
+        }
+        let version = le16(buf, 4);
+        if version != VERSION {
+            return Err(bad(&format!(
+                "record format version {version}, this build reads version {VERSION}"
+            )));
+        }
+        Ok(Header {
+            kind: le16(buf, 6),
+            len: le32(buf, 8) as usize,
+            crc: le32(buf, 12),
+        })
+    }
+
+    /// Check a payload against its header's checksum.
+    fn payload<'a>(h: &Header, payload: &'a [u8], what: &dyn Fn() -> String) -> Result<&'a [u8]> {
+        if crc32c::crc32c(payload) != h.crc {
+            return Err(Error::corrupt(format!(
+                "{}: record payload checksum mismatch",
+                what()
+            )));
+        }
+        Ok(payload)
+    }
+
+    /// The record at the start of `buf`, which may hold more records after
+    /// it (a log, a file of records). A buffer too short for the header, or
+    /// for the payload the header announces, is [`Framed::Incomplete`].
+    ///
+    /// # Errors
+    /// [`ErrorKind::Corrupt`](crate::ErrorKind::Corrupt), naming `what`, for
+    /// another magic, a checksum mismatch or another version.
+    pub fn unframe<'a>(&self, buf: &'a [u8], what: &dyn Fn() -> String) -> Result<Framed<'a>> {
+        if buf.len() < HEADER {
+            return Ok(Framed::Incomplete);
+        }
+        let h = self.header(buf, what)?;
+        let Some(payload) = buf.get(HEADER..HEADER.saturating_add(h.len)) else {
+            return Ok(Framed::Incomplete);
+        };
+        let payload = Self::payload(&h, payload, what)?;
+        Ok(Framed::Record(h.kind, payload, HEADER + h.len))
+    }
+
+    /// The record that is the whole of `buf` (a value stored atomically, so
+    /// that it cannot be torn): its type and payload.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Corrupt`](crate::ErrorKind::Corrupt), naming `what`, as
+    /// for [`unframe`](Self::unframe), and for a buffer shorter than the
+    /// header or of another length than the header announces.
+    pub fn unframe_exact<'a>(
+        &self,
+        buf: &'a [u8],
+        what: &dyn Fn() -> String,
+    ) -> Result<(u16, &'a [u8])> {
+        if buf.len() < HEADER {
+            return Err(Error::corrupt(format!(
+                "{}: record shorter than its header",
+                what()
+            )));
+        }
+        let h = self.header(buf, what)?;
+        if buf.len() - HEADER != h.len {
+            return Err(Error::corrupt(format!(
+                "{}: record of {} bytes, its header says {}",
+                what(),
+                buf.len(),
+                HEADER as u64 + h.len as u64
+            )));
+        }
+        let payload = Self::payload(&h, &buf[HEADER..], what)?;
+        Ok((h.kind, payload))
+    }
+}
+
+/// A payload being written: little-endian integers, length-prefixed strings.
+#[derive(Debug, Default, Clone)]
+pub struct Enc(pub Vec<u8>);
+
+impl Enc {
+    /// A `u8`.
+    pub fn u8(&mut self, v: u8) {
+        self.0.push(v);
+    }
+    /// A little-endian `u16`.
+    pub fn u16(&mut self, v: u16) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    /// A little-endian `u32`.
+    pub fn u32(&mut self, v: u32) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    /// A little-endian `u64`.
+    pub fn u64(&mut self, v: u64) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    /// A `u32` length and the string's bytes.
+    pub fn str(&mut self, s: &str) {
+        self.u32(s.len() as u32);
+        self.0.extend_from_slice(s.as_bytes());
+    }
+    /// A `u16` length and the string's bytes (`sstr`): for short values,
+    /// such as a key's values.
+    pub fn short_str(&mut self, s: &str) {
+        self.u16(s.len() as u16);
+        self.0.extend_from_slice(s.as_bytes());
+    }
+}
+
+/// A payload being read. Every error is
+/// [`ErrorKind::Corrupt`](crate::ErrorKind::Corrupt):
+/// `"<what>: <problem> at payload byte <N>"`, N being where the value that
+/// failed to decode starts (for trailing bytes, where they start).
+pub struct Dec<'a, 'w> {
+    buf: &'a [u8],
+    pos: usize,
+    what: &'w dyn Fn() -> String,
+}
+
+impl<'a, 'w> Dec<'a, 'w> {
+    /// A reader of `buf` from its start; `what` names the record for
+    /// errors.
+    pub fn new(buf: &'a [u8], what: &'w dyn Fn() -> String) -> Self {
+        Dec { buf, pos: 0, what }
+    }
+
+    fn err(&self, m: &str, at: usize) -> Error {
+        Error::corrupt(format!("{}: {m} at payload byte {at}", (self.what)()))
+    }
+
+    fn take(&mut self, n: usize) -> Result<&'a [u8]> {
+        let Some(s) = self.buf.get(self.pos..self.pos.saturating_add(n)) else {
+            return Err(self.err("payload ends early", self.pos));
+        };
+        self.pos += n;
+        Ok(s)
+    }
+
+    fn utf8(&self, b: &'a [u8], at: usize) -> Result<&'a str> {
+        std::str::from_utf8(b).map_err(|_| self.err("string is not UTF-8", at))
+    }
+
+    /// A `u8`.
+    pub fn u8(&mut self) -> Result<u8> {
+        Ok(self.take(1)?[0])
+    }
+    /// A little-endian `u16`.
+    pub fn u16(&mut self) -> Result<u16> {
+        Ok(le16(self.take(2)?, 0))
+    }
+    /// A little-endian `u32`.
+    pub fn u32(&mut self) -> Result<u32> {
+        Ok(le32(self.take(4)?, 0))
+    }
+    /// A little-endian `u64`.
+    pub fn u64(&mut self) -> Result<u64> {
+        let mut a = [0u8; 8];
+        a.copy_from_slice(self.take(8)?);
+        Ok(u64::from_le_bytes(a))
+    }
+    /// A string with a `u32` length.
+    pub fn str(&mut self) -> Result<&'a str> {
+        let at = self.pos;
+        let n = self.u32()? as usize;
+        let b = self.take(n)?;
+        self.utf8(b, at)
+    }
+    /// A string with a `u16` length (`sstr`).
+    pub fn short_str(&mut self) -> Result<&'a str> {
+        let at = self.pos;
+        let n = self.u16()? as usize;
+        let b = self.take(n)?;
+        self.utf8(b, at)
+    }
+    /// A key: a `str` holding its canonical form.
+    pub fn key(&mut self) -> Result<Key> {
+        let at = self.pos;
+        let s = self.str()?;
+        s.parse()
+            .map_err(|e| self.err(&format!("bad key {s:?}: {e}"), at))
+    }
+    /// Whether the whole payload has been read.
+    pub fn done(&self) -> bool {
+        self.pos == self.buf.len()
+    }
+    /// Check that the whole payload has been read.
+    ///
+    /// # Errors
+    /// `Corrupt` ("trailing bytes") if it has not.
+    pub fn end(&self) -> Result<()> {
+        if !self.done() {
+            return Err(self.err("trailing bytes", self.pos));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ErrorKind;
+
+    const F: Framing = Framing::new(*b"FSR1");
+
+    fn what() -> String {
+        "toc at 0".to_string()
+    }
+
+    /// The bytes of a record, pinned: the on-disk format must not change.
+    #[test]
+    fn frame_writes_the_documented_bytes() {
+        let mut out = b"xy".to_vec();
+        F.frame(&mut out, 2, b"hello");
+        #[rustfmt::skip]
+        let want = [
+            b'x', b'y',
+            0x46, 0x53, 0x52, 0x31, // magic "FSR1"
+            0x01, 0x00, // version 1
+            0x02, 0x00, // type 2
+            0x05, 0x00, 0x00, 0x00, // payload length 5
+            0x4c, 0xbb, 0x71, 0x9a, // CRC-32C of "hello"
+            0xb7, 0x19, 0xa7, 0x95, // CRC-32C of the 16 bytes before
+            b'h', b'e', b'l', b'l', b'o',
+        ];
+        assert_eq!(out, want);
+        assert_eq!(F.framed(2, b"hello"), want[2..]);
+        assert_eq!(crc32c::crc32c(b"123456789"), 0xe306_9283, "Castagnoli");
+    }
+
+    #[test]
+    fn records_round_trip_and_a_torn_tail_is_incomplete() {
+        let mut buf = Vec::new();
+        F.frame(&mut buf, 2, b"hello");
+        F.frame(&mut buf, 10, b"");
+        let first = HEADER + 5;
+        assert_eq!(
+            F.unframe(&buf, &what).unwrap(),
+            Framed::Record(2, b"hello", first)
+        );
+        assert_eq!(
+            F.unframe(&buf[first..], &what).unwrap(),
+            Framed::Record(10, b"", HEADER)
+        );
+        for n in 0..first {
+            assert_eq!(
+                F.unframe(&buf[..n], &what).unwrap(),
+                Framed::Incomplete,
+                "{n} bytes"
+            );
+        }
+        let one = F.framed(2, b"hello");
+        assert_eq!(F.unframe_exact(&one, &what).unwrap(), (2, &b"hello"[..]));
+    }
+
+    #[test]
+    fn any_flipped_bit_is_corrupt_naming_what() {
+        let rec = F.framed(2, b"hello");
+        for i in 0..rec.len() {
+            for bit in 0..8 {
+                let mut bad = rec.clone();
+                bad[i] ^= 1 << bit;
+                // A flip in the length field may make the record look
+                // longer than the buffer, but the header checksum sees it
+                // first.
+                let e = F.unframe(&bad, &what).unwrap_err();
+                assert_eq!(e.kind(), ErrorKind::Corrupt, "byte {i} bit {bit}");
+                assert!(e.to_string().starts_with("toc at 0: "), "{e}");
+                let e = F.unframe_exact(&bad, &what).unwrap_err();
+                assert_eq!(e.kind(), ErrorKind::Corrupt, "byte {i} bit {bit}");
+            }
+        }
+    }
+
+    #[test]
+    fn damage_is_named() {
+        let rec = F.framed(2, b"hello");
+        let msg = |b: &[u8]| F.unframe(b, &what).unwrap_err().to_string();
+        let mut bad = rec.clone();
+        bad[HEADER + 1] ^= 1;
+        assert_eq!(msg(&bad), "toc at 0: record payload checksum mismatch");
+        let mut bad = rec.clone();
+        bad[8] ^= 1;
+        assert_eq!(msg(&bad), "toc at 0: record header checksum mismatch");
+        bad[0] = b'X';
+        assert_eq!(msg(&bad), "toc at 0: not a fieldstore record (bad magic)");
+        assert_eq!(
+            msg(&Framing::new(*b"FSD1").framed(2, b"hello")),
+            "toc at 0: not a fieldstore record (bad magic)",
+            "another backend's record"
+        );
+        // Another version, with a header checksum that matches it.
+        let mut v2 = rec.clone();
+        v2[4] = 2;
+        let hcrc = crc32c::crc32c(&v2[0..16]);
+        v2[16..20].copy_from_slice(&hcrc.to_le_bytes());
+        assert_eq!(
+            msg(&v2),
+            "toc at 0: record format version 2, this build reads version 1"
+        );
+    }
+
+    #[test]
+    fn unframe_exact_wants_one_whole_record() {
+        let rec = F.framed(2, b"hello");
+        let msg = |b: &[u8]| F.unframe_exact(b, &what).unwrap_err().to_string();
+        assert_eq!(msg(&rec[..19]), "toc at 0: record shorter than its header");
+        assert_eq!(
+            msg(&rec[..24]),
+            "toc at 0: record of 24 bytes, its header says 25"
+        );
+        let mut long = rec.clone();
+        long.push(0);
+        assert_eq!(
+            msg(&long),
+            "toc at 0: record of 26 bytes, its header says 25"
+        );
+        // The prefix reading takes the first record and leaves the rest.
+        assert_eq!(
+            F.unframe(&long, &what).unwrap(),
+            Framed::Record(2, b"hello", 25)
+        );
+    }
+
+    #[test]
+    fn payloads_round_trip() {
+        let mut e = Enc::default();
+        e.u8(7);
+        e.u16(0xbeef);
+        e.u32(0xdead_beef);
+        e.u64(u64::MAX - 1);
+        e.str("param=167");
+        e.short_str("");
+        e.short_str("é");
+        e.str("class=od,levelist=");
+        assert_eq!(&e.0[..7], [7, 0xef, 0xbe, 0xef, 0xbe, 0xad, 0xde]);
+        let w = what;
+        let mut d = Dec::new(&e.0, &w);
+        assert_eq!(d.u8().unwrap(), 7);
+        assert_eq!(d.u16().unwrap(), 0xbeef);
+        assert_eq!(d.u32().unwrap(), 0xdead_beef);
+        assert_eq!(d.u64().unwrap(), u64::MAX - 1);
+        assert_eq!(d.str().unwrap(), "param=167");
+        assert_eq!(d.short_str().unwrap(), "");
+        assert_eq!(d.short_str().unwrap(), "é");
+        assert!(!d.done());
+        let k = d.key().unwrap();
+        assert_eq!(k.to_string(), "class=od,levelist=");
+        assert!(d.done());
+        d.end().unwrap();
+    }
+
+    #[test]
+    fn payload_errors_name_what_and_the_byte() {
+        let w = what;
+        let msg = |r: Result<()>| {
+            let e = r.unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::Corrupt);
+            e.to_string()
+        };
+        let mut e = Enc::default();
+        e.u32(1);
+        e.str("ab");
+        let mut d = Dec::new(&e.0, &w);
+        d.u32().unwrap();
+        assert_eq!(
+            msg(d.u64().map(drop)),
+            "toc at 0: payload ends early at payload byte 4"
+        );
+        assert_eq!(msg(d.end()), "toc at 0: trailing bytes at payload byte 4");
+        // A length beyond the payload.
+        let mut d = Dec::new(&[0xff, 0xff, 0xff, 0xff, b'a'], &w);
+        assert_eq!(
+            msg(d.str().map(drop)),
+            "toc at 0: payload ends early at payload byte 4"
+        );
+        let mut d = Dec::new(&[0, 2, 0, 0xc3, 0x28], &w);
+        d.u8().unwrap();
+        assert_eq!(
+            msg(d.short_str().map(drop)),
+            "toc at 0: string is not UTF-8 at payload byte 1"
+        );
+        let mut e = Enc::default();
+        e.u8(0);
+        e.str("novalue");
+        let mut d = Dec::new(&e.0, &w);
+        d.u8().unwrap();
+        let m = msg(d.key().map(drop));
+        assert!(
+            m.starts_with("toc at 0: bad key \"novalue\": ") && m.ends_with(" at payload byte 1"),
+            "{m}"
+        );
+    }
+}
