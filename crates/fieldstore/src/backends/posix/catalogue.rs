@@ -75,7 +75,7 @@ pub(super) fn read_init(toc: &File, path: &Path) -> Result<(DatasetKey, u64)> {
     toc.read_exact_at(&mut head, 0)
         .map_err(|e| Error::io(path.display(), e))?;
     let what = || format!("{} at offset 0", path.display());
-    match format::unframe(&head, &what)? {
+    match format::FRAMING.unframe(&head, &what)? {
         Framed::Record(format::INIT, payload, used) => {
             let mut d = Dec::new(payload, &what);
             Ok((DatasetKey(d.key()?), used as u64))
@@ -103,7 +103,7 @@ fn create_dataset(dir: &Path, key: &DatasetKey, schema: &Schema) -> Result<()> {
         payload.str(&key.to_string());
         payload.str(schema.text());
         let mut rec = Vec::new();
-        format::frame(&mut rec, format::INIT, &payload.0);
+        format::FRAMING.frame(&mut rec, format::INIT, &payload.0);
         let write = || -> std::io::Result<()> {
             let mut f = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
             f.write_all(&rec)?;
@@ -523,7 +523,7 @@ impl TocWriter {
                 }
                 let (payload, axes) = encode_block(self, collocation, &entries[start..end]);
                 let mut framed = Vec::new();
-                format::frame(&mut framed, format::BLOCK, &payload);
+                format::FRAMING.frame(&mut framed, format::BLOCK, &payload);
                 blocks.push(framed);
                 described.push((collocation.clone(), axes, (end - start) as u32));
                 start = end;
@@ -571,7 +571,7 @@ impl TocWriter {
             offset += framed.len() as u64;
         }
         let mut rec = Vec::new();
-        format::frame(&mut rec, format::FLUSH, &p.0);
+        format::FRAMING.frame(&mut rec, format::FLUSH, &p.0);
         let n = self
             .toc
             .write(&rec)
@@ -773,7 +773,7 @@ fn now_ns() -> u64 {
 pub(super) fn append_record(dir: &Path, kind: u16, payload: &[u8]) -> Result<()> {
     let path = dir.join(TOC);
     let mut rec = Vec::new();
-    format::frame(&mut rec, kind, payload);
+    format::FRAMING.frame(&mut rec, kind, payload);
     let mut toc = OpenOptions::new()
         .append(true)
         .open(&path)
@@ -1051,7 +1051,7 @@ impl TocReader {
             }
         })?;
         let what = || format!("{} at offset {}", path.display(), b.offset);
-        let payload = match format::unframe(&buf, &what)? {
+        let payload = match format::FRAMING.unframe(&buf, &what)? {
             Framed::Record(format::BLOCK, p, _) => p,
             Framed::Record(kind, ..) => {
                 return Err(Error::corrupt(format!(
@@ -1164,7 +1164,7 @@ impl TocReader {
             let at = st.pos + used as u64;
             let toc_path = st.toc_path.clone();
             let what = || format!("{} at offset {at}", toc_path.display());
-            match format::unframe(&buf[used..], &what)? {
+            match format::FRAMING.unframe(&buf[used..], &what)? {
                 Framed::Record(kind, payload, n) => {
                     match kind {
                         format::FLUSH => self.apply_flush(st, payload, at)?,
