@@ -159,7 +159,7 @@ fn record(kind: u16, body: &dyn Fn(&mut Enc)) -> Vec<u8> {
     );
     body(&mut p);
     let mut rec = Vec::new();
-    format::frame(&mut rec, kind, &p.0);
+    format::FRAMING.frame(&mut rec, kind, &p.0);
     rec
 }
 
@@ -243,13 +243,15 @@ fn read_init(pool: &Pool, object: &str) -> Result<Option<(DatasetKey, u64)>> {
     let Some(mut buf) = read(64 << 10)? else {
         return Ok(None);
     };
-    if let (Framed::Incomplete, true) = (format::unframe(&buf, &what)?, buf.len() >= format::HEADER)
-    {
+    if let (Framed::Incomplete, true) = (
+        format::FRAMING.unframe(&buf, &what)?,
+        buf.len() >= format::HEADER,
+    ) {
         // A long schema: read the whole record.
         let len = u32::from_le_bytes([buf[8], buf[9], buf[10], buf[11]]) as usize;
         buf = read(format::HEADER + len)?.unwrap_or_default();
     }
-    match format::unframe(&buf, &what)? {
+    match format::FRAMING.unframe(&buf, &what)? {
         Framed::Record(format::INIT, payload, used) => {
             let mut d = Dec::new(payload, &what);
             Ok(Some((DatasetKey(d.key()?), used as u64)))
@@ -288,7 +290,7 @@ fn ensure_dataset(pool: &Pool, object: &str, key: &DatasetKey, schema: &Schema) 
             p.str(&key.to_string());
             p.str(schema.text());
             let mut rec = Vec::new();
-            format::frame(&mut rec, format::INIT, &p.0);
+            format::FRAMING.frame(&mut rec, format::INIT, &p.0);
             let mut op = WriteOp::new()?;
             op.create_exclusive();
             op.append(&rec);
@@ -710,7 +712,7 @@ fn encode_block(
     e.u32(entries.len() as u32);
     e.0.extend_from_slice(&body.0);
     let mut framed = Vec::new();
-    format::frame(&mut framed, format::BLOCK, &e.0);
+    format::FRAMING.frame(&mut framed, format::BLOCK, &e.0);
     (framed, axes)
 }
 
@@ -793,7 +795,7 @@ impl RadosCatalogueWriter {
         let mut p = Enc::default();
         p.u32(next);
         let mut rec = Vec::new();
-        format::frame(&mut rec, format::SEAL, &p.0);
+        format::FRAMING.frame(&mut rec, format::SEAL, &p.0);
         for _ in 0..1000 {
             // The next segment inherits the archive lock; the seal applies
             // only if the lock did not change meanwhile.
@@ -916,7 +918,7 @@ impl CatalogueWriter for RadosCatalogueWriter {
         record.u32(blocks.len() as u32);
         record.0.extend_from_slice(&described.0);
         let mut rec = Vec::new();
-        format::frame(&mut rec, format::FLUSH, &record.0);
+        format::FRAMING.frame(&mut rec, format::FLUSH, &record.0);
         // The blocks, in operations of at most OP_BYTES; the last one also
         // appends the record, which makes them all visible at once. Every
         // operation requires the segment not to be sealed; if it is, the
@@ -1168,7 +1170,7 @@ impl RadosReader {
         value: &[u8],
     ) -> Result<Vec<(ElementKey, FieldLocation)>> {
         let what = || format!("{} omap key '{key}'", self.pool.what(object));
-        let payload = match format::unframe(value, &what)? {
+        let payload = match format::FRAMING.unframe(value, &what)? {
             Framed::Record(format::BLOCK, p, n) if n == value.len() => p,
             Framed::Record(kind, ..) => {
                 return Err(Error::corrupt(format!(
@@ -1255,7 +1257,7 @@ impl RadosReader {
             while used < buf.len() {
                 let at = st.pos + used as u64;
                 let what = || format!("{} at offset {at}", self.pool.what(&obj));
-                match format::unframe(&buf[used..], &what)? {
+                match format::FRAMING.unframe(&buf[used..], &what)? {
                     Framed::Record(format::FLUSH, payload, n) => {
                         self.apply_flush(st, payload, &obj, at)?;
                         used += n;
