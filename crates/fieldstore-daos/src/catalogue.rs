@@ -425,7 +425,7 @@ fn read_control(kv: &Kv<'_>, cont: &Cont) -> Result<Locks> {
         return Ok(Locks::NONE);
     };
     let what = || format!("daos://{}/{}", cont.c.name(), layout::CONTROL_KEY);
-    let (kind, payload) = format::unframe(&v, &what)?;
+    let (kind, payload) = format::FRAMING.unframe_exact(&v, &what)?;
     if kind != format::CONTROL {
         return Err(Error::corrupt(format!("{}: record type {kind}", what())));
     }
@@ -475,7 +475,7 @@ impl DaosCatalogueWriter {
     /// The value of this flush's log slot: the framed flush, or, if too
     /// large, a pointer to a byte array holding it.
     fn slot_value(&self, flush: &Flush) -> Result<Vec<u8>> {
-        let framed = format::frame(format::FLUSH, &format::encode_flush(flush));
+        let framed = format::FRAMING.framed(format::FLUSH, &format::encode_flush(flush));
         if framed.len() <= format::MAX_INLINE {
             return Ok(framed);
         }
@@ -736,7 +736,7 @@ impl DaosDataset {
     /// Decode a slot's value (following an INDIRECT record).
     fn decode(&self, cont: &Cont, slot: u64, value: &[u8]) -> Result<LogRecord> {
         let what = || format!("daos://{}/{}", cont.c.name(), slot_key(slot));
-        let (kind, payload) = format::unframe(value, &what)?;
+        let (kind, payload) = format::FRAMING.unframe_exact(value, &what)?;
         match kind {
             format::FLUSH => format::decode_flush(payload, &what).map(LogRecord::Flush),
             format::WIPE => format::decode_wipe(payload, &what).map(|(c, u)| LogRecord::Wipe(c, u)),
@@ -775,7 +775,7 @@ impl DaosDataset {
                         }
                     )));
                 }
-                let (k, p) = format::unframe(&buf, &awhat)?;
+                let (k, p) = format::FRAMING.unframe_exact(&buf, &awhat)?;
                 if k != format::FLUSH {
                     return Err(Error::corrupt(format!("{}: record type {k}", awhat())));
                 }

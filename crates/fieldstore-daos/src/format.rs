@@ -12,17 +12,21 @@
 //! 16  4  CRC-32C of bytes 0..16
 //! 20  N  payload
 //! ```
+//!
+//! The framing and the payload reader and writer are
+//! [`fieldstore_core::record`]'s, shared with the other backends.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use fieldstore_core::record::{Dec, Enc, Framing};
 use fieldstore_core::{
     Axes, AxesExt, CollocationKey, DatasetKey, ElementKey, Error, FieldLocation, Key, Result,
 };
 
-pub(crate) const MAGIC: &[u8; 4] = b"FSD1";
-pub(crate) const VERSION: u16 = 1;
-pub(crate) const HEADER: usize = 20;
+/// The framing of every value: one record, the whole value
+/// ([`Framing::unframe_exact`]).
+pub(crate) const FRAMING: Framing = Framing::new(*b"FSD1");
 
 /// The dataset KV's `meta` value.
 pub(crate) const META: u16 = 1;
@@ -48,149 +52,6 @@ pub(crate) const MAX_INLINE: usize = 256 * 1024;
 /// Chunk size of the byte arrays holding spilled flush records.
 pub(crate) const SPILL_CHUNK: u64 = 1 << 20;
 
-/// Frame a payload.
-pub(crate) fn frame(kind: u16, payload: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(HEADER + payload.len());
-    out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&VERSION.to_le_bytes());
-    out.extend_from_slice(&kind.to_le_bytes());
-    out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-    out.extend_from_slice(&crc32c::crc32c(payload).to_le_bytes());
-    let hcrc = crc32c::crc32c(&out[0..16]);
-    out.extend_from_slice(&hcrc.to_le_bytes());
-    out.extend_from_slice(payload);
-    out
-}
-
-/// Check a framed record and return its type and payload; every error is
-/// `Corrupt` and names `what`.
-pub(crate) fn unframe<'a>(buf: &'a [u8], what: &dyn Fn() -> String) -> Result<(u16, &'a [u8])> {
-    let bad = |m: &str| Error::corrupt(format!("{}: {m}", what()));
-    if buf.len() < HEADER {
-        return Err(bad("record shorter than its header"));
-    }
-    if &buf[0..4] != MAGIC {
-        return Err(bad("not a fieldstore record (bad magic)"));
-    }
-    let word = |i: usize| u32::from_le_bytes([buf[i], buf[i + 1], buf[i + 2], buf[i + 3]]);
-    if crc32c::crc32c(&buf[0..16]) != word(16) {
-        return Err(bad("record header checksum mismatch"));
-    }
-    let version = u16::from_le_bytes([buf[4], buf[5]]);
-    if version != VERSION {
-        return Err(bad(&format!(
-            "record format version {version}, this build reads version {VERSION}"
-        )));
-    }
-    let kind = u16::from_le_bytes([buf[6], buf[7]]);
-    let len = word(8) as usize;
-    if buf.len() != HEADER + len {
-        return Err(bad(&format!(
-            "record of {} bytes, its header says {}",
-            buf.len(),
-            HEADER + len
-        )));
-    }
-    let payload = &buf[HEADER..];
-    if crc32c::crc32c(payload) != word(12) {
-        return Err(bad("record payload checksum mismatch"));
-    }
-    Ok((kind, payload))
-}
-
-/// Little-endian payload writer.
-#[derive(Default)]
-pub(crate) struct Enc(pub(crate) Vec<u8>);
-
-impl Enc {
-    pub(crate) fn u8(&mut self, v: u8) {
-        self.0.push(v);
-    }
-    pub(crate) fn u32(&mut self, v: u32) {
-        self.0.extend_from_slice(&v.to_le_bytes());
-    }
-    pub(crate) fn u64(&mut self, v: u64) {
-        self.0.extend_from_slice(&v.to_le_bytes());
-    }
-    pub(crate) fn str(&mut self, s: &str) {
-        self.u32(s.len() as u32);
-        self.0.extend_from_slice(s.as_bytes());
-    }
-    pub(crate) fn sstr(&mut self, s: &str) {
-        self.0.extend_from_slice(&(s.len() as u16).to_le_bytes());
-        self.0.extend_from_slice(s.as_bytes());
-    }
-}
-
-/// Little-endian payload reader; errors are `Corrupt` naming `what`.
-pub(crate) struct Dec<'a, 'w> {
-    buf: &'a [u8],
-    pos: usize,
-    what: &'w dyn Fn() -> String,
-}
-
-impl<'a, 'w> Dec<'a, 'w> {
-    pub(crate) fn new(buf: &'a [u8], what: &'w dyn Fn() -> String) -> Self {
-        Dec { buf, pos: 0, what }
-    }
-
-    fn err(&self, m: &str) -> Error {
-        Error::corrupt(format!(
-            "{}: {m} at payload byte {}",
-            (self.what)(),
-            self.pos
-        ))
-    }
-
-    fn take(&mut self, n: usize) -> Result<&'a [u8]> {
-        if self.buf.len() - self.pos < n {
-            return Err(self.err("payload ends early"));
-        }
-        let s = &self.buf[self.pos..self.pos + n];
-        self.pos += n;
-        Ok(s)
-    }
-
-    pub(crate) fn u8(&mut self) -> Result<u8> {
-        Ok(self.take(1)?[0])
-    }
-    pub(crate) fn u16(&mut self) -> Result<u16> {
-        let b = self.take(2)?;
-        Ok(u16::from_le_bytes([b[0], b[1]]))
-    }
-    pub(crate) fn u32(&mut self) -> Result<u32> {
-        let b = self.take(4)?;
-        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-    }
-    pub(crate) fn u64(&mut self) -> Result<u64> {
-        let b = self.take(8)?;
-        let mut a = [0u8; 8];
-        a.copy_from_slice(b);
-        Ok(u64::from_le_bytes(a))
-    }
-    pub(crate) fn str(&mut self) -> Result<&'a str> {
-        let n = self.u32()? as usize;
-        let b = self.take(n)?;
-        std::str::from_utf8(b).map_err(|_| self.err("string is not UTF-8"))
-    }
-    pub(crate) fn sstr(&mut self) -> Result<&'a str> {
-        let n = self.u16()? as usize;
-        let b = self.take(n)?;
-        std::str::from_utf8(b).map_err(|_| self.err("string is not UTF-8"))
-    }
-    pub(crate) fn key(&mut self) -> Result<Key> {
-        let s = self.str()?;
-        s.parse()
-            .map_err(|e| self.err(&format!("bad key {s:?}: {e}")))
-    }
-    pub(crate) fn end(&self) -> Result<()> {
-        if self.pos != self.buf.len() {
-            return Err(self.err("trailing bytes"));
-        }
-        Ok(())
-    }
-}
-
 /// The `meta` value of a dataset KV.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Meta {
@@ -204,11 +65,11 @@ pub(crate) fn encode_meta(m: &Meta) -> Vec<u8> {
     e.str(&m.key.to_string());
     e.str(&m.schema);
     e.u64(m.created_ns);
-    frame(META, &e.0)
+    FRAMING.framed(META, &e.0)
 }
 
 pub(crate) fn decode_meta(buf: &[u8], what: &dyn Fn() -> String) -> Result<Meta> {
-    let (kind, p) = unframe(buf, what)?;
+    let (kind, p) = FRAMING.unframe_exact(buf, what)?;
     if kind != META {
         return Err(Error::corrupt(format!(
             "{}: record type {kind}, expected META",
@@ -232,7 +93,7 @@ pub(crate) fn encode_dataset(label: &str, created_ns: u64) -> Vec<u8> {
     let mut e = Enc::default();
     e.str(label);
     e.u64(created_ns);
-    frame(DATASET, &e.0)
+    FRAMING.framed(DATASET, &e.0)
 }
 
 /// One collocation's entries in a flush, oldest first.
@@ -314,7 +175,7 @@ pub(crate) fn encode_flush(f: &Flush) -> Vec<u8> {
         for values in &axes {
             e.u32(values.len() as u32);
             for v in values {
-                e.sstr(v);
+                e.short_str(v);
             }
         }
         let mut prefixes: Vec<&str> = Vec::new();
@@ -340,7 +201,7 @@ pub(crate) fn encode_flush(f: &Flush) -> Vec<u8> {
             e.u8(u8::from(l.checksum.is_some()));
             e.u32(l.checksum.unwrap_or(0));
             for v in k.values() {
-                e.sstr(v);
+                e.short_str(v);
             }
         }
     }
@@ -366,7 +227,7 @@ pub(crate) fn decode_flush(p: &[u8], what: &dyn Fn() -> String) -> Result<Flush>
             let nv = d.u32()? as usize;
             let set = axes.entry(k.clone()).or_default();
             for _ in 0..nv {
-                set.insert(d.sstr()?.to_string());
+                set.insert(d.short_str()?.to_string());
             }
         }
         let np = d.u32()? as usize;
@@ -402,7 +263,7 @@ pub(crate) fn decode_flush(p: &[u8], what: &dyn Fn() -> String) -> Result<Flush>
             }
             let mut pairs = Vec::with_capacity(kws.len());
             for k in &kws {
-                pairs.push((k.as_str(), d.sstr()?));
+                pairs.push((k.as_str(), d.short_str()?));
             }
             let key = Key::from_pairs(pairs)
                 .map_err(|e| Error::corrupt(format!("{}: bad element key: {e}", what())))?;
@@ -447,7 +308,7 @@ pub(crate) fn encode_indirect(i: &Indirect) -> Vec<u8> {
     e.u64(i.hi);
     e.u64(i.length);
     e.u32(i.crc);
-    frame(INDIRECT, &e.0)
+    FRAMING.framed(INDIRECT, &e.0)
 }
 
 pub(crate) fn decode_indirect(p: &[u8], what: &dyn Fn() -> String) -> Result<Indirect> {
@@ -474,7 +335,7 @@ pub(crate) fn encode_wipe(collocations: &[CollocationKey], units: &[String], now
     for u in units {
         e.str(u);
     }
-    frame(WIPE, &e.0)
+    FRAMING.framed(WIPE, &e.0)
 }
 
 pub(crate) fn decode_wipe(
@@ -503,7 +364,7 @@ pub(crate) fn encode_reclaim(units: &[String], now: u64) -> Vec<u8> {
     for u in units {
         e.str(u);
     }
-    frame(RECLAIM, &e.0)
+    FRAMING.framed(RECLAIM, &e.0)
 }
 
 pub(crate) fn decode_reclaim(p: &[u8], what: &dyn Fn() -> String) -> Result<Vec<String>> {
@@ -522,7 +383,7 @@ pub(crate) fn encode_control(bits: u8, now: u64) -> Vec<u8> {
     let mut e = Enc::default();
     e.u64(now);
     e.u8(bits);
-    frame(CONTROL, &e.0)
+    FRAMING.framed(CONTROL, &e.0)
 }
 
 pub(crate) fn decode_control(p: &[u8], what: &dyn Fn() -> String) -> Result<u8> {
@@ -536,6 +397,7 @@ pub(crate) fn decode_control(p: &[u8], what: &dyn Fn() -> String) -> Result<u8> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use fieldstore_core::record::HEADER;
 
     fn loc(uri: &str, off: u64) -> FieldLocation {
         FieldLocation::new(uri, off, 10).with_checksum(7)
@@ -571,15 +433,12 @@ mod tests {
         let bytes = encode_flush(&f);
         let what = || "test".to_string();
         assert_eq!(decode_flush(&bytes, &what).unwrap(), f);
-        // Framing detects any flipped bit.
-        let framed = frame(FLUSH, &bytes);
-        for i in [0, 7, 13, 19, 20, framed.len() - 1] {
-            let mut bad = framed.clone();
-            bad[i] ^= 0x10;
-            let e = unframe(&bad, &what).unwrap_err();
-            assert_eq!(e.kind(), fieldstore_core::ErrorKind::Corrupt, "byte {i}");
-        }
-        assert_eq!(unframe(&framed, &what).unwrap(), (FLUSH, &bytes[..]));
+        // (Damage to the framing is `fieldstore_core::record`'s tests.)
+        let framed = FRAMING.framed(FLUSH, &bytes);
+        assert_eq!(
+            FRAMING.unframe_exact(&framed, &what).unwrap(),
+            (FLUSH, &bytes[..])
+        );
     }
 
     #[test]
@@ -598,7 +457,7 @@ mod tests {
             crc: 4,
         };
         let framed = encode_indirect(&i);
-        let (k, p) = unframe(&framed, &what).unwrap();
+        let (k, p) = FRAMING.unframe_exact(&framed, &what).unwrap();
         assert_eq!(k, INDIRECT);
         assert_eq!(decode_indirect(p, &what).unwrap(), i);
     }
@@ -609,14 +468,14 @@ mod tests {
         let cols = vec![CollocationKey("type=fc,levtype=sfc".parse().unwrap())];
         let units = vec!["daos://p/c/0001".to_string()];
         let v = encode_wipe(&cols, &units, 7);
-        let (kind, p) = unframe(&v, &what).unwrap();
+        let (kind, p) = FRAMING.unframe_exact(&v, &what).unwrap();
         assert_eq!(kind, WIPE);
         assert_eq!(decode_wipe(p, &what).unwrap(), (cols, units.clone()));
         let v = encode_reclaim(&units, 8);
-        let (kind, p) = unframe(&v, &what).unwrap();
+        let (kind, p) = FRAMING.unframe_exact(&v, &what).unwrap();
         assert_eq!((kind, decode_reclaim(p, &what).unwrap()), (RECLAIM, units));
         let v = encode_control(9, 9);
-        let (kind, p) = unframe(&v, &what).unwrap();
+        let (kind, p) = FRAMING.unframe_exact(&v, &what).unwrap();
         assert_eq!((kind, decode_control(p, &what).unwrap()), (CONTROL, 9));
         let mut bad = encode_control(9, 9)[HEADER..].to_vec();
         bad.push(0);
