@@ -108,6 +108,49 @@ fn damaged_data_is_reported_not_returned() {
 }
 
 #[test]
+fn a_damaged_field_among_adjacent_ones_stops_only_itself() {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = FieldStore::open(Config::embedded(dir.path())).unwrap();
+    for step in 0..6 {
+        fs.archive(&key(step, 167), format!("field {step}!").as_bytes())
+            .unwrap();
+    }
+    fs.flush().unwrap();
+    let all = req("class=od,expver=1,stream=oper,date=20231201,time=12,domain=g,type=fc,levtype=sfc,step=0/to/5/by/1,param=167");
+    // Back to back in one data file.
+    assert_eq!(
+        fs.retrieve(&all).unwrap().read_all().unwrap(),
+        b"field 0!field 1!field 2!field 3!field 4!field 5!"
+    );
+    // Damage step 3: steps 0-2 still come back, in order, then the error
+    // names step 3's location.
+    let loc = fs.location(&key(3, 167)).unwrap().unwrap();
+    let mut data = std::fs::read(loc.path()).unwrap();
+    data[loc.offset as usize + 2] ^= 0xff;
+    std::fs::write(loc.path(), data).unwrap();
+    let mut reader = fs.retrieve(&all).unwrap();
+    let mut buf = Vec::new();
+    for step in 0..3 {
+        let k = reader.next_field(&mut buf).unwrap().unwrap();
+        assert_eq!(k.get("step"), Some(step.to_string().as_str()));
+        assert_eq!(buf, format!("field {step}!").as_bytes());
+    }
+    let e = reader.next_field(&mut buf).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Corrupt);
+    assert!(
+        e.to_string().starts_with(&format!(
+            "{loc}: checksum mismatch (stored {:08x}, read ",
+            loc.checksum.unwrap()
+        )),
+        "{e}"
+    );
+    assert!(
+        e.to_string().ends_with("): the data file is damaged"),
+        "{e}"
+    );
+}
+
+#[test]
 fn missing_root_is_a_clear_error() {
     let mut config = Config::embedded("/nonexistent/fieldstore-root");
     config.roots = vec![fieldstore::Root::new("/nonexistent/fieldstore-root")];

@@ -270,25 +270,20 @@ impl Store for FileStore {
     }
 
     fn prefetch(&self, locations: &[FieldLocation]) {
-        // Adjacent fields of one file are asked for as one range.
-        let mut run: Option<(&str, u64, u64)> = None;
-        for loc in locations.iter().filter(|l| l.scheme() == "file") {
-            let path = loc.path();
-            match &mut run {
-                Some((p, start, end)) if *p == path && loc.offset == *end => {
-                    *end = loc.offset + loc.length;
-                    let _ = start;
-                }
-                _ => {
-                    if let Some((p, start, end)) = run.take() {
-                        self.will_need(p, start, end);
-                    }
-                    run = Some((path, loc.offset, loc.offset + loc.length));
-                }
+        // Only fields with no adjacent neighbour in the list are announced:
+        // the kernel reads sequential runs ahead by itself, and announcing
+        // them too made sequential cold reads slower (measured 0.6-0.8x),
+        // while scattered fields, read one synchronous request at a time
+        // otherwise, are then read in parallel (1.5-2.7x).
+        let follows = |a: &FieldLocation, b: &FieldLocation| {
+            a.uri == b.uri && a.offset + a.length == b.offset
+        };
+        for (i, loc) in locations.iter().enumerate() {
+            let after = i > 0 && follows(&locations[i - 1], loc);
+            let before = locations.get(i + 1).is_some_and(|n| follows(loc, n));
+            if loc.scheme() == "file" && !after && !before {
+                self.will_need(loc.path(), loc.offset, loc.length);
             }
-        }
-        if let Some((p, start, end)) = run {
-            self.will_need(p, start, end);
         }
     }
 
@@ -298,14 +293,14 @@ impl Store for FileStore {
 }
 
 impl FileStore {
-    /// Ask the kernel to read `[start, end)` of a data file ahead. A hint:
-    /// a file that cannot be opened is left to the read to report.
-    fn will_need(&self, path: &str, start: u64, end: u64) {
+    /// Ask the kernel to read `len` bytes at `start` of a data file ahead.
+    /// A hint: a file that cannot be opened is left to the read to report.
+    fn will_need(&self, path: &str, start: u64, len: u64) {
         use std::os::fd::AsRawFd;
         let Ok(file) = self.file(Path::new(path)) else {
             return;
         };
-        let (Ok(offset), Ok(len)) = (i64::try_from(start), i64::try_from(end - start)) else {
+        let (Ok(offset), Ok(len)) = (i64::try_from(start), i64::try_from(len)) else {
             return;
         };
         // SAFETY: a system call on a descriptor `file` keeps open for the
