@@ -14,7 +14,11 @@
 #   WORK        stores, configs, raw JSON reports   [${TMPDIR:-/tmp}/fieldstore-compare]
 #   OUT         where the plot and the summary JSON go [<repo>/docs/bench]
 #   REPS        repetitions per configuration, interleaved between the systems (medians reported) [4]
-#   SIZES       "1m 64k"      PROCS "1 2 4"      PATTERNS "a wr"
+#   SIZES       "1m 64k"      PROCS "1 2 4"      PATTERNS "a wr scatter"
+#               scatter = write WL_SCATTER, drop the page cache, then read only the first
+#               parameter of every (step, level): one field in nparams, scattered through the
+#               files (post-processing reading one variable), 1 MiB fields only
+#   WL_SCATTER  "nsteps nlevels nparams" written per process for scatter ["8 20 10"]
 #   WL_1M       "nsteps nlevels nparams" per process, 1 MiB fields  ["4 10 10"]  (400 fields)
 #   WL_64K      same, 64 KiB fields                                  ["4 10 50"]  (2000 fields)
 #   READ_MULT   w+r: readers read this many times the steps a writer writes [2]
@@ -38,9 +42,10 @@ OUT=${OUT:-$REPO/docs/bench}
 REPS=${REPS:-4}
 SIZES=${SIZES:-"1m 64k"}
 PROCS=${PROCS:-"1 2 4"}
-PATTERNS=${PATTERNS:-"a wr"}
+PATTERNS=${PATTERNS:-"a wr scatter"}
 WL_1M=${WL_1M:-"4 10 10"}
 WL_64K=${WL_64K:-"4 10 50"}
+WL_SCATTER=${WL_SCATTER:-"8 20 10"}
 READ_MULT=${READ_MULT:-2}
 BATCH=${BATCH:-all}
 PHYS_MIB=${PHYS_MIB:-1024}
@@ -154,13 +159,34 @@ common_args() { # <size> -> ARGS shared by both systems
           --read-multiplier "$READ_MULT" --batch "$BATCH" "${DROP[@]}")
 }
 
+scatter_run() { # <system> <tag> <rep>: write the full shape, then read one parameter in nparams
+    local ns nl np
+    read -r ns nl np <<<"$WL_SCATTER"
+    local W=(--nsteps "$ns" --nlevels "$nl" --params "$PARAMS" --field-size 1048576 --batch "$BATCH"
+             "${DROP[@]}" "${PARGS[@]}")
+    if [ "$1" = fdb5 ]; then
+        "$PY" "$HELPER" run --config "$FDB_CONFIG" --scenario write --nparams "$np" "${W[@]}" \
+            --json "$RES/scatterwrite_$1_$2_r$3.json" >/dev/null
+        "$PY" "$HELPER" run --config "$FDB_CONFIG" --scenario read --nparams 1 "${W[@]}" \
+            --json "$RES/fdb5_$2_r$3.json" >/dev/null
+    else
+        "$HAMMER" --root "$FS_ROOT" --no-randomise-data --nparams "$np" "${W[@]}" --json \
+            >"$RES/scatterwrite_$1_$2_r$3.json"
+        "$HAMMER" --root "$FS_ROOT" --read --nparams 1 "${W[@]}" --json \
+            >"$RES/fieldstore_$2_r$3.json"
+    fi
+}
+
 START=$(date +%s)
 n=0
 for size in $SIZES; do
     common_args "$size"
     for pattern in $PATTERNS; do
         for P in $PROCS; do
-            if [ "$pattern" = wr ]; then
+            if [ "$pattern" = scatter ]; then
+                [ "$size" = 1m ] || continue
+                PARGS=(--processes "$P")
+            elif [ "$pattern" = wr ]; then
                 [ "$P" -ge 2 ] || continue
                 W=$((P / 2))
                 PARGS=(--processes "$W" --readers "$W")
@@ -177,7 +203,9 @@ for size in $SIZES; do
                 for sys in $order; do
                     wipe
                     log "$sys $tag rep $rep (load $(cut -d' ' -f1-3 /proc/loadavg))"
-                    if [ "$sys" = fdb5 ]; then
+                    if [ "$pattern" = scatter ]; then
+                        scatter_run "$sys" "$tag" "$rep"
+                    elif [ "$sys" = fdb5 ]; then
                         "$PY" "$HELPER" run --config "$FDB_CONFIG" --scenario "$pattern" "${ARGS[@]}" \
                             "${PARGS[@]}" --json "$RES/fdb5_${tag}_r$rep.json" >/dev/null
                     else

@@ -82,6 +82,8 @@ def plan(a, rep, writers, readers):
                 group("list", "list", rng(s0, ns), False)]
     if a.scenario == "write":
         return [group("write", "write", rng(s0, ns), False)]
+    if a.scenario == "read":
+        return [group("read", "read", rng(s0, ns), drop)]
     k = max(1, a.read_multiplier)
     populated = rng(s0, ns * k)
     cont = group("wr", "write", rng(s0 + ns * (k + 1), ns), drop)
@@ -706,7 +708,7 @@ def main():
     for name in ("run", "params"):
         p = sub.add_parser(name)
         p.add_argument("--config", required=True, help="FDB5 config YAML")
-        p.add_argument("--scenario", choices=["a", "wr", "write"], default="a")
+        p.add_argument("--scenario", choices=["a", "wr", "write", "read"], default="a")
         p.add_argument("--processes", type=int, default=1)
         p.add_argument("--readers", type=int)
         p.add_argument("--nsteps", type=int, default=1)
