@@ -250,3 +250,26 @@ fn unreadable_and_malformed_configs_are_named() {
         )
     );
 }
+
+/// A key value too long for the index's encoding (element values are
+/// stored with a 16-bit length) is refused at archive, naming the keyword;
+/// what was stored before stays readable.
+#[test]
+fn an_overlong_key_value_is_refused_and_harms_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = FieldStore::open(Config::embedded(dir.path())).unwrap();
+    fs.archive(&key(0), b"kept").unwrap();
+    fs.flush().unwrap();
+    let long = "x".repeat(70_000);
+    let bad: Key = format!("{BASE},step=1,param={long}").parse().unwrap();
+    let e = fs.archive(&bad, b"never").unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput);
+    assert_eq!(
+        e.to_string(),
+        "keyword 'param': a value of 70000 bytes is too long (at most 65535)"
+    );
+    fs.flush().unwrap();
+    assert_eq!(count(&fs), 1);
+    let again = FieldStore::open(Config::embedded(dir.path())).unwrap();
+    assert_eq!(count(&again), 1);
+}

@@ -109,10 +109,24 @@ pub enum SchemaError {
         /// The type's complaint.
         source: TypeError,
     },
+    /// A value is longer than the index encodings store
+    /// ([`MAX_VALUE_BYTES`]).
+    #[error("keyword '{keyword}': a value of {bytes} bytes is too long (at most {max})", max = MAX_VALUE_BYTES)]
+    ValueTooLong {
+        /// The keyword.
+        keyword: String,
+        /// The value's length in bytes.
+        bytes: usize,
+    },
     /// The schema has no rules at all.
     #[error("the schema has no rules")]
     NoRules,
 }
+
+/// The longest value a key may carry, in bytes: index blocks store element
+/// values with a 16-bit length (docs/format/), so `split` refuses longer
+/// ones before anything is archived.
+pub const MAX_VALUE_BYTES: usize = u16::MAX as usize;
 
 impl From<SchemaError> for Error {
     fn from(e: SchemaError) -> Self {

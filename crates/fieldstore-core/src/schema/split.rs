@@ -112,6 +112,12 @@ impl Schema {
                 keyword: kw.to_string(),
             });
         }
+        if let Some((kw, v)) = key.iter().find(|(_, v)| v.len() > super::MAX_VALUE_BYTES) {
+            return Err(SchemaError::ValueTooLong {
+                keyword: kw.to_string(),
+                bytes: v.len(),
+            });
+        }
         let mut best: Option<(usize, RuleId, &Rule, Failure)> = None;
         let mut consider = |score: usize, id: RuleId, rule: &'s Rule, f: Failure| {
             if best.as_ref().is_none_or(|(s, ..)| score > *s) {
