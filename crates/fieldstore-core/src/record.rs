@@ -215,8 +215,14 @@ impl Enc {
         self.0.extend_from_slice(s.as_bytes());
     }
     /// A `u16` length and the string's bytes (`sstr`): for short values,
-    /// such as a key's values.
+    /// such as a key's values, which `Schema::split` keeps within
+    /// [`MAX_VALUE_BYTES`](crate::MAX_VALUE_BYTES).
     pub fn short_str(&mut self, s: &str) {
+        debug_assert!(
+            s.len() <= usize::from(u16::MAX),
+            "short_str of {} bytes",
+            s.len()
+        );
         self.u16(s.len() as u16);
         self.0.extend_from_slice(s.as_bytes());
     }
