@@ -31,6 +31,11 @@
 //!   starts with `what()`, the caller's name for the record's place (a file
 //!   and offset, an object, a KV key).
 //! - `what` is called only to build an error.
+//!
+//! The index blocks of the POSIX and RADOS catalogues, which differ only in
+//! a value's length and the naming of units, are encoded by [`block`].
+
+pub mod block;
 
 use crate::{Error, Key, Result};
 

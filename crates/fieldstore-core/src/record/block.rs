@@ -1,0 +1,475 @@
+//! Index blocks: the entries of one collocation written by one flush, as
+//! the POSIX and RADOS catalogues store them (`docs/format/posix.md`,
+//! `docs/format/rados.md`). Bytes in, bytes out: no I/O, no framing (a
+//! block is the payload of a record of the backend's BLOCK type).
+//!
+//! A block's payload:
+//!
+//! ```text
+//! collocation key                                   str (canonical form)
+//! number of element keywords K, then K × keyword    u32, str
+//! number of units U, then U × unit name             u32, str
+//! number of entries E                               u32
+//! E times: unit number (0-based into the U units)   u32
+//!          offset                                   u64
+//!          length                                   u64
+//!          has checksum (0/1)                       u8
+//!          CRC-32C of the field's bytes (0 if none) u32
+//!          K values of the element key, in keyword order
+//!                                                   sstr (u16 length) or
+//!                                                   str (u32 length)
+//! ```
+//!
+//! Two things differ between backends, and a [`BlockFormat`] says which:
+//! the width of a value's length ([`ValueLen`]), and how a unit is named
+//! (POSIX: a data file's name relative to the dataset directory, RADOS: the
+//! URI itself).
+//!
+//! Invariants:
+//! - Every entry of a block has the keywords of its first entry, in the
+//!   same order; a block of no entries has no keywords. Callers group
+//!   entries by keyword list before [`encode`].
+//! - Units are numbered in order of first use by the entries; a unit is
+//!   named once.
+//! - Within a block a later entry for the same element key is newer;
+//!   [`decode`] returns the entries in block order.
+//! - [`decode`] reads the whole payload: damage (too short, a unit number
+//!   out of range, an invalid key, bytes left over) is an
+//!   [`ErrorKind::Corrupt`](crate::ErrorKind::Corrupt) error whose message
+//!   starts with `what()`, never a panic; a count is never trusted for
+//!   more memory than the payload could hold.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::{Dec, Enc};
+use crate::{Axes, AxesExt, CollocationKey, ElementKey, Error, FieldLocation, Key, Result};
+
+/// The length before each element value in a block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ValueLen {
+    /// `u16` (`sstr`): POSIX.
+    U16,
+    /// `u32` (`str`): RADOS.
+    U32,
+}
+
+/// What differs between one backend's index blocks and another's.
+pub trait BlockFormat {
+    /// The length before each element value.
+    const VALUES: ValueLen;
+    /// What the units are called in errors: `"data file"`, `"location"`.
+    const UNIT: &'static str;
+    /// The name the unit table keeps for the unit at `uri`.
+    fn unit_name<'u>(&self, uri: &'u str) -> Cow<'u, str>;
+    /// The URI of the unit the table names `name`.
+    fn unit_uri(&self, name: &str) -> Arc<str>;
+}
+
+/// A decoded block.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Block<'a> {
+    /// The collocation key, in canonical form, as written (not parsed).
+    pub collocation: &'a str,
+    /// The element keywords, in key order.
+    pub keywords: Vec<&'a str>,
+    /// The entries, in block order (a later one for the same element is
+    /// newer).
+    pub entries: Vec<(ElementKey, FieldLocation)>,
+}
+
+/// Bytes of an entry without its values.
+const ENTRY_FIXED: usize = 4 + 8 + 8 + 1 + 4;
+
+/// The payload of a block of `entries` (which all have the keywords of the
+/// first, see the module invariants), and the values each element keyword
+/// takes in it.
+pub fn encode<F: BlockFormat>(
+    format: &F,
+    collocation: &CollocationKey,
+    entries: &[(ElementKey, FieldLocation)],
+) -> (Vec<u8>, Axes) {
+    let keywords: Vec<&str> = entries
+        .first()
+        .map(|(k, _)| k.keywords().collect())
+        .unwrap_or_default();
+    let mut names: Vec<Cow<'_, str>> = Vec::new();
+    let mut ids: HashMap<&str, u32> = HashMap::new();
+    let mut body = Enc::default();
+    let mut axes = Axes::new();
+    for (key, loc) in entries {
+        debug_assert!(
+            key.keywords().eq(keywords.iter().copied()),
+            "{key} in a block of {keywords:?}"
+        );
+        let id = *ids.entry(&loc.uri).or_insert_with(|| {
+            names.push(format.unit_name(&loc.uri));
+            names.len() as u32 - 1
+        });
+        body.u32(id);
+        body.u64(loc.offset);
+        body.u64(loc.length);
+        body.u8(u8::from(loc.checksum.is_some()));
+        body.u32(loc.checksum.unwrap_or(0));
+        for v in key.values() {
+            match F::VALUES {
+                ValueLen::U16 => body.short_str(v),
+                ValueLen::U32 => body.str(v),
+            }
+        }
+        axes.add_key(key);
+    }
+    let mut e = Enc::default();
+    e.str(&collocation.to_string());
+    e.u32(keywords.len() as u32);
+    for k in &keywords {
+        e.str(k);
+    }
+    e.u32(names.len() as u32);
+    for n in &names {
+        e.str(n);
+    }
+    e.u32(entries.len() as u32);
+    e.0.extend_from_slice(&body.0);
+    (e.0, axes)
+}
+
+/// Decode a block's payload; `what` names the block for errors.
+///
+/// # Errors
+/// [`ErrorKind::Corrupt`](crate::ErrorKind::Corrupt), starting with
+/// `what()`: [`Dec`]'s errors (`payload ends early`, `string is not
+/// UTF-8`, each `at payload byte N`), `<unit> index out of range`, an
+/// invalid element key, `trailing bytes in index block`.
+pub fn decode<'a, F: BlockFormat>(
+    format: &F,
+    payload: &'a [u8],
+    what: &dyn Fn() -> String,
+) -> Result<Block<'a>> {
+    let mut d = Dec::new(payload, what);
+    let collocation = d.str()?;
+    // Counts are capped by what the payload could hold (a `str` is at
+    // least 4 bytes), so damage cannot ask for a huge allocation.
+    let nkw = d.u32()? as usize;
+    let mut keywords = Vec::with_capacity(nkw.min(payload.len() / 4));
+    for _ in 0..nkw {
+        keywords.push(d.str()?);
+    }
+    let nunits = d.u32()? as usize;
+    let mut units: Vec<Arc<str>> = Vec::with_capacity(nunits.min(payload.len() / 4));
+    for _ in 0..nunits {
+        units.push(format.unit_uri(d.str()?));
+    }
+    let count = d.u32()? as usize;
+    let value_len = match F::VALUES {
+        ValueLen::U16 => 2,
+        ValueLen::U32 => 4,
+    };
+    let entry_min = ENTRY_FIXED + keywords.len() * value_len;
+    let mut entries = Vec::with_capacity(count.min(payload.len() / entry_min));
+    for _ in 0..count {
+        let id = d.u32()? as usize;
+        let offset = d.u64()?;
+        let length = d.u64()?;
+        let has_crc = d.u8()? == 1;
+        let crc = d.u32()?;
+        let uri = units
+            .get(id)
+            .ok_or_else(|| Error::corrupt(format!("{}: {} index out of range", what(), F::UNIT)))?;
+        let mut key = Key::new();
+        for kw in &keywords {
+            let v = match F::VALUES {
+                ValueLen::U16 => d.short_str()?,
+                ValueLen::U32 => d.str()?,
+            };
+            key.push(*kw, v)
+                .map_err(|e| Error::corrupt(format!("{}: {e}", what())))?;
+        }
+        let mut loc = FieldLocation::new(uri.clone(), offset, length);
+        if has_crc {
+            loc = loc.with_checksum(crc);
+        }
+        entries.push((ElementKey(key), loc));
+    }
+    if !d.done() {
+        return Err(Error::corrupt(format!(
+            "{}: trailing bytes in index block",
+            what()
+        )));
+    }
+    Ok(Block {
+        collocation,
+        keywords,
+        entries,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::Framing;
+    use crate::ErrorKind;
+
+    /// POSIX-like: short values, data files in `/ds` named `./<name>`.
+    struct Files;
+    impl BlockFormat for Files {
+        const VALUES: ValueLen = ValueLen::U16;
+        const UNIT: &'static str = "data file";
+        fn unit_name<'u>(&self, uri: &'u str) -> Cow<'u, str> {
+            match uri.strip_prefix("file:///ds/") {
+                Some(n) => Cow::Owned(format!("./{n}")),
+                None => Cow::Borrowed(uri),
+            }
+        }
+        fn unit_uri(&self, name: &str) -> Arc<str> {
+            match name.strip_prefix("./") {
+                Some(n) => Arc::from(format!("file:///ds/{n}")),
+                None => Arc::from(name),
+            }
+        }
+    }
+
+    /// RADOS-like: long values, units named by their URI.
+    struct Uris;
+    impl BlockFormat for Uris {
+        const VALUES: ValueLen = ValueLen::U32;
+        const UNIT: &'static str = "location";
+        fn unit_name<'u>(&self, uri: &'u str) -> Cow<'u, str> {
+            Cow::Borrowed(uri)
+        }
+        fn unit_uri(&self, name: &str) -> Arc<str> {
+            Arc::from(name)
+        }
+    }
+
+    fn what() -> String {
+        "blk".to_string()
+    }
+
+    fn collocation() -> CollocationKey {
+        "type=pf,levtype=pl".parse().unwrap()
+    }
+
+    /// Two units, one used twice; with and without checksums.
+    fn entries(a: &str, b: &str) -> Vec<(ElementKey, FieldLocation)> {
+        let k = |s: &str| ElementKey(s.parse().unwrap());
+        vec![
+            (
+                k("step=0,param=130"),
+                FieldLocation::new(a, 0, 10).with_checksum(0xdead_beef),
+            ),
+            (k("step=6,param=130"), FieldLocation::new(b, 1024, 20)),
+            (
+                k("step=0,param=t2m"),
+                FieldLocation::new(a, 10, 5).with_checksum(1),
+            ),
+        ]
+    }
+
+    fn posix_entries() -> Vec<(ElementKey, FieldLocation)> {
+        entries("file:///ds/w1.data", "file:///other/w2.data")
+    }
+
+    fn rados_entries() -> Vec<(ElementKey, FieldLocation)> {
+        entries("rados://pool/ns/obj1", "rados://pool/ns/obj2")
+    }
+
+    fn unhex(s: &str) -> Vec<u8> {
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
+    }
+
+    /// Written by the POSIX catalogue's own encoder before it used this
+    /// module, for [`posix_entries`] in a dataset directory `/ds`.
+    const POSIX_BLOCK: &str = concat!(
+        "12000000747970653d70662c6c6576747970653d706c02000000040000007374",
+        "657005000000706172616d02000000090000002e2f77312e6461746115000000",
+        "66696c653a2f2f2f6f746865722f77322e646174610300000000000000000000",
+        "00000000000a0000000000000001efbeadde0100300300313330010000000004",
+        "000000000000140000000000000000000000000100360300313330000000000a",
+        "0000000000000005000000000000000101000000010030030074326d",
+    );
+
+    /// Written (and framed) by the RADOS catalogue's own encoder before it
+    /// used this module, for [`rados_entries`].
+    const RADOS_RECORD: &str = concat!(
+        "4653525201000a00d2000000acf1a69a01ce530712000000747970653d70662c",
+        "6c6576747970653d706c02000000040000007374657005000000706172616d02",
+        "000000140000007261646f733a2f2f706f6f6c2f6e732f6f626a311400000072",
+        "61646f733a2f2f706f6f6c2f6e732f6f626a3203000000000000000000000000",
+        "0000000a0000000000000001efbeadde01000000300300000031333001000000",
+        "0004000000000000140000000000000000000000000100000036030000003133",
+        "30000000000a0000000000000005000000000000000101000000010000003003",
+        "00000074326d",
+    );
+
+    /// The old encoders' output for a block of no entries.
+    const POSIX_EMPTY: &str = concat!(
+        "12000000747970653d70662c6c6576747970653d706c00000000000000000000",
+        "0000",
+    );
+    const RADOS_EMPTY: &str = concat!(
+        "4653525201000a0022000000878feaa54ede7d1e12000000747970653d70662c",
+        "6c6576747970653d706c000000000000000000000000",
+    );
+
+    const RADOS_FRAMING: Framing = Framing::new(*b"FSRR");
+
+    fn expected_axes() -> Axes {
+        let mut axes = Axes::new();
+        axes.insert("param".into(), ["130".into(), "t2m".into()].into());
+        axes.insert("step".into(), ["0".into(), "6".into()].into());
+        axes
+    }
+
+    #[test]
+    fn posix_blocks_are_the_old_bytes() {
+        let (payload, axes) = encode(&Files, &collocation(), &posix_entries());
+        assert_eq!(payload, unhex(POSIX_BLOCK));
+        assert_eq!(axes, expected_axes());
+        let (payload, axes) = encode(&Files, &collocation(), &[]);
+        assert_eq!(payload, unhex(POSIX_EMPTY));
+        assert!(axes.is_empty());
+    }
+
+    #[test]
+    fn rados_blocks_are_the_old_bytes() {
+        let (payload, axes) = encode(&Uris, &collocation(), &rados_entries());
+        assert_eq!(RADOS_FRAMING.framed(10, &payload), unhex(RADOS_RECORD));
+        assert_eq!(axes, expected_axes());
+        let (payload, _) = encode(&Uris, &collocation(), &[]);
+        assert_eq!(RADOS_FRAMING.framed(10, &payload), unhex(RADOS_EMPTY));
+    }
+
+    #[test]
+    fn blocks_round_trip() {
+        let c = collocation();
+        let want = posix_entries();
+        let (payload, _) = encode(&Files, &c, &want);
+        let got = decode(&Files, &payload, &what).unwrap();
+        assert_eq!(got.collocation, "type=pf,levtype=pl");
+        assert_eq!(got.keywords, ["step", "param"]);
+        assert_eq!(got.entries, want);
+        // One allocation per unit, shared by its entries.
+        assert!(Arc::ptr_eq(&got.entries[0].1.uri, &got.entries[2].1.uri));
+
+        let want = rados_entries();
+        let (payload, _) = encode(&Uris, &c, &want);
+        let got = decode(&Uris, &payload, &what).unwrap();
+        assert_eq!(got.entries, want);
+
+        for payload in [encode(&Files, &c, &[]).0, encode(&Uris, &c, &[]).0] {
+            let got = decode(&Uris, &payload, &what).unwrap();
+            assert!(got.keywords.is_empty() && got.entries.is_empty());
+        }
+
+        // Long values, and values of another script.
+        let long = "x".repeat(usize::from(u16::MAX));
+        let want = vec![(
+            ElementKey(Key::from_pairs([("param", long.as_str()), ("step", "é")]).unwrap()),
+            FieldLocation::new("file:///ds/w.data", u64::MAX, 0),
+        )];
+        let (payload, _) = encode(&Files, &c, &want);
+        assert_eq!(decode(&Files, &payload, &what).unwrap().entries, want);
+        let (payload, _) = encode(&Uris, &c, &want);
+        assert_eq!(decode(&Uris, &payload, &what).unwrap().entries, want);
+    }
+
+    /// Any damage is an error naming the block (or, for a flipped bit, at
+    /// most another valid block): never a panic.
+    fn check_damage<F: BlockFormat>(format: &F, payload: &[u8]) {
+        for n in 0..payload.len() {
+            let e = decode(format, &payload[..n], &what).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::Corrupt, "{n} bytes");
+            assert!(e.to_string().starts_with("blk: "), "{e}");
+        }
+        for i in 0..payload.len() {
+            for bit in 0..8 {
+                let mut bad = payload.to_vec();
+                bad[i] ^= 1 << bit;
+                if let Err(e) = decode(format, &bad, &what) {
+                    assert_eq!(e.kind(), ErrorKind::Corrupt, "byte {i} bit {bit}");
+                    assert!(e.to_string().starts_with("blk: "), "{e}");
+                }
+            }
+        }
+        let mut long = payload.to_vec();
+        long.push(0);
+        assert_eq!(
+            decode(format, &long, &what).unwrap_err().to_string(),
+            "blk: trailing bytes in index block"
+        );
+    }
+
+    #[test]
+    fn damaged_blocks_are_corrupt_never_a_panic() {
+        check_damage(&Files, &unhex(POSIX_BLOCK));
+        check_damage(&Uris, &unhex(&RADOS_RECORD[40..]));
+        check_damage(&Files, &unhex(POSIX_EMPTY));
+    }
+
+    #[test]
+    fn damage_is_named() {
+        let msg = |r: Result<Block<'_>>| {
+            let e = r.unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::Corrupt);
+            e.to_string()
+        };
+        let posix = unhex(POSIX_BLOCK);
+        let rados = unhex(&RADOS_RECORD[40..]);
+        // The first entry's unit number, after collocation (22 bytes),
+        // keywords (4 + 8 + 9), units (POSIX 4 + 13 + 25, RADOS 4 + 2 × 24)
+        // and count (4).
+        let mut bad = posix.clone();
+        assert_eq!(bad[89..93], [0, 0, 0, 0]);
+        bad[89] = 2;
+        assert_eq!(
+            msg(decode(&Files, &bad, &what)),
+            "blk: data file index out of range"
+        );
+        let mut bad = rados.clone();
+        assert_eq!(bad[99..103], [0, 0, 0, 0]);
+        bad[99] = 2;
+        assert_eq!(
+            msg(decode(&Uris, &bad, &what)),
+            "blk: location index out of range"
+        );
+        // The other backend's block reads as damage.
+        assert!(decode(&Uris, &posix, &what).is_err());
+        assert!(decode(&Files, &rados, &what).is_err());
+        // Counts far beyond the payload: an error, not an allocation.
+        let mut e = Enc::default();
+        e.str("a=1");
+        e.u32(u32::MAX);
+        assert_eq!(
+            msg(decode(&Files, &e.0, &what)),
+            "blk: payload ends early at payload byte 11"
+        );
+        let mut e = Enc::default();
+        e.str("a=1");
+        e.u32(0);
+        e.u32(u32::MAX);
+        assert!(msg(decode(&Files, &e.0, &what)).starts_with("blk: payload ends early"));
+        let mut e = Enc::default();
+        e.str("a=1");
+        e.u32(0);
+        e.u32(0);
+        e.u32(u32::MAX);
+        assert!(msg(decode(&Files, &e.0, &what)).starts_with("blk: payload ends early"));
+        // An invalid keyword.
+        let mut e = Enc::default();
+        e.str("a=1");
+        e.u32(1);
+        e.str("Not a keyword");
+        e.u32(1);
+        e.str("u");
+        e.u32(1);
+        e.0.extend_from_slice(&[0; ENTRY_FIXED]);
+        e.short_str("v");
+        let m = msg(decode(&Files, &e.0, &what));
+        assert!(m.starts_with("blk: ") && m.contains("keyword"), "{m}");
+    }
+}
