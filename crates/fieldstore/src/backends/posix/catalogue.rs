@@ -15,6 +15,7 @@
 //! referenced) — `write(2)` of one buffer is not torn by a signal — so a
 //! visible record always points at synced index blocks and data.
 
+use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -23,15 +24,16 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use fieldstore_core::maintenance::{locked, wiped_while_writing, Item};
+use fieldstore_core::record::block::{self, BlockFormat, ValueLen};
 use fieldstore_core::{
-    CollocationKey, Control, DatasetKey, ElementKey, Error, ErrorKind, FieldLocation, Key, Locks,
+    CollocationKey, Control, DatasetKey, ElementKey, Error, ErrorKind, FieldLocation, Locks,
     Operation, Result, Schema,
 };
 
 use super::format::{self, Dec, Enc, Framed};
 use super::layout::{self, TOC};
 use super::manage;
-use crate::catalogue::{Axes, AxesExt, Catalogue, CatalogueWriter, CollocationInfo, DatasetReader};
+use crate::catalogue::{Axes, Catalogue, CatalogueWriter, CollocationInfo, DatasetReader};
 use crate::config::Root;
 
 /// A table of contents: its path, device and inode.
@@ -341,6 +343,21 @@ pub(super) fn data_uri(abs_dir: &Path, name: &str) -> String {
     }
 }
 
+/// The index blocks of the dataset in this directory (absolute): values
+/// with a `u16` length, data files named by [`data_name`].
+struct DataFiles<'a>(&'a Path);
+
+impl BlockFormat for DataFiles<'_> {
+    const VALUES: ValueLen = ValueLen::U16;
+    const UNIT: &'static str = "data file";
+    fn unit_name<'u>(&self, uri: &'u str) -> Cow<'u, str> {
+        Cow::Owned(data_name(self.0, uri))
+    }
+    fn unit_uri(&self, name: &str) -> Arc<str> {
+        Arc::from(data_uri(self.0, name))
+    }
+}
+
 /// One writer's index file (shared-`flock`ed while open, like the data
 /// files, so that purge can tell a live writer's file).
 struct IndexFile {
@@ -384,12 +401,6 @@ impl TocWriter {
             .ok_or_else(|| Error::internal("index file not open"))
     }
 
-    /// A data file's name relative to the dataset directory when it lives
-    /// there (so datasets can be moved), else its full URI.
-    fn data_name(&self, uri: &str) -> String {
-        data_name(&self.abs_dir, uri)
-    }
-
     /// After appending to the table of contents: is it still the dataset's?
     /// A wipe renames the dataset directory away (the append then went to a
     /// tombstone: nothing of it is visible); a move renames it into another
@@ -411,63 +422,6 @@ impl TocWriter {
         }
         Err(wiped_while_writing(&self.key))
     }
-}
-
-/// Encode one block: a collocation's entries that share one keyword list.
-fn encode_block(
-    writer: &TocWriter,
-    collocation: &CollocationKey,
-    entries: &[(ElementKey, FieldLocation)],
-) -> (Vec<u8>, Axes) {
-    let mut files: Vec<String> = Vec::new();
-    let mut file_ids: HashMap<&str, u32> = HashMap::new();
-    let mut e = Enc::default();
-    e.str(&collocation.to_string());
-    let keywords: Vec<&str> = entries
-        .first()
-        .map(|(k, _)| k.keywords().collect())
-        .unwrap_or_default();
-    e.u32(keywords.len() as u32);
-    for k in &keywords {
-        e.str(k);
-    }
-    let mut body = Enc::default();
-    let mut axes = Axes::new();
-    for (key, loc) in entries {
-        let id = match file_ids.get(&*loc.uri) {
-            Some(&id) => id,
-            None => {
-                let id = files.len() as u32;
-                files.push(writer.data_name(&loc.uri));
-                file_ids.insert(&loc.uri, id);
-                id
-            }
-        };
-        body.u32(id);
-        body.u64(loc.offset);
-        body.u64(loc.length);
-        match loc.checksum {
-            Some(c) => {
-                body.0.push(1);
-                body.u32(c);
-            }
-            None => {
-                body.0.push(0);
-                body.u32(0);
-            }
-        }
-        for v in key.values() {
-            body.short_str(v);
-        }
-        axes.add_key(key);
-    }
-    e.u32(files.len() as u32);
-    for f in &files {
-        e.str(f);
-    }
-    e.u32(entries.len() as u32);
-    e.0.extend_from_slice(&body.0);
-    (e.0, axes)
 }
 
 impl CatalogueWriter for TocWriter {
@@ -521,7 +475,8 @@ impl TocWriter {
                 while end < entries.len() && entries[end].0.keywords().eq(kws.iter().copied()) {
                     end += 1;
                 }
-                let (payload, axes) = encode_block(self, collocation, &entries[start..end]);
+                let (payload, axes) =
+                    block::encode(&DataFiles(&self.abs_dir), collocation, &entries[start..end]);
                 let mut framed = Vec::new();
                 format::FRAMING.frame(&mut framed, format::BLOCK, &payload);
                 blocks.push(framed);
@@ -1066,42 +1021,7 @@ impl TocReader {
                 )))
             }
         };
-        let mut d = Dec::new(payload, &what);
-        let _collocation = d.str()?;
-        let nkw = d.u32()? as usize;
-        let mut keywords = Vec::with_capacity(nkw);
-        for _ in 0..nkw {
-            keywords.push(d.str()?.to_string());
-        }
-        let nfiles = d.u32()? as usize;
-        let mut files = Vec::with_capacity(nfiles);
-        for _ in 0..nfiles {
-            files.push(Arc::<str>::from(data_uri(&st.abs_dir, d.str()?)));
-        }
-        let count = d.u32()? as usize;
-        let mut entries = Vec::with_capacity(count);
-        for _ in 0..count {
-            let fid = d.u32()? as usize;
-            let offset = d.u64()?;
-            let length = d.u64()?;
-            let has_crc = d.u8()? == 1;
-            let crc = d.u32()?;
-            let uri = files.get(fid).ok_or_else(|| {
-                Error::corrupt(format!("{}: data file index out of range", what()))
-            })?;
-            let mut key = Key::new();
-            for kw in &keywords {
-                let v = d.short_str()?;
-                key.push(kw.as_str(), v)
-                    .map_err(|e| Error::corrupt(format!("{}: {e}", what())))?;
-            }
-            let mut loc = FieldLocation::new(uri.clone(), offset, length);
-            if has_crc {
-                loc = loc.with_checksum(crc);
-            }
-            entries.push((ElementKey(key), loc));
-        }
-        Ok(entries)
+        Ok(block::decode(&DataFiles(&st.abs_dir), payload, &what)?.entries)
     }
 
     /// Catch up: follow the dataset if it was wiped, moved or created anew,
