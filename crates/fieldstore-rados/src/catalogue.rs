@@ -20,14 +20,16 @@
 //! Compare-and-set is used where a value could be replaced: registering a
 //! dataset in the root object's omap only if its key is absent.
 
+use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use fieldstore_core::maintenance::{locked, wiped_while_writing, Item, ItemKind};
+use fieldstore_core::record::block::{self, BlockFormat, ValueLen};
 use fieldstore_core::{
-    Axes, AxesExt, Catalogue, CatalogueWriter, CollocationInfo, CollocationKey, Control,
-    DatasetKey, DatasetReader, ElementKey, Error, ErrorKind, FieldLocation, Key, Locks, Operation,
-    Result, Schema,
+    Axes, Catalogue, CatalogueWriter, CollocationInfo, CollocationKey, Control, DatasetKey,
+    DatasetReader, ElementKey, Error, ErrorKind, FieldLocation, Key, Locks, Operation, Result,
+    Schema,
 };
 
 use crate::config::RadosConfig;
@@ -671,49 +673,19 @@ struct RadosCatalogueWriter {
     positions: HashMap<CollocationKey, usize>,
 }
 
-/// Encode one block: entries of one collocation sharing one keyword list.
-fn encode_block(
-    collocation: &CollocationKey,
-    entries: &[(ElementKey, FieldLocation)],
-) -> (Vec<u8>, Axes) {
-    let mut uris: Vec<&str> = Vec::new();
-    let mut ids: HashMap<&str, u32> = HashMap::new();
-    let mut body = Enc::default();
-    let mut axes = Axes::new();
-    for (key, loc) in entries {
-        let id = *ids.entry(&loc.uri).or_insert_with(|| {
-            uris.push(&loc.uri);
-            uris.len() as u32 - 1
-        });
-        body.u32(id);
-        body.u64(loc.offset);
-        body.u64(loc.length);
-        body.u8(u8::from(loc.checksum.is_some()));
-        body.u32(loc.checksum.unwrap_or(0));
-        for v in key.values() {
-            body.str(v);
-        }
-        axes.add_key(key);
+/// The index blocks of this backend: values with a `u32` length, units
+/// named by their URI.
+struct Blocks;
+
+impl BlockFormat for Blocks {
+    const VALUES: ValueLen = ValueLen::U32;
+    const UNIT: &'static str = "location";
+    fn unit_name<'u>(&self, uri: &'u str) -> Cow<'u, str> {
+        Cow::Borrowed(uri)
     }
-    let mut e = Enc::default();
-    e.str(&collocation.to_string());
-    let keywords: Vec<&str> = entries
-        .first()
-        .map(|(k, _)| k.keywords().collect())
-        .unwrap_or_default();
-    e.u32(keywords.len() as u32);
-    for k in &keywords {
-        e.str(k);
+    fn unit_uri(&self, name: &str) -> Arc<str> {
+        Arc::from(name)
     }
-    e.u32(uris.len() as u32);
-    for u in &uris {
-        e.str(u);
-    }
-    e.u32(entries.len() as u32);
-    e.0.extend_from_slice(&body.0);
-    let mut framed = Vec::new();
-    format::FRAMING.frame(&mut framed, format::BLOCK, &e.0);
-    (framed, axes)
 }
 
 impl RadosCatalogueWriter {
@@ -898,7 +870,8 @@ impl CatalogueWriter for RadosCatalogueWriter {
                 {
                     end += 1;
                 }
-                let (framed, axes) = encode_block(collocation, &entries[start..end]);
+                let (payload, axes) = block::encode(&Blocks, collocation, &entries[start..end]);
+                let framed = format::FRAMING.framed(format::BLOCK, &payload);
                 let key = format!("{}.{:08}.{:05}", self.writer, self.flushes, blocks.len());
                 described.str(&key);
                 described.u32((end - start) as u32);
@@ -1185,47 +1158,7 @@ impl RadosReader {
                 )))
             }
         };
-        let mut d = Dec::new(payload, &what);
-        let _collocation = d.str()?;
-        let nkw = d.u32()? as usize;
-        let mut keywords = Vec::with_capacity(nkw.min(64));
-        for _ in 0..nkw {
-            keywords.push(d.str()?.to_string());
-        }
-        let nuris = d.u32()? as usize;
-        let mut uris: Vec<Arc<str>> = Vec::with_capacity(nuris.min(1024));
-        for _ in 0..nuris {
-            uris.push(Arc::from(d.str()?));
-        }
-        let count = d.u32()? as usize;
-        let mut entries = Vec::with_capacity(count.min(BLOCK_ENTRIES));
-        for _ in 0..count {
-            let id = d.u32()? as usize;
-            let offset = d.u64()?;
-            let length = d.u64()?;
-            let has_crc = d.u8()? == 1;
-            let crc = d.u32()?;
-            let uri = uris.get(id).ok_or_else(|| {
-                Error::corrupt(format!("{}: location index out of range", what()))
-            })?;
-            let mut k = Key::new();
-            for kw in &keywords {
-                k.push(kw.as_str(), d.str()?)
-                    .map_err(|e| Error::corrupt(format!("{}: {e}", what())))?;
-            }
-            let mut loc = FieldLocation::new(uri.clone(), offset, length);
-            if has_crc {
-                loc = loc.with_checksum(crc);
-            }
-            entries.push((ElementKey(k), loc));
-        }
-        if !d.done() {
-            return Err(Error::corrupt(format!(
-                "{}: trailing bytes in index block",
-                what()
-            )));
-        }
-        Ok(entries)
+        Ok(block::decode(&Blocks, payload, &what)?.entries)
     }
 }
 
