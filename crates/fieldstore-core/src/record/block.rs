@@ -411,6 +411,17 @@ mod tests {
         check_damage(&Files, &unhex(POSIX_EMPTY));
     }
 
+    /// The error for a payload with its first entry's unit number,
+    /// expected 0 at byte `at`, set to 2 (one past the units).
+    fn unit_out_of_range<F: BlockFormat>(format: &F, payload: &[u8], at: usize) -> String {
+        let mut bad = payload.to_vec();
+        assert_eq!(bad[at..at + 4], [0, 0, 0, 0]);
+        bad[at] = 2;
+        let e = decode(format, &bad, &what).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Corrupt);
+        e.to_string()
+    }
+
     #[test]
     fn damage_is_named() {
         let msg = |r: Result<Block<'_>>| {
@@ -420,45 +431,34 @@ mod tests {
         };
         let posix = unhex(POSIX_BLOCK);
         let rados = unhex(&RADOS_RECORD[40..]);
-        // The first entry's unit number, after collocation (22 bytes),
-        // keywords (4 + 8 + 9), units (POSIX 4 + 13 + 25, RADOS 4 + 2 × 24)
-        // and count (4).
-        let mut bad = posix.clone();
-        assert_eq!(bad[89..93], [0, 0, 0, 0]);
-        bad[89] = 2;
+        // The first entry starts after collocation (22 bytes), keywords
+        // (4 + 8 + 9), units (POSIX 4 + 13 + 25, RADOS 4 + 2 × 24) and
+        // count (4).
         assert_eq!(
-            msg(decode(&Files, &bad, &what)),
+            unit_out_of_range(&Files, &posix, 89),
             "blk: data file index out of range"
         );
-        let mut bad = rados.clone();
-        assert_eq!(bad[99..103], [0, 0, 0, 0]);
-        bad[99] = 2;
         assert_eq!(
-            msg(decode(&Uris, &bad, &what)),
+            unit_out_of_range(&Uris, &rados, 99),
             "blk: location index out of range"
         );
         // The other backend's block reads as damage.
         assert!(decode(&Uris, &posix, &what).is_err());
         assert!(decode(&Files, &rados, &what).is_err());
-        // Counts far beyond the payload: an error, not an allocation.
-        let mut e = Enc::default();
-        e.str("a=1");
-        e.u32(u32::MAX);
-        assert_eq!(
-            msg(decode(&Files, &e.0, &what)),
-            "blk: payload ends early at payload byte 11"
-        );
-        let mut e = Enc::default();
-        e.str("a=1");
-        e.u32(0);
-        e.u32(u32::MAX);
-        assert!(msg(decode(&Files, &e.0, &what)).starts_with("blk: payload ends early"));
-        let mut e = Enc::default();
-        e.str("a=1");
-        e.u32(0);
-        e.u32(0);
-        e.u32(u32::MAX);
-        assert!(msg(decode(&Files, &e.0, &what)).starts_with("blk: payload ends early"));
+        // Counts of keywords, units or entries far beyond the payload: an
+        // error, not an allocation.
+        for zeros in 0..3 {
+            let mut e = Enc::default();
+            e.str("a=1");
+            for _ in 0..zeros {
+                e.u32(0);
+            }
+            e.u32(u32::MAX);
+            assert_eq!(
+                msg(decode(&Files, &e.0, &what)),
+                format!("blk: payload ends early at payload byte {}", 11 + 4 * zeros)
+            );
+        }
         // An invalid keyword.
         let mut e = Enc::default();
         e.str("a=1");
