@@ -13,6 +13,16 @@
 //! `fdatasync` of the same bytes (1431–2022; docs/benchmarks.md, "Latest
 //! results"). The pages stay cached for readers on the same node.
 //!
+//! With `FIELDSTORE_DROP_BEHIND=1` buffered pages are also dropped from the
+//! page cache once written back (`POSIX_FADV_DONTNEED`), so a writer keeps
+//! reusing a few MiB of page cache instead of taking new pages for every
+//! step. On a VM whose host reclaims the guest's free memory (free page
+//! reporting) new pages cost a host fault each: there, 5 of 12 alternating
+//! runs archiving 1 MiB fields took 1.7–2.2 s of CPU per GiB (4–5x slower)
+//! without it and none of 12 with it (docs/benchmarks.md, "Dropping pages
+//! behind writers"). The price: readers on the same node no longer find
+//! fresh steps in the page cache. Off by default.
+//!
 //! Direct writes avoid the kernel's page-cache copy (77–89 % of archive
 //! CPU in profiles) and leave `fdatasync` only metadata to do; but readers
 //! on the same node then read fresh steps from the disk instead of the page
@@ -137,6 +147,39 @@ impl Drop for Pool {
     }
 }
 
+/// How a data file is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum DataWrites {
+    /// Through the page cache, with write-behind; `drop_behind`: pages
+    /// are dropped from the cache once written back.
+    Buffered {
+        /// Drop written-back pages from the page cache.
+        drop_behind: bool,
+    },
+    /// `O_DIRECT` where the file system allows it, buffered elsewhere.
+    Direct,
+}
+
+impl DataWrites {
+    /// From the environment: `FIELDSTORE_DIRECT_IO=1` for direct writes,
+    /// else buffered, dropping pages behind with `FIELDSTORE_DROP_BEHIND=1`.
+    /// Buffered and keeping the pages is the default: readers on the node
+    /// find what was just flushed in the page cache, and with write-behind
+    /// buffered archive was as fast as direct or faster in alternating runs
+    /// (docs/benchmarks.md, "Latest results" and "Direct or buffered data
+    /// writes").
+    pub(crate) fn from_env() -> DataWrites {
+        let on = |name: &str| std::env::var_os(name).is_some_and(|v| v == "1");
+        if on("FIELDSTORE_DIRECT_IO") {
+            DataWrites::Direct
+        } else {
+            DataWrites::Buffered {
+                drop_behind: on("FIELDSTORE_DROP_BEHIND"),
+            }
+        }
+    }
+}
+
 /// Appends fields to one data file.
 pub(crate) struct Staging {
     path: PathBuf,
@@ -161,6 +204,8 @@ pub(crate) struct Staging {
     /// and their total length.
     behind: std::collections::VecDeque<(u64, usize)>,
     behind_bytes: usize,
+    /// Buffered mode: drop pages from the cache once written back.
+    drop_behind: bool,
 }
 
 fn is_direct_refused(e: &std::io::Error) -> bool {
@@ -170,8 +215,8 @@ fn is_direct_refused(e: &std::io::Error) -> bool {
 impl Staging {
     /// Write through `file` (already created; kept open so its locks stay
     /// held), directly when the file system allows it.
-    pub(crate) fn new(path: &Path, file: File, try_direct: bool) -> Staging {
-        let direct = if try_direct {
+    pub(crate) fn new(path: &Path, file: File, mode: DataWrites) -> Staging {
+        let direct = if mode == DataWrites::Direct {
             OpenOptions::new()
                 .write(true)
                 .custom_flags(libc::O_DIRECT)
@@ -195,6 +240,7 @@ impl Staging {
             failed: None,
             behind: std::collections::VecDeque::new(),
             behind_bytes: 0,
+            drop_behind: mode == DataWrites::Buffered { drop_behind: true },
         }
     }
 
@@ -210,6 +256,9 @@ impl Staging {
                 break;
             };
             writeback(&self.buffered, o, l, true);
+            if self.drop_behind {
+                drop_cached(&self.buffered, o, l);
+            }
             self.behind_bytes -= l;
         }
     }
@@ -274,11 +323,17 @@ impl Staging {
             self.wait_one();
         }
         self.check_failed()?;
-        self.behind.clear();
-        self.behind_bytes = 0;
         let file: &File = self.direct.as_deref().unwrap_or(&self.buffered);
         file.sync_data()
-            .map_err(|e| Error::io(format!("syncing {}", self.path.display()), e))
+            .map_err(|e| Error::io(format!("syncing {}", self.path.display()), e))?;
+        // Everything is written back now.
+        for (o, l) in self.behind.drain(..) {
+            if self.drop_behind {
+                drop_cached(&self.buffered, o, l);
+            }
+        }
+        self.behind_bytes = 0;
+        Ok(())
     }
 
     /// Hand the first `len` staged bytes to be written at `base`;
@@ -383,14 +438,32 @@ fn writeback(file: &File, offset: u64, len: usize, wait: bool) {
     let _ = unsafe { libc::sync_file_range(file.as_raw_fd(), offset, len, flags) };
 }
 
+/// Drop `len` bytes at `offset` of `file` from the page cache (clean pages
+/// only: call after they were written back). A hint: errors are ignored.
+fn drop_cached(file: &File, offset: u64, len: usize) {
+    use std::os::fd::AsRawFd;
+    let (Ok(offset), Ok(len)) = (i64::try_from(offset), i64::try_from(len)) else {
+        return;
+    };
+    // SAFETY: a system call on a descriptor `file` keeps open for the
+    // call's duration; it touches no memory of this process.
+    let _ =
+        unsafe { libc::posix_fadvise(file.as_raw_fd(), offset, len, libc::POSIX_FADV_DONTNEED) };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn fields_land_at_their_offsets_with_aligned_gaps_after_flushes() {
-        // Buffered (with write-behind over many blocks) and direct.
-        for try_direct in [false, true] {
+        // Buffered (with write-behind over many blocks), dropping pages
+        // behind or not, and direct.
+        for mode in [
+            DataWrites::Buffered { drop_behind: false },
+            DataWrites::Buffered { drop_behind: true },
+            DataWrites::Direct,
+        ] {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("x.data");
             let file = OpenOptions::new()
@@ -398,7 +471,7 @@ mod tests {
                 .create_new(true)
                 .open(&path)
                 .unwrap();
-            let mut s = Staging::new(&path, file, try_direct);
+            let mut s = Staging::new(&path, file, mode);
             let direct = s.direct.is_some();
             let mut fields = Vec::new();
             let lengths = [10usize, 5000, STAGE + 123, 7, 3 * STAGE + 5, 1, 2 * STAGE];
@@ -419,7 +492,7 @@ mod tests {
                 assert_eq!(
                     &bytes[off as usize..off as usize + data.len()],
                     &data[..],
-                    "direct: {direct}"
+                    "{mode:?}, direct: {direct}"
                 );
             }
             if !direct {

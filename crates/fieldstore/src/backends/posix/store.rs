@@ -18,7 +18,7 @@ use fieldstore_core::maintenance::{Item, ItemKind, Removed, Unit, UnitState};
 use fieldstore_core::{CollocationKey, DatasetKey, Error, FieldLocation, Result};
 
 use super::layout::{self, FileKind};
-use super::staging::Staging;
+use super::staging::{DataWrites, Staging};
 use crate::config::Root;
 use crate::store::{Store, StoreWriter};
 
@@ -340,23 +340,13 @@ impl FileStoreWriter {
             };
             let abs = std::path::absolute(&path).map_err(|e| Error::io(path.display(), e))?;
             self.uri = Arc::from(format!("file://{}", abs.display()));
-            self.data = Some(Staging::new(&path, f, direct_io_enabled()));
+            self.data = Some(Staging::new(&path, f, DataWrites::from_env()));
             self.new_file = true;
         }
         self.data
             .as_mut()
             .ok_or_else(|| Error::internal("data file not open"))
     }
-}
-
-/// Direct I/O for data files when `FIELDSTORE_DIRECT_IO=1`. Buffered is
-/// the default: with readers on the same node reading what was just
-/// flushed (the w+r pattern), buffered writes leave it in the page cache
-/// and writers kept 2.7x more bandwidth than with direct writes, while
-/// pattern A was a tie (docs/benchmarks.md, "Direct or buffered data
-/// writes").
-fn direct_io_enabled() -> bool {
-    std::env::var_os("FIELDSTORE_DIRECT_IO").is_some_and(|v| v == "1")
 }
 
 impl StoreWriter for FileStoreWriter {
