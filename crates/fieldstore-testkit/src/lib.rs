@@ -24,13 +24,16 @@
 //! run_all(&open, &Capabilities::default());
 //! ```
 //!
-//! The worker binary `fieldstore-testkit-worker` runs [`streams`] and
-//! [`churn`] workloads, wipes and purges in separate processes for the
-//! multi-process and SIGKILL tests.
+//! [`processes`] is the harness of the multi-process and SIGKILL tests:
+//! workers that run [`streams`] and [`churn`] workloads, wipes and purges
+//! in separate processes on any backend (named by a config file), and the
+//! scenarios every backend runs with them. The worker binary
+//! `fieldstore-testkit-worker` is [`processes::worker_main`].
 
 mod checks;
 pub mod churn;
 pub mod payload;
+pub mod processes;
 pub mod rng;
 pub mod streams;
 pub mod support;

@@ -7,76 +7,33 @@
 //!   dataset: nothing partial or corrupt is ever visible, and everything
 //!   the writer reported flushed stays readable.
 //!
-//! The worker binary (`src/bin/worker.rs`) and the rules a reader checks
-//! (`fieldstore_testkit::streams`) are shared with the in-process checks.
+//! The scenarios, the worker binary (`src/bin/worker.rs`) and the rules a
+//! reader checks are shared with the DAOS and RADOS backends
+//! (`fieldstore_testkit::processes`, `fieldstore_testkit::streams`).
 
-use std::io::{BufRead, BufReader, Read};
-use std::os::unix::process::ExitStatusExt;
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
 use std::time::Duration;
 
-use fieldstore::FieldStore;
-use fieldstore_testkit::rng::Rng;
-use fieldstore_testkit::streams::{Observer, Streams};
-use fieldstore_testkit::support::{must, posix_config, schema};
+use fieldstore_testkit::processes::{self, Launcher};
+use fieldstore_testkit::streams::Streams;
 
 const WORKER: &str = env!("CARGO_BIN_EXE_fieldstore-testkit-worker");
 
-fn worker(command: &str, root: &Path, s: &Streams, extra: &[(&str, String)]) -> Command {
-    let mut c = Command::new(WORKER);
-    c.arg(command)
-        .arg("--root")
-        .arg(root)
-        .args(["--expver", &s.expver])
-        .args(["--writers", &s.writers.to_string()])
-        .args(["--fields", &s.fields.to_string()])
-        .args(["--flush-every", &s.flush_every.to_string()])
-        .args(["--min-len", &s.min_len.to_string()])
-        .args(["--max-len", &s.max_len.to_string()]);
-    for (k, v) in extra {
-        c.arg(format!("--{k}")).arg(v);
-    }
-    c.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    c
-}
-
-/// Wait for a child and return its stdout and stderr.
-fn finish(mut child: Child, what: &str) -> (std::process::ExitStatus, String, String) {
-    let mut out = String::new();
-    let mut err = String::new();
-    let mut stdout = child.stdout.take().expect("piped stdout");
-    let mut stderr = child.stderr.take().expect("piped stderr");
-    let t = std::thread::spawn(move || {
-        let mut e = String::new();
-        let _ = stderr.read_to_string(&mut e);
-        e
-    });
-    stdout
-        .read_to_string(&mut out)
-        .unwrap_or_else(|e| panic!("reading the output of {what}: {e}"));
-    err.push_str(&t.join().expect("stderr reader"));
-    let status = child
-        .wait()
-        .unwrap_or_else(|e| panic!("waiting for {what}: {e}"));
-    (status, out, err)
-}
-
-fn last_flushed(out: &str) -> usize {
-    out.lines()
-        .filter_map(|l| l.strip_prefix("flushed "))
-        .filter_map(|n| n.trim().parse().ok())
-        .max()
-        .unwrap_or(0)
+/// A POSIX store on a fresh root (`dir/root`), its config in `dir`.
+fn posix(dir: &tempfile::TempDir) -> Launcher {
+    let root = dir.path().join("root");
+    std::fs::create_dir(&root).expect("the root");
+    Launcher::new(
+        WORKER,
+        processes::write_config(
+            dir.path().join("config.yaml"),
+            &processes::posix_yaml(&root),
+        ),
+    )
 }
 
 #[test]
 fn four_writer_processes_two_reader_processes() {
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let root = dir.path();
     let s = Streams {
         expver: "prc1".into(),
         writers: 4,
@@ -85,112 +42,14 @@ fn four_writer_processes_two_reader_processes() {
         min_len: 28,
         max_len: 1024,
     };
-    let total = s.writers * s.fields;
-    let readers: Vec<Child> = (0..2)
-        .map(|r| {
-            worker(
-                "read",
-                root,
-                &s,
-                &[
-                    ("until-fields", total.to_string()),
-                    ("timeout-secs", "240".into()),
-                ],
-            )
-            .spawn()
-            .unwrap_or_else(|e| panic!("starting reader {r} ({WORKER}): {e}"))
-        })
-        .collect();
-    let writers: Vec<Child> = (0..s.writers)
-        .map(|w| {
-            worker("write", root, &s, &[("writer", w.to_string())])
-                .spawn()
-                .unwrap_or_else(|e| panic!("starting writer {w} ({WORKER}): {e}"))
-        })
-        .collect();
-    for (w, child) in writers.into_iter().enumerate() {
-        let (status, out, err) = finish(child, &format!("writer {w}"));
-        assert!(status.success(), "writer {w} failed ({status}): {err}");
-        assert_eq!(
-            last_flushed(&out),
-            s.fields,
-            "writer {w} did not report all its fields flushed: {out}"
-        );
-        assert!(out.ends_with("done\n"), "writer {w}'s output: {out}");
-    }
-    for (r, child) in readers.into_iter().enumerate() {
-        let (status, out, err) = finish(child, &format!("reader {r}"));
-        assert!(
-            status.success(),
-            "reader {r} found a violation or timed out ({status}):\n{err}"
-        );
-        println!("reader {r}: {}", out.trim());
-    }
-    let fs = must(FieldStore::open(posix_config(root, schema())), "open");
-    let all = vec![s.fields; s.writers];
-    let seen = Observer::new(s.clone())
-        .poll(&fs, &all)
-        .unwrap_or_else(|e| panic!("after all processes finished: {e}"));
-    assert_eq!(seen, all, "fields visible per writer at the end");
-}
-
-/// Spawn a writer, let it report `flushes` flushes, wait a random few
-/// hundred microseconds more, and SIGKILL it. Returns what it reported
-/// flushed.
-fn kill_writer_after(
-    root: &Path,
-    s: &Streams,
-    writer: usize,
-    flushes: usize,
-    rng: &mut Rng,
-) -> usize {
-    let mut child = worker("write", root, s, &[("writer", writer.to_string())])
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap_or_else(|e| panic!("starting writer {writer} ({WORKER}): {e}"));
-    let stdout = child.stdout.take().expect("piped stdout");
-    let (tx, rx) = mpsc::channel::<usize>();
-    let lines = std::thread::spawn(move || {
-        let mut reader = BufReader::new(stdout);
-        let mut line = String::new();
-        let mut reported = 0;
-        // Only whole lines count: the process may die mid-line.
-        while reader.read_line(&mut line).is_ok_and(|n| n > 0) && line.ends_with('\n') {
-            if let Some(n) = line
-                .trim()
-                .strip_prefix("flushed ")
-                .and_then(|n| n.parse().ok())
-            {
-                reported = n;
-                let _ = tx.send(n);
-            }
-            line.clear();
-        }
-        reported
-    });
-    for _ in 0..flushes {
-        if rx.recv().is_err() {
-            break; // the writer finished or died
-        }
-    }
-    std::thread::sleep(Duration::from_micros(rng.below(1500)));
-    // Child::kill is SIGKILL on Unix.
-    let _ = child.kill();
-    let status = child.wait().expect("waiting for the killed writer");
-    let reported = lines.join().expect("the stdout reader");
-    assert!(
-        status.success() || status.signal() == Some(9),
-        "writer {writer} failed by itself ({status}) before it was killed"
-    );
-    reported
+    let launcher = posix(&dir);
+    processes::writers_and_readers(&launcher, &launcher, &s, 2);
 }
 
 #[test]
 fn writers_killed_at_random_instants_lose_nothing_flushed() {
     const TRIALS: usize = 60;
-    let mut rng = Rng::from_env("sigkill trials");
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let root = dir.path();
     let s = Streams {
         expver: "kil1".into(),
         writers: TRIALS + 1,
@@ -199,60 +58,46 @@ fn writers_killed_at_random_instants_lose_nothing_flushed() {
         min_len: 28,
         max_len: 2048,
     };
-    let flushes = s.fields.div_ceil(s.flush_every);
-    let mut observer = Observer::new(s.clone());
-    let mut floor = vec![0; s.writers];
-    let mut stats = [0usize; 3]; // killed before any flush, mid-way, after the end
-    for t in 0..TRIALS {
-        let after = rng.below(flushes as u64 + 1) as usize;
-        let reported = kill_writer_after(root, &s, t, after, &mut rng);
-        floor[t] = reported;
-        let before: Vec<usize> = observer.seen().to_vec();
-        let fs = must(
-            FieldStore::open(posix_config(root, schema())),
-            "open after a kill",
-        );
-        let seen = observer.poll(&fs, &floor).unwrap_or_else(|e| {
-            panic!("trial {t}: writer killed after {after} flushes ({reported} fields reported flushed): {e}")
-        });
-        for w in 0..t {
-            assert_eq!(
-                seen[w], before[w],
-                "trial {t}: writer {w}, killed in an earlier trial, now shows {} fields instead of {}",
-                seen[w], before[w]
-            );
-        }
-        stats[match seen[t] {
-            0 => 0,
-            n if n == s.fields => 2,
-            _ => 1,
-        }] += 1;
-    }
-    println!(
-        "killed {TRIALS} writers: {} with nothing visible, {} part-way, {} complete",
-        stats[0], stats[1], stats[2]
+    processes::writers_killed_at_random_instants(
+        &posix(&dir),
+        &s,
+        TRIALS,
+        Duration::from_micros(1500),
     );
-    // The dataset stays writable after all those crashes.
-    let fs = must(FieldStore::open(posix_config(root, schema())), "open");
-    must(
-        s.write(&fs, TRIALS, &mut |_| ()),
-        "a writer after the crashes",
+}
+
+/// The harness's time limit: a worker that would run for a minute (a
+/// reader waiting for a field nobody writes) fails the test at the limit
+/// its launcher sets, and is killed.
+#[test]
+fn a_hung_worker_fails_the_test_at_its_time_limit() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let launcher = posix(&dir).timeout(Duration::from_secs(1));
+    let s = Streams {
+        expver: "hng1".into(),
+        writers: 1,
+        fields: 1,
+        flush_every: 1,
+        min_len: 28,
+        max_len: 28,
+    };
+    let mut flags = processes::streams_args(&s);
+    flags.push(("until-fields", "1".into()));
+    flags.push(("timeout-secs", "60".into()));
+    let reader = launcher.spawn("the reader", "read", &flags);
+    let start = std::time::Instant::now();
+    let failure = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| reader.finish()))
+        .expect_err("finish returns only once the worker exits");
+    let message = failure
+        .downcast_ref::<String>()
+        .expect("a panic with a message");
+    assert!(
+        message.starts_with("the reader did not finish within its time limit of 1s: killed it"),
+        "{message}"
     );
-    floor[TRIALS] = s.fields;
-    let seen = observer
-        .poll(
-            &must(FieldStore::open(posix_config(root, schema())), "open"),
-            &floor,
-        )
-        .unwrap_or_else(|e| panic!("after the last writer: {e}"));
-    assert_eq!(seen[TRIALS], s.fields, "the writer after the crashes");
-    // Finally every visible field once more, read afresh by a new reader.
-    let fs = must(FieldStore::open(posix_config(root, schema())), "open");
-    let again = Observer::new(s.clone())
-        .poll(&fs, &floor)
-        .unwrap_or_else(|e| panic!("a fresh reader at the end: {e}"));
-    assert_eq!(
-        again, seen,
-        "a fresh reader sees what the long-lived one saw"
+    assert!(
+        start.elapsed() < Duration::from_secs(30),
+        "the time limit took {:?}",
+        start.elapsed()
     );
 }

@@ -1,0 +1,160 @@
+//! The multi-process scenarios every backend runs (clauses 7 and 8 of the
+//! contract with real processes).
+
+use std::time::Duration;
+
+use super::{release_together, streams_args, Launcher, READER_TIMEOUT_SECS};
+use crate::rng::Rng;
+use crate::streams::{Observer, Streams};
+use crate::support::must;
+
+/// `s.writers` writer processes archive the workload `s` into one dataset
+/// while `readers` reader processes poll list and retrieve, all released
+/// together once their stores are open: every flushed field is found with
+/// its bytes, none is ever partial, none lost ([`Observer`]'s rules, in
+/// every reader at every poll).
+///
+/// Writers are started by `writers` and readers by `readers` (the same
+/// launcher, or one with other environment settings). Checks that every
+/// writer succeeded and reported all its fields flushed, that every reader
+/// saw them all within [`READER_TIMEOUT_SECS`] without breaking a rule,
+/// and finally, in this process, that a fresh reader sees every field.
+///
+/// # Panics
+/// On any broken rule, with what it saw.
+pub fn writers_and_readers(
+    readers: &Launcher,
+    writers: &Launcher,
+    s: &Streams,
+    reader_count: usize,
+) {
+    let total = s.writers * s.fields;
+    let mut reader_flags = streams_args(s);
+    reader_flags.push(("until-fields", total.to_string()));
+    reader_flags.push(("timeout-secs", READER_TIMEOUT_SECS.to_string()));
+    let mut reading: Vec<_> = (0..reader_count)
+        .map(|r| readers.spawn_held(format!("reader {r}"), "read", &reader_flags))
+        .collect();
+    let mut writing: Vec<_> = (0..s.writers)
+        .map(|w| {
+            let mut flags = streams_args(s);
+            flags.push(("writer", w.to_string()));
+            writers.spawn_held(format!("writer {w}"), "write", &flags)
+        })
+        .collect();
+    release_together(reading.iter_mut().chain(writing.iter_mut()));
+    for (w, child) in writing.into_iter().enumerate() {
+        let f = child.finish();
+        let (status, out, err) = (f.status, f.out, f.err);
+        assert!(status.success(), "writer {w} failed ({status}): {err}");
+        assert_eq!(
+            super::last_flushed(&out),
+            s.fields,
+            "writer {w} did not report all its fields flushed: {out}"
+        );
+        assert!(out.ends_with("done\n"), "writer {w}'s output: {out}");
+    }
+    for (r, child) in reading.into_iter().enumerate() {
+        let f = child.finish();
+        assert!(
+            f.status.success(),
+            "reader {r} found a violation or timed out ({}):\n{}",
+            f.status,
+            f.err
+        );
+        println!("reader {r}: {}", f.out.trim());
+    }
+    let fs = must(readers.open(), "open");
+    let all = vec![s.fields; s.writers];
+    let seen = Observer::new(s.clone())
+        .poll(&fs, &all)
+        .unwrap_or_else(|e| panic!("after all processes finished: {e}"));
+    assert_eq!(seen, all, "fields visible per writer at the end");
+}
+
+/// `trials` writer processes, one after the other, each SIGKILLed at a
+/// random instant into one dataset: after a random number of its flushes
+/// (0 to all of them) and a random further delay below `max_delay`
+/// ([`super::Worker::kill_after_flushes`]). The seed is printed and
+/// repeatable ([`Rng::from_env`], "sigkill trials"). `s.writers` must be
+/// `trials + 1`: writer `t` is trial `t`'s, the last writes after them all.
+///
+/// After each kill, a reader in this process that has watched every trial
+/// checks that nothing partial or corrupt is visible, that everything the
+/// writer reported flushed is readable, and that the writers of earlier
+/// trials still show exactly what they showed. Then a writer in this
+/// process writes all its fields (the dataset stays writable after the
+/// crashes), and a fresh reader sees what the long-lived one saw.
+///
+/// # Panics
+/// On any broken rule, with the trial, the seed having been printed.
+pub fn writers_killed_at_random_instants(
+    launcher: &Launcher,
+    s: &Streams,
+    trials: usize,
+    max_delay: Duration,
+) {
+    assert_eq!(
+        s.writers,
+        trials + 1,
+        "a writer per trial and one after them"
+    );
+    let mut rng = Rng::from_env("sigkill trials");
+    let max_delay_us = u64::try_from(max_delay.as_micros())
+        .unwrap_or(u64::MAX)
+        .max(1);
+    let flushes = s.fields.div_ceil(s.flush_every);
+    let mut observer = Observer::new(s.clone());
+    let mut floor = vec![0; s.writers];
+    let mut stats = [0usize; 3]; // killed before any flush, mid-way, after the end
+    for t in 0..trials {
+        let after = rng.below(flushes as u64 + 1) as usize;
+        let mut flags = streams_args(s);
+        flags.push(("writer", t.to_string()));
+        let writer = launcher.spawn(format!("writer {t}"), "write", &flags);
+        let reported =
+            writer.kill_after_flushes(after, Duration::from_micros(rng.below(max_delay_us)));
+        floor[t] = reported;
+        let before: Vec<usize> = observer.seen().to_vec();
+        let fs = must(launcher.open(), "open after a kill");
+        let seen = observer.poll(&fs, &floor).unwrap_or_else(|e| {
+            panic!("trial {t}: writer killed after {after} flushes ({reported} fields reported flushed): {e}")
+        });
+        for w in 0..t {
+            assert_eq!(
+                seen[w], before[w],
+                "trial {t}: writer {w}, killed in an earlier trial, now shows {} fields instead of {}",
+                seen[w], before[w]
+            );
+        }
+        stats[match seen[t] {
+            0 => 0,
+            n if n == s.fields => 2,
+            _ => 1,
+        }] += 1;
+    }
+    println!(
+        "killed {trials} writers: {} with nothing visible, {} part-way, {} complete",
+        stats[0], stats[1], stats[2]
+    );
+    // The dataset stays writable after all those crashes.
+    let fs = must(launcher.open(), "open");
+    must(
+        s.write(&fs, trials, &mut |_| ()),
+        "a writer after the crashes",
+    );
+    floor[trials] = s.fields;
+    let seen = observer
+        .poll(&must(launcher.open(), "open"), &floor)
+        .unwrap_or_else(|e| panic!("after the last writer: {e}"));
+    assert_eq!(seen[trials], s.fields, "the writer after the crashes");
+    // Finally every visible field once more, read afresh by a new reader.
+    let fs = must(launcher.open(), "open");
+    let again = Observer::new(s.clone())
+        .poll(&fs, &floor)
+        .unwrap_or_else(|e| panic!("a fresh reader at the end: {e}"));
+    assert_eq!(
+        again, seen,
+        "a fresh reader sees what the long-lived one saw"
+    );
+}

@@ -1,0 +1,298 @@
+//! The worker side of the multi-process tests: one writer, reader, wipe,
+//! purge or open in a process of its own, on the store a config file names.
+//!
+//! ```text
+//! <worker> write --config F --expver E --writer I --writers W --fields N --flush-every K [--min-len A] [--max-len B]
+//! <worker> read  --config F --expver E --writers W --fields N --flush-every K --until-fields M [--timeout-secs T]
+//! <worker> wipe  --config F --request Q [--unsafe 1]
+//! <worker> purge --config F --request Q
+//! <worker> churn-write --config F --expver E --writer I --per-round K --stop FILE
+//! <worker> churn-read  --config F --expver E --per-round K --stop FILE
+//! <worker> open  --config F
+//! ```
+//!
+//! `--config F` is an FDB5-YAML config ([`super::load_config`]: any backend,
+//! always with the hammer schema); `--root R` may stand for it, meaning a
+//! POSIX store on the root `R`.
+//!
+//! `write` archives the fields of writer `I` of a [`Streams`] workload and
+//! prints `flushed <count>` after each flush returns, then `done`.
+//!
+//! `read` polls list and retrieve with one handle, checking every poll with
+//! an [`Observer`], until `M` fields are visible; it prints
+//! `polls <n> fields <m> in <time>` and exits 0. A broken rule is printed on
+//! stderr with exit status 1; a timeout (`T` seconds, default 300) gives
+//! status 2.
+//!
+//! `write` and `read` print `ready` once their store is open and then wait
+//! for a line on standard input, or its end, before they start: that is how
+//! [`super::release_together`] starts a group at one instant (with standard
+//! input `/dev/null`, they start at once).
+//!
+//! `wipe` and `purge` print `start` just before the operation (which is
+//! real: `doit`), then `done`; the SIGKILL tests kill them in between.
+//!
+//! `churn-write` and `churn-read` run the [`churn`](crate::churn) workload
+//! until the file `FILE` exists: the writer prints `flushed <round>` or
+//! `wiped <round>` per round and `done <flushed> <wiped>`; the reader checks
+//! every poll and prints `polls <n>`.
+//!
+//! `open` opens the store and prints `opened`, or `error <kind>: <message>`
+//! (the error's [`ErrorKind`](fieldstore::ErrorKind) in `Debug` form); both
+//! exit 0.
+//!
+//! Any other failure is printed on stderr with exit status 1; bad arguments
+//! give status 3.
+
+use std::collections::HashMap;
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use fieldstore::{FieldStore, Request, WipeOptions};
+
+use super::load_config;
+use crate::churn::Churn;
+use crate::streams::{Observer, Streams};
+use crate::support::{posix_config, schema};
+
+/// The usage text, printed with a bad command line.
+pub const USAGE: &str = "\
+usage: <worker> write|read --config F --expver E [--writer I] --writers W --fields N --flush-every K [--until-fields M] [--min-len A] [--max-len B] [--timeout-secs T]
+       <worker> wipe|purge --config F --request Q [--unsafe 1]
+       <worker> churn-write|churn-read --config F --expver E [--writer I] --per-round K --stop FILE
+       <worker> open --config F
+       (--root R instead of --config F: a POSIX store on the root R)";
+
+struct Args(HashMap<String, String>);
+
+impl Args {
+    fn parse(args: &[String]) -> Result<Args, String> {
+        let mut map = HashMap::new();
+        let mut it = args.iter();
+        while let Some(flag) = it.next() {
+            let name = flag
+                .strip_prefix("--")
+                .ok_or_else(|| format!("unexpected argument {flag:?}"))?;
+            let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
+            map.insert(name.to_string(), value.clone());
+        }
+        Ok(Args(map))
+    }
+
+    fn text(&self, name: &str) -> Result<String, String> {
+        self.0
+            .get(name)
+            .cloned()
+            .ok_or_else(|| format!("--{name} is required"))
+    }
+
+    fn number(&self, name: &str, default: Option<usize>) -> Result<usize, String> {
+        match self.0.get(name) {
+            Some(v) => v
+                .parse()
+                .map_err(|_| format!("--{name} {v:?} is not a number")),
+            None => default.ok_or_else(|| format!("--{name} is required")),
+        }
+    }
+}
+
+fn streams(args: &Args) -> Result<Streams, String> {
+    Ok(Streams {
+        expver: args.text("expver")?,
+        writers: args.number("writers", None)?,
+        fields: args.number("fields", None)?,
+        flush_every: args.number("flush-every", None)?.max(1),
+        min_len: args.number("min-len", Some(28))?,
+        max_len: args.number("max-len", Some(4096))?,
+    })
+}
+
+/// The store of `--config` or `--root`.
+fn open(args: &Args) -> fieldstore::Result<FieldStore> {
+    match (args.0.get("config"), args.0.get("root")) {
+        (Some(config), None) => FieldStore::open(load_config(Path::new(config))?),
+        (None, Some(root)) => FieldStore::open(posix_config(Path::new(root), schema())),
+        _ => Err(fieldstore::Error::new(
+            fieldstore::ErrorKind::InvalidInput,
+            "give one of --config and --root",
+        )),
+    }
+}
+
+fn open_or_say(args: &Args) -> Result<FieldStore, String> {
+    let what = args
+        .0
+        .get("config")
+        .map(|c| format!("the store of {c}"))
+        .or_else(|| args.0.get("root").map(|r| format!("the store at {r}")))
+        .unwrap_or_else(|| "the store".into());
+    open(args).map_err(|e| format!("opening {what}: {e}"))
+}
+
+/// Say `ready` and wait for the go: a line on stdin, or its end.
+fn ready_then_wait(out: &mut impl Write) {
+    let _ = writeln!(out, "ready");
+    let _ = out.flush();
+    let mut line = String::new();
+    let _ = std::io::stdin().lock().read_line(&mut line);
+}
+
+fn write(args: &Args) -> Result<(), String> {
+    let s = streams(args)?;
+    let writer = args.number("writer", None)?;
+    let fs = open_or_say(args)?;
+    let mut out = std::io::stdout().lock();
+    ready_then_wait(&mut out);
+    s.write(&fs, writer, &mut |n| {
+        // The test trusts this line only once flush has returned.
+        let _ = writeln!(out, "flushed {n}");
+        let _ = out.flush();
+    })
+    .map_err(|e| format!("writer {writer}: {e}"))?;
+    let _ = writeln!(out, "done");
+    Ok(())
+}
+
+fn read(args: &Args) -> Result<ExitCode, String> {
+    let s = streams(args)?;
+    let until = args.number("until-fields", None)?;
+    let timeout = Duration::from_secs(args.number("timeout-secs", Some(300))? as u64);
+    let fs = open_or_say(args)?;
+    ready_then_wait(&mut std::io::stdout().lock());
+    let floor = vec![0; s.writers];
+    let mut observer = Observer::new(s);
+    let start = Instant::now();
+    loop {
+        let seen = observer.poll(&fs, &floor)?;
+        let total: usize = seen.iter().sum();
+        if total >= until {
+            println!(
+                "polls {} fields {total} in {:.2?}",
+                observer.polls,
+                start.elapsed()
+            );
+            return Ok(ExitCode::SUCCESS);
+        }
+        if start.elapsed() > timeout {
+            eprintln!(
+                "reader: timed out after {timeout:?} with {total} of {until} fields visible ({seen:?})"
+            );
+            return Ok(ExitCode::from(2));
+        }
+        // Leave the CPU to the writers between polls.
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+fn maintenance(command: &str, args: &Args) -> Result<(), String> {
+    let fs = open_or_say(args)?;
+    let request: Request = args
+        .text("request")?
+        .parse()
+        .map_err(|e| format!("--request: {e}"))?;
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "start");
+    let _ = out.flush();
+    match command {
+        "wipe" => {
+            let options = WipeOptions {
+                doit: true,
+                unsafe_wipe_all: args.number("unsafe", Some(0))? == 1,
+            };
+            fs.wipe(&request, options).map_err(|e| e.to_string())?;
+        }
+        _ => {
+            fs.purge(&request, true).map_err(|e| e.to_string())?;
+        }
+    }
+    let _ = writeln!(out, "done");
+    Ok(())
+}
+
+fn churn(args: &Args) -> Result<Churn, String> {
+    Ok(Churn {
+        expver: args.text("expver")?,
+        per_round: args.number("per-round", None)?.max(1),
+    })
+}
+
+fn churn_write(args: &Args) -> Result<(), String> {
+    let c = churn(args)?;
+    let writer = args.number("writer", None)?;
+    let stop = PathBuf::from(args.text("stop")?);
+    let fs = open_or_say(args)?;
+    let mut out = std::io::stdout().lock();
+    let log = c
+        .write(&fs, writer, &|| stop.exists(), &mut |line| {
+            let _ = writeln!(out, "{line}");
+            let _ = out.flush();
+        })
+        .map_err(|e| format!("writer {writer}: {e}"))?;
+    let _ = writeln!(out, "done {} {}", log.flushed, log.wiped);
+    Ok(())
+}
+
+fn churn_read(args: &Args) -> Result<(), String> {
+    let c = churn(args)?;
+    let stop = PathBuf::from(args.text("stop")?);
+    let fs = open_or_say(args)?;
+    let mut polls = 0usize;
+    loop {
+        // Seen before the poll: the last poll happens after the stop.
+        let last = stop.exists();
+        c.poll(&fs).map_err(|e| format!("poll {polls}: {e}"))?;
+        polls += 1;
+        if last {
+            println!("polls {polls}");
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+fn open_only(args: &Args) {
+    match open(args) {
+        Ok(_) => println!("opened"),
+        Err(e) => println!("error {:?}: {e}", e.kind()),
+    }
+}
+
+/// Run one worker: `args` is the command and its flags, without the
+/// program's name (`["write", "--config", "f.yaml", …]`). Returns the exit
+/// status the module documentation gives; failures are described on
+/// stderr, prefixed with `name`.
+pub fn worker_main(name: &str, args: &[String]) -> ExitCode {
+    let usage = |msg: &str| {
+        eprintln!("{name}: {msg}");
+        eprintln!("{}", USAGE.replace("<worker>", name));
+        ExitCode::from(3)
+    };
+    let Some((command, rest)) = args.split_first() else {
+        return usage("missing command");
+    };
+    let args = match Args::parse(rest) {
+        Ok(a) => a,
+        Err(e) => return usage(&e),
+    };
+    let result = match command.as_str() {
+        "write" => write(&args).map(|()| ExitCode::SUCCESS),
+        "read" => read(&args),
+        "wipe" | "purge" => maintenance(command, &args).map(|()| ExitCode::SUCCESS),
+        "churn-write" => churn_write(&args).map(|()| ExitCode::SUCCESS),
+        "churn-read" => churn_read(&args).map(|()| ExitCode::SUCCESS),
+        "open" => {
+            open_only(&args);
+            Ok(ExitCode::SUCCESS)
+        }
+        other => return usage(&format!("unknown command {other:?}")),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("{name} {command}: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
