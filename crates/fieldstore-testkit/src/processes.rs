@@ -220,6 +220,10 @@ impl Launcher {
         c
     }
 
+    fn start(&self, what: String, command: &str, flags: &[(&str, String)], held: bool) -> Worker {
+        Worker::start(what, self.command(command, flags), held, self.timeout)
+    }
+
     /// Start worker `command` (described in messages as `what`); `write`
     /// and `read` start their workload at once.
     ///
@@ -231,12 +235,7 @@ impl Launcher {
         command: &str,
         flags: &[(&str, String)],
     ) -> Worker {
-        Worker::start(
-            what.into(),
-            self.command(command, flags),
-            false,
-            self.timeout,
-        )
+        self.start(what.into(), command, flags, false)
     }
 
     /// Start worker `command` held: `write` and `read` open the store, say
@@ -251,12 +250,7 @@ impl Launcher {
         command: &str,
         flags: &[(&str, String)],
     ) -> Worker {
-        Worker::start(
-            what.into(),
-            self.command(command, flags),
-            true,
-            self.timeout,
-        )
+        self.start(what.into(), command, flags, true)
     }
 }
 
