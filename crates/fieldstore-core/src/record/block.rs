@@ -28,7 +28,7 @@
 //! Invariants:
 //! - Every entry of a block has the keywords of its first entry, in the
 //!   same order; a block of no entries has no keywords. Callers group
-//!   entries by keyword list before [`encode`].
+//!   entries by keyword list before [`encode`] (see [`super::pending`]).
 //! - Units are numbered in order of first use by the entries; a unit is
 //!   named once.
 //! - Within a block a later entry for the same element key is newer;
