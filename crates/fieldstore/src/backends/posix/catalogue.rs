@@ -25,6 +25,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use fieldstore_core::maintenance::{locked, wiped_while_writing, Item};
 use fieldstore_core::record::block::{self, BlockFormat, ValueLen};
+use fieldstore_core::record::pending::PendingEntries;
 use fieldstore_core::{
     CollocationKey, Control, DatasetKey, ElementKey, Error, ErrorKind, FieldLocation, Locks,
     Operation, Result, Schema,
@@ -177,8 +178,7 @@ impl Catalogue for TocCatalogue {
             toc,
             toc_path,
             index: None,
-            pending: Vec::new(),
-            positions: HashMap::new(),
+            pending: PendingEntries::new(),
         }))
     }
 
@@ -379,9 +379,8 @@ struct TocWriter {
     toc: File,
     toc_path: PathBuf,
     index: Option<IndexFile>,
-    /// Pending entries per collocation, in first-insert order.
-    pending: Vec<(CollocationKey, Vec<(ElementKey, FieldLocation)>)>,
-    positions: HashMap<CollocationKey, usize>,
+    /// Entries since the last flush.
+    pending: PendingEntries,
 }
 
 impl TocWriter {
@@ -431,16 +430,7 @@ impl CatalogueWriter for TocWriter {
         element: &ElementKey,
         location: &FieldLocation,
     ) -> Result<()> {
-        let i = match self.positions.get(collocation) {
-            Some(&i) => i,
-            None => {
-                self.pending.push((collocation.clone(), Vec::new()));
-                self.positions
-                    .insert(collocation.clone(), self.pending.len() - 1);
-                self.pending.len() - 1
-            }
-        };
-        self.pending[i].1.push((element.clone(), location.clone()));
+        self.pending.insert(collocation, element, location);
         Ok(())
     }
 
@@ -459,30 +449,19 @@ impl CatalogueWriter for TocWriter {
 
 impl TocWriter {
     fn flush_pending(&mut self) -> Result<()> {
-        let pending = std::mem::take(&mut self.pending);
-        self.positions.clear();
+        let pending = self.pending.take();
         if layout::read_control(&self.dir)?.contains(Operation::Archive) {
             return Err(locked(&self.key, Operation::Archive));
         }
-        // Blocks: one per collocation and keyword list.
+        // Blocks: per collocation, runs of one keyword list.
         let mut blocks = Vec::new();
         let mut described = Vec::new();
-        for (collocation, entries) in &pending {
-            let mut start = 0;
-            while start < entries.len() {
-                let kws: Vec<&str> = entries[start].0.keywords().collect();
-                let mut end = start + 1;
-                while end < entries.len() && entries[end].0.keywords().eq(kws.iter().copied()) {
-                    end += 1;
-                }
-                let (payload, axes) =
-                    block::encode(&DataFiles(&self.abs_dir), collocation, &entries[start..end]);
-                let mut framed = Vec::new();
-                format::FRAMING.frame(&mut framed, format::BLOCK, &payload);
-                blocks.push(framed);
-                described.push((collocation.clone(), axes, (end - start) as u32));
-                start = end;
-            }
+        for (collocation, entries) in pending.groups() {
+            let (payload, axes) = block::encode(&DataFiles(&self.abs_dir), collocation, entries);
+            let mut framed = Vec::new();
+            format::FRAMING.frame(&mut framed, format::BLOCK, &payload);
+            blocks.push(framed);
+            described.push((collocation.clone(), axes, entries.len() as u32));
         }
         // 2. Index blocks, one write, synced.
         let idx = self.index_file()?;
