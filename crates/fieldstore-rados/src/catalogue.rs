@@ -26,6 +26,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use fieldstore_core::maintenance::{locked, wiped_while_writing, Item, ItemKind};
 use fieldstore_core::record::block::{self, BlockFormat, ValueLen};
+use fieldstore_core::record::pending::PendingEntries;
 use fieldstore_core::{
     Axes, Catalogue, CatalogueWriter, CollocationInfo, CollocationKey, Control, DatasetKey,
     DatasetReader, ElementKey, Error, ErrorKind, FieldLocation, Key, Locks, Operation, Result,
@@ -379,8 +380,7 @@ impl Catalogue for RadosCatalogue {
             since_stat: 0,
             writer: naming::writer_id(),
             flushes: 0,
-            pending: Vec::new(),
-            positions: HashMap::new(),
+            pending: PendingEntries::new(),
         }))
     }
 
@@ -668,9 +668,8 @@ struct RadosCatalogueWriter {
     since_stat: u32,
     writer: String,
     flushes: u64,
-    /// Pending entries per collocation, in first-insert order.
-    pending: Vec<(CollocationKey, Vec<(ElementKey, FieldLocation)>)>,
-    positions: HashMap<CollocationKey, usize>,
+    /// Entries since the last flush.
+    pending: PendingEntries,
 }
 
 /// The index blocks of this backend: values with a `u32` length, units
@@ -827,16 +826,7 @@ impl CatalogueWriter for RadosCatalogueWriter {
         element: &ElementKey,
         location: &FieldLocation,
     ) -> Result<()> {
-        let i = match self.positions.get(collocation) {
-            Some(&i) => i,
-            None => {
-                self.pending.push((collocation.clone(), Vec::new()));
-                self.positions
-                    .insert(collocation.clone(), self.pending.len() - 1);
-                self.pending.len() - 1
-            }
-        };
-        self.pending[i].1.push((element.clone(), location.clone()));
+        self.pending.insert(collocation, element, location);
         Ok(())
     }
 
@@ -844,8 +834,7 @@ impl CatalogueWriter for RadosCatalogueWriter {
         if self.pending.is_empty() {
             return Ok(());
         }
-        let pending = std::mem::take(&mut self.pending);
-        self.positions.clear();
+        let pending = self.pending.take();
         self.flushes += 1;
         // Blocks: per collocation, runs of one keyword list, at most
         // BLOCK_ENTRIES entries each.
@@ -859,34 +848,22 @@ impl CatalogueWriter for RadosCatalogueWriter {
         );
         record.str(&self.writer);
         let mut described = Enc::default();
-        for (collocation, entries) in &pending {
-            let mut start = 0;
-            while start < entries.len() {
-                let first = &entries[start].0;
-                let mut end = start + 1;
-                while end < entries.len()
-                    && end - start < BLOCK_ENTRIES
-                    && entries[end].0.keywords().eq(first.keywords())
-                {
-                    end += 1;
+        for (collocation, entries) in pending.groups_at_most(BLOCK_ENTRIES) {
+            let (payload, axes) = block::encode(&Blocks, collocation, entries);
+            let framed = format::FRAMING.framed(format::BLOCK, &payload);
+            let key = format!("{}.{:08}.{:05}", self.writer, self.flushes, blocks.len());
+            described.str(&key);
+            described.u32(entries.len() as u32);
+            described.str(&collocation.to_string());
+            described.u32(axes.len() as u32);
+            for (kw, values) in &axes {
+                described.str(kw);
+                described.u32(values.len() as u32);
+                for v in values {
+                    described.str(v);
                 }
-                let (payload, axes) = block::encode(&Blocks, collocation, &entries[start..end]);
-                let framed = format::FRAMING.framed(format::BLOCK, &payload);
-                let key = format!("{}.{:08}.{:05}", self.writer, self.flushes, blocks.len());
-                described.str(&key);
-                described.u32((end - start) as u32);
-                described.str(&collocation.to_string());
-                described.u32(axes.len() as u32);
-                for (kw, values) in &axes {
-                    described.str(kw);
-                    described.u32(values.len() as u32);
-                    for v in values {
-                        described.str(v);
-                    }
-                }
-                blocks.push((key, framed));
-                start = end;
             }
+            blocks.push((key, framed));
         }
         record.u32(blocks.len() as u32);
         record.0.extend_from_slice(&described.0);
