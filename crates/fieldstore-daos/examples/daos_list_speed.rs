@@ -3,7 +3,7 @@
 //! interleaved; and the would-be RPCs of each DAOS list.
 //!
 //! ```text
-//! cargo run --release -p fieldstore-daos --example list_speed -- [FLUSHES] [FIELDS_PER_FLUSH] [REPS]
+//! cargo run --release -p fieldstore-daos --example daos_list_speed -- [FLUSHES] [FIELDS_PER_FLUSH] [REPS]
 //! ```
 //!
 //! Both catalogues index fields of the POSIX file store (so only the
