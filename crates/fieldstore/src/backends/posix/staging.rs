@@ -516,11 +516,8 @@ fn drop_cached(file: &File, offset: u64, len: usize) {
 mod tests {
     use super::*;
 
-    /// Buffered files are preallocated ahead of the writes, and what was
-    /// not used is given back when the writer closes the file.
-    #[test]
-    fn preallocated_blocks_are_given_back_at_close() {
-        use std::os::unix::fs::MetadataExt;
+    /// A new, empty data file in a directory of its own.
+    fn new_file() -> (tempfile::TempDir, PathBuf, File) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("x.data");
         let file = OpenOptions::new()
@@ -528,6 +525,15 @@ mod tests {
             .create_new(true)
             .open(&path)
             .unwrap();
+        (dir, path, file)
+    }
+
+    /// Buffered files are preallocated ahead of the writes, and what was
+    /// not used is given back when the writer closes the file.
+    #[test]
+    fn preallocated_blocks_are_given_back_at_close() {
+        use std::os::unix::fs::MetadataExt;
+        let (_dir, path, file) = new_file();
         let mut s = Staging::new(&path, file, DataWrites::Buffered { drop_behind: false });
         let field = vec![7u8; 3 << 20];
         for _ in 0..3 {
@@ -566,13 +572,7 @@ mod tests {
             DataWrites::Buffered { drop_behind: true },
             DataWrites::Direct,
         ] {
-            let dir = tempfile::tempdir().unwrap();
-            let path = dir.path().join("x.data");
-            let file = OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&path)
-                .unwrap();
+            let (_dir, path, file) = new_file();
             let mut s = Staging::new(&path, file, mode);
             let direct = s.direct.is_some();
             let mut fields = Vec::new();
