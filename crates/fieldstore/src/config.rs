@@ -88,13 +88,13 @@ pub struct Config {
     pub roots: Vec<Root>,
     /// Where the configuration came from, for messages.
     pub source: String,
-    /// Backend sections (`daos:`, `rados:`), as given; each backend crate
-    /// reads its own.
+    /// Backend sections (`daos:`, `rados:`, `file:`), as given; each
+    /// backend reads its own.
     pub backends: BTreeMap<String, serde_json::Value>,
 }
 
 impl Config {
-    /// The section a backend reads (`daos`, `rados`), or null.
+    /// The section a backend reads (`daos`, `rados`, `file`), or null.
     pub fn backend(&self, name: &str) -> &serde_json::Value {
         static NULL: serde_json::Value = serde_json::Value::Null;
         self.backends.get(name).unwrap_or(&NULL)
@@ -118,6 +118,8 @@ struct RawConfig {
     daos: Option<serde_json::Value>,
     #[serde(default)]
     rados: Option<serde_json::Value>,
+    #[serde(default)]
+    file: Option<serde_json::Value>,
 }
 
 #[derive(Deserialize)]
@@ -260,6 +262,9 @@ impl Config {
         }
         if let Some(v) = raw.rados {
             backends.insert("rados".to_string(), v);
+        }
+        if let Some(v) = raw.file {
+            backends.insert("file".to_string(), v);
         }
         if (engine == Engine::Toc || store == StoreKind::File) && roots.is_empty() {
             return Err(invalid(

@@ -234,3 +234,57 @@ fn lists_read_only_the_index_blocks_their_request_needs() {
     let err = reader.retrieve(&one).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Corrupt, "{err}");
 }
+
+/// The `file:` section chooses how data files are written; a bad key or
+/// value is refused at open, naming it.
+#[test]
+fn the_file_section_chooses_how_data_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let open = |section: &str| {
+        let text = format!(
+            "engine: toc\nstore: file\n{section}spaces:\n- roots:\n  - path: {}\n",
+            dir.path().display()
+        );
+        Config::from_yaml(&text, dir.path(), "c.yaml").and_then(FieldStore::open)
+    };
+    for (section, want) in [
+        (
+            "file:\n  dataWrites: fast\n",
+            "file.dataWrites must be buffered, drop-behind or direct, not \"fast\"",
+        ),
+        (
+            "file:\n  datawrites: direct\n",
+            "file: unknown key 'datawrites' (expected dataWrites)",
+        ),
+        ("file: direct\n", "the 'file:' section must be a mapping"),
+    ] {
+        let e = open(section).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidConfig, "{section}");
+        assert_eq!(e.to_string(), want);
+    }
+    // Buffered: the data file holds exactly the field. Direct: a flush pads
+    // the file to 4 KiB, unless the file system refuses O_DIRECT.
+    for (i, (mode, sizes)) in [
+        ("buffered", &[14u64][..]),
+        ("drop-behind", &[14]),
+        ("direct", &[14, 4096]),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let fs = open(&format!("file:\n  dataWrites: {mode}\n")).unwrap();
+        let k = key(i as u32, 167);
+        fs.archive(&k, b"precious bytes").unwrap();
+        fs.flush().unwrap();
+        let loc = fs.location(&k).unwrap().unwrap();
+        let size = std::fs::metadata(loc.path()).unwrap().len();
+        assert!(sizes.contains(&size), "{mode}: data file of {size} bytes");
+        assert_eq!(
+            fs.retrieve(&req(&format!("class=od,expver=1,stream=oper,date=20231201,time=12,domain=g,type=fc,levtype=sfc,step={i},param=167")))
+                .unwrap()
+                .read_all()
+                .unwrap(),
+            b"precious bytes"
+        );
+    }
+}

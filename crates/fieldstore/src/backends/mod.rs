@@ -43,7 +43,10 @@ pub(crate) fn open(config: &Config) -> Result<(Arc<dyn Catalogue>, Arc<dyn Store
         Engine::Rados => return Err(not_built("engine 'rados'", "rados")),
     };
     let store: Arc<dyn Store> = match config.store {
-        StoreKind::File => Arc::new(posix::FileStore::open(&config.roots)?),
+        StoreKind::File => Arc::new(posix::FileStore::open(
+            &config.roots,
+            posix::DataWrites::from_config(config.backend("file"))?,
+        )?),
         StoreKind::Memory => Arc::new(memory.store()),
         #[cfg(feature = "daos")]
         StoreKind::Daos => Arc::new(fieldstore_daos::DaosStore::open(config.backend("daos"))?),

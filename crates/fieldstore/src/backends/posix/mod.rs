@@ -19,7 +19,7 @@ mod store;
 use fieldstore_core::{Error, ErrorKind, Result};
 
 pub use catalogue::{TocCatalogue, TocReader};
-pub use store::FileStore;
+pub use store::{DataWrites, FileStore};
 
 use crate::config::Root;
 

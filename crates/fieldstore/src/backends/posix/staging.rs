@@ -163,9 +163,12 @@ impl Drop for Pool {
     }
 }
 
-/// How a data file is written.
+/// How the POSIX store writes data files: the `file:` section of a
+/// config (`dataWrites: buffered | drop-behind | direct`), else the
+/// environment (`FIELDSTORE_DIRECT_IO=1`, `FIELDSTORE_DROP_BEHIND=1`), else
+/// buffered, keeping pages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum DataWrites {
+pub enum DataWrites {
     /// Through the page cache, with write-behind; `drop_behind`: pages
     /// are dropped from the cache once written back.
     Buffered {
@@ -184,7 +187,7 @@ impl DataWrites {
     /// buffered archive was as fast as direct or faster in alternating runs
     /// (docs/benchmarks.md, "Latest results" and "Direct or buffered data
     /// writes").
-    pub(crate) fn from_env() -> DataWrites {
+    pub fn from_env() -> DataWrites {
         let on = |name: &str| std::env::var_os(name).is_some_and(|v| v == "1");
         if on("FIELDSTORE_DIRECT_IO") {
             DataWrites::Direct
@@ -192,6 +195,40 @@ impl DataWrites {
             DataWrites::Buffered {
                 drop_behind: on("FIELDSTORE_DROP_BEHIND"),
             }
+        }
+    }
+
+    /// From a config's `file:` section (`null` when there is none): its
+    /// `dataWrites` key if given, else [`DataWrites::from_env`].
+    ///
+    /// # Errors
+    /// `InvalidConfig` naming an unknown key or value.
+    pub fn from_config(section: &serde_json::Value) -> Result<DataWrites> {
+        use fieldstore_core::ErrorKind;
+        use serde_json::Value;
+        let invalid = |m: String| Error::new(ErrorKind::InvalidConfig, m);
+        let map = match section {
+            Value::Null => return Ok(DataWrites::from_env()),
+            Value::Object(m) => m,
+            _ => return Err(invalid("the 'file:' section must be a mapping".to_string())),
+        };
+        if let Some(k) = map.keys().find(|k| *k != "dataWrites") {
+            return Err(invalid(format!(
+                "file: unknown key '{k}' (expected dataWrites)"
+            )));
+        }
+        match map.get("dataWrites") {
+            None | Some(Value::Null) => Ok(DataWrites::from_env()),
+            Some(Value::String(v)) if v == "buffered" => {
+                Ok(DataWrites::Buffered { drop_behind: false })
+            }
+            Some(Value::String(v)) if v == "drop-behind" => {
+                Ok(DataWrites::Buffered { drop_behind: true })
+            }
+            Some(Value::String(v)) if v == "direct" => Ok(DataWrites::Direct),
+            Some(other) => Err(invalid(format!(
+                "file.dataWrites must be buffered, drop-behind or direct, not {other}"
+            ))),
         }
     }
 }

@@ -18,7 +18,8 @@ use fieldstore_core::maintenance::{Item, ItemKind, Removed, Unit, UnitState};
 use fieldstore_core::{CollocationKey, DatasetKey, Error, FieldLocation, Result};
 
 use super::layout::{self, FileKind};
-use super::staging::{DataWrites, Staging};
+pub use super::staging::DataWrites;
+use super::staging::Staging;
 use crate::config::Root;
 use crate::store::{Store, StoreWriter};
 
@@ -34,6 +35,8 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 pub struct FileStore {
     roots: Vec<Root>,
     open: Mutex<HashMap<PathBuf, Arc<File>>>,
+    /// How writers write data files.
+    writes: DataWrites,
 }
 
 impl FileStore {
@@ -41,11 +44,12 @@ impl FileStore {
     ///
     /// # Errors
     /// `NotFound` if no root exists.
-    pub fn open(roots: &[Root]) -> Result<FileStore> {
+    pub fn open(roots: &[Root], writes: DataWrites) -> Result<FileStore> {
         super::check_roots(roots)?;
         Ok(FileStore {
             roots: roots.to_vec(),
             open: Mutex::new(HashMap::new()),
+            writes,
         })
     }
 
@@ -226,6 +230,7 @@ impl Store for FileStore {
         let dir = layout::dataset_dir_for_write(&self.roots, dataset)?;
         Ok(Box::new(FileStoreWriter {
             dir,
+            writes: self.writes,
             uri: Arc::from(""),
             data: None,
             unsynced: false,
@@ -314,6 +319,7 @@ impl FileStore {
 /// One writer's data file in one dataset.
 struct FileStoreWriter {
     dir: PathBuf,
+    writes: DataWrites,
     uri: Arc<str>,
     /// Created on the first archive.
     data: Option<Staging>,
@@ -340,7 +346,7 @@ impl FileStoreWriter {
             };
             let abs = std::path::absolute(&path).map_err(|e| Error::io(path.display(), e))?;
             self.uri = Arc::from(format!("file://{}", abs.display()));
-            self.data = Some(Staging::new(&path, f, DataWrites::from_env()));
+            self.data = Some(Staging::new(&path, f, self.writes));
             self.new_file = true;
         }
         self.data
