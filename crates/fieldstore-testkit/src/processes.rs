@@ -21,10 +21,10 @@
 //! - a [`Worker`] is killed and reaped when dropped, so a failing test
 //!   leaves no process behind;
 //! - every wait on a worker ([`Worker::wait_for_line`], [`Worker::finish`],
-//!   [`Worker::kill_after_flushes`], [`release_together`]) ends at the
-//!   worker's deadline ([`Launcher::timeout`] after it was started,
-//!   [`DEFAULT_TIMEOUT`] unless set): past it the worker is killed and the
-//!   test panics with what it had printed;
+//!   [`Worker::kill_after_flushes`], [`Worker::kill`], [`release_together`])
+//!   ends at the worker's deadline ([`Launcher::timeout`] after it was
+//!   started, [`DEFAULT_TIMEOUT`] unless set): past it the worker is killed
+//!   and the test panics with what it had printed;
 //! - [`release_together`] starts a group's workloads only when every member
 //!   has opened its store, so start-up (exec, connecting to a cluster) does
 //!   not stagger them;
@@ -461,6 +461,37 @@ impl Worker {
             self.out.push_str(&piece);
         }
         std::thread::sleep(delay);
+        let status = self.kill_and_drain(|piece| {
+            count(piece, &mut reported);
+        });
+        let err = self.take_stderr();
+        assert!(
+            status.success() || status.signal() == Some(9),
+            "{} failed by itself ({status}) before it was killed: {err}",
+            self.what
+        );
+        reported
+    }
+
+    /// SIGKILL the worker now (unless it has exited) and reap it: its exit
+    /// status (SIGKILL, or its own) and all it printed, the last line
+    /// perhaps cut short.
+    ///
+    /// # Panics
+    /// If its output does not end by its deadline.
+    pub fn kill(mut self) -> Finished {
+        let status = self.kill_and_drain(|_| ());
+        let err = self.take_stderr();
+        Finished {
+            status,
+            out: std::mem::take(&mut self.out),
+            err,
+        }
+    }
+
+    /// SIGKILL and reap the worker, then read the rest of its stdout,
+    /// giving each piece to `each`.
+    fn kill_and_drain(&mut self, mut each: impl FnMut(&str)) -> ExitStatus {
         // Child::kill is SIGKILL on Unix.
         let _ = self.child.kill();
         let status = self
@@ -470,16 +501,10 @@ impl Worker {
         self.reaped = true;
         // Stdout ends with the process (the pipe's only writer).
         while let Some(piece) = self.next_piece("close its output") {
-            count(&piece, &mut reported);
+            each(&piece);
             self.out.push_str(&piece);
         }
-        let err = self.take_stderr();
-        assert!(
-            status.success() || status.signal() == Some(9),
-            "{} failed by itself ({status}) before it was killed: {err}",
-            self.what
-        );
-        reported
+        status
     }
 }
 
