@@ -10,19 +10,16 @@
 //!   the job, leaving nothing behind.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read};
 use std::os::unix::process::ExitStatusExt;
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use fieldstore::{FieldStore, Level, ListOptions, WipeOptions};
 use fieldstore_testkit::churn::Churn;
 use fieldstore_testkit::payload;
+use fieldstore_testkit::processes::{self, Launcher, Worker};
 use fieldstore_testkit::rng::Rng;
-use fieldstore_testkit::support::{
-    archive_payload, list, must, posix_config, request, schema, Spec,
-};
+use fieldstore_testkit::support::{archive_payload, list, must, request, Spec};
 
 const WORKER: &str = env!("CARGO_BIN_EXE_fieldstore-testkit-worker");
 
@@ -35,41 +32,20 @@ fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-fn open(root: &Path) -> FieldStore {
-    must(FieldStore::open(posix_config(root, schema())), "open")
+/// A POSIX store on a fresh root (`dir/root`, returned), its config in
+/// `dir`.
+fn posix(dir: &tempfile::TempDir) -> (Launcher, PathBuf) {
+    let root = dir.path().join("root");
+    std::fs::create_dir(&root).expect("the root");
+    let config = processes::write_config(
+        dir.path().join("config.yaml"),
+        &processes::posix_yaml(&root),
+    );
+    (Launcher::new(WORKER, config), root)
 }
 
-fn spawn(args: &[&str], root: &Path) -> Child {
-    Command::new(WORKER)
-        .args(args)
-        .arg("--root")
-        .arg(root)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("starting {WORKER} {args:?}: {e}"))
-}
-
-fn finish(mut child: Child, what: &str) -> (std::process::ExitStatus, String, String) {
-    let mut out = String::new();
-    let mut err = String::new();
-    let mut stderr = child.stderr.take().expect("piped stderr");
-    let t = std::thread::spawn(move || {
-        let mut e = String::new();
-        let _ = stderr.read_to_string(&mut e);
-        e
-    });
-    if let Some(mut stdout) = child.stdout.take() {
-        stdout
-            .read_to_string(&mut out)
-            .unwrap_or_else(|e| panic!("reading the output of {what}: {e}"));
-    }
-    err.push_str(&t.join().expect("stderr reader"));
-    let status = child
-        .wait()
-        .unwrap_or_else(|e| panic!("waiting for {what}: {e}"));
-    (status, out, err)
+fn open(launcher: &Launcher) -> FieldStore {
+    must(launcher.open(), "open")
 }
 
 /// Names in `root` starting with `prefix`.
@@ -105,52 +81,30 @@ fn wipes_while_two_writers_and_two_readers_run() {
     let _serial = one_at_a_time();
     const WIPES: usize = 5;
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let root = dir.path();
+    let (launcher, root) = posix(&dir);
     let stop = root.join("stop");
     let c = Churn {
         expver: "chr1".into(),
         per_round: 8,
     };
-    let per_round = c.per_round.to_string();
-    let stop_arg = stop.to_string_lossy().into_owned();
-    let writers: Vec<Child> = (0..2)
+    let flags = vec![
+        ("expver", c.expver.clone()),
+        ("per-round", c.per_round.to_string()),
+        ("stop", stop.to_string_lossy().into_owned()),
+    ];
+    let writers: Vec<Worker> = (0..2)
         .map(|w| {
-            let w = w.to_string();
-            spawn(
-                &[
-                    "churn-write",
-                    "--expver",
-                    &c.expver,
-                    "--writer",
-                    &w,
-                    "--per-round",
-                    &per_round,
-                    "--stop",
-                    &stop_arg,
-                ],
-                root,
-            )
+            let mut flags = flags.clone();
+            flags.push(("writer", w.to_string()));
+            launcher.spawn(format!("writer {w}"), "churn-write", &flags)
         })
         .collect();
-    let readers: Vec<Child> = (0..2)
-        .map(|_| {
-            spawn(
-                &[
-                    "churn-read",
-                    "--expver",
-                    &c.expver,
-                    "--per-round",
-                    &per_round,
-                    "--stop",
-                    &stop_arg,
-                ],
-                root,
-            )
-        })
+    let readers: Vec<Worker> = (0..2)
+        .map(|r| launcher.spawn(format!("reader {r}"), "churn-read", &flags))
         .collect();
     // Wipe whenever the dataset holds something written since the last
     // wipe, WIPES times, while everybody runs.
-    let fs = open(root);
+    let fs = open(&launcher);
     let doit = WipeOptions {
         doit: true,
         unsafe_wipe_all: false,
@@ -172,7 +126,8 @@ fn wipes_while_two_writers_and_two_readers_run() {
     let mut flushed = 0;
     let mut refused = 0;
     for (w, child) in writers.into_iter().enumerate() {
-        let (status, out, err) = finish(child, &format!("writer {w}"));
+        let f = child.finish();
+        let (status, out, err) = (f.status, f.out, f.err);
         assert!(status.success(), "writer {w} failed ({status}): {err}");
         let last = out.lines().last().unwrap_or_default();
         let mut parts = last.split(' ').skip(1).map(|n| n.parse::<usize>().ok());
@@ -185,7 +140,8 @@ fn wipes_while_two_writers_and_two_readers_run() {
         }
     }
     for (r, child) in readers.into_iter().enumerate() {
-        let (status, out, err) = finish(child, &format!("reader {r}"));
+        let f = child.finish();
+        let (status, out, err) = (f.status, f.out, f.err);
         assert!(
             status.success(),
             "reader {r} saw a broken rule ({status}):\n{err}"
@@ -200,17 +156,17 @@ fn wipes_while_two_writers_and_two_readers_run() {
     // The end state obeys the same rules, seen afresh, and no tombstone
     // is left.
     let seen = c
-        .poll(&open(root))
+        .poll(&open(&launcher))
         .unwrap_or_else(|e| panic!("a fresh reader at the end: {e}"));
     println!("left at the end: {seen:?}");
-    assert_eq!(leftovers(root, ".wiped."), Vec::<String>::new());
+    assert_eq!(leftovers(&root, ".wiped."), Vec::<String>::new());
 }
 
 /// A dataset of `handles` writers, two fields each, in family `x`.
-fn populate(root: &Path, x: &str, handles: u32, version: u32) -> usize {
+fn populate(launcher: &Launcher, x: &str, handles: u32, version: u32) -> usize {
     let mut n = 0;
     for h in 0..handles {
-        let fs = open(root);
+        let fs = open(launcher);
         for param in [130, 131] {
             let spec = Spec {
                 date: 20240101,
@@ -255,22 +211,23 @@ fn read_all(fs: &FieldStore, x: &str) -> (usize, BTreeMap<u32, usize>) {
 
 /// Start a maintenance worker, wait for it to begin, let it run a random
 /// while, SIGKILL it. Whether it finished.
-fn kill_during(command: &str, root: &Path, req: &str, rng: &mut Rng) -> bool {
-    let mut child = spawn(&[command, "--request", req], root);
-    let stdout = child.stdout.take().expect("piped stdout");
-    let mut lines = BufReader::new(stdout).lines();
-    match lines.next() {
-        Some(Ok(l)) if l == "start" => {}
-        other => {
-            let (_, _, err) = finish(child, command);
-            panic!("{command} did not start: {other:?} {err}");
-        }
-    }
+fn kill_during(command: &str, launcher: &Launcher, req: &str, rng: &mut Rng) -> bool {
+    let mut worker = launcher.spawn(command, command, &[("request", req.to_string())]);
+    worker.wait_for_line("start");
     std::thread::sleep(Duration::from_micros(rng.below(4000)));
-    let _ = child.kill();
-    let rest: Vec<String> = lines.map_while(|l| l.ok()).collect();
-    let status = child.wait().expect("waiting for the killed worker");
-    let done = rest.iter().any(|l| l == "done");
+    let f = worker.kill();
+    let status = f.status;
+    // The output keeps any lines before `start` too: besides `start`, the
+    // worker prints only `done` (perhaps cut short by the kill), after it.
+    assert!(
+        f.out
+            .lines()
+            .all(|l| !l.is_empty() && "done".starts_with(l)),
+        "{command} did not start: {:?} {}",
+        f.out,
+        f.err
+    );
+    let done = f.out.lines().any(|l| l == "done");
     assert!(
         status.success() || status.signal() == Some(9),
         "{command} failed by itself ({status})"
@@ -285,15 +242,15 @@ fn wipe_killed_at_random_instants_is_finished_by_the_next() {
     const HANDLES: u32 = 12;
     let mut rng = Rng::from_env("wipe sigkill trials");
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let root = dir.path();
-    let keep = populate(root, "kept", 2, 1);
+    let (launcher, root) = posix(&dir);
+    let keep = populate(&launcher, "kept", 2, 1);
     let mut outcomes = [0usize; 3]; // untouched, hidden (interrupted), finished
     for t in 0..TRIALS {
         let x = format!("k{t:03}");
-        let n = populate(root, &x, HANDLES, 1);
+        let n = populate(&launcher, &x, HANDLES, 1);
         let req = format!("class=od,expver={x}");
-        let finished = kill_during("wipe", root, &req, &mut rng);
-        let fs = open(root);
+        let finished = kill_during("wipe", &launcher, &req, &mut rng);
+        let fs = open(&launcher);
         // Whole or not at all, at every depth.
         let (seen, _) = read_all(&fs, &x);
         let datasets = list(&fs, &request(&req), Level::Dataset, false).len();
@@ -315,17 +272,17 @@ fn wipe_killed_at_random_instants_is_finished_by_the_next() {
         };
         must(fs.wipe(&request(&req), doit), "the wipe after the kill");
         assert_eq!(
-            read_all(&open(root), &x).0,
+            read_all(&open(&launcher), &x).0,
             0,
             "trial {t}: after the second wipe"
         );
         assert_eq!(
-            must(open(root).status(&request(&req)), "status"),
+            must(open(&launcher).status(&request(&req)), "status"),
             vec![],
             "trial {t}: nothing left to report"
         );
         assert_eq!(
-            leftovers(root, ".wiped."),
+            leftovers(&root, ".wiped."),
             Vec::<String>::new(),
             "trial {t}"
         );
@@ -348,16 +305,16 @@ fn purge_killed_at_random_instants_is_finished_by_the_next() {
     const HANDLES: u32 = 10;
     let mut rng = Rng::from_env("purge sigkill trials");
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let root = dir.path();
+    let (launcher, root) = posix(&dir);
     let mut outcomes = [0usize; 3]; // nothing removed, some, finished
     for t in 0..TRIALS {
         let x = format!("p{t:03}");
         // Version 1 by some writers, all replaced by others: every file of
         // the first writers holds only replaced fields.
-        let n = populate(root, &x, HANDLES, 1);
-        populate(root, &x, HANDLES, 2);
+        let n = populate(&launcher, &x, HANDLES, 1);
+        populate(&launcher, &x, HANDLES, 2);
         let req = format!("class=od,expver={x},stream=enfo,date=20240101,time=0000");
-        let finished = kill_during("purge", root, &req, &mut rng);
+        let finished = kill_during("purge", &launcher, &req, &mut rng);
         let dir_name = format!("od:{x}:enfo:20240101:0000");
         let data_files = || {
             std::fs::read_dir(root.join(&dir_name))
@@ -375,7 +332,7 @@ fn purge_killed_at_random_instants_is_finished_by_the_next() {
             _ => 1,
         }] += 1;
         // Readers of the newest versions never notice.
-        let fs = open(root);
+        let fs = open(&launcher);
         assert_eq!(
             read_all(&fs, &x),
             (n, BTreeMap::from([(2, n)])),
@@ -388,7 +345,7 @@ fn purge_killed_at_random_instants_is_finished_by_the_next() {
             report.datasets.iter().all(|d| d.kept.is_empty()),
             "{report:?}"
         );
-        let fresh = open(root);
+        let fresh = open(&launcher);
         let full = must(
             fresh.list(
                 &request(&req),
