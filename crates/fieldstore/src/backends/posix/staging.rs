@@ -20,11 +20,14 @@
 //! bookkeeping (reservations, extent-status tree, quota), which was up to
 //! half of the CPU of archiving 64 KiB fields in a profile. Alternating
 //! runs: 1 MiB fields 0.29–0.34 → 0.22–0.25 CPU s/GiB, 64 KiB fields
-//! 0.39–0.40 → 0.34–0.37 (docs/benchmarks.md). The file's size is unchanged; when the writer closes the file
-//! what was not used is given back (`ftruncate` to the same size). A killed
-//! writer leaves at most one chunk allocated past the end of its file.
+//! 0.39–0.40 → 0.34–0.37 (docs/benchmarks.md). The file's size is
+//! unchanged; when the writer closes the file what was not used is given
+//! back (`ftruncate` to the same size). A killed writer leaves at most one
+//! chunk allocated past the end of its file.
 //!
-//! With `FIELDSTORE_DROP_BEHIND=1` buffered pages are also dropped from the
+//! The mode is a [`DataWrites`], from the config's `file:` section or the
+//! environment. In `drop-behind` mode (`FIELDSTORE_DROP_BEHIND=1`)
+//! buffered pages are also dropped from the
 //! page cache once written back (`POSIX_FADV_DONTNEED`), so a writer keeps
 //! reusing a few MiB of page cache instead of taking new pages for every
 //! step. On a VM whose host reclaims the guest's free memory (free page
