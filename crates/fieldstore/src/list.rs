@@ -37,12 +37,11 @@ pub struct ListElement {
 impl ListElement {
     /// The key of all levels joined, without empty values.
     pub fn full_key(&self) -> Key {
-        Key::join([
+        Key::join_present([
             self.dataset.key(),
             self.collocation.key(),
             self.element.key(),
         ])
-        .without_empty()
     }
 
     /// `fdb-list`'s line: `{dataset}{collocation}{element}`, as deep as listed.

@@ -23,12 +23,11 @@ pub struct SplitKey {
 impl SplitKey {
     /// The full key (the three levels joined), without empty values.
     pub fn full_key(&self) -> Key {
-        Key::join([
+        Key::join_present([
             self.dataset.key(),
             self.collocation.key(),
             self.element.key(),
         ])
-        .without_empty()
     }
 
     /// `fdb-list`'s form: `{dataset}{collocation}{element}`.
