@@ -322,6 +322,20 @@ impl<'a, 'w> Dec<'a, 'w> {
         }
         Ok(())
     }
+    /// Check that the whole payload of a `record` (`"FLUSH record"`,
+    /// `"index block"`) has been read.
+    ///
+    /// # Errors
+    /// `Corrupt` (`"<what>: trailing bytes in <record>"`) if it has not.
+    pub fn end_of(&self, record: &str) -> Result<()> {
+        if !self.done() {
+            return Err(Error::corrupt(format!(
+                "{}: trailing bytes in {record}",
+                (self.what)()
+            )));
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -476,6 +490,16 @@ mod tests {
         assert_eq!(k.to_string(), "class=od,levelist=");
         assert!(d.done());
         d.end().unwrap();
+        d.end_of("FLUSH record").unwrap();
+        // Bytes left over after the first value: named as trailing.
+        let mut d = Dec::new(&e.0, &w);
+        d.u8().unwrap();
+        let err = d.end_of("FLUSH record").unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Corrupt);
+        assert_eq!(
+            err.to_string(),
+            format!("{}: trailing bytes in FLUSH record", what())
+        );
     }
 
     #[test]

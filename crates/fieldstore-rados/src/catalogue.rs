@@ -1050,12 +1050,7 @@ impl RadosReader {
             }
             c.blocks.push((st.segment, key));
         }
-        if !d.done() {
-            return Err(Error::corrupt(format!(
-                "{}: trailing bytes in FLUSH record",
-                what()
-            )));
-        }
+        d.end_of("FLUSH record")?;
         Ok(())
     }
 

@@ -192,12 +192,7 @@ pub fn decode<'a, F: BlockFormat>(
         }
         entries.push((ElementKey(key), loc));
     }
-    if !d.done() {
-        return Err(Error::corrupt(format!(
-            "{}: trailing bytes in index block",
-            what()
-        )));
-    }
+    d.end_of("index block")?;
     Ok(Block {
         collocation,
         keywords,

@@ -773,12 +773,7 @@ impl TocReader {
                 },
             ));
         }
-        if !d.done() {
-            return Err(Error::corrupt(format!(
-                "{}: trailing bytes in FLUSH record",
-                what()
-            )));
-        }
+        d.end_of("FLUSH record")?;
         for (collocation, axes, block) in added {
             let c = match st.collocations.get_mut(&collocation) {
                 Some(c) => c,
@@ -808,12 +803,7 @@ impl TocReader {
         for _ in 0..d.u32()? {
             units.push(data_uri(&st.abs_dir, d.str()?));
         }
-        if !d.done() {
-            return Err(Error::corrupt(format!(
-                "{}: trailing bytes in WIPE record",
-                what()
-            )));
-        }
+        d.end_of("WIPE record")?;
         st.order.retain(|c| !gone.contains(c));
         st.collocations.retain(|c, _| !gone.contains(c));
         for u in units {
@@ -836,12 +826,7 @@ impl TocReader {
         for _ in 0..d.u32()? {
             files.push(d.str()?.to_string());
         }
-        if !d.done() {
-            return Err(Error::corrupt(format!(
-                "{}: trailing bytes in RECLAIM record",
-                what()
-            )));
-        }
+        d.end_of("RECLAIM record")?;
         let removed = Arc::make_mut(&mut st.removed);
         for u in units {
             st.pending.remove(&u);
@@ -872,12 +857,7 @@ impl TocReader {
         let mut d = Dec::new(payload, &what);
         let _timestamp = d.u64()?;
         let bits = d.u8()?;
-        if !d.done() {
-            return Err(Error::corrupt(format!(
-                "{}: trailing bytes in CONTROL record",
-                what()
-            )));
-        }
+        d.end_of("CONTROL record")?;
         st.locks = Locks::from_bits(bits);
         Ok(())
     }
