@@ -12,7 +12,7 @@ use fieldstore::{DatasetPurge, FieldStore, PurgeReport, Request, Result};
 use serde::Serialize;
 
 use crate::args::PurgeArgs;
-use crate::cmd::wipe::{amount, item_text, kept_text};
+use crate::cmd::wipe::{deletion_note, item_text, kept_text};
 use crate::context::{Context, Ui};
 
 /// Run `fieldstore purge`.
@@ -69,19 +69,7 @@ fn print(report: &PurgeReport, args: &PurgeArgs, ui: &mut Ui<'_>) -> Result<()> 
         .flat_map(|d| &d.items)
         .filter_map(|i| i.bytes)
         .sum();
-    let datasets = report.datasets.len();
-    let ds = if datasets == 1 { "dataset" } else { "datasets" };
-    if report.done {
-        ui.note(&format!(
-            "purged {datasets} {ds}: deleted {}",
-            amount(n, bytes)
-        ));
-    } else {
-        ui.note(&format!(
-            "dry run: would delete {} of {datasets} {ds}; nothing deleted (add --doit to delete)",
-            amount(n, bytes)
-        ));
-    }
+    deletion_note(ui, "purged", report.datasets.len(), n, bytes, report.done);
     Ok(())
 }
 

@@ -41,13 +41,37 @@ pub(crate) fn kept_text(k: &Kept) -> String {
 }
 
 /// `N files or objects (B bytes)`.
-pub(crate) fn amount(items: usize, bytes: u64) -> String {
+fn amount(items: usize, bytes: u64) -> String {
     let what = if items == 1 {
         "file or object"
     } else {
         "files or objects"
     };
     format!("{items} {what} ({bytes} bytes)")
+}
+
+/// The last line of a wipe or purge: what was deleted (`past`: `wiped`,
+/// `purged`), or in a dry run what would be.
+pub(crate) fn deletion_note(
+    ui: &mut Ui<'_>,
+    past: &str,
+    datasets: usize,
+    items: usize,
+    bytes: u64,
+    done: bool,
+) {
+    let ds = if datasets == 1 { "dataset" } else { "datasets" };
+    if done {
+        ui.note(&format!(
+            "{past} {datasets} {ds}: deleted {}",
+            amount(items, bytes)
+        ));
+    } else {
+        ui.note(&format!(
+            "dry run: would delete {} of {datasets} {ds}; nothing deleted (add --doit to delete)",
+            amount(items, bytes)
+        ));
+    }
 }
 
 fn header(d: &DatasetWipe) -> String {
@@ -133,19 +157,10 @@ pub(crate) fn print(report: &WipeReport, args: &WipeArgs, ui: &mut Ui<'_>) -> Re
         .filter_map(|i| i.bytes)
         .sum();
     let datasets = report.datasets.len();
-    let ds = if datasets == 1 { "dataset" } else { "datasets" };
     if datasets == 0 {
         ui.note("nothing to wipe: no dataset or collocation matches the request");
-    } else if report.done {
-        ui.note(&format!(
-            "wiped {datasets} {ds}: deleted {}",
-            amount(n, bytes)
-        ));
     } else {
-        ui.note(&format!(
-            "dry run: would delete {} of {datasets} {ds}; nothing deleted (add --doit to delete)",
-            amount(n, bytes)
-        ));
+        deletion_note(ui, "wiped", datasets, n, bytes, report.done);
     }
     Ok(())
 }
