@@ -4,21 +4,10 @@
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Barrier;
 
-use super::{expect_exactly, opened};
+use super::{expect_exactly, opened, PL};
 use crate::streams::{Observer, Streams};
 use crate::support::{archive_payload, must, Spec, Stored};
 use crate::Open;
-
-const BASE: Spec = Spec {
-    date: 20231201,
-    time: 1200,
-    ty: "pf",
-    levtype: "pl",
-    step: 0,
-    number: Some(1),
-    levelist: Some(500),
-    param: 130,
-};
 
 /// "One handle is safe to share between threads": four threads archive 50
 /// fields each through one handle; nothing is visible to another handle
@@ -36,7 +25,7 @@ pub fn shared_handle_across_threads(open: Open<'_>) {
                             let spec = Spec {
                                 number: Some(t),
                                 step: i,
-                                ..BASE
+                                ..PL
                             };
                             archive_payload(fs, &spec.key(x), 1, 30, 400)
                         })
@@ -173,11 +162,11 @@ pub fn abandoned_writer_keeps_flushed(open: Open<'_>) {
     let x = "abn1";
     let w = opened(open, "writer to abandon");
     let flushed: Vec<Stored> = (0..10)
-        .map(|step| archive_payload(&w, &Spec { step, ..BASE }.key(x), 1, 30, 3000))
+        .map(|step| archive_payload(&w, &Spec { step, ..PL }.key(x), 1, 30, 3000))
         .collect();
     must(w.flush(), "flush");
     let pending: Vec<Stored> = (10..20)
-        .map(|step| archive_payload(&w, &Spec { step, ..BASE }.key(x), 1, 30, 3000))
+        .map(|step| archive_payload(&w, &Spec { step, ..PL }.key(x), 1, 30, 3000))
         .collect();
     let _replacement = archive_payload(&w, &flushed[3].key, 2, 30, 3000);
     // Dropping would flush; a killed process does not.
@@ -196,7 +185,7 @@ pub fn abandoned_writer_keeps_flushed(open: Open<'_>) {
 
     let w2 = opened(open, "next writer");
     let later: Vec<Stored> = (10..15)
-        .map(|step| archive_payload(&w2, &Spec { step, ..BASE }.key(x), 3, 30, 3000))
+        .map(|step| archive_payload(&w2, &Spec { step, ..PL }.key(x), 3, 30, 3000))
         .collect();
     must(w2.flush(), "flush of the next writer");
     let visible: Vec<&Stored> = flushed.iter().chain(&later).collect();

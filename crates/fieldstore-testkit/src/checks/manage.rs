@@ -4,32 +4,10 @@
 use fieldstore::maintenance::{locked, wiped_while_writing};
 use fieldstore::{Control, ErrorKind, FieldStore, Level, Locks, Operation, Request, WipeOptions};
 
-use super::{expect_exactly, opened};
+use super::{expect_exactly, opened, PL, SFC};
 use crate::payload;
 use crate::support::{archive_payload, list, must, request, retrieve_one, Spec, Stored};
 use crate::Open;
-
-const PL: Spec = Spec {
-    date: 20231201,
-    time: 1200,
-    ty: "pf",
-    levtype: "pl",
-    step: 0,
-    number: Some(1),
-    levelist: Some(500),
-    param: 130,
-};
-
-const SFC: Spec = Spec {
-    date: 20231201,
-    time: 1200,
-    ty: "cf",
-    levtype: "sfc",
-    step: 0,
-    number: None,
-    levelist: None,
-    param: 167,
-};
 
 /// The dataset request of `spec`'s dataset in family `x`.
 fn dataset_request(x: &str, spec: &Spec) -> Request {

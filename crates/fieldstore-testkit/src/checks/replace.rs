@@ -5,21 +5,10 @@ use std::sync::Barrier;
 
 use fieldstore::{FieldStore, Level};
 
-use super::opened;
+use super::{opened, PL};
 use crate::payload;
 use crate::support::{archive_payload, list, must, request, retrieve, Spec, Stored};
 use crate::Open;
-
-const BASE: Spec = Spec {
-    date: 20231201,
-    time: 1200,
-    ty: "pf",
-    levtype: "pl",
-    step: 0,
-    number: Some(1),
-    levelist: Some(500),
-    param: 130,
-};
 
 /// Versions of one key seen through list with duplicates, newest first,
 /// each verified by reading its location.
@@ -62,8 +51,8 @@ pub fn replace_is_atomic(open: Open<'_>) {
     let w = opened(open, "writer");
     let w2 = opened(open, "second writer");
     let r = opened(open, "reader");
-    let key = BASE.key(x);
-    let neighbour = archive_payload(&w, &Spec { step: 6, ..BASE }.key(x), 1, 100, 2000);
+    let key = PL.key(x);
+    let neighbour = archive_payload(&w, &Spec { step: 6, ..PL }.key(x), 1, 100, 2000);
     let v1 = archive_payload(&w, &key, 1, 100, 2000);
     must(w.flush(), "flush of version 1");
     let c = v1.canonical.clone();
@@ -183,7 +172,7 @@ pub fn replace_under_concurrent_reads(open: Open<'_>) {
     let x = "rep2";
     let keys: Vec<_> = [0, 6, 12, 18]
         .iter()
-        .map(|&step| Spec { step, ..BASE }.key(x))
+        .map(|&step| Spec { step, ..PL }.key(x))
         .collect();
     let probe = opened(open, "setup");
     let canon: Vec<String> = keys

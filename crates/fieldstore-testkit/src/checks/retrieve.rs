@@ -4,22 +4,11 @@ use std::io::Read;
 
 use fieldstore::{ErrorKind, Level};
 
-use super::opened;
+use super::{opened, PL};
 use crate::support::{
     archive_payload, canonical, key, list, must, request, retrieve, retrieve_one, Spec, Stored,
 };
 use crate::Open;
-
-const BASE: Spec = Spec {
-    date: 20231201,
-    time: 1200,
-    ty: "pf",
-    levtype: "pl",
-    step: 0,
-    number: Some(1),
-    levelist: Some(500),
-    param: 130,
-};
 
 /// Clause 5: retrieving what does not exist is not an error and yields
 /// nothing: a key in a dataset that does not exist, a key missing from an
@@ -30,7 +19,7 @@ const BASE: Spec = Spec {
 pub fn retrieve_missing_is_empty(open: Open<'_>) {
     let x = "mis1";
     let fs = opened(open, "handle");
-    let absent = BASE.key(x);
+    let absent = PL.key(x);
     let nothing = must(
         fs.retrieve(&fieldstore::Request::from_key(&absent)),
         "retrieve from an empty store",
@@ -49,17 +38,17 @@ pub fn retrieve_missing_is_empty(open: Open<'_>) {
         None
     );
 
-    let stored = archive_payload(&fs, &BASE.key(x), 1, 100, 1000);
+    let stored = archive_payload(&fs, &PL.key(x), 1, 100, 1000);
     must(fs.flush(), "flush");
     let reader = opened(open, "reader");
     let missing = [
-        ("another step, same collocation", Spec { step: 6, ..BASE }),
-        ("another collocation", Spec { ty: "cf", ..BASE }),
+        ("another step, same collocation", Spec { step: 6, ..PL }),
+        ("another collocation", Spec { ty: "cf", ..PL }),
         (
             "another dataset",
             Spec {
                 date: 20231202,
-                ..BASE
+                ..PL
             },
         ),
     ];
@@ -123,7 +112,7 @@ pub fn retrieve_in_request_order(open: Open<'_>) {
                     step,
                     levelist: Some(levelist),
                     param,
-                    ..BASE
+                    ..PL
                 };
                 let k = spec.key(x);
                 let c = canonical(&fs, &k);
@@ -222,7 +211,7 @@ pub fn location_lookup(open: Open<'_>) {
     let fs = opened(open, "writer");
     let fields: Vec<Stored> = [0, 6, 12]
         .iter()
-        .map(|&step| archive_payload(&fs, &Spec { step, ..BASE }.key(x), 1, 100, 3000))
+        .map(|&step| archive_payload(&fs, &Spec { step, ..PL }.key(x), 1, 100, 3000))
         .collect();
     must(fs.flush(), "flush");
     let reader = opened(open, "reader");
@@ -292,7 +281,7 @@ pub fn location_lookup(open: Open<'_>) {
         "the replaced field's old location ({old}) no longer gives its bytes"
     );
 
-    let missing = Spec { step: 18, ..BASE }.key(x);
+    let missing = Spec { step: 18, ..PL }.key(x);
     assert_eq!(
         must(reader.location(&missing), "location of a missing key"),
         None

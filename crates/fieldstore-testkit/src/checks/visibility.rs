@@ -1,30 +1,8 @@
 //! Clauses 2 and 3: archive copies, flush makes durable and visible.
 
-use super::{expect_exactly, opened};
+use super::{expect_exactly, opened, PL, SFC};
 use crate::support::{archive_payload, must, retrieve_one, Spec, Stored};
 use crate::Open;
-
-const PL: Spec = Spec {
-    date: 20231201,
-    time: 1200,
-    ty: "pf",
-    levtype: "pl",
-    step: 0,
-    number: Some(1),
-    levelist: Some(500),
-    param: 130,
-};
-
-const SFC: Spec = Spec {
-    date: 20231201,
-    time: 1200,
-    ty: "cf",
-    levtype: "sfc",
-    step: 0,
-    number: None,
-    levelist: None,
-    param: 167,
-};
 
 /// Clauses 2–3: archived fields are invisible to other handles until the
 /// writer flushes, then visible to every handle (opened before or after,
