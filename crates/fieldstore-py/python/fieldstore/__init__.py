@@ -15,7 +15,7 @@ Code written for pyfdb runs with ``import fieldstore as pyfdb``; see the
 package's README for where the two differ.
 """
 
-from . import errors
+from . import _fdb, errors
 from ._fdb import (
     FDB,
     URI,
@@ -54,36 +54,5 @@ from .errors import (
 HAS_GRIB: bool = bool(_GRIB)
 """Whether this build can archive GRIB without an identifier."""
 
-__all__ = [
-    "FDB",
-    "FieldStore",
-    "DataHandle",
-    "ListElement",
-    "IndexAxis",
-    "URI",
-    "ControlAction",
-    "ControlIdentifier",
-    "MarsSelection",
-    "MarsIdentifier",
-    "StatusElement",
-    "WipeElement",
-    "WipeElementType",
-    "PurgeElement",
-    "StatsElement",
-    "ControlElement",
-    "HAS_GRIB",
-    "errors",
-    "FieldStoreError",
-    "InvalidInputError",
-    "InvalidConfigError",
-    "NotFoundError",
-    "PermissionDeniedError",
-    "StorageFullError",
-    "UnavailableError",
-    "CorruptDataError",
-    "LockedError",
-    "UnsupportedError",
-    "FieldStoreIOError",
-    "InternalError",
-    "__version__",
-]
+# The pyfdb names, then this package's own, then its error classes.
+__all__ = [*_fdb.__all__, "HAS_GRIB", "errors", *errors.__all__, "__version__"]
