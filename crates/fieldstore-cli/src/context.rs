@@ -122,6 +122,22 @@ pub(crate) struct Ui<'a> {
     pub(crate) out_is_terminal: bool,
 }
 
+#[cfg(test)]
+impl<'a> Ui<'a> {
+    /// A UI writing results to `out` and summaries to `err`, as the
+    /// commands' tests read them: no progress bars, not quiet, not a
+    /// terminal.
+    pub(crate) fn capture(out: &'a mut Vec<u8>, err: &'a mut Vec<u8>) -> Ui<'a> {
+        Ui {
+            out,
+            err,
+            progress: false,
+            quiet: false,
+            out_is_terminal: false,
+        }
+    }
+}
+
 impl Ui<'_> {
     /// Write a line of results.
     pub(crate) fn line(&mut self, line: &str) -> Result<()> {

@@ -62,13 +62,7 @@ mod tests {
     fn run(fs: &FieldStore, request: &str, depth: u8, json: bool) -> String {
         let mut out = Vec::new();
         let mut err = Vec::new();
-        let mut ui = Ui {
-            out: &mut out,
-            err: &mut err,
-            progress: false,
-            quiet: false,
-            out_is_terminal: false,
-        };
+        let mut ui = Ui::capture(&mut out, &mut err);
         let args = AxesArgs {
             request: None,
             depth,

@@ -120,13 +120,7 @@ mod tests {
     fn run_info(ctx: &Context, json: bool) -> String {
         let mut out = Vec::new();
         let mut err = Vec::new();
-        let mut ui = Ui {
-            out: &mut out,
-            err: &mut err,
-            progress: false,
-            quiet: false,
-            out_is_terminal: false,
-        };
+        let mut ui = Ui::capture(&mut out, &mut err);
         run(&InfoArgs { json }, ctx, &mut ui).expect("info");
         String::from_utf8(out).expect("utf-8")
     }

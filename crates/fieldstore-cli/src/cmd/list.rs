@@ -168,13 +168,7 @@ mod tests {
     fn run_list(fs: &FieldStore, request: &str, args: &ListArgs) -> String {
         let mut out = Vec::new();
         let mut err = Vec::new();
-        let mut ui = Ui {
-            out: &mut out,
-            err: &mut err,
-            progress: false,
-            quiet: false,
-            out_is_terminal: false,
-        };
+        let mut ui = Ui::capture(&mut out, &mut err);
         list(fs, &request.parse().expect("request"), args, &mut ui).expect("list");
         assert!(err.is_empty());
         String::from_utf8(out).expect("utf-8")

@@ -126,13 +126,8 @@ mod tests {
         let fs = store();
         let mut out = Vec::new();
         let mut err = Vec::new();
-        let mut ui = Ui {
-            out: &mut out,
-            err: &mut err,
-            progress: false,
-            quiet: false,
-            out_is_terminal: true,
-        };
+        let mut ui = Ui::capture(&mut out, &mut err);
+        ui.out_is_terminal = true;
         let request = "class=od,type=fc,step=0,param=167"
             .parse()
             .expect("request");
@@ -152,13 +147,7 @@ mod tests {
     fn run(fs: &FieldStore, request: &str, output: Option<&Path>) -> Result<(Vec<u8>, String)> {
         let mut out = Vec::new();
         let mut err = Vec::new();
-        let mut ui = Ui {
-            out: &mut out,
-            err: &mut err,
-            progress: false,
-            quiet: false,
-            out_is_terminal: false,
-        };
+        let mut ui = Ui::capture(&mut out, &mut err);
         retrieve(fs, &request.parse()?, output, &mut ui)?;
         Ok((out, String::from_utf8(err).expect("utf-8")))
     }

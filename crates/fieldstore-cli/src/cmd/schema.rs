@@ -64,13 +64,7 @@ mod tests {
     fn run_schema(ctx: &Context, args: &SchemaArgs) -> Result<String> {
         let mut out = Vec::new();
         let mut err = Vec::new();
-        let mut ui = Ui {
-            out: &mut out,
-            err: &mut err,
-            progress: false,
-            quiet: false,
-            out_is_terminal: false,
-        };
+        let mut ui = Ui::capture(&mut out, &mut err);
         run(args, ctx, &mut ui)?;
         Ok(String::from_utf8(out).expect("utf-8"))
     }

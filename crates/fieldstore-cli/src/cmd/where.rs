@@ -143,13 +143,7 @@ mod tests {
     ) -> Result<String> {
         let mut out = Vec::new();
         let mut err = Vec::new();
-        let mut ui = Ui {
-            out: &mut out,
-            err: &mut err,
-            progress: false,
-            quiet: false,
-            out_is_terminal: false,
-        };
+        let mut ui = Ui::capture(&mut out, &mut err);
         let args = WhereArgs {
             request: request.to_string(),
             datasets,

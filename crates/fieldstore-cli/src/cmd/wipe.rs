@@ -200,13 +200,7 @@ mod tests {
     fn run(fs: &FieldStore, request: &str, args: &WipeArgs) -> (String, String) {
         let mut out = Vec::new();
         let mut err = Vec::new();
-        let mut ui = Ui {
-            out: &mut out,
-            err: &mut err,
-            progress: false,
-            quiet: false,
-            out_is_terminal: false,
-        };
+        let mut ui = Ui::capture(&mut out, &mut err);
         wipe(fs, &request.parse().expect("request"), args, &mut ui).expect("wipe");
         (
             String::from_utf8(out).expect("utf-8"),
