@@ -519,6 +519,61 @@ mod tests {
         assert!(add_days("2024-01-01", 1).is_err());
     }
 
+    /// Bad arguments are refused before anything runs, each error naming
+    /// the flags at fault.
+    #[test]
+    fn bad_arguments_are_named() {
+        let msg = |r: Result<Vec<Group>>| {
+            let e = r.unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::InvalidInput);
+            e.to_string()
+        };
+        let zero = HammerArgs {
+            nlevels: 0,
+            ..HammerArgs::default()
+        };
+        assert_eq!(
+            msg(plan(&zero, 0, 1, 1)),
+            "--nsteps, --nlevels, --nparams and --nensembles must be at least 1"
+        );
+        let few = HammerArgs {
+            nparams: 3,
+            params: vec![130, 167],
+            ..HammerArgs::default()
+        };
+        assert_eq!(
+            msg(plan(&few, 0, 1, 1)),
+            "--nparams 3 but only 2 --params given"
+        );
+        let date = HammerArgs {
+            date: "2024-01-01".to_string(),
+            ..HammerArgs::default()
+        };
+        assert_eq!(
+            msg(plan(&date, 0, 1, 1)),
+            "--date 2024-01-01: expected YYYYMMDD"
+        );
+        let both = HammerArgs {
+            config: Some(PathBuf::from("c.yaml")),
+            root: Some(PathBuf::from("/tmp/never-created")),
+            ..HammerArgs::default()
+        };
+        let e = run(&both).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidInput);
+        assert_eq!(
+            e.to_string(),
+            "--config and --root name two different stores: give one"
+        );
+        let e = payload::Generator::new(vec![0u8; 8], false, 0)
+            .err()
+            .unwrap();
+        assert_eq!(e.kind(), ErrorKind::InvalidInput);
+        assert_eq!(
+            e.to_string(),
+            "fields of 8 bytes (data section 8 bytes) are too small for the 40-byte check header"
+        );
+    }
+
     #[test]
     fn plans_give_each_process_its_members_and_wr_its_steps() {
         let mut a = HammerArgs {
