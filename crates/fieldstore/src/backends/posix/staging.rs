@@ -4,7 +4,7 @@
 //!
 //! Buffered blocks are written back as they are written (write-behind): the
 //! write-back of each block is started at once and the writer waits only
-//! while more than [`BEHIND`] bytes (two blocks) are still being written
+//! while more than [`BEHIND`] bytes (32 MiB) are still being written
 //! back, so the device works while the writer copies the next fields and
 //! `fdatasync` at a flush finds little still dirty. Without it the whole
 //! step was copied first and written back at the flush, serially; with it
@@ -85,8 +85,13 @@ impl Aligned {
 }
 
 /// Buffered bytes whose write-back may be under way while the next are
-/// copied; the writer waits for older ones.
-const BEHIND: usize = 2 * STAGE;
+/// copied; the writer waits for older ones. Eight blocks: with two (8 MiB)
+/// the device queue ran shallow, and in alternating runs 32 MiB archived
+/// 64 KiB fields 10–30 % faster (one process) and kept writers at 87–106 %
+/// of their uncontended bandwidth under w+r contention, against 58–108 %
+/// (noisy) and less total bandwidth with 8 MiB; 64 MiB gained nothing more
+/// (docs/benchmarks.md, "How far behind write-back may run").
+const BEHIND: usize = 8 * STAGE;
 /// Buffered fields of this size or more are written from the caller's
 /// buffer, not copied into the stage first.
 const DIRECT_FROM: usize = 512 << 10;
