@@ -88,9 +88,9 @@ impl Aligned {
 /// copied; the writer waits for older ones. Eight blocks: with two (8 MiB)
 /// the device queue ran shallow, and in alternating runs 32 MiB archived
 /// 64 KiB fields 10–30 % faster (one process) and kept writers at 87–106 %
-/// of their uncontended bandwidth under w+r contention, against 58–108 %
-/// (noisy) and less total bandwidth with 8 MiB; 64 MiB gained nothing more
-/// (docs/benchmarks.md, "How far behind write-back may run").
+/// of their uncontended bandwidth under w+r contention with more bytes
+/// moved in total; 64 MiB gained nothing more (docs/benchmarks.md, "How
+/// far behind write-back may run").
 const BEHIND: usize = 8 * STAGE;
 /// Buffered fields of this size or more are written from the caller's
 /// buffer, not copied into the stage first.
