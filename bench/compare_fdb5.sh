@@ -119,8 +119,9 @@ EOF
 export FDB_HOME=$WORK/fdbhome
 FDB_CONFIG=$WORK/fdb5/config.yaml
 HELPER=$REPO/bench/fdb5_pyfdb_hammer.py
-RES=$WORK/results
-rm -f "$RES"/*.json
+# One directory per run: a later (say, shortened) run must not delete this one's raw reports.
+RES=$WORK/results/$(date -u +%Y%m%dT%H%M%SZ)
+mkdir -p "$RES"
 wipe() { rm -rf "$FS_ROOT" "$FDB_ROOT"; mkdir -p "$FS_ROOT" "$FDB_ROOT"; }
 wipe
 
