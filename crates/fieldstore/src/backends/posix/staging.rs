@@ -29,7 +29,7 @@
 //! environment. In `drop-behind` mode (`FIELDSTORE_DROP_BEHIND=1`)
 //! buffered pages are also dropped from the
 //! page cache once written back (`POSIX_FADV_DONTNEED`), so a writer keeps
-//! reusing a few MiB of page cache instead of taking new pages for every
+//! reusing some 40 MiB of page cache instead of taking new pages for every
 //! step. On a VM whose host reclaims the guest's free memory (free page
 //! reporting) new pages cost a host fault each: there, 5 of 12 alternating
 //! runs archiving 1 MiB fields took 1.7–2.2 s of CPU per GiB (4–5x slower)
