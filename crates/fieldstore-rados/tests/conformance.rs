@@ -6,7 +6,7 @@
 mod common;
 
 use fieldstore::{ErrorKind, FieldLocation, FieldStore, Request};
-use fieldstore_testkit::support::{archive_payload, must, Spec};
+use fieldstore_testkit::support::{archive_payload, must, Spec, PL};
 use fieldstore_testkit::{damaged_field_detected, run_all, Capabilities, Open};
 
 fn with_rados(check: &dyn Fn(Open<'_>)) {
@@ -72,17 +72,6 @@ fn rados_catalogue_with_file_store() {
     run_all(&open, &Capabilities::default());
 }
 
-const BASE: Spec = Spec {
-    date: 20231201,
-    time: 1200,
-    ty: "pf",
-    levtype: "pl",
-    step: 0,
-    number: Some(1),
-    levelist: Some(500),
-    param: 130,
-};
-
 /// Data objects roll over before the size limit: 40 fields of 100 KiB
 /// through a 1 MiB object limit land in several objects, and all read back.
 #[test]
@@ -98,7 +87,7 @@ fn data_objects_roll_over_at_the_size_limit() {
         .map(|step| {
             archive_payload(
                 &fs,
-                &Spec { step, ..BASE }.key("roll"),
+                &Spec { step, ..PL }.key("roll"),
                 1,
                 100 << 10,
                 100 << 10,
@@ -108,7 +97,7 @@ fn data_objects_roll_over_at_the_size_limit() {
     // And one field larger than the limit is refused, naming the limit.
     let e = fs
         .archive(
-            &Spec { step: 99, ..BASE }.key("roll"),
+            &Spec { step: 99, ..PL }.key("roll"),
             &vec![0u8; (1 << 20) + 1],
         )
         .expect_err("a field over the object size limit");
@@ -195,7 +184,7 @@ fn long_schema_text_in_init_record() {
     assert!(text.len() > 64 << 10);
     config.schema = fieldstore::Schema::parse("long.schema", &text).expect("the schema parses");
     let fs = must(FieldStore::open(config.clone()), "open");
-    let f = archive_payload(&fs, &BASE.key("long"), 1, 100, 100);
+    let f = archive_payload(&fs, &PL.key("long"), 1, 100, 100);
     must(fs.flush(), "flush");
     let r = must(FieldStore::open(config), "open a reader");
     let got = must(
@@ -215,7 +204,7 @@ fn damaged_index_block_is_detected() {
     let ns = common::namespace("idx");
     let config = c.config("rados", "rados", &ns, None);
     let fs = must(FieldStore::open(config.clone()), "open");
-    let f = archive_payload(&fs, &BASE.key("idx1"), 1, 100, 300);
+    let f = archive_payload(&fs, &PL.key("idx1"), 1, 100, 300);
     must(fs.flush(), "flush");
     let object = "od:idx1:enfo:20231201:1200.catalogue";
     let keys = String::from_utf8(c.rados(&ns, &["listomapkeys", object])).expect("UTF-8 keys");

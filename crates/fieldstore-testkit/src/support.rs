@@ -100,6 +100,32 @@ pub struct Spec {
     pub param: u32,
 }
 
+/// The conformance checks' pressure-level field: `type=pf,levtype=pl`, member 1,
+/// level 500, parameter 130, step 0 of 2023-12-01 12 UTC.
+pub const PL: Spec = Spec {
+    date: 20231201,
+    time: 1200,
+    ty: "pf",
+    levtype: "pl",
+    step: 0,
+    number: Some(1),
+    levelist: Some(500),
+    param: 130,
+};
+
+/// The conformance checks' surface field: `type=cf,levtype=sfc`, parameter 167, at the
+/// same date and time as [`PL`].
+pub const SFC: Spec = Spec {
+    date: 20231201,
+    time: 1200,
+    ty: "cf",
+    levtype: "sfc",
+    step: 0,
+    number: None,
+    levelist: None,
+    param: 167,
+};
+
 impl Spec {
     /// `class=od,expver=<expver>,stream=enfo,date=…,time=…,type=pf,levtype=pl,step=6,number=1,levelist=500,param=130`.
     pub fn key(&self, expver: &str) -> Key {

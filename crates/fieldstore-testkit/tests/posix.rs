@@ -7,7 +7,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use fieldstore::{ErrorKind, FieldLocation, FieldStore, ListOptions, Request};
-use fieldstore_testkit::support::{archive_payload, key, must, posix_config, schema, Spec};
+use fieldstore_testkit::support::{archive_payload, key, must, posix_config, schema, Spec, PL};
 use fieldstore_testkit::{damaged_field_detected, Open};
 
 fn with_posix(check: &dyn Fn(Open<'_>)) {
@@ -64,17 +64,6 @@ fn damaged_data_file_is_detected() {
     });
 }
 
-const BASE: Spec = Spec {
-    date: 20231201,
-    time: 1200,
-    ty: "pf",
-    levtype: "pl",
-    step: 0,
-    number: Some(1),
-    levelist: Some(500),
-    param: 130,
-};
-
 /// A data file cut short (a lost tail) is `Corrupt` for the fields it no
 /// longer holds, never short data; the fields before the cut still read.
 #[test]
@@ -84,7 +73,7 @@ fn truncated_data_file_is_detected() {
     let w = must(open(), "open");
     let fields: Vec<_> = [0, 6]
         .iter()
-        .map(|&step| archive_payload(&w, &Spec { step, ..BASE }.key("trn1"), 1, 500, 900))
+        .map(|&step| archive_payload(&w, &Spec { step, ..PL }.key("trn1"), 1, 500, 900))
         .collect();
     must(w.flush(), "flush");
     drop(w);
@@ -138,7 +127,7 @@ fn damaged_index_file_is_detected() {
     let w = must(open(), "open");
     let fields: Vec<_> = [0, 6, 12]
         .iter()
-        .map(|&step| archive_payload(&w, &Spec { step, ..BASE }.key("idx1"), 1, 100, 300))
+        .map(|&step| archive_payload(&w, &Spec { step, ..PL }.key("idx1"), 1, 100, 300))
         .collect();
     must(w.flush(), "flush");
     drop(w);

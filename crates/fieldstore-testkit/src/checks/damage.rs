@@ -2,7 +2,7 @@
 
 use fieldstore::{ErrorKind, FieldLocation};
 
-use super::opened;
+use super::{opened, PL};
 use crate::support::{archive_payload, must, retrieve_one, Spec, Stored};
 use crate::Open;
 
@@ -13,20 +13,10 @@ use crate::Open;
 /// back exactly, and list still shows all three.
 pub fn damaged_field_detected(open: Open<'_>, corrupt: &(dyn Fn(&FieldLocation) + Sync)) {
     let x = "dmg1";
-    let base = Spec {
-        date: 20231201,
-        time: 1200,
-        ty: "pf",
-        levtype: "pl",
-        step: 0,
-        number: Some(1),
-        levelist: Some(500),
-        param: 130,
-    };
     let w = opened(open, "writer");
     let fields: Vec<Stored> = [0, 6, 12]
         .iter()
-        .map(|&step| archive_payload(&w, &Spec { step, ..base }.key(x), 1, 1000, 4000))
+        .map(|&step| archive_payload(&w, &Spec { step, ..PL }.key(x), 1, 1000, 4000))
         .collect();
     must(w.flush(), "flush");
     drop(w);

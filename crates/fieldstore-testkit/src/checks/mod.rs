@@ -28,34 +28,9 @@ use std::collections::BTreeSet;
 
 use fieldstore::{FieldStore, Key, Level};
 
-use crate::support::{axes, axes_of, list, list_lines, must, request, retrieve_one, Spec, Stored};
+use crate::support::{axes, axes_of, list, list_lines, must, request, retrieve_one, Stored};
+pub(crate) use crate::support::{PL, SFC};
 use crate::Open;
-
-/// The checks' pressure-level field: `type=pf,levtype=pl`, member 1,
-/// level 500, parameter 130, step 0 of 2023-12-01 12 UTC.
-pub(crate) const PL: Spec = Spec {
-    date: 20231201,
-    time: 1200,
-    ty: "pf",
-    levtype: "pl",
-    step: 0,
-    number: Some(1),
-    levelist: Some(500),
-    param: 130,
-};
-
-/// The checks' surface field: `type=cf,levtype=sfc`, parameter 167, at the
-/// same date and time as [`PL`].
-pub(crate) const SFC: Spec = Spec {
-    date: 20231201,
-    time: 1200,
-    ty: "cf",
-    levtype: "sfc",
-    step: 0,
-    number: None,
-    levelist: None,
-    param: 167,
-};
 
 /// Open a handle, failing the check with `who` if that fails.
 #[track_caller]
