@@ -13,17 +13,13 @@ mod common;
 
 use common::standin;
 use fieldstore::{FieldStore, ListOptions, Request};
-use fieldstore_testkit::support::{archive_payload, must, schema, Spec, Stored};
+use fieldstore_testkit::support::{archive_payload, must, schema, Spec, Stored, PL};
 
+/// The conformance checks' pressure-level field on another day.
 const BASE: Spec = Spec {
     date: 20240101,
     time: 0,
-    ty: "pf",
-    levtype: "pl",
-    step: 0,
-    number: Some(1),
-    levelist: Some(500),
-    param: 130,
+    ..PL
 };
 
 fn open(pool: &str) -> FieldStore {
