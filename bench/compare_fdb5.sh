@@ -269,7 +269,7 @@ log "benchmark took $(($(date +%s) - START)) s"
 import json, sys, glob, statistics
 res, out = sys.argv[1], sys.argv[2]
 vals = {"write_fdatasync_mib_s": [], "write_streams_mib_s": [], "write_odirect_mib_s": [],
-        "read_odirect_mib_s": []}
+        "read_odirect_mib_s": [], "read_buffered_mib_s": [], "read_scattered_mib_s": []}
 for p in ("physical_before", "physical_after"):
     r = json.load(open(f"{res}/{p}.json"))
     for rep in r["repetitions"]:

@@ -1,10 +1,13 @@
 //! The physical limits of a file system, measured in the same run as the
-//! benchmark (what `dd conv=fdatasync` and `dd iflag=direct` report).
+//! benchmark (what `dd conv=fdatasync` and `dd iflag=direct` report, and
+//! what cold buffered reads, sequential and scattered, get from the disk).
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use fieldstore::{Error, Result};
@@ -13,6 +16,11 @@ use serde::{Deserialize, Serialize};
 use crate::stats::MIB;
 
 const BLOCK: usize = 1 << 20;
+/// The scattered-read test reads one 1 MiB block in this many.
+const SCATTER_STRIDE: usize = 4;
+/// Reads in flight in the scattered-read test: on the development VM
+/// scattered 1 MiB reads gain nothing past two to four in flight.
+const SCATTER_DEPTH: usize = 4;
 
 /// Physical limits of one directory's file system.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -31,6 +39,16 @@ pub struct Physical {
     pub write_odirect_mib_s: Option<f64>,
     /// `O_DIRECT` sequential read of the single-stream file.
     pub read_odirect_mib_s: Option<f64>,
+    /// Cold buffered sequential read of the single-stream file in 1 MiB
+    /// reads, its pages evicted first (`dd bs=1M` after dropping the page
+    /// cache): the ceiling of a cold retrieve of fields stored in order.
+    #[serde(default)]
+    pub read_buffered_mib_s: Option<f64>,
+    /// Cold buffered reads of one 1 MiB block in four of the same file,
+    /// four in flight, its pages evicted first: the ceiling of a cold
+    /// retrieve of fields scattered through the data files.
+    #[serde(default)]
+    pub read_scattered_mib_s: Option<f64>,
     /// Why the O_DIRECT read could not be done (e.g. tmpfs).
     pub read_odirect_error: Option<String>,
 }
@@ -103,6 +121,62 @@ fn read_direct(path: &Path) -> std::io::Result<u64> {
     }
 }
 
+/// Drop a file's pages from the page cache, as `drop_caches` would, but
+/// without root: after `fdatasync` they are clean, and clean pages that
+/// nobody maps are dropped. (On tmpfs nothing is dropped: the pages are
+/// the file, and the reads measure memory.)
+fn evict(f: &File) -> std::io::Result<()> {
+    // SAFETY: a system call on a descriptor `f` keeps open for the call's
+    // duration; it touches no memory of this process.
+    match unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) } {
+        0 => Ok(()),
+        e => Err(std::io::Error::from_raw_os_error(e)),
+    }
+}
+
+fn read_buffered(path: &Path) -> std::io::Result<u64> {
+    let mut f = File::open(path)?;
+    evict(&f)?;
+    let mut buf = vec![0u8; BLOCK];
+    let mut total = 0u64;
+    loop {
+        let n = f.read(&mut buf)?;
+        if n == 0 {
+            return Ok(total);
+        }
+        total += n as u64;
+    }
+}
+
+fn read_scattered(path: &Path, mib: u64) -> std::io::Result<u64> {
+    let f = File::open(path)?;
+    evict(&f)?;
+    let offsets: Vec<u64> = (0..mib).step_by(SCATTER_STRIDE).map(|b| b << 20).collect();
+    let next = AtomicUsize::new(0);
+    let results: Vec<std::io::Result<u64>> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..SCATTER_DEPTH)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut buf = vec![0u8; BLOCK];
+                    let mut bytes = 0u64;
+                    while let Some(&off) = offsets.get(next.fetch_add(1, Ordering::Relaxed)) {
+                        f.read_exact_at(&mut buf, off)?;
+                        bytes += BLOCK as u64;
+                    }
+                    Ok(bytes)
+                })
+            })
+            .collect();
+        hs.into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(std::io::Error::other("reader thread panicked")))
+            })
+            .collect()
+    });
+    results.into_iter().sum()
+}
+
 /// Measure in `dir` (files are removed afterwards).
 ///
 /// # Errors
@@ -128,6 +202,12 @@ pub fn measure(dir: &Path, mib: u64, streams: u32) -> Result<Physical> {
         Ok(n) => p.read_odirect_mib_s = Some(n as f64 / MIB / t.elapsed().as_secs_f64()),
         Err(e) => p.read_odirect_error = Some(e.to_string()),
     }
+    let t = Instant::now();
+    let n = read_buffered(&one).map_err(|e| Error::io(one.display(), e))?;
+    p.read_buffered_mib_s = Some(n as f64 / MIB / t.elapsed().as_secs_f64());
+    let t = Instant::now();
+    let n = read_scattered(&one, mib).map_err(|e| Error::io(one.display(), e))?;
+    p.read_scattered_mib_s = Some(n as f64 / MIB / t.elapsed().as_secs_f64());
     let _ = std::fs::remove_file(&one);
 
     let t = Instant::now();

@@ -183,6 +183,12 @@ pub struct PhysicalSummary {
     pub write_odirect_mib_s: Option<Summary>,
     /// O_DIRECT read, MiB/s.
     pub read_odirect_mib_s: Option<Summary>,
+    /// Cold buffered sequential read, MiB/s.
+    #[serde(default)]
+    pub read_buffered_mib_s: Option<Summary>,
+    /// Cold buffered scattered 1 MiB reads, MiB/s.
+    #[serde(default)]
+    pub read_scattered_mib_s: Option<Summary>,
 }
 
 fn opt(v: Option<f64>, prec: usize) -> String {
@@ -276,12 +282,16 @@ impl Report {
             let s: Vec<f64> = phys.iter().map(|p| p.write_streams_mib_s).collect();
             let r: Vec<f64> = phys.iter().filter_map(|p| p.read_odirect_mib_s).collect();
             let d: Vec<f64> = phys.iter().filter_map(|p| p.write_odirect_mib_s).collect();
+            let b: Vec<f64> = phys.iter().filter_map(|p| p.read_buffered_mib_s).collect();
+            let sc: Vec<f64> = phys.iter().filter_map(|p| p.read_scattered_mib_s).collect();
             self.physical = Some(PhysicalSummary {
                 write_fdatasync_mib_s: stats::summarise(&w),
                 write_streams_mib_s: stats::summarise(&s),
                 streams: phys[0].streams,
                 write_odirect_mib_s: stats::summarise(&d),
                 read_odirect_mib_s: stats::summarise(&r),
+                read_buffered_mib_s: stats::summarise(&b),
+                read_scattered_mib_s: stats::summarise(&sc),
             });
         }
     }
@@ -526,6 +536,12 @@ impl Report {
                 summary_cell(&p.write_streams_mib_s),
                 summary_cell(&p.write_odirect_mib_s),
                 summary_cell(&p.read_odirect_mib_s)
+            );
+            let _ = writeln!(
+                s,
+                "  cold buffered read, sequential: {}; one 1 MiB block in four, four in flight: {}",
+                summary_cell(&p.read_buffered_mib_s),
+                summary_cell(&p.read_scattered_mib_s)
             );
         }
         if !self.warnings.is_empty() {

@@ -183,3 +183,37 @@ fn grib_template_fields_verify_byte_for_byte() {
     let bytes = std::fs::read(data).unwrap();
     assert_eq!(&bytes[..4], b"GRIB");
 }
+
+#[test]
+fn physical_limits_measure_every_test_and_leave_no_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut a = args(dir.path().join("root"));
+    a.physical_only = true;
+    a.physical_mib = 16;
+    a.repetitions = 2;
+    let report = run(&a).unwrap();
+    assert_eq!(report.scenario, "physical");
+    let p = report.physical.as_ref().expect("physical summary");
+    assert_eq!(p.streams, 2);
+    for (name, s) in [
+        ("write + fdatasync", &p.write_fdatasync_mib_s),
+        ("write streams", &p.write_streams_mib_s),
+        ("cold buffered read", &p.read_buffered_mib_s),
+        ("scattered read", &p.read_scattered_mib_s),
+    ] {
+        let s = s.unwrap_or_else(|| panic!("{name}: not measured"));
+        assert_eq!(s.n, 2, "{name}");
+        assert!(s.min > 0.0 && s.max.is_finite(), "{name}: {s:?}");
+    }
+    assert!(report.table().contains("cold buffered read, sequential: "));
+    // The test files are removed; only the store's root (and the barrier
+    // directory, if any) may remain.
+    let left: Vec<_> = std::fs::read_dir(dir.path().join("root"))
+        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(
+        left.iter()
+            .all(|n| !n.to_string_lossy().starts_with(".hammer-physical")),
+        "{left:?}"
+    );
+}
