@@ -211,7 +211,10 @@ def machine_busy():
     return sum(v[i] for i in (0, 1, 2, 5, 6, 7) if i < len(v)) / os.sysconf("SC_CLK_TCK")
 
 
-def run_group(tasks):
+def run_group(tasks, before_release=None):
+    """Start one process per task, wait until all are ready (store open), call
+    before_release (the page-cache drop of cold phases, right before the start, as
+    fieldstore-hammer does), then release them together."""
     env = dict(os.environ)
     procs = []
     try:
@@ -225,6 +228,8 @@ def run_group(tasks):
             line = p.stdout.readline().decode()
             if line.strip() != "ready":
                 raise RuntimeError(f"worker {i}: {line!r} instead of ready")
+        if before_release:
+            before_release()
         busy0, t0 = machine_busy(), time.time()
         for p in procs:
             p.stdin.write(b"g")
@@ -294,9 +299,9 @@ def run(a):
     for rep in range(a.repetitions):
         r = {"index": rep, "rows": [], "caches_dropped": None}
         for g in plan(a, rep, writers, readers):
-            if g["drop"]:
+            def drop():
                 r["caches_dropped"] = drop_caches()
-            res, others = run_group(g["tasks"])
+            res, others = run_group(g["tasks"], drop if g["drop"] else None)
             if g["name"] == "wr":
                 new = [row("wr-write", [p for p in res if p["role"] == "write"]),
                        row("wr-read", [p for p in res if p["role"] == "read"])]
@@ -442,7 +447,7 @@ def parse_hammer(text):
             "read_s": first([r"Data read duration: ([0-9.eE+-]+)"])}
 
 
-def hammer_group(a, mode, procs):
+def hammer_group(a, mode, procs, before_release=None):
     exe = os.path.join(a.setup, "fdb-hammer")
     ldp = open(os.path.join(a.setup, "ld_library_path")).read().strip()
     env = dict(os.environ, FDB5_CONFIG_FILE=a.config,
@@ -466,6 +471,8 @@ def hammer_group(a, mode, procs):
     import resource
     ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     time.sleep(0.3)
+    if before_release:
+        before_release()
     busy0, t0 = machine_busy(), time.time()
     open(go, "w").close()
     outs = [p.communicate()[0].decode(errors="replace") for p in ps]
@@ -500,9 +507,10 @@ def hammer_run(a):
     for rep in range(a.repetitions):
         r = {"index": rep, "rows": []}
         for mode in ("write", "read", "list"):
-            if mode == "read" and not a.no_drop_caches:
+            def drop():
                 r["caches_dropped"] = drop_caches()
-            res, others, _ = hammer_group(a, mode, procs)
+            cold = mode == "read" and not a.no_drop_caches
+            res, others, _ = hammer_group(a, mode, procs, drop if cold else None)
             rw = row(mode, res)
             rw["others_cpu_pct"] = others
             if mode == "list":            # no timestamps: the window is the longest list

@@ -85,14 +85,15 @@ fn read_line(r: &mut Running, rank: usize, what: &str) -> Result<String> {
 }
 
 /// Run one group of tasks as local processes released together: each
-/// worker reports `ready` after its set-up, and all get the go byte in one
-/// loop once every worker is ready.
+/// worker reports `ready` after its set-up, `before_release` runs once
+/// every worker is ready, and all then get the go byte in one loop.
 ///
 /// # Errors
 /// A worker that fails; every other worker is then killed.
 pub fn run_local_group(
     cmd: &WorkerCommand,
     tasks: &[Task],
+    before_release: &mut dyn FnMut(),
 ) -> Result<(Vec<ProcResult>, Option<MachineCpu>)> {
     let mut running: Vec<Running> = Vec::new();
     let result = (|| {
@@ -130,6 +131,7 @@ pub fn run_local_group(
                 eprint!("worker {i}: {line}");
             }
         }
+        before_release();
         let busy0 = crate::physical::machine_busy_seconds();
         let t0 = Instant::now();
         for r in running.iter_mut() {
