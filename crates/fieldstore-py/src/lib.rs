@@ -14,6 +14,7 @@ use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use fieldstore::readahead::Readahead;
 use fieldstore::{
     Config, Control, Error, ErrorKind, FieldLocation, FieldStore, Key, Level, ListElement,
     ListOptions, Locks, Operation, Request, WipeOptions,
@@ -478,7 +479,8 @@ impl Entry {
 
 /// The bytes of a list of fields, as one stream. Each field is read whole
 /// and verified against its checksum before any of its bytes is returned;
-/// one field is held in memory at a time.
+/// one field is held in memory at a time. The store is told what comes
+/// next as the stream goes ([`Readahead`]), as a `DataReader` does.
 #[pyclass(module = "fieldstore._fieldstore", name = "Reader")]
 struct Reader {
     fs: Arc<FieldStore>,
@@ -490,6 +492,7 @@ struct Reader {
     /// The field held in `buf`.
     current: Option<usize>,
     buf: Vec<u8>,
+    readahead: Readahead,
 }
 
 impl Reader {
@@ -508,6 +511,7 @@ impl Reader {
             pos: 0,
             current: None,
             buf: Vec::new(),
+            readahead: Readahead::new(),
         }
     }
 
@@ -530,6 +534,9 @@ impl Reader {
             if i >= self.fields.len() {
                 return Err(Error::internal("read past the end of the retrieved fields"));
             }
+            let fields = &self.fields;
+            self.readahead
+                .before_read(&**self.fs.store(), i, fields.len(), |j| &fields[j]);
             if self.current != Some(i) {
                 self.current = None;
                 self.fs.store().read(&self.fields[i], &mut self.buf)?;

@@ -20,6 +20,7 @@ pub mod config;
 mod handle;
 pub mod list;
 pub mod manage;
+pub mod readahead;
 pub mod retrieve;
 
 /// The catalogue traits (defined in `fieldstore-core`).

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use fieldstore_core::{Error, FieldLocation, Key, Result};
 
+use crate::readahead::Readahead;
 use crate::store::Store;
 
 /// Looks a field up again (its newest location, or `None` if it no longer
@@ -21,20 +22,10 @@ pub struct DataReader {
     resolve: Option<Resolver>,
     fields: Vec<(Key, FieldLocation)>,
     next: usize,
-    /// Fields before this index were passed to [`Store::prefetch`].
-    hinted: usize,
-    /// When `next` reaches this index, the next batch is hinted.
-    rehint_at: usize,
+    readahead: Readahead,
     buf: Vec<u8>,
     pos: usize,
 }
-
-/// How far ahead of the field being read the store is told what comes next:
-/// enough to keep a few reads in flight, little enough not to crowd the
-/// page cache.
-const PREFETCH_BYTES: u64 = 32 << 20;
-/// At most this many fields per batch hinted.
-const PREFETCH_FIELDS: usize = 256;
 
 impl std::fmt::Debug for DataReader {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -52,8 +43,7 @@ impl DataReader {
             resolve: None,
             fields,
             next: 0,
-            hinted: 0,
-            rehint_at: 0,
+            readahead: Readahead::new(),
             buf: Vec::new(),
             pos: 0,
         }
@@ -115,7 +105,7 @@ impl DataReader {
                 None => {
                     // The field no longer exists: it is absent.
                     self.fields.remove(self.next);
-                    self.hinted = self.hinted.saturating_sub(1).max(self.next);
+                    self.readahead.removed(self.next);
                 }
                 Some(newer) if newer != *loc => self.fields[self.next].1 = newer,
                 Some(_) => return Err(err),
@@ -123,29 +113,11 @@ impl DataReader {
         }
     }
 
-    /// Keep the store told about the next [`PREFETCH_BYTES`] /2 to
-    /// [`PREFETCH_BYTES`]: fields are hinted in batches of half that, and
-    /// a new batch is hinted when the reader reaches the start of the last.
+    /// Keep the store told what comes next ([`Readahead`]).
     fn hint_ahead(&mut self) {
-        while self.next >= self.rehint_at && self.hinted < self.fields.len() {
-            let from = self.hinted.max(self.next);
-            let mut to = from;
-            let mut bytes = 0;
-            while to < self.fields.len()
-                && to - from < PREFETCH_FIELDS
-                && (to == from || bytes < PREFETCH_BYTES / 2)
-            {
-                bytes += self.fields[to].1.length;
-                to += 1;
-            }
-            let locations: Vec<FieldLocation> = self.fields[from..to]
-                .iter()
-                .map(|(_, l)| l.clone())
-                .collect();
-            self.store.prefetch(&locations);
-            self.hinted = to;
-            self.rehint_at = from;
-        }
+        let fields = &self.fields;
+        self.readahead
+            .before_read(&*self.store, self.next, fields.len(), |i| &fields[i].1);
     }
 
     /// Read everything into one buffer.
@@ -199,6 +171,7 @@ mod tests {
     use fieldstore_core::DatasetKey;
 
     use super::*;
+    use crate::readahead::PREFETCH_BYTES;
     use crate::store::StoreWriter;
 
     #[derive(Debug, PartialEq)]

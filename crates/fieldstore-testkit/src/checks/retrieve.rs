@@ -180,24 +180,27 @@ pub fn retrieve_in_request_order(open: Open<'_>) {
         all.len(),
         concat.len()
     );
-    let mut r = must(reader.retrieve(&req), "retrieve");
-    let mut streamed = Vec::new();
-    let mut chunk = [0u8; 4093];
-    loop {
-        let n = r
-            .read(&mut chunk)
-            .unwrap_or_else(|e| panic!("io::Read of retrieve {req}: {e}"));
-        if n == 0 {
-            break;
+    // Reads smaller than some fields and larger than all.
+    for size in [4093, 2 << 20] {
+        let mut r = must(reader.retrieve(&req), "retrieve");
+        let mut streamed = Vec::new();
+        let mut chunk = vec![0u8; size];
+        loop {
+            let n = r
+                .read(&mut chunk)
+                .unwrap_or_else(|e| panic!("io::Read of retrieve {req}: {e}"));
+            if n == 0 {
+                break;
+            }
+            streamed.extend_from_slice(&chunk[..n]);
         }
-        streamed.extend_from_slice(&chunk[..n]);
+        assert!(
+            streamed == concat,
+            "io::Read of {req} in reads of {size} bytes: {} bytes, not the {} archived, in order",
+            streamed.len(),
+            concat.len()
+        );
     }
-    assert!(
-        streamed == concat,
-        "io::Read of {req}: {} bytes, not the {} archived, in order",
-        streamed.len(),
-        concat.len()
-    );
 }
 
 /// `location` finds one key's field: the location's length is the field's,
