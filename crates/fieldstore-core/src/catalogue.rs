@@ -4,7 +4,7 @@
 //! that backend crates (DAOS, RADOS) implement them without depending on
 //! the `fieldstore` crate that dispatches to them.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::fmt::Debug;
 use std::sync::Arc;
 
@@ -260,6 +260,29 @@ pub trait DatasetReader: Send + Sync + Debug {
     /// unit a live writer still used). Default: none.
     fn pending_units(&self) -> Vec<String> {
         Vec::new()
+    }
+}
+
+/// [`DatasetReader::scan`] over a collocation's index blocks as a backend
+/// holds them: `blocks` oldest first, each block's entries in the order
+/// they were flushed. Visits the newest entry first (the last block's last)
+/// and skips entries whose unit (`FieldLocation::uri`) is in `removed`
+/// (units a reclaim removed, left out until the index forgets them), until
+/// `visit` returns `false`.
+pub fn visit_newest_first<'a>(
+    blocks: impl DoubleEndedIterator<Item = &'a [(ElementKey, FieldLocation)]>,
+    removed: &HashSet<Arc<str>>,
+    visit: &mut dyn FnMut(&ElementKey, &FieldLocation) -> bool,
+) {
+    for block in blocks.rev() {
+        for (k, l) in block.iter().rev() {
+            if !removed.is_empty() && removed.contains(&l.uri) {
+                continue;
+            }
+            if !visit(k, l) {
+                return;
+            }
+        }
     }
 }
 

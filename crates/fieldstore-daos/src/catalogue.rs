@@ -21,6 +21,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
+use fieldstore_core::catalogue::visit_newest_first;
 use fieldstore_core::maintenance::{locked, wiped_while_writing, Item, ItemKind};
 use fieldstore_core::{
     Axes, Catalogue, CatalogueWriter, CollocationInfo, CollocationKey, Control, DatasetKey,
@@ -968,16 +969,7 @@ impl DatasetReader for DaosDataset {
                 None => return Ok(()),
             }
         };
-        for seg in segments.iter().rev() {
-            for (e, l) in seg.iter().rev() {
-                if !removed.is_empty() && removed.contains(&l.uri) {
-                    continue;
-                }
-                if !visit(e, l) {
-                    return Ok(());
-                }
-            }
-        }
+        visit_newest_first(segments.iter().map(|s| s.as_slice()), &removed, visit);
         Ok(())
     }
 }

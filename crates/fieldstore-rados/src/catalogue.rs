@@ -24,6 +24,7 @@ use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use fieldstore_core::catalogue::visit_newest_first;
 use fieldstore_core::maintenance::{locked, wiped_while_writing, Item, ItemKind};
 use fieldstore_core::record::block::{self, BlockFormat, ValueLen};
 use fieldstore_core::record::pending::PendingEntries;
@@ -1273,16 +1274,7 @@ impl DatasetReader for RadosReader {
                 None => return Ok(()),
             }
         };
-        for block in blocks.iter().rev() {
-            for (k, l) in block.iter().rev() {
-                if !removed.is_empty() && removed.contains(&l.uri) {
-                    continue;
-                }
-                if !visit(k, l) {
-                    return Ok(());
-                }
-            }
-        }
+        visit_newest_first(blocks.iter().map(|b| b.as_slice()), &removed, visit);
         Ok(())
     }
 }

@@ -34,7 +34,9 @@ use fieldstore_core::{
 use super::format::{self, Dec, Enc, Framed};
 use super::layout::{self, TOC};
 use super::manage;
-use crate::catalogue::{Axes, Catalogue, CatalogueWriter, CollocationInfo, DatasetReader};
+use crate::catalogue::{
+    visit_newest_first, Axes, Catalogue, CatalogueWriter, CollocationInfo, DatasetReader,
+};
 use crate::config::Root;
 
 /// A table of contents: its path, device and inode.
@@ -1136,16 +1138,7 @@ impl DatasetReader for TocReader {
         visit: &mut dyn FnMut(&ElementKey, &FieldLocation) -> bool,
     ) -> Result<()> {
         let (blocks, removed) = self.blocks_where(collocation, &|b| admits(&b.axes))?;
-        for block in blocks.iter().rev() {
-            for (k, l) in block.iter().rev() {
-                if !removed.is_empty() && removed.contains(&l.uri) {
-                    continue;
-                }
-                if !visit(k, l) {
-                    return Ok(());
-                }
-            }
-        }
+        visit_newest_first(blocks.iter().map(|b| b.entries.as_slice()), &removed, visit);
         Ok(())
     }
 
