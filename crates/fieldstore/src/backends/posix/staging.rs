@@ -12,6 +12,9 @@
 //! 2511–2740 MiB/s in alternating runs, above the same hour's write +
 //! `fdatasync` of the same bytes (1431–2022; docs/benchmarks.md, "Latest
 //! results"). The pages stay cached for readers on the same node.
+//! Buffered writes reach the page cache in pieces of at most 1 MiB
+//! ([`WRITE_PIECE`]): larger writes make the kernel take 2 MiB folios,
+//! which on a VM with free page reporting cost host faults.
 //!
 //! Buffered data files are preallocated ahead of the writes
 //! (`fallocate(FALLOC_FL_KEEP_SIZE)`, in chunks that double from 4 MiB up
@@ -82,6 +85,11 @@ impl Aligned {
     fn buf(&mut self) -> &mut [u8] {
         &mut self.raw[self.start..self.start + STAGE]
     }
+
+    /// The first `len` bytes.
+    fn filled(&self, len: usize) -> &[u8] {
+        &self.raw[self.start..self.start + len]
+    }
 }
 
 /// Buffered bytes whose write-back may be under way while the next are
@@ -95,6 +103,15 @@ const BEHIND: usize = 8 * STAGE;
 /// Buffered fields of this size or more are written from the caller's
 /// buffer, not copied into the stage first.
 const DIRECT_FROM: usize = 512 << 10;
+
+/// Buffered writes go to the page cache in pieces of at most this: the
+/// kernel sizes the page-cache folios it allocates by the write, and a
+/// 4 MiB write takes 2 MiB folios, the blocks a VM's free page reporting
+/// hands back to the host, so that each costs host faults on first touch.
+/// With 4 MiB writes 6 of 8 alternating runs archiving 64 KiB fields paid
+/// that (4-6x the CPU, 463-781 MiB/s), with 1 MiB pieces none of 8
+/// (docs/benchmarks.md, "Buffered write size").
+const WRITE_PIECE: usize = 1 << 20;
 
 /// Buffered data files are preallocated in chunks of at least this...
 const RESERVE_MIN: u64 = 4 << 20;
@@ -364,9 +381,7 @@ impl Staging {
             }
             let offset = self.base;
             self.reserve(offset + data.len() as u64);
-            self.buffered
-                .write_all_at(data, offset)
-                .map_err(|e| Error::io(format!("writing {}", self.path.display()), e))?;
+            self.write_buffered(data, offset)?;
             self.base += data.len() as u64;
             self.write_behind(offset, data.len());
             return Ok(());
@@ -445,13 +460,24 @@ impl Staging {
             }
         } else {
             self.reserve(offset + len as u64);
-            self.buffered
-                .write_all_at(&self.stage.buf()[..len], offset)
-                .map_err(|e| Error::io(format!("writing {}", self.path.display()), e))?;
+            self.write_buffered(self.stage.filled(len), offset)?;
             self.write_behind(offset, len);
         }
         self.base += len as u64;
         self.staged = 0;
+        Ok(())
+    }
+
+    /// Write `data` at `offset` through the page cache, in pieces of at
+    /// most [`WRITE_PIECE`].
+    fn write_buffered(&self, data: &[u8], offset: u64) -> Result<()> {
+        let mut at = offset;
+        for piece in data.chunks(WRITE_PIECE) {
+            self.buffered
+                .write_all_at(piece, at)
+                .map_err(|e| Error::io(format!("writing {}", self.path.display()), e))?;
+            at += piece.len() as u64;
+        }
         Ok(())
     }
 
