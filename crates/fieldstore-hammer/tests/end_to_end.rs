@@ -217,3 +217,32 @@ fn physical_limits_measure_every_test_and_leave_no_files() {
         "{left:?}"
     );
 }
+
+/// The page cache of a cold phase is dropped at the start barrier: the
+/// hook runs once, after every worker said it was ready and before any
+/// was released.
+#[test]
+fn before_release_runs_once_between_ready_and_release() {
+    use fieldstore_hammer::launch::{run_local_group, WorkerCommand};
+    let dir = tempfile::tempdir().unwrap();
+    let a = args(dir.path().join("root"));
+    let groups = fieldstore_hammer::plan(&a, 0, 2, 0).unwrap();
+    let exe = std::path::Path::new(env!("CARGO_BIN_EXE_fieldstore-hammer"));
+    let cmd = WorkerCommand::resolve(Some(exe)).unwrap();
+    let mut calls = Vec::new();
+    let (results, _) = run_local_group(&cmd, &groups[0].tasks, &mut || {
+        calls.push(fieldstore_hammer::worker::now());
+    })
+    .unwrap();
+    assert_eq!(calls.len(), 1, "the hook ran {} times", calls.len());
+    assert_eq!(results.len(), 2);
+    for (i, r) in results.iter().enumerate() {
+        assert!(
+            r.t_ready <= calls[0] && calls[0] <= r.t_release,
+            "worker {i}: ready {:.6}, hook {:.6}, released {:.6}",
+            r.t_ready,
+            calls[0],
+            r.t_release
+        );
+    }
+}
