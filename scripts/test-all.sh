@@ -12,7 +12,7 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== cargo test"
 cargo test --workspace --locked
 echo "== fuzz targets build"
-cargo build --manifest-path fuzz/Cargo.toml
+cargo build --manifest-path fuzz/Cargo.toml --locked
 # --- Python package (crates/fieldstore-py) -- begin ---------------------------
 echo "== Python package: build into target/fieldstore-py/venv, pytest"
 bash scripts/test-python.sh
