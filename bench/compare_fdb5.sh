@@ -30,6 +30,8 @@
 #               ecCodes, the wheel binary's start-up crash worked around) against fieldstore
 #               archiving the same GRIB template with explicit keys [1]
 #   HAMMER_REPS repetitions of those runs [2]        HAMMER_PROCS  processes ["1 2"]
+#   BARE        1 = pattern A also writes its bytes with its fdatasyncs bare, no store
+#               (`--scenario bare`): the disk's ceiling for the workload, same run [1]
 #   QUIET_IDLE  before each pair of runs, wait until the machine was this % idle over 1 s ... [70]
 #   QUIET_MAX   ... but at most this many seconds [3]  (others' CPU share is recorded per phase:
 #               column "others' CPU %" of the results)
@@ -53,6 +55,7 @@ DROP_CACHES=${DROP_CACHES:-1}
 FDB_HAMMER=${FDB_HAMMER:-1}
 HAMMER_REPS=${HAMMER_REPS:-2}
 HAMMER_PROCS=${HAMMER_PROCS:-"1 2"}
+BARE=${BARE:-1}
 QUIET_IDLE=${QUIET_IDLE:-70}
 QUIET_MAX=${QUIET_MAX:-3}
 
@@ -199,12 +202,18 @@ for size in $SIZES; do
             # drifts of the machine and other tenants' load hit both systems alike.
             for ((rep = 1; rep <= REPS; rep++)); do
                 order="fdb5 fieldstore"; [ $((n % 2)) = 1 ] && order="fieldstore fdb5"
+                # Pattern A also writes the same bytes with the same fdatasyncs bare (no store):
+                # the disk's ceiling for this workload, in the same run.
+                [ "$pattern" = a ] && [ "$BARE" = 1 ] && order="$order bare"
                 n=$((n + 1))
                 [ "$QUIET_MAX" -gt 0 ] && quiet_wait
                 for sys in $order; do
                     wipe
                     log "$sys $tag rep $rep (load $(cut -d' ' -f1-3 /proc/loadavg))"
-                    if [ "$pattern" = scatter ]; then
+                    if [ "$sys" = bare ]; then
+                        "$HAMMER" --root "$FS_ROOT" --scenario bare "${ARGS[@]}" "${PARGS[@]}" \
+                            --json >"$RES/bare_${tag}_r$rep.json"
+                    elif [ "$pattern" = scatter ]; then
                         scatter_run "$sys" "$tag" "$rep"
                     elif [ "$sys" = fdb5 ]; then
                         "$PY" "$HELPER" run --config "$FDB_CONFIG" --scenario "$pattern" "${ARGS[@]}" \
@@ -264,7 +273,7 @@ rm -rf "$FS_ROOT" "$FDB_ROOT"
 log "benchmark took $(($(date +%s) - START)) s"
 "$PY" "$HELPER" summarise --csv "$RES/summary.csv" --out-json "$OUT/compare.json" \
     --plot "$OUT/compare.png" "$RES"/fieldstore_*.json "$RES"/fdb5_*.json \
-    $(ls "$RES"/fdbhammer_*.json "$RES"/fieldstoretmpl_*.json 2>/dev/null)
+    $(ls "$RES"/fdbhammer_*.json "$RES"/fieldstoretmpl_*.json "$RES"/bare_*.json 2>/dev/null)
 "$PY" - "$RES" "$OUT/compare.json" <<'PYEOF'
 import json, sys, glob, statistics
 res, out = sys.argv[1], sys.argv[2]

@@ -556,6 +556,13 @@ def summarise(a):
         procs = int(p[1:])
         g = groups.setdefault((system, size, pattern, procs), {"rows": [], "problems": 0})
         g["problems"] += len(rep.get("problems", []))
+        if system == "bare":
+            # `--scenario bare`: the write phase's bytes and fdatasyncs with no store, so
+            # that fieldstore's write phase pairs with the disk's ceiling of its own run.
+            for r in rep["repetitions"]:
+                for rw in r["rows"]:
+                    if rw["phase"] == "bare-write":
+                        rw["phase"] = "write"
         for i, r in enumerate(rep["repetitions"]):
             whole = whole_run(r["rows"])
             rows_i = r["rows"] + ([whole] if whole else [])
@@ -593,7 +600,7 @@ def summarise(a):
                          "problems": g["problems"]})
     pr = {}
     for (size, pattern, procs, phase, _), v in paired.items():
-        for ours, theirs in (("fieldstore", "fdb5"), ("fieldstoretmpl", "fdbhammer")):
+        for ours, theirs in PAIRS:
             if ours in v and theirs in v:
                 pr.setdefault((ours, theirs), {}).setdefault((size, pattern, procs, phase), []).append(
                     v[ours] / v[theirs])
@@ -603,7 +610,7 @@ def summarise(a):
         w.writerows(rows)
     key = lambda r: (r["size"], r["pattern"], r["procs"], r["phase"])
     tables, ratios = [], []
-    for ours, theirs in (("fieldstore", "fdb5"), ("fieldstoretmpl", "fdbhammer")):
+    for ours, theirs in PAIRS:
         t, rr = ratio_table(rows, pr.get((ours, theirs), {}), key, ours, theirs)
         if rr:
             tables.append(t)
@@ -614,6 +621,11 @@ def summarise(a):
         json.dump({"rows": rows, "ratios": ratios, "table": table}, fh, indent=1)
     if a.plot:
         plot(rows, a.plot)
+
+
+# (ours, theirs) pairs of systems whose ratios are printed: FDB5 through pyfdb; FDB5's own
+# fdb-hammer; bare writes of the same bytes and flushes (the share of the disk's ceiling).
+PAIRS = (("fieldstore", "fdb5"), ("fieldstoretmpl", "fdbhammer"), ("fieldstore", "bare"))
 
 
 def whole_run(rows):
@@ -667,7 +679,9 @@ def ratio_table(rows, pr, key, ours, theirs):
                      f"**{f(pmed, 2)}x** ({prange}) | "
                      f"{f(r1['cpu_s_per_gib'], 2)} / {f(r2['cpu_s_per_gib'], 2)} | "
                      f"{f(r1['others_cpu_pct'], 0)} / {f(r2['others_cpu_pct'], 0)} |")
-    title = (f"{ours} vs {theirs}" if theirs != "fdb5" else "fieldstore vs FDB5 (pyfdb, explicit keys)")
+    title = {"fdb5": "fieldstore vs FDB5 (pyfdb, explicit keys)",
+             "bare": "fieldstore vs bare writes of the same bytes and fdatasyncs, no store "
+                     "(the disk's ceiling for this workload)"}.get(theirs, f"{ours} vs {theirs}")
     return f"{title}\n\n" + "\n".join(lines), ratios
 
 
@@ -683,17 +697,18 @@ def plot(rows, path):
               ("64k", "a", ["write", "read"]), ("64k", "wr", ["wr-write", "wr-read"])]
     fig, axs = plt.subplots(2, 2, figsize=(11, 8))
     for ax, (size, pattern, phases) in zip(axs.flat, panels):
-        for system, style in (("fieldstore", "-"), ("fdb5", "--")):
+        for system, style in (("fieldstore", "-"), ("fdb5", "--"), ("bare", ":")):
             for ph, color in zip(phases, ("tab:blue", "tab:orange")):
                 pts = sorted((r["procs"], r["mib_s"], r["mib_s_min"], r["mib_s_max"]) for r in rows
                              if r["system"] == system and r["size"] == size
                              and r["pattern"] == pattern and r["phase"] == ph and r["mib_s"])
                 if pts:
-                    xs = [p[0] + (0.04 if system == "fdb5" else -0.04) for p in pts]
+                    xs = [p[0] + {"fdb5": 0.04, "bare": 0.0}.get(system, -0.04) for p in pts]
                     ys = [p[1] for p in pts]
                     err = [[p[1] - p[2] for p in pts], [p[3] - p[1] for p in pts]]
                     ax.errorbar(xs, ys, yerr=err, fmt=style, marker="o", color=color, capsize=3,
-                                alpha=0.9, label=f"{system} {ph}")
+                                alpha=0.9, label=f"{system} {ph}" if system != "bare"
+                                else "bare writes, no store (disk's ceiling)")
         ax.set_title(f"{'1 MiB' if size == '1m' else '64 KiB'} fields, "
                      f"{'pattern A' if pattern == 'a' else 'w+r contention'}")
         ax.set_xlabel("processes" + (" (writers + readers)" if pattern == "wr" else ""))

@@ -14,6 +14,10 @@ pub enum Scenario {
     /// reference), then writers writing new steps while readers read the
     /// steps flushed earlier.
     Wr,
+    /// The write phase's bytes and flush points written bare, with no
+    /// store: the disk's ceiling for this workload, to measure a store's
+    /// write phase against in the same run.
+    Bare,
 }
 
 /// How many fields one `retrieve()` names.

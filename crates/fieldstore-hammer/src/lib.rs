@@ -61,6 +61,7 @@
 //!   populated steps.
 
 pub mod args;
+mod bare;
 pub mod launch;
 pub mod payload;
 pub mod physical;
@@ -130,6 +131,7 @@ fn scenario_name(args: &HammerArgs) -> &'static str {
     match (args.scenario, args.read, args.list) {
         (Some(Scenario::A), ..) => "a",
         (Some(Scenario::Wr), ..) => "wr",
+        (Some(Scenario::Bare), ..) => "bare",
         (None, true, _) => "read",
         (None, _, true) => "list",
         _ => "write",
@@ -226,6 +228,7 @@ pub fn plan(args: &HammerArgs, rep: u32, writers: u32, readers: u32) -> Result<V
             group("read", Role::Read, range(s0, ns), drop),
             group("list", Role::List, range(s0, ns), false),
         ],
+        Some(Scenario::Bare) => vec![group("bare-write", Role::Bare, range(s0, ns), false)],
         Some(Scenario::Wr) => {
             let k = args.read_multiplier.max(1);
             let populated = range(s0, ns * k);

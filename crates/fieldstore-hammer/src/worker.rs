@@ -12,6 +12,7 @@ use fieldstore::{
 use serde::{Deserialize, Serialize};
 
 use crate::args::Batch;
+use crate::bare::BareFile;
 use crate::payload::{self, Check, Generator, Identity};
 
 /// The hammer schema (FDB5's fdb-hammer schema), used with `--root`.
@@ -27,6 +28,9 @@ pub enum Role {
     Read,
     /// List, one request per step.
     List,
+    /// Write the same bytes with the same flushes as `Write`, bare: no
+    /// store (`crate::bare`).
+    Bare,
 }
 
 impl Role {
@@ -36,6 +40,7 @@ impl Role {
             Role::Write => "write",
             Role::Read => "read",
             Role::List => "list",
+            Role::Bare => "bare-write",
         }
     }
 }
@@ -213,11 +218,13 @@ pub fn hostname() -> String {
         .unwrap_or_else(|_| "localhost".into())
 }
 
+/// Time and calls per operation inside the window.
 #[derive(Default)]
-struct Ops(BTreeMap<&'static str, (Duration, u64)>);
+pub(crate) struct Ops(BTreeMap<&'static str, (Duration, u64)>);
 
 impl Ops {
-    fn add(&mut self, name: &'static str, since: Instant) -> Instant {
+    /// Count a call of `name` that started at `since`; returns now.
+    pub(crate) fn add(&mut self, name: &'static str, since: Instant) -> Instant {
         let t = Instant::now();
         let e = self.0.entry(name).or_default();
         e.0 += t - since;
@@ -261,6 +268,10 @@ pub fn execute(task: &Task, barrier: &mut dyn FnMut() -> Result<f64>) -> Result<
         )?),
         _ => None,
     };
+    let bare = match task.role {
+        Role::Bare => Some(BareFile::create(task, base_payload(task)?.len() as u64)?),
+        _ => None,
+    };
     let mut r = ProcResult {
         rank: task.rank,
         role: task.role.as_str().into(),
@@ -282,6 +293,11 @@ pub fn execute(task: &Task, barrier: &mut dyn FnMut() -> Result<f64>) -> Result<
         }
         Role::Read => read(task, &fs, &mut ops, &mut r)?,
         Role::List => list(task, &fs, &mut ops, &mut r)?,
+        Role::Bare => {
+            if let Some(bare) = &bare {
+                bare.write(task, &mut ops, &mut r)?;
+            }
+        }
     }
     r.t_last_io = now();
     let (u1, s1) = cpu_times();

@@ -246,3 +246,34 @@ fn before_release_runs_once_between_ready_and_release() {
         );
     }
 }
+
+/// `--scenario bare` writes exactly the write phase's bytes, flushing
+/// where it would, and removes its files.
+#[test]
+fn bare_writes_the_write_phases_bytes_and_leaves_no_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut a = args(dir.path().join("root"));
+    a.scenario = Some(Scenario::Bare);
+    let report = run(&a).unwrap();
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+    assert_eq!(report.scenario, "bare");
+    let rows = &report.repetitions[0].rows;
+    let phases: Vec<_> = rows.iter().map(|r| r.phase.as_str()).collect();
+    assert_eq!(phases, ["bare-write"]);
+    let row = &rows[0];
+    assert_eq!(row.procs, 2);
+    assert_eq!(row.fields, 2 * 2 * 2 * 3);
+    assert_eq!(row.bytes, 24 * 4096);
+    // One fdatasync per (step, member) and process, as the write phase
+    // flushes.
+    assert_eq!(row.ops["fdatasync"].calls, 2 * 2, "{:?}", row.ops);
+    assert!(row.ops.contains_key("write"));
+    let left: Vec<_> = std::fs::read_dir(dir.path().join("root"))
+        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(
+        left.iter()
+            .all(|n| !n.to_string_lossy().starts_with(".hammer-bare")),
+        "{left:?}"
+    );
+}
