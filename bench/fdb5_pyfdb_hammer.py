@@ -716,7 +716,8 @@ def plot(rows, path):
         ax.set_xticks([2, 4] if pattern == "wr" else [1, 2, 4])
         ax.set_ylim(bottom=0)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=8)
     fig.suptitle("fieldstore vs FDB5 (pyfdb, explicit keys): same workload, same run "
                  "(median, bars: min-max of the repetitions)")
     fig.tight_layout()
