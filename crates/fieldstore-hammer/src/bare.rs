@@ -28,13 +28,26 @@ use std::time::Instant;
 use fieldstore::{Error, Result};
 
 use crate::payload::Generator;
-use crate::worker::{Ops, ProcResult, Task};
+use crate::worker::{Ops, ProcResult, StoreSpec, Task};
 
 /// Bytes per write.
 const PIECE: usize = 1 << 20;
 /// Bytes whose write-back may still be under way; the writer waits for the
 /// oldest beyond this (the POSIX store's own limit).
 const BEHIND: u64 = 32 << 20;
+
+/// The directory bare writes go to: the store's first root.
+///
+/// # Errors
+/// `InvalidInput` when the store has no root on a file system.
+pub(crate) fn directory(store: &StoreSpec) -> Result<PathBuf> {
+    store.directory().ok_or_else(|| {
+        Error::invalid_input(
+            "--scenario bare writes to the store's directory: give --root or a config \
+             whose first root is on a file system",
+        )
+    })
+}
 
 /// One process's file, created before the barrier and removed when
 /// dropped (after the timed window).
@@ -54,12 +67,7 @@ impl BareFile {
     /// # Errors
     /// `InvalidInput` when the store is not on a file system; I/O errors.
     pub(crate) fn create(task: &Task, field_bytes: u64) -> Result<BareFile> {
-        let dir = task.store.directory().ok_or_else(|| {
-            Error::invalid_input(
-                "--scenario bare writes to the store's directory: give --root or a config \
-                 whose first root is on a file system",
-            )
-        })?;
+        let dir = directory(&task.store)?;
         std::fs::create_dir_all(&dir).map_err(|e| Error::io(dir.display(), e))?;
         let path = dir.join(format!(".hammer-bare.{}.{}", task.rank, std::process::id()));
         let file = OpenOptions::new()

@@ -343,6 +343,13 @@ pub fn run(args: &HammerArgs) -> Result<Report> {
             "--config and --root name two different stores: give one",
         ));
     }
+    if args.scenario == Some(Scenario::Bare) {
+        // Refused here, before any worker opens the store.
+        bare::directory(&StoreSpec {
+            config: args.config.clone(),
+            root: args.root.clone(),
+        })?;
+    }
     let env = |k: &str| std::env::var(k).ok();
     if let Some(rank) = launch::launcher_rank(&env).filter(|r| r.size > 1) {
         return run_ranks(args, &rank);

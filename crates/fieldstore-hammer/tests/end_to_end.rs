@@ -21,6 +21,19 @@ fn args(root: PathBuf) -> HammerArgs {
     }
 }
 
+/// No file in `dir` has a name starting with `prefix` (a missing `dir`
+/// has none).
+fn assert_no_files_left(dir: &std::path::Path, prefix: &str) {
+    let left: Vec<_> = std::fs::read_dir(dir)
+        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(
+        left.iter()
+            .all(|n| !n.to_string_lossy().starts_with(prefix)),
+        "{left:?}"
+    );
+}
+
 #[test]
 fn pattern_a_two_processes_full_check() {
     let dir = tempfile::tempdir().unwrap();
@@ -208,14 +221,7 @@ fn physical_limits_measure_every_test_and_leave_no_files() {
     assert!(report.table().contains("cold buffered read, sequential: "));
     // The test files are removed; only the store's root (and the barrier
     // directory, if any) may remain.
-    let left: Vec<_> = std::fs::read_dir(dir.path().join("root"))
-        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.file_name()).collect())
-        .unwrap_or_default();
-    assert!(
-        left.iter()
-            .all(|n| !n.to_string_lossy().starts_with(".hammer-physical")),
-        "{left:?}"
-    );
+    assert_no_files_left(&dir.path().join("root"), ".hammer-physical");
 }
 
 /// The page cache of a cold phase is dropped at the start barrier: the
@@ -268,12 +274,29 @@ fn bare_writes_the_write_phases_bytes_and_leaves_no_files() {
     // flushes.
     assert_eq!(row.ops["fdatasync"].calls, 2 * 2, "{:?}", row.ops);
     assert!(row.ops.contains_key("write"));
-    let left: Vec<_> = std::fs::read_dir(dir.path().join("root"))
-        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.file_name()).collect())
-        .unwrap_or_default();
-    assert!(
-        left.iter()
-            .all(|n| !n.to_string_lossy().starts_with(".hammer-bare")),
-        "{left:?}"
+    assert_no_files_left(&dir.path().join("root"), ".hammer-bare");
+}
+
+/// Bare writes need a directory: a store with no root on a file system
+/// is refused, saying why.
+#[test]
+fn bare_on_a_store_without_a_directory_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("daos.yaml");
+    std::fs::write(
+        &config,
+        "type: local\nengine: daos\nstore: daos\ndaos:\n  pool: hammer\n",
+    )
+    .unwrap();
+    let mut a = args(dir.path().join("unused"));
+    a.root = None;
+    a.config = Some(config);
+    a.processes = 1;
+    a.scenario = Some(Scenario::Bare);
+    let err = run(&a).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "--scenario bare writes to the store's directory: give --root or a config whose first \
+         root is on a file system"
     );
 }
