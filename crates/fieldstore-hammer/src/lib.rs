@@ -58,7 +58,10 @@
 //! - `--scenario wr`: populate `read-multiplier × nsteps` steps; writers
 //!   alone write `nsteps` new steps (the uncontended reference); drop
 //!   caches; writers write `nsteps` more steps while readers read the
-//!   populated steps.
+//!   populated steps;
+//! - `--scenario bare`: the write phase's bytes and `fdatasync`s with no
+//!   store, in the store's directory: the disk's ceiling for that workload
+//!   (`bare.rs`).
 
 pub mod args;
 mod bare;
