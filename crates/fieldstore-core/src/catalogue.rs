@@ -110,6 +110,28 @@ pub trait Catalogue: Send + Sync + Debug + 'static {
         Err(unsupported::<Self>("wipe"))
     }
 
+    /// Datasets that cannot be opened because the record naming them is
+    /// damaged; [`Catalogue::datasets`] leaves them out, so that one damaged
+    /// dataset costs nothing but itself. Default: none.
+    ///
+    /// # Errors
+    /// I/O errors.
+    fn damaged(&self) -> Result<Vec<crate::maintenance::DamagedDataset>> {
+        Ok(Vec::new())
+    }
+
+    /// Delete a damaged dataset, named by its place as
+    /// [`Catalogue::damaged`] reports it (checked to be one: a readable
+    /// dataset is refused). Hidden atomically first, like a wipe.
+    ///
+    /// # Errors
+    /// `InvalidInput` for a place that is not a damaged dataset; I/O errors;
+    /// `Unsupported`.
+    fn wipe_damaged(&self, place: &str) -> Result<()> {
+        let _ = place;
+        Err(unsupported::<Self>("wipe"))
+    }
+
     /// Datasets whose wipe was interrupted after they were hidden (so that
     /// [`Catalogue::datasets`] no longer lists them). Default: none.
     ///
@@ -253,6 +275,18 @@ pub trait DatasetReader: Send + Sync + Debug {
     /// refresh. Default: none.
     fn locks(&self) -> Locks {
         Locks::NONE
+    }
+
+    /// Damage this reader met and stepped over, each naming the file or
+    /// object and the offset: damage of the dataset's log (records it could
+    /// not read), and, with `collocation`, of that collocation's index
+    /// blocks it has read. Damage costs only what it damaged: the rest of
+    /// the dataset stays readable, and a lookup of a key that a damaged
+    /// block may hold in a newer version than the one found is an error
+    /// rather than an older answer. Default: none.
+    fn damage(&self, collocation: Option<&CollocationKey>) -> Vec<String> {
+        let _ = collocation;
+        Vec::new()
     }
 
     /// Store units that a collocation wipe recorded as to be removed and

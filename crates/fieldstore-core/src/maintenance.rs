@@ -28,7 +28,7 @@
 
 use std::fmt;
 
-use crate::{CollocationKey, DatasetKey, Error, ErrorKind};
+use crate::{CollocationKey, DatasetKey, Error, ErrorKind, Result};
 
 /// An operation a dataset can be locked against (`control`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -299,6 +299,59 @@ pub enum Removed {
     InUse,
     /// Already gone.
     Missing,
+}
+
+/// A unit held by a maintenance operation ([`Store::claim`](crate::Store::claim)).
+///
+/// # Contract
+/// While a unit is held, no writer appends to it and none can start to: a
+/// writer that held it has finished, so every entry that will ever point
+/// into it is already in the catalogue. That is what makes the maintenance
+/// rule safe against live writers: *claim first, then read the catalogue,
+/// then remove only what that reading shows unneeded* (a reading taken
+/// before the claim may miss a writer's last flush). Dropping the hold
+/// releases the unit unchanged.
+pub trait HeldUnit {
+    /// Remove the unit (a unit already gone is not an error).
+    ///
+    /// # Errors
+    /// I/O errors.
+    fn remove(self: Box<Self>) -> Result<()>;
+}
+
+/// What [`Store::claim`](crate::Store::claim) found.
+pub enum Claim<'a> {
+    /// Held: nobody appends to it now or later, until the hold is dropped or
+    /// the unit removed.
+    Held(Box<dyn HeldUnit + 'a>),
+    /// A live writer still appends to it: it must not be removed.
+    InUse,
+    /// It does not exist (already removed).
+    Missing,
+}
+
+impl fmt::Debug for Claim<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Claim::Held(_) => "Held",
+            Claim::InUse => "InUse",
+            Claim::Missing => "Missing",
+        })
+    }
+}
+
+/// A dataset the catalogue cannot open at all: the record that names it is
+/// damaged. Reported by `status` and by listings over it; everything else
+/// goes on; a wipe that names it removes it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct DamagedDataset {
+    /// Where it is (a directory).
+    pub place: String,
+    /// The dataset key's values, in its rule's order, as far as the place's
+    /// name tells them (`None` when it cannot: a long name ends in a hash).
+    pub values: Option<Vec<String>>,
+    /// What is wrong, naming the file and offset.
+    pub problem: String,
 }
 
 /// What a wipe deletes within a dataset.

@@ -164,6 +164,31 @@ impl Framing {
         Ok(Framed::Record(h.kind, payload, HEADER + h.len))
     }
 
+    /// Where the next whole, valid record starts in `buf` (magic, header
+    /// checksum and payload checksum all hold), if one does.
+    ///
+    /// A log appended to by many writers with one `write(2)` each can hold
+    /// damaged bytes (a short append on a full disk, a record cut short by
+    /// truncation, a flipped byte) followed by records appended later. A
+    /// reader skips to the first record that checks whole: a false match
+    /// needs the 4-byte magic and two CRC-32Cs to agree by chance. A header
+    /// that checks but whose payload is not all in `buf` yet is not a match
+    /// (it may be an append in progress): the caller waits for more bytes.
+    pub fn resync(&self, buf: &[u8]) -> Option<usize> {
+        let mut from = 0;
+        while let Some(i) = buf[from..]
+            .windows(4)
+            .position(|w| w == self.magic)
+            .map(|i| from + i)
+        {
+            if let Ok(Framed::Record(..)) = self.unframe(&buf[i..], &String::new) {
+                return Some(i);
+            }
+            from = i + 1;
+        }
+        None
+    }
+
     /// The record that is the whole of `buf` (a value stored atomically, so
     /// that it cannot be torn): its type and payload.
     ///

@@ -2,7 +2,7 @@
 
 use std::fmt::Debug;
 
-use crate::maintenance::{unsupported, Item, Removed, Unit};
+use crate::maintenance::{unsupported, Claim, Item, Removed, Unit};
 use crate::{CollocationKey, DatasetKey, FieldLocation, Result};
 
 /// Bulk field bytes.
@@ -25,9 +25,11 @@ use crate::{CollocationKey, DatasetKey, FieldLocation, Result};
 /// # Contract of the data-management methods
 /// A *unit* is the file or object a location's URI names (`uri` without
 /// offset and length). Units belong to one writer, or to one field.
-/// - [`Store::remove`] never removes a unit a live writer still appends to
-///   (it answers [`Removed::InUse`]); removing a missing unit is not an
-///   error. The caller removes only units no newest entry points into.
+/// - [`Store::claim`] holds a unit only when no live writer appends to it
+///   (else [`Claim::InUse`]); while held, none can start to (see
+///   [`HeldUnit`](crate::maintenance::HeldUnit)). Removing a missing unit
+///   is not an error. The caller removes only units that no newest entry
+///   points into *by a reading of the catalogue taken after the claim*.
 /// - [`Store::wipe`] deletes everything the store keeps for a dataset that
 ///   it can find from the dataset and the given units, after the catalogue
 ///   has hidden the dataset.
@@ -64,13 +66,30 @@ pub trait Store: Send + Sync + Debug + 'static {
         Err(unsupported::<Self>("purge"))
     }
 
-    /// Remove a unit unless a live writer still appends to it.
+    /// Hold a unit for removal, unless a live writer still appends to it.
     ///
     /// # Errors
     /// `InvalidInput` for a URI of another store; I/O errors; `Unsupported`.
-    fn remove(&self, uri: &str) -> Result<Removed> {
+    fn claim(&self, uri: &str) -> Result<Claim<'_>> {
         let _ = uri;
         Err(unsupported::<Self>("purge"))
+    }
+
+    /// Remove a unit unless a live writer still appends to it: a claim and
+    /// its removal at once, for callers that know nothing can point into it
+    /// (a wiped dataset's units).
+    ///
+    /// # Errors
+    /// As [`Store::claim`]; I/O errors.
+    fn remove(&self, uri: &str) -> Result<Removed> {
+        Ok(match self.claim(uri)? {
+            Claim::Held(h) => {
+                h.remove()?;
+                Removed::Done
+            }
+            Claim::InUse => Removed::InUse,
+            Claim::Missing => Removed::Missing,
+        })
     }
 
     /// Units of `dataset` that no entry points into (`referenced` holds

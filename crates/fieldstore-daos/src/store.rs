@@ -17,7 +17,7 @@
 
 use std::sync::Arc;
 
-use fieldstore_core::maintenance::{Item, ItemKind, Removed, Unit, UnitState};
+use fieldstore_core::maintenance::{Claim, HeldUnit, Item, ItemKind, Unit, UnitState};
 use fieldstore_core::{
     CollocationKey, DatasetKey, Error, ErrorKind, FieldLocation, Result, Store, StoreWriter,
 };
@@ -162,24 +162,15 @@ impl Store for DaosStore {
         })
     }
 
-    fn remove(&self, uri: &str) -> Result<Removed> {
-        let p = parse_uri(uri)?;
-        let Some(cont) = self.session.container(p.pool, p.container, None)? else {
-            return Ok(Removed::Missing);
-        };
-        let result = cont
-            .c
-            .array(p.oid, p.chunk, true)
-            .and_then(|arr| arr.destroy());
-        match result {
-            Ok(()) => Ok(Removed::Done),
-            Err(e) if e.is(crate::ffi::der::NONEXIST) => Ok(Removed::Missing),
-            Err(e) if e.is(crate::ffi::der::NO_HDL) => {
-                self.session.evict(p.pool, p.container);
-                Ok(Removed::Missing)
-            }
-            Err(e) => Err(Error::from(e).context(uri)),
-        }
+    fn claim(&self, uri: &str) -> Result<Claim<'_>> {
+        // An array is written once, by the archive that created it, before
+        // anything indexes it: no writer appends to one afterwards, so it
+        // is held as soon as it is named (a missing one is found on removal).
+        parse_uri(uri)?;
+        Ok(Claim::Held(Box::new(HeldArray {
+            store: self,
+            uri: uri.to_string(),
+        })))
     }
 
     fn inventory(&self, dataset: &DatasetKey, _units: &[String]) -> Result<Vec<Item>> {
@@ -299,5 +290,40 @@ impl DaosStoreWriter {
             data.len() as u64,
         )
         .with_checksum(crc32c::crc32c(data)))
+    }
+}
+
+/// A field's array held by a maintenance operation.
+struct HeldArray<'a> {
+    store: &'a DaosStore,
+    uri: String,
+}
+
+impl HeldUnit for HeldArray<'_> {
+    fn remove(self: Box<Self>) -> Result<()> {
+        self.store.destroy_array(&self.uri)
+    }
+}
+
+impl DaosStore {
+    /// Destroy a field's array; a missing one (or container) is fine.
+    fn destroy_array(&self, uri: &str) -> Result<()> {
+        let p = parse_uri(uri)?;
+        let Some(cont) = self.session.container(p.pool, p.container, None)? else {
+            return Ok(());
+        };
+        let result = cont
+            .c
+            .array(p.oid, p.chunk, true)
+            .and_then(|arr| arr.destroy());
+        match result {
+            Ok(()) => Ok(()),
+            Err(e) if e.is(crate::ffi::der::NONEXIST) => Ok(()),
+            Err(e) if e.is(crate::ffi::der::NO_HDL) => {
+                self.session.evict(p.pool, p.container);
+                Ok(())
+            }
+            Err(e) => Err(Error::from(e).context(uri)),
+        }
     }
 }

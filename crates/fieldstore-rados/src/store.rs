@@ -17,7 +17,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
-use fieldstore_core::maintenance::{Item, ItemKind, Removed, Unit, UnitState};
+use fieldstore_core::maintenance::{Claim, HeldUnit, Item, ItemKind, Unit, UnitState};
 use fieldstore_core::{
     CollocationKey, DatasetKey, Error, ErrorKind, FieldLocation, Result, Store, StoreWriter,
 };
@@ -198,18 +198,17 @@ impl Store for RadosStore {
         })
     }
 
-    fn remove(&self, uri: &str) -> Result<Removed> {
-        let (pool, object) = self.unit(uri)?;
-        match self.inspect(uri)?.state {
-            UnitState::InUse => return Ok(Removed::InUse),
-            UnitState::Missing => return Ok(Removed::Missing),
-            UnitState::Idle => {}
-        }
-        match pool.remove(object) {
-            Ok(()) => Ok(Removed::Done),
-            Err(e) if e == ENOENT => Ok(Removed::Missing),
-            Err(e) => Err(e.error(format!("removing {}", pool.what(object)))),
-        }
+    fn claim(&self, uri: &str) -> Result<Claim<'_>> {
+        // A closed writer's objects get no more appends and no new
+        // references (its flushes all came before it closed them).
+        Ok(match self.inspect(uri)?.state {
+            UnitState::InUse => Claim::InUse,
+            UnitState::Missing => Claim::Missing,
+            UnitState::Idle => Claim::Held(Box::new(HeldObject {
+                store: self,
+                uri: uri.to_string(),
+            })),
+        })
     }
 
     fn inventory(&self, _dataset: &DatasetKey, units: &[String]) -> Result<Vec<Item>> {
@@ -397,6 +396,23 @@ impl Drop for RadosStoreWriter {
         if let Ok(mut op) = crate::rados::WriteOp::new() {
             op.create();
             let _ = self.pool.operate(&format!("{}.closed", self.prefix), &op);
+        }
+    }
+}
+
+/// A closed writer's data object held by a maintenance operation.
+struct HeldObject<'a> {
+    store: &'a RadosStore,
+    uri: String,
+}
+
+impl HeldUnit for HeldObject<'_> {
+    fn remove(self: Box<Self>) -> Result<()> {
+        let (pool, object) = self.store.unit(&self.uri)?;
+        match pool.remove(object) {
+            Ok(()) => Ok(()),
+            Err(e) if e == ENOENT => Ok(()),
+            Err(e) => Err(e.error(format!("removing {}", pool.what(object)))),
         }
     }
 }

@@ -344,15 +344,44 @@ impl FieldStore {
     /// collocation, masked entries only with `options.duplicates`).
     /// `visit` returns `false` to stop.
     ///
+    /// Damage costs only what it damaged: a damaged dataset, log record or
+    /// index block is stepped over, everything else is visited, and then
+    /// the call fails with `Corrupt` naming every damaged place it met.
+    ///
     /// # Errors
-    /// `InvalidInput` for a malformed request; I/O errors; `Corrupt`.
+    /// `InvalidInput` for a malformed request; I/O errors; `Corrupt` (after
+    /// visiting everything readable).
     pub fn visit(
         &self,
         request: &Request,
         options: ListOptions,
         visit: &mut dyn FnMut(ListElement) -> bool,
     ) -> Result<()> {
+        let mut damage = std::collections::BTreeSet::new();
+        self.visit_inner(request, options, visit, &mut damage)?;
+        if damage.is_empty() {
+            return Ok(());
+        }
+        let n = damage.len();
+        let list: Vec<String> = damage.into_iter().collect();
+        Err(fieldstore_core::Error::corrupt(format!(
+            "{n} damaged place{} stepped over (everything else was listed): {}",
+            if n == 1 { "" } else { "s" },
+            list.join("; ")
+        )))
+    }
+
+    fn visit_inner(
+        &self,
+        request: &Request,
+        options: ListOptions,
+        visit: &mut dyn FnMut(ListElement) -> bool,
+        damage: &mut std::collections::BTreeSet<String>,
+    ) -> Result<()> {
         let selector = self.schema.selector(request)?;
+        for d in self.damaged_datasets(&selector)? {
+            damage.insert(format!("dataset {}: {}", d.1.place, d.1.problem));
+        }
         let mut datasets = self.catalogue.datasets()?;
         datasets.sort();
         let mut fresh = HashSet::new();
@@ -386,6 +415,7 @@ impl FieldStore {
             if !self.listable(request, &dataset, reader.locks())? {
                 continue;
             }
+            damage.extend(reader.damage(None));
             for info in reader.collocations()? {
                 let Some(cm) = selector.match_collocation(&dm, &info.key) else {
                     continue;
@@ -426,6 +456,7 @@ impl FieldStore {
                     stop = !visit(e);
                     !stop
                 })?;
+                damage.extend(reader.damage(Some(&info.key)));
                 if stop {
                     return Ok(());
                 }

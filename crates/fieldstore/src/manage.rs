@@ -13,9 +13,9 @@
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::Arc;
 
-use fieldstore_core::maintenance::{self, Item, ItemKind, Removed, UnitState};
+use fieldstore_core::maintenance::{self, Claim, DamagedDataset, Item, ItemKind, UnitState};
 use fieldstore_core::{
-    CollocationKey, Control, DatasetKey, Error, ErrorKind, Level, Locks, Operation, Request,
+    CollocationKey, Control, DatasetKey, Error, ErrorKind, Key, Level, Locks, Operation, Request,
     Result, Schema, Selector, Values,
 };
 use serde::Serialize;
@@ -55,6 +55,10 @@ pub struct DatasetWipe {
     /// The dataset was already hidden by an interrupted wipe; this one
     /// finishes it.
     pub interrupted: bool,
+    /// The dataset cannot be opened (the record naming it is damaged): the
+    /// wipe removes its place whole. Says what is wrong.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub damaged: Option<String>,
     /// Entries that go (replaced ones included).
     pub fields: u64,
     /// Their bytes.
@@ -137,6 +141,10 @@ pub struct DatasetStatus {
     pub locks: Locks,
     /// An interrupted wipe left it hidden; `wipe --doit` finishes it.
     pub interrupted: bool,
+    /// Damage found in it, each naming the file and offset (its log as a
+    /// reader reads it; for a dataset that cannot be opened at all, the
+    /// record naming it). Empty when healthy.
+    pub damage: Vec<String>,
 }
 
 fn ser_locks<S: serde::Serializer>(l: &Locks, s: S) -> std::result::Result<S::Ok, S::Error> {
@@ -264,6 +272,36 @@ struct WipePlan {
 }
 
 impl FieldStore {
+    /// Damaged datasets (the catalogue cannot read the record naming them)
+    /// that `selector` may name: the key their place's name spells under a
+    /// dataset rule of the schema, when it matches; those whose name does
+    /// not tell their values, only when the request names no dataset
+    /// keyword.
+    pub(crate) fn damaged_datasets(
+        &self,
+        selector: &Selector<'_>,
+    ) -> Result<Vec<(Option<DatasetKey>, DamagedDataset)>> {
+        let mut out = Vec::new();
+        for d in self.catalogue.damaged()? {
+            let key = d.values.as_ref().and_then(|values| {
+                self.schema.chains().find_map(|id| {
+                    let [rule, _, _] = self.schema.chain(id);
+                    if rule.keywords().count() != values.len() {
+                        return None;
+                    }
+                    let key = Key::from_pairs(rule.keywords().zip(values.iter())).ok()?;
+                    selector.match_dataset(&key).map(|_| DatasetKey(key))
+                })
+            });
+            if key.is_some()
+                || (d.values.is_none() && constraining(selector.request()).next().is_none())
+            {
+                out.push((key, d));
+            }
+        }
+        Ok(out)
+    }
+
     /// Datasets of the catalogue (and hidden by interrupted wipes, with
     /// `interrupted`) that `selector` matches, in key order; the flag says
     /// whether the dataset is one an interrupted wipe hid.
@@ -358,6 +396,28 @@ impl FieldStore {
             }
         }
         let mut plans = Vec::new();
+        for (key, d) in self.damaged_datasets(&selector)? {
+            plans.push(WipePlan {
+                report: DatasetWipe {
+                    dataset: key.unwrap_or_default(),
+                    place: d.place.clone(),
+                    collocations: None,
+                    interrupted: false,
+                    damaged: Some(d.problem),
+                    fields: 0,
+                    bytes: 0,
+                    items: vec![Item::new(
+                        ItemKind::Catalogue,
+                        format!("{}/", d.place),
+                        None,
+                    )],
+                    kept: Vec::new(),
+                    unknown: Vec::new(),
+                },
+                units: Vec::new(),
+                remove: Vec::new(),
+            });
+        }
         for (dataset, interrupted) in matched {
             if !interrupted {
                 self.check_not_locked(&dataset, Operation::Wipe)?;
@@ -432,6 +492,7 @@ impl FieldStore {
                     place,
                     collocations: None,
                     interrupted,
+                    damaged: None,
                     fields: census.fields + census.duplicates,
                     bytes: census.bytes + census.duplicate_bytes,
                     items,
@@ -541,6 +602,7 @@ impl FieldStore {
                 place,
                 collocations: Some(targets),
                 interrupted: false,
+                damaged: None,
                 fields: inside.fields + inside.duplicates,
                 bytes: inside.bytes + inside.duplicate_bytes,
                 items,
@@ -565,6 +627,9 @@ impl FieldStore {
 
     fn do_wipe(&self, plan: &mut WipePlan, options: WipeOptions) -> Result<()> {
         let dataset = plan.report.dataset.clone();
+        if plan.report.damaged.is_some() {
+            return self.catalogue.wipe_damaged(&plan.report.place);
+        }
         self.forget_reader(&dataset);
         match &plan.report.collocations {
             None => {
@@ -584,7 +649,7 @@ impl FieldStore {
                         .wipe_collocations(&dataset, cols, &plan.remove)
                         .map_err(|e| e.context(format!("wiping {}", dataset.braced())))?;
                 }
-                let removed = self.remove_units(&plan.remove, &mut plan.report)?;
+                let removed = self.remove_units(&dataset, &plan.remove, &mut plan.report)?;
                 let items = self.catalogue.reclaim(&dataset, &removed, cols, false)?;
                 // What the catalogue removed, instead of what it planned to.
                 plan.report
@@ -597,24 +662,58 @@ impl FieldStore {
         Ok(())
     }
 
-    /// Remove units from the store; returns those removed (or already
-    /// gone). Units found in use move from the report's items to `kept`.
-    fn remove_units(&self, units: &[String], report: &mut DatasetWipe) -> Result<Vec<String>> {
+    /// Remove those of `units` that nothing newest points into, from the
+    /// store; returns those removed (or already gone). Units found in use
+    /// move from the report's items to `kept`.
+    ///
+    /// **Claim, then read, then remove**: every unit is first held
+    /// ([`Store::claim`](crate::Store::claim): its writer, if any, is gone,
+    /// so no flush can point into it any more), then the catalogue is read
+    /// afresh, and only units that reading shows no newest entry in are
+    /// removed. A plan made from an earlier reading may have missed a
+    /// writer's last flush (it flushed and exited between that reading and
+    /// the claim); this reading cannot.
+    fn remove_units(
+        &self,
+        dataset: &DatasetKey,
+        units: &[String],
+        report: &mut DatasetWipe,
+    ) -> Result<Vec<String>> {
         let mut removed = Vec::new();
+        let mut held = Vec::new();
         for uri in units {
-            match self.store.remove(uri)? {
-                Removed::Done | Removed::Missing => removed.push(uri.clone()),
-                Removed::InUse => {
-                    if let Some(i) = report.items.iter().position(|i| &i.name == uri) {
-                        let item = report.items.remove(i);
-                        report.kept.push(Kept {
-                            item,
-                            reason: "a live writer still appends to it; a later wipe or purge removes it"
-                                .into(),
-                        });
-                    }
-                }
+            match self.store.claim(uri)? {
+                Claim::Missing => removed.push(uri.clone()),
+                Claim::InUse => keep(
+                    report,
+                    uri,
+                    "a live writer still appends to it; a later wipe or purge removes it",
+                ),
+                Claim::Held(h) => held.push((uri, h)),
             }
+        }
+        if held.is_empty() {
+            return Ok(removed);
+        }
+        let census = match self.fresh_reader(dataset)? {
+            Some(r) => {
+                let cols: Vec<CollocationKey> =
+                    r.collocations()?.into_iter().map(|c| c.key).collect();
+                Census::take(r.as_ref(), &cols)?
+            }
+            None => Census::default(),
+        };
+        for (uri, h) in held {
+            if census.units.get(uri).is_some_and(|u| u.live > 0) {
+                keep(
+                    report,
+                    uri,
+                    "a field flushed while this ran points into it; it stays",
+                );
+                continue;
+            }
+            h.remove()?;
+            removed.push(uri.clone());
         }
         Ok(removed)
     }
@@ -641,6 +740,26 @@ impl FieldStore {
             let Some(reader) = self.fresh_reader(&dataset)? else {
                 continue;
             };
+            let damage = reader.damage(None);
+            if !damage.is_empty() {
+                // Units a skipped record pointed into would look unused:
+                // a damaged dataset is left as it is (wipe removes it).
+                out.push(DatasetPurge {
+                    place: self.catalogue.describe(&dataset),
+                    dataset,
+                    duplicates: 0,
+                    duplicate_bytes: 0,
+                    items: Vec::new(),
+                    kept: damage
+                        .into_iter()
+                        .map(|d| Kept {
+                            item: Item::new(ItemKind::Catalogue, "log", None),
+                            reason: format!("damaged, not purged: {d}"),
+                        })
+                        .collect(),
+                });
+                continue;
+            }
             let cols: Vec<CollocationKey> =
                 reader.collocations()?.into_iter().map(|c| c.key).collect();
             let census = Census::take(reader.as_ref(), &cols)?;
@@ -700,13 +819,14 @@ impl FieldStore {
                     place: String::new(),
                     collocations: None,
                     interrupted: false,
+                    damaged: None,
                     fields: 0,
                     bytes: 0,
                     items: std::mem::take(&mut report.items),
                     kept: std::mem::take(&mut report.kept),
                     unknown: Vec::new(),
                 };
-                let removed = self.remove_units(&remove, &mut w)?;
+                let removed = self.remove_units(&dataset, &remove, &mut w)?;
                 report.items = w.items;
                 report.kept = w.kept;
                 if !removed.is_empty() {
@@ -788,16 +908,32 @@ impl FieldStore {
         let selector = self.schema.selector(request)?;
         let mut out = Vec::new();
         for (dataset, interrupted) in self.matching_datasets(&selector, true)? {
-            let locks = if interrupted {
-                Locks::NONE
+            let (locks, damage) = if interrupted {
+                (Locks::NONE, Vec::new())
             } else {
-                self.catalogue.locks(&dataset)?
+                let damage = match self.fresh_reader(&dataset) {
+                    Ok(Some(r)) => r.damage(None),
+                    Ok(None) => Vec::new(),
+                    Err(e) if e.kind() == ErrorKind::Corrupt => vec![e.to_string()],
+                    Err(e) => return Err(e),
+                };
+                (self.catalogue.locks(&dataset)?, damage)
             };
             out.push(DatasetStatus {
                 place: self.catalogue.describe(&dataset),
                 dataset,
                 locks,
                 interrupted,
+                damage,
+            });
+        }
+        for (key, d) in self.damaged_datasets(&selector)? {
+            out.push(DatasetStatus {
+                dataset: key.unwrap_or_default(),
+                place: d.place,
+                locks: Locks::NONE,
+                interrupted: false,
+                damage: vec![d.problem],
             });
         }
         Ok(out)
@@ -826,6 +962,7 @@ impl FieldStore {
                 dataset,
                 locks,
                 interrupted: false,
+                damage: Vec::new(),
             });
         }
         Ok(out)
@@ -855,6 +992,18 @@ impl FieldStore {
         }
         Ok(out)
     }
+}
+
+/// Move `uri` from the report's items to `kept`, with the reason.
+fn keep(report: &mut DatasetWipe, uri: &str, reason: &str) {
+    let item = match report.items.iter().position(|i| i.name == uri) {
+        Some(i) => report.items.remove(i),
+        None => return,
+    };
+    report.kept.push(Kept {
+        item,
+        reason: reason.into(),
+    });
 }
 
 /// Total bytes of a wipe report's deleted items (for summaries).

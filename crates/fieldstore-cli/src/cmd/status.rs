@@ -27,6 +27,10 @@ pub(crate) fn line(s: &DatasetStatus) -> String {
     if s.interrupted {
         l.push_str(", interrupted wipe (wipe --doit finishes it)");
     }
+    for d in &s.damage {
+        l.push_str(", DAMAGED: ");
+        l.push_str(d);
+    }
     l
 }
 

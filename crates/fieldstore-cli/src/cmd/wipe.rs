@@ -75,7 +75,9 @@ pub(crate) fn deletion_note(
 }
 
 fn header(d: &DatasetWipe) -> String {
-    let what = if d.interrupted {
+    let what = if let Some(problem) = &d.damaged {
+        format!("damaged dataset, removed whole: {problem}")
+    } else if d.interrupted {
         "finishing an interrupted wipe".to_string()
     } else {
         let scope = match &d.collocations {

@@ -221,7 +221,13 @@ impl Catalogue for TocCatalogue {
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
                     Err(e) => return Err(Error::io(toc.display(), e)),
                 };
-                let (key, init_len) = read_init(&f, &toc)?;
+                // A damaged INIT costs only its own dataset (`damaged()`
+                // reports it).
+                let (key, init_len) = match read_init(&f, &toc) {
+                    Ok(k) => k,
+                    Err(e) if e.kind() == ErrorKind::Corrupt => continue,
+                    Err(e) => return Err(e),
+                };
                 if meta.len() > init_len {
                     out.push(key.clone());
                 }
@@ -289,6 +295,14 @@ impl Catalogue for TocCatalogue {
 
     fn interrupted_wipes(&self) -> Result<Vec<DatasetKey>> {
         manage::interrupted_wipes(self)
+    }
+
+    fn damaged(&self) -> Result<Vec<fieldstore_core::maintenance::DamagedDataset>> {
+        manage::damaged(self)
+    }
+
+    fn wipe_damaged(&self, place: &str) -> Result<()> {
+        manage::wipe_damaged(self, place)
     }
 
     fn wipe(
@@ -540,15 +554,28 @@ pub(super) struct BlockRef {
     axes: Axes,
 }
 
-/// A loaded index block: its entries, oldest first.
+/// A loaded index block: its entries, oldest first; or, when it could not
+/// be read (damaged, or its file gone without a RECLAIM record saying so),
+/// no entries and what is wrong.
 #[derive(Debug, Default)]
 pub(super) struct Block {
     pub(super) entries: Vec<(ElementKey, FieldLocation)>,
+    pub(super) damage: Option<String>,
 }
 
 impl Block {
     fn new(entries: Vec<(ElementKey, FieldLocation)>) -> Block {
-        Block { entries }
+        Block {
+            entries,
+            damage: None,
+        }
+    }
+
+    fn damaged(problem: String) -> Block {
+        Block {
+            entries: Vec::new(),
+            damage: Some(problem),
+        }
     }
 
     pub(super) fn iter(&self) -> std::slice::Iter<'_, (ElementKey, FieldLocation)> {
@@ -566,11 +593,15 @@ pub(super) struct Collocation {
     /// `loaded[i]` holds the entries of `blocks[i]` once read; lists read
     /// only the blocks whose axes meet their request.
     pub(super) loaded: Vec<Option<Arc<Block>>>,
-    /// Newest location per element over `blocks[..merged]` (all loaded):
-    /// lookups read every block once, then extend this map with new blocks
-    /// only, so a lookup costs one hash probe however many flushes there
-    /// were (checking each block's axes per lookup would grow with them).
-    newest: HashMap<ElementKey, FieldLocation>,
+    /// Newest location per element over `blocks[..merged]` (all loaded),
+    /// with the index of the block it came from: lookups read every block
+    /// once, then extend this map with new blocks only, so a lookup costs
+    /// one hash probe however many flushes there were (checking each
+    /// block's axes per lookup would grow with them).
+    newest: HashMap<ElementKey, (usize, FieldLocation)>,
+    /// Indices of damaged blocks among `blocks[..merged]`: a lookup whose
+    /// key such a block may hold, newer than what was found, fails.
+    damaged: Vec<usize>,
     merged: usize,
 }
 
@@ -596,6 +627,11 @@ pub(super) struct ReaderState {
     pub(super) removed_index: HashSet<String>,
     /// Units WIPE records left to remove, not yet reclaimed.
     pending: BTreeSet<String>,
+    /// Damage of the table of contents stepped over (records skipped).
+    pub(super) damage: Vec<String>,
+    /// Damage at `pos` with no whole record after it yet: reported, and
+    /// looked at again at the next refresh (more records may follow).
+    pub(super) damage_at_end: Option<String>,
 }
 
 impl ReaderState {
@@ -626,6 +662,8 @@ impl ReaderState {
             removed: Arc::default(),
             removed_index: HashSet::new(),
             pending: BTreeSet::new(),
+            damage: Vec::new(),
+            damage_at_end: None,
         })
     }
 
@@ -645,6 +683,8 @@ impl ReaderState {
             removed: Arc::default(),
             removed_index: HashSet::new(),
             pending: BTreeSet::new(),
+            damage: Vec::new(),
+            damage_at_end: None,
         }
     }
 }
@@ -877,22 +917,25 @@ impl TocReader {
         collocation: &CollocationKey,
         want: &dyn Fn(&BlockRef) -> bool,
     ) -> Result<()> {
-        match self.load_once(st, collocation, want) {
+        match self.load_once(st, collocation, want, false) {
             Err(e) if e.kind() == ErrorKind::NotFound => {
                 self.refresh_locked(st)?;
-                self.load_once(st, collocation, want)
+                self.load_once(st, collocation, want, true)
             }
             r => r,
         }
     }
 
     /// Read the blocks of `collocation` that `want` selects and are not
-    /// read yet.
+    /// read yet. A damaged block is kept as damaged (the others stay
+    /// readable); so is one whose index file is missing, when `missing_is_damage`
+    /// (after catching up found no RECLAIM record explaining it).
     fn load_once(
         &self,
         st: &mut ReaderState,
         collocation: &CollocationKey,
         want: &dyn Fn(&BlockRef) -> bool,
+        missing_is_damage: bool,
     ) -> Result<()> {
         let Some(c) = st.collocations.get(collocation) else {
             return Ok(());
@@ -905,7 +948,15 @@ impl TocReader {
             .map(|(i, b)| (i, b.clone()))
             .collect();
         for (i, b) in todo {
-            let block = Arc::new(Block::new(self.read_block(st, &b)?));
+            let block = match self.read_block(st, &b) {
+                Ok(entries) => Block::new(entries),
+                Err(e) if e.kind() == ErrorKind::Corrupt => Block::damaged(e.to_string()),
+                Err(e) if e.kind() == ErrorKind::NotFound && missing_is_damage => {
+                    Block::damaged(format!("{e}: the index file of a visible block is missing"))
+                }
+                Err(e) => return Err(e),
+            };
+            let block = Arc::new(block);
             let Some(c) = st.collocations.get_mut(collocation) else {
                 break;
             };
@@ -1041,24 +1092,52 @@ impl TocReader {
                 .map_err(|e| Error::io(st.toc_path.display(), e))?;
         }
         let mut used = 0usize;
+        st.damage_at_end = None;
         while used < buf.len() {
             let at = st.pos + used as u64;
             let toc_path = st.toc_path.clone();
             let what = || format!("{} at offset {at}", toc_path.display());
-            match format::FRAMING.unframe(&buf[used..], &what)? {
-                Framed::Record(kind, payload, n) => {
-                    match kind {
-                        format::FLUSH => self.apply_flush(st, payload, at)?,
-                        format::WIPE => TocReader::apply_wipe(st, payload, at)?,
-                        format::RECLAIM => TocReader::apply_reclaim(st, payload, at)?,
-                        format::CONTROL => TocReader::apply_control(st, payload, at)?,
+            match format::FRAMING.unframe(&buf[used..], &what) {
+                Ok(Framed::Record(kind, payload, n)) => {
+                    let applied = match kind {
+                        format::FLUSH => self.apply_flush(st, payload, at),
+                        format::WIPE => TocReader::apply_wipe(st, payload, at),
+                        format::RECLAIM => TocReader::apply_reclaim(st, payload, at),
+                        format::CONTROL => TocReader::apply_control(st, payload, at),
                         // Unknown record types from newer versions are
                         // skipped.
-                        _ => {}
+                        _ => Ok(()),
+                    };
+                    if let Err(e) = applied {
+                        // Checksums hold but the payload does not decode:
+                        // a writer's bug, not a torn write. Skip the record.
+                        st.damage.push(format!("{e}; record skipped"));
                     }
                     used += n;
                 }
-                Framed::Incomplete => break,
+                Ok(Framed::Incomplete) => break,
+                Err(e) => {
+                    // Damaged bytes (a short append on a full disk, a cut,
+                    // a flipped byte): records appended after them are
+                    // whole, so step over to the next one that checks.
+                    match format::FRAMING.resync(&buf[used + 1..]) {
+                        Some(skip) => {
+                            let skip = skip + 1;
+                            st.damage.push(format!(
+                                "{e}; {skip} bytes skipped, reading on at offset {}",
+                                at + skip as u64
+                            ));
+                            used += skip;
+                        }
+                        None => {
+                            st.damage_at_end = Some(format!(
+                                "{e}; nothing readable after it yet (the last {} bytes)",
+                                buf.len() - used
+                            ));
+                            break;
+                        }
+                    }
+                }
             }
         }
         st.pos += used as u64;
@@ -1114,13 +1193,31 @@ impl DatasetReader for TocReader {
         c.newest.reserve(new_entries);
         while c.merged < c.blocks.len() {
             if let Some(block) = c.loaded.get(c.merged).and_then(Option::as_ref) {
+                if block.damage.is_some() {
+                    c.damaged.push(c.merged);
+                }
                 for (k, l) in block.iter() {
-                    c.newest.insert(k.clone(), l.clone());
+                    c.newest.insert(k.clone(), (c.merged, l.clone()));
                 }
             }
             c.merged += 1;
         }
-        Ok(c.newest.get(element).cloned())
+        let found = c.newest.get(element);
+        let newer_than = found.map_or(0, |(i, _)| i + 1);
+        for &d in &c.damaged {
+            if d >= newer_than && may_hold(&c.blocks[d].axes, element) {
+                let problem = c.loaded[d]
+                    .as_ref()
+                    .and_then(|b| b.damage.clone())
+                    .unwrap_or_default();
+                return Err(Error::corrupt(format!(
+                    "{problem}; that block may hold the newest version of {}{}",
+                    collocation.braced(),
+                    element.braced()
+                )));
+            }
+        }
+        Ok(found.map(|(_, l)| l.clone()))
     }
 
     fn scan(
@@ -1149,4 +1246,21 @@ impl DatasetReader for TocReader {
     fn pending_units(&self) -> Vec<String> {
         self.state().pending.iter().cloned().collect()
     }
+
+    fn damage(&self, collocation: Option<&CollocationKey>) -> Vec<String> {
+        let st = self.state();
+        let mut out: Vec<String> = st.damage.iter().chain(&st.damage_at_end).cloned().collect();
+        if let Some(c) = collocation.and_then(|k| st.collocations.get(k)) {
+            out.extend(c.loaded.iter().flatten().filter_map(|b| b.damage.clone()));
+        }
+        out
+    }
+}
+
+/// Whether a block with these axes may hold `element`: every keyword the
+/// block's axes name has the element's value among its values.
+fn may_hold(axes: &Axes, element: &ElementKey) -> bool {
+    element
+        .iter()
+        .all(|(kw, v)| axes.get(kw).is_none_or(|values| values.contains(v)))
 }

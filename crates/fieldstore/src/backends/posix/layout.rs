@@ -95,23 +95,35 @@ pub(crate) fn classify(name: &str) -> FileKind {
 /// private name, locked, then renamed into place: it is never visible
 /// unlocked while its writer lives.
 pub(crate) fn create_writer_file(dir: &Path, ext: &str) -> Result<(String, PathBuf, File)> {
-    let id = writer_id();
-    let name = format!("{id}.{ext}");
-    let tmp = dir.join(format!(".{name}.new"));
-    let path = dir.join(&name);
-    let what = |e| Error::io(format!("creating {}", path.display()), e);
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create_new(true)
-        .open(&tmp)
-        .map_err(what)?;
-    flock(&file, libc::LOCK_SH).map_err(what)?;
-    if let Err(e) = std::fs::rename(&tmp, &path) {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(what(e));
+    // Between `open` and `flock` the private file is unlocked, so a purge
+    // may take it for a killed writer's and remove it; the rename then
+    // fails with `NotFound` and the writer starts again under a new id.
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let id = writer_id();
+        let name = format!("{id}.{ext}");
+        let tmp = dir.join(format!(".{name}.new"));
+        let path = dir.join(&name);
+        let what = |e| Error::io(format!("creating {}", path.display()), e);
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+            .map_err(what)?;
+        flock(&file, libc::LOCK_SH).map_err(what)?;
+        match std::fs::rename(&tmp, &path) {
+            Ok(()) => return Ok((name, path, file)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound && attempt < 3 && dir.is_dir() => {
+                continue
+            }
+            Err(e) => {
+                let _ = std::fs::remove_file(&tmp);
+                return Err(what(e));
+            }
+        }
     }
-    Ok((name, path, file))
 }
 
 fn flock(file: &File, op: libc::c_int) -> io::Result<()> {
@@ -242,6 +254,42 @@ pub(crate) fn dataset_dir_name(key: &DatasetKey) -> String {
         name.push_str(&format!("~{hash:08x}"));
     }
     name
+}
+
+/// The values a dataset directory's name encodes (the inverse of
+/// [`dataset_dir_name`]), or `None` for a name ending in a hash.
+pub(crate) fn dataset_dir_values(name: &str) -> Option<Vec<String>> {
+    if name.contains('~') {
+        return None;
+    }
+    if name == "%00" {
+        return Some(vec![String::new()]);
+    }
+    Some(name.split(':').map(unescape).collect())
+}
+
+/// Undo the percent-encoding of [`dataset_dir_name`].
+fn unescape(v: &str) -> String {
+    let mut out = String::with_capacity(v.len());
+    let mut rest = v;
+    while let Some(i) = rest.find('%') {
+        out.push_str(&rest[..i]);
+        let code = rest
+            .get(i + 1..i + 3)
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match code {
+            Some(b) if b.is_ascii() => {
+                out.push(char::from(b));
+                rest = &rest[i + 3..];
+            }
+            _ => {
+                out.push('%');
+                rest = &rest[i + 1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// The directory of `key` in `roots`: where it exists already (it has a

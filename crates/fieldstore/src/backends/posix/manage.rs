@@ -26,7 +26,7 @@ use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-use fieldstore_core::maintenance::{Item, ItemKind};
+use fieldstore_core::maintenance::{DamagedDataset, Item, ItemKind};
 use fieldstore_core::{CollocationKey, DatasetKey, Error, ErrorKind, Result};
 
 use super::catalogue::{
@@ -134,18 +134,89 @@ pub(super) fn interrupted_wipes(cat: &TocCatalogue) -> Result<Vec<DatasetKey>> {
     for (t, key) in tombstones(cat)? {
         match key {
             Some(k) => out.push(k),
-            // A wipe killed between removing `toc` and the directory left
-            // it empty: nothing names a dataset any more, so nothing else
-            // would ever remove it.
-            None if entries(&t)?.is_empty() => {
-                let _ = std::fs::remove_dir(&t);
-            }
-            None => {}
+            None => remove_nameless_tombstone(&t),
         }
     }
     out.sort();
     out.dedup();
     Ok(out)
+}
+
+/// A tombstone whose `toc` is gone or unreadable names no dataset, so no
+/// later wipe would ever finish it: a wipe killed between removing `toc`
+/// and the directory, a writer's file created in it after the wipe listed
+/// it (a path looked up before the rename), or a damaged dataset being
+/// wiped. Everything in it was the dataset's, hidden for deletion: remove
+/// what fieldstore created, and the directory once empty (best effort).
+fn remove_nameless_tombstone(t: &Path) {
+    let Ok(list) = entries(t) else {
+        return;
+    };
+    if list
+        .iter()
+        .any(|(name, _)| layout::classify(name) == FileKind::Unknown)
+    {
+        return;
+    }
+    for (_, path) in list {
+        let _ = layout::remove_file(&path);
+    }
+    let _ = std::fs::remove_dir(t);
+}
+
+/// Datasets whose `toc` exists but whose INIT record cannot be read.
+pub(super) fn damaged(cat: &TocCatalogue) -> Result<Vec<DamagedDataset>> {
+    let mut out = Vec::new();
+    for root in cat.roots.iter().filter(|r| r.visit) {
+        for (name, dir) in entries(&root.path)? {
+            if name.starts_with('.') {
+                continue;
+            }
+            let path = dir.join(TOC);
+            let Ok(f) = File::open(&path) else {
+                continue;
+            };
+            if let Err(e) = read_init(&f, &path) {
+                if e.kind() == ErrorKind::Corrupt {
+                    out.push(DamagedDataset {
+                        place: dir.display().to_string(),
+                        values: layout::dataset_dir_values(&name),
+                        problem: e.to_string(),
+                    });
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Wipe a damaged dataset by its directory: hide it with a rename to a
+/// tombstone, then delete what fieldstore created in it.
+pub(super) fn wipe_damaged(cat: &TocCatalogue, place: &str) -> Result<()> {
+    let dir = PathBuf::from(place);
+    let is_damaged = damaged(cat)?
+        .iter()
+        .any(|d| same_dir(Path::new(&d.place), &dir));
+    if !is_damaged {
+        return Err(Error::invalid_input(format!(
+            "{place} is not a damaged dataset of this store"
+        )));
+    }
+    let root = dir
+        .parent()
+        .ok_or_else(|| Error::internal("a dataset directory without a parent"))?;
+    let t = root.join(format!("{TOMBSTONE}{}", layout::writer_id()));
+    std::fs::rename(&dir, &t)
+        .map_err(|e| Error::io(format!("renaming {} to {}", dir.display(), t.display()), e))?;
+    layout::sync_dir(root)?;
+    remove_nameless_tombstone(&t);
+    if t.exists() {
+        return Err(Error::invalid_input(format!(
+            "wipe left {} in place: it holds files fieldstore did not create; delete by hand",
+            t.display()
+        )));
+    }
+    layout::sync_dir(root)
 }
 
 /// Delete a tombstone: everything but unknown files (unless
@@ -175,10 +246,20 @@ fn delete_tombstone(t: &Path, unsafe_wipe_all: bool) -> Result<()> {
         )));
     }
     layout::remove_file(&t.join(TOC))?;
-    match std::fs::remove_dir(t) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(Error::io(format!("removing {}", t.display()), e)),
+    // A writer that looked the dataset's path up just before the rename may
+    // still create a file in the tombstone after it was listed: remove
+    // those too. What is left after that (a writer still at it) names no
+    // dataset, and the next wipe or status removes it
+    // (`remove_nameless_tombstone`).
+    for _ in 0..5 {
+        match std::fs::remove_dir(t) {
+            Ok(()) => break,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => break,
+            Err(e) if e.kind() == std::io::ErrorKind::DirectoryNotEmpty => {
+                remove_nameless_tombstone(t);
+            }
+            Err(e) => return Err(Error::io(format!("removing {}", t.display()), e)),
+        }
     }
     if let Some(root) = t.parent() {
         layout::sync_dir(root)?;
@@ -209,9 +290,7 @@ pub(super) fn wipe(
     for (t, key) in tombstones(cat)? {
         match key {
             Some(k) if &k == dataset => delete_tombstone(&t, unsafe_wipe_all)?,
-            None if entries(&t)?.is_empty() => {
-                let _ = std::fs::remove_dir(&t);
-            }
+            None => remove_nameless_tombstone(&t),
             _ => {}
         }
     }
@@ -237,6 +316,18 @@ fn not_found(dataset: &DatasetKey) -> Error {
     )
 }
 
+/// Record that `units` were removed, and remove the index files nothing
+/// visible needs any more.
+///
+/// Safe against live writers by the same rule as the store's units: index
+/// files are first held (an exclusive `flock`: their writer is gone, so no
+/// flush can name them any more), then the table of contents is read, and
+/// only held files that reading shows unneeded go. A reading taken before
+/// the claim could miss the last flush of a writer that exited in between.
+/// `hidden` collocations (a wipe being planned, before its WIPE record) do
+/// not count as needing their files; once the WIPE record is in the table
+/// of contents, blocks of those collocations that a reader still knows
+/// came after it, and do.
 pub(super) fn reclaim(
     cat: &TocCatalogue,
     dataset: &DatasetKey,
@@ -247,6 +338,18 @@ pub(super) fn reclaim(
     let Some(dir) = layout::find_dataset(&cat.roots, dataset) else {
         return Ok(Vec::new());
     };
+    // 1. Hold every index file no live writer holds: published ones, and
+    //    the private `.new` name of a writer killed before publishing it.
+    let mut held = Vec::new();
+    for (name, path) in entries(&dir)? {
+        if layout::classify(&name) != FileKind::Index {
+            continue;
+        }
+        if let Some(Ok(lock)) = layout::claim(&path)? {
+            held.push((name, path, lock));
+        }
+    }
+    // 2. Read the table of contents now.
     let reader = TocReader::open_at(&cat.roots, &dir, dataset)?;
     let st = reader.load_all()?;
     let gone: HashSet<&str> = st
@@ -255,15 +358,18 @@ pub(super) fn reclaim(
         .map(|u| &**u)
         .chain(units.iter().map(String::as_str))
         .collect();
-    // Index files a visible block with a surviving entry needs.
+    // Index files a visible block with a surviving entry needs (a damaged
+    // block counts as needed: what it holds is unknown).
     let mut needed = HashSet::new();
     for (key, c) in &st.collocations {
-        if hidden.contains(key) {
+        if dry_run && hidden.contains(key) {
             continue;
         }
         for (i, b) in c.blocks.iter().enumerate() {
             let keep = match c.loaded.get(i).and_then(Option::as_ref) {
-                Some(block) => block.iter().any(|(_, l)| !gone.contains(&*l.uri)),
+                Some(block) => {
+                    block.damage.is_some() || block.iter().any(|(_, l)| !gone.contains(&*l.uri))
+                }
                 None => true,
             };
             if keep {
@@ -271,32 +377,27 @@ pub(super) fn reclaim(
             }
         }
     }
+    // A skipped record may name any index file: keep them all.
+    if !st.damage.is_empty() || st.damage_at_end.is_some() {
+        held.clear();
+    }
     let abs = st.abs_dir.clone();
     drop(st);
-    let mut held = Vec::new();
-    let mut items = Vec::new();
-    for (name, path) in entries(&dir)? {
-        if layout::classify(&name) != FileKind::Index
-            || name.starts_with('.')
-            || needed.contains(&name)
-        {
-            continue;
-        }
-        // A live writer's index file (its blocks not flushed yet) stays.
-        if let Some(Ok(lock)) = layout::claim(&path)? {
-            items.push(Item::new(
-                ItemKind::Index,
-                path.display().to_string(),
-                size(&path),
-            ));
-            held.push((name, path, lock));
-        }
-    }
+    // 3. What goes: held and not needed.
+    held.retain(|(name, _, _)| !needed.contains(name));
+    let items: Vec<Item> = held
+        .iter()
+        .map(|(_, path, _)| Item::new(ItemKind::Index, path.display().to_string(), size(path)))
+        .collect();
     if dry_run || (units.is_empty() && held.is_empty()) {
         return Ok(items);
     }
     let unit_names: Vec<String> = units.iter().map(|u| data_name(&abs, u)).collect();
-    let index_names: Vec<String> = held.iter().map(|(n, _, _)| n.clone()).collect();
+    let index_names: Vec<String> = held
+        .iter()
+        .filter(|(n, _, _)| !n.starts_with('.'))
+        .map(|(n, _, _)| n.clone())
+        .collect();
     // Readers learn first; then the files go.
     append_record(
         &dir,

@@ -14,7 +14,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use fieldstore_core::maintenance::{Item, ItemKind, Removed, Unit, UnitState};
+use fieldstore_core::maintenance::{Claim, HeldUnit, Item, ItemKind, Unit, UnitState};
 use fieldstore_core::{CollocationKey, DatasetKey, Error, FieldLocation, Result};
 
 use super::layout::{self, FileKind};
@@ -129,19 +129,20 @@ impl Store for FileStore {
         })
     }
 
-    fn remove(&self, uri: &str) -> Result<Removed> {
+    fn claim(&self, uri: &str) -> Result<Claim<'_>> {
         let path = unit_path(uri)?;
-        match layout::claim(&path)? {
-            None => Ok(Removed::Missing),
-            Some(Err(())) => Ok(Removed::InUse),
-            Some(Ok(_held)) => {
-                // Held exclusively: no writer has it open. Writer ids are
-                // never reused, so nobody creates this name again.
-                layout::remove_file(&path)?;
-                lock(&self.open).remove(&path);
-                Ok(Removed::Done)
-            }
-        }
+        Ok(match layout::claim(&path)? {
+            None => Claim::Missing,
+            Some(Err(())) => Claim::InUse,
+            // Held exclusively: no writer has it open, and none will (writer
+            // ids are never reused, so nobody creates or opens this name for
+            // writing again).
+            Some(Ok(lock)) => Claim::Held(Box::new(HeldFile {
+                store: self,
+                path,
+                _lock: lock,
+            })),
+        })
     }
 
     fn orphans(&self, dataset: &DatasetKey, referenced: &HashSet<String>) -> Result<Vec<Unit>> {
@@ -150,10 +151,11 @@ impl Store for FileStore {
         for root in &self.roots {
             let dir = root.path.join(&name);
             for (kind, path) in FileStore::listing(&dir)? {
-                let published = path
-                    .file_name()
-                    .is_some_and(|n| !n.to_string_lossy().starts_with('.'));
-                if kind != FileKind::Data || !published {
+                // Published data files, and the private `.<writer>.data.new`
+                // of a writer killed before it renamed it into place (never
+                // referenced; a live writer holds its lock, so it is found
+                // in use below).
+                if kind != FileKind::Data {
                     continue;
                 }
                 let abs = std::path::absolute(&path).map_err(|e| Error::io(path.display(), e))?;
@@ -381,6 +383,22 @@ impl StoreWriter for FileStoreWriter {
             self.new_file = false;
         }
         self.unsynced = false;
+        Ok(())
+    }
+}
+
+/// A data file held exclusively by a maintenance operation.
+struct HeldFile<'a> {
+    store: &'a FileStore,
+    path: PathBuf,
+    /// The exclusive `flock`, released when dropped.
+    _lock: File,
+}
+
+impl HeldUnit for HeldFile<'_> {
+    fn remove(self: Box<Self>) -> Result<()> {
+        layout::remove_file(&self.path)?;
+        lock(&self.store.open).remove(&self.path);
         Ok(())
     }
 }
