@@ -289,6 +289,15 @@ pub trait DatasetReader: Send + Sync + Debug {
         Vec::new()
     }
 
+    /// Appends cut short that this reader stepped over (a full disk): the
+    /// flushes they belonged to failed and were never visible, so readers
+    /// lose nothing, but a record cut short by truncation looks the same,
+    /// so maintenance that deletes what nothing seems to point into leaves
+    /// such a dataset alone. Default: none.
+    fn torn(&self) -> Vec<String> {
+        Vec::new()
+    }
+
     /// Store units that a collocation wipe recorded as to be removed and
     /// that no reclaim has recorded as removed yet (a wipe interrupted, or a
     /// unit a live writer still used). Default: none.

@@ -740,7 +740,11 @@ impl FieldStore {
             let Some(reader) = self.fresh_reader(&dataset)? else {
                 continue;
             };
-            let damage = reader.damage(None);
+            let damage: Vec<String> = reader
+                .damage(None)
+                .into_iter()
+                .chain(reader.torn())
+                .collect();
             if !damage.is_empty() {
                 // Units a skipped record pointed into would look unused:
                 // a damaged dataset is left as it is (wipe removes it).
@@ -912,7 +916,7 @@ impl FieldStore {
                 (Locks::NONE, Vec::new())
             } else {
                 let damage = match self.fresh_reader(&dataset) {
-                    Ok(Some(r)) => r.damage(None),
+                    Ok(Some(r)) => r.damage(None).into_iter().chain(r.torn()).collect(),
                     Ok(None) => Vec::new(),
                     Err(e) if e.kind() == ErrorKind::Corrupt => vec![e.to_string()],
                     Err(e) => return Err(e),

@@ -629,6 +629,12 @@ pub(super) struct ReaderState {
     pending: BTreeSet<String>,
     /// Damage of the table of contents stepped over (records skipped).
     pub(super) damage: Vec<String>,
+    /// Torn appends stepped over: the start of a record and nothing else,
+    /// followed by whole records (a writer's append cut short by a full
+    /// disk; that flush failed and was never visible). Not damage to what
+    /// readers saw, but a record cut short by truncation looks the same,
+    /// so maintenance treats the dataset as damaged.
+    pub(super) torn: Vec<String>,
     /// Damage at `pos` with no whole record after it yet: reported, and
     /// looked at again at the next refresh (more records may follow).
     pub(super) damage_at_end: Option<String>,
@@ -663,6 +669,7 @@ impl ReaderState {
             removed_index: HashSet::new(),
             pending: BTreeSet::new(),
             damage: Vec::new(),
+            torn: Vec::new(),
             damage_at_end: None,
         })
     }
@@ -684,6 +691,7 @@ impl ReaderState {
             removed_index: HashSet::new(),
             pending: BTreeSet::new(),
             damage: Vec::new(),
+            torn: Vec::new(),
             damage_at_end: None,
         }
     }
@@ -1123,10 +1131,19 @@ impl TocReader {
                     match format::FRAMING.resync(&buf[used + 1..]) {
                         Some(skip) => {
                             let skip = skip + 1;
-                            st.damage.push(format!(
-                                "{e}; {skip} bytes skipped, reading on at offset {}",
-                                at + skip as u64
-                            ));
+                            let region = &buf[used..used + skip];
+                            if is_torn_append(region) {
+                                st.torn.push(format!(
+                                    "{} at offset {at}: {skip} bytes of an append cut short (a full \
+                                     disk: that flush failed and was never visible), skipped",
+                                    st.toc_path.display()
+                                ));
+                            } else {
+                                st.damage.push(format!(
+                                    "{e}; {skip} bytes skipped, reading on at offset {}",
+                                    at + skip as u64
+                                ));
+                            }
                             used += skip;
                         }
                         None => {
@@ -1247,6 +1264,10 @@ impl DatasetReader for TocReader {
         self.state().pending.iter().cloned().collect()
     }
 
+    fn torn(&self) -> Vec<String> {
+        self.state().torn.clone()
+    }
+
     fn damage(&self, collocation: Option<&CollocationKey>) -> Vec<String> {
         let st = self.state();
         let mut out: Vec<String> = st.damage.iter().chain(&st.damage_at_end).cloned().collect();
@@ -1255,6 +1276,16 @@ impl DatasetReader for TocReader {
         }
         out
     }
+}
+
+/// Whether damaged bytes are only the beginning of a record: its magic,
+/// and a header (if all there) that checks but announces more bytes.
+fn is_torn_append(region: &[u8]) -> bool {
+    region.starts_with(&format::FRAMING.magic())
+        && matches!(
+            format::FRAMING.unframe(region, &String::new),
+            Ok(Framed::Incomplete)
+        )
 }
 
 /// Whether a block with these axes may hold `element`: every keyword the

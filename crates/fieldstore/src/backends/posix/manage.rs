@@ -378,7 +378,7 @@ pub(super) fn reclaim(
         }
     }
     // A skipped record may name any index file: keep them all.
-    if !st.damage.is_empty() || st.damage_at_end.is_some() {
+    if !st.damage.is_empty() || !st.torn.is_empty() || st.damage_at_end.is_some() {
         held.clear();
     }
     let abs = st.abs_dir.clone();
