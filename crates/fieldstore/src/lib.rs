@@ -17,6 +17,7 @@
 
 pub mod backends;
 pub mod config;
+mod failpoint;
 mod handle;
 pub mod list;
 pub mod manage;
@@ -47,3 +48,6 @@ pub use manage::{
     WipeReport,
 };
 pub use retrieve::DataReader;
+
+#[cfg(test)]
+mod races;

@@ -679,6 +679,7 @@ impl FieldStore {
         units: &[String],
         report: &mut DatasetWipe,
     ) -> Result<Vec<String>> {
+        crate::failpoint::hit("maintenance.before_claim");
         let mut removed = Vec::new();
         let mut held = Vec::new();
         for uri in units {
@@ -767,6 +768,7 @@ impl FieldStore {
             let cols: Vec<CollocationKey> =
                 reader.collocations()?.into_iter().map(|c| c.key).collect();
             let census = Census::take(reader.as_ref(), &cols)?;
+            crate::failpoint::hit("purge.after_census");
             let referenced: HashSet<String> = census.units.keys().cloned().collect();
             let mut candidates: BTreeMap<String, Option<u64>> = BTreeMap::new();
             let mut kept = Vec::new();

@@ -340,6 +340,7 @@ pub(super) fn reclaim(
     };
     // 1. Hold every index file no live writer holds: published ones, and
     //    the private `.new` name of a writer killed before publishing it.
+    crate::failpoint::hit("reclaim.before_claim");
     let mut held = Vec::new();
     for (name, path) in entries(&dir)? {
         if layout::classify(&name) != FileKind::Index {

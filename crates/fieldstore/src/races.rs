@@ -1,0 +1,161 @@
+//! Maintenance racing live writers, each race put in its worst
+//! interleaving with the failpoints of `failpoint.rs`: a writer flushes and
+//! exits at the one instant where a maintenance operation that read the
+//! catalogue too early would take its files for unused. The rule that
+//! makes them safe — claim, then read, then remove — is in `docs/design.md`.
+
+use std::path::Path;
+
+use crate::{failpoint, Config, FieldStore, Key, ListOptions, Request, WipeOptions};
+
+const SFC: &str =
+    "class=od,expver=0001,stream=oper,date=20231201,time=1200,domain=g,type=fc,levtype=sfc";
+const PL: &str =
+    "class=od,expver=0001,stream=oper,date=20231201,time=1200,domain=g,type=fc,levtype=pl";
+
+fn sfc(step: u32) -> Key {
+    format!("{SFC},step={step},param=167").parse().unwrap()
+}
+
+fn pl(step: u32) -> Key {
+    format!("{PL},step={step},levelist=500,param=130")
+        .parse()
+        .unwrap()
+}
+
+/// One writer process's life: open, archive, flush, exit.
+fn write_and_exit(root: &Path, key: &Key, data: &[u8]) {
+    let w = FieldStore::open(Config::embedded(root)).unwrap();
+    w.archive(key, data).unwrap();
+    w.flush().unwrap();
+}
+
+fn read(root: &Path, key: &Key) -> Option<Vec<u8>> {
+    let fs = FieldStore::open(Config::embedded(root)).unwrap();
+    let r = fs.retrieve(&Request::from_key(key)).unwrap();
+    (!r.is_empty()).then(|| r.read_all().unwrap())
+}
+
+fn doit() -> WipeOptions {
+    WipeOptions {
+        doit: true,
+        ..Default::default()
+    }
+}
+
+/// The race of the issue: purge read the table of contents, then a new
+/// writer wrote, flushed and exited, then purge listed the directory and
+/// found the writer's data file unreferenced and unlocked.
+#[test]
+fn purge_keeps_a_data_file_flushed_after_it_read_the_catalogue() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_path_buf();
+    write_and_exit(&root, &sfc(0), b"first");
+    // A replaced field, so purge has something of its own to do too.
+    write_and_exit(&root, &sfc(0), b"second");
+    let purger = FieldStore::open(Config::embedded(&root)).unwrap();
+    let r = root.clone();
+    failpoint::set("purge.after_census", move || {
+        write_and_exit(&r, &sfc(1), b"flushed during the purge")
+    });
+    let report = purger.purge(&Request::default(), true).unwrap();
+    failpoint::clear();
+    assert_eq!(
+        read(&root, &sfc(1)).as_deref(),
+        Some(&b"flushed during the purge"[..])
+    );
+    assert_eq!(read(&root, &sfc(0)).as_deref(), Some(&b"second"[..]));
+    // The replaced field's file went; the new writer's file stayed, and
+    // the report says why.
+    let data: Vec<_> = report.datasets[0]
+        .items
+        .iter()
+        .filter(|i| i.kind == crate::maintenance::ItemKind::Data)
+        .collect();
+    assert_eq!(data.len(), 1, "{report:?}");
+    assert!(
+        report.datasets[0]
+            .kept
+            .iter()
+            .any(|k| k.reason.contains("flushed while this ran")),
+        "{report:?}"
+    );
+}
+
+/// A writer that flushes and exits between a purge's plan and its claims:
+/// its data file was planned as an orphan; the reading after the claim
+/// finds it referenced.
+#[test]
+fn purge_keeps_a_data_file_flushed_between_its_plan_and_its_claim() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_path_buf();
+    write_and_exit(&root, &sfc(0), b"zero");
+    // A killed writer's data file (no entry points into it): the planned
+    // orphan; and a writer that flushes into a file of its own meanwhile.
+    let killed = root.join("od:0001:oper:20231201:1200:g/host.9.9.9.data");
+    std::fs::write(&killed, b"never indexed").unwrap();
+    let purger = FieldStore::open(Config::embedded(&root)).unwrap();
+    let r = root.clone();
+    failpoint::set("maintenance.before_claim", move || {
+        write_and_exit(&r, &sfc(2), b"two")
+    });
+    purger.purge(&Request::default(), true).unwrap();
+    failpoint::clear();
+    assert!(!killed.exists(), "the orphan went");
+    assert_eq!(read(&root, &sfc(0)).as_deref(), Some(&b"zero"[..]));
+    assert_eq!(read(&root, &sfc(2)).as_deref(), Some(&b"two"[..]));
+}
+
+/// The second race of the issue: a wipe of one collocation while writers of
+/// another flush into new index files and exit; the index files named by
+/// FLUSH records after the WIPE record must stay.
+#[test]
+fn a_collocation_wipe_keeps_other_collocations_index_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_path_buf();
+    write_and_exit(&root, &pl(0), b"pl");
+    write_and_exit(&root, &sfc(0), b"sfc 0");
+    let wiper = FieldStore::open(Config::embedded(&root)).unwrap();
+    let r = root.clone();
+    let mut step = 1;
+    for point in ["maintenance.before_claim", "reclaim.before_claim"] {
+        let r = r.clone();
+        let first = step;
+        failpoint::set(point, move || write_and_exit(&r, &sfc(first), b"sfc later"));
+        step += 1;
+    }
+    wiper
+        .wipe(&format!("{PL}").parse().unwrap(), doit())
+        .unwrap();
+    failpoint::clear();
+    assert_eq!(read(&root, &pl(0)), None);
+    assert_eq!(read(&root, &sfc(0)).as_deref(), Some(&b"sfc 0"[..]));
+    for s in 1..step {
+        assert_eq!(read(&root, &sfc(s)).as_deref(), Some(&b"sfc later"[..]));
+    }
+    let fs = FieldStore::open(Config::embedded(&root)).unwrap();
+    assert_eq!(
+        fs.list(&Request::default(), ListOptions::default())
+            .unwrap()
+            .len(),
+        step as usize
+    );
+}
+
+/// A writer killed between creating its private `.new` file and renaming
+/// it into place leaves it unlocked and unreferenced: purge removes it.
+#[test]
+fn purge_removes_a_killed_writers_private_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_path_buf();
+    write_and_exit(&root, &sfc(0), b"zero");
+    let ds = root.join("od:0001:oper:20231201:1200:g");
+    let data = ds.join(".host.1.2.3.data.new");
+    let index = ds.join(".host.1.2.3.index.new");
+    std::fs::write(&data, b"").unwrap();
+    std::fs::write(&index, b"").unwrap();
+    let fs = FieldStore::open(Config::embedded(&root)).unwrap();
+    fs.purge(&Request::default(), true).unwrap();
+    assert!(!data.exists() && !index.exists());
+    assert_eq!(read(&root, &sfc(0)).as_deref(), Some(&b"zero"[..]));
+}
