@@ -132,6 +132,16 @@ pub trait Catalogue: Send + Sync + Debug + 'static {
         Err(unsupported::<Self>("wipe"))
     }
 
+    /// Maintenance left unfinished by a crash, per dataset, saying what it
+    /// is and what finishes it (POSIX: a move across file systems, which the
+    /// next move finishes). Default: none.
+    ///
+    /// # Errors
+    /// I/O errors.
+    fn unfinished(&self) -> Result<Vec<(DatasetKey, String)>> {
+        Ok(Vec::new())
+    }
+
     /// Datasets whose wipe was interrupted after they were hidden (so that
     /// [`Catalogue::datasets`] no longer lists them). Default: none.
     ///

@@ -933,6 +933,11 @@ impl FieldStore {
                 damage,
             });
         }
+        for (dataset, what) in self.catalogue.unfinished()? {
+            if let Some(s) = out.iter_mut().find(|s| s.dataset == dataset) {
+                s.damage.push(what);
+            }
+        }
         for (key, d) in self.damaged_datasets(&selector)? {
             out.push(DatasetStatus {
                 dataset: key.unwrap_or_default(),

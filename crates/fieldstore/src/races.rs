@@ -159,3 +159,108 @@ fn purge_removes_a_killed_writers_private_files() {
     assert!(!data.exists() && !index.exists());
     assert_eq!(read(&root, &sfc(0)).as_deref(), Some(&b"zero"[..]));
 }
+
+/// A move across file systems (its copy protocol, run within one) killed at
+/// each step: every field is listed once, status says a move was
+/// interrupted, a new archive goes to the one copy readers use, purge
+/// deletes nothing visible, and moving again finishes the move.
+#[test]
+fn an_interrupted_move_leaves_one_dataset_and_moving_again_finishes_it() {
+    use crate::backends::posix::manage::copy_move;
+    use crate::Root;
+    for point in [
+        "move.before_publish",
+        "move.before_retire",
+        "move.before_tails",
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        std::fs::create_dir_all(&a).unwrap();
+        std::fs::create_dir_all(&b).unwrap();
+        let config = || {
+            let mut c = Config::embedded(&a);
+            c.roots = vec![Root::new(&a), Root::new(&b)];
+            c
+        };
+        let open = || FieldStore::open(config()).unwrap();
+        let count = || {
+            open()
+                .list(&Request::default(), ListOptions::default())
+                .unwrap()
+                .len()
+        };
+        for step in 0..3 {
+            let w = open();
+            w.archive(&sfc(step), format!("field {step}").as_bytes())
+                .unwrap();
+            w.flush().unwrap();
+        }
+        // A flush between the copy and the retirement (the tail), then the
+        // crash (a panic drops the mover's lock, as its death would).
+        let (a2, b2) = (a.clone(), b.clone());
+        failpoint::set("move.before_retire", move || {
+            let mut c = Config::embedded(&a2);
+            c.roots = vec![Root::new(&a2), Root::new(&b2)];
+            let w = FieldStore::open(c).unwrap();
+            w.archive(&sfc(3), b"tail").unwrap();
+            w.flush().unwrap();
+        });
+        failpoint::set(point, || panic!("killed"));
+        let name = "od:0001:oper:20231201:1200:g";
+        let crashed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            copy_move(&a.join(name), &b.join(name))
+        }));
+        failpoint::clear();
+        assert!(crashed.is_err(), "{point}");
+        let fs = open();
+        let status = fs.status(&Request::default()).unwrap();
+        assert_eq!(status.len(), 1, "{point}: one dataset");
+        assert!(
+            status[0].damage.iter().any(|d| d.contains("interrupted")),
+            "{point}: {status:?}"
+        );
+        let listed = count();
+        assert!(
+            listed == 3 || listed == 4,
+            "{point}: each field once, {listed}"
+        );
+        // Purge deletes nothing anyone can see.
+        fs.purge(&Request::default(), true).unwrap();
+        // The tail flush happened only where the crash came after it; a
+        // writer opening the dataset finishes a move past its retirement
+        // (so its flushes come after the tail), else the copy is ignored.
+        let tail = point == "move.before_tails";
+        let w = open();
+        w.archive(&sfc(4), b"after").unwrap();
+        w.flush().unwrap();
+        drop(w);
+        assert_eq!(count(), 4 + usize::from(tail), "{point}");
+        // Moving again finishes (or redoes) it; nothing flushed is lost.
+        if !tail {
+            let moved = fs.move_datasets(&Request::default(), &b).unwrap();
+            assert_eq!(moved.len(), 1, "{point}");
+        }
+        assert!(
+            a.read_dir().unwrap().next().is_none(),
+            "{point}: a is empty"
+        );
+        let names: Vec<String> = b
+            .read_dir()
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, [name], "{point}");
+        assert_eq!(count(), 4 + usize::from(tail), "{point}");
+        let mut want = vec![(0, &b"field 0"[..]), (4, b"after")];
+        if tail {
+            want.push((3, b"tail"));
+        }
+        for (step, want) in want {
+            let r = open().retrieve(&Request::from_key(&sfc(step))).unwrap();
+            assert_eq!(r.read_all().unwrap(), want, "{point} step {step}");
+        }
+        assert!(open().status(&Request::default()).unwrap()[0]
+            .damage
+            .is_empty());
+    }
+}

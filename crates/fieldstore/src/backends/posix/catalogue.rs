@@ -147,6 +147,14 @@ impl Catalogue for TocCatalogue {
     fn writer(&self, dataset: &DatasetKey, schema: &Schema) -> Result<Box<dyn CatalogueWriter>> {
         // A wipe or move racing with this may take the directory away
         // between finding and opening it: look again.
+        // A move across file systems that a crash interrupted after it
+        // retired the source is finished first, so that this writer's
+        // flushes come after the ones the move still has to copy.
+        if layout::find_dataset(&self.roots, dataset)
+            .is_some_and(|d| d.join(layout::MOVED_FROM).exists())
+        {
+            manage::finish_moves(self)?;
+        }
         let mut attempt = 0;
         let (dir, toc) = loop {
             attempt += 1;
@@ -213,6 +221,12 @@ impl Catalogue for TocCatalogue {
                     if meta.len() > *init_len {
                         out.push(k.clone());
                     }
+                    continue;
+                }
+                // A move's copy is not the dataset while its source exists
+                // (looked at only until the directory is known: a known
+                // one never becomes a copy, a new copy has a new inode).
+                if layout::is_unfinished_copy(&dir) {
                     continue;
                 }
                 let f = match File::open(&toc) {
@@ -295,6 +309,10 @@ impl Catalogue for TocCatalogue {
 
     fn interrupted_wipes(&self) -> Result<Vec<DatasetKey>> {
         manage::interrupted_wipes(self)
+    }
+
+    fn unfinished(&self) -> Result<Vec<(DatasetKey, String)>> {
+        manage::unfinished(self)
     }
 
     fn damaged(&self) -> Result<Vec<fieldstore_core::maintenance::DamagedDataset>> {

@@ -19,6 +19,18 @@ pub(crate) const TOMBSTONE: &str = ".wiped.";
 /// Prefix of a dataset directory being copied in by a move (in its root).
 pub(crate) const MOVING: &str = ".moving.";
 
+/// In a dataset directory published by a move across file systems, until
+/// the move is finished: two lines, the source directory and the name it is
+/// retired under. While the source still exists, the copy is not the
+/// dataset (readers, writers and listings use the source); once the source
+/// is retired, the copy is. The mover holds an exclusive `flock` on it, so
+/// that an interrupted move (nobody holds it) can be told from a live one.
+pub(crate) const MOVED_FROM: &str = "moved-from";
+
+/// Prefix of a move's source directory once retired (in its root), until
+/// what writers appended to it meanwhile is copied.
+pub(crate) const RETIRED: &str = ".moved.";
+
 /// What a file in a dataset directory is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum FileKind {
@@ -54,7 +66,7 @@ pub(crate) fn classify(name: &str) -> FileKind {
     if name == TOC {
         return FileKind::Toc;
     }
-    if name == CONTROL {
+    if name == CONTROL || name == MOVED_FROM {
         return FileKind::Control;
     }
     if let Some(id) = name.strip_prefix(".toc.") {
@@ -300,7 +312,25 @@ pub(crate) fn find_dataset(roots: &[Root], key: &DatasetKey) -> Option<PathBuf> 
         .iter()
         .filter(|r| r.visit)
         .map(|r| r.path.join(&name))
-        .find(|d| d.join(TOC).exists())
+        .find(|d| d.join(TOC).exists() && !is_unfinished_copy(d))
+}
+
+/// The source, retired source and copied length of the table of contents
+/// that a move's copy names, if `dir` is one.
+pub(crate) fn moved_from(dir: &Path) -> Option<(PathBuf, PathBuf, u64)> {
+    let text = std::fs::read_to_string(dir.join(MOVED_FROM)).ok()?;
+    let mut lines = text.lines();
+    Some((
+        PathBuf::from(lines.next()?),
+        PathBuf::from(lines.next()?),
+        lines.next()?.parse().ok()?,
+    ))
+}
+
+/// Whether `dir` is a move's copy whose source still exists: not the
+/// dataset yet (its source is).
+pub(crate) fn is_unfinished_copy(dir: &Path) -> bool {
+    moved_from(dir).is_some_and(|(source, _, _)| source.join(TOC).exists())
 }
 
 /// Every root (visited or not) holding a dataset directory named for `key`

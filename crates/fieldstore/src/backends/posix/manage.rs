@@ -33,7 +33,7 @@ use super::catalogue::{
     append_record, data_name, encode_reclaim, encode_wipe, read_init, TocCatalogue, TocReader,
 };
 use super::format;
-use super::layout::{self, FileKind, MOVING, TOC, TOMBSTONE};
+use super::layout::{self, FileKind, MOVED_FROM, MOVING, RETIRED, TOC, TOMBSTONE};
 
 fn io_at(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
     move |e| Error::io(path.display(), e)
@@ -440,15 +440,19 @@ pub(super) fn move_dataset(
                 roots.join(", ")
             ))
         })?;
-    let src = dirs_of(cat, dataset)
-        .into_iter()
-        .next()
+    let finished = finish_moves(cat)?;
+    let src = layout::find_dataset(&cat.roots, dataset)
+        .filter(|d| stored_key(d).as_ref() == Some(dataset))
         .ok_or_else(|| not_found(dataset))?;
     let src_root = src
         .parent()
         .ok_or_else(|| Error::internal("a dataset directory without a parent"))?
         .to_path_buf();
     if same_dir(&src_root, &target.path) {
+        // Moving again is how an interrupted move is finished.
+        if finished.iter().any(|f| same_dir(f, &src)) {
+            return Ok(src.display().to_string());
+        }
         return Err(Error::invalid_input(format!(
             "dataset {} is already in root {}",
             dataset.braced(),
@@ -511,25 +515,50 @@ fn copy_tail(from: &Path, to: &Path, start: u64, end: Option<u64>) -> Result<u64
 }
 
 /// Move across file systems: copy into a hidden directory of the target
-/// root, publish it with a rename, retire the source with a rename to a
-/// tombstone, copy what writers appended in between, delete the tombstone.
+/// root, publish it (marked as a copy, see [`layout::MOVED_FROM`]), retire
+/// the source with a rename, copy what writers appended in between, then
+/// unmark the copy and delete the retired source.
 ///
-/// A writer that appended to the source before it was retired had its
-/// flush copied; one that appended after finds, on checking, that the
-/// dataset it appended to was renamed away, and reports the flush failed.
-pub(super) fn copy_move(src: &Path, dst: &Path) -> Result<()> {
+/// Until the source is retired, readers, writers and listings use the
+/// source and ignore the copy; afterwards, the copy. A writer that
+/// appended to the source before it was retired had its flush copied; one
+/// that appended after finds, on checking, that the dataset it appended to
+/// was renamed away, and reports the flush failed. A move interrupted at
+/// any step is finished, or undone, by [`finish_moves`].
+pub(crate) fn copy_move(src: &Path, dst: &Path) -> Result<()> {
     let dst_root = dst
         .parent()
         .ok_or_else(|| Error::internal("a target without a parent"))?;
     let src_root = src
         .parent()
         .ok_or_else(|| Error::internal("a source without a parent"))?;
-    let tmp = dst_root.join(format!("{MOVING}{}", layout::writer_id()));
+    let id = layout::writer_id();
+    let tmp = dst_root.join(format!("{MOVING}{id}"));
+    let retired = src_root.join(format!("{RETIRED}{id}"));
+    let src_abs = std::path::absolute(src).map_err(io_at(src))?;
+    let retired_abs = std::path::absolute(&retired).map_err(io_at(&retired))?;
     std::fs::create_dir(&tmp).map_err(io_at(&tmp))?;
-    let result = (|| -> Result<u64> {
+    let marker = tmp.join(MOVED_FROM);
+    let result = (|| -> Result<(u64, File)> {
+        let mut m = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&marker)
+            .map_err(io_at(&marker))?;
+        let lock = layout::claim(&marker)?
+            .and_then(|r| r.ok())
+            .ok_or_else(|| Error::internal("a new move marker is held by someone else"))?;
         // The table of contents' length first: everything it names is in
         // the other files by then (writers sync before appending to it).
         let toc_len = std::fs::metadata(src.join(TOC)).map_err(io_at(src))?.len();
+        writeln!(
+            m,
+            "{}\n{}\n{toc_len}",
+            src_abs.display(),
+            retired_abs.display()
+        )
+        .map_err(io_at(&marker))?;
+        m.sync_all().map_err(io_at(&marker))?;
         for (name, path) in entries(src)? {
             if name == TOC || !path.is_file() {
                 continue;
@@ -538,15 +567,16 @@ pub(super) fn copy_move(src: &Path, dst: &Path) -> Result<()> {
         }
         copy_tail(&src.join(TOC), &tmp.join(TOC), 0, Some(toc_len))?;
         layout::sync_dir(&tmp)?;
-        Ok(toc_len)
+        Ok((toc_len, lock))
     })();
-    let toc_len = match result {
-        Ok(n) => n,
+    let (toc_len, _lock) = match result {
+        Ok(r) => r,
         Err(e) => {
             let _ = std::fs::remove_dir_all(&tmp);
             return Err(e);
         }
     };
+    crate::failpoint::hit("move.before_publish");
     std::fs::rename(&tmp, dst).map_err(|e| {
         Error::io(
             format!("renaming {} to {}", tmp.display(), dst.display()),
@@ -554,26 +584,144 @@ pub(super) fn copy_move(src: &Path, dst: &Path) -> Result<()> {
         )
     })?;
     layout::sync_dir(dst_root)?;
-    let t = src_root.join(format!("{TOMBSTONE}{}", layout::writer_id()));
-    std::fs::rename(src, &t)
-        .map_err(|e| Error::io(format!("renaming {} to {}", src.display(), t.display()), e))?;
+    crate::failpoint::hit("move.before_retire");
+    std::fs::rename(src, &retired).map_err(|e| {
+        Error::io(
+            format!("renaming {} to {}", src.display(), retired.display()),
+            e,
+        )
+    })?;
     layout::sync_dir(src_root)?;
-    // What writers appended between the copy and the retirement.
-    let new_toc_len = std::fs::metadata(t.join(TOC)).map_err(io_at(&t))?.len();
-    if new_toc_len > toc_len {
-        for (name, path) in entries(&t)? {
-            if name == TOC || !path.is_file() || layout::classify(&name) == FileKind::Control {
-                continue;
+    crate::failpoint::hit("move.before_tails");
+    finish_copy(dst, &retired, toc_len)
+}
+
+/// Whether the copy's table of contents already holds `from[start..end]`
+/// (a finish that crashed after copying it): looked for after `start`.
+fn toc_holds_tail(to: &Path, from: &Path, start: u64, end: u64) -> Result<bool> {
+    let tail = {
+        let f = File::open(from).map_err(io_at(from))?;
+        let mut buf = vec![0u8; (end - start) as usize];
+        std::os::unix::fs::FileExt::read_exact_at(&f, &mut buf, start).map_err(io_at(from))?;
+        buf
+    };
+    let have = std::fs::read(to).map_err(io_at(to))?;
+    Ok(have
+        .get(start as usize..)
+        .is_some_and(|rest| rest.windows(tail.len()).any(|w| w == tail.as_slice())))
+}
+
+/// The end of a move whose source is retired: copy what writers appended
+/// to the retired source after the copy (from `toc_len`, the length the
+/// copy started from, which the mark keeps), delete the retired source,
+/// unmark the copy. Run again after a crash, it copies only what is missing
+/// (data and index files by their lengths; the table of contents' tail is
+/// one write, so either all there or not at all).
+fn finish_copy(dst: &Path, retired: &Path, toc_len: u64) -> Result<()> {
+    if retired.join(TOC).exists() {
+        let start = toc_len;
+        let new_len = std::fs::metadata(retired.join(TOC))
+            .map_err(io_at(retired))?
+            .len();
+        if new_len > start {
+            for (name, path) in entries(retired)? {
+                if name == TOC || !path.is_file() || layout::classify(&name) == FileKind::Control {
+                    continue;
+                }
+                let have = std::fs::metadata(dst.join(&name)).map_or(0, |m| m.len());
+                copy_tail(&path, &dst.join(&name), have, None)?;
             }
-            let have = std::fs::metadata(dst.join(&name)).map_or(0, |m| m.len());
-            copy_tail(&path, &dst.join(&name), have, None)?;
+            if !toc_holds_tail(&dst.join(TOC), &retired.join(TOC), start, new_len)? {
+                copy_tail(&retired.join(TOC), &dst.join(TOC), start, Some(new_len))?;
+            }
         }
-        copy_tail(&t.join(TOC), &dst.join(TOC), toc_len, Some(new_toc_len))?;
         layout::sync_dir(dst)?;
     }
-    std::fs::remove_dir_all(&t).map_err(io_at(&t))?;
-    layout::sync_dir(src_root)?;
-    Ok(())
+    // The retired source goes before the mark: until the mark is gone, a
+    // later `finish_moves` finds the move and completes this.
+    if retired.exists() {
+        std::fs::remove_dir_all(retired).map_err(io_at(retired))?;
+    }
+    if let Some(root) = retired.parent() {
+        layout::sync_dir(root)?;
+    }
+    layout::remove_file(&dst.join(MOVED_FROM))?;
+    layout::sync_dir(dst)
+}
+
+/// Moves that are not running any more (nobody holds their marker) and
+/// were interrupted: as `(copy, what is wrong)`.
+pub(super) fn interrupted_moves(cat: &TocCatalogue) -> Result<Vec<(PathBuf, String)>> {
+    let mut out = Vec::new();
+    for root in &cat.roots {
+        for (name, dir) in entries(&root.path)? {
+            if !dir.join(MOVED_FROM).exists() {
+                continue;
+            }
+            // A live move holds the marker.
+            if !matches!(layout::claim(&dir.join(MOVED_FROM))?, Some(Ok(_))) {
+                continue;
+            }
+            let what = if name.starts_with(MOVING) {
+                "a move interrupted while copying".to_string()
+            } else {
+                match layout::moved_from(&dir) {
+                    Some((src, _, _)) if src.join(TOC).exists() => format!(
+                        "a move from {} interrupted before it retired the source",
+                        src.display()
+                    ),
+                    _ => "a move interrupted before it copied the last appends".to_string(),
+                }
+            };
+            out.push((dir, what));
+        }
+    }
+    Ok(out)
+}
+
+/// Interrupted moves, by dataset.
+pub(super) fn unfinished(cat: &TocCatalogue) -> Result<Vec<(DatasetKey, String)>> {
+    Ok(interrupted_moves(cat)?
+        .into_iter()
+        .filter_map(|(dir, what)| {
+            let key = stored_key(&dir)?;
+            Some((
+                key,
+                format!("{what}, at {} (move it again to finish)", dir.display()),
+            ))
+        })
+        .collect())
+}
+
+/// Finish or undo every interrupted move: a copy still being made, or
+/// published while its source still exists, is deleted (the source is the
+/// dataset); a copy whose source was retired gets the retired source's
+/// last appends, then is unmarked.
+/// Returns the copies it finished.
+pub(super) fn finish_moves(cat: &TocCatalogue) -> Result<Vec<PathBuf>> {
+    let mut finished = Vec::new();
+    for (dir, _) in interrupted_moves(cat)? {
+        let marker = dir.join(MOVED_FROM);
+        let Some(Ok(_lock)) = layout::claim(&marker)? else {
+            continue;
+        };
+        let copying = dir
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with(MOVING));
+        match layout::moved_from(&dir) {
+            Some((src, retired, toc_len)) if !copying && !src.join(TOC).exists() => {
+                finish_copy(&dir, &retired, toc_len)?;
+                finished.push(dir.clone());
+            }
+            _ => {
+                std::fs::remove_dir_all(&dir).map_err(io_at(&dir))?;
+                if let Some(root) = dir.parent() {
+                    layout::sync_dir(root)?;
+                }
+            }
+        }
+    }
+    Ok(finished)
 }
 
 #[cfg(test)]

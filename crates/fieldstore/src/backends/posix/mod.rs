@@ -12,7 +12,7 @@
 mod catalogue;
 mod format;
 mod layout;
-mod manage;
+pub(crate) mod manage;
 mod staging;
 mod store;
 

@@ -147,9 +147,13 @@ impl Store for FileStore {
 
     fn orphans(&self, dataset: &DatasetKey, referenced: &HashSet<String>) -> Result<Vec<Unit>> {
         let mut out = Vec::new();
-        let name = layout::dataset_dir_name(dataset);
-        for root in &self.roots {
-            let dir = root.path.join(&name);
+        // Only the dataset's own directory: a move's unfinished copy in
+        // another root holds files of the same names that the source's
+        // entries do not point into, and they are not orphans.
+        let dirs = layout::find_dataset(&self.roots, dataset)
+            .into_iter()
+            .chain(self.own_dirs(dataset));
+        for dir in dirs {
             for (kind, path) in FileStore::listing(&dir)? {
                 // Published data files, and the private `.<writer>.data.new`
                 // of a writer killed before it renamed it into place (never
