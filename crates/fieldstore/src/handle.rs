@@ -124,8 +124,10 @@ impl FieldStore {
     /// field is visible after [`FieldStore::flush`].
     ///
     /// # Errors
-    /// `InvalidInput` if the key does not fit the schema (nothing is
-    /// stored); I/O errors (`StorageFull`, `PermissionDenied`, …).
+    /// `InvalidInput` if the key does not fit the schema, or holds a value
+    /// no request could name (`/`, or the words `all`, `to`, `by`), naming
+    /// the keyword and the value (nothing is stored); I/O errors
+    /// (`StorageFull`, `PermissionDenied`, …).
     pub fn archive(&self, key: &Key, data: &[u8]) -> Result<()> {
         let split = self.schema.split(key)?;
         self.archive_split(&split, data)
@@ -136,6 +138,16 @@ impl FieldStore {
     /// # Errors
     /// As [`FieldStore::archive`].
     pub fn archive_split(&self, split: &SplitKey, data: &[u8]) -> Result<()> {
+        // Nothing is stored that a request could not name again.
+        for level in [
+            split.dataset.key(),
+            split.collocation.key(),
+            split.element.key(),
+        ] {
+            for (keyword, value) in level.iter() {
+                fieldstore_core::key::check_requestable(keyword, value)?;
+            }
+        }
         let mut writers = lock(&self.writers);
         let w = match writers.get_mut(&split.dataset) {
             Some(w) => w,
