@@ -43,6 +43,16 @@ pub enum KeyError {
         /// The repeated keyword.
         keyword: String,
     },
+    /// A stored value no request could name ([`check_requestable`]).
+    #[error("value '{value}' of keyword '{keyword}' cannot be archived: {reason}")]
+    Unrequestable {
+        /// The keyword.
+        keyword: String,
+        /// The offending value (canonical).
+        value: String,
+        /// Why no request can name it.
+        reason: &'static str,
+    },
     /// A `k=v` item has no `=`.
     #[error("malformed key item '{item}': expected keyword=value")]
     MissingEquals {
@@ -70,6 +80,35 @@ pub fn is_valid_value(value: &str) -> bool {
     value
         .chars()
         .all(|c| !matches!(c, ',' | '=' | '{' | '}') && !c.is_whitespace() && !c.is_control())
+}
+
+/// Whether a request can name `value` (canonical) of `keyword`, checked
+/// before a field is archived: what a request cannot name could only ever
+/// be reached by listing everything. A request separates values with `/`
+/// and reads `all`, `to` and `by` as words, so a value holding `/` or equal
+/// to one of those words is refused. (Characters keys cannot hold at all —
+/// `,`, `=`, braces, whitespace, control characters such as NUL and
+/// newline — are refused when the key is built, so the canonical form
+/// `k=v,k=v` always round-trips.)
+///
+/// # Errors
+/// [`KeyError::Unrequestable`] naming the keyword, the value and why.
+pub fn check_requestable(keyword: &str, value: &str) -> Result<(), KeyError> {
+    let reason = if value.contains('/') {
+        "'/' separates values in requests, so no request could name it"
+    } else if ["all", "to", "by"]
+        .iter()
+        .any(|w| value.eq_ignore_ascii_case(w))
+    {
+        "requests read it as a word ('all', 'to', 'by'), so no request could name it"
+    } else {
+        return Ok(());
+    };
+    Err(KeyError::Unrequestable {
+        keyword: keyword.to_string(),
+        value: value.to_string(),
+        reason,
+    })
 }
 
 /// An ordered list of `keyword=value` pairs with unique keywords.

@@ -35,8 +35,8 @@ pub use location::FieldLocation;
 pub use maintenance::{Control, Locks, Operation};
 pub use request::{Item, Request, RequestError, Values};
 pub use schema::{
-    Expansion, Level, Matcher, Predicate, Rule, RuleId, Schema, SchemaError, Selector, SplitKey,
-    ValueSet, ECMWF_SCHEMA, MAX_VALUE_BYTES,
+    Expansion, Level, Matcher, Predicate, RequestOrder, RequestPosition, Rule, RuleId, Schema,
+    SchemaError, Selector, SplitKey, ValueSet, ECMWF_SCHEMA, MAX_VALUE_BYTES,
 };
 pub use store::{Store, StoreWriter};
 pub use types::{KeywordType, TypeError, ValueRange};

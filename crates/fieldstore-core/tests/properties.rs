@@ -153,3 +153,40 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// `RequestOrder` knows the expansion without enumerating it: every key
+    /// the expansion yields has a position, positions increase strictly in
+    /// the order they are yielded (so sorting by position is request order),
+    /// and the upper bound holds.
+    #[test]
+    fn request_order_agrees_with_expand(
+        class in prop::sample::select(vec!["od", "rd", "ea"]),
+        stream in prop::sample::select(vec!["oper", "enfo", "wave", "scda"]),
+        ty in prop::sample::subsequence(vec!["fc", "an", "pf", "cf"], 1..3),
+        levtype in prop::sample::subsequence(vec!["sfc", "pl"], 1..3),
+        domain in prop::option::of(prop::sample::select(vec!["g", "m"])),
+        steps in prop::sample::select(vec!["0/6", "12/to/0/by/6", "6/0/to/12/by/3", "0"]),
+    ) {
+        let schema = Schema::ecmwf();
+        let mut r = format!(
+            "class={class},expver=1,stream={stream},date=20231201,time=0/12,type={},levtype={},step={steps},levelist=500/850,param=130/167,number=1/to/2",
+            ty.join("/"), levtype.join("/"));
+        if let Some(d) = domain { r += &format!(",domain={d}"); }
+        let request: Request = r.parse().unwrap();
+        let expansion = schema.expand(&request).unwrap();
+        let bound = expansion.size_hint_upper();
+        let order = expansion.order();
+        let keys: Vec<_> = schema.expand(&request).unwrap().collect();
+        prop_assert!(keys.len() as u64 <= bound, "{} keys, bound {}", keys.len(), bound);
+        let mut last = None;
+        for split in &keys {
+            let at = order.position(split);
+            prop_assert!(at.is_some(), "{} from {} has no position", split.braced(), r);
+            prop_assert!(last < at, "{} from {} out of order", split.braced(), r);
+            last = at;
+        }
+    }
+}

@@ -124,8 +124,10 @@ impl FieldStore {
     /// field is visible after [`FieldStore::flush`].
     ///
     /// # Errors
-    /// `InvalidInput` if the key does not fit the schema (nothing is
-    /// stored); I/O errors (`StorageFull`, `PermissionDenied`, …).
+    /// `InvalidInput` if the key does not fit the schema, or holds a value
+    /// no request could name (`/`, or the words `all`, `to`, `by`), naming
+    /// the keyword and the value (nothing is stored); I/O errors
+    /// (`StorageFull`, `PermissionDenied`, …).
     pub fn archive(&self, key: &Key, data: &[u8]) -> Result<()> {
         let split = self.schema.split(key)?;
         self.archive_split(&split, data)
@@ -136,6 +138,16 @@ impl FieldStore {
     /// # Errors
     /// As [`FieldStore::archive`].
     pub fn archive_split(&self, split: &SplitKey, data: &[u8]) -> Result<()> {
+        // Nothing is stored that a request could not name again.
+        for level in [
+            split.dataset.key(),
+            split.collocation.key(),
+            split.element.key(),
+        ] {
+            for (keyword, value) in level.iter() {
+                fieldstore_core::key::check_requestable(keyword, value)?;
+            }
+        }
         let mut writers = lock(&self.writers);
         let w = match writers.get_mut(&split.dataset) {
             Some(w) => w,
@@ -196,7 +208,7 @@ impl FieldStore {
 
     /// A reader for `dataset`, refreshed once per call of a public operation
     /// (`fresh` records which readers were refreshed).
-    fn reader(
+    pub(crate) fn reader(
         &self,
         dataset: &DatasetKey,
         fresh: &mut HashSet<DatasetKey>,
@@ -225,7 +237,10 @@ impl FieldStore {
     }
 
     /// The fields `request` names, in request order. Missing fields are not
-    /// an error: they are absent from the result.
+    /// an error: they are absent from the result. A request of explicit
+    /// values is resolved by [`FieldStore::locate`], so it costs what the
+    /// store holds when it names more keys than point lookups are worth
+    /// (`step=0/to/100000000`); one with `all` is listed.
     ///
     /// A field whose bytes vanish between the lookup and the read (its
     /// dataset wiped, or its version replaced and purged) is looked up
@@ -253,23 +268,10 @@ impl FieldStore {
                 }
             }
         } else {
-            let mut fresh = HashSet::new();
-            let mut last: Option<(DatasetKey, Option<Arc<dyn DatasetReader>>)> = None;
-            for split in self.schema.expand(request)? {
-                if last.as_ref().is_none_or(|(d, _)| *d != split.dataset) {
-                    last = Some((
-                        split.dataset.clone(),
-                        self.reader(&split.dataset, &mut fresh)?,
-                    ));
-                }
-                let Some((_, Some(reader))) = &last else {
-                    continue;
-                };
-                if reader.locks().contains(Operation::Retrieve) {
-                    return Err(locked(&split.dataset, Operation::Retrieve));
-                }
-                if let Some(loc) = reader.lookup(&split.collocation, &split.element)? {
-                    fields.push((split.full_key(), loc));
+            for e in self.locate(request)? {
+                let key = e.full_key();
+                if let Some(loc) = e.location {
+                    fields.push((key, loc));
                 }
             }
         }

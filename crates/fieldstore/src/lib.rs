@@ -22,6 +22,7 @@ mod handle;
 pub mod list;
 pub mod manage;
 pub mod readahead;
+pub mod resolve;
 pub mod retrieve;
 
 /// The catalogue traits (defined in `fieldstore-core`).

@@ -288,3 +288,49 @@ fn an_overlong_key_value_is_refused_and_harms_nothing() {
     let again = FieldStore::open(Config::embedded(dir.path())).unwrap();
     assert_eq!(count(&again), 1);
 }
+
+#[test]
+fn values_no_request_could_name_are_refused_at_archive_naming_keyword_and_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = Config::embedded(dir.path());
+    config.schema = "[ class, stream [ type [ step, param ]]]".parse().unwrap();
+    let fs = FieldStore::open(config).unwrap();
+    fs.archive(
+        &"class=od,stream=oper,type=fc,step=0,param=167"
+            .parse()
+            .unwrap(),
+        b"kept",
+    )
+    .unwrap();
+    fs.flush().unwrap();
+    for (k, message) in [
+        (
+            "class=od,stream=a/b,type=fc,step=0,param=167",
+            "value 'a/b' of keyword 'stream' cannot be archived: '/' separates values in requests, so no request could name it",
+        ),
+        (
+            "class=od,stream=oper,type=to,step=0,param=167",
+            "value 'to' of keyword 'type' cannot be archived: requests read it as a word ('all', 'to', 'by'), so no request could name it",
+        ),
+        (
+            "class=od,stream=oper,type=fc,step=0,param=ALL",
+            "value 'all' of keyword 'param' cannot be archived: requests read it as a word ('all', 'to', 'by'), so no request could name it",
+        ),
+    ] {
+        let e = fs.archive(&k.parse().unwrap(), b"x").unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidInput, "{k}");
+        assert_eq!(e.to_string(), message);
+    }
+    fs.flush().unwrap();
+    // Characters the canonical form `k=v,k=v` could not carry never get
+    // into a key at all.
+    for v in ["a\0b", "a\nb", "a,b", "a=b", "a b", "{a}"] {
+        let e = fieldstore::Key::from_pairs([("stream", v)]).unwrap_err();
+        assert!(e.to_string().contains("keyword 'stream'"), "{v:?}: {e}");
+    }
+    assert_eq!(count_in(&fs), 1);
+}
+
+fn count_in(fs: &FieldStore) -> usize {
+    fs.list(&all(), ListOptions::default()).unwrap().len()
+}

@@ -288,3 +288,137 @@ fn the_file_section_chooses_how_data_is_written() {
         );
     }
 }
+
+/// A store whose dataset keywords are plain text, so values may hold `:`.
+fn text_store(root: &std::path::Path) -> FieldStore {
+    let mut config = Config::embedded(root);
+    config.schema = "[ class, stream, date, time [ type [ step, param ]]]"
+        .parse()
+        .unwrap();
+    FieldStore::open(config).unwrap()
+}
+
+/// Two keys whose values joined by `:` are the same (`od:oper:x:1200:1200`).
+const COLON_A: &str = "class=od,stream=oper,date=x:1200,time=1200,type=fc,step=0,param=167";
+const COLON_B: &str = "class=od,stream=oper:x,date=1200,time=1200,type=fc,step=0,param=167";
+
+fn names(root: &std::path::Path) -> Vec<String> {
+    let mut n: Vec<String> = std::fs::read_dir(root)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    n.sort();
+    n
+}
+
+#[test]
+fn keys_whose_values_hold_colons_get_datasets_of_their_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = text_store(dir.path());
+    fs.archive(&COLON_A.parse().unwrap(), b"a").unwrap();
+    fs.archive(&COLON_B.parse().unwrap(), b"b").unwrap();
+    fs.flush().unwrap();
+    assert_eq!(
+        names(dir.path()),
+        ["od:oper%3Ax:1200:1200", "od:oper:x%3A1200:1200"]
+    );
+    let reader = text_store(dir.path());
+    assert_eq!(
+        reader
+            .list(&req("class=od"), ListOptions::default())
+            .unwrap()
+            .len(),
+        2
+    );
+    for (k, bytes) in [(COLON_A, b"a"), (COLON_B, b"b")] {
+        assert_eq!(
+            reader.retrieve(&req(k)).unwrap().read_all().unwrap(),
+            bytes,
+            "{k}"
+        );
+    }
+}
+
+#[test]
+fn a_dataset_named_before_colons_were_escaped_is_still_found_and_used() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let fs = text_store(dir.path());
+        fs.archive(&COLON_A.parse().unwrap(), b"a").unwrap();
+        fs.flush().unwrap();
+    }
+    // The name the dataset had before `:` in values was escaped.
+    std::fs::rename(
+        dir.path().join("od:oper:x%3A1200:1200"),
+        dir.path().join("od:oper:x:1200:1200"),
+    )
+    .unwrap();
+    let fs = text_store(dir.path());
+    assert_eq!(
+        fs.retrieve(&req(COLON_A)).unwrap().read_all().unwrap(),
+        b"a"
+    );
+    assert!(fs.location(&COLON_A.parse().unwrap()).unwrap().is_some());
+    // New fields of that key go to it; the other key, whose old name was
+    // the same, is not taken for it (its INIT names another key).
+    let a2 = COLON_A.replace("step=0", "step=6");
+    fs.archive(&a2.parse().unwrap(), b"a2").unwrap();
+    fs.archive(&COLON_B.parse().unwrap(), b"b").unwrap();
+    fs.flush().unwrap();
+    assert_eq!(
+        names(dir.path()),
+        ["od:oper%3Ax:1200:1200", "od:oper:x:1200:1200"]
+    );
+    let reader = text_store(dir.path());
+    assert_eq!(
+        reader.retrieve(&req(&a2)).unwrap().read_all().unwrap(),
+        b"a2"
+    );
+    assert_eq!(
+        reader.retrieve(&req(COLON_B)).unwrap().read_all().unwrap(),
+        b"b"
+    );
+    assert_eq!(
+        reader
+            .list(&req("class=od"), ListOptions::default())
+            .unwrap()
+            .len(),
+        3
+    );
+}
+
+#[test]
+fn a_root_listed_twice_is_refused_naming_both_entries() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    std::fs::create_dir(&root).unwrap();
+    std::os::unix::fs::symlink(&root, dir.path().join("link")).unwrap();
+    let fs = FieldStore::open(Config::embedded(&root)).unwrap();
+    fs.archive(&key(0, 167), b"kept").unwrap();
+    fs.flush().unwrap();
+    drop(fs);
+    for other in ["root/", "./root/.", "link", "x/../root"] {
+        let yaml =
+            format!("spaces:\n- roots:\n  - path: root\n  - path: other\n  - path: {other}\n");
+        std::fs::create_dir_all(dir.path().join("other")).unwrap();
+        std::fs::create_dir_all(dir.path().join("x")).unwrap();
+        let config = Config::from_yaml(&yaml, dir.path(), "test.yaml").unwrap();
+        let e = FieldStore::open(config).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidConfig, "{other}: {e}");
+        let msg = e.to_string();
+        assert!(
+            msg.contains("(entry 1) and ")
+                && msg.contains(&format!("{other} (entry 3) are the same directory"))
+                && msg.ends_with(": list each root once"),
+            "{msg}"
+        );
+    }
+    // Nothing stored was harmed.
+    let fs = FieldStore::open(Config::embedded(&root)).unwrap();
+    assert_eq!(
+        fs.list(&req("class=od"), ListOptions::default())
+            .unwrap()
+            .len(),
+        1
+    );
+}

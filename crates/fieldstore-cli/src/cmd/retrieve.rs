@@ -65,7 +65,7 @@ pub(crate) fn retrieve(
             || fs
                 .schema()
                 .expand(request)
-                .is_ok_and(|mut keys| keys.next().is_some());
+                .is_ok_and(|keys| keys.names_keys());
         if !names_keys {
             note.push_str(
                 " (it names no complete key: give a value to every keyword of a rule, \

@@ -2,7 +2,9 @@
 //!
 //! A request that names complete keys (every keyword a rule requires, with
 //! explicit values, as `retrieve` takes) is answered per field with its
-//! location, found by point lookups ([`FieldStore::location`]). Any other
+//! location, in request order ([`FieldStore::locate`]: point lookups for a
+//! small request, a walk of what is stored for a large one, so a huge range
+//! costs what the store holds). Any other
 //! request (partial, or with `all`), or `--datasets`, is answered per
 //! matching dataset with its place ([`fieldstore::Catalogue::describe`]: a
 //! directory, a container), as `fdb-where` does.
@@ -47,42 +49,44 @@ pub(crate) fn locate(
     ui: &mut Ui<'_>,
 ) -> Result<()> {
     if !args.datasets {
-        let expansion = match fs.schema().expand(request) {
-            Ok(e) => Some(e),
-            Err(RequestError::NotEnumerable(_)) => None,
+        let names_keys = match fs.schema().expand(request) {
+            Ok(e) => e.names_keys(),
+            Err(RequestError::NotEnumerable(_)) => false,
             Err(e) => return Err(e.into()),
         };
-        if let Some(mut keys) = expansion.map(Iterator::peekable) {
-            if keys.peek().is_some() {
-                let mut found = 0u64;
-                for split in keys {
-                    let key = split.full_key();
-                    let Some(location) = fs.location(&key)? else {
-                        continue;
-                    };
-                    found += 1;
-                    if args.json {
-                        ui.json(&JsonField {
-                            key: key
-                                .iter()
-                                .map(|(k, v)| (k.to_string(), v.to_string()))
-                                .collect(),
-                            location: JsonLocation::new(&location),
-                        })?;
-                    } else if args.porcelain {
-                        ui.line(&location.to_string())?;
-                    } else {
-                        ui.line(&format!("{}, {location}", split.braced()))?;
-                    }
-                }
-                if found == 0 {
-                    return Err(Error::new(
-                        ErrorKind::NotFound,
-                        "no stored field matches the request",
-                    ));
-                }
-                return Ok(());
+        if names_keys {
+            let found = fs.locate(request)?;
+            if found.is_empty() {
+                return Err(Error::new(
+                    ErrorKind::NotFound,
+                    "no stored field matches the request",
+                ));
             }
+            for e in found {
+                let Some(location) = &e.location else {
+                    continue;
+                };
+                if args.json {
+                    ui.json(&JsonField {
+                        key: e
+                            .full_key()
+                            .iter()
+                            .map(|(k, v)| (k.to_string(), v.to_string()))
+                            .collect(),
+                        location: JsonLocation::new(location),
+                    })?;
+                } else if args.porcelain {
+                    ui.line(&location.to_string())?;
+                } else {
+                    ui.line(&format!(
+                        "{}{}{}, {location}",
+                        e.dataset.braced(),
+                        e.collocation.braced(),
+                        e.element.braced()
+                    ))?;
+                }
+            }
+            return Ok(());
         }
     }
     let options = ListOptions {
@@ -197,6 +201,33 @@ mod tests {
         .expect("json");
         assert_eq!(v["key"]["step"], "0");
         assert_eq!(v["location"]["length"], 3);
+    }
+
+    #[test]
+    fn huge_ranges_are_answered_from_what_is_stored_in_request_order() {
+        let fs = store();
+        // A hundred million steps: point lookups would never finish.
+        let out = run(
+            &fs,
+            "class=od,expver=1,type=fc,step=100000000/to/0/by/1,param=167",
+            false,
+            false,
+            false,
+        )
+        .expect("where");
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), 2, "{out}");
+        assert!(lines[0].starts_with("{class=od,expver=1}{type=fc}{step=6,param=167}, "));
+        assert!(lines[1].starts_with("{class=od,expver=1}{type=fc}{step=0,param=167}, "));
+        let e = run(
+            &fs,
+            "class=od,expver=1,type=fc,step=7/to/100000000,param=167",
+            false,
+            false,
+            false,
+        )
+        .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::NotFound);
     }
 
     #[test]

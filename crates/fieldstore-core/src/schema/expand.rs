@@ -1,9 +1,11 @@
 //! Retrieve-side expansion: enumerate the keys a request names.
 
+use super::order::RequestOrder;
 use super::rule::{Matcher, RuleId};
 use super::{Schema, SplitKey};
 use crate::key::{CollocationKey, DatasetKey, ElementKey, Key};
 use crate::request::{Item, Request, RequestError, Values};
+use crate::types::ValueRange;
 
 /// The split keys a request names, lazily, in request order: chains in
 /// schema order; within a chain, keywords in the chain's order, the last
@@ -138,73 +140,24 @@ impl Schema {
 }
 
 impl Expansion<'_> {
-    /// The candidate values per keyword of one chain, or `None` if the
-    /// request leaves out a required keyword of the chain.
+    /// One chain's candidate values, materialised, or `None` if the request
+    /// leaves out a required keyword of the chain or a keyword has no
+    /// candidate. Only called for chains whose [`Expansion::size_hint_upper`]
+    /// share the caller accepted: a range is expanded here.
     fn odometer(&self, id: RuleId) -> Option<Odometer> {
-        let chain = self.schema.chain(id);
-        let mut dims: Vec<(String, Vec<String>)> = Vec::new();
-        // The finest level that uses a keyword decides its type.
-        let preds: Vec<_> = chain.iter().flat_map(|r| r.predicates.iter()).collect();
-        for (i, p) in preds.iter().enumerate() {
-            if dims.iter().any(|(k, _)| *k == p.keyword) {
-                continue;
-            }
-            let finest = preds[i..]
-                .iter()
-                .rev()
-                .find(|q| q.keyword == p.keyword)
-                .copied()
-                .unwrap_or(p);
-            let required = preds
-                .iter()
-                .any(|q| q.keyword == p.keyword && q.is_required());
-            let mut values: Vec<String> = Vec::new();
-            match self.request.get(&p.keyword) {
-                Some(Values::Items(items)) => {
-                    for item in items {
-                        match item {
-                            Item::Value(v) => {
-                                if let Ok(c) = finest.keyword_type.canonical(v) {
-                                    values.push(c);
-                                }
-                            }
-                            Item::Range { from, to, by } => {
-                                if let Ok(r) = finest.keyword_type.range(from, to, by.as_deref()) {
-                                    values.extend(r.iter());
-                                }
-                            }
-                        }
-                    }
-                    if let Matcher::Optional(Some(d)) = &finest.matcher {
-                        if values.contains(d) {
-                            values.push(String::new());
-                        }
-                    }
-                }
-                Some(Values::All) => return None,
-                None if required => return None,
-                None => {
-                    if let Matcher::Optional(Some(d)) = &finest.matcher {
-                        values.push(d.clone());
-                    }
-                    values.push(String::new());
-                }
-            }
-            // Keep values every occurrence of the keyword in the chain accepts.
-            let occurrences: Vec<_> = preds.iter().filter(|q| q.keyword == p.keyword).collect();
-            values.retain(|v| {
-                v.is_empty()
-                    || occurrences.iter().all(|q| {
-                        matches!(q.matcher, Matcher::Hidden(_))
-                            || q.keyword_type.canonical(v).is_ok_and(|c| q.accepts(&c))
-                    })
-            });
+        let lazy = candidates(self.schema, &self.request, id)?;
+        let mut dims: Vec<(String, Vec<String>)> = Vec::with_capacity(lazy.len());
+        for dim in lazy {
             let mut seen = std::collections::HashSet::new();
-            values.retain(|v| seen.insert(v.clone()));
+            let values: Vec<String> = dim
+                .values()
+                .filter(|v| accepted(self.schema, id, &dim.keyword, v))
+                .filter(|v| seen.insert(v.clone()))
+                .collect();
             if values.is_empty() {
                 return None;
             }
-            dims.push((p.keyword.clone(), values));
+            dims.push((dim.keyword, values));
         }
         let pos = vec![0; dims.len()];
         let earlier = self.chains.iter().position(|c| *c == id).unwrap_or(0);
@@ -241,14 +194,193 @@ impl Expansion<'_> {
     }
 
     /// An upper bound on the number of keys still to come from the current
-    /// chain plus all later chains (before the split check filters them).
+    /// chain plus all later chains (before the split check filters them),
+    /// saturating. Computed without expanding any range: a request for
+    /// `step=0/to/100000000` costs as much as one for `step=0`.
     pub fn size_hint_upper(&self) -> u64 {
+        let current = self.current.as_ref().map_or(0, |o| {
+            o.dims
+                .iter()
+                .fold(1u64, |n, (_, v)| n.saturating_mul(v.len() as u64))
+        });
         self.chains[self.next_chain..]
             .iter()
-            .filter_map(|&id| self.odometer(id))
-            .map(|o| o.dims.iter().map(|(_, v)| v.len() as u64).product::<u64>())
-            .sum()
+            .filter_map(|&id| candidates(self.schema, &self.request, id))
+            .map(|dims| {
+                dims.iter()
+                    .fold(1u64, |n, d| n.saturating_mul(d.upper_len()))
+            })
+            .fold(current, u64::saturating_add)
     }
+
+    /// Whether some chain can name complete keys: it has every keyword it
+    /// requires, and each keyword has a candidate the chain accepts (a range
+    /// is assumed to have one). Ranges are not expanded. `false` means the
+    /// request is partial (or impossible): list it instead.
+    pub fn names_keys(&self) -> bool {
+        self.chains
+            .iter()
+            .any(|&id| candidates(self.schema, &self.request, id).is_some())
+    }
+
+    /// Where stored keys come in this expansion, without enumerating it
+    /// ([`RequestOrder`]).
+    pub fn order(&self) -> RequestOrder<'_> {
+        RequestOrder::new(self.schema, &self.request, &self.chains)
+    }
+}
+
+/// One keyword's candidate values in one chain, kept lazy: request values
+/// canonicalised in the type of the finest level that uses the keyword, and
+/// ranges unexpanded. Values the chain's predicates do not accept are left
+/// out, but a range's values are only checked ([`accepted`]) as they are
+/// expanded or looked up; duplicates are not removed (the first part
+/// holding a value gives its place).
+#[derive(Debug, Clone)]
+pub(super) struct Candidates {
+    pub(super) keyword: String,
+    pub(super) parts: Vec<Part>,
+    /// The finest level hides the keyword: its stored value is always empty.
+    pub(super) hidden: bool,
+}
+
+/// One item of [`Candidates`], in request order.
+#[derive(Debug, Clone)]
+pub(super) enum Part {
+    /// One canonical value; the empty value stands for an absent optional
+    /// keyword.
+    Value(String),
+    /// A range, never expanded here.
+    Range(ValueRange),
+}
+
+impl Candidates {
+    /// Number of candidates, duplicates and refused values included.
+    fn upper_len(&self) -> u64 {
+        self.parts
+            .iter()
+            .map(|p| match p {
+                Part::Value(_) => 1,
+                Part::Range(r) => r.len(),
+            })
+            .fold(0u64, u64::saturating_add)
+    }
+
+    /// The candidates in order (ranges expanded lazily).
+    fn values(&self) -> impl Iterator<Item = String> + '_ {
+        self.parts
+            .iter()
+            .flat_map(|p| -> Box<dyn Iterator<Item = String> + '_> {
+                match p {
+                    Part::Value(v) => Box::new(std::iter::once(v.clone())),
+                    Part::Range(r) => Box::new(r.iter()),
+                }
+            })
+    }
+
+    /// Where `canonical` comes among the candidates: (part, place within
+    /// the part), for the first part that holds it.
+    pub(super) fn position(&self, canonical: &str) -> Option<(u64, u64)> {
+        self.parts.iter().enumerate().find_map(|(i, p)| match p {
+            Part::Value(v) => (v == canonical).then_some((i as u64, 0)),
+            Part::Range(r) => r.position(canonical).map(|at| (i as u64, at)),
+        })
+    }
+}
+
+/// The candidate values per keyword of one chain, in the chain's keyword
+/// order, or `None` if the request leaves out a required keyword of the
+/// chain (or gives it `all`) or a keyword has no candidate the chain accepts.
+pub(super) fn candidates(
+    schema: &Schema,
+    request: &Request,
+    id: RuleId,
+) -> Option<Vec<Candidates>> {
+    let chain = schema.chain(id);
+    let mut dims: Vec<Candidates> = Vec::new();
+    // The finest level that uses a keyword decides its type.
+    let preds: Vec<_> = chain.iter().flat_map(|r| r.predicates.iter()).collect();
+    for (i, p) in preds.iter().enumerate() {
+        if dims.iter().any(|d| d.keyword == p.keyword) {
+            continue;
+        }
+        let finest = preds[i..]
+            .iter()
+            .rev()
+            .find(|q| q.keyword == p.keyword)
+            .copied()
+            .unwrap_or(p);
+        let required = preds
+            .iter()
+            .any(|q| q.keyword == p.keyword && q.is_required());
+        let mut parts: Vec<Part> = Vec::new();
+        match request.get(&p.keyword) {
+            Some(Values::Items(items)) => {
+                for item in items {
+                    match item {
+                        Item::Value(v) => {
+                            if let Ok(c) = finest.keyword_type.canonical(v) {
+                                parts.push(Part::Value(c));
+                            }
+                        }
+                        Item::Range { from, to, by } => {
+                            if let Ok(r) = finest.keyword_type.range(from, to, by.as_deref()) {
+                                parts.push(Part::Range(r));
+                            }
+                        }
+                    }
+                }
+                if let Matcher::Optional(Some(d)) = &finest.matcher {
+                    let named = parts.iter().any(|part| match part {
+                        Part::Value(v) => v == d,
+                        Part::Range(r) => r.contains(d),
+                    });
+                    if named {
+                        parts.push(Part::Value(String::new()));
+                    }
+                }
+            }
+            Some(Values::All) => return None,
+            None if required => return None,
+            None => {
+                if let Matcher::Optional(Some(d)) = &finest.matcher {
+                    parts.push(Part::Value(d.clone()));
+                }
+                parts.push(Part::Value(String::new()));
+            }
+        }
+        // Values the chain refuses are dropped now (ranges only when
+        // expanded), so that bounds are tight for chains the request rules out.
+        parts.retain(|part| match part {
+            Part::Value(v) => accepted(schema, id, &p.keyword, v),
+            Part::Range(_) => true,
+        });
+        if parts.is_empty() {
+            return None;
+        }
+        dims.push(Candidates {
+            keyword: p.keyword.clone(),
+            parts,
+            hidden: matches!(finest.matcher, Matcher::Hidden(_)),
+        });
+    }
+    Some(dims)
+}
+
+/// Whether every occurrence of `keyword` in chain `id` accepts the
+/// candidate `value` (the empty value, an absent optional keyword, always
+/// passes).
+pub(super) fn accepted(schema: &Schema, id: RuleId, keyword: &str, value: &str) -> bool {
+    value.is_empty()
+        || schema
+            .chain(id)
+            .iter()
+            .flat_map(|r| r.predicates.iter())
+            .filter(|q| q.keyword == keyword)
+            .all(|q| {
+                matches!(q.matcher, Matcher::Hidden(_))
+                    || q.keyword_type.canonical(value).is_ok_and(|c| q.accepts(&c))
+            })
 }
 
 impl Iterator for Expansion<'_> {

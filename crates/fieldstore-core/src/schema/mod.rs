@@ -22,12 +22,14 @@
 //! ```
 
 mod expand;
+mod order;
 mod parser;
 mod rule;
 mod select;
 mod split;
 
 pub use expand::Expansion;
+pub use order::{RequestOrder, RequestPosition};
 pub use rule::{Level, Matcher, Predicate, Rule, RuleId};
 pub use select::{Selector, ValueSet};
 pub use split::SplitKey;

@@ -203,6 +203,30 @@ fn expand_enumerates_in_request_order_and_respects_first_match() {
         .count(),
         0
     );
+    // Ranges are not expanded to bound or order a request.
+    let huge = request("class=od,expver=1,stream=oper,date=20231201,time=12,type=fc,levtype=sfc,step=0/to/100000000,param=167/130");
+    let e = s.expand(&huge).unwrap();
+    // 100000000 hours by 12: 8333334 steps, × 2 params × (domain g, absent).
+    assert_eq!(e.size_hint_upper(), 8_333_334 * 2 * 2);
+    assert!(e.names_keys());
+    let order = e.order();
+    let at = |k: &str| order.position(&s.split(&key(k)).unwrap());
+    let base = "class=od,expver=1,stream=oper,date=20231201,time=12,type=fc,levtype=sfc";
+    let p0 = at(&format!("{base},domain=g,step=0,param=167")).unwrap();
+    let p1 = at(&format!("{base},domain=g,step=0,param=130")).unwrap();
+    let p2 = at(&format!("{base},domain=g,step=99999996,param=167")).unwrap();
+    let p3 = at(&format!("{base},step=0,param=167")).unwrap();
+    assert!(p0 < p1 && p1 < p2 && p2 < p3);
+    // Not named: a step off the range's increment, another param, a level.
+    assert_eq!(at(&format!("{base},step=6,param=167")), None);
+    assert_eq!(at(&format!("{base},step=12,param=131")), None);
+    assert_eq!(at(&format!("{base},step=12,levelist=500,param=167")), None);
+    assert!(!s
+        .expand(&request(
+            "class=od,expver=1,stream=oper,date=20231201,time=12,type=fc,levtype=sfc,param=167"
+        ))
+        .unwrap()
+        .names_keys());
     // `all` cannot be enumerated.
     assert_eq!(
         s.expand(&request("class=od,step=all"))

@@ -191,6 +191,17 @@ impl ValueRange {
         v >= lo && v <= hi && (v - self.from) % self.by == 0 && self.format(v) == canonical
     }
 
+    /// Where the canonical value `canonical` comes in [`ValueRange::iter`]
+    /// (0 for `from`), or `None` if it is not one of the range's values.
+    /// Arithmetic: the range is not expanded.
+    pub fn position(&self, canonical: &str) -> Option<u64> {
+        if !self.contains(canonical) {
+            return None;
+        }
+        let v = self.unit_value(canonical)?;
+        Some((v - self.from).unsigned_abs() / self.by as u64)
+    }
+
     /// The values, in order from `from` towards `to`, in canonical form.
     pub fn iter(&self) -> impl Iterator<Item = String> + '_ {
         let dir = if self.from <= self.to { 1 } else { -1 };

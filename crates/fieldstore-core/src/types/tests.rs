@@ -155,6 +155,15 @@ fn ranges_are_lazy_and_arithmetic() {
     let r = KeywordType::Integer.range("1", "1000000000", None).unwrap();
     assert_eq!(r.len(), 1_000_000_000);
     assert!(r.contains("999999999"));
+    // Positions are arithmetic too, in iteration order whatever the direction.
+    assert_eq!(r.position("999999999"), Some(999_999_998));
+    assert_eq!(r.position("0"), None);
+    let r = KeywordType::Double
+        .range("1000", "850", Some("50"))
+        .unwrap();
+    assert_eq!(r.position("1000"), Some(0));
+    assert_eq!(r.position("850"), Some(3));
+    assert_eq!(r.position("875"), None);
 
     assert_eq!(
         KeywordType::Grid.range("a", "b", None).unwrap_err().to_string(),

@@ -234,9 +234,31 @@ pub(crate) fn remove_file(path: &Path) -> Result<()> {
 }
 
 /// A dataset directory's name: the key's values joined by `:` (FDB5's
-/// naming, e.g. `od:0001:oper:20231201:1200:g`), with `%`, `/` and a leading
-/// `.` percent-encoded; names too long for a file system end in a hash.
+/// naming, e.g. `od:0001:oper:20231201:1200:g`), with `%`, `/`, `:` and a
+/// leading `.` percent-encoded; names too long for a file system end in a
+/// hash.
+///
+/// # Invariant
+/// Two keys with the same keywords have the same name only if they are
+/// equal (short names), or if the CRC-32C of their canonical strings agree
+/// (cut names): each value is escaped so that no `:` inside it can be
+/// taken for the separator. Keys of different rules (other keywords) can
+/// still share values, hence a name; the INIT record tells them apart, and
+/// the second is refused at archive with an error naming both.
 pub(crate) fn dataset_dir_name(key: &DatasetKey) -> String {
+    name_with(key, true)
+}
+
+/// The name fieldstore gave `key` before `:` in values was escaped, if it
+/// differs from [`dataset_dir_name`]: a dataset created then is still
+/// found under it (see [`find_dataset`]).
+fn legacy_dir_name(key: &DatasetKey) -> Option<String> {
+    key.values()
+        .any(|v| v.contains(':'))
+        .then(|| name_with(key, false))
+}
+
+fn name_with(key: &DatasetKey, escape_colon: bool) -> String {
     let mut name = String::new();
     for (i, v) in key.values().enumerate() {
         if i > 0 {
@@ -246,6 +268,7 @@ pub(crate) fn dataset_dir_name(key: &DatasetKey) -> String {
             match c {
                 '%' => name.push_str("%25"),
                 '/' => name.push_str("%2F"),
+                ':' if escape_colon => name.push_str("%3A"),
                 c => name.push(c),
             }
         }
@@ -304,15 +327,30 @@ fn unescape(v: &str) -> String {
     out
 }
 
+/// The directory of `key` in `root`, if it exists there: under its name,
+/// or under its legacy name ([`legacy_dir_name`]) when that directory's
+/// INIT record names `key` itself (the legacy name is ambiguous: another
+/// key may own it).
+fn dataset_in(root: &Path, key: &DatasetKey) -> Option<PathBuf> {
+    let dir = root.join(dataset_dir_name(key));
+    if dir.join(TOC).exists() {
+        return Some(dir);
+    }
+    let legacy = root.join(legacy_dir_name(key)?);
+    let toc = legacy.join(TOC);
+    let file = File::open(&toc).ok()?;
+    let (stored, _) = super::catalogue::read_init(&file, &toc).ok()?;
+    (&stored == key).then_some(legacy)
+}
+
 /// The directory of `key` in `roots`: where it exists already (it has a
 /// table of contents), else in the first writable root.
 pub(crate) fn find_dataset(roots: &[Root], key: &DatasetKey) -> Option<PathBuf> {
-    let name = dataset_dir_name(key);
     roots
         .iter()
         .filter(|r| r.visit)
-        .map(|r| r.path.join(&name))
-        .find(|d| d.join(TOC).exists() && !is_unfinished_copy(d))
+        .filter_map(|r| dataset_in(&r.path, key))
+        .find(|d| !is_unfinished_copy(d))
 }
 
 /// The source, retired source and copied length of the table of contents
@@ -336,11 +374,9 @@ pub(crate) fn is_unfinished_copy(dir: &Path) -> bool {
 /// Every root (visited or not) holding a dataset directory named for `key`
 /// with a table of contents.
 pub(crate) fn dataset_dirs(roots: &[Root], key: &DatasetKey) -> Vec<PathBuf> {
-    let name = dataset_dir_name(key);
     roots
         .iter()
-        .map(|r| r.path.join(&name))
-        .filter(|d| d.join(TOC).exists())
+        .filter_map(|r| dataset_in(&r.path, key))
         .collect()
 }
 
@@ -466,6 +502,14 @@ mod tests {
         assert_eq!(dataset_dir_name(&k), "od:0001:oper:20231201:1200:");
         let k: DatasetKey = "a=.x/y%z".parse().unwrap();
         assert_eq!(dataset_dir_name(&k), "%2Ex%2Fy%25z");
+        // `:` in a value is not the separator: these two keys once shared
+        // the name `od:x:1200:1200`.
+        let a: DatasetKey = "class=od,date=x:1200,time=1200".parse().unwrap();
+        let b: DatasetKey = "class=od,date=x,time=1200:1200".parse().unwrap();
+        assert_eq!(dataset_dir_name(&a), "od:x%3A1200:1200");
+        assert_eq!(dataset_dir_name(&b), "od:x:1200%3A1200");
+        assert_eq!(legacy_dir_name(&a).as_deref(), Some("od:x:1200:1200"));
+        assert_eq!(legacy_dir_name(&k), None);
         let long: DatasetKey = format!("a={}", "x".repeat(300)).parse().unwrap();
         let n = dataset_dir_name(&long);
         assert!(n.len() < 200 && n.contains('~'), "{n}");

@@ -48,5 +48,34 @@ pub(crate) fn check_roots(roots: &[Root]) -> Result<()> {
             ));
         }
     }
+    refuse_repeated_roots(roots)
+}
+
+/// Every root is a different directory, compared by canonical path (two
+/// spellings, a trailing slash, a symbolic link): a root listed twice would
+/// list and retrieve each of its datasets twice, and purge or wipe would
+/// act on one directory through two entries. The entries may also disagree
+/// on `writable` and `visit`, so they are refused, not merged: the error
+/// names both.
+fn refuse_repeated_roots(roots: &[Root]) -> Result<()> {
+    let mut seen: Vec<(std::path::PathBuf, usize)> = Vec::with_capacity(roots.len());
+    for (i, r) in roots.iter().enumerate() {
+        let canonical = std::fs::canonicalize(&r.path)
+            .map_err(|e| Error::io(format!("root {}", r.path.display()), e))?;
+        if let Some((_, j)) = seen.iter().find(|(c, _)| *c == canonical) {
+            return Err(Error::new(
+                ErrorKind::InvalidConfig,
+                format!(
+                    "roots {} (entry {}) and {} (entry {}) are the same directory {}: list each root once",
+                    roots[*j].path.display(),
+                    j + 1,
+                    r.path.display(),
+                    i + 1,
+                    canonical.display()
+                ),
+            ));
+        }
+        seen.push((canonical, i));
+    }
     Ok(())
 }

@@ -1,0 +1,162 @@
+//! Resolving a complete request to the fields the store holds, in request
+//! order (`retrieve`, `where`).
+//!
+//! Two ways give the same answer:
+//! - **point lookups**: enumerate the keys the request names
+//!   ([`Schema::expand`](fieldstore_core::Schema::expand)) and look each up.
+//!   The cost is what the request names: one hash probe per key, one reader
+//!   per dataset it names.
+//! - **a walk**: visit the datasets and collocations that can hold the
+//!   request's fields, pruned by their axes as `list` is, keep the stored
+//!   entries the request names and sort them into request order
+//!   ([`RequestOrder`](fieldstore_core::RequestOrder)). The cost is what the
+//!   store holds under the request's datasets and collocations; nothing is
+//!   enumerated.
+//!
+//! Point lookups are used while the request names at most
+//! [`POINT_LOOKUP_LIMIT`] keys (counted without expanding any range); a
+//! larger request is walked, so `step=0/to/100000000` costs what the store
+//! holds, not a hundred million lookups. Either way memory is bounded by
+//! the fields found (and, walking, by the entries of one collocation).
+
+use std::collections::HashSet;
+
+use fieldstore_core::maintenance::locked;
+use fieldstore_core::{DatasetKey, Operation, Request, RequestPosition, Result, SplitKey};
+
+use crate::catalogue::DatasetReader;
+use crate::handle::FieldStore;
+use crate::list::ListElement;
+
+/// The most keys a request may name to be resolved by point lookups. At
+/// about a microsecond per lookup in memory, this many cost tens of
+/// milliseconds; above it, walking what is stored is cheaper for any store
+/// whose matching collocations hold fewer entries than the request names.
+pub const POINT_LOOKUP_LIMIT: u64 = 50_000;
+
+impl FieldStore {
+    /// The stored fields a request of explicit values names (every keyword
+    /// of a rule given, no `all`), in request order, each with its newest
+    /// location: what `retrieve` returns and `where` prints.
+    ///
+    /// Costs what the request names while it names at most
+    /// [`POINT_LOOKUP_LIMIT`] keys, else what the store holds under the
+    /// request's datasets and collocations (see the module documentation).
+    ///
+    /// # Errors
+    /// `InvalidInput` for a malformed request or one with `all`; `Locked`
+    /// if a dataset it names is locked against retrieve; I/O errors.
+    pub fn locate(&self, request: &Request) -> Result<Vec<ListElement>> {
+        let expansion = self.schema.expand(request)?;
+        if expansion.size_hint_upper() <= POINT_LOOKUP_LIMIT {
+            self.locate_by_lookups(expansion)
+        } else {
+            self.locate_by_walking(&expansion)
+        }
+    }
+
+    fn locate_by_lookups(
+        &self,
+        expansion: fieldstore_core::Expansion<'_>,
+    ) -> Result<Vec<ListElement>> {
+        let mut found = Vec::new();
+        let mut fresh = HashSet::new();
+        let mut last: Option<(DatasetKey, Option<std::sync::Arc<dyn DatasetReader>>)> = None;
+        for split in expansion {
+            if last.as_ref().is_none_or(|(d, _)| *d != split.dataset) {
+                last = Some((
+                    split.dataset.clone(),
+                    self.reader(&split.dataset, &mut fresh)?,
+                ));
+            }
+            let Some((_, Some(reader))) = &last else {
+                continue;
+            };
+            if reader.locks().contains(Operation::Retrieve) {
+                return Err(locked(&split.dataset, Operation::Retrieve));
+            }
+            if let Some(location) = reader.lookup(&split.collocation, &split.element)? {
+                found.push(ListElement {
+                    dataset: split.dataset,
+                    collocation: split.collocation,
+                    element: split.element,
+                    location: Some(location),
+                });
+            }
+        }
+        Ok(found)
+    }
+
+    /// Walk the datasets and collocations that can hold what the request
+    /// names, once per distinct cut of the request to one chain's keywords
+    /// ([`RequestOrder::chain_requests`](fieldstore_core::RequestOrder::chain_requests)),
+    /// keep the newest entry of each element the expansion yields, and sort
+    /// by request position.
+    fn locate_by_walking(
+        &self,
+        expansion: &fieldstore_core::Expansion<'_>,
+    ) -> Result<Vec<ListElement>> {
+        let order = expansion.order();
+        let mut datasets = self.catalogue.datasets()?;
+        datasets.sort();
+        let mut fresh = HashSet::new();
+        let mut found: Vec<(RequestPosition, ListElement)> = Vec::new();
+        // A collocation may match several chain requests (each with its own
+        // element filter): a field found twice is kept once.
+        let mut kept: HashSet<SplitKey> = HashSet::new();
+        for request in order.chain_requests() {
+            let selector = self.schema.selector(&request)?;
+            for dataset in &datasets {
+                let Some(dm) = selector.match_dataset(dataset) else {
+                    continue;
+                };
+                let Some(reader) = self.reader(dataset, &mut fresh)? else {
+                    continue;
+                };
+                if reader.locks().contains(Operation::Retrieve) {
+                    return Err(locked(dataset, Operation::Retrieve));
+                }
+                for info in reader.collocations()? {
+                    let Some(cm) = selector.match_collocation(&dm, &info.key) else {
+                        continue;
+                    };
+                    let filter = selector.element_filter(&cm);
+                    if filter.is_impossible() || !filter.admits_axes(&info.axes) {
+                        continue;
+                    }
+                    let mut seen = HashSet::new();
+                    let admits = |axes: &crate::catalogue::Axes| filter.admits_axes(axes);
+                    reader.scan_where(&info.key, &admits, &mut |element, location| {
+                        // Newest first: the first entry of an element is its field.
+                        if !filter.matches(element) || !seen.insert(element.clone()) {
+                            return true;
+                        }
+                        let e = ListElement {
+                            dataset: dataset.clone(),
+                            collocation: info.key.clone(),
+                            element: element.clone(),
+                            location: Some(location.clone()),
+                        };
+                        // Where archive puts the key decides whether (and
+                        // where) the request names it; a key that does not
+                        // split back to this place (stored under another
+                        // schema) is one point lookups would not find either.
+                        if let Ok(split) = self.schema.split(&e.full_key()) {
+                            let here = split.dataset == e.dataset
+                                && split.collocation == e.collocation
+                                && split.element == e.element;
+                            if let Some(at) = here.then(|| order.position(&split)).flatten() {
+                                if kept.insert(split) {
+                                    found.push((at, e));
+                                }
+                            }
+                        }
+                        true
+                    })?;
+                }
+            }
+        }
+        found.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(found.into_iter().map(|(_, e)| e).collect())
+    }
+}
