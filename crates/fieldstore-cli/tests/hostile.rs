@@ -245,3 +245,97 @@ fn bad_steps_and_dates_are_named_as_archive_names_them() {
         .ok();
     assert_eq!(r.stdout, b"s0s12");
 }
+
+// ---- item 6: no input makes archive hold more than the limit -------------
+
+#[test]
+fn endless_input_ends_with_an_error_naming_the_offset_or_the_limit() {
+    let env = Env::new();
+    env.archive(&key("step=0,param=167"), b"kept");
+    let k = key("step=6,param=167");
+    // GRIB: refused at byte 0, from a device or from standard input.
+    env.run(&["archive", "/dev/zero"]).fails(
+        2,
+        "archiving /dev/zero: GRIB message 0 at byte offset 0: expected 'GRIB', found bytes \
+         00 00 00 00 00 00 00 00 (garbage between messages, or a damaged message before)",
+    );
+    let r = common::run(
+        env.command()
+            .args(["archive", "-"])
+            .stdin(File::open("/dev/zero").expect("/dev/zero")),
+    );
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(
+        r.stderr.starts_with(
+            "fieldstore: error: archiving -: GRIB message 0 at byte offset 0: expected 'GRIB'"
+        ),
+        "{r:?}"
+    );
+    // Skipping bad messages: the search for the next one gives up.
+    let r = env.run(&[
+        "archive",
+        "--skip-bad",
+        "--max-field-size",
+        "100000",
+        "/dev/zero",
+    ]);
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(
+        r.stderr.starts_with(
+            "fieldstore: error: archiving /dev/zero: GRIB message 1 at byte offset 1: no GRIB \
+             message in the "
+        ) && r
+            .stderr
+            .ends_with("(more than the largest message allowed): giving up\n"),
+        "{r:?}"
+    );
+    // --key: read up to the limit, then refused naming it.
+    env.run(&[
+        "archive",
+        "--key",
+        &k,
+        "--max-field-size",
+        "1000",
+        "/dev/zero",
+    ])
+    .fails(
+        2,
+        "/dev/zero: more than 1000 bytes, the largest field allowed (--max-field-size)",
+    );
+    // A regular file is refused by its size, before it is read.
+    let f = env.write("eleven", b"eleven byte");
+    let f = f.to_str().expect("path");
+    env.run(&["archive", "--key", &k, "--max-field-size", "10", f])
+        .fails(
+            2,
+            &format!("{f}: more than 10 bytes, the largest field allowed (--max-field-size)"),
+        );
+    env.run(&["archive", "--key", &k, "--max-field-size", "11", f])
+        .ok();
+    // Nothing stored was harmed, and only the field within the limit is new.
+    let r = env.run(&["list"]).ok();
+    assert_eq!(r.lines().len(), 2, "{r:?}");
+    let r = env.run(&["retrieve", &key("step=0,param=167")]).ok();
+    assert_eq!(r.stdout, b"kept");
+}
+
+#[test]
+fn a_grib_message_above_the_limit_is_refused_before_it_is_read() {
+    let env = Env::new();
+    let grib = common::repo().join("tests/fixtures/grib/rd-fc.grib");
+    let len = std::fs::metadata(&grib).expect("fixture").len();
+    let grib = grib.to_str().expect("path");
+    env.run(&["archive", "--max-field-size", &(len - 1).to_string(), grib])
+        .fails(
+            2,
+            &format!(
+                "archiving {grib}: GRIB message 0 at byte offset 0: the message is {len} bytes \
+                 long, more than the largest message allowed ({} bytes)",
+                len - 1
+            ),
+        );
+    assert!(env.run(&["list"]).ok().stdout.is_empty());
+    env.run(&["archive", "--max-field-size", &len.to_string(), grib])
+        .ok();
+    assert_eq!(env.run(&["list"]).ok().lines().len(), 1);
+}
