@@ -193,6 +193,12 @@ pub(crate) struct ArchiveArgs {
     /// Without it, a bad message fails the command and nothing is archived.
     #[arg(long, conflicts_with = "key")]
     pub(crate) skip_bad: bool,
+    /// The largest field (with --key, FILE's size) or GRIB message
+    /// accepted, in bytes; larger input is refused before it is read whole,
+    /// so that no input (`/dev/zero`, a pipe) can exhaust memory.
+    #[arg(long, value_name = "BYTES", default_value_t = fieldstore_grib::DEFAULT_MAX_MESSAGE_SIZE,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub(crate) max_field_size: usize,
     /// Files to archive (`-` reads standard input).
     #[arg(required = true, value_name = "FILE")]
     pub(crate) files: Vec<PathBuf>,

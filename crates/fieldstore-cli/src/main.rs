@@ -6,6 +6,7 @@ mod args;
 mod cmd;
 mod context;
 mod exit;
+mod output;
 mod progress;
 
 use std::io::{self, BufWriter, IsTerminal, Write};

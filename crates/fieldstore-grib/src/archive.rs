@@ -1,9 +1,12 @@
 //! Archiving GRIB messages into a [`FieldStore`] under their MARS keys.
 
+use std::io::{BufReader, Read};
+
 use fieldstore::{Error, FieldStore, Result, SplitKey};
 
 use crate::error::{GribError, Problem};
-use crate::split::split_messages;
+use crate::split::{split_messages, Message};
+use crate::stream::{MessageReader, DEFAULT_MAX_MESSAGE_SIZE};
 
 /// Archive GRIB data into a store: every message, byte for byte, under the
 /// MARS key ecCodes gives it, canonicalised by the store's schema.
@@ -58,19 +61,59 @@ pub trait ArchiveGrib {
     /// As [`ArchiveGrib::archive_grib`]; with `skip_bad`, only storage
     /// errors.
     fn archive_grib_with(&self, bytes: &[u8], options: GribOptions) -> Result<GribSummary>;
+
+    /// Archive every GRIB message read from `reader` (a file, a pipe),
+    /// each under its MARS key, holding one message at a time in memory
+    /// ([`MessageReader`]): what any input makes this hold is bounded by
+    /// [`GribOptions::max_message_size`], and input that is not GRIB is
+    /// refused where it starts (endless input included).
+    ///
+    /// Unlike [`ArchiveGrib::archive_grib`], each message is archived as
+    /// soon as its key fits (the input need not fit in memory): after an
+    /// error, the messages before it are archived but not flushed; call
+    /// [`FieldStore::discard`] to drop them (all or nothing, as
+    /// `fieldstore archive` does).
+    ///
+    /// # Errors
+    /// As [`ArchiveGrib::archive_grib`], plus a message above the limit
+    /// ([`Problem::TooLarge`]), no message within the limit after a
+    /// message or a damaged stretch ([`Problem::NoMessageAhead`], even with
+    /// `skip_bad`), and read errors.
+    fn archive_grib_read(&self, reader: &mut dyn Read, options: GribOptions)
+        -> Result<GribSummary>;
 }
 
 /// How [`ArchiveGrib::archive_grib_with`] treats bad messages.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct GribOptions {
     /// Skip bad messages (report them in [`GribSummary::skipped`]) and
     /// archive the others. After a damaged stretch, splitting resumes at the
     /// next well-formed message ([`crate::Messages::resync`]).
     pub skip_bad: bool,
+    /// The largest message [`ArchiveGrib::archive_grib_read`] reads
+    /// ([`DEFAULT_MAX_MESSAGE_SIZE`] unless set). A buffer given to
+    /// `archive_grib` is already in memory and is not limited.
+    pub max_message_size: usize,
+}
+
+impl Default for GribOptions {
+    fn default() -> Self {
+        GribOptions {
+            skip_bad: false,
+            max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
+        }
+    }
 }
 
 impl GribOptions {
+    /// Set [`GribOptions::max_message_size`].
+    #[must_use]
+    pub fn max_message_size(mut self, max: usize) -> Self {
+        self.max_message_size = max;
+        self
+    }
+
     /// Set [`GribOptions::skip_bad`].
     #[must_use]
     pub fn skip_bad(mut self, skip: bool) -> Self {
@@ -119,20 +162,7 @@ impl ArchiveGrib for FieldStore {
         let mut any = false;
         for message in messages {
             any = true;
-            let field = message.and_then(|m| {
-                let key = m.mars_key()?;
-                let split = self.schema().split(&key).map_err(|source| {
-                    Error::from(GribError {
-                        index: m.index(),
-                        offset: m.offset(),
-                        problem: Problem::Schema {
-                            key: key.to_string(),
-                            source: Box::new(source),
-                        },
-                    })
-                })?;
-                Ok((m.index(), split, m.bytes()))
-            });
+            let field = message.and_then(|m| Ok((m.index(), split_key(self, &m)?, m.bytes())));
             match field {
                 Ok(f) => ready.push(f),
                 Err(error) if options.skip_bad => {
@@ -169,6 +199,83 @@ impl ArchiveGrib for FieldStore {
         }
         Ok(summary)
     }
+
+    fn archive_grib_read(
+        &self,
+        reader: &mut dyn Read,
+        options: GribOptions,
+    ) -> Result<GribSummary> {
+        let mut summary = GribSummary::default();
+        let mut messages = MessageReader::new(BufReader::with_capacity(1 << 16, reader))
+            .max_message_size(options.max_message_size);
+        if options.skip_bad {
+            messages = messages.resync();
+        }
+        let mut any = false;
+        for message in messages {
+            any = true;
+            let archived = message.and_then(|m| {
+                let split = split_key(self, &m.as_message())?;
+                self.archive_split(&split, m.bytes())
+                    .map_err(|e| e.context(format!("archiving GRIB message {}", m.index())))?;
+                Ok(m.bytes().len() as u64)
+            });
+            match archived {
+                Ok(bytes) => {
+                    summary.fields += 1;
+                    summary.bytes += bytes;
+                }
+                Err(error) if options.skip_bad && skippable(&error) => {
+                    let (index, offset) = located(&error);
+                    summary.skipped.push(Skipped {
+                        index,
+                        offset,
+                        error,
+                    });
+                }
+                Err(error) => return Err(error),
+            }
+        }
+        if !any {
+            let error = Error::from(GribError {
+                index: 0,
+                offset: 0,
+                problem: Problem::Empty,
+            });
+            if !options.skip_bad {
+                return Err(error);
+            }
+            summary.skipped.push(Skipped {
+                index: 0,
+                offset: 0,
+                error,
+            });
+        }
+        Ok(summary)
+    }
+}
+
+/// The key of `m`, split by the store's schema; an error names the message.
+fn split_key(fs: &FieldStore, m: &Message<'_>) -> Result<SplitKey> {
+    let key = m.mars_key()?;
+    fs.schema().split(&key).map_err(|source| {
+        Error::from(GribError {
+            index: m.index(),
+            offset: m.offset(),
+            problem: Problem::Schema {
+                key: key.to_string(),
+                source: Box::new(source),
+            },
+        })
+    })
+}
+
+/// Whether `skip_bad` may skip `error`: a bad message, not a failure to
+/// read or store, nor input with no message in sight.
+fn skippable(error: &Error) -> bool {
+    std::error::Error::source(error)
+        .and_then(|s| s.downcast_ref::<GribError>())
+        .is_some_and(|g| !matches!(g.problem, Problem::NoMessageAhead { .. }))
 }
 
 /// The message index and offset an error of this crate names.

@@ -102,6 +102,29 @@ pub enum Problem {
         /// What ecCodes said.
         reason: String,
     },
+    /// The message declares more bytes than a stream reader holds
+    /// ([`crate::MessageReader`]); it is refused before it is read.
+    #[error(
+        "the message is {declared} bytes long, more than the largest message allowed ({limit} bytes)"
+    )]
+    TooLarge {
+        /// The length the message declares (or the bytes needed to frame it).
+        declared: u64,
+        /// The largest message allowed.
+        limit: usize,
+    },
+    /// A stream reader found no GRIB message in more bytes than the largest
+    /// message allowed (NULs after a message, or a damaged stretch being
+    /// skipped): the input has no end in sight and is not GRIB. This ends
+    /// the reading even when bad messages are skipped.
+    #[error(
+        "no GRIB message in the {scanned} bytes from here (more than the largest message allowed): \
+         giving up"
+    )]
+    NoMessageAhead {
+        /// How many bytes were read without finding a message.
+        scanned: u64,
+    },
     /// The input holds no GRIB message at all (it is empty).
     #[error("no GRIB message: the input is empty")]
     Empty,

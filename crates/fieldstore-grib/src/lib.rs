@@ -8,6 +8,9 @@
 //!   prints them (`param=167.128`, `date=jan-01`). Canonicalising them is the
 //!   schema's job ([`fieldstore_core::Schema::split`]).
 //! - [`fields`] does both, message by message.
+//! - [`MessageReader`] splits messages off a stream (a file, a pipe) one at a
+//!   time, holding at most one message of bounded size: for inputs that
+//!   need not fit in memory, or need not end.
 //! - [`ArchiveGrib`] (`fs.archive_grib(bytes)`) archives every message of a
 //!   GRIB file into a [`fieldstore::FieldStore`], unchanged, under its key
 //!   canonicalised by the store's schema: what `fieldstore archive` does.
@@ -39,6 +42,7 @@ mod eccodes;
 mod error;
 mod ffi;
 mod split;
+mod stream;
 
 use std::iter::FusedIterator;
 
@@ -48,6 +52,7 @@ pub use archive::{ArchiveGrib, GribOptions, GribSummary, Skipped};
 pub use eccodes::eccodes_version;
 pub use error::{GribError, Problem};
 pub use split::{split_messages, Message, Messages};
+pub use stream::{MessageReader, OwnedMessage, DEFAULT_MAX_MESSAGE_SIZE};
 
 /// The MARS key of one complete GRIB message (from `GRIB` to `7777`), exactly
 /// as ecCodes' `mars` namespace gives it: keywords in ecCodes' order, values

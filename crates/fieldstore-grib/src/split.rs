@@ -37,7 +37,7 @@ use crate::error::{show_bytes, GribError, Problem};
 
 /// Padding after a message is shorter than this (MARS pads to multiples of
 /// 120 bytes).
-const MAX_PADDING: usize = 120;
+pub(crate) const MAX_PADDING: usize = 120;
 
 /// One GRIB message found in an input buffer, borrowed from it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,6 +49,16 @@ pub struct Message<'a> {
 }
 
 impl<'a> Message<'a> {
+    /// A message of `bytes` (one whole, framed message) found at `offset`.
+    pub(crate) fn new(index: usize, offset: usize, edition: u8, bytes: &'a [u8]) -> Self {
+        Message {
+            index,
+            offset,
+            edition,
+            bytes,
+        }
+    }
+
     /// The message's index in the input, 0-based.
     pub fn index(&self) -> usize {
         self.index
@@ -288,7 +298,7 @@ impl FusedIterator for Messages<'_> {}
 
 /// The length and edition of the message at the start of `rest`. Offsets in
 /// the returned problem are relative to `rest`.
-fn frame(rest: &[u8]) -> std::result::Result<(usize, u8), Problem> {
+pub(crate) fn frame(rest: &[u8]) -> std::result::Result<(usize, u8), Problem> {
     let available = rest.len();
     let truncated = |declared: u64| Problem::Truncated {
         declared,

@@ -10,7 +10,15 @@
 //! becomes visible ([`FieldStore::discard`]). With `--skip-bad`, bad GRIB
 //! messages are skipped instead, reported one line each, and the others are
 //! archived and flushed.
+//!
+//! What any input can make the command hold in memory is bounded by
+//! `--max-field-size` ([`fieldstore_grib::DEFAULT_MAX_MESSAGE_SIZE`] unless
+//! given): GRIB files are read one message at a time
+//! ([`ArchiveGrib::archive_grib_read`]), and a `--key` FILE is read up to
+//! the limit and refused beyond it. Endless input (`/dev/zero`, a pipe)
+//! ends with an error naming the limit or the byte offset.
 
+use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -24,9 +32,17 @@ use crate::progress::{self, Unit};
 /// Where the fields come from, checked before the store is opened.
 enum Source {
     /// One file, one field, an explicit key (already split by the schema).
-    Explicit { split: SplitKey, path: PathBuf },
+    Explicit {
+        split: SplitKey,
+        path: PathBuf,
+        max: usize,
+    },
     /// GRIB files.
-    Grib { paths: Vec<PathBuf>, skip_bad: bool },
+    Grib {
+        paths: Vec<PathBuf>,
+        skip_bad: bool,
+        max: usize,
+    },
 }
 
 impl Source {
@@ -48,27 +64,59 @@ impl Source {
                 Ok(Source::Explicit {
                     split,
                     path: path.clone(),
+                    max: args.max_field_size,
                 })
             }
             None => Ok(Source::Grib {
                 paths: args.files.clone(),
                 skip_bad: args.skip_bad,
+                max: args.max_field_size,
             }),
         }
     }
 }
 
-/// Read a whole file (`-`: standard input).
-fn read_file(path: &Path) -> Result<Vec<u8>> {
+/// Open a file for reading (`-`: standard input).
+fn open(path: &Path) -> Result<Box<dyn Read>> {
     if path == Path::new("-") {
-        let mut data = Vec::new();
-        std::io::stdin()
-            .lock()
-            .read_to_end(&mut data)
-            .map_err(|e| Error::io("standard input", e))?;
-        return Ok(data);
+        return Ok(Box::new(std::io::stdin().lock()));
     }
-    std::fs::read(path).map_err(|e| file_error(path, e))
+    let file = File::open(path).map_err(|e| file_error(path, e))?;
+    Ok(Box::new(file))
+}
+
+/// Read a whole file (`-`: standard input) of at most `max` bytes: one
+/// field. A regular file's size is checked before anything is read; other
+/// input (a pipe, a device) is read up to `max` bytes and one more.
+///
+/// # Errors
+/// `InvalidInput` naming the limit for a larger input; read errors.
+fn read_field(path: &Path, max: usize) -> Result<Vec<u8>> {
+    let too_large = || {
+        usage(format!(
+            "{}: more than {max} bytes, the largest field allowed (--max-field-size)",
+            display(path)
+        ))
+    };
+    let mut capacity = 0;
+    if path != Path::new("-") {
+        let meta = std::fs::metadata(path).map_err(|e| file_error(path, e))?;
+        if meta.is_file() {
+            if meta.len() > max as u64 {
+                return Err(too_large());
+            }
+            capacity = meta.len() as usize;
+        }
+    }
+    let mut data = Vec::with_capacity(capacity);
+    open(path)?
+        .take(max as u64 + 1)
+        .read_to_end(&mut data)
+        .map_err(|e| file_error(path, e))?;
+    if data.len() > max {
+        return Err(too_large());
+    }
+    Ok(data)
 }
 
 /// What was archived.
@@ -133,26 +181,32 @@ pub(crate) fn run(args: &ArchiveArgs, ctx: &Context, ui: &mut Ui<'_>) -> Result<
 fn archive(fs: &FieldStore, source: &Source, progress: bool) -> Result<Totals> {
     let mut totals = Totals::default();
     match source {
-        Source::Explicit { split, path } => {
-            let data = read_file(path)?;
+        Source::Explicit { split, path, max } => {
+            let data = read_field(path, *max)?;
             fs.archive_split(split, &data)
                 .map_err(|e| e.context(format!("archiving {}", display(path))))?;
             totals.fields = 1;
             totals.bytes = data.len() as u64;
             totals.files = 1;
         }
-        Source::Grib { paths, skip_bad } => {
+        Source::Grib {
+            paths,
+            skip_bad,
+            max,
+        } => {
             let bar = progress::bar(
                 progress && paths.len() > 1,
                 paths.len() as u64,
                 Unit::Files,
                 "archiving",
             );
-            let options = GribOptions::default().skip_bad(*skip_bad);
+            let options = GribOptions::default()
+                .skip_bad(*skip_bad)
+                .max_message_size(*max);
             for path in paths {
-                let data = read_file(path)?;
+                let mut input = open(path)?;
                 let summary = fs
-                    .archive_grib_with(&data, options)
+                    .archive_grib_read(&mut input, options)
                     .map_err(|e| e.context(format!("archiving {}", display(path))))?;
                 totals.fields += summary.fields as u64;
                 totals.bytes += summary.bytes;
@@ -196,6 +250,7 @@ mod tests {
         let source = Source::Grib {
             paths: vec![fixture("levtypes.grib"), fixture("timespan.grib")],
             skip_bad: false,
+            max: fieldstore_grib::DEFAULT_MAX_MESSAGE_SIZE,
         };
         let totals = archive(&fs, &source, false).expect("archive");
         assert_eq!((totals.fields, totals.files), (8, 2));
@@ -216,6 +271,7 @@ mod tests {
         let source = Source::Grib {
             paths: vec![fixture("rd-fc.grib"), bad.clone()],
             skip_bad: false,
+            max: fieldstore_grib::DEFAULT_MAX_MESSAGE_SIZE,
         };
         let e = archive(&fs, &source, false).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidInput);
@@ -235,6 +291,7 @@ mod tests {
         let args = |key: &str, files: &[&str]| ArchiveArgs {
             key: Some(key.to_string()),
             skip_bad: false,
+            max_field_size: fieldstore_grib::DEFAULT_MAX_MESSAGE_SIZE,
             files: files.iter().map(PathBuf::from).collect(),
         };
         let e = Source::new(&args("class=od,expver=1,type=fc", &["f"]), &ctx)

@@ -1,14 +1,14 @@
 //! `fieldstore retrieve`: the fields a request names, concatenated in
 //! request order, to a file or standard output.
 
-use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
 use fieldstore::{DataReader, Error, FieldStore, Request, Result};
 
 use crate::args::RetrieveArgs;
-use crate::context::{display, file_error, stdout_error, usage, Context, Ui};
+use crate::context::{display, stdout_error, usage, Context, Ui};
+use crate::output::{self, Output};
 use crate::progress::{self, Unit};
 
 /// Run `fieldstore retrieve`.
@@ -16,8 +16,10 @@ use crate::progress::{self, Unit};
 /// # Errors
 /// A malformed request (`InvalidInput`); a request that cannot be
 /// enumerated (`all`, a missing keyword); storage errors; `Corrupt` if a
-/// field fails its checksum (no byte of it is written). With `-o FILE`, the
-/// file is removed after an error.
+/// field fails its checksum (no byte of it is written); `Io` when the
+/// reader of a FIFO given as `-o FILE` goes away. With `-o FILE`, the file
+/// is removed after an error only if this command created it (see
+/// [`crate::output`]).
 pub(crate) fn run(args: &RetrieveArgs, ctx: &Context, ui: &mut Ui<'_>) -> Result<()> {
     let request = ctx.request(Some(&args.request))?;
     let fs = ctx.open()?;
@@ -42,13 +44,16 @@ pub(crate) fn retrieve(
     match output.filter(|p| *p != Path::new("-")) {
         None => copy(reader, &mut *ui.out, ui.progress, &stdout_error)?,
         Some(path) => {
-            let file = File::create(path).map_err(|e| file_error(path, e))?;
-            let mut w = BufWriter::with_capacity(1 << 20, file);
-            let r = copy(reader, &mut w, ui.progress, &|e| file_error(path, e))
-                .and_then(|()| w.flush().map_err(|e| file_error(path, e)));
+            let mut output = Output::create(path)?;
+            let mut w = BufWriter::with_capacity(1 << 20, output.file());
+            let io_error = |e| output::write_error(path, e);
+            let r = copy(reader, &mut w, ui.progress, &io_error)
+                .and_then(|()| w.flush().map_err(io_error));
+            // Dropping the writer writes what it holds: whole, verified
+            // fields, as standard output gets those written before an error.
+            drop(w);
             if let Err(e) = r {
-                drop(w);
-                let _ = std::fs::remove_file(path);
+                output.abandon();
                 return Err(e);
             }
         }

@@ -194,12 +194,16 @@ impl Request {
         }
     }
 
-    /// Check every keyword against `schema` and every value against each type
-    /// its keyword has there, so that mistakes are reported before any I/O.
+    /// Check every keyword against `schema` and every value against the
+    /// types its keyword has there, so that mistakes are reported before any
+    /// I/O: first against any type of the keyword, then against the types it
+    /// has in the rules the request can still match (`class=od,date=20230230`
+    /// is refused although a `class=cs` rule takes any text as a date;
+    /// `date=20230230` alone is not, since a `class=cs` field may hold it).
     ///
     /// # Errors
     /// [`RequestError::UnknownKeyword`], or [`RequestError::InvalidValue`] when
-    /// a value fits none of its keyword's types.
+    /// a value fits none of its keyword's types in those rules.
     pub fn validate(&self, schema: &crate::Schema) -> Result<(), RequestError> {
         for (kw, values) in self.iter() {
             if !schema.knows(kw) {
@@ -230,7 +234,7 @@ impl Request {
                 }
             }
         }
-        Ok(())
+        schema.check_values(self)
     }
 }
 

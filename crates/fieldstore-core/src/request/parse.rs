@@ -98,6 +98,14 @@ pub(super) fn parse_values(
     Ok(Values::Items(items))
 }
 
+/// The MARS verbs a request may start with (`retrieve,class=od,...`), in
+/// any case. The verb is accepted and ignored: what is done with a request is
+/// the command's business. Only these words may lead: any other bare word is
+/// a mistake (`list foo` must not list everything).
+pub(super) const VERBS: [&str; 7] = [
+    "archive", "retrieve", "list", "read", "write", "compute", "stage",
+];
+
 fn is_word(t: &str) -> bool {
     t.eq_ignore_ascii_case("to") || t.eq_ignore_ascii_case("by")
 }
@@ -121,8 +129,29 @@ pub(super) fn parse_request(s: &str) -> Result<Request, RequestError> {
                 let values = parse_values(k, v, voff)?;
                 req.insert(k, values)?;
             }
-            // MARS requests may start with a verb (`retrieve,class=od,...`).
+            // MARS requests may start with a verb (`retrieve,class=od,...`),
+            // which must be followed by items: a verb alone names nothing,
+            // and taking it for "everything" would let `purge list` purge
+            // every dataset.
+            None if n == 0 && VERBS.iter().any(|v| v.eq_ignore_ascii_case(item)) => {
+                if !s[raw.len()..].contains('=') {
+                    return Err(syntax(
+                        pos + lead,
+                        format!(
+                            "the MARS verb '{item}' must be followed by keyword=value items \
+                             (leave the request out to mean everything)"
+                        ),
+                    ));
+                }
+            }
             None if n == 0 && !item.is_empty() && item.bytes().all(|b| b.is_ascii_alphabetic()) => {
+                return Err(syntax(
+                    pos + lead,
+                    format!(
+                        "'{item}' is neither keyword=value nor a MARS verb ({})",
+                        VERBS.join(", ")
+                    ),
+                ))
             }
             None if item.is_empty() => {
                 return Err(syntax(pos + lead, "empty item (two commas in a row?)"))

@@ -52,3 +52,73 @@ fn malformed_requests_are_refused_verbatim() {
         );
     }
 }
+
+#[test]
+fn only_mars_verbs_may_lead_and_never_alone() {
+    for text in ["retrieve,class=od", "LIST, class=od", "archive,class=od"] {
+        let r: Request = text.parse().unwrap();
+        assert_eq!(r.to_string(), "class=od", "{text}");
+    }
+    let cases = [
+        ("foo", "malformed request at character 0: 'foo' is neither keyword=value nor a MARS verb (archive, retrieve, list, read, write, compute, stage)"),
+        (" foo,class=od", "malformed request at character 1: 'foo' is neither keyword=value nor a MARS verb (archive, retrieve, list, read, write, compute, stage)"),
+        ("list", "malformed request at character 0: the MARS verb 'list' must be followed by keyword=value items (leave the request out to mean everything)"),
+        ("retrieve,", "malformed request at character 0: the MARS verb 'retrieve' must be followed by keyword=value items (leave the request out to mean everything)"),
+        ("class=od,retrieve", "malformed request at character 9: expected keyword=value, found 'retrieve'"),
+    ];
+    for (text, want) in cases {
+        assert_eq!(
+            text.parse::<Request>().unwrap_err().to_string(),
+            want,
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn values_are_checked_in_the_types_of_the_rules_the_request_can_match() {
+    let schema = crate::Schema::ecmwf();
+    let check = |text: &str| {
+        text.parse::<Request>()
+            .unwrap()
+            .validate(&schema)
+            .map_err(|e| e.to_string())
+    };
+    // As archive checks them: class=od dates are Dates.
+    assert_eq!(
+        check("class=od,date=20230230").unwrap_err(),
+        "keyword 'date' in request: '20230230' is not a valid Date: no such day in the calendar"
+    );
+    assert_eq!(
+        check("class=od,expver=0001,date=abc").unwrap_err(),
+        "keyword 'date' in request: 'abc' is not a valid Date: expected YYYYMMDD, YYYY-MM-DD, or a relative day such as 0 or -1"
+    );
+    assert_eq!(
+        check("class=od,date=20230101/to/20230230").unwrap_err(),
+        "keyword 'date' in request: '20230230' is not a valid Date: no such day in the calendar"
+    );
+    // Every form the Date type takes.
+    for ok in [
+        "class=od,date=20230228",
+        "class=od,date=2023-02-28",
+        "class=od,date=0",
+        "class=od,date=-1",
+        "class=od,date=20230101/to/20230131",
+        "class=od,date=20230101/to/20230131/by/7",
+        "class=od,date=20230101/20230102,step=0/to/12/by/6",
+        "class=od,date=all",
+    ] {
+        check(ok).unwrap_or_else(|e| panic!("{ok}: {e}"));
+    }
+    // A class=cs rule takes any text as a date (`date:Default`), as archive
+    // does: without a class the request may name such a field.
+    check("date=abc").expect("class=cs dates are text");
+    check("class=cs,date=abc").expect("class=cs dates are text");
+    // Negative steps name the value.
+    assert_eq!(
+        check("step=-6").unwrap_err(),
+        "keyword 'step' in request: '-6' is not a valid Step: a step cannot be negative (a step range is written from-to, e.g. 0-6)"
+    );
+    // Keywords of different rules: nothing can match, nothing to refuse.
+    check("class=od,country=de").expect("matches nothing");
+}

@@ -21,6 +21,7 @@
 //! # Ok::<(), fieldstore_core::Error>(())
 //! ```
 
+mod admit;
 mod expand;
 mod order;
 mod parser;

@@ -42,8 +42,23 @@ pub(crate) fn format_step(seconds: i64) -> String {
     }
 }
 
+/// A step (`6`, `30m`) or a step range (`0-6`); see the module doc.
+///
+/// Steps are never negative, as in MARS (a forecast step counts from the
+/// base time forwards): `-6` is refused, naming the whole value, rather than
+/// read as a range with an empty start.
 pub(crate) fn canonical_step(value: &str) -> Result<String, TypeError> {
     match value.split_once('-') {
+        Some(("", _)) => Err(TypeError::new(
+            KeywordType::Step,
+            value,
+            "a step cannot be negative (a step range is written from-to, e.g. 0-6)",
+        )),
+        Some((_, "")) => Err(TypeError::new(
+            KeywordType::Step,
+            value,
+            "a step range needs a value after '-' (from-to, e.g. 0-6)",
+        )),
         Some((from, to)) => {
             let (a, b) = (step_seconds(from)?, step_seconds(to)?);
             if a > b {

@@ -86,6 +86,8 @@ fn bad_values_are_refused_verbatim() {
         (T::Time, "12:00:30", "'12:00:30' is not a valid Time: times are kept to the minute; seconds must be 00"),
         (T::Step, "6x", "'6x' is not a valid Step: unknown unit: expected s, m, h or d"),
         (T::Step, "12-6", "'12-6' is not a valid Step: a step range must not end before it starts"),
+        (T::Step, "-6", "'-6' is not a valid Step: a step cannot be negative (a step range is written from-to, e.g. 0-6)"),
+        (T::Step, "6-", "'6-' is not a valid Step: a step range needs a value after '-' (from-to, e.g. 0-6)"),
         (T::Integer, "1.5", "'1.5' is not a valid Integer: expected an integer"),
         (T::Double, "nan", "'nan' is not a valid Double: expected a finite number"),
         (T::Expver, "00001", "'00001' is not a valid Expver: expected up to 4 letters or digits"),
