@@ -49,10 +49,6 @@ pub struct MemoryStore {
     blobs: Arc<RwLock<HashMap<u64, Arc<[u8]>>>>,
     /// The blobs of each dataset.
     owners: Arc<RwLock<HashMap<DatasetKey, BTreeSet<u64>>>>,
-    /// Blobs of writers that live: in use (as a POSIX writer's data file is
-    /// until it closes it), so a purge cannot take a blob flushed to the
-    /// store for an orphan before the catalogue indexed it.
-    in_use: Arc<RwLock<HashSet<u64>>>,
     next_id: Arc<AtomicU64>,
 }
 
@@ -60,8 +56,6 @@ struct MemoryStoreWriter {
     store: MemoryStore,
     dataset: DatasetKey,
     pending: Vec<(u64, Arc<[u8]>)>,
-    /// Every blob this writer archived (in use until it is dropped).
-    ids: Vec<u64>,
 }
 
 fn blob_id(uri: &str) -> Result<u64> {
@@ -76,7 +70,6 @@ impl Store for MemoryStore {
             store: self.clone(),
             dataset: dataset.clone(),
             pending: Vec::new(),
-            ids: Vec::new(),
         }))
     }
 
@@ -87,11 +80,7 @@ impl Store for MemoryStore {
             Some(b) => Unit {
                 uri: uri.to_string(),
                 bytes: Some(b.len() as u64),
-                state: if self.is_in_use(id) {
-                    UnitState::InUse
-                } else {
-                    UnitState::Idle
-                },
+                state: UnitState::Idle,
             },
             None => Unit {
                 uri: uri.to_string(),
@@ -111,11 +100,8 @@ impl Store for MemoryStore {
         {
             return Ok(Claim::Missing);
         }
-        // Blob ids are never reused and a blob is in use from its archive
-        // on: one not in use now never will be.
-        if self.is_in_use(id) {
-            return Ok(Claim::InUse);
-        }
+        // Blobs are written whole at the writer's flush and never appended
+        // to.
         Ok(Claim::Held(Box::new(HeldBlob { store: self, id })))
     }
 
@@ -129,9 +115,6 @@ impl Store for MemoryStore {
             .filter_map(|id| {
                 let uri = format!("memory://{id}");
                 let b = blobs.get(id)?;
-                if self.is_in_use(*id) {
-                    return None;
-                }
                 (!referenced.contains(&uri)).then(|| Unit {
                     uri,
                     bytes: Some(b.len() as u64),
@@ -201,15 +184,6 @@ impl Store for MemoryStore {
     }
 }
 
-impl MemoryStore {
-    fn is_in_use(&self, id: u64) -> bool {
-        self.in_use
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .contains(&id)
-    }
-}
-
 /// A blob held by a maintenance operation.
 struct HeldBlob<'a> {
     store: &'a MemoryStore,
@@ -227,26 +201,9 @@ impl HeldUnit for HeldBlob<'_> {
     }
 }
 
-impl Drop for MemoryStoreWriter {
-    /// The writer is done: its blobs may be purged once nothing newest
-    /// points into them.
-    fn drop(&mut self) {
-        let mut in_use = self.store.in_use.write().unwrap_or_else(|p| p.into_inner());
-        for id in self.ids.drain(..) {
-            in_use.remove(&id);
-        }
-    }
-}
-
 impl StoreWriter for MemoryStoreWriter {
     fn archive(&mut self, _collocation: &CollocationKey, data: &[u8]) -> Result<FieldLocation> {
         let id = self.store.next_id.fetch_add(1, Ordering::Relaxed);
-        self.store
-            .in_use
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(id);
-        self.ids.push(id);
         self.pending.push((id, Arc::from(data)));
         Ok(FieldLocation::new(
             format!("memory://{id}"),
