@@ -6,6 +6,18 @@
 //! running in parallel do not see each other's.
 
 #[cfg(test)]
+pub(crate) use hooks::{clear, set};
+
+/// The point `name` is reached.
+#[inline]
+pub(crate) fn hit(name: &'static str) {
+    #[cfg(test)]
+    hooks::hit(name);
+    #[cfg(not(test))]
+    let _ = name;
+}
+
+#[cfg(test)]
 mod hooks {
     use std::cell::RefCell;
     use std::collections::HashMap;
@@ -36,16 +48,4 @@ mod hooks {
             });
         }
     }
-}
-
-#[cfg(test)]
-pub(crate) use hooks::{clear, set};
-
-/// The point `name` is reached.
-#[inline]
-pub(crate) fn hit(name: &'static str) {
-    #[cfg(test)]
-    hooks::hit(name);
-    #[cfg(not(test))]
-    let _ = name;
 }

@@ -124,9 +124,7 @@ fn a_collocation_wipe_keeps_other_collocations_index_files() {
         failpoint::set(point, move || write_and_exit(&r, &sfc(first), b"sfc later"));
         step += 1;
     }
-    wiper
-        .wipe(&format!("{PL}").parse().unwrap(), doit())
-        .unwrap();
+    wiper.wipe(&PL.parse().unwrap(), doit()).unwrap();
     failpoint::clear();
     assert_eq!(read(&root, &pl(0)), None);
     assert_eq!(read(&root, &sfc(0)).as_deref(), Some(&b"sfc 0"[..]));
