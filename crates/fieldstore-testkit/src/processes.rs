@@ -365,6 +365,18 @@ impl Worker {
         }
     }
 
+    /// Whether the process has not exited yet (it is reaped if it has;
+    /// [`Worker::finish`] still gives its status and output).
+    ///
+    /// # Panics
+    /// If its status cannot be read.
+    pub fn is_running(&mut self) -> bool {
+        match self.child.try_wait() {
+            Ok(status) => status.is_none(),
+            Err(e) => panic!("{}: reading its status: {e}", self.what),
+        }
+    }
+
     /// Wait for the line `wanted` on the worker's stdout and consume it
     /// (lines before it are kept for [`Finished::out`]).
     ///

@@ -3,6 +3,7 @@
 //!
 //! ```text
 //! <worker> write --config F --expver E --writer I --writers W --fields N --flush-every K [--min-len A] [--max-len B]
+//! <worker> write-each --config F --expver E --writer I --writers W --fields N --flush-every K
 //! <worker> read  --config F --expver E --writers W --fields N --flush-every K --until-fields M [--timeout-secs T]
 //! <worker> wipe  --config F --request Q [--unsafe 1]
 //! <worker> purge --config F --request Q
@@ -17,6 +18,14 @@
 //!
 //! `write` archives the fields of writer `I` of a [`Streams`] workload and
 //! prints `flushed <count>` after each flush returns, then `done`.
+//!
+//! `write-each` writes the same fields as `write`, but each flush through a
+//! handle of its own that is dropped after it, as a loop of `fieldstore
+//! archive` calls does (each one a writer that exits: its files are no
+//! longer held). A flush that fails because the dataset was wiped or moved
+//! away under it is tried again with a fresh handle; it prints `flushed
+//! <count>` after each flush returns, `retried <count>` for each retry,
+//! then `done`.
 //!
 //! `read` polls list and retrieve with one handle, checking every poll with
 //! an [`Observer`], until `M` fields are visible; it prints
@@ -59,7 +68,7 @@ use crate::support::{posix_config, schema};
 
 /// The usage text, printed with a bad command line.
 pub const USAGE: &str = "\
-usage: <worker> write|read --config F --expver E [--writer I] --writers W --fields N --flush-every K [--until-fields M] [--min-len A] [--max-len B] [--timeout-secs T]
+usage: <worker> write|write-each|read --config F --expver E [--writer I] --writers W --fields N --flush-every K [--until-fields M] [--min-len A] [--max-len B] [--timeout-secs T]
        <worker> wipe|purge --config F --request Q [--unsafe 1]
        <worker> churn-write|churn-read --config F --expver E [--writer I] --per-round K --stop FILE
        <worker> open --config F
@@ -151,6 +160,40 @@ fn write(args: &Args) -> Result<(), String> {
         let _ = out.flush();
     })
     .map_err(|e| format!("writer {writer}: {e}"))?;
+    let _ = writeln!(out, "done");
+    Ok(())
+}
+
+fn write_each(args: &Args) -> Result<(), String> {
+    let s = streams(args)?;
+    let writer = args.number("writer", None)?;
+    drop(open_or_say(args)?);
+    let mut out = std::io::stdout().lock();
+    ready_then_wait(&mut out);
+    let mut start = 0;
+    while start < s.fields {
+        let end = (start + s.flush_every).min(s.fields);
+        let mut tries = 0;
+        loop {
+            let fs = open_or_say(args)?;
+            let result = (start..end)
+                .try_for_each(|i| fs.archive(&s.key(writer, i), &s.payload(&fs, writer, i)))
+                .and_then(|()| fs.flush());
+            match result {
+                Ok(()) => break,
+                // Wiped or moved away under the writer: nothing of this
+                // flush is visible; a new handle finds the dataset again.
+                Err(e) if e.kind() == fieldstore::ErrorKind::NotFound && tries < 50 => {
+                    tries += 1;
+                    let _ = writeln!(out, "retried {end}");
+                }
+                Err(e) => return Err(format!("writer {writer}, fields {start}..{end}: {e}")),
+            }
+        }
+        let _ = writeln!(out, "flushed {end}");
+        let _ = out.flush();
+        start = end;
+    }
     let _ = writeln!(out, "done");
     Ok(())
 }
@@ -278,6 +321,7 @@ pub fn worker_main(name: &str, args: &[String]) -> ExitCode {
     };
     let result = match command.as_str() {
         "write" => write(&args).map(|()| ExitCode::SUCCESS),
+        "write-each" => write_each(&args).map(|()| ExitCode::SUCCESS),
         "read" => read(&args),
         "wipe" | "purge" => maintenance(command, &args).map(|()| ExitCode::SUCCESS),
         "churn-write" => churn_write(&args).map(|()| ExitCode::SUCCESS),
