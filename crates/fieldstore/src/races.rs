@@ -262,3 +262,24 @@ fn an_interrupted_move_leaves_one_dataset_and_moving_again_finishes_it() {
             .is_empty());
     }
 }
+
+/// A field of the wiped collocation itself, flushed after the WIPE record
+/// and before the wipe removes index files: it is visible (it came after
+/// the wipe) and its index file must stay.
+#[test]
+fn a_collocation_wipe_keeps_the_same_collocation_flushed_after_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_path_buf();
+    write_and_exit(&root, &pl(0), b"before the wipe");
+    write_and_exit(&root, &sfc(0), b"sfc");
+    let wiper = FieldStore::open(Config::embedded(&root)).unwrap();
+    let r = root.clone();
+    failpoint::set("maintenance.before_claim", move || {
+        write_and_exit(&r, &pl(1), b"after the wipe")
+    });
+    wiper.wipe(&PL.parse().unwrap(), doit()).unwrap();
+    failpoint::clear();
+    assert_eq!(read(&root, &pl(0)), None);
+    assert_eq!(read(&root, &pl(1)).as_deref(), Some(&b"after the wipe"[..]));
+    assert_eq!(read(&root, &sfc(0)).as_deref(), Some(&b"sfc"[..]));
+}
