@@ -442,3 +442,66 @@ fn a_damaged_toc_exits_5_naming_the_file() {
         "{r:?}"
     );
 }
+
+/// The append of a flush's record to `toc` cut short, as on a full disk
+/// (here by the file size limit, `prlimit --fsize`, which cuts one write
+/// exactly where a full file system would): the flush fails, and the
+/// dataset is not broken for good — the next flush appends after the torn
+/// bytes, and list, retrieve, stats, status and wipe all work, fields
+/// flushed before and after alike.
+#[test]
+fn a_short_append_to_the_toc_breaks_nothing() {
+    let env = Env::new();
+    env.archive(&key("step=0,param=167"), b"before");
+    let dataset = std::fs::read_dir(env.root())
+        .expect("root")
+        .next()
+        .expect("a dataset")
+        .expect("entry")
+        .path();
+    let toc = dataset.join("toc");
+    let len = std::fs::metadata(&toc).expect("toc").len();
+    // Room for 7 bytes of the next record, as in the report.
+    let limit = (len + 7).to_string();
+    let file = env.write("field.bin", b"cut short");
+    let k = key("step=6,param=167");
+    let mut c = Command::new("bash");
+    c.env_remove("FIELDSTORE_CONFIG")
+        .env("FIELDSTORE_ROOT", env.root())
+        .current_dir(env.dir.path())
+        .stdin(std::process::Stdio::null())
+        .args([
+            "-c",
+            "trap '' XFSZ; exec prlimit --fsize=\"$0\" \"$@\"",
+            &limit,
+            env!("CARGO_BIN_EXE_fieldstore"),
+            "archive",
+            "--key",
+            &k,
+            file.to_str().expect("utf-8"),
+        ]);
+    let r = common::run(&mut c);
+    assert_ne!(r.code, 0, "{r:?}");
+    assert!(r.stderr.contains("short append (7 of "), "{r:?}");
+    assert_eq!(std::fs::metadata(&toc).expect("toc").len(), len + 7);
+    // The next flush appends after the torn bytes.
+    env.archive(&key("step=12,param=167"), b"after");
+    let r = env.run(&["list"]).ok();
+    assert_eq!(r.lines().len(), 2, "{r:?}");
+    for (step, want) in [(0, &b"before"[..]), (12, b"after")] {
+        let r = env
+            .run(&["retrieve", &key(&format!("step={step},param=167"))])
+            .ok();
+        assert_eq!(r.stdout, want);
+    }
+    let r = env.run(&["retrieve", &key("step=6,param=167")]).ok();
+    assert!(r.stdout.is_empty(), "the failed flush is not visible");
+    env.run(&["stats", "class=od"]).ok();
+    let r = env.run(&["status", "class=od"]).ok();
+    assert!(
+        r.out().contains("an append cut short"),
+        "status names the torn append: {r:?}"
+    );
+    env.run(&["wipe", "class=od", "--doit"]).ok();
+    assert_eq!(env.run(&["list"]).ok().lines().len(), 0);
+}
