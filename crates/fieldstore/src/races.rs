@@ -10,6 +10,7 @@ use crate::{failpoint, Config, FieldStore, Key, ListOptions, Request, WipeOption
 
 const SFC: &str =
     "class=od,expver=0001,stream=oper,date=20231201,time=1200,domain=g,type=fc,levtype=sfc";
+const DATASET: &str = "class=od,expver=0001,stream=oper,date=20231201,time=1200,domain=g";
 const PL: &str =
     "class=od,expver=0001,stream=oper,date=20231201,time=1200,domain=g,type=fc,levtype=pl";
 
@@ -282,4 +283,45 @@ fn a_collocation_wipe_keeps_the_same_collocation_flushed_after_it() {
     assert_eq!(read(&root, &pl(0)), None);
     assert_eq!(read(&root, &pl(1)).as_deref(), Some(&b"after the wipe"[..]));
     assert_eq!(read(&root, &sfc(0)).as_deref(), Some(&b"sfc"[..]));
+}
+
+/// A writer that looked the dataset's path up just before a wipe renamed
+/// it creates its file in the tombstone after the wipe listed it: the wipe
+/// still succeeds and leaves no tombstone (it failed with `Directory not
+/// empty` and left an untracked `.wiped.*` before).
+#[test]
+fn a_file_created_in_a_tombstone_during_a_wipe_is_removed_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_path_buf();
+    write_and_exit(&root, &sfc(0), b"zero");
+    let r = root.clone();
+    failpoint::set("wipe.tombstone_emptied", move || {
+        for e in std::fs::read_dir(&r).unwrap() {
+            let p = e.unwrap().path();
+            if p.file_name().unwrap().to_string_lossy().starts_with(".wiped.") {
+                std::fs::write(p.join(".host.5.6.7.index.new"), b"").unwrap();
+            }
+        }
+    });
+    let fs = FieldStore::open(Config::embedded(&root)).unwrap();
+    fs.wipe(&DATASET.parse().unwrap(), doit()).unwrap();
+    failpoint::clear();
+    let left: Vec<_> = std::fs::read_dir(&root).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+/// A tombstone whose `toc` is gone but which still holds files (a wipe
+/// killed at that instant) names no dataset: the next wipe removes it.
+#[test]
+fn a_nameless_tombstone_is_removed_by_the_next_wipe() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_path_buf();
+    write_and_exit(&root, &sfc(0), b"zero");
+    let t = root.join(".wiped.host.1.2.3");
+    std::fs::create_dir(&t).unwrap();
+    std::fs::write(t.join("host.1.2.3.data"), b"x").unwrap();
+    let fs = FieldStore::open(Config::embedded(&root)).unwrap();
+    fs.wipe(&DATASET.parse().unwrap(), doit()).unwrap();
+    let left: Vec<_> = std::fs::read_dir(&root).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}");
 }

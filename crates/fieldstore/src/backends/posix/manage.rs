@@ -245,6 +245,7 @@ fn delete_tombstone(t: &Path, unsafe_wipe_all: bool) -> Result<()> {
             left.join(", ")
         )));
     }
+    crate::failpoint::hit("wipe.tombstone_emptied");
     layout::remove_file(&t.join(TOC))?;
     // A writer that looked the dataset's path up just before the rename may
     // still create a file in the tombstone after it was listed: remove
