@@ -136,4 +136,11 @@ pub trait StoreWriter: Send {
 
     /// Make everything archived so far durable.
     fn flush(&mut self) -> Result<()>;
+
+    /// The catalogue has made everything flushed so far visible (the handle
+    /// calls this after the catalogue's flush returned). A store whose units
+    /// are not held by an open file or object may count them in use until
+    /// here, so that a purge cannot take a unit flushed but not yet indexed
+    /// for an orphan. Default: nothing.
+    fn indexed(&mut self) {}
 }

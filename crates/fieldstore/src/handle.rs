@@ -179,9 +179,15 @@ impl FieldStore {
         let mut first_error = None;
         let mut failed = Vec::new();
         for (dataset, w) in writers.iter_mut().filter(|(_, w)| w.dirty) {
-            let r = w.store.flush().and_then(|()| w.catalogue.flush());
+            let r = w.store.flush().and_then(|()| {
+                crate::failpoint::hit("flush.store_done");
+                w.catalogue.flush()
+            });
             match r {
-                Ok(()) => w.dirty = false,
+                Ok(()) => {
+                    w.store.indexed();
+                    w.dirty = false;
+                }
                 Err(e) => {
                     failed.push(dataset.clone());
                     first_error

@@ -298,7 +298,11 @@ fn a_file_created_in_a_tombstone_during_a_wipe_is_removed_too() {
     failpoint::set("wipe.tombstone_emptied", move || {
         for e in std::fs::read_dir(&r).unwrap() {
             let p = e.unwrap().path();
-            if p.file_name().unwrap().to_string_lossy().starts_with(".wiped.") {
+            if p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with(".wiped.")
+            {
                 std::fs::write(p.join(".host.5.6.7.index.new"), b"").unwrap();
             }
         }
@@ -324,4 +328,45 @@ fn a_nameless_tombstone_is_removed_by_the_next_wipe() {
     fs.wipe(&DATASET.parse().unwrap(), doit()).unwrap();
     let left: Vec<_> = std::fs::read_dir(&root).unwrap().collect();
     assert!(left.is_empty(), "{left:?}");
+}
+
+/// The memory backend's store makes a flush's blobs readable before the
+/// catalogue indexes them: a purge in between must not take them for
+/// orphans (they are in use until `StoreWriter::indexed`).
+#[test]
+fn memory_purge_between_the_store_and_catalogue_flush_keeps_the_blobs() {
+    use crate::backends::memory::MemoryBackend;
+    let schema: crate::Schema = "[ class, expver [ type [ step, param ]]]".parse().unwrap();
+    let backend = MemoryBackend::new();
+    let open = {
+        let backend = backend.clone();
+        move || {
+            FieldStore::with_backends(
+                Config::memory(schema.clone()),
+                std::sync::Arc::new(backend.catalogue()),
+                std::sync::Arc::new(backend.store()),
+            )
+        }
+    };
+    let k: Key = "class=od,expver=1,type=fc,step=0,param=167"
+        .parse()
+        .unwrap();
+    // Something in the dataset already, so that purge looks at it.
+    let first: Key = "class=od,expver=1,type=fc,step=1,param=167"
+        .parse()
+        .unwrap();
+    let w = open();
+    w.archive(&first, b"first").unwrap();
+    w.flush().unwrap();
+    drop(w);
+    let writer = open();
+    writer.archive(&k, b"flushed").unwrap();
+    let purger = open();
+    failpoint::set("flush.store_done", move || {
+        purger.purge(&Request::default(), true).unwrap();
+    });
+    writer.flush().unwrap();
+    failpoint::clear();
+    let r = open().retrieve(&Request::from_key(&k)).unwrap();
+    assert_eq!(r.read_all().unwrap(), b"flushed");
 }

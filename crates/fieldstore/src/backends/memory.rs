@@ -49,6 +49,11 @@ pub struct MemoryStore {
     blobs: Arc<RwLock<HashMap<u64, Arc<[u8]>>>>,
     /// The blobs of each dataset.
     owners: Arc<RwLock<HashMap<DatasetKey, BTreeSet<u64>>>>,
+    /// Blobs archived but not yet indexed (`StoreWriter::indexed`), or of a
+    /// writer dropped before that: in use, as a POSIX writer's open data
+    /// file is, so that a purge in between cannot take a blob the
+    /// catalogue is about to point at for an orphan.
+    in_use: Arc<RwLock<HashSet<u64>>>,
     next_id: Arc<AtomicU64>,
 }
 
@@ -56,6 +61,8 @@ struct MemoryStoreWriter {
     store: MemoryStore,
     dataset: DatasetKey,
     pending: Vec<(u64, Arc<[u8]>)>,
+    /// Blobs flushed to the store, not yet indexed.
+    flushed: Vec<u64>,
 }
 
 fn blob_id(uri: &str) -> Result<u64> {
@@ -70,6 +77,7 @@ impl Store for MemoryStore {
             store: self.clone(),
             dataset: dataset.clone(),
             pending: Vec::new(),
+            flushed: Vec::new(),
         }))
     }
 
@@ -80,7 +88,11 @@ impl Store for MemoryStore {
             Some(b) => Unit {
                 uri: uri.to_string(),
                 bytes: Some(b.len() as u64),
-                state: UnitState::Idle,
+                state: if self.is_in_use(id) {
+                    UnitState::InUse
+                } else {
+                    UnitState::Idle
+                },
             },
             None => Unit {
                 uri: uri.to_string(),
@@ -101,7 +113,10 @@ impl Store for MemoryStore {
             return Ok(Claim::Missing);
         }
         // Blobs are written whole at the writer's flush and never appended
-        // to.
+        // to; one indexed (not in use) gets no new reference.
+        if self.is_in_use(id) {
+            return Ok(Claim::InUse);
+        }
         Ok(Claim::Held(Box::new(HeldBlob { store: self, id })))
     }
 
@@ -115,6 +130,9 @@ impl Store for MemoryStore {
             .filter_map(|id| {
                 let uri = format!("memory://{id}");
                 let b = blobs.get(id)?;
+                if self.is_in_use(*id) {
+                    return None;
+                }
                 (!referenced.contains(&uri)).then(|| Unit {
                     uri,
                     bytes: Some(b.len() as u64),
@@ -184,6 +202,15 @@ impl Store for MemoryStore {
     }
 }
 
+impl MemoryStore {
+    fn is_in_use(&self, id: u64) -> bool {
+        self.in_use
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(&id)
+    }
+}
+
 /// A blob held by a maintenance operation.
 struct HeldBlob<'a> {
     store: &'a MemoryStore,
@@ -201,6 +228,14 @@ impl HeldUnit for HeldBlob<'_> {
     }
 }
 
+impl Drop for MemoryStoreWriter {
+    /// Blobs flushed but never indexed (the catalogue's flush failed) are
+    /// orphans once their writer is gone: no longer in use.
+    fn drop(&mut self) {
+        self.indexed();
+    }
+}
+
 impl StoreWriter for MemoryStoreWriter {
     fn archive(&mut self, _collocation: &CollocationKey, data: &[u8]) -> Result<FieldLocation> {
         let id = self.store.next_id.fetch_add(1, Ordering::Relaxed);
@@ -212,7 +247,20 @@ impl StoreWriter for MemoryStoreWriter {
         ))
     }
 
+    fn indexed(&mut self) {
+        let mut in_use = self.store.in_use.write().unwrap_or_else(|p| p.into_inner());
+        for id in self.flushed.drain(..) {
+            in_use.remove(&id);
+        }
+    }
+
     fn flush(&mut self) -> Result<()> {
+        self.store
+            .in_use
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend(self.pending.iter().map(|(id, _)| *id));
+        self.flushed.extend(self.pending.iter().map(|(id, _)| *id));
         let mut owners = self.store.owners.write().unwrap_or_else(|p| p.into_inner());
         let mut blobs = self.store.blobs.write().unwrap_or_else(|p| p.into_inner());
         let ids = owners.entry(self.dataset.clone()).or_default();
