@@ -72,7 +72,7 @@ fn while_writing(writers: Vec<Worker>, rng: &mut Rng, mut maintain: impl FnMut(u
     while writers.iter_mut().any(Worker::is_running) {
         maintain(rounds);
         rounds += 1;
-        std::thread::sleep(Duration::from_micros(rng.below(4000) as u64));
+        std::thread::sleep(Duration::from_micros(rng.below(4000)));
     }
     for (w, child) in writers.drain(..).enumerate() {
         let f = child.finish();
