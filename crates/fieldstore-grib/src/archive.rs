@@ -165,31 +165,12 @@ impl ArchiveGrib for FieldStore {
             let field = message.and_then(|m| Ok((m.index(), split_key(self, &m)?, m.bytes())));
             match field {
                 Ok(f) => ready.push(f),
-                Err(error) if options.skip_bad => {
-                    let (index, offset) = located(&error);
-                    summary.skipped.push(Skipped {
-                        index,
-                        offset,
-                        error,
-                    });
-                }
+                Err(error) if options.skip_bad => summary.skip(error),
                 Err(error) => return Err(error),
             }
         }
         if !any {
-            let error = Error::from(GribError {
-                index: 0,
-                offset: 0,
-                problem: Problem::Empty,
-            });
-            if !options.skip_bad {
-                return Err(error);
-            }
-            summary.skipped.push(Skipped {
-                index: 0,
-                offset: 0,
-                error,
-            });
+            summary.no_message(options.skip_bad)?;
         }
         for (index, split, message) in ready {
             self.archive_split(&split, message)
@@ -225,31 +206,12 @@ impl ArchiveGrib for FieldStore {
                     summary.fields += 1;
                     summary.bytes += bytes;
                 }
-                Err(error) if options.skip_bad && skippable(&error) => {
-                    let (index, offset) = located(&error);
-                    summary.skipped.push(Skipped {
-                        index,
-                        offset,
-                        error,
-                    });
-                }
+                Err(error) if options.skip_bad && skippable(&error) => summary.skip(error),
                 Err(error) => return Err(error),
             }
         }
         if !any {
-            let error = Error::from(GribError {
-                index: 0,
-                offset: 0,
-                problem: Problem::Empty,
-            });
-            if !options.skip_bad {
-                return Err(error);
-            }
-            summary.skipped.push(Skipped {
-                index: 0,
-                offset: 0,
-                error,
-            });
+            summary.no_message(options.skip_bad)?;
         }
         Ok(summary)
     }
@@ -464,5 +426,32 @@ mod tests {
             .archive_grib_with(b"", GribOptions::default().skip_bad(true))
             .expect("skip");
         assert_eq!((summary.fields, summary.skipped.len()), (0, 1));
+    }
+}
+
+impl GribSummary {
+    /// Record a bad message as skipped, where its error locates it.
+    fn skip(&mut self, error: Error) {
+        let (index, offset) = located(&error);
+        self.skipped.push(Skipped {
+            index,
+            offset,
+            error,
+        });
+    }
+
+    /// The input held no message at all: an error, or, when skipping bad
+    /// messages, a skipped one.
+    fn no_message(&mut self, skip_bad: bool) -> Result<()> {
+        let error = Error::from(GribError {
+            index: 0,
+            offset: 0,
+            problem: Problem::Empty,
+        });
+        if !skip_bad {
+            return Err(error);
+        }
+        self.skip(error);
+        Ok(())
     }
 }

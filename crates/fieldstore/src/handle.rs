@@ -390,84 +390,38 @@ impl FieldStore {
         for d in self.damaged_datasets(&selector)? {
             damage.insert(format!("dataset {}: {}", d.1.place, d.1.problem));
         }
+        if options.depth != Level::Dataset {
+            let mut listable = |dataset: &DatasetKey, reader: &dyn DatasetReader| -> Result<bool> {
+                self.listable(request, dataset, reader.locks())
+            };
+            self.walk(
+                &selector,
+                options,
+                &mut HashSet::new(),
+                damage,
+                &mut listable,
+                visit,
+            )?;
+            return Ok(());
+        }
         let mut datasets = self.catalogue.datasets()?;
         datasets.sort();
-        let mut fresh = HashSet::new();
-        let hidden = if options.depth == Level::Dataset {
-            self.catalogue.list_locked()?
-        } else {
-            None
-        };
+        let hidden = self.catalogue.list_locked()?;
         for dataset in datasets {
-            let Some(dm) = selector.match_dataset(&dataset) else {
-                continue;
-            };
-            if options.depth == Level::Dataset {
-                if !self.listable(request, &dataset, self.dataset_locks(&dataset, &hidden)?)? {
-                    continue;
-                }
-                let e = ListElement {
-                    dataset,
-                    collocation: CollocationKey::default(),
-                    element: Default::default(),
-                    location: None,
-                };
-                if !visit(e) {
-                    return Ok(());
-                }
+            if selector.match_dataset(&dataset).is_none() {
                 continue;
             }
-            let Some(reader) = self.reader(&dataset, &mut fresh)? else {
-                continue;
-            };
-            if !self.listable(request, &dataset, reader.locks())? {
+            if !self.listable(request, &dataset, self.dataset_locks(&dataset, &hidden)?)? {
                 continue;
             }
-            damage.extend(reader.damage(None));
-            for info in reader.collocations()? {
-                let Some(cm) = selector.match_collocation(&dm, &info.key) else {
-                    continue;
-                };
-                let filter = selector.element_filter(&cm);
-                if filter.is_impossible() || !filter.admits_axes(&info.axes) {
-                    continue;
-                }
-                if options.depth == Level::Collocation {
-                    let e = ListElement {
-                        dataset: dataset.clone(),
-                        collocation: info.key.clone(),
-                        element: Default::default(),
-                        location: None,
-                    };
-                    if !visit(e) {
-                        return Ok(());
-                    }
-                    continue;
-                }
-                let mut seen = HashSet::new();
-                let mut stop = false;
-                // Skip index blocks whose own axes exclude the request.
-                let admits = |axes: &crate::catalogue::Axes| filter.admits_axes(axes);
-                reader.scan_where(&info.key, &admits, &mut |element, location| {
-                    if !filter.matches(element) {
-                        return true;
-                    }
-                    if !options.duplicates && !seen.insert(element.clone()) {
-                        return true;
-                    }
-                    let e = ListElement {
-                        dataset: dataset.clone(),
-                        collocation: info.key.clone(),
-                        element: element.clone(),
-                        location: Some(location.clone()),
-                    };
-                    stop = !visit(e);
-                    !stop
-                })?;
-                damage.extend(reader.damage(Some(&info.key)));
-                if stop {
-                    return Ok(());
-                }
+            let e = ListElement {
+                dataset,
+                collocation: CollocationKey::default(),
+                element: Default::default(),
+                location: None,
+            };
+            if !visit(e) {
+                return Ok(());
             }
         }
         Ok(())

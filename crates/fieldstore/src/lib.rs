@@ -24,6 +24,7 @@ pub mod manage;
 pub mod readahead;
 pub mod resolve;
 pub mod retrieve;
+mod walk;
 
 /// The catalogue traits (defined in `fieldstore-core`).
 pub mod catalogue {

@@ -19,14 +19,14 @@
 //! holds, not a hundred million lookups. Either way memory is bounded by
 //! the fields found (and, walking, by the entries of one collocation).
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 
 use fieldstore_core::maintenance::locked;
 use fieldstore_core::{DatasetKey, Operation, Request, RequestPosition, Result, SplitKey};
 
 use crate::catalogue::DatasetReader;
 use crate::handle::FieldStore;
-use crate::list::ListElement;
+use crate::list::{ListElement, ListOptions};
 
 /// The most keys a request may name to be resolved by point lookups. At
 /// about a microsecond per lookup in memory, this many cost tens of
@@ -97,64 +97,54 @@ impl FieldStore {
         expansion: &fieldstore_core::Expansion<'_>,
     ) -> Result<Vec<ListElement>> {
         let order = expansion.order();
-        let mut datasets = self.catalogue.datasets()?;
-        datasets.sort();
         let mut fresh = HashSet::new();
+        let mut damage = BTreeSet::new();
         let mut found: Vec<(RequestPosition, ListElement)> = Vec::new();
         // A collocation may match several chain requests (each with its own
         // element filter): a field found twice is kept once.
         let mut kept: HashSet<SplitKey> = HashSet::new();
-        for request in order.chain_requests() {
-            let selector = self.schema.selector(&request)?;
-            for dataset in &datasets {
-                let Some(dm) = selector.match_dataset(dataset) else {
-                    continue;
-                };
-                let Some(reader) = self.reader(dataset, &mut fresh)? else {
-                    continue;
-                };
-                if reader.locks().contains(Operation::Retrieve) {
-                    return Err(locked(dataset, Operation::Retrieve));
-                }
-                for info in reader.collocations()? {
-                    let Some(cm) = selector.match_collocation(&dm, &info.key) else {
-                        continue;
-                    };
-                    let filter = selector.element_filter(&cm);
-                    if filter.is_impossible() || !filter.admits_axes(&info.axes) {
-                        continue;
-                    }
-                    let mut seen = HashSet::new();
-                    let admits = |axes: &crate::catalogue::Axes| filter.admits_axes(axes);
-                    reader.scan_where(&info.key, &admits, &mut |element, location| {
-                        // Newest first: the first entry of an element is its field.
-                        if !filter.matches(element) || !seen.insert(element.clone()) {
-                            return true;
-                        }
-                        let e = ListElement {
-                            dataset: dataset.clone(),
-                            collocation: info.key.clone(),
-                            element: element.clone(),
-                            location: Some(location.clone()),
-                        };
-                        // Where archive puts the key decides whether (and
-                        // where) the request names it; a key that does not
-                        // split back to this place (stored under another
-                        // schema) is one point lookups would not find either.
-                        if let Ok(split) = self.schema.split(&e.full_key()) {
-                            let here = split.dataset == e.dataset
-                                && split.collocation == e.collocation
-                                && split.element == e.element;
-                            if let Some(at) = here.then(|| order.position(&split)).flatten() {
-                                if kept.insert(split) {
-                                    found.push((at, e));
-                                }
-                            }
-                        }
-                        true
-                    })?;
-                }
+        let mut retrievable = |dataset: &DatasetKey, reader: &dyn DatasetReader| {
+            if reader.locks().contains(Operation::Retrieve) {
+                return Err(locked(dataset, Operation::Retrieve));
             }
+            Ok(true)
+        };
+        for request in order.chain_requests() {
+            let selector = self.schema().selector(&request)?;
+            let mut keep = |e: ListElement| {
+                // Where archive puts the key decides whether (and where)
+                // the request names it; a key that does not split back to
+                // this place (stored under another schema) is one point
+                // lookups would not find either.
+                if let Ok(split) = self.schema().split(&e.full_key()) {
+                    let here = split.dataset == e.dataset
+                        && split.collocation == e.collocation
+                        && split.element == e.element;
+                    if let Some(at) = here.then(|| order.position(&split)).flatten() {
+                        if kept.insert(split) {
+                            found.push((at, e));
+                        }
+                    }
+                }
+                true
+            };
+            self.walk(
+                &selector,
+                ListOptions::default(),
+                &mut fresh,
+                &mut damage,
+                &mut retrievable,
+                &mut keep,
+            )?;
+        }
+        // As point lookups do for the keys a damaged block may hold: an
+        // answer that may miss fields is an error, naming the damage.
+        if !damage.is_empty() {
+            let list: Vec<String> = damage.into_iter().collect();
+            return Err(fieldstore_core::Error::corrupt(format!(
+                "the request names fields in damaged places: {}",
+                list.join("; ")
+            )));
         }
         found.sort_by(|a, b| a.0.cmp(&b.0));
         Ok(found.into_iter().map(|(_, e)| e).collect())

@@ -181,6 +181,17 @@ fn a_damaged_index_block_costs_only_the_keys_it_may_hold() {
             .contains(&format!("{} at offset {}", index.display(), starts[1])),
         "names file and offset: {err}"
     );
+    // A request too large for point lookups is answered by walking what
+    // is stored: it meets the damaged block too, and says so.
+    let huge: Request = format!("{BASE},step=0/to/100000000,param=167")
+        .parse()
+        .unwrap();
+    let err = reader.retrieve(&huge).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Corrupt, "{err}");
+    assert!(
+        err.to_string().contains(&index.display().to_string()),
+        "{err}"
+    );
     // The listing goes on to the other dataset, then reports the block.
     let (n, err) = listing(&reader);
     assert_eq!(n, 3 + 2);

@@ -1,0 +1,91 @@
+//! The walk that `list` (collocation and element levels) and the walking
+//! resolution of large requests (`resolve.rs`) share: the datasets a
+//! selector admits, in key order; their collocations, pruned by their axes;
+//! and, at the element level, their entries, newest first, pruned by each
+//! index block's axes. Damage met on the way is collected, not fatal: the
+//! caller reports it once everything readable was visited.
+
+use std::collections::{BTreeSet, HashSet};
+
+use fieldstore_core::{DatasetKey, Level, Result, Selector};
+
+use crate::catalogue::DatasetReader;
+use crate::handle::FieldStore;
+use crate::list::{ListElement, ListOptions};
+
+impl FieldStore {
+    /// Visit what `selector` admits down to `options.depth` (collocation
+    /// or element level): a dataset only when `admit` says so (it may also
+    /// fail: a lock). `visit` returns `false` to stop; the walk then
+    /// returns `Ok(false)`.
+    pub(crate) fn walk(
+        &self,
+        selector: &Selector<'_>,
+        options: ListOptions,
+        fresh: &mut HashSet<DatasetKey>,
+        damage: &mut BTreeSet<String>,
+        admit: &mut dyn FnMut(&DatasetKey, &dyn DatasetReader) -> Result<bool>,
+        visit: &mut dyn FnMut(ListElement) -> bool,
+    ) -> Result<bool> {
+        let mut datasets = self.catalogue().datasets()?;
+        datasets.sort();
+        for dataset in datasets {
+            let Some(dm) = selector.match_dataset(&dataset) else {
+                continue;
+            };
+            let Some(reader) = self.reader(&dataset, fresh)? else {
+                continue;
+            };
+            if !admit(&dataset, reader.as_ref())? {
+                continue;
+            }
+            damage.extend(reader.damage(None));
+            for info in reader.collocations()? {
+                let Some(cm) = selector.match_collocation(&dm, &info.key) else {
+                    continue;
+                };
+                let filter = selector.element_filter(&cm);
+                if filter.is_impossible() || !filter.admits_axes(&info.axes) {
+                    continue;
+                }
+                if options.depth == Level::Collocation {
+                    let e = ListElement {
+                        dataset: dataset.clone(),
+                        collocation: info.key.clone(),
+                        element: Default::default(),
+                        location: None,
+                    };
+                    if !visit(e) {
+                        return Ok(false);
+                    }
+                    continue;
+                }
+                let mut seen = HashSet::new();
+                let mut stop = false;
+                // Skip index blocks whose own axes exclude the request.
+                let admits = |axes: &crate::catalogue::Axes| filter.admits_axes(axes);
+                reader.scan_where(&info.key, &admits, &mut |element, location| {
+                    if !filter.matches(element) {
+                        return true;
+                    }
+                    if !options.duplicates && !seen.insert(element.clone()) {
+                        return true;
+                    }
+                    let e = ListElement {
+                        dataset: dataset.clone(),
+                        collocation: info.key.clone(),
+                        element: element.clone(),
+                        location: Some(location.clone()),
+                    };
+                    stop = !visit(e);
+                    !stop
+                })?;
+                damage.extend(reader.damage(Some(&info.key)));
+                if stop {
+                    return Ok(false);
+                }
+            }
+        }
+        Ok(true)
+    }
+}
