@@ -247,6 +247,33 @@ fn located(error: &Error) -> (usize, usize) {
         .map_or((0, 0), |g| (g.index, g.offset))
 }
 
+impl GribSummary {
+    /// Record a bad message as skipped, where its error locates it.
+    fn skip(&mut self, error: Error) {
+        let (index, offset) = located(&error);
+        self.skipped.push(Skipped {
+            index,
+            offset,
+            error,
+        });
+    }
+
+    /// The input held no message at all: an error, or, when skipping bad
+    /// messages, a skipped one.
+    fn no_message(&mut self, skip_bad: bool) -> Result<()> {
+        let error = Error::from(GribError {
+            index: 0,
+            offset: 0,
+            problem: Problem::Empty,
+        });
+        if !skip_bad {
+            return Err(error);
+        }
+        self.skip(error);
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -426,32 +453,5 @@ mod tests {
             .archive_grib_with(b"", GribOptions::default().skip_bad(true))
             .expect("skip");
         assert_eq!((summary.fields, summary.skipped.len()), (0, 1));
-    }
-}
-
-impl GribSummary {
-    /// Record a bad message as skipped, where its error locates it.
-    fn skip(&mut self, error: Error) {
-        let (index, offset) = located(&error);
-        self.skipped.push(Skipped {
-            index,
-            offset,
-            error,
-        });
-    }
-
-    /// The input held no message at all: an error, or, when skipping bad
-    /// messages, a skipped one.
-    fn no_message(&mut self, skip_bad: bool) -> Result<()> {
-        let error = Error::from(GribError {
-            index: 0,
-            offset: 0,
-            problem: Problem::Empty,
-        });
-        if !skip_bad {
-            return Err(error);
-        }
-        self.skip(error);
-        Ok(())
     }
 }
