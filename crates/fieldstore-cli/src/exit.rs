@@ -27,6 +27,8 @@ pub(crate) const LOCKED: u8 = 8;
 pub(crate) const UNAVAILABLE: u8 = 9;
 /// The operation is not supported by this build or backend.
 pub(crate) const UNSUPPORTED: u8 = 10;
+/// What was waited for did not happen in time (`retrieve --wait`).
+pub(crate) const TIMED_OUT: u8 = 11;
 
 /// The exit code for an error of `kind`.
 pub(crate) fn code(kind: ErrorKind) -> u8 {
@@ -40,6 +42,7 @@ pub(crate) fn code(kind: ErrorKind) -> u8 {
         ErrorKind::Locked => LOCKED,
         ErrorKind::Unavailable => UNAVAILABLE,
         ErrorKind::Unsupported => UNSUPPORTED,
+        ErrorKind::TimedOut => TIMED_OUT,
         ErrorKind::Io | ErrorKind::Internal => FAILURE,
         _ => FAILURE,
     }
@@ -63,6 +66,7 @@ mod tests {
             (ErrorKind::Locked, 8),
             (ErrorKind::Unavailable, 9),
             (ErrorKind::Unsupported, 10),
+            (ErrorKind::TimedOut, 11),
         ];
         for (kind, want) in table {
             assert_eq!(code(kind), want, "{kind:?}");

@@ -110,6 +110,18 @@ pub trait Catalogue: Send + Sync + Debug + 'static {
         Err(unsupported::<Self>("wipe"))
     }
 
+    /// A waiter for changes of this catalogue (see [`ChangeWaiter`]),
+    /// created before the caller's first look so that nothing after it is
+    /// missed. Default: polling, with a delay growing to 50 ms.
+    ///
+    /// # Errors
+    /// I/O errors setting up notifications.
+    fn waiter(&self) -> Result<Box<dyn ChangeWaiter>> {
+        Ok(Box::new(PollingWaiter::new(
+            std::time::Duration::from_millis(50),
+        )))
+    }
+
     /// Datasets that cannot be opened because the record naming them is
     /// damaged; [`Catalogue::datasets`] leaves them out, so that one damaged
     /// dataset costs nothing but itself. Default: none.
@@ -217,6 +229,70 @@ pub trait Catalogue: Send + Sync + Debug + 'static {
     fn move_dataset(&self, dataset: &DatasetKey, root: &std::path::Path) -> Result<String> {
         let _ = (dataset, root);
         Err(unsupported::<Self>("move"))
+    }
+}
+
+/// Waits for a catalogue to change: what `watch` blocks on between looks
+/// at the catalogue.
+///
+/// # Contract
+/// [`ChangeWaiter::wait`] returns when the catalogue may have changed since
+/// the waiter was created or since the previous `wait` returned (a flush
+/// made something visible, a dataset was created, wiped or moved), or when
+/// `timeout` has passed. Returning without a change is allowed (the caller
+/// looks and waits again); sleeping through a change that happened after
+/// the waiter was created is not — a backend without notifications polls.
+pub trait ChangeWaiter: Send {
+    /// Block until the catalogue may have changed, or `timeout` passes.
+    ///
+    /// # Errors
+    /// I/O errors of the notification mechanism.
+    fn wait(&mut self, timeout: std::time::Duration) -> Result<()>;
+
+    /// How the waiter learns of changes, for reports: `inotify`, `polling
+    /// every 1–50 ms`.
+    fn mechanism(&self) -> String;
+
+    /// The caller's last look found something new: a polling waiter looks
+    /// again soon. Default: nothing.
+    fn found(&mut self) {}
+}
+
+/// A waiter that looks again after a delay growing from 1 ms to `max`
+/// while nothing changes: for backends without notifications (DAOS has
+/// none), and where notifications cannot see other clients' writes
+/// (inotify on NFS or Lustre). The caller's look costs one small read per
+/// dataset when nothing is new; the backoff keeps an idle watcher's CPU
+/// far below 1 % of a core.
+#[derive(Debug)]
+pub struct PollingWaiter {
+    delay: std::time::Duration,
+    max: std::time::Duration,
+}
+
+impl PollingWaiter {
+    /// A waiter whose delay grows up to `max`.
+    pub fn new(max: std::time::Duration) -> PollingWaiter {
+        PollingWaiter {
+            delay: std::time::Duration::from_millis(1).min(max),
+            max,
+        }
+    }
+}
+
+impl ChangeWaiter for PollingWaiter {
+    fn found(&mut self) {
+        self.delay = std::time::Duration::from_millis(1).min(self.max);
+    }
+
+    fn wait(&mut self, timeout: std::time::Duration) -> Result<()> {
+        std::thread::sleep(self.delay.min(timeout));
+        self.delay = (self.delay * 2).min(self.max);
+        Ok(())
+    }
+
+    fn mechanism(&self) -> String {
+        format!("polling every 1–{} ms", self.max.as_millis())
     }
 }
 

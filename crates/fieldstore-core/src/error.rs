@@ -36,6 +36,10 @@ pub enum ErrorKind {
     Corrupt,
     /// The dataset is locked against this operation (see `control`).
     Locked,
+    /// What was waited for did not happen before the deadline (a field
+    /// `retrieve` waited for was not flushed): wait longer, or check the
+    /// writers.
+    TimedOut,
     /// The backend does not implement this operation.
     Unsupported,
     /// Any other I/O failure.
@@ -57,6 +61,7 @@ impl ErrorKind {
             ErrorKind::Unavailable => "unavailable",
             ErrorKind::Corrupt => "corrupt data",
             ErrorKind::Locked => "locked",
+            ErrorKind::TimedOut => "timed out",
             ErrorKind::Unsupported => "unsupported",
             ErrorKind::Io => "I/O error",
             ErrorKind::Internal => "internal error",

@@ -28,7 +28,10 @@ pub mod schema;
 pub mod store;
 pub mod types;
 
-pub use catalogue::{Axes, AxesExt, Catalogue, CatalogueWriter, CollocationInfo, DatasetReader};
+pub use catalogue::{
+    Axes, AxesExt, Catalogue, CatalogueWriter, ChangeWaiter, CollocationInfo, DatasetReader,
+    PollingWaiter,
+};
 pub use error::{Error, ErrorKind, Result};
 pub use key::{CollocationKey, DatasetKey, ElementKey, Key, KeyError};
 pub use location::FieldLocation;

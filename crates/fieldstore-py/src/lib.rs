@@ -34,6 +34,7 @@ fn class_name(kind: ErrorKind) -> &'static str {
         ErrorKind::Unavailable => "UnavailableError",
         ErrorKind::Corrupt => "CorruptDataError",
         ErrorKind::Locked => "LockedError",
+        ErrorKind::TimedOut => "TimedOutError",
         ErrorKind::Unsupported => "UnsupportedError",
         ErrorKind::Io => "FieldStoreIOError",
         _ => "InternalError",

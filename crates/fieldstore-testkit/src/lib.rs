@@ -100,6 +100,14 @@ pub const CHECKS: &[(&str, Check)] = &[
     ("purge_replaced", purge_replaced),
     ("stats_counts", stats_counts),
     ("locks_honoured", locks_honoured),
+    (
+        "watch_reports_each_field_once",
+        watch_reports_each_field_once,
+    ),
+    (
+        "retrieve_waits_for_complete_requests",
+        retrieve_waits_for_complete_requests,
+    ),
 ];
 
 /// Run every check on the backend `open` opens, one after the other, and
@@ -152,6 +160,8 @@ macro_rules! conformance_tests {
             purge_replaced,
             stats_counts,
             locks_honoured,
+            watch_reports_each_field_once,
+            retrieve_waits_for_complete_requests,
         );
     };
     (@each $with:path; $($name:ident),* $(,)?) => {

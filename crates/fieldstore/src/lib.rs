@@ -25,6 +25,7 @@ pub mod readahead;
 pub mod resolve;
 pub mod retrieve;
 mod walk;
+pub mod watch;
 
 /// The catalogue traits (defined in `fieldstore-core`).
 pub mod catalogue {
@@ -50,6 +51,7 @@ pub use manage::{
     WipeReport,
 };
 pub use retrieve::DataReader;
+pub use watch::{Since, Watch, WatchEvent, WatchOptions};
 
 #[cfg(test)]
 mod races;

@@ -24,6 +24,7 @@ __all__ = [
     "UnavailableError",
     "CorruptDataError",
     "LockedError",
+    "TimedOutError",
     "UnsupportedError",
     "FieldStoreIOError",
     "InternalError",
@@ -84,6 +85,13 @@ class LockedError(FieldStoreError):
     """The dataset is locked against the operation."""
 
     kind = "locked"
+
+
+class TimedOutError(FieldStoreError, TimeoutError):
+    """What was waited for (a field ``retrieve(..., wait=S)`` needs) was not
+    flushed in time."""
+
+    kind = "timed out"
 
 
 class UnsupportedError(FieldStoreError, NotImplementedError):

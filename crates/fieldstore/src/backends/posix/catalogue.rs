@@ -311,6 +311,16 @@ impl Catalogue for TocCatalogue {
         manage::interrupted_wipes(self)
     }
 
+    fn waiter(&self) -> Result<Box<dyn fieldstore_core::ChangeWaiter>> {
+        let roots = self
+            .roots
+            .iter()
+            .filter(|r| r.visit)
+            .map(|r| r.path.clone())
+            .collect();
+        Ok(Box::new(super::notify::InotifyWaiter::new(roots)?))
+    }
+
     fn unfinished(&self) -> Result<Vec<(DatasetKey, String)>> {
         manage::unfinished(self)
     }

@@ -13,6 +13,7 @@ mod catalogue;
 mod format;
 mod layout;
 pub(crate) mod manage;
+mod notify;
 mod staging;
 mod store;
 

@@ -1,0 +1,235 @@
+//! Waiting for data: `watch` reports every field a request names once, as
+//! soon as a flush makes it visible (never before `retrieve` finds it), a
+//! key archived again as a replacement, and ends when told; `retrieve_wait`
+//! waits for a complete request.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use fieldstore::{ErrorKind, Request, Since, WatchOptions, WipeOptions};
+
+use super::{opened, PL, SFC};
+use crate::support::{archive_payload, canonical, must, request, retrieve_one, Spec, Stored};
+use crate::Open;
+
+fn request_of(expver: &str) -> Request {
+    request(&format!("class=od,expver={expver}"))
+}
+
+/// A watcher in its own thread reports, in order: the field flushed before
+/// the watch, then each flush's fields as the writer flushes them, then a
+/// replacement. Every field once (the replacement again, flagged); each
+/// already retrievable, with the bytes its location holds, when reported;
+/// a collocation's fields in flush order. A watch `since: Now` skips what
+/// was there; one with a count or a timeout ends; one whose dataset is
+/// wiped ends with `NotFound`.
+pub fn watch_reports_each_field_once(open: Open<'_>) {
+    let x = "wat1";
+    let writer = opened(open, "writer");
+    let before = archive_payload(&writer, &PL.key(x), 1, 50, 3000);
+    must(writer.flush(), "the first flush");
+    let steps = 6u32;
+    let mut expected: Vec<Stored> = vec![before.clone()];
+    let watcher = opened(open, "watcher");
+    let later = opened(open, "a watcher since now");
+    let total = 1 + 2 * steps as usize + 1;
+    let (events, since_now) = std::thread::scope(|scope| {
+        let watch = must(
+            watcher.watch(
+                &request_of(x),
+                WatchOptions {
+                    count: Some(total),
+                    timeout: Some(Duration::from_secs(60)),
+                    ..WatchOptions::default()
+                },
+            ),
+            "watch",
+        );
+        let now = must(
+            later.watch(
+                &request_of(x),
+                WatchOptions {
+                    since: Since::Now,
+                    count: Some(total - 1),
+                    timeout: Some(Duration::from_secs(60)),
+                    ..WatchOptions::default()
+                },
+            ),
+            "watch since now",
+        );
+        let reader = &watcher;
+        let later = &later;
+        let first = scope.spawn(move || {
+            let mut got = Vec::new();
+            for e in watch {
+                let e = must(e, "a watch event");
+                // Visible to retrieve when reported, with these bytes.
+                let key = e.element.full_key();
+                let bytes = retrieve_one(reader, &key);
+                assert!(
+                    bytes.is_some(),
+                    "{key} was reported before retrieve could find it"
+                );
+                got.push((canonical(reader, &key), e.replaced, bytes));
+            }
+            got
+        });
+        let second = scope.spawn(move || {
+            now.map(|e| canonical(later, &must(e, "a watch event").element.full_key()))
+                .collect::<Vec<_>>()
+        });
+        for step in 1..=steps {
+            let pl = Spec {
+                step: step * 6,
+                ..PL
+            };
+            let sfc = Spec {
+                step: step * 6,
+                ..SFC
+            };
+            expected.push(archive_payload(&writer, &pl.key(x), 1, 50, 3000));
+            expected.push(archive_payload(&writer, &sfc.key(x), 1, 50, 3000));
+            must(writer.flush(), "a step's flush");
+        }
+        // The first field again, other bytes: a replacement.
+        let replacement = archive_payload(&writer, &PL.key(x), 2, 50, 3000);
+        must(writer.flush(), "the replacement's flush");
+        expected.push(replacement);
+        (
+            first.join().expect("the watcher thread"),
+            second.join().expect("the second watcher thread"),
+        )
+    });
+    assert_eq!(
+        events.len(),
+        total,
+        "every field once, the replacement again: {:?}",
+        events.iter().map(|(k, r, _)| (k, r)).collect::<Vec<_>>()
+    );
+    assert_eq!(events[0].0, before.canonical, "what was there comes first");
+    let mut count: BTreeMap<&str, usize> = BTreeMap::new();
+    for (key, replaced, _) in &events {
+        *count.entry(key.as_str()).or_default() += 1;
+        assert_eq!(
+            *replaced,
+            *key == before.canonical && count[key.as_str()] == 2
+        );
+    }
+    for s in &expected {
+        assert!(
+            count.contains_key(s.canonical.as_str()),
+            "{} never reported",
+            s.canonical
+        );
+    }
+    assert_eq!(count[before.canonical.as_str()], 2);
+    let last = events.last().expect("events");
+    assert!(last.1, "the replacement is reported as one");
+    assert_eq!(
+        last.2.as_deref(),
+        Some(expected.last().unwrap().data.as_slice())
+    );
+    // One collocation's fields in flush order.
+    let pl_steps: Vec<&str> = events
+        .iter()
+        .filter(|(k, r, _)| k.contains("levtype=pl") && !r)
+        .map(|(k, _, _)| k.as_str())
+        .collect();
+    let mut sorted = pl_steps.clone();
+    sorted.sort_by_key(|k| {
+        k.split(',')
+            .find_map(|kv| kv.strip_prefix("step="))
+            .and_then(|s| s.parse::<u32>().ok())
+    });
+    assert_eq!(pl_steps, sorted, "flush order within a collocation");
+    assert_eq!(since_now.len(), total - 1);
+    assert!(
+        !since_now[..since_now.len() - 1].contains(&before.canonical),
+        "since now: what was there is not reported (only its replacement)"
+    );
+
+    // A timeout ends a watch with nothing new.
+    let idle = must(
+        watcher.watch(
+            &request(&format!("class=od,expver={x},date=20240101")),
+            WatchOptions {
+                timeout: Some(Duration::from_millis(200)),
+                ..WatchOptions::default()
+            },
+        ),
+        "an idle watch",
+    );
+    assert_eq!(idle.count(), 0);
+
+    // A wiped dataset ends the watch with an error, not a hang.
+    let wiping = opened(open, "wiper");
+    let wiped = std::thread::scope(|scope| {
+        let watch = must(
+            watcher.watch(
+                &request_of(x),
+                WatchOptions {
+                    timeout: Some(Duration::from_secs(60)),
+                    ..WatchOptions::default()
+                },
+            ),
+            "watch of what is wiped",
+        );
+        let t = scope.spawn(move || watch.filter_map(|e| e.err()).next());
+        std::thread::sleep(Duration::from_millis(50));
+        must(
+            wiping.wipe(
+                &request_of(x),
+                WipeOptions {
+                    doit: true,
+                    unsafe_wipe_all: false,
+                },
+            ),
+            "wipe",
+        );
+        t.join().expect("the watcher thread")
+    });
+    let err = wiped.expect("the watch ended with an error");
+    assert_eq!(err.kind(), ErrorKind::NotFound, "{err}");
+    assert!(err.to_string().contains("wiped"), "{err}");
+}
+
+/// `retrieve_wait` returns a complete request's fields once the last one
+/// is flushed, and times out naming what is missing.
+pub fn retrieve_waits_for_complete_requests(open: Open<'_>) {
+    let x = "wat2";
+    let writer = opened(open, "writer");
+    let reader = opened(open, "reader");
+    let a = archive_payload(&writer, &PL.key(x), 1, 50, 3000);
+    must(writer.flush(), "flush");
+    let b_key = Spec { step: 6, ..PL }.key(x);
+    let both = request(&format!(
+        "class=od,expver={x},stream=enfo,date=20231201,time=1200,type=pf,levtype=pl,step=0/6,number=1,levelist=500,param=130"
+    ));
+    let (got, b) = std::thread::scope(|scope| {
+        let r = &reader;
+        let both = &both;
+        let waiting = scope.spawn(move || r.retrieve_wait(both, Duration::from_secs(60)));
+        std::thread::sleep(Duration::from_millis(50));
+        let b = archive_payload(&writer, &b_key, 1, 50, 3000);
+        must(writer.flush(), "flush");
+        (waiting.join().expect("the waiting thread"), b)
+    });
+    let data = must(must(got, "retrieve_wait").read_all(), "read");
+    assert_eq!(
+        data,
+        [a.data.clone(), b.data.clone()].concat(),
+        "request order"
+    );
+    let missing = Spec { step: 12, ..PL }.key(x);
+    let err = reader
+        .retrieve_wait(
+            &fieldstore::Request::from_key(&missing),
+            Duration::from_millis(100),
+        )
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::TimedOut, "{err}");
+    assert!(
+        err.to_string().contains("step=12"),
+        "names what is missing: {err}"
+    );
+}

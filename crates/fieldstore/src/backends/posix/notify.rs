@@ -1,0 +1,202 @@
+//! Waiting for flushes with inotify (Linux): the POSIX catalogue's
+//! [`ChangeWaiter`].
+//!
+//! What is watched: every visited root (a dataset directory created,
+//! renamed in or out, removed: new datasets, wipes, moves), every dataset
+//! directory (its `toc` linked into place), and every `toc` (appended to:
+//! a flush, a wipe of collocations, a purge's record; or renamed away).
+//! Before blocking, the waiter looks for dataset directories and tables of
+//! contents it does not watch yet; if it finds any it returns at once (a
+//! flush may have come before the watch), so nothing is slept through.
+//!
+//! inotify sees changes made through this kernel only: on NFS or Lustre a
+//! writer on another node is not seen. There, and when the kernel refuses
+//! a watch (`max_user_watches`), the waiter polls instead; `watch` can also
+//! be told to poll.
+
+use std::collections::HashMap;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use fieldstore_core::{ChangeWaiter, Error, PollingWaiter, Result};
+
+use super::layout::TOC;
+
+const ROOT_EVENTS: u32 =
+    libc::IN_CREATE | libc::IN_MOVED_TO | libc::IN_MOVED_FROM | libc::IN_DELETE | libc::IN_ONLYDIR;
+const DIR_EVENTS: u32 = libc::IN_CREATE | libc::IN_MOVED_TO | libc::IN_DELETE_SELF;
+const TOC_EVENTS: u32 =
+    libc::IN_MODIFY | libc::IN_MOVE_SELF | libc::IN_DELETE_SELF | libc::IN_ATTRIB;
+
+/// An inotify instance over a store's roots.
+pub(crate) struct InotifyWaiter {
+    fd: OwnedFd,
+    roots: Vec<PathBuf>,
+    /// Paths watched (directories and tables of contents) with the device
+    /// and inode watched (a dataset wiped and created anew under the same
+    /// path is another inode, watched again) and the watch descriptor.
+    watched: HashMap<PathBuf, ((u64, u64), i32)>,
+    /// The path of each watch descriptor, to forget it when the kernel
+    /// drops it.
+    paths: HashMap<i32, PathBuf>,
+    /// Set when the kernel refused a watch: poll from then on.
+    fallback: Option<PollingWaiter>,
+}
+
+impl InotifyWaiter {
+    /// Watch `roots` and every dataset in them.
+    ///
+    /// # Errors
+    /// I/O errors of `inotify_init1`.
+    pub(crate) fn new(roots: Vec<PathBuf>) -> Result<InotifyWaiter> {
+        // SAFETY: no pointers; returns a new descriptor or -1.
+        let fd = unsafe { libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC) };
+        if fd < 0 {
+            return Err(Error::io("inotify_init1", std::io::Error::last_os_error()));
+        }
+        // SAFETY: `fd` is a descriptor we own from here on.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let mut w = InotifyWaiter {
+            fd,
+            roots,
+            watched: HashMap::new(),
+            paths: HashMap::new(),
+            fallback: None,
+        };
+        w.add_new();
+        Ok(w)
+    }
+
+    /// Watch what is not watched yet; returns whether anything was added.
+    fn add_new(&mut self) -> bool {
+        let mut added = false;
+        for root in self.roots.clone() {
+            added |= self.add(&root, ROOT_EVENTS);
+            let Ok(entries) = std::fs::read_dir(&root) else {
+                continue;
+            };
+            for e in entries.flatten() {
+                if e.file_name().to_string_lossy().starts_with('.') {
+                    continue;
+                }
+                let dir = e.path();
+                if !dir.is_dir() {
+                    continue;
+                }
+                added |= self.add(&dir, DIR_EVENTS);
+                let toc = dir.join(TOC);
+                if toc.exists() {
+                    added |= self.add(&toc, TOC_EVENTS);
+                }
+            }
+        }
+        added
+    }
+
+    /// Add one watch; a path already watched is not added again. A refused
+    /// watch turns the waiter into a polling one.
+    fn add(&mut self, path: &Path, mask: u32) -> bool {
+        let Ok(meta) = std::fs::metadata(path) else {
+            return false;
+        };
+        let ident = super::layout::identity(&meta);
+        if self.watched.get(path).is_some_and(|(i, _)| *i == ident) {
+            return false;
+        }
+        let Ok(c) = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()) else {
+            return false;
+        };
+        // SAFETY: a valid descriptor and a NUL-terminated path.
+        let wd = unsafe { libc::inotify_add_watch(self.fd.as_raw_fd(), c.as_ptr(), mask) };
+        if wd < 0 {
+            let e = std::io::Error::last_os_error();
+            // Gone meanwhile (wiped): nothing to watch. Out of watches:
+            // poll.
+            if e.raw_os_error() == Some(libc::ENOSPC) && self.fallback.is_none() {
+                self.fallback = Some(PollingWaiter::new(Duration::from_millis(50)));
+            }
+            return false;
+        }
+        self.watched.insert(path.to_path_buf(), (ident, wd));
+        self.paths.insert(wd, path.to_path_buf());
+        true
+    }
+
+    /// Read every pending event; forget the watches the kernel dropped
+    /// (`IN_IGNORED`: the file or directory is gone, or was renamed away —
+    /// a dataset created anew under the same path is watched again).
+    fn drain(&mut self) {
+        let mut buf = [0u8; 8192];
+        loop {
+            // SAFETY: the buffer is valid for its length.
+            let n = unsafe { libc::read(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+            if n <= 0 {
+                break;
+            }
+            let mut at = 0usize;
+            let n = n as usize;
+            // Each event: wd (i32), mask, cookie, len (u32), then `len`
+            // bytes of name.
+            while at + 16 <= n {
+                let wd = i32::from_ne_bytes(buf[at..at + 4].try_into().unwrap_or([0; 4]));
+                let mask = u32::from_ne_bytes(buf[at + 4..at + 8].try_into().unwrap_or([0; 4]));
+                let len = u32::from_ne_bytes(buf[at + 12..at + 16].try_into().unwrap_or([0; 4]));
+                if mask & (libc::IN_IGNORED | libc::IN_MOVE_SELF) != 0 {
+                    if let Some(p) = self.paths.remove(&wd) {
+                        if self.watched.get(&p).is_some_and(|(_, w)| *w == wd) {
+                            self.watched.remove(&p);
+                        }
+                    }
+                    if mask & libc::IN_MOVE_SELF != 0 {
+                        // SAFETY: a valid descriptor; a stale wd is an error
+                        // we ignore.
+                        unsafe { libc::inotify_rm_watch(self.fd.as_raw_fd(), wd) };
+                    }
+                }
+                at += 16 + len as usize;
+            }
+        }
+    }
+}
+
+impl ChangeWaiter for InotifyWaiter {
+    fn wait(&mut self, timeout: Duration) -> Result<()> {
+        // Something new to watch: it may have changed before its watch.
+        if self.add_new() {
+            return Ok(());
+        }
+        if let Some(p) = &mut self.fallback {
+            return p.wait(timeout);
+        }
+        let mut pfd = libc::pollfd {
+            fd: self.fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
+        // SAFETY: one valid pollfd.
+        let rc = unsafe { libc::poll(&mut pfd, 1, ms) };
+        if rc < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() != std::io::ErrorKind::Interrupted {
+                return Err(Error::io("waiting for inotify events", e));
+            }
+        }
+        self.drain();
+        Ok(())
+    }
+
+    fn mechanism(&self) -> String {
+        match &self.fallback {
+            Some(p) => format!("{} (inotify refused a watch)", p.mechanism()),
+            None => "inotify".into(),
+        }
+    }
+
+    fn found(&mut self) {
+        if let Some(p) = &mut self.fallback {
+            p.found();
+        }
+    }
+}

@@ -1,0 +1,320 @@
+//! Waiting for data: [`FieldStore::watch`] yields every field a request
+//! names once, as soon as a flush makes it visible, and
+//! [`FieldStore::retrieve_wait`] waits until every field of a complete
+//! request exists, then reads them.
+//!
+//! A watch alternates *looks* and *waits*. A look lists what the request
+//! names (pruned by axes as `list` is, so a narrow request costs what it
+//! names) and reports what it has not reported yet, or reported at
+//! another location (a replacement). A wait blocks on the catalogue's
+//! [`ChangeWaiter`]: POSIX uses inotify on the roots, the dataset
+//! directories and their tables of contents; backends without
+//! notifications poll with a backoff from 1 to 50 ms. The waiter is made
+//! before the first look, so no flush after it is missed; a field is
+//! reported only once a look has seen it, that is once `retrieve` finds it.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::time::{Duration, Instant};
+
+use fieldstore_core::{
+    ChangeWaiter, CollocationKey, DatasetKey, ElementKey, Error, ErrorKind, FieldLocation,
+    PollingWaiter, Request, Result, SplitKey,
+};
+
+use crate::handle::FieldStore;
+use crate::list::{ListElement, ListOptions};
+use crate::retrieve::DataReader;
+
+/// Where a watch starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Since {
+    /// Report the fields already there first, then new ones.
+    #[default]
+    Start,
+    /// Report only what is flushed after the watch began (replacements of
+    /// fields already there included).
+    Now,
+}
+
+/// How a watch runs and when it ends (it also ends when dropped).
+#[derive(Debug, Clone, Default)]
+pub struct WatchOptions {
+    /// Where it starts.
+    pub since: Since,
+    /// End after this many fields.
+    pub count: Option<usize>,
+    /// End when this much time has passed.
+    pub timeout: Option<Duration>,
+    /// End once every key of the (complete) request has been reported.
+    pub until_complete: bool,
+    /// Poll instead of waiting for notifications: for file systems where
+    /// notifications do not see other clients' writes (NFS, Lustre).
+    pub polling: bool,
+}
+
+/// One field a watch reports.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct WatchEvent {
+    /// The field, as `list` gives it.
+    #[serde(flatten)]
+    pub element: ListElement,
+    /// The key was reported before, with other bytes: archived again.
+    pub replaced: bool,
+}
+
+type FieldId = (DatasetKey, CollocationKey, ElementKey);
+
+/// A running watch: an iterator of the fields a request names, each once
+/// (and again when replaced), as flushes make them visible.
+pub struct Watch<'a> {
+    fs: &'a FieldStore,
+    request: Request,
+    options: WatchOptions,
+    waiter: Box<dyn ChangeWaiter>,
+    started: Instant,
+    queue: VecDeque<WatchEvent>,
+    seen: HashMap<FieldId, FieldLocation>,
+    /// Datasets something was reported from: one of them gone means it was
+    /// wiped under the watch.
+    datasets: HashSet<DatasetKey>,
+    /// With `until_complete`: the keys not reported yet.
+    missing: Option<HashSet<FieldId>>,
+    reported: usize,
+    looked: bool,
+    ended: bool,
+}
+
+impl std::fmt::Debug for Watch<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Watch")
+            .field("request", &self.request)
+            .field("mechanism", &self.waiter.mechanism())
+            .field("reported", &self.reported)
+            .finish()
+    }
+}
+
+impl FieldStore {
+    /// Watch what `request` names: an iterator that yields every field
+    /// once, as soon as a flush makes it visible (fields already there
+    /// first, unless `since: Now`), and a key archived again as a
+    /// replacement. It ends after `count` fields, when `timeout` passes,
+    /// once every key of a complete request was reported
+    /// (`until_complete`), or when dropped. A dataset it reported from
+    /// that is wiped ends it with `NotFound`.
+    ///
+    /// # Errors
+    /// `InvalidInput` for a malformed request, or `until_complete` with a
+    /// request that is not complete; errors of the catalogue's waiter.
+    pub fn watch(&self, request: &Request, options: WatchOptions) -> Result<Watch<'_>> {
+        self.schema().selector(request)?;
+        let missing = if options.until_complete {
+            Some(self.keys_of(request)?)
+        } else {
+            None
+        };
+        // Before the first look: nothing flushed after this is missed.
+        let waiter = if options.polling {
+            Box::new(PollingWaiter::new(Duration::from_millis(50)))
+        } else {
+            self.catalogue().waiter()?
+        };
+        let mut w = Watch {
+            fs: self,
+            request: request.clone(),
+            options,
+            waiter,
+            started: Instant::now(),
+            queue: VecDeque::new(),
+            seen: HashMap::new(),
+            datasets: HashSet::new(),
+            missing,
+            reported: 0,
+            looked: false,
+            ended: false,
+        };
+        // What is there when the watch begins: reported first (`Start`),
+        // or only remembered (`Now`).
+        w.look()?;
+        if w.options.since == Since::Now {
+            w.queue.clear();
+        }
+        Ok(w)
+    }
+
+    /// Wait until every field of the complete `request` exists (or
+    /// `timeout` passes), then read them in request order, as
+    /// [`FieldStore::retrieve`].
+    ///
+    /// # Errors
+    /// `TimedOut` naming the fields still missing when `timeout` passed;
+    /// as [`FieldStore::retrieve`] and [`FieldStore::watch`].
+    pub fn retrieve_wait(&self, request: &Request, timeout: Duration) -> Result<DataReader> {
+        let options = WatchOptions {
+            until_complete: true,
+            timeout: Some(timeout),
+            ..WatchOptions::default()
+        };
+        let mut watch = self.watch(request, options)?;
+        for event in watch.by_ref() {
+            event?;
+        }
+        let missing = watch.missing();
+        if !missing.is_empty() {
+            let n = missing.len();
+            let shown: Vec<String> = missing.iter().take(5).cloned().collect();
+            return Err(Error::new(
+                ErrorKind::TimedOut,
+                format!(
+                    "{n} field{} of the request still missing after {timeout:?}: {}{}",
+                    if n == 1 { "" } else { "s" },
+                    shown.join(", "),
+                    if n > 5 { ", …" } else { "" }
+                ),
+            ));
+        }
+        self.retrieve(request)
+    }
+
+    /// Every key a complete request names, as `(dataset, collocation,
+    /// element)`.
+    fn keys_of(&self, request: &Request) -> Result<HashSet<FieldId>> {
+        if request.has_all() {
+            return Err(Error::invalid_input(
+                "waiting for every field needs a complete request: 'all' names no fields to wait for",
+            ));
+        }
+        let expansion = self.schema().expand(request)?;
+        if expansion.size_hint_upper() > crate::resolve::POINT_LOOKUP_LIMIT {
+            return Err(Error::invalid_input(format!(
+                "waiting for every field of a request naming more than {} keys is refused",
+                crate::resolve::POINT_LOOKUP_LIMIT
+            )));
+        }
+        let keys: HashSet<FieldId> = expansion
+            .map(|s: SplitKey| (s.dataset, s.collocation, s.element))
+            .collect();
+        if keys.is_empty() {
+            return Err(Error::invalid_input(
+                "the request names no complete key to wait for",
+            ));
+        }
+        Ok(keys)
+    }
+}
+
+impl Watch<'_> {
+    /// How this watch learns of flushes (`inotify`, `polling every …`).
+    pub fn mechanism(&self) -> String {
+        self.waiter.mechanism()
+    }
+
+    /// With `until_complete`: the keys not reported yet, as `{…}{…}{…}`.
+    pub fn missing(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .missing
+            .iter()
+            .flatten()
+            .map(|(d, c, e)| format!("{}{}{}", d.braced(), c.braced(), e.braced()))
+            .collect();
+        out.sort();
+        out
+    }
+
+    fn deadline_passed(&self) -> bool {
+        self.options
+            .timeout
+            .is_some_and(|t| self.started.elapsed() >= t)
+    }
+
+    fn remaining(&self) -> Duration {
+        match self.options.timeout {
+            Some(t) => t.saturating_sub(self.started.elapsed()),
+            None => Duration::from_secs(3600),
+        }
+    }
+
+    /// List what the request names and queue what is new.
+    fn look(&mut self) -> Result<()> {
+        self.looked = true;
+        let mut new = Vec::new();
+        let mut present = HashSet::new();
+        let seen = &self.seen;
+        self.fs
+            .visit(&self.request, ListOptions::default(), &mut |e| {
+                present.insert(e.dataset.clone());
+                let id = (e.dataset.clone(), e.collocation.clone(), e.element.clone());
+                match (seen.get(&id), &e.location) {
+                    (None, _) => new.push((id, e, false)),
+                    (Some(old), Some(loc)) if old != loc => new.push((id, e, true)),
+                    _ => {}
+                }
+                true
+            })?;
+        // Newest first within a collocation: oldest first is flush order.
+        new.reverse();
+        if let Some(gone) = self.datasets.iter().find(|d| !present.contains(*d)) {
+            if !self.fs.catalogue().datasets()?.contains(gone) {
+                return Err(Error::new(
+                    ErrorKind::NotFound,
+                    format!("dataset {} was wiped while it was watched", gone.braced()),
+                ));
+            }
+        }
+        for (id, e, replaced) in new {
+            if let Some(loc) = &e.location {
+                self.seen.insert(id.clone(), loc.clone());
+            }
+            if let Some(m) = &mut self.missing {
+                m.remove(&id);
+            }
+            self.datasets.insert(e.dataset.clone());
+            self.queue.push_back(WatchEvent {
+                element: e,
+                replaced,
+            });
+        }
+        Ok(())
+    }
+}
+
+impl Iterator for Watch<'_> {
+    type Item = Result<WatchEvent>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if self.ended {
+                return None;
+            }
+            if self.options.count.is_some_and(|n| self.reported >= n) {
+                self.ended = true;
+                return None;
+            }
+            if let Some(e) = self.queue.pop_front() {
+                self.reported += 1;
+                return Some(Ok(e));
+            }
+            if self.missing.as_ref().is_some_and(HashSet::is_empty) {
+                self.ended = true;
+                return None;
+            }
+            if self.looked && self.deadline_passed() {
+                self.ended = true;
+                return None;
+            }
+            if self.looked {
+                if let Err(e) = self.waiter.wait(self.remaining()) {
+                    self.ended = true;
+                    return Some(Err(e));
+                }
+            }
+            if let Err(e) = self.look() {
+                self.ended = true;
+                return Some(Err(e));
+            }
+            if !self.queue.is_empty() {
+                self.waiter.found();
+            }
+        }
+    }
+}
