@@ -49,6 +49,9 @@ pub(crate) enum Command {
     Retrieve(RetrieveArgs),
     /// The values present per keyword among what a (partial) request names.
     Axes(AxesArgs),
+    /// Print each field a (partial) request names as soon as a flush makes
+    /// it visible, one line each, as `list` prints it.
+    Watch(WatchArgs),
     /// Where fields are stored, or where the datasets a request names live.
     Where(WhereArgs),
     /// Print the schema in force, or check a schema file.
@@ -244,6 +247,39 @@ pub(crate) struct RetrieveArgs {
     /// Write to FILE instead of standard output (`-`: standard output).
     #[arg(short, long, value_name = "FILE")]
     pub(crate) output: Option<PathBuf>,
+    /// Wait up to S seconds for every field of the request to be flushed,
+    /// then write them (exit 11 naming the missing ones if S passes).
+    #[arg(long, value_name = "S")]
+    pub(crate) wait: Option<f64>,
+}
+
+/// `fieldstore watch`.
+#[derive(Debug, Args)]
+pub(crate) struct WatchArgs {
+    /// A MARS request; keywords left out match anything.
+    #[arg(value_name = "REQUEST")]
+    pub(crate) request: Option<String>,
+    /// Stop after N fields.
+    #[arg(long, value_name = "N")]
+    pub(crate) count: Option<usize>,
+    /// Stop after S seconds.
+    #[arg(long, value_name = "S")]
+    pub(crate) timeout: Option<f64>,
+    /// `now`: only what is flushed from now on (default `start`: the fields
+    /// already there first).
+    #[arg(long, value_name = "WHEN", default_value = "start",
+          value_parser = ["start", "now"])]
+    pub(crate) since: String,
+    /// Poll instead of using notifications (file systems where a writer on
+    /// another node is not notified: NFS, Lustre).
+    #[arg(long)]
+    pub(crate) poll: bool,
+    /// Append each field's location (`URI offset=N length=M`).
+    #[arg(long)]
+    pub(crate) location: bool,
+    /// One JSON object per line (JSON Lines), with `replaced`.
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 /// `fieldstore axes`.

@@ -33,6 +33,7 @@ fn run(cli: &Cli, ui: &mut Ui<'_>) -> Result<()> {
         Command::Archive(a) => cmd::archive::run(a, &ctx, ui),
         Command::List(a) => cmd::list::run(a, &ctx, ui),
         Command::Retrieve(a) => cmd::retrieve::run(a, &ctx, ui),
+        Command::Watch(a) => cmd::watch::run(a, &ctx, ui),
         Command::Axes(a) => cmd::axes::run(a, &ctx, ui),
         Command::Where(a) => cmd::r#where::run(a, &ctx, ui),
         Command::Schema(a) => cmd::schema::run(a, &ctx, ui),

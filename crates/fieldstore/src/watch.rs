@@ -17,7 +17,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::{Duration, Instant};
 
 use fieldstore_core::{
-    ChangeWaiter, CollocationKey, DatasetKey, ElementKey, Error, ErrorKind, FieldLocation,
+    ChangeWaiter, CollocationKey, DatasetKey, ElementKey, Error, ErrorKind, FieldLocation, Matcher,
     PollingWaiter, Request, Result, SplitKey,
 };
 
@@ -77,8 +77,9 @@ pub struct Watch<'a> {
     /// Datasets something was reported from: one of them gone means it was
     /// wiped under the watch.
     datasets: HashSet<DatasetKey>,
-    /// With `until_complete`: the keys not reported yet.
-    missing: Option<HashSet<FieldId>>,
+    /// With `until_complete`: the request's points (its keywords' values,
+    /// one combination each) no reported field has yet.
+    missing: Option<HashSet<String>>,
     reported: usize,
     looked: bool,
     ended: bool,
@@ -176,9 +177,10 @@ impl FieldStore {
         self.retrieve(request)
     }
 
-    /// Every key a complete request names, as `(dataset, collocation,
-    /// element)`.
-    fn keys_of(&self, request: &Request) -> Result<HashSet<FieldId>> {
+    /// Every point a complete request names: one combination of its
+    /// keywords' values (a field under any rule of the schema that gives it
+    /// those values satisfies it, as `retrieve` finds it).
+    fn keys_of(&self, request: &Request) -> Result<HashSet<String>> {
         if request.has_all() {
             return Err(Error::invalid_input(
                 "waiting for every field needs a complete request: 'all' names no fields to wait for",
@@ -191,8 +193,8 @@ impl FieldStore {
                 crate::resolve::POINT_LOOKUP_LIMIT
             )));
         }
-        let keys: HashSet<FieldId> = expansion
-            .map(|s: SplitKey| (s.dataset, s.collocation, s.element))
+        let keys: HashSet<String> = expansion
+            .map(|s: SplitKey| self.point(request, &s))
             .collect();
         if keys.is_empty() {
             return Err(Error::invalid_input(
@@ -203,20 +205,50 @@ impl FieldStore {
     }
 }
 
+impl FieldStore {
+    /// A field's values of the request's keywords, in the request's order:
+    /// the point of the request it is. An optional keyword a field's rule
+    /// leaves empty counts as its default (`domain?g`: absent is `g`), as
+    /// the expansion of a request treats it; a keyword its key lacks is
+    /// empty.
+    fn point(&self, request: &Request, key: &SplitKey) -> String {
+        let rules = self.schema().chain(key.rule);
+        let mut out = String::new();
+        for kw in request.keywords() {
+            let mut v = [key.dataset.key(), key.collocation.key(), key.element.key()]
+                .into_iter()
+                .find_map(|k| k.get(kw))
+                .unwrap_or("");
+            if v.is_empty() {
+                if let Some(Matcher::Optional(Some(default))) = rules
+                    .iter()
+                    .find_map(|r| r.predicate(kw))
+                    .map(|p| &p.matcher)
+                {
+                    v = default;
+                }
+            }
+            if !out.is_empty() {
+                out.push(',');
+            }
+            out.push_str(kw);
+            out.push('=');
+            out.push_str(v);
+        }
+        out
+    }
+}
+
 impl Watch<'_> {
     /// How this watch learns of flushes (`inotify`, `polling every …`).
     pub fn mechanism(&self) -> String {
         self.waiter.mechanism()
     }
 
-    /// With `until_complete`: the keys not reported yet, as `{…}{…}{…}`.
+    /// With `until_complete`: the request's points no field was reported
+    /// for yet, as `keyword=value,…` over the request's keywords.
     pub fn missing(&self) -> Vec<String> {
-        let mut out: Vec<String> = self
-            .missing
-            .iter()
-            .flatten()
-            .map(|(d, c, e)| format!("{}{}{}", d.braced(), c.braced(), e.braced()))
-            .collect();
+        let mut out: Vec<String> = self.missing.iter().flatten().cloned().collect();
         out.sort();
         out
     }
@@ -266,7 +298,10 @@ impl Watch<'_> {
                 self.seen.insert(id.clone(), loc.clone());
             }
             if let Some(m) = &mut self.missing {
-                m.remove(&id);
+                let full = e.full_key();
+                if let Ok(split) = self.fs.schema().split(&full) {
+                    m.remove(&self.fs.point(&self.request, &split));
+                }
             }
             self.datasets.insert(e.dataset.clone());
             self.queue.push_back(WatchEvent {

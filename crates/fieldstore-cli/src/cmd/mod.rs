@@ -15,5 +15,6 @@ pub(crate) mod retrieve;
 pub(crate) mod schema;
 pub(crate) mod stats;
 pub(crate) mod status;
+pub(crate) mod watch;
 pub(crate) mod r#where;
 pub(crate) mod wipe;

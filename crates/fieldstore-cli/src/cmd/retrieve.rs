@@ -22,8 +22,15 @@ use crate::progress::{self, Unit};
 /// [`crate::output`]).
 pub(crate) fn run(args: &RetrieveArgs, ctx: &Context, ui: &mut Ui<'_>) -> Result<()> {
     let request = ctx.request(Some(&args.request))?;
+    let wait = args.wait.map(seconds).transpose()?;
     let fs = ctx.open()?;
-    retrieve(&fs, &request, args.output.as_deref(), ui)
+    retrieve(&fs, &request, args.output.as_deref(), wait, ui)
+}
+
+/// A number of seconds from the command line.
+pub(crate) fn seconds(s: f64) -> Result<std::time::Duration> {
+    std::time::Duration::try_from_secs_f64(s)
+        .map_err(|_| usage(format!("{s} is not a number of seconds (0 or more)")))
 }
 
 /// Retrieve with an open store.
@@ -31,6 +38,7 @@ pub(crate) fn retrieve(
     fs: &FieldStore,
     request: &Request,
     output: Option<&Path>,
+    wait: Option<std::time::Duration>,
     ui: &mut Ui<'_>,
 ) -> Result<()> {
     let to_stdout = output.is_none_or(|p| p == Path::new("-"));
@@ -39,7 +47,10 @@ pub(crate) fn retrieve(
             "refusing to write fields (binary data) to a terminal: give -o FILE or redirect standard output",
         ));
     }
-    let reader = fs.retrieve(request)?;
+    let reader = match wait {
+        Some(timeout) => fs.retrieve_wait(request, timeout)?,
+        None => fs.retrieve(request)?,
+    };
     let (fields, bytes) = (reader.len(), reader.size());
     match output.filter(|p| *p != Path::new("-")) {
         None => copy(reader, &mut *ui.out, ui.progress, &stdout_error)?,
@@ -136,7 +147,7 @@ mod tests {
         let request = "class=od,type=fc,step=0,param=167"
             .parse()
             .expect("request");
-        let e = retrieve(&fs, &request, None, &mut ui).unwrap_err();
+        let e = retrieve(&fs, &request, None, None, &mut ui).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidInput);
         assert_eq!(
             e.to_string(),
@@ -144,7 +155,7 @@ mod tests {
         );
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("f");
-        retrieve(&fs, &request, Some(&path), &mut ui).expect("to a file is fine");
+        retrieve(&fs, &request, Some(&path), None, &mut ui).expect("to a file is fine");
         assert_eq!(std::fs::read(&path).expect("read"), b"s0");
         assert!(out.is_empty());
     }
@@ -153,7 +164,7 @@ mod tests {
         let mut out = Vec::new();
         let mut err = Vec::new();
         let mut ui = Ui::capture(&mut out, &mut err);
-        retrieve(fs, &request.parse()?, output, &mut ui)?;
+        retrieve(fs, &request.parse()?, output, None, &mut ui)?;
         Ok((out, String::from_utf8(err).expect("utf-8")))
     }
 

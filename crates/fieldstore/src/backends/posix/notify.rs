@@ -136,12 +136,15 @@ impl InotifyWaiter {
             }
             let mut at = 0usize;
             let n = n as usize;
-            // Each event: wd (i32), mask, cookie, len (u32), then `len`
-            // bytes of name.
-            while at + 16 <= n {
-                let wd = i32::from_ne_bytes(buf[at..at + 4].try_into().unwrap_or([0; 4]));
-                let mask = u32::from_ne_bytes(buf[at + 4..at + 8].try_into().unwrap_or([0; 4]));
-                let len = u32::from_ne_bytes(buf[at + 12..at + 16].try_into().unwrap_or([0; 4]));
+            // Each event: an `inotify_event`, then `len` bytes of name.
+            let header = std::mem::size_of::<libc::inotify_event>();
+            while at + header <= n {
+                // SAFETY: `header` bytes from `at` are within what `read`
+                // returned; the kernel wrote an `inotify_event` there (read
+                // unaligned: the buffer is bytes).
+                let ev: libc::inotify_event =
+                    unsafe { std::ptr::read_unaligned(buf[at..].as_ptr().cast()) };
+                let (wd, mask, len) = (ev.wd, ev.mask, ev.len);
                 if mask & (libc::IN_IGNORED | libc::IN_MOVE_SELF) != 0 {
                     if let Some(p) = self.paths.remove(&wd) {
                         if self.watched.get(&p).is_some_and(|(_, w)| *w == wd) {
@@ -154,7 +157,7 @@ impl InotifyWaiter {
                         unsafe { libc::inotify_rm_watch(self.fd.as_raw_fd(), wd) };
                     }
                 }
-                at += 16 + len as usize;
+                at += header + len as usize;
             }
         }
     }
