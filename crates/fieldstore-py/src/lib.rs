@@ -17,7 +17,7 @@ use std::sync::Arc;
 use fieldstore::readahead::Readahead;
 use fieldstore::{
     Config, Control, Error, ErrorKind, FieldLocation, FieldStore, Key, Level, ListElement,
-    ListOptions, Locks, Operation, Request, WipeOptions,
+    ListOptions, Locks, Operation, Request, Since, WatchOptions, WipeOptions,
 };
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
@@ -207,12 +207,66 @@ impl Store {
         self.fs.dirty()
     }
 
-    /// The fields `selection` names, in request order.
-    fn retrieve(&self, py: Python<'_>, selection: Selection) -> PyResult<Reader> {
+    /// The fields `selection` names, in request order; with `wait`
+    /// (seconds), once every one of them exists.
+    #[pyo3(signature = (selection, wait=None))]
+    fn retrieve(
+        &self,
+        py: Python<'_>,
+        selection: Selection,
+        wait: Option<f64>,
+    ) -> PyResult<Reader> {
         let request = request(py, &self.fs, &selection)?;
-        let reader = py.detach(|| self.fs.retrieve(&request)).or_raise(py)?;
+        let wait = wait
+            .map(|s| {
+                std::time::Duration::try_from_secs_f64(s).map_err(|_| {
+                    PyValueError::new_err(format!("wait={s}: not a number of seconds"))
+                })
+            })
+            .transpose()?;
+        let reader = py
+            .detach(|| match wait {
+                Some(w) => self.fs.retrieve_wait(&request, w),
+                None => self.fs.retrieve(&request),
+            })
+            .or_raise(py)?;
         let fields = reader.fields().iter().map(|(_, l)| l.clone()).collect();
         Ok(Reader::new(self.fs.clone(), fields))
+    }
+
+    /// A watch of what `selection` names (see `FieldStore::watch`).
+    #[pyo3(signature = (selection, since_now=false, count=None, timeout=None, polling=false))]
+    fn watch(
+        &self,
+        py: Python<'_>,
+        selection: Selection,
+        since_now: bool,
+        count: Option<usize>,
+        timeout: Option<f64>,
+        polling: bool,
+    ) -> PyResult<Watcher> {
+        let request = request(py, &self.fs, &selection)?;
+        let timeout = timeout
+            .map(|s| {
+                std::time::Duration::try_from_secs_f64(s).map_err(|_| {
+                    PyValueError::new_err(format!("timeout={s}: not a number of seconds"))
+                })
+            })
+            .transpose()?;
+        let options = WatchOptions {
+            since: if since_now { Since::Now } else { Since::Start },
+            count,
+            timeout,
+            until_complete: false,
+            polling,
+        };
+        let watch = py
+            .detach(|| self.fs.watch_shared(&request, options))
+            .or_raise(py)?;
+        Ok(Watcher {
+            fs: self.fs.clone(),
+            watch: std::sync::Mutex::new(Some(watch)),
+        })
     }
 
     /// What `selection` names, down to `level` (1–3).
@@ -400,6 +454,62 @@ impl Entries {
     /// How many are left.
     fn __len__(&self) -> usize {
         self.rest.len()
+    }
+}
+
+/// A running watch: iterating blocks (without the GIL) until the next
+/// field is flushed, and yields `(Entry, replaced)`.
+#[pyclass(module = "fieldstore._fieldstore", name = "Watcher")]
+struct Watcher {
+    fs: Arc<FieldStore>,
+    /// `None` once ended. In a mutex: a Python object may be shared
+    /// between threads; one of them iterates at a time.
+    watch: std::sync::Mutex<Option<fieldstore::Watch<'static>>>,
+}
+
+#[pymethods]
+impl Watcher {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__(&self, py: Python<'_>) -> PyResult<Option<(Entry, bool)>> {
+        let mut guard = self.watch.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(watch) = guard.as_mut() else {
+            return Ok(None);
+        };
+        let next = py.detach(|| watch.next());
+        match next {
+            Some(Ok(event)) => Ok(Some((
+                Entry {
+                    fs: self.fs.clone(),
+                    e: event.element,
+                },
+                event.replaced,
+            ))),
+            Some(Err(e)) => {
+                *guard = None;
+                Err(to_py(py, &e))
+            }
+            None => {
+                *guard = None;
+                Ok(None)
+            }
+        }
+    }
+
+    /// How the watch learns of flushes (`inotify`, `polling …`).
+    fn mechanism(&self) -> String {
+        self.watch
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .map_or_else(|| "ended".into(), fieldstore::Watch::mechanism)
+    }
+
+    /// End the watch now.
+    fn close(&self) {
+        *self.watch.lock().unwrap_or_else(|p| p.into_inner()) = None;
     }
 }
 
@@ -660,5 +770,6 @@ fn _fieldstore(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Entries>()?;
     m.add_class::<Entry>()?;
     m.add_class::<Reader>()?;
+    m.add_class::<Watcher>()?;
     Ok(())
 }

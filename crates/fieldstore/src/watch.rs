@@ -64,10 +64,27 @@ pub struct WatchEvent {
 
 type FieldId = (DatasetKey, CollocationKey, ElementKey);
 
+/// The handle a watch looks through: borrowed, or shared (for a watch
+/// that outlives the caller's borrow, as the Python binding's does).
+enum Handle<'a> {
+    Borrowed(&'a FieldStore),
+    Shared(std::sync::Arc<FieldStore>),
+}
+
+impl std::ops::Deref for Handle<'_> {
+    type Target = FieldStore;
+    fn deref(&self) -> &FieldStore {
+        match self {
+            Handle::Borrowed(fs) => fs,
+            Handle::Shared(fs) => fs,
+        }
+    }
+}
+
 /// A running watch: an iterator of the fields a request names, each once
 /// (and again when replaced), as flushes make them visible.
 pub struct Watch<'a> {
-    fs: &'a FieldStore,
+    fs: Handle<'a>,
     request: Request,
     options: WatchOptions,
     waiter: Box<dyn ChangeWaiter>,
@@ -108,39 +125,20 @@ impl FieldStore {
     /// `InvalidInput` for a malformed request, or `until_complete` with a
     /// request that is not complete; errors of the catalogue's waiter.
     pub fn watch(&self, request: &Request, options: WatchOptions) -> Result<Watch<'_>> {
-        self.schema().selector(request)?;
-        let missing = if options.until_complete {
-            Some(self.keys_of(request)?)
-        } else {
-            None
-        };
-        // Before the first look: nothing flushed after this is missed.
-        let waiter = if options.polling {
-            Box::new(PollingWaiter::new(Duration::from_millis(50)))
-        } else {
-            self.catalogue().waiter()?
-        };
-        let mut w = Watch {
-            fs: self,
-            request: request.clone(),
-            options,
-            waiter,
-            started: Instant::now(),
-            queue: VecDeque::new(),
-            seen: HashMap::new(),
-            datasets: HashSet::new(),
-            missing,
-            reported: 0,
-            looked: false,
-            ended: false,
-        };
-        // What is there when the watch begins: reported first (`Start`),
-        // or only remembered (`Now`).
-        w.look()?;
-        if w.options.since == Since::Now {
-            w.queue.clear();
-        }
-        Ok(w)
+        Watch::start(Handle::Borrowed(self), request, options)
+    }
+
+    /// [`FieldStore::watch`] through a shared handle: the watch owns a
+    /// reference to it and may outlive the caller's borrow.
+    ///
+    /// # Errors
+    /// As [`FieldStore::watch`].
+    pub fn watch_shared(
+        self: &std::sync::Arc<Self>,
+        request: &Request,
+        options: WatchOptions,
+    ) -> Result<Watch<'static>> {
+        Watch::start(Handle::Shared(self.clone()), request, options)
     }
 
     /// Wait until every field of the complete `request` exists (or
@@ -236,6 +234,44 @@ impl FieldStore {
             out.push_str(v);
         }
         out
+    }
+}
+
+impl<'a> Watch<'a> {
+    fn start(fs: Handle<'a>, request: &Request, options: WatchOptions) -> Result<Watch<'a>> {
+        fs.schema().selector(request)?;
+        let missing = if options.until_complete {
+            Some(fs.keys_of(request)?)
+        } else {
+            None
+        };
+        // Before the first look: nothing flushed after this is missed.
+        let waiter = if options.polling {
+            Box::new(PollingWaiter::new(Duration::from_millis(50)))
+        } else {
+            fs.catalogue().waiter()?
+        };
+        let mut w = Watch {
+            fs,
+            request: request.clone(),
+            options,
+            waiter,
+            started: Instant::now(),
+            queue: VecDeque::new(),
+            seen: HashMap::new(),
+            datasets: HashSet::new(),
+            missing,
+            reported: 0,
+            looked: false,
+            ended: false,
+        };
+        // What is there when the watch begins: reported first (`Start`),
+        // or only remembered (`Now`).
+        w.look()?;
+        if w.options.since == Since::Now {
+            w.queue.clear();
+        }
+        Ok(w)
     }
 }
 

@@ -47,6 +47,7 @@ from .errors import (
     NotFoundError,
     PermissionDeniedError,
     StorageFullError,
+    TimedOutError,
     UnavailableError,
     UnsupportedError,
 )

@@ -19,6 +19,7 @@ __all__ = [
     "FieldStore",
     "DataHandle",
     "ListElement",
+    "WatchElement",
     "IndexAxis",
     "URI",
     "ControlAction",
@@ -184,14 +185,52 @@ class FDB:
         """Whether something archived is not flushed yet."""
         return bool(self._store.dirty())
 
-    def retrieve(self, mars_selection: MarsSelection) -> DataHandle:
+    def retrieve(self, mars_selection: MarsSelection, wait: float | None = None) -> DataHandle:
         """The fields ``mars_selection`` names, as one stream of bytes in
         request order (``step=[12, 0]`` gives step 12 first). Fields that do
         not exist are absent, which is not an error. Every keyword a rule
-        needs must have values (``list`` takes partial selections)."""
+        needs must have values (``list`` takes partial selections).
+
+        With ``wait`` (seconds, fieldstore only): first wait until every
+        field the selection names has been flushed; :class:`TimedOutError`
+        (a :class:`TimeoutError`) names the missing ones if ``wait``
+        passes."""
         if len(mars_selection) == 0:
             raise TypeError("FDB.retrieve: Wildcard selection aren't support for retrieving.")
-        return DataHandle(self._store.retrieve(_selection(mars_selection)), _internal=True)
+        return DataHandle(
+            self._store.retrieve(_selection(mars_selection), None if wait is None else float(wait)),
+            _internal=True,
+        )
+
+    def watch(
+        self,
+        mars_selection: MarsSelection | None = None,
+        since: str = "start",
+        count: int | None = None,
+        timeout: float | None = None,
+        polling: bool = False,
+    ) -> Generator[WatchElement, None, None]:
+        """Each field ``mars_selection`` (partial; ``None`` for everything)
+        names, as soon as a flush makes it visible: the fields already there
+        first (``since="now"``: only what is flushed from now on), then new
+        ones as they come; a key archived again comes again, with
+        ``replaced`` true (fieldstore only; FDB5 has no way to wait).
+
+        Ends after ``count`` fields, after ``timeout`` seconds, or when the
+        generator is closed; a watched dataset that is wiped raises
+        :class:`NotFoundError`. ``polling`` polls instead of using
+        notifications (NFS, Lustre). Waiting releases the GIL."""
+        if since not in ("start", "now"):
+            raise ValueError(f"since must be 'start' or 'now', not {since!r}")
+        # Started now, not at the first ``next``: ``since="now"`` means now.
+        watcher = self._store.watch(
+            _selection(mars_selection),
+            since == "now",
+            None if count is None else int(count),
+            None if timeout is None else float(timeout),
+            bool(polling),
+        )
+        return _watch_elements(watcher)
 
     def list(
         self,
@@ -854,3 +893,20 @@ class StatusElement:
 
 class ControlElement(StatusElement):
     """A dataset's state after :meth:`FDB.control` (pyfdb's ``ControlElement``)."""
+
+
+def _watch_elements(watcher: Any) -> Generator[WatchElement, None, None]:
+    try:
+        for entry, replaced in watcher:
+            yield WatchElement(entry, replaced, _internal=True)
+    finally:
+        watcher.close()
+
+
+class WatchElement(ListElement):
+    """One field :meth:`FDB.watch` reports: a :class:`ListElement`, and
+    whether its key was reported before (archived again)."""
+
+    def __init__(self, entry: Any, replaced: bool, *, _internal: bool = False) -> None:
+        super().__init__(entry, _internal=_internal)
+        self.replaced = bool(replaced)
