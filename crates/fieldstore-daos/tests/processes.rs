@@ -150,6 +150,24 @@ fn writers_killed_at_random_instants_lose_nothing_flushed() {
     );
 }
 
+/// Four watcher processes while four writers flush per step, then killed
+/// mid-step: each watcher reports exactly what is flushed, once (DAOS has
+/// no notifications: the watchers poll the dataset's log).
+fn watchers_see_exactly_what_writers_flush() {
+    let pool = fresh_pool("wch");
+    for (expver, kill) in [("dwc1", false), ("dwc2", true)] {
+        let s = Streams {
+            expver: expver.into(),
+            writers: 4,
+            fields: 100,
+            flush_every: 10,
+            min_len: 28,
+            max_len: 2048,
+        };
+        processes::watchers_see_exactly_what_is_flushed(&launcher(&pool), &s, kill);
+    }
+}
+
 fn unavailable_without_agent_or_library() {
     let launcher = launcher(&fresh_pool("una"));
     let cases = [
@@ -206,6 +224,10 @@ fn main() -> ExitCode {
         (
             "writers_killed_at_random_instants_lose_nothing_flushed",
             writers_killed_at_random_instants_lose_nothing_flushed,
+        ),
+        (
+            "watchers_see_exactly_what_writers_flush",
+            watchers_see_exactly_what_writers_flush,
         ),
         (
             "unavailable_without_agent_or_library",

@@ -81,6 +81,26 @@ fn writers_killed_at_random_instants_lose_nothing_flushed() -> Outcome {
     Outcome::Passed
 }
 
+/// Four watcher processes while four writers flush per step, then killed
+/// mid-step: each watcher reports exactly what is flushed, once.
+fn watchers_see_exactly_what_writers_flush() -> Outcome {
+    let Some((launcher, _dir)) = setup("watchers_see_exactly_what_writers_flush") else {
+        return Outcome::Skipped(NO_CEPH.into());
+    };
+    for (expver, kill) in [("wch1", false), ("wch2", true)] {
+        let s = Streams {
+            expver: expver.into(),
+            writers: 4,
+            fields: 100,
+            flush_every: 10,
+            min_len: 28,
+            max_len: 2048,
+        };
+        processes::watchers_see_exactly_what_is_flushed(&launcher, &s, kill);
+    }
+    Outcome::Passed
+}
+
 fn main() -> ExitCode {
     if let Some(code) = processes::worker_from_args() {
         return code;
@@ -93,6 +113,10 @@ fn main() -> ExitCode {
         (
             "writers_killed_at_random_instants_lose_nothing_flushed",
             writers_killed_at_random_instants_lose_nothing_flushed,
+        ),
+        (
+            "watchers_see_exactly_what_writers_flush",
+            watchers_see_exactly_what_writers_flush,
         ),
     ];
     processes::run_tests(tests)

@@ -46,7 +46,9 @@ use std::time::{Duration, Instant};
 
 use fieldstore::{Config, FieldStore};
 
-pub use scenarios::{writers_and_readers, writers_killed_at_random_instants};
+pub use scenarios::{
+    watchers_see_exactly_what_is_flushed, writers_and_readers, writers_killed_at_random_instants,
+};
 pub use worker::{worker_main, USAGE};
 
 use crate::streams::Streams;
@@ -375,6 +377,17 @@ impl Worker {
             Ok(status) => status.is_none(),
             Err(e) => panic!("{}: reading its status: {e}", self.what),
         }
+    }
+
+    /// The next whole line of the worker's stdout, without its `\n` (also
+    /// kept for [`Finished::out`]); `None` when its stdout ends.
+    ///
+    /// # Panics
+    /// At the deadline.
+    pub fn next_line(&mut self) -> Option<String> {
+        let piece = self.next_piece("print a line")?;
+        self.out.push_str(&piece);
+        Some(piece.trim_end_matches('\n').to_string())
     }
 
     /// Wait for the line `wanted` on the worker's stdout and consume it

@@ -101,3 +101,28 @@ fn a_hung_worker_fails_the_test_at_its_time_limit() {
         start.elapsed()
     );
 }
+
+/// The workload of the watch scenarios: four writers, a flush per step of
+/// ten levels.
+fn watched(expver: &str) -> Streams {
+    Streams {
+        expver: expver.into(),
+        writers: 4,
+        fields: 200,
+        flush_every: 10,
+        min_len: 28,
+        max_len: 2048,
+    }
+}
+
+#[test]
+fn four_watchers_see_each_flushed_field_once() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    processes::watchers_see_exactly_what_is_flushed(&posix(&dir), &watched("wch1"), false);
+}
+
+#[test]
+fn watchers_see_exactly_what_writers_killed_mid_step_flushed() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    processes::watchers_see_exactly_what_is_flushed(&posix(&dir), &watched("wch2"), true);
+}

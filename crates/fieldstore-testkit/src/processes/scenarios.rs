@@ -158,3 +158,119 @@ pub fn writers_killed_at_random_instants(
         "a fresh reader sees what the long-lived one saw"
     );
 }
+
+/// Four watcher processes — three watching the workload's dataset, one
+/// only its 500 hPa fields — while `s.writers` writer processes flush the
+/// workload `s` (each flush a step of ten levels), all released together.
+/// With `kill`, each writer is SIGKILLed after a random number of its
+/// flushes and a random delay under 2 ms (mid-step). When the writers are
+/// done, each watcher must have reported exactly the fields a fresh `list`
+/// shows for its request, each once, and nothing else: nothing a killed
+/// writer left half-flushed, nothing twice.
+///
+/// # Panics
+/// On any difference, with what was seen.
+pub fn watchers_see_exactly_what_is_flushed(launcher: &Launcher, s: &Streams, kill: bool) {
+    use std::collections::BTreeSet;
+    let dataset = format!(
+        "class=od,expver={},stream=enfo,date=20231201,time=1200",
+        s.expver
+    );
+    let requests = [
+        dataset.clone(),
+        dataset.clone(),
+        dataset.clone(),
+        format!("{dataset},levelist=500"),
+    ];
+    let mut watchers: Vec<_> = requests
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            launcher.spawn_held(
+                format!("watcher {i}"),
+                "watch",
+                &[("request", r.clone()), ("timeout-secs", "300".into())],
+            )
+        })
+        .collect();
+    let mut writers: Vec<_> = (0..s.writers)
+        .map(|w| {
+            let mut flags = streams_args(s);
+            flags.push(("writer", w.to_string()));
+            launcher.spawn_held(format!("writer {w}"), "write", &flags)
+        })
+        .collect();
+    release_together(watchers.iter_mut().chain(writers.iter_mut()));
+    let mut rng = Rng::from_env("watchers and killed writers");
+    let flushes = s.fields.div_ceil(s.flush_every);
+    // Each writer in a thread of its own, so that all of them are killed
+    // while the others still write.
+    let plans: Vec<(usize, Duration)> = (0..s.writers)
+        .map(|_| {
+            (
+                rng.below(flushes as u64 + 1) as usize,
+                Duration::from_micros(rng.below(2000)),
+            )
+        })
+        .collect();
+    std::thread::scope(|scope| {
+        for ((w, child), (after, delay)) in writers.into_iter().enumerate().zip(plans) {
+            scope.spawn(move || {
+                if kill {
+                    let reported = child.kill_after_flushes(after, delay);
+                    println!("writer {w}: killed after reporting {reported} fields flushed");
+                } else {
+                    let f = child.finish();
+                    assert!(
+                        f.status.success(),
+                        "writer {w} failed ({}): {}",
+                        f.status,
+                        f.err
+                    );
+                }
+            });
+        }
+    });
+    let fs = must(launcher.open(), "open");
+    for (i, (mut watcher, request)) in watchers.into_iter().zip(&requests).enumerate() {
+        let request: fieldstore::Request = must(request.parse(), "the request");
+        let truth: BTreeSet<String> = must(
+            fs.list(&request, fieldstore::ListOptions::default()),
+            "list",
+        )
+        .iter()
+        .map(|e| e.full_key().to_string())
+        .collect();
+        let mut seen = Vec::new();
+        while seen.len() < truth.len() {
+            let Some(line) = watcher.next_line() else {
+                break;
+            };
+            seen.push(line);
+        }
+        // Anything printed after: a field it should not have reported.
+        let rest = watcher.kill();
+        let extra: Vec<&str> = rest
+            .out
+            .lines()
+            .skip(seen.len())
+            .filter(|l| !l.is_empty() && *l != "ready")
+            .collect();
+        let keys: Vec<&str> = seen
+            .iter()
+            .map(|l| l.strip_prefix("field ").unwrap_or(l))
+            .collect();
+        let unique: BTreeSet<String> = keys.iter().map(|k| k.to_string()).collect();
+        assert_eq!(
+            unique.len(),
+            keys.len(),
+            "watcher {i} reported a field twice: {keys:?}"
+        );
+        assert_eq!(
+            unique, truth,
+            "watcher {i} ({request}) saw other fields than are flushed"
+        );
+        assert!(extra.is_empty(), "watcher {i} reported more: {extra:?}");
+        println!("watcher {i}: {} fields, each once", keys.len());
+    }
+}

@@ -5,6 +5,7 @@
 //! <worker> write --config F --expver E --writer I --writers W --fields N --flush-every K [--min-len A] [--max-len B]
 //! <worker> write-each --config F --expver E --writer I --writers W --fields N --flush-every K
 //! <worker> read  --config F --expver E --writers W --fields N --flush-every K --until-fields M [--timeout-secs T]
+//! <worker> watch --config F --request Q [--timeout-secs T]
 //! <worker> wipe  --config F --request Q [--unsafe 1]
 //! <worker> purge --config F --request Q
 //! <worker> churn-write --config F --expver E --writer I --per-round K --stop FILE
@@ -38,6 +39,11 @@
 //! [`super::release_together`] starts a group at one instant (with standard
 //! input `/dev/null`, they start at once).
 //!
+//! `watch` says `ready`, waits for the go, then watches what `Q` names
+//! ([`FieldStore::watch`]): one line per field as it is reported, `field
+//! <key>` (or `replaced <key>`), flushed at once, until `T` seconds
+//! (default 300) pass; then `done`. An error ends it with status 1.
+//!
 //! `wipe` and `purge` print `start` just before the operation (which is
 //! real: `doit`), then `done`; the SIGKILL tests kill them in between.
 //!
@@ -69,6 +75,7 @@ use crate::support::{posix_config, schema};
 /// The usage text, printed with a bad command line.
 pub const USAGE: &str = "\
 usage: <worker> write|write-each|read --config F --expver E [--writer I] --writers W --fields N --flush-every K [--until-fields M] [--min-len A] [--max-len B] [--timeout-secs T]
+       <worker> watch --config F --request Q [--timeout-secs T]
        <worker> wipe|purge --config F --request Q [--unsafe 1]
        <worker> churn-write|churn-read --config F --expver E [--writer I] --per-round K --stop FILE
        <worker> open --config F
@@ -229,6 +236,30 @@ fn read(args: &Args) -> Result<ExitCode, String> {
     }
 }
 
+fn watch(args: &Args) -> Result<(), String> {
+    let fs = open_or_say(args)?;
+    let request: Request = args
+        .text("request")?
+        .parse()
+        .map_err(|e| format!("--request: {e}"))?;
+    let timeout = Duration::from_secs(args.number("timeout-secs", Some(300))? as u64);
+    let mut out = std::io::stdout().lock();
+    ready_then_wait(&mut out);
+    let options = fieldstore::WatchOptions {
+        timeout: Some(timeout),
+        ..fieldstore::WatchOptions::default()
+    };
+    let watch = fs.watch(&request, options).map_err(|e| e.to_string())?;
+    for event in watch {
+        let event = event.map_err(|e| e.to_string())?;
+        let what = if event.replaced { "replaced" } else { "field" };
+        let _ = writeln!(out, "{what} {}", event.element.full_key());
+        let _ = out.flush();
+    }
+    let _ = writeln!(out, "done");
+    Ok(())
+}
+
 fn maintenance(command: &str, args: &Args) -> Result<(), String> {
     let fs = open_or_say(args)?;
     let request: Request = args
@@ -323,6 +354,7 @@ pub fn worker_main(name: &str, args: &[String]) -> ExitCode {
         "write" => write(&args).map(|()| ExitCode::SUCCESS),
         "write-each" => write_each(&args).map(|()| ExitCode::SUCCESS),
         "read" => read(&args),
+        "watch" => watch(&args).map(|()| ExitCode::SUCCESS),
         "wipe" | "purge" => maintenance(command, &args).map(|()| ExitCode::SUCCESS),
         "churn-write" => churn_write(&args).map(|()| ExitCode::SUCCESS),
         "churn-read" => churn_read(&args).map(|()| ExitCode::SUCCESS),
