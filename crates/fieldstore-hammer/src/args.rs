@@ -18,6 +18,26 @@ pub enum Scenario {
     /// store: the disk's ceiling for this workload, to measure a store's
     /// write phase against in the same run.
     Bare,
+    /// Post-processing as it runs: writers alone (the reference), then
+    /// writers flushing step by step while readers follow them, reading
+    /// each step across all members as soon as it is flushed (`--follow`);
+    /// reports flush-to-visible latency.
+    Follow,
+}
+
+/// How `--scenario follow`'s readers learn that a step is flushed.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum FollowMode {
+    /// `FieldStore::watch`: notified (inotify on POSIX), or polling the
+    /// catalogue where a backend has no notifications.
+    #[default]
+    Watch,
+    /// Poll `list` of the next step until all of it is there, as FDB5's
+    /// users do (every `--poll-period-ms`).
+    Poll,
 }
 
 /// How many fields one `retrieve()` names.
@@ -136,6 +156,13 @@ pub struct HammerArgs {
     /// w+r: reader processes (default: --processes).
     #[arg(long)]
     pub readers: Option<u32>,
+    /// follow: how readers learn of flushes.
+    #[arg(long, value_enum, default_value_t = FollowMode::Watch)]
+    pub follow: FollowMode,
+    /// follow --follow poll: pause between two lists (0: none, as fast as
+    /// the catalogue answers).
+    #[arg(long, default_value_t = 0)]
+    pub poll_period_ms: u64,
     /// w+r: readers read this many times the steps a writer writes, so
     /// that both groups stay busy over about the same window.
     #[arg(long, default_value_t = 4)]

@@ -59,6 +59,11 @@
 //!   alone write `nsteps` new steps (the uncontended reference); drop
 //!   caches; writers write `nsteps` more steps while readers read the
 //!   populated steps;
+//! - `--scenario follow`: writers alone (the reference), then writers
+//!   flushing step by step while readers follow them: each reader reads
+//!   every field of every member as soon as it is flushed (`--follow
+//!   watch`, or `--follow poll` polling `list` as FDB5's users do) and the
+//!   report gives the flush-to-visible latency;
 //! - `--scenario bare`: the write phase's bytes and `fdatasync`s with no
 //!   store, in the store's directory: the disk's ceiling for that workload
 //!   (`bare.rs`).
@@ -135,6 +140,7 @@ fn scenario_name(args: &HammerArgs) -> &'static str {
         (Some(Scenario::A), ..) => "a",
         (Some(Scenario::Wr), ..) => "wr",
         (Some(Scenario::Bare), ..) => "bare",
+        (Some(Scenario::Follow), ..) => "follow",
         (None, true, _) => "read",
         (None, _, true) => "list",
         _ => "write",
@@ -211,6 +217,8 @@ pub fn plan(args: &HammerArgs, rep: u32, writers: u32, readers: u32) -> Result<V
         check,
         batch: args.batch,
         detailed: args.detailed,
+        follow: args.follow,
+        poll_period_ms: args.poll_period_ms,
     };
     let ns = args.nsteps;
     let s0 = args.step;
@@ -232,6 +240,25 @@ pub fn plan(args: &HammerArgs, rep: u32, writers: u32, readers: u32) -> Result<V
             group("list", Role::List, range(s0, ns), false),
         ],
         Some(Scenario::Bare) => vec![group("bare-write", Role::Bare, range(s0, ns), false)],
+        Some(Scenario::Follow) => {
+            // Readers follow every member of the steps being written, as
+            // post-processing reads a step across the ensemble.
+            let following = range(s0 + ns, ns);
+            let all_members = range(args.number, writers * args.nensembles);
+            let mut follow = group("follow", Role::Write, following.clone(), false);
+            for r in 0..readers {
+                follow.tasks.push(task(
+                    Role::Follow,
+                    writers + r,
+                    following.clone(),
+                    all_members.clone(),
+                ));
+            }
+            vec![
+                group("write-alone", Role::Write, range(s0, ns), false),
+                follow,
+            ]
+        }
         Some(Scenario::Wr) => {
             let k = args.read_multiplier.max(1);
             let populated = range(s0, ns * k);
@@ -266,6 +293,12 @@ fn rows_of(group: &Group, results: Vec<ProcResult>, machine: Option<MachineCpu>)
     let mut rows = if group.name == "wr" {
         let (w, r): (Vec<_>, Vec<_>) = results.into_iter().partition(|p| p.role == "write");
         vec![Row::new("wr-write", w), Row::new("wr-read", r)]
+    } else if group.name == "follow" {
+        let (w, r): (Vec<_>, Vec<_>) = results.into_iter().partition(|p| p.role == "write");
+        let latency = report::Latency::of(&w, &r);
+        let mut read = Row::new("follow-read", r);
+        read.latency = latency;
+        vec![Row::new("follow-write", w), read]
     } else {
         vec![Row::new(group.name, results)]
     };
@@ -290,7 +323,7 @@ fn base_report(args: &HammerArgs, launcher: String, writers: u32, readers: u32) 
         scenario: scenario_name(args).into(),
         launcher,
         processes: writers,
-        readers: if args.scenario == Some(Scenario::Wr) {
+        readers: if matches!(args.scenario, Some(Scenario::Wr | Scenario::Follow)) {
             readers
         } else {
             0
@@ -419,7 +452,7 @@ pub fn run(args: &HammerArgs) -> Result<Report> {
 fn run_ranks(args: &HammerArgs, rank: &LauncherRank) -> Result<Report> {
     let size = rank.size;
     let (writers, readers) = match args.scenario {
-        Some(Scenario::Wr) => {
+        Some(Scenario::Wr | Scenario::Follow) => {
             let w = (size / 2).max(1);
             (w, size.saturating_sub(w).max(1))
         }

@@ -49,6 +49,64 @@ pub struct Row {
     pub process_s: f64,
     /// The processes.
     pub per_process: Vec<ProcResult>,
+    /// Followers: how long after a writer's flush returned they had its
+    /// fields.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<Latency>,
+}
+
+/// Flush-to-visible latency: from a writer's flush returning to a
+/// follower having the list element of its fields, both on the machine's
+/// clock (one host; across hosts the clocks' offset adds in).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Latency {
+    /// (flush, follower) pairs measured.
+    pub samples: usize,
+    /// Median, ms.
+    pub p50_ms: f64,
+    /// 99th percentile, ms.
+    pub p99_ms: f64,
+    /// Largest, ms.
+    pub max_ms: f64,
+    /// Pairs where the follower had the fields before the writer's flush
+    /// returned (visible once the record is appended, before its sync
+    /// returns): counted as 0 ms.
+    pub before_return: usize,
+}
+
+impl Latency {
+    /// Join writers' flush times with followers' first sightings.
+    pub fn of(writers: &[ProcResult], followers: &[ProcResult]) -> Option<Latency> {
+        let flushed: std::collections::HashMap<(u32, u32), f64> = writers
+            .iter()
+            .flat_map(|w| w.flushed_at.iter().map(|&(s, m, t)| ((s, m), t)))
+            .collect();
+        let mut ms = Vec::new();
+        let mut before = 0;
+        for f in followers {
+            for &(s, m, t) in &f.seen_at {
+                if let Some(done) = flushed.get(&(s, m)) {
+                    let d = (t - done) * 1000.0;
+                    if d < 0.0 {
+                        before += 1;
+                    }
+                    ms.push(d.max(0.0));
+                }
+            }
+        }
+        if ms.is_empty() {
+            return None;
+        }
+        ms.sort_by(f64::total_cmp);
+        let at = |q: f64| ms[((ms.len() - 1) as f64 * q).round() as usize];
+        Some(Latency {
+            samples: ms.len(),
+            p50_ms: at(0.5),
+            p99_ms: at(0.99),
+            max_ms: ms[ms.len() - 1],
+            before_return: before,
+        })
+    }
 }
 
 impl Row {
@@ -89,6 +147,7 @@ impl Row {
             ops,
             process_s: procs.iter().map(|p| p.t_last_io - p.t_first_io).sum(),
             per_process: procs,
+            latency: None,
         }
     }
 }
@@ -437,15 +496,28 @@ impl Report {
                 );
             }
         }
-        if let (Some(alone), Some(cont)) = (self.phase("write-alone"), self.phase("wr-write")) {
-            if let (Some(a), Some(c)) = (&alone.gtb_mib_s, &cont.gtb_mib_s) {
-                let _ = writeln!(
-                    s,
-                    "\nwriters under contention keep {:.0}% of their uncontended bandwidth ({:.1} of {:.1} MiB/s)",
-                    c.median / a.median * 100.0,
-                    c.median,
-                    a.median
-                );
+        for (contended, with) in [("wr-write", "contention"), ("follow-write", "followers")] {
+            if let (Some(alone), Some(cont)) = (self.phase("write-alone"), self.phase(contended)) {
+                if let (Some(a), Some(c)) = (&alone.gtb_mib_s, &cont.gtb_mib_s) {
+                    let _ = writeln!(
+                        s,
+                        "\nwriters with {with} keep {:.0}% of their bandwidth alone ({:.1} of {:.1} MiB/s)",
+                        c.median / a.median * 100.0,
+                        c.median,
+                        a.median
+                    );
+                }
+            }
+        }
+        for rep in &self.repetitions {
+            for r in &rep.rows {
+                if let Some(l) = &r.latency {
+                    let _ = writeln!(
+                        s,
+                        "flush-to-visible latency (rep {}): p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms over {} (flush, reader) pairs; {} seen before the writer's flush returned",
+                        rep.index, l.p50_ms, l.p99_ms, l.max_ms, l.samples, l.before_return
+                    );
+                }
             }
         }
         if has_rows {

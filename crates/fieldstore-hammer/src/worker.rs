@@ -31,6 +31,9 @@ pub enum Role {
     /// Write the same bytes with the same flushes as `Write`, bare: no
     /// store (`crate::bare`).
     Bare,
+    /// Follow writers: read each field as soon as a flush makes it
+    /// visible, recording when it was seen (`--scenario follow`).
+    Follow,
 }
 
 impl Role {
@@ -41,6 +44,7 @@ impl Role {
             Role::Read => "read",
             Role::List => "list",
             Role::Bare => "bare-write",
+            Role::Follow => "follow",
         }
     }
 }
@@ -119,6 +123,12 @@ pub struct Task {
     pub batch: Batch,
     /// Go through the catalogue and store traits, timing each.
     pub detailed: bool,
+    /// Follow: how to learn of flushes.
+    #[serde(default)]
+    pub follow: crate::args::FollowMode,
+    /// Follow by polling: pause between lists, ms.
+    #[serde(default)]
+    pub poll_period_ms: u64,
 }
 
 impl Task {
@@ -188,6 +198,13 @@ pub struct ProcResult {
     pub cpu_user: f64,
     /// System CPU seconds inside the window.
     pub cpu_sys: f64,
+    /// Writers: when each flush returned, as `(step, member, epoch s)`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flushed_at: Vec<(u32, u32, f64)>,
+    /// Followers: when each flush's fields were first seen, as `(step,
+    /// member, epoch s)` (the earliest of its fields).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub seen_at: Vec<(u32, u32, f64)>,
 }
 
 /// Seconds since the Unix epoch.
@@ -293,6 +310,7 @@ pub fn execute(task: &Task, barrier: &mut dyn FnMut() -> Result<f64>) -> Result<
         }
         Role::Read => read(task, &fs, &mut ops, &mut r)?,
         Role::List => list(task, &fs, &mut ops, &mut r)?,
+        Role::Follow => follow(task, &fs, &mut ops, &mut r)?,
         Role::Bare => {
             if let Some(bare) = &bare {
                 bare.write(task, &mut ops, &mut r)?;
@@ -390,8 +408,91 @@ fn write(
                 fs.flush()?;
                 ops.add("flush", t);
             }
+            r.flushed_at.push((step, member, now()));
         }
     }
+    Ok(())
+}
+
+/// How long a follower waits for the writers at most.
+const FOLLOW_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// Follow the writers: every field of the task's steps and members, read
+/// as soon as a flush makes it visible, by watching or by polling `list`
+/// step after step. Records when each flush was first seen.
+fn follow(task: &Task, fs: &FieldStore, ops: &mut Ops, r: &mut ProcResult) -> Result<()> {
+    let expected = task.fields();
+    r.expected = expected;
+    let mut seen: HashMap<(u32, u32), f64> = HashMap::new();
+    let mut got: HashSet<Key> = HashSet::new();
+    let mut buf = Vec::new();
+    let mut take = |e: &fieldstore::ListElement, at: f64, r: &mut ProcResult, ops: &mut Ops| {
+        let key = e.full_key();
+        if !got.insert(key.clone()) {
+            return Ok::<(), Error>(());
+        }
+        if let Ok(id) = Identity::of_key(&key) {
+            let k = (id.step as u32, id.number as u32);
+            seen.entry(k).or_insert(at);
+        }
+        if let Some(loc) = &e.location {
+            let t = Instant::now();
+            fs.store().read(loc, &mut buf)?;
+            ops.add("read", t);
+            r.fields += 1;
+            r.bytes += buf.len() as u64;
+            if task.check != Check::None {
+                record_check(r, &buf, &key, task.check);
+            }
+        }
+        Ok(())
+    };
+    match task.follow {
+        crate::args::FollowMode::Watch => {
+            let req = request(task, &task.steps, &task.members, &task.levels, &task.params)?;
+            let t = Instant::now();
+            let options = fieldstore::WatchOptions {
+                count: Some(expected as usize),
+                timeout: Some(FOLLOW_TIMEOUT),
+                ..fieldstore::WatchOptions::default()
+            };
+            let mut watch = fs.watch(&req, options)?;
+            ops.add("watch", t);
+            loop {
+                let t = Instant::now();
+                let next = watch.next();
+                let at = now();
+                ops.add("watch", t);
+                let Some(event) = next else { break };
+                take(&event?.element, at, r, ops)?;
+            }
+        }
+        crate::args::FollowMode::Poll => {
+            let per_step = (task.members.len() * task.levels.len() * task.params.len()) as u64;
+            let deadline = Instant::now() + FOLLOW_TIMEOUT;
+            for &step in &task.steps {
+                let req = request(task, &[step], &task.members, &task.levels, &task.params)?;
+                let mut have = 0u64;
+                while have < per_step && Instant::now() < deadline {
+                    let t = Instant::now();
+                    let listed = fs.list(&req, ListOptions::default())?;
+                    let at = now();
+                    ops.add("list (poll)", t);
+                    for e in &listed {
+                        take(e, at, r, ops)?;
+                    }
+                    have = listed.len() as u64;
+                    if have < per_step && task.poll_period_ms > 0 {
+                        std::thread::sleep(Duration::from_millis(task.poll_period_ms));
+                    }
+                }
+            }
+        }
+    }
+    r.missing = expected.saturating_sub(r.fields);
+    let mut seen: Vec<(u32, u32, f64)> = seen.into_iter().map(|((s, m), t)| (s, m, t)).collect();
+    seen.sort_by(|a, b| a.2.total_cmp(&b.2));
+    r.seen_at = seen;
     Ok(())
 }
 

@@ -300,3 +300,40 @@ fn bare_on_a_store_without_a_directory_is_refused() {
          root is on a file system"
     );
 }
+
+#[test]
+fn follow_reads_every_flushed_field_and_measures_its_latency() {
+    use fieldstore_hammer::args::FollowMode;
+    for mode in [FollowMode::Watch, FollowMode::Poll] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut a = args(dir.path().join("root"));
+        a.scenario = Some(Scenario::Follow);
+        a.readers = Some(2);
+        a.nsteps = 3;
+        a.follow = mode;
+        let report = run(&a).unwrap();
+        assert!(
+            report.problems.is_empty(),
+            "{mode:?}: {:?}",
+            report.problems
+        );
+        let rows = &report.repetitions[0].rows;
+        let phases: Vec<_> = rows.iter().map(|r| r.phase.as_str()).collect();
+        assert_eq!(phases, ["write-alone", "follow-write", "follow-read"]);
+        let read = &rows[2];
+        // Each reader reads every field of every writer, verified.
+        let per_writer = 3 * 2 * 3;
+        assert_eq!(read.fields, 2 * 2 * per_writer, "{mode:?}");
+        assert_eq!((read.missing, read.check_failures), (0, 0), "{mode:?}");
+        let latency = read.latency.expect("latency");
+        // One sample per (flush, reader): 3 steps × 2 writers × 2 readers.
+        assert_eq!(latency.samples, 3 * 2 * 2, "{mode:?}");
+        assert!(latency.p50_ms <= latency.p99_ms && latency.p99_ms <= latency.max_ms);
+        for p in &rows[1].per_process {
+            assert_eq!(p.flushed_at.len(), 3, "one flush per step");
+        }
+        let text = report.table();
+        assert!(text.contains("flush-to-visible latency"), "{text}");
+        assert!(text.contains("writers with followers keep"), "{text}");
+    }
+}
