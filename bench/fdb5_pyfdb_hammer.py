@@ -68,7 +68,8 @@ def plan(a, rep, writers, readers):
     def task(role, rank, steps, mem):
         return {"role": role, "rank": rank, "config": a.config, "base": base, "steps": steps,
                 "members": mem, "levels": levels, "params": params,
-                "field_size": a.field_size, "batch": a.batch}
+                "field_size": a.field_size, "batch": a.batch,
+                "poll_period_ms": getattr(a, "poll_period_ms", 0)}
 
     def group(name, role, steps, drop):
         return {"name": name, "drop": drop,
@@ -84,6 +85,15 @@ def plan(a, rep, writers, readers):
         return [group("write", "write", rng(s0, ns), False)]
     if a.scenario == "read":
         return [group("read", "read", rng(s0, ns), drop)]
+    if a.scenario == "follow":
+        # As fieldstore's --scenario follow: readers follow every member of
+        # the steps being written, polling list (FDB5 cannot wait).
+        following = rng(s0 + ns, ns)
+        everyone = rng(a.number, writers * a.nensembles)
+        fol = group("follow", "write", following, False)
+        for r in range(readers):
+            fol["tasks"].append(task("follow", writers + r, following, everyone))
+        return [group("write-alone", "write", rng(s0, ns), False), fol]
     k = max(1, a.read_multiplier)
     populated = rng(s0, ns * k)
     cont = group("wr", "write", rng(s0 + ns * (k + 1), ns), drop)
@@ -151,6 +161,7 @@ def worker():
                 t = time.perf_counter()
                 fdb.flush()
                 add("flush", t)
+                res.setdefault("flushed_at", []).append([s, m, now()])
     elif task["role"] == "read":
         for req, expected in reqs:
             t = time.perf_counter()
@@ -169,6 +180,39 @@ def worker():
             res["fields"] += found
             res["expected"] += expected
             res["missing"] += max(0, expected - found)
+    elif task["role"] == "follow":
+        # Poll list of each step until all of it is there, read what is
+        # new, note when each (step, member) was first seen.
+        per_step = len(members) * len(levels) * len(params)
+        res["expected"] = per_step * len(steps)
+        seen, got = {}, set()
+        deadline = time.time() + 600
+        for s in steps:
+            req = dict(base, step=[str(s)], number=sl(members), levelist=sl(levels), param=sl(params))
+            have = 0
+            while have < per_step and time.time() < deadline:
+                t = time.perf_counter()
+                listed = list(fdb.list(req, level=3))
+                at = now()
+                t = add("list (poll)", t)
+                have = len(listed)
+                for el in listed:
+                    k = el.combined_key() if hasattr(el, "combined_key") else el["keys"]
+                    ident = (int(k["step"]), int(k["number"]), k["levelist"], k["param"])
+                    if ident in got:
+                        continue
+                    got.add(ident)
+                    seen.setdefault((ident[0], ident[1]), at)
+                    t = time.perf_counter()
+                    with el.data_handle as dh:
+                        n = len(dh.read())
+                    add("read", t)
+                    res["fields"] += 1
+                    res["bytes"] += n
+                if have < per_step and task["poll_period_ms"]:
+                    time.sleep(task["poll_period_ms"] / 1000)
+        res["missing"] = res["expected"] - res["fields"]
+        res["seen_at"] = sorted(([st, m, t] for (st, m), t in seen.items()), key=lambda x: x[2])
     else:
         first = True
         for s in steps:
@@ -281,6 +325,24 @@ def row(phase, procs):
             "per_process": procs}
 
 
+def latency(writers, followers):
+    """Flush-to-visible latency as fieldstore_hammer::report::Latency."""
+    done = {(s, m): t for w in writers for s, m, t in w.get("flushed_at", [])}
+    ms, before = [], 0
+    for f in followers:
+        for s, m, t in f.get("seen_at", []):
+            if (s, m) in done:
+                d = (t - done[(s, m)]) * 1000.0
+                before += d < 0
+                ms.append(max(0.0, d))
+    if not ms:
+        return None
+    ms.sort()
+    at = lambda q: ms[round((len(ms) - 1) * q)]
+    return {"samples": len(ms), "p50_ms": at(0.5), "p99_ms": at(0.99), "max_ms": ms[-1],
+            "before_return": before}
+
+
 def summarise_values(v):
     v = sorted(x for x in v if x is not None)
     if not v:
@@ -294,7 +356,7 @@ def run(a):
     writers = max(1, a.processes)
     readers = a.readers or writers
     report = {"system": "fdb5-pyfdb", "scenario": a.scenario, "processes": writers,
-              "readers": readers if a.scenario == "wr" else 0, "field_bytes": a.field_size,
+              "readers": readers if a.scenario in ("wr", "follow") else 0, "field_bytes": a.field_size,
               "load_before": open("/proc/loadavg").read().split()[:3], "repetitions": []}
     for rep in range(a.repetitions):
         r = {"index": rep, "rows": [], "caches_dropped": None}
@@ -305,6 +367,12 @@ def run(a):
             if g["name"] == "wr":
                 new = [row("wr-write", [p for p in res if p["role"] == "write"]),
                        row("wr-read", [p for p in res if p["role"] == "read"])]
+            elif g["name"] == "follow":
+                w = [p for p in res if p["role"] == "write"]
+                f = [p for p in res if p["role"] == "follow"]
+                fr = row("follow-read", f)
+                fr["latency"] = latency(w, f)
+                new = [row("follow-write", w), fr]
             else:
                 new = [row(g["name"], res)]
             for rw in new:
@@ -732,7 +800,8 @@ def main():
     for name in ("run", "params"):
         p = sub.add_parser(name)
         p.add_argument("--config", required=True, help="FDB5 config YAML")
-        p.add_argument("--scenario", choices=["a", "wr", "write", "read"], default="a")
+        p.add_argument("--scenario", choices=["a", "wr", "write", "read", "follow"], default="a")
+        p.add_argument("--poll-period-ms", type=int, default=0)
         p.add_argument("--processes", type=int, default=1)
         p.add_argument("--readers", type=int)
         p.add_argument("--nsteps", type=int, default=1)
