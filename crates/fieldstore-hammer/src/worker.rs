@@ -461,10 +461,16 @@ fn follow(task: &Task, fs: &FieldStore, ops: &mut Ops, r: &mut ProcResult) -> Re
             loop {
                 let t = Instant::now();
                 let next = watch.next();
-                let at = now();
                 ops.add("watch", t);
                 let Some(event) = next else { break };
-                take(&event?.element, at, r, ops)?;
+                let event = event?;
+                // When the look found it, not when this loop got to it
+                // (it may have been reading the fields found before).
+                let at = event
+                    .seen_at
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0.0, |d| d.as_secs_f64());
+                take(&event.element, at, r, ops)?;
             }
         }
         crate::args::FollowMode::Poll => {

@@ -60,6 +60,10 @@ pub struct WatchEvent {
     pub element: ListElement,
     /// The key was reported before, with other bytes: archived again.
     pub replaced: bool,
+    /// When the look that found it ended: a caller that is busy with
+    /// earlier events takes this one later, and can tell by how much.
+    #[serde(skip)]
+    pub seen_at: std::time::SystemTime,
 }
 
 type FieldId = (DatasetKey, CollocationKey, ElementKey);
@@ -319,6 +323,7 @@ impl Watch<'_> {
                 }
                 true
             })?;
+        let seen_at = std::time::SystemTime::now();
         // Newest first within a collocation: oldest first is flush order.
         new.reverse();
         if let Some(gone) = self.datasets.iter().find(|d| !present.contains(*d)) {
@@ -343,6 +348,7 @@ impl Watch<'_> {
             self.queue.push_back(WatchEvent {
                 element: e,
                 replaced,
+                seen_at,
             });
         }
         Ok(())
