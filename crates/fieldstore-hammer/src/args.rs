@@ -159,6 +159,10 @@ pub struct HammerArgs {
     /// follow: how readers learn of flushes.
     #[arg(long, value_enum, default_value_t = FollowMode::Watch)]
     pub follow: FollowMode,
+    /// follow: readers only learn of the fields, they do not read them
+    /// (what watching itself costs the writers).
+    #[arg(long)]
+    pub follow_no_read: bool,
     /// follow --follow poll: pause between two lists (0: none, as fast as
     /// the catalogue answers).
     #[arg(long, default_value_t = 0)]

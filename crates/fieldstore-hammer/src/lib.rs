@@ -219,6 +219,7 @@ pub fn plan(args: &HammerArgs, rep: u32, writers: u32, readers: u32) -> Result<V
         detailed: args.detailed,
         follow: args.follow,
         poll_period_ms: args.poll_period_ms,
+        follow_no_read: args.follow_no_read,
     };
     let ns = args.nsteps;
     let s0 = args.step;
@@ -333,8 +334,11 @@ fn base_report(args: &HammerArgs, launcher: String, writers: u32, readers: u32) 
         store: match (&args.config, &args.root) {
             (Some(c), _) => format!("config {}", c.display()),
             (None, Some(r)) => format!("embedded POSIX store at {}", r.display()),
-            (None, None) => "the environment's store (FIELDSTORE_CONFIG / FIELDSTORE_ROOT)".into(),
-        },
+            (None, None) => {
+                "the environment's store (FIELDSTORE_CONFIG / FIELDSTORE_ROOT, else ./fieldstore-data)"
+                    .into()
+            }
+        } + ", with the hammer's own schema (fdb-hammer's, whatever the config names)",
         check: if args.full_check {
             "full".into()
         } else if args.md_check {

@@ -59,22 +59,25 @@ pub struct StoreSpec {
 }
 
 impl StoreSpec {
-    /// Open the store.
+    /// Open the store, always with the hammer's own schema (fdb-hammer's):
+    /// its keys (no `domain`, `number` on every type) fit it, not every
+    /// schema a config names — ECMWF's requires `domain` — and the datasets
+    /// it writes (their own `expver`) keep to themselves whatever else the
+    /// store holds. The report says so.
     ///
     /// # Errors
     /// Configuration and I/O errors.
     pub fn open(&self) -> Result<FieldStore> {
-        let config = if let Some(c) = &self.config {
+        let mut config = if let Some(c) = &self.config {
             Config::from_file(c)?
         } else if let Some(root) = &self.root {
             std::fs::create_dir_all(root)
                 .map_err(|e| Error::io(format!("creating root {}", root.display()), e))?;
-            let mut c = Config::embedded(root);
-            c.schema = Schema::parse("hammer.schema", HAMMER_SCHEMA)?;
-            c
+            Config::embedded(root)
         } else {
             Config::from_env()?
         };
+        config.schema = Schema::parse("hammer.schema", HAMMER_SCHEMA)?;
         FieldStore::open(config)
     }
 
@@ -129,6 +132,9 @@ pub struct Task {
     /// Follow by polling: pause between lists, ms.
     #[serde(default)]
     pub poll_period_ms: u64,
+    /// Follow without reading the fields.
+    #[serde(default)]
+    pub follow_no_read: bool,
 }
 
 impl Task {
@@ -434,6 +440,10 @@ fn follow(task: &Task, fs: &FieldStore, ops: &mut Ops, r: &mut ProcResult) -> Re
         if let Ok(id) = Identity::of_key(&key) {
             let k = (id.step as u32, id.number as u32);
             seen.entry(k).or_insert(at);
+        }
+        if task.follow_no_read {
+            r.fields += 1;
+            return Ok(());
         }
         if let Some(loc) = &e.location {
             let t = Instant::now();

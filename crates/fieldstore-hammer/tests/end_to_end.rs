@@ -337,3 +337,46 @@ fn follow_reads_every_flushed_field_and_measures_its_latency() {
         assert!(text.contains("writers with followers keep"), "{text}");
     }
 }
+
+/// With no set-up: the default embedded store (no --root, no config) and a
+/// config whose schema is ECMWF's (which the hammer's keys do not fit) both
+/// work, because the hammer brings its own schema, and the report says so.
+#[test]
+fn runs_on_the_default_store_and_on_a_config_with_another_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    // A config without a schema (ECMWF's, embedded) on a root of its own.
+    let root = dir.path().join("configured");
+    std::fs::create_dir(&root).unwrap();
+    let config = dir.path().join("config.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "type: local\nengine: toc\nspaces:\n- roots:\n  - path: {}\n",
+            root.display()
+        ),
+    )
+    .unwrap();
+    let mut a = args(root.clone());
+    a.root = None;
+    a.config = Some(config);
+    let report = run(&a).unwrap();
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+    assert!(
+        report.store.contains("the hammer's own schema"),
+        "{}",
+        report.store
+    );
+    assert_eq!(report.repetitions[0].rows[0].fields, 2 * 2 * 2 * 3);
+    // No config at all: the embedded default, here through FIELDSTORE_ROOT
+    // (the workers inherit the environment).
+    let mut a = args(dir.path().join("unused"));
+    a.root = None;
+    let default_root = dir.path().join("default");
+    // No other test of this binary leaves the store to the environment.
+    std::env::set_var("FIELDSTORE_ROOT", &default_root);
+    let report = run(&a);
+    std::env::remove_var("FIELDSTORE_ROOT");
+    let report = report.unwrap();
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+    assert!(default_root.is_dir());
+}
