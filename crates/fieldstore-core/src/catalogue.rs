@@ -357,6 +357,31 @@ pub trait DatasetReader: Send + Sync + Debug {
         self.scan(collocation, visit)
     }
 
+    /// How far this reader has followed the dataset's log: a number that
+    /// only grows, in one process, across every reader and every
+    /// incarnation of the dataset (wiped and created anew). `0` means the
+    /// backend keeps no positions, and [`DatasetReader::scan_since`] scans
+    /// everything. Default: `0`.
+    fn log_position(&self) -> u64 {
+        0
+    }
+
+    /// As [`DatasetReader::scan_where`], but a backend may skip what it
+    /// had applied by `position` (a [`DatasetReader::log_position`] of this
+    /// reader): what `watch` looks at when it looks again. It may visit
+    /// more (the default visits everything); never less. Default:
+    /// `scan_where`.
+    fn scan_since(
+        &self,
+        collocation: &CollocationKey,
+        position: u64,
+        admits: &dyn Fn(&Axes) -> bool,
+        visit: &mut dyn FnMut(&ElementKey, &FieldLocation) -> bool,
+    ) -> Result<()> {
+        let _ = position;
+        self.scan_where(collocation, admits, visit)
+    }
+
     /// The operations the dataset is locked against, as of the last
     /// refresh. Default: none.
     fn locks(&self) -> Locks {

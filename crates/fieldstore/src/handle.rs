@@ -312,7 +312,7 @@ impl FieldStore {
     /// Whether a listing over `request` may show `dataset`, given its
     /// locks: a list-locked dataset is left out, unless the request names
     /// exactly that dataset, which is an error.
-    fn listable(
+    pub(crate) fn listable(
         &self,
         request: &Request,
         dataset: &DatasetKey,
@@ -400,6 +400,7 @@ impl FieldStore {
                 &mut HashSet::new(),
                 damage,
                 &mut listable,
+                None,
                 visit,
             )?;
             return Ok(());

@@ -134,6 +134,7 @@ impl FieldStore {
                 &mut fresh,
                 &mut damage,
                 &mut retrievable,
+                None,
                 &mut keep,
             )?;
         }

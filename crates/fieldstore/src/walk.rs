@@ -5,7 +5,7 @@
 //! index block's axes. Damage met on the way is collected, not fatal: the
 //! caller reports it once everything readable was visited.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use fieldstore_core::{DatasetKey, Level, Result, Selector};
 
@@ -18,6 +18,12 @@ impl FieldStore {
     /// or element level): a dataset only when `admit` says so (it may also
     /// fail: a lock). `visit` returns `false` to stop; the walk then
     /// returns `Ok(false)`.
+    ///
+    /// With `since`, a dataset's entries are those its reader learnt of
+    /// after the position `since` holds for it (none: all), and `since`
+    /// gets each walked dataset's position, for the next walk
+    /// ([`DatasetReader::scan_since`]; `watch`'s looks).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn walk(
         &self,
         selector: &Selector<'_>,
@@ -25,6 +31,7 @@ impl FieldStore {
         fresh: &mut HashSet<DatasetKey>,
         damage: &mut BTreeSet<String>,
         admit: &mut dyn FnMut(&DatasetKey, &dyn DatasetReader) -> Result<bool>,
+        mut since: Option<&mut HashMap<DatasetKey, u64>>,
         visit: &mut dyn FnMut(ListElement) -> bool,
     ) -> Result<bool> {
         let mut datasets = self.catalogue().datasets()?;
@@ -40,6 +47,15 @@ impl FieldStore {
                 continue;
             }
             damage.extend(reader.damage(None));
+            // Before the scans: entries learnt of while scanning are after
+            // it, and the next walk sees them.
+            let from = match since.as_deref_mut() {
+                Some(marks) => {
+                    let now = reader.log_position();
+                    Some(marks.insert(dataset.clone(), now).unwrap_or(0))
+                }
+                None => None,
+            };
             for info in reader.collocations()? {
                 let Some(cm) = selector.match_collocation(&dm, &info.key) else {
                     continue;
@@ -64,22 +80,28 @@ impl FieldStore {
                 let mut stop = false;
                 // Skip index blocks whose own axes exclude the request.
                 let admits = |axes: &crate::catalogue::Axes| filter.admits_axes(axes);
-                reader.scan_where(&info.key, &admits, &mut |element, location| {
-                    if !filter.matches(element) {
-                        return true;
-                    }
-                    if !options.duplicates && !seen.insert(element.clone()) {
-                        return true;
-                    }
-                    let e = ListElement {
-                        dataset: dataset.clone(),
-                        collocation: info.key.clone(),
-                        element: element.clone(),
-                        location: Some(location.clone()),
+                let mut each =
+                    |element: &fieldstore_core::ElementKey,
+                     location: &fieldstore_core::FieldLocation| {
+                        if !filter.matches(element) {
+                            return true;
+                        }
+                        if !options.duplicates && !seen.insert(element.clone()) {
+                            return true;
+                        }
+                        let e = ListElement {
+                            dataset: dataset.clone(),
+                            collocation: info.key.clone(),
+                            element: element.clone(),
+                            location: Some(location.clone()),
+                        };
+                        stop = !visit(e);
+                        !stop
                     };
-                    stop = !visit(e);
-                    !stop
-                })?;
+                match from {
+                    Some(position) => reader.scan_since(&info.key, position, &admits, &mut each)?,
+                    None => reader.scan_where(&info.key, &admits, &mut each)?,
+                }
                 damage.extend(reader.damage(Some(&info.key)));
                 if stop {
                     return Ok(false);

@@ -98,6 +98,9 @@ pub struct Watch<'a> {
     /// Datasets something was reported from: one of them gone means it was
     /// wiped under the watch.
     datasets: HashSet<DatasetKey>,
+    /// How far each dataset's log was looked at: a look scans only what
+    /// came after (`DatasetReader::scan_since`), so it costs what is new.
+    marks: HashMap<DatasetKey, u64>,
     /// With `until_complete`: the request's points (its keywords' values,
     /// one combination each) no reported field has yet.
     missing: Option<HashSet<String>>,
@@ -264,6 +267,7 @@ impl<'a> Watch<'a> {
             queue: VecDeque::new(),
             seen: HashMap::new(),
             datasets: HashSet::new(),
+            marks: HashMap::new(),
             missing,
             reported: 0,
             looked: false,
@@ -311,10 +315,23 @@ impl Watch<'_> {
         self.looked = true;
         let mut new = Vec::new();
         let mut present = HashSet::new();
+        let mut damage = std::collections::BTreeSet::new();
         let seen = &self.seen;
-        self.fs
-            .visit(&self.request, ListOptions::default(), &mut |e| {
-                present.insert(e.dataset.clone());
+        let fs = &*self.fs;
+        let request = &self.request;
+        let selector = fs.schema().selector(request)?;
+        let mut admit = |dataset: &DatasetKey, reader: &dyn fieldstore_core::DatasetReader| {
+            present.insert(dataset.clone());
+            fs.listable(request, dataset, reader.locks())
+        };
+        fs.walk(
+            &selector,
+            ListOptions::default(),
+            &mut HashSet::new(),
+            &mut damage,
+            &mut admit,
+            Some(&mut self.marks),
+            &mut |e| {
                 let id = (e.dataset.clone(), e.collocation.clone(), e.element.clone());
                 match (seen.get(&id), &e.location) {
                     (None, _) => new.push((id, e, false)),
@@ -322,7 +339,15 @@ impl Watch<'_> {
                     _ => {}
                 }
                 true
-            })?;
+            },
+        )?;
+        if !damage.is_empty() {
+            let list: Vec<String> = damage.into_iter().collect();
+            return Err(Error::corrupt(format!(
+                "the watched request names damaged places: {}",
+                list.join("; ")
+            )));
+        }
         let seen_at = std::time::SystemTime::now();
         // Newest first within a collocation: oldest first is flush order.
         new.reverse();

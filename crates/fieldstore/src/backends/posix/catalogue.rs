@@ -576,6 +576,8 @@ pub(super) struct BlockRef {
     pub(super) file: String,
     offset: u64,
     length: u32,
+    /// When this reader learnt of the block ([`next_position`]).
+    position: u64,
     /// The values each element keyword takes in this block (from the
     /// FLUSH record): lists skip blocks that cannot hold what they look
     /// for, without reading them.
@@ -735,6 +737,15 @@ pub struct TocReader {
     state: Mutex<ReaderState>,
 }
 
+/// The positions of blocks in readers' logs: one counter for the process,
+/// so that positions only grow across readers and across incarnations of a
+/// dataset (a reader that reopens a dataset created anew goes on counting).
+static POSITIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+fn next_position() -> u64 {
+    POSITIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1
+}
+
 /// A WIPE record: collocations hidden, units left to remove.
 pub(super) fn encode_wipe(collocations: &[CollocationKey], units: &[String]) -> Vec<u8> {
     let mut p = Enc::default();
@@ -847,6 +858,7 @@ impl TocReader {
                     file,
                     offset,
                     length,
+                    position: next_position(),
                     axes,
                 },
             ));
@@ -1294,6 +1306,28 @@ impl DatasetReader for TocReader {
 
     fn torn(&self) -> Vec<String> {
         self.state().torn.clone()
+    }
+
+    fn log_position(&self) -> u64 {
+        let st = self.state();
+        st.collocations
+            .values()
+            .filter_map(|c| c.blocks.last().map(|b| b.position))
+            .max()
+            .unwrap_or(0)
+    }
+
+    fn scan_since(
+        &self,
+        collocation: &CollocationKey,
+        position: u64,
+        admits: &dyn Fn(&Axes) -> bool,
+        visit: &mut dyn FnMut(&ElementKey, &FieldLocation) -> bool,
+    ) -> Result<()> {
+        let (blocks, removed) =
+            self.blocks_where(collocation, &|b| b.position > position && admits(&b.axes))?;
+        visit_newest_first(blocks.iter().map(|b| b.entries.as_slice()), &removed, visit);
+        Ok(())
     }
 
     fn damage(&self, collocation: Option<&CollocationKey>) -> Vec<String> {
