@@ -111,3 +111,23 @@ fn retrieve_waits_for_the_last_field() {
         "{r:?}"
     );
 }
+
+/// The polling fallback (for NFS and Lustre, where inotify does not see
+/// other nodes' writes), forced: the same lines, found by polling.
+#[test]
+fn watch_by_polling_sees_each_flush() {
+    let env = Env::new();
+    env.archive(&key(0), b"zero");
+    let mut child = env
+        .command()
+        .args(["watch", "class=od", "--poll", "--count", "2", "--timeout", "60"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start the watcher");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let mut next = || lines.next().expect("a line").expect("utf-8");
+    assert!(next().ends_with("{step=0,param=167}"));
+    env.archive(&key(6), b"six");
+    assert!(next().ends_with("{step=6,param=167}"));
+    assert!(child.wait().expect("ends at its count").success());
+}
