@@ -24,6 +24,7 @@ mod format;
 mod naming;
 mod rados;
 mod store;
+mod waiter;
 
 #[cfg(test)]
 mod layout_bench;
@@ -31,3 +32,4 @@ mod layout_bench;
 pub use catalogue::{RadosCatalogue, RadosReader};
 pub use config::RadosConfig;
 pub use store::RadosStore;
+pub use waiter::{RadosWaiter, Wake, POLL, RESCAN};
