@@ -75,6 +75,16 @@ const NOTIFY_TIMEOUT_MS: u64 = 1_000;
 /// Tell the watchers of `object` that it changed (see [`crate::waiter`]):
 /// an asynchronous notify, never waited for. A notify that cannot be sent
 /// is dropped: watchers poll, so it costs them latency only.
+///
+/// Cost per flush: the writer's thread allocates a completion and queues
+/// one message (microseconds); the completion's callback releases it when
+/// the watchers acked or the timeout passed, on librados's thread. The OSD
+/// handles one more operation per flush — no disk write, no PG log entry —
+/// and sends one message per watcher. Measured by the ignored test
+/// `notify_cost` (single-node cluster sharing 2 cores with the client, one
+/// 100-byte field per flush): 0.66–0.70 ms per flush without notifies,
+/// 0.68–0.75 ms with notifies and no watcher, 0.76–0.79 ms with two
+/// watchers: at most 0.1 ms, the OSD's work on the shared cores.
 fn notify(pool: &Pool, object: &str, enabled: bool) {
     if enabled {
         let _ = pool.notify_async(object, NOTIFY_TIMEOUT_MS);

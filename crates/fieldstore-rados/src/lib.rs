@@ -9,6 +9,10 @@
 //!   of flush records, its omap the index blocks they name; one compound
 //!   (atomic) write operation per flush. A root object's omap lists the
 //!   datasets.
+//! - **Waiting for flushes** (`watch`, `retrieve --wait`): librados
+//!   watch/notify ([`RadosWaiter`]); writers notify a dataset's head object
+//!   after each flush, asynchronously, and watchers poll every 50 ms at
+//!   most in case a notify is lost.
 //!
 //! librados is loaded at run time (`dlopen` of `librados.so.2`, or the path
 //! in `FIELDSTORE_LIBRADOS`): building needs no Ceph, and a missing library

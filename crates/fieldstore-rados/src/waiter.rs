@@ -20,9 +20,9 @@
 //! root was notified, and at least every [`RESCAN`]); if it did either it
 //! returns at once, since a change may have come before the watch.
 //!
-//! A client that may not watch (watch is a write operation in Ceph: a
-//! read-only client gets `EPERM`) waits by polling alone; `mechanism()`
-//! says so.
+//! A client the cluster refuses a watch (watch is a write operation in
+//! Ceph: a user with read-only caps) waits by polling alone;
+//! `mechanism()` says so.
 
 use std::collections::HashMap;
 use std::ffi::{c_int, c_void, CString};

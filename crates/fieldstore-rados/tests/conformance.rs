@@ -465,3 +465,67 @@ fn lost_notifies_are_covered_by_polling() {
     }
     assert_eq!(waiter.notifies(), 0);
 }
+
+/// What a writer's notify costs per flush: flushes of one small field,
+/// without notifies, with notifies and no watcher, and with notifies and
+/// two watchers following the dataset. Prints the mean flush time of each.
+/// Run: `cargo test -p fieldstore-rados --release --test conformance
+/// notify_cost -- --ignored --nocapture`.
+#[test]
+#[ignore = "a measurement"]
+fn notify_cost() {
+    use fieldstore::ChangeWaiter;
+    let Some(c) = common::cluster() else { return };
+    let n = 400u32;
+    let mut results = Vec::new();
+    for (label, notify, watchers) in [
+        ("notify: false", false, 0),
+        ("notify, no watcher", true, 0),
+        ("notify, 2 watchers", true, 2),
+        ("notify: false, 2 watchers", false, 2),
+    ] {
+        let ns = common::namespace("cost");
+        let mut config = c.config("rados", "rados", &ns, None);
+        let mut section = config.backend("rados").clone();
+        section["notify"] = serde_json::json!(notify);
+        config.backends.insert("rados".into(), section);
+        let writer = must(FieldStore::open(config.clone()), "open the writer");
+        archive_payload(&writer, &PL.key("cost"), 1, 100, 100);
+        must(writer.flush(), "flush");
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        let wakes = std::sync::atomic::AtomicU64::new(0);
+        let mean = std::thread::scope(|scope| {
+            for _ in 0..watchers {
+                let catalogue = rados_catalogue(&config);
+                let (stop, wakes) = (&stop, &wakes);
+                scope.spawn(move || {
+                    let mut w = must(catalogue.change_waiter(), "a waiter");
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        must(w.wait(std::time::Duration::from_secs(1)), "wait");
+                        wakes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                });
+            }
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            let t = std::time::Instant::now();
+            for step in 1..=n {
+                archive_payload(&writer, &Spec { step, ..PL }.key("cost"), 1, 100, 100);
+                must(writer.flush(), "flush");
+            }
+            let mean = t.elapsed() / n;
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            mean
+        });
+        let t = std::time::Instant::now();
+        drop(writer);
+        results.push(format!(
+            "{label}: {mean:?} per flush (archive + flush of one 100-byte field), \
+             closing the writer {:?}, watchers' wakes {}",
+            t.elapsed(),
+            wakes.load(std::sync::atomic::Ordering::Relaxed)
+        ));
+    }
+    for r in results {
+        eprintln!("{r}");
+    }
+}
