@@ -38,6 +38,7 @@ use crate::config::RadosConfig;
 use crate::format::{self, Dec, Enc, Framed};
 use crate::naming::{self, ROOT};
 use crate::rados::{Pool, WriteOp, ECANCELED, EEXIST, EFBIG, ENOENT};
+use crate::waiter::RadosWaiter;
 
 /// Index entries per block (one omap value).
 const BLOCK_ENTRIES: usize = 4096;
@@ -62,6 +63,33 @@ const ARCHIVE_LOCKED: &[u8] = b"!archive-locked";
 const LOCKS: &[u8] = b"!locks";
 /// Prefix of the root omap keys of list-locked datasets.
 const LIST_LOCKED: &str = "!list-locked ";
+/// How long librados keeps a writer's notify open waiting for watchers'
+/// acknowledgements (a watcher that died keeps its watch until the OSD
+/// times it out, 30 s by default). The writer never waits for it, but
+/// closing the handle waits for the notifies still in flight (librados
+/// must not be shut down under one), so this bounds that wait. Watchers
+/// receive a notify when it is sent; the timeout only ends the wait for
+/// their acknowledgements.
+const NOTIFY_TIMEOUT_MS: u64 = 1_000;
+
+/// Tell the watchers of `object` that it changed (see [`crate::waiter`]):
+/// an asynchronous notify, never waited for. A notify that cannot be sent
+/// is dropped: watchers poll, so it costs them latency only.
+///
+/// Cost per flush: the writer's thread allocates a completion and queues
+/// one message (microseconds); the completion's callback releases it when
+/// the watchers acked or the timeout passed, on librados's thread. The OSD
+/// handles one more operation per flush — no disk write, no PG log entry —
+/// and sends one message per watcher. Measured by the ignored test
+/// `notify_cost` (single-node cluster sharing 2 cores with the client, one
+/// 100-byte field per flush): 0.66–0.70 ms per flush without notifies,
+/// 0.68–0.75 ms with notifies and no watcher, 0.76–0.79 ms with two
+/// watchers: at most 0.1 ms, the OSD's work on the shared cores.
+fn notify(pool: &Pool, object: &str, enabled: bool) {
+    if enabled {
+        let _ = pool.notify_async(object, NOTIFY_TIMEOUT_MS);
+    }
+}
 
 /// What a segment's `!sealed` key says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -185,6 +213,8 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 pub struct RadosCatalogue {
     pool: Arc<Pool>,
     log_segment_size: u64,
+    /// Notify watchers after each change (`rados.notify`).
+    notify: bool,
 }
 
 impl RadosCatalogue {
@@ -197,7 +227,17 @@ impl RadosCatalogue {
         Ok(RadosCatalogue {
             pool: Arc::new(config.open_pool()?),
             log_segment_size: config.log_segment_size,
+            notify: config.notify,
         })
+    }
+
+    /// A [`RadosWaiter`]: what [`Catalogue::waiter`] gives, with its
+    /// counters (notifications received, why the last wait returned).
+    ///
+    /// # Errors
+    /// I/O errors listing the datasets.
+    pub fn change_waiter(&self) -> Result<RadosWaiter> {
+        RadosWaiter::new(self.pool.clone())
     }
 
     /// Open the catalogue a `rados:` configuration section describes.
@@ -320,8 +360,8 @@ fn ensure_dataset(pool: &Pool, object: &str, key: &DatasetKey, schema: &Schema) 
 /// Register a dataset in the root object's omap (after its first flush, so
 /// that a dataset is listed once something in it is visible): set the
 /// entry only if it is absent (a missing key compares equal to the empty
-/// value; stored values are never empty).
-fn register(pool: &Pool, object: &str, key: &DatasetKey) -> Result<()> {
+/// value; stored values are never empty). Whether this call set it.
+fn register(pool: &Pool, object: &str, key: &DatasetKey) -> Result<bool> {
     let k = key.to_string();
     let registered = |pool: &Pool| -> Result<Option<Vec<u8>>> {
         match pool.omap_get(ROOT, &[k.as_bytes()]) {
@@ -336,7 +376,7 @@ fn register(pool: &Pool, object: &str, key: &DatasetKey) -> Result<()> {
         op.omap_cmp_eq(k.as_bytes(), b"");
         op.omap_set(&[(k.as_bytes(), object.as_bytes())]);
         match pool.operate(ROOT, &op) {
-            Ok(()) => return Ok(()),
+            Ok(()) => return Ok(true),
             Err(e) if e == ECANCELED || e == ENOENT => current = registered(pool)?,
             Err(e) => {
                 return Err(e.error(format!("registering dataset {key} in {}", pool.what(ROOT))))
@@ -350,11 +390,11 @@ fn register(pool: &Pool, object: &str, key: &DatasetKey) -> Result<()> {
             pool.operate(ROOT, &op).map_err(|e| {
                 e.error(format!("registering dataset {key} in {}", pool.what(ROOT)))
             })?;
-            return Ok(());
+            return Ok(true);
         }
     }
     match current {
-        Some(v) if v == object.as_bytes() => Ok(()),
+        Some(v) if v == object.as_bytes() => Ok(false),
         Some(v) => Err(Error::new(
             ErrorKind::InvalidConfig,
             format!(
@@ -363,7 +403,7 @@ fn register(pool: &Pool, object: &str, key: &DatasetKey) -> Result<()> {
                 String::from_utf8_lossy(&v)
             ),
         )),
-        None => Ok(()),
+        None => Ok(false),
     }
 }
 
@@ -375,6 +415,7 @@ impl Catalogue for RadosCatalogue {
             pool: self.pool.clone(),
             key: dataset.clone(),
             registered: false,
+            notify: self.notify,
             object,
             segment: 0,
             segment_size: self.log_segment_size,
@@ -383,6 +424,10 @@ impl Catalogue for RadosCatalogue {
             flushes: 0,
             pending: PendingEntries::new(),
         }))
+    }
+
+    fn waiter(&self) -> Result<Box<dyn fieldstore_core::ChangeWaiter>> {
+        Ok(Box::new(self.change_waiter()?))
     }
 
     fn datasets(&self) -> Result<Vec<DatasetKey>> {
@@ -508,6 +553,7 @@ impl Catalogue for RadosCatalogue {
                 op.omap_rm_keys(&[ARCHIVE_LOCKED]);
             }
         })?;
+        notify(&self.pool, &object, self.notify);
         // 3. Dataset listings read the root only.
         let marker = format!("{LIST_LOCKED}{dataset}");
         let mut op = WriteOp::new()?;
@@ -571,7 +617,10 @@ impl Catalogue for RadosCatalogue {
             op.omap_set(&[(SEALED, WIPED_SEAL)]);
             op.append(&record(format::WIPED, &|_| {}));
             match self.pool.operate(&obj, &op) {
-                Ok(()) => break,
+                Ok(()) => {
+                    notify(&self.pool, &object, self.notify);
+                    break;
+                }
                 Err(e) if e == ECANCELED || e == ENOENT => continue,
                 Err(e) => return Err(e.error(format!("wiping {}", self.pool.what(&obj)))),
             }
@@ -596,15 +645,15 @@ impl Catalogue for RadosCatalogue {
         let mut op = WriteOp::new()?;
         op.omap_rm_keys(&[k.as_bytes(), marker.as_bytes()]);
         match self.pool.operate(ROOT, &op) {
-            Ok(()) => {}
+            Ok(()) => notify(&self.pool, ROOT, self.notify),
             Err(e) if e == ENOENT => {}
             Err(e) => {
                 return Err(e.error(format!("unregistering {k} from {}", self.pool.what(ROOT))))
             }
         }
         if let Some((_, seal)) = last_segment(&self.pool, &object)? {
-            if seal != Seal::Wiped {
-                register(&self.pool, &object, dataset)?;
+            if seal != Seal::Wiped && register(&self.pool, &object, dataset)? {
+                notify(&self.pool, ROOT, self.notify);
             }
         }
         Ok(())
@@ -627,7 +676,9 @@ impl Catalogue for RadosCatalogue {
                 p.str(u);
             }
         });
-        append_log(&self.pool, &object, dataset, &rec, &|_| {})
+        append_log(&self.pool, &object, dataset, &rec, &|_| {})?;
+        notify(&self.pool, &object, self.notify);
+        Ok(())
     }
 
     fn reclaim(
@@ -648,6 +699,7 @@ impl Catalogue for RadosCatalogue {
                 }
             });
             append_log(&self.pool, &object, dataset, &rec, &|_| {})?;
+            notify(&self.pool, &object, self.notify);
         }
         Ok(Vec::new())
     }
@@ -659,6 +711,8 @@ struct RadosCatalogueWriter {
     key: DatasetKey,
     /// Whether this writer saw the dataset registered in the root.
     registered: bool,
+    /// Notify watchers after each flush (`rados.notify`).
+    notify: bool,
     /// The dataset object (log segment 0).
     object: String,
     /// The log segment this writer appends to (the last one it knows).
@@ -884,6 +938,9 @@ impl CatalogueWriter for RadosCatalogueWriter {
                 )));
             }
         }
+        // Visible now: wake the watchers of the dataset's head object
+        // (whatever segment the record went to), without waiting for them.
+        notify(&self.pool, &self.object, self.notify);
         self.since_stat += 1;
         if self.since_stat >= STAT_EVERY || self.segment_size < (1 << 20) {
             self.since_stat = 0;
@@ -900,7 +957,10 @@ impl CatalogueWriter for RadosCatalogueWriter {
             }
         }
         if !self.registered {
-            register(&self.pool, &self.object, &self.key)?;
+            // A new dataset: the watchers of the root learn of it.
+            if register(&self.pool, &self.object, &self.key)? {
+                notify(&self.pool, ROOT, self.notify);
+            }
             self.registered = true;
         }
         Ok(())

@@ -14,6 +14,7 @@
 //!                               # capped at the cluster's osd_max_object_size)
 //!   in_flight: 16               # asynchronous writes in flight per writer
 //!   log_segment_size: 67108864  # a dataset's log continues in a new object past this
+//!   notify: true                # writers notify watchers (rados watch/notify) after each flush
 //! ```
 
 use std::collections::HashMap;
@@ -45,6 +46,11 @@ pub struct RadosConfig {
     pub in_flight: usize,
     /// A dataset's log continues in a new segment object past this size.
     pub log_segment_size: u64,
+    /// Writers send an asynchronous notify to the dataset's head object
+    /// after each flush (and to the root when they register a dataset), so
+    /// that watchers wake at once; without it watchers see flushes within
+    /// their 50 ms poll.
+    pub notify: bool,
 }
 
 const KEYS: &[&str] = &[
@@ -57,6 +63,7 @@ const KEYS: &[&str] = &[
     "object_size",
     "in_flight",
     "log_segment_size",
+    "notify",
 ];
 
 fn invalid(message: impl Into<String>) -> Error {
@@ -76,6 +83,7 @@ impl RadosConfig {
             object_size: 64 << 20,
             in_flight: 16,
             log_segment_size: 64 << 20,
+            notify: true,
         }
     }
 
@@ -144,6 +152,15 @@ impl RadosConfig {
         if let Some(n) = number("in_flight", 1024)? {
             c.in_flight = n as usize;
         }
+        match map.get("notify") {
+            None | Some(Value::Null) => {}
+            Some(Value::Bool(b)) => c.notify = *b,
+            Some(other) => {
+                return Err(invalid(format!(
+                    "rados.notify must be true or false, not {other}"
+                )))
+            }
+        }
         Ok(c)
     }
 
@@ -192,6 +209,9 @@ mod tests {
         assert_eq!(c.timeout_secs, 5);
         assert_eq!(c.namespace, "");
         assert_eq!(c.object_size, 64 << 20);
+        assert!(c.notify, "writers notify by default");
+        let quiet = RadosConfig::from_value(&serde_json::json!({"pool": "p", "notify": false}));
+        assert!(!quiet.unwrap().notify);
     }
 
     #[test]
@@ -210,6 +230,10 @@ mod tests {
             (
                 serde_json::json!({"pool": ["p"]}),
                 "rados.pool must be a string",
+            ),
+            (
+                serde_json::json!({"pool": "p", "notify": "yes"}),
+                "rados.notify must be true or false",
             ),
         ];
         for (v, want) in cases {

@@ -26,6 +26,14 @@ pub(crate) type ReadOp = *mut c_void;
 /// `rados_omap_iter_t`.
 pub(crate) type OmapIter = *mut c_void;
 
+/// `rados_callback_t`: a completion's callback.
+pub(crate) type CompletionCb = unsafe extern "C" fn(Completion, *mut c_void);
+/// `rados_watchcb2_t`: a notify arrived for a watch (arg, notify id,
+/// watch cookie, notifier id, payload, payload length).
+pub(crate) type WatchCb = unsafe extern "C" fn(*mut c_void, u64, u64, u64, *mut c_void, usize);
+/// `rados_watcherrcb_t`: a watch broke (arg, watch cookie, negative errno).
+pub(crate) type WatchErrCb = unsafe extern "C" fn(*mut c_void, u64, c_int);
+
 /// `LIBRADOS_CREATE_EXCLUSIVE`.
 pub(crate) const CREATE_EXCLUSIVE: c_int = 1;
 /// `LIBRADOS_CMPXATTR_OP_EQ`.
@@ -79,7 +87,7 @@ api! {
     rados_read: fn(IoCtx, *const c_char, *mut c_char, usize, u64) -> c_int;
     rados_stat: fn(IoCtx, *const c_char, *mut u64, *mut i64) -> c_int;
     rados_remove: fn(IoCtx, *const c_char) -> c_int;
-    rados_aio_create_completion2: fn(*mut c_void, Option<unsafe extern "C" fn(Completion, *mut c_void)>, *mut Completion) -> c_int;
+    rados_aio_create_completion2: fn(*mut c_void, Option<CompletionCb>, *mut Completion) -> c_int;
     rados_aio_wait_for_complete: fn(Completion) -> c_int;
     rados_aio_get_return_value: fn(Completion) -> c_int;
     rados_aio_release: fn(Completion);
@@ -101,6 +109,11 @@ api! {
     rados_read_op_operate: fn(ReadOp, IoCtx, *const c_char, c_int) -> c_int;
     rados_omap_get_next2: fn(OmapIter, *mut *mut c_char, *mut *mut c_char, *mut usize, *mut usize) -> c_int;
     rados_omap_get_end: fn(OmapIter);
+    rados_watch2: fn(IoCtx, *const c_char, *mut u64, Option<WatchCb>, Option<WatchErrCb>, *mut c_void) -> c_int;
+    rados_unwatch2: fn(IoCtx, u64) -> c_int;
+    rados_watch_flush: fn(Cluster) -> c_int;
+    rados_notify_ack: fn(IoCtx, *const c_char, u64, u64, *const c_char, c_int) -> c_int;
+    rados_aio_notify: fn(IoCtx, *const c_char, Completion, *const c_char, c_int, u64, *mut *mut c_char, *mut usize) -> c_int;
 }
 
 /// The library's file name; `FIELDSTORE_LIBRADOS` overrides it (a path).

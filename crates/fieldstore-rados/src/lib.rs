@@ -9,6 +9,10 @@
 //!   of flush records, its omap the index blocks they name; one compound
 //!   (atomic) write operation per flush. A root object's omap lists the
 //!   datasets.
+//! - **Waiting for flushes** (`watch`, `retrieve --wait`): librados
+//!   watch/notify ([`RadosWaiter`]); writers notify a dataset's head object
+//!   after each flush, asynchronously, and watchers poll every 50 ms at
+//!   most in case a notify is lost.
 //!
 //! librados is loaded at run time (`dlopen` of `librados.so.2`, or the path
 //! in `FIELDSTORE_LIBRADOS`): building needs no Ceph, and a missing library
@@ -24,6 +28,7 @@ mod format;
 mod naming;
 mod rados;
 mod store;
+mod waiter;
 
 #[cfg(test)]
 mod layout_bench;
@@ -31,3 +36,4 @@ mod layout_bench;
 pub use catalogue::{RadosCatalogue, RadosReader};
 pub use config::RadosConfig;
 pub use store::RadosStore;
+pub use waiter::{RadosWaiter, Wake, POLL, RESCAN};

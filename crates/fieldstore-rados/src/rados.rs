@@ -7,7 +7,8 @@
 
 use std::ffi::{c_char, c_int, CStr, CString};
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use fieldstore_core::{Error, ErrorKind, Result};
 
@@ -209,11 +210,54 @@ impl Drop for Cluster {
     }
 }
 
+/// Notifies sent and not completed yet: the I/O context and the cluster
+/// connection must outlive them (librados crashes when it is shut down
+/// under a notify in flight), so dropping a [`Pool`] waits for them.
+#[derive(Debug, Default)]
+struct InFlight {
+    count: Mutex<usize>,
+    done: Condvar,
+}
+
+impl InFlight {
+    fn count(&self) -> MutexGuard<'_, usize> {
+        self.count.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn finished(&self) {
+        let mut n = self.count();
+        *n = n.saturating_sub(1);
+        self.done.notify_all();
+    }
+
+    /// Wait until none is in flight or `limit` passed; whether none is.
+    fn wait_idle(&self, limit: Duration) -> bool {
+        let deadline = Instant::now() + limit;
+        let mut n = self.count();
+        while *n > 0 {
+            let now = Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            n = self
+                .done
+                .wait_timeout(n, deadline - now)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+        true
+    }
+}
+
 /// An I/O context: one pool and one namespace of a cluster.
 pub(crate) struct Pool {
     api: &'static Api,
     io: ffi::IoCtx,
     cluster: Arc<Cluster>,
+    /// Notifies in flight (see [`Pool::notify_async`]).
+    notifies: Arc<InFlight>,
+    /// The longest timeout of a notify sent: how long dropping waits.
+    notify_timeout_ms: std::sync::atomic::AtomicU64,
     /// The pool's name.
     pub(crate) pool: String,
     /// The namespace ("" is the default one).
@@ -263,6 +307,8 @@ impl Pool {
             api,
             io,
             cluster,
+            notifies: Arc::default(),
+            notify_timeout_ms: std::sync::atomic::AtomicU64::new(0),
             pool: pool.to_string(),
             namespace: namespace.to_string(),
         })
@@ -437,6 +483,131 @@ impl Pool {
         Ok(pairs)
     }
 
+    /// Register a watch on `oid`: librados calls `notify` (for each notify
+    /// sent to the object) and `error` (when the watch broke: the
+    /// connection to the OSD was lost or the object was removed) from its
+    /// own threads with `arg`. Returns the watch's cookie.
+    ///
+    /// # Safety
+    /// `arg` must stay valid, and usable from librados's threads, until
+    /// [`Pool::unwatch`] of the returned cookie and then
+    /// [`Pool::watch_flush`] have returned (callbacks already queued may
+    /// run until the flush); the callbacks must not unwind.
+    pub(crate) unsafe fn watch(
+        &self,
+        oid: &CStr,
+        notify: ffi::WatchCb,
+        error: ffi::WatchErrCb,
+        arg: *mut std::ffi::c_void,
+    ) -> std::result::Result<u64, Errno> {
+        let mut cookie = 0u64;
+        // SAFETY: valid I/O context, NUL-terminated name (copied), valid
+        // out-pointer; the caller keeps `arg` valid for the callbacks.
+        let rc = unsafe {
+            (self.api.rados_watch2)(
+                self.io,
+                oid.as_ptr(),
+                &mut cookie,
+                Some(notify),
+                Some(error),
+                arg,
+            )
+        };
+        Errno::check(rc).map(|_| cookie)
+    }
+
+    /// Unregister a watch; no notify is delivered for it once this
+    /// returns, except callbacks already queued ([`Pool::watch_flush`]).
+    pub(crate) fn unwatch(&self, cookie: u64) -> std::result::Result<(), Errno> {
+        // SAFETY: valid I/O context; an unknown cookie is an error
+        // librados reports (`ENOTCONN`/`ENOENT`), not undefined behaviour.
+        let rc = unsafe { (self.api.rados_unwatch2)(self.io, cookie) };
+        Errno::check(rc).map(|_| ())
+    }
+
+    /// Wait until every watch callback librados has queued (for any watch
+    /// of this cluster connection) has run.
+    pub(crate) fn watch_flush(&self) {
+        // SAFETY: a connected cluster handle, kept alive by `self.cluster`.
+        unsafe { (self.api.rados_watch_flush)(self.cluster.handle) };
+    }
+
+    /// Acknowledge a notify received by watch `cookie` on `oid` (a notifier
+    /// that waits for acks stops waiting for us). Sent, not waited for.
+    pub(crate) fn notify_ack(&self, oid: &CStr, notify_id: u64, cookie: u64) {
+        // SAFETY: valid I/O context and NUL-terminated name; no payload.
+        unsafe {
+            (self.api.rados_notify_ack)(
+                self.io,
+                oid.as_ptr(),
+                notify_id,
+                cookie,
+                std::ptr::null(),
+                0,
+            )
+        };
+    }
+
+    /// Send a notify (no payload) to the watchers of `oid`, without waiting
+    /// for it: the completion is released by its own callback when the
+    /// watchers acknowledged it or `timeout_ms` passed, and its result
+    /// (which watchers answered) is not asked for. An error is returned
+    /// only if it could not be sent at all. Dropping the pool waits for
+    /// the notifies still in flight (at most `timeout_ms` and a second).
+    pub(crate) fn notify_async(
+        &self,
+        oid: &str,
+        timeout_ms: u64,
+    ) -> std::result::Result<(), Errno> {
+        let o = CString::new(oid).map_err(|_| Errno(22))?;
+        let mut c: ffi::Completion = std::ptr::null_mut();
+        // The callback's argument: one reference to the in-flight count,
+        // given back by the callback (or below if never submitted).
+        let arg = Arc::into_raw(self.notifies.clone()) as *mut std::ffi::c_void;
+        // SAFETY: valid out-pointer; the callback takes back the reference
+        // `arg` is and releases the completion it is given.
+        let rc =
+            unsafe { (self.api.rados_aio_create_completion2)(arg, Some(notify_completed), &mut c) };
+        if let Err(e) = Errno::check(rc) {
+            // SAFETY: `arg` came from `Arc::into_raw` above and was given
+            // to nobody.
+            drop(unsafe { Arc::from_raw(arg as *const InFlight) });
+            return Err(e);
+        }
+        self.notify_timeout_ms
+            .fetch_max(timeout_ms, std::sync::atomic::Ordering::Relaxed);
+        *self.notifies.count() += 1;
+        // SAFETY: valid I/O context and completion; the name and the (empty)
+        // payload are copied by librados before it returns; null reply
+        // pointers ask for no reply buffer (librados checks them for null),
+        // so nothing of ours is written when the notify completes.
+        let rc = unsafe {
+            (self.api.rados_aio_notify)(
+                self.io,
+                o.as_ptr(),
+                c,
+                std::ptr::null(),
+                0,
+                timeout_ms,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+            )
+        };
+        if let Err(e) = Errno::check(rc) {
+            // Never submitted, so its callback never runs: release it and
+            // its argument here.
+            // SAFETY: a valid completion, released once; `arg` came from
+            // `Arc::into_raw` and its callback will not run.
+            unsafe {
+                (self.api.rados_aio_release)(c);
+                Arc::from_raw(arg as *const InFlight).finished();
+            }
+            return Err(e);
+        }
+        // Submitted: `notify_completed` owns it and `arg` from here on.
+        Ok(())
+    }
+
     /// Collect and free an omap iterator.
     fn drain(&self, iter: ffi::OmapIter) -> Vec<(Vec<u8>, Vec<u8>)> {
         let mut out = Vec::new();
@@ -476,10 +647,41 @@ impl Pool {
 
 impl Drop for Pool {
     fn drop(&mut self) {
-        // SAFETY: the context is valid; its cluster is kept alive by
-        // `self.cluster` until after this.
+        // Notifies in flight complete within their timeout, acknowledged or
+        // not. One that does not (the cluster is unreachable) keeps the
+        // context and the connection alive for good: a leak, where
+        // destroying them under it would crash.
+        let limit = Duration::from_millis(
+            self.notify_timeout_ms
+                .load(std::sync::atomic::Ordering::Relaxed)
+                .saturating_add(1000),
+        );
+        if !self.notifies.wait_idle(limit) {
+            std::mem::forget(self.cluster.clone());
+            return;
+        }
+        // SAFETY: the context is valid and nothing is in flight on it; its
+        // cluster is kept alive by `self.cluster` until after this.
         unsafe { (self.api.rados_ioctx_destroy)(self.io) }
     }
+}
+
+/// The callback of a notify's completion: count it done and release it
+/// (nobody waits for it). librados holds its own reference while it runs
+/// callbacks, so releasing the completion inside its callback is allowed.
+unsafe extern "C" fn notify_completed(c: ffi::Completion, arg: *mut std::ffi::c_void) {
+    // Never unwind into librados.
+    let _ = std::panic::catch_unwind(|| {
+        // SAFETY: `arg` is the reference `Pool::notify_async` leaked with
+        // `Arc::into_raw` for this completion; this callback runs once.
+        let in_flight = unsafe { Arc::from_raw(arg as *const InFlight) };
+        if let Ok(api) = ffi::api() {
+            // SAFETY: `c` is the completion this callback was created for,
+            // submitted once; nothing else releases it.
+            unsafe { (api.rados_aio_release)(c) };
+        }
+        in_flight.finished();
+    });
 }
 
 /// An asynchronous write in flight, and the buffer it writes.

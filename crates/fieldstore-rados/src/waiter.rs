@@ -1,0 +1,390 @@
+//! Waiting for flushes with librados watch/notify: the RADOS catalogue's
+//! [`ChangeWaiter`].
+//!
+//! What is watched: the root object (`fieldstore.root`: a writer's first
+//! flush registers a new dataset there, a wipe unregisters it) and the
+//! **head object** of every dataset the root lists (log segment 0,
+//! `<dataset name>.catalogue`). Writers notify the head object after every
+//! compound operation that appends to the log — whatever segment the record
+//! went to: segment 0 lives as long as the dataset (a wipe removes it last),
+//! so one watch per dataset follows its whole log — and the root after
+//! registering or unregistering a dataset.
+//!
+//! A notify wakes the waiter at once (it is acknowledged from librados's
+//! callback thread). Notifications can be lost (a writer with
+//! `notify: false`, a watch broken while an OSD restarts, a dataset that
+//! appeared and flushed before its watch), so the waiter never blocks
+//! longer than [`POLL`] (50 ms) without returning: a lost notify costs
+//! latency, never a missed flush. Before blocking it re-establishes broken
+//! watches and adds watches for datasets it does not watch yet (when the
+//! root was notified, and at least every [`RESCAN`]); if it did either it
+//! returns at once, since a change may have come before the watch.
+//!
+//! A client the cluster refuses a watch (watch is a write operation in
+//! Ceph: a user with read-only caps) waits by polling alone;
+//! `mechanism()` says so.
+
+use std::collections::HashMap;
+use std::ffi::{c_int, c_void, CString};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use fieldstore_core::{ChangeWaiter, Result};
+
+use crate::naming::ROOT;
+use crate::rados::{Pool, ENOENT};
+
+/// The longest a wait blocks without a notification: the latency of a
+/// lost one.
+pub const POLL: Duration = Duration::from_millis(50);
+/// The longest between two listings of the root for datasets not watched
+/// yet, when no notification of the root said one appeared.
+pub const RESCAN: Duration = Duration::from_secs(1);
+/// Datasets listed per omap read of the root.
+const PAGE: u64 = 1000;
+
+/// Why the last [`RadosWaiter::wait`] returned (a test and report hook).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wake {
+    /// No wait yet.
+    Created,
+    /// A notification of a watched object arrived.
+    Notified,
+    /// A watch was added for a dataset (or the root) that was not watched:
+    /// it may have changed before.
+    Added,
+    /// A broken watch was re-established, or reported broken.
+    Rewatched,
+    /// Nothing arrived within [`POLL`] (or the caller's timeout).
+    Polled,
+}
+
+#[derive(Debug, Default)]
+struct Flags {
+    /// A notification arrived since the last wait returned.
+    changed: bool,
+    /// One of them was for the root.
+    root: bool,
+    /// A watch reported an error.
+    broken: bool,
+}
+
+/// What the callbacks share with the waiter.
+#[derive(Debug, Default)]
+struct Shared {
+    flags: Mutex<Flags>,
+    cond: Condvar,
+    /// Notifications received, over the waiter's life.
+    notifies: AtomicU64,
+}
+
+impl Shared {
+    fn flags(&self) -> MutexGuard<'_, Flags> {
+        self.flags.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn signal(&self, set: impl FnOnce(&mut Flags)) {
+        set(&mut self.flags());
+        self.cond.notify_all();
+    }
+}
+
+/// The argument of one watch's callbacks. Boxed, so that its address stays
+/// put; freed only after the watch is unregistered and librados's queue of
+/// callbacks was flushed.
+struct WatchArg {
+    shared: Arc<Shared>,
+    pool: Arc<Pool>,
+    oid: CString,
+    root: bool,
+    broken: AtomicBool,
+}
+
+struct Watch {
+    cookie: u64,
+    arg: Box<WatchArg>,
+}
+
+/// A notify arrived: acknowledge it, count it, wake the waiter.
+unsafe extern "C" fn on_notify(
+    arg: *mut c_void,
+    notify_id: u64,
+    cookie: u64,
+    _notifier: u64,
+    _data: *mut c_void,
+    _len: usize,
+) {
+    // Never unwind into librados.
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        // SAFETY: `arg` is the `WatchArg` this watch was registered with,
+        // kept alive until after the watch is unregistered and the
+        // callbacks flushed (`RadosWaiter::retire`, `Drop`); only shared
+        // references are made to it.
+        let a = unsafe { &*(arg as *const WatchArg) };
+        a.pool.notify_ack(&a.oid, notify_id, cookie);
+        a.shared.notifies.fetch_add(1, Ordering::Relaxed);
+        let root = a.root;
+        a.shared.signal(|f| {
+            f.changed = true;
+            f.root |= root;
+        });
+    }));
+}
+
+/// A watch broke (connection to the OSD lost, object removed): mark it to
+/// be re-established and wake the waiter.
+unsafe extern "C" fn on_error(arg: *mut c_void, _cookie: u64, _err: c_int) {
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        // SAFETY: as in `on_notify`.
+        let a = unsafe { &*(arg as *const WatchArg) };
+        a.broken.store(true, Ordering::Relaxed);
+        a.shared.signal(|f| f.broken = true);
+    }));
+}
+
+/// Waits for notifications of the root and of the datasets' head objects,
+/// polling every [`POLL`] at most. See the module documentation.
+pub struct RadosWaiter {
+    pool: Arc<Pool>,
+    shared: Arc<Shared>,
+    /// Watched objects by name: the root and head objects.
+    watches: HashMap<String, Watch>,
+    /// List the root before the next wait (it was notified, or a watch
+    /// was re-established).
+    rescan: bool,
+    scanned: Instant,
+    /// The root object did not exist at the last try: try again each wait.
+    root_missing: bool,
+    /// The cluster refused a watch (not `ENOENT`): why.
+    refused: Option<String>,
+    last: Wake,
+}
+
+impl std::fmt::Debug for RadosWaiter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RadosWaiter")
+            .field("pool", &self.pool)
+            .field("watched", &self.watches.len())
+            .field("last", &self.last)
+            .finish()
+    }
+}
+
+impl RadosWaiter {
+    /// Watch the root of `pool` and every dataset it lists.
+    ///
+    /// # Errors
+    /// I/O errors listing the root. A watch the cluster refuses is not an
+    /// error: the waiter polls.
+    pub(crate) fn new(pool: Arc<Pool>) -> Result<RadosWaiter> {
+        let mut w = RadosWaiter {
+            pool,
+            shared: Arc::default(),
+            watches: HashMap::new(),
+            rescan: true,
+            scanned: Instant::now(),
+            root_missing: false,
+            refused: None,
+            last: Wake::Created,
+        };
+        w.scan()?;
+        Ok(w)
+    }
+
+    /// Notifications received so far.
+    pub fn notifies(&self) -> u64 {
+        self.shared.notifies.load(Ordering::Relaxed)
+    }
+
+    /// Why the last wait returned.
+    pub fn last_wake(&self) -> Wake {
+        self.last
+    }
+
+    /// Objects watched now (the root and head objects).
+    pub fn watched(&self) -> usize {
+        self.watches.len()
+    }
+
+    /// Watch `oid`; whether the watch was added.
+    fn add(&mut self, oid: &str, root: bool) -> bool {
+        let Ok(c) = CString::new(oid) else {
+            return false;
+        };
+        let arg = Box::new(WatchArg {
+            shared: self.shared.clone(),
+            pool: self.pool.clone(),
+            oid: c,
+            root,
+            broken: AtomicBool::new(false),
+        });
+        let p: *const WatchArg = &*arg;
+        // SAFETY: `arg` is boxed (its address does not move) and stays in
+        // `self.watches` until `retire` or `Drop` has unregistered the
+        // watch and flushed the callbacks; the callbacks catch panics.
+        let r = unsafe {
+            self.pool
+                .watch(&arg.oid, on_notify, on_error, p as *mut c_void)
+        };
+        match r {
+            Ok(cookie) => {
+                self.watches.insert(oid.to_string(), Watch { cookie, arg });
+                if root {
+                    self.root_missing = false;
+                }
+                true
+            }
+            Err(e) => {
+                // Not registered; flush in case librados queued a callback
+                // before giving up, then `arg` may go.
+                self.pool.watch_flush();
+                if e == ENOENT {
+                    if root {
+                        self.root_missing = true;
+                    }
+                } else {
+                    self.refused = Some(format!("{}: {e}", self.pool.what(oid)));
+                }
+                false
+            }
+        }
+    }
+
+    /// Watch the root, if not watched yet, and every dataset it lists that
+    /// is not watched yet; whether any watch was added.
+    fn scan(&mut self) -> Result<bool> {
+        self.rescan = false;
+        self.scanned = Instant::now();
+        let mut added = false;
+        if !self.watches.contains_key(ROOT) {
+            added |= self.add(ROOT, true);
+        }
+        let mut after = String::new();
+        loop {
+            let (page, more) = match self.pool.omap_page(ROOT, &after, "", PAGE) {
+                Ok(p) => p,
+                Err(e) if e == ENOENT => return Ok(added),
+                Err(e) => {
+                    return Err(e.error(format!("listing datasets in {}", self.pool.what(ROOT))))
+                }
+            };
+            for (k, v) in &page {
+                after = String::from_utf8_lossy(k).into_owned();
+                // `!list-locked …` markers are not datasets.
+                if after.starts_with('!') {
+                    continue;
+                }
+                let Ok(object) = std::str::from_utf8(v) else {
+                    continue;
+                };
+                if !object.is_empty() && !self.watches.contains_key(object) {
+                    added |= self.add(object, false);
+                }
+            }
+            if !more || page.is_empty() {
+                return Ok(added);
+            }
+        }
+    }
+
+    /// Unregister the watches whose callbacks reported an error and watch
+    /// those objects again (a removed object is not watched again until
+    /// the root lists it anew); whether any was broken.
+    fn repair(&mut self) -> bool {
+        let broken: Vec<String> = self
+            .watches
+            .iter()
+            .filter(|(_, w)| w.arg.broken.load(Ordering::Relaxed))
+            .map(|(k, _)| k.clone())
+            .collect();
+        if broken.is_empty() {
+            return false;
+        }
+        let mut retired = Vec::new();
+        for oid in &broken {
+            if let Some(w) = self.watches.remove(oid) {
+                retired.push(w);
+            }
+        }
+        self.retire(retired);
+        for oid in &broken {
+            self.add(oid, oid == ROOT);
+        }
+        self.rescan = true;
+        true
+    }
+
+    /// Unregister watches, flush their callbacks, then free their
+    /// arguments.
+    fn retire(&self, watches: Vec<Watch>) {
+        if watches.is_empty() {
+            return;
+        }
+        for w in &watches {
+            // A broken watch may be gone on the OSD already: its error is
+            // of no interest.
+            let _ = self.pool.unwatch(w.cookie);
+        }
+        self.pool.watch_flush();
+        drop(watches);
+    }
+}
+
+impl ChangeWaiter for RadosWaiter {
+    fn wait(&mut self, timeout: Duration) -> Result<()> {
+        let start = Instant::now();
+        if self.repair() {
+            self.last = Wake::Rewatched;
+            return Ok(());
+        }
+        let root_unwatched =
+            !self.watches.contains_key(ROOT) && self.root_missing && self.refused.is_none();
+        if (self.rescan || root_unwatched || self.scanned.elapsed() >= RESCAN) && self.scan()? {
+            self.last = Wake::Added;
+            return Ok(());
+        }
+        let deadline = start + timeout.min(POLL);
+        let mut f = self.shared.flags();
+        while !f.changed && !f.broken {
+            let now = Instant::now();
+            if now >= deadline {
+                break;
+            }
+            f = self
+                .shared
+                .cond
+                .wait_timeout(f, deadline - now)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+        let flags = std::mem::take(&mut *f);
+        drop(f);
+        self.rescan |= flags.root;
+        self.last = if flags.changed {
+            Wake::Notified
+        } else if flags.broken {
+            Wake::Rewatched
+        } else {
+            Wake::Polled
+        };
+        Ok(())
+    }
+
+    fn mechanism(&self) -> String {
+        match &self.refused {
+            Some(why) if self.watches.is_empty() => format!(
+                "polling every {} ms (rados watch refused: {why})",
+                POLL.as_millis()
+            ),
+            _ => "rados watch/notify".into(),
+        }
+    }
+}
+
+impl Drop for RadosWaiter {
+    fn drop(&mut self) {
+        let watches: Vec<Watch> = self.watches.drain().map(|(_, w)| w).collect();
+        self.retire(watches);
+    }
+}
