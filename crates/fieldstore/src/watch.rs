@@ -8,8 +8,9 @@
 //! names) and reports what it has not reported yet, or reported at
 //! another location (a replacement). A wait blocks on the catalogue's
 //! [`ChangeWaiter`]: POSIX uses inotify on the roots, the dataset
-//! directories and their tables of contents; backends without
-//! notifications poll with a backoff from 1 to 50 ms. The waiter is made
+//! directories and their tables of contents; RADOS librados watch/notify
+//! on the root and each dataset's head object; backends without
+//! notifications (DAOS, memory) poll with a backoff from 1 to 50 ms. The waiter is made
 //! before the first look, so no flush after it is missed; a field is
 //! reported only once a look has seen it, that is once `retrieve` finds it.
 
