@@ -4,6 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
+# valgrind for the C API's tests (crates/fieldstore-capi).
+source scripts/setup-capi.sh
 
 echo "== cargo fmt --check"
 cargo fmt --all --check

@@ -1,0 +1,308 @@
+//! The table of live objects: what C holds are tokens, looked up here.
+//!
+//! A token is `serial << 8 | kind << 4`: never NULL, 16-byte aligned (it
+//! looks like a pointer to C), tagged with the object's type, and unique for
+//! the life of the process (serials are never reused). So:
+//! - a pointer of another type is recognised by its tag, even if live;
+//! - a deleted object is recognised by its absence (its serial was issued);
+//! - a pointer this library never issued (garbage, or FDB5's) fails the
+//!   format or serial check.
+//!
+//! No token is ever dereferenced. The table is sharded by serial to keep
+//! threads that use different objects off each other's locks; each shard's
+//! lock is held only to clone or remove one `Arc`.
+
+use std::any::Any;
+use std::collections::BTreeMap;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard, Once};
+
+use crate::error::CError;
+
+/// The object types of the C API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Kind {
+    /// `fdb_handle_t`.
+    Handle = 1,
+    /// `fdb_key_t`.
+    Key = 2,
+    /// `fdb_request_t`.
+    Request = 3,
+    /// `fdb_split_key_t`.
+    SplitKey = 4,
+    /// `fdb_listiterator_t`.
+    ListIterator = 5,
+    /// `fdb_datareader_t`.
+    DataReader = 6,
+    /// `fdb_wipe_iterator_t`.
+    WipeIterator = 7,
+    /// `fdb_wipe_element_t`.
+    WipeElement = 8,
+    /// `fdb_purge_iterator_t`.
+    PurgeIterator = 9,
+    /// `fdb_purge_element_t`.
+    PurgeElement = 10,
+}
+
+impl Kind {
+    /// The C type's name, for messages.
+    pub fn c_name(self) -> &'static str {
+        match self {
+            Kind::Handle => "fdb_handle_t",
+            Kind::Key => "fdb_key_t",
+            Kind::Request => "fdb_request_t",
+            Kind::SplitKey => "fdb_split_key_t",
+            Kind::ListIterator => "fdb_listiterator_t",
+            Kind::DataReader => "fdb_datareader_t",
+            Kind::WipeIterator => "fdb_wipe_iterator_t",
+            Kind::WipeElement => "fdb_wipe_element_t",
+            Kind::PurgeIterator => "fdb_purge_iterator_t",
+            Kind::PurgeElement => "fdb_purge_element_t",
+        }
+    }
+
+    fn from_tag(tag: u64) -> Option<Kind> {
+        Some(match tag {
+            1 => Kind::Handle,
+            2 => Kind::Key,
+            3 => Kind::Request,
+            4 => Kind::SplitKey,
+            5 => Kind::ListIterator,
+            6 => Kind::DataReader,
+            7 => Kind::WipeIterator,
+            8 => Kind::WipeElement,
+            9 => Kind::PurgeIterator,
+            10 => Kind::PurgeElement,
+            _ => return None,
+        })
+    }
+}
+
+/// A type C holds tokens of.
+pub trait Object: Any + Send + Sync {
+    /// Its C type.
+    const KIND: Kind;
+}
+
+type Entry = Arc<dyn Any + Send + Sync>;
+/// A `BTreeMap`, not a `HashMap`: its nodes are pointed to from their
+/// start, so leak checkers (valgrind) see the live table as reachable, not
+/// "possibly lost" as with hashbrown's interior pointers.
+type Shard = Mutex<BTreeMap<u64, Entry>>;
+
+const SHARDS: usize = 16;
+
+static NEXT: AtomicU64 = AtomicU64::new(1);
+static TABLE: LazyLock<[Shard; SHARDS]> =
+    LazyLock::new(|| std::array::from_fn(|_| Mutex::new(BTreeMap::new())));
+
+fn shard(serial: u64) -> MutexGuard<'static, BTreeMap<u64, Entry>> {
+    install_fork_handlers();
+    // A panic while holding a shard's lock leaves the map consistent (the
+    // critical sections are single map operations).
+    TABLE[(serial % SHARDS as u64) as usize]
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+}
+
+/// Register `object`; the token C gets for it.
+pub fn insert<T: Object>(object: T) -> *mut c_void {
+    let serial = NEXT.fetch_add(1, Ordering::Relaxed);
+    shard(serial).insert(serial, Arc::new(object));
+    (serial << 8 | (T::KIND as u64) << 4) as usize as *mut c_void
+}
+
+/// The serial of `token` if it is a live-or-deleted object of type `T`.
+fn serial_of<T: Object>(token: *const c_void) -> Result<u64, CError> {
+    let name = T::KIND.c_name();
+    if token.is_null() {
+        return Err(CError::invalid(format!("the {name} argument is NULL")));
+    }
+    let raw = token as usize as u64;
+    let serial = raw >> 8;
+    let issued = raw & 0xf == 0 && serial != 0 && serial < NEXT.load(Ordering::Relaxed);
+    let kind = Kind::from_tag((raw >> 4) & 0xf).filter(|_| issued);
+    match kind {
+        Some(k) if k == T::KIND => Ok(serial),
+        Some(k) => Err(CError::invalid(format!(
+            "the {name} argument {token:p} is a {}, not a {name}",
+            k.c_name()
+        ))),
+        None => Err(CError::invalid(format!(
+            "the {name} argument {token:p} is not an object this library created"
+        ))),
+    }
+}
+
+fn gone<T: Object>(token: *const c_void) -> CError {
+    CError::invalid(format!(
+        "the {} argument {token:p} was deleted",
+        T::KIND.c_name()
+    ))
+}
+
+/// The object `token` names, shared for the length of the call.
+///
+/// # Errors
+/// `InvalidInput` naming the argument: NULL, not a `T`, deleted.
+pub fn get<T: Object>(token: *const c_void) -> Result<Arc<T>, CError> {
+    let serial = serial_of::<T>(token)?;
+    let entry = shard(serial).get(&serial).cloned();
+    entry
+        .and_then(|e| e.downcast::<T>().ok())
+        .ok_or_else(|| gone::<T>(token))
+}
+
+/// Unregister the object `token` names; it is freed when the last call
+/// using it returns.
+///
+/// # Errors
+/// As [`get`].
+pub fn remove<T: Object>(token: *const c_void) -> Result<Arc<T>, CError> {
+    let serial = serial_of::<T>(token)?;
+    let entry = shard(serial).remove(&serial);
+    entry
+        .and_then(|e| e.downcast::<T>().ok())
+        .ok_or_else(|| gone::<T>(token))
+}
+
+/// How many objects are live (not yet deleted).
+pub fn live() -> usize {
+    TABLE
+        .iter()
+        .map(|s| s.lock().unwrap_or_else(|p| p.into_inner()).len())
+        .sum()
+}
+
+/// How many objects created through this library are not yet deleted: a
+/// client can check it releases everything it creates (a fieldstore
+/// extension).
+#[no_mangle]
+pub extern "C" fn fieldstore_live_objects() -> usize {
+    std::panic::catch_unwind(live).unwrap_or(0)
+}
+
+// ---- fork -------------------------------------------------------------
+
+thread_local! {
+    /// The locks `prepare` took, released by `parent` and `child` (which run
+    /// in the thread that called `fork`).
+    static HELD: std::cell::RefCell<Vec<Box<dyn Any>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+extern "C" fn prepare() {
+    // Always in the same order: the handler, then the shards.
+    let _ = std::panic::catch_unwind(|| {
+        let mut held: Vec<Box<dyn Any>> = Vec::with_capacity(SHARDS + 1);
+        held.push(Box::new(
+            crate::error::handler_lock()
+                .lock()
+                .unwrap_or_else(|p| p.into_inner()),
+        ));
+        for s in TABLE.iter() {
+            held.push(Box::new(s.lock().unwrap_or_else(|p| p.into_inner())));
+        }
+        HELD.with(|h| *h.borrow_mut() = held);
+    });
+}
+
+extern "C" fn release() {
+    let _ = std::panic::catch_unwind(|| {
+        HELD.with(|h| {
+            // Shards first (reverse order of locking).
+            let mut held = std::mem::take(&mut *h.borrow_mut());
+            while let Some(guard) = held.pop() {
+                drop(guard);
+            }
+        });
+    });
+}
+
+/// Take the library's own locks around `fork()` (once per process, at the
+/// first use of the table or at `fdb_initialise`), so that the child never
+/// inherits a lock held by a thread that does not exist in it.
+///
+/// Objects in use by another thread at the moment of the fork (a handle in
+/// the middle of an archive) keep their own state locked in the child: the
+/// child should use objects it creates, or ones no other thread was using.
+pub fn install_fork_handlers() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: the three functions are `extern "C"`, never unwind, and
+        // only take and release this module's locks.
+        unsafe {
+            libc::pthread_atfork(Some(prepare), Some(release), Some(release));
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[derive(Debug)]
+    struct Thing;
+    impl Object for Thing {
+        const KIND: Kind = Kind::Key;
+    }
+
+    /// Fork while another thread holds every lock of the library for a
+    /// while; the child then takes them all. With the fork handlers, the
+    /// fork waits for the holder, and the child finishes; without them the
+    /// child would inherit held locks and hang (it is killed after 10 s).
+    #[test]
+    fn a_child_forked_while_a_thread_holds_the_locks_does_not_hang() {
+        install_fork_handlers();
+        let token = insert(Thing);
+        let (held_tx, held_rx) = std::sync::mpsc::channel();
+        let holder = std::thread::spawn(move || {
+            let handler = crate::error::handler_lock().lock().unwrap();
+            let shards: Vec<_> = TABLE.iter().map(|s| s.lock().unwrap()).collect();
+            held_tx.send(()).unwrap();
+            std::thread::sleep(Duration::from_millis(200));
+            drop(shards);
+            drop(handler);
+        });
+        held_rx.recv().unwrap();
+        // SAFETY: the child only takes this module's locks, allocates
+        // (glibc's malloc is fork-safe) and calls `_exit`.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            let ok = get::<Thing>(token).is_ok()
+                && (0..2 * SHARDS).all(|_| remove::<Thing>(insert(Thing)).is_ok())
+                && crate::error::handler_lock().lock().is_ok();
+            // SAFETY: ends the child without running the parent's atexit
+            // handlers or test harness.
+            unsafe { libc::_exit(if ok { 0 } else { 1 }) };
+        }
+        assert!(pid > 0, "fork failed");
+        let mut status = 0;
+        let mut waited = 0;
+        loop {
+            // SAFETY: waiting for our own child.
+            let done = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+            if done == pid {
+                break;
+            }
+            if waited > 10_000 {
+                // SAFETY: killing and reaping our own child.
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
+                    libc::waitpid(pid, &mut status, 0);
+                }
+                panic!("the child hung on a lock it inherited");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+            waited += 10;
+        }
+        holder.join().unwrap();
+        assert!(
+            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+            "status {status}"
+        );
+        remove::<Thing>(token).unwrap();
+    }
+}
