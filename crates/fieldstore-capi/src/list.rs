@@ -7,7 +7,7 @@
 //! in one buffer reused from element to element: filling a split key
 //! allocates nothing once the buffer is large enough.
 
-use std::ffi::{c_char, c_int, CString};
+use std::ffi::{c_char, c_int};
 use std::sync::Mutex;
 
 use fieldstore::{Key, Level, ListElement};
@@ -59,12 +59,8 @@ impl SplitState {
             (e.element.key(), false),
         ];
         for (level, (key, keep_empty)) in levels.into_iter().enumerate() {
-            let mut pairs: Vec<(&str, &str)> = key
-                .iter()
-                .filter(|(_, v)| keep_empty || !v.is_empty())
-                .collect();
-            pairs.sort_unstable();
-            for (k, v) in pairs {
+            let first = self.entries.len();
+            for (k, v) in key.iter().filter(|(_, v)| keep_empty || !v.is_empty()) {
                 let ko = self.buf.len();
                 self.buf.extend_from_slice(k.as_bytes());
                 self.buf.push(0);
@@ -73,11 +69,18 @@ impl SplitState {
                 self.buf.push(0);
                 self.entries.push((ko, vo, level));
             }
+            // Sort the level by keyword, in place (no allocation): keywords
+            // are unique within a key, so the NUL-terminated bytes compare
+            // as the keywords do.
+            let buf = &self.buf;
+            self.entries[first..].sort_unstable_by(|a, b| buf[a.0..a.1].cmp(&buf[b.0..b.1]));
         }
     }
 
-    /// The keyword, value and level of the next entry, if any.
-    pub fn next_entry(&mut self) -> Result<Option<(&str, &str, usize)>, CError> {
+    /// Pointers to the NUL-terminated keyword and value of the next entry
+    /// (into `buf`, valid until the next [`SplitState::fill`]) and its
+    /// level, if any.
+    pub fn next_entry(&mut self) -> Result<Option<(*const c_char, *const c_char, usize)>, CError> {
         if !self.filled {
             return Err(CError::invalid(
                 "the split key is empty: fill it with fdb_listiterator_splitkey first",
@@ -87,11 +90,9 @@ impl SplitState {
             return Ok(None);
         };
         self.next += 1;
-        let text = |at: usize| {
-            let end = at + self.buf[at..].iter().position(|&b| b == 0).unwrap_or(0);
-            std::str::from_utf8(&self.buf[at..end]).unwrap_or("")
-        };
-        Ok(Some((text(ko), text(vo), level)))
+        // In bounds: `fill` recorded offsets of bytes it pushed into `buf`.
+        let base = self.buf.as_ptr().cast::<c_char>();
+        Ok(Some((base.wrapping_add(ko), base.wrapping_add(vo), level)))
     }
 }
 
@@ -142,8 +143,8 @@ pub unsafe extern "C" fn fdb_splitkey_next_metadata(
                 // The strings are NUL-terminated in `buf` (see SplitState),
                 // which lives as long as the split key and is not modified
                 // until the next fill.
-                *key = k.as_ptr().cast();
-                *value = v.as_ptr().cast();
+                *key = k;
+                *value = v;
                 // SAFETY: NULL or writable (the caller's promise).
                 if let Some(level) = unsafe { level.as_mut() } {
                     *level = l;
@@ -170,8 +171,9 @@ pub struct ListState {
     current: Option<ListElement>,
     started: bool,
     depth: Level,
-    /// The current element's URI or path, for `fdb_listiterator_attrs`.
-    uri: CString,
+    /// The current element's URI or path, NUL-terminated, for
+    /// `fdb_listiterator_attrs` (reused from element to element).
+    uri: Vec<u8>,
 }
 
 impl ListState {
@@ -182,7 +184,7 @@ impl ListState {
             current: None,
             started: false,
             depth,
-            uri: CString::default(),
+            uri: Vec::new(),
         }
     }
 
@@ -240,29 +242,43 @@ pub unsafe extern "C" fn fdb_listiterator_attrs(
         // SAFETY: the caller's promises.
         let (uri, off, len) = unsafe { (out(uri, "uri")?, out(off, "off")?, out(len, "len")?) };
         let mut state = lock(&list.0);
-        let e = state.current()?;
-        let Some(location) = &e.location else {
-            return Err(CError::invalid(format!(
-                "the element {} has no location: elements listed at depth {} are {}; only fields (depth 3) have one",
-                e.braced(),
-                state.depth as u8,
-                if state.depth == Level::Dataset { "datasets" } else { "collocations" },
-            )));
-        };
-        let name = if location.scheme() == "file" {
-            location.path()
-        } else {
-            &location.uri
-        };
-        let name = CString::new(name)
-            .map_err(|_| CError::invalid(format!("the location {location} holds a NUL byte")))?;
-        let (o, l) = (location.offset, location.length);
-        let too_big =
-            |what: &str| CError::invalid(format!("the {what} of {location} overflows size_t"));
-        *off = usize::try_from(o).map_err(|_| too_big("offset"))?;
-        *len = usize::try_from(l).map_err(|_| too_big("length"))?;
-        state.uri = name;
-        *uri = state.uri.as_ptr();
+        // The path goes into the iterator's buffer, reused from element to
+        // element; it stays valid until the next call on the iterator.
+        let mut buf = std::mem::take(&mut state.uri);
+        let found = (|| {
+            let e = state.current()?;
+            let Some(location) = &e.location else {
+                return Err(CError::invalid(format!(
+                    "the element {} has no location: elements listed at depth {} are {}; only fields (depth 3) have one",
+                    e.braced(),
+                    state.depth as u8,
+                    if state.depth == Level::Dataset { "datasets" } else { "collocations" },
+                )));
+            };
+            let name = if location.scheme() == "file" {
+                location.path()
+            } else {
+                &location.uri
+            };
+            if name.contains('\0') {
+                return Err(CError::invalid(format!(
+                    "the location {location} holds a NUL byte"
+                )));
+            }
+            let too_big =
+                |what: &str| CError::invalid(format!("the {what} of {location} overflows size_t"));
+            let o = usize::try_from(location.offset).map_err(|_| too_big("offset"))?;
+            let l = usize::try_from(location.length).map_err(|_| too_big("length"))?;
+            buf.clear();
+            buf.extend_from_slice(name.as_bytes());
+            buf.push(0);
+            Ok((o, l))
+        })();
+        state.uri = buf;
+        let (o, l) = found?;
+        *off = o;
+        *len = l;
+        *uri = state.uri.as_ptr().cast();
         Ok(FDB_SUCCESS)
     })
 }

@@ -149,10 +149,65 @@ fn gone<T: Object>(token: *const c_void) -> CError {
 /// `InvalidInput` naming the argument: NULL, not a `T`, deleted.
 pub fn get<T: Object>(token: *const c_void) -> Result<Arc<T>, CError> {
     let serial = serial_of::<T>(token)?;
-    let entry = shard(serial).get(&serial).cloned();
+    let removals = REMOVALS.load(Ordering::Acquire);
+    let entry = match recent(serial, removals) {
+        Some(e) => Some(e),
+        None => {
+            let entry = shard(serial).get(&serial).cloned();
+            if let Some(e) = &entry {
+                remember(serial, removals, e);
+            }
+            entry
+        }
+    };
     entry
         .and_then(|e| e.downcast::<T>().ok())
         .ok_or_else(|| gone::<T>(token))
+}
+
+// ---- the per-thread cache of recent lookups ------------------------------
+//
+// A client calls several functions on the same few objects in a row (a list
+// iterator and a split key, twelve calls per element): each thread keeps
+// its last few lookups, so that those calls skip the table's lock. An entry
+// is a `Weak` (it keeps no object alive: deleting a handle still closes its
+// files) tagged with the number of removals from the table when it was
+// looked up; any removal since makes every entry stale, so a deleted object
+// is never found here after its `remove` returned (the increment is a
+// release, the check an acquire).
+
+/// Removals from the table so far.
+static REMOVALS: AtomicU64 = AtomicU64::new(0);
+
+const RECENT: usize = 4;
+
+type Recent = [Option<(u64, u64, std::sync::Weak<dyn Any + Send + Sync>)>; RECENT];
+
+thread_local! {
+    static CACHE: std::cell::RefCell<(Recent, usize)> =
+        const { std::cell::RefCell::new(([const { None }; RECENT], 0)) };
+}
+
+fn recent(serial: u64, removals: u64) -> Option<Entry> {
+    CACHE
+        .try_with(|c| {
+            c.borrow().0.iter().flatten().find_map(|(s, r, weak)| {
+                (*s == serial && *r == removals)
+                    .then(|| weak.upgrade())
+                    .flatten()
+            })
+        })
+        .ok()
+        .flatten()
+}
+
+fn remember(serial: u64, removals: u64, entry: &Entry) {
+    let _ = CACHE.try_with(|c| {
+        let mut c = c.borrow_mut();
+        let slot = c.1;
+        c.0[slot] = Some((serial, removals, Arc::downgrade(entry)));
+        c.1 = (slot + 1) % RECENT;
+    });
 }
 
 /// Unregister the object `token` names; it is freed when the last call
@@ -163,6 +218,9 @@ pub fn get<T: Object>(token: *const c_void) -> Result<Arc<T>, CError> {
 pub fn remove<T: Object>(token: *const c_void) -> Result<Arc<T>, CError> {
     let serial = serial_of::<T>(token)?;
     let entry = shard(serial).remove(&serial);
+    if entry.is_some() {
+        REMOVALS.fetch_add(1, Ordering::Release);
+    }
     entry
         .and_then(|e| e.downcast::<T>().ok())
         .ok_or_else(|| gone::<T>(token))
@@ -247,6 +305,45 @@ mod tests {
     struct Thing;
     impl Object for Thing {
         const KIND: Kind = Kind::Key;
+    }
+
+    #[derive(Debug)]
+    struct Counted(Arc<std::sync::atomic::AtomicUsize>);
+    impl Object for Counted {
+        const KIND: Kind = Kind::Request;
+    }
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// The per-thread caches neither find a deleted object nor keep it
+    /// alive: after `remove` returns, every thread gets "was deleted", and
+    /// the object was dropped although two threads had looked it up.
+    #[test]
+    fn a_deleted_object_is_gone_for_every_thread_and_kept_alive_by_no_cache() {
+        let dropped = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let token = insert(Counted(dropped.clone())) as usize;
+        assert!(get::<Counted>(token as *const c_void).is_ok());
+        let (looked_tx, looked_rx) = std::sync::mpsc::channel();
+        let (removed_tx, removed_rx) = std::sync::mpsc::channel::<()>();
+        let other = std::thread::spawn(move || {
+            assert!(get::<Counted>(token as *const c_void).is_ok());
+            assert!(get::<Counted>(token as *const c_void).is_ok()); // from the cache
+            looked_tx.send(()).unwrap();
+            removed_rx.recv().unwrap();
+            get::<Counted>(token as *const c_void).unwrap_err().message
+        });
+        looked_rx.recv().unwrap();
+        remove::<Counted>(token as *const c_void).unwrap();
+        assert_eq!(dropped.load(Ordering::SeqCst), 1, "dropped at once");
+        removed_tx.send(()).unwrap();
+        assert!(other.join().unwrap().contains("was deleted"));
+        assert!(get::<Counted>(token as *const c_void)
+            .unwrap_err()
+            .message
+            .contains("was deleted"));
     }
 
     /// Fork while another thread holds every lock of the library for a
