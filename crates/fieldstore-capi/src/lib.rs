@@ -21,7 +21,9 @@
 //! - **Objects are shared, calls on one object serialised**: the table
 //!   holds `Arc`s; a call clones the `Arc`, so an object deleted by one
 //!   thread while another uses it lives until that call returns. Mutable
-//!   state sits behind a mutex per object.
+//!   state sits behind a mutex per object. A per-thread cache of recent
+//!   lookups holds only weak references, made stale by any removal: it
+//!   never finds a deleted object, nor keeps one alive.
 //! - **Errors are per thread** ([`error`]): the message of the last failure
 //!   on the calling thread, and its kind
 //!   ([`fieldstore_last_error_kind`](error::fieldstore_last_error_kind)).

@@ -499,6 +499,13 @@ static void test_archive_list_retrieve(const char* work) {
     OK(fdb_datareader_read(dr, buf, sizeof buf, &got)); /* reading opens */
     CHECK(got == 2 * 4096);
     OK(fdb_delete_request(req));
+    /* A partial request retrieves nothing (list it instead), as in FDB5. */
+    const char* partial_req[] = {"class", "od", "param", "167", NULL};
+    req = make_request(partial_req);
+    OK(fdb_retrieve(fdb, req, dr));
+    OK(fdb_datareader_size(dr, &size));
+    CHECK(size == 0);
+    OK(fdb_delete_request(req));
     /* A retrieve of nothing: an empty stream. */
     const char* missing[] = {"class", "od", "expver", "1", "stream", "oper", "date", "20230101",
                              "time", "12", "domain", "g", "type", "fc", "levtype", "sfc",
