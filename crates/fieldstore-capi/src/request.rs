@@ -10,12 +10,15 @@
 //! their keywords, ranges enumerated, so that `fdb_request_get` shows what
 //! will be matched. Keywords ECMWF's schema does not know are kept as given
 //! (the handle's schema judges them when the request is used). Short
-//! parameter names (`2t`) are not resolved to parameter ids.
+//! parameter names (`2t`) become parameter ids (167) through ecCodes'
+//! parameter database, as MARS resolves them.
 
 use std::ffi::{c_char, c_int};
 use std::sync::{LazyLock, Mutex};
 
-use fieldstore::{Item, Request, Schema, Values};
+use std::collections::BTreeMap;
+
+use fieldstore::{Item, KeywordType, Request, Schema, Values};
 
 use crate::error::{entry, CError, FDB_SUCCESS};
 use crate::registry::{self, Kind, Object};
@@ -191,6 +194,25 @@ fn malloc_strings(strings: &[String]) -> Result<*mut *mut c_char, CError> {
     Ok(array)
 }
 
+/// The parameter id of a short parameter name (`2t` → 167), from ecCodes'
+/// parameter database, remembered; `None` for numbers (`167`, `167.128`,
+/// canonicalised by the type) and names ecCodes does not know (kept, and
+/// matched lower-cased).
+fn param_id(value: &str) -> Option<i64> {
+    // A `BTreeMap`: leak checkers see its nodes as reachable (see registry).
+    static KNOWN: LazyLock<Mutex<BTreeMap<String, Option<i64>>>> = LazyLock::new(Default::default);
+    if !value.bytes().any(|b| b.is_ascii_alphabetic()) {
+        return None;
+    }
+    let name = value.to_ascii_lowercase();
+    if let Some(known) = lock(&KNOWN).get(&name) {
+        return *known;
+    }
+    let id = fieldstore_grib::param_id(&name);
+    lock(&KNOWN).insert(name, id);
+    id
+}
+
 /// ECMWF's schema, whose keyword types stand for MARS's language.
 static LANGUAGE: LazyLock<Schema> = LazyLock::new(Schema::ecmwf);
 
@@ -209,6 +231,12 @@ fn canonical_values(keyword: &str, values: &Values) -> Result<Vec<String>, CErro
     };
     let mut out = Vec::new();
     for item in items {
+        if let (Item::Value(v), KeywordType::Param | KeywordType::ParamId) = (item, first) {
+            if let Some(id) = param_id(v) {
+                out.push(id.to_string());
+                continue;
+            }
+        }
         let refused = match item {
             Item::Value(v) => match first.canonical(v) {
                 Ok(c) => {
@@ -314,6 +342,8 @@ mod tests {
         assert_eq!(get("levelist"), ["500"]);
         assert_eq!(get("foo"), ["Bar"]);
         assert_eq!(get("param"), ["all"]);
+        let s = expand(&[("param", &["2t", "130", "167.128", "T", "nosuchname"])]).unwrap();
+        assert_eq!(s.entries[0].1, ["167", "130", "167", "130", "nosuchname"]);
     }
 
     #[test]

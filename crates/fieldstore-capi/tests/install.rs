@@ -51,7 +51,7 @@ fn install(prefix: &Path) {
     let out = Command::new("bash")
         .arg(repo().join("scripts/install-capi.sh"))
         .arg("--from")
-        .arg(profile_dir())
+        .arg(built_library().parent().expect("a directory"))
         .arg(prefix)
         .output()
         .expect("run scripts/install-capi.sh");

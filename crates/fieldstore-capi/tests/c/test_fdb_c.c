@@ -233,6 +233,16 @@ static void test_keys_and_requests(void) {
     FAILS(fdb_expand_request(req), FIELDSTORE_INVALID_INPUT, "was deleted");
     FAILS(fdb_delete_request(NULL), FIELDSTORE_INVALID_INPUT, "is NULL");
 
+    /* Parameter names become ids, as MARS's expansion makes them. */
+    const char* names[] = {"param", "2t/T/167.128", NULL};
+    req = make_request(names);
+    OK(fdb_expand_request(req));
+    OK(fdb_request_get(req, "param", &values, &n));
+    CHECK(n == 3);
+    if (n == 3) CHECK(strcmp(values[0], "167") == 0 && strcmp(values[1], "130") == 0 && strcmp(values[2], "167") == 0);
+    for (size_t i = 0; i < n; i++) free(values[i]);
+    free(values);
+    OK(fdb_delete_request(req));
     const char* bad_step[] = {"step", "abc", NULL};
     req = make_request(bad_step);
     FAILS(fdb_expand_request(req), FIELDSTORE_INVALID_INPUT, "keyword 'step'");

@@ -26,11 +26,25 @@ pub(crate) fn profile_dir() -> PathBuf {
         .to_path_buf()
 }
 
-/// The library cargo built.
+/// The library cargo built for this test: rustc's output in `deps/` (what
+/// cargo builds for integration tests), or its copy in `target/<profile>`,
+/// whichever is newer.
 pub(crate) fn built_library() -> PathBuf {
-    let lib = profile_dir().join("libfieldstore_capi.so");
-    assert!(lib.exists(), "{} was not built", lib.display());
-    lib
+    let profile = profile_dir();
+    [
+        profile.join("deps/libfieldstore_capi.so"),
+        profile.join("libfieldstore_capi.so"),
+    ]
+    .into_iter()
+    .filter_map(|p| Some((std::fs::metadata(&p).ok()?.modified().ok()?, p)))
+    .max()
+    .map(|(_, p)| p)
+    .unwrap_or_else(|| {
+        panic!(
+            "libfieldstore_capi.so was not built in {}",
+            profile.display()
+        )
+    })
 }
 
 /// A directory holding the library as clients find it, `libfieldstore.so`

@@ -232,6 +232,8 @@ for stream in (True, False):
         "sizes": dict(ds.sizes),
         "equal": bool(np.array_equal(reference["2t"].values, ds["2t"].values)),
     }
+by_name = ekd.from_source("fdb", dict(t2m, param="2t"), config=config).to_fieldlist(read_all=True)
+out["by name"] = [f.metadata("step") for f in by_name]
 lazy = ekd.from_source("fdb", t2m, config=config, lazy=True).to_fieldlist()
 out["lazy"] = sorted(r["step"] for r in lazy.request_mapper.field_requests)
 print(json.dumps(out))
@@ -257,3 +259,4 @@ def test_earthkit_data_reads_fields_through_it_into_xarray(tmp_path: Path) -> No
         assert got["sizes"]["step"] == 3
         assert got["equal"], got
     assert out["lazy"] == [6, 12, 18]
+    assert out["by name"] == [6, 12, 18]  # param=2t, made 167 by the expansion

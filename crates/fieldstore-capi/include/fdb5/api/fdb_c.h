@@ -99,8 +99,9 @@ int fdb_request_add(fdb_request_t* req, const char* param, const char* values[],
  * A param the request does not have is an error. */
 int fdb_request_get(fdb_request_t* req, const char* param, char** values[], size_t* numValues);
 /* Checks the request's values and puts them in canonical form, ranges
- * enumerated (what fdb_request_get then returns). Optional with fieldstore:
- * requests are matched by value whatever their spelling. */
+ * enumerated and short parameter names made ids ("2t" -> "167"), which
+ * fdb_request_get then returns. Requests are matched by canonical value
+ * whether expanded or not; only parameter names need the expansion. */
 int fdb_expand_request(fdb_request_t* req);
 int fdb_delete_request(fdb_request_t* req);
 
