@@ -251,9 +251,11 @@ thread_local! {
 }
 
 extern "C" fn prepare() {
-    // Always in the same order: the handler, then the shards.
+    // Always in the same order: ecCodes', the handler, then the shards (no
+    // code path takes one of them while holding a later one).
     let _ = std::panic::catch_unwind(|| {
-        let mut held: Vec<Box<dyn Any>> = Vec::with_capacity(SHARDS + 1);
+        let mut held: Vec<Box<dyn Any>> = Vec::with_capacity(SHARDS + 2);
+        held.push(Box::new(fieldstore_grib::hold_for_fork()));
         held.push(Box::new(
             crate::error::handler_lock()
                 .lock()
@@ -269,7 +271,7 @@ extern "C" fn prepare() {
 extern "C" fn release() {
     let _ = std::panic::catch_unwind(|| {
         HELD.with(|h| {
-            // Shards first (reverse order of locking).
+            // In the reverse order of locking.
             let mut held = std::mem::take(&mut *h.borrow_mut());
             while let Some(guard) = held.pop() {
                 drop(guard);
@@ -278,9 +280,11 @@ extern "C" fn release() {
     });
 }
 
-/// Take the library's own locks around `fork()` (once per process, at the
-/// first use of the table or at `fdb_initialise`), so that the child never
-/// inherits a lock held by a thread that does not exist in it.
+/// Take the library's own locks — and the lock every ecCodes call runs
+/// under ([`fieldstore_grib::hold_for_fork`]) — around `fork()` (installed
+/// once per process, at the first use of the table or at `fdb_initialise`),
+/// so that the child never inherits a lock held by a thread that does not
+/// exist in it.
 ///
 /// Objects in use by another thread at the moment of the fork (a handle in
 /// the middle of an archive) keep their own state locked in the child: the
@@ -356,12 +360,14 @@ mod tests {
         let token = insert(Thing);
         let (held_tx, held_rx) = std::sync::mpsc::channel();
         let holder = std::thread::spawn(move || {
+            let eccodes = fieldstore_grib::hold_for_fork();
             let handler = crate::error::handler_lock().lock().unwrap();
             let shards: Vec<_> = TABLE.iter().map(|s| s.lock().unwrap()).collect();
             held_tx.send(()).unwrap();
             std::thread::sleep(Duration::from_millis(200));
             drop(shards);
             drop(handler);
+            drop(eccodes);
         });
         held_rx.recv().unwrap();
         // SAFETY: the child only takes this module's locks, allocates
@@ -370,7 +376,8 @@ mod tests {
         if pid == 0 {
             let ok = get::<Thing>(token).is_ok()
                 && (0..2 * SHARDS).all(|_| remove::<Thing>(insert(Thing)).is_ok())
-                && crate::error::handler_lock().lock().is_ok();
+                && crate::error::handler_lock().lock().is_ok()
+                && fieldstore_grib::param_id("2t") == Some(167);
             // SAFETY: ends the child without running the parent's atexit
             // handlers or test harness.
             unsafe { libc::_exit(if ok { 0 } else { 1 }) };

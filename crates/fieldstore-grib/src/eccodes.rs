@@ -77,6 +77,14 @@ unsafe extern "C" fn log_proc(
     }
 }
 
+/// Hold the lock every ecCodes call of this process runs under, until the
+/// guard is dropped: for `pthread_atfork` handlers (fieldstore's C library),
+/// so that a child process is never forked in the middle of an ecCodes call
+/// of another thread (ecCodes' own locks would stay held in the child).
+pub fn hold_for_fork() -> MutexGuard<'static, ()> {
+    ECCODES.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Take the lock (initialising ecCodes once) and start capturing its log.
 fn enter() -> Session {
     // A panic while holding the lock cannot leave ecCodes half-updated in a
