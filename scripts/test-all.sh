@@ -4,6 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
+# valgrind for the C API's tests (crates/fieldstore-capi).
+source scripts/setup-capi.sh
 
 echo "== cargo fmt --check"
 cargo fmt --all --check
@@ -17,3 +19,7 @@ cargo build --manifest-path fuzz/Cargo.toml --locked
 echo "== Python package: build into target/fieldstore-py/venv, pytest"
 bash scripts/test-python.sh
 # --- Python package -- end -----------------------------------------------------
+# --- C API from Python (crates/fieldstore-capi) -- begin ------------------------
+echo "== C API: the legacy pyfdb 0.1.3 on fieldstore's library vs FDB5's, earthkit-data"
+bash scripts/test-capi-python.sh
+# --- C API from Python -- end ---------------------------------------------------

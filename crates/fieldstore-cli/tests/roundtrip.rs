@@ -365,7 +365,7 @@ fn info_describes_the_configuration() {
     assert_eq!(
         r.out(),
         format!(
-            "version: {}\nconfig: embedded store at {r} (FIELDSTORE_ROOT)\nengine: toc\nstore: file\nroots:\n  {r} (writable, visit)\nschema: <built-in ECMWF schema> ({} dataset rules)\neccodes: {}\n",
+            "version: {}\nconfig: embedded store at {r} (FIELDSTORE_ROOT)\nengine: toc\nstore: file\nroots:\n  {r} (writable, visit)\nschema: <built-in ECMWF schema> ({} dataset rules)\neccodes: {}\nc api: FDB5 5.25.0 fdb_c.h (libfieldstore.so, also as libfdb5.so: scripts/install-capi.sh)\n",
             env!("CARGO_PKG_VERSION"),
             fieldstore::Schema::ecmwf().rules().len(),
             fieldstore_grib::eccodes_version(),

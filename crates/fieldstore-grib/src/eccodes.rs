@@ -77,6 +77,14 @@ unsafe extern "C" fn log_proc(
     }
 }
 
+/// Hold the lock every ecCodes call of this process runs under, until the
+/// guard is dropped: for `pthread_atfork` handlers (fieldstore's C library),
+/// so that a child process is never forked in the middle of an ecCodes call
+/// of another thread (ecCodes' own locks would stay held in the child).
+pub fn hold_for_fork() -> MutexGuard<'static, ()> {
+    ECCODES.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Take the lock (initialising ecCodes once) and start capturing its log.
 fn enter() -> Session {
     // A panic while holding the lock cannot leave ecCodes half-updated in a
@@ -268,6 +276,43 @@ pub fn eccodes_version() -> String {
     // SAFETY: no arguments, no state.
     let v = unsafe { ffi::codes_get_api_version() };
     format!("{}.{}.{}", v / 10000, v / 100 % 100, v % 100)
+}
+
+/// The parameter id ecCodes' parameter database gives the short name
+/// `name` (`2t` → 167, `t` → 130; case-insensitive), as MARS resolves names
+/// in requests; `None` if it knows no such name. (A GRIB2 sample is given
+/// the name and asked for its `paramId`; what ecCodes logs about an
+/// unknown name is kept out of stderr.)
+pub fn param_id(name: &str) -> Option<i64> {
+    let name = CString::new(name).ok()?;
+    let session = enter();
+    // SAFETY: the default context (NULL) and a NUL-terminated sample name;
+    // the handle owns a copy of the sample.
+    let raw =
+        unsafe { ffi::codes_grib_handle_new_from_samples(std::ptr::null_mut(), c"GRIB2".as_ptr()) };
+    if raw.is_null() {
+        return None;
+    }
+    let handle: Handle<'static> = Handle {
+        raw,
+        _message: std::marker::PhantomData,
+    };
+    let mut len = name.as_bytes().len();
+    // SAFETY: the handle is live; key and value are NUL-terminated; `len`
+    // is the value's length.
+    let code = unsafe {
+        ffi::codes_set_string(handle.raw, c"shortName".as_ptr(), name.as_ptr(), &mut len)
+    };
+    let mut id: std::ffi::c_long = 0;
+    // SAFETY: the handle is live; `id` is a valid out-pointer.
+    let found = code == ffi::CODES_SUCCESS
+        && unsafe { ffi::codes_get_long(handle.raw, c"paramId".as_ptr(), &mut id) }
+            == ffi::CODES_SUCCESS;
+    drop(handle);
+    let _ = session.errors();
+    // `c_long` is `i64` here, `i32` on some platforms.
+    #[allow(clippy::useless_conversion)]
+    (found && id > 0).then_some(i64::from(id))
 }
 
 /// The MARS key of one complete GRIB message (see [`crate::mars_key`]).

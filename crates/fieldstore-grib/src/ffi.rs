@@ -76,4 +76,22 @@ extern "C" {
         key: *const c_char,
         length: *mut usize,
     ) -> c_int;
+
+    /// A new handle over a copy of the named sample (`GRIB2`).
+    pub(crate) fn codes_grib_handle_new_from_samples(
+        ctx: *mut CodesContext,
+        sample_name: *const c_char,
+    ) -> *mut CodesHandle;
+    /// `*length`: in, the value's length; out, what was written.
+    pub(crate) fn codes_set_string(
+        handle: *mut CodesHandle,
+        key: *const c_char,
+        value: *const c_char,
+        length: *mut usize,
+    ) -> c_int;
+    pub(crate) fn codes_get_long(
+        handle: *const CodesHandle,
+        key: *const c_char,
+        value: *mut c_long,
+    ) -> c_int;
 }

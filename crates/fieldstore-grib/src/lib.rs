@@ -49,7 +49,7 @@ use std::iter::FusedIterator;
 use fieldstore_core::{Key, Result};
 
 pub use archive::{ArchiveGrib, GribOptions, GribSummary, Skipped};
-pub use eccodes::eccodes_version;
+pub use eccodes::{eccodes_version, hold_for_fork, param_id};
 pub use error::{GribError, Problem};
 pub use split::{split_messages, Message, Messages};
 pub use stream::{MessageReader, OwnedMessage, DEFAULT_MAX_MESSAGE_SIZE};

@@ -20,7 +20,15 @@ struct Info {
     /// The ecCodes this binary reads GRIB keys with (it decides keys:
     /// before 2.50, GRIB2 fields get no `timespan`).
     eccodes: String,
+    /// The FDB5 C interface fieldstore's C library implements
+    /// (`crates/fieldstore-capi`, `docs/capi.md`).
+    c_api: &'static str,
 }
+
+/// What `fdb_version` of fieldstore's C library reports (its
+/// `fdb_vcs_version` says `fieldstore <version>`).
+const C_API: &str =
+    "FDB5 5.25.0 fdb_c.h (libfieldstore.so, also as libfdb5.so: scripts/install-capi.sh)";
 
 #[derive(Debug, Serialize)]
 struct RootInfo {
@@ -69,6 +77,7 @@ fn gather(ctx: &Context) -> Info {
         schema: c.schema.name().to_string(),
         schema_rules: c.schema.rules().len(),
         eccodes: fieldstore_grib::eccodes_version(),
+        c_api: C_API,
     }
 }
 
@@ -109,7 +118,8 @@ pub(crate) fn run(args: &InfoArgs, ctx: &Context, ui: &mut Ui<'_>) -> Result<()>
         "schema: {} ({} dataset rules)",
         info.schema, info.schema_rules
     ))?;
-    ui.line(&format!("eccodes: {}", info.eccodes))
+    ui.line(&format!("eccodes: {}", info.eccodes))?;
+    ui.line(&format!("c api: {}", info.c_api))
 }
 
 #[cfg(test)]
@@ -132,7 +142,7 @@ mod tests {
         assert_eq!(
             out,
             format!(
-                "version: {}\nconfig: embedded store at /data/fs (default)\nengine: toc\nstore: file\nroots:\n  /data/fs (writable, visit)\nschema: <built-in ECMWF schema> ({} dataset rules)\neccodes: {}\n",
+                "version: {}\nconfig: embedded store at /data/fs (default)\nengine: toc\nstore: file\nroots:\n  /data/fs (writable, visit)\nschema: <built-in ECMWF schema> ({} dataset rules)\neccodes: {}\nc api: {C_API}\n",
                 env!("CARGO_PKG_VERSION"),
                 ctx.config.schema.rules().len(),
                 fieldstore_grib::eccodes_version(),

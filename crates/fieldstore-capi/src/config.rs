@@ -1,0 +1,461 @@
+//! Which store a handle opens: fieldstore's configuration, or FDB5's.
+//!
+//! `fdb_new_handle()` (and `fdb_new_handle_from_yaml` with an empty system
+//! config) looks, in order, at:
+//! 1. fieldstore's own variables, `FIELDSTORE_CONFIG` (a config file) and
+//!    `FIELDSTORE_ROOT` (the embedded store's root), as every fieldstore
+//!    tool does ([`Config::from_env`]);
+//! 2. FDB5's: `FDB_CONFIG`, then `FDB5_CONFIG` (the YAML text itself);
+//!    `FDB_CONFIG_FILE`, then `FDB5_CONFIG_FILE` (a YAML file);
+//!    `FDB_HOME`, then `FDB5_HOME`, with `etc/fdb/config.yaml` (or
+//!    `.json`) under it. `FDB_HOME` without such a file is an error (FDB5
+//!    would read its legacy text configuration, which fieldstore does not
+//!    support); `FDB5_HOME` without one is passed over, since `findlibs`
+//!    users set it to find the library;
+//! 3. otherwise the embedded store under `./fieldstore-data`.
+//!
+//! FDB5's YAML is translated into fieldstore's shape ([`from_fdb5_yaml`]):
+//! `~fdb` in paths expands from `fdb_home` or `FDB_HOME`; root and space
+//! names, the space `regex` `.*` and the handlers of FDB5's file spaces
+//! (placement strategies: fieldstore creates datasets in the first
+//! writable root) are accepted; a root's `list`/`retrieve` flags become
+//! `visit`, `archive`/`wipe` become `writable`. What fieldstore cannot do
+//! the same way (another `type`, split catalogue and store roots, a space
+//! `regex` selecting datasets) is refused with its name.
+//!
+//! Every root is checked before the store opens ([`refuse_fdb5_roots`]):
+//! one holding FDB5's own on-disk format is refused with an error naming
+//! it, so fieldstore never writes into it.
+
+use std::path::{Path, PathBuf};
+
+use fieldstore::{Config, ErrorKind};
+use serde_yaml_ng::{Mapping, Value};
+
+use crate::error::CError;
+
+/// A YAML value in a message: `'text'`, or its YAML form.
+fn show(v: &Value) -> String {
+    match v {
+        Value::String(s) => format!("'{s}'"),
+        other => serde_yaml_ng::to_string(other)
+            .map(|t| t.trim().to_string())
+            .unwrap_or_else(|_| format!("{other:?}")),
+    }
+}
+
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+fn invalid(source: &str, message: impl std::fmt::Display) -> CError {
+    CError::new(ErrorKind::InvalidConfig, format!("{source}: {message}"))
+}
+
+fn unsupported(source: &str, message: impl std::fmt::Display) -> CError {
+    CError::new(ErrorKind::Unsupported, format!("{source}: {message}"))
+}
+
+/// The configuration `fdb_new_handle()` opens (see the module
+/// documentation), and where it came from.
+///
+/// # Errors
+/// `InvalidConfig` for a config that does not parse or describes what
+/// fieldstore does not support; `NotFound` for a file named that does not
+/// exist.
+pub fn from_environment() -> Result<Config, CError> {
+    if env("FIELDSTORE_CONFIG").is_some() || env("FIELDSTORE_ROOT").is_some() {
+        return Ok(Config::from_env()?);
+    }
+    let cwd = Path::new(".");
+    for var in ["FDB_CONFIG", "FDB5_CONFIG"] {
+        if let Some(text) = env(var) {
+            return from_fdb5_yaml(&text, cwd, &format!("${var}"))?
+                .ok_or_else(|| invalid(&format!("${var}"), "the configuration is empty"));
+        }
+    }
+    for var in ["FDB_CONFIG_FILE", "FDB5_CONFIG_FILE"] {
+        if let Some(path) = env(var) {
+            return from_fdb5_file(Path::new(&path), &format!("${var}"));
+        }
+    }
+    for var in ["FDB_HOME", "FDB5_HOME"] {
+        let Some(home) = env(var) else {
+            continue;
+        };
+        let etc = Path::new(&home).join("etc/fdb");
+        for name in ["config.yaml", "config.json"] {
+            let path = etc.join(name);
+            if path.exists() {
+                return from_fdb5_file(&path, &format!("${var}"));
+            }
+        }
+        if var == "FDB_HOME" {
+            return Err(CError::new(
+                ErrorKind::NotFound,
+                format!(
+                    "$FDB_HOME is {home}, which has no etc/fdb/config.yaml: fieldstore needs a \
+                     YAML configuration (FDB5's legacy text configuration is not supported); \
+                     or set FIELDSTORE_CONFIG or FIELDSTORE_ROOT"
+                ),
+            ));
+        }
+    }
+    Ok(Config::from_env()?)
+}
+
+fn from_fdb5_file(path: &Path, via: &str) -> Result<Config, CError> {
+    let source = format!("{} (from {via})", path.display());
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| fieldstore::Error::io(format!("config {source}"), e))?;
+    let base = path.parent().unwrap_or(Path::new("."));
+    from_fdb5_yaml(&text, base, &source)?
+        .ok_or_else(|| invalid(&source, "the configuration is empty"))
+}
+
+/// `~fdb` (or `~fdb/…`) expanded from `fdb_home`, `FDB_HOME` or
+/// `FDB5_HOME`.
+fn expand_home(path: &str, fdb_home: Option<&str>, source: &str) -> Result<String, CError> {
+    let Some(rest) = path.strip_prefix("~fdb") else {
+        return Ok(path.to_string());
+    };
+    if !(rest.is_empty() || rest.starts_with('/')) {
+        return Ok(path.to_string());
+    }
+    let home = fdb_home
+        .map(str::to_string)
+        .or_else(|| env("FDB_HOME"))
+        .or_else(|| env("FDB5_HOME"))
+        .ok_or_else(|| {
+            invalid(
+                source,
+                format!("'{path}' needs fdb_home in the config or FDB_HOME in the environment"),
+            )
+        })?;
+    Ok(format!("{home}{rest}"))
+}
+
+fn flag(map: &Mapping, key: &str, source: &str) -> Result<Option<bool>, CError> {
+    match map.get(key) {
+        None => Ok(None),
+        Some(Value::Bool(b)) => Ok(Some(*b)),
+        Some(other) => Err(invalid(
+            source,
+            format!("'{key}' must be true or false, not {}", show(other)),
+        )),
+    }
+}
+
+/// One of FDB5's pairs of root flags (`list`/`retrieve`, `archive`/`wipe`)
+/// as the one fieldstore flag (`visit`, `writable`).
+fn merged(
+    root: &mut Mapping,
+    general: &str,
+    specific: [&str; 2],
+    source: &str,
+) -> Result<(), CError> {
+    let base = flag(root, general, source)?.unwrap_or(true);
+    let a = flag(root, specific[0], source)?.unwrap_or(base);
+    let b = flag(root, specific[1], source)?.unwrap_or(base);
+    if a != b {
+        return Err(unsupported(
+            source,
+            format!(
+                "a root with {}: {a} and {}: {b}: fieldstore's roots are enabled for {} and {} together ('{general}')",
+                specific[0], specific[1], specific[0], specific[1]
+            ),
+        ));
+    }
+    for k in specific {
+        root.remove(k);
+    }
+    root.insert(Value::from(general), Value::Bool(a));
+    Ok(())
+}
+
+/// FDB5's placement strategies for new databases; fieldstore creates
+/// datasets in the first writable root (`Default`).
+const FDB5_HANDLERS: &[&str] = &[
+    "Default",
+    "First",
+    "LeastUsed",
+    "LeastUsedPercent",
+    "RoundRobin",
+    "Random",
+    "PureRandom",
+    "WeightedRandom",
+    "WeightedRandomPercent",
+    "expver",
+    "envvar",
+];
+
+/// Keys of FDB5's configs (system or user) that change nothing here.
+const IGNORED: &[&str] = &[
+    "configSource",
+    "statistics",
+    "permissions",
+    "useSubToc",
+    "preloadTocBTree",
+    "limits",
+];
+
+/// Parse FDB5's YAML (or JSON) config `text` into fieldstore's `Config`;
+/// `None` for an empty one. Relative paths are resolved against `base`.
+///
+/// # Errors
+/// `InvalidConfig` naming the problem; `Unsupported` for what fieldstore
+/// does not do (see the module documentation).
+pub fn from_fdb5_yaml(text: &str, base: &Path, source: &str) -> Result<Option<Config>, CError> {
+    let value: Value = serde_yaml_ng::from_str(text).map_err(|e| invalid(source, e))?;
+    let mut map = match value {
+        Value::Null => return Ok(None),
+        Value::Mapping(m) if m.is_empty() => return Ok(None),
+        Value::Mapping(m) => m,
+        other => {
+            return Err(invalid(
+                source,
+                format!("expected a mapping of settings, not {}", show(&other)),
+            ))
+        }
+    };
+    match map.get("type") {
+        None => {}
+        Some(Value::String(t)) if t == "local" => {}
+        Some(other) => {
+            return Err(invalid(
+                source,
+                format!(
+                    "type {} is not supported: fieldstore opens local stores (type: local)",
+                    show(other)
+                ),
+            ))
+        }
+    }
+    let fdb_home = match map.remove("fdb_home") {
+        None => None,
+        Some(Value::String(s)) => Some(s),
+        Some(other) => {
+            return Err(invalid(
+                source,
+                format!("fdb_home: not a path: {}", show(&other)),
+            ))
+        }
+    };
+    for key in IGNORED {
+        map.remove(*key);
+    }
+    for key in [
+        "writable",
+        "visitable",
+        "list",
+        "retrieve",
+        "archive",
+        "wipe",
+    ] {
+        match flag(&map, key, source)? {
+            Some(false) => {
+                return Err(unsupported(
+                    source,
+                    format!("'{key}: false': fieldstore handles cannot disable an operation"),
+                ))
+            }
+            Some(true) => {
+                map.remove(key);
+            }
+            None => {}
+        }
+    }
+    if let Some(Value::String(schema)) = map.get("schema") {
+        let expanded = expand_home(schema, fdb_home.as_deref(), source)?;
+        map.insert(Value::from("schema"), Value::String(expanded));
+    }
+    if let Some(spaces) = map.get_mut("spaces") {
+        let Value::Sequence(spaces) = spaces else {
+            return Err(invalid(source, "'spaces' must be a list"));
+        };
+        for space in spaces {
+            let Value::Mapping(space) = space else {
+                return Err(invalid(source, "each space must be a mapping"));
+            };
+            space.remove("name");
+            for key in ["catalogueRoots", "storeRoots", "marsDisks"] {
+                if space.contains_key(key) {
+                    return Err(unsupported(
+                        source,
+                        format!("spaces with '{key}': fieldstore keeps a dataset's catalogue and data in one root"),
+                    ));
+                }
+            }
+            match space.remove("regex") {
+                None => {}
+                Some(Value::String(r)) if r.is_empty() || r == ".*" => {}
+                Some(other) => {
+                    return Err(unsupported(
+                        source,
+                        format!("a space with regex {}: fieldstore's spaces hold every dataset (use '.*' or several configs)", show(&other)),
+                    ))
+                }
+            }
+            match space.get("handler") {
+                None => {}
+                Some(Value::String(h)) if FDB5_HANDLERS.contains(&h.as_str()) => {
+                    space.insert(Value::from("handler"), Value::from("Default"));
+                }
+                Some(other) => {
+                    return Err(invalid(
+                        source,
+                        format!(
+                            "unknown space handler {} (FDB5's are {})",
+                            show(other),
+                            FDB5_HANDLERS.join(", ")
+                        ),
+                    ))
+                }
+            }
+            if let Some(Value::Sequence(roots)) = space.get_mut("roots") {
+                for root in roots {
+                    let Value::Mapping(root) = root else {
+                        return Err(invalid(source, "each root must be a mapping with a 'path'"));
+                    };
+                    root.remove("name");
+                    merged(root, "visit", ["list", "retrieve"], source)?;
+                    merged(root, "writable", ["archive", "wipe"], source)?;
+                    if let Some(Value::String(p)) = root.get("path") {
+                        let expanded = expand_home(p, fdb_home.as_deref(), source)?;
+                        root.insert(Value::from("path"), Value::String(expanded));
+                    }
+                }
+            }
+        }
+    }
+    let text = serde_yaml_ng::to_string(&Value::Mapping(map)).map_err(|e| invalid(source, e))?;
+    let config = Config::from_yaml(&text, base, source)?;
+    Ok(Some(config))
+}
+
+/// How many entries of a root are looked at for FDB5 databases.
+const PROBED_ENTRIES: usize = 64;
+
+/// Refuse roots that hold FDB5's own on-disk format: a dataset directory
+/// whose `toc` is not fieldstore's (whose records start `FSR1`). Looks at
+/// the first [`PROBED_ENTRIES`] entries of each root; a root that does not
+/// exist is left for the store to report.
+///
+/// # Errors
+/// `InvalidConfig` naming the root and the FDB5 database found.
+pub fn refuse_fdb5_roots(config: &Config) -> Result<(), CError> {
+    for root in &config.roots {
+        let Ok(entries) = std::fs::read_dir(&root.path) else {
+            continue;
+        };
+        for entry in entries.flatten().take(PROBED_ENTRIES) {
+            let name = entry.file_name();
+            if name.to_string_lossy().starts_with('.') {
+                continue;
+            }
+            let toc: PathBuf = entry.path().join("toc");
+            let mut magic = [0u8; 4];
+            let read =
+                std::fs::File::open(&toc).and_then(|mut f| std::io::Read::read(&mut f, &mut magic));
+            match read {
+                Ok(0) | Err(_) => continue,
+                Ok(_) if magic == *b"FSR1" => continue,
+                Ok(_) => {
+                    return Err(CError::new(
+                        ErrorKind::InvalidConfig,
+                        format!(
+                            "root {} holds FDB5's own on-disk format ({} is an FDB5 table of \
+                             contents): fieldstore neither reads nor writes FDB5 databases; give \
+                             fieldstore a root of its own",
+                            root.path.display(),
+                            toc.display()
+                        ),
+                    ))
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fdb5_shapes_translate() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("root");
+        std::fs::create_dir(&root).unwrap();
+        let text = format!(
+            "{{\"type\": \"local\", \"engine\": \"toc\", \"fdb_home\": \"{}\", \"useSubToc\": true, \
+             \"spaces\": [{{\"name\": \"s\", \"regex\": \".*\", \"handler\": \"WeightedRandom\", \
+             \"roots\": [{{\"path\": \"~fdb/root\", \"name\": \"r\", \"list\": true, \"retrieve\": true, \
+             \"archive\": false, \"wipe\": false}}]}}]}}",
+            dir.path().display()
+        );
+        let c = from_fdb5_yaml(&text, Path::new("."), "t").unwrap().unwrap();
+        assert_eq!(c.roots.len(), 1);
+        assert_eq!(c.roots[0].path, root);
+        assert!(c.roots[0].visit);
+        assert!(!c.roots[0].writable);
+        assert!(from_fdb5_yaml("", Path::new("."), "t").unwrap().is_none());
+        assert!(from_fdb5_yaml("{}", Path::new("."), "t").unwrap().is_none());
+    }
+
+    #[test]
+    fn what_fieldstore_cannot_do_is_refused_by_name() {
+        let cases = [
+            ("type: remote\nhost: x\n", "type 'remote' is not supported"),
+            (
+                "spaces: [{regex: 'class=od', roots: [{path: /x}]}]\n",
+                "regex",
+            ),
+            (
+                "spaces: [{catalogueRoots: [], roots: []}]\n",
+                "catalogueRoots",
+            ),
+            (
+                "spaces: [{roots: [{path: /x, list: true, retrieve: false}]}]\n",
+                "list: true and retrieve: false",
+            ),
+            ("archive: false\n", "'archive: false'"),
+            (
+                "spaces: [{handler: Clever, roots: []}]\n",
+                "unknown space handler",
+            ),
+            ("bogus: 1\n", "bogus"),
+        ];
+        for (text, want) in cases {
+            let e = from_fdb5_yaml(text, Path::new("."), "t").unwrap_err();
+            assert!(e.message.contains(want), "{text}: {}", e.message);
+        }
+    }
+
+    #[test]
+    fn fdb5_databases_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("od:0001:oper:20230101:1200:g");
+        std::fs::create_dir(&db).unwrap();
+        let config = Config::from_yaml(
+            &format!(
+                "spaces: [{{roots: [{{path: {}}}]}}]\n",
+                dir.path().display()
+            ),
+            Path::new("."),
+            "t",
+        )
+        .unwrap();
+        refuse_fdb5_roots(&config).unwrap();
+        std::fs::write(db.join("toc"), b"FSR1....").unwrap();
+        refuse_fdb5_roots(&config).unwrap();
+        std::fs::write(db.join("toc"), [0x74u8, 0, 0, 0, 3, 0]).unwrap();
+        let e = refuse_fdb5_roots(&config).unwrap_err();
+        assert!(
+            e.message.contains("FDB5's own on-disk format"),
+            "{}",
+            e.message
+        );
+        assert!(e.message.contains(&dir.path().display().to_string()));
+    }
+}

@@ -1,0 +1,387 @@
+//! `fdb_handle_t` and the calls on it: archive, flush, list, retrieve;
+//! and the library-level calls (initialise, versions).
+
+use std::collections::HashSet;
+use std::ffi::{c_char, c_int};
+use std::path::Path;
+use std::sync::Arc;
+
+use fieldstore::{
+    Config, ErrorKind, FieldStore, Item, Key, Level, ListOptions, Request, SplitKey, Values,
+};
+use fieldstore_grib::ArchiveGrib;
+
+use crate::error::{entry, CError, FDB_SUCCESS};
+use crate::key::{fdb_key_t, KeyObj};
+use crate::list::{fdb_listiterator_t, ListObj, ListState};
+use crate::reader::{fdb_datareader_t, ReaderObj, Stream};
+use crate::registry::{self, Kind, Object};
+use crate::request::{fdb_request_t, request_of};
+use crate::util::{c_str, lock, out};
+
+/// Opaque C type `fdb_handle_t`.
+#[allow(non_camel_case_types)]
+#[repr(C)]
+pub struct fdb_handle_t {
+    _private: [u8; 0],
+}
+
+/// `fdb_handle_t`: an open store. Shared with the list iterators and data
+/// readers made from it, which keep it open after `fdb_delete_handle`.
+#[derive(Debug)]
+pub struct HandleObj {
+    /// The store.
+    pub fs: Arc<FieldStore>,
+}
+
+impl Object for HandleObj {
+    const KIND: Kind = Kind::Handle;
+}
+
+/// The version of fieldstore, NUL-terminated.
+const VCS_VERSION: &str = concat!("fieldstore ", env!("CARGO_PKG_VERSION"), "\0");
+/// [`crate::FDB5_VERSION`], NUL-terminated.
+const VERSION: &str = "5.25.0\0";
+
+/// Prepare the library: installs the fork handlers. Optional; calling it
+/// again does nothing.
+#[no_mangle]
+pub extern "C" fn fdb_initialise() -> c_int {
+    entry("fdb_initialise", || {
+        registry::install_fork_handlers();
+        Ok(FDB_SUCCESS)
+    })
+}
+
+/// The FDB5 version this library's interface is ("5.25.0"), static.
+///
+/// # Safety
+/// `version` is NULL (an error) or writable.
+#[no_mangle]
+pub unsafe extern "C" fn fdb_version(version: *mut *const c_char) -> c_int {
+    entry("fdb_version", || {
+        // SAFETY: the caller's promise.
+        *unsafe { out(version, "version") }? = VERSION.as_ptr().cast();
+        Ok(FDB_SUCCESS)
+    })
+}
+
+/// Which implementation this is: `fieldstore <version>`, static.
+///
+/// # Safety
+/// `sha1` is NULL (an error) or writable.
+#[no_mangle]
+pub unsafe extern "C" fn fdb_vcs_version(sha1: *mut *const c_char) -> c_int {
+    entry("fdb_vcs_version", || {
+        // SAFETY: the caller's promise.
+        *unsafe { out(sha1, "sha1") }? = VCS_VERSION.as_ptr().cast();
+        Ok(FDB_SUCCESS)
+    })
+}
+
+fn open(config: Config) -> Result<*mut fdb_handle_t, CError> {
+    crate::config::refuse_fdb5_roots(&config)?;
+    let fs = FieldStore::open(config)?;
+    Ok(registry::insert(HandleObj { fs: Arc::new(fs) }).cast())
+}
+
+/// A handle on the store the environment configures
+/// ([`crate::config::from_environment`]).
+///
+/// # Safety
+/// `fdb` is NULL (an error) or writable.
+#[no_mangle]
+pub unsafe extern "C" fn fdb_new_handle(fdb: *mut *mut fdb_handle_t) -> c_int {
+    entry("fdb_new_handle", || {
+        // SAFETY: the caller's promise.
+        let fdb = unsafe { out(fdb, "fdb (the out-pointer)") }?;
+        *fdb = open(crate::config::from_environment()?)?;
+        Ok(FDB_SUCCESS)
+    })
+}
+
+/// A handle on the store `system_config` (FDB5's YAML or JSON) describes;
+/// empty or NULL: as `fdb_new_handle`. The user config must be YAML (or
+/// empty, or NULL) and is not otherwise used.
+///
+/// # Safety
+/// The configs are NULL or NUL-terminated strings; `fdb` is NULL (an
+/// error) or writable.
+#[no_mangle]
+pub unsafe extern "C" fn fdb_new_handle_from_yaml(
+    fdb: *mut *mut fdb_handle_t,
+    system_config: *const c_char,
+    user_config: *const c_char,
+) -> c_int {
+    entry("fdb_new_handle_from_yaml", || {
+        // SAFETY: the caller's promises.
+        let fdb = unsafe { out(fdb, "fdb (the out-pointer)") }?;
+        let text = |p: *const c_char, what| -> Result<&str, CError> {
+            if p.is_null() {
+                Ok("")
+            } else {
+                // SAFETY: not NULL: a NUL-terminated string.
+                unsafe { c_str(p, what) }
+            }
+        };
+        let (system, user) = (
+            text(system_config, "system_config")?,
+            text(user_config, "user_config")?,
+        );
+        serde_yaml_ng::from_str::<serde_yaml_ng::Value>(user)
+            .map_err(|e| CError::new(ErrorKind::InvalidConfig, format!("user_config: {e}")))?;
+        let config = match crate::config::from_fdb5_yaml(system, Path::new("."), "system_config")? {
+            Some(c) => c,
+            None => crate::config::from_environment()?,
+        };
+        *fdb = open(config)?;
+        Ok(FDB_SUCCESS)
+    })
+}
+
+fn handle(fdb: *mut fdb_handle_t) -> Result<Arc<FieldStore>, CError> {
+    Ok(registry::get::<HandleObj>(fdb.cast())?.fs.clone())
+}
+
+/// `data[0..length]`, which may be NULL only when `length` is 0.
+///
+/// # Safety
+/// `data` is NULL or readable for `length` bytes for `'a`.
+unsafe fn bytes<'a>(data: *const c_char, length: usize) -> Result<&'a [u8], CError> {
+    if data.is_null() {
+        if length == 0 {
+            return Ok(&[]);
+        }
+        return Err(CError::invalid(format!("data is NULL (length {length})")));
+    }
+    // SAFETY: readable for `length` bytes (the caller's promise).
+    Ok(unsafe { std::slice::from_raw_parts(data.cast::<u8>(), length) })
+}
+
+/// Archive `data[0..length]` under `key`; visible after `fdb_flush`.
+///
+/// # Safety
+/// `data` is NULL (an error unless `length` is 0) or readable for `length`
+/// bytes.
+#[no_mangle]
+pub unsafe extern "C" fn fdb_archive(
+    fdb: *mut fdb_handle_t,
+    key: *mut fdb_key_t,
+    data: *const c_char,
+    length: usize,
+) -> c_int {
+    entry("fdb_archive", || {
+        let fs = handle(fdb)?;
+        let key: Key = lock(&registry::get::<KeyObj>(key.cast())?.0).clone();
+        // SAFETY: the caller's promise.
+        let data = unsafe { bytes(data, length) }?;
+        fs.archive(&key, data)?;
+        Ok(FDB_SUCCESS)
+    })
+}
+
+/// Archive every GRIB message of `data` under its own MARS key; with a
+/// request, checked against it first ([`archive_checked`]).
+///
+/// # Safety
+/// `data` is NULL (an error) or readable for `length` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn fdb_archive_multiple(
+    fdb: *mut fdb_handle_t,
+    req: *mut fdb_request_t,
+    data: *const c_char,
+    length: usize,
+) -> c_int {
+    entry("fdb_archive_multiple", || {
+        let fs = handle(fdb)?;
+        let request = request_of(req)?;
+        if data.is_null() {
+            return Err(CError::invalid("data is NULL"));
+        }
+        // SAFETY: the caller's promise.
+        let data = unsafe { bytes(data, length) }?;
+        match request {
+            None => {
+                fs.archive_grib(data)?;
+            }
+            Some(request) => archive_checked(&fs, &request, data)?,
+        }
+        Ok(FDB_SUCCESS)
+    })
+}
+
+/// The most fields a request given to `fdb_archive_multiple` may name for
+/// the check that every one of them is in the data.
+const CUBE_LIMIT: u64 = 10_000_000;
+
+/// Archive the GRIB messages of `data` if every one is a field `request`
+/// names and every field it names is there (FDB5's hypercube check: over
+/// the request's keywords, each combination of their values must be
+/// present). Nothing is archived otherwise.
+fn archive_checked(fs: &FieldStore, request: &Request, data: &[u8]) -> Result<(), CError> {
+    let schema = fs.schema();
+    let selector = schema.selector(request)?;
+    let mut ready: Vec<(SplitKey, &[u8])> = Vec::new();
+    for field in fieldstore_grib::fields(data) {
+        let field = field?;
+        let split = schema.split(&field.key).map_err(|e| {
+            CError::invalid(format!(
+                "GRIB message {} at byte offset {}: {e}",
+                field.index, field.offset
+            ))
+        })?;
+        let matches = selector
+            .match_dataset(split.dataset.key())
+            .and_then(|d| selector.match_collocation(&d, split.collocation.key()))
+            .is_some_and(|c| selector.element_filter(&c).matches(split.element.key()));
+        if !matches {
+            return Err(CError::invalid(format!(
+                "GRIB message {} at byte offset {} is not one the request names: its key is {}, the request {request}",
+                field.index,
+                field.offset,
+                split.braced()
+            )));
+        }
+        ready.push((split, field.bytes));
+    }
+    if ready.is_empty() {
+        return Err(CError::invalid("the data holds no GRIB message"));
+    }
+    // Every combination of the request's values must be present.
+    let mut dims: Vec<(&str, Vec<String>)> = Vec::new();
+    let mut cube: u64 = 1;
+    for (kw, values) in request.iter() {
+        let Values::Items(items) = values else {
+            continue;
+        };
+        let types = schema.types_of(kw);
+        let mut set: Vec<String> = Vec::new();
+        for item in items {
+            let expanded: Vec<String> = types
+                .iter()
+                .find_map(|ty| match item {
+                    Item::Value(v) => ty.canonical(v).ok().map(|c| vec![c]),
+                    Item::Range { from, to, by } => ty
+                        .range(from, to, by.as_deref())
+                        .ok()
+                        .filter(|r| r.len() <= CUBE_LIMIT)
+                        .map(|r| r.iter().collect()),
+                })
+                .unwrap_or_default();
+            for v in expanded {
+                if !set.contains(&v) {
+                    set.push(v);
+                }
+            }
+        }
+        cube = cube.saturating_mul(set.len() as u64);
+        dims.push((kw, set));
+    }
+    if cube <= CUBE_LIMIT {
+        let mut present: HashSet<Vec<&str>> = HashSet::new();
+        for (split, _) in &ready {
+            let key = split.full_key();
+            let combo: Vec<&str> = dims
+                .iter()
+                .map(|(kw, set)| {
+                    key.get(kw)
+                        .and_then(|v| set.iter().find(|s| *s == v))
+                        .map_or("", String::as_str)
+                })
+                .collect();
+            present.insert(combo);
+        }
+        let missing = cube.saturating_sub(present.len() as u64);
+        if missing > 0 {
+            return Err(CError::invalid(format!(
+                "the request {request} names {cube} fields, {missing} of which are not in the data ({} GRIB messages); nothing archived",
+                ready.len()
+            )));
+        }
+    }
+    for (i, (split, bytes)) in ready.iter().enumerate() {
+        fs.archive_split(split, bytes)
+            .map_err(|e| e.context(format!("archiving GRIB message {i}")))?;
+    }
+    Ok(())
+}
+
+/// List what `req` names (NULL: everything) down to `depth` (outside 1–3:
+/// 3). `duplicates == true` leaves replaced fields out (FDB5's quirk: the
+/// flag means *deduplicate*).
+///
+/// # Safety
+/// `it` is NULL (an error) or writable.
+#[no_mangle]
+pub unsafe extern "C" fn fdb_list(
+    fdb: *mut fdb_handle_t,
+    req: *const fdb_request_t,
+    it: *mut *mut fdb_listiterator_t,
+    duplicates: bool,
+    depth: c_int,
+) -> c_int {
+    entry("fdb_list", || {
+        let fs = handle(fdb)?;
+        // SAFETY: the caller's promise.
+        let it = unsafe { out(it, "it (the out-pointer)") }?;
+        let request = request_of(req)?.unwrap_or_default();
+        let depth = u8::try_from(depth)
+            .ok()
+            .and_then(Level::from_depth)
+            .unwrap_or(Level::Element);
+        let options = ListOptions {
+            depth,
+            duplicates: !duplicates,
+        };
+        let elements = fs.list(&request, options)?;
+        *it = registry::insert(ListObj(std::sync::Mutex::new(ListState::new(
+            elements, depth,
+        ))))
+        .cast();
+        Ok(FDB_SUCCESS)
+    })
+}
+
+/// Find the fields `req` names, in request order, and point `dr` at their
+/// bytes (replacing what it held).
+#[no_mangle]
+pub extern "C" fn fdb_retrieve(
+    fdb: *mut fdb_handle_t,
+    req: *mut fdb_request_t,
+    dr: *mut fdb_datareader_t,
+) -> c_int {
+    entry("fdb_retrieve", || {
+        let fs = handle(fdb)?;
+        let request = request_of(req)?.ok_or_else(|| {
+            CError::invalid("req is NULL: name the fields to retrieve (fdb_list lists everything)")
+        })?;
+        let reader = registry::get::<ReaderObj>(dr.cast())?;
+        let found = fs.retrieve(&request)?;
+        let fields = found.fields().iter().map(|(_, l)| l.clone()).collect();
+        *lock(&reader.0) = Some(Stream::new(fs, fields));
+        Ok(FDB_SUCCESS)
+    })
+}
+
+/// Make everything archived through this handle durable and visible.
+#[no_mangle]
+pub extern "C" fn fdb_flush(fdb: *mut fdb_handle_t) -> c_int {
+    entry("fdb_flush", || {
+        handle(fdb)?.flush()?;
+        Ok(FDB_SUCCESS)
+    })
+}
+
+/// Flush what is pending, then release the handle (also when the flush
+/// fails, which is reported). Iterators and readers made from it keep
+/// working.
+#[no_mangle]
+pub extern "C" fn fdb_delete_handle(fdb: *mut fdb_handle_t) -> c_int {
+    entry("fdb_delete_handle", || {
+        let h = registry::remove::<HandleObj>(fdb.cast())?;
+        if h.fs.dirty() {
+            h.fs.flush()?;
+        }
+        Ok(FDB_SUCCESS)
+    })
+}

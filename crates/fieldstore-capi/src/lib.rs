@@ -1,0 +1,53 @@
+//! FDB5's C API (`fdb_c.h`, FDB5 5.25) over fieldstore.
+//!
+//! The shared library (`libfieldstore.so`, also installed as `libfdb5.so`
+//! by `scripts/install-capi.sh`) exports the 47 functions of FDB5's
+//! `fdb_c.h` with the same names, signatures, opaque types and return
+//! codes, so that FDB5's C, Fortran and Python (legacy `pyfdb` 0.1.x)
+//! clients run on fieldstore unchanged. The header is
+//! `include/fdb5/api/fdb_c.h`; `docs/capi.md` says how to install it and
+//! where fieldstore's semantics differ from FDB5's, and why.
+//!
+//! # Invariants of every entry point
+//! - **No panic crosses the boundary**: each function runs its body under
+//!   [`std::panic::catch_unwind`] ([`error::entry`]); a panic becomes
+//!   `FDB_ERROR_UNKNOWN_EXCEPTION` with a message.
+//! - **Objects are tokens, not addresses** ([`registry`]): a pointer handed
+//!   to C encodes a serial number and the object's type, and is looked up
+//!   in a table before use. NULL, a pointer of another type, a pointer
+//!   never issued or one already deleted is an error
+//!   (`FDB_ERROR_GENERAL_EXCEPTION`), never undefined behaviour. Serial
+//!   numbers are never reused, so a deleted object stays deleted.
+//! - **Objects are shared, calls on one object serialised**: the table
+//!   holds `Arc`s; a call clones the `Arc`, so an object deleted by one
+//!   thread while another uses it lives until that call returns. Mutable
+//!   state sits behind a mutex per object. A per-thread cache of recent
+//!   lookups holds only weak references, made stale by any removal: it
+//!   never finds a deleted object, nor keeps one alive.
+//! - **Errors are per thread** ([`error`]): the message of the last failure
+//!   on the calling thread, and its kind
+//!   ([`fieldstore_last_error_kind`](error::fieldstore_last_error_kind)).
+//! - **Pointers the caller gives** are read only for the duration of the
+//!   call, and only after the NULL checks; pointers returned (strings) point
+//!   into the object they came from and stay valid until it changes or is
+//!   deleted.
+//! - **Fork**: the library's own locks are taken around `fork()`
+//!   ([`registry::install_fork_handlers`]), so a child never inherits one
+//!   held by another thread.
+#![deny(rustdoc::broken_intra_doc_links)]
+// Library code reports errors; it does not panic on them. Tests may unwrap.
+#![cfg_attr(not(test), warn(clippy::unwrap_used))]
+
+pub mod config;
+pub mod error;
+pub mod handle;
+pub mod key;
+pub mod list;
+pub mod manage;
+pub mod reader;
+pub mod registry;
+pub mod request;
+mod util;
+
+/// The FDB5 version whose C interface this library implements.
+pub const FDB5_VERSION: &str = "5.25.0";
