@@ -120,7 +120,15 @@ fn watch_by_polling_sees_each_flush() {
     env.archive(&key(0), b"zero");
     let mut child = env
         .command()
-        .args(["watch", "class=od", "--poll", "--count", "2", "--timeout", "60"])
+        .args([
+            "watch",
+            "class=od",
+            "--poll",
+            "--count",
+            "2",
+            "--timeout",
+            "60",
+        ])
         .stdout(Stdio::piped())
         .spawn()
         .expect("start the watcher");
