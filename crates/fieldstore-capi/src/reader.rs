@@ -14,8 +14,7 @@
 use std::ffi::{c_int, c_long, c_void};
 use std::sync::{Arc, Mutex};
 
-use fieldstore::readahead::Readahead;
-use fieldstore::{Error, FieldLocation, FieldStore};
+use fieldstore::{FieldLocation, FieldStore, FieldStream};
 
 use crate::error::{entry, CError, FDB_SUCCESS};
 use crate::registry::{self, Kind, Object};
@@ -28,54 +27,25 @@ pub struct fdb_datareader_t {
     _private: [u8; 0],
 }
 
-/// The fields of one retrieve, as a stream.
-///
-/// Invariants: `starts[i]` is the stream offset of field `i`'s first byte
-/// and `starts[fields.len()]` the total size; `pos <= size`; when
-/// `current == Some(i)`, `buf` holds field `i`'s bytes, verified.
-pub struct Stream {
-    fs: Arc<FieldStore>,
-    fields: Vec<FieldLocation>,
-    starts: Vec<u64>,
-    pos: u64,
-    current: Option<usize>,
-    buf: Vec<u8>,
-    readahead: Readahead,
-}
-
-impl std::fmt::Debug for Stream {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Stream")
-            .field("fields", &self.fields.len())
-            .field("pos", &self.pos)
-            .finish()
-    }
-}
+/// The fields of one retrieve, as a stream ([`FieldStream`]), with the
+/// bounds the C API checks.
+#[derive(Debug)]
+pub struct Stream(FieldStream);
 
 impl Stream {
     /// A stream over `fields`, read through `fs`'s store.
     pub fn new(fs: Arc<FieldStore>, fields: Vec<FieldLocation>) -> Stream {
-        let mut starts = Vec::with_capacity(fields.len() + 1);
-        let mut at = 0u64;
-        starts.push(0);
-        for f in &fields {
-            at += f.length;
-            starts.push(at);
-        }
-        Stream {
-            fs,
-            fields,
-            starts,
-            pos: 0,
-            current: None,
-            buf: Vec::new(),
-            readahead: Readahead::new(),
-        }
+        Stream(FieldStream::new(fs, fields))
     }
 
     /// Total bytes.
     pub fn size(&self) -> u64 {
-        self.starts.last().copied().unwrap_or(0)
+        self.0.size()
+    }
+
+    /// The current position.
+    pub fn pos(&self) -> u64 {
+        self.0.position()
     }
 
     /// Move to `pos` (`0..=size`).
@@ -86,7 +56,7 @@ impl Stream {
         let size = self.size();
         match u64::try_from(pos) {
             Ok(p) if p <= size => {
-                self.pos = p;
+                self.0.seek(p);
                 Ok(())
             }
             _ => Err(CError::invalid(format!(
@@ -101,48 +71,12 @@ impl Stream {
     /// `Corrupt` if a field fails its checksum (none of its bytes is
     /// copied); I/O errors.
     pub fn read(&mut self, out: &mut [u8]) -> Result<usize, CError> {
-        let want = (self.size() - self.pos).min(out.len() as u64) as usize;
-        let mut done = 0;
-        while done < want {
-            // The field holding `pos`: the last one starting at or before
-            // it (so zero-length fields are stepped over).
-            let i = self.starts.partition_point(|&s| s <= self.pos) - 1;
-            if self.current != Some(i) {
-                self.load(i)?;
-            }
-            let from = (self.pos - self.starts[i]) as usize;
-            let n = (self.buf.len() - from).min(want - done);
-            out[done..done + n].copy_from_slice(&self.buf[from..from + n]);
-            done += n;
-            self.pos += n as u64;
-        }
-        Ok(done)
-    }
-
-    fn load(&mut self, i: usize) -> Result<(), CError> {
-        let fields = &self.fields;
-        self.readahead
-            .before_read(&**self.fs.store(), i, fields.len(), |j| &fields[j]);
-        self.current = None;
-        self.fs.store().read(&self.fields[i], &mut self.buf)?;
-        if self.buf.len() as u64 != self.fields[i].length {
-            return Err(Error::corrupt(format!(
-                "{}: read {} bytes, the index says {}",
-                self.fields[i],
-                self.buf.len(),
-                self.fields[i].length
-            ))
-            .into());
-        }
-        self.current = Some(i);
-        Ok(())
+        Ok(self.0.read(out)?)
     }
 
     /// Rewind and release the buffered field.
     pub fn rewind(&mut self) {
-        self.pos = 0;
-        self.current = None;
-        self.buf = Vec::new();
+        self.0.rewind();
     }
 }
 
@@ -196,7 +130,7 @@ pub unsafe extern "C" fn fdb_datareader_open(
 ) -> c_int {
     entry("fdb_datareader_open", || {
         let total = with_stream(dr, |s| {
-            s.pos = 0;
+            s.seek(0)?;
             to_long(s.size())
         })?;
         // SAFETY: NULL or writable (the caller's promise).
@@ -227,7 +161,7 @@ pub unsafe extern "C" fn fdb_datareader_tell(dr: *mut fdb_datareader_t, pos: *mu
     entry("fdb_datareader_tell", || {
         // SAFETY: the caller's promise.
         let pos = unsafe { out(pos, "pos") }?;
-        *pos = with_stream(dr, |s| to_long(s.pos))?;
+        *pos = with_stream(dr, |s| to_long(s.pos()))?;
         Ok(FDB_SUCCESS)
     })
 }
@@ -245,7 +179,7 @@ pub extern "C" fn fdb_datareader_seek(dr: *mut fdb_datareader_t, pos: c_long) ->
 #[no_mangle]
 pub extern "C" fn fdb_datareader_skip(dr: *mut fdb_datareader_t, count: c_long) -> c_int {
     entry("fdb_datareader_skip", || {
-        with_stream(dr, |s| s.seek(i128::from(s.pos) + i128::from(count)))?;
+        with_stream(dr, |s| s.seek(i128::from(s.pos()) + i128::from(count)))?;
         Ok(FDB_SUCCESS)
     })
 }

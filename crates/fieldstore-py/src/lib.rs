@@ -14,10 +14,9 @@ use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use fieldstore::readahead::Readahead;
 use fieldstore::{
-    Config, Control, Error, ErrorKind, FieldLocation, FieldStore, Key, Level, ListElement,
-    ListOptions, Locks, Operation, Request, Since, WatchOptions, WipeOptions,
+    Config, Control, Error, ErrorKind, FieldLocation, FieldStore, FieldStream, Key, Level,
+    ListElement, ListOptions, Locks, Operation, Request, Since, WatchOptions, WipeOptions,
 };
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
@@ -588,90 +587,19 @@ impl Entry {
     }
 }
 
-/// The bytes of a list of fields, as one stream. Each field is read whole
-/// and verified against its checksum before any of its bytes is returned;
-/// one field is held in memory at a time. The store is told what comes
-/// next as the stream goes ([`Readahead`]), as a `DataReader` does.
+/// The bytes of a list of fields, as one stream ([`FieldStream`]: each
+/// field read whole and verified before any of its bytes is returned, one
+/// field in memory at a time, the store told what comes next).
 #[pyclass(module = "fieldstore._fieldstore", name = "Reader")]
-struct Reader {
-    fs: Arc<FieldStore>,
-    fields: Vec<FieldLocation>,
-    /// `starts[i]`: the stream offset of field `i`'s first byte; one more
-    /// entry holds the total size.
-    starts: Vec<u64>,
-    pos: u64,
-    /// The field held in `buf`.
-    current: Option<usize>,
-    buf: Vec<u8>,
-    readahead: Readahead,
-}
+struct Reader(FieldStream);
 
 impl Reader {
     fn new(fs: Arc<FieldStore>, fields: Vec<FieldLocation>) -> Self {
-        let mut starts = Vec::with_capacity(fields.len() + 1);
-        let mut at = 0u64;
-        starts.push(0);
-        for f in &fields {
-            at += f.length;
-            starts.push(at);
-        }
-        Reader {
-            fs,
-            fields,
-            starts,
-            pos: 0,
-            current: None,
-            buf: Vec::new(),
-            readahead: Readahead::new(),
-        }
-    }
-
-    fn size(&self) -> u64 {
-        self.starts.last().copied().unwrap_or(0)
-    }
-
-    fn remaining(&self) -> u64 {
-        self.size().saturating_sub(self.pos)
-    }
-
-    /// Copy the next `out.len()` bytes of the stream into `out` (the caller
-    /// asks for no more than [`Reader::remaining`]).
-    fn fill(&mut self, out: &mut [u8]) -> fieldstore::Result<()> {
-        let mut done = 0;
-        while done < out.len() {
-            // The field holding `pos`: the last one starting at or before it
-            // (zero-length fields are skipped by taking the last).
-            let i = self.starts.partition_point(|&s| s <= self.pos) - 1;
-            if i >= self.fields.len() {
-                return Err(Error::internal("read past the end of the retrieved fields"));
-            }
-            let fields = &self.fields;
-            self.readahead
-                .before_read(&**self.fs.store(), i, fields.len(), |j| &fields[j]);
-            if self.current != Some(i) {
-                self.current = None;
-                self.fs.store().read(&self.fields[i], &mut self.buf)?;
-                if self.buf.len() as u64 != self.fields[i].length {
-                    return Err(Error::corrupt(format!(
-                        "{}: read {} bytes, the index says {}",
-                        self.fields[i],
-                        self.buf.len(),
-                        self.fields[i].length
-                    )));
-                }
-                self.current = Some(i);
-            }
-            let from = (self.pos - self.starts[i]) as usize;
-            let n = (self.buf.len() - from).min(out.len() - done);
-            out[done..done + n].copy_from_slice(&self.buf[from..from + n]);
-            done += n;
-            self.pos += n as u64;
-        }
-        Ok(())
+        Reader(FieldStream::new(fs, fields))
     }
 
     fn wanted(&self, n: i64) -> usize {
-        let rest = self.remaining();
+        let rest = self.0.remaining();
         let n = if n < 0 { rest } else { rest.min(n as u64) };
         n as usize
     }
@@ -682,22 +610,22 @@ impl Reader {
     /// Total bytes.
     #[pyo3(name = "size")]
     fn py_size(&self) -> u64 {
-        self.size()
+        self.0.size()
     }
 
     /// Number of fields.
     fn count(&self) -> usize {
-        self.fields.len()
+        self.0.count()
     }
 
     /// The current position.
     fn tell(&self) -> u64 {
-        self.pos
+        self.0.position()
     }
 
     /// Move to byte `pos` of the stream (past the end reads nothing).
     fn seek(&mut self, pos: u64) {
-        self.pos = pos;
+        self.0.seek(pos);
     }
 
     /// Up to `n` bytes (all that is left if `n < 0`); empty at the end.
@@ -706,7 +634,7 @@ impl Reader {
         let len = self.wanted(n);
         let mut failure = None;
         let bytes = PyBytes::new_with(py, len, |out| {
-            if let Err(e) = py.detach(|| self.fill(out)) {
+            if let Err(e) = py.detach(|| self.0.read(out)) {
                 failure = Some(e);
             }
             Ok(())
@@ -740,23 +668,21 @@ impl Reader {
         // until this call returns; `len <= length`. Nothing else writes it
         // meanwhile: the buffer's owner is blocked in this call.
         let out = unsafe { std::slice::from_raw_parts_mut(address as *mut u8, len) };
-        py.detach(|| self.fill(out)).or_raise(py)?;
-        Ok(len)
+        let n = py.detach(|| self.0.read(out)).or_raise(py)?;
+        Ok(n)
     }
 
     /// Forget the field held in memory and go back to the start.
     fn close(&mut self) {
-        self.pos = 0;
-        self.current = None;
-        self.buf = Vec::new();
+        self.0.rewind();
     }
 
     fn __repr__(&self) -> String {
         format!(
             "{} field(s), {} bytes, at {}",
-            self.fields.len(),
-            self.size(),
-            self.pos
+            self.0.count(),
+            self.0.size(),
+            self.0.position()
         )
     }
 }

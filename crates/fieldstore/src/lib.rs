@@ -24,6 +24,7 @@ pub mod manage;
 pub mod readahead;
 pub mod resolve;
 pub mod retrieve;
+mod stream;
 mod walk;
 pub mod watch;
 
@@ -51,6 +52,7 @@ pub use manage::{
     WipeReport,
 };
 pub use retrieve::DataReader;
+pub use stream::FieldStream;
 pub use watch::{Since, Watch, WatchEvent, WatchOptions};
 
 #[cfg(test)]

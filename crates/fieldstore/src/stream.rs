@@ -1,0 +1,140 @@
+//! The bytes of a list of retrieved fields as one seekable stream: what the
+//! Python package's `DataHandle` and the C API's `fdb_datareader_t` read.
+//!
+//! Each field is read whole through the store, which verifies its checksum
+//! before any of its bytes is handed out; one field is held in memory at a
+//! time; the store is told which fields come next as the stream goes
+//! ([`Readahead`]), as a [`DataReader`](crate::DataReader) does. A seek
+//! into another field reads that field whole.
+
+use std::sync::Arc;
+
+use fieldstore_core::{Error, FieldLocation, Result};
+
+use crate::handle::FieldStore;
+use crate::readahead::Readahead;
+
+/// The fields of one retrieve, as a stream of bytes.
+///
+/// Invariants: `starts[i]` is the stream offset of field `i`'s first byte
+/// and `starts[fields.len()]` the total size; when `current == Some(i)`,
+/// `buf` holds field `i`'s bytes, verified.
+pub struct FieldStream {
+    fs: Arc<FieldStore>,
+    fields: Vec<FieldLocation>,
+    starts: Vec<u64>,
+    pos: u64,
+    current: Option<usize>,
+    buf: Vec<u8>,
+    readahead: Readahead,
+}
+
+impl std::fmt::Debug for FieldStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FieldStream")
+            .field("fields", &self.fields.len())
+            .field("size", &self.size())
+            .field("pos", &self.pos)
+            .finish()
+    }
+}
+
+impl FieldStream {
+    /// A stream over `fields`, read through `fs`'s store.
+    pub fn new(fs: Arc<FieldStore>, fields: Vec<FieldLocation>) -> FieldStream {
+        let mut starts = Vec::with_capacity(fields.len() + 1);
+        let mut at = 0u64;
+        starts.push(0);
+        for f in &fields {
+            at += f.length;
+            starts.push(at);
+        }
+        FieldStream {
+            fs,
+            fields,
+            starts,
+            pos: 0,
+            current: None,
+            buf: Vec::new(),
+            readahead: Readahead::new(),
+        }
+    }
+
+    /// Total bytes.
+    pub fn size(&self) -> u64 {
+        self.starts.last().copied().unwrap_or(0)
+    }
+
+    /// Number of fields.
+    pub fn count(&self) -> usize {
+        self.fields.len()
+    }
+
+    /// The current position.
+    pub fn position(&self) -> u64 {
+        self.pos
+    }
+
+    /// Bytes from the position to the end (0 past the end).
+    pub fn remaining(&self) -> u64 {
+        self.size().saturating_sub(self.pos)
+    }
+
+    /// Move to byte `pos` (past the end reads nothing).
+    pub fn seek(&mut self, pos: u64) {
+        self.pos = pos;
+    }
+
+    /// Go back to the start and release the field held in memory.
+    pub fn rewind(&mut self) {
+        self.pos = 0;
+        self.current = None;
+        self.buf = Vec::new();
+    }
+
+    /// Copy the next bytes into `out`: as many as fit, or as are left;
+    /// returns how many (0 at the end).
+    ///
+    /// # Errors
+    /// `Corrupt` if a field fails its checksum or its length (none of its
+    /// bytes is copied); I/O errors.
+    pub fn read(&mut self, out: &mut [u8]) -> Result<usize> {
+        let want = self.remaining().min(out.len() as u64) as usize;
+        let mut done = 0;
+        while done < want {
+            // The field holding `pos`: the last one starting at or before
+            // it (so zero-length fields are stepped over).
+            let i = self.starts.partition_point(|&s| s <= self.pos) - 1;
+            if i >= self.fields.len() {
+                return Err(Error::internal("read past the end of the retrieved fields"));
+            }
+            if self.current != Some(i) {
+                self.load(i)?;
+            }
+            let from = (self.pos - self.starts[i]) as usize;
+            let n = (self.buf.len() - from).min(want - done);
+            out[done..done + n].copy_from_slice(&self.buf[from..from + n]);
+            done += n;
+            self.pos += n as u64;
+        }
+        Ok(done)
+    }
+
+    fn load(&mut self, i: usize) -> Result<()> {
+        let fields = &self.fields;
+        self.readahead
+            .before_read(&**self.fs.store(), i, fields.len(), |j| &fields[j]);
+        self.current = None;
+        self.fs.store().read(&self.fields[i], &mut self.buf)?;
+        if self.buf.len() as u64 != self.fields[i].length {
+            return Err(Error::corrupt(format!(
+                "{}: read {} bytes, the index says {}",
+                self.fields[i],
+                self.buf.len(),
+                self.fields[i].length
+            )));
+        }
+        self.current = Some(i);
+        Ok(())
+    }
+}
