@@ -119,25 +119,7 @@ pub fn wipe_lines(report: &WipeReport, porcelain: bool, unsafe_wipe_all: bool) -
             lines.extend(deleted.iter().map(|i| i.name.clone()));
             continue;
         }
-        let what = if let Some(problem) = &d.damaged {
-            format!("damaged dataset, removed whole: {problem}")
-        } else if d.interrupted {
-            "finishing an interrupted wipe".to_string()
-        } else {
-            let scope = match &d.collocations {
-                None => "whole dataset".to_string(),
-                Some(cols) => {
-                    let names: Vec<String> = cols.iter().map(|c| c.braced()).collect();
-                    format!("collocations {}", names.join(" "))
-                }
-            };
-            format!("{scope}: {} fields, {} bytes", d.fields, d.bytes)
-        };
-        lines.push(format!(
-            "wipe {} ({what}) at {}",
-            d.dataset.braced(),
-            d.place
-        ));
+        lines.push(d.summary());
         lines.extend(d.items.iter().map(|i| format!("  delete {}", item_text(i))));
         for i in &d.unknown {
             let note = if unsafe_wipe_all {

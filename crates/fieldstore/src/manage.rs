@@ -72,6 +72,28 @@ pub struct DatasetWipe {
     pub unknown: Vec<Item>,
 }
 
+impl DatasetWipe {
+    /// The line `fieldstore wipe` (and the C API's wipe iterator) gives
+    /// this dataset: `wipe {…} (what goes) at PLACE`.
+    pub fn summary(&self) -> String {
+        let what = if let Some(problem) = &self.damaged {
+            format!("damaged dataset, removed whole: {problem}")
+        } else if self.interrupted {
+            "finishing an interrupted wipe".to_string()
+        } else {
+            let scope = match &self.collocations {
+                None => "whole dataset".to_string(),
+                Some(cols) => {
+                    let names: Vec<String> = cols.iter().map(|c| c.braced()).collect();
+                    format!("collocations {}", names.join(" "))
+                }
+            };
+            format!("{scope}: {} fields, {} bytes", self.fields, self.bytes)
+        };
+        format!("wipe {} ({what}) at {}", self.dataset.braced(), self.place)
+    }
+}
+
 /// The result of [`FieldStore::wipe`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct WipeReport {
@@ -203,6 +225,12 @@ impl Census {
             })?;
         }
         Ok(c)
+    }
+
+    /// Every collocation of the dataset `reader` reads.
+    fn of_dataset(reader: &dyn DatasetReader) -> Result<Census> {
+        let cols: Vec<CollocationKey> = reader.collocations()?.into_iter().map(|c| c.key).collect();
+        Census::take(reader, &cols)
     }
 }
 
@@ -697,11 +725,7 @@ impl FieldStore {
             return Ok(removed);
         }
         let census = match self.fresh_reader(dataset)? {
-            Some(r) => {
-                let cols: Vec<CollocationKey> =
-                    r.collocations()?.into_iter().map(|c| c.key).collect();
-                Census::take(r.as_ref(), &cols)?
-            }
+            Some(r) => Census::of_dataset(r.as_ref())?,
             None => Census::default(),
         };
         for (uri, h) in held {
@@ -765,9 +789,7 @@ impl FieldStore {
                 });
                 continue;
             }
-            let cols: Vec<CollocationKey> =
-                reader.collocations()?.into_iter().map(|c| c.key).collect();
-            let census = Census::take(reader.as_ref(), &cols)?;
+            let census = Census::of_dataset(reader.as_ref())?;
             crate::failpoint::hit("purge.after_census");
             let referenced: HashSet<String> = census.units.keys().cloned().collect();
             let mut candidates: BTreeMap<String, Option<u64>> = BTreeMap::new();

@@ -74,24 +74,6 @@ pub(crate) fn deletion_note(
     }
 }
 
-fn header(d: &DatasetWipe) -> String {
-    let what = if let Some(problem) = &d.damaged {
-        format!("damaged dataset, removed whole: {problem}")
-    } else if d.interrupted {
-        "finishing an interrupted wipe".to_string()
-    } else {
-        let scope = match &d.collocations {
-            None => "whole dataset".to_string(),
-            Some(cols) => {
-                let names: Vec<String> = cols.iter().map(|c| c.braced()).collect();
-                format!("collocations {}", names.join(" "))
-            }
-        };
-        format!("{scope}: {} fields, {} bytes", d.fields, d.bytes)
-    };
-    format!("wipe {} ({what}) at {}", d.dataset.braced(), d.place)
-}
-
 #[derive(Serialize)]
 struct JsonWipe<'a> {
     done: bool,
@@ -120,7 +102,7 @@ pub(crate) fn print(report: &WipeReport, args: &WipeArgs, ui: &mut Ui<'_>) -> Re
             }
             continue;
         }
-        ui.line(&header(d))?;
+        ui.line(&d.summary())?;
         for i in &d.items {
             ui.line(&format!("  delete {}", item_text(i)))?;
         }
