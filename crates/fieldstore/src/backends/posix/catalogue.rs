@@ -23,7 +23,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use fieldstore_core::maintenance::{locked, wiped_while_writing, Item};
+use fieldstore_core::maintenance::{locked, wiped_while_writing, DamagedDataset, Item};
 use fieldstore_core::record::block::{self, BlockFormat, ValueLen};
 use fieldstore_core::record::pending::PendingEntries;
 use fieldstore_core::{
@@ -56,6 +56,79 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl TocCatalogue {
+    /// The datasets of the visited roots (those something was flushed
+    /// into), and those whose INIT record cannot be read. One pass serves
+    /// `datasets()` and `damaged()`: each INIT is read once per table of
+    /// contents and remembered (a damaged one is read again each time, so
+    /// that its repair is seen); otherwise a pass costs a directory listing
+    /// and a `stat` per dataset.
+    pub(super) fn scan(&self) -> Result<(Vec<DatasetKey>, Vec<DamagedDataset>)> {
+        let mut out = Vec::new();
+        let mut damaged = Vec::new();
+        let mut known = lock(&self.known);
+        for root in self.roots.iter().filter(|r| r.visit) {
+            let entries = std::fs::read_dir(&root.path)
+                .map_err(|e| Error::io(format!("root {}", root.path.display()), e))?;
+            for entry in entries {
+                let entry =
+                    entry.map_err(|e| Error::io(format!("root {}", root.path.display()), e))?;
+                // Tombstones of wipes and moves in progress start with a
+                // dot; dataset names never do.
+                let name = entry.file_name().to_string_lossy().into_owned();
+                if name.starts_with('.') {
+                    continue;
+                }
+                let dir = entry.path();
+                let toc = dir.join(TOC);
+                // A dataset is listed once something was flushed into it:
+                // its table of contents holds more than the INIT record.
+                let Ok(meta) = std::fs::metadata(&toc) else {
+                    continue;
+                };
+                // The path and the inode: a wiped dataset's inode number
+                // may be reused, by then under another path or for the
+                // same dataset created anew.
+                let ident = (dir.clone(), layout::identity(&meta));
+                if let Some((k, init_len)) = known.get(&ident) {
+                    if meta.len() > *init_len {
+                        out.push(k.clone());
+                    }
+                    continue;
+                }
+                // A move's copy is not the dataset while its source exists
+                // (looked at only until the directory is known: a known
+                // one never becomes a copy, a new copy has a new inode).
+                if layout::is_unfinished_copy(&dir) {
+                    continue;
+                }
+                let f = match File::open(&toc) {
+                    Ok(f) => f,
+                    // Wiped or moved since the directory was read.
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                    Err(e) => return Err(Error::io(toc.display(), e)),
+                };
+                // A damaged INIT costs only its own dataset.
+                let (key, init_len) = match read_init(&f, &toc) {
+                    Ok(k) => k,
+                    Err(e) if e.kind() == ErrorKind::Corrupt => {
+                        damaged.push(DamagedDataset {
+                            place: dir.display().to_string(),
+                            values: layout::dataset_dir_values(&name),
+                            problem: e.to_string(),
+                        });
+                        continue;
+                    }
+                    Err(e) => return Err(e),
+                };
+                if meta.len() > init_len {
+                    out.push(key.clone());
+                }
+                known.insert(ident, (key, init_len));
+            }
+        }
+        Ok((out, damaged))
+    }
+
     /// A catalogue over `roots`.
     ///
     /// # Errors
@@ -193,62 +266,7 @@ impl Catalogue for TocCatalogue {
     }
 
     fn datasets(&self) -> Result<Vec<DatasetKey>> {
-        let mut out = Vec::new();
-        let mut known = lock(&self.known);
-        for root in self.roots.iter().filter(|r| r.visit) {
-            let entries = std::fs::read_dir(&root.path)
-                .map_err(|e| Error::io(format!("root {}", root.path.display()), e))?;
-            for entry in entries {
-                let entry =
-                    entry.map_err(|e| Error::io(format!("root {}", root.path.display()), e))?;
-                // Tombstones of wipes and moves in progress start with a
-                // dot; dataset names never do.
-                if entry.file_name().to_string_lossy().starts_with('.') {
-                    continue;
-                }
-                let dir = entry.path();
-                let toc = dir.join(TOC);
-                // A dataset is listed once something was flushed into it:
-                // its table of contents holds more than the INIT record.
-                let Ok(meta) = std::fs::metadata(&toc) else {
-                    continue;
-                };
-                // The path and the inode: a wiped dataset's inode number
-                // may be reused, by then under another path or for the
-                // same dataset created anew.
-                let ident = (dir.clone(), layout::identity(&meta));
-                if let Some((k, init_len)) = known.get(&ident) {
-                    if meta.len() > *init_len {
-                        out.push(k.clone());
-                    }
-                    continue;
-                }
-                // A move's copy is not the dataset while its source exists
-                // (looked at only until the directory is known: a known
-                // one never becomes a copy, a new copy has a new inode).
-                if layout::is_unfinished_copy(&dir) {
-                    continue;
-                }
-                let f = match File::open(&toc) {
-                    Ok(f) => f,
-                    // Wiped or moved since the directory was read.
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                    Err(e) => return Err(Error::io(toc.display(), e)),
-                };
-                // A damaged INIT costs only its own dataset (`damaged()`
-                // reports it).
-                let (key, init_len) = match read_init(&f, &toc) {
-                    Ok(k) => k,
-                    Err(e) if e.kind() == ErrorKind::Corrupt => continue,
-                    Err(e) => return Err(e),
-                };
-                if meta.len() > init_len {
-                    out.push(key.clone());
-                }
-                known.insert(ident, (key, init_len));
-            }
-        }
-        Ok(out)
+        Ok(self.scan()?.0)
     }
 
     fn reader(&self, dataset: &DatasetKey) -> Result<Option<Arc<dyn DatasetReader>>> {
@@ -325,8 +343,8 @@ impl Catalogue for TocCatalogue {
         manage::unfinished(self)
     }
 
-    fn damaged(&self) -> Result<Vec<fieldstore_core::maintenance::DamagedDataset>> {
-        manage::damaged(self)
+    fn damaged(&self) -> Result<Vec<DamagedDataset>> {
+        Ok(self.scan()?.1)
     }
 
     fn wipe_damaged(&self, place: &str) -> Result<()> {

@@ -26,7 +26,7 @@ use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-use fieldstore_core::maintenance::{DamagedDataset, Item, ItemKind};
+use fieldstore_core::maintenance::{Item, ItemKind};
 use fieldstore_core::{CollocationKey, DatasetKey, Error, ErrorKind, Result};
 
 use super::catalogue::{
@@ -164,37 +164,13 @@ fn remove_nameless_tombstone(t: &Path) {
     let _ = std::fs::remove_dir(t);
 }
 
-/// Datasets whose `toc` exists but whose INIT record cannot be read.
-pub(super) fn damaged(cat: &TocCatalogue) -> Result<Vec<DamagedDataset>> {
-    let mut out = Vec::new();
-    for root in cat.roots.iter().filter(|r| r.visit) {
-        for (name, dir) in entries(&root.path)? {
-            if name.starts_with('.') {
-                continue;
-            }
-            let path = dir.join(TOC);
-            let Ok(f) = File::open(&path) else {
-                continue;
-            };
-            if let Err(e) = read_init(&f, &path) {
-                if e.kind() == ErrorKind::Corrupt {
-                    out.push(DamagedDataset {
-                        place: dir.display().to_string(),
-                        values: layout::dataset_dir_values(&name),
-                        problem: e.to_string(),
-                    });
-                }
-            }
-        }
-    }
-    Ok(out)
-}
-
 /// Wipe a damaged dataset by its directory: hide it with a rename to a
 /// tombstone, then delete what fieldstore created in it.
 pub(super) fn wipe_damaged(cat: &TocCatalogue, place: &str) -> Result<()> {
     let dir = PathBuf::from(place);
-    let is_damaged = damaged(cat)?
+    let is_damaged = cat
+        .scan()?
+        .1
         .iter()
         .any(|d| same_dir(Path::new(&d.place), &dir));
     if !is_damaged {
