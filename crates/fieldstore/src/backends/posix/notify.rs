@@ -5,9 +5,11 @@
 //! renamed in or out, removed: new datasets, wipes, moves), every dataset
 //! directory (its `toc` linked into place), and every `toc` (appended to:
 //! a flush, a wipe of collocations, a purge's record; or renamed away).
-//! Before blocking, the waiter looks for dataset directories and tables of
-//! contents it does not watch yet; if it finds any it returns at once (a
-//! flush may have come before the watch), so nothing is slept through.
+//! After an event of a root or a dataset directory (or a dropped watch, or
+//! lost events), the waiter looks for dataset directories and tables of
+//! contents it does not watch yet before blocking again; if it finds any it
+//! returns at once (a flush may have come before the watch), so nothing is
+//! slept through. Appends to a `toc` cost no such look.
 //!
 //! inotify sees changes made through this kernel only: on NFS or Lustre a
 //! writer on another node is not seen. There, and when the kernel refuses
@@ -38,8 +40,13 @@ pub(crate) struct InotifyWaiter {
     /// path is another inode, watched again) and the watch descriptor.
     watched: HashMap<PathBuf, ((u64, u64), i32)>,
     /// The path of each watch descriptor, to forget it when the kernel
-    /// drops it.
-    paths: HashMap<i32, PathBuf>,
+    /// drops it, and whether it is a table of contents.
+    paths: HashMap<i32, (PathBuf, bool)>,
+    /// An event said something may need a watch it lacks (a root or a
+    /// dataset directory changed, a watch was dropped, events were lost):
+    /// look for it before blocking again. Appends to a `toc`, the events of
+    /// every flush, do not set it, so they cost no directory listing.
+    rescan: bool,
     /// Set when the kernel refused a watch: poll from then on.
     fallback: Option<PollingWaiter>,
 }
@@ -62,6 +69,7 @@ impl InotifyWaiter {
             roots,
             watched: HashMap::new(),
             paths: HashMap::new(),
+            rescan: false,
             fallback: None,
         };
         w.add_new();
@@ -119,7 +127,8 @@ impl InotifyWaiter {
             return false;
         }
         self.watched.insert(path.to_path_buf(), (ident, wd));
-        self.paths.insert(wd, path.to_path_buf());
+        self.paths
+            .insert(wd, (path.to_path_buf(), mask == TOC_EVENTS));
         true
     }
 
@@ -145,8 +154,15 @@ impl InotifyWaiter {
                 let ev: libc::inotify_event =
                     unsafe { std::ptr::read_unaligned(buf[at..].as_ptr().cast()) };
                 let (wd, mask, len) = (ev.wd, ev.mask, ev.len);
+                let of_toc = self.paths.get(&wd).is_some_and(|(_, toc)| *toc);
+                if mask & libc::IN_Q_OVERFLOW != 0
+                    || !of_toc
+                    || mask & (libc::IN_IGNORED | libc::IN_MOVE_SELF | libc::IN_DELETE_SELF) != 0
+                {
+                    self.rescan = true;
+                }
                 if mask & (libc::IN_IGNORED | libc::IN_MOVE_SELF) != 0 {
-                    if let Some(p) = self.paths.remove(&wd) {
+                    if let Some((p, _)) = self.paths.remove(&wd) {
                         if self.watched.get(&p).is_some_and(|(_, w)| *w == wd) {
                             self.watched.remove(&p);
                         }
@@ -166,8 +182,11 @@ impl InotifyWaiter {
 impl ChangeWaiter for InotifyWaiter {
     fn wait(&mut self, timeout: Duration) -> Result<()> {
         // Something new to watch: it may have changed before its watch.
-        if self.add_new() {
-            return Ok(());
+        if self.rescan {
+            self.rescan = false;
+            if self.add_new() {
+                return Ok(());
+            }
         }
         if let Some(p) = &mut self.fallback {
             return p.wait(timeout);
