@@ -381,19 +381,7 @@ fn damaged_data_exits_5_and_outputs_no_byte_of_it() {
     env.archive(&key("step=0,param=167"), b"good field");
     env.archive(&key("step=6,param=167"), b"will be damaged");
     // Find the second field's bytes through `list --location` and flip one.
-    let r = env.run(&["list", "--location", "step=6"]).ok();
-    let line = r.out();
-    let uri = line.split(", file://").nth(1).expect("location");
-    let (path, rest) = uri.split_once(" offset=").expect("offset");
-    let offset: usize = rest
-        .split_once(' ')
-        .expect("length")
-        .0
-        .parse()
-        .expect("offset");
-    let mut data = std::fs::read(path).expect("read");
-    data[offset + 3] ^= 0x20;
-    std::fs::write(path, &data).expect("write");
+    common::damage_field(&env, "step=6");
 
     let r = env.run(&["retrieve", &key("step=0/6,param=167"), "-o", "out.bin"]);
     assert_eq!(r.code, 5, "{r:?}");

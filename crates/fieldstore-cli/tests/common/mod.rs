@@ -101,6 +101,26 @@ impl Env {
     }
 }
 
+/// Flip one byte in the middle of the stored bytes of the one field
+/// `selection` lists, found through `list --location` (the store's checksum
+/// must then catch it).
+#[track_caller]
+pub fn damage_field(env: &Env, selection: &str) {
+    let r = env.run(&["list", "--location", selection]).ok();
+    let line = r.out();
+    let uri = line.split(", file://").nth(1).expect("location");
+    let (path, rest) = uri.split_once(" offset=").expect("offset");
+    let offset: usize = rest
+        .split_once(' ')
+        .expect("length")
+        .0
+        .parse()
+        .expect("offset");
+    let mut data = std::fs::read(path).expect("read");
+    data[offset + 3] ^= 0x20;
+    std::fs::write(path, &data).expect("write");
+}
+
 /// Run a prepared command.
 pub fn run(c: &mut Command) -> Run {
     let Output {
