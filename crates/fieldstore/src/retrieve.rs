@@ -80,12 +80,21 @@ impl DataReader {
     /// # Errors
     /// `Corrupt` if a field fails its checksum; I/O errors.
     pub fn next_field(&mut self, buf: &mut Vec<u8>) -> Result<Option<Key>> {
+        self.next_with(|store, loc| store.read(loc, buf))
+    }
+
+    /// Read the next field with `read` (into the caller's buffer or ours),
+    /// looking it up again if its bytes are gone; `Ok(None)` at the end.
+    fn next_with(
+        &mut self,
+        mut read: impl FnMut(&dyn Store, &FieldLocation) -> Result<()>,
+    ) -> Result<Option<Key>> {
         self.hint_ahead();
         loop {
             let Some((key, loc)) = self.fields.get(self.next) else {
                 return Ok(None);
             };
-            let err = match self.store.read(loc, buf) {
+            let err = match read(&*self.store, loc) {
                 Ok(()) => {
                     self.next += 1;
                     return Ok(Some(key.clone()));
@@ -135,7 +144,44 @@ impl DataReader {
 }
 
 impl Read for DataReader {
+    /// A field that fits whole in `out` is read straight into it (one copy,
+    /// file → caller, verified there); others go through the reader's
+    /// buffer.
     fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        let room = out.len();
+        let fits =
+            move |l: &FieldLocation| usize::try_from(l.length).is_ok_and(|n| n > 0 && n <= room);
+        if self.pos == self.buf.len() && self.fields.get(self.next).is_some_and(|(_, l)| fits(l)) {
+            let mut direct = None;
+            let mut spill = std::mem::take(&mut self.buf);
+            let read = self.next_with(|store, loc| {
+                if fits(loc) {
+                    let n = loc.length as usize;
+                    direct = Some(n);
+                    store.read_into(loc, &mut out[..n])
+                } else {
+                    // Looked up again and grown: through the buffer.
+                    direct = None;
+                    store.read(loc, &mut spill)
+                }
+            });
+            self.buf = spill;
+            self.pos = 0;
+            match read {
+                Ok(None) => return Ok(0),
+                Err(e) => {
+                    self.buf.clear();
+                    return Err(to_io(e));
+                }
+                Ok(Some(_)) => {
+                    if let Some(n) = direct {
+                        self.buf.clear();
+                        return Ok(n);
+                    }
+                    // Else in the buffer: copied below.
+                }
+            }
+        }
         while self.pos == self.buf.len() {
             let mut buf = std::mem::take(&mut self.buf);
             match self.next_field(&mut buf) {
