@@ -144,13 +144,13 @@ impl DataReader {
 }
 
 impl Read for DataReader {
-    /// A field that fits whole in `out` is read straight into it (one copy,
-    /// file → caller, verified there); others go through the reader's
-    /// buffer.
+    /// A field that fits whole in `out`, not much larger
+    /// ([`reads_direct`](crate::stream::reads_direct)), is read straight
+    /// into it (one copy, file → caller, verified there); others go through
+    /// the reader's buffer.
     fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
         let room = out.len();
-        let fits =
-            move |l: &FieldLocation| usize::try_from(l.length).is_ok_and(|n| n > 0 && n <= room);
+        let fits = move |l: &FieldLocation| crate::stream::reads_direct(l.length, room);
         if self.pos == self.buf.len() && self.fields.get(self.next).is_some_and(|(_, l)| fits(l)) {
             let mut direct = None;
             let mut spill = std::mem::take(&mut self.buf);

@@ -14,6 +14,18 @@ use fieldstore_core::{Error, FieldLocation, Result};
 use crate::handle::FieldStore;
 use crate::readahead::Readahead;
 
+/// Whether a field of `len` bytes is read straight into the caller's
+/// buffer with `room` bytes left: when it fits and the buffer is not much
+/// larger (a reader reading field by field). Measured (docs/benchmarks.md,
+/// *C API* and *Python reads*): straight in saves a copy into a buffer the
+/// caller reuses (C, 1 MiB fields), but was some 5 % slower into a large
+/// cold destination (Python's `readinto` of 64 MiB), where the copy
+/// through the reader's buffer, kept in the CPU cache, wins.
+pub(crate) fn reads_direct(len: u64, room: usize) -> bool {
+    let room = room as u64;
+    len > 0 && len <= room && room < 2 * len
+}
+
 /// The fields of one retrieve, as a stream of bytes.
 ///
 /// Invariants: `starts[i]` is the stream offset of field `i`'s first byte
@@ -94,7 +106,8 @@ impl FieldStream {
 
     /// Copy the next bytes into `out`: as many as fit, or as are left;
     /// returns how many (0 at the end). A field that starts at the position
-    /// and fits whole in what is left of `out` is read straight into it
+    /// and fits whole in what is left of `out` (not much larger:
+    /// [`reads_direct`]) is read straight into it
     /// ([`Store::read_into`](crate::store::Store::read_into)); others go
     /// through the stream's buffer.
     ///
@@ -113,7 +126,9 @@ impl FieldStream {
                 return Err(Error::internal("read past the end of the retrieved fields"));
             }
             let len = self.fields[i].length;
-            if self.current != Some(i) && self.pos == self.starts[i] && len <= (want - done) as u64
+            if self.current != Some(i)
+                && self.pos == self.starts[i]
+                && reads_direct(len, want - done)
             {
                 // The whole field fits: read it straight into `out`, one
                 // copy instead of two (file → buffer → caller), verified

@@ -284,7 +284,8 @@ fn a_damaged_field_read_straight_into_the_callers_buffer_is_refused_and_not_left
     // Whole fields and pieces agree.
     let mut whole = Vec::new();
     let mut r = fs.retrieve(&request).unwrap();
-    let mut buf = vec![0u8; 10_000];
+    // Room for one field and a bit: each read goes straight in.
+    let mut buf = vec![0u8; 5000];
     loop {
         let n = r.read(&mut buf).unwrap();
         if n == 0 {
@@ -329,11 +330,23 @@ fn a_damaged_field_read_straight_into_the_callers_buffer_is_refused_and_not_left
         .map(|(_, l)| l.clone())
         .collect();
     let mut stream = fieldstore::FieldStream::new(fresh, locations);
-    let mut buf = vec![0u8; 3 * 4096];
+    // A field at a time (the C API's reads): straight in.
+    let mut buf = vec![0u8; 4096];
+    assert_eq!(stream.read(&mut buf).unwrap(), 4096);
+    assert_eq!(buf[..4096], payload(0)[..]);
     let e = stream.read(&mut buf).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Corrupt, "{e}");
     assert!(
-        !buf[4096..8192].contains(&b'b'),
+        !buf.contains(&b'b'),
+        "damaged bytes left in the caller's buffer"
+    );
+    // Through the stream's own buffer (a large destination), the same.
+    stream.seek(0);
+    let mut big = vec![0u8; 3 * 4096];
+    let e = stream.read(&mut big).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Corrupt, "{e}");
+    assert!(
+        !big[4096..].contains(&b'b'),
         "damaged bytes left in the caller's buffer"
     );
 }
