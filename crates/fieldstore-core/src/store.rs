@@ -51,7 +51,9 @@ pub trait Store: Send + Sync + Debug + 'static {
     /// so that the bytes are copied once (file → caller), not twice.
     /// On error `out` holds no field bytes the caller may use (the POSIX
     /// store zeroes it when the checksum fails). Default: [`Store::read`]
-    /// into a temporary buffer, then copied.
+    /// into a temporary buffer, then copied — correct, but an allocation
+    /// per field, so readers call it only when
+    /// [`Store::reads_into_natively`] says the store does better.
     ///
     /// # Errors
     /// As [`Store::read`]; `Corrupt` if the field's length is not
@@ -68,6 +70,13 @@ pub trait Store: Send + Sync + Debug + 'static {
         }
         out.copy_from_slice(&buf);
         Ok(())
+    }
+
+    /// Whether [`Store::read_into`] reads straight into the caller's buffer
+    /// (the POSIX store: `pread`), so that readers should prefer it for a
+    /// field that fits. Default: `false`.
+    fn reads_into_natively(&self) -> bool {
+        false
     }
 
     /// A hint: these fields will be read soon, in this order. A store may

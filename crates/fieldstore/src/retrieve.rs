@@ -151,7 +151,10 @@ impl Read for DataReader {
     fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
         let room = out.len();
         let fits = move |l: &FieldLocation| crate::stream::reads_direct(l.length, room);
-        if self.pos == self.buf.len() && self.fields.get(self.next).is_some_and(|(_, l)| fits(l)) {
+        if self.pos == self.buf.len()
+            && self.store.reads_into_natively()
+            && self.fields.get(self.next).is_some_and(|(_, l)| fits(l))
+        {
             let mut direct = None;
             let mut spill = std::mem::take(&mut self.buf);
             let read = self.next_with(|store, loc| {
@@ -248,6 +251,21 @@ mod tests {
         fn scheme(&self) -> &'static str {
             "test"
         }
+    }
+
+    /// The default `read_into` (stores without a native one): the field's
+    /// bytes, a length that differs is `Corrupt`; readers do not prefer it.
+    #[test]
+    fn the_default_read_into_reads_through_read_and_checks_the_length() {
+        let store = Recording::default();
+        let loc = FieldLocation::new(Arc::from("memory://x"), 7, 4);
+        let mut out = [0u8; 4];
+        store.read_into(&loc, &mut out).unwrap();
+        assert_eq!(out, [7; 4]);
+        let mut short = [0u8; 3];
+        let e = store.read_into(&loc, &mut short).unwrap_err();
+        assert_eq!(e.kind(), fieldstore_core::ErrorKind::Corrupt, "{e}");
+        assert!(!store.reads_into_natively());
     }
 
     #[test]

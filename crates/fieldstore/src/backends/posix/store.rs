@@ -258,6 +258,10 @@ impl Store for FileStore {
         read
     }
 
+    fn reads_into_natively(&self) -> bool {
+        true
+    }
+
     fn read_into(&self, location: &FieldLocation, buf: &mut [u8]) -> Result<()> {
         if location.scheme() != "file" {
             return Err(Error::invalid_input(format!(
