@@ -1,13 +1,23 @@
 # Sourced by scripts/test-all.sh (not by scripts/setup.sh, so that the
 # README's first command stays light): what the C API's tests need beyond a
 # C compiler (scripts/setup.sh) -- valgrind, under which
-# crates/fieldstore-capi/tests/c_api.rs runs its C test program (it runs
-# without it, saying so, except under CI=true). Only when missing.
+# crates/fieldstore-capi/tests/c_api.rs runs its C test program, and
+# gfortran, which compiles crates/fieldstore-capi/tests/fortran.rs's client
+# (both run without them, saying so, except under CI=true). Only when
+# missing.
 if ! command -v valgrind >/dev/null 2>&1; then
     if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
         apt-get update -qq
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends valgrind >/dev/null
     else
         echo "setup-capi: valgrind not found; the C API's memory checks will be skipped (install valgrind)" >&2
+    fi
+fi
+if ! command -v gfortran >/dev/null 2>&1; then
+    if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends gfortran >/dev/null
+    else
+        echo "setup-capi: gfortran not found; the C API's Fortran client will be skipped (install gfortran)" >&2
     fi
 fi

@@ -29,7 +29,7 @@ fdb5_lib="$site/fdb5lib/lib64/libfdb5.so"
 # wheels) through the loader's path; the fieldstore library has an rpath.
 fdb5_path="$site/fdb5lib/lib64:$site/eckitlib/lib64:$site/metkitlib/lib64:$site/eccodeslib/lib64"
 
-cargo build --release --locked -p fieldstore-capi --example rust_bench
+cargo build --release --locked -p fieldstore-capi --lib --example rust_bench
 target=${CARGO_TARGET_DIR:-target}
 fs_lib="$PWD/$target/release/libfieldstore_capi.so"
 rust_bench="$PWD/$target/release/examples/rust_bench"

@@ -81,7 +81,9 @@ pub unsafe extern "C" fn fdb_vcs_version(sha1: *mut *const c_char) -> c_int {
 
 fn open(config: Config) -> Result<*mut fdb_handle_t, CError> {
     crate::config::refuse_fdb5_roots(&config)?;
-    let fs = FieldStore::open(config)?;
+    // Parameter names in requests and keys (`param=2t`), resolved by
+    // ecCodes' parameter database as metkit does for FDB5.
+    let fs = FieldStore::open(config)?.with_param_names(fieldstore_grib::param_names());
     Ok(registry::insert(HandleObj { fs: Arc::new(fs) }).cast())
 }
 

@@ -102,6 +102,7 @@ pub struct SplitKeyObj(pub(crate) Mutex<SplitState>);
 
 impl Object for SplitKeyObj {
     const KIND: Kind = Kind::SplitKey;
+    const HOT: bool = true;
 }
 
 /// A new, empty split key.
@@ -133,25 +134,26 @@ pub unsafe extern "C" fn fdb_splitkey_next_metadata(
     level: *mut usize,
 ) -> c_int {
     entry("fdb_splitkey_next_metadata", || {
-        let sk = registry::get::<SplitKeyObj>(it.cast())?;
         // SAFETY: the caller's promises.
         let (key, value) = unsafe { (out(key, "key")?, out(value, "value")?) };
-        let mut state = lock(&sk.0);
-        match state.next_entry()? {
-            None => Ok(FDB_ITERATION_COMPLETE),
-            Some((k, v, l)) => {
-                // The strings are NUL-terminated in `buf` (see SplitState),
-                // which lives as long as the split key and is not modified
-                // until the next fill.
-                *key = k;
-                *value = v;
-                // SAFETY: NULL or writable (the caller's promise).
-                if let Some(level) = unsafe { level.as_mut() } {
-                    *level = l;
+        registry::with::<SplitKeyObj, _>(it.cast(), |sk| {
+            let mut state = lock(&sk.0);
+            match state.next_entry()? {
+                None => Ok(FDB_ITERATION_COMPLETE),
+                Some((k, v, l)) => {
+                    // The strings are NUL-terminated in `buf` (see SplitState),
+                    // which lives as long as the split key and is not modified
+                    // until the next fill.
+                    *key = k;
+                    *value = v;
+                    // SAFETY: NULL or writable (the caller's promise).
+                    if let Some(level) = unsafe { level.as_mut() } {
+                        *level = l;
+                    }
+                    Ok(FDB_SUCCESS)
                 }
-                Ok(FDB_SUCCESS)
             }
-        }
+        })
     })
 }
 
@@ -174,6 +176,9 @@ pub struct ListState {
     /// The current element's URI or path, NUL-terminated, for
     /// `fdb_listiterator_attrs` (reused from element to element).
     uri: Vec<u8>,
+    /// The location URI `uri` was made from: fields of one data file share
+    /// it, so the next element's path is usually already there.
+    uri_of: Option<std::sync::Arc<str>>,
 }
 
 impl ListState {
@@ -185,6 +190,7 @@ impl ListState {
             started: false,
             depth,
             uri: Vec::new(),
+            uri_of: None,
         }
     }
 
@@ -205,6 +211,7 @@ pub struct ListObj(pub(crate) Mutex<ListState>);
 
 impl Object for ListObj {
     const KIND: Kind = Kind::ListIterator;
+    const HOT: bool = true;
 }
 
 /// Move to the next element; `FDB_ITERATION_COMPLETE` after the last (and
@@ -212,14 +219,15 @@ impl Object for ListObj {
 #[no_mangle]
 pub extern "C" fn fdb_listiterator_next(it: *mut fdb_listiterator_t) -> c_int {
     entry("fdb_listiterator_next", || {
-        let list = registry::get::<ListObj>(it.cast())?;
-        let mut state = lock(&list.0);
-        state.started = true;
-        state.current = state.rest.next();
-        Ok(if state.current.is_some() {
-            FDB_SUCCESS
-        } else {
-            FDB_ITERATION_COMPLETE
+        registry::with::<ListObj, _>(it.cast(), |list| {
+            let mut state = lock(&list.0);
+            state.started = true;
+            state.current = state.rest.next();
+            Ok(if state.current.is_some() {
+                FDB_SUCCESS
+            } else {
+                FDB_ITERATION_COMPLETE
+            })
         })
     })
 }
@@ -238,48 +246,59 @@ pub unsafe extern "C" fn fdb_listiterator_attrs(
     len: *mut usize,
 ) -> c_int {
     entry("fdb_listiterator_attrs", || {
-        let list = registry::get::<ListObj>(it.cast())?;
         // SAFETY: the caller's promises.
         let (uri, off, len) = unsafe { (out(uri, "uri")?, out(off, "off")?, out(len, "len")?) };
-        let mut state = lock(&list.0);
-        // The path goes into the iterator's buffer, reused from element to
-        // element; it stays valid until the next call on the iterator.
-        let mut buf = std::mem::take(&mut state.uri);
-        let found = (|| {
-            let e = state.current()?;
-            let Some(location) = &e.location else {
-                return Err(CError::invalid(format!(
+        registry::with::<ListObj, _>(it.cast(), |list| {
+            let mut state = lock(&list.0);
+            // The path goes into the iterator's buffer, reused from element to
+            // element; it stays valid until the next call on the iterator.
+            let mut buf = std::mem::take(&mut state.uri);
+            let mut made_from = state.uri_of.take();
+            let found = (|| {
+                let e = state.current()?;
+                let Some(location) = &e.location else {
+                    return Err(CError::invalid(format!(
                     "the element {} has no location: elements listed at depth {} are {}; only fields (depth 3) have one",
                     e.braced(),
                     state.depth as u8,
                     if state.depth == Level::Dataset { "datasets" } else { "collocations" },
                 )));
-            };
-            let name = if location.scheme() == "file" {
-                location.path()
-            } else {
-                &location.uri
-            };
-            if name.contains('\0') {
-                return Err(CError::invalid(format!(
-                    "the location {location} holds a NUL byte"
-                )));
-            }
-            let too_big =
-                |what: &str| CError::invalid(format!("the {what} of {location} overflows size_t"));
-            let o = usize::try_from(location.offset).map_err(|_| too_big("offset"))?;
-            let l = usize::try_from(location.length).map_err(|_| too_big("length"))?;
-            buf.clear();
-            buf.extend_from_slice(name.as_bytes());
-            buf.push(0);
-            Ok((o, l))
-        })();
-        state.uri = buf;
-        let (o, l) = found?;
-        *off = o;
-        *len = l;
-        *uri = state.uri.as_ptr().cast();
-        Ok(FDB_SUCCESS)
+                };
+                let too_big = |what: &str| {
+                    CError::invalid(format!("the {what} of {location} overflows size_t"))
+                };
+                let o = usize::try_from(location.offset).map_err(|_| too_big("offset"))?;
+                let l = usize::try_from(location.length).map_err(|_| too_big("length"))?;
+                if made_from
+                    .as_ref()
+                    .is_some_and(|u| std::sync::Arc::ptr_eq(u, &location.uri))
+                {
+                    return Ok((o, l));
+                }
+                let name = if location.scheme() == "file" {
+                    location.path()
+                } else {
+                    &location.uri
+                };
+                if name.contains('\0') {
+                    return Err(CError::invalid(format!(
+                        "the location {location} holds a NUL byte"
+                    )));
+                }
+                buf.clear();
+                buf.extend_from_slice(name.as_bytes());
+                buf.push(0);
+                made_from = Some(location.uri.clone());
+                Ok((o, l))
+            })();
+            state.uri = buf;
+            state.uri_of = if found.is_ok() { made_from } else { None };
+            let (o, l) = found?;
+            *off = o;
+            *len = l;
+            *uri = state.uri.as_ptr().cast();
+            Ok(FDB_SUCCESS)
+        })
     })
 }
 
@@ -290,11 +309,13 @@ pub extern "C" fn fdb_listiterator_splitkey(
     key: *mut fdb_split_key_t,
 ) -> c_int {
     entry("fdb_listiterator_splitkey", || {
-        let list = registry::get::<ListObj>(it.cast())?;
-        let sk = registry::get::<SplitKeyObj>(key.cast())?;
-        let state = lock(&list.0);
-        lock(&sk.0).fill(state.current()?);
-        Ok(FDB_SUCCESS)
+        registry::with::<ListObj, _>(it.cast(), |list| {
+            registry::with::<SplitKeyObj, _>(key.cast(), |sk| {
+                let state = lock(&list.0);
+                lock(&sk.0).fill(state.current()?);
+                Ok(FDB_SUCCESS)
+            })
+        })
     })
 }
 

@@ -11,14 +11,14 @@
 //! will be matched. Keywords ECMWF's schema does not know are kept as given
 //! (the handle's schema judges them when the request is used). Short
 //! parameter names (`2t`) become parameter ids (167) through ecCodes'
-//! parameter database, as MARS resolves them.
+//! parameter database, as MARS resolves them (the schema's parameter
+//! table, `fieldstore_grib::param_names`, the same the handles use); an
+//! unknown name is an error naming it.
 
 use std::ffi::{c_char, c_int};
 use std::sync::{LazyLock, Mutex};
 
-use std::collections::BTreeMap;
-
-use fieldstore::{Item, KeywordType, Request, Schema, Values};
+use fieldstore::{Item, Request, Schema, Values};
 
 use crate::error::{entry, CError, FDB_SUCCESS};
 use crate::registry::{self, Kind, Object};
@@ -194,27 +194,10 @@ fn malloc_strings(strings: &[String]) -> Result<*mut *mut c_char, CError> {
     Ok(array)
 }
 
-/// The parameter id of a short parameter name (`2t` → 167), from ecCodes'
-/// parameter database, remembered; `None` for numbers (`167`, `167.128`,
-/// canonicalised by the type) and names ecCodes does not know (kept, and
-/// matched lower-cased).
-fn param_id(value: &str) -> Option<i64> {
-    // A `BTreeMap`: leak checkers see its nodes as reachable (see registry).
-    static KNOWN: LazyLock<Mutex<BTreeMap<String, Option<i64>>>> = LazyLock::new(Default::default);
-    if !value.bytes().any(|b| b.is_ascii_alphabetic()) {
-        return None;
-    }
-    let name = value.to_ascii_lowercase();
-    if let Some(known) = lock(&KNOWN).get(&name) {
-        return *known;
-    }
-    let id = fieldstore_grib::param_id(&name);
-    lock(&KNOWN).insert(name, id);
-    id
-}
-
-/// ECMWF's schema, whose keyword types stand for MARS's language.
-static LANGUAGE: LazyLock<Schema> = LazyLock::new(Schema::ecmwf);
+/// ECMWF's schema, whose keyword types stand for MARS's language, with
+/// ecCodes' parameter names (as the handles have).
+static LANGUAGE: LazyLock<Schema> =
+    LazyLock::new(|| Schema::ecmwf().with_param_names(fieldstore_grib::param_names()));
 
 /// The canonical values of one keyword, in the keyword's first type in
 /// ECMWF's schema (its global declaration: `date: Date`), ranges
@@ -231,12 +214,6 @@ fn canonical_values(keyword: &str, values: &Values) -> Result<Vec<String>, CErro
     };
     let mut out = Vec::new();
     for item in items {
-        if let (Item::Value(v), KeywordType::Param | KeywordType::ParamId) = (item, first) {
-            if let Some(id) = param_id(v) {
-                out.push(id.to_string());
-                continue;
-            }
-        }
         let refused = match item {
             Item::Value(v) => match first.canonical(v) {
                 Ok(c) => {
@@ -277,6 +254,7 @@ pub extern "C" fn fdb_expand_request(req: *mut fdb_request_t) -> c_int {
         let r = registry::get::<RequestObj>(req.cast())?;
         let mut state = lock(&r.0);
         let request = state.to_request()?;
+        let request = LANGUAGE.resolve_request(&request)?;
         let mut expanded = RequestState::default();
         for (keyword, values) in request.iter() {
             expanded.set(keyword, canonical_values(keyword, values)?);
@@ -315,6 +293,7 @@ mod tests {
             s.set(k, v.iter().map(|x| x.to_string()).collect());
         }
         let request = s.to_request()?;
+        let request = LANGUAGE.resolve_request(&request)?;
         let mut out = RequestState::default();
         for (k, v) in request.iter() {
             out.set(k, canonical_values(k, v)?);
@@ -342,8 +321,12 @@ mod tests {
         assert_eq!(get("levelist"), ["500"]);
         assert_eq!(get("foo"), ["Bar"]);
         assert_eq!(get("param"), ["all"]);
-        let s = expand(&[("param", &["2t", "130", "167.128", "T", "nosuchname"])]).unwrap();
-        assert_eq!(s.entries[0].1, ["167", "130", "167", "130", "nosuchname"]);
+        let s = expand(&[("param", &["2t", "130", "167.128", "T", "3.228", "sst"])]).unwrap();
+        assert_eq!(s.entries[0].1, ["167", "130", "167", "130", "228003", "34"]);
+        // An unknown name is an error naming it (FDB5: "Cannot match
+        // parameter nosuchname").
+        let e = expand(&[("param", &["2t", "nosuchname"])]).unwrap_err();
+        assert!(e.message.contains("'nosuchname'"), "{}", e.message);
     }
 
     #[test]

@@ -39,6 +39,15 @@ fn env_path(name: &str) -> Option<PathBuf> {
         .map(PathBuf::from)
 }
 
+/// `config` with its schema resolving parameter names (`param=2t`) in
+/// requests and `--key`s through ecCodes' parameter database, as MARS does.
+fn with_param_names(mut config: Config) -> Config {
+    config.schema = config
+        .schema
+        .with_param_names(fieldstore_grib::param_names());
+    config
+}
+
 /// The configuration of one invocation.
 #[derive(Debug)]
 pub(crate) struct Context {
@@ -57,7 +66,7 @@ impl Context {
     pub(crate) fn load(global: &GlobalArgs) -> Result<Context> {
         if let Some(path) = &global.config {
             return Ok(Context {
-                config: Config::from_file(path)?,
+                config: with_param_names(Config::from_file(path)?),
                 origin: Origin::Flag(path.clone()),
             });
         }
@@ -69,7 +78,7 @@ impl Context {
             Origin::Default
         };
         Ok(Context {
-            config: Config::from_env()?,
+            config: with_param_names(Config::from_env()?),
             origin,
         })
     }

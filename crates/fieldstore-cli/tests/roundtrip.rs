@@ -351,9 +351,10 @@ fn schema_prints_the_schema_in_force_and_checks_files() {
         f.to_str().expect("path"),
     ])
     .ok();
+    // (`param` is a Param: the name 2t is stored as its paramId.)
     assert_eq!(
         env.run(&["--config", "c.yaml", "list"]).ok().out(),
-        "{class=od,expver=1}{type=fc}{step=3,param=2t}\n"
+        "{class=od,expver=1}{type=fc}{step=3,param=167}\n"
     );
 }
 

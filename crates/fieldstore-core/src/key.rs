@@ -112,13 +112,19 @@ pub fn check_requestable(keyword: &str, value: &str) -> Result<(), KeyError> {
 }
 
 /// An ordered list of `keyword=value` pairs with unique keywords.
-#[derive(Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Key {
     /// Shared so that cloning a key (list results, caches) costs one
     /// reference count, not one allocation per pair; mutation copies on
-    /// write.
-    entries: std::sync::Arc<Vec<(String, String)>>,
+    /// write. Keywords and values are shared strings too, so that keys
+    /// decoded from one index block share them (a listing allocates one
+    /// vector per entry, not one string per pair) and copying pairs from
+    /// key to key (`join`) allocates no strings.
+    entries: std::sync::Arc<Vec<(Text, Text)>>,
 }
+
+/// A keyword or value of a [`Key`]: shared, immutable text.
+pub type Text = std::sync::Arc<str>;
 
 impl Key {
     /// An empty key.
@@ -166,8 +172,36 @@ impl Key {
         if self.get(&keyword).is_some() {
             return Err(KeyError::DuplicateKeyword { keyword });
         }
-        std::sync::Arc::make_mut(&mut self.entries).push((keyword, value));
+        std::sync::Arc::make_mut(&mut self.entries).push((keyword.into(), value.into()));
         Ok(())
+    }
+
+    /// A key of `keywords` (valid and distinct: checked by the caller, once
+    /// for many keys) with `values` in that order, each checked here; the
+    /// pairs allocated once, in a vector of the right size. For decoding
+    /// index entries, where `push`'s per-pair checks and growth were a
+    /// tenth of a listing.
+    ///
+    /// # Errors
+    /// [`KeyError::InvalidValue`] for the first invalid value.
+    pub(crate) fn from_checked_keywords(
+        keywords: &[Text],
+        values: impl IntoIterator<Item = Text>,
+    ) -> Result<Key, KeyError> {
+        debug_assert!(keywords.iter().all(|k| is_valid_keyword(k)));
+        let mut entries = Vec::with_capacity(keywords.len());
+        for (k, v) in keywords.iter().zip(values) {
+            if !is_valid_value(&v) {
+                return Err(KeyError::InvalidValue {
+                    keyword: k.to_string(),
+                    value: v.to_string(),
+                });
+            }
+            entries.push((k.clone(), v));
+        }
+        Ok(Key {
+            entries: std::sync::Arc::new(entries),
+        })
     }
 
     /// Append a pair known to be valid (produced by the schema from validated
@@ -178,7 +212,7 @@ impl Key {
             "{keyword}={value}"
         );
         debug_assert!(self.get(&keyword).is_none(), "duplicate {keyword}");
-        std::sync::Arc::make_mut(&mut self.entries).push((keyword, value));
+        std::sync::Arc::make_mut(&mut self.entries).push((keyword.into(), value.into()));
     }
 
     /// Set `keyword` to `value`, replacing an existing value in place or
@@ -199,10 +233,10 @@ impl Key {
         }
         match std::sync::Arc::make_mut(&mut self.entries)
             .iter_mut()
-            .find(|(k, _)| *k == keyword)
+            .find(|(k, _)| **k == *keyword)
         {
             Some(entry) => {
-                entry.1 = value;
+                entry.1 = value.into();
                 Ok(())
             }
             None => self.push(keyword, value),
@@ -211,16 +245,21 @@ impl Key {
 
     /// Remove `keyword`, returning its value.
     pub fn remove(&mut self, keyword: &str) -> Option<String> {
-        let i = self.entries.iter().position(|(k, _)| k == keyword)?;
-        Some(std::sync::Arc::make_mut(&mut self.entries).remove(i).1)
+        let i = self.entries.iter().position(|(k, _)| &**k == keyword)?;
+        Some(
+            std::sync::Arc::make_mut(&mut self.entries)
+                .remove(i)
+                .1
+                .to_string(),
+        )
     }
 
     /// The value of `keyword`, if present.
     pub fn get(&self, keyword: &str) -> Option<&str> {
         self.entries
             .iter()
-            .find(|(k, _)| k == keyword)
-            .map(|(_, v)| v.as_str())
+            .find(|(k, _)| &**k == keyword)
+            .map(|(_, v)| &**v)
     }
 
     /// Whether `keyword` is present.
@@ -230,17 +269,17 @@ impl Key {
 
     /// The pairs, in order.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = (&str, &str)> + '_ {
-        self.entries.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+        self.entries.iter().map(|(k, v)| (&**k, &**v))
     }
 
     /// The keywords, in order.
     pub fn keywords(&self) -> impl ExactSizeIterator<Item = &str> + '_ {
-        self.entries.iter().map(|(k, _)| k.as_str())
+        self.entries.iter().map(|(k, _)| &**k)
     }
 
     /// The values, in order.
     pub fn values(&self) -> impl ExactSizeIterator<Item = &str> + '_ {
-        self.entries.iter().map(|(_, v)| v.as_str())
+        self.entries.iter().map(|(_, v)| &**v)
     }
 
     /// Number of pairs.
@@ -278,7 +317,7 @@ impl Key {
             for (k, v) in part.entries.iter() {
                 let entries = std::sync::Arc::make_mut(&mut out.entries);
                 match entries.iter_mut().find(|(ok, _)| ok == k) {
-                    Some(entry) => entry.1.clone_from(v),
+                    Some(entry) => entry.1 = v.clone(),
                     None => entries.push((k.clone(), v.clone())),
                 }
             }
@@ -291,11 +330,11 @@ impl Key {
     /// one such key per field, and the two steps cost twice the copies).
     pub fn join_present<'a>(parts: impl IntoIterator<Item = &'a Key> + Clone) -> Key {
         let n = parts.clone().into_iter().map(Key::len).sum();
-        let mut entries: Vec<(String, String)> = Vec::with_capacity(n);
+        let mut entries: Vec<(Text, Text)> = Vec::with_capacity(n);
         for part in parts {
             for (k, v) in part.entries.iter() {
                 match entries.iter_mut().find(|(ok, _)| ok == k) {
-                    Some(entry) => entry.1.clone_from(v),
+                    Some(entry) => entry.1 = v.clone(),
                     None => entries.push((k.clone(), v.clone())),
                 }
             }
@@ -339,6 +378,21 @@ impl Key {
         }
         s.push('}');
         s
+    }
+}
+
+/// Hashes the values only, each once: keys that are equal have equal
+/// values, so this agrees with `Eq`; keys compared in one map (the entries
+/// of one collocation, the datasets of one store) mostly share their
+/// keywords, which would add nothing but cost (hashing was a sixth of a
+/// listing's dedup).
+impl std::hash::Hash for Key {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        state.write_usize(self.entries.len());
+        for (_, v) in self.entries.iter() {
+            state.write(v.as_bytes());
+            state.write_u8(0xff);
+        }
     }
 }
 

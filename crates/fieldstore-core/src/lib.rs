@@ -22,6 +22,7 @@ pub mod error;
 pub mod key;
 pub mod location;
 pub mod maintenance;
+pub mod params;
 pub mod record;
 pub mod request;
 pub mod schema;
@@ -36,6 +37,7 @@ pub use error::{Error, ErrorKind, Result};
 pub use key::{CollocationKey, DatasetKey, ElementKey, Key, KeyError};
 pub use location::FieldLocation;
 pub use maintenance::{Control, Locks, Operation};
+pub use params::ParamNames;
 pub use request::{Item, Request, RequestError, Values};
 pub use schema::{
     Expansion, Level, Matcher, Predicate, RequestOrder, RequestPosition, Rule, RuleId, Schema,

@@ -46,6 +46,39 @@ pub trait Store: Send + Sync + Debug + 'static {
     /// their checksum.
     fn read(&self, location: &FieldLocation, buf: &mut Vec<u8>) -> Result<()>;
 
+    /// Read a field's bytes into `out`, which is exactly `location.length`
+    /// bytes long: for readers whose caller's buffer holds the whole field,
+    /// so that the bytes are copied once (file → caller), not twice.
+    /// On error `out` holds no field bytes the caller may use (the POSIX
+    /// store zeroes it when the checksum fails). Default: [`Store::read`]
+    /// into a temporary buffer, then copied — correct, but an allocation
+    /// per field, so readers call it only when
+    /// [`Store::reads_into_natively`] says the store does better.
+    ///
+    /// # Errors
+    /// As [`Store::read`]; `Corrupt` if the field's length is not
+    /// `out.len()`.
+    fn read_into(&self, location: &FieldLocation, out: &mut [u8]) -> Result<()> {
+        let mut buf = Vec::new();
+        self.read(location, &mut buf)?;
+        if buf.len() != out.len() {
+            return Err(crate::Error::corrupt(format!(
+                "{location}: read {} bytes, the index says {}",
+                buf.len(),
+                out.len()
+            )));
+        }
+        out.copy_from_slice(&buf);
+        Ok(())
+    }
+
+    /// Whether [`Store::read_into`] reads straight into the caller's buffer
+    /// (the POSIX store: `pread`), so that readers should prefer it for a
+    /// field that fits. Default: `false`.
+    fn reads_into_natively(&self) -> bool {
+        false
+    }
+
     /// A hint: these fields will be read soon, in this order. A store may
     /// start fetching them so that later [`Store::read`]s find them close
     /// (the POSIX store asks the kernel to read them ahead, which turns

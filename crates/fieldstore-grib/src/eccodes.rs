@@ -280,24 +280,37 @@ pub fn eccodes_version() -> String {
 
 /// The parameter id ecCodes' parameter database gives the short name
 /// `name` (`2t` → 167, `t` → 130; case-insensitive), as MARS resolves names
-/// in requests; `None` if it knows no such name. (A GRIB2 sample is given
-/// the name and asked for its `paramId`; what ecCodes logs about an
-/// unknown name is kept out of stderr.)
+/// in requests; `None` if it knows no such name.
+///
+/// A GRIB1 sample is given the name and asked for its `paramId`, then, if
+/// GRIB1 cannot carry it, a GRIB2 sample. GRIB1 first, because ECMWF's
+/// table 128 is what MARS (metkit) resolves a name to when both editions
+/// know it under different ids (`sst`: 34 in GRIB1, 151159 in GRIB2;
+/// metkit says 34); names only GRIB2 carries (`2r` → 260242) still resolve.
+/// What ecCodes logs about an unknown name is kept out of stderr.
 pub fn param_id(name: &str) -> Option<i64> {
     let name = CString::new(name).ok()?;
+    [c"GRIB1", c"GRIB2"]
+        .into_iter()
+        .find_map(|sample| param_id_in(sample, &name))
+}
+
+/// `name`'s paramId in a handle made from the sample `sample`.
+fn param_id_in(sample: &CStr, name: &CStr) -> Option<i64> {
     let session = enter();
     // SAFETY: the default context (NULL) and a NUL-terminated sample name;
     // the handle owns a copy of the sample.
     let raw =
-        unsafe { ffi::codes_grib_handle_new_from_samples(std::ptr::null_mut(), c"GRIB2".as_ptr()) };
+        unsafe { ffi::codes_grib_handle_new_from_samples(std::ptr::null_mut(), sample.as_ptr()) };
     if raw.is_null() {
+        let _ = session.errors();
         return None;
     }
     let handle: Handle<'static> = Handle {
         raw,
         _message: std::marker::PhantomData,
     };
-    let mut len = name.as_bytes().len();
+    let mut len = name.to_bytes().len();
     // SAFETY: the handle is live; key and value are NUL-terminated; `len`
     // is the value's length.
     let code = unsafe {

@@ -41,6 +41,7 @@ mod archive;
 mod eccodes;
 mod error;
 mod ffi;
+mod params;
 mod split;
 mod stream;
 
@@ -51,6 +52,7 @@ use fieldstore_core::{Key, Result};
 pub use archive::{ArchiveGrib, GribOptions, GribSummary, Skipped};
 pub use eccodes::{eccodes_version, hold_for_fork, param_id};
 pub use error::{GribError, Problem};
+pub use params::{param_names, EcCodesParamNames};
 pub use split::{split_messages, Message, Messages};
 pub use stream::{MessageReader, OwnedMessage, DEFAULT_MAX_MESSAGE_SIZE};
 

@@ -145,7 +145,12 @@ impl Store {
                     (None, Some(path)) => Config::from_file(&path)?,
                     (None, None) => Config::from_env()?,
                 };
-                FieldStore::open(config)
+                let fs = FieldStore::open(config)?;
+                // Parameter names in requests and keys (`param="2t"`),
+                // resolved by ecCodes' parameter database as MARS does.
+                #[cfg(feature = "grib")]
+                let fs = fs.with_param_names(fieldstore_grib::param_names());
+                Ok::<_, fieldstore::Error>(fs)
             })
             .or_raise(py)?;
         Ok(Store { fs: Arc::new(fs) })

@@ -388,6 +388,26 @@ def test_grib_archive_reads_keys_from_messages(grib_fdb: fieldstore.FDB) -> None
     assert el.keys()[2] == {"param": "167", "step": "0"}
 
 
+def test_parameter_names_resolve_as_in_mars(fdb: fieldstore.FDB) -> None:
+    if not fieldstore.HAS_GRIB:
+        pytest.skip("this build of fieldstore has no GRIB support (no parameter table)")
+    fdb.archive(b"GRIB-2t-7777", key(param="2T"))
+    fdb.archive(b"GRIB-msl-7777", key(param="151.128"))
+    fdb.flush()
+    for spelling in ("2t", "167", "167.128", 167):
+        assert fdb.retrieve(key(param=spelling)).readall() == b"GRIB-2t-7777", spelling
+    assert fdb.retrieve(key(param="msl/2t")).readall() == b"GRIB-msl-7777GRIB-2t-7777"
+    listed = [el.keys()[2]["param"] for el in fdb.list({"class": "od", "param": ["2t", "msl"]})]
+    assert sorted(listed) == ["151", "167"]
+    assert fdb.axes({"param": "msl"})["param"] == ["151"]
+    with pytest.raises(errors.InvalidInputError, match="unknown parameter 'nosuchname'"):
+        fdb.retrieve(key(param="nosuchname"))
+    with pytest.raises(errors.InvalidInputError, match="unknown parameter 'nosuchname'"):
+        list(fdb.list({"param": "nosuchname"}))
+    with pytest.raises(errors.InvalidInputError, match="unknown parameter 'nosuchname'"):
+        fdb.archive(b"GRIB-x-7777", key(param="nosuchname"))
+
+
 def test_bad_grib_archives_nothing(fdb: fieldstore.FDB) -> None:
     if not fieldstore.HAS_GRIB:
         with pytest.raises(errors.UnsupportedError):

@@ -100,6 +100,18 @@ impl FieldStore {
         }
     }
 
+    /// This handle with `names` resolving parameter names (`2t` → `167`)
+    /// in every request and key it is given (see
+    /// [`fieldstore_core::params`]). Without it, a name is kept lower-cased
+    /// as written and matches only a key archived under the same name;
+    /// fieldstore's CLI, Python package and C API install ecCodes' table
+    /// (`fieldstore_grib::param_names`).
+    #[must_use]
+    pub fn with_param_names(mut self, names: Arc<dyn fieldstore_core::ParamNames>) -> FieldStore {
+        self.schema = Arc::new((*self.schema).clone().with_param_names(names));
+        self
+    }
+
     /// The schema.
     pub fn schema(&self) -> &Schema {
         &self.schema

@@ -80,12 +80,21 @@ impl DataReader {
     /// # Errors
     /// `Corrupt` if a field fails its checksum; I/O errors.
     pub fn next_field(&mut self, buf: &mut Vec<u8>) -> Result<Option<Key>> {
+        self.next_with(|store, loc| store.read(loc, buf))
+    }
+
+    /// Read the next field with `read` (into the caller's buffer or ours),
+    /// looking it up again if its bytes are gone; `Ok(None)` at the end.
+    fn next_with(
+        &mut self,
+        mut read: impl FnMut(&dyn Store, &FieldLocation) -> Result<()>,
+    ) -> Result<Option<Key>> {
         self.hint_ahead();
         loop {
             let Some((key, loc)) = self.fields.get(self.next) else {
                 return Ok(None);
             };
-            let err = match self.store.read(loc, buf) {
+            let err = match read(&*self.store, loc) {
                 Ok(()) => {
                     self.next += 1;
                     return Ok(Some(key.clone()));
@@ -135,7 +144,47 @@ impl DataReader {
 }
 
 impl Read for DataReader {
+    /// A field that fits whole in `out`, not much larger
+    /// ([`reads_direct`](crate::stream::reads_direct)), is read straight
+    /// into it (one copy, file → caller, verified there); others go through
+    /// the reader's buffer.
     fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        let room = out.len();
+        let fits = move |l: &FieldLocation| crate::stream::reads_direct(l.length, room);
+        if self.pos == self.buf.len()
+            && self.store.reads_into_natively()
+            && self.fields.get(self.next).is_some_and(|(_, l)| fits(l))
+        {
+            let mut direct = None;
+            let mut spill = std::mem::take(&mut self.buf);
+            let read = self.next_with(|store, loc| {
+                if fits(loc) {
+                    let n = loc.length as usize;
+                    direct = Some(n);
+                    store.read_into(loc, &mut out[..n])
+                } else {
+                    // Looked up again and grown: through the buffer.
+                    direct = None;
+                    store.read(loc, &mut spill)
+                }
+            });
+            self.buf = spill;
+            self.pos = 0;
+            match read {
+                Ok(None) => return Ok(0),
+                Err(e) => {
+                    self.buf.clear();
+                    return Err(to_io(e));
+                }
+                Ok(Some(_)) => {
+                    if let Some(n) = direct {
+                        self.buf.clear();
+                        return Ok(n);
+                    }
+                    // Else in the buffer: copied below.
+                }
+            }
+        }
         while self.pos == self.buf.len() {
             let mut buf = std::mem::take(&mut self.buf);
             match self.next_field(&mut buf) {
@@ -202,6 +251,21 @@ mod tests {
         fn scheme(&self) -> &'static str {
             "test"
         }
+    }
+
+    /// The default `read_into` (stores without a native one): the field's
+    /// bytes, a length that differs is `Corrupt`; readers do not prefer it.
+    #[test]
+    fn the_default_read_into_reads_through_read_and_checks_the_length() {
+        let store = Recording::default();
+        let loc = FieldLocation::new(Arc::from("memory://x"), 7, 4);
+        let mut out = [0u8; 4];
+        store.read_into(&loc, &mut out).unwrap();
+        assert_eq!(out, [7; 4]);
+        let mut short = [0u8; 3];
+        let e = store.read_into(&loc, &mut short).unwrap_err();
+        assert_eq!(e.kind(), fieldstore_core::ErrorKind::Corrupt, "{e}");
+        assert!(!store.reads_into_natively());
     }
 
     #[test]

@@ -14,6 +14,18 @@ use fieldstore_core::{Error, FieldLocation, Result};
 use crate::handle::FieldStore;
 use crate::readahead::Readahead;
 
+/// Whether a field of `len` bytes is read straight into the caller's
+/// buffer with `room` bytes left: when it fits and the buffer is not much
+/// larger (a reader reading field by field). Measured (docs/benchmarks.md,
+/// *C API* and *Python reads*): straight in saves a copy into a buffer the
+/// caller reuses (C, 1 MiB fields), but was some 5 % slower into a large
+/// cold destination (Python's `readinto` of 64 MiB), where the copy
+/// through the reader's buffer, kept in the CPU cache, wins.
+pub(crate) fn reads_direct(len: u64, room: usize) -> bool {
+    let room = room as u64;
+    len > 0 && len <= room && room < 2 * len
+}
+
 /// The fields of one retrieve, as a stream of bytes.
 ///
 /// Invariants: `starts[i]` is the stream offset of field `i`'s first byte
@@ -93,11 +105,16 @@ impl FieldStream {
     }
 
     /// Copy the next bytes into `out`: as many as fit, or as are left;
-    /// returns how many (0 at the end).
+    /// returns how many (0 at the end). A field that starts at the position
+    /// and fits whole in what is left of `out` (not much larger:
+    /// [`reads_direct`]) is read straight into it
+    /// ([`Store::read_into`](crate::store::Store::read_into)); others go
+    /// through the stream's buffer.
     ///
     /// # Errors
     /// `Corrupt` if a field fails its checksum or its length (none of its
-    /// bytes is copied); I/O errors.
+    /// bytes counts as read; bytes of fields before it in `out` do, but the
+    /// call fails, so the position is after them); I/O errors.
     pub fn read(&mut self, out: &mut [u8]) -> Result<usize> {
         let want = self.remaining().min(out.len() as u64) as usize;
         let mut done = 0;
@@ -107,6 +124,22 @@ impl FieldStream {
             let i = self.starts.partition_point(|&s| s <= self.pos) - 1;
             if i >= self.fields.len() {
                 return Err(Error::internal("read past the end of the retrieved fields"));
+            }
+            let len = self.fields[i].length;
+            if self.current != Some(i)
+                && self.pos == self.starts[i]
+                && self.fs.store().reads_into_natively()
+                && reads_direct(len, want - done)
+            {
+                // The whole field fits: read it straight into `out`, one
+                // copy instead of two (file → buffer → caller), verified
+                // there before any of it counts as read.
+                let span = &mut out[done..done + len as usize];
+                self.hint(i);
+                self.fs.store().read_into(&self.fields[i], span)?;
+                done += len as usize;
+                self.pos += len;
+                continue;
             }
             if self.current != Some(i) {
                 self.load(i)?;
@@ -120,10 +153,15 @@ impl FieldStream {
         Ok(done)
     }
 
-    fn load(&mut self, i: usize) -> Result<()> {
+    /// Tell the store what comes after field `i` ([`Readahead`]).
+    fn hint(&mut self, i: usize) {
         let fields = &self.fields;
         self.readahead
             .before_read(&**self.fs.store(), i, fields.len(), |j| &fields[j]);
+    }
+
+    fn load(&mut self, i: usize) -> Result<()> {
+        self.hint(i);
         self.current = None;
         self.fs.store().read(&self.fields[i], &mut self.buf)?;
         if self.buf.len() as u64 != self.fields[i].length {

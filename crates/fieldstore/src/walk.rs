@@ -76,7 +76,12 @@ impl FieldStore {
                     }
                     continue;
                 }
-                let mut seen = HashSet::new();
+                // Keys already visited (newest first: a later one is masked);
+                // a clone of a key is a reference count.
+                // foldhash, not SipHash: the keys come from the store, and
+                // hashing each entry's key was ~15 % of a listing.
+                let mut seen: HashSet<fieldstore_core::ElementKey, foldhash::fast::RandomState> =
+                    HashSet::default();
                 let mut stop = false;
                 // Skip index blocks whose own axes exclude the request.
                 let admits = |axes: &crate::catalogue::Axes| filter.admits_axes(axes);

@@ -263,3 +263,90 @@ fn a_damaged_init_record_costs_only_its_dataset_and_wipe_removes_it() {
     let (n, err) = listing(&store(dir.path()));
     assert_eq!((n, err.is_none()), (2, true));
 }
+
+/// A field read straight into the caller's buffer (it fits whole: one
+/// copy, `Store::read_into`) is verified there: a damaged one fails with
+/// `Corrupt` and leaves none of its bytes in the buffer, through the
+/// handle's `Read` and through the stream (Python, C); undamaged fields
+/// read whole or in pieces give the same bytes.
+#[test]
+fn a_damaged_field_read_straight_into_the_callers_buffer_is_refused_and_not_left_there() {
+    use std::io::Read as _;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let fs = store(root);
+    let payload = |step: u32| vec![b'a' + step as u8; 4096];
+    for step in 0..3 {
+        fs.archive(&key(20231201, step), &payload(step)).unwrap();
+    }
+    fs.flush().unwrap();
+    let request: Request = format!("{BASE},step=0/1/2,param=167").parse().unwrap();
+    // Whole fields and pieces agree.
+    let mut whole = Vec::new();
+    let mut r = fs.retrieve(&request).unwrap();
+    // Room for one field and a bit: each read goes straight in.
+    let mut buf = vec![0u8; 5000];
+    loop {
+        let n = r.read(&mut buf).unwrap();
+        if n == 0 {
+            break;
+        }
+        assert_eq!(n, 4096, "one whole field per read");
+        whole.extend_from_slice(&buf[..n]);
+    }
+    let expected: Vec<u8> = (0..3).flat_map(payload).collect();
+    assert_eq!(whole, expected);
+    let mut pieces = Vec::new();
+    fs.retrieve(&request)
+        .unwrap()
+        .read_to_end(&mut pieces)
+        .unwrap();
+    assert_eq!(pieces, expected);
+
+    // Damage the second field's bytes in its data file.
+    let location = fs.location(&key(20231201, 1)).unwrap().unwrap();
+    let path = std::path::PathBuf::from(location.path());
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[location.offset as usize + 100] ^= 0xff;
+    std::fs::write(&path, bytes).unwrap();
+    let fresh = store(root);
+    let mut r = fresh.retrieve(&request).unwrap();
+    let mut buf = vec![0u8; 4096];
+    assert_eq!(r.read(&mut buf).unwrap(), 4096);
+    assert_eq!(buf, payload(0));
+    let e = r.read(&mut buf).unwrap_err();
+    assert_eq!(e.kind(), std::io::ErrorKind::InvalidData, "{e}");
+    assert!(
+        !buf.contains(&b'b'),
+        "damaged bytes left in the caller's buffer"
+    );
+    // The same through the stream of the Python package and the C API.
+    let fresh = std::sync::Arc::new(store(root));
+    let locations: Vec<_> = fresh
+        .retrieve(&request)
+        .unwrap()
+        .fields()
+        .iter()
+        .map(|(_, l)| l.clone())
+        .collect();
+    let mut stream = fieldstore::FieldStream::new(fresh, locations);
+    // A field at a time (the C API's reads): straight in.
+    let mut buf = vec![0u8; 4096];
+    assert_eq!(stream.read(&mut buf).unwrap(), 4096);
+    assert_eq!(buf[..4096], payload(0)[..]);
+    let e = stream.read(&mut buf).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Corrupt, "{e}");
+    assert!(
+        !buf.contains(&b'b'),
+        "damaged bytes left in the caller's buffer"
+    );
+    // Through the stream's own buffer (a large destination), the same.
+    stream.seek(0);
+    let mut big = vec![0u8; 3 * 4096];
+    let e = stream.read(&mut big).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Corrupt, "{e}");
+    assert!(
+        !big[4096..].contains(&b'b'),
+        "damaged bytes left in the caller's buffer"
+    );
+}

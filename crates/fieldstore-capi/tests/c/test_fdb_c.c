@@ -243,6 +243,10 @@ static void test_keys_and_requests(void) {
     for (size_t i = 0; i < n; i++) free(values[i]);
     free(values);
     OK(fdb_delete_request(req));
+    const char* unknown_name[] = {"param", "2t/nosuchname", NULL};
+    req = make_request(unknown_name);
+    FAILS(fdb_expand_request(req), FIELDSTORE_INVALID_INPUT, "unknown parameter 'nosuchname'");
+    OK(fdb_delete_request(req));
     const char* bad_step[] = {"step", "abc", NULL};
     req = make_request(bad_step);
     FAILS(fdb_expand_request(req), FIELDSTORE_INVALID_INPUT, "keyword 'step'");
@@ -377,6 +381,16 @@ static void test_archive_list_retrieve(const char* work) {
     CHECK(count_list(fdb, req, true, 3) == 2);
     OK(fdb_expand_request(req));
     CHECK(count_list(fdb, req, true, 3) == 2);
+    OK(fdb_delete_request(req));
+    /* Names are resolved by the handle too, expanded or not. */
+    const char* named[] = {"class", "od", "param", "2t/10V", NULL};
+    req = make_request(named);
+    CHECK(count_list(fdb, req, true, 3) == 2);
+    OK(fdb_delete_request(req));
+    const char* unknown_param[] = {"class", "od", "param", "nosuchname", NULL};
+    req = make_request(unknown_param);
+    fdb_listiterator_t* nit = NULL;
+    FAILS(fdb_list(fdb, req, &nit, true, 3), FIELDSTORE_INVALID_INPUT, "unknown parameter 'nosuchname'");
     OK(fdb_delete_request(req));
     const char* none[] = {"class", "rd", NULL};
     req = make_request(none);

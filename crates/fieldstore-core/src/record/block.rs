@@ -44,6 +44,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::{Dec, Enc};
+use crate::key::Text;
 use crate::{Axes, AxesExt, CollocationKey, ElementKey, Error, FieldLocation, Key, Result};
 
 /// The length before each element value in a block.
@@ -167,6 +168,23 @@ pub fn decode<'a, F: BlockFormat>(
         ValueLen::U32 => 4,
     };
     let entry_min = ENTRY_FIXED + keywords.len() * value_len;
+    // The keywords are checked once for the block's entries.
+    for (i, kw) in keywords.iter().enumerate() {
+        if !crate::key::is_valid_keyword(kw) || keywords[..i].contains(kw) {
+            return Err(Error::corrupt(format!(
+                "{}: invalid or repeated keyword '{kw}' in the index block",
+                what()
+            )));
+        }
+    }
+    // Each entry's key shares the block's keywords, and each value with the
+    // previous entry's at the same position when equal (entries are
+    // written in archive order, so neighbours mostly share all but the
+    // fastest-varying values): a key costs one vector, not a string per
+    // pair.
+    let shared_keywords: Vec<Text> = keywords.iter().map(|k| Text::from(*k)).collect();
+    let mut previous: Vec<Text> = Vec::with_capacity(keywords.len());
+    let mut values: Vec<Text> = Vec::with_capacity(keywords.len());
     let mut entries = Vec::with_capacity(count.min(payload.len() / entry_min));
     for _ in 0..count {
         let id = d.u32()? as usize;
@@ -177,15 +195,20 @@ pub fn decode<'a, F: BlockFormat>(
         let uri = units
             .get(id)
             .ok_or_else(|| Error::corrupt(format!("{}: {} index out of range", what(), F::UNIT)))?;
-        let mut key = Key::new();
-        for kw in &keywords {
+        values.clear();
+        for i in 0..keywords.len() {
             let v = match F::VALUES {
                 ValueLen::U16 => d.short_str()?,
                 ValueLen::U32 => d.str()?,
             };
-            key.push(*kw, v)
-                .map_err(|e| Error::corrupt(format!("{}: {e}", what())))?;
+            values.push(match previous.get(i) {
+                Some(p) if **p == *v => p.clone(),
+                _ => Text::from(v),
+            });
         }
+        let key = Key::from_checked_keywords(&shared_keywords, values.iter().cloned())
+            .map_err(|e| Error::corrupt(format!("{}: {e}", what())))?;
+        std::mem::swap(&mut previous, &mut values);
         let mut loc = FieldLocation::new(uri.clone(), offset, length);
         if has_crc {
             loc = loc.with_checksum(crc);

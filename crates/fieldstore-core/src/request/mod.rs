@@ -52,6 +52,14 @@ pub enum RequestError {
         /// The type's complaint.
         source: crate::types::TypeError,
     },
+    /// A parameter name the schema's parameter table does not know.
+    #[error("keyword '{keyword}' in request: unknown parameter '{name}' (not a paramId, number.table or a name in the parameter table)")]
+    UnknownParameter {
+        /// The keyword.
+        keyword: String,
+        /// The name, as written.
+        name: String,
+    },
     /// Retrieve needs values for every keyword; `all` or a missing required
     /// keyword can only be listed.
     #[error("{0}")]

@@ -121,8 +121,10 @@ impl Schema {
     ///
     /// # Errors
     /// [`RequestError::NotEnumerable`] if a keyword is `all` (use list);
-    /// as [`Schema::selector`] for unknown keywords and invalid values.
+    /// as [`Schema::selector`] for unknown keywords, invalid values and
+    /// unknown parameter names.
     pub fn expand(&self, request: &Request) -> Result<Expansion<'_>, RequestError> {
+        let request = self.resolve_request(request)?;
         request.validate(self)?;
         if let Some((kw, _)) = request.iter().find(|(_, v)| matches!(v, Values::All)) {
             return Err(RequestError::NotEnumerable(format!(
@@ -131,7 +133,7 @@ impl Schema {
         }
         Ok(Expansion {
             schema: self,
-            request: request.clone(),
+            request: request.into_owned(),
             chains: self.chains().collect(),
             next_chain: 0,
             current: None,

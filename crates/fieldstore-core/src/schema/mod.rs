@@ -23,6 +23,7 @@
 
 mod admit;
 mod expand;
+mod names;
 mod order;
 mod parser;
 mod rule;
@@ -124,6 +125,14 @@ pub enum SchemaError {
     /// The schema has no rules at all.
     #[error("the schema has no rules")]
     NoRules,
+    /// A parameter name the schema's parameter table does not know.
+    #[error("keyword '{keyword}': unknown parameter '{name}' (not a paramId, number.table or a name in the parameter table)")]
+    UnknownParameter {
+        /// The keyword.
+        keyword: String,
+        /// The name, as written.
+        name: String,
+    },
 }
 
 /// The longest value a key may carry, in bytes: index blocks store element
@@ -151,6 +160,8 @@ pub struct Schema {
     rules: Vec<Rule>,
     /// Every type each keyword has somewhere in the schema.
     keyword_types: BTreeMap<String, Vec<KeywordType>>,
+    /// Resolves parameter names in requests and keys (`names.rs`).
+    param_names: Option<std::sync::Arc<dyn crate::params::ParamNames>>,
 }
 
 impl Schema {
@@ -201,6 +212,7 @@ impl Schema {
             text: text.to_string(),
             rules,
             keyword_types,
+            param_names: None,
         })
     }
 

@@ -110,8 +110,11 @@ impl Schema {
     /// # Errors
     /// [`RequestError::UnknownKeyword`] for a keyword the schema does not
     /// know; [`RequestError::InvalidValue`] for a value that fits none of its
-    /// keyword's types.
+    /// keyword's types; [`RequestError::UnknownParameter`] for a parameter
+    /// name the schema's table does not know (names are resolved first, see
+    /// [`Schema::resolve_request`]).
     pub fn selector(&self, request: &Request) -> Result<Selector<'_>, RequestError> {
+        let request = self.resolve_request(request)?;
         request.validate(self)?;
         let mut sets = Vec::new();
         for (kw, values) in request.iter() {
@@ -141,7 +144,7 @@ impl Schema {
         }
         Ok(Selector {
             schema: self,
-            request: request.clone(),
+            request: request.into_owned(),
             sets,
         })
     }

@@ -101,11 +101,16 @@ impl Schema {
     /// - otherwise, when no chain matches, the failure of the chain that got
     ///   furthest: [`SchemaError::MissingKeyword`],
     ///   [`SchemaError::ValueNotAllowed`] or [`SchemaError::InvalidValue`],
-    ///   naming the keyword and the rule.
+    ///   naming the keyword and the rule;
+    /// - [`SchemaError::UnknownParameter`] for a parameter name the schema's
+    ///   table does not know (names are resolved first, see
+    ///   [`Schema::resolve_key`]).
     pub fn split<'s>(&'s self, key: &Key) -> Result<SplitKey, SchemaError> {
         if self.rules.is_empty() {
             return Err(SchemaError::NoRules);
         }
+        let key = self.resolve_key(key)?;
+        let key: &Key = &key;
         if let Some(kw) = key.keywords().find(|kw| !self.knows(kw)) {
             return Err(SchemaError::UnknownKeyword {
                 keyword: kw.to_string(),

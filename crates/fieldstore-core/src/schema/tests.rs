@@ -285,3 +285,85 @@ fn selector_matches_levels_with_each_rules_types() {
     assert_eq!(s.selector(&request("class=od,time=2500")).unwrap_err().to_string(),
         "keyword 'time' in request: '2500' is not a valid Time: hour must be 0..23 and minute 0..59");
 }
+
+/// A two-name parameter table for the tests.
+#[derive(Debug)]
+struct Names;
+
+impl crate::ParamNames for Names {
+    fn param_id(&self, name: &str) -> Option<u64> {
+        assert_eq!(name, name.to_ascii_lowercase(), "names arrive lower-cased");
+        match name {
+            "2t" => Some(167),
+            "t" => Some(130),
+            _ => None,
+        }
+    }
+}
+
+#[test]
+fn parameter_names_resolve_through_the_table_everywhere() {
+    let plain = Schema::parse("t", SMALL).unwrap();
+    let s = plain.clone().with_param_names(std::sync::Arc::new(Names));
+    let base = "class=od,expver=1,stream=oper,date=20230101,time=0,type=fc,levtype=sfc,step=0";
+    // split: a key naming a parameter is stored under its paramId.
+    let k = s.split(&key(&format!("{base},param=2T"))).unwrap();
+    assert_eq!(k.element.get("param"), Some("167"));
+    // Numeric spellings are the type's, with or without a table.
+    let k = s.split(&key(&format!("{base},param=167.128"))).unwrap();
+    assert_eq!(k.element.get("param"), Some("167"));
+    // expand: names, ids and number.table name the same keys.
+    let expand = |params: &str| -> Vec<String> {
+        let r: crate::Request = format!("{base},param={params}").parse().unwrap();
+        s.expand(&r)
+            .unwrap()
+            .map(|k| k.full_key().to_string())
+            .collect()
+    };
+    let named = expand("2t/T");
+    assert_eq!(named, expand("167/130.128"));
+    assert!(named.iter().any(|k| k.ends_with("param=167")), "{named:?}");
+    // selector: a stored 167 is matched by `2t`.
+    let stored = s.split(&key(&format!("{base},param=167"))).unwrap();
+    let r: crate::Request = "class=od,param=2t".parse().unwrap();
+    let sel = s.selector(&r).unwrap();
+    let dm = sel.match_dataset(&stored.dataset).unwrap();
+    let cm = sel.match_collocation(&dm, &stored.collocation).unwrap();
+    assert!(sel.element_filter(&cm).matches(&stored.element));
+    assert_eq!(sel.request().to_string(), "class=od,param=167");
+    // An unknown name is an error naming it and the keyword, in requests
+    // and in keys.
+    let r: crate::Request = "class=od,param=2t/nosuchname".parse().unwrap();
+    for e in [
+        s.selector(&r).map(drop).unwrap_err(),
+        s.expand(&r).map(drop).unwrap_err(),
+    ] {
+        assert!(
+            matches!(&e, crate::RequestError::UnknownParameter { keyword, name }
+                if keyword == "param" && name == "nosuchname"),
+            "{e}"
+        );
+        assert!(
+            e.to_string().contains("unknown parameter 'nosuchname'"),
+            "{e}"
+        );
+    }
+    let e = s
+        .split(&key(&format!("{base},param=nosuchname")))
+        .unwrap_err();
+    assert!(matches!(e, SchemaError::UnknownParameter { .. }), "{e}");
+    assert_eq!(crate::Error::from(e).kind(), crate::ErrorKind::InvalidInput);
+    // Without a table a name is text: kept lower-cased, matched as written.
+    let k = plain.split(&key(&format!("{base},param=2T"))).unwrap();
+    assert_eq!(k.element.get("param"), Some("2t"));
+    assert!(plain.selector(&r).is_ok());
+    // Only keywords that are parameters in every rule are resolved.
+    let mixed = Schema::parse(
+        "m",
+        "[ class [ type [ param ]]]\n[ stream, param: Param [ type [ step ]]]",
+    )
+    .unwrap()
+    .with_param_names(std::sync::Arc::new(Names));
+    let k = mixed.split(&key("class=od,type=fc,param=T")).unwrap();
+    assert_eq!(k.element.get("param"), Some("t"));
+}

@@ -5,7 +5,8 @@ use super::{KeywordType, TypeError};
 /// `167` → `167`; `167.128` → `167` (table 128 is ECMWF's default table);
 /// `228.228` → `228228`; `3.0` → `3`. Other spellings (short names such as
 /// `2t`) are lower-cased and kept: resolving names needs a parameter
-/// database, which is ecCodes' job at the edges, not the core's.
+/// database, which the schema consults before types see a value when it
+/// has one ([`crate::ParamNames`]).
 pub(crate) fn canonical_param(ty: KeywordType, value: &str) -> Result<String, TypeError> {
     let bad = |reason: &str| TypeError::new(ty, value, reason);
     let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());

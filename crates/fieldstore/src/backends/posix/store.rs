@@ -245,20 +245,39 @@ impl Store for FileStore {
     }
 
     fn read(&self, location: &FieldLocation, buf: &mut Vec<u8>) -> Result<()> {
-        if location.scheme() != "file" {
-            return Err(Error::invalid_input(format!(
-                "not a file location: {}",
-                location.uri
-            )));
-        }
-        let path = Path::new(location.path());
-        let file = self.file(path)?;
         let len = usize::try_from(location.length)
             .map_err(|_| Error::corrupt(format!("{location}: length out of range")))?;
         // The read overwrites all `len` bytes: zero only what the buffer
         // grows by (zero-filling every read was 4-5 % of read CPU).
         buf.truncate(len);
         buf.resize(len, 0);
+        let read = self.read_into(location, buf);
+        if read.is_err() {
+            buf.clear();
+        }
+        read
+    }
+
+    fn reads_into_natively(&self) -> bool {
+        true
+    }
+
+    fn read_into(&self, location: &FieldLocation, buf: &mut [u8]) -> Result<()> {
+        if location.scheme() != "file" {
+            return Err(Error::invalid_input(format!(
+                "not a file location: {}",
+                location.uri
+            )));
+        }
+        if u64::try_from(buf.len()).ok() != Some(location.length) {
+            return Err(Error::corrupt(format!(
+                "{location}: a buffer of {} bytes for a field of {}",
+                buf.len(),
+                location.length
+            )));
+        }
+        let path = Path::new(location.path());
+        let file = self.file(path)?;
         file.read_exact_at(buf, location.offset).map_err(|e| {
             if e.kind() == std::io::ErrorKind::UnexpectedEof {
                 Error::corrupt(format!(
@@ -271,7 +290,9 @@ impl Store for FileStore {
         if let Some(want) = location.checksum {
             let got = crc32c::crc32c(buf);
             if got != want {
-                buf.clear();
+                // Damaged bytes are never handed out, not even in the
+                // caller's buffer of a failed read.
+                buf.fill(0);
                 return Err(Error::corrupt(format!(
                     "{location}: checksum mismatch (stored {want:08x}, read {got:08x}): the data file is damaged"
                 )));
