@@ -200,13 +200,35 @@ pub fn decode_values<T: Sample>(message: &[u8], out: &mut [T]) -> Result<()> {
     Ok(())
 }
 
-/// The values of `keys` in the GRIB `message`, as ecCodes prints them
-/// (`None` for a key the message does not have).
+/// A key's value in its native ecCodes type.
+#[derive(Debug, Clone, PartialEq)]
+pub enum KeyValue {
+    /// An integer (also a code table's code: `stepUnits` is 1, not `h`).
+    Long(i64),
+    /// A floating-point number.
+    Double(f64),
+    /// A string.
+    Str(String),
+}
+
+impl std::fmt::Display for KeyValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            KeyValue::Long(v) => write!(f, "{v}"),
+            KeyValue::Double(v) => write!(f, "{v}"),
+            KeyValue::Str(v) => f.write_str(v),
+        }
+    }
+}
+
+/// The values of `keys` in the GRIB `message`, each in its native type
+/// (as ecCodes' Python binding, and so cfgrib, gets them); `None` for a key
+/// the message does not have.
 ///
 /// # Errors
 /// `InvalidInput` if ecCodes cannot decode the message, or a key name has
 /// a NUL byte.
-pub fn read_keys(message: &[u8], keys: &[&str]) -> Result<Vec<Option<String>>> {
+pub fn read_keys(message: &[u8], keys: &[&str]) -> Result<Vec<Option<KeyValue>>> {
     let names = keys
         .iter()
         .map(|k| CString::new(*k).map_err(|_| invalid(format!("key name {k:?} has a NUL byte"))))
@@ -217,10 +239,29 @@ pub fn read_keys(message: &[u8], keys: &[&str]) -> Result<Vec<Option<String>>> {
     let values = names
         .iter()
         .map(|name| {
-            handle
-                .get_string(name, &mut buf)
-                .ok()
-                .map(|v| String::from_utf8_lossy(v).into_owned())
+            let mut kind: c_int = 0;
+            // SAFETY: the handle is live; `name` is NUL-terminated; `kind`
+            // is a valid out-pointer.
+            let code = unsafe { ffi::codes_get_native_type(handle.raw, name.as_ptr(), &mut kind) };
+            if code != ffi::CODES_SUCCESS {
+                return None;
+            }
+            match kind {
+                ffi::TYPE_LONG => get_long(&handle, name).map(KeyValue::Long),
+                ffi::TYPE_DOUBLE => {
+                    let mut v = 0f64;
+                    // SAFETY: as above; `v` is a valid out-pointer.
+                    let code = unsafe { ffi::codes_get_double(handle.raw, name.as_ptr(), &mut v) };
+                    (code == ffi::CODES_SUCCESS).then_some(KeyValue::Double(v))
+                }
+                _ => None,
+            }
+            .or_else(|| {
+                handle
+                    .get_string(name, &mut buf)
+                    .ok()
+                    .map(|v| KeyValue::Str(String::from_utf8_lossy(v).into_owned()))
+            })
         })
         .collect();
     // What ecCodes said about keys the message lacks is not an error here.
@@ -279,15 +320,18 @@ mod tests {
             .bytes()
     }
 
+    fn points(m: &[u8]) -> usize {
+        match read_keys(m, &["numberOfPoints"]).unwrap()[0] {
+            Some(KeyValue::Long(n)) => n as usize,
+            ref other => panic!("numberOfPoints: {other:?}"),
+        }
+    }
+
     #[test]
     fn single_and_double_precision_agree_after_rounding() {
         let file = fixture("levtypes.grib");
         let m = first(&file);
-        let n: usize = read_keys(m, &["numberOfPoints"]).unwrap()[0]
-            .as_deref()
-            .unwrap()
-            .parse()
-            .unwrap();
+        let n = points(m);
         let mut f = vec![0f32; n];
         let mut d = vec![0f64; n];
         decode_values(m, &mut f).unwrap();
@@ -307,9 +351,12 @@ mod tests {
         let file = fixture("synth11.grib");
         let m = first(&file);
         let keys = read_keys(m, &["numberOfPoints", "numberOfMissing", "bitmapPresent"]).unwrap();
-        assert_eq!(keys[2].as_deref(), Some("1"));
-        let n: usize = keys[0].as_deref().unwrap().parse().unwrap();
-        let missing: usize = keys[1].as_deref().unwrap().parse().unwrap();
+        assert_eq!(keys[2], Some(KeyValue::Long(1)));
+        let n = points(m);
+        let Some(KeyValue::Long(missing)) = keys[1] else {
+            panic!("numberOfMissing: {:?}", keys[1])
+        };
+        let missing = missing as usize;
         let mut v = vec![0f32; n];
         decode_values(m, &mut v).unwrap();
         assert!(missing > 0);
@@ -337,10 +384,22 @@ mod tests {
     fn keys_and_arrays() {
         let file = fixture("levtypes.grib");
         let m = first(&file);
-        let k = read_keys(m, &["shortName", "gridType", "noSuchKey"]).unwrap();
-        assert_eq!(k[0].as_deref(), Some("t"));
-        assert_eq!(k[1].as_deref(), Some("regular_ll"));
+        let k = read_keys(
+            m,
+            &[
+                "shortName",
+                "gridType",
+                "noSuchKey",
+                "stepUnits",
+                "iDirectionIncrementInDegrees",
+            ],
+        )
+        .unwrap();
+        assert_eq!(k[0], Some(KeyValue::Str("t".into())));
+        assert_eq!(k[1], Some(KeyValue::Str("regular_ll".into())));
         assert_eq!(k[2], None);
+        assert_eq!(k[3], Some(KeyValue::Long(1)));
+        assert_eq!(k[4], Some(KeyValue::Double(10.0)));
         let lats = read_array(m, "distinctLatitudes").unwrap();
         assert!(lats.len() > 1);
         assert!(read_array(m, "noSuchKey").is_err());
@@ -352,11 +411,7 @@ mod tests {
         let messages: Vec<&[u8]> = crate::split_messages(&file)
             .map(|m| m.unwrap().bytes())
             .collect();
-        let n: usize = read_keys(messages[0], &["numberOfPoints"]).unwrap()[0]
-            .as_deref()
-            .unwrap()
-            .parse()
-            .unwrap();
+        let n = points(messages[0]);
         let serial: Vec<Vec<f32>> = messages
             .iter()
             .map(|m| {

@@ -30,6 +30,10 @@ pub(crate) type CodesLogProc =
 pub(crate) const CODES_SUCCESS: c_int = 0;
 /// `GRIB_BUFFER_TOO_SMALL`.
 pub(crate) const CODES_BUFFER_TOO_SMALL: c_int = -3;
+/// `GRIB_TYPE_LONG`.
+pub(crate) const TYPE_LONG: c_int = 1;
+/// `GRIB_TYPE_DOUBLE`.
+pub(crate) const TYPE_DOUBLE: c_int = 2;
 /// `GRIB_KEYS_ITERATOR_ALL_KEYS`: what `grib_ls -m`, pyeccodes and FDB5 use.
 pub(crate) const KEYS_ITERATOR_ALL_KEYS: c_ulong = 0;
 /// `GRIB_LOG_WARNING`; `GRIB_LOG_INFO` is 0, `ERROR` 2, `FATAL` 3, `DEBUG` 4.
@@ -100,6 +104,17 @@ extern "C" {
         handle: *mut CodesHandle,
         key: *const c_char,
         value: f64,
+    ) -> c_int;
+    /// `*kind`: `GRIB_TYPE_LONG` (1), `_DOUBLE` (2), `_STRING` (3), …
+    pub(crate) fn codes_get_native_type(
+        handle: *const CodesHandle,
+        key: *const c_char,
+        kind: *mut c_int,
+    ) -> c_int;
+    pub(crate) fn codes_get_double(
+        handle: *const CodesHandle,
+        key: *const c_char,
+        value: *mut f64,
     ) -> c_int;
     /// The number of elements of an array key (`values`, `latitudes`).
     pub(crate) fn codes_get_size(

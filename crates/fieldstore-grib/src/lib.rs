@@ -53,7 +53,7 @@ use std::iter::FusedIterator;
 use fieldstore_core::{Key, Result};
 
 pub use archive::{ArchiveGrib, GribOptions, GribSummary, Skipped};
-pub use decode::{decode_values, read_array, read_keys, Sample};
+pub use decode::{decode_values, read_array, read_keys, KeyValue, Sample};
 pub use eccodes::{eccodes_thread_safe, eccodes_version, hold_for_fork, param_id};
 pub use error::{GribError, Problem};
 pub use split::{split_messages, Message, Messages};
