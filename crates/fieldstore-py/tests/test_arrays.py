@@ -116,9 +116,10 @@ def cube_store(store: fieldstore.FDB) -> fieldstore.FDB:
     return store
 
 
-def test_a_key_with_no_field_is_nan(cube_store: fieldstore.FDB, tmp_path: Path) -> None:
-    # Rewrite step 12 of t2m as step 24 of another date: the cube then has
-    # dates x steps with holes.
+@pytest.fixture
+def holey_store(cube_store: fieldstore.FDB) -> fieldstore.FDB:
+    """cube_store and t2m step 6 of the next day: t2m then has 2 dates x 3
+    steps with 2 holes."""
     import eccodes  # the ecCodes Python binding cfgrib uses
 
     with open(GRIB / "timespan.grib", "rb") as f:
@@ -127,7 +128,11 @@ def test_a_key_with_no_field_is_nan(cube_store: fieldstore.FDB, tmp_path: Path) 
     cube_store.archive(eccodes.codes_get_message(h))
     eccodes.codes_release(h)
     cube_store.flush()
-    ds = fieldstore.open_dataset({"class": "e6", "timespan": "none"}, fdb=cube_store)
+    return cube_store
+
+
+def test_a_key_with_no_field_is_nan(holey_store: fieldstore.FDB) -> None:
+    ds = fieldstore.open_dataset({"class": "e6", "timespan": "none"}, fdb=holey_store)
     t2m = ds["t2m"]
     assert t2m.dims == ("time", "step", "values")
     assert t2m.shape == (2, 3, 654400)
