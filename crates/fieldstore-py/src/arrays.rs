@@ -92,11 +92,13 @@ fn decode_all<T: fieldstore_grib::Sample>(
     points: usize,
     threads: usize,
 ) -> fieldstore::Result<()> {
-    let rows: Vec<(&Field, &mut [T])> = fields
-        .iter()
-        .zip(out.chunks_mut(points))
-        .filter_map(|(f, row)| f.as_ref().map(|f| (f, row)))
-        .collect();
+    let mut rows: Vec<(&Field, &mut [T])> = Vec::with_capacity(fields.len());
+    for (f, row) in fields.iter().zip(out.chunks_mut(points)) {
+        match f {
+            Some(f) => rows.push((f, row)),
+            None => row.fill(T::NAN),
+        }
+    }
     // Tell each store what comes, in order (the POSIX store reads ahead).
     let mut by_store: Vec<(&Arc<FieldStore>, Vec<FieldLocation>)> = Vec::new();
     for (f, _) in &rows {
@@ -132,10 +134,12 @@ fn decode_all<T: fieldstore_grib::Sample>(
 }
 
 /// Decode the values of `entries` (fields from `Store.list`; `None` for a
-/// row to leave alone) into the C-contiguous buffer at `address`: row `i`
-/// (`points` values of `float32`, or of `float64` with `double`) gets
-/// `entries[i]`'s values, bitmap points NaN. Runs on up to `threads`
-/// threads without the GIL.
+/// field that is not stored) into the C-contiguous buffer at `address`:
+/// row `i` (`points` values of `float32`, or of `float64` with `double`)
+/// gets `entries[i]`'s values, bitmap points NaN, or all NaN for `None`.
+/// Every element is written, so the buffer may be uninitialised memory
+/// (`numpy.empty`: its pages are first touched by the decoding threads).
+/// Runs on up to `threads` threads without the GIL.
 ///
 /// For the façade, which passes the address of a NumPy array of
 /// `len(entries) * points` elements it keeps alive for the call.
@@ -226,6 +230,12 @@ pub(crate) fn field_array<'py>(
         .or_raise(py)?;
     let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_ne_bytes()).collect();
     Ok(PyBytes::new(py, &bytes))
+}
+
+/// The version of the ecCodes linked (`2.50.0`).
+#[pyfunction]
+pub(crate) fn eccodes_version() -> String {
+    fieldstore_grib::eccodes_version()
 }
 
 /// Whether several threads decode at once (the ecCodes linked was built

@@ -706,6 +706,7 @@ fn _fieldstore(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.add_function(wrap_pyfunction!(arrays::field_keys, m)?)?;
         m.add_function(wrap_pyfunction!(arrays::field_array, m)?)?;
         m.add_function(wrap_pyfunction!(arrays::parallel_decoding, m)?)?;
+        m.add_function(wrap_pyfunction!(arrays::eccodes_version, m)?)?;
     }
     Ok(())
 }

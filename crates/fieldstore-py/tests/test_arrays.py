@@ -58,6 +58,13 @@ def same_bits(got: np.ndarray, want: np.ndarray, what: str) -> None:
     assert diff == 0, f"{what}: {diff} values differ in their bits"
 
 
+@pytest.fixture(autouse=True)
+def param_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A cache of parameter names (fieldstore._params) of the test's own."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
 @pytest.fixture
 def store(fdb: fieldstore.FDB) -> fieldstore.FDB:
     if not fieldstore.HAS_GRIB:
@@ -85,6 +92,26 @@ def test_same_as_cfgrib(store: fieldstore.FDB, name: str, request_: dict, filter
         same_bits(got[v].values, want[v].values, f"{name} {v}")
     for k in ("GRIB_edition", "GRIB_centre", "GRIB_centreDescription", "GRIB_subCentre", "Conventions", "institution"):
         assert got.attrs[k] == want.attrs[k], k
+
+
+@pytest.mark.parametrize("name", ["levtypes.grib", "timespan.grib"])
+def test_the_parameter_cache_gives_what_the_fields_say(store: fieldstore.FDB, param_cache: Path,
+                                                       monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    # GRIB1 and GRIB2 2t (levtypes, timespan): same paramId, other cfName.
+    for f in ("levtypes.grib", "timespan.grib"):
+        store.archive((GRIB / f).read_bytes())
+    store.flush()
+    req = {"class": "od" if name == "levtypes.grib" else "e6", "levtype": "sfc"}
+    first = fieldstore.open_dataset(req, fdb=store)
+    assert list(param_cache.rglob("*.json")), "nothing cached"
+    cached = fieldstore.open_dataset(req, fdb=store)
+    monkeypatch.setenv("FIELDSTORE_PARAM_CACHE", "0")
+    uncached = fieldstore.open_dataset(req, fdb=store)
+    for v in uncached.data_vars:
+        assert first[v].attrs.keys() == cached[v].attrs.keys() == uncached[v].attrs.keys()
+        for k in uncached[v].attrs:
+            assert np.array_equal(cached[v].attrs[k], uncached[v].attrs[k]), (v, k)
+            assert np.array_equal(first[v].attrs[k], uncached[v].attrs[k]), (v, k)
 
 
 def test_bitmap_points_are_nan(store: fieldstore.FDB) -> None:

@@ -11,7 +11,7 @@ import pytest
 import fieldstore
 from fieldstore import _fieldstore
 
-from test_arrays import cube_store, holey_store, same_bits, store  # noqa: F401 (fixtures)
+from test_arrays import cube_store, holey_store, param_cache, same_bits, store  # noqa: F401 (fixtures)
 from test_earthkit import need
 
 zarr = need("zarr")

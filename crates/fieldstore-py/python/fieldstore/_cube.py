@@ -32,12 +32,13 @@ over one :class:`Cube`:
 from __future__ import annotations
 
 import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from . import _fieldstore
+from . import _fieldstore, _params
 from ._fdb import FDB, _selection
 from .errors import InvalidInputError, UnsupportedError
 
@@ -251,6 +252,7 @@ class Cube:
             place = {d: i for i, d in enumerate(dims)}
             axes.sort(key=lambda a: min(place.get(k, len(place)) for k in (a[0], *a[2])))
         self.header = axes
+        self._params = _params.ParamCache()
         # Group fields by variable (param, levtype).
         groups: dict[tuple[str, str], list[int]] = {}
         for i, key in enumerate(keys):
@@ -262,12 +264,20 @@ class Cube:
         self.grid: Grid | None = None
         grid_of: dict[str, Grid] = {}
         first_meta: dict[str, Any] | None = None
-        for (param, levtype), members in sorted(groups.items()):
+        ordered = sorted(groups.items())
+        # The first field of each variable, read on threads at once (the
+        # reads and ecCodes release the GIL).
+        with ThreadPoolExecutor(max_workers=min(self.threads, len(ordered))) as pool:
+            metas = list(pool.map(lambda g: self._metadata(entries[g[1][0]], g[0][0]), ordered))
+        grids: dict[tuple[Any, ...], Grid] = {}
+        for ((param, levtype), members), meta in zip(ordered, metas):
             first = entries[members[0]]
-            meta = self._metadata(first)
             if first_meta is None:
                 first_meta = meta
-            grid = self._grid(first, meta)
+            identity = (str(meta.get("gridType")), meta.get("numberOfPoints"), meta.get("md5GridSection"))
+            if identity not in grids:
+                grids[identity] = self._grid(first, meta)
+            grid = grids[identity]
             self._same_grid(f"{meta.get('shortName', param)} ({levtype})", grid, members, entries, keys)
             name = str(meta.get("cfVarName") or "unknown")
             if name == "unknown":
@@ -278,6 +288,7 @@ class Cube:
                 name = f"{name}_{levtype}"
             grid_of[name] = grid
             self.variables[name] = self._variable(name, param, levtype, meta, grid, members, entries, keys)
+        self._params.save()
         grids = {g.identity for g in grid_of.values()}
         if len(grids) > 1:
             raise InvalidInputError(
@@ -299,15 +310,28 @@ class Cube:
         }
         self.attrs = {k: v for k, v in self.attrs.items() if v is not None}
 
-    def _metadata(self, entry: Any) -> dict[str, Any]:
-        names = _DATA_KEYS + _GRID_IDENTITY + _OTHER_KEYS + sorted({k for ks in _GRID_KEYS.values() for k in ks})
+    def _metadata(self, entry: Any, param: str) -> dict[str, Any]:
+        """The keys of a variable's first field; the parameter's names from
+        the cache (``_params``) when known for its centre, as reading them
+        costs ecCodes a parse of its concept tables per process."""
+        names = [k for k in _DATA_KEYS + _GRID_IDENTITY + _OTHER_KEYS
+                 + sorted({k for ks in _GRID_KEYS.values() for k in ks}) if k not in _params.KEYS]
         got = dict(zip(names, _fieldstore.field_keys(entry, names)))
-        return {k: v for k, v in got.items() if v is not None}
+        meta = {k: v for k, v in got.items() if v is not None}
+        where = (meta.get("edition"), meta.get("centre"), param)
+        known = self._params.get(*where) if param.isdigit() else None
+        if known is None:
+            read = dict(zip(_params.KEYS, _fieldstore.field_keys(entry, _params.KEYS)))
+            known = {k: v for k, v in read.items() if v is not None}
+            if param.isdigit() and str(known.get("paramId")) == param:
+                self._params.put(*where, known)
+        meta.update(known)
+        return meta
 
     def _grid(self, entry: Any, meta: dict[str, Any]) -> Grid:
         kind = str(meta.get("gridType"))
         points = int(meta["numberOfPoints"])
-        identity = (kind, points, meta.get("md5GridSection"))
+        identity = (kind, meta.get("numberOfPoints"), meta.get("md5GridSection"))
 
         def array(key: str) -> np.ndarray:
             return np.frombuffer(_fieldstore.field_array(entry, key), dtype=np.float64)
@@ -462,8 +486,9 @@ class Cube:
                 picks.append(np.asarray(k, dtype=np.intp).reshape(-1))
         chosen = var.fields[np.ix_(*picks)] if nh else var.fields
         flat = list(np.asarray(chosen).reshape(-1))
-        out = np.full((len(flat), grid.points), np.nan, dtype=self.dtype)
-        if flat and any(f is not None for f in flat):
+        # decode_into writes every element (NaN for absent fields).
+        out = np.empty((len(flat), grid.points), dtype=self.dtype)
+        if flat:
             _fieldstore.decode_into(flat, out.ctypes.data, grid.points, self.dtype == np.float64, self.threads)
         values = out.reshape(tuple(len(p) for p in picks) + grid.shape)
         for axis, k in enumerate(full[nh:]):
