@@ -6,6 +6,8 @@ chunks (one field per chunk: the ceiling).
     python bench/arrays/bench.py prepare DIR     # GRIB, fieldstore, FDB5, Zarr
     python bench/arrays/bench.py run DIR [--repeat N] > results.json
     python bench/arrays/bench.py plot results.json out.png
+    python bench/arrays/bench.py table results.json     # markdown for docs
+    bash bench/arrays/run.sh [DIR] [REPEAT]             # all of it
 
 The cube: 2 dates x 4 times x 10 parameters x 13 pressure levels on a 1
 degree grid (360 x 181), 1040 GRIB2 fields of 16-bit simple packing written
@@ -322,6 +324,37 @@ def plot(results: Path, out: Path) -> None:
     fig.savefig(out, dpi=110)
 
 
+def table(results: Path) -> None:
+    """Markdown: best of the runs per case, method and cache; ratios to
+    z3fdb and to on-disk Zarr (>1: fieldstore's view is faster); memory
+    growth over the bytes read (median of the runs)."""
+    import statistics
+
+    rs = json.loads(results.read_text())
+
+    def best(m: str, c: str, cache: str) -> float:
+        return min((r["total_s"] for r in rs if r["method"] == m and r["case"] == c and r["cache"] == cache),
+                   default=float("nan"))
+
+    def mem(m: str, c: str) -> float:
+        g = [r["rss_growth"] / r["bytes"] for r in rs if r["method"] == m and r["case"] == c and r["bytes"]]
+        return statistics.median(g) if g else float("nan")
+
+    print("| case | cache | " + " | ".join(METHODS) + " | z3fdb / fieldstore | Zarr / fieldstore |")
+    print("|---|---|" + "---:|" * (len(METHODS) + 2))
+    for c in CASES:
+        for cache in ("cold", "warm"):
+            t = {m: best(m, c, cache) for m in METHODS}
+            print(f"| {c} | {cache} | " + " | ".join(f"{t[m]:.3f}" for m in METHODS)
+                  + f" | {t['z3fdb'] / t['fieldstore']:.2f} | {t['zarr'] / t['fieldstore']:.2f} |")
+    print()
+    print("| case | bytes read | " + " | ".join(f"{m} RSS/bytes" for m in METHODS) + " |")
+    print("|---|---:|" + "---:|" * len(METHODS))
+    for c in CASES:
+        nbytes = next(r["bytes"] for r in rs if r["case"] == c)
+        print(f"| {c} | {nbytes / 2**20:.2f} MiB | " + " | ".join(f"{mem(m, c):.2f}" for m in METHODS) + " |")
+
+
 def main() -> None:
     cmd = sys.argv[1]
     if cmd == "prepare":
@@ -331,6 +364,8 @@ def main() -> None:
         run(Path(sys.argv[2]), repeat)
     elif cmd == "one":
         print(json.dumps(measure(sys.argv[3], sys.argv[4], Path(sys.argv[2]))))
+    elif cmd == "table":
+        table(Path(sys.argv[2]))
     elif cmd == "plot":
         plot(Path(sys.argv[2]), Path(sys.argv[3]))
     else:
