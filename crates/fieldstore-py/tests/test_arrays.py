@@ -244,3 +244,13 @@ def test_the_xarray_entry_point(cube_store: fieldstore.FDB) -> None:
 
     names = [e.name for e in entry_points(group="xarray.backends")]
     assert "fieldstore" in names
+
+
+def test_the_wheels_ecCodes_decodes_on_several_threads() -> None:
+    """The eccodeslib wheel the package links says it is thread-safe
+    (codes_get_features: ECCODES_THREADS), so decoding runs on threads."""
+    try:
+        import eccodeslib  # noqa: F401
+    except ImportError:
+        pytest.skip("not linked against the eccodeslib wheel")
+    assert _fieldstore.parallel_decoding()

@@ -435,7 +435,7 @@ class Cube:
             n = key.get("number") or meta.get("number")
             if n not in (None, ""):
                 out["number"] = np.int64(int(n))
-        if "time" not in have and "date" not in have and "time" not in have:
+        if "time" not in have and "date" not in have:
             t = _time_value(key.get("date", ""), key.get("time", ""))
             if t is not None:
                 out["time"] = t

@@ -21,7 +21,7 @@ import xarray as xr
 from xarray.backends import BackendArray, BackendEntrypoint
 from xarray.core import indexing
 
-from ._cube import Cube
+from ._cube import COORD_ATTRS, Cube
 
 
 class FieldArray(BackendArray):
@@ -71,8 +71,6 @@ def to_dataset(cube: Cube, drop_variables: Iterable[str] | None = None) -> xr.Da
         if c in drop:
             continue
         coords[c] = xr.Variable(dims, values, attrs=dict(attrs))
-    from ._cube import COORD_ATTRS
-
     for c, value in scalar_coords.items():
         if c not in coords:
             attrs = COORD_ATTRS.get(c, {"long_name": f"original GRIB coordinate for key: level({c})", "units": "1"})
