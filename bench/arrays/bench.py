@@ -261,15 +261,18 @@ def measure(method: str, case: str, d: Path) -> dict:
     sampler = RssSampler()
     base = sampler.rss()
     sampler.start()
+    c0 = os.times()
     t0 = time.perf_counter()
     view = _open(method, d)
     t1 = time.perf_counter()
     nbytes, out = _read(method, case, view)
     t2 = time.perf_counter()
     peak = sampler.stop()
+    c1 = os.times()
+    cpu = (c1.user - c0.user) + (c1.system - c0.system)
     checksum = float(sum(np.nansum(np.asarray(o, dtype=np.float64)) for o in out))
     return {"method": method, "case": case, "open_s": t1 - t0, "read_s": t2 - t1, "total_s": t2 - t0,
-            "bytes": nbytes, "rss_growth": peak - base, "checksum": checksum}
+            "cpu_s": cpu, "bytes": nbytes, "rss_growth": peak - base, "checksum": checksum}
 
 
 def run(d: Path, repeat: int) -> None:
@@ -348,11 +351,28 @@ def table(results: Path) -> None:
             print(f"| {c} | {cache} | " + " | ".join(f"{t[m]:.3f}" for m in METHODS)
                   + f" | {t['z3fdb'] / t['fieldstore']:.2f} | {t['zarr'] / t['fieldstore']:.2f} |")
     print()
-    print("| case | bytes read | " + " | ".join(f"{m} RSS/bytes" for m in METHODS) + " |")
+    print("CPU seconds (user + system, open + read; median of the runs, cold and warm):")
+    print()
+    print("| case | " + " | ".join(METHODS) + " | z3fdb / fieldstore |")
+    print("|---|" + "---:|" * (len(METHODS) + 1))
+    for c in CASES:
+        cpu = {m: statistics.median([r["cpu_s"] for r in rs if r["method"] == m and r["case"] == c] or [float("nan")])
+               for m in METHODS}
+        print(f"| {c} | " + " | ".join(f"{cpu[m]:.3f}" for m in METHODS) + f" | {cpu['z3fdb'] / cpu['fieldstore']:.2f} |")
+    print()
+    print("Peak RSS growth during open + read, MiB (median), and over the bytes read:")
+    print()
+    print("| case | bytes read | " + " | ".join(METHODS) + " |")
     print("|---|---:|" + "---:|" * len(METHODS))
     for c in CASES:
         nbytes = next(r["bytes"] for r in rs if r["case"] == c)
-        print(f"| {c} | {nbytes / 2**20:.2f} MiB | " + " | ".join(f"{mem(m, c):.2f}" for m in METHODS) + " |")
+
+        def cell(m: str) -> str:
+            g = [r["rss_growth"] for r in rs if r["method"] == m and r["case"] == c]
+            mib = statistics.median(g) / 2**20 if g else float("nan")
+            return f"{mib:.0f} ({mem(m, c):.2f}x)" if nbytes >= 2**20 else f"{mib:.0f}"
+
+        print(f"| {c} | {nbytes / 2**20:.2f} MiB | " + " | ".join(cell(m) for m in METHODS) + " |")
 
 
 def main() -> None:
