@@ -2,8 +2,9 @@
 # The Python package's tests (crates/fieldstore-py): builds the extension
 # into a venv under target/fieldstore-py (kept across runs: after the first
 # run only changed code is rebuilt) and runs pytest, with the real pyfdb of
-# scripts/setup-fdb5.sh for the drop-in test and earthkit-data, cfgrib and
-# xarray for the recipe test (FIELDSTORE_PY_STRICT=1: nothing may skip).
+# scripts/setup-fdb5.sh for the drop-in test, earthkit-data, cfgrib and
+# xarray for the recipe test, and dask and zarr for the array views' tests
+# (FIELDSTORE_PY_STRICT=1: nothing may skip).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/venv.sh
@@ -11,7 +12,7 @@ prefix=target/fieldstore-py
 venv="$prefix/venv"
 # maturin and eccodeslib: the build runs without isolation, against the
 # eccodeslib of this venv (see crates/fieldstore-py/build_backend/).
-deps=(pytest "maturin>=1.9,<2" "eccodeslib==2.50.0.33" earthkit-data cfgrib xarray)
+deps=(pytest "maturin>=1.9,<2" "eccodeslib==2.50.0.33" earthkit-data cfgrib xarray dask "zarr>=3")
 mkdir -p "$prefix"
 if [ "$(cat "$prefix/deps" 2>/dev/null)" != "${deps[*]}" ]; then
     echo "test-python: installing ${deps[*]} into $venv" >&2

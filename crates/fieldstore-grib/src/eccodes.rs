@@ -3,13 +3,17 @@
 //! # Threads
 //! Debian's ecCodes is built without `ENABLE_ECCODES_THREADS` (it has
 //! OpenMP critical sections instead), and even thread-enabled builds only
-//! promise safety for handles that are never shared. All calls into ecCodes
-//! therefore run under one process-wide mutex, held for the whole of one
-//! message's key extraction (handle creation to handle deletion). Measured
-//! (see `benches/mars_key.rs` and `docs/design.md`): the uncontended lock is
-//! tens of nanoseconds against microseconds of ecCodes work, and one process
-//! extracts keys far faster than it can store 1 MiB fields, so the lock is
-//! not the bottleneck; processes do not share it.
+//! promise safety for handles that are never shared. Calls into ecCodes
+//! therefore run under one process-wide lock. Key extraction holds it
+//! exclusively for the whole of one message (handle creation to handle
+//! deletion). Measured (see `benches/mars_key.rs` and `docs/design.md`):
+//! the uncontended lock is tens of nanoseconds against microseconds of
+//! ecCodes work, and one process extracts keys far faster than it can store
+//! 1 MiB fields, so the lock is not the bottleneck; processes do not share
+//! it. Decoding values ([`crate::decode`]) holds it *shared* when the
+//! library says it was built thread-safe (`ECCODES_THREADS` among
+//! `codes_get_features`, as the `eccodeslib` wheel is), so several threads
+//! decode their own handles at once; otherwise exclusively, as above.
 //!
 //! # Contexts
 //! Every handle uses ecCodes' default context, created once per process:
@@ -27,15 +31,16 @@
 use std::cell::RefCell;
 use std::ffi::{c_char, c_int, CStr, CString};
 use std::io::Write as _;
-use std::sync::{Mutex, MutexGuard, Once};
+use std::sync::{Once, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use fieldstore_core::Key;
 
 use crate::error::Problem;
 use crate::ffi;
 
-/// Serialises every call into ecCodes (see the module docs).
-static ECCODES: Mutex<()> = Mutex::new(());
+/// Serialises calls into ecCodes (see the module docs): exclusive for key
+/// extraction, shared for decoding with a thread-safe library.
+static ECCODES: RwLock<()> = RwLock::new(());
 static INIT: Once = Once::new();
 
 thread_local! {
@@ -81,16 +86,61 @@ unsafe extern "C" fn log_proc(
 /// guard is dropped: for `pthread_atfork` handlers (fieldstore's C library),
 /// so that a child process is never forked in the middle of an ecCodes call
 /// of another thread (ecCodes' own locks would stay held in the child).
-pub fn hold_for_fork() -> MutexGuard<'static, ()> {
-    ECCODES.lock().unwrap_or_else(|e| e.into_inner())
+pub fn hold_for_fork() -> RwLockWriteGuard<'static, ()> {
+    ECCODES.write().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Take the lock (initialising ecCodes once) and start capturing its log.
-fn enter() -> Session {
+/// Whether the ecCodes this process runs was built thread-safe
+/// (`ECCODES_THREADS` among its enabled features), so that threads may use
+/// handles of their own at once. Asked once; `false` for libraries too old
+/// to say (before `codes_get_features`).
+pub fn eccodes_thread_safe() -> bool {
+    static SAFE: OnceLock<bool> = OnceLock::new();
+    *SAFE.get_or_init(|| {
+        // SAFETY: looks a symbol up in the global scope by a NUL-terminated
+        // name; a null result means absent.
+        let sym = unsafe { ffi::dlsym(ffi::RTLD_DEFAULT, c"codes_get_features".as_ptr()) };
+        if sym.is_null() {
+            return false;
+        }
+        // SAFETY: the symbol is ecCodes' `codes_get_features`, of this type.
+        let get: ffi::CodesGetFeatures = unsafe { std::mem::transmute(sym) };
+        let mut buf = vec![0u8; 1024];
+        let mut len = buf.len();
+        // SAFETY: `buf` is writable for `len` bytes; ecCodes writes a
+        // NUL-terminated list of at most that.
+        let code = unsafe { get(buf.as_mut_ptr().cast(), &mut len, ffi::FEATURES_ENABLED) };
+        if code != ffi::CODES_SUCCESS {
+            return false;
+        }
+        let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
+        String::from_utf8_lossy(&buf[..end])
+            .split_whitespace()
+            .any(|f| f == "ECCODES_THREADS")
+    })
+}
+
+/// Take the lock exclusively (initialising ecCodes once) and start
+/// capturing its log.
+pub(crate) fn enter() -> Session {
     // A panic while holding the lock cannot leave ecCodes half-updated in a
     // way the lock protects (each extraction owns its handle), so a poisoned
     // lock is still usable.
-    let guard = ECCODES.lock().unwrap_or_else(|e| e.into_inner());
+    let guard = ECCODES.write().unwrap_or_else(|e| e.into_inner());
+    start(Guard::Exclusive(guard))
+}
+
+/// Take the lock for work on a handle of this thread's own: shared if
+/// ecCodes is thread-safe ([`eccodes_thread_safe`]), else exclusive.
+pub(crate) fn enter_shared() -> Session {
+    if !eccodes_thread_safe() {
+        return enter();
+    }
+    let guard = ECCODES.read().unwrap_or_else(|e| e.into_inner());
+    start(Guard::Shared(guard))
+}
+
+fn start(guard: Guard) -> Session {
     INIT.call_once(|| {
         // SAFETY: the default context is a process-wide singleton that lives
         // until exit; `log_proc` has the signature ecCodes expects and never
@@ -106,14 +156,21 @@ fn enter() -> Session {
     Session { _guard: guard }
 }
 
-/// The lock and the log capture of one extraction.
-struct Session {
-    _guard: MutexGuard<'static, ()>,
+/// How a session holds the lock (held until dropped).
+enum Guard {
+    Exclusive(#[allow(dead_code)] RwLockWriteGuard<'static, ()>),
+    Shared(#[allow(dead_code)] RwLockReadGuard<'static, ()>),
+}
+
+/// The lock and the log capture of one extraction (per thread: the log is
+/// captured into a thread-local).
+pub(crate) struct Session {
+    _guard: Guard,
 }
 
 impl Session {
     /// What ecCodes logged so far, joined, or `fallback`.
-    fn said(&self, fallback: impl FnOnce() -> String) -> String {
+    pub(crate) fn said(&self, fallback: impl FnOnce() -> String) -> String {
         let lines = CAPTURED.with(|c| c.borrow_mut().as_mut().map(std::mem::take));
         match lines {
             Some(lines) if !lines.is_empty() => {
@@ -125,7 +182,7 @@ impl Session {
     }
 
     /// The errors (not warnings) ecCodes logged so far, joined, if any.
-    fn errors(&self) -> Option<String> {
+    pub(crate) fn errors(&self) -> Option<String> {
         let lines = CAPTURED.with(|c| c.borrow_mut().as_mut().map(std::mem::take))?;
         let errors: Vec<String> = lines
             .into_iter()
@@ -143,7 +200,7 @@ impl Drop for Session {
 }
 
 /// ecCodes' text for an error code.
-fn error_text(code: c_int) -> String {
+pub(crate) fn error_text(code: c_int) -> String {
     // SAFETY: returns a pointer to a static string (or NULL for unknown codes
     // in old versions).
     let text = unsafe { ffi::codes_get_error_message(code) };
@@ -157,13 +214,13 @@ fn error_text(code: c_int) -> String {
 }
 
 /// A handle over a message borrowed for `'a` (ecCodes does not copy it).
-struct Handle<'a> {
-    raw: *mut ffi::CodesHandle,
+pub(crate) struct Handle<'a> {
+    pub(crate) raw: *mut ffi::CodesHandle,
     _message: std::marker::PhantomData<&'a [u8]>,
 }
 
 impl<'a> Handle<'a> {
-    fn new(_session: &Session, message: &'a [u8]) -> Option<Self> {
+    pub(crate) fn new(_session: &Session, message: &'a [u8]) -> Option<Self> {
         // SAFETY: `message` is valid for reads of its length for `'a`, which
         // outlives the handle (the handle borrows it); ecCodes only reads it.
         let raw = unsafe {
@@ -180,7 +237,11 @@ impl<'a> Handle<'a> {
     }
 
     /// The string value of `key`, into `buf` (grown as needed).
-    fn get_string<'b>(&self, key: &CStr, buf: &'b mut Vec<u8>) -> Result<&'b [u8], c_int> {
+    pub(crate) fn get_string<'b>(
+        &self,
+        key: &CStr,
+        buf: &'b mut Vec<u8>,
+    ) -> Result<&'b [u8], c_int> {
         loop {
             let mut len = buf.len();
             // SAFETY: the handle is live; `key` is NUL-terminated; `buf` is

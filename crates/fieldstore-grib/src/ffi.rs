@@ -30,6 +30,10 @@ pub(crate) type CodesLogProc =
 pub(crate) const CODES_SUCCESS: c_int = 0;
 /// `GRIB_BUFFER_TOO_SMALL`.
 pub(crate) const CODES_BUFFER_TOO_SMALL: c_int = -3;
+/// `GRIB_TYPE_LONG`.
+pub(crate) const TYPE_LONG: c_int = 1;
+/// `GRIB_TYPE_DOUBLE`.
+pub(crate) const TYPE_DOUBLE: c_int = 2;
 /// `GRIB_KEYS_ITERATOR_ALL_KEYS`: what `grib_ls -m`, pyeccodes and FDB5 use.
 pub(crate) const KEYS_ITERATOR_ALL_KEYS: c_ulong = 0;
 /// `GRIB_LOG_WARNING`; `GRIB_LOG_INFO` is 0, `ERROR` 2, `FATAL` 3, `DEBUG` 4.
@@ -94,4 +98,58 @@ extern "C" {
         key: *const c_char,
         value: *mut c_long,
     ) -> c_int;
+    /// Sets a key of the handle; for transient keys (`missingValue`) only
+    /// the handle's memory changes, never the message it was made from.
+    pub(crate) fn codes_set_double(
+        handle: *mut CodesHandle,
+        key: *const c_char,
+        value: f64,
+    ) -> c_int;
+    /// `*kind`: `GRIB_TYPE_LONG` (1), `_DOUBLE` (2), `_STRING` (3), …
+    pub(crate) fn codes_get_native_type(
+        handle: *const CodesHandle,
+        key: *const c_char,
+        kind: *mut c_int,
+    ) -> c_int;
+    pub(crate) fn codes_get_double(
+        handle: *const CodesHandle,
+        key: *const c_char,
+        value: *mut f64,
+    ) -> c_int;
+    /// The number of elements of an array key (`values`, `latitudes`).
+    pub(crate) fn codes_get_size(
+        handle: *const CodesHandle,
+        key: *const c_char,
+        size: *mut usize,
+    ) -> c_int;
+    /// `*length`: in, the buffer's capacity in elements; out, how many
+    /// were written.
+    pub(crate) fn codes_get_double_array(
+        handle: *const CodesHandle,
+        key: *const c_char,
+        values: *mut f64,
+        length: *mut usize,
+    ) -> c_int;
+    /// As `codes_get_double_array`, decoding to single precision.
+    pub(crate) fn codes_get_float_array(
+        handle: *const CodesHandle,
+        key: *const c_char,
+        values: *mut f32,
+        length: *mut usize,
+    ) -> c_int;
 }
+
+/// `codes_get_features(char* result, size_t* length, int select)` (ecCodes
+/// ≥ 2.34), looked up at run time with [`dlsym`]: older libraries lack it.
+pub(crate) type CodesGetFeatures =
+    unsafe extern "C" fn(result: *mut c_char, length: *mut usize, select: c_int) -> c_int;
+/// `CODES_FEATURES_ENABLED`.
+pub(crate) const FEATURES_ENABLED: c_int = 1;
+
+extern "C" {
+    /// From libc (glibc ≥ 2.34 has it in libc itself, older in libdl,
+    /// which Rust's std links).
+    pub(crate) fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *mut c_void;
+}
+/// glibc's `RTLD_DEFAULT`: search the global symbol scope.
+pub(crate) const RTLD_DEFAULT: *mut c_void = std::ptr::null_mut();

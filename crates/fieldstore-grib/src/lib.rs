@@ -11,6 +11,9 @@
 //! - [`MessageReader`] splits messages off a stream (a file, a pipe) one at a
 //!   time, holding at most one message of bounded size: for inputs that
 //!   need not fit in memory, or need not end.
+//! - [`decode_values`] unpacks a message's values into a caller's buffer
+//!   (missing points NaN); [`read_keys`] and [`read_array`] read what
+//!   describes them (parameter, grid, coordinates): for array views.
 //! - [`ArchiveGrib`] (`fs.archive_grib(bytes)`) archives every message of a
 //!   GRIB file into a [`fieldstore::FieldStore`], unchanged, under its key
 //!   canonicalised by the store's schema: what `fieldstore archive` does.
@@ -38,6 +41,7 @@
 #![deny(rustdoc::broken_intra_doc_links)]
 
 mod archive;
+mod decode;
 mod eccodes;
 mod error;
 mod ffi;
@@ -50,7 +54,8 @@ use std::iter::FusedIterator;
 use fieldstore_core::{Key, Result};
 
 pub use archive::{ArchiveGrib, GribOptions, GribSummary, Skipped};
-pub use eccodes::{eccodes_version, hold_for_fork, param_id};
+pub use decode::{decode_values, read_array, read_keys, KeyValue, Sample};
+pub use eccodes::{eccodes_thread_safe, eccodes_version, hold_for_fork, param_id};
 pub use error::{GribError, Problem};
 pub use params::{param_names, EcCodesParamNames};
 pub use split::{split_messages, Message, Messages};

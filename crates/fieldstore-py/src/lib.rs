@@ -10,6 +10,9 @@
 //!
 //! Nothing here is public API: the names may change with the façade.
 
+#[cfg(feature = "grib")]
+mod arrays;
+
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -520,8 +523,8 @@ impl Watcher {
 /// One result of `list`.
 #[pyclass(module = "fieldstore._fieldstore", name = "Entry", frozen)]
 struct Entry {
-    fs: Arc<FieldStore>,
-    e: ListElement,
+    pub(crate) fs: Arc<FieldStore>,
+    pub(crate) e: ListElement,
 }
 
 #[pymethods]
@@ -702,5 +705,13 @@ fn _fieldstore(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Entry>()?;
     m.add_class::<Reader>()?;
     m.add_class::<Watcher>()?;
+    #[cfg(feature = "grib")]
+    {
+        m.add_function(wrap_pyfunction!(arrays::decode_into, m)?)?;
+        m.add_function(wrap_pyfunction!(arrays::field_keys, m)?)?;
+        m.add_function(wrap_pyfunction!(arrays::field_array, m)?)?;
+        m.add_function(wrap_pyfunction!(arrays::parallel_decoding, m)?)?;
+        m.add_function(wrap_pyfunction!(arrays::eccodes_version, m)?)?;
+    }
     Ok(())
 }

@@ -94,3 +94,23 @@ def test_earthkits_fdb_source_runs_over_fieldstore(
     assert [(f.metadata("param"), f.metadata("step")) for f in fields] == [
         ("2t", 6), ("2t", 12), ("2t", 18)
     ]
+
+
+def test_the_fieldstore_source_plugin(grib_fdb: fieldstore.FDB, root: Path) -> None:
+    """``from_source("fieldstore", request)``: registered by the package's
+    entry point; fields, metadata and to_xarray as from the GRIB file."""
+    ekd = need("earthkit.data")
+    from conftest import config
+
+    for kwargs in ({"fdb": grib_fdb}, {"config": config(root)}, {"fdb": grib_fdb, "stream": True}):
+        fields = ekd.from_source("fieldstore", T2M, **kwargs).to_fieldlist()
+        assert [(f.metadata("param"), f.metadata("step")) for f in fields] == [("2t", 6), ("2t", 12), ("2t", 18)]
+    reference = [f for f in ekd.from_source("file", str(GRIB / "timespan.grib")).to_fieldlist()
+                 if f.metadata("param") == "2t"]
+    fields = ekd.from_source("fieldstore", T2M, fdb=grib_fdb).to_fieldlist()
+    for got, want in zip(fields, reference):
+        assert (got.values == want.values).all()
+    ds = ekd.from_source("fieldstore", T2M, fdb=grib_fdb).to_xarray()
+    assert ds["2t"].shape[-1] == 654400
+    with pytest.raises(fieldstore.InvalidInputError, match="names no stored field"):
+        ekd.from_source("fieldstore", {**T2M, "date": 19990101}, fdb=grib_fdb).to_fieldlist()

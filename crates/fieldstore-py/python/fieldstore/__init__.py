@@ -55,5 +55,13 @@ from .errors import (
 HAS_GRIB: bool = bool(_GRIB)
 """Whether this build can archive GRIB without an identifier."""
 
+
+def open_dataset(request, **kwargs):  # type: ignore[no-untyped-def]
+    """A lazy :class:`xarray.Dataset` over the fields ``request`` names (see
+    ``fieldstore.xarray_backend.open_dataset``; needs xarray)."""
+    from .xarray_backend import open_dataset as _open
+
+    return _open(request, **kwargs)
+
 # The pyfdb names, then this package's own, then its error classes.
-__all__ = [*_fdb.__all__, "HAS_GRIB", "errors", *errors.__all__, "__version__"]
+__all__ = [*_fdb.__all__, "HAS_GRIB", "open_dataset", "errors", *errors.__all__, "__version__"]

@@ -1,0 +1,522 @@
+"""From a (partial) MARS request to named arrays: what the stored fields it
+names look like as variables with dimensions and coordinates, and how to
+read any part of them.
+
+The xarray backend (``xarray_backend.py``), the Zarr store
+(``zarr_store.py``) and the earthkit-data source (``earthkit.py``) are views
+over one :class:`Cube`:
+
+- Opening a cube *lists* the request (keys only) and reads the first field
+  of each variable for its metadata (parameter names, units, grid,
+  coordinates). No other field is read until its values are asked for.
+- Each parameter and level type is one variable, named as cfgrib names it
+  (ecCodes ``cfVarName``, else ``shortName``, else ``paramId``).
+- The keywords whose values differ among the fields become dimensions
+  (unless the caller chooses them: ``dims=``): ``date`` and ``time``
+  combined into one ``time`` axis (datetime64) by default, ``step`` as
+  timedelta64, ``number``, and levels (``levelist``) as one dimension per
+  level type, named as cfgrib names it (``isobaricInhPa``). Any other
+  keyword (``expver``, ``type``…) that varies is a dimension of strings
+  named by the keyword. Coordinates are the values found in the store; a
+  combination with no stored field reads as NaN.
+- Regular lat/lon and regular Gaussian grids are 2-D (``latitude``,
+  ``longitude``); every other grid is one ``values`` dimension with
+  ``latitude``/``longitude`` coordinates, as cfgrib does. All variables of
+  a cube must share one grid: a request over several grids is refused with
+  an error naming them (request them separately).
+- Values are decoded in Rust through ecCodes, several fields at once on
+  threads, without the GIL, straight into the NumPy array returned
+  (:meth:`Cube.read`).
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from . import _fieldstore, _params
+from ._fdb import FDB, _selection
+from .errors import InvalidInputError, UnsupportedError
+
+# What cfgrib reads of a variable's first field as attributes (`GRIB_<key>`),
+# by grid type for the geometry.
+_DATA_KEYS = [
+    "paramId", "dataType", "numberOfPoints", "typeOfLevel", "stepUnits", "stepType",
+    "gridType", "uvRelativeToGrid", "shortName", "units", "name", "cfName", "cfVarName",
+    "totalNumber", "numberOfDirections", "numberOfFrequencies", "NV",
+    "gridDefinitionDescription",
+]
+_LL = [
+    "Nx", "Ny", "iDirectionIncrementInDegrees", "jDirectionIncrementInDegrees",
+    "iScansNegatively", "jScansPositively", "jPointsAreConsecutive",
+    "latitudeOfFirstGridPointInDegrees", "latitudeOfLastGridPointInDegrees",
+    "longitudeOfFirstGridPointInDegrees", "longitudeOfLastGridPointInDegrees",
+]
+_GRID_KEYS: dict[str, list[str]] = {
+    "regular_ll": _LL,
+    "regular_gg": ["N", "Ni", "Nj", *[k for k in _LL if k not in ("Nx", "Ny", "jDirectionIncrementInDegrees")]],
+    "reduced_gg": ["N"],
+    "reduced_ll": ["Ny", "jDirectionIncrementInDegrees", "jPointsAreConsecutive", "jScansPositively",
+                   "latitudeOfFirstGridPointInDegrees", "latitudeOfLastGridPointInDegrees"],
+    "sh": ["M", "K", "J"],
+}
+# Array keys of the geometry (read with `field_array`).
+_GRID_ARRAYS = {"reduced_gg": ["pl"]}
+# Keys that say whether two fields are on the same grid.
+_GRID_IDENTITY = ["gridType", "numberOfPoints", "md5GridSection"]
+# Other keys the cube needs from the first field of a variable.
+_OTHER_KEYS = ["level", "number", "edition", "centre", "centreDescription", "subCentre"]
+
+# The values cfgrib asks ecCodes for where a bitmap says "missing".
+MISSING_VALUE = float(np.finfo(np.float32).max)
+
+# Coordinate attributes, as cfgrib gives them (CF).
+COORD_ATTRS: dict[str, dict[str, str]] = {
+    "latitude": {"units": "degrees_north", "standard_name": "latitude", "long_name": "latitude"},
+    "longitude": {"units": "degrees_east", "standard_name": "longitude", "long_name": "longitude"},
+    "number": {"long_name": "ensemble member numerical id", "units": "1", "standard_name": "realization"},
+    "time": {"long_name": "initial time of forecast", "standard_name": "forecast_reference_time"},
+    "step": {"long_name": "time since forecast_reference_time", "standard_name": "forecast_period"},
+    "valid_time": {"standard_name": "time", "long_name": "time"},
+    "isobaricInhPa": {"units": "hPa", "positive": "down", "stored_direction": "decreasing",
+                      "standard_name": "air_pressure", "long_name": "pressure"},
+    "isobaricInPa": {"units": "Pa", "positive": "down", "stored_direction": "decreasing",
+                     "standard_name": "air_pressure", "long_name": "pressure"},
+    "hybrid": {"units": "1", "positive": "down", "long_name": "hybrid level",
+               "standard_name": "atmosphere_hybrid_sigma_pressure_coordinate"},
+    "heightAboveGround": {"units": "m", "positive": "up", "long_name": "height above the surface",
+                          "standard_name": "height"},
+    "depthBelowLandLayer": {"units": "m", "positive": "down", "long_name": "soil depth",
+                            "standard_name": "depth"},
+}
+
+# The order of dimensions: cfgrib's, then other keywords by name.
+_ORDER = ["number", "time", "date", "step"]
+# Keywords along which a variable's grid does not change (see _same_grid).
+_SAME_GRID_KEYWORDS = {"date", "time", "step", "number", "levelist", "param", "levtype"}
+# Keywords that never become dimensions: they make the variable.
+_VARIABLE_KEYWORDS = {"param", "levtype", "levelist"}
+
+
+def default_threads() -> int:
+    """Threads decoding at once: the CPUs this process may use, at most 8."""
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        n = os.cpu_count() or 1
+    return max(1, min(8, n))
+
+
+@dataclass
+class Grid:
+    """The geometry every field of a cube shares."""
+
+    dims: tuple[str, ...]
+    shape: tuple[int, ...]
+    points: int
+    identity: tuple[Any, ...]
+    # name -> (dims, values, attrs)
+    coords: dict[str, tuple[tuple[str, ...], np.ndarray, dict[str, str]]] = field(default_factory=dict)
+
+
+@dataclass
+class Variable:
+    """One parameter at one level type: its fields over the cube's
+    dimensions, and its attributes."""
+
+    name: str
+    param: str
+    levtype: str
+    dims: tuple[str, ...]          # header dims (the fields' array), then the grid's
+    fields: np.ndarray             # object array of native entries or None
+    attrs: dict[str, Any]
+    scalar_coords: dict[str, Any]  # coordinates of length 1 (squeezed)
+
+    @property
+    def header_dims(self) -> tuple[str, ...]:
+        return self.dims[: self.fields.ndim]
+
+
+def _time_value(date: str, time: str) -> np.datetime64 | None:
+    if len(date) != 8 or not date.isdigit() or not time.isdigit():
+        return None
+    t = time.zfill(4)
+    return np.datetime64(f"{date[:4]}-{date[4:6]}-{date[6:]}T{t[:2]}:{t[2:]}", "ns")
+
+
+def _step_value(step: str) -> np.timedelta64 | None:
+    if step.isdigit():
+        return np.timedelta64(int(step), "h").astype("timedelta64[ns]")
+    if step.endswith("m") and step[:-1].isdigit():
+        return np.timedelta64(int(step[:-1]), "m").astype("timedelta64[ns]")
+    return None
+
+
+class Cube:
+    """The fields a request names, as variables over named dimensions.
+
+    ``fdb``: a :class:`fieldstore.FDB` (or the ``config`` to open one);
+    ``dims``: the MARS keywords to make dimensions, in order (default: those
+    whose values differ among the fields); ``combine_date_time``: ``date``
+    and ``time`` as one ``time`` axis; ``dtype``: ``float32`` (cfgrib's) or
+    ``float64``; ``threads``: fields decoded at once.
+    """
+
+    def __init__(
+        self,
+        request: Mapping[str, Any],
+        fdb: FDB | None = None,
+        config: Any = None,
+        dims: Sequence[str] | None = None,
+        combine_date_time: bool = True,
+        dtype: Any = "float32",
+        threads: int | None = None,
+    ) -> None:
+        if not hasattr(_fieldstore, "decode_into"):
+            raise UnsupportedError(
+                "this build of fieldstore has no GRIB support (fieldstore.HAS_GRIB is false): "
+                "array views need ecCodes to decode fields"
+            )
+        if not isinstance(request, Mapping) or not request:
+            raise InvalidInputError(f"an array view needs a non-empty MARS request (a mapping), not {request!r}")
+        self.request = dict(request)
+        self.fdb = fdb if fdb is not None else FDB(config)
+        self.dtype = np.dtype(dtype)
+        if self.dtype not in (np.dtype("float32"), np.dtype("float64")):
+            raise InvalidInputError(f"dtype must be float32 or float64, not {self.dtype}")
+        self.threads = default_threads() if threads is None else max(1, int(threads))
+        entries = list(self.fdb._store.list(_selection(self.request), False, 3))
+        if not entries:
+            raise InvalidInputError(f"the request names no stored field: {_show(self.request)}")
+        keys = [e.combined_key() for e in entries]
+        self._build(entries, keys, dims, combine_date_time)
+
+    # ---- structure -------------------------------------------------------
+
+    def _build(self, entries: list[Any], keys: list[dict[str, str]], dims: Sequence[str] | None,
+               combine: bool) -> None:
+        keywords = sorted({k for key in keys for k in key} - _VARIABLE_KEYWORDS)
+        values = {k: sorted({key.get(k, "") for key in keys}) for k in keywords}
+        if dims is None:
+            chosen = [k for k in keywords if len(values[k]) > 1]
+            if combine and ("date" in chosen or "time" in chosen):
+                chosen = [k for k in chosen if k not in ("date", "time")] + ["date", "time"]
+        else:
+            chosen = list(dims)
+            unknown = [d for d in chosen if d not in keywords and d not in ("time",)]
+            if unknown:
+                raise InvalidInputError(
+                    f"dims={list(dims)}: {unknown} are not keywords of the stored fields "
+                    f"(they have {keywords}; levels follow the level type)")
+            if combine and "time" in chosen and "date" in keywords:
+                chosen.append("date")
+            left = [k for k in keywords if len(values[k]) > 1 and k not in chosen]
+            if left:
+                raise InvalidInputError(
+                    "dims=" + repr(list(dims)) + " leaves out keywords whose values differ among the fields: "
+                    + ", ".join(f"{k} ({'/'.join(values[k])})" for k in left))
+        # Header axes: name -> (list of key-tuples, coordinate values).
+        axes: list[tuple[str, list[tuple[str, ...]], tuple[str, ...], np.ndarray]] = []
+        taken: set[str] = set()
+        combined = combine and "date" in chosen and "time" in keywords
+        if combined:
+            pairs = sorted({(key.get("date", ""), key.get("time", "")) for key in keys})
+            stamps = [_time_value(d, t) for d, t in pairs]
+            if all(s is not None for s in stamps):
+                axes.append(("time", pairs, ("date", "time"), np.array(stamps, dtype="datetime64[ns]")))
+                taken |= {"date", "time"}
+        for k in chosen:
+            if k in taken or k == "date" and combined and "date" in taken:
+                continue
+            vals = values[k]
+            coord: np.ndarray
+            if k == "step" and all(_step_value(v) is not None for v in vals):
+                order = sorted(vals, key=lambda v: _step_value(v))  # type: ignore[arg-type,return-value]
+                coord = np.array([_step_value(v) for v in order], dtype="timedelta64[ns]")
+                vals = order
+            elif k == "number" and all(v.lstrip("-").isdigit() for v in vals):
+                vals = sorted(vals, key=int)
+                coord = np.array([int(v) for v in vals], dtype="int64")
+            else:
+                coord = np.array(vals, dtype=object)
+            axes.append((k, [(v,) for v in vals], (k,), coord))
+            taken.add(k)
+        if dims is None:
+            axes.sort(key=lambda a: (_ORDER.index(a[0]) if a[0] in _ORDER else len(_ORDER), a[0]))
+        else:
+            # The caller's order ("date" stands for a combined "time").
+            place = {d: i for i, d in enumerate(dims)}
+            axes.sort(key=lambda a: min(place.get(k, len(place)) for k in (a[0], *a[2])))
+        self.header = axes
+        self._params = _params.ParamCache()
+        # Group fields by variable (param, levtype).
+        groups: dict[tuple[str, str], list[int]] = {}
+        for i, key in enumerate(keys):
+            groups.setdefault((key.get("param", ""), key.get("levtype", "")), []).append(i)
+        self.coords: dict[str, tuple[tuple[str, ...], np.ndarray, dict[str, str]]] = {}
+        for name, _, _, coord in axes:
+            self.coords[name] = ((name,), coord, dict(COORD_ATTRS.get(name, {})))
+        self.variables: dict[str, Variable] = {}
+        self.grid: Grid | None = None
+        grid_of: dict[str, Grid] = {}
+        first_meta: dict[str, Any] | None = None
+        ordered = sorted(groups.items())
+        # The first field of each variable, read on threads at once (the
+        # reads and ecCodes release the GIL).
+        with ThreadPoolExecutor(max_workers=min(self.threads, len(ordered))) as pool:
+            metas = list(pool.map(lambda g: self._metadata(entries[g[1][0]], g[0][0]), ordered))
+        grids: dict[tuple[Any, ...], Grid] = {}
+        for ((param, levtype), members), meta in zip(ordered, metas):
+            first = entries[members[0]]
+            if first_meta is None:
+                first_meta = meta
+            identity = (str(meta.get("gridType")), meta.get("numberOfPoints"), meta.get("md5GridSection"))
+            if identity not in grids:
+                grids[identity] = self._grid(first, meta)
+            grid = grids[identity]
+            self._same_grid(f"{meta.get('shortName', param)} ({levtype})", grid, members, entries, keys)
+            name = str(meta.get("cfVarName") or "unknown")
+            if name == "unknown":
+                name = str(meta.get("shortName") or "unknown")
+            if name == "unknown":
+                name = str(meta.get("paramId") or param)
+            if name in self.variables:
+                name = f"{name}_{levtype}"
+            grid_of[name] = grid
+            self.variables[name] = self._variable(name, param, levtype, meta, grid, members, entries, keys)
+        self._params.save()
+        grids = {g.identity for g in grid_of.values()}
+        if len(grids) > 1:
+            raise InvalidInputError(
+                "the request names fields on different grids; request each grid separately: "
+                + "; ".join(f"{n}: {g.identity[0]} of {g.identity[1]} points" for n, g in grid_of.items()))
+        self.grid = next(iter(grid_of.values()))
+        for c, spec in self.grid.coords.items():
+            self.coords[c] = spec
+        self._valid_time()
+        assert first_meta is not None
+        self.attrs = {
+            "GRIB_edition": first_meta.get("edition"),
+            "GRIB_centre": first_meta.get("centre"),
+            "GRIB_centreDescription": first_meta.get("centreDescription"),
+            "GRIB_subCentre": first_meta.get("subCentre"),
+            "Conventions": "CF-1.7",
+            "institution": first_meta.get("centreDescription"),
+            "history": f"fieldstore {_fieldstore.__version__}: {_show(self.request)}",
+        }
+        self.attrs = {k: v for k, v in self.attrs.items() if v is not None}
+
+    def _metadata(self, entry: Any, param: str) -> dict[str, Any]:
+        """The keys of a variable's first field; the parameter's names from
+        the cache (``_params``) when known for its centre, as reading them
+        costs ecCodes a parse of its concept tables per process."""
+        names = [k for k in _DATA_KEYS + _GRID_IDENTITY + _OTHER_KEYS
+                 + sorted({k for ks in _GRID_KEYS.values() for k in ks}) if k not in _params.KEYS]
+        got = dict(zip(names, _fieldstore.field_keys(entry, names)))
+        meta = {k: v for k, v in got.items() if v is not None}
+        where = (meta.get("edition"), meta.get("centre"), param)
+        known = self._params.get(*where) if param.isdigit() else None
+        if known is None:
+            read = dict(zip(_params.KEYS, _fieldstore.field_keys(entry, _params.KEYS)))
+            known = {k: v for k, v in read.items() if v is not None}
+            if param.isdigit() and str(known.get("paramId")) == param:
+                self._params.put(*where, known)
+        meta.update(known)
+        return meta
+
+    def _grid(self, entry: Any, meta: dict[str, Any]) -> Grid:
+        kind = str(meta.get("gridType"))
+        points = int(meta["numberOfPoints"])
+        identity = (kind, meta.get("numberOfPoints"), meta.get("md5GridSection"))
+
+        def array(key: str) -> np.ndarray:
+            return np.frombuffer(_fieldstore.field_array(entry, key), dtype=np.float64)
+
+        if kind in ("regular_ll", "regular_gg"):
+            # In the order of the field's rows and columns, as cfgrib uses them.
+            lat, lon = array("distinctLatitudes"), array("distinctLongitudes")
+            lat_attrs = dict(COORD_ATTRS["latitude"])
+            if len(lat) > 1 and lat[0] > lat[-1]:
+                lat_attrs["stored_direction"] = "decreasing"
+            return Grid(("latitude", "longitude"), (len(lat), len(lon)), points, identity, {
+                "latitude": (("latitude",), lat, lat_attrs),
+                "longitude": (("longitude",), lon, dict(COORD_ATTRS["longitude"])),
+            })
+        coords = {}
+        try:
+            coords["latitude"] = (("values",), array("latitudes"), dict(COORD_ATTRS["latitude"]))
+            coords["longitude"] = (("values",), array("longitudes"), dict(COORD_ATTRS["longitude"]))
+        except Exception:  # noqa: BLE001 - spectral fields have no points on Earth
+            coords = {}
+        return Grid(("values",), (points,), points, identity, coords)
+
+    def _same_grid(self, what: str, grid: Grid, members: list[int], entries: list[Any],
+                   keys: list[dict[str, str]]) -> None:
+        """Refuse a variable whose fields are on different grids. Grids
+        differ between datasets and streams, not between the dates, steps,
+        members and levels of one, so the first field of each combination
+        of the other keywords is checked (a few reads, none for one
+        dataset)."""
+        seen: dict[tuple[str, ...], int] = {}
+        for i in members:
+            other = tuple(f"{k}={v}" for k, v in sorted(keys[i].items()) if k not in _SAME_GRID_KEYWORDS)
+            seen.setdefault(other, i)
+        if len(seen) < 2:
+            return
+        for other, i in seen.items():
+            kind, points, md5 = _fieldstore.field_keys(entries[i], _GRID_IDENTITY)
+            if (kind, points, md5) != grid.identity:
+                raise InvalidInputError(
+                    f"the request names fields of {what} on different grids: {grid.identity[0]} of "
+                    f"{grid.identity[1]} points, and {kind} of {points} points at {','.join(other)}; "
+                    "request each grid separately")
+
+    def _variable(self, name: str, param: str, levtype: str, meta: dict[str, Any], grid: Grid,
+                  members: list[int], entries: list[Any], keys: list[dict[str, str]]) -> Variable:
+        first = entries[members[0]]
+        level_name = str(meta.get("typeOfLevel", levtype))
+        # Every variable of a level type has the levels of all of them.
+        levels = sorted({k.get("levelist", "") for k in keys if k.get("levtype", "") == levtype},
+                        key=_level_sort)
+        if COORD_ATTRS.get(level_name, {}).get("stored_direction") == "decreasing":
+            levels.reverse()
+        header = list(self.header)
+        scalar: dict[str, Any] = {}
+        if len(levels) > 1:
+            coord = np.array([float(v) for v in levels]) if all(_is_number(v) for v in levels) \
+                else np.array(levels, dtype=object)
+            header.append((level_name, [(v,) for v in levels], ("levelist",), coord))
+            if level_name not in self.coords:
+                attrs = COORD_ATTRS.get(level_name, {"long_name": f"original GRIB coordinate for key: level({level_name})", "units": "1"})
+                self.coords[level_name] = ((level_name,), coord, dict(attrs))
+        else:
+            scalar[level_name] = float(meta.get("level", 0))
+        shape = tuple(len(h[1]) for h in header)
+        fields = np.full(shape, None, dtype=object)
+        where = [{v: j for j, v in enumerate(h[1])} for h in header]
+        for i in members:
+            key = keys[i]
+            try:
+                index = tuple(w[tuple(key.get(k, "") for k in h[2])] for w, h in zip(where, header))
+            except KeyError:
+                continue
+            fields[index] = entries[i]
+        attrs: dict[str, Any] = {}
+        wanted = ["paramId", "dataType", "numberOfPoints", "typeOfLevel", "stepUnits", "stepType",
+                  "gridType", "uvRelativeToGrid", *_GRID_KEYS.get(str(meta.get("gridType")), []),
+                  "NV", "cfName", "cfVarName", "gridDefinitionDescription", "missingValue", "name",
+                  "numberOfDirections", "numberOfFrequencies", "shortName", "totalNumber", "units"]
+        for k in wanted:
+            if k == "missingValue":
+                attrs["GRIB_missingValue"] = MISSING_VALUE
+            elif k in _GRID_ARRAYS.get(str(meta.get("gridType")), []):
+                pass
+            elif k in meta:
+                attrs[f"GRIB_{k}"] = meta[k]
+        for k in _GRID_ARRAYS.get(str(meta.get("gridType")), []):
+            attrs[f"GRIB_{k}"] = np.frombuffer(_fieldstore.field_array(first, k),
+                                               dtype=np.float64).astype(np.int64)
+        attrs["long_name"] = meta.get("name", f"original GRIB paramId: {meta.get('paramId', param)}")
+        attrs["units"] = meta.get("units", "1")
+        if "cfName" in meta:
+            attrs["standard_name"] = meta["cfName"]
+        # Scalar coordinates of the header (keywords that do not vary).
+        return Variable(name, param, levtype, tuple(h[0] for h in header) + grid.dims, fields, attrs,
+                        {**self._scalars(keys[members[0]], meta), **scalar})
+
+    def _scalars(self, key: dict[str, str], meta: dict[str, Any]) -> dict[str, Any]:
+        have = {h[0] for h in self.header}
+        out: dict[str, Any] = {}
+        if "number" not in have:
+            n = key.get("number") or meta.get("number")
+            if n not in (None, ""):
+                out["number"] = np.int64(int(n))
+        if "time" not in have and "date" not in have:
+            t = _time_value(key.get("date", ""), key.get("time", ""))
+            if t is not None:
+                out["time"] = t
+        if "step" not in have:
+            s = _step_value(key.get("step", ""))
+            if s is not None:
+                out["step"] = s
+        return out
+
+    def _valid_time(self) -> None:
+        """``valid_time`` = ``time`` + ``step``, over whichever of them are
+        dimensions (as cfgrib)."""
+        one = next(iter(self.variables.values()))
+        t = self.coords["time"][1] if "time" in self.coords else one.scalar_coords.get("time")
+        s = self.coords["step"][1] if "step" in self.coords else one.scalar_coords.get("step")
+        if t is None or s is None or np.asarray(t).dtype.kind != "M" or np.asarray(s).dtype.kind != "m":
+            return
+        dims = tuple(d for d in ("time", "step") if d in self.coords)
+        t_arr = np.asarray(t)
+        s_arr = np.asarray(s)
+        if dims == ("time", "step"):
+            value = t_arr[:, None] + s_arr[None, :]
+        else:
+            value = t_arr + s_arr
+        self.coords["valid_time"] = (dims, np.asarray(value, dtype="datetime64[ns]"), dict(COORD_ATTRS["valid_time"]))
+
+    # ---- values ----------------------------------------------------------
+
+    def read(self, variable: str, key: tuple[Any, ...] = ()) -> np.ndarray:
+        """The values of ``variable`` at ``key`` (outer indexing: per
+        dimension an int, a slice or a 1-D array of ints), reading and
+        decoding only the fields it touches. Missing fields are NaN."""
+        var = self.variables[variable]
+        grid = self.grid
+        assert grid is not None
+        full = tuple(key) + (slice(None),) * (len(var.dims) - len(key))
+        nh = var.fields.ndim
+        picks: list[np.ndarray] = []
+        drop: list[int] = []
+        for axis, k in enumerate(full[:nh]):
+            n = var.fields.shape[axis]
+            if isinstance(k, (int, np.integer)):
+                picks.append(np.array([int(k) % n if n else 0]))
+                drop.append(axis)
+            elif isinstance(k, slice):
+                picks.append(np.arange(n)[k])
+            else:
+                picks.append(np.asarray(k, dtype=np.intp).reshape(-1))
+        chosen = var.fields[np.ix_(*picks)] if nh else var.fields
+        flat = list(np.asarray(chosen).reshape(-1))
+        # decode_into writes every element (NaN for absent fields).
+        out = np.empty((len(flat), grid.points), dtype=self.dtype)
+        if flat:
+            _fieldstore.decode_into(flat, out.ctypes.data, grid.points, self.dtype == np.float64, self.threads)
+        values = out.reshape(tuple(len(p) for p in picks) + grid.shape)
+        for axis, k in enumerate(full[nh:]):
+            where = nh + axis
+            if isinstance(k, (int, np.integer)):
+                values = np.take(values, [int(k)], axis=where)
+                drop.append(where)
+            elif isinstance(k, slice):
+                values = values[(slice(None),) * where + (k,)]
+            else:
+                values = np.take(values, np.asarray(k, dtype=np.intp), axis=where)
+        if drop:
+            values = values.reshape(tuple(s for i, s in enumerate(values.shape) if i not in drop))
+        return values
+
+
+def _is_number(v: str) -> bool:
+    try:
+        float(v)
+        return True
+    except ValueError:
+        return False
+
+
+def _level_sort(v: str) -> tuple[int, float, str]:
+    return (0, float(v), "") if _is_number(v) else (1, 0.0, v)
+
+
+def _show(request: Mapping[str, Any]) -> str:
+    return ",".join(f"{k}={'/'.join(map(str, v)) if isinstance(v, (list, tuple)) else v}"
+                    for k, v in request.items())

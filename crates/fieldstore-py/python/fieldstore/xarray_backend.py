@@ -1,0 +1,138 @@
+"""xarray backend ``engine="fieldstore"``: a lazy :class:`xarray.Dataset`
+over the fields a MARS request names.
+
+>>> import xarray as xr
+>>> ds = xr.open_dataset({"class": "od", "stream": "oper", "levtype": "pl"},
+...                      engine="fieldstore", config="/etc/fieldstore.yaml")
+>>> ds["t"].sel(isobaricInhPa=500).isel(step=0).values   # reads one field
+
+Structure and naming are :class:`fieldstore._cube.Cube`'s. Values are read
+only when asked for, and only the fields a selection touches; with dask
+(``chunks={}``), one chunk is one field (``preferred_chunks``), or what
+``chunks=`` says.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+import xarray as xr
+from xarray.backends import BackendArray, BackendEntrypoint
+from xarray.core import indexing
+
+from ._cube import COORD_ATTRS, Cube
+
+
+class FieldArray(BackendArray):
+    """One variable's values: indexing reads and decodes the fields the
+    index touches (outer indexing), nothing else."""
+
+    def __init__(self, cube: Cube, name: str) -> None:
+        var = cube.variables[name]
+        grid = cube.grid
+        assert grid is not None
+        self.cube = cube
+        self.name = name
+        self.shape = var.fields.shape + grid.shape
+        self.dtype = cube.dtype
+
+    def __getitem__(self, key: indexing.ExplicitIndexer) -> np.ndarray:
+        return indexing.explicit_indexing_adapter(
+            key, self.shape, indexing.IndexingSupport.OUTER, self._raw_getitem
+        )
+
+    def _raw_getitem(self, key: tuple[Any, ...]) -> np.ndarray:
+        return self.cube.read(self.name, key)
+
+
+def to_dataset(cube: Cube, drop_variables: Iterable[str] | None = None) -> xr.Dataset:
+    """The cube as a lazy dataset."""
+    drop = set(drop_variables or ())
+    grid = cube.grid
+    assert grid is not None
+    data_vars = {}
+    scalar_coords: dict[str, Any] = {}
+    for name, var in cube.variables.items():
+        if name in drop:
+            continue
+        data = indexing.LazilyIndexedArray(FieldArray(cube, name))
+        v = xr.Variable(var.dims, data, attrs=dict(var.attrs))
+        v.encoding["preferred_chunks"] = {
+            **{d: 1 for d in var.header_dims},
+            **dict(zip(grid.dims, grid.shape)),
+        }
+        v.encoding["dtype"] = cube.dtype
+        data_vars[name] = v
+        for c, value in var.scalar_coords.items():
+            scalar_coords.setdefault(c, value)
+    coords: dict[str, Any] = {}
+    for c, (dims, values, attrs) in cube.coords.items():
+        if c in drop:
+            continue
+        coords[c] = xr.Variable(dims, values, attrs=dict(attrs))
+    for c, value in scalar_coords.items():
+        if c not in coords:
+            attrs = COORD_ATTRS.get(c, {"long_name": f"original GRIB coordinate for key: level({c})", "units": "1"})
+            coords[c] = xr.Variable((), value, attrs=dict(attrs))
+    ds = xr.Dataset(data_vars, coords=coords, attrs=dict(cube.attrs))
+    ds.encoding["source"] = cube.request
+    return ds
+
+
+def open_dataset(
+    request: Mapping[str, Any],
+    *,
+    fdb: Any = None,
+    config: Any = None,
+    dims: Any = None,
+    combine_date_time: bool = True,
+    dtype: Any = "float32",
+    threads: int | None = None,
+    **kwargs: Any,
+) -> xr.Dataset:
+    """A lazy :class:`xarray.Dataset` over the fields ``request`` names
+    (``xr.open_dataset(request, engine="fieldstore", ...)``; ``kwargs`` go
+    to :func:`xarray.open_dataset`: ``chunks={}`` for dask, one field per
+    chunk)."""
+    return xr.open_dataset(
+        request,  # type: ignore[arg-type]
+        engine=FieldStoreBackend,
+        fdb=fdb,
+        config=config,
+        dims=dims,
+        combine_date_time=combine_date_time,
+        dtype=dtype,
+        threads=threads,
+        **kwargs,
+    )
+
+
+class FieldStoreBackend(BackendEntrypoint):
+    """``engine="fieldstore"``: ``filename_or_obj`` is a MARS request (a
+    mapping); ``fdb`` an open :class:`fieldstore.FDB` or ``config`` one's
+    configuration."""
+
+    description = "Lazy arrays over the fields a MARS request names in a fieldstore (FDB)"
+    url = "https://github.com/ecmwf/fdb (fieldstore re-implements it)"
+    open_dataset_parameters = ("filename_or_obj", "drop_variables", "fdb", "config", "dims",
+                               "combine_date_time", "dtype", "threads")
+
+    def open_dataset(  # type: ignore[override]
+        self,
+        filename_or_obj: Any,
+        *,
+        drop_variables: Iterable[str] | None = None,
+        fdb: Any = None,
+        config: Any = None,
+        dims: Any = None,
+        combine_date_time: bool = True,
+        dtype: Any = "float32",
+        threads: int | None = None,
+    ) -> xr.Dataset:
+        cube = Cube(filename_or_obj, fdb=fdb, config=config, dims=dims,
+                    combine_date_time=combine_date_time, dtype=dtype, threads=threads)
+        return to_dataset(cube, drop_variables)
+
+    def guess_can_open(self, filename_or_obj: Any) -> bool:
+        return isinstance(filename_or_obj, Mapping)
