@@ -15,13 +15,11 @@
 //! 3. otherwise the embedded store under `./fieldstore-data`.
 //!
 //! FDB5's YAML is translated into fieldstore's shape ([`from_fdb5_yaml`]):
-//! `~fdb` in paths expands from `fdb_home` or `FDB_HOME`; root and space
-//! names, the space `regex` `.*` and the handlers of FDB5's file spaces
-//! (placement strategies: fieldstore creates datasets in the first
-//! writable root) are accepted; a root's `list`/`retrieve` flags become
-//! `visit`, `archive`/`wipe` become `writable`. What fieldstore cannot do
-//! the same way (another `type`, split catalogue and store roots, a space
-//! `regex` selecting datasets) is refused with its name.
+//! `~fdb` in paths expands from `fdb_home` or `FDB_HOME`; spaces (names,
+//! regexes, handlers) and roots (names, the six flags) are fieldstore's
+//! own keys (`docs/config.md`). What fieldstore cannot do the same way
+//! (another `type`, split catalogue and store roots) is refused with its
+//! name.
 //!
 //! Every root is checked before the store opens ([`refuse_fdb5_roots`]):
 //! one holding FDB5's own on-disk format is refused with an error naming
@@ -146,49 +144,6 @@ fn flag(map: &Mapping, key: &str, source: &str) -> Result<Option<bool>, CError> 
     }
 }
 
-/// One of FDB5's pairs of root flags (`list`/`retrieve`, `archive`/`wipe`)
-/// as the one fieldstore flag (`visit`, `writable`).
-fn merged(
-    root: &mut Mapping,
-    general: &str,
-    specific: [&str; 2],
-    source: &str,
-) -> Result<(), CError> {
-    let base = flag(root, general, source)?.unwrap_or(true);
-    let a = flag(root, specific[0], source)?.unwrap_or(base);
-    let b = flag(root, specific[1], source)?.unwrap_or(base);
-    if a != b {
-        return Err(unsupported(
-            source,
-            format!(
-                "a root with {}: {a} and {}: {b}: fieldstore's roots are enabled for {} and {} together ('{general}')",
-                specific[0], specific[1], specific[0], specific[1]
-            ),
-        ));
-    }
-    for k in specific {
-        root.remove(k);
-    }
-    root.insert(Value::from(general), Value::Bool(a));
-    Ok(())
-}
-
-/// FDB5's placement strategies for new databases; fieldstore creates
-/// datasets in the first writable root (`Default`).
-const FDB5_HANDLERS: &[&str] = &[
-    "Default",
-    "First",
-    "LeastUsed",
-    "LeastUsedPercent",
-    "RoundRobin",
-    "Random",
-    "PureRandom",
-    "WeightedRandom",
-    "WeightedRandomPercent",
-    "expver",
-    "envvar",
-];
-
 /// Keys of FDB5's configs (system or user) that change nothing here.
 const IGNORED: &[&str] = &[
     "configSource",
@@ -286,40 +241,11 @@ pub fn from_fdb5_yaml(text: &str, base: &Path, source: &str) -> Result<Option<Co
                     ));
                 }
             }
-            match space.remove("regex") {
-                None => {}
-                Some(Value::String(r)) if r.is_empty() || r == ".*" => {}
-                Some(other) => {
-                    return Err(unsupported(
-                        source,
-                        format!("a space with regex {}: fieldstore's spaces hold every dataset (use '.*' or several configs)", show(&other)),
-                    ))
-                }
-            }
-            match space.get("handler") {
-                None => {}
-                Some(Value::String(h)) if FDB5_HANDLERS.contains(&h.as_str()) => {
-                    space.insert(Value::from("handler"), Value::from("Default"));
-                }
-                Some(other) => {
-                    return Err(invalid(
-                        source,
-                        format!(
-                            "unknown space handler {} (FDB5's are {})",
-                            show(other),
-                            FDB5_HANDLERS.join(", ")
-                        ),
-                    ))
-                }
-            }
             if let Some(Value::Sequence(roots)) = space.get_mut("roots") {
                 for root in roots {
                     let Value::Mapping(root) = root else {
                         return Err(invalid(source, "each root must be a mapping with a 'path'"));
                     };
-                    root.remove("name");
-                    merged(root, "visit", ["list", "retrieve"], source)?;
-                    merged(root, "writable", ["archive", "wipe"], source)?;
                     if let Some(Value::String(p)) = root.get("path") {
                         let expanded = expand_home(p, fdb_home.as_deref(), source)?;
                         root.insert(Value::from("path"), Value::String(expanded));
@@ -327,6 +253,10 @@ pub fn from_fdb5_yaml(text: &str, base: &Path, source: &str) -> Result<Option<Co
                 }
             }
         }
+    }
+    if let Some(home) = &fdb_home {
+        // The expver handler keeps its map under it.
+        map.insert(Value::from("fdb_home"), Value::from(home.as_str()));
     }
     let text = serde_yaml_ng::to_string(&Value::Mapping(map)).map_err(|e| invalid(source, e))?;
     let config = Config::from_yaml(&text, base, source)?;
@@ -397,8 +327,9 @@ mod tests {
         let c = from_fdb5_yaml(&text, Path::new("."), "t").unwrap().unwrap();
         assert_eq!(c.roots.len(), 1);
         assert_eq!(c.roots[0].path, root);
-        assert!(c.roots[0].visit);
-        assert!(!c.roots[0].writable);
+        assert!(c.roots[0].visit && c.roots[0].retrieve);
+        assert!(!c.roots[0].writable && !c.roots[0].wipe);
+        assert_eq!(c.spaces[0].handler.name(), "WeightedRandom");
         assert!(from_fdb5_yaml("", Path::new("."), "t").unwrap().is_none());
         assert!(from_fdb5_yaml("{}", Path::new("."), "t").unwrap().is_none());
     }
@@ -408,21 +339,17 @@ mod tests {
         let cases = [
             ("type: remote\nhost: x\n", "type 'remote' is not supported"),
             (
-                "spaces: [{regex: 'class=od', roots: [{path: /x}]}]\n",
-                "regex",
+                "spaces: [{regex: 'od(', roots: [{path: /x}]}]\n",
+                "spaces[0].regex: 'od(' does not compile",
             ),
             (
                 "spaces: [{catalogueRoots: [], roots: []}]\n",
                 "catalogueRoots",
             ),
-            (
-                "spaces: [{roots: [{path: /x, list: true, retrieve: false}]}]\n",
-                "list: true and retrieve: false",
-            ),
             ("archive: false\n", "'archive: false'"),
             (
                 "spaces: [{handler: Clever, roots: []}]\n",
-                "unknown space handler",
+                "spaces[0].handler: unknown handler 'Clever'",
             ),
             ("bogus: 1\n", "bogus"),
         ];

@@ -6,10 +6,14 @@
 //! store: file            # store: file | memory
 //! schema: ./schema       # relative paths are relative to the config file
 //! spaces:
-//!   - handler: Default
+//!   - regex: '^od:'        # on the dataset key's values joined by ':'
+//!     handler: Default     # or expver, envvar, LeastUsed, RoundRobin, …
 //!     roots:
 //!       - path: ./root
+//!       - {path: ./old, writable: false, wipe: false}
 //! ```
+//!
+//! Every key, what it does and where it differs from FDB5: `docs/config.md`.
 //!
 //! With no configuration at all ([`Config::from_env`]): `FIELDSTORE_CONFIG`
 //! names a config file; otherwise an embedded POSIX store lives under
@@ -18,8 +22,10 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use fieldstore_core::{Error, ErrorKind, Result, Schema};
+use fieldstore_core::{Error, ErrorKind, Locks, Operation, Result, Schema};
 use serde::Deserialize;
+
+use crate::placement::{self, Placement, Space};
 
 /// Which catalogue (`engine:`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,29 +55,59 @@ pub enum StoreKind {
     Rados,
 }
 
-/// A root directory of the POSIX backend.
+/// A root directory of the POSIX backend, with FDB5's four flags.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Root {
     /// The directory.
     pub path: PathBuf,
-    /// New datasets may be created here.
+    /// New datasets may be created here, and its datasets archived into
+    /// (FDB5's `archive`, by default `writable`).
     pub writable: bool,
-    /// Datasets here are listed and read.
+    /// Its datasets are found, listed and read (FDB5's `list`, by default
+    /// `visit`).
     pub visit: bool,
+    /// Its datasets' fields may be retrieved (FDB5's `retrieve`, by
+    /// default `visit`).
+    pub retrieve: bool,
+    /// Its datasets may be wiped, purged and moved (FDB5's `wipe`, by
+    /// default `writable`).
+    pub wipe: bool,
+    /// The index of its space in [`Config::spaces`].
+    pub space: usize,
     /// Create the directory when the store is opened, if missing (the
     /// embedded default does; configured roots must exist).
     pub create: bool,
 }
 
 impl Root {
-    /// A writable, visited root that must exist.
+    /// A writable, visited root that must exist, in the first space.
     pub fn new(path: impl Into<PathBuf>) -> Root {
         Root {
             path: path.into(),
             writable: true,
             visit: true,
+            retrieve: true,
+            wipe: true,
+            space: 0,
             create: false,
         }
+    }
+
+    /// The operations its flags disable for every dataset in it (as FDB5
+    /// adds a root's disabled operations to its databases' locks).
+    pub fn disabled(&self) -> Locks {
+        let mut locks = Locks::NONE;
+        for (on, op) in [
+            (self.writable, Operation::Archive),
+            (self.retrieve, Operation::Retrieve),
+            (self.visit, Operation::List),
+            (self.wipe, Operation::Wipe),
+        ] {
+            if !on {
+                locks = locks.with(op);
+            }
+        }
+        locks
     }
 }
 
@@ -84,8 +120,12 @@ pub struct Config {
     pub store: StoreKind,
     /// The schema (ECMWF's when the config names none).
     pub schema: Schema,
-    /// POSIX roots, in order; new datasets go to the first writable one.
+    /// POSIX roots of every space, in configuration order (each names its
+    /// space); readers visit those with `visit`.
     pub roots: Vec<Root>,
+    /// The `spaces`: which datasets each owns and how it places them
+    /// (empty: one `Default` space of every root).
+    pub spaces: Vec<Space>,
     /// Where the configuration came from, for messages.
     pub source: String,
     /// Backend sections (`daos:`, `rados:`, `file:`), as given; each
@@ -98,6 +138,11 @@ impl Config {
     pub fn backend(&self, name: &str) -> &serde_json::Value {
         static NULL: serde_json::Value = serde_json::Value::Null;
         self.backends.get(name).unwrap_or(&NULL)
+    }
+
+    /// Where new datasets go: the spaces over the roots.
+    pub fn placement(&self) -> Placement {
+        Placement::new(&self.spaces, &self.roots)
     }
 }
 
@@ -113,6 +158,8 @@ struct RawConfig {
     #[serde(default)]
     schema: Option<String>,
     #[serde(default)]
+    fdb_home: Option<String>,
+    #[serde(default)]
     spaces: Vec<RawSpace>,
     #[serde(default)]
     daos: Option<serde_json::Value>,
@@ -126,6 +173,10 @@ struct RawConfig {
 #[serde(deny_unknown_fields)]
 struct RawSpace {
     #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    regex: Option<String>,
+    #[serde(default)]
     handler: Option<String>,
     #[serde(default)]
     roots: Vec<RawRoot>,
@@ -135,18 +186,142 @@ struct RawSpace {
 #[serde(deny_unknown_fields)]
 struct RawRoot {
     path: String,
-    #[serde(default = "yes")]
-    writable: bool,
-    #[serde(default = "yes")]
-    visit: bool,
-}
-
-fn yes() -> bool {
-    true
+    /// Accepted for FDB5's configs; fieldstore names roots by path.
+    #[serde(default)]
+    #[allow(dead_code)]
+    name: Option<String>,
+    #[serde(default)]
+    writable: Option<bool>,
+    #[serde(default)]
+    visit: Option<bool>,
+    #[serde(default)]
+    list: Option<bool>,
+    #[serde(default)]
+    retrieve: Option<bool>,
+    #[serde(default)]
+    archive: Option<bool>,
+    #[serde(default)]
+    wipe: Option<bool>,
 }
 
 fn invalid(source: &str, message: impl std::fmt::Display) -> Error {
     Error::new(ErrorKind::InvalidConfig, format!("{source}: {message}"))
+}
+
+/// `path` with `.` and `..` resolved lexically, for comparing roots
+/// before they exist.
+fn lexical(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// The spaces and their roots, checked before anything is opened: each
+/// regex compiles, each handler exists (and has what it needs), no space
+/// comes after one that takes every dataset it could take, no root is
+/// listed twice, and every space has a root. Errors name the key path in
+/// the YAML (`spaces[1].roots[0].path`).
+fn spaces_of(
+    raw: Vec<RawSpace>,
+    base: &Path,
+    fdb_home: Option<&Path>,
+    source: &str,
+) -> Result<(Vec<Space>, Vec<Root>)> {
+    let mut spaces: Vec<Space> = Vec::new();
+    let mut roots: Vec<Root> = Vec::new();
+    let mut root_at: Vec<String> = Vec::new();
+    for (i, s) in raw.into_iter().enumerate() {
+        let at = format!("spaces[{i}]");
+        let regex_text = s.regex.clone().unwrap_or_else(|| ".*".to_string());
+        let regex = if regex_text.is_empty() || regex_text == ".*" {
+            None
+        } else {
+            Some(regex::Regex::new(&regex_text).map_err(|e| {
+                invalid(
+                    source,
+                    format!("{at}.regex: '{regex_text}' does not compile: {e}"),
+                )
+            })?)
+        };
+        let name = s.handler.as_deref().unwrap_or("Default");
+        let handler = placement::handler(name, fdb_home)
+            .map_err(|e| invalid(source, format!("{at}.handler: {}", e.message())))?
+            .ok_or_else(|| {
+                invalid(
+                    source,
+                    format!(
+                        "{at}.handler: unknown handler '{name}' (expected one of {})",
+                        placement::HANDLERS.join(", ")
+                    ),
+                )
+            })?;
+        if let Some((j, earlier)) = spaces
+            .iter()
+            .enumerate()
+            .find(|(_, e)| e.regex.is_none() || e.regex_text == regex_text)
+        {
+            return Err(invalid(
+                source,
+                format!(
+                    "{at} overlaps spaces[{j}]: spaces[{j}].regex '{}' matches every dataset \
+                     {at}.regex '{regex_text}' matches, and the first space that matches a \
+                     dataset owns it, so {at} would never hold one",
+                    earlier.regex_text
+                ),
+            ));
+        }
+        if s.roots.is_empty() {
+            return Err(invalid(source, format!("{at}.roots: a space needs a root")));
+        }
+        for (k, r) in s.roots.into_iter().enumerate() {
+            let rat = format!("{at}.roots[{k}]");
+            if r.path.is_empty() {
+                return Err(invalid(source, format!("{rat}.path is empty")));
+            }
+            let writable = r.writable.unwrap_or(true);
+            let visit = r.visit.unwrap_or(true);
+            let root = Root {
+                path: base.join(&r.path),
+                writable: r.archive.unwrap_or(writable),
+                visit: r.list.unwrap_or(visit),
+                retrieve: r.retrieve.unwrap_or(visit),
+                wipe: r.wipe.unwrap_or(writable),
+                space: i,
+                create: false,
+            };
+            let here = lexical(&root.path);
+            if let Some(p) = roots.iter().position(|o| lexical(&o.path) == here) {
+                return Err(invalid(
+                    source,
+                    format!(
+                        "{rat}.path: {} is also {}.path: list each root once (a root in two \
+                         places would be visited twice)",
+                        root.path.display(),
+                        root_at[p]
+                    ),
+                ));
+            }
+            roots.push(root);
+            root_at.push(rat);
+        }
+        spaces.push(Space {
+            name: s.name.unwrap_or_default(),
+            at,
+            regex_text,
+            regex,
+            handler,
+        });
+    }
+    Ok((spaces, roots))
 }
 
 impl Config {
@@ -163,6 +338,7 @@ impl Config {
                 create: true,
                 ..Root::new(root)
             }],
+            spaces: Vec::new(),
         }
     }
 
@@ -173,6 +349,7 @@ impl Config {
             store: StoreKind::Memory,
             schema,
             roots: Vec::new(),
+            spaces: Vec::new(),
             source: "in-memory store".to_string(),
             backends: BTreeMap::new(),
         }
@@ -237,25 +414,8 @@ impl Config {
                 Schema::parse(&path.display().to_string(), &text)?
             }
         };
-        let mut roots = Vec::new();
-        for space in raw.spaces {
-            if let Some(h) = space.handler.as_deref() {
-                if h != "Default" {
-                    return Err(invalid(
-                        source,
-                        format!("space handler '{h}' is not supported (expected Default)"),
-                    ));
-                }
-            }
-            for r in space.roots {
-                roots.push(Root {
-                    path: base.join(r.path),
-                    writable: r.writable,
-                    visit: r.visit,
-                    create: false,
-                });
-            }
-        }
+        let fdb_home = raw.fdb_home.as_deref().map(|h| base.join(h));
+        let (spaces, roots) = spaces_of(raw.spaces, base, fdb_home.as_deref(), source)?;
         let mut backends = BTreeMap::new();
         if let Some(v) = raw.daos {
             backends.insert("daos".to_string(), v);
@@ -277,6 +437,7 @@ impl Config {
             store,
             schema,
             roots,
+            spaces,
             source: source.to_string(),
             backends,
         })
@@ -313,6 +474,7 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use fieldstore_core::DatasetKey;
 
     #[test]
     fn parses_fdb5_shape_and_resolves_paths() {
@@ -352,4 +514,85 @@ mod tests {
         let e = Config::from_yaml("enigne: toc\n", Path::new("."), "c.yaml").unwrap_err();
         assert!(e.to_string().contains("unknown field `enigne`"), "{e}");
     }
+
+    #[test]
+    fn spaces_roots_and_flags() {
+        let c = Config::from_yaml(
+            "spaces:\n\
+             - name: ops\n  regex: '^od:'\n  handler: LeastUsed\n  roots:\n  \
+             - path: a\n  - {path: b, writable: false, wipe: true}\n\
+             - roots:\n  - {path: c, visit: true, retrieve: false, archive: false}\n",
+            Path::new("/r"),
+            "c.yaml",
+        )
+        .unwrap();
+        assert_eq!(c.spaces.len(), 2);
+        assert_eq!(c.spaces[0].name, "ops");
+        assert_eq!(c.spaces[0].handler.name(), "LeastUsed");
+        assert_eq!(c.spaces[1].handler.name(), "Default");
+        assert_eq!(c.spaces[1].regex_text, ".*");
+        let flags: Vec<_> = c
+            .roots
+            .iter()
+            .map(|r| (r.space, r.writable, r.visit, r.retrieve, r.wipe))
+            .collect();
+        assert_eq!(
+            flags,
+            [
+                (0, true, true, true, true),
+                (0, false, true, true, true),
+                (1, false, true, false, true)
+            ]
+        );
+        // `wipe` follows `writable`, not `archive` (as in FDB5).
+        assert_eq!(c.roots[2].disabled().iter().count(), 2);
+        let od: DatasetKey = "class=od,expver=0001".parse().unwrap();
+        let rd: DatasetKey = "class=rd,expver=0001".parse().unwrap();
+        assert!(c.spaces[0].owns(&od));
+        assert!(!c.spaces[0].owns(&rd));
+    }
+
+    #[test]
+    fn bad_spaces_are_named_by_their_key_path() {
+        let cases = [
+            (
+                "spaces:\n- roots: [{path: a}]\n- handler: Clever\n  roots: [{path: b}]\n",
+                "c.yaml: spaces[1].handler: unknown handler 'Clever' (expected one of Default, First,",
+            ),
+            (
+                "spaces:\n- regex: 'od:('\n  roots: [{path: a}]\n",
+                "c.yaml: spaces[0].regex: 'od:(' does not compile:",
+            ),
+            (
+                "spaces:\n- roots: [{path: a}]\n- regex: '^od'\n  roots: [{path: b}]\n",
+                "c.yaml: spaces[1] overlaps spaces[0]: spaces[0].regex '.*' matches every dataset",
+            ),
+            (
+                "spaces:\n- {regex: '^od', roots: [{path: a}]}\n- {regex: '^od', roots: [{path: b}]}\n",
+                "c.yaml: spaces[1] overlaps spaces[0]: spaces[0].regex '^od'",
+            ),
+            (
+                "spaces:\n- {regex: '^od', roots: [{path: a}]}\n- roots: [{path: b}, {path: ./a/}]\n",
+                "c.yaml: spaces[1].roots[1].path: /r/./a/ is also spaces[0].roots[0].path",
+            ),
+            (
+                "spaces:\n- {regex: '^od', roots: []}\n",
+                "c.yaml: spaces[0].roots: a space needs a root",
+            ),
+        ];
+        for (text, want) in cases {
+            let e = Config::from_yaml(text, Path::new("/r"), "c.yaml").unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::InvalidConfig, "{text}");
+            assert!(e.to_string().starts_with(want), "{text}\n{e}\nwanted {want}");
+        }
+        let e = Config::from_yaml(
+            "spaces:\n- roots:\n  - {path: a, writeable: true}\n",
+            Path::new("/r"),
+            "c.yaml",
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("spaces[0].roots[0]"), "{e}");
+        assert!(e.to_string().contains("unknown field `writeable`"), "{e}");
+    }
 }
+

@@ -152,9 +152,13 @@ impl FieldStore {
         let w = match writers.get_mut(&split.dataset) {
             Some(w) => w,
             None => {
+                // The catalogue first: it creates a new dataset where its
+                // space places it, and a POSIX store writer then finds it
+                // there (a random placement asked twice could differ).
+                let catalogue = self.catalogue.writer(&split.dataset, &self.schema)?;
                 let w = DatasetWriter {
                     store: self.store.writer(&split.dataset)?,
-                    catalogue: self.catalogue.writer(&split.dataset, &self.schema)?,
+                    catalogue,
                     dirty: false,
                 };
                 writers.entry(split.dataset.clone()).or_insert(w)

@@ -21,6 +21,7 @@ mod failpoint;
 mod handle;
 pub mod list;
 pub mod manage;
+pub mod placement;
 pub mod readahead;
 pub mod resolve;
 pub mod retrieve;

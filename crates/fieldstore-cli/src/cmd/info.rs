@@ -15,6 +15,9 @@ struct Info {
     engine: String,
     store: String,
     roots: Vec<RootInfo>,
+    /// The spaces that place new datasets (one `Default` space of every
+    /// root when the configuration has none).
+    spaces: Vec<SpaceInfo>,
     schema: String,
     schema_rules: usize,
     /// The ecCodes this binary reads GRIB keys with (it decides keys:
@@ -35,6 +38,17 @@ struct RootInfo {
     path: String,
     writable: bool,
     visit: bool,
+    retrieve: bool,
+    wipe: bool,
+    /// The index of its space in `spaces`.
+    space: usize,
+}
+
+#[derive(Debug, Serialize)]
+struct SpaceInfo {
+    name: String,
+    regex: String,
+    handler: String,
 }
 
 fn engine_name(e: Engine) -> String {
@@ -72,8 +86,29 @@ fn gather(ctx: &Context) -> Info {
                 path: r.path.display().to_string(),
                 writable: r.writable,
                 visit: r.visit,
+                retrieve: r.retrieve,
+                wipe: r.wipe,
+                space: r.space,
             })
             .collect(),
+        spaces: if c.roots.is_empty() {
+            Vec::new()
+        } else if c.spaces.is_empty() {
+            vec![SpaceInfo {
+                name: String::new(),
+                regex: ".*".to_string(),
+                handler: "Default".to_string(),
+            }]
+        } else {
+            c.spaces
+                .iter()
+                .map(|s| SpaceInfo {
+                    name: s.name.clone(),
+                    regex: s.regex_text.clone(),
+                    handler: s.handler.name().to_string(),
+                })
+                .collect()
+        },
         schema: c.schema.name().to_string(),
         schema_rules: c.schema.rules().len(),
         eccodes: fieldstore_grib::eccodes_version(),
@@ -99,20 +134,42 @@ pub(crate) fn run(args: &InfoArgs, ctx: &Context, ui: &mut Ui<'_>) -> Result<()>
     } else {
         ui.line("roots:")?;
     }
-    for r in &info.roots {
-        let mut flags = Vec::new();
-        if r.writable {
-            flags.push("writable");
+    let many = info.spaces.len() > 1;
+    for (i, space) in info.spaces.iter().enumerate() {
+        if many {
+            let name = if space.name.is_empty() {
+                String::new()
+            } else {
+                format!(" {}", space.name)
+            };
+            ui.line(&format!(
+                "  space {i}{name}: regex '{}', handler {}",
+                space.regex, space.handler
+            ))?;
         }
-        if r.visit {
-            flags.push("visit");
+        for r in info.roots.iter().filter(|r| r.space == i || !many) {
+            let mut flags = Vec::new();
+            if r.writable {
+                flags.push("writable");
+            }
+            if r.visit {
+                flags.push("visit");
+            }
+            // Shown only where they differ from the flag they follow.
+            if r.retrieve != r.visit {
+                flags.push(if r.retrieve { "retrieve" } else { "no retrieve" });
+            }
+            if r.wipe != r.writable {
+                flags.push(if r.wipe { "wipe" } else { "no wipe" });
+            }
+            let flags = if flags.is_empty() {
+                "disabled".to_string()
+            } else {
+                flags.join(", ")
+            };
+            let indent = if many { "    " } else { "  " };
+            ui.line(&format!("{indent}{} ({flags})", r.path))?;
         }
-        let flags = if flags.is_empty() {
-            "disabled".to_string()
-        } else {
-            flags.join(", ")
-        };
-        ui.line(&format!("  {} ({flags})", r.path))?;
     }
     ui.line(&format!(
         "schema: {} ({} dataset rules)",

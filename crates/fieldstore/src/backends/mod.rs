@@ -24,7 +24,10 @@ fn not_built(what: &str, feature: &str) -> Error {
 pub(crate) fn open(config: &Config) -> Result<(Arc<dyn Catalogue>, Arc<dyn Store>)> {
     let memory = memory::MemoryBackend::new();
     let catalogue: Arc<dyn Catalogue> = match config.engine {
-        Engine::Toc => Arc::new(posix::TocCatalogue::open(&config.roots)?),
+        Engine::Toc => Arc::new(posix::TocCatalogue::open(
+            &config.roots,
+            config.placement(),
+        )?),
         Engine::Memory => Arc::new(memory.catalogue()),
         // Backend crates add their arms here, behind their feature.
         #[cfg(feature = "daos")]
@@ -45,6 +48,7 @@ pub(crate) fn open(config: &Config) -> Result<(Arc<dyn Catalogue>, Arc<dyn Store
     let store: Arc<dyn Store> = match config.store {
         StoreKind::File => Arc::new(posix::FileStore::open(
             &config.roots,
+            config.placement(),
             posix::DataWrites::from_config(config.backend("file"))?,
         )?),
         StoreKind::Memory => Arc::new(memory.store()),

@@ -38,6 +38,7 @@ use crate::catalogue::{
     visit_newest_first, Axes, Catalogue, CatalogueWriter, CollocationInfo, DatasetReader,
 };
 use crate::config::Root;
+use crate::placement::Placement;
 
 /// A table of contents: its path, device and inode.
 type TocIdent = (PathBuf, (u64, u64));
@@ -46,6 +47,8 @@ type TocIdent = (PathBuf, (u64, u64));
 #[derive(Debug)]
 pub struct TocCatalogue {
     pub(super) roots: Vec<Root>,
+    /// Where new datasets go.
+    placement: Placement,
     /// Dataset keys and `INIT` lengths by table of contents (path, device
     /// and inode), so `datasets()` reads each `INIT` once.
     known: Mutex<HashMap<TocIdent, (DatasetKey, u64)>>,
@@ -129,14 +132,16 @@ impl TocCatalogue {
         Ok((out, damaged))
     }
 
-    /// A catalogue over `roots`.
+    /// A catalogue over `roots`, creating datasets where `placement`
+    /// says.
     ///
     /// # Errors
     /// `NotFound` if a root does not exist.
-    pub fn open(roots: &[Root]) -> Result<TocCatalogue> {
+    pub fn open(roots: &[Root], placement: Placement) -> Result<TocCatalogue> {
         super::check_roots(roots)?;
         Ok(TocCatalogue {
             roots: roots.to_vec(),
+            placement,
             known: Mutex::new(HashMap::new()),
         })
     }
@@ -231,7 +236,7 @@ impl Catalogue for TocCatalogue {
         let mut attempt = 0;
         let (dir, toc) = loop {
             attempt += 1;
-            let dir = layout::dataset_dir_for_write(&self.roots, dataset)?;
+            let dir = layout::dataset_dir_for_write(&self.roots, &self.placement, dataset)?;
             let opened = create_dataset(&dir, dataset, schema).and_then(|()| {
                 OpenOptions::new()
                     .append(true)
@@ -244,7 +249,7 @@ impl Catalogue for TocCatalogue {
                 Err(e) => return Err(e),
             }
         };
-        if layout::read_control(&dir)?.contains(Operation::Archive) {
+        if layout::dataset_locks(&self.roots, &dir)?.contains(Operation::Archive) {
             return Err(locked(dataset, Operation::Archive));
         }
         let toc_path = dir.join(TOC);
@@ -302,7 +307,7 @@ impl Catalogue for TocCatalogue {
 
     fn locks(&self, dataset: &DatasetKey) -> Result<Locks> {
         match layout::find_dataset(&self.roots, dataset) {
-            Some(dir) => layout::read_control(&dir),
+            Some(dir) => layout::dataset_locks(&self.roots, &dir),
             None => Ok(Locks::NONE),
         }
     }
@@ -512,7 +517,7 @@ impl CatalogueWriter for TocWriter {
 impl TocWriter {
     fn flush_pending(&mut self) -> Result<()> {
         let pending = self.pending.take();
-        if layout::read_control(&self.dir)?.contains(Operation::Archive) {
+        if layout::dataset_locks(&self.roots, &self.dir)?.contains(Operation::Archive) {
             return Err(locked(&self.key, Operation::Archive));
         }
         // Blocks: per collocation, runs of one keyword list.
@@ -1315,7 +1320,9 @@ impl DatasetReader for TocReader {
     }
 
     fn locks(&self) -> Locks {
-        self.state().locks
+        let st = self.state();
+        let root = layout::root_of(&self.roots, &st.dir).map_or(Locks::NONE, Root::disabled);
+        st.locks.union(root)
     }
 
     fn pending_units(&self) -> Vec<String> {
