@@ -208,21 +208,13 @@ fn invalid(source: &str, message: impl std::fmt::Display) -> Error {
     Error::new(ErrorKind::InvalidConfig, format!("{source}: {message}"))
 }
 
-/// `path` with `.` and `..` resolved lexically, for comparing roots
-/// before they exist.
+/// `path` without `.` components and trailing slashes, for comparing
+/// roots before they exist (`..` is left alone: it may cross a symbolic
+/// link; the backend compares canonical paths when it opens the roots).
 fn lexical(path: &Path) -> PathBuf {
-    use std::path::Component;
-    let mut out = PathBuf::new();
-    for c in path.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other),
-        }
-    }
-    out
+    path.components()
+        .filter(|c| !matches!(c, std::path::Component::CurDir))
+        .collect()
 }
 
 /// The spaces and their roots, checked before anything is opened: each
