@@ -17,6 +17,7 @@
 
 pub mod backends;
 pub mod config;
+mod dataset_schema;
 mod failpoint;
 mod handle;
 pub mod list;

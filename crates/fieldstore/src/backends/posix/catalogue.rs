@@ -150,6 +150,15 @@ impl TocCatalogue {
 /// Read the `INIT` record of a table of contents: the dataset key and the
 /// offset of the next record.
 pub(super) fn read_init(toc: &File, path: &Path) -> Result<(DatasetKey, u64)> {
+    read_init_with_schema(toc, path).map(|(key, len, _)| (key, len))
+}
+
+/// As [`read_init`], with the text of the schema the dataset was created
+/// under.
+pub(super) fn read_init_with_schema(
+    toc: &File,
+    path: &Path,
+) -> Result<(DatasetKey, u64, Arc<str>)> {
     let len = toc
         .metadata()
         .map_err(|e| Error::io(path.display(), e))?
@@ -161,7 +170,9 @@ pub(super) fn read_init(toc: &File, path: &Path) -> Result<(DatasetKey, u64)> {
     match format::FRAMING.unframe(&head, &what)? {
         Framed::Record(format::INIT, payload, used) => {
             let mut d = Dec::new(payload, &what);
-            Ok((DatasetKey(d.key()?), used as u64))
+            let key = DatasetKey(d.key()?);
+            let schema = Arc::from(d.str()?);
+            Ok((key, used as u64, schema))
         }
         Framed::Record(kind, ..) => Err(Error::corrupt(format!(
             "{}: first record is type {kind}, not INIT",
@@ -177,7 +188,7 @@ pub(super) fn read_init(toc: &File, path: &Path) -> Result<(DatasetKey, u64)> {
 /// Create the dataset at `dir` if needed, race-free between processes: the
 /// `INIT` record is written to a private file and hard-linked into place,
 /// which fails if another writer won.
-fn create_dataset(dir: &Path, key: &DatasetKey, schema: &Schema) -> Result<()> {
+fn create_dataset(dir: &Path, key: &DatasetKey, schema: &Schema) -> Result<Arc<str>> {
     let toc = dir.join(TOC);
     if !toc.exists() {
         layout::ensure_dir(dir)?;
@@ -206,7 +217,7 @@ fn create_dataset(dir: &Path, key: &DatasetKey, schema: &Schema) -> Result<()> {
         }
     }
     let f = File::open(&toc).map_err(|e| Error::io(toc.display(), e))?;
-    let (stored, _) = read_init(&f, &toc)?;
+    let (stored, _, stored_schema) = read_init_with_schema(&f, &toc)?;
     if &stored != key {
         return Err(Error::new(
             ErrorKind::InvalidConfig,
@@ -218,7 +229,7 @@ fn create_dataset(dir: &Path, key: &DatasetKey, schema: &Schema) -> Result<()> {
             ),
         ));
     }
-    Ok(())
+    Ok(stored_schema)
 }
 
 impl Catalogue for TocCatalogue {
@@ -234,17 +245,18 @@ impl Catalogue for TocCatalogue {
             manage::finish_moves(self)?;
         }
         let mut attempt = 0;
-        let (dir, toc) = loop {
+        let (dir, toc, stored_schema) = loop {
             attempt += 1;
             let dir = layout::dataset_dir_for_write(&self.roots, &self.placement, dataset)?;
-            let opened = create_dataset(&dir, dataset, schema).and_then(|()| {
+            let opened = create_dataset(&dir, dataset, schema).and_then(|stored| {
                 OpenOptions::new()
                     .append(true)
                     .open(dir.join(TOC))
+                    .map(|toc| (toc, stored))
                     .map_err(|e| Error::io(dir.join(TOC).display(), e))
             });
             match opened {
-                Ok(toc) => break (dir, toc),
+                Ok((toc, stored)) => break (dir, toc, stored),
                 Err(e) if e.kind() == ErrorKind::NotFound && attempt < 3 => continue,
                 Err(e) => return Err(e),
             }
@@ -258,6 +270,7 @@ impl Catalogue for TocCatalogue {
                 .map_err(|e| Error::io(toc_path.display(), e))?,
         );
         Ok(Box::new(TocWriter {
+            schema: stored_schema,
             key: dataset.clone(),
             roots: self.roots.clone(),
             ident,
@@ -437,6 +450,8 @@ struct IndexFile {
 
 /// One writer's session with one dataset's table of contents.
 struct TocWriter {
+    /// The schema the dataset was created under (its INIT record's).
+    schema: Arc<str>,
     key: DatasetKey,
     roots: Vec<Root>,
     /// Device and inode of the table of contents it appends to.
@@ -491,6 +506,10 @@ impl TocWriter {
 }
 
 impl CatalogueWriter for TocWriter {
+    fn schema_text(&self) -> Option<Arc<str>> {
+        Some(self.schema.clone())
+    }
+
     fn insert(
         &mut self,
         collocation: &CollocationKey,
@@ -661,6 +680,8 @@ pub(super) struct Collocation {
 /// What a reader knows of its dataset.
 #[derive(Debug)]
 pub(super) struct ReaderState {
+    /// The schema the dataset was created under (its INIT record's).
+    schema: Arc<str>,
     pub(super) dir: PathBuf,
     pub(super) abs_dir: PathBuf,
     toc_path: PathBuf,
@@ -700,7 +721,7 @@ impl ReaderState {
         let meta = toc
             .metadata()
             .map_err(|e| Error::io(toc_path.display(), e))?;
-        let (stored, pos) = read_init(&toc, &toc_path)?;
+        let (stored, pos, schema) = read_init_with_schema(&toc, &toc_path)?;
         if &stored != key {
             return Err(Error::new(
                 ErrorKind::InvalidConfig,
@@ -708,6 +729,7 @@ impl ReaderState {
             ));
         }
         Ok(ReaderState {
+            schema,
             abs_dir: std::path::absolute(dir).map_err(|e| Error::io(dir.display(), e))?,
             dir: dir.to_path_buf(),
             toc_path,
@@ -730,6 +752,8 @@ impl ReaderState {
     /// The state of a dataset that is gone: nothing in it.
     fn gone(dir: &Path) -> ReaderState {
         ReaderState {
+            // Unknown: nothing is there to split.
+            schema: Arc::from(""),
             abs_dir: dir.to_path_buf(),
             dir: dir.to_path_buf(),
             toc_path: dir.join(TOC),
@@ -1236,6 +1260,10 @@ impl TocReader {
 }
 
 impl DatasetReader for TocReader {
+    fn schema_text(&self) -> Option<Arc<str>> {
+        Some(self.state().schema.clone()).filter(|s| !s.is_empty())
+    }
+
     fn refresh(&self) -> Result<()> {
         let mut st = self.state();
         self.refresh_locked(&mut st)
