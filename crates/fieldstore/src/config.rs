@@ -26,6 +26,7 @@ use fieldstore_core::{Error, ErrorKind, Locks, Operation, Result, Schema};
 use serde::Deserialize;
 
 use crate::placement::{self, Placement, Space};
+use crate::routing::{self, Lane, Matcher};
 
 /// Which catalogue (`engine:`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,6 +40,8 @@ pub enum Engine {
     Daos,
     /// Ceph RADOS omaps (crate `fieldstore-rados`, feature `rados`).
     Rados,
+    /// `type: select`: the lanes' catalogues ([`Config::lanes`]).
+    Select,
 }
 
 /// Which store (`store:`).
@@ -53,6 +56,8 @@ pub enum StoreKind {
     Daos,
     /// Ceph RADOS objects (crate `fieldstore-rados`, feature `rados`).
     Rados,
+    /// `type: select`: the lanes' stores ([`Config::lanes`]).
+    Select,
 }
 
 /// A root directory of the POSIX backend, with FDB5's four flags.
@@ -131,6 +136,9 @@ pub struct Config {
     /// Backend sections (`daos:`, `rados:`, `file:`), as given; each
     /// backend reads its own.
     pub backends: BTreeMap<String, serde_json::Value>,
+    /// `type: select`: the sub-stores, in order (`routing.rs`); empty for
+    /// a local store.
+    pub lanes: Vec<Lane>,
 }
 
 impl Config {
@@ -206,6 +214,20 @@ struct RawRoot {
 
 fn invalid(source: &str, message: impl std::fmt::Display) -> Error {
     Error::new(ErrorKind::InvalidConfig, format!("{source}: {message}"))
+}
+
+/// The schema a config names (`schema:`), or ECMWF's.
+fn schema_at(path: Option<&str>, base: &Path, source: &str) -> Result<Schema> {
+    match path {
+        None => Ok(Schema::ecmwf()),
+        Some(path) => {
+            let path = base.join(path);
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| Error::io(format!("{source}: schema {}", path.display()), e))
+                .map_err(|e| Error::new(ErrorKind::InvalidConfig, e.message().to_string()))?;
+            Ok(Schema::parse(&path.display().to_string(), &text)?)
+        }
+    }
 }
 
 /// `path` without `.` components and trailing slashes, for comparing
@@ -331,6 +353,7 @@ impl Config {
                 ..Root::new(root)
             }],
             spaces: Vec::new(),
+            lanes: Vec::new(),
         }
     }
 
@@ -344,6 +367,7 @@ impl Config {
             spaces: Vec::new(),
             source: "in-memory store".to_string(),
             backends: BTreeMap::new(),
+            lanes: Vec::new(),
         }
     }
 
@@ -353,12 +377,17 @@ impl Config {
     /// # Errors
     /// [`ErrorKind::InvalidConfig`] naming the problem and where.
     pub fn from_yaml(text: &str, base: &Path, source: &str) -> Result<Config> {
-        let raw: RawConfig = serde_yaml_ng::from_str(text).map_err(|e| invalid(source, e))?;
+        let value: serde_yaml_ng::Value =
+            serde_yaml_ng::from_str(text).map_err(|e| invalid(source, e))?;
+        if value.get("type").and_then(serde_yaml_ng::Value::as_str) == Some("select") {
+            return Config::select_from_yaml(value, base, source);
+        }
+        let raw: RawConfig = serde_yaml_ng::from_value(value).map_err(|e| invalid(source, e))?;
         if let Some(kind) = raw.kind.as_deref() {
             if kind != "local" {
                 return Err(invalid(
                     source,
-                    format!("type '{kind}' is not supported (expected 'local')"),
+                    format!("type '{kind}' is not supported (expected 'local' or 'select')"),
                 ));
             }
         }
@@ -381,6 +410,8 @@ impl Config {
             Engine::Memory => "memory",
             Engine::Daos => "daos",
             Engine::Rados => "rados",
+            // Not spelt in a local config.
+            Engine::Select => "file",
         };
         let store = match raw.store.as_deref().unwrap_or(default_store) {
             "file" => StoreKind::File,
@@ -396,16 +427,7 @@ impl Config {
                 ))
             }
         };
-        let schema = match &raw.schema {
-            None => Schema::ecmwf(),
-            Some(path) => {
-                let path = base.join(path);
-                let text = std::fs::read_to_string(&path)
-                    .map_err(|e| Error::io(format!("{source}: schema {}", path.display()), e))
-                    .map_err(|e| Error::new(ErrorKind::InvalidConfig, e.message().to_string()))?;
-                Schema::parse(&path.display().to_string(), &text)?
-            }
-        };
+        let schema = schema_at(raw.schema.as_deref(), base, source)?;
         let fdb_home = raw.fdb_home.as_deref().map(|h| base.join(h));
         let (spaces, roots) = spaces_of(raw.spaces, base, fdb_home.as_deref(), source)?;
         let mut backends = BTreeMap::new();
@@ -432,6 +454,119 @@ impl Config {
             spaces,
             source: source.to_string(),
             backends,
+            lanes: Vec::new(),
+        })
+    }
+
+    /// A `type: select` configuration (`routing.rs`): its `fdbs`, each a
+    /// selection and a local sub-store with the parent's schema.
+    fn select_from_yaml(value: serde_yaml_ng::Value, base: &Path, source: &str) -> Result<Config> {
+        use serde_yaml_ng::Value;
+        let Value::Mapping(map) = value else {
+            return Err(invalid(source, "expected a mapping of settings"));
+        };
+        let mut schema_path = None;
+        let mut fdb_home = None;
+        let mut fdbs = None;
+        for (k, v) in map {
+            match (k.as_str(), v) {
+                (Some("type"), _) => {}
+                (Some("schema"), Value::String(p)) => schema_path = Some(p),
+                (Some("fdb_home"), v @ Value::String(_)) => fdb_home = Some(v),
+                (Some("fdbs"), Value::Sequence(list)) => fdbs = Some(list),
+                (Some(k @ ("schema" | "fdb_home")), _) => {
+                    return Err(invalid(source, format!("{k}: expected a path")))
+                }
+                (Some("fdbs"), _) => {
+                    return Err(invalid(source, "fdbs: expected a list of sub-stores"))
+                }
+                (k, _) => {
+                    return Err(invalid(
+                        source,
+                        format!(
+                            "{}: not read in a select configuration (expected type, schema, fdb_home, fdbs; the store settings go in each of fdbs)",
+                            k.unwrap_or("a key that is not a string")
+                        ),
+                    ))
+                }
+            }
+        }
+        let fdbs = fdbs
+            .filter(|l| !l.is_empty())
+            .ok_or_else(|| invalid(source, "fdbs: a select configuration needs sub-stores"))?;
+        let schema = schema_at(schema_path.as_deref(), base, source)?;
+        let mut lanes = Vec::new();
+        for (i, lane) in fdbs.into_iter().enumerate() {
+            let at = format!("fdbs[{i}]");
+            let Value::Mapping(mut lane) = lane else {
+                return Err(invalid(source, format!("{at}: expected a mapping")));
+            };
+            let matcher = |v: &Value, at: &str| -> Result<Matcher> {
+                let text = v
+                    .as_str()
+                    .ok_or_else(|| invalid(source, format!("{at}: expected 'keyword=regex,…'")))?;
+                let m = Matcher::parse(text).map_err(|e| invalid(source, format!("{at}: {e}")))?;
+                routing::check_dataset_keywords(&m, &schema)
+                    .map_err(|e| invalid(source, format!("{at}: {e}")))?;
+                Ok(m)
+            };
+            let select = match lane.remove("select") {
+                Some(v) => matcher(&v, &format!("{at}.select"))?,
+                None => Matcher::parse("").map_err(|e| invalid(source, e))?,
+            };
+            let excludes = match lane.remove("excludes") {
+                None => Vec::new(),
+                Some(Value::Sequence(list)) => list
+                    .iter()
+                    .enumerate()
+                    .map(|(j, v)| matcher(v, &format!("{at}.excludes[{j}]")))
+                    .collect::<Result<Vec<_>>>()?,
+                Some(_) => {
+                    return Err(invalid(
+                        source,
+                        format!("{at}.excludes: expected a list of 'keyword=regex,…'"),
+                    ))
+                }
+            };
+            if lane.contains_key("schema") {
+                return Err(invalid(
+                    source,
+                    format!("{at}.schema: sub-stores split keys with the select configuration's schema; name it there"),
+                ));
+            }
+            match lane.get("type") {
+                None => {}
+                Some(Value::String(t)) if t == "local" => {}
+                Some(other) => {
+                    return Err(invalid(
+                        source,
+                        format!("{at}.type: {other:?}: sub-stores are local stores (type: local)"),
+                    ))
+                }
+            }
+            if let (Some(home), false) = (&fdb_home, lane.contains_key("fdb_home")) {
+                lane.insert(Value::from("fdb_home"), home.clone());
+            }
+            let text = serde_yaml_ng::to_string(&Value::Mapping(lane))
+                .map_err(|e| invalid(source, format!("{at}: {e}")))?;
+            let mut config = Config::from_yaml(&text, base, &format!("{source}: {at}"))?;
+            config.schema = schema.clone();
+            lanes.push(Lane {
+                at,
+                select,
+                excludes,
+                config,
+            });
+        }
+        Ok(Config {
+            engine: Engine::Select,
+            store: StoreKind::Select,
+            schema,
+            roots: Vec::new(),
+            spaces: Vec::new(),
+            source: source.to_string(),
+            backends: BTreeMap::new(),
+            lanes,
         })
     }
 

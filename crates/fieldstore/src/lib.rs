@@ -26,6 +26,7 @@ pub mod placement;
 pub mod readahead;
 pub mod resolve;
 pub mod retrieve;
+pub mod routing;
 mod stream;
 mod walk;
 pub mod watch;
