@@ -154,25 +154,9 @@ const IGNORED: &[&str] = &[
     "limits",
 ];
 
-/// Parse FDB5's YAML (or JSON) config `text` into fieldstore's `Config`;
-/// `None` for an empty one. Relative paths are resolved against `base`.
-///
-/// # Errors
-/// `InvalidConfig` naming the problem; `Unsupported` for what fieldstore
-/// does not do (see the module documentation).
-pub fn from_fdb5_yaml(text: &str, base: &Path, source: &str) -> Result<Option<Config>, CError> {
-    let value: Value = serde_yaml_ng::from_str(text).map_err(|e| invalid(source, e))?;
-    let mut map = match value {
-        Value::Null => return Ok(None),
-        Value::Mapping(m) if m.is_empty() => return Ok(None),
-        Value::Mapping(m) => m,
-        other => {
-            return Err(invalid(
-                source,
-                format!("expected a mapping of settings, not {}", show(&other)),
-            ))
-        }
-    };
+/// Translate one local store's settings (the whole config, or a lane of
+/// a select) in place.
+fn translate_local(map: &mut Mapping, fdb_home: Option<&str>, source: &str) -> Result<(), CError> {
     match map.get("type") {
         None => {}
         Some(Value::String(t)) if t == "local" => {}
@@ -180,22 +164,12 @@ pub fn from_fdb5_yaml(text: &str, base: &Path, source: &str) -> Result<Option<Co
             return Err(invalid(
                 source,
                 format!(
-                    "type {} is not supported: fieldstore opens local stores (type: local)",
+                    "type {} is not supported: fieldstore opens local stores (type: local) and routes between them (type: select)",
                     show(other)
                 ),
             ))
         }
     }
-    let fdb_home = match map.remove("fdb_home") {
-        None => None,
-        Some(Value::String(s)) => Some(s),
-        Some(other) => {
-            return Err(invalid(
-                source,
-                format!("fdb_home: not a path: {}", show(&other)),
-            ))
-        }
-    };
     for key in IGNORED {
         map.remove(*key);
     }
@@ -207,7 +181,7 @@ pub fn from_fdb5_yaml(text: &str, base: &Path, source: &str) -> Result<Option<Co
         "archive",
         "wipe",
     ] {
-        match flag(&map, key, source)? {
+        match flag(map, key, source)? {
             Some(false) => {
                 return Err(unsupported(
                     source,
@@ -221,7 +195,7 @@ pub fn from_fdb5_yaml(text: &str, base: &Path, source: &str) -> Result<Option<Co
         }
     }
     if let Some(Value::String(schema)) = map.get("schema") {
-        let expanded = expand_home(schema, fdb_home.as_deref(), source)?;
+        let expanded = expand_home(schema, fdb_home, source)?;
         map.insert(Value::from("schema"), Value::String(expanded));
     }
     if let Some(spaces) = map.get_mut("spaces") {
@@ -247,12 +221,66 @@ pub fn from_fdb5_yaml(text: &str, base: &Path, source: &str) -> Result<Option<Co
                         return Err(invalid(source, "each root must be a mapping with a 'path'"));
                     };
                     if let Some(Value::String(p)) = root.get("path") {
-                        let expanded = expand_home(p, fdb_home.as_deref(), source)?;
+                        let expanded = expand_home(p, fdb_home, source)?;
                         root.insert(Value::from("path"), Value::String(expanded));
                     }
                 }
             }
         }
+    }
+    Ok(())
+}
+
+/// Parse FDB5's YAML (or JSON) config `text` into fieldstore's `Config`;
+/// `None` for an empty one. Relative paths are resolved against `base`.
+///
+/// # Errors
+/// `InvalidConfig` naming the problem; `Unsupported` for what fieldstore
+/// does not do (see the module documentation).
+pub fn from_fdb5_yaml(text: &str, base: &Path, source: &str) -> Result<Option<Config>, CError> {
+    let value: Value = serde_yaml_ng::from_str(text).map_err(|e| invalid(source, e))?;
+    let mut map = match value {
+        Value::Null => return Ok(None),
+        Value::Mapping(m) if m.is_empty() => return Ok(None),
+        Value::Mapping(m) => m,
+        other => {
+            return Err(invalid(
+                source,
+                format!("expected a mapping of settings, not {}", show(&other)),
+            ))
+        }
+    };
+    let select = matches!(map.get("type"), Some(Value::String(t)) if t == "select");
+    let fdb_home = match map.remove("fdb_home") {
+        None => None,
+        Some(Value::String(s)) => Some(s),
+        Some(other) => {
+            return Err(invalid(
+                source,
+                format!("fdb_home: not a path: {}", show(&other)),
+            ))
+        }
+    };
+    if select {
+        // The parent keeps type, schema and fdbs; each lane is a local
+        // config of its own, translated as one.
+        for key in IGNORED {
+            map.remove(*key);
+        }
+        if let Some(Value::String(schema)) = map.get("schema") {
+            let expanded = expand_home(schema, fdb_home.as_deref(), source)?;
+            map.insert(Value::from("schema"), Value::String(expanded));
+        }
+        if let Some(Value::Sequence(lanes)) = map.get_mut("fdbs") {
+            for (i, lane) in lanes.iter_mut().enumerate() {
+                let Value::Mapping(lane) = lane else {
+                    return Err(invalid(source, format!("fdbs[{i}]: expected a mapping")));
+                };
+                translate_local(lane, fdb_home.as_deref(), &format!("{source}: fdbs[{i}]"))?;
+            }
+        }
+    } else {
+        translate_local(&mut map, fdb_home.as_deref(), source)?;
     }
     if let Some(home) = &fdb_home {
         // The expver handler keeps its map under it.
@@ -274,6 +302,9 @@ const PROBED_ENTRIES: usize = 64;
 /// # Errors
 /// `InvalidConfig` naming the root and the FDB5 database found.
 pub fn refuse_fdb5_roots(config: &Config) -> Result<(), CError> {
+    for lane in &config.lanes {
+        refuse_fdb5_roots(&lane.config)?;
+    }
     for root in &config.roots {
         let Ok(entries) = std::fs::read_dir(&root.path) else {
             continue;
@@ -332,6 +363,33 @@ mod tests {
         assert_eq!(c.spaces[0].handler.name(), "WeightedRandom");
         assert!(from_fdb5_yaml("", Path::new("."), "t").unwrap().is_none());
         assert!(from_fdb5_yaml("{}", Path::new("."), "t").unwrap().is_none());
+    }
+
+    #[test]
+    fn fdb5_select_configs_translate_lane_by_lane() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = format!(
+            "type: select\nfdb_home: {}\nschema: ~fdb/schema\nuseSubToc: true\nfdbs:\n\
+             - select: class=od\n  type: local\n  engine: toc\n  statistics: true\n  \
+             spaces: [{{name: s, handler: expver, roots: [{{path: ~fdb/od, name: r, archive: false}}]}}]\n\
+             - select: class=rd\n  spaces: [{{roots: [{{path: ~fdb/rd}}]}}]\n",
+            dir.path().display()
+        );
+        std::fs::write(dir.path().join("schema"), "[ class, expver [ type [ step, param ]]]\n").unwrap();
+        let c = from_fdb5_yaml(&text, Path::new("."), "t").unwrap().unwrap();
+        assert_eq!(c.lanes.len(), 2);
+        assert_eq!(c.lanes[0].config.roots[0].path, dir.path().join("od"));
+        assert!(!c.lanes[0].config.roots[0].writable && c.lanes[0].config.roots[0].wipe);
+        assert_eq!(c.lanes[0].config.spaces[0].handler.name(), "expver");
+        assert_eq!(c.lanes[1].config.roots[0].path, dir.path().join("rd"));
+        assert_eq!(c.lanes[1].config.schema.rules().len(), 1);
+        let e = from_fdb5_yaml(
+            "type: select\nfdbs:\n- type: remote\n  host: x\n",
+            Path::new("."),
+            "t",
+        )
+        .unwrap_err();
+        assert!(e.message.starts_with("t: fdbs[0]: type 'remote' is not supported"), "{}", e.message);
     }
 
     #[test]
