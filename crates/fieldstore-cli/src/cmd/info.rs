@@ -18,6 +18,9 @@ struct Info {
     /// The spaces that place new datasets (one `Default` space of every
     /// root when the configuration has none).
     spaces: Vec<SpaceInfo>,
+    /// `type: select`: the sub-stores, in order (empty otherwise).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    lanes: Vec<LaneInfo>,
     schema: String,
     schema_rules: usize,
     /// The ecCodes this binary reads GRIB keys with (it decides keys:
@@ -42,6 +45,15 @@ struct RootInfo {
     wipe: bool,
     /// The index of its space in `spaces`.
     space: usize,
+}
+
+#[derive(Debug, Serialize)]
+struct LaneInfo {
+    select: String,
+    excludes: Vec<String>,
+    engine: String,
+    store: String,
+    roots: Vec<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -109,6 +121,22 @@ fn gather(ctx: &Context) -> Info {
                 })
                 .collect()
         },
+        lanes: c
+            .lanes
+            .iter()
+            .map(|l| LaneInfo {
+                select: l.select.text.clone(),
+                excludes: l.excludes.iter().map(|e| e.text.clone()).collect(),
+                engine: engine_name(l.config.engine),
+                store: store_name(l.config.store),
+                roots: l
+                    .config
+                    .roots
+                    .iter()
+                    .map(|r| r.path.display().to_string())
+                    .collect(),
+            })
+            .collect(),
         schema: c.schema.name().to_string(),
         schema_rules: c.schema.rules().len(),
         eccodes: fieldstore_grib::eccodes_version(),
@@ -129,10 +157,31 @@ pub(crate) fn run(args: &InfoArgs, ctx: &Context, ui: &mut Ui<'_>) -> Result<()>
     ui.line(&format!("config: {} ({})", info.config, info.config_origin))?;
     ui.line(&format!("engine: {}", info.engine))?;
     ui.line(&format!("store: {}", info.store))?;
-    if info.roots.is_empty() {
-        ui.line("roots: none")?;
-    } else {
-        ui.line("roots:")?;
+    if !info.lanes.is_empty() {
+        ui.line("sub-stores (first that selects a new dataset takes it):")?;
+    }
+    for (i, l) in info.lanes.iter().enumerate() {
+        let excludes: String = l
+            .excludes
+            .iter()
+            .map(|e| format!(", excludes '{e}'"))
+            .collect();
+        let roots = if l.roots.is_empty() {
+            String::new()
+        } else {
+            format!(", roots {}", l.roots.join(", "))
+        };
+        ui.line(&format!(
+            "  fdbs[{i}]: select '{}'{excludes}: engine {}, store {}{roots}",
+            l.select, l.engine, l.store
+        ))?;
+    }
+    if info.lanes.is_empty() {
+        if info.roots.is_empty() {
+            ui.line("roots: none")?;
+        } else {
+            ui.line("roots:")?;
+        }
     }
     let many = info.spaces.len() > 1;
     for (i, space) in info.spaces.iter().enumerate() {
@@ -210,5 +259,21 @@ mod tests {
         assert_eq!(v["roots"][0]["path"], "/data/fs");
         assert_eq!(v["roots"][0]["writable"], true);
         assert_eq!(v["eccodes"], fieldstore_grib::eccodes_version());
+    }
+
+    #[test]
+    fn select_configs_show_their_sub_stores() {
+        let yaml = "type: select\nfdbs:\n- select: class=od\n  excludes: ['expver=x']\n  \
+                    spaces: [{roots: [{path: od}]}]\n- engine: rados\n  rados: {pool: p}\n";
+        let c = Config::from_yaml(yaml, std::path::Path::new("/s"), "s.yaml").expect("config");
+        let out = run_info(&Context::with_config(c), false);
+        assert!(
+            out.contains(
+                "engine: select\nstore: select\nsub-stores (first that selects a new dataset takes it):\n  \
+                 fdbs[0]: select 'class=od', excludes 'expver=x': engine toc, store file, roots /s/od\n  \
+                 fdbs[1]: select '': engine rados, store rados\nschema: "
+            ),
+            "{out}"
+        );
     }
 }
