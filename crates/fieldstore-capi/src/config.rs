@@ -375,7 +375,11 @@ mod tests {
              - select: class=rd\n  spaces: [{{roots: [{{path: ~fdb/rd}}]}}]\n",
             dir.path().display()
         );
-        std::fs::write(dir.path().join("schema"), "[ class, expver [ type [ step, param ]]]\n").unwrap();
+        std::fs::write(
+            dir.path().join("schema"),
+            "[ class, expver [ type [ step, param ]]]\n",
+        )
+        .unwrap();
         let c = from_fdb5_yaml(&text, Path::new("."), "t").unwrap().unwrap();
         assert_eq!(c.lanes.len(), 2);
         assert_eq!(c.lanes[0].config.roots[0].path, dir.path().join("od"));
@@ -389,7 +393,12 @@ mod tests {
             "t",
         )
         .unwrap_err();
-        assert!(e.message.starts_with("t: fdbs[0]: type 'remote' is not supported"), "{}", e.message);
+        assert!(
+            e.message
+                .starts_with("t: fdbs[0]: type 'remote' is not supported"),
+            "{}",
+            e.message
+        );
     }
 
     #[test]

@@ -106,8 +106,11 @@ fn side(dir: &Path) -> (String, PathBuf, Vec<(&'static str, String)>) {
         .replace("@ROOTS@", path(&roots))
         .replace("@SCHEMA@", path(&schema));
     let map = dir.join("expver_to_fdb_root.map");
-    std::fs::write(&map, format!("# expver root\nxxxx {}\n", roots.join("y").display()))
-        .expect("map");
+    std::fs::write(
+        &map,
+        format!("# expver root\nxxxx {}\n", roots.join("y").display()),
+    )
+    .expect("map");
     let env = vec![
         ("FDB_EXPVER_FILE", path(&map).to_string()),
         ("FDB_FILESPACEHANDLER_ENVVARNAME", ENVVAR.to_string()),
@@ -125,7 +128,11 @@ fn placed(roots: &Path) -> BTreeMap<String, String> {
             let db = db.expect("dataset").path();
             if db.join("toc").exists() {
                 let name = db.file_name().expect("name").to_string_lossy().into_owned();
-                let holder = root.file_name().expect("name").to_string_lossy().into_owned();
+                let holder = root
+                    .file_name()
+                    .expect("name")
+                    .to_string_lossy()
+                    .into_owned();
                 assert!(out.insert(name.clone(), holder).is_none(), "{name} twice");
             }
         }
@@ -198,7 +205,9 @@ fn new_datasets_land_in_the_root_fdb5_chooses() {
     assert_eq!(placed(&roots), fdb5_placed, "fieldstore and FDB5 disagree");
 
     // `where --datasets` names each dataset's directory in its root.
-    let lines = run(&["where", "--datasets", "--porcelain", ""]).ok().lines();
+    let lines = run(&["where", "--datasets", "--porcelain", ""])
+        .ok()
+        .lines();
     let mut shown: Vec<String> = lines.clone();
     shown.sort();
     let mut want: Vec<String> = expected
@@ -222,7 +231,10 @@ fn new_datasets_land_in_the_root_fdb5_chooses() {
         "{info}"
     );
     assert!(
-        info.contains(&format!("    {} (writable, visit, no wipe)\n", roots.join("g").display())),
+        info.contains(&format!(
+            "    {} (writable, visit, no wipe)\n",
+            roots.join("g").display()
+        )),
         "{info}"
     );
 }

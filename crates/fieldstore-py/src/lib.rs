@@ -160,7 +160,14 @@ impl Store {
     fn config<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let c = self.fs.config();
         let d = PyDict::new(py);
-        d.set_item("type", if c.lanes.is_empty() { "local" } else { "select" })?;
+        d.set_item(
+            "type",
+            if c.lanes.is_empty() {
+                "local"
+            } else {
+                "select"
+            },
+        )?;
         d.set_item("engine", format!("{:?}", c.engine).to_lowercase())?;
         d.set_item("store", format!("{:?}", c.store).to_lowercase())?;
         let placement_spaces = if c.spaces.is_empty() {

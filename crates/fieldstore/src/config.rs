@@ -710,7 +710,10 @@ mod tests {
         for (text, want) in cases {
             let e = Config::from_yaml(text, Path::new("/r"), "c.yaml").unwrap_err();
             assert_eq!(e.kind(), ErrorKind::InvalidConfig, "{text}");
-            assert!(e.to_string().starts_with(want), "{text}\n{e}\nwanted {want}");
+            assert!(
+                e.to_string().starts_with(want),
+                "{text}\n{e}\nwanted {want}"
+            );
         }
         let e = Config::from_yaml(
             "spaces:\n- roots:\n  - {path: a, writeable: true}\n",
@@ -722,4 +725,3 @@ mod tests {
         assert!(e.to_string().contains("unknown field `writeable`"), "{e}");
     }
 }
-

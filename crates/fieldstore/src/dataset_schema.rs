@@ -68,7 +68,10 @@ impl DatasetSchemas {
         let schema = Schema::parse(&name, &text).map_err(|e| {
             Error::new(
                 ErrorKind::Corrupt,
-                format!("the schema stored with dataset {} does not parse: {e}", dataset.braced()),
+                format!(
+                    "the schema stored with dataset {} does not parse: {e}",
+                    dataset.braced()
+                ),
             )
         })?;
         let schema = Arc::new(schema);

@@ -63,7 +63,11 @@ impl FieldStore {
     ) -> Result<Vec<ListElement>> {
         let mut found = Vec::new();
         let mut fresh = HashSet::new();
-        type Current = (DatasetKey, Option<Arc<dyn DatasetReader>>, Option<Arc<Schema>>);
+        type Current = (
+            DatasetKey,
+            Option<Arc<dyn DatasetReader>>,
+            Option<Arc<Schema>>,
+        );
         let mut last: Option<Current> = None;
         for split in expansion {
             if last.as_ref().is_none_or(|(d, _, _)| *d != split.dataset) {

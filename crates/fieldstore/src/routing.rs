@@ -54,8 +54,9 @@ impl Matcher {
             if k.is_empty() {
                 return Err(format!("'{pair}' has no keyword"));
             }
-            let re = regex::Regex::new(v.trim())
-                .map_err(|e| format!("the regex of '{k}', '{}', does not compile: {e}", v.trim()))?;
+            let re = regex::Regex::new(v.trim()).map_err(|e| {
+                format!("the regex of '{k}', '{}', does not compile: {e}", v.trim())
+            })?;
             pairs.push((k.to_string(), re));
         }
         Ok(Matcher {
@@ -72,10 +73,9 @@ impl Matcher {
     /// Whether every keyword is in `key` with a value its regex finds (a
     /// missing or empty value does not match, as FDB5 archives).
     pub fn matches(&self, key: &DatasetKey) -> bool {
-        self.pairs.iter().all(|(k, re)| {
-            key.get(k)
-                .is_some_and(|v| !v.is_empty() && re.is_match(v))
-        })
+        self.pairs
+            .iter()
+            .all(|(k, re)| key.get(k).is_some_and(|v| !v.is_empty() && re.is_match(v)))
     }
 }
 
@@ -135,7 +135,10 @@ pub fn lane_for<'l>(lanes: &'l [Lane], key: &DatasetKey) -> Result<(usize, &'l L
 ///
 /// # Errors
 /// A message naming the first keyword that is not one.
-pub fn check_dataset_keywords(matcher: &Matcher, schema: &Schema) -> std::result::Result<(), String> {
+pub fn check_dataset_keywords(
+    matcher: &Matcher,
+    schema: &Schema,
+) -> std::result::Result<(), String> {
     for kw in matcher.keywords() {
         let at_level_1 = schema.rules().iter().any(|r| r.keywords().any(|k| k == kw));
         if !at_level_1 {
@@ -165,6 +168,8 @@ mod tests {
             Matcher::parse("class").unwrap_err(),
             "'class' is not keyword=regex"
         );
-        assert!(Matcher::parse("class=(").unwrap_err().contains("does not compile"));
+        assert!(Matcher::parse("class=(")
+            .unwrap_err()
+            .contains("does not compile"));
     }
 }

@@ -412,7 +412,10 @@ fn a_root_listed_twice_is_refused_naming_both_entries() {
         let e = match Config::from_yaml(&yaml, dir.path(), "test.yaml") {
             Ok(config) => FieldStore::open(config).unwrap_err(),
             Err(e) => {
-                assert!(other.starts_with("root/") || other.starts_with("./root"), "{e}");
+                assert!(
+                    other.starts_with("root/") || other.starts_with("./root"),
+                    "{e}"
+                );
                 assert!(
                     e.to_string().starts_with(&format!(
                         "test.yaml: spaces[0].roots[2].path: {}/{other} is also spaces[0].roots[0].path: list each root once",

@@ -4,9 +4,7 @@
 
 use std::path::Path;
 
-use fieldstore::{
-    Config, ErrorKind, FieldStore, Key, Level, ListOptions, Request, WipeOptions,
-};
+use fieldstore::{Config, ErrorKind, FieldStore, Key, Level, ListOptions, Request, WipeOptions};
 
 fn key(class: &str, expver: &str, step: u32) -> Key {
     format!(
@@ -49,7 +47,10 @@ fn datasets(fs: &FieldStore) -> Vec<String> {
 }
 
 fn get(fs: &FieldStore, k: &Key) -> Vec<u8> {
-    fs.retrieve(&Request::from_key(k)).unwrap().read_all().unwrap()
+    fs.retrieve(&Request::from_key(k))
+        .unwrap()
+        .read_all()
+        .unwrap()
 }
 
 #[test]
@@ -62,7 +63,8 @@ fn datasets_go_to_the_first_sub_store_that_selects_them() {
     // A dataset the first sub-store would hold, put in the second one's
     // root beforehand: held by both, it is the first's.
     let rest = open(base, "spaces: [{roots: [{path: rest}]}]\n");
-    rest.archive(&key("od", "0001", 0), b"older, in rest").unwrap();
+    rest.archive(&key("od", "0001", 0), b"older, in rest")
+        .unwrap();
     rest.flush().unwrap();
     drop(rest);
 
@@ -88,7 +90,10 @@ fn datasets_go_to_the_first_sub_store_that_selects_them() {
         v
     };
     assert_eq!(held("od"), [dir("od", "0001")]);
-    assert_eq!(held("rest"), [dir("od", "0001"), dir("od", "xxxx"), dir("rd", "0001")]);
+    assert_eq!(
+        held("rest"),
+        [dir("od", "0001"), dir("od", "xxxx"), dir("rd", "0001")]
+    );
 
     // Every sub-store is read; the duplicate is the first sub-store's.
     let other = open(base, SELECT);
@@ -99,7 +104,9 @@ fn datasets_go_to_the_first_sub_store_that_selects_them() {
     assert_eq!(get(&other, &key("od", "0001", 0)), b"od 0001");
     assert_eq!(get(&other, &key("od", "xxxx", 0)), b"od xxxx");
     assert_eq!(get(&other, &key("rd", "0001", 0)), b"rd 0001");
-    let all = other.list(&Request::default(), ListOptions::default()).unwrap();
+    let all = other
+        .list(&Request::default(), ListOptions::default())
+        .unwrap();
     assert_eq!(all.len(), 3);
     let axes = other
         .axes(&"class=od".parse().unwrap(), Level::Dataset)
@@ -156,6 +163,9 @@ fn bad_select_configs_are_named_by_their_key_path() {
     for (text, want) in cases {
         let e = Config::from_yaml(text, Path::new("/r"), "t.yaml").unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidConfig, "{text}");
-        assert!(e.to_string().starts_with(want), "{text}\n{e}\nwanted {want}");
+        assert!(
+            e.to_string().starts_with(want),
+            "{text}\n{e}\nwanted {want}"
+        );
     }
 }

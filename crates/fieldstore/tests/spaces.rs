@@ -5,9 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use fieldstore::{
-    Config, ErrorKind, FieldStore, Key, Level, ListOptions, Request, WipeOptions,
-};
+use fieldstore::{Config, ErrorKind, FieldStore, Key, Level, ListOptions, Request, WipeOptions};
 
 fn key(class: &str, expver: &str, step: u32) -> Key {
     format!(
@@ -78,9 +76,18 @@ fn each_space_places_its_datasets_with_its_handler() {
         - {regex: '^rd:', handler: envvar, roots: [{path: e}, {path: f}]}\n\
         - {regex: '.*', roots: [{path: g}]}\n";
     let fs = open(base, yaml);
-    for (class, expver) in [("od", "0001"), ("od", "0002"), ("od", "0003"), ("rd", "0001"), ("ea", "0001")] {
-        fs.archive(&key(class, expver, 0), format!("{class} {expver}").as_bytes())
-            .unwrap();
+    for (class, expver) in [
+        ("od", "0001"),
+        ("od", "0002"),
+        ("od", "0003"),
+        ("rd", "0001"),
+        ("ea", "0001"),
+    ] {
+        fs.archive(
+            &key(class, expver, 0),
+            format!("{class} {expver}").as_bytes(),
+        )
+        .unwrap();
     }
     fs.flush().unwrap();
     assert_eq!(holders(&all, &dir("od", "0001")), ["a"]);
@@ -141,16 +148,32 @@ fn root_flags_lock_the_datasets_in_them() {
     fs.flush().unwrap();
     assert!(base.join("new").join(dir("od", "0002")).exists());
     let e = fs
-        .wipe(&"class=od,expver=0001".parse().unwrap(), WipeOptions { doit: true, unsafe_wipe_all: false })
+        .wipe(
+            &"class=od,expver=0001".parse().unwrap(),
+            WipeOptions {
+                doit: true,
+                unsafe_wipe_all: false,
+            },
+        )
         .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Locked, "{e}");
-    assert!(base.join("old").join(dir("od", "0001")).join("toc").exists());
+    assert!(base
+        .join("old")
+        .join(dir("od", "0001"))
+        .join("toc")
+        .exists());
 
     // `wipe: true` on a read-only root allows the wipe.
     let wipeable = "spaces: [{roots: [{path: old, writable: false, wipe: true}, {path: new}]}]\n";
     let fs = open(base, wipeable);
-    fs.wipe(&"class=od,expver=0001".parse().unwrap(), WipeOptions { doit: true, unsafe_wipe_all: false })
-        .unwrap();
+    fs.wipe(
+        &"class=od,expver=0001".parse().unwrap(),
+        WipeOptions {
+            doit: true,
+            unsafe_wipe_all: false,
+        },
+    )
+    .unwrap();
     assert!(!base.join("old").join(dir("od", "0001")).exists());
 
     // `retrieve: false`: listed, not retrieved; `visit: false`: not seen.

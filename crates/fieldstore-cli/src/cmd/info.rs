@@ -206,7 +206,11 @@ pub(crate) fn run(args: &InfoArgs, ctx: &Context, ui: &mut Ui<'_>) -> Result<()>
             }
             // Shown only where they differ from the flag they follow.
             if r.retrieve != r.visit {
-                flags.push(if r.retrieve { "retrieve" } else { "no retrieve" });
+                flags.push(if r.retrieve {
+                    "retrieve"
+                } else {
+                    "no retrieve"
+                });
             }
             if r.wipe != r.writable {
                 flags.push(if r.wipe { "wipe" } else { "no wipe" });

@@ -20,10 +20,13 @@ use fieldstore_core::{
 
 use crate::routing::{lane_for, Lane};
 
+/// A lane and its backends.
+type Opened = (Lane, Arc<dyn Catalogue>, Arc<dyn Store>);
+
 /// The lanes, opened.
 #[derive(Debug)]
 pub(crate) struct Lanes {
-    lanes: Vec<(Lane, Arc<dyn Catalogue>, Arc<dyn Store>)>,
+    lanes: Vec<Opened>,
 }
 
 impl Lanes {
@@ -215,7 +218,9 @@ impl Catalogue for SelectCatalogue {
         store_step: &mut dyn FnMut() -> Result<()>,
     ) -> Result<()> {
         let i = self.0.home(dataset)?;
-        self.0.catalogue(i).wipe(dataset, unsafe_wipe_all, store_step)
+        self.0
+            .catalogue(i)
+            .wipe(dataset, unsafe_wipe_all, store_step)
     }
 
     fn wipe_collocations(
@@ -225,7 +230,9 @@ impl Catalogue for SelectCatalogue {
         units: &[String],
     ) -> Result<()> {
         let i = self.0.holder(dataset)?.ok_or_else(|| missing(dataset))?;
-        self.0.catalogue(i).wipe_collocations(dataset, collocations, units)
+        self.0
+            .catalogue(i)
+            .wipe_collocations(dataset, collocations, units)
     }
 
     fn reclaim(

@@ -36,12 +36,14 @@ impl RootHandler for EnvVar {
     /// dataset wherever it points, out of every reader's sight).
     fn choose(&self, _key: &DatasetKey, roots: &[Root]) -> Result<usize> {
         let var = &self.variable;
-        let value = std::env::var_os(var).filter(|v| !v.is_empty()).ok_or_else(|| {
-            Error::new(
-                ErrorKind::InvalidConfig,
-                format!("the envvar handler reads ${var}, which is not set"),
-            )
-        })?;
+        let value = std::env::var_os(var)
+            .filter(|v| !v.is_empty())
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorKind::InvalidConfig,
+                    format!("the envvar handler reads ${var}, which is not set"),
+                )
+            })?;
         let path = std::path::PathBuf::from(&value);
         if !path.is_dir() {
             return Err(Error::new(

@@ -36,7 +36,11 @@ impl Expver {
     /// # Errors
     /// `InvalidConfig` when neither says where the map is.
     pub fn from_env(fdb_home: Option<&Path>) -> Result<Expver> {
-        let env = |v: &str| std::env::var_os(v).filter(|p| !p.is_empty()).map(PathBuf::from);
+        let env = |v: &str| {
+            std::env::var_os(v)
+                .filter(|p| !p.is_empty())
+                .map(PathBuf::from)
+        };
         let map = env("FDB_EXPVER_FILE")
             .or_else(|| {
                 fdb_home
@@ -61,7 +65,10 @@ impl Expver {
     /// The map's `expver → root` lines.
     fn read(&self) -> Result<Vec<(String, PathBuf)>> {
         let text = std::fs::read_to_string(&self.map).map_err(|e| {
-            Error::io(format!("the expver handler's map {}", self.map.display()), e)
+            Error::io(
+                format!("the expver handler's map {}", self.map.display()),
+                e,
+            )
         })?;
         let mut out = Vec::new();
         for (n, line) in text.lines().enumerate() {
@@ -147,9 +154,11 @@ impl RootHandler for Expver {
         if let Some(p) = self.lookup(expver)? {
             return index_of(&p, &from_map);
         }
-        let forced = ["FDB_ROOT", "FDB5_ROOT"]
-            .iter()
-            .find_map(|v| std::env::var_os(v).filter(|p| !p.is_empty()).map(|p| (v, p)));
+        let forced = ["FDB_ROOT", "FDB5_ROOT"].iter().find_map(|v| {
+            std::env::var_os(v)
+                .filter(|p| !p.is_empty())
+                .map(|p| (v, p))
+        });
         let candidate = match forced {
             Some((var, p)) => {
                 let p = PathBuf::from(p);
@@ -158,7 +167,10 @@ impl RootHandler for Expver {
                     _ => {
                         return Err(Error::new(
                             ErrorKind::InvalidConfig,
-                            format!("${var} is {}, which is not a writable root of the space", p.display()),
+                            format!(
+                                "${var} is {}, which is not a writable root of the space",
+                                p.display()
+                            ),
                         ))
                     }
                 }
@@ -198,14 +210,21 @@ mod tests {
             fallback: Strategy::named("WeightedRandom").unwrap(),
         };
         let roots = [Root::new(&a), Root::new(&b)];
-        let k = |e: &str| format!("class=od,expver={e}").parse::<DatasetKey>().unwrap();
+        let k = |e: &str| {
+            format!("class=od,expver={e}")
+                .parse::<DatasetKey>()
+                .unwrap()
+        };
         assert_eq!(h.choose(&k("xyz1"), &roots).unwrap(), 1);
         let first = h.choose(&k("0001"), &roots).unwrap();
         for _ in 0..8 {
             assert_eq!(h.choose(&k("0001"), &roots).unwrap(), first);
         }
         let text = std::fs::read_to_string(&map).unwrap();
-        assert!(text.ends_with(&format!("0001 {}\n", roots[first].path.display())), "{text}");
+        assert!(
+            text.ends_with(&format!("0001 {}\n", roots[first].path.display())),
+            "{text}"
+        );
         let e = h.choose(&k("toolong"), &roots).unwrap_err();
         assert!(e.message().contains("'toolong'"), "{e}");
         std::fs::write(&map, "0002 /elsewhere\n").unwrap();

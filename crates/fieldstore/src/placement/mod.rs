@@ -216,7 +216,10 @@ impl Placement {
         if !root.writable {
             return Err(at(Error::new(
                 ErrorKind::PermissionDenied,
-                format!("the handler chose root {}, which is not writable", root.path.display()),
+                format!(
+                    "the handler chose root {}, which is not writable",
+                    root.path.display()
+                ),
             )));
         }
         Ok(root.path.clone())

@@ -144,13 +144,15 @@ impl RootHandler for Strategy {
                 .max_by_key(|&i| (sizes[i].0, i))
                 .unwrap_or(0),
             Kind::LeastUsedPercent => (0..sizes.len())
-                .max_by(|&a, &b| percent(sizes[a]).total_cmp(&percent(sizes[b])).then(a.cmp(&b)))
+                .max_by(|&a, &b| {
+                    percent(sizes[a])
+                        .total_cmp(&percent(sizes[b]))
+                        .then(a.cmp(&b))
+                })
                 .unwrap_or(0),
             Kind::RoundRobin => self.turn.fetch_add(1, Ordering::Relaxed) % candidates.len(),
             Kind::Random => draw(&vec![1.0; candidates.len()]),
-            Kind::WeightedRandom => {
-                draw(&sizes.iter().map(|s| s.0 as f64).collect::<Vec<_>>())
-            }
+            Kind::WeightedRandom => draw(&sizes.iter().map(|s| s.0 as f64).collect::<Vec<_>>()),
             Kind::WeightedRandomPercent => {
                 draw(&sizes.iter().map(|s| percent(*s)).collect::<Vec<_>>())
             }
@@ -195,7 +197,14 @@ mod tests {
                 ..Root::new(p)
             });
         }
-        for name in ["LeastUsed", "LeastUsedPercent", "RoundRobin", "Random", "WeightedRandom", "WeightedRandomPercent"] {
+        for name in [
+            "LeastUsed",
+            "LeastUsedPercent",
+            "RoundRobin",
+            "Random",
+            "WeightedRandom",
+            "WeightedRandomPercent",
+        ] {
             let s = Strategy::named(name).unwrap();
             let mut seen = std::collections::BTreeSet::new();
             for _ in 0..64 {

@@ -395,7 +395,10 @@ pub(crate) fn dataset_dir_for_write(
     if !root.is_dir() {
         return Err(Error::new(
             ErrorKind::NotFound,
-            format!("root {} does not exist or is not a directory", root.display()),
+            format!(
+                "root {} does not exist or is not a directory",
+                root.display()
+            ),
         ));
     }
     Ok(root.join(dataset_dir_name(key)))
