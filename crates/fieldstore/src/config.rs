@@ -382,7 +382,9 @@ impl Config {
         if value.get("type").and_then(serde_yaml_ng::Value::as_str) == Some("select") {
             return Config::select_from_yaml(value, base, source);
         }
-        let raw: RawConfig = serde_yaml_ng::from_value(value).map_err(|e| invalid(source, e))?;
+        // From the text again, not the value: serde's messages then say
+        // where (`spaces[0].roots[1]: unknown field …, at line 4`).
+        let raw: RawConfig = serde_yaml_ng::from_str(text).map_err(|e| invalid(source, e))?;
         if let Some(kind) = raw.kind.as_deref() {
             if kind != "local" {
                 return Err(invalid(
@@ -624,7 +626,7 @@ mod tests {
             ),
             (
                 "type: remote\n",
-                "c.yaml: type 'remote' is not supported (expected 'local')",
+                "c.yaml: type 'remote' is not supported (expected 'local' or 'select')",
             ),
             (
                 "engine: toc\n",
