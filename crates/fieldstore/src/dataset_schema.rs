@@ -17,6 +17,10 @@ use std::sync::{Arc, Mutex};
 
 use fieldstore_core::{DatasetKey, Error, ErrorKind, Result, Schema, SplitKey};
 
+/// How many copies of the configured schema's text are remembered by
+/// address (each costs the text's size, tens of kilobytes for ECMWF's).
+const SAME_KEPT: usize = 32;
+
 /// The schemas datasets were created under, parsed once per text.
 #[derive(Debug, Default)]
 pub(crate) struct DatasetSchemas {
@@ -58,6 +62,10 @@ impl DatasetSchemas {
             return Ok(None);
         }
         if *text == *configured.text() {
+            // Bounded: each reader or writer opened may bring its own copy.
+            if parsed.same.len() >= SAME_KEPT {
+                parsed.same.clear();
+            }
             parsed.same.insert(address, text);
             return Ok(None);
         }
