@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use fieldstore::{Config, FieldStore, Key, Level, ListOptions, Request};
+use fieldstore::{Config, FieldStore, Key, Level, ListOptions, Request, WipeOptions};
 
 /// `step` in the element key.
 const OLD: &str = "[ class, expver, stream, date, time, domain?\n  [ type, levtype\n    [ step, levelist?, param ]]]\n";
@@ -96,4 +96,20 @@ fn a_dataset_keeps_its_schema_when_the_schema_file_changes() {
         assert!(fs.location(&key(20231201, 6)).unwrap().is_some());
         assert!(fs.location(&key(20231202, 0)).unwrap().is_some());
     }
+
+    // A collocation of the old layout, wiped through the new handle.
+    let report = new
+        .wipe(
+            &"class=od,expver=0001,stream=oper,date=20231201,time=1200,domain=g,type=fc,levtype=sfc"
+                .parse()
+                .unwrap(),
+            WipeOptions {
+                doit: true,
+                unsafe_wipe_all: false,
+            },
+        )
+        .unwrap();
+    assert_eq!(report.datasets.len(), 1, "{report:?}");
+    assert!(listing(&new, "class=od,date=20231201").is_empty());
+    assert_eq!(listing(&new, "class=od,date=20231202").len(), 1);
 }
