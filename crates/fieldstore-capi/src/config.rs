@@ -15,13 +15,11 @@
 //! 3. otherwise the embedded store under `./fieldstore-data`.
 //!
 //! FDB5's YAML is translated into fieldstore's shape ([`from_fdb5_yaml`]):
-//! `~fdb` in paths expands from `fdb_home` or `FDB_HOME`; root and space
-//! names, the space `regex` `.*` and the handlers of FDB5's file spaces
-//! (placement strategies: fieldstore creates datasets in the first
-//! writable root) are accepted; a root's `list`/`retrieve` flags become
-//! `visit`, `archive`/`wipe` become `writable`. What fieldstore cannot do
-//! the same way (another `type`, split catalogue and store roots, a space
-//! `regex` selecting datasets) is refused with its name.
+//! `~fdb` in paths expands from `fdb_home` or `FDB_HOME`; spaces (names,
+//! regexes, handlers) and roots (names, the six flags) are fieldstore's
+//! own keys (`docs/config.md`). What fieldstore cannot do the same way
+//! (another `type`, split catalogue and store roots) is refused with its
+//! name.
 //!
 //! Every root is checked before the store opens ([`refuse_fdb5_roots`]):
 //! one holding FDB5's own on-disk format is refused with an error naming
@@ -146,49 +144,6 @@ fn flag(map: &Mapping, key: &str, source: &str) -> Result<Option<bool>, CError> 
     }
 }
 
-/// One of FDB5's pairs of root flags (`list`/`retrieve`, `archive`/`wipe`)
-/// as the one fieldstore flag (`visit`, `writable`).
-fn merged(
-    root: &mut Mapping,
-    general: &str,
-    specific: [&str; 2],
-    source: &str,
-) -> Result<(), CError> {
-    let base = flag(root, general, source)?.unwrap_or(true);
-    let a = flag(root, specific[0], source)?.unwrap_or(base);
-    let b = flag(root, specific[1], source)?.unwrap_or(base);
-    if a != b {
-        return Err(unsupported(
-            source,
-            format!(
-                "a root with {}: {a} and {}: {b}: fieldstore's roots are enabled for {} and {} together ('{general}')",
-                specific[0], specific[1], specific[0], specific[1]
-            ),
-        ));
-    }
-    for k in specific {
-        root.remove(k);
-    }
-    root.insert(Value::from(general), Value::Bool(a));
-    Ok(())
-}
-
-/// FDB5's placement strategies for new databases; fieldstore creates
-/// datasets in the first writable root (`Default`).
-const FDB5_HANDLERS: &[&str] = &[
-    "Default",
-    "First",
-    "LeastUsed",
-    "LeastUsedPercent",
-    "RoundRobin",
-    "Random",
-    "PureRandom",
-    "WeightedRandom",
-    "WeightedRandomPercent",
-    "expver",
-    "envvar",
-];
-
 /// Keys of FDB5's configs (system or user) that change nothing here.
 const IGNORED: &[&str] = &[
     "configSource",
@@ -198,6 +153,83 @@ const IGNORED: &[&str] = &[
     "preloadTocBTree",
     "limits",
 ];
+
+/// Translate one local store's settings (the whole config, or a lane of
+/// a select) in place.
+fn translate_local(map: &mut Mapping, fdb_home: Option<&str>, source: &str) -> Result<(), CError> {
+    match map.get("type") {
+        None => {}
+        Some(Value::String(t)) if t == "local" => {}
+        Some(other) => {
+            return Err(invalid(
+                source,
+                format!(
+                    "type {} is not supported: fieldstore opens local stores (type: local) and routes between them (type: select)",
+                    show(other)
+                ),
+            ))
+        }
+    }
+    for key in IGNORED {
+        map.remove(*key);
+    }
+    for key in [
+        "writable",
+        "visitable",
+        "list",
+        "retrieve",
+        "archive",
+        "wipe",
+    ] {
+        match flag(map, key, source)? {
+            Some(false) => {
+                return Err(unsupported(
+                    source,
+                    format!("'{key}: false': fieldstore handles cannot disable an operation"),
+                ))
+            }
+            Some(true) => {
+                map.remove(key);
+            }
+            None => {}
+        }
+    }
+    if let Some(Value::String(schema)) = map.get("schema") {
+        let expanded = expand_home(schema, fdb_home, source)?;
+        map.insert(Value::from("schema"), Value::String(expanded));
+    }
+    if let Some(spaces) = map.get_mut("spaces") {
+        let Value::Sequence(spaces) = spaces else {
+            return Err(invalid(source, "'spaces' must be a list"));
+        };
+        for space in spaces {
+            let Value::Mapping(space) = space else {
+                return Err(invalid(source, "each space must be a mapping"));
+            };
+            space.remove("name");
+            for key in ["catalogueRoots", "storeRoots", "marsDisks"] {
+                if space.contains_key(key) {
+                    return Err(unsupported(
+                        source,
+                        format!("spaces with '{key}': fieldstore keeps a dataset's catalogue and data in one root"),
+                    ));
+                }
+            }
+            if let Some(Value::Sequence(roots)) = space.get_mut("roots") {
+                for root in roots {
+                    let Value::Mapping(root) = root else {
+                        return Err(invalid(source, "each root must be a mapping with a 'path'"));
+                    };
+                    if let Some(Value::String(p)) = root.get("path") {
+                        let expanded = expand_home(p, fdb_home, source)?;
+                        root.insert(Value::from("path"), Value::String(expanded));
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
 
 /// Parse FDB5's YAML (or JSON) config `text` into fieldstore's `Config`;
 /// `None` for an empty one. Relative paths are resolved against `base`.
@@ -218,19 +250,7 @@ pub fn from_fdb5_yaml(text: &str, base: &Path, source: &str) -> Result<Option<Co
             ))
         }
     };
-    match map.get("type") {
-        None => {}
-        Some(Value::String(t)) if t == "local" => {}
-        Some(other) => {
-            return Err(invalid(
-                source,
-                format!(
-                    "type {} is not supported: fieldstore opens local stores (type: local)",
-                    show(other)
-                ),
-            ))
-        }
-    }
+    let select = matches!(map.get("type"), Some(Value::String(t)) if t == "select");
     let fdb_home = match map.remove("fdb_home") {
         None => None,
         Some(Value::String(s)) => Some(s),
@@ -241,92 +261,30 @@ pub fn from_fdb5_yaml(text: &str, base: &Path, source: &str) -> Result<Option<Co
             ))
         }
     };
-    for key in IGNORED {
-        map.remove(*key);
-    }
-    for key in [
-        "writable",
-        "visitable",
-        "list",
-        "retrieve",
-        "archive",
-        "wipe",
-    ] {
-        match flag(&map, key, source)? {
-            Some(false) => {
-                return Err(unsupported(
-                    source,
-                    format!("'{key}: false': fieldstore handles cannot disable an operation"),
-                ))
-            }
-            Some(true) => {
-                map.remove(key);
-            }
-            None => {}
+    if select {
+        // The parent keeps type, schema and fdbs; each lane is a local
+        // config of its own, translated as one.
+        for key in IGNORED {
+            map.remove(*key);
         }
-    }
-    if let Some(Value::String(schema)) = map.get("schema") {
-        let expanded = expand_home(schema, fdb_home.as_deref(), source)?;
-        map.insert(Value::from("schema"), Value::String(expanded));
-    }
-    if let Some(spaces) = map.get_mut("spaces") {
-        let Value::Sequence(spaces) = spaces else {
-            return Err(invalid(source, "'spaces' must be a list"));
-        };
-        for space in spaces {
-            let Value::Mapping(space) = space else {
-                return Err(invalid(source, "each space must be a mapping"));
-            };
-            space.remove("name");
-            for key in ["catalogueRoots", "storeRoots", "marsDisks"] {
-                if space.contains_key(key) {
-                    return Err(unsupported(
-                        source,
-                        format!("spaces with '{key}': fieldstore keeps a dataset's catalogue and data in one root"),
-                    ));
-                }
-            }
-            match space.remove("regex") {
-                None => {}
-                Some(Value::String(r)) if r.is_empty() || r == ".*" => {}
-                Some(other) => {
-                    return Err(unsupported(
-                        source,
-                        format!("a space with regex {}: fieldstore's spaces hold every dataset (use '.*' or several configs)", show(&other)),
-                    ))
-                }
-            }
-            match space.get("handler") {
-                None => {}
-                Some(Value::String(h)) if FDB5_HANDLERS.contains(&h.as_str()) => {
-                    space.insert(Value::from("handler"), Value::from("Default"));
-                }
-                Some(other) => {
-                    return Err(invalid(
-                        source,
-                        format!(
-                            "unknown space handler {} (FDB5's are {})",
-                            show(other),
-                            FDB5_HANDLERS.join(", ")
-                        ),
-                    ))
-                }
-            }
-            if let Some(Value::Sequence(roots)) = space.get_mut("roots") {
-                for root in roots {
-                    let Value::Mapping(root) = root else {
-                        return Err(invalid(source, "each root must be a mapping with a 'path'"));
-                    };
-                    root.remove("name");
-                    merged(root, "visit", ["list", "retrieve"], source)?;
-                    merged(root, "writable", ["archive", "wipe"], source)?;
-                    if let Some(Value::String(p)) = root.get("path") {
-                        let expanded = expand_home(p, fdb_home.as_deref(), source)?;
-                        root.insert(Value::from("path"), Value::String(expanded));
-                    }
-                }
+        if let Some(Value::String(schema)) = map.get("schema") {
+            let expanded = expand_home(schema, fdb_home.as_deref(), source)?;
+            map.insert(Value::from("schema"), Value::String(expanded));
+        }
+        if let Some(Value::Sequence(lanes)) = map.get_mut("fdbs") {
+            for (i, lane) in lanes.iter_mut().enumerate() {
+                let Value::Mapping(lane) = lane else {
+                    return Err(invalid(source, format!("fdbs[{i}]: expected a mapping")));
+                };
+                translate_local(lane, fdb_home.as_deref(), &format!("{source}: fdbs[{i}]"))?;
             }
         }
+    } else {
+        translate_local(&mut map, fdb_home.as_deref(), source)?;
+    }
+    if let Some(home) = &fdb_home {
+        // The expver handler keeps its map under it.
+        map.insert(Value::from("fdb_home"), Value::from(home.as_str()));
     }
     let text = serde_yaml_ng::to_string(&Value::Mapping(map)).map_err(|e| invalid(source, e))?;
     let config = Config::from_yaml(&text, base, source)?;
@@ -344,6 +302,9 @@ const PROBED_ENTRIES: usize = 64;
 /// # Errors
 /// `InvalidConfig` naming the root and the FDB5 database found.
 pub fn refuse_fdb5_roots(config: &Config) -> Result<(), CError> {
+    for lane in &config.lanes {
+        refuse_fdb5_roots(&lane.config)?;
+    }
     for root in &config.roots {
         let Ok(entries) = std::fs::read_dir(&root.path) else {
             continue;
@@ -397,10 +358,47 @@ mod tests {
         let c = from_fdb5_yaml(&text, Path::new("."), "t").unwrap().unwrap();
         assert_eq!(c.roots.len(), 1);
         assert_eq!(c.roots[0].path, root);
-        assert!(c.roots[0].visit);
-        assert!(!c.roots[0].writable);
+        assert!(c.roots[0].visit && c.roots[0].retrieve);
+        assert!(!c.roots[0].writable && !c.roots[0].wipe);
+        assert_eq!(c.spaces[0].handler.name(), "WeightedRandom");
         assert!(from_fdb5_yaml("", Path::new("."), "t").unwrap().is_none());
         assert!(from_fdb5_yaml("{}", Path::new("."), "t").unwrap().is_none());
+    }
+
+    #[test]
+    fn fdb5_select_configs_translate_lane_by_lane() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = format!(
+            "type: select\nfdb_home: {}\nschema: ~fdb/schema\nuseSubToc: true\nfdbs:\n\
+             - select: class=od\n  type: local\n  engine: toc\n  statistics: true\n  \
+             spaces: [{{name: s, handler: expver, roots: [{{path: ~fdb/od, name: r, archive: false}}]}}]\n\
+             - select: class=rd\n  spaces: [{{roots: [{{path: ~fdb/rd}}]}}]\n",
+            dir.path().display()
+        );
+        std::fs::write(
+            dir.path().join("schema"),
+            "[ class, expver [ type [ step, param ]]]\n",
+        )
+        .unwrap();
+        let c = from_fdb5_yaml(&text, Path::new("."), "t").unwrap().unwrap();
+        assert_eq!(c.lanes.len(), 2);
+        assert_eq!(c.lanes[0].config.roots[0].path, dir.path().join("od"));
+        assert!(!c.lanes[0].config.roots[0].writable && c.lanes[0].config.roots[0].wipe);
+        assert_eq!(c.lanes[0].config.spaces[0].handler.name(), "expver");
+        assert_eq!(c.lanes[1].config.roots[0].path, dir.path().join("rd"));
+        assert_eq!(c.lanes[1].config.schema.rules().len(), 1);
+        let e = from_fdb5_yaml(
+            "type: select\nfdbs:\n- type: remote\n  host: x\n",
+            Path::new("."),
+            "t",
+        )
+        .unwrap_err();
+        assert!(
+            e.message
+                .starts_with("t: fdbs[0]: type 'remote' is not supported"),
+            "{}",
+            e.message
+        );
     }
 
     #[test]
@@ -408,21 +406,17 @@ mod tests {
         let cases = [
             ("type: remote\nhost: x\n", "type 'remote' is not supported"),
             (
-                "spaces: [{regex: 'class=od', roots: [{path: /x}]}]\n",
-                "regex",
+                "spaces: [{regex: 'od(', roots: [{path: /x}]}]\n",
+                "spaces[0].regex: 'od(' does not compile",
             ),
             (
                 "spaces: [{catalogueRoots: [], roots: []}]\n",
                 "catalogueRoots",
             ),
-            (
-                "spaces: [{roots: [{path: /x, list: true, retrieve: false}]}]\n",
-                "list: true and retrieve: false",
-            ),
             ("archive: false\n", "'archive: false'"),
             (
                 "spaces: [{handler: Clever, roots: []}]\n",
-                "unknown space handler",
+                "spaces[0].handler: unknown handler 'Clever'",
             ),
             ("bogus: 1\n", "bogus"),
         ];

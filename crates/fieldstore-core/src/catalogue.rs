@@ -308,6 +308,15 @@ pub trait CatalogueWriter: Send {
 
     /// Make every inserted entry durable and visible, atomically.
     fn flush(&mut self) -> Result<()>;
+
+    /// The text of the schema in force when the dataset was created, as
+    /// stored with it, if the backend keeps it and reads it back. Callers
+    /// split keys below level 1 with it, as FDB5 does, so that a dataset
+    /// keeps its layout when the configured schema changes. Default: none
+    /// (the caller's schema applies).
+    fn schema_text(&self) -> Option<Arc<str>> {
+        None
+    }
 }
 
 /// A collocation of a dataset and the values its elements have.
@@ -327,6 +336,13 @@ pub trait DatasetReader: Send + Sync + Debug {
 
     /// The collocations seen so far, with their axes (no index is opened).
     fn collocations(&self) -> Result<Vec<CollocationInfo>>;
+
+    /// As [`CatalogueWriter::schema_text`]: the schema the dataset was
+    /// created under, which splits and matches its keys below level 1.
+    /// Default: none (the caller's schema applies).
+    fn schema_text(&self) -> Option<Arc<str>> {
+        None
+    }
 
     /// The newest location of one element.
     fn lookup(

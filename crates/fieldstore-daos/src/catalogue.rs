@@ -187,6 +187,7 @@ impl DaosCatalogue {
         };
         let meta = format::decode_meta(&bytes, &what)?;
         same_dataset(cont, &meta, key)?;
+        let _ = cont.schema.set(Arc::from(meta.schema.as_str()));
         let _ = cont.meta_checked.set(meta);
         Ok(true)
     }
@@ -574,6 +575,10 @@ fn first_free(kv: &Kv<'_>, from: u64) -> Result<u64> {
 }
 
 impl CatalogueWriter for DaosCatalogueWriter {
+    fn schema_text(&self) -> Option<Arc<str>> {
+        self.cont.schema.get().cloned()
+    }
+
     fn insert(
         &mut self,
         collocation: &CollocationKey,
@@ -879,6 +884,10 @@ impl DaosDataset {
 }
 
 impl DatasetReader for DaosDataset {
+    fn schema_text(&self) -> Option<Arc<str>> {
+        self.cont().and_then(|c| c.schema.get().cloned())
+    }
+
     fn refresh(&self) -> Result<()> {
         let mut st = self.refresh.lock().unwrap_or_else(|p| p.into_inner());
         let cont = match self.cont() {

@@ -27,6 +27,9 @@ pub(crate) struct Cont {
     pub(crate) registered: AtomicBool,
     /// The dataset's `meta` was read and checked (by this process).
     pub(crate) meta_checked: OnceLock<crate::format::Meta>,
+    /// The schema text of `meta`, shared by the readers and writers of
+    /// the dataset (set with `meta_checked`).
+    pub(crate) schema: OnceLock<Arc<str>>,
     /// Bumped when this process changes the dataset's locks, so that its
     /// own writers (whose log guesses that change does not upset) check
     /// them again.
@@ -43,6 +46,7 @@ impl Cont {
             known_empty: AtomicBool::new(false),
             registered: AtomicBool::new(false),
             meta_checked: OnceLock::new(),
+            schema: OnceLock::new(),
             control_epoch: AtomicU64::new(0),
         }
     }

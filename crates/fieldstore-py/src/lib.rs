@@ -168,21 +168,44 @@ impl Store {
     fn config<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let c = self.fs.config();
         let d = PyDict::new(py);
-        d.set_item("type", "local")?;
+        d.set_item(
+            "type",
+            if c.lanes.is_empty() {
+                "local"
+            } else {
+                "select"
+            },
+        )?;
         d.set_item("engine", format!("{:?}", c.engine).to_lowercase())?;
         d.set_item("store", format!("{:?}", c.store).to_lowercase())?;
-        let roots = PyList::empty(py);
-        for r in &c.roots {
-            let root = PyDict::new(py);
-            root.set_item("path", r.path.display().to_string())?;
-            root.set_item("writable", r.writable)?;
-            root.set_item("visit", r.visit)?;
-            roots.append(root)?;
+        let placement_spaces = if c.spaces.is_empty() {
+            vec![(".*".to_string(), "Default".to_string())]
+        } else {
+            c.spaces
+                .iter()
+                .map(|s| (s.regex_text.clone(), s.handler.name().to_string()))
+                .collect()
+        };
+        let last = placement_spaces.len() - 1;
+        let spaces = PyList::empty(py);
+        for (i, (regex, handler)) in placement_spaces.into_iter().enumerate() {
+            let roots = PyList::empty(py);
+            for r in c.roots.iter().filter(|r| r.space.min(last) == i) {
+                let root = PyDict::new(py);
+                root.set_item("path", r.path.display().to_string())?;
+                root.set_item("writable", r.writable)?;
+                root.set_item("visit", r.visit)?;
+                root.set_item("retrieve", r.retrieve)?;
+                root.set_item("wipe", r.wipe)?;
+                roots.append(root)?;
+            }
+            let space = PyDict::new(py);
+            space.set_item("regex", regex)?;
+            space.set_item("handler", handler)?;
+            space.set_item("roots", roots)?;
+            spaces.append(space)?;
         }
-        let space = PyDict::new(py);
-        space.set_item("handler", "Default")?;
-        space.set_item("roots", roots)?;
-        d.set_item("spaces", vec![space])?;
+        d.set_item("spaces", spaces)?;
         d.set_item("source", &c.source)?;
         Ok(d)
     }

@@ -269,9 +269,10 @@ fn read_from(
     }
 }
 
-/// The INIT record of a dataset object: its key and where FLUSH records
-/// begin; `None` if the object does not exist. Reads only the record.
-fn read_init(pool: &Pool, object: &str) -> Result<Option<(DatasetKey, u64)>> {
+/// The INIT record of a dataset object: its key, where FLUSH records
+/// begin and the text of the schema it was created under; `None` if the
+/// object does not exist. Reads only the record.
+fn read_init(pool: &Pool, object: &str) -> Result<Option<(DatasetKey, u64, Arc<str>)>> {
     let what = || format!("{} at offset 0", pool.what(object));
     let read = |len: usize| -> Result<Option<Vec<u8>>> {
         let mut buf = vec![0u8; len];
@@ -298,7 +299,9 @@ fn read_init(pool: &Pool, object: &str) -> Result<Option<(DatasetKey, u64)>> {
     match format::FRAMING.unframe(&buf, &what)? {
         Framed::Record(format::INIT, payload, used) => {
             let mut d = Dec::new(payload, &what);
-            Ok(Some((DatasetKey(d.key()?), used as u64)))
+            let key = DatasetKey(d.key()?);
+            let schema = Arc::from(d.str()?);
+            Ok(Some((key, used as u64, schema)))
         }
         Framed::Record(kind, ..) => Err(Error::corrupt(format!(
             "{}: first record is type {kind}, not INIT",
@@ -325,10 +328,18 @@ fn check_key(pool: &Pool, object: &str, stored: &DatasetKey, key: &DatasetKey) -
 }
 
 /// Create the dataset object (exclusively, with its INIT record) unless it
-/// exists.
-fn ensure_dataset(pool: &Pool, object: &str, key: &DatasetKey, schema: &Schema) -> Result<()> {
+/// exists; the schema it was created under.
+fn ensure_dataset(
+    pool: &Pool,
+    object: &str,
+    key: &DatasetKey,
+    schema: &Schema,
+) -> Result<Arc<str>> {
     match read_init(pool, object)? {
-        Some((stored, _)) => check_key(pool, object, &stored, key)?,
+        Some((stored, _, stored_schema)) => {
+            check_key(pool, object, &stored, key)?;
+            Ok(stored_schema)
+        }
         None => {
             let mut p = Enc::default();
             p.str(&key.to_string());
@@ -339,22 +350,22 @@ fn ensure_dataset(pool: &Pool, object: &str, key: &DatasetKey, schema: &Schema) 
             op.create_exclusive();
             op.append(&rec);
             match pool.operate(object, &op) {
-                Ok(()) => {}
+                Ok(()) => Ok(Arc::from(schema.text())),
                 Err(e) if e == EEXIST => {
                     // Another writer created it first: use theirs.
-                    let (stored, _) = read_init(pool, object)?.ok_or_else(|| {
+                    let (stored, _, stored_schema) = read_init(pool, object)?.ok_or_else(|| {
                         Error::new(
                             ErrorKind::Io,
                             format!("{} vanished while being created", pool.what(object)),
                         )
                     })?;
                     check_key(pool, object, &stored, key)?;
+                    Ok(stored_schema)
                 }
-                Err(e) => return Err(e.error(format!("creating {}", pool.what(object)))),
+                Err(e) => Err(e.error(format!("creating {}", pool.what(object)))),
             }
         }
     }
-    Ok(())
 }
 
 /// Register a dataset in the root object's omap (after its first flush, so
@@ -410,8 +421,9 @@ fn register(pool: &Pool, object: &str, key: &DatasetKey) -> Result<bool> {
 impl Catalogue for RadosCatalogue {
     fn writer(&self, dataset: &DatasetKey, schema: &Schema) -> Result<Box<dyn CatalogueWriter>> {
         let object = naming::dataset_object(dataset);
-        ensure_dataset(&self.pool, &object, dataset, schema)?;
+        let stored_schema = ensure_dataset(&self.pool, &object, dataset, schema)?;
         Ok(Box::new(RadosCatalogueWriter {
+            schema: stored_schema,
             pool: self.pool.clone(),
             key: dataset.clone(),
             registered: false,
@@ -465,7 +477,7 @@ impl Catalogue for RadosCatalogue {
 
     fn reader(&self, dataset: &DatasetKey) -> Result<Option<Arc<dyn DatasetReader>>> {
         let object = naming::dataset_object(dataset);
-        let Some((stored, pos)) = read_init(&self.pool, &object)? else {
+        let Some((stored, pos, schema)) = read_init(&self.pool, &object)? else {
             return Ok(None);
         };
         check_key(&self.pool, &object, &stored, dataset)?;
@@ -473,7 +485,7 @@ impl Catalogue for RadosCatalogue {
             pool: self.pool.clone(),
             object,
             key: dataset.clone(),
-            state: Mutex::new(ReaderState::at(pos)),
+            state: Mutex::new(ReaderState::at(pos, schema)),
         };
         reader.refresh()?;
         if lock(&reader.state).gone {
@@ -707,6 +719,8 @@ impl Catalogue for RadosCatalogue {
 
 /// One writer's session with one dataset object.
 struct RadosCatalogueWriter {
+    /// The schema the dataset was created under (its INIT record's).
+    schema: Arc<str>,
     pool: Arc<Pool>,
     key: DatasetKey,
     /// Whether this writer saw the dataset registered in the root.
@@ -875,6 +889,10 @@ impl RadosCatalogueWriter {
 }
 
 impl CatalogueWriter for RadosCatalogueWriter {
+    fn schema_text(&self) -> Option<Arc<str>> {
+        Some(self.schema.clone())
+    }
+
     fn insert(
         &mut self,
         collocation: &CollocationKey,
@@ -980,6 +998,8 @@ struct Collocation {
 
 #[derive(Debug)]
 struct ReaderState {
+    /// The schema the dataset was created under (its INIT record's).
+    schema: Arc<str>,
     /// The log segment being followed.
     segment: u32,
     /// Bytes of that segment consumed.
@@ -997,9 +1017,11 @@ struct ReaderState {
 }
 
 impl ReaderState {
-    /// A reader at `pos` of segment 0 (just after INIT).
-    fn at(pos: u64) -> ReaderState {
+    /// A reader at `pos` of segment 0 (just after INIT) of a dataset
+    /// created under `schema` (empty: unknown).
+    fn at(pos: u64, schema: Arc<str>) -> ReaderState {
         ReaderState {
+            schema,
             segment: 0,
             pos,
             order: Vec::new(),
@@ -1065,13 +1087,13 @@ impl RadosReader {
     /// whose objects a wipe is removing).
     fn restart(&self, st: &mut ReaderState) -> Result<bool> {
         match read_init(&self.pool, &self.object)? {
-            Some((stored, pos)) => {
+            Some((stored, pos, schema)) => {
                 check_key(&self.pool, &self.object, &stored, &self.key)?;
-                *st = ReaderState::at(pos);
+                *st = ReaderState::at(pos, schema);
                 Ok(true)
             }
             None => {
-                *st = ReaderState::at(0);
+                *st = ReaderState::at(0, Arc::from(""));
                 st.gone = true;
                 Ok(false)
             }
@@ -1209,7 +1231,7 @@ impl RadosReader {
                 // before the seal that names it).
                 Err(e) if e == ENOENT => {
                     if st.segment == 0 || self.pool.stat(&self.object) == Err(ENOENT) {
-                        *st = ReaderState::at(0);
+                        *st = ReaderState::at(0, Arc::from(""));
                         st.gone = true;
                         return Ok(());
                     }
@@ -1245,7 +1267,7 @@ impl RadosReader {
                     Framed::Record(format::WIPED, ..) => {
                         // Everything before is wiped. The objects are being
                         // removed; a dataset may be created anew after.
-                        *st = ReaderState::at(0);
+                        *st = ReaderState::at(0, Arc::from(""));
                         st.gone = true;
                         return Ok(());
                     }
@@ -1281,6 +1303,10 @@ impl RadosReader {
 }
 
 impl DatasetReader for RadosReader {
+    fn schema_text(&self) -> Option<Arc<str>> {
+        Some(lock(&self.state).schema.clone()).filter(|s| !s.is_empty())
+    }
+
     fn refresh(&self) -> Result<()> {
         let mut st = lock(&self.state);
         self.refresh_locked(&mut st)

@@ -6,10 +6,14 @@
 //! store: file            # store: file | memory
 //! schema: ./schema       # relative paths are relative to the config file
 //! spaces:
-//!   - handler: Default
+//!   - regex: '^od:'        # on the dataset key's values joined by ':'
+//!     handler: Default     # or expver, envvar, LeastUsed, RoundRobin, …
 //!     roots:
 //!       - path: ./root
+//!       - {path: ./old, writable: false, wipe: false}
 //! ```
+//!
+//! Every key, what it does and where it differs from FDB5: `docs/config.md`.
 //!
 //! With no configuration at all ([`Config::from_env`]): `FIELDSTORE_CONFIG`
 //! names a config file; otherwise an embedded POSIX store lives under
@@ -18,8 +22,11 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use fieldstore_core::{Error, ErrorKind, Result, Schema};
+use fieldstore_core::{Error, ErrorKind, Locks, Operation, Result, Schema};
 use serde::Deserialize;
+
+use crate::placement::{self, Placement, Space};
+use crate::routing::{self, Lane, Matcher};
 
 /// Which catalogue (`engine:`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,6 +40,8 @@ pub enum Engine {
     Daos,
     /// Ceph RADOS omaps (crate `fieldstore-rados`, feature `rados`).
     Rados,
+    /// `type: select`: the lanes' catalogues ([`Config::lanes`]).
+    Select,
 }
 
 /// Which store (`store:`).
@@ -47,31 +56,63 @@ pub enum StoreKind {
     Daos,
     /// Ceph RADOS objects (crate `fieldstore-rados`, feature `rados`).
     Rados,
+    /// `type: select`: the lanes' stores ([`Config::lanes`]).
+    Select,
 }
 
-/// A root directory of the POSIX backend.
+/// A root directory of the POSIX backend, with FDB5's four flags.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Root {
     /// The directory.
     pub path: PathBuf,
-    /// New datasets may be created here.
+    /// New datasets may be created here, and its datasets archived into
+    /// (FDB5's `archive`, by default `writable`).
     pub writable: bool,
-    /// Datasets here are listed and read.
+    /// Its datasets are found, listed and read (FDB5's `list`, by default
+    /// `visit`).
     pub visit: bool,
+    /// Its datasets' fields may be retrieved (FDB5's `retrieve`, by
+    /// default `visit`).
+    pub retrieve: bool,
+    /// Its datasets may be wiped, purged and moved (FDB5's `wipe`, by
+    /// default `writable`).
+    pub wipe: bool,
+    /// The index of its space in [`Config::spaces`].
+    pub space: usize,
     /// Create the directory when the store is opened, if missing (the
     /// embedded default does; configured roots must exist).
     pub create: bool,
 }
 
 impl Root {
-    /// A writable, visited root that must exist.
+    /// A writable, visited root that must exist, in the first space.
     pub fn new(path: impl Into<PathBuf>) -> Root {
         Root {
             path: path.into(),
             writable: true,
             visit: true,
+            retrieve: true,
+            wipe: true,
+            space: 0,
             create: false,
         }
+    }
+
+    /// The operations its flags disable for every dataset in it (as FDB5
+    /// adds a root's disabled operations to its databases' locks).
+    pub fn disabled(&self) -> Locks {
+        let mut locks = Locks::NONE;
+        for (on, op) in [
+            (self.writable, Operation::Archive),
+            (self.retrieve, Operation::Retrieve),
+            (self.visit, Operation::List),
+            (self.wipe, Operation::Wipe),
+        ] {
+            if !on {
+                locks = locks.with(op);
+            }
+        }
+        locks
     }
 }
 
@@ -84,13 +125,20 @@ pub struct Config {
     pub store: StoreKind,
     /// The schema (ECMWF's when the config names none).
     pub schema: Schema,
-    /// POSIX roots, in order; new datasets go to the first writable one.
+    /// POSIX roots of every space, in configuration order (each names its
+    /// space); readers visit those with `visit`.
     pub roots: Vec<Root>,
+    /// The `spaces`: which datasets each owns and how it places them
+    /// (empty: one `Default` space of every root).
+    pub spaces: Vec<Space>,
     /// Where the configuration came from, for messages.
     pub source: String,
     /// Backend sections (`daos:`, `rados:`, `file:`), as given; each
     /// backend reads its own.
     pub backends: BTreeMap<String, serde_json::Value>,
+    /// `type: select`: the sub-stores, in order (`routing.rs`); empty for
+    /// a local store.
+    pub lanes: Vec<Lane>,
 }
 
 impl Config {
@@ -98,6 +146,11 @@ impl Config {
     pub fn backend(&self, name: &str) -> &serde_json::Value {
         static NULL: serde_json::Value = serde_json::Value::Null;
         self.backends.get(name).unwrap_or(&NULL)
+    }
+
+    /// Where new datasets go: the spaces over the roots.
+    pub fn placement(&self) -> Placement {
+        Placement::new(&self.spaces, &self.roots)
     }
 }
 
@@ -113,6 +166,8 @@ struct RawConfig {
     #[serde(default)]
     schema: Option<String>,
     #[serde(default)]
+    fdb_home: Option<String>,
+    #[serde(default)]
     spaces: Vec<RawSpace>,
     #[serde(default)]
     daos: Option<serde_json::Value>,
@@ -126,6 +181,10 @@ struct RawConfig {
 #[serde(deny_unknown_fields)]
 struct RawSpace {
     #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    regex: Option<String>,
+    #[serde(default)]
     handler: Option<String>,
     #[serde(default)]
     roots: Vec<RawRoot>,
@@ -135,18 +194,148 @@ struct RawSpace {
 #[serde(deny_unknown_fields)]
 struct RawRoot {
     path: String,
-    #[serde(default = "yes")]
-    writable: bool,
-    #[serde(default = "yes")]
-    visit: bool,
-}
-
-fn yes() -> bool {
-    true
+    /// Accepted for FDB5's configs; fieldstore names roots by path.
+    #[serde(default)]
+    #[allow(dead_code)]
+    name: Option<String>,
+    #[serde(default)]
+    writable: Option<bool>,
+    #[serde(default)]
+    visit: Option<bool>,
+    #[serde(default)]
+    list: Option<bool>,
+    #[serde(default)]
+    retrieve: Option<bool>,
+    #[serde(default)]
+    archive: Option<bool>,
+    #[serde(default)]
+    wipe: Option<bool>,
 }
 
 fn invalid(source: &str, message: impl std::fmt::Display) -> Error {
     Error::new(ErrorKind::InvalidConfig, format!("{source}: {message}"))
+}
+
+/// The schema a config names (`schema:`), or ECMWF's.
+fn schema_at(path: Option<&str>, base: &Path, source: &str) -> Result<Schema> {
+    match path {
+        None => Ok(Schema::ecmwf()),
+        Some(path) => {
+            let path = base.join(path);
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| Error::io(format!("{source}: schema {}", path.display()), e))
+                .map_err(|e| Error::new(ErrorKind::InvalidConfig, e.message().to_string()))?;
+            Ok(Schema::parse(&path.display().to_string(), &text)?)
+        }
+    }
+}
+
+/// `path` without `.` components and trailing slashes, for comparing
+/// roots before they exist (`..` is left alone: it may cross a symbolic
+/// link; the backend compares canonical paths when it opens the roots).
+fn lexical(path: &Path) -> PathBuf {
+    path.components()
+        .filter(|c| !matches!(c, std::path::Component::CurDir))
+        .collect()
+}
+
+/// The spaces and their roots, checked before anything is opened: each
+/// regex compiles, each handler exists (and has what it needs), no space
+/// comes after one that takes every dataset it could take, no root is
+/// listed twice, and every space has a root. Errors name the key path in
+/// the YAML (`spaces[1].roots[0].path`).
+fn spaces_of(
+    raw: Vec<RawSpace>,
+    base: &Path,
+    fdb_home: Option<&Path>,
+    source: &str,
+) -> Result<(Vec<Space>, Vec<Root>)> {
+    let mut spaces: Vec<Space> = Vec::new();
+    let mut roots: Vec<Root> = Vec::new();
+    let mut root_at: Vec<String> = Vec::new();
+    for (i, s) in raw.into_iter().enumerate() {
+        let at = format!("spaces[{i}]");
+        let regex_text = s.regex.clone().unwrap_or_else(|| ".*".to_string());
+        let regex = if regex_text.is_empty() || regex_text == ".*" {
+            None
+        } else {
+            Some(regex::Regex::new(&regex_text).map_err(|e| {
+                invalid(
+                    source,
+                    format!("{at}.regex: '{regex_text}' does not compile: {e}"),
+                )
+            })?)
+        };
+        let name = s.handler.as_deref().unwrap_or("Default");
+        let handler = placement::handler(name, fdb_home)
+            .map_err(|e| invalid(source, format!("{at}.handler: {}", e.message())))?
+            .ok_or_else(|| {
+                invalid(
+                    source,
+                    format!(
+                        "{at}.handler: unknown handler '{name}' (expected one of {})",
+                        placement::HANDLERS.join(", ")
+                    ),
+                )
+            })?;
+        if let Some((j, earlier)) = spaces
+            .iter()
+            .enumerate()
+            .find(|(_, e)| e.regex.is_none() || e.regex_text == regex_text)
+        {
+            return Err(invalid(
+                source,
+                format!(
+                    "{at} overlaps spaces[{j}]: spaces[{j}].regex '{}' matches every dataset \
+                     {at}.regex '{regex_text}' matches, and the first space that matches a \
+                     dataset owns it, so {at} would never hold one",
+                    earlier.regex_text
+                ),
+            ));
+        }
+        if s.roots.is_empty() {
+            return Err(invalid(source, format!("{at}.roots: a space needs a root")));
+        }
+        for (k, r) in s.roots.into_iter().enumerate() {
+            let rat = format!("{at}.roots[{k}]");
+            if r.path.is_empty() {
+                return Err(invalid(source, format!("{rat}.path is empty")));
+            }
+            let writable = r.writable.unwrap_or(true);
+            let visit = r.visit.unwrap_or(true);
+            let root = Root {
+                path: base.join(&r.path),
+                writable: r.archive.unwrap_or(writable),
+                visit: r.list.unwrap_or(visit),
+                retrieve: r.retrieve.unwrap_or(visit),
+                wipe: r.wipe.unwrap_or(writable),
+                space: i,
+                create: false,
+            };
+            let here = lexical(&root.path);
+            if let Some(p) = roots.iter().position(|o| lexical(&o.path) == here) {
+                return Err(invalid(
+                    source,
+                    format!(
+                        "{rat}.path: {} is also {}.path: list each root once (a root in two \
+                         places would be visited twice)",
+                        root.path.display(),
+                        root_at[p]
+                    ),
+                ));
+            }
+            roots.push(root);
+            root_at.push(rat);
+        }
+        spaces.push(Space {
+            name: s.name.unwrap_or_default(),
+            at,
+            regex_text,
+            regex,
+            handler,
+        });
+    }
+    Ok((spaces, roots))
 }
 
 impl Config {
@@ -163,6 +352,8 @@ impl Config {
                 create: true,
                 ..Root::new(root)
             }],
+            spaces: Vec::new(),
+            lanes: Vec::new(),
         }
     }
 
@@ -173,8 +364,10 @@ impl Config {
             store: StoreKind::Memory,
             schema,
             roots: Vec::new(),
+            spaces: Vec::new(),
             source: "in-memory store".to_string(),
             backends: BTreeMap::new(),
+            lanes: Vec::new(),
         }
     }
 
@@ -184,12 +377,19 @@ impl Config {
     /// # Errors
     /// [`ErrorKind::InvalidConfig`] naming the problem and where.
     pub fn from_yaml(text: &str, base: &Path, source: &str) -> Result<Config> {
+        let value: serde_yaml_ng::Value =
+            serde_yaml_ng::from_str(text).map_err(|e| invalid(source, e))?;
+        if value.get("type").and_then(serde_yaml_ng::Value::as_str) == Some("select") {
+            return Config::select_from_yaml(value, base, source);
+        }
+        // From the text again, not the value: serde's messages then say
+        // where (`spaces[0].roots[1]: unknown field …, at line 4`).
         let raw: RawConfig = serde_yaml_ng::from_str(text).map_err(|e| invalid(source, e))?;
         if let Some(kind) = raw.kind.as_deref() {
             if kind != "local" {
                 return Err(invalid(
                     source,
-                    format!("type '{kind}' is not supported (expected 'local')"),
+                    format!("type '{kind}' is not supported (expected 'local' or 'select')"),
                 ));
             }
         }
@@ -212,6 +412,8 @@ impl Config {
             Engine::Memory => "memory",
             Engine::Daos => "daos",
             Engine::Rados => "rados",
+            // Not spelt in a local config.
+            Engine::Select => "file",
         };
         let store = match raw.store.as_deref().unwrap_or(default_store) {
             "file" => StoreKind::File,
@@ -227,35 +429,9 @@ impl Config {
                 ))
             }
         };
-        let schema = match &raw.schema {
-            None => Schema::ecmwf(),
-            Some(path) => {
-                let path = base.join(path);
-                let text = std::fs::read_to_string(&path)
-                    .map_err(|e| Error::io(format!("{source}: schema {}", path.display()), e))
-                    .map_err(|e| Error::new(ErrorKind::InvalidConfig, e.message().to_string()))?;
-                Schema::parse(&path.display().to_string(), &text)?
-            }
-        };
-        let mut roots = Vec::new();
-        for space in raw.spaces {
-            if let Some(h) = space.handler.as_deref() {
-                if h != "Default" {
-                    return Err(invalid(
-                        source,
-                        format!("space handler '{h}' is not supported (expected Default)"),
-                    ));
-                }
-            }
-            for r in space.roots {
-                roots.push(Root {
-                    path: base.join(r.path),
-                    writable: r.writable,
-                    visit: r.visit,
-                    create: false,
-                });
-            }
-        }
+        let schema = schema_at(raw.schema.as_deref(), base, source)?;
+        let fdb_home = raw.fdb_home.as_deref().map(|h| base.join(h));
+        let (spaces, roots) = spaces_of(raw.spaces, base, fdb_home.as_deref(), source)?;
         let mut backends = BTreeMap::new();
         if let Some(v) = raw.daos {
             backends.insert("daos".to_string(), v);
@@ -277,8 +453,122 @@ impl Config {
             store,
             schema,
             roots,
+            spaces,
             source: source.to_string(),
             backends,
+            lanes: Vec::new(),
+        })
+    }
+
+    /// A `type: select` configuration (`routing.rs`): its `fdbs`, each a
+    /// selection and a local sub-store with the parent's schema.
+    fn select_from_yaml(value: serde_yaml_ng::Value, base: &Path, source: &str) -> Result<Config> {
+        use serde_yaml_ng::Value;
+        let Value::Mapping(map) = value else {
+            return Err(invalid(source, "expected a mapping of settings"));
+        };
+        let mut schema_path = None;
+        let mut fdb_home = None;
+        let mut fdbs = None;
+        for (k, v) in map {
+            match (k.as_str(), v) {
+                (Some("type"), _) => {}
+                (Some("schema"), Value::String(p)) => schema_path = Some(p),
+                (Some("fdb_home"), v @ Value::String(_)) => fdb_home = Some(v),
+                (Some("fdbs"), Value::Sequence(list)) => fdbs = Some(list),
+                (Some(k @ ("schema" | "fdb_home")), _) => {
+                    return Err(invalid(source, format!("{k}: expected a path")))
+                }
+                (Some("fdbs"), _) => {
+                    return Err(invalid(source, "fdbs: expected a list of sub-stores"))
+                }
+                (k, _) => {
+                    return Err(invalid(
+                        source,
+                        format!(
+                            "{}: not read in a select configuration (expected type, schema, fdb_home, fdbs; the store settings go in each of fdbs)",
+                            k.unwrap_or("a key that is not a string")
+                        ),
+                    ))
+                }
+            }
+        }
+        let fdbs = fdbs
+            .filter(|l| !l.is_empty())
+            .ok_or_else(|| invalid(source, "fdbs: a select configuration needs sub-stores"))?;
+        let schema = schema_at(schema_path.as_deref(), base, source)?;
+        let mut lanes = Vec::new();
+        for (i, lane) in fdbs.into_iter().enumerate() {
+            let at = format!("fdbs[{i}]");
+            let Value::Mapping(mut lane) = lane else {
+                return Err(invalid(source, format!("{at}: expected a mapping")));
+            };
+            let matcher = |v: &Value, at: &str| -> Result<Matcher> {
+                let text = v
+                    .as_str()
+                    .ok_or_else(|| invalid(source, format!("{at}: expected 'keyword=regex,…'")))?;
+                let m = Matcher::parse(text).map_err(|e| invalid(source, format!("{at}: {e}")))?;
+                routing::check_dataset_keywords(&m, &schema)
+                    .map_err(|e| invalid(source, format!("{at}: {e}")))?;
+                Ok(m)
+            };
+            let select = match lane.remove("select") {
+                Some(v) => matcher(&v, &format!("{at}.select"))?,
+                None => Matcher::parse("").map_err(|e| invalid(source, e))?,
+            };
+            let excludes = match lane.remove("excludes") {
+                None => Vec::new(),
+                Some(Value::Sequence(list)) => list
+                    .iter()
+                    .enumerate()
+                    .map(|(j, v)| matcher(v, &format!("{at}.excludes[{j}]")))
+                    .collect::<Result<Vec<_>>>()?,
+                Some(_) => {
+                    return Err(invalid(
+                        source,
+                        format!("{at}.excludes: expected a list of 'keyword=regex,…'"),
+                    ))
+                }
+            };
+            if lane.contains_key("schema") {
+                return Err(invalid(
+                    source,
+                    format!("{at}.schema: sub-stores split keys with the select configuration's schema; name it there"),
+                ));
+            }
+            match lane.get("type") {
+                None => {}
+                Some(Value::String(t)) if t == "local" => {}
+                Some(other) => {
+                    return Err(invalid(
+                        source,
+                        format!("{at}.type: {other:?}: sub-stores are local stores (type: local)"),
+                    ))
+                }
+            }
+            if let (Some(home), false) = (&fdb_home, lane.contains_key("fdb_home")) {
+                lane.insert(Value::from("fdb_home"), home.clone());
+            }
+            let text = serde_yaml_ng::to_string(&Value::Mapping(lane))
+                .map_err(|e| invalid(source, format!("{at}: {e}")))?;
+            let mut config = Config::from_yaml(&text, base, &format!("{source}: {at}"))?;
+            config.schema = schema.clone();
+            lanes.push(Lane {
+                at,
+                select,
+                excludes,
+                config,
+            });
+        }
+        Ok(Config {
+            engine: Engine::Select,
+            store: StoreKind::Select,
+            schema,
+            roots: Vec::new(),
+            spaces: Vec::new(),
+            source: source.to_string(),
+            backends: BTreeMap::new(),
+            lanes,
         })
     }
 
@@ -313,6 +603,7 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use fieldstore_core::DatasetKey;
 
     #[test]
     fn parses_fdb5_shape_and_resolves_paths() {
@@ -335,7 +626,7 @@ mod tests {
             ),
             (
                 "type: remote\n",
-                "c.yaml: type 'remote' is not supported (expected 'local')",
+                "c.yaml: type 'remote' is not supported (expected 'local' or 'select')",
             ),
             (
                 "engine: toc\n",
@@ -351,5 +642,88 @@ mod tests {
         assert!(e.to_string().starts_with("c.yaml: "), "{e}");
         let e = Config::from_yaml("enigne: toc\n", Path::new("."), "c.yaml").unwrap_err();
         assert!(e.to_string().contains("unknown field `enigne`"), "{e}");
+    }
+
+    #[test]
+    fn spaces_roots_and_flags() {
+        let c = Config::from_yaml(
+            "spaces:\n\
+             - name: ops\n  regex: '^od:'\n  handler: LeastUsed\n  roots:\n  \
+             - path: a\n  - {path: b, writable: false, wipe: true}\n\
+             - roots:\n  - {path: c, visit: true, retrieve: false, archive: false}\n",
+            Path::new("/r"),
+            "c.yaml",
+        )
+        .unwrap();
+        assert_eq!(c.spaces.len(), 2);
+        assert_eq!(c.spaces[0].name, "ops");
+        assert_eq!(c.spaces[0].handler.name(), "LeastUsed");
+        assert_eq!(c.spaces[1].handler.name(), "Default");
+        assert_eq!(c.spaces[1].regex_text, ".*");
+        let flags: Vec<_> = c
+            .roots
+            .iter()
+            .map(|r| (r.space, r.writable, r.visit, r.retrieve, r.wipe))
+            .collect();
+        assert_eq!(
+            flags,
+            [
+                (0, true, true, true, true),
+                (0, false, true, true, true),
+                (1, false, true, false, true)
+            ]
+        );
+        // `wipe` follows `writable`, not `archive` (as in FDB5).
+        assert_eq!(c.roots[2].disabled().iter().count(), 2);
+        let od: DatasetKey = "class=od,expver=0001".parse().unwrap();
+        let rd: DatasetKey = "class=rd,expver=0001".parse().unwrap();
+        assert!(c.spaces[0].owns(&od));
+        assert!(!c.spaces[0].owns(&rd));
+    }
+
+    #[test]
+    fn bad_spaces_are_named_by_their_key_path() {
+        let cases = [
+            (
+                "spaces:\n- roots: [{path: a}]\n- handler: Clever\n  roots: [{path: b}]\n",
+                "c.yaml: spaces[1].handler: unknown handler 'Clever' (expected one of Default, First,",
+            ),
+            (
+                "spaces:\n- regex: 'od:('\n  roots: [{path: a}]\n",
+                "c.yaml: spaces[0].regex: 'od:(' does not compile:",
+            ),
+            (
+                "spaces:\n- roots: [{path: a}]\n- regex: '^od'\n  roots: [{path: b}]\n",
+                "c.yaml: spaces[1] overlaps spaces[0]: spaces[0].regex '.*' matches every dataset",
+            ),
+            (
+                "spaces:\n- {regex: '^od', roots: [{path: a}]}\n- {regex: '^od', roots: [{path: b}]}\n",
+                "c.yaml: spaces[1] overlaps spaces[0]: spaces[0].regex '^od'",
+            ),
+            (
+                "spaces:\n- {regex: '^od', roots: [{path: a}]}\n- roots: [{path: b}, {path: ./a/}]\n",
+                "c.yaml: spaces[1].roots[1].path: /r/./a/ is also spaces[0].roots[0].path",
+            ),
+            (
+                "spaces:\n- {regex: '^od', roots: []}\n",
+                "c.yaml: spaces[0].roots: a space needs a root",
+            ),
+        ];
+        for (text, want) in cases {
+            let e = Config::from_yaml(text, Path::new("/r"), "c.yaml").unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::InvalidConfig, "{text}");
+            assert!(
+                e.to_string().starts_with(want),
+                "{text}\n{e}\nwanted {want}"
+            );
+        }
+        let e = Config::from_yaml(
+            "spaces:\n- roots:\n  - {path: a, writeable: true}\n",
+            Path::new("/r"),
+            "c.yaml",
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("spaces[0].roots[0]"), "{e}");
+        assert!(e.to_string().contains("unknown field `writeable`"), "{e}");
     }
 }

@@ -11,6 +11,7 @@ use fieldstore_core::{
 
 use crate::catalogue::{Axes, Catalogue, CatalogueWriter, DatasetReader};
 use crate::config::Config;
+use crate::dataset_schema::{resplit, DatasetSchemas};
 use crate::list::{ListElement, ListOptions};
 use crate::retrieve::DataReader;
 use crate::store::{Store, StoreWriter};
@@ -41,11 +42,16 @@ pub struct FieldStore {
     pub(crate) store: Arc<dyn Store>,
     writers: Mutex<HashMap<DatasetKey, DatasetWriter>>,
     readers: Mutex<HashMap<DatasetKey, Arc<dyn DatasetReader>>>,
+    /// The schemas datasets were created under, where they differ from
+    /// `schema` (`dataset_schema.rs`).
+    pub(crate) dataset_schemas: Arc<DatasetSchemas>,
 }
 
 struct DatasetWriter {
     store: Box<dyn StoreWriter>,
     catalogue: Box<dyn CatalogueWriter>,
+    /// The dataset's own schema, when it is not the handle's.
+    own: Option<Arc<Schema>>,
     dirty: bool,
 }
 
@@ -97,6 +103,7 @@ impl FieldStore {
             store,
             writers: Mutex::new(HashMap::new()),
             readers: Mutex::new(HashMap::new()),
+            dataset_schemas: Arc::default(),
         }
     }
 
@@ -164,13 +171,32 @@ impl FieldStore {
         let w = match writers.get_mut(&split.dataset) {
             Some(w) => w,
             None => {
+                // The catalogue first: it creates a new dataset where its
+                // space places it, and a POSIX store writer then finds it
+                // there (a random placement asked twice could differ).
+                let catalogue = self.catalogue.writer(&split.dataset, &self.schema)?;
+                let own = self.dataset_schemas.own(
+                    &self.schema,
+                    catalogue.schema_text(),
+                    &split.dataset,
+                )?;
                 let w = DatasetWriter {
                     store: self.store.writer(&split.dataset)?,
-                    catalogue: self.catalogue.writer(&split.dataset, &self.schema)?,
+                    catalogue,
+                    own,
                     dirty: false,
                 };
                 writers.entry(split.dataset.clone()).or_insert(w)
             }
+        };
+        // Below level 1, a dataset keeps the layout of its own schema.
+        let again;
+        let split = match &w.own {
+            Some(own) => {
+                again = resplit(own, split)?;
+                &again
+            }
+            None => split,
         };
         let location = w.store.archive(&split.collocation, data)?;
         w.catalogue
@@ -249,6 +275,37 @@ impl FieldStore {
         Ok(Some(reader))
     }
 
+    /// The schema splitting `dataset`'s keys below level 1, when it is
+    /// not the handle's (`dataset_schema.rs`).
+    ///
+    /// # Errors
+    /// `Corrupt` if the schema stored with it does not parse.
+    pub(crate) fn own_schema(
+        &self,
+        dataset: &DatasetKey,
+        reader: &dyn DatasetReader,
+    ) -> Result<Option<Arc<Schema>>> {
+        self.dataset_schemas
+            .own(&self.schema, reader.schema_text(), dataset)
+    }
+
+    /// `split` (by the handle's schema) as the schema of its dataset,
+    /// read by `reader`, splits it.
+    ///
+    /// # Errors
+    /// As [`FieldStore::own_schema`]; `InvalidInput` if that schema does
+    /// not take the key in the same dataset.
+    pub(crate) fn in_own_schema(
+        &self,
+        split: SplitKey,
+        reader: &dyn DatasetReader,
+    ) -> Result<SplitKey> {
+        match self.own_schema(&split.dataset, reader)? {
+            Some(own) => resplit(&own, &split),
+            None => Ok(split),
+        }
+    }
+
     /// Drop the cached reader of `dataset` (after a wipe, purge or move).
     pub(crate) fn forget_reader(&self, dataset: &DatasetKey) {
         lock(&self.readers).remove(dataset);
@@ -295,10 +352,17 @@ impl FieldStore {
         }
         let schema = self.schema.clone();
         let catalogue = self.catalogue.clone();
+        let schemas = self.dataset_schemas.clone();
         let resolve = move |key: &Key| -> Result<Option<FieldLocation>> {
             let split = schema.split(key)?;
             match catalogue.reader(&split.dataset)? {
-                Some(r) => r.lookup(&split.collocation, &split.element),
+                Some(r) => match schemas.own(&schema, r.schema_text(), &split.dataset)? {
+                    Some(own) => {
+                        let split = resplit(&own, &split)?;
+                        r.lookup(&split.collocation, &split.element)
+                    }
+                    None => r.lookup(&split.collocation, &split.element),
+                },
                 None => Ok(None),
             }
         };
@@ -354,7 +418,10 @@ impl FieldStore {
             Some(r) if r.locks().contains(Operation::Retrieve) => {
                 Err(locked(&split.dataset, Operation::Retrieve))
             }
-            Some(r) => r.lookup(&split.collocation, &split.element),
+            Some(r) => {
+                let split = self.in_own_schema(split, r.as_ref())?;
+                r.lookup(&split.collocation, &split.element)
+            }
             None => Ok(None),
         }
     }
@@ -492,6 +559,19 @@ impl FieldStore {
             if !self.listable(request, &dataset, reader.locks())? {
                 continue;
             }
+            // Below level 1, the dataset's own schema matches.
+            let own = self.own_schema(&dataset, reader.as_ref())?;
+            let own_selector;
+            let (selector, dm) = match &own {
+                Some(schema) => {
+                    own_selector = schema.selector(request)?;
+                    match own_selector.match_dataset(&dataset) {
+                        Some(dm) => (&own_selector, dm),
+                        None => continue,
+                    }
+                }
+                None => (&selector, dm),
+            };
             let mut any = false;
             for info in reader.collocations()? {
                 let Some(cm) = selector.match_collocation(&dm, &info.key) else {

@@ -17,13 +17,16 @@
 
 pub mod backends;
 pub mod config;
+mod dataset_schema;
 mod failpoint;
 mod handle;
 pub mod list;
 pub mod manage;
+pub mod placement;
 pub mod readahead;
 pub mod resolve;
 pub mod retrieve;
+pub mod routing;
 mod stream;
 mod walk;
 pub mod watch;

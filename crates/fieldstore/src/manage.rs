@@ -534,6 +534,17 @@ impl FieldStore {
         let Some(reader) = reader else {
             return Ok(None);
         };
+        // Collocations are matched by the dataset's own schema.
+        let own = self.own_schema(dataset, reader.as_ref())?;
+        let schema: &Schema = own.as_deref().unwrap_or(&self.schema);
+        let own_selector;
+        let selector = match &own {
+            Some(s) => {
+                own_selector = s.selector(request)?;
+                &own_selector
+            }
+            None => selector,
+        };
         let Some(dm) = selector.match_dataset(dataset) else {
             return Ok(None);
         };
@@ -554,8 +565,8 @@ impl FieldStore {
             // A keyword this collocation lacks: either it names fields
             // within it (refused), or it belongs to other rules (the
             // collocation is not named).
-            let element_level = self.schema.chains().any(|id| {
-                let [d, c, e] = self.schema.chain(id);
+            let element_level = schema.chains().any(|id| {
+                let [d, c, e] = schema.chain(id);
                 d.keywords().eq(dataset.keywords())
                     && c.keywords().eq(col.keywords())
                     && rest.iter().any(|kw| e.predicate(kw).is_some())
@@ -564,8 +575,8 @@ impl FieldStore {
                 let kw = rest
                     .iter()
                     .find(|kw| {
-                        self.schema.chains().any(|id| {
-                            let [_, c, e] = self.schema.chain(id);
+                        schema.chains().any(|id| {
+                            let [_, c, e] = schema.chain(id);
                             c.keywords().eq(col.keywords()) && e.predicate(kw).is_some()
                         })
                     })

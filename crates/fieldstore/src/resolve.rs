@@ -19,12 +19,14 @@
 //! holds, not a hundred million lookups. Either way memory is bounded by
 //! the fields found (and, walking, by the entries of one collocation).
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
 
 use fieldstore_core::maintenance::locked;
-use fieldstore_core::{DatasetKey, Operation, Request, RequestPosition, Result, SplitKey};
+use fieldstore_core::{DatasetKey, Operation, Request, RequestPosition, Result, Schema, SplitKey};
 
 use crate::catalogue::DatasetReader;
+use crate::dataset_schema::resplit;
 use crate::handle::FieldStore;
 use crate::list::{ListElement, ListOptions};
 
@@ -61,20 +63,31 @@ impl FieldStore {
     ) -> Result<Vec<ListElement>> {
         let mut found = Vec::new();
         let mut fresh = HashSet::new();
-        let mut last: Option<(DatasetKey, Option<std::sync::Arc<dyn DatasetReader>>)> = None;
+        type Current = (
+            DatasetKey,
+            Option<Arc<dyn DatasetReader>>,
+            Option<Arc<Schema>>,
+        );
+        let mut last: Option<Current> = None;
         for split in expansion {
-            if last.as_ref().is_none_or(|(d, _)| *d != split.dataset) {
-                last = Some((
-                    split.dataset.clone(),
-                    self.reader(&split.dataset, &mut fresh)?,
-                ));
+            if last.as_ref().is_none_or(|(d, _, _)| *d != split.dataset) {
+                let reader = self.reader(&split.dataset, &mut fresh)?;
+                let own = match &reader {
+                    Some(r) => self.own_schema(&split.dataset, r.as_ref())?,
+                    None => None,
+                };
+                last = Some((split.dataset.clone(), reader, own));
             }
-            let Some((_, Some(reader))) = &last else {
+            let Some((_, Some(reader), own)) = &last else {
                 continue;
             };
             if reader.locks().contains(Operation::Retrieve) {
                 return Err(locked(&split.dataset, Operation::Retrieve));
             }
+            let split = match own {
+                Some(own) => resplit(own, &split)?,
+                None => split,
+            };
             if let Some(location) = reader.lookup(&split.collocation, &split.element)? {
                 found.push(ListElement {
                     dataset: split.dataset,
@@ -103,10 +116,14 @@ impl FieldStore {
         // A collocation may match several chain requests (each with its own
         // element filter): a field found twice is kept once.
         let mut kept: HashSet<SplitKey> = HashSet::new();
+        // Each walked dataset's own schema, when not the handle's.
+        let own: std::cell::RefCell<HashMap<DatasetKey, Option<Arc<Schema>>>> = Default::default();
         let mut retrievable = |dataset: &DatasetKey, reader: &dyn DatasetReader| {
             if reader.locks().contains(Operation::Retrieve) {
                 return Err(locked(dataset, Operation::Retrieve));
             }
+            let schema = self.own_schema(dataset, reader)?;
+            own.borrow_mut().insert(dataset.clone(), schema);
             Ok(true)
         };
         for request in order.chain_requests() {
@@ -117,9 +134,16 @@ impl FieldStore {
                 // this place (stored under another schema) is one point
                 // lookups would not find either.
                 if let Ok(split) = self.schema().split(&e.full_key()) {
-                    let here = split.dataset == e.dataset
-                        && split.collocation == e.collocation
-                        && split.element == e.element;
+                    // In the dataset's own schema, if it has one.
+                    let stored = match own.borrow().get(&e.dataset) {
+                        Some(Some(schema)) => resplit(schema, &split).ok(),
+                        _ => Some(split.clone()),
+                    };
+                    let here = stored.is_some_and(|s| {
+                        s.dataset == e.dataset
+                            && s.collocation == e.collocation
+                            && s.element == e.element
+                    });
                     if let Some(at) = here.then(|| order.position(&split)).flatten() {
                         if kept.insert(split) {
                             found.push((at, e));

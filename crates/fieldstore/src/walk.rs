@@ -46,6 +46,19 @@ impl FieldStore {
             if !admit(&dataset, reader.as_ref())? {
                 continue;
             }
+            // Below level 1, the dataset's own schema matches.
+            let own = self.own_schema(&dataset, reader.as_ref())?;
+            let own_selector;
+            let (selector, dm) = match &own {
+                Some(schema) => {
+                    own_selector = schema.selector(selector.request())?;
+                    match own_selector.match_dataset(&dataset) {
+                        Some(dm) => (&own_selector, dm),
+                        None => continue,
+                    }
+                }
+                None => (selector, dm),
+            };
             damage.extend(reader.damage(None));
             // Before the scans: entries learnt of while scanning are after
             // it, and the next walk sees them.

@@ -3,6 +3,7 @@
 
 pub mod memory;
 pub mod posix;
+mod select;
 
 use std::sync::Arc;
 
@@ -19,13 +20,31 @@ fn not_built(what: &str, feature: &str) -> Error {
     )
 }
 
+fn no_lanes() -> Error {
+    Error::new(
+        ErrorKind::InvalidConfig,
+        "a select configuration needs sub-stores (fdbs)",
+    )
+}
+
 /// The catalogue and store a configuration names. Any catalogue may be
 /// paired with any store: locations carry their scheme.
 pub(crate) fn open(config: &Config) -> Result<(Arc<dyn Catalogue>, Arc<dyn Store>)> {
+    if !config.lanes.is_empty() {
+        let lanes = select::Lanes::open(&config.lanes)?;
+        return Ok((
+            Arc::new(select::SelectCatalogue(lanes.clone())),
+            Arc::new(select::SelectStore(lanes)),
+        ));
+    }
     let memory = memory::MemoryBackend::new();
     let catalogue: Arc<dyn Catalogue> = match config.engine {
-        Engine::Toc => Arc::new(posix::TocCatalogue::open(&config.roots)?),
+        Engine::Toc => Arc::new(posix::TocCatalogue::open(
+            &config.roots,
+            config.placement(),
+        )?),
         Engine::Memory => Arc::new(memory.catalogue()),
+        Engine::Select => return Err(no_lanes()),
         // Backend crates add their arms here, behind their feature.
         #[cfg(feature = "daos")]
         Engine::Daos => Arc::new(fieldstore_daos::DaosCatalogue::open(
@@ -45,9 +64,11 @@ pub(crate) fn open(config: &Config) -> Result<(Arc<dyn Catalogue>, Arc<dyn Store
     let store: Arc<dyn Store> = match config.store {
         StoreKind::File => Arc::new(posix::FileStore::open(
             &config.roots,
+            config.placement(),
             posix::DataWrites::from_config(config.backend("file"))?,
         )?),
         StoreKind::Memory => Arc::new(memory.store()),
+        StoreKind::Select => return Err(no_lanes()),
         #[cfg(feature = "daos")]
         StoreKind::Daos => Arc::new(fieldstore_daos::DaosStore::open(config.backend("daos"))?),
         #[cfg(not(feature = "daos"))]

@@ -38,6 +38,7 @@ use crate::catalogue::{
     visit_newest_first, Axes, Catalogue, CatalogueWriter, CollocationInfo, DatasetReader,
 };
 use crate::config::Root;
+use crate::placement::Placement;
 
 /// A table of contents: its path, device and inode.
 type TocIdent = (PathBuf, (u64, u64));
@@ -46,6 +47,8 @@ type TocIdent = (PathBuf, (u64, u64));
 #[derive(Debug)]
 pub struct TocCatalogue {
     pub(super) roots: Vec<Root>,
+    /// Where new datasets go.
+    placement: Placement,
     /// Dataset keys and `INIT` lengths by table of contents (path, device
     /// and inode), so `datasets()` reads each `INIT` once.
     known: Mutex<HashMap<TocIdent, (DatasetKey, u64)>>,
@@ -129,14 +132,16 @@ impl TocCatalogue {
         Ok((out, damaged))
     }
 
-    /// A catalogue over `roots`.
+    /// A catalogue over `roots`, creating datasets where `placement`
+    /// says.
     ///
     /// # Errors
     /// `NotFound` if a root does not exist.
-    pub fn open(roots: &[Root]) -> Result<TocCatalogue> {
+    pub fn open(roots: &[Root], placement: Placement) -> Result<TocCatalogue> {
         super::check_roots(roots)?;
         Ok(TocCatalogue {
             roots: roots.to_vec(),
+            placement,
             known: Mutex::new(HashMap::new()),
         })
     }
@@ -145,6 +150,15 @@ impl TocCatalogue {
 /// Read the `INIT` record of a table of contents: the dataset key and the
 /// offset of the next record.
 pub(super) fn read_init(toc: &File, path: &Path) -> Result<(DatasetKey, u64)> {
+    read_init_with_schema(toc, path).map(|(key, len, _)| (key, len))
+}
+
+/// As [`read_init`], with the text of the schema the dataset was created
+/// under.
+pub(super) fn read_init_with_schema(
+    toc: &File,
+    path: &Path,
+) -> Result<(DatasetKey, u64, Arc<str>)> {
     let len = toc
         .metadata()
         .map_err(|e| Error::io(path.display(), e))?
@@ -156,7 +170,9 @@ pub(super) fn read_init(toc: &File, path: &Path) -> Result<(DatasetKey, u64)> {
     match format::FRAMING.unframe(&head, &what)? {
         Framed::Record(format::INIT, payload, used) => {
             let mut d = Dec::new(payload, &what);
-            Ok((DatasetKey(d.key()?), used as u64))
+            let key = DatasetKey(d.key()?);
+            let schema = Arc::from(d.str()?);
+            Ok((key, used as u64, schema))
         }
         Framed::Record(kind, ..) => Err(Error::corrupt(format!(
             "{}: first record is type {kind}, not INIT",
@@ -172,7 +188,7 @@ pub(super) fn read_init(toc: &File, path: &Path) -> Result<(DatasetKey, u64)> {
 /// Create the dataset at `dir` if needed, race-free between processes: the
 /// `INIT` record is written to a private file and hard-linked into place,
 /// which fails if another writer won.
-fn create_dataset(dir: &Path, key: &DatasetKey, schema: &Schema) -> Result<()> {
+fn create_dataset(dir: &Path, key: &DatasetKey, schema: &Schema) -> Result<Arc<str>> {
     let toc = dir.join(TOC);
     if !toc.exists() {
         layout::ensure_dir(dir)?;
@@ -201,7 +217,7 @@ fn create_dataset(dir: &Path, key: &DatasetKey, schema: &Schema) -> Result<()> {
         }
     }
     let f = File::open(&toc).map_err(|e| Error::io(toc.display(), e))?;
-    let (stored, _) = read_init(&f, &toc)?;
+    let (stored, _, stored_schema) = read_init_with_schema(&f, &toc)?;
     if &stored != key {
         return Err(Error::new(
             ErrorKind::InvalidConfig,
@@ -213,7 +229,7 @@ fn create_dataset(dir: &Path, key: &DatasetKey, schema: &Schema) -> Result<()> {
             ),
         ));
     }
-    Ok(())
+    Ok(stored_schema)
 }
 
 impl Catalogue for TocCatalogue {
@@ -229,22 +245,23 @@ impl Catalogue for TocCatalogue {
             manage::finish_moves(self)?;
         }
         let mut attempt = 0;
-        let (dir, toc) = loop {
+        let (dir, toc, stored_schema) = loop {
             attempt += 1;
-            let dir = layout::dataset_dir_for_write(&self.roots, dataset)?;
-            let opened = create_dataset(&dir, dataset, schema).and_then(|()| {
+            let dir = layout::dataset_dir_for_write(&self.roots, &self.placement, dataset)?;
+            let opened = create_dataset(&dir, dataset, schema).and_then(|stored| {
                 OpenOptions::new()
                     .append(true)
                     .open(dir.join(TOC))
+                    .map(|toc| (toc, stored))
                     .map_err(|e| Error::io(dir.join(TOC).display(), e))
             });
             match opened {
-                Ok(toc) => break (dir, toc),
+                Ok((toc, stored)) => break (dir, toc, stored),
                 Err(e) if e.kind() == ErrorKind::NotFound && attempt < 3 => continue,
                 Err(e) => return Err(e),
             }
         };
-        if layout::read_control(&dir)?.contains(Operation::Archive) {
+        if layout::dataset_locks(&self.roots, &dir)?.contains(Operation::Archive) {
             return Err(locked(dataset, Operation::Archive));
         }
         let toc_path = dir.join(TOC);
@@ -253,6 +270,7 @@ impl Catalogue for TocCatalogue {
                 .map_err(|e| Error::io(toc_path.display(), e))?,
         );
         Ok(Box::new(TocWriter {
+            schema: stored_schema,
             key: dataset.clone(),
             roots: self.roots.clone(),
             ident,
@@ -302,7 +320,7 @@ impl Catalogue for TocCatalogue {
 
     fn locks(&self, dataset: &DatasetKey) -> Result<Locks> {
         match layout::find_dataset(&self.roots, dataset) {
-            Some(dir) => layout::read_control(&dir),
+            Some(dir) => layout::dataset_locks(&self.roots, &dir),
             None => Ok(Locks::NONE),
         }
     }
@@ -432,6 +450,8 @@ struct IndexFile {
 
 /// One writer's session with one dataset's table of contents.
 struct TocWriter {
+    /// The schema the dataset was created under (its INIT record's).
+    schema: Arc<str>,
     key: DatasetKey,
     roots: Vec<Root>,
     /// Device and inode of the table of contents it appends to.
@@ -486,6 +506,10 @@ impl TocWriter {
 }
 
 impl CatalogueWriter for TocWriter {
+    fn schema_text(&self) -> Option<Arc<str>> {
+        Some(self.schema.clone())
+    }
+
     fn insert(
         &mut self,
         collocation: &CollocationKey,
@@ -512,7 +536,7 @@ impl CatalogueWriter for TocWriter {
 impl TocWriter {
     fn flush_pending(&mut self) -> Result<()> {
         let pending = self.pending.take();
-        if layout::read_control(&self.dir)?.contains(Operation::Archive) {
+        if layout::dataset_locks(&self.roots, &self.dir)?.contains(Operation::Archive) {
             return Err(locked(&self.key, Operation::Archive));
         }
         // Blocks: per collocation, runs of one keyword list.
@@ -656,6 +680,8 @@ pub(super) struct Collocation {
 /// What a reader knows of its dataset.
 #[derive(Debug)]
 pub(super) struct ReaderState {
+    /// The schema the dataset was created under (its INIT record's).
+    schema: Arc<str>,
     pub(super) dir: PathBuf,
     pub(super) abs_dir: PathBuf,
     toc_path: PathBuf,
@@ -695,7 +721,7 @@ impl ReaderState {
         let meta = toc
             .metadata()
             .map_err(|e| Error::io(toc_path.display(), e))?;
-        let (stored, pos) = read_init(&toc, &toc_path)?;
+        let (stored, pos, schema) = read_init_with_schema(&toc, &toc_path)?;
         if &stored != key {
             return Err(Error::new(
                 ErrorKind::InvalidConfig,
@@ -703,6 +729,7 @@ impl ReaderState {
             ));
         }
         Ok(ReaderState {
+            schema,
             abs_dir: std::path::absolute(dir).map_err(|e| Error::io(dir.display(), e))?,
             dir: dir.to_path_buf(),
             toc_path,
@@ -725,6 +752,8 @@ impl ReaderState {
     /// The state of a dataset that is gone: nothing in it.
     fn gone(dir: &Path) -> ReaderState {
         ReaderState {
+            // Unknown: nothing is there to split.
+            schema: Arc::from(""),
             abs_dir: dir.to_path_buf(),
             dir: dir.to_path_buf(),
             toc_path: dir.join(TOC),
@@ -1231,6 +1260,10 @@ impl TocReader {
 }
 
 impl DatasetReader for TocReader {
+    fn schema_text(&self) -> Option<Arc<str>> {
+        Some(self.state().schema.clone()).filter(|s| !s.is_empty())
+    }
+
     fn refresh(&self) -> Result<()> {
         let mut st = self.state();
         self.refresh_locked(&mut st)
@@ -1315,7 +1348,9 @@ impl DatasetReader for TocReader {
     }
 
     fn locks(&self) -> Locks {
-        self.state().locks
+        let st = self.state();
+        let root = layout::root_of(&self.roots, &st.dir).map_or(Locks::NONE, Root::disabled);
+        st.locks.union(root)
     }
 
     fn pending_units(&self) -> Vec<String> {

@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use fieldstore_core::{DatasetKey, Error, ErrorKind, Locks, Operation, Result};
 
 use crate::config::Root;
+use crate::placement::Placement;
 
 /// The table of contents' file name within a dataset directory.
 pub(crate) const TOC: &str = "toc";
@@ -380,27 +381,40 @@ pub(crate) fn dataset_dirs(roots: &[Root], key: &DatasetKey) -> Vec<PathBuf> {
         .collect()
 }
 
-/// The directory where `key` lives or will be created.
-pub(crate) fn dataset_dir_for_write(roots: &[Root], key: &DatasetKey) -> Result<PathBuf> {
+/// The directory where `key` lives or will be created: where it exists in
+/// a visited root, else in the root its space's handler chooses.
+pub(crate) fn dataset_dir_for_write(
+    roots: &[Root],
+    placement: &Placement,
+    key: &DatasetKey,
+) -> Result<PathBuf> {
     if let Some(d) = find_dataset(roots, key) {
         return Ok(d);
     }
-    let root = roots.iter().find(|r| r.writable).ok_or_else(|| {
-        Error::new(
-            ErrorKind::PermissionDenied,
-            "no writable root is configured for new datasets",
-        )
-    })?;
-    if !root.path.is_dir() {
+    let root = placement.root_for_new(key)?;
+    if !root.is_dir() {
         return Err(Error::new(
             ErrorKind::NotFound,
             format!(
                 "root {} does not exist or is not a directory",
-                root.path.display()
+                root.display()
             ),
         ));
     }
-    Ok(root.path.join(dataset_dir_name(key)))
+    Ok(root.join(dataset_dir_name(key)))
+}
+
+/// The root of `roots` holding the dataset directory `dir`.
+pub(crate) fn root_of<'a>(roots: &'a [Root], dir: &Path) -> Option<&'a Root> {
+    let parent = dir.parent()?;
+    roots.iter().find(|r| r.path == parent)
+}
+
+/// The operations the dataset in `dir` is locked against: its `control`
+/// file's, and those its root's flags disable.
+pub(crate) fn dataset_locks(roots: &[Root], dir: &Path) -> Result<Locks> {
+    let root = root_of(roots, dir).map_or(Locks::NONE, Root::disabled);
+    Ok(read_control(dir)?.union(root))
 }
 
 /// A name unique among all writers on all hosts sharing the file system:

@@ -21,6 +21,7 @@ use super::layout::{self, FileKind};
 pub use super::staging::DataWrites;
 use super::staging::Staging;
 use crate::config::Root;
+use crate::placement::Placement;
 use crate::store::{Store, StoreWriter};
 
 /// Open data files kept by a reader.
@@ -34,6 +35,9 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 #[derive(Debug)]
 pub struct FileStore {
     roots: Vec<Root>,
+    /// Where new datasets go (as the catalogue's, so that a store writer
+    /// created before the catalogue's dataset directory chooses alike).
+    placement: Placement,
     open: Mutex<HashMap<PathBuf, Arc<File>>>,
     /// How writers write data files.
     writes: DataWrites,
@@ -44,10 +48,11 @@ impl FileStore {
     ///
     /// # Errors
     /// `NotFound` if no root exists.
-    pub fn open(roots: &[Root], writes: DataWrites) -> Result<FileStore> {
+    pub fn open(roots: &[Root], placement: Placement, writes: DataWrites) -> Result<FileStore> {
         super::check_roots(roots)?;
         Ok(FileStore {
             roots: roots.to_vec(),
+            placement,
             open: Mutex::new(HashMap::new()),
             writes,
         })
@@ -233,7 +238,7 @@ impl Store for FileStore {
     }
 
     fn writer(&self, dataset: &DatasetKey) -> Result<Box<dyn StoreWriter>> {
-        let dir = layout::dataset_dir_for_write(&self.roots, dataset)?;
+        let dir = layout::dataset_dir_for_write(&self.roots, &self.placement, dataset)?;
         Ok(Box::new(FileStoreWriter {
             dir,
             writes: self.writes,

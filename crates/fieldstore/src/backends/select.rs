@@ -1,0 +1,309 @@
+//! `type: select`: a catalogue and a store over the lanes' own
+//! (`routing.rs` says what is routed where).
+//!
+//! A dataset belongs to one lane: a new one to the first lane whose
+//! selection takes its key, an existing one to the first lane, in
+//! configuration order, that holds it. Dataset operations go to that lane;
+//! `datasets`, `damaged`, … concatenate the lanes' answers, each dataset
+//! once. Field locations carry their scheme (`file://`, `rados://`, …), and
+//! a store reads any location of its own scheme, so a location is read by
+//! the first lane whose store has its scheme.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use fieldstore_core::maintenance::{Claim, Control, DamagedDataset, Item, Locks, Removed, Unit};
+use fieldstore_core::{
+    Catalogue, CatalogueWriter, CollocationKey, DatasetKey, DatasetReader, Error, ErrorKind,
+    FieldLocation, Result, Schema, Store, StoreWriter,
+};
+
+use crate::routing::{lane_for, Lane};
+
+/// A lane and its backends.
+type Opened = (Lane, Arc<dyn Catalogue>, Arc<dyn Store>);
+
+/// The lanes, opened.
+#[derive(Debug)]
+pub(crate) struct Lanes {
+    lanes: Vec<Opened>,
+}
+
+impl Lanes {
+    /// Open every lane's backends.
+    ///
+    /// # Errors
+    /// As the lanes' backends, naming the lane.
+    pub(crate) fn open(lanes: &[Lane]) -> Result<Arc<Lanes>> {
+        let mut opened = Vec::new();
+        for lane in lanes {
+            let (c, s) = super::open(&lane.config)
+                .map_err(|e| Error::new(e.kind(), format!("{}: {}", lane.at, e.message())))?;
+            opened.push((lane.clone(), c, s));
+        }
+        Ok(Arc::new(Lanes { lanes: opened }))
+    }
+
+    /// The catalogue of the lane a new dataset `key` goes to.
+    fn for_new(&self, key: &DatasetKey) -> Result<usize> {
+        let lanes: Vec<Lane> = self.lanes.iter().map(|(l, _, _)| l.clone()).collect();
+        lane_for(&lanes, key).map(|(i, _)| i)
+    }
+
+    /// The lane holding `dataset`: the first, in configuration order, that
+    /// has a reader for it.
+    fn holder(&self, dataset: &DatasetKey) -> Result<Option<usize>> {
+        for (i, (_, c, _)) in self.lanes.iter().enumerate() {
+            if c.reader(dataset)?.is_some() {
+                return Ok(Some(i));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The holder, or the lane a new dataset would go to (for locks and
+    /// descriptions of datasets not created yet).
+    fn home(&self, dataset: &DatasetKey) -> Result<usize> {
+        match self.holder(dataset)? {
+            Some(i) => Ok(i),
+            None => self.for_new(dataset),
+        }
+    }
+
+    fn catalogue(&self, i: usize) -> &dyn Catalogue {
+        self.lanes[i].1.as_ref()
+    }
+
+    fn store(&self, i: usize) -> &dyn Store {
+        self.lanes[i].2.as_ref()
+    }
+
+    /// The first lane whose store has the scheme of `uri`.
+    fn store_for_uri(&self, uri: &str) -> Result<&dyn Store> {
+        let scheme = uri.split_once("://").map_or("", |(s, _)| s);
+        self.lanes
+            .iter()
+            .map(|(_, _, s)| s.as_ref())
+            .find(|s| s.scheme() == scheme)
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorKind::InvalidInput,
+                    format!("no sub-store of the select configuration stores {scheme}:// locations ({uri})"),
+                )
+            })
+    }
+}
+
+/// The catalogue of a `select` configuration.
+#[derive(Debug)]
+pub(crate) struct SelectCatalogue(pub(crate) Arc<Lanes>);
+
+/// The store of a `select` configuration.
+#[derive(Debug)]
+pub(crate) struct SelectStore(pub(crate) Arc<Lanes>);
+
+fn missing(dataset: &DatasetKey) -> Error {
+    Error::new(
+        ErrorKind::NotFound,
+        format!("no sub-store holds dataset {}", dataset.braced()),
+    )
+}
+
+impl Catalogue for SelectCatalogue {
+    /// The lane of the selection, as FDB5 archives (even if an earlier
+    /// lane holds the dataset already).
+    fn writer(&self, dataset: &DatasetKey, schema: &Schema) -> Result<Box<dyn CatalogueWriter>> {
+        let i = self.0.for_new(dataset)?;
+        self.0.catalogue(i).writer(dataset, schema)
+    }
+
+    fn datasets(&self) -> Result<Vec<DatasetKey>> {
+        let mut seen = HashSet::new();
+        let mut out = Vec::new();
+        for (_, c, _) in &self.0.lanes {
+            for d in c.datasets()? {
+                if seen.insert(d.clone()) {
+                    out.push(d);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn reader(&self, dataset: &DatasetKey) -> Result<Option<Arc<dyn DatasetReader>>> {
+        for (_, c, _) in &self.0.lanes {
+            if let Some(r) = c.reader(dataset)? {
+                return Ok(Some(r));
+            }
+        }
+        Ok(None)
+    }
+
+    fn describe(&self, dataset: &DatasetKey) -> String {
+        match self.0.home(dataset) {
+            Ok(i) => self.0.catalogue(i).describe(dataset),
+            Err(e) => format!("{} ({e})", dataset.braced()),
+        }
+    }
+
+    fn locks(&self, dataset: &DatasetKey) -> Result<Locks> {
+        match self.0.holder(dataset)? {
+            Some(i) => self.0.catalogue(i).locks(dataset),
+            None => Ok(Locks::NONE),
+        }
+    }
+
+    fn list_locked(&self) -> Result<Option<Vec<DatasetKey>>> {
+        let mut all = Vec::new();
+        for (_, c, _) in &self.0.lanes {
+            match c.list_locked()? {
+                Some(l) => all.extend(l),
+                // One lane cannot say: ask per dataset.
+                None => return Ok(None),
+            }
+        }
+        Ok(Some(all))
+    }
+
+    fn control(&self, dataset: &DatasetKey, action: Control, operations: Locks) -> Result<Locks> {
+        let i = self.0.holder(dataset)?.ok_or_else(|| missing(dataset))?;
+        self.0.catalogue(i).control(dataset, action, operations)
+    }
+
+    fn inventory(&self, dataset: &DatasetKey) -> Result<Vec<Item>> {
+        let i = self.0.holder(dataset)?.ok_or_else(|| missing(dataset))?;
+        self.0.catalogue(i).inventory(dataset)
+    }
+
+    fn damaged(&self) -> Result<Vec<DamagedDataset>> {
+        let mut all = Vec::new();
+        for (_, c, _) in &self.0.lanes {
+            all.extend(c.damaged()?);
+        }
+        Ok(all)
+    }
+
+    fn wipe_damaged(&self, place: &str) -> Result<()> {
+        for (_, c, _) in &self.0.lanes {
+            if c.damaged()?.iter().any(|d| d.place == place) {
+                return c.wipe_damaged(place);
+            }
+        }
+        Err(Error::new(
+            ErrorKind::NotFound,
+            format!("no sub-store has a damaged dataset at {place}"),
+        ))
+    }
+
+    fn unfinished(&self) -> Result<Vec<(DatasetKey, String)>> {
+        let mut all = Vec::new();
+        for (_, c, _) in &self.0.lanes {
+            all.extend(c.unfinished()?);
+        }
+        Ok(all)
+    }
+
+    fn interrupted_wipes(&self) -> Result<Vec<DatasetKey>> {
+        let mut all = Vec::new();
+        for (_, c, _) in &self.0.lanes {
+            all.extend(c.interrupted_wipes()?);
+        }
+        Ok(all)
+    }
+
+    fn wipe(
+        &self,
+        dataset: &DatasetKey,
+        unsafe_wipe_all: bool,
+        store_step: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<()> {
+        let i = self.0.home(dataset)?;
+        self.0
+            .catalogue(i)
+            .wipe(dataset, unsafe_wipe_all, store_step)
+    }
+
+    fn wipe_collocations(
+        &self,
+        dataset: &DatasetKey,
+        collocations: &[CollocationKey],
+        units: &[String],
+    ) -> Result<()> {
+        let i = self.0.holder(dataset)?.ok_or_else(|| missing(dataset))?;
+        self.0
+            .catalogue(i)
+            .wipe_collocations(dataset, collocations, units)
+    }
+
+    fn reclaim(
+        &self,
+        dataset: &DatasetKey,
+        units: &[String],
+        hidden: &[CollocationKey],
+        dry_run: bool,
+    ) -> Result<Vec<Item>> {
+        let i = self.0.holder(dataset)?.ok_or_else(|| missing(dataset))?;
+        self.0.catalogue(i).reclaim(dataset, units, hidden, dry_run)
+    }
+
+    fn move_dataset(&self, dataset: &DatasetKey, root: &std::path::Path) -> Result<String> {
+        let i = self.0.holder(dataset)?.ok_or_else(|| missing(dataset))?;
+        self.0.catalogue(i).move_dataset(dataset, root)
+    }
+}
+
+impl Store for SelectStore {
+    /// The lane of the selection, as the catalogue's writer.
+    fn writer(&self, dataset: &DatasetKey) -> Result<Box<dyn StoreWriter>> {
+        let i = self.0.for_new(dataset)?;
+        self.0.store(i).writer(dataset)
+    }
+
+    fn read(&self, location: &FieldLocation, buf: &mut Vec<u8>) -> Result<()> {
+        self.0.store_for_uri(&location.uri)?.read(location, buf)
+    }
+
+    fn prefetch(&self, locations: &[FieldLocation]) {
+        for (_, _, s) in &self.0.lanes {
+            let mine: Vec<FieldLocation> = locations
+                .iter()
+                .filter(|l| l.scheme() == s.scheme())
+                .cloned()
+                .collect();
+            if !mine.is_empty() {
+                s.prefetch(&mine);
+            }
+        }
+    }
+
+    fn scheme(&self) -> &'static str {
+        "select"
+    }
+
+    fn inspect(&self, uri: &str) -> Result<Unit> {
+        self.0.store_for_uri(uri)?.inspect(uri)
+    }
+
+    fn claim(&self, uri: &str) -> Result<Claim<'_>> {
+        self.0.store_for_uri(uri)?.claim(uri)
+    }
+
+    fn remove(&self, uri: &str) -> Result<Removed> {
+        self.0.store_for_uri(uri)?.remove(uri)
+    }
+
+    fn orphans(&self, dataset: &DatasetKey, referenced: &HashSet<String>) -> Result<Vec<Unit>> {
+        let i = self.0.home(dataset)?;
+        self.0.store(i).orphans(dataset, referenced)
+    }
+
+    fn inventory(&self, dataset: &DatasetKey, units: &[String]) -> Result<Vec<Item>> {
+        let i = self.0.home(dataset)?;
+        self.0.store(i).inventory(dataset, units)
+    }
+
+    fn wipe(&self, dataset: &DatasetKey, units: &[String]) -> Result<()> {
+        let i = self.0.home(dataset)?;
+        self.0.store(i).wipe(dataset, units)
+    }
+}
