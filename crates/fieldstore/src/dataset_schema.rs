@@ -82,6 +82,12 @@ impl DatasetSchemas {
                 ),
             )
         })?;
+        // Names in requests resolve as the handle's own schema resolves
+        // them (the table is the handle's, not the dataset's).
+        let schema = match configured.param_names() {
+            Some(names) => schema.with_param_names(names.clone()),
+            None => schema,
+        };
         let schema = Arc::new(schema);
         parsed.by_text.insert(text, schema.clone());
         Ok(Some(schema))

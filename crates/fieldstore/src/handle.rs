@@ -116,6 +116,8 @@ impl FieldStore {
     #[must_use]
     pub fn with_param_names(mut self, names: Arc<dyn fieldstore_core::ParamNames>) -> FieldStore {
         self.schema = Arc::new((*self.schema).clone().with_param_names(names));
+        // Datasets' own schemas take the table too: parse them afresh.
+        self.dataset_schemas = Arc::default();
         self
     }
 

@@ -113,3 +113,42 @@ fn a_dataset_keeps_its_schema_when_the_schema_file_changes() {
     assert!(listing(&new, "class=od,date=20231201").is_empty());
     assert_eq!(listing(&new, "class=od,date=20231202").len(), 1);
 }
+
+/// A parameter table that knows one name, as ecCodes' would.
+#[derive(Debug)]
+struct TwoT;
+
+impl fieldstore_core::ParamNames for TwoT {
+    fn param_id(&self, name: &str) -> Option<u64> {
+        (name == "2t").then_some(167)
+    }
+}
+
+#[test]
+fn names_resolve_in_a_dataset_read_with_its_own_schema() {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path();
+    std::fs::create_dir_all(base.join("root")).unwrap();
+    // `param` typed as parameters: names are resolved only for such keywords.
+    std::fs::write(base.join("schema.txt"), format!("param: Param;\n{OLD}")).unwrap();
+    let old = open(base);
+    old.archive(&key(20231201, 0), b"d1 step 0").unwrap();
+    old.flush().unwrap();
+    std::fs::write(base.join("schema.txt"), format!("param: Param;\n{NEW}")).unwrap();
+    let new = open(base).with_param_names(std::sync::Arc::new(TwoT));
+    let by_name = D1.replace("param=167", "param=2t");
+    // Point lookup, list and the walking retrieve, all through the old
+    // dataset's own schema, with the name resolved as the handle resolves it.
+    assert_eq!(get(&new, &format!("{by_name},step=0")), b"d1 step 0");
+    assert_eq!(listing(&new, "class=od,param=2t").len(), 1);
+    assert_eq!(
+        get(&new, &format!("{by_name},step=0/to/6000000/by/6")),
+        b"d1 step 0"
+    );
+    // An unknown name is refused, naming it.
+    let e = new
+        .list(&"class=od,param=nosuch".parse().unwrap(), ListOptions::default())
+        .unwrap_err();
+    assert!(e.to_string().contains("nosuch"), "{e}");
+}
+
