@@ -11,6 +11,8 @@ use fieldstore::{
 };
 use serde::{Deserialize, Serialize};
 
+use fieldstore_daos::client::Daos;
+
 use crate::args::Batch;
 use crate::bare::BareFile;
 use crate::payload::{self, Check, Generator, Identity};
@@ -34,6 +36,16 @@ pub enum Role {
     /// Follow writers: read each field as soon as a flush makes it
     /// visible, recording when it was seen (`--scenario follow`).
     Follow,
+    /// Raw bandwidth, IOR-style: write transfers with no store
+    /// (`crate::raw`).
+    RawWrite,
+    /// Raw bandwidth: read another process's transfers back.
+    RawRead,
+    /// Field I/O: each field into its own DAOS array, indexed in KVs
+    /// (`crate::fieldio`).
+    FieldIoWrite,
+    /// Field I/O: read the fields back by querying the KVs.
+    FieldIoRead,
 }
 
 impl Role {
@@ -45,6 +57,10 @@ impl Role {
             Role::List => "list",
             Role::Bare => "bare-write",
             Role::Follow => "follow",
+            Role::RawWrite => "raw-write",
+            Role::RawRead => "raw-read",
+            Role::FieldIoWrite => "fieldio-write",
+            Role::FieldIoRead => "fieldio-read",
         }
     }
 }
@@ -135,6 +151,9 @@ pub struct Task {
     /// Follow without reading the fields.
     #[serde(default)]
     pub follow_no_read: bool,
+    /// Raw roles: the transfers.
+    #[serde(default)]
+    pub raw: Option<crate::raw::RawTask>,
 }
 
 impl Task {
@@ -211,6 +230,10 @@ pub struct ProcResult {
     /// member, epoch s)` (the earliest of its fields).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub seen_at: Vec<(u32, u32, f64)>,
+    /// Would-be DAOS RPCs inside the window, when the library counts them
+    /// (the stand-in).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rpcs: Option<u64>,
 }
 
 /// Seconds since the Unix epoch.
@@ -282,7 +305,14 @@ fn base_payload(task: &Task) -> Result<Vec<u8>> {
 /// Store errors; a task the schema rejects.
 pub fn execute(task: &Task, barrier: &mut dyn FnMut() -> Result<f64>) -> Result<ProcResult> {
     let setup = Instant::now();
+    if let (Role::RawWrite | Role::RawRead, Some(raw)) = (task.role, &task.raw) {
+        return execute_raw(task, raw, setup, barrier);
+    }
+    if matches!(task.role, Role::FieldIoWrite | Role::FieldIoRead) {
+        return execute_fieldio(task, setup, barrier);
+    }
     let fs = task.store.open()?;
+    let counter = daos_counter(&task.store);
     let mut gen = match task.role {
         Role::Write => Some(Generator::new(
             base_payload(task)?,
@@ -306,6 +336,7 @@ pub fn execute(task: &Task, barrier: &mut dyn FnMut() -> Result<f64>) -> Result<
     r.t_ready = now();
     r.t_release = barrier()?;
     let mut ops = Ops::default();
+    let rpcs0 = counter.and_then(Daos::standin_rpcs);
     let (u0, s0) = cpu_times();
     r.t_first_io = now();
     match task.role {
@@ -322,9 +353,100 @@ pub fn execute(task: &Task, barrier: &mut dyn FnMut() -> Result<f64>) -> Result<
                 bare.write(task, &mut ops, &mut r)?;
             }
         }
+        Role::RawWrite | Role::RawRead | Role::FieldIoWrite | Role::FieldIoRead => {
+            return Err(Error::invalid_input("a raw task without its transfers"))
+        }
     }
     r.t_last_io = now();
     let (u1, s1) = cpu_times();
+    r.rpcs = rpcs0.and_then(|a| counter?.standin_rpcs().map(|b| b - a));
+    finish(r, ops, u0, s0, u1, s1)
+}
+
+/// The DAOS library, when the store uses DAOS (for its RPC counts).
+fn daos_counter(store: &StoreSpec) -> Option<&'static Daos> {
+    let config = crate::raw::config_of(store).ok()?;
+    let daos = matches!(config.engine, fieldstore::Engine::Daos)
+        || matches!(config.store, fieldstore::StoreKind::Daos);
+    // Already loaded by the store's open: this only looks it up.
+    daos.then(|| Daos::get(None).ok()).flatten()
+}
+
+/// A raw task (`crate::raw`): same barrier, window and result as the
+/// store's tasks.
+fn execute_raw(
+    task: &Task,
+    raw: &crate::raw::RawTask,
+    setup: Instant,
+    barrier: &mut dyn FnMut() -> Result<f64>,
+) -> Result<ProcResult> {
+    let mut prepared = crate::raw::prepare(&task.store, raw)?;
+    let mut r = ProcResult {
+        rank: task.rank,
+        role: task.role.as_str().into(),
+        host: hostname(),
+        pid: std::process::id(),
+        setup_secs: setup.elapsed().as_secs_f64(),
+        ..ProcResult::default()
+    };
+    r.t_ready = now();
+    r.t_release = barrier()?;
+    let mut ops = Ops::default();
+    let rpcs0 = prepared.rpcs();
+    let (u0, s0) = cpu_times();
+    r.t_first_io = now();
+    if task.role == Role::RawWrite {
+        prepared.write(raw, &mut ops, &mut r)?;
+    } else {
+        prepared.read(raw, &mut ops, &mut r)?;
+    }
+    r.t_last_io = now();
+    let (u1, s1) = cpu_times();
+    r.rpcs = rpcs0.and_then(|a| prepared.rpcs().map(|b| b - a));
+    finish(r, ops, u0, s0, u1, s1)
+}
+
+/// A Field I/O task (`crate::fieldio`): same barrier, window and result
+/// as the store's tasks.
+fn execute_fieldio(
+    task: &Task,
+    setup: Instant,
+    barrier: &mut dyn FnMut() -> Result<f64>,
+) -> Result<ProcResult> {
+    let fio = crate::fieldio::open(&task.store)?;
+    let mut gen = match task.role {
+        Role::FieldIoWrite => Some(Generator::new(
+            base_payload(task)?,
+            task.randomise,
+            task.rank,
+        )?),
+        _ => None,
+    };
+    let mut r = ProcResult {
+        rank: task.rank,
+        role: task.role.as_str().into(),
+        host: hostname(),
+        pid: std::process::id(),
+        setup_secs: setup.elapsed().as_secs_f64(),
+        ..ProcResult::default()
+    };
+    r.t_ready = now();
+    r.t_release = barrier()?;
+    let mut ops = Ops::default();
+    let rpcs0 = fio.rpcs();
+    let (u0, s0) = cpu_times();
+    r.t_first_io = now();
+    match gen.as_mut() {
+        Some(gen) => fio.write(task, gen, &mut ops, &mut r)?,
+        None => fio.read(task, &mut ops, &mut r)?,
+    }
+    r.t_last_io = now();
+    let (u1, s1) = cpu_times();
+    r.rpcs = rpcs0.and_then(|a| fio.rpcs().map(|b| b - a));
+    finish(r, ops, u0, s0, u1, s1)
+}
+
+fn finish(mut r: ProcResult, ops: Ops, u0: f64, s0: f64, u1: f64, s1: f64) -> Result<ProcResult> {
     r.cpu_user = u1 - u0;
     r.cpu_sys = s1 - s0;
     r.ops = ops

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# raw_vs_fio.sh -- checks `fieldstore hammer --scenario raw` (IOR-style raw bandwidth, POSIX)
+# against fio on the same file system, same run, same shapes:
+#   easy: P processes, a file each, sequential transfers of TRANSFER bytes, fsync at the end;
+#   hard: P processes, one shared file, interleaved 47008-byte transfers (fio: rw=write:<skip>
+#         with offset_increment), fsync at the end;
+#   reads of both after dropping the page cache (root).
+# Both use pwrite/pread from one buffer (fio: ioengine=psync) into files not preallocated
+# (fio: fallocate=none; its default preallocation makes every write convert an unwritten extent). Repetitions interleave the two
+# tools; medians are printed with the ratio hammer / fio (the issue's bar: within 10 %).
+#
+# Usage: bench/raw_vs_fio.sh          Knobs [defaults]:
+#   DIR       where the files go (one file system for both)   [${TMPDIR:-/tmp}/raw-vs-fio]
+#   PROCS     processes                                         [2]
+#   MIB       MiB per process and phase                         [512]
+#   TRANSFER  easy transfer size, bytes                         [1048576]
+#   REPS      repetitions                                       [3]
+#   HAMMER    a fieldstore-hammer binary (default: cargo build --release)
+set -euo pipefail
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+DIR=${DIR:-${TMPDIR:-/tmp}/raw-vs-fio}
+PROCS=${PROCS:-2}
+MIB=${MIB:-512}
+TRANSFER=${TRANSFER:-1048576}
+REPS=${REPS:-3}
+HARD=47008
+command -v fio >/dev/null || { echo "fio missing: apt-get install fio" >&2; exit 1; }
+if [ -z "${HAMMER:-}" ]; then
+    (cd "$REPO" && cargo build -q --release -p fieldstore-hammer)
+    HAMMER=${CARGO_TARGET_DIR:-$REPO/target}/release/fieldstore-hammer
+fi
+BYTES=$((MIB * 1048576))
+NHARD=$(((BYTES + HARD - 1) / HARD))
+NEASY=$(((BYTES + TRANSFER - 1) / TRANSFER))
+OUT=$(mktemp -d)
+trap 'rm -rf "$OUT" "$DIR"' EXIT
+drop() { sync; echo 3 >/proc/sys/vm/drop_caches; }
+
+fio_phase() { # <easy|hard> <write|read> -> MiB/s
+    local common=(--directory="$DIR" --ioengine=psync --fallocate=none --numjobs="$PROCS" --group_reporting
+                  --output-format=json)
+    if [ "$1" = easy ]; then
+        common+=(--bs="$TRANSFER" --size=$((NEASY * TRANSFER)))
+    else
+        common+=(--filename=shared --bs=$HARD --offset_increment=$HARD --io_size=$((NHARD * HARD))
+                 --size=$((NHARD * HARD * PROCS)))
+    fi
+    local rw=$2
+    [ "$1" = hard ] && rw="$2:$((HARD * (PROCS - 1)))"
+    [ "$2" = write ] && common+=(--end_fsync=1)
+    fio --name="$1" --rw="$rw" "${common[@]}" >"$OUT/fio.json"
+    python3 -c "import json,sys; j=json.load(open('$OUT/fio.json'))['jobs'][0]['$2']; print(j['bw_bytes']/2**20)"
+}
+
+for ((r = 1; r <= REPS; r++)); do
+    for tool in $([ $((r % 2)) = 1 ] && echo "fio hammer" || echo "hammer fio"); do
+        rm -rf "$DIR"; mkdir -p "$DIR"
+        if [ "$tool" = fio ]; then
+            ew=$(fio_phase easy write); hw=$(fio_phase hard write)
+            drop; er=$(fio_phase easy read); drop; hr=$(fio_phase hard read)
+        else
+            "$HAMMER" --root "$DIR" --scenario raw --processes "$PROCS" --raw-bytes "$BYTES" \
+                --raw-transfer "$TRANSFER" --json >"$OUT/h.json"
+            read -r ew hw er hr < <(python3 -c "
+import json; rows={r['phase']: r['gtb_mib_s'] for r in json.load(open('$OUT/h.json'))['repetitions'][0]['rows']}
+print(rows['raw-easy-write'], rows['raw-hard-write'], rows['raw-easy-read'], rows['raw-hard-read'])")
+        fi
+        echo "$tool $r $ew $hw $er $hr" | tee -a "$OUT/all.txt" >&2
+    done
+done
+python3 - "$OUT/all.txt" "$PROCS" "$MIB" "$TRANSFER" <<'PY'
+import sys, statistics
+rows = [l.split() for l in open(sys.argv[1])]
+names = ["easy write", "hard write", "easy read", "hard read"]
+vals = {t: [[float(r[2 + i]) for r in rows if r[0] == t] for i in range(4)] for t in ("hammer", "fio")}
+med = {t: [statistics.median(v) for v in vals[t]] for t in vals}
+print(f"raw bandwidth, POSIX, {sys.argv[2]} processes x {sys.argv[3]} MiB, easy transfer "
+      f"{sys.argv[4]} B, hard 47008 B; median of {len(rows) // 2} (MiB/s)")
+print("| phase | fieldstore hammer --scenario raw (min-max) | fio (min-max) | hammer / fio |")
+print("|---|---|---|---|")
+for i, n in enumerate(names):
+    h, f = med["hammer"][i], med["fio"][i]
+    hr, fr = vals["hammer"][i], vals["fio"][i]
+    print(f"| {n} | {h:.0f} ({min(hr):.0f}-{max(hr):.0f}) | {f:.0f} ({min(fr):.0f}-{max(fr):.0f}) | {h / f:.2f} |")
+PY
