@@ -63,6 +63,18 @@ fn args(config: PathBuf) -> HammerArgs {
     }
 }
 
+/// The container labels of a stand-in pool.
+fn labels(pool: &str) -> Vec<String> {
+    let pools = std::env::var_os("DAOS_STANDIN_DIR").unwrap();
+    std::fs::read_dir(Path::new(&pools).join(pool).join("labels"))
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 fn row<'a>(report: &'a Report, phase: &str) -> &'a fieldstore_hammer::Row {
     report.repetitions[0]
         .rows
@@ -116,6 +128,10 @@ fn raw_arrays_beside_the_store_with_rpcs_per_field() {
     );
     let table = report.table();
     assert!(table.contains("DAOS RPCs inside the windows"), "{table}");
+    assert!(
+        !labels("raw").iter().any(|l| l.contains("hammer-raw")),
+        "raw container left"
+    );
     assert!(
         table.contains("raw-easy-write   rep 0: 2 RPCs, 1.00 per transfer"),
         "{table}"
