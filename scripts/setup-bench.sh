@@ -1,13 +1,19 @@
 # Sourced by scripts/test-all.sh: what the hammer's tests need
-# (crates/fieldstore-hammer) -- Open MPI's mpirun, under which
-# tests/mpi.rs launches four ranks (it passes without it, saying so, except
-# under CI=true). Only when missing; about 11 s on a Debian 12 machine.
-if ! command -v mpirun >/dev/null 2>&1; then
+# (crates/fieldstore-hammer), only when missing --
+# - Open MPI's mpirun (openmpi-bin, ~11 s): tests/mpi.rs launches four ranks;
+# - Chromium (chromium, ~17 s, 124 MB download, 414 MB on disk): tests/report.rs
+#   renders the `--report` page headless.
+# Those tests pass without them, saying so, except under CI=true, where they fail.
+bench_missing=()
+command -v mpirun >/dev/null 2>&1 || bench_missing+=(openmpi-bin)
+command -v chromium >/dev/null 2>&1 || bench_missing+=(chromium)
+if [ "${#bench_missing[@]}" -gt 0 ]; then
     if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
         apt-get update -qq
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-            openmpi-bin >/dev/null
+            "${bench_missing[@]}" >/dev/null
     else
-        echo "setup-bench: mpirun not found; the hammer's MPI test will be skipped (install openmpi-bin)" >&2
+        echo "setup-bench: ${bench_missing[*]} not found; the hammer's MPI and browser tests will be skipped" >&2
     fi
 fi
+unset bench_missing

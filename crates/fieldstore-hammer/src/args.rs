@@ -227,6 +227,11 @@ pub struct HammerArgs {
     /// store's write phase, so both move the same data).
     #[arg(long)]
     pub raw_bytes: Option<u64>,
+    /// Also write the report as a self-contained HTML page with PNG plots
+    /// (bandwidth over time, per-rank timeline, latency and access-size
+    /// histograms, breakdown, ceilings, limits) to DIR/index.html.
+    #[arg(long, value_name = "DIR")]
+    pub report: Option<PathBuf>,
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,

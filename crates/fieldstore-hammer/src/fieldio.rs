@@ -193,6 +193,7 @@ impl FieldIo {
                         ops.add("index kv", t);
                         r.fields += 1;
                         r.bytes += data.len() as u64;
+                        ops.io(data.len() as u64);
                     }
                 }
             }
@@ -256,6 +257,7 @@ impl FieldIo {
                         }
                         r.fields += 1;
                         r.bytes += len;
+                        ops.io(len);
                         if task.check != Check::None {
                             let id = Identity {
                                 date: task_date(task),

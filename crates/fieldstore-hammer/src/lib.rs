@@ -71,12 +71,15 @@
 pub mod args;
 mod bare;
 pub mod fieldio;
+pub mod html;
 pub mod launch;
 pub mod payload;
 pub mod physical;
+pub mod plots;
 pub mod raw;
 pub mod report;
 pub mod stats;
+pub mod trace;
 pub mod worker;
 
 use std::path::PathBuf;
@@ -576,6 +579,9 @@ pub fn run(args: &HammerArgs) -> Result<Report> {
     }
     report.load_after = physical::loadavg();
     report.finish();
+    if let Some(dir) = &args.report {
+        html::write(&report, dir)?;
+    }
     Ok(report)
 }
 
@@ -664,6 +670,9 @@ fn run_ranks(args: &HammerArgs, rank: &LauncherRank) -> Result<Report> {
     report.finish();
     if report.repetitions.is_empty() {
         return Err(Error::new(ErrorKind::Internal, "no repetition ran"));
+    }
+    if let Some(dir) = &args.report {
+        html::write(&report, dir)?;
     }
     Ok(report)
 }

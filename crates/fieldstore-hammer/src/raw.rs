@@ -497,6 +497,7 @@ impl Prepared {
             ops.add("write", t);
             r.fields += 1;
             r.bytes += task.transfer;
+            ops.io(task.transfer);
         }
         let t = Instant::now();
         self.target.sync(&object)?;
@@ -522,6 +523,7 @@ impl Prepared {
             }
             r.fields += 1;
             r.bytes += task.transfer;
+            ops.io(task.transfer);
             let got = u64::from_le_bytes(self.buf[..8].try_into().unwrap_or([0; 8]));
             if self.buf.len() >= 8 && got != off {
                 r.check_failures += 1;

@@ -234,6 +234,22 @@ pub struct ProcResult {
     /// (the stand-in).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rpcs: Option<u64>,
+    /// When each operation ran: `(operation, start, end)` in epoch seconds,
+    /// consecutive calls of one operation merged (`crate::trace`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub spans: Vec<(String, f64, f64)>,
+    /// More spans happened than were kept.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub spans_cut: bool,
+    /// Calls per operation by duration: bucket `i` is `[2^i, 2^(i+1))` µs.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub latency_log2_us: BTreeMap<String, Vec<u64>>,
+    /// `(epoch s, bytes so far)` samples inside the window.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub progress: Vec<(f64, u64)>,
+    /// Accesses by size: floor(log₂(bytes)) → count.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub sizes_log2: BTreeMap<u32, u64>,
 }
 
 /// Seconds since the Unix epoch.
@@ -264,20 +280,7 @@ pub fn hostname() -> String {
         .unwrap_or_else(|_| "localhost".into())
 }
 
-/// Time and calls per operation inside the window.
-#[derive(Default)]
-pub(crate) struct Ops(BTreeMap<&'static str, (Duration, u64)>);
-
-impl Ops {
-    /// Count a call of `name` that started at `since`; returns now.
-    pub(crate) fn add(&mut self, name: &'static str, since: Instant) -> Instant {
-        let t = Instant::now();
-        let e = self.0.entry(name).or_default();
-        e.0 += t - since;
-        e.1 += 1;
-        t
-    }
-}
+pub(crate) use crate::trace::Ops;
 
 fn key_of(task: &Task, step: u32, member: u32, level: u32, param: u32) -> Result<Key> {
     let mut k = Key::from_pairs(task.base.iter().map(|(a, b)| (a.as_str(), b.as_str())))?;
@@ -449,19 +452,7 @@ fn execute_fieldio(
 fn finish(mut r: ProcResult, ops: Ops, u0: f64, s0: f64, u1: f64, s1: f64) -> Result<ProcResult> {
     r.cpu_user = u1 - u0;
     r.cpu_sys = s1 - s0;
-    r.ops = ops
-        .0
-        .into_iter()
-        .map(|(k, (d, calls))| {
-            (
-                k.to_string(),
-                Op {
-                    secs: d.as_secs_f64(),
-                    calls,
-                },
-            )
-        })
-        .collect();
+    ops.into_result(&mut r);
     Ok(r)
 }
 
@@ -524,6 +515,7 @@ fn write(
                     }
                     r.fields += 1;
                     r.bytes += data.len() as u64;
+                    ops.io(data.len() as u64);
                 }
             }
             let t = Instant::now();
@@ -573,6 +565,7 @@ fn follow(task: &Task, fs: &FieldStore, ops: &mut Ops, r: &mut ProcResult) -> Re
             ops.add("read", t);
             r.fields += 1;
             r.bytes += buf.len() as u64;
+            ops.io(buf.len() as u64);
             if task.check != Check::None {
                 record_check(r, &buf, &key, task.check);
             }
@@ -736,6 +729,7 @@ fn read(task: &Task, fs: &FieldStore, ops: &mut Ops, r: &mut ProcResult) -> Resu
                 found += 1;
                 r.fields += 1;
                 r.bytes += buf.len() as u64;
+                ops.io(buf.len() as u64);
                 if task.check != Check::None {
                     record_check(r, &buf, &split.full_key(), task.check);
                     t = ops.add("verify", t);
@@ -750,6 +744,7 @@ fn read(task: &Task, fs: &FieldStore, ops: &mut Ops, r: &mut ProcResult) -> Resu
                 found += 1;
                 r.fields += 1;
                 r.bytes += buf.len() as u64;
+                ops.io(buf.len() as u64);
                 if task.check != Check::None {
                     record_check(r, &buf, &key, task.check);
                     t = ops.add("verify", t);
