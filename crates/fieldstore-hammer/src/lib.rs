@@ -67,6 +67,14 @@
 //! - `--scenario bare`: the write phase's bytes and `fdatasync`s with no
 //!   store, in the store's directory: the disk's ceiling for that workload
 //!   (`bare.rs`).
+//! - `--raw` (or `--scenario raw` alone): after the scenario's phases, the
+//!   raw bandwidth of the store's backend, IOR-style easy and hard writes
+//!   and reads over POSIX files, DAOS arrays or RADOS objects (`raw.rs`);
+//! - `--fieldio` (or `--scenario fieldio` alone): ECMWF's Field I/O pattern
+//!   on the store's DAOS pool, an array per field indexed in KVs
+//!   (`fieldio.rs`);
+//! - `--report DIR`: the run as an HTML page with PNG plots (`html.rs`,
+//!   `plots.rs`, from what `trace.rs` records in each process).
 
 pub mod args;
 mod bare;
