@@ -39,14 +39,19 @@ drop() { sync; echo 3 >/proc/sys/vm/drop_caches; }
 fio_phase() { # <easy|hard> <write|read> -> MiB/s
     # invalidate=0: the page cache is dropped once before each read phase, as the hammer does;
     # fio's default invalidates each job's file as the job starts, which on the shared file
-    # throws away what the jobs already running had read ahead.
+    # throws away what the jobs already running had read ahead. fadvise_hint=0: IOR gives
+    # the kernel no access-pattern advice, and neither does the hammer (fio's default
+    # POSIX_FADV_SEQUENTIAL doubles the read-ahead window).
     local common=(--directory="$DIR" --ioengine=psync --fallocate=none --invalidate=0
-                  --numjobs="$PROCS" --output-format=json)
+                  --fadvise_hint=0 --numjobs="$PROCS" --output-format=json)
     if [ "$1" = easy ]; then
         common+=(--bs="$TRANSFER" --size=$((NEASY * TRANSFER)))
     else
+        # Job j's region starts at j*HARD; its size makes the last job's region end exactly at
+        # the shared file's end (NHARD*PROCS transfers). A region past the end makes fio lay the
+        # file out (write it) before a read job: the reads then come from the page cache.
         common+=(--filename=shared --bs=$HARD --offset_increment=$HARD --io_size=$((NHARD * HARD))
-                 --size=$((NHARD * HARD * PROCS)))
+                 --size=$(((NHARD * PROCS - PROCS + 1) * HARD)))
     fi
     local rw=$2
     [ "$1" = hard ] && rw="$2:$((HARD * (PROCS - 1)))"

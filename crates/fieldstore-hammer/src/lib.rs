@@ -588,7 +588,7 @@ pub fn run(args: &HammerArgs) -> Result<Report> {
     report.load_after = physical::loadavg();
     report.finish();
     if let Some(dir) = &args.report {
-        html::write(&report, dir)?;
+        report.html_page = html::write(&report, dir)?.display().to_string();
     }
     Ok(report)
 }
@@ -680,7 +680,7 @@ fn run_ranks(args: &HammerArgs, rank: &LauncherRank) -> Result<Report> {
         return Err(Error::new(ErrorKind::Internal, "no repetition ran"));
     }
     if let Some(dir) = &args.report {
-        html::write(&report, dir)?;
+        report.html_page = html::write(&report, dir)?.display().to_string();
     }
     Ok(report)
 }

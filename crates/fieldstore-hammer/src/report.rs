@@ -206,6 +206,9 @@ pub struct Report {
     /// Where the raw phases went (`--raw`), else empty.
     #[serde(default)]
     pub raw_target: String,
+    /// The HTML page `--report` wrote, else empty.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub html_page: String,
     /// Fields per process and phase.
     pub fields_per_process: u64,
     /// The store.
@@ -660,6 +663,9 @@ impl Report {
             for w in &self.warnings {
                 let _ = writeln!(s, "  {w}");
             }
+        }
+        if !self.html_page.is_empty() {
+            let _ = writeln!(s, "\nHTML report: {}", self.html_page);
         }
         if self.problems.is_empty() {
             let _ = write!(

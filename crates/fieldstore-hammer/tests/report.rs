@@ -33,7 +33,12 @@ fn report(dir: &Path) -> PathBuf {
     };
     let r = run(&a).unwrap();
     assert!(r.problems.is_empty(), "{:?}", r.problems);
-    out.join("index.html")
+    let page = out.join("index.html");
+    assert_eq!(r.html_page, page.display().to_string());
+    assert!(r
+        .table()
+        .contains(&format!("HTML report: {}", page.display())));
+    page
 }
 
 /// Width and height of a PNG (its IHDR), after checking the signature.
