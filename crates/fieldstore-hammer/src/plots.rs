@@ -120,19 +120,35 @@ pub fn bandwidth_series(row: &Row, t0: f64, bins: usize) -> Vec<(f64, f64)> {
         return Vec::new();
     }
     let width = (b - a) / bins as f64;
-    let mut bytes = vec![0u64; bins];
+    let mut bytes = vec![0f64; bins];
     for p in &row.per_process {
-        let mut prev = 0u64;
+        // The bytes between two samples moved during the time between them:
+        // spread them over it, bin by bin.
+        let (mut t_prev, mut prev) = (p.t_first_io, 0u64);
         for &(t, cum) in &p.progress {
-            let i = (((t - a) / width) as usize).min(bins - 1);
-            bytes[i] += cum.saturating_sub(prev);
-            prev = cum;
+            let n = cum.saturating_sub(prev) as f64;
+            let span = (t - t_prev).max(0.0);
+            if span <= 0.0 {
+                let i = (((t - a) / width).max(0.0) as usize).min(bins - 1);
+                bytes[i] += n;
+            } else {
+                let first = (((t_prev - a) / width).max(0.0) as usize).min(bins - 1);
+                let last = (((t - a) / width).max(0.0) as usize).min(bins - 1);
+                for (i, slot) in bytes.iter_mut().enumerate().take(last + 1).skip(first) {
+                    let lo = (a + i as f64 * width).max(t_prev);
+                    let hi = (a + (i + 1) as f64 * width).min(t);
+                    if hi > lo {
+                        *slot += n * (hi - lo) / span;
+                    }
+                }
+            }
+            (t_prev, prev) = (t, cum);
         }
     }
     bytes
         .iter()
         .enumerate()
-        .map(|(i, n)| (a - t0 + (i as f64 + 0.5) * width, *n as f64 / width / MIB))
+        .map(|(i, n)| (a - t0 + (i as f64 + 0.5) * width, n / width / MIB))
         .collect()
 }
 
@@ -507,4 +523,35 @@ pub fn sizes(report: &Report, path: &Path) -> Result<()> {
     draw!("sizes", side_legend(&legend, &items));
     draw!("sizes", root.present());
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::worker::ProcResult;
+
+    /// Two processes moving 1 MiB each, evenly over one second: the series
+    /// is flat at 2 MiB/s and its integral is the row's bytes.
+    #[test]
+    fn bandwidth_series_spreads_bytes_over_the_time_they_took() {
+        let proc = |rank| ProcResult {
+            rank,
+            t_first_io: 100.0,
+            t_last_io: 101.0,
+            progress: (1..=4)
+                .map(|i| (100.0 + 0.25 * f64::from(i), i as u64 * (1 << 18)))
+                .collect(),
+            bytes: 1 << 20,
+            ..ProcResult::default()
+        };
+        let row = Row::new("write", vec![proc(0), proc(1)]);
+        let s = bandwidth_series(&row, 100.0, 10);
+        assert_eq!(s.len(), 10);
+        for (t, mib_s) in &s {
+            assert!((mib_s - 2.0).abs() < 1e-9, "{t}: {mib_s}");
+        }
+        let total: f64 = s.iter().map(|p| p.1 * 0.1).sum();
+        assert!((total - 2.0).abs() < 1e-9);
+        assert!((s[0].0 - 0.05).abs() < 1e-9);
+    }
 }
