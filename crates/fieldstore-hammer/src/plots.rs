@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::Once;
+use std::sync::OnceLock;
 
 use fieldstore::{Error, ErrorKind, Result};
 use plotters::prelude::*;
@@ -39,12 +39,10 @@ fn colour(i: usize) -> RGBColor {
 }
 
 fn font_ready() -> Result<()> {
-    static ONCE: Once = Once::new();
-    let mut ok = true;
-    ONCE.call_once(|| {
-        ok = plotters::style::register_font(FAMILY, FontStyle::Normal, FONT).is_ok();
-    });
-    if ok {
+    static REGISTERED: OnceLock<bool> = OnceLock::new();
+    if *REGISTERED
+        .get_or_init(|| plotters::style::register_font(FAMILY, FontStyle::Normal, FONT).is_ok())
+    {
         Ok(())
     } else {
         Err(Error::internal("the bundled font does not load"))

@@ -356,8 +356,13 @@ pub fn execute(task: &Task, barrier: &mut dyn FnMut() -> Result<f64>) -> Result<
                 bare.write(task, &mut ops, &mut r)?;
             }
         }
+        // Field I/O tasks returned above; a raw task without its
+        // transfers is a malformed task line.
         Role::RawWrite | Role::RawRead | Role::FieldIoWrite | Role::FieldIoRead => {
-            return Err(Error::invalid_input("a raw task without its transfers"))
+            return Err(Error::invalid_input(format!(
+                "a {} task without its transfers",
+                task.role.as_str()
+            )))
         }
     }
     r.t_last_io = now();
