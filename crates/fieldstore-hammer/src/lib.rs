@@ -69,7 +69,7 @@
 //!   (`bare.rs`).
 //! - `--raw` (or `--scenario raw` alone): after the scenario's phases, the
 //!   raw bandwidth of the store's backend, IOR-style easy and hard writes
-//!   and reads over POSIX files, DAOS arrays or RADOS objects (`raw.rs`);
+//!   and reads over POSIX files, DAOS arrays or RADOS objects (`raw/`);
 //! - `--fieldio` (or `--scenario fieldio` alone): ECMWF's Field I/O pattern
 //!   on the store's DAOS pool, an array per field indexed in KVs
 //!   (`fieldio.rs`);
