@@ -19,6 +19,7 @@ Subcommands:
   hammer-run    pattern A with fdb-hammer itself (keys decoded from the GRIB by ecCodes),
              processes released together by a start file; same JSON shape
   summarise  read fieldstore and FDB5 JSON reports, print ratios, write CSV/JSON and a plot
+  replot     redraw the plot from summarise's JSON (docs/bench/compare*.json)
 
 The wheel's fdb-hammer (fdb5lib 5.25.0.33) dies with SIGSEGV before main: it is a non-PIE
 executable whose copy relocation of an eckit object lands in its PT_GNU_RELRO segment, which
@@ -763,18 +764,25 @@ def plot(rows, path):
         return
     panels = [("1m", "a", ["write", "read"]), ("1m", "wr", ["wr-write", "wr-read"]),
               ("64k", "a", ["write", "read"]), ("64k", "wr", ["wr-write", "wr-read"])]
+    # One colour per system, one line style per phase (first phase solid, second dashed): the
+    # eye groups by colour first, so which system is which reads at a glance. The bare writes
+    # (a write-phase ceiling, no store) are grey and dotted.
+    colours = {"fieldstore": "tab:blue", "fdb5": "tab:red", "bare": "tab:gray"}
+    markers = {"fieldstore": "o", "fdb5": "s", "bare": "^"}
+    offsets = {"fieldstore": -0.04, "fdb5": 0.04, "bare": 0.0}
     fig, axs = plt.subplots(2, 2, figsize=(11, 8))
     for ax, (size, pattern, phases) in zip(axs.flat, panels):
-        for system, style in (("fieldstore", "-"), ("fdb5", "--"), ("bare", ":")):
-            for ph, color in zip(phases, ("tab:blue", "tab:orange")):
+        for system in ("fieldstore", "fdb5", "bare"):
+            for ph, style in zip(phases, ("-", "--")):
                 pts = sorted((r["procs"], r["mib_s"], r["mib_s_min"], r["mib_s_max"]) for r in rows
                              if r["system"] == system and r["size"] == size
                              and r["pattern"] == pattern and r["phase"] == ph and r["mib_s"])
                 if pts:
-                    xs = [p[0] + {"fdb5": 0.04, "bare": 0.0}.get(system, -0.04) for p in pts]
+                    xs = [p[0] + offsets[system] for p in pts]
                     ys = [p[1] for p in pts]
                     err = [[p[1] - p[2] for p in pts], [p[3] - p[1] for p in pts]]
-                    ax.errorbar(xs, ys, yerr=err, fmt=style, marker="o", color=color, capsize=3,
+                    ax.errorbar(xs, ys, yerr=err, fmt=":" if system == "bare" else style,
+                                marker=markers[system], color=colours[system], capsize=3,
                                 alpha=0.9, label=f"{system} {ph}" if system != "bare"
                                 else "bare writes, no store (disk's ceiling)")
         ax.set_title(f"{'1 MiB' if size == '1m' else '64 KiB'} fields, "
@@ -785,7 +793,7 @@ def plot(rows, path):
         ax.set_ylim(bottom=0)
         ax.grid(alpha=0.3)
         if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=8)
+            ax.legend(fontsize=8, handlelength=4)
     fig.suptitle("fieldstore vs FDB5 (pyfdb, explicit keys): same workload, same run "
                  "(median, bars: min-max of the repetitions)")
     fig.tight_layout()
@@ -846,6 +854,9 @@ def main():
     s.add_argument("--out-json", required=True)
     s.add_argument("--plot")
     s.add_argument("reports", nargs="+")
+    rp = sub.add_parser("replot", help="redraw the plot from a summary JSON (summarise --out-json)")
+    rp.add_argument("summary")
+    rp.add_argument("--plot", required=True)
     a = ap.parse_args()
     if a.cmd == "worker":
         worker()
@@ -857,6 +868,9 @@ def main():
         hammer_setup(a)
     elif a.cmd == "hammer-run":
         sys.exit(hammer_run(a))
+    elif a.cmd == "replot":
+        with open(a.summary) as fh:
+            plot(json.load(fh)["rows"], a.plot)
     else:
         summarise(a)
 

@@ -6,6 +6,10 @@ cd "$(dirname "$0")/.."
 source scripts/setup.sh
 # valgrind for the C API's tests (crates/fieldstore-capi).
 source scripts/setup-capi.sh
+# --- hammer benchmark tools (crates/fieldstore-hammer) -- begin ----------------
+# mpirun (openmpi-bin) for the hammer's real-MPI test, chromium for its HTML report's.
+source scripts/setup-bench.sh
+# --- hammer benchmark tools -- end ---------------------------------------------
 
 echo "== cargo fmt --check"
 cargo fmt --all --check

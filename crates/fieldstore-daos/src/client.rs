@@ -77,6 +77,9 @@ impl From<DaosError> for Error {
 pub struct Daos {
     f: Functions,
     path: String,
+    /// `daos_standin_rpc_count`, when the library is the stand-in: the
+    /// would-be RPCs it counted (benchmarks report RPCs per field with it).
+    rpc_count: Option<unsafe extern "C" fn(*const std::ffi::c_char, c_int) -> u64>,
 }
 
 impl fmt::Debug for Daos {
@@ -145,9 +148,18 @@ impl Daos {
             // SAFETY: `const char *d_errstr(int)`.
             d_errstr: unsafe { lib.get(b"d_errstr\0") }.ok().map(|s| *s),
         };
+        // SAFETY: the stand-in's `uint64_t daos_standin_rpc_count(const
+        // char *name, int scope)`; absent from a real libdaos.
+        let rpc_count = unsafe { lib.get(b"daos_standin_rpc_count\0") }
+            .ok()
+            .map(|s| *s);
         // Never dlclose libdaos.
         std::mem::forget(lib);
-        Ok(Daos { f, path: shown })
+        Ok(Daos {
+            f,
+            path: shown,
+            rpc_count,
+        })
     }
 
     /// The library for this process: loaded from `$FIELDSTORE_DAOS_LIBRARY`,
@@ -176,6 +188,14 @@ impl Daos {
         let d = Daos::load(&path)?;
         d.init()?;
         Ok(DAOS.get_or_init(|| d))
+    }
+
+    /// Would-be RPCs this process has made so far, all functions and
+    /// threads, when the library is `daos-standin` (which counts them); a
+    /// real libdaos counts nothing here (`None`).
+    pub fn standin_rpcs(&self) -> Option<u64> {
+        // SAFETY: a null name means every function; scope 0 is the process.
+        self.rpc_count.map(|f| unsafe { f(std::ptr::null(), 0) })
     }
 
     /// `daos_init`.

@@ -164,3 +164,29 @@ fn store_reads_report_what_is_wrong() {
     store.read(&loc, &mut buf).expect("the real location");
     assert_eq!(buf, b"0123456789");
 }
+
+/// The stand-in's RPC counter, as benchmarks read it through the binding:
+/// process-wide, growing by what each call would cost on a real pool; a
+/// real libdaos has no counter (`Daos::load` of the stand-in has one).
+#[test]
+fn standin_rpcs_count_what_the_binding_sends() {
+    let pool = common::standin().fresh_pool("rpc");
+    let path = common::standin().path.clone();
+    let daos = Daos::get(Some(&path)).expect("the stand-in");
+    let before = daos.standin_rpcs().expect("the stand-in counts RPCs");
+    let p = std::sync::Arc::new(daos.connect(&pool).expect("connect"));
+    p.create("rpcs", None).expect("create");
+    let c = p.open("rpcs", true).expect("open");
+    let oid = c
+        .generate_oid(0, 7, ffi::DAOS_OT_KV_HASHED, fieldstore_daos::config::OC_S1)
+        .expect("oid");
+    let kv = c.kv(oid, true).expect("kv");
+    let mid = daos.standin_rpcs().unwrap();
+    kv.put("k", b"v").expect("put");
+    // Other tests run on other threads meanwhile: at least our one put.
+    assert!(daos.standin_rpcs().unwrap() > mid);
+    assert!(
+        mid >= before + 3,
+        "connect, create, open: {before} -> {mid}"
+    );
+}

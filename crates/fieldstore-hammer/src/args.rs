@@ -23,6 +23,10 @@ pub enum Scenario {
     /// each step across all members as soon as it is flushed (`--follow`);
     /// reports flush-to-visible latency.
     Follow,
+    /// Only the raw bandwidth phases of `--raw` (IOR-style, no store).
+    Raw,
+    /// Only the Field I/O phases of `--fieldio` (DAOS, no store).
+    Fieldio,
 }
 
 /// How `--scenario follow`'s readers learn that a step is flushed.
@@ -201,6 +205,33 @@ pub struct HammerArgs {
     /// Give up waiting at a barrier directory after this many seconds.
     #[arg(long, default_value_t = 600, hide = true)]
     pub barrier_timeout: u64,
+    /// After the scenario's phases, measure the raw bandwidth of the
+    /// store's backend IOR-style (POSIX files, DAOS arrays or RADOS
+    /// objects, no store): easy (an object per process, sequential
+    /// transfers) and hard (one shared object, interleaved 47008-byte
+    /// transfers) writes, synced, then reads of another process's data
+    /// after dropping the page cache.
+    #[arg(long)]
+    pub raw: bool,
+    /// After the scenario's phases, run ECMWF's Field I/O pattern on the
+    /// store's DAOS pool (no store): each field written into its own array
+    /// and indexed in a shared main KV and per-process index KVs, then read
+    /// back by querying the KVs; same fields, bytes and checks as the
+    /// write phase. Needs `store: daos`.
+    #[arg(long)]
+    pub fieldio: bool,
+    /// --raw easy: bytes per transfer.
+    #[arg(long, default_value_t = 1 << 20)]
+    pub raw_transfer: u64,
+    /// --raw: bytes per process and phase (default: the bytes of the
+    /// store's write phase, so both move the same data).
+    #[arg(long)]
+    pub raw_bytes: Option<u64>,
+    /// Also write the report as a self-contained HTML page with PNG plots
+    /// (bandwidth over time, per-rank timeline, latency and access-size
+    /// histograms, breakdown, ceilings, limits) to DIR/index.html.
+    #[arg(long, value_name = "DIR")]
+    pub report: Option<PathBuf>,
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,

@@ -104,6 +104,7 @@ impl BareFile {
                 self.file
                     .write_all_at(&self.piece[..n as usize], offset)
                     .map_err(io)?;
+                ops.io(n);
                 writeback(&self.file, offset, n, false);
                 behind.push_back((offset, n));
                 behind_bytes += n;

@@ -67,14 +67,27 @@
 //! - `--scenario bare`: the write phase's bytes and `fdatasync`s with no
 //!   store, in the store's directory: the disk's ceiling for that workload
 //!   (`bare.rs`).
+//! - `--raw` (or `--scenario raw` alone): after the scenario's phases, the
+//!   raw bandwidth of the store's backend, IOR-style easy and hard writes
+//!   and reads over POSIX files, DAOS arrays or RADOS objects (`raw/`);
+//! - `--fieldio` (or `--scenario fieldio` alone): ECMWF's Field I/O pattern
+//!   on the store's DAOS pool, an array per field indexed in KVs
+//!   (`fieldio.rs`);
+//! - `--report DIR`: the run as an HTML page with PNG plots (`html.rs`,
+//!   `plots.rs`, from what `trace.rs` records in each process).
 
 pub mod args;
 mod bare;
+pub mod fieldio;
+pub mod html;
 pub mod launch;
 pub mod payload;
 pub mod physical;
+pub mod plots;
+pub mod raw;
 pub mod report;
 pub mod stats;
+pub mod trace;
 pub mod worker;
 
 use std::path::PathBuf;
@@ -141,6 +154,8 @@ fn scenario_name(args: &HammerArgs) -> &'static str {
         (Some(Scenario::Wr), ..) => "wr",
         (Some(Scenario::Bare), ..) => "bare",
         (Some(Scenario::Follow), ..) => "follow",
+        (Some(Scenario::Raw), ..) => "raw",
+        (Some(Scenario::Fieldio), ..) => "fieldio",
         (None, true, _) => "read",
         (None, _, true) => "list",
         _ => "write",
@@ -220,6 +235,7 @@ pub fn plan(args: &HammerArgs, rep: u32, writers: u32, readers: u32) -> Result<V
         follow: args.follow,
         poll_period_ms: args.poll_period_ms,
         follow_no_read: args.follow_no_read,
+        raw: None,
     };
     let ns = args.nsteps;
     let s0 = args.step;
@@ -231,7 +247,7 @@ pub fn plan(args: &HammerArgs, rep: u32, writers: u32, readers: u32) -> Result<V
         drop_caches,
     };
     let drop = !args.no_drop_caches;
-    Ok(match args.scenario {
+    let mut groups = match args.scenario {
         None if args.read => vec![group("read", Role::Read, range(s0, ns), drop)],
         None if args.list => vec![group("list", Role::List, range(s0, ns), false)],
         None => vec![group("write", Role::Write, range(s0, ns), false)],
@@ -278,7 +294,94 @@ pub fn plan(args: &HammerArgs, rep: u32, writers: u32, readers: u32) -> Result<V
                 contention,
             ]
         }
-    })
+        Some(Scenario::Raw | Scenario::Fieldio) => Vec::new(),
+    };
+    if runs_fieldio(args) {
+        groups.push(group(
+            "fieldio-write",
+            Role::FieldIoWrite,
+            range(s0, ns),
+            false,
+        ));
+        groups.push(group(
+            "fieldio-read",
+            Role::FieldIoRead,
+            range(s0, ns),
+            false,
+        ));
+    }
+    if args.raw || args.scenario == Some(Scenario::Raw) {
+        groups.extend(raw_groups(
+            args,
+            writers,
+            &task(Role::RawWrite, 0, Vec::new(), Vec::new()),
+        )?);
+    }
+    Ok(groups)
+}
+
+/// The IOR-style raw phases (`crate::raw`): easy and hard writes, then
+/// (caches dropped) easy and hard reads, each process reading the next
+/// one's transfers. By default each process moves the bytes of the store's
+/// write phase.
+fn raw_groups(args: &HammerArgs, procs: u32, like: &Task) -> Result<Vec<Group>> {
+    let per_process = match args.raw_bytes {
+        Some(b) => b,
+        None => {
+            let field = match &args.template {
+                Some(t) => std::fs::metadata(t)
+                    .map_err(|e| Error::io(format!("template {}", t.display()), e))?
+                    .len(),
+                None => args.field_size,
+            };
+            field
+                * u64::from(args.nsteps)
+                * u64::from(args.nensembles)
+                * u64::from(args.nlevels)
+                * u64::from(args.nparams)
+        }
+    };
+    if args.raw_transfer == 0 || per_process == 0 {
+        return Err(Error::invalid_input(
+            "--raw-transfer and --raw-bytes must be at least 1",
+        ));
+    }
+    let phase = |name: &'static str, pattern: raw::Pattern, role: Role, drop: bool| {
+        let transfer = match pattern {
+            raw::Pattern::Easy => args.raw_transfer,
+            raw::Pattern::Hard => raw::HARD_TRANSFER,
+        };
+        Group {
+            name,
+            tasks: (0..procs)
+                .map(|p| Task {
+                    role,
+                    rank: p,
+                    raw: Some(raw::RawTask {
+                        pattern,
+                        transfer,
+                        transfers: per_process.div_ceil(transfer),
+                        procs,
+                        owner: if role == Role::RawRead {
+                            (p + 1) % procs
+                        } else {
+                            p
+                        },
+                    }),
+                    ..like.clone()
+                })
+                .collect(),
+            drop_caches: drop,
+        }
+    };
+    let drop = !args.no_drop_caches;
+    use raw::Pattern::{Easy, Hard};
+    Ok(vec![
+        phase("raw-easy-write", Easy, Role::RawWrite, false),
+        phase("raw-hard-write", Hard, Role::RawWrite, false),
+        phase("raw-easy-read", Easy, Role::RawRead, drop),
+        phase("raw-hard-read", Hard, Role::RawRead, drop),
+    ])
 }
 
 /// The rows of a finished group.
@@ -348,10 +451,30 @@ fn base_report(args: &HammerArgs, launcher: String, writers: u32, readers: u32) 
         },
         randomised: !args.no_randomise_data,
         batch: format!("{:?}", args.batch).to_lowercase(),
+        raw_target: if runs_raw(args) {
+            raw::describe(&store_spec(args))
+        } else {
+            String::new()
+        },
         load_before: physical::loadavg(),
         cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
         started: worker::now(),
         ..Report::default()
+    }
+}
+
+fn runs_fieldio(args: &HammerArgs) -> bool {
+    args.fieldio || args.scenario == Some(Scenario::Fieldio)
+}
+
+fn runs_raw(args: &HammerArgs) -> bool {
+    args.raw || args.scenario == Some(Scenario::Raw)
+}
+
+fn store_spec(args: &HammerArgs) -> StoreSpec {
+    StoreSpec {
+        config: args.config.clone(),
+        root: args.root.clone(),
     }
 }
 
@@ -389,6 +512,15 @@ pub fn run(args: &HammerArgs) -> Result<Report> {
             config: args.config.clone(),
             root: args.root.clone(),
         })?;
+    }
+    if runs_raw(args) {
+        // Refused here, before any process starts, when the store has no
+        // backend to measure (memory) or it cannot be reached.
+        raw::open(&store_spec(args))?;
+    }
+    if runs_fieldio(args) {
+        // Likewise: Field I/O needs a store on DAOS.
+        fieldio::open(&store_spec(args))?;
     }
     let env = |k: &str| std::env::var(k).ok();
     if let Some(rank) = launch::launcher_rank(&env).filter(|r| r.size > 1) {
@@ -438,6 +570,12 @@ pub fn run(args: &HammerArgs) -> Result<Report> {
             r.caches_dropped = dropped.or(r.caches_dropped);
             r.rows.extend(rows_of(g, results, machine));
         }
+        if runs_raw(args) {
+            raw::remove_all(&store_spec(args), writers)?;
+        }
+        if runs_fieldio(args) {
+            fieldio::remove_all(&store_spec(args))?;
+        }
         if args.physical {
             r.physical = Some(physical::measure(
                 &physical_dir(args),
@@ -449,6 +587,9 @@ pub fn run(args: &HammerArgs) -> Result<Report> {
     }
     report.load_after = physical::loadavg();
     report.finish();
+    if let Some(dir) = &args.report {
+        report.html_page = html::write(&report, dir)?.display().to_string();
+    }
     Ok(report)
 }
 
@@ -511,6 +652,12 @@ fn run_ranks(args: &HammerArgs, rank: &LauncherRank) -> Result<Report> {
             barrier.wait(phase)?;
             phase += 1;
         }
+        if rank.rank == 0 && runs_raw(args) {
+            raw::remove_all(&store_spec(args), writers)?;
+        }
+        if rank.rank == 0 && runs_fieldio(args) {
+            fieldio::remove_all(&store_spec(args))?;
+        }
         if rank.rank == 0 && args.physical {
             r.physical = Some(physical::measure(
                 &physical_dir(args),
@@ -531,6 +678,9 @@ fn run_ranks(args: &HammerArgs, rank: &LauncherRank) -> Result<Report> {
     report.finish();
     if report.repetitions.is_empty() {
         return Err(Error::new(ErrorKind::Internal, "no repetition ran"));
+    }
+    if let Some(dir) = &args.report {
+        report.html_page = html::write(&report, dir)?.display().to_string();
     }
     Ok(report)
 }

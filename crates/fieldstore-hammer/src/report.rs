@@ -53,6 +53,10 @@ pub struct Row {
     /// fields.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency: Option<Latency>,
+    /// Would-be DAOS RPCs of all processes inside their windows, when the
+    /// library counts them (the stand-in).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rpcs: Option<u64>,
 }
 
 /// Flush-to-visible latency: from a writer's flush returning to a
@@ -146,6 +150,7 @@ impl Row {
             first_failure: procs.iter().find_map(|p| p.first_failure.clone()),
             ops,
             process_s: procs.iter().map(|p| p.t_last_io - p.t_first_io).sum(),
+            rpcs: procs.iter().map(|p| p.rpcs).sum(),
             per_process: procs,
             latency: None,
         }
@@ -198,6 +203,12 @@ pub struct Report {
     pub readers: u32,
     /// Bytes per field.
     pub field_bytes: u64,
+    /// Where the raw phases went (`--raw`), else empty.
+    #[serde(default)]
+    pub raw_target: String,
+    /// The HTML page `--report` wrote, else empty.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub html_page: String,
     /// Fields per process and phase.
     pub fields_per_process: u64,
     /// The store.
@@ -446,7 +457,7 @@ impl Report {
         if has_rows {
             let _ = writeln!(
                 s,
-                "{:<12} {:>3} {:>5} {:>9} {:>10} {:>9} {:>10} {:>11} {:>9} {:>7} {:>8}",
+                "{:<14} {:>3} {:>5} {:>9} {:>10} {:>9} {:>10} {:>11} {:>9} {:>7} {:>8}",
                 "phase",
                 "rep",
                 "procs",
@@ -463,7 +474,7 @@ impl Report {
                 for r in &rep.rows {
                     let _ = writeln!(
                         s,
-                        "{:<12} {:>3} {:>5} {:>9} {:>10.1} {:>9.4} {:>10} {:>11} {:>9.2} {:>7.2} {:>8}",
+                        "{:<14} {:>3} {:>5} {:>9} {:>10.1} {:>9.4} {:>10} {:>11} {:>9.2} {:>7.2} {:>8}",
                         r.phase,
                         rep.index,
                         r.procs,
@@ -519,6 +530,37 @@ impl Report {
                     );
                 }
             }
+        }
+        let mut rpc_lines = Vec::new();
+        for rep in &self.repetitions {
+            for r in &rep.rows {
+                if let (Some(n), true) = (r.rpcs, r.fields > 0) {
+                    rpc_lines.push(format!(
+                        "  {:<16} rep {}: {} RPCs, {:.2} per {}",
+                        r.phase,
+                        rep.index,
+                        n,
+                        n as f64 / r.fields as f64,
+                        if r.phase.starts_with("raw-") {
+                            "transfer"
+                        } else {
+                            "field"
+                        }
+                    ));
+                }
+            }
+        }
+        if !rpc_lines.is_empty() {
+            let _ = writeln!(
+                s,
+                "\nDAOS RPCs inside the windows (counted by the stand-in):"
+            );
+            for l in rpc_lines {
+                let _ = writeln!(s, "{l}");
+            }
+        }
+        if !self.raw_target.is_empty() {
+            let _ = writeln!(s, "\nraw phases (IOR-style, no store): {}", self.raw_target);
         }
         if has_rows {
             let _ = writeln!(
@@ -621,6 +663,9 @@ impl Report {
             for w in &self.warnings {
                 let _ = writeln!(s, "  {w}");
             }
+        }
+        if !self.html_page.is_empty() {
+            let _ = writeln!(s, "\nHTML report: {}", self.html_page);
         }
         if self.problems.is_empty() {
             let _ = write!(

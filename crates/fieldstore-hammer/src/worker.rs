@@ -11,6 +11,8 @@ use fieldstore::{
 };
 use serde::{Deserialize, Serialize};
 
+use fieldstore_daos::client::Daos;
+
 use crate::args::Batch;
 use crate::bare::BareFile;
 use crate::payload::{self, Check, Generator, Identity};
@@ -34,6 +36,16 @@ pub enum Role {
     /// Follow writers: read each field as soon as a flush makes it
     /// visible, recording when it was seen (`--scenario follow`).
     Follow,
+    /// Raw bandwidth, IOR-style: write transfers with no store
+    /// (`crate::raw`).
+    RawWrite,
+    /// Raw bandwidth: read another process's transfers back.
+    RawRead,
+    /// Field I/O: each field into its own DAOS array, indexed in KVs
+    /// (`crate::fieldio`).
+    FieldIoWrite,
+    /// Field I/O: read the fields back by querying the KVs.
+    FieldIoRead,
 }
 
 impl Role {
@@ -45,6 +57,10 @@ impl Role {
             Role::List => "list",
             Role::Bare => "bare-write",
             Role::Follow => "follow",
+            Role::RawWrite => "raw-write",
+            Role::RawRead => "raw-read",
+            Role::FieldIoWrite => "fieldio-write",
+            Role::FieldIoRead => "fieldio-read",
         }
     }
 }
@@ -135,6 +151,9 @@ pub struct Task {
     /// Follow without reading the fields.
     #[serde(default)]
     pub follow_no_read: bool,
+    /// Raw roles: the transfers.
+    #[serde(default)]
+    pub raw: Option<crate::raw::RawTask>,
 }
 
 impl Task {
@@ -211,6 +230,26 @@ pub struct ProcResult {
     /// member, epoch s)` (the earliest of its fields).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub seen_at: Vec<(u32, u32, f64)>,
+    /// Would-be DAOS RPCs inside the window, when the library counts them
+    /// (the stand-in).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rpcs: Option<u64>,
+    /// When each operation ran: `(operation, start, end)` in epoch seconds,
+    /// consecutive calls of one operation merged (`crate::trace`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub spans: Vec<(String, f64, f64)>,
+    /// More spans happened than were kept.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub spans_cut: bool,
+    /// Calls per operation by duration: bucket `i` is `[2^i, 2^(i+1))` µs.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub latency_log2_us: BTreeMap<String, Vec<u64>>,
+    /// `(epoch s, bytes so far)` samples inside the window.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub progress: Vec<(f64, u64)>,
+    /// Accesses by size: floor(log₂(bytes)) → count.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub sizes_log2: BTreeMap<u32, u64>,
 }
 
 /// Seconds since the Unix epoch.
@@ -241,20 +280,7 @@ pub fn hostname() -> String {
         .unwrap_or_else(|_| "localhost".into())
 }
 
-/// Time and calls per operation inside the window.
-#[derive(Default)]
-pub(crate) struct Ops(BTreeMap<&'static str, (Duration, u64)>);
-
-impl Ops {
-    /// Count a call of `name` that started at `since`; returns now.
-    pub(crate) fn add(&mut self, name: &'static str, since: Instant) -> Instant {
-        let t = Instant::now();
-        let e = self.0.entry(name).or_default();
-        e.0 += t - since;
-        e.1 += 1;
-        t
-    }
-}
+pub(crate) use crate::trace::Ops;
 
 fn key_of(task: &Task, step: u32, member: u32, level: u32, param: u32) -> Result<Key> {
     let mut k = Key::from_pairs(task.base.iter().map(|(a, b)| (a.as_str(), b.as_str())))?;
@@ -282,7 +308,14 @@ fn base_payload(task: &Task) -> Result<Vec<u8>> {
 /// Store errors; a task the schema rejects.
 pub fn execute(task: &Task, barrier: &mut dyn FnMut() -> Result<f64>) -> Result<ProcResult> {
     let setup = Instant::now();
+    if let (Role::RawWrite | Role::RawRead, Some(raw)) = (task.role, &task.raw) {
+        return execute_raw(task, raw, setup, barrier);
+    }
+    if matches!(task.role, Role::FieldIoWrite | Role::FieldIoRead) {
+        return execute_fieldio(task, setup, barrier);
+    }
     let fs = task.store.open()?;
+    let counter = daos_counter(&task.store);
     let mut gen = match task.role {
         Role::Write => Some(Generator::new(
             base_payload(task)?,
@@ -306,6 +339,7 @@ pub fn execute(task: &Task, barrier: &mut dyn FnMut() -> Result<f64>) -> Result<
     r.t_ready = now();
     r.t_release = barrier()?;
     let mut ops = Ops::default();
+    let rpcs0 = counter.and_then(Daos::standin_rpcs);
     let (u0, s0) = cpu_times();
     r.t_first_io = now();
     match task.role {
@@ -322,24 +356,108 @@ pub fn execute(task: &Task, barrier: &mut dyn FnMut() -> Result<f64>) -> Result<
                 bare.write(task, &mut ops, &mut r)?;
             }
         }
+        // Field I/O tasks returned above; a raw task without its
+        // transfers is a malformed task line.
+        Role::RawWrite | Role::RawRead | Role::FieldIoWrite | Role::FieldIoRead => {
+            return Err(Error::invalid_input(format!(
+                "a {} task without its transfers",
+                task.role.as_str()
+            )))
+        }
     }
     r.t_last_io = now();
     let (u1, s1) = cpu_times();
+    r.rpcs = rpcs0.and_then(|a| counter?.standin_rpcs().map(|b| b - a));
+    finish(r, ops, u0, s0, u1, s1)
+}
+
+/// The DAOS library, when the store uses DAOS (for its RPC counts).
+fn daos_counter(store: &StoreSpec) -> Option<&'static Daos> {
+    let config = crate::raw::config_of(store).ok()?;
+    let daos = matches!(config.engine, fieldstore::Engine::Daos)
+        || matches!(config.store, fieldstore::StoreKind::Daos);
+    // Already loaded by the store's open: this only looks it up.
+    daos.then(|| Daos::get(None).ok()).flatten()
+}
+
+/// A raw task (`crate::raw`): same barrier, window and result as the
+/// store's tasks.
+fn execute_raw(
+    task: &Task,
+    raw: &crate::raw::RawTask,
+    setup: Instant,
+    barrier: &mut dyn FnMut() -> Result<f64>,
+) -> Result<ProcResult> {
+    let mut prepared = crate::raw::prepare(&task.store, raw)?;
+    let mut r = ProcResult {
+        rank: task.rank,
+        role: task.role.as_str().into(),
+        host: hostname(),
+        pid: std::process::id(),
+        setup_secs: setup.elapsed().as_secs_f64(),
+        ..ProcResult::default()
+    };
+    r.t_ready = now();
+    r.t_release = barrier()?;
+    let mut ops = Ops::default();
+    let rpcs0 = prepared.rpcs();
+    let (u0, s0) = cpu_times();
+    r.t_first_io = now();
+    if task.role == Role::RawWrite {
+        prepared.write(raw, &mut ops, &mut r)?;
+    } else {
+        prepared.read(raw, &mut ops, &mut r)?;
+    }
+    r.t_last_io = now();
+    let (u1, s1) = cpu_times();
+    r.rpcs = rpcs0.and_then(|a| prepared.rpcs().map(|b| b - a));
+    finish(r, ops, u0, s0, u1, s1)
+}
+
+/// A Field I/O task (`crate::fieldio`): same barrier, window and result
+/// as the store's tasks.
+fn execute_fieldio(
+    task: &Task,
+    setup: Instant,
+    barrier: &mut dyn FnMut() -> Result<f64>,
+) -> Result<ProcResult> {
+    let fio = crate::fieldio::open(&task.store)?;
+    let mut gen = match task.role {
+        Role::FieldIoWrite => Some(Generator::new(
+            base_payload(task)?,
+            task.randomise,
+            task.rank,
+        )?),
+        _ => None,
+    };
+    let mut r = ProcResult {
+        rank: task.rank,
+        role: task.role.as_str().into(),
+        host: hostname(),
+        pid: std::process::id(),
+        setup_secs: setup.elapsed().as_secs_f64(),
+        ..ProcResult::default()
+    };
+    r.t_ready = now();
+    r.t_release = barrier()?;
+    let mut ops = Ops::default();
+    let rpcs0 = fio.rpcs();
+    let (u0, s0) = cpu_times();
+    r.t_first_io = now();
+    match gen.as_mut() {
+        Some(gen) => fio.write(task, gen, &mut ops, &mut r)?,
+        None => fio.read(task, &mut ops, &mut r)?,
+    }
+    r.t_last_io = now();
+    let (u1, s1) = cpu_times();
+    r.rpcs = rpcs0.and_then(|a| fio.rpcs().map(|b| b - a));
+    finish(r, ops, u0, s0, u1, s1)
+}
+
+fn finish(mut r: ProcResult, ops: Ops, u0: f64, s0: f64, u1: f64, s1: f64) -> Result<ProcResult> {
     r.cpu_user = u1 - u0;
     r.cpu_sys = s1 - s0;
-    r.ops = ops
-        .0
-        .into_iter()
-        .map(|(k, (d, calls))| {
-            (
-                k.to_string(),
-                Op {
-                    secs: d.as_secs_f64(),
-                    calls,
-                },
-            )
-        })
-        .collect();
+    ops.into_result(&mut r);
     Ok(r)
 }
 
@@ -402,6 +520,7 @@ fn write(
                     }
                     r.fields += 1;
                     r.bytes += data.len() as u64;
+                    ops.io(data.len() as u64);
                 }
             }
             let t = Instant::now();
@@ -451,6 +570,7 @@ fn follow(task: &Task, fs: &FieldStore, ops: &mut Ops, r: &mut ProcResult) -> Re
             ops.add("read", t);
             r.fields += 1;
             r.bytes += buf.len() as u64;
+            ops.io(buf.len() as u64);
             if task.check != Check::None {
                 record_check(r, &buf, &key, task.check);
             }
@@ -614,6 +734,7 @@ fn read(task: &Task, fs: &FieldStore, ops: &mut Ops, r: &mut ProcResult) -> Resu
                 found += 1;
                 r.fields += 1;
                 r.bytes += buf.len() as u64;
+                ops.io(buf.len() as u64);
                 if task.check != Check::None {
                     record_check(r, &buf, &split.full_key(), task.check);
                     t = ops.add("verify", t);
@@ -628,6 +749,7 @@ fn read(task: &Task, fs: &FieldStore, ops: &mut Ops, r: &mut ProcResult) -> Resu
                 found += 1;
                 r.fields += 1;
                 r.bytes += buf.len() as u64;
+                ops.io(buf.len() as u64);
                 if task.check != Check::None {
                     record_check(r, &buf, &key, task.check);
                     t = ops.add("verify", t);

@@ -380,3 +380,77 @@ fn runs_on_the_default_store_and_on_a_config_with_another_schema() {
     assert!(report.problems.is_empty(), "{:?}", report.problems);
     assert!(default_root.is_dir());
 }
+
+/// `--raw` after pattern A on POSIX: the four IOR-style phases move the
+/// write phase's bytes (rounded up to whole transfers), every read gets
+/// another process's transfers back at the right offsets, and no raw file
+/// is left behind.
+#[test]
+fn raw_phases_move_the_write_phases_bytes_and_read_them_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let mut a = args(root.clone());
+    a.scenario = Some(Scenario::A);
+    a.raw = true;
+    a.raw_transfer = 8192;
+    let report = run(&a).unwrap();
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+    assert!(
+        report.raw_target.starts_with("POSIX files in"),
+        "{}",
+        report.raw_target
+    );
+    let rows = &report.repetitions[0].rows;
+    let phases: Vec<_> = rows.iter().map(|r| r.phase.as_str()).collect();
+    assert_eq!(
+        phases,
+        [
+            "write",
+            "read",
+            "list",
+            "raw-easy-write",
+            "raw-hard-write",
+            "raw-easy-read",
+            "raw-hard-read"
+        ]
+    );
+    let store_bytes = rows[0].bytes;
+    assert_eq!(store_bytes, 2 * 12 * 4096);
+    let easy = 2 * (12 * 4096u64).div_ceil(8192) * 8192;
+    let hard = 2 * (12 * 4096u64).div_ceil(47008) * 47008;
+    for r in &rows[3..] {
+        let want = if r.phase.contains("easy") { easy } else { hard };
+        assert_eq!(r.bytes, want, "{}", r.phase);
+        assert_eq!(r.procs, 2);
+        assert!(r.gtb_mib_s.is_some_and(|g| g > 0.0), "{}", r.phase);
+        assert_eq!((r.missing, r.check_failures), (0, 0), "{}", r.phase);
+    }
+    // Writes are made durable once per process (IOR -e).
+    assert_eq!(rows[3].ops["sync"].calls, 2);
+    assert_eq!(rows[3].ops["write"].calls, easy / 8192);
+    assert_eq!(rows[4].ops["write"].calls, hard / 47008);
+    assert_no_files_left(&root, ".hammer-raw");
+    // The table shows the raw phases beside the store's.
+    let table = report.table();
+    assert!(table.contains("raw-hard-read"), "{table}");
+    assert!(
+        table.contains("raw phases (IOR-style, no store): POSIX files"),
+        "{table}"
+    );
+}
+
+/// Raw phases on a store that keeps its bytes in memory are refused,
+/// saying why, before any process starts.
+#[test]
+fn raw_on_a_memory_store_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("memory.yaml");
+    std::fs::write(&config, "engine: memory\nstore: memory\n").unwrap();
+    let mut a = args(dir.path().join("unused"));
+    a.root = None;
+    a.config = Some(config);
+    a.scenario = Some(Scenario::Raw);
+    let e = run(&a).unwrap_err();
+    assert_eq!(e.kind(), fieldstore::ErrorKind::InvalidInput, "{e}");
+    assert!(e.to_string().contains("keeps them in memory"), "{e}");
+}

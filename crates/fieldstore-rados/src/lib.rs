@@ -27,6 +27,7 @@ mod ffi;
 mod format;
 mod naming;
 mod rados;
+mod raw;
 mod store;
 mod waiter;
 
@@ -35,5 +36,6 @@ mod layout_bench;
 
 pub use catalogue::{RadosCatalogue, RadosReader};
 pub use config::RadosConfig;
+pub use raw::RawObjects;
 pub use store::RadosStore;
 pub use waiter::{RadosWaiter, Wake, POLL, RESCAN};
