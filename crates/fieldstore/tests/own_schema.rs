@@ -147,8 +147,10 @@ fn names_resolve_in_a_dataset_read_with_its_own_schema() {
     );
     // An unknown name is refused, naming it.
     let e = new
-        .list(&"class=od,param=nosuch".parse().unwrap(), ListOptions::default())
+        .list(
+            &"class=od,param=nosuch".parse().unwrap(),
+            ListOptions::default(),
+        )
         .unwrap_err();
     assert!(e.to_string().contains("nosuch"), "{e}");
 }
-
