@@ -24,7 +24,13 @@ MIB=${MIB:-512}
 TRANSFER=${TRANSFER:-1048576}
 REPS=${REPS:-3}
 HARD=47008
-command -v fio >/dev/null || { echo "fio missing: apt-get install fio" >&2; exit 1; }
+if ! command -v fio >/dev/null; then
+    if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends fio >/dev/null
+    else
+        echo "fio missing: apt-get install fio" >&2; exit 1
+    fi
+fi
 if [ -z "${HAMMER:-}" ]; then
     (cd "$REPO" && cargo build -q --release -p fieldstore-hammer)
     HAMMER=${CARGO_TARGET_DIR:-$REPO/target}/release/fieldstore-hammer
