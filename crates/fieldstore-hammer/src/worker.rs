@@ -252,6 +252,28 @@ pub struct ProcResult {
     pub sizes_log2: BTreeMap<u32, u64>,
 }
 
+impl ProcResult {
+    /// The result of `task`, set up since `setup`, stamped ready and then
+    /// released by `barrier`: where every kind of task starts its window.
+    fn released(
+        task: &Task,
+        setup: Instant,
+        barrier: &mut dyn FnMut() -> Result<f64>,
+    ) -> Result<ProcResult> {
+        let mut r = ProcResult {
+            rank: task.rank,
+            role: task.role.as_str().into(),
+            host: hostname(),
+            pid: std::process::id(),
+            setup_secs: setup.elapsed().as_secs_f64(),
+            ..ProcResult::default()
+        };
+        r.t_ready = now();
+        r.t_release = barrier()?;
+        Ok(r)
+    }
+}
+
 /// Seconds since the Unix epoch.
 pub fn now() -> f64 {
     std::time::SystemTime::now()
@@ -328,16 +350,7 @@ pub fn execute(task: &Task, barrier: &mut dyn FnMut() -> Result<f64>) -> Result<
         Role::Bare => Some(BareFile::create(task, base_payload(task)?.len() as u64)?),
         _ => None,
     };
-    let mut r = ProcResult {
-        rank: task.rank,
-        role: task.role.as_str().into(),
-        host: hostname(),
-        pid: std::process::id(),
-        setup_secs: setup.elapsed().as_secs_f64(),
-        ..ProcResult::default()
-    };
-    r.t_ready = now();
-    r.t_release = barrier()?;
+    let mut r = ProcResult::released(task, setup, barrier)?;
     let mut ops = Ops::default();
     let rpcs0 = counter.and_then(Daos::standin_rpcs);
     let (u0, s0) = cpu_times();
@@ -389,16 +402,7 @@ fn execute_raw(
     barrier: &mut dyn FnMut() -> Result<f64>,
 ) -> Result<ProcResult> {
     let mut prepared = crate::raw::prepare(&task.store, raw)?;
-    let mut r = ProcResult {
-        rank: task.rank,
-        role: task.role.as_str().into(),
-        host: hostname(),
-        pid: std::process::id(),
-        setup_secs: setup.elapsed().as_secs_f64(),
-        ..ProcResult::default()
-    };
-    r.t_ready = now();
-    r.t_release = barrier()?;
+    let mut r = ProcResult::released(task, setup, barrier)?;
     let mut ops = Ops::default();
     let rpcs0 = prepared.rpcs();
     let (u0, s0) = cpu_times();
@@ -430,16 +434,7 @@ fn execute_fieldio(
         )?),
         _ => None,
     };
-    let mut r = ProcResult {
-        rank: task.rank,
-        role: task.role.as_str().into(),
-        host: hostname(),
-        pid: std::process::id(),
-        setup_secs: setup.elapsed().as_secs_f64(),
-        ..ProcResult::default()
-    };
-    r.t_ready = now();
-    r.t_release = barrier()?;
+    let mut r = ProcResult::released(task, setup, barrier)?;
     let mut ops = Ops::default();
     let rpcs0 = fio.rpcs();
     let (u0, s0) = cpu_times();
