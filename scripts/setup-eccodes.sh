@@ -4,7 +4,7 @@
 # `eccodeslib` (pinned below), the very build FDB5's own wheels (fdb5lib,
 # pyfdb) use, so that a GRIB message gets the same MARS key in both (ecCodes
 # 2.50 puts `timespan` into GRIB2 keys; Debian bookworm's 2.28 does not, and
-# the field would land in another collocation). See docs/design.md.
+# the field would land in another collocation). See docs/grib.md.
 #
 # The wheel goes into a project venv, target/eccodes/venv; the file
 # target/eccodes/lib-dirs then names its library directories (ecCodes',
@@ -56,7 +56,7 @@ fieldstore_setup_eccodes() {
             echo "setup: the wheel has no eccodeslib/lib64/libeccodes.so" >&2
         fi
         echo "setup: WARNING: ecCodes from PyPI unavailable; using Debian's libeccodes-dev" \
-            "(GRIB2 keys will lack 'timespan' and differ from FDB5's; see docs/design.md)" >&2
+            "(GRIB2 keys will lack 'timespan' and differ from FDB5's; see docs/grib.md)" >&2
         if ! dpkg -s libeccodes-dev >/dev/null 2>&1 && ! pkg-config --exists eccodes 2>/dev/null; then
             if command -v apt-get >/dev/null 2>&1; then
                 apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libeccodes-dev

@@ -151,7 +151,7 @@ fn from_system() {
         println!(
             "cargo:warning=building against the system's ecCodes {}: GRIB2 statistically \
              processed fields get no 'timespan' key and are filed differently from FDB5 \
-             (docs/design.md)",
+             (docs/grib.md)",
             version.as_deref().unwrap_or("(version unknown)")
         );
     }

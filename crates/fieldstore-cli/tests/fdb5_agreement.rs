@@ -326,7 +326,7 @@ fn fieldstore_agrees_with_fdb5_on_every_grib_fixture() {
     assert!(
         eccodes.starts_with(&format!("{}.", fieldstore_grib::eccodes_version())),
         "FDB5 runs ecCodes {eccodes}, fieldstore {}: GRIB2 keys would differ \
-         (docs/design.md); run scripts/setup.sh",
+         (docs/grib.md); run scripts/setup.sh",
         fieldstore_grib::eccodes_version()
     );
 

@@ -38,7 +38,7 @@ fn messages(bytes: &[u8]) -> Vec<Vec<u8>> {
 }
 
 /// Whether this binary's ecCodes puts `timespan` into GRIB2 keys (2.50 and
-/// later, as FDB5's wheels; see docs/design.md).
+/// later, as FDB5's wheels; see docs/grib.md).
 fn eccodes_has_timespan() -> bool {
     let v: Vec<u32> = fieldstore_grib::eccodes_version()
         .split('.')

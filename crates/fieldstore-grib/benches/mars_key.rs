@@ -15,7 +15,7 @@
 //! not wall time: the development machine is shared, and FDB5's cost it is
 //! compared with was measured as CPU time. The two-thread case is wall time.
 //!
-//! `cargo bench -p fieldstore-grib`; results in `docs/design.md` and
+//! `cargo bench -p fieldstore-grib`; results in `docs/grib.md` and
 //! `docs/benchmarks.md` ("GRIB key extraction").
 #![allow(missing_docs)] // criterion's macros generate undocumented items
 

@@ -6,7 +6,7 @@
 //! promise safety for handles that are never shared. Calls into ecCodes
 //! therefore run under one process-wide lock. Key extraction holds it
 //! exclusively for the whole of one message (handle creation to handle
-//! deletion). Measured (see `benches/mars_key.rs` and `docs/design.md`):
+//! deletion). Measured (see `benches/mars_key.rs` and `docs/grib.md`):
 //! the uncontended lock is tens of nanoseconds against microseconds of
 //! ecCodes work, and one process extracts keys far faster than it can store
 //! 1 MiB fields, so the lock is not the bottleneck; processes do not share

@@ -114,7 +114,7 @@ impl<'a> Message<'a> {
 /// MARS keys come from sections 0 to 4 only (indicator, identification,
 /// local use, grid, product definition). Without sections 5 to 7 ecCodes
 /// builds fewer accessors and evaluates its parameter concept over fewer
-/// keys: about a third less CPU per field (see `docs/design.md`); the data
+/// keys: about a third less CPU per field (see `docs/grib.md`); the data
 /// section, whatever its size, is never touched. The unit tests check that
 /// the key is the same as from the whole message.
 pub(crate) fn grib2_headers(message: &[u8]) -> Option<Vec<u8>> {

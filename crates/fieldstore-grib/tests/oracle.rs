@@ -45,7 +45,7 @@ fn rows() -> Vec<Row> {
 /// `timespan` into the `mars` namespace of GRIB2 fields (everything else is
 /// the same, order included). What those versions give instead, and what
 /// FDB5's schema then makes of it (`timespan` is optional: it is empty). See
-/// `docs/design.md` ("GRIB: why ecCodes via …").
+/// `docs/grib.md` ("Which ecCodes").
 const OLD_ECCODES: &[(&str, usize, &str, &str)] = &[
     ("timespan.grib", 0, "domain=g,date=20161230,time=1800,expver=5659,class=e6,type=fc,stream=oper,step=6,levtype=sfc,param=167", "{class=e6,expver=5659,stream=oper,date=20161230,domain=g}{type=fc,levtype=sfc}{time=1800,step=6,param=167}"),
     ("timespan.grib", 1, "domain=g,date=20161230,time=1800,expver=5659,class=e6,type=fc,stream=oper,step=12,levtype=sfc,param=167", "{class=e6,expver=5659,stream=oper,date=20161230,domain=g}{type=fc,levtype=sfc}{time=1800,step=12,param=167}"),

@@ -7,8 +7,7 @@
 //! (`fieldstore_core::maintenance`). Wipe and purge are dry runs unless
 //! told otherwise, and a dry run reports exactly what the real run would
 //! delete. How each backend keeps these operations safe against concurrent
-//! readers and writers and against crashes: `docs/design.md`, "Data
-//! management".
+//! readers and writers and against crashes: `docs/maintenance.md`.
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::Arc;

@@ -2,7 +2,7 @@
 //! interleaving with the failpoints of `failpoint.rs`: a writer flushes and
 //! exits at the one instant where a maintenance operation that read the
 //! catalogue too early would take its files for unused. The rule that
-//! makes them safe — claim, then read, then remove — is in `docs/design.md`.
+//! makes them safe — claim, then read, then remove — is in `docs/maintenance.md`.
 
 use std::path::Path;
 
