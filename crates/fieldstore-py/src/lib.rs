@@ -367,6 +367,21 @@ impl Store {
             .collect())
     }
 
+    /// The values `selection` names explicitly, per keyword, spelled as
+    /// stored keys spell them (`fieldstore_core::Schema::requested_values`):
+    /// what the array views add to their coordinates, stored or not.
+    fn requested_values(
+        &self,
+        py: Python<'_>,
+        selection: Selection,
+    ) -> PyResult<Vec<(String, Vec<String>)>> {
+        let request = request(py, &self.fs, &selection)?;
+        self.fs
+            .schema()
+            .requested_values(&request)
+            .map_err(|e| to_py(py, &Error::from(e)))
+    }
+
     /// Wipe what `selection` names (whole datasets or collocations); a
     /// dry run unless `doit`. The report as JSON (`fieldstore::WipeReport`).
     fn wipe(

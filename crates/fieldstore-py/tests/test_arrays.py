@@ -169,6 +169,27 @@ def test_a_key_with_no_field_is_nan(holey_store: fieldstore.FDB) -> None:
     assert np.isnan(values[1, 1:]).all()              # never stored: NaN
 
 
+def test_values_the_request_names_are_coordinates_stored_or_not(cube_store: fieldstore.FDB) -> None:
+    # Step 24 and the next day are named but not stored (a forecast still
+    # running): their rows are there, NaN, so the array has the asked shape.
+    request = {"class": "e6", "timespan": "none", "date": [20161230, 20161231],
+               "time": 1800, "step": "6/to/24/by/6"}
+    t2m = fieldstore.open_dataset(request, fdb=cube_store)["t2m"]
+    assert t2m.dims == ("time", "step", "values")
+    assert t2m.shape == (2, 4, 654400)
+    assert list(t2m["step"].values.astype("timedelta64[h]").astype(int)) == [6, 12, 18, 24]
+    assert str(t2m["time"].values[1])[:10] == "2016-12-31"
+    values = t2m.values
+    assert not np.isnan(values[0, :3]).any()
+    assert np.isnan(values[0, 3]).all() and np.isnan(values[1]).all()
+    # Spelled otherwise (time=18), the request names the same coordinates.
+    again = fieldstore.open_dataset({**request, "time": "18"}, fdb=cube_store)["t2m"]
+    assert again.shape == t2m.shape
+    # A range too long for any array is refused, naming the keyword.
+    with pytest.raises(fieldstore.InvalidInputError, match="step"):
+        fieldstore.open_dataset({**request, "step": "0/to/6000000"}, fdb=cube_store)
+
+
 def test_a_selection_reads_only_the_fields_it_needs(cube_store: fieldstore.FDB, monkeypatch: pytest.MonkeyPatch) -> None:
     ds = fieldstore.open_dataset({"class": "e6", "timespan": "none"}, fdb=cube_store)
     calls: list[int] = []

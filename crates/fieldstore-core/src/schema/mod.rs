@@ -29,12 +29,14 @@ mod parser;
 mod rule;
 mod select;
 mod split;
+mod values;
 
 pub use expand::Expansion;
 pub use order::{RequestOrder, RequestPosition};
 pub use rule::{Level, Matcher, Predicate, Rule, RuleId};
 pub use select::{Selector, ValueSet};
 pub use split::SplitKey;
+pub use values::REQUESTED_VALUES_LIMIT;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;

@@ -193,6 +193,9 @@ class Cube:
         if not entries:
             raise InvalidInputError(f"the request names no stored field: {_show(self.request)}")
         keys = [e.combined_key() for e in entries]
+        # What the request names explicitly is in the coordinates, stored or
+        # not: a value with no field yet (a step not flushed) reads as NaN.
+        self.requested = dict(self.fdb._store.requested_values(_selection(self.request)))
         self._build(entries, keys, dims, combine_date_time)
 
     # ---- structure -------------------------------------------------------
@@ -200,7 +203,8 @@ class Cube:
     def _build(self, entries: list[Any], keys: list[dict[str, str]], dims: Sequence[str] | None,
                combine: bool) -> None:
         keywords = sorted({k for key in keys for k in key} - _VARIABLE_KEYWORDS)
-        values = {k: sorted({key.get(k, "") for key in keys}) for k in keywords}
+        values = {k: sorted({key.get(k, "") for key in keys} | set(self.requested.get(k, ())))
+                  for k in keywords}
         if dims is None:
             chosen = [k for k in keywords if len(values[k]) > 1]
             if combine and ("date" in chosen or "time" in chosen):
@@ -225,6 +229,11 @@ class Cube:
         combined = combine and "date" in chosen and "time" in keywords
         if combined:
             pairs = sorted({(key.get("date", ""), key.get("time", "")) for key in keys})
+            if "date" in self.requested or "time" in self.requested:
+                # Every date the request names at every time it names (or
+                # the stored ones, for the one it leaves open).
+                pairs = sorted(set(pairs) | {(d, t) for d in values.get("date", [""])
+                                             for t in values.get("time", [""])})
             stamps = [_time_value(d, t) for d, t in pairs]
             if all(s is not None for s in stamps):
                 axes.append(("time", pairs, ("date", "time"), np.array(stamps, dtype="datetime64[ns]")))
@@ -380,8 +389,11 @@ class Cube:
         first = entries[members[0]]
         level_name = str(meta.get("typeOfLevel", levtype))
         # Every variable of a level type has the levels of all of them.
-        levels = sorted({k.get("levelist", "") for k in keys if k.get("levtype", "") == levtype},
-                        key=_level_sort)
+        stored_levels = {k.get("levelist", "") for k in keys if k.get("levtype", "") == levtype}
+        if stored_levels - {""}:
+            # A level type with levels has every level the request names.
+            stored_levels |= set(self.requested.get("levelist", ()))
+        levels = sorted(stored_levels, key=_level_sort)
         if COORD_ATTRS.get(level_name, {}).get("stored_direction") == "decreasing":
             levels.reverse()
         header = list(self.header)
