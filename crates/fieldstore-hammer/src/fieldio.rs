@@ -145,18 +145,13 @@ impl FieldIo {
     ) -> Result<()> {
         let main = self.main_kv()?;
         let mut buf = Vec::with_capacity(64);
+        let date = task.date();
         for &step in &task.steps {
             for &member in &task.members {
                 for &level in &task.levels {
                     for &param in &task.params {
                         let t = Instant::now();
-                        let id = Identity {
-                            date: task_date(task),
-                            step: step.into(),
-                            number: member.into(),
-                            level: level.into(),
-                            param: param.into(),
-                        };
+                        let id = Identity::new(date, step, member, level, param);
                         let data = gen.field(&id);
                         let (index_key, store_key) = keys(task, step, member, level, param);
                         let t = ops.add("encode", t);
@@ -210,6 +205,7 @@ impl FieldIo {
         let mut buf = Vec::with_capacity(64);
         let mut data = Vec::new();
         r.expected = task.fields();
+        let date = task.date();
         for &step in &task.steps {
             for &member in &task.members {
                 for &level in &task.levels {
@@ -259,13 +255,7 @@ impl FieldIo {
                         r.bytes += len;
                         ops.io(len);
                         if task.check != Check::None {
-                            let id = Identity {
-                                date: task_date(task),
-                                step: step.into(),
-                                number: member.into(),
-                                level: level.into(),
-                                param: param.into(),
-                            };
+                            let id = Identity::new(date, step, member, level, param);
                             if let Err(e) = payload::verify(&data, &id, task.check) {
                                 r.check_failures += 1;
                                 r.first_failure
@@ -278,12 +268,4 @@ impl FieldIo {
         }
         Ok(())
     }
-}
-
-fn task_date(task: &Task) -> u64 {
-    task.base
-        .iter()
-        .find(|(k, _)| k == "date")
-        .and_then(|(_, v)| v.parse().ok())
-        .unwrap_or(0)
 }

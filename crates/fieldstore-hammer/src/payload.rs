@@ -36,6 +36,18 @@ pub struct Identity {
 }
 
 impl Identity {
+    /// The identity of the field at `step`, `number`, `level`, `param` of
+    /// a task whose date is `date` (what the hammer's loops generate).
+    pub fn new(date: u64, step: u32, number: u32, level: u32, param: u32) -> Identity {
+        Identity {
+            date,
+            step: step.into(),
+            number: number.into(),
+            level: level.into(),
+            param: param.into(),
+        }
+    }
+
     /// FNV-1a 64 over the five integers.
     pub fn hash(&self) -> u64 {
         let mut h: u64 = 0xcbf2_9ce4_8422_2325;

@@ -157,7 +157,8 @@ pub struct Task {
 }
 
 impl Task {
-    fn date(&self) -> u64 {
+    /// The `date` of its base key as YYYYMMDD (0 if it has none).
+    pub(crate) fn date(&self) -> u64 {
         self.base
             .iter()
             .find(|(k, _)| k == "date")
@@ -476,13 +477,7 @@ fn write(
             for &level in &task.levels {
                 for &param in &task.params {
                     let t = Instant::now();
-                    let id = Identity {
-                        date,
-                        step: step.into(),
-                        number: member.into(),
-                        level: level.into(),
-                        param: param.into(),
-                    };
+                    let id = Identity::new(date, step, member, level, param);
                     let key = key_of(task, step, member, level, param)?;
                     let data = gen.field(&id);
                     let t = ops.add("encode", t);
