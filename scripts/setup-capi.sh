@@ -5,19 +5,16 @@
 # gfortran, which compiles crates/fieldstore-capi/tests/fortran.rs's client
 # (both run without them, saying so, except under CI=true). Only when
 # missing.
-if ! command -v valgrind >/dev/null 2>&1; then
+capi_missing=()
+command -v valgrind >/dev/null 2>&1 || capi_missing+=(valgrind)
+command -v gfortran >/dev/null 2>&1 || capi_missing+=(gfortran)
+if [ "${#capi_missing[@]}" -gt 0 ]; then
     if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
         apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends valgrind >/dev/null
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+            "${capi_missing[@]}" >/dev/null
     else
-        echo "setup-capi: valgrind not found; the C API's memory checks will be skipped (install valgrind)" >&2
+        echo "setup-capi: ${capi_missing[*]} not found; the C API's memory checks (valgrind) and Fortran client (gfortran) will be skipped" >&2
     fi
 fi
-if ! command -v gfortran >/dev/null 2>&1; then
-    if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
-        apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends gfortran >/dev/null
-    else
-        echo "setup-capi: gfortran not found; the C API's Fortran client will be skipped (install gfortran)" >&2
-    fi
-fi
+unset capi_missing
