@@ -34,6 +34,17 @@ fn run_all_on_one_root() {
     });
 }
 
+/// A dataset keeps the schema it was created under (its INIT record) when
+/// the configured schema changes.
+#[test]
+fn datasets_keep_their_schema() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    fieldstore_testkit::datasets_keep_their_schema(&|text: &str| {
+        let schema = fieldstore::Schema::parse("schema", text)?;
+        FieldStore::open(posix_config(dir.path(), schema))
+    });
+}
+
 /// Flip one bit of the byte at `offset` of `path`, in place.
 fn flip(path: &Path, offset: u64) {
     let f = OpenOptions::new()
