@@ -23,6 +23,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use common::fdb5::{self, fixtures, path};
 use common::{repo, Env};
 use serde_json::Value;
 
@@ -142,35 +143,6 @@ fn divergence(request: &str, depth: u8) -> Option<&'static What> {
         .map(|d| &d.what)
 }
 
-fn fixtures() -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(repo().join("tests/fixtures/grib"))
-        .expect("fixtures")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "grib"))
-        .collect();
-    files.sort();
-    files
-}
-
-fn path(p: &Path) -> &str {
-    p.to_str().expect("utf-8 path")
-}
-
-/// The venv's python, installing FDB5 on first use.
-fn fdb5_python() -> PathBuf {
-    let out = Command::new("bash")
-        .arg(repo().join("scripts/setup-fdb5.sh"))
-        .output()
-        .expect("run scripts/setup-fdb5.sh");
-    assert!(
-        out.status.success(),
-        "scripts/setup-fdb5.sh failed (needs python3 and PyPI; FIELDSTORE_SKIP_FDB5=1 skips \
-         this test): {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    PathBuf::from(String::from_utf8(out.stdout).expect("utf-8").trim())
-}
-
 /// `{a=1,b=}{c=2}` → the set of its non-empty `k=v` items, for comparing
 /// keys whatever their keyword order.
 fn items(braced: &str) -> BTreeSet<String> {
@@ -273,11 +245,9 @@ fn axes_of(lines: &BTreeSet<String>) -> BTreeMap<String, BTreeSet<String>> {
 
 #[test]
 fn fieldstore_agrees_with_fdb5_on_every_grib_fixture() {
-    if std::env::var_os("FIELDSTORE_SKIP_FDB5").is_some_and(|v| v == "1") {
-        eprintln!("FIELDSTORE_SKIP_FDB5=1: not comparing with FDB5");
+    if fdb5::skipped() {
         return;
     }
-    let python = fdb5_python();
     let schema = repo().join("tests/fixtures/schema/ecmwf.schema");
     let files = fixtures();
     assert_eq!(files.len(), 7);
@@ -285,24 +255,15 @@ fn fieldstore_agrees_with_fdb5_on_every_grib_fixture() {
     // FDB5.
     let work = tempfile::tempdir().expect("tempdir");
     let json = work.path().join("fdb5.json");
-    let mut c = Command::new(&python);
-    c.arg(repo().join("crates/fieldstore-cli/tests/fdb5/fdb5_side.py"))
-        .args(["--schema", path(&schema)])
+    let mut c = fdb5::side("fdb5_side.py");
+    c.args(["--schema", path(&schema)])
         .args(["--workdir", path(&work.path().join("fdb5"))])
         .args(["--out", path(&json)]);
     for r in REQUESTS {
         c.args(["--request", r]);
     }
     c.args(files.iter().map(|f| path(f)));
-    let out = c.output().expect("run fdb5_side.py");
-    assert!(
-        out.status.success(),
-        "fdb5_side.py: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let fdb5: Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).expect("fdb5.json")).expect("JSON");
+    let fdb5 = fdb5::report(c, &json);
 
     // fieldstore, with the same schema file.
     let env = Env::new();
@@ -322,13 +283,7 @@ fn fieldstore_agrees_with_fdb5_on_every_grib_fixture() {
     };
 
     // The same ecCodes reads the keys on both sides (it decides `timespan`).
-    let eccodes = fdb5["versions"]["eccodeslib"].as_str().expect("version");
-    assert!(
-        eccodes.starts_with(&format!("{}.", fieldstore_grib::eccodes_version())),
-        "FDB5 runs ecCodes {eccodes}, fieldstore {}: GRIB2 keys would differ \
-         (docs/grib.md); run scripts/setup.sh",
-        fieldstore_grib::eccodes_version()
-    );
+    fdb5::assert_same_eccodes(&fdb5);
 
     let mut archive = vec!["archive", "--quiet"];
     archive.extend(files.iter().map(|f| path(f)));

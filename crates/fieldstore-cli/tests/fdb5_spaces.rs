@@ -13,8 +13,8 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
+use common::fdb5::{self, fixtures, path};
 use common::{repo, Env};
 use serde_json::Value;
 
@@ -69,34 +69,6 @@ const EXPECTED: &[(&str, &str)] = &[
 
 const ENVVAR: &str = "FIELDSTORE_SPACES_TEST_HOST";
 
-fn fixtures() -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(repo().join("tests/fixtures/grib"))
-        .expect("fixtures")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "grib"))
-        .collect();
-    files.sort();
-    files
-}
-
-fn path(p: &Path) -> &str {
-    p.to_str().expect("utf-8 path")
-}
-
-fn fdb5_python() -> PathBuf {
-    let out = Command::new("bash")
-        .arg(repo().join("scripts/setup-fdb5.sh"))
-        .output()
-        .expect("run scripts/setup-fdb5.sh");
-    assert!(
-        out.status.success(),
-        "scripts/setup-fdb5.sh failed (needs python3 and PyPI; FIELDSTORE_SKIP_FDB5=1 skips \
-         this test): {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    PathBuf::from(String::from_utf8(out.stdout).expect("utf-8").trim())
-}
-
 /// The config for roots under `roots`, and the expver map and envvar
 /// setting that go with it (`FDB_EXPVER_FILE`, the handler's variable).
 fn side(dir: &Path) -> (String, PathBuf, Vec<(&'static str, String)>) {
@@ -149,13 +121,11 @@ fn fdb5_side(
     vars: &[(&'static str, String)],
     locals: &[(&str, &Path)],
 ) -> Value {
-    let python = fdb5_python();
     let template = work.join("config.yaml");
     std::fs::write(&template, config).expect("config");
     let json = work.join("fdb5.json");
-    let mut c = Command::new(&python);
-    c.arg(repo().join("crates/fieldstore-cli/tests/fdb5/fdb5_spaces.py"))
-        .args(["--config", path(&template)])
+    let mut c = fdb5::side("fdb5_spaces.py");
+    c.args(["--config", path(&template)])
         .args(["--roots", path(roots)])
         .args(["--workdir", path(&work.join("fdb5"))])
         .args(["--out", path(&json)]);
@@ -164,35 +134,14 @@ fn fdb5_side(
     }
     c.args(fixtures().iter().map(|f| path(f)))
         .envs(vars.iter().map(|(k, v)| (k, v)));
-    let out = c.output().expect("run fdb5_spaces.py");
-    assert!(
-        out.status.success(),
-        "fdb5_spaces.py: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let fdb5: Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).expect("fdb5.json")).expect("JSON");
-    let eccodes = fdb5["versions"]["eccodeslib"].as_str().expect("version");
-    assert!(
-        eccodes.starts_with(&format!("{}.", fieldstore_grib::eccodes_version())),
-        "FDB5 runs ecCodes {eccodes}, fieldstore {}: keys would differ; run scripts/setup.sh",
-        fieldstore_grib::eccodes_version()
-    );
+    let fdb5 = fdb5::report(c, &json);
+    fdb5::assert_same_eccodes(&fdb5);
     fdb5
-}
-
-fn skip() -> bool {
-    let skip = std::env::var_os("FIELDSTORE_SKIP_FDB5").is_some_and(|v| v == "1");
-    if skip {
-        eprintln!("FIELDSTORE_SKIP_FDB5=1: not comparing with FDB5");
-    }
-    skip
 }
 
 #[test]
 fn new_datasets_land_in_the_root_fdb5_chooses() {
-    if skip() {
+    if fdb5::skipped() {
         return;
     }
     let expected: BTreeMap<String, Vec<String>> = EXPECTED
@@ -303,7 +252,7 @@ const SELECTED: &[(&str, &[&str])] = &[
 
 #[test]
 fn select_routes_datasets_and_resolves_duplicates_as_fdb5_does() {
-    if skip() {
+    if fdb5::skipped() {
         return;
     }
     let schema = repo().join("tests/fixtures/schema/ecmwf.schema");

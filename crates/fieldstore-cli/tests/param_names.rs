@@ -14,11 +14,10 @@
 
 mod common;
 
-use std::path::PathBuf;
 use std::process::Command;
 
+use common::fdb5;
 use common::{repo, Env};
-use serde_json::Value;
 
 /// What both are asked, each as `param=<spelling>`.
 const SPELLINGS: &[&str] = &[
@@ -67,20 +66,6 @@ const RETRIEVE: &[&str] = &[
     "class=od,expver=0001,stream=oper,type=fc,date=20251125,time=0000,domain=g,levtype=pl,levelist=1000,step=0",
 ];
 
-fn fdb5_python() -> PathBuf {
-    let out = Command::new("bash")
-        .arg(repo().join("scripts/setup-fdb5.sh"))
-        .output()
-        .expect("run scripts/setup-fdb5.sh");
-    assert!(
-        out.status.success(),
-        "scripts/setup-fdb5.sh failed (needs python3 and PyPI; FIELDSTORE_SKIP_FDB5=1 skips \
-         this test): {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    PathBuf::from(String::from_utf8(out.stdout).expect("utf-8").trim())
-}
-
 fn md5(bytes: &[u8], dir: &std::path::Path) -> String {
     let f = dir.join("md5-input");
     std::fs::write(&f, bytes).expect("write");
@@ -90,18 +75,15 @@ fn md5(bytes: &[u8], dir: &std::path::Path) -> String {
 
 #[test]
 fn parameter_spellings_name_the_same_fields_as_in_fdb5() {
-    if std::env::var_os("FIELDSTORE_SKIP_FDB5").is_some_and(|v| v == "1") {
-        eprintln!("FIELDSTORE_SKIP_FDB5=1: not comparing with FDB5");
+    if fdb5::skipped() {
         return;
     }
-    let python = fdb5_python();
     let schema = repo().join("tests/fixtures/schema/ecmwf.schema");
     let grib = repo().join("tests/fixtures/params/params.grib");
     let work = tempfile::tempdir().expect("tempdir");
     let json = work.path().join("fdb5.json");
-    let mut c = Command::new(&python);
-    c.arg(repo().join("crates/fieldstore-cli/tests/fdb5/param_names_side.py"))
-        .arg("--schema")
+    let mut c = fdb5::side("param_names_side.py");
+    c.arg("--schema")
         .arg(&schema)
         .arg("--workdir")
         .arg(work.path().join("fdb5"))
@@ -114,15 +96,7 @@ fn parameter_spellings_name_the_same_fields_as_in_fdb5() {
         c.args(["--retrieve", r]);
     }
     c.args(SPELLINGS);
-    let out = c.output().expect("run param_names_side.py");
-    assert!(
-        out.status.success(),
-        "param_names_side.py: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let fdb5: Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).expect("fdb5.json")).expect("JSON");
+    let fdb5 = fdb5::report(c, &json);
 
     let env = Env::new();
     std::fs::create_dir_all(env.root()).expect("root");

@@ -136,6 +136,8 @@ pub fn run(c: &mut Command) -> Run {
 }
 
 /// The repository's root.
+pub mod fdb5;
+
 pub fn repo() -> &'static Path {
     Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
 }
