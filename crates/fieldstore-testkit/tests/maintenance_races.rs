@@ -128,8 +128,38 @@ fn purges_racing_writers_that_flush_and_exit_lose_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("root");
     std::fs::create_dir(&root).unwrap();
-    let launcher = launcher(dir.path(), &[&root]);
-    let s = streams("prg1");
+    purge_race(&launcher(dir.path(), &[&root]), &root, "prg1");
+}
+
+/// The same race through `type: select`: the writers' dataset is routed to
+/// the second of two POSIX sub-stores, and purge goes through the routing.
+#[test]
+fn purges_through_select_racing_writers_lose_nothing() {
+    let _serial = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let (first, second) = (dir.path().join("first"), dir.path().join("second"));
+    std::fs::create_dir(&first).unwrap();
+    std::fs::create_dir(&second).unwrap();
+    let yaml = format!(
+        "type: select\nfdbs:\n\
+         - select: expver=^none$\n  spaces: [{{roots: [{{path: {}}}]}}]\n\
+         - select: ''\n  spaces: [{{roots: [{{path: {}}}]}}]\n",
+        first.display(),
+        second.display()
+    );
+    let config = processes::write_config(dir.path().join("config.yaml"), &yaml);
+    purge_race(&Launcher::new(WORKER, config), &second, "prg2");
+    assert!(
+        std::fs::read_dir(&first).unwrap().next().is_none(),
+        "the first sub-store selects no dataset of the writers"
+    );
+}
+
+/// Writers of `expver` replace fields and exit while purge runs over and
+/// over; every flushed field stays readable, the replaced versions go, and
+/// `root` (where the dataset lives) keeps no leftovers.
+fn purge_race(launcher: &Launcher, root: &Path, expver: &str) {
+    let s = streams(expver);
     let fs = must(launcher.open(), "open");
     // Something for purge to reclaim too: an older version of some fields
     // (replaced by the writers).
@@ -140,7 +170,7 @@ fn purges_racing_writers_that_flush_and_exit_lose_nothing() {
     drop(fs);
     let fs = must(launcher.open(), "open");
     let mut rng = Rng::new(17);
-    let writers = start_writers(&launcher, &s);
+    let writers = start_writers(launcher, &s);
     let purges = while_writing(writers, &mut rng, |_| {
         must(fs.purge(&Request::default(), true), "purge");
     });
@@ -155,7 +185,7 @@ fn purges_racing_writers_that_flush_and_exit_lose_nothing() {
         "{report:?}"
     );
     check_everything_flushed(&fs, &s);
-    assert!(leftovers(&root).is_empty(), "{:?}", leftovers(&root));
+    assert!(leftovers(root).is_empty(), "{:?}", leftovers(root));
 }
 
 #[test]
