@@ -112,26 +112,89 @@ pub fn check_requestable(keyword: &str, value: &str) -> Result<(), KeyError> {
 }
 
 /// An ordered list of `keyword=value` pairs with unique keywords.
-#[derive(Clone, Default, PartialEq, Eq, PartialOrd, Ord)]
+///
+/// Held as its canonical text (`class=od,expver=0001`) in one shared
+/// allocation: a key decoded from an index entry costs one allocation and
+/// no reference count per pair, a clone one reference count, equality and
+/// hashing one byte comparison or pass. The text is unambiguous because
+/// keywords and values can hold neither `,` nor `=` (the module
+/// invariants); pairs are read back by scanning it (keys are short).
+/// Mutation builds a new text.
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct Key {
-    /// Shared so that cloning a key (list results, caches) costs one
-    /// reference count, not one allocation per pair; mutation copies on
-    /// write. Keywords and values are shared strings too, so that keys
-    /// decoded from one index block share them (a listing allocates one
-    /// vector per entry, not one string per pair) and copying pairs from
-    /// key to key (`join`) allocates no strings.
-    entries: std::sync::Arc<Vec<(Text, Text)>>,
+    /// `None` for the empty key (no allocation), else the canonical text,
+    /// never empty.
+    text: Option<std::sync::Arc<str>>,
 }
 
-/// A keyword or value of a [`Key`]: shared, immutable text.
-pub type Text = std::sync::Arc<str>;
+/// The pairs of a key's canonical text, in order.
+#[derive(Debug, Clone)]
+pub struct Pairs<'a> {
+    rest: &'a str,
+    left: usize,
+}
+
+impl<'a> Pairs<'a> {
+    fn new(text: &'a str) -> Self {
+        let left = if text.is_empty() {
+            0
+        } else {
+            1 + text.bytes().filter(|&b| b == b',').count()
+        };
+        Pairs { rest: text, left }
+    }
+}
+
+impl<'a> Iterator for Pairs<'a> {
+    type Item = (&'a str, &'a str);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        let (item, rest) = match self.rest.find(',') {
+            Some(i) => (&self.rest[..i], &self.rest[i + 1..]),
+            None => (self.rest, ""),
+        };
+        self.rest = rest;
+        // Every item has an `=` (the text is built only by this type).
+        Some(item.split_once('=').unwrap_or((item, "")))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
+    }
+}
+
+impl ExactSizeIterator for Pairs<'_> {}
+
+/// Append `keyword=value` to a canonical text being built.
+fn append(text: &mut String, keyword: &str, value: &str) {
+    if !text.is_empty() {
+        text.push(',');
+    }
+    text.push_str(keyword);
+    text.push('=');
+    text.push_str(value);
+}
 
 impl Key {
     /// An empty key.
     pub fn new() -> Self {
+        Key { text: None }
+    }
+
+    /// The key whose canonical text is `text` (valid: built by this type).
+    fn from_text(text: &str) -> Key {
         Key {
-            entries: std::sync::Arc::new(Vec::new()),
+            text: (!text.is_empty()).then(|| text.into()),
         }
+    }
+
+    /// The canonical text, `k=v,k=v` (empty for the empty key).
+    pub fn as_str(&self) -> &str {
+        self.text.as_deref().unwrap_or("")
     }
 
     /// Build a key from pairs, validating each.
@@ -144,11 +207,15 @@ impl Key {
         K: Into<String>,
         V: Into<String>,
     {
-        let mut key = Key::new();
+        let mut text = String::new();
         for (k, v) in pairs {
-            key.push(k, v)?;
+            let (keyword, value) = checked_pair(k.into(), v.into())?;
+            if Pairs::new(&text).any(|(k, _)| k == keyword) {
+                return Err(KeyError::DuplicateKeyword { keyword });
+            }
+            append(&mut text, &keyword, &value);
         }
-        Ok(key)
+        Ok(Key::from_text(&text))
     }
 
     /// Append `keyword=value`. The keyword is lower-cased.
@@ -160,48 +227,39 @@ impl Key {
         keyword: impl Into<String>,
         value: impl Into<String>,
     ) -> Result<(), KeyError> {
-        let mut keyword = keyword.into();
-        keyword.make_ascii_lowercase();
-        let value = value.into();
-        if !is_valid_keyword(&keyword) {
-            return Err(KeyError::InvalidKeyword { keyword });
-        }
-        if !is_valid_value(&value) {
-            return Err(KeyError::InvalidValue { keyword, value });
-        }
+        let (keyword, value) = checked_pair(keyword.into(), value.into())?;
         if self.get(&keyword).is_some() {
             return Err(KeyError::DuplicateKeyword { keyword });
         }
-        std::sync::Arc::make_mut(&mut self.entries).push((keyword.into(), value.into()));
+        self.append_unchecked(&keyword, &value);
         Ok(())
     }
 
     /// A key of `keywords` (valid and distinct: checked by the caller, once
-    /// for many keys) with `values` in that order, each checked here; the
-    /// pairs allocated once, in a vector of the right size. For decoding
-    /// index entries, where `push`'s per-pair checks and growth were a
-    /// tenth of a listing.
+    /// for many keys) with `values` in that order, each checked here, built
+    /// in `scratch` (reused from key to key) and allocated once. For
+    /// decoding index entries, where per-pair checks and allocations were a
+    /// good part of a listing.
     ///
     /// # Errors
     /// [`KeyError::InvalidValue`] for the first invalid value.
-    pub(crate) fn from_checked_keywords(
-        keywords: &[Text],
-        values: impl IntoIterator<Item = Text>,
+    pub(crate) fn from_checked_keywords<'v>(
+        keywords: &[&str],
+        values: impl IntoIterator<Item = &'v str>,
+        scratch: &mut String,
     ) -> Result<Key, KeyError> {
         debug_assert!(keywords.iter().all(|k| is_valid_keyword(k)));
-        let mut entries = Vec::with_capacity(keywords.len());
+        scratch.clear();
         for (k, v) in keywords.iter().zip(values) {
-            if !is_valid_value(&v) {
+            if !is_valid_value(v) {
                 return Err(KeyError::InvalidValue {
                     keyword: k.to_string(),
                     value: v.to_string(),
                 });
             }
-            entries.push((k.clone(), v));
+            append(scratch, k, v);
         }
-        Ok(Key {
-            entries: std::sync::Arc::new(entries),
-        })
+        Ok(Key::from_text(scratch))
     }
 
     /// Append a pair known to be valid (produced by the schema from validated
@@ -212,7 +270,15 @@ impl Key {
             "{keyword}={value}"
         );
         debug_assert!(self.get(&keyword).is_none(), "duplicate {keyword}");
-        std::sync::Arc::make_mut(&mut self.entries).push((keyword.into(), value.into()));
+        self.append_unchecked(&keyword, &value);
+    }
+
+    fn append_unchecked(&mut self, keyword: &str, value: &str) {
+        let old = self.as_str();
+        let mut text = String::with_capacity(old.len() + keyword.len() + value.len() + 2);
+        text.push_str(old);
+        append(&mut text, keyword, value);
+        *self = Key::from_text(&text);
     }
 
     /// Set `keyword` to `value`, replacing an existing value in place or
@@ -225,41 +291,33 @@ impl Key {
         keyword: impl Into<String>,
         value: impl Into<String>,
     ) -> Result<(), KeyError> {
-        let mut keyword = keyword.into();
-        keyword.make_ascii_lowercase();
-        let value = value.into();
-        if !is_valid_value(&value) {
-            return Err(KeyError::InvalidValue { keyword, value });
+        let (keyword, value) = checked_pair(keyword.into(), value.into())?;
+        if self.get(&keyword).is_none() {
+            self.append_unchecked(&keyword, &value);
+            return Ok(());
         }
-        match std::sync::Arc::make_mut(&mut self.entries)
-            .iter_mut()
-            .find(|(k, _)| **k == *keyword)
-        {
-            Some(entry) => {
-                entry.1 = value.into();
-                Ok(())
-            }
-            None => self.push(keyword, value),
+        let mut text = String::with_capacity(self.as_str().len() + value.len());
+        for (k, v) in self.iter() {
+            append(&mut text, k, if k == keyword { &value } else { v });
         }
+        *self = Key::from_text(&text);
+        Ok(())
     }
 
     /// Remove `keyword`, returning its value.
     pub fn remove(&mut self, keyword: &str) -> Option<String> {
-        let i = self.entries.iter().position(|(k, _)| &**k == keyword)?;
-        Some(
-            std::sync::Arc::make_mut(&mut self.entries)
-                .remove(i)
-                .1
-                .to_string(),
-        )
+        let value = self.get(keyword)?.to_string();
+        let mut text = String::with_capacity(self.as_str().len());
+        for (k, v) in self.iter().filter(|(k, _)| *k != keyword) {
+            append(&mut text, k, v);
+        }
+        *self = Key::from_text(&text);
+        Some(value)
     }
 
     /// The value of `keyword`, if present.
     pub fn get(&self, keyword: &str) -> Option<&str> {
-        self.entries
-            .iter()
-            .find(|(k, _)| &**k == keyword)
-            .map(|(_, v)| &**v)
+        self.iter().find(|(k, _)| *k == keyword).map(|(_, v)| v)
     }
 
     /// Whether `keyword` is present.
@@ -268,35 +326,35 @@ impl Key {
     }
 
     /// The pairs, in order.
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = (&str, &str)> + '_ {
-        self.entries.iter().map(|(k, v)| (&**k, &**v))
+    pub fn iter(&self) -> Pairs<'_> {
+        Pairs::new(self.as_str())
     }
 
     /// The keywords, in order.
     pub fn keywords(&self) -> impl ExactSizeIterator<Item = &str> + '_ {
-        self.entries.iter().map(|(k, _)| &**k)
+        self.iter().map(|(k, _)| k)
     }
 
     /// The values, in order.
     pub fn values(&self) -> impl ExactSizeIterator<Item = &str> + '_ {
-        self.entries.iter().map(|(_, v)| &**v)
+        self.iter().map(|(_, v)| v)
     }
 
     /// Number of pairs.
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.iter().len()
     }
 
     /// Whether the key has no pairs.
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.text.is_none()
     }
 
     /// The values joined by `:`, FDB5's fingerprint (`od:0001:oper:...`).
     /// Not unique across schemas; used for names, not identity.
     pub fn fingerprint(&self) -> String {
-        let mut s = String::new();
-        for (i, (_, v)) in self.entries.iter().enumerate() {
+        let mut s = String::with_capacity(self.as_str().len());
+        for (i, v) in self.values().enumerate() {
             if i > 0 {
                 s.push(':');
             }
@@ -311,100 +369,97 @@ impl Key {
     /// the value of the last part: a schema may type one keyword at several
     /// levels (`hdate: Year` above `hdate: Date`), and the finest level holds
     /// the field's own value.
-    pub fn join<'a>(parts: impl IntoIterator<Item = &'a Key>) -> Key {
-        let mut out = Key::new();
-        for part in parts {
-            for (k, v) in part.entries.iter() {
-                let entries = std::sync::Arc::make_mut(&mut out.entries);
-                match entries.iter_mut().find(|(ok, _)| ok == k) {
-                    Some(entry) => entry.1 = v.clone(),
-                    None => entries.push((k.clone(), v.clone())),
-                }
-            }
-        }
-        out
+    pub fn join<'a>(parts: impl IntoIterator<Item = &'a Key> + Clone) -> Key {
+        Key::joined(parts, false)
     }
 
-    /// [`Key::join`] then [`Key::without_empty`], in one pass: each pair is
-    /// copied once, into a vector sized for all of them (retrieve builds
-    /// one such key per field, and the two steps cost twice the copies).
+    /// [`Key::join`] then [`Key::without_empty`], in one pass (retrieve
+    /// builds one such key per field).
     pub fn join_present<'a>(parts: impl IntoIterator<Item = &'a Key> + Clone) -> Key {
-        let n = parts.clone().into_iter().map(Key::len).sum();
-        let mut entries: Vec<(Text, Text)> = Vec::with_capacity(n);
+        Key::joined(parts, true)
+    }
+
+    fn joined<'a>(parts: impl IntoIterator<Item = &'a Key> + Clone, present: bool) -> Key {
+        let mut pairs: Vec<(&str, &str)> = Vec::with_capacity(16);
         for part in parts {
-            for (k, v) in part.entries.iter() {
-                match entries.iter_mut().find(|(ok, _)| ok == k) {
-                    Some(entry) => entry.1 = v.clone(),
-                    None => entries.push((k.clone(), v.clone())),
+            for (k, v) in part.iter() {
+                match pairs.iter_mut().find(|(ok, _)| *ok == k) {
+                    Some(entry) => entry.1 = v,
+                    None => pairs.push((k, v)),
                 }
             }
         }
-        entries.retain(|(_, v)| !v.is_empty());
-        Key {
-            entries: entries.into(),
+        let mut text = String::new();
+        for (k, v) in pairs.into_iter().filter(|(_, v)| !present || !v.is_empty()) {
+            append(&mut text, k, v);
         }
+        Key::from_text(&text)
     }
 
     /// The key without pairs whose value is empty (absent optional keywords).
     pub fn without_empty(&self) -> Key {
-        Key {
-            entries: self
-                .entries
-                .iter()
-                .filter(|(_, v)| !v.is_empty())
-                .cloned()
-                .collect::<Vec<_>>()
-                .into(),
+        if self.values().all(|v| !v.is_empty()) {
+            return self.clone();
         }
+        let mut text = String::with_capacity(self.as_str().len());
+        for (k, v) in self.iter().filter(|(_, v)| !v.is_empty()) {
+            append(&mut text, k, v);
+        }
+        Key::from_text(&text)
     }
 
     /// Print in `fdb-list`'s brace form: `{class=od,expver=0001}`. Pairs with
     /// an empty value (absent optional keywords) are left out, as FDB5 does.
     pub fn braced(&self) -> String {
-        let mut s = String::with_capacity(2 + self.entries.len() * 12);
+        let mut s = String::with_capacity(2 + self.as_str().len());
         s.push('{');
-        let mut first = true;
-        for (k, v) in self.entries.iter() {
-            if v.is_empty() {
-                continue;
-            }
-            if !first {
-                s.push(',');
-            }
-            first = false;
-            s.push_str(k);
-            s.push('=');
-            s.push_str(v);
+        let mut inner = String::new();
+        for (k, v) in self.iter().filter(|(_, v)| !v.is_empty()) {
+            append(&mut inner, k, v);
         }
+        s.push_str(&inner);
         s.push('}');
         s
     }
 }
 
-/// Hashes the values only, each once: keys that are equal have equal
-/// values, so this agrees with `Eq`; keys compared in one map (the entries
-/// of one collocation, the datasets of one store) mostly share their
-/// keywords, which would add nothing but cost (hashing was a sixth of a
-/// listing's dedup).
+/// `keyword` lower-cased and checked, and `value` checked.
+fn checked_pair(mut keyword: String, value: String) -> Result<(String, String), KeyError> {
+    keyword.make_ascii_lowercase();
+    if !is_valid_keyword(&keyword) {
+        return Err(KeyError::InvalidKeyword { keyword });
+    }
+    if !is_valid_value(&value) {
+        return Err(KeyError::InvalidValue { keyword, value });
+    }
+    Ok((keyword, value))
+}
+
+/// Pair by pair, as a list of `(keyword, value)` compares (not the text's
+/// byte order, in which `a1=` sorts before `a=`).
+impl Ord for Key {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.iter().cmp(other.iter())
+    }
+}
+
+impl PartialOrd for Key {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// Hashes the canonical text, which equal keys share.
 impl std::hash::Hash for Key {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        state.write_usize(self.entries.len());
-        for (_, v) in self.entries.iter() {
-            state.write(v.as_bytes());
-            state.write_u8(0xff);
-        }
+        state.write(self.as_str().as_bytes());
+        state.write_u8(0xff);
     }
 }
 
 impl fmt::Display for Key {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, (k, v)) in self.entries.iter().enumerate() {
-            if i > 0 {
-                f.write_str(",")?;
-            }
-            write!(f, "{k}={v}")?;
-        }
-        Ok(())
+        f.write_str(self.as_str())
     }
 }
 
@@ -420,11 +475,11 @@ impl FromStr for Key {
     /// Parse `k=v,k=v`. Whitespace around items is ignored; an empty string
     /// is the empty key.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let mut key = Key::new();
         let s = s.trim();
         if s.is_empty() {
-            return Ok(key);
+            return Ok(Key::new());
         }
+        let mut key = Key::new();
         for item in s.split(',') {
             let item = item.trim();
             let (k, v) = item
@@ -441,8 +496,8 @@ impl FromStr for Key {
 impl serde::Serialize for Key {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(Some(self.entries.len()))?;
-        for (k, v) in self.entries.iter() {
+        let mut map = serializer.serialize_map(Some(self.len()))?;
+        for (k, v) in self.iter() {
             map.serialize_entry(k, v)?;
         }
         map.end()

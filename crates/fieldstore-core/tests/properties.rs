@@ -81,6 +81,66 @@ proptest! {
         prop_assert_eq!(parsed.to_string(), printed);
     }
 
+    /// A key (held as its canonical text) behaves as the list of pairs it
+    /// names: the same pairs, lookups, edits, order and equality, whatever
+    /// the keywords and values (`a` and `a1` as keywords, empty values).
+    #[test]
+    fn key_is_its_list_of_pairs(
+        pairs in prop::collection::vec(("[a-c][a-c1.]{0,2}", "[a-c0-9!%.-]{0,3}"), 0..6),
+        other in prop::collection::vec(("[a-c][a-c1.]{0,2}", "[a-c0-9!%.-]{0,3}"), 0..6),
+        edit in ("[a-c][a-c1.]{0,2}", "[a-c0-9]{0,2}"),
+    ) {
+        fn model(pairs: &[(String, String)]) -> Vec<(String, String)> {
+            let mut out: Vec<(String, String)> = Vec::new();
+            for (k, v) in pairs {
+                if !out.iter().any(|(ok, _)| ok == k) {
+                    out.push((k.clone(), v.clone()));
+                }
+            }
+            out
+        }
+        let (a, b) = (model(&pairs), model(&other));
+        let ka = Key::from_pairs(a.clone()).unwrap();
+        let kb = Key::from_pairs(b.clone()).unwrap();
+        let listed = |k: &Key| k.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<Vec<_>>();
+        prop_assert_eq!(listed(&ka), a.clone());
+        prop_assert_eq!(ka.len(), a.len());
+        prop_assert_eq!(ka.is_empty(), a.is_empty());
+        prop_assert_eq!(ka.cmp(&kb), a.cmp(&b));
+        prop_assert_eq!(ka == kb, a == b);
+        for (k, v) in &a {
+            prop_assert_eq!(ka.get(k), Some(v.as_str()));
+        }
+        // set, remove, join and without_empty as on the list.
+        let (kw, value) = edit;
+        let mut set = ka.clone();
+        set.set(kw.clone(), value.clone()).unwrap();
+        let mut expected = a.clone();
+        match expected.iter_mut().find(|(k, _)| *k == kw) {
+            Some(e) => e.1 = value.clone(),
+            None => expected.push((kw.clone(), value.clone())),
+        }
+        prop_assert_eq!(listed(&set), expected);
+        let mut removed = ka.clone();
+        let got = removed.remove(&kw);
+        prop_assert_eq!(got, a.iter().find(|(k, _)| *k == kw).map(|(_, v)| v.clone()));
+        prop_assert_eq!(listed(&removed), a.iter().filter(|(k, _)| *k != kw).cloned().collect::<Vec<_>>());
+        let mut joined = a.clone();
+        for (k, v) in &b {
+            match joined.iter_mut().find(|(ok, _)| ok == k) {
+                Some(e) => e.1 = v.clone(),
+                None => joined.push((k.clone(), v.clone())),
+            }
+        }
+        prop_assert_eq!(listed(&Key::join([&ka, &kb])), joined.clone());
+        joined.retain(|(_, v)| !v.is_empty());
+        prop_assert_eq!(listed(&Key::join_present([&ka, &kb])), joined);
+        prop_assert_eq!(
+            listed(&ka.without_empty()),
+            a.iter().filter(|(_, v)| !v.is_empty()).cloned().collect::<Vec<_>>()
+        );
+    }
+
     #[test]
     fn request_print_parse_round_trips(
         entries in prop::collection::btree_map(

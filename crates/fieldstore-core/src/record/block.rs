@@ -44,7 +44,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::{Dec, Enc};
-use crate::key::Text;
 use crate::{Axes, AxesExt, CollocationKey, ElementKey, Error, FieldLocation, Key, Result};
 
 /// The length before each element value in a block.
@@ -177,14 +176,9 @@ pub fn decode<'a, F: BlockFormat>(
             )));
         }
     }
-    // Each entry's key shares the block's keywords, and each value with the
-    // previous entry's at the same position when equal (entries are
-    // written in archive order, so neighbours mostly share all but the
-    // fastest-varying values): a key costs one vector, not a string per
-    // pair.
-    let shared_keywords: Vec<Text> = keywords.iter().map(|k| Text::from(*k)).collect();
-    let mut previous: Vec<Text> = Vec::with_capacity(keywords.len());
-    let mut values: Vec<Text> = Vec::with_capacity(keywords.len());
+    // Each entry's key is one allocation, built in a reused buffer.
+    let mut scratch = String::new();
+    let mut values: Vec<&str> = Vec::with_capacity(keywords.len());
     let mut entries = Vec::with_capacity(count.min(payload.len() / entry_min));
     for _ in 0..count {
         let id = d.u32()? as usize;
@@ -196,19 +190,14 @@ pub fn decode<'a, F: BlockFormat>(
             .get(id)
             .ok_or_else(|| Error::corrupt(format!("{}: {} index out of range", what(), F::UNIT)))?;
         values.clear();
-        for i in 0..keywords.len() {
-            let v = match F::VALUES {
+        for _ in 0..keywords.len() {
+            values.push(match F::VALUES {
                 ValueLen::U16 => d.short_str()?,
                 ValueLen::U32 => d.str()?,
-            };
-            values.push(match previous.get(i) {
-                Some(p) if **p == *v => p.clone(),
-                _ => Text::from(v),
             });
         }
-        let key = Key::from_checked_keywords(&shared_keywords, values.iter().cloned())
+        let key = Key::from_checked_keywords(&keywords, values.iter().copied(), &mut scratch)
             .map_err(|e| Error::corrupt(format!("{}: {e}", what())))?;
-        std::mem::swap(&mut previous, &mut values);
         let mut loc = FieldLocation::new(uri.clone(), offset, length);
         if has_crc {
             loc = loc.with_checksum(crc);
