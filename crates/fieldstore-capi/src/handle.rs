@@ -13,7 +13,7 @@ use fieldstore_grib::ArchiveGrib;
 
 use crate::error::{entry, CError, FDB_SUCCESS};
 use crate::key::{fdb_key_t, KeyObj};
-use crate::list::{fdb_listiterator_t, ListObj, ListState};
+use crate::list::{fdb_listiterator_t, ListState};
 use crate::reader::{fdb_datareader_t, ReaderObj, Stream};
 use crate::registry::{self, Kind, Object};
 use crate::request::{fdb_request_t, request_of};
@@ -336,10 +336,9 @@ pub unsafe extern "C" fn fdb_list(
             duplicates: !duplicates,
         };
         let elements = fs.list(&request, options)?;
-        *it = registry::insert(ListObj(std::sync::Mutex::new(ListState::new(
-            elements, depth,
-        ))))
-        .cast();
+        *it = crate::hot::LISTS
+            .insert(ListState::new(elements, depth))?
+            .cast();
         Ok(FDB_SUCCESS)
     })
 }

@@ -8,13 +8,12 @@
 //! allocates nothing once the buffer is large enough.
 
 use std::ffi::{c_char, c_int};
-use std::sync::Mutex;
 
 use fieldstore::{Key, Level, ListElement};
 
 use crate::error::{entry, CError, FDB_ITERATION_COMPLETE, FDB_SUCCESS};
-use crate::registry::{self, Kind, Object};
-use crate::util::{lock, out};
+use crate::hot::{LISTS, SPLIT_KEYS};
+use crate::util::out;
 
 /// Opaque C type `fdb_split_key_t`.
 #[allow(non_camel_case_types)]
@@ -96,15 +95,6 @@ impl SplitState {
     }
 }
 
-/// `fdb_split_key_t`.
-#[derive(Debug, Default)]
-pub struct SplitKeyObj(pub(crate) Mutex<SplitState>);
-
-impl Object for SplitKeyObj {
-    const KIND: Kind = Kind::SplitKey;
-    const HOT: bool = true;
-}
-
 /// A new, empty split key.
 ///
 /// # Safety
@@ -114,7 +104,7 @@ pub unsafe extern "C" fn fdb_new_splitkey(key: *mut *mut fdb_split_key_t) -> c_i
     entry("fdb_new_splitkey", || {
         // SAFETY: the caller's promise.
         let key = unsafe { out(key, "key (the out-pointer)") }?;
-        *key = registry::insert(SplitKeyObj::default()).cast();
+        *key = SPLIT_KEYS.insert(SplitState::default())?.cast();
         Ok(FDB_SUCCESS)
     })
 }
@@ -136,8 +126,7 @@ pub unsafe extern "C" fn fdb_splitkey_next_metadata(
     entry("fdb_splitkey_next_metadata", || {
         // SAFETY: the caller's promises.
         let (key, value) = unsafe { (out(key, "key")?, out(value, "value")?) };
-        registry::with::<SplitKeyObj, _>(it.cast(), |sk| {
-            let mut state = lock(&sk.0);
+        SPLIT_KEYS.with(it.cast(), |state| {
             match state.next_entry()? {
                 None => Ok(FDB_ITERATION_COMPLETE),
                 Some((k, v, l)) => {
@@ -161,7 +150,7 @@ pub unsafe extern "C" fn fdb_splitkey_next_metadata(
 #[no_mangle]
 pub extern "C" fn fdb_delete_splitkey(key: *mut fdb_split_key_t) -> c_int {
     entry("fdb_delete_splitkey", || {
-        registry::remove::<SplitKeyObj>(key.cast())?;
+        SPLIT_KEYS.remove(key.cast())?;
         Ok(FDB_SUCCESS)
     })
 }
@@ -205,22 +194,12 @@ impl ListState {
     }
 }
 
-/// `fdb_listiterator_t`.
-#[derive(Debug)]
-pub struct ListObj(pub(crate) Mutex<ListState>);
-
-impl Object for ListObj {
-    const KIND: Kind = Kind::ListIterator;
-    const HOT: bool = true;
-}
-
 /// Move to the next element; `FDB_ITERATION_COMPLETE` after the last (and
 /// at every call after that).
 #[no_mangle]
 pub extern "C" fn fdb_listiterator_next(it: *mut fdb_listiterator_t) -> c_int {
     entry("fdb_listiterator_next", || {
-        registry::with::<ListObj, _>(it.cast(), |list| {
-            let mut state = lock(&list.0);
+        LISTS.with(it.cast(), |state| {
             state.started = true;
             state.current = state.rest.next();
             Ok(if state.current.is_some() {
@@ -248,8 +227,7 @@ pub unsafe extern "C" fn fdb_listiterator_attrs(
     entry("fdb_listiterator_attrs", || {
         // SAFETY: the caller's promises.
         let (uri, off, len) = unsafe { (out(uri, "uri")?, out(off, "off")?, out(len, "len")?) };
-        registry::with::<ListObj, _>(it.cast(), |list| {
-            let mut state = lock(&list.0);
+        LISTS.with(it.cast(), |state| {
             // The path goes into the iterator's buffer, reused from element to
             // element; it stays valid until the next call on the iterator.
             let mut buf = std::mem::take(&mut state.uri);
@@ -309,10 +287,9 @@ pub extern "C" fn fdb_listiterator_splitkey(
     key: *mut fdb_split_key_t,
 ) -> c_int {
     entry("fdb_listiterator_splitkey", || {
-        registry::with::<ListObj, _>(it.cast(), |list| {
-            registry::with::<SplitKeyObj, _>(key.cast(), |sk| {
-                let state = lock(&list.0);
-                lock(&sk.0).fill(state.current()?);
+        LISTS.with(it.cast(), |state| {
+            SPLIT_KEYS.with(key.cast(), |sk| {
+                sk.fill(state.current()?);
                 Ok(FDB_SUCCESS)
             })
         })
@@ -323,7 +300,7 @@ pub extern "C" fn fdb_listiterator_splitkey(
 #[no_mangle]
 pub extern "C" fn fdb_delete_listiterator(it: *mut fdb_listiterator_t) -> c_int {
     entry("fdb_delete_listiterator", || {
-        registry::remove::<ListObj>(it.cast())?;
+        LISTS.remove(it.cast())?;
         Ok(FDB_SUCCESS)
     })
 }

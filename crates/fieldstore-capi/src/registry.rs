@@ -63,7 +63,7 @@ impl Kind {
         }
     }
 
-    fn from_tag(tag: u64) -> Option<Kind> {
+    pub(crate) fn from_tag(tag: u64) -> Option<Kind> {
         Some(match tag {
             1 => Kind::Handle,
             2 => Kind::Key,
@@ -84,12 +84,6 @@ impl Kind {
 pub trait Object: Any + Send + Sync {
     /// Its C type.
     const KIND: Kind;
-    /// Whether [`with`] may keep a strong reference to it in a per-thread
-    /// cache: only for objects that hold memory and nothing else (a split
-    /// key, a list iterator), since another thread's cache may keep one
-    /// alive for a while after it is deleted (until that thread's next
-    /// call, or its exit).
-    const HOT: bool = false;
 }
 
 type Entry = Arc<dyn Any + Send + Sync>;
@@ -173,8 +167,9 @@ pub fn get<T: Object>(token: *const c_void) -> Result<Arc<T>, CError> {
 
 // ---- the per-thread cache of recent lookups ------------------------------
 //
-// A client calls several functions on the same few objects in a row (a list
-// iterator and a split key, twelve calls per element): each thread keeps
+// A client calls several functions on the same few objects in a row (a
+// handle and a data reader; list iterators and split keys, called many
+// times per element, live in `crate::hot` instead): each thread keeps
 // its last few lookups, so that those calls skip the table's lock. An entry
 // is a `Weak` (it keeps no object alive: deleting a handle still closes its
 // files) tagged with the number of removals from the table when it was
@@ -216,87 +211,6 @@ fn remember(serial: u64, removals: u64, entry: &Entry) {
     });
 }
 
-// ---- the per-thread cache of hot objects ----------------------------------
-//
-// `fdb_splitkey_next_metadata` is called ten times per listed field: each
-// call's lookup (a `Weak` upgraded, an `Arc` dropped: two atomic
-// read-modify-writes) was most of its cost. For `HOT` kinds, each thread
-// keeps strong references to the objects it used last; a call *moves* the
-// reference out of its slot, uses the object, and moves it back: no
-// reference count changes. A nested lookup of the same object in the call
-// (none does so today) misses the slot and takes the table, which is
-// correct, only slower. Entries are tagged with the removal count like the
-// recent-lookup cache, and stale ones are dropped at the thread's next
-// lookup; `remove` drops the removing thread's own entry at once.
-
-type Hot = [Option<(u64, u64, Entry)>; RECENT];
-
-thread_local! {
-    static HOT: std::cell::RefCell<(Hot, usize)> =
-        const { std::cell::RefCell::new(([const { None }; RECENT], 0)) };
-}
-
-/// Run `f` on the object `token` names (see the cache above for `HOT`
-/// kinds; others are looked up as [`get`] does).
-///
-/// # Errors
-/// As [`get`], or what `f` returns.
-pub fn with<T: Object, R>(
-    token: *const c_void,
-    f: impl FnOnce(&T) -> Result<R, CError>,
-) -> Result<R, CError> {
-    if !T::HOT {
-        return f(&*get::<T>(token)?);
-    }
-    let serial = serial_of::<T>(token)?;
-    let removals = REMOVALS.load(Ordering::Acquire);
-    let taken = HOT
-        .try_with(|h| {
-            let mut h = h.borrow_mut();
-            let mut found = None;
-            for slot in h.0.iter_mut() {
-                match slot {
-                    // Stale: something was removed since (maybe this).
-                    Some((_, r, _)) if *r != removals => *slot = None,
-                    Some((s, _, _)) if *s == serial && found.is_none() => {
-                        found = slot.take().map(|(_, _, e)| e);
-                    }
-                    _ => {}
-                }
-            }
-            found
-        })
-        .ok()
-        .flatten();
-    let entry = match taken {
-        Some(e) => e,
-        None => shard(serial)
-            .get(&serial)
-            .cloned()
-            .ok_or_else(|| gone::<T>(token))?,
-    };
-    let result = match (*entry).downcast_ref::<T>() {
-        Some(object) => f(object),
-        None => Err(gone::<T>(token)),
-    };
-    // Back into a free slot (or the next one round), unless removed since.
-    if REMOVALS.load(Ordering::Acquire) == removals {
-        let _ = HOT.try_with(|h| {
-            let mut h = h.borrow_mut();
-            let i = match h.0.iter().position(Option::is_none) {
-                Some(i) => i,
-                None => {
-                    let i = h.1;
-                    h.1 = (i + 1) % RECENT;
-                    i
-                }
-            };
-            h.0[i] = Some((serial, removals, entry));
-        });
-    }
-    result
-}
-
 /// Unregister the object `token` names; it is freed when the last call
 /// using it returns.
 ///
@@ -307,29 +221,20 @@ pub fn remove<T: Object>(token: *const c_void) -> Result<Arc<T>, CError> {
     let entry = shard(serial).remove(&serial);
     if entry.is_some() {
         REMOVALS.fetch_add(1, Ordering::Release);
-        if T::HOT {
-            // This thread's own reference goes now (others' at their next
-            // lookup, when they find it stale).
-            let dropped = HOT.try_with(|h| {
-                let mut h = h.borrow_mut();
-                h.0.iter_mut()
-                    .find(|slot| matches!(slot, Some((s, _, _)) if *s == serial))
-                    .and_then(Option::take)
-            });
-            drop(dropped);
-        }
     }
     entry
         .and_then(|e| e.downcast::<T>().ok())
         .ok_or_else(|| gone::<T>(token))
 }
 
-/// How many objects are live (not yet deleted).
+/// How many objects are live (not yet deleted), in the table and in the
+/// slabs of [`crate::hot`].
 pub fn live() -> usize {
-    TABLE
+    let table: usize = TABLE
         .iter()
         .map(|s| s.lock().unwrap_or_else(|p| p.into_inner()).len())
-        .sum()
+        .sum();
+    table + crate::hot::LISTS.live() + crate::hot::SPLIT_KEYS.live()
 }
 
 /// How many objects created through this library are not yet deleted: a
@@ -349,10 +254,11 @@ thread_local! {
 }
 
 extern "C" fn prepare() {
-    // Always in the same order: ecCodes', the handler, then the shards (no
+    // Always in the same order: ecCodes', the handler, the shards, then the
+    // slabs of hot objects (no
     // code path takes one of them while holding a later one).
     let _ = std::panic::catch_unwind(|| {
-        let mut held: Vec<Box<dyn Any>> = Vec::with_capacity(SHARDS + 2);
+        let mut held: Vec<Box<dyn Any>> = Vec::with_capacity(SHARDS + 4);
         held.push(Box::new(fieldstore_grib::hold_for_fork()));
         held.push(Box::new(
             crate::error::handler_lock()
@@ -362,6 +268,8 @@ extern "C" fn prepare() {
         for s in TABLE.iter() {
             held.push(Box::new(s.lock().unwrap_or_else(|p| p.into_inner())));
         }
+        held.push(Box::new(crate::hot::LISTS.hold_for_fork()));
+        held.push(Box::new(crate::hot::SPLIT_KEYS.hold_for_fork()));
         HELD.with(|h| *h.borrow_mut() = held);
     });
 }
@@ -420,54 +328,7 @@ mod tests {
         }
     }
 
-    #[derive(Debug)]
-    struct Hot(Arc<std::sync::atomic::AtomicUsize>);
-    impl Object for Hot {
-        const KIND: Kind = Kind::SplitKey;
-        const HOT: bool = true;
-    }
-    impl Drop for Hot {
-        fn drop(&mut self) {
-            self.0.fetch_add(1, Ordering::SeqCst);
-        }
-    }
-
-    /// `with` on a `HOT` kind: the object is found again from the thread's
-    /// cache; deleted by this thread it is dropped at once and "was
-    /// deleted" after; deleted by another thread, this thread's cached
-    /// reference goes at its next lookup, which fails.
-    #[test]
-    fn hot_objects_are_cached_per_thread_and_never_found_after_delete() {
-        let dropped = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let token = insert(Hot(dropped.clone())) as usize;
-        for _ in 0..3 {
-            let seen = with::<Hot, _>(token as *const c_void, |h| Ok(Arc::as_ptr(&h.0)));
-            assert_eq!(seen.unwrap(), Arc::as_ptr(&dropped));
-        }
-        assert!(remove::<Hot>(token as *const c_void).is_ok());
-        assert_eq!(
-            dropped.load(Ordering::SeqCst),
-            1,
-            "the remover's cache let go"
-        );
-        let e = with::<Hot, _>(token as *const c_void, |_| Ok(())).unwrap_err();
-        assert!(e.message.contains("was deleted"), "{}", e.message);
-
-        let other = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let token = insert(Hot(other.clone())) as usize;
-        assert!(with::<Hot, _>(token as *const c_void, |_| Ok(())).is_ok());
-        std::thread::spawn(move || remove::<Hot>(token as *const c_void).map(drop))
-            .join()
-            .unwrap()
-            .unwrap();
-        // Still held by this thread's cache until its next lookup…
-        let e = with::<Hot, _>(token as *const c_void, |_| Ok(())).unwrap_err();
-        assert!(e.message.contains("was deleted"), "{}", e.message);
-        // …which dropped it.
-        assert_eq!(other.load(Ordering::SeqCst), 1);
-    }
-
-    /// The per-thread caches neither find a deleted object nor keep it
+    /// The per-thread cache neither finds a deleted object nor keep it
     /// alive: after `remove` returns, every thread gets "was deleted", and
     /// the object was dropped although two threads had looked it up.
     #[test]

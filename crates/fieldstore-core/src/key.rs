@@ -153,13 +153,17 @@ impl<'a> Iterator for Pairs<'a> {
             return None;
         }
         self.left -= 1;
-        let (item, rest) = match self.rest.find(',') {
-            Some(i) => (&self.rest[..i], &self.rest[i + 1..]),
-            None => (self.rest, ""),
-        };
-        self.rest = rest;
-        // Every item has an `=` (the text is built only by this type).
-        Some(item.split_once('=').unwrap_or((item, "")))
+        // A plain byte scan: keys are short, and `str::find`'s searcher
+        // cost more than the scan (`=` and `,` are ASCII, so the cuts are
+        // on character boundaries). Every item has an `=` (the text is
+        // built only by this type).
+        let bytes = self.rest.as_bytes();
+        let end = bytes.iter().position(|&b| b == b',').unwrap_or(bytes.len());
+        let eq = bytes[..end].iter().position(|&b| b == b'=').unwrap_or(end);
+        let keyword = &self.rest[..eq];
+        let value = self.rest.get(eq + 1..end).unwrap_or("");
+        self.rest = self.rest.get(end + 1..).unwrap_or("");
+        Some((keyword, value))
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
