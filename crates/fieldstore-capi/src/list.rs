@@ -41,23 +41,53 @@ pub struct SplitState {
     entries: Vec<(usize, usize, usize)>,
     next: usize,
     filled: bool,
+    /// The dataset and collocation keys levels 0 and 1 were filled from,
+    /// and where they end in `buf` and `entries`: the elements of one
+    /// collocation share them, so the next fill keeps them and redoes the
+    /// element's level only.
+    prefix: Option<(
+        fieldstore::DatasetKey,
+        fieldstore::CollocationKey,
+        usize,
+        usize,
+    )>,
 }
 
 impl SplitState {
     /// Take `e`'s keys: levels 1 and 2 with their empty values, level 3
     /// without (as FDB5 gives them), each level sorted by keyword (FDB5's
     /// keys are sorted maps). Iteration starts again from the first.
+    /// Levels 1 and 2 are kept from the last fill when `e` shares them.
     pub fn fill(&mut self, e: &ListElement) {
-        self.buf.clear();
-        self.entries.clear();
         self.next = 0;
         self.filled = true;
+        let from_level = match &self.prefix {
+            Some((d, c, buf_len, entries_len)) if *d == e.dataset && *c == e.collocation => {
+                self.buf.truncate(*buf_len);
+                self.entries.truncate(*entries_len);
+                2
+            }
+            _ => {
+                self.buf.clear();
+                self.entries.clear();
+                self.prefix = None;
+                0
+            }
+        };
         let levels: [(&Key, bool); 3] = [
             (e.dataset.key(), true),
             (e.collocation.key(), true),
             (e.element.key(), false),
         ];
-        for (level, (key, keep_empty)) in levels.into_iter().enumerate() {
+        for (level, (key, keep_empty)) in levels.into_iter().enumerate().skip(from_level) {
+            if level == 2 && from_level == 0 {
+                self.prefix = Some((
+                    e.dataset.clone(),
+                    e.collocation.clone(),
+                    self.buf.len(),
+                    self.entries.len(),
+                ));
+            }
             let first = self.entries.len();
             for (k, v) in key.iter().filter(|(_, v)| keep_empty || !v.is_empty()) {
                 let ko = self.buf.len();
@@ -303,4 +333,83 @@ pub extern "C" fn fdb_delete_listiterator(it: *mut fdb_listiterator_t) -> c_int 
         LISTS.remove(it.cast())?;
         Ok(FDB_SUCCESS)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::CStr;
+
+    fn element(dataset: &str, collocation: &str, element: &str) -> ListElement {
+        ListElement {
+            dataset: dataset.parse().unwrap(),
+            collocation: collocation.parse().unwrap(),
+            element: element.parse().unwrap(),
+            location: None,
+        }
+    }
+
+    fn drain(s: &mut SplitState) -> Vec<(String, String, usize)> {
+        let mut out = Vec::new();
+        while let Some((k, v, l)) = s.next_entry().unwrap() {
+            // SAFETY: NUL-terminated strings in `s.buf`, unchanged until the
+            // next fill.
+            let (k, v) = unsafe { (CStr::from_ptr(k), CStr::from_ptr(v)) };
+            out.push((k.to_str().unwrap().into(), v.to_str().unwrap().into(), l));
+        }
+        out
+    }
+
+    /// A split key filled from element to element gives each element's own
+    /// keys, whether the next element shares its dataset and collocation
+    /// (levels kept) or not (all redone): each level sorted, empty values
+    /// kept above level 3 only.
+    #[test]
+    fn refills_give_each_elements_own_keys() {
+        let elements = [
+            element(
+                "class=od,expver=0001",
+                "type=fc,levtype=pl",
+                "step=0,param=130",
+            ),
+            element(
+                "class=od,expver=0001",
+                "type=fc,levtype=pl",
+                "step=6,param=,levelist=500",
+            ),
+            element(
+                "class=od,expver=0001",
+                "type=an,levtype=",
+                "step=0,param=130",
+            ),
+            element(
+                "class=rd,expver=0001",
+                "type=an,levtype=",
+                "step=0,param=131",
+            ),
+            element(
+                "class=od,expver=0001",
+                "type=fc,levtype=pl",
+                "step=0,param=130",
+            ),
+        ];
+        let mut s = SplitState::default();
+        for e in &elements {
+            s.fill(e);
+            let mut expected = Vec::new();
+            for (level, key) in [e.dataset.key(), e.collocation.key(), e.element.key()]
+                .into_iter()
+                .enumerate()
+            {
+                let mut pairs: Vec<(String, String, usize)> = key
+                    .iter()
+                    .filter(|(_, v)| level < 2 || !v.is_empty())
+                    .map(|(k, v)| (k.to_string(), v.to_string(), level))
+                    .collect();
+                pairs.sort();
+                expected.extend(pairs);
+            }
+            assert_eq!(drain(&mut s), expected, "{}", e.braced());
+        }
+    }
 }
