@@ -6,8 +6,9 @@
 # rust_bench.rs), interleaved in one run: REPS repetitions, each running the
 # three in a rotating order, for 64 KiB and 1 MiB fields. Every run gets an
 # empty root on the same file system (target/capi-bench), deleted after it;
-# each of its phases (archive+flush, list, list+keys, retrieve) is a new
-# process that opens a new handle (timed), as a writer and readers would.
+# each of its phases (archive+flush, list, list+keys, list-warm, retrieve) is
+# a new process that opens a new handle (timed, but for list-warm, which
+# lists ten times and times the last nine), as a writer and readers would.
 #
 #   bash bench/capi/run.sh [OUT.jsonl]     # REPS=5 by default
 #
@@ -42,7 +43,7 @@ run() { # impl size nsteps nlevels nparams: each phase in a new process
     rm -rf "$root"
     mkdir -p "$root"
     sync
-    for phase in archive list list+keys retrieve; do
+    for phase in archive list list+keys list-warm retrieve; do
         case $1 in
         fdb5) LD_LIBRARY_PATH=$fdb5_path "$dir/capi_bench" "$fdb5_lib" "$root" "$schema" "$2" "$3" "$4" "$5" fdb5 "$phase" 2>/dev/null ;;
         fieldstore) "$dir/capi_bench" "$fs_lib" "$root" "$schema" "$2" "$3" "$4" "$5" fieldstore-c "$phase" ;;

@@ -16,7 +16,7 @@ runs = defaultdict(list)
 for r in rows:
     runs[(r["size"], r["phase"], r["impl"])].append(r)
 
-phases = ["archive+flush", "list", "list+keys", "retrieve"]
+phases = ["archive+flush", "list", "list+keys", "list (warm)", "retrieve"]
 print(
     "| field | phase | N | FDB5 fields/s | fieldstore (C API) fields/s | fieldstore (Rust) fields/s "
     "| fieldstore / FDB5 | C API vs Rust, wall | C API vs Rust, CPU | runs |"

@@ -34,6 +34,14 @@ struct Run {
 impl Run {
     fn report(&self, phase: &str, fields: usize, bytes: usize) {
         let seconds = self.start.elapsed().as_secs_f64();
+        self.print(phase, fields, bytes, seconds, cpu() - self.cpu);
+    }
+
+    fn report_times(&self, phase: &str, fields: usize, seconds: f64, cpu_seconds: f64) {
+        self.print(phase, fields, 0, seconds, cpu_seconds);
+    }
+
+    fn print(&self, phase: &str, fields: usize, bytes: usize, seconds: f64, cpu_seconds: f64) {
         println!(
             "{{\"impl\": \"{}\", \"size\": {}, \"fields\": {}, \"phase\": \"{}\", \"seconds\": {:.6}, \
              \"cpu_seconds\": {:.6}, \"fields_per_s\": {:.1}, \"mib_per_s\": {:.2}}}",
@@ -42,7 +50,7 @@ impl Run {
             fields,
             phase,
             seconds,
-            cpu() - self.cpu,
+            cpu_seconds,
             fields as f64 / seconds,
             bytes as f64 / seconds / 1048576.0
         );
@@ -148,6 +156,31 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             run.report(phase, listed, 0);
             assert_eq!(total, (run.fields * size) as u64);
             assert!(!keys || metadata > 0);
+        }
+        "list-warm" => {
+            // As capi_bench.c's list-warm: ten listings with the one handle,
+            // the median of the last nine.
+            let listing = || -> Result<usize, Box<dyn std::error::Error>> {
+                let mut total = 0u64;
+                let elements = fs.list(&request, ListOptions::default())?;
+                let listed = elements.len();
+                for e in elements {
+                    total += e.location.as_ref().map_or(0, |l| l.length);
+                }
+                assert_eq!(total, (run.fields * size) as u64);
+                Ok(listed)
+            };
+            let mut listed = listing()?;
+            let (mut wall, mut cpus) = (Vec::new(), Vec::new());
+            for _ in 0..9 {
+                let (t, c) = (Instant::now(), cpu());
+                listed = listing()?;
+                wall.push(t.elapsed().as_secs_f64());
+                cpus.push(cpu() - c);
+            }
+            wall.sort_by(f64::total_cmp);
+            cpus.sort_by(f64::total_cmp);
+            run.report_times("list (warm)", listed, wall[4], cpus[4]);
         }
         "retrieve" => {
             let mut reader = fs.retrieve(&request)?;
