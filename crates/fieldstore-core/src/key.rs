@@ -321,7 +321,24 @@ impl Key {
 
     /// The value of `keyword`, if present.
     pub fn get(&self, keyword: &str) -> Option<&str> {
-        self.iter().find(|(k, _)| *k == keyword).map(|(_, v)| v)
+        // Straight on the text: compare each item's start with `keyword=`,
+        // skip to the next `,` (the schema asks for every keyword of each
+        // key it splits: `iter().find` cost a tenth of an archive's CPU).
+        let mut rest = self.as_str().as_bytes();
+        let n = keyword.len();
+        loop {
+            let end = rest.iter().position(|&b| b == b',').unwrap_or(rest.len());
+            let item = &rest[..end];
+            if item.len() > n && item[n] == b'=' && &item[..n] == keyword.as_bytes() {
+                // Cut after an ASCII `=` and before an ASCII `,`: on
+                // character boundaries of the (valid UTF-8) text.
+                return std::str::from_utf8(&item[n + 1..]).ok();
+            }
+            if end == rest.len() {
+                return None;
+            }
+            rest = &rest[end + 1..];
+        }
     }
 
     /// Whether `keyword` is present.
