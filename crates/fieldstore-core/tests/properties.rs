@@ -113,6 +113,7 @@ proptest! {
         }
         // set, remove, join and without_empty as on the list.
         let (kw, value) = edit;
+        prop_assert_eq!(ka.get(&kw), a.iter().find(|(k, _)| *k == kw).map(|(_, v)| v.as_str()));
         let mut set = ka.clone();
         set.set(kw.clone(), value.clone()).unwrap();
         let mut expected = a.clone();
