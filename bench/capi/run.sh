@@ -12,8 +12,9 @@
 #
 #   bash bench/capi/run.sh [OUT.jsonl]     # REPS=5 by default
 #
-# Prints a summary table (medians; ratios) and keeps every run's JSON line
-# in OUT (default target/capi-bench/results.jsonl).
+# Prints a summary table (medians; ratios), keeps every run's JSON line in
+# OUT (default target/capi-bench/results.jsonl) and plots them in OUT's
+# name with .png.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/setup.sh
@@ -68,4 +69,6 @@ for rep in $(seq 1 "$reps"); do
         done
     done
 done
-python3 bench/capi/summary.py "$out"
+# The table, and the plot beside OUT (FDB5's venv gets matplotlib for it).
+"$python" -c 'import matplotlib' 2>/dev/null || "$python" -m pip install -q matplotlib
+"$python" bench/capi/summary.py "$out" "${out%.jsonl}.png"
