@@ -15,3 +15,18 @@ fn run_all_on_one_backend() {
     let open = support::memory_factory(support::schema());
     run_all(&open, &Capabilities::default());
 }
+
+/// A dataset keeps the schema it was created under when the configured
+/// schema changes (handles with either schema share one backend).
+#[test]
+fn datasets_keep_their_schema() {
+    let backend = fieldstore::backends::memory::MemoryBackend::new();
+    fieldstore_testkit::datasets_keep_their_schema(&|text: &str| {
+        let schema = fieldstore::Schema::parse("schema", text)?;
+        Ok(fieldstore::FieldStore::with_backends(
+            fieldstore::Config::memory(schema),
+            std::sync::Arc::new(backend.catalogue()),
+            std::sync::Arc::new(backend.store()),
+        ))
+    });
+}

@@ -288,8 +288,12 @@ struct Content {
     pending: BTreeSet<String>,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct MemoryDataset {
+    /// The text of the schema the dataset was created under (by the first
+    /// writer opened on it): it splits and matches the dataset's keys below
+    /// level 1, whatever later handles are configured with.
+    schema: Arc<str>,
     content: RwLock<Content>,
     /// Set (under the content's write lock) when the dataset is wiped:
     /// readers and writers holding it then see it gone.
@@ -297,6 +301,14 @@ struct MemoryDataset {
 }
 
 impl MemoryDataset {
+    fn new(schema: &Schema) -> Self {
+        MemoryDataset {
+            schema: schema.text().into(),
+            content: RwLock::default(),
+            wiped: AtomicBool::new(false),
+        }
+    }
+
     fn read(&self) -> std::sync::RwLockReadGuard<'_, Content> {
         self.content.read().unwrap_or_else(|p| p.into_inner())
     }
@@ -324,9 +336,12 @@ impl MemoryCatalogue {
 }
 
 impl Catalogue for MemoryCatalogue {
-    fn writer(&self, dataset: &DatasetKey, _schema: &Schema) -> Result<Box<dyn CatalogueWriter>> {
+    fn writer(&self, dataset: &DatasetKey, schema: &Schema) -> Result<Box<dyn CatalogueWriter>> {
         let mut map = self.datasets.write().unwrap_or_else(|p| p.into_inner());
-        let ds = map.entry(dataset.clone()).or_default().clone();
+        let ds = map
+            .entry(dataset.clone())
+            .or_insert_with(|| Arc::new(MemoryDataset::new(schema)))
+            .clone();
         if ds.read().locks.contains(Operation::Archive) {
             return Err(locked(dataset, Operation::Archive));
         }
@@ -441,6 +456,10 @@ impl Catalogue for MemoryCatalogue {
 }
 
 impl CatalogueWriter for MemoryCatalogueWriter {
+    fn schema_text(&self) -> Option<Arc<str>> {
+        Some(self.dataset.schema.clone())
+    }
+
     fn insert(
         &mut self,
         collocation: &CollocationKey,
@@ -498,6 +517,10 @@ impl MemoryReader {
 }
 
 impl DatasetReader for MemoryReader {
+    fn schema_text(&self) -> Option<Arc<str>> {
+        Some(self.dataset().schema.clone())
+    }
+
     fn refresh(&self) -> Result<()> {
         if self.dataset().wiped.load(Ordering::SeqCst) {
             if let Some(d) = self.catalogue.get(&self.key) {
