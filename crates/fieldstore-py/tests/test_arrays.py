@@ -77,8 +77,40 @@ def store(fdb: fieldstore.FDB) -> fieldstore.FDB:
 def test_same_as_cfgrib(store: fieldstore.FDB, name: str, request_: dict, filter_by_keys: dict) -> None:
     store.archive((GRIB / name).read_bytes())
     store.flush()
-    got = fieldstore.open_dataset(request_, fdb=store)
-    want = cfgrib(GRIB / name, filter_by_keys)
+    same_dataset(fieldstore.open_dataset(request_, fdb=store), cfgrib(GRIB / name, filter_by_keys), name)
+
+
+def test_regular_gaussian_is_2d_as_cfgrib(store: fieldstore.FDB, tmp_path: Path) -> None:
+    """A regular Gaussian grid (ecCodes' N32 sample: 64 Gaussian latitudes
+    x 128 longitudes), two parameters at two steps, with values that use
+    the packing's whole range: latitude and longitude dimensions,
+    coordinates and values as cfgrib gives them."""
+    import eccodes  # the ecCodes Python binding cfgrib uses
+
+    path = tmp_path / "regular_gg.grib"
+    with open(path, "wb") as out:
+        for param, base in ((167, 250.0), (151, 100000.0)):
+            for step in (0, 6):
+                h = eccodes.codes_grib_new_from_samples("regular_gg_sfc_grib1")
+                for k, v in (("dataDate", 20251125), ("dataTime", 1200), ("type", "fc"), ("stepRange", step),
+                             ("paramId", param)):
+                    eccodes.codes_set(h, k, v)
+                n = eccodes.codes_get_size(h, "values")
+                eccodes.codes_set_values(h, base + np.sin(np.arange(n) * 0.01 + step) * 30.0)
+                out.write(eccodes.codes_get_message(h))
+                eccodes.codes_release(h)
+    store.archive(path.read_bytes())
+    store.flush()
+    got = fieldstore.open_dataset({"class": "od", "date": "20251125", "type": "fc"}, fdb=store)
+    want = cfgrib(path, {})
+    assert got["t2m"].dims == want["t2m"].dims == ("step", "latitude", "longitude")
+    assert got["t2m"].shape == (2, 64, 128)
+    same_dataset(got, want, "regular_gg")
+
+
+def same_dataset(got: Any, want: Any, name: str) -> None:
+    """The same variables, sizes, coordinates (values and attributes),
+    variables' attributes and values (bits), and global attributes."""
     assert sorted(got.data_vars) == sorted(want.data_vars)
     assert dict(got.sizes) == dict(want.sizes)
     assert sorted(got.coords) == sorted(want.coords)
