@@ -2,8 +2,9 @@
  * Four threads archive, flush, list and retrieve at once through
  * fieldstore's library: each with its own handle into a dataset of its own
  * and into one dataset they share, and all four through one shared handle.
- * Then every field is checked: listed once, bytes as archived. Run by
- * tests/c_api.rs:
+ * Then every field is checked: listed once, bytes as archived; and one
+ * list iterator and split key are shared by the four threads at once. Run
+ * by tests/c_api.rs:
  *
  *   threads WORKDIR
  */
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "fdb5/api/fdb_c.h"
 
@@ -135,6 +137,67 @@ static void verify(fdb_handle_t* fdb) {
     CALL(-1, fdb_delete_datareader(dr));
 }
 
+/* One list iterator and one split key used by all four threads at once (a
+ * client bug FDB5 does not survive): calls on each object are serialised,
+ * so every element is handed out exactly once, and a call that finds the
+ * iterator moved on by another thread is an error, never a crash. */
+static fdb_listiterator_t* shared_it = NULL;
+static fdb_split_key_t* shared_sk = NULL;
+static long consumed[THREADS];
+
+static pthread_barrier_t start;
+
+static void* shared_worker(void* arg) {
+    int t = (int)(long)arg;
+    pthread_barrier_wait(&start);
+    for (;;) {
+        /* Let the others in between: no thread can take every element. */
+        struct timespec pause = {0, 20000};
+        nanosleep(&pause, NULL);
+        int rc = fdb_listiterator_next(shared_it);
+        if (rc == FDB_ITERATION_COMPLETE) break;
+        if (rc != FDB_SUCCESS) {
+            fail(t, "fdb_listiterator_next (shared)", rc);
+            break;
+        }
+        consumed[t]++;
+        const char *uri, *k, *v;
+        size_t off, len, level;
+        /* Another thread may have moved the iterator past its end since:
+         * then an error; otherwise the current element's. */
+        rc = fdb_listiterator_attrs(shared_it, &uri, &off, &len);
+        if (rc == FDB_SUCCESS && len != SIZE) fail(t, "attrs (shared) length", (int)len);
+        if (rc != FDB_SUCCESS && rc != FDB_ERROR_GENERAL_EXCEPTION) fail(t, "attrs (shared)", rc);
+        if (fdb_listiterator_splitkey(shared_it, shared_sk) == FDB_SUCCESS) {
+            while ((rc = fdb_splitkey_next_metadata(shared_sk, &k, &v, &level)) == FDB_SUCCESS) {
+                if (level > 2 || k[0] == 0) fail(t, "metadata (shared)", (int)level);
+            }
+            if (rc != FDB_ITERATION_COMPLETE) fail(t, "fdb_splitkey_next_metadata (shared)", rc);
+        }
+    }
+    return NULL;
+}
+
+static void share_one_iterator(fdb_handle_t* fdb) {
+    CALL(-1, fdb_list(fdb, NULL, &shared_it, true, 3));
+    CALL(-1, fdb_new_splitkey(&shared_sk));
+    pthread_t threads[THREADS];
+    pthread_barrier_init(&start, NULL, THREADS);
+    for (long t = 0; t < THREADS; t++) pthread_create(&threads[t], NULL, shared_worker, (void*)t);
+    long total = 0;
+    for (int t = 0; t < THREADS; t++) {
+        pthread_join(threads[t], NULL);
+        total += consumed[t];
+    }
+    pthread_barrier_destroy(&start);
+    if (total != THREADS * FIELDS * 3) fail(-1, "elements handed out by the shared iterator", (int)total);
+    int sharing = 0;
+    for (int t = 0; t < THREADS; t++) sharing += consumed[t] > 0;
+    if (sharing < 2) fail(-1, "threads that got elements of the shared iterator (the test did not share it)", sharing);
+    CALL(-1, fdb_delete_splitkey(shared_sk));
+    CALL(-1, fdb_delete_listiterator(shared_it));
+}
+
 int main(int argc, char** argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: %s WORKDIR\n", argv[0]);
@@ -152,9 +215,11 @@ int main(int argc, char** argv) {
     fdb_handle_t* fdb = NULL;
     CALL(-1, fdb_new_handle_from_yaml(&fdb, config, ""));
     verify(fdb);
+    share_one_iterator(fdb);
     CALL(-1, fdb_delete_handle(fdb));
     CALL(-1, fdb_delete_handle(shared));
     if (fieldstore_live_objects() != 0) fail(-1, "objects left", (int)fieldstore_live_objects());
-    printf("threads: %d threads x %d fields x 3 datasets, %d failures\n", THREADS, FIELDS, failures);
+    printf("threads: %d threads x %d fields x 3 datasets; the shared iterator's elements by thread: %ld/%ld/%ld/%ld, %d failures\n",
+           THREADS, FIELDS, consumed[0], consumed[1], consumed[2], consumed[3], failures);
     return failures == 0 ? 0 : 1;
 }
