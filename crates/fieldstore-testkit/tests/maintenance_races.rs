@@ -5,7 +5,9 @@
 //! process purges, wipes other collocations or datasets, or moves the
 //! dataset between two file systems, over and over, at random intervals.
 //! Every field a writer reported flushed must then be readable once, with
-//! its bytes; nothing may be left behind.
+//! its bytes; nothing may be left behind. Purge and both wipes also run
+//! through `type: select` (two POSIX sub-stores), where maintenance reaches
+//! the dataset through the routing.
 //!
 //! The deterministic worst interleavings of the same races are unit tests
 //! of the `fieldstore` crate (`races.rs`, with failpoints).
@@ -131,26 +133,42 @@ fn purges_racing_writers_that_flush_and_exit_lose_nothing() {
     purge_race(&launcher(dir.path(), &[&root]), &root, "prg1");
 }
 
+/// A `type: select` store of two POSIX sub-stores in `dir` (`first` and
+/// `second`, created): the first takes datasets whose expver matches
+/// `first_expver` (a regex), the second every other.
+fn select_launcher(dir: &Path, first_expver: &str) -> (Launcher, PathBuf, PathBuf) {
+    let (first, second) = (dir.join("first"), dir.join("second"));
+    std::fs::create_dir(&first).unwrap();
+    std::fs::create_dir(&second).unwrap();
+    let yaml = format!(
+        "type: select\nfdbs:\n\
+         - select: expver={first_expver}\n  spaces: [{{roots: [{{path: {}}}]}}]\n\
+         - select: ''\n  spaces: [{{roots: [{{path: {}}}]}}]\n",
+        first.display(),
+        second.display()
+    );
+    let config = processes::write_config(dir.join("config.yaml"), &yaml);
+    (Launcher::new(WORKER, config), first, second)
+}
+
+/// The names in `root`.
+fn names(root: &Path) -> Vec<String> {
+    std::fs::read_dir(root)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
 /// The same race through `type: select`: the writers' dataset is routed to
 /// the second of two POSIX sub-stores, and purge goes through the routing.
 #[test]
 fn purges_through_select_racing_writers_lose_nothing() {
     let _serial = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
-    let (first, second) = (dir.path().join("first"), dir.path().join("second"));
-    std::fs::create_dir(&first).unwrap();
-    std::fs::create_dir(&second).unwrap();
-    let yaml = format!(
-        "type: select\nfdbs:\n\
-         - select: expver=^none$\n  spaces: [{{roots: [{{path: {}}}]}}]\n\
-         - select: ''\n  spaces: [{{roots: [{{path: {}}}]}}]\n",
-        first.display(),
-        second.display()
-    );
-    let config = processes::write_config(dir.path().join("config.yaml"), &yaml);
-    purge_race(&Launcher::new(WORKER, config), &second, "prg2");
+    let (launcher, first, second) = select_launcher(dir.path(), "^none$");
+    purge_race(&launcher, &second, "prg2");
     assert!(
-        std::fs::read_dir(&first).unwrap().next().is_none(),
+        names(&first).is_empty(),
         "the first sub-store selects no dataset of the writers"
     );
 }
@@ -194,8 +212,26 @@ fn collocation_wipes_racing_writers_of_other_collocations_lose_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("root");
     std::fs::create_dir(&root).unwrap();
-    let launcher = launcher(dir.path(), &[&root]);
-    let s = streams("cwp1");
+    collocation_wipe_race(&launcher(dir.path(), &[&root]), &root, "cwp1");
+}
+
+/// The same race through `type: select` (the dataset in the second of two
+/// POSIX sub-stores).
+#[test]
+fn collocation_wipes_through_select_racing_writers_lose_nothing() {
+    let _serial = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let (launcher, first, second) = select_launcher(dir.path(), "^none$");
+    collocation_wipe_race(&launcher, &second, "cwp2");
+    assert!(names(&first).is_empty(), "{:?}", names(&first));
+}
+
+/// Writers of `expver` fill the `pf` collocation while this process adds a
+/// field to the `cf` collocation of the same dataset and wipes that
+/// collocation, over and over: every flushed `pf` field stays, `cf` ends
+/// empty, and `root` (where the dataset lives) keeps no leftovers.
+fn collocation_wipe_race(launcher: &Launcher, root: &Path, expver: &str) {
+    let s = streams(expver);
     let fs = must(launcher.open(), "open");
     let cf = |round: usize| {
         key(&format!(
@@ -210,7 +246,7 @@ fn collocation_wipes_racing_writers_of_other_collocations_lose_nothing() {
     must(fs.archive(&cf(0), b"control"), "archive");
     must(fs.flush(), "flush");
     let mut rng = Rng::new(23);
-    let writers = start_writers(&launcher, &s);
+    let writers = start_writers(launcher, &s);
     let doit = WipeOptions {
         doit: true,
         unsafe_wipe_all: false,
@@ -228,7 +264,7 @@ fn collocation_wipes_racing_writers_of_other_collocations_lose_nothing() {
     check_everything_flushed(&fs, &s);
     let listed = must(fs.list(&wipe_cf, ListOptions::default()), "list");
     assert!(listed.is_empty(), "cf wiped: {listed:?}");
-    assert!(leftovers(&root).is_empty(), "{:?}", leftovers(&root));
+    assert!(leftovers(root).is_empty(), "{:?}", leftovers(root));
 }
 
 #[test]
@@ -237,18 +273,50 @@ fn dataset_wipes_racing_writers_leave_no_tombstones_and_other_datasets_whole() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("root");
     std::fs::create_dir(&root).unwrap();
-    let launcher = launcher(dir.path(), &[&root]);
-    // The writers of `keep` must lose nothing; `churn`'s writers' dataset
-    // is wiped over and over under them (their flushes are retried).
-    let keep = streams("dwk1");
+    dataset_wipe_race(&launcher(dir.path(), &[&root]), "dwk1", "dwc1");
+    assert_eq!(
+        names(&root).len(),
+        1,
+        "only the kept dataset: {:?}",
+        names(&root)
+    );
+}
+
+/// The same race through `type: select`, the kept dataset in the first
+/// sub-store and the wiped one in the second: the wipes reach the second
+/// through the routing and touch nothing of the first.
+#[test]
+fn dataset_wipes_through_select_racing_writers_leave_the_other_sub_store_whole() {
+    let _serial = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let (launcher, first, second) = select_launcher(dir.path(), "^dwk2$");
+    dataset_wipe_race(&launcher, "dwk2", "dwc2");
+    assert_eq!(
+        names(&first).len(),
+        1,
+        "the kept dataset: {:?}",
+        names(&first)
+    );
+    assert!(
+        names(&second).is_empty(),
+        "wiped whole: {:?}",
+        names(&second)
+    );
+}
+
+/// Writers of `keep` must lose nothing while the dataset of `churn`'s
+/// writers is wiped over and over under them (their flushes are retried);
+/// after a last wipe, the store holds `keep`'s dataset whole.
+fn dataset_wipe_race(launcher: &Launcher, keep: &str, churn: &str) {
+    let keep = streams(keep);
     let churn = Streams {
         fields: 40,
-        ..streams("dwc1")
+        ..streams(churn)
     };
     let fs = must(launcher.open(), "open");
     let mut rng = Rng::new(29);
-    let mut writers = start_writers(&launcher, &keep);
-    writers.extend(start_writers(&launcher, &churn));
+    let mut writers = start_writers(launcher, &keep);
+    writers.extend(start_writers(launcher, &churn));
     let doit = WipeOptions {
         doit: true,
         unsafe_wipe_all: false,
@@ -260,11 +328,7 @@ fn dataset_wipes_racing_writers_leave_no_tombstones_and_other_datasets_whole() {
     let fs = must(launcher.open(), "open");
     check_everything_flushed(&fs, &keep);
     must(fs.wipe(&churn.dataset_request(), doit), "the last wipe");
-    let names: Vec<String> = std::fs::read_dir(&root)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    assert_eq!(names.len(), 1, "only the kept dataset: {names:?}");
+    check_everything_flushed(&fs, &keep);
 }
 
 /// A tmpfs mounted for one test (a second file system, so that moves copy);
