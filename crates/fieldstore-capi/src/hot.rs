@@ -44,7 +44,9 @@ use crate::registry::Kind;
 
 const SLOT_BITS: u32 = 20;
 const GENERATION_BITS: u32 = 64 - 8 - SLOT_BITS;
-const CHUNK: usize = 1024;
+/// Slots per chunk: small, so that the first object of a kind in a process
+/// touches a few pages, not a whole slab.
+const CHUNK: usize = 64;
 const CHUNKS: usize = (1 << SLOT_BITS) / CHUNK;
 
 /// The list iterators (`fdb_listiterator_t`).
@@ -155,6 +157,15 @@ impl<T: Send> Slab<T> {
             index
         };
         let generation = self.next_generation.fetch_add(1, Ordering::Relaxed);
+        if generation >= 1 << GENERATION_BITS {
+            let mut slots = self.slots();
+            slots.free.push(index as u32);
+            slots.live -= 1;
+            return Err(CError::invalid(format!(
+                "2^{GENERATION_BITS} objects of type {} were created in this process: no token is left",
+                self.kind.c_name()
+            )));
+        }
         let slot = self
             .slot(index)
             .ok_or_else(|| CError::invalid("internal: a free slot has no chunk"))?;
