@@ -33,8 +33,10 @@
 //!
 //! [`registry`]: crate::registry
 
+use std::alloc::{alloc_zeroed, Layout};
 use std::cell::UnsafeCell;
 use std::ffi::c_void;
+use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
@@ -44,9 +46,8 @@ use crate::registry::Kind;
 
 const SLOT_BITS: u32 = 20;
 const GENERATION_BITS: u32 = 64 - 8 - SLOT_BITS;
-/// Slots per chunk: small, so that the first object of a kind in a process
-/// touches a few pages, not a whole slab.
-const CHUNK: usize = 64;
+/// Slots per chunk (zeroed memory: only the slots used are touched).
+const CHUNK: usize = 1024;
 const CHUNKS: usize = (1 << SLOT_BITS) / CHUNK;
 
 /// The list iterators (`fdb_listiterator_t`).
@@ -54,10 +55,14 @@ pub static LISTS: Slab<ListState> = Slab::new(Kind::ListIterator);
 /// The split keys (`fdb_split_key_t`).
 pub static SPLIT_KEYS: Slab<SplitState> = Slab::new(Kind::SplitKey);
 
+/// All-zero bytes are a valid empty slot (generation 0, not busy, no
+/// state), so chunks are allocated zeroed: the kernel's zero pages, touched
+/// only slot by slot as objects are created.
 struct Slot<T> {
     generation: AtomicU64,
     busy: AtomicBool,
-    state: UnsafeCell<Option<T>>,
+    /// Initialised exactly when `generation` is not 0.
+    state: UnsafeCell<MaybeUninit<T>>,
 }
 
 // SAFETY: `state` is only touched by the thread holding `busy` (see the
@@ -139,15 +144,15 @@ impl<T: Send> Slab<T> {
                         )));
                     }
                     if i % CHUNK == 0 {
-                        let chunk: Box<[Slot<T>]> = (0..CHUNK)
-                            .map(|_| Slot {
-                                generation: AtomicU64::new(0),
-                                busy: AtomicBool::new(false),
-                                state: UnsafeCell::new(None),
-                            })
-                            .collect();
-                        self.chunks[i / CHUNK]
-                            .store(Box::leak(chunk).as_mut_ptr(), Ordering::Release);
+                        let layout = Layout::array::<Slot<T>>(CHUNK)
+                            .map_err(|e| CError::invalid(format!("internal: slab layout: {e}")))?;
+                        // SAFETY: the layout is not zero-sized; all-zero
+                        // bytes are CHUNK empty slots (see `Slot`).
+                        let chunk = unsafe { alloc_zeroed(layout) }.cast::<Slot<T>>();
+                        if chunk.is_null() {
+                            std::alloc::handle_alloc_error(layout);
+                        }
+                        self.chunks[i / CHUNK].store(chunk, Ordering::Release);
                     }
                     slots.next_slot += 1;
                     i
@@ -171,8 +176,9 @@ impl<T: Send> Slab<T> {
             .ok_or_else(|| CError::invalid("internal: a free slot has no chunk"))?;
         // Free, but a call with a stale token may be checking it.
         let _busy = self.take(slot)?;
-        // SAFETY: `busy` is held.
-        unsafe { *slot.state.get() = Some(state) };
+        // SAFETY: `busy` is held; the slot is free (generation 0), so
+        // nothing initialised is overwritten.
+        unsafe { (*slot.state.get()).write(state) };
         slot.generation.store(generation, Ordering::Release);
         let serial = generation << SLOT_BITS | index as u64;
         Ok((serial << 8 | (self.kind as u64) << 4) as usize as *mut c_void)
@@ -271,10 +277,9 @@ impl<T: Send> Slab<T> {
             return Err(self.gone(token));
         }
         // SAFETY: `busy` is held and the slot holds the token's object.
-        match unsafe { &mut *slot.state.get() } {
-            Some(state) => f(state),
-            None => Err(self.gone(token)),
-        }
+        // SAFETY: `busy` is held, and the generation is the token's (not
+        // 0), so the state is initialised.
+        f(unsafe { (*slot.state.get()).assume_init_mut() })
     }
 
     /// Delete the object `token` names.
@@ -289,8 +294,9 @@ impl<T: Send> Slab<T> {
                 return Err(self.gone(token));
             }
             slot.generation.store(0, Ordering::Relaxed);
-            // SAFETY: `busy` is held.
-            unsafe { (*slot.state.get()).take() }
+            // SAFETY: `busy` is held and the generation was the token's, so
+            // the state is initialised; generation 0 now marks it moved out.
+            unsafe { (*slot.state.get()).assume_init_read() }
         };
         // Freed outside the flag (a listing's elements take a while).
         drop(state);
