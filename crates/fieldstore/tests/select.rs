@@ -42,7 +42,7 @@ fn datasets(fs: &FieldStore) -> Vec<String> {
     fs.list(&Request::default(), options)
         .unwrap()
         .iter()
-        .map(|e| e.dataset.values().collect::<Vec<_>>().join(":"))
+        .map(|e| e.dataset.fingerprint())
         .collect()
 }
 

@@ -44,7 +44,7 @@ fn datasets(fs: &FieldStore, request: &str) -> Vec<String> {
         .list(&request.parse().unwrap(), options)
         .unwrap()
         .iter()
-        .map(|e| e.dataset.values().collect::<Vec<_>>().join(":"))
+        .map(|e| e.dataset.fingerprint())
         .collect();
     out.sort();
     out

@@ -113,13 +113,8 @@ impl Space {
     pub fn owns(&self, key: &DatasetKey) -> bool {
         self.regex
             .as_ref()
-            .is_none_or(|r| r.is_match(&values_string(key)))
+            .is_none_or(|r| r.is_match(&key.fingerprint()))
     }
-}
-
-/// A dataset key as FDB5's space regexes see it: its values joined by `:`.
-pub fn values_string(key: &DatasetKey) -> String {
-    key.values().collect::<Vec<_>>().join(":")
 }
 
 /// The spaces of a store and their roots.
@@ -171,7 +166,7 @@ impl Placement {
                     format!(
                         "no space holds dataset {} (matched as '{}'): {}",
                         key.braced(),
-                        values_string(key),
+                        key.fingerprint(),
                         tried.join(", ")
                     ),
                 )
