@@ -23,7 +23,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::fdb5::{self, fixtures, path};
+use common::fdb5::{self, path};
+use common::fixtures;
 use common::{repo, Env};
 use serde_json::Value;
 
@@ -267,15 +268,7 @@ fn fieldstore_agrees_with_fdb5_on_every_grib_fixture() {
 
     // fieldstore, with the same schema file.
     let env = Env::new();
-    std::fs::create_dir_all(env.root()).expect("root");
-    env.write(
-        "config.yaml",
-        format!(
-            "type: local\nengine: toc\nschema: {}\nspaces:\n- roots:\n  - path: {}\n",
-            schema.display(),
-            env.root().display()
-        ),
-    );
+    env.config_with_schema(&schema);
     let run = |args: &[&str]| {
         let mut all = vec!["--config", "config.yaml"];
         all.extend_from_slice(args);

@@ -14,7 +14,8 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use common::fdb5::{self, fixtures, path};
+use common::fdb5::{self, path};
+use common::fixtures;
 use common::{repo, Env};
 use serde_json::Value;
 

@@ -8,23 +8,11 @@
 mod common;
 
 use std::collections::{BTreeSet, HashSet};
-use std::path::PathBuf;
 use std::process::Stdio;
 
-use common::{repo, Env, Run};
+use common::{fixtures, repo, Env, Run};
 
 const SPLITS: &str = include_str!("../../../tests/fixtures/oracle/ecmwf-splits.tsv");
-
-/// Every GRIB fixture, in name order.
-fn fixtures() -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(repo().join("tests/fixtures/grib"))
-        .expect("fixtures")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "grib"))
-        .collect();
-    files.sort();
-    files
-}
 
 fn fixture(name: &str) -> Vec<u8> {
     std::fs::read(repo().join("tests/fixtures/grib").join(name)).expect("fixture")

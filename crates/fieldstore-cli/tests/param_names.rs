@@ -99,15 +99,7 @@ fn parameter_spellings_name_the_same_fields_as_in_fdb5() {
     let fdb5 = fdb5::report(c, &json);
 
     let env = Env::new();
-    std::fs::create_dir_all(env.root()).expect("root");
-    env.write(
-        "config.yaml",
-        format!(
-            "type: local\nengine: toc\nschema: {}\nspaces:\n- roots:\n  - path: {}\n",
-            schema.display(),
-            env.root().display()
-        ),
-    );
+    env.config_with_schema(&schema);
     let run = |args: &[&str]| {
         let mut all = vec!["--config", "config.yaml"];
         all.extend_from_slice(args);

@@ -68,17 +68,6 @@ pub fn assert_same_eccodes(report: &Value) {
     );
 }
 
-/// The repository's GRIB fixtures (`tests/fixtures/grib/*.grib`), sorted.
-pub fn fixtures() -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(repo().join("tests/fixtures/grib"))
-        .expect("fixtures")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "grib"))
-        .collect();
-    files.sort();
-    files
-}
-
 /// `p` as text, for arguments.
 pub fn path(p: &Path) -> &str {
     p.to_str().expect("utf-8 path")

@@ -76,6 +76,20 @@ impl Env {
         p
     }
 
+    /// `config.yaml` in the test directory: a POSIX store at this test's
+    /// root (created) with the schema file `schema`.
+    pub fn config_with_schema(&self, schema: &Path) -> PathBuf {
+        std::fs::create_dir_all(self.root()).expect("root");
+        self.write(
+            "config.yaml",
+            format!(
+                "type: local\nengine: toc\nschema: {}\nspaces:\n- roots:\n  - path: {}\n",
+                schema.display(),
+                self.root().display()
+            ),
+        )
+    }
+
     /// The command, with `FIELDSTORE_ROOT` set to this store and the
     /// environment otherwise clean.
     pub fn command(&self) -> Command {
@@ -135,9 +149,21 @@ pub fn run(c: &mut Command) -> Run {
     }
 }
 
-/// The repository's root.
 pub mod fdb5;
 
+/// The repository's root.
 pub fn repo() -> &'static Path {
     Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+}
+
+/// The repository's GRIB fixtures (`tests/fixtures/grib/*.grib`), sorted
+/// by name.
+pub fn fixtures() -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(repo().join("tests/fixtures/grib"))
+        .expect("fixtures")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "grib"))
+        .collect();
+    files.sort();
+    files
 }
