@@ -35,6 +35,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from isolated import isolate  # before libfdb5 is loaded
+
 
 def main() -> int:
     ap = argparse.ArgumentParser()
@@ -45,15 +47,9 @@ def main() -> int:
     ap.add_argument("files", nargs="+")
     args = ap.parse_args()
 
-    work = Path(args.workdir)
-    home = work / "fdbhome"
+    work = isolate(args.workdir)
     root = work / "root"
-    home.mkdir(parents=True, exist_ok=True)
     root.mkdir(parents=True, exist_ok=True)
-    # Before libfdb5 is loaded.
-    os.environ["FDB_HOME"] = str(home)
-    for var in ("FDB5_CONFIG", "FDB5_CONFIG_FILE", "FDB_CONFIG_FILE", "FDB5_SCHEMA_FILE"):
-        os.environ.pop(var, None)
 
     import eccodeslib
     import fdb5lib

@@ -26,9 +26,10 @@ Usage:
 """
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
+
+from isolated import isolate  # before libfdb5 is loaded
 
 
 def main() -> int:
@@ -41,15 +42,8 @@ def main() -> int:
     ap.add_argument("files", nargs="+")
     args = ap.parse_args()
 
-    work = Path(args.workdir)
-    home = work / "fdbhome"
-    home.mkdir(parents=True, exist_ok=True)
+    work = isolate(args.workdir)
     roots = Path(args.roots)
-    # Before libfdb5 is loaded: no system-wide configuration leaks in.
-    os.environ["FDB_HOME"] = str(home)
-    for var in ("FDB_CONFIG", "FDB5_CONFIG", "FDB5_CONFIG_FILE", "FDB_CONFIG_FILE",
-                "FDB_ROOT", "FDB5_ROOT", "FDB_ROOT_DIRECTORY"):
-        os.environ.pop(var, None)
 
     import eccodeslib
     import fdb5lib

@@ -19,9 +19,10 @@ Usage:
 import argparse
 import hashlib
 import json
-import os
 import sys
 from pathlib import Path
+
+from isolated import isolate  # before libfdb5 is loaded
 
 
 def request(text: str, spelling: str) -> dict:
@@ -41,15 +42,9 @@ def main() -> int:
     ap.add_argument("spellings", nargs="+")
     args = ap.parse_args()
 
-    work = Path(args.workdir)
-    home = work / "fdbhome"
+    work = isolate(args.workdir)
     root = work / "root"
-    home.mkdir(parents=True, exist_ok=True)
     root.mkdir(parents=True, exist_ok=True)
-    # Before libfdb5 is loaded: no system-wide FDB configuration leaks in.
-    os.environ["FDB_HOME"] = str(home)
-    for var in ("FDB5_CONFIG", "FDB5_CONFIG_FILE", "FDB_CONFIG_FILE", "FDB5_SCHEMA_FILE"):
-        os.environ.pop(var, None)
 
     import pyfdb
 
