@@ -6,54 +6,23 @@
 //! Without Ceph installed (scripts/setup.sh installs it) the test says so
 //! and passes, except under `CI=true`, where it fails.
 
-use std::path::Path;
-use std::process::Command;
-
 use fieldstore_hammer::{run, HammerArgs, Scenario};
-
-fn ceph_installed() -> bool {
-    ["ceph-mon", "ceph-osd", "rados"].iter().all(|c| {
-        Command::new("sh")
-            .args(["-c", &format!("command -v {c}")])
-            .output()
-            .is_ok_and(|o| o.status.success())
-    })
-}
 
 #[test]
 fn raw_phases_on_a_real_cluster_stripe_check_and_clean_up() {
-    if !ceph_installed() {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "CI=true but Ceph is not installed (scripts/setup.sh installs it)"
-        );
-        eprintln!("SKIPPED: Ceph is not installed");
+    let Some(cluster) = fieldstore_testkit::ceph::start("memstore") else {
         return;
-    }
+    };
     let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("ceph");
-    let scripts = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts");
-    let out = Command::new(scripts.join("ceph-start.sh"))
-        .arg(&dir)
-        .env("CEPH_OBJECTSTORE", "memstore")
-        .env("CEPH_OWNER_PID", std::process::id().to_string())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "ceph-start.sh: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let conf = dir.join("ceph.conf");
-    let namespace = format!("hammer-raw-{}", std::process::id());
+    let namespace = fieldstore_testkit::ceph::namespace("hammer-raw");
     let config = tmp.path().join("rados.yaml");
     // 1 MiB objects (the smallest the config takes): 3 MiB per process in
     // 768 KiB transfers cross stripe ends.
     std::fs::write(
         &config,
         format!(
-            "engine: rados\nstore: rados\nrados:\n  conf: {}\n  pool: fieldstore\n  namespace: {namespace}\n  object_size: 1048576\n",
-            conf.display()
+            "engine: rados\nstore: rados\n{}  object_size: 1048576\n",
+            cluster.section(&namespace)
         ),
     )
     .unwrap();
@@ -68,13 +37,8 @@ fn raw_phases_on_a_real_cluster_stripe_check_and_clean_up() {
         ..HammerArgs::default()
     };
     let report = run(&a).unwrap();
-    let stop = || {
-        let _ = Command::new(scripts.join("ceph-stop.sh"))
-            .arg(&dir)
-            .output();
-    };
     if !report.problems.is_empty() {
-        stop();
+        cluster.stop();
         panic!("{:?}", report.problems);
     }
     assert!(
@@ -94,18 +58,8 @@ fn raw_phases_on_a_real_cluster_stripe_check_and_clean_up() {
         };
         assert_eq!(r.bytes, want, "{}", r.phase);
     }
-    let ls = Command::new("rados")
-        .args(["-c"])
-        .arg(&conf)
-        .args(["-p", "fieldstore", "-N", &namespace, "ls"])
-        .output()
-        .unwrap();
-    stop();
-    assert!(
-        ls.status.success(),
-        "{}",
-        String::from_utf8_lossy(&ls.stderr)
-    );
-    let left = String::from_utf8_lossy(&ls.stdout);
+    let left = cluster.rados(&namespace, &["ls"]);
+    cluster.stop();
+    let left = String::from_utf8_lossy(&left);
     assert!(left.trim().is_empty(), "raw objects left: {left}");
 }

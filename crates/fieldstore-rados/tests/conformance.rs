@@ -11,7 +11,7 @@ use fieldstore_testkit::{damaged_field_detected, run_all, Capabilities, Open};
 
 fn with_rados(check: &dyn Fn(Open<'_>)) {
     let Some(c) = common::cluster() else { return };
-    let config = c.config("rados", "rados", &common::namespace("conf"), None);
+    let config = common::config(c, "rados", "rados", &common::namespace("conf"), None);
     let open = move || FieldStore::open(config.clone());
     check(&open);
 }
@@ -46,7 +46,13 @@ fn damaged_field_is_detected() {
 fn toc_catalogue_with_rados_store() {
     let Some(c) = common::cluster() else { return };
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let config = c.config("toc", "rados", &common::namespace("mix1"), Some(dir.path()));
+    let config = common::config(
+        c,
+        "toc",
+        "rados",
+        &common::namespace("mix1"),
+        Some(dir.path()),
+    );
     let open = move || FieldStore::open(config.clone());
     let corrupt = |loc: &FieldLocation| corrupt(c, loc);
     run_all(
@@ -62,7 +68,8 @@ fn toc_catalogue_with_rados_store() {
 fn rados_catalogue_with_file_store() {
     let Some(c) = common::cluster() else { return };
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let config = c.config(
+    let config = common::config(
+        c,
         "rados",
         "file",
         &common::namespace("mix2"),
@@ -78,7 +85,7 @@ fn rados_catalogue_with_file_store() {
 fn data_objects_roll_over_at_the_size_limit() {
     let Some(c) = common::cluster() else { return };
     let ns = common::namespace("roll");
-    let mut config = c.config("rados", "rados", &ns, None);
+    let mut config = common::config(c, "rados", "rados", &ns, None);
     let mut section = config.backend("rados").clone();
     section["object_size"] = serde_json::json!(1 << 20);
     config.backends.insert("rados".into(), section);
@@ -130,7 +137,7 @@ fn data_objects_roll_over_at_the_size_limit() {
 #[test]
 fn missing_pool_is_named() {
     let Some(c) = common::cluster() else { return };
-    let mut config = c.config("rados", "rados", "x", None);
+    let mut config = common::config(c, "rados", "rados", "x", None);
     let mut section = config.backend("rados").clone();
     section["pool"] = serde_json::json!("no-such-pool");
     config.backends.insert("rados".into(), section);
@@ -175,7 +182,7 @@ fn unreachable_cluster_is_unavailable() {
 #[test]
 fn long_schema_text_in_init_record() {
     let Some(c) = common::cluster() else { return };
-    let mut config = c.config("rados", "rados", &common::namespace("long"), None);
+    let mut config = common::config(c, "rados", "rados", &common::namespace("long"), None);
     let text = format!(
         "{}\n{}",
         fieldstore_testkit::support::HAMMER_SCHEMA,
@@ -202,7 +209,7 @@ fn long_schema_text_in_init_record() {
 fn damaged_index_block_is_detected() {
     let Some(c) = common::cluster() else { return };
     let ns = common::namespace("idx");
-    let config = c.config("rados", "rados", &ns, None);
+    let config = common::config(c, "rados", "rados", &ns, None);
     let fs = must(FieldStore::open(config.clone()), "open");
     let f = archive_payload(&fs, &PL.key("idx1"), 1, 100, 300);
     must(fs.flush(), "flush");
@@ -248,7 +255,7 @@ fn damaged_index_block_is_detected() {
 fn every_check_with_tiny_log_segments() {
     let Some(c) = common::cluster() else { return };
     let ns = common::namespace("seg");
-    let mut config = c.config("rados", "rados", &ns, None);
+    let mut config = common::config(c, "rados", "rados", &ns, None);
     let mut section = config.backend("rados").clone();
     section["log_segment_size"] = serde_json::json!(4096);
     config.backends.insert("rados".into(), section);
@@ -310,7 +317,7 @@ fn flushes_wake_watchers_by_notify() {
     use fieldstore_rados::Wake;
     let Some(c) = common::cluster() else { return };
     let ns = common::namespace("notify");
-    let mut config = c.config("rados", "rados", &ns, None);
+    let mut config = common::config(c, "rados", "rados", &ns, None);
     let mut section = config.backend("rados").clone();
     section["log_segment_size"] = serde_json::json!(4096);
     config.backends.insert("rados".into(), section);
@@ -408,7 +415,7 @@ fn lost_notifies_are_covered_by_polling() {
     use fieldstore_rados::Wake;
     let Some(c) = common::cluster() else { return };
     let ns = common::namespace("lost");
-    let config = c.config("rados", "rados", &ns, None);
+    let config = common::config(c, "rados", "rados", &ns, None);
     let mut silent = config.clone();
     let mut section = silent.backend("rados").clone();
     section["notify"] = serde_json::json!(false);
@@ -485,7 +492,7 @@ fn notify_cost() {
         ("notify: false, 2 watchers", false, 2),
     ] {
         let ns = common::namespace("cost");
-        let mut config = c.config("rados", "rados", &ns, None);
+        let mut config = common::config(c, "rados", "rados", &ns, None);
         let mut section = config.backend("rados").clone();
         section["notify"] = serde_json::json!(notify);
         config.backends.insert("rados".into(), section);

@@ -83,7 +83,7 @@ fn osd_killed_and_restarted_while_writers_run() {
         return;
     };
     let ns = common::namespace("fault");
-    let config = cluster.config("rados", "rados", &ns, None);
+    let config = common::config(&cluster, "rados", "rados", &ns, None);
     let s = Streams {
         expver: "flt1".into(),
         writers: 3,

@@ -28,8 +28,10 @@
 //! workers that run [`streams`] and [`churn`] workloads, wipes and purges
 //! in separate processes on any backend (named by a config file), and the
 //! scenarios every backend runs with them. The worker binary
-//! `fieldstore-testkit-worker` is [`processes::worker_main`].
+//! `fieldstore-testkit-worker` is [`processes::worker_main`]. [`ceph`]
+//! starts the throwaway Ceph cluster the RADOS tests run on.
 
+pub mod ceph;
 mod checks;
 pub mod churn;
 pub mod payload;

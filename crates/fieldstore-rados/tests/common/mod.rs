@@ -1,147 +1,30 @@
-//! A throwaway Ceph cluster per test binary (scripts/ceph-start.sh), one
-//! RADOS namespace per test.
-//!
-//! The cluster is started on first use and stopped by the script's
-//! watchdog when this test process exits (it is given our PID), so a test
-//! binary that panics or is killed leaves no daemons behind. Without Ceph
-//! installed the tests skip with a message, except under `CI=true`, where
-//! that is a failure.
-#![allow(dead_code, unreachable_pub)]
+//! The RADOS tests' cluster ([`fieldstore_testkit::ceph`]: one throwaway
+//! cluster per test binary, one namespace per test) and configs on it.
+#![allow(dead_code, unreachable_pub, unused_imports)]
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::OnceLock;
+use std::path::Path;
 
 use fieldstore::Config;
+pub use fieldstore_testkit::ceph::{cluster, namespace, start, Cluster};
 
-/// A running cluster.
-#[derive(Debug)]
-pub struct Cluster {
-    /// Its directory (logs, ceph.conf).
-    pub dir: PathBuf,
-    /// Its ceph.conf.
-    pub conf: String,
-    /// The pool the script created.
-    pub pool: String,
-}
-
-fn scripts() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts")
-}
-
-fn ceph_installed() -> bool {
-    ["ceph-mon", "ceph-osd", "rados"].iter().all(|c| {
-        Command::new("sh")
-            .args(["-c", &format!("command -v {c}")])
-            .output()
-            .is_ok_and(|o| o.status.success())
-    })
-}
-
-/// Start a cluster with `objectstore` (memstore or bluestore).
-///
-/// # Panics
-/// If the cluster does not start.
-pub fn start(objectstore: &str) -> Option<Cluster> {
-    if !ceph_installed() {
-        if std::env::var("CI").is_ok_and(|v| v == "true") {
-            panic!("CI=true but Ceph is not installed: scripts/setup.sh installs it (ceph-mon, ceph-osd, ceph-common)");
-        }
-        // Straight to the file descriptor: libtest captures eprintln!.
-        let _ = writeln!(
-            std::io::stderr(),
-            "SKIPPED: Ceph is not installed (ceph-mon, ceph-osd, rados): the RADOS tests do nothing; scripts/setup.sh installs it"
-        );
-        return None;
-    }
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    let dir = std::env::temp_dir().join(format!("fieldstore-ceph-{}-{nanos}", std::process::id()));
-    let out = Command::new(scripts().join("ceph-start.sh"))
-        .arg(&dir)
-        .env("CEPH_OBJECTSTORE", objectstore)
-        .env("CEPH_OWNER_PID", std::process::id().to_string())
-        .env("CEPH_OP_TIMEOUT", "60")
-        .output()
-        .expect("running scripts/ceph-start.sh");
-    assert!(
-        out.status.success(),
-        "scripts/ceph-start.sh {} failed ({}):\n{}",
-        dir.display(),
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
+/// A config on `cluster` with the hammer schema: `engine` and `store` as
+/// named, in `namespace`, with `root` as the POSIX root if one is needed.
+pub fn config(
+    cluster: &Cluster,
+    engine: &str,
+    store: &str,
+    namespace: &str,
+    root: Option<&Path>,
+) -> Config {
+    let mut yaml = format!(
+        "engine: {engine}\nstore: {store}\n{}",
+        cluster.section(namespace)
     );
-    let dir = dir.canonicalize().expect("the cluster directory");
-    Some(Cluster {
-        conf: dir.join("ceph.conf").display().to_string(),
-        pool: "fieldstore".to_string(),
-        dir,
-    })
-}
-
-/// This test binary's memstore cluster, started on first use; `None`
-/// (skip) without Ceph outside CI.
-pub fn cluster() -> Option<&'static Cluster> {
-    static CLUSTER: OnceLock<Option<Cluster>> = OnceLock::new();
-    CLUSTER.get_or_init(|| start("memstore")).as_ref()
-}
-
-/// A namespace no other test uses.
-pub fn namespace(name: &str) -> String {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    format!(
-        "{name}-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    )
-}
-
-impl Cluster {
-    /// The `rados:` section for `namespace`, as YAML.
-    pub fn section(&self, namespace: &str) -> String {
-        format!(
-            "rados:\n  conf: {}\n  pool: {}\n  namespace: {namespace}\n  timeout: 60\n",
-            self.conf, self.pool
-        )
+    if let Some(r) = root {
+        yaml.push_str(&format!("spaces:\n- roots:\n  - path: {}\n", r.display()));
     }
-
-    /// A config with the hammer schema: `engine` and `store` as named, in
-    /// `namespace`, with `root` as the POSIX root if one is needed.
-    pub fn config(
-        &self,
-        engine: &str,
-        store: &str,
-        namespace: &str,
-        root: Option<&Path>,
-    ) -> Config {
-        let mut yaml = format!(
-            "engine: {engine}\nstore: {store}\n{}",
-            self.section(namespace)
-        );
-        if let Some(r) = root {
-            yaml.push_str(&format!("spaces:\n- roots:\n  - path: {}\n", r.display()));
-        }
-        let mut c = Config::from_yaml(&yaml, Path::new("/"), "test config")
-            .unwrap_or_else(|e| panic!("test config:\n{yaml}\n{e}"));
-        c.schema = fieldstore_testkit::support::schema();
-        c
-    }
-
-    /// Run the `rados` tool on this cluster; its stdout.
-    pub fn rados(&self, namespace: &str, args: &[&str]) -> Vec<u8> {
-        let out = Command::new("rados")
-            .args(["-c", &self.conf, "-p", &self.pool, "-N", namespace])
-            .args(args)
-            .output()
-            .expect("running rados");
-        assert!(
-            out.status.success(),
-            "rados {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        out.stdout
-    }
+    let mut c = Config::from_yaml(&yaml, Path::new("/"), "test config")
+        .unwrap_or_else(|e| panic!("test config:\n{yaml}\n{e}"));
+    c.schema = fieldstore_testkit::support::schema();
+    c
 }
