@@ -67,6 +67,13 @@ impl OpenDir {
         &self.opened_at
     }
 
+    /// Where the directory is now, as the kernel names it (`None` once it
+    /// is deleted).
+    pub(crate) fn current_path(&self) -> Option<PathBuf> {
+        let p = std::fs::read_link(format!("/proc/self/fd/{}", self.fd.as_raw_fd())).ok()?;
+        (!p.as_os_str().as_bytes().ends_with(b" (deleted)")).then_some(p)
+    }
+
     /// The path of `name` in the directory as it was when opened (for
     /// messages).
     pub(crate) fn display_path(&self, name: &str) -> PathBuf {
@@ -124,6 +131,11 @@ impl OpenDir {
         }
         // SAFETY: `fd` is a new descriptor we own.
         Ok(unsafe { File::from_raw_fd(fd) })
+    }
+
+    /// Open the entry `name` for reading.
+    pub(crate) fn open_read(&self, name: &str) -> io::Result<File> {
+        self.open_at(name, libc::O_RDONLY)
     }
 
     fn rename_within(&self, from: &str, to: &str) -> io::Result<()> {
