@@ -180,6 +180,7 @@ impl FieldStore {
                     // space places it, and a POSIX store writer then finds it
                     // there (a random placement asked twice could differ).
                     let catalogue = self.catalogue.writer(&split.dataset, &self.schema)?;
+                    crate::failpoint::hit("archive.catalogue_writer_made");
                     let own = self.dataset_schemas.own(
                         &self.schema,
                         catalogue.schema_text(),

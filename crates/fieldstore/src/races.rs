@@ -329,6 +329,42 @@ fn a_writer_follows_its_dataset_renamed_into_another_root() {
     }
 }
 
+/// A writer whose catalogue and store opened the dataset under two paths
+/// (a move came between them), and whose dataset moved again before its
+/// flush: its blocks name the data file relative to the dataset, so the
+/// field reads back wherever the dataset goes.
+#[test]
+fn a_data_file_opened_under_another_path_of_the_dataset_is_named_relative_to_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b, open) = two_roots(dir.path());
+    let w = open();
+    w.archive(&sfc(0), b"first").unwrap();
+    w.flush().unwrap();
+    let writer = open();
+    let mover = open();
+    let (to_a, to_b) = (a.clone(), b.clone());
+    failpoint::set("archive.catalogue_writer_made", move || {
+        mover.move_datasets(&Request::default(), &to_b).unwrap();
+    });
+    writer.archive(&sfc(1), b"second").unwrap();
+    failpoint::clear();
+    open().move_datasets(&Request::default(), &to_a).unwrap();
+    writer.flush().unwrap();
+    for root in [&a, &b, &a] {
+        let fs = open();
+        if fs.move_datasets(&Request::default(), root).is_err() {
+            // Already there.
+            assert!(root.join(DATASET_DIR).exists());
+        }
+        assert_eq!(
+            get(&fs, &sfc(1)).as_deref(),
+            Some(&b"second"[..]),
+            "in {}",
+            root.display()
+        );
+    }
+}
+
 /// A writer whose dataset is copied to another file system and retired
 /// between its data's flush and its catalogue's: its flush fails, saying
 /// so, and nothing of it is visible; archived again through the same

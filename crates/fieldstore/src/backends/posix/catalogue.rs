@@ -290,7 +290,6 @@ impl Catalogue for TocCatalogue {
             roots: self.roots.clone(),
             ident,
             abs_dir: std::path::absolute(&dir).map_err(|e| Error::io(dir.display(), e))?,
-            dir_ident: open_dir.identity()?,
             open_dir,
             dir,
             toc,
@@ -510,8 +509,6 @@ struct TocWriter {
     /// names of data files in blocks.
     abs_dir: PathBuf,
     open_dir: OpenDir,
-    /// Device and inode of the dataset directory.
-    dir_ident: (u64, u64),
     toc: File,
     toc_path: PathBuf,
     index: Option<IndexFile>,
@@ -642,23 +639,29 @@ impl TocWriter {
         }
     }
 
-    /// The names blocks give the data files at `uris`: a file in this
-    /// dataset's directory under another path is named relative to it too
-    /// (looked up once per file).
+    /// The names blocks give the data files at `uris`: a data file in this
+    /// dataset's directory named by another path of it (the store's writer
+    /// opened the directory before or after a move, or it moved since) is
+    /// named relative to it too. Writer ids are unique, so a file of that
+    /// name in the directory this writer has open is that file; looked up
+    /// once per file, through the open directory (the paths may all be
+    /// stale).
     fn learn_data_files<'u>(&mut self, uris: impl Iterator<Item = &'u Arc<str>>) {
         for uri in uris {
             if self.same_dir.contains_key(uri) || data_name(&self.abs_dir, uri).starts_with("./") {
                 continue;
             }
-            let Some(path) = uri.strip_prefix("file://").map(Path::new) else {
+            let Some(name) = uri
+                .strip_prefix("file://")
+                .and_then(|p| Path::new(p).file_name())
+                .map(|n| n.to_string_lossy().into_owned())
+            else {
                 continue;
             };
-            let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
-                continue;
-            };
-            if std::fs::metadata(parent).is_ok_and(|m| layout::identity(&m) == self.dir_ident) {
-                self.same_dir
-                    .insert(uri.clone(), format!("./{}", name.to_string_lossy()));
+            if layout::classify(&name) == layout::FileKind::Data
+                && self.open_dir.identity_of(&name).ok().flatten().is_some()
+            {
+                self.same_dir.insert(uri.clone(), format!("./{name}"));
             }
         }
     }

@@ -80,28 +80,18 @@ impl OpenDir {
         self.opened_at.join(name)
     }
 
-    /// `(device, inode)` of the directory itself.
-    pub(crate) fn identity(&self) -> Result<(u64, u64)> {
-        self.stat_raw(None)
-            .map_err(|e| Error::io(self.opened_at.display(), e))
-    }
-
     /// `(device, inode)` of the entry `name`, `None` if there is none.
     pub(crate) fn identity_of(&self, name: &str) -> Result<Option<(u64, u64)>> {
-        match self.stat_raw(Some(name)) {
+        match self.stat_raw(name) {
             Ok(id) => Ok(Some(id)),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(Error::io(self.display_path(name).display(), e)),
         }
     }
 
-    fn stat_raw(&self, name: Option<&str>) -> io::Result<(u64, u64)> {
-        let c = c_name(name.unwrap_or(""))?;
-        let flags = if name.is_none() {
-            libc::AT_EMPTY_PATH
-        } else {
-            libc::AT_SYMLINK_NOFOLLOW
-        };
+    fn stat_raw(&self, name: &str) -> io::Result<(u64, u64)> {
+        let c = c_name(name)?;
+        let flags = libc::AT_SYMLINK_NOFOLLOW;
         // SAFETY: zeroed `stat` is a valid out-parameter; the descriptor
         // is open and the name NUL-terminated.
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
@@ -240,12 +230,14 @@ mod tests {
         let (a, b) = (t.path().join("a"), t.path().join("b"));
         std::fs::create_dir(&a).unwrap();
         let dir = OpenDir::open(&a).unwrap();
-        let before = dir.identity().unwrap();
         std::fs::rename(&a, &b).unwrap();
         let (name, _file) = dir.create_writer_file("index").unwrap();
         assert!(b.join(&name).is_file(), "created in the moved directory");
         assert!(!a.exists(), "the old path is not created again");
-        assert_eq!(dir.identity().unwrap(), before);
+        assert_eq!(
+            dir.current_path().unwrap(),
+            std::fs::canonicalize(&b).unwrap()
+        );
         assert!(dir.identity_of(&name).unwrap().is_some());
         assert!(dir.identity_of("nothing").unwrap().is_none());
         dir.sync().unwrap();
