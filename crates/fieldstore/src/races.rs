@@ -592,3 +592,23 @@ fn memory_purge_between_the_store_and_catalogue_flush_keeps_the_blobs() {
     let r = open().retrieve(&Request::from_key(&k)).unwrap();
     assert_eq!(r.read_all().unwrap(), b"flushed");
 }
+
+/// A move into a root where a writer killed while creating the dataset
+/// left an empty directory of its name (made, `toc` not linked yet) goes
+/// ahead; one holding anything else is refused, naming it.
+#[test]
+fn a_move_over_an_empty_directory_of_the_dataset_name_goes_ahead() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b, open) = two_roots(dir.path());
+    let w = open();
+    w.archive(&sfc(0), b"x").unwrap();
+    w.flush().unwrap();
+    std::fs::create_dir(b.join(DATASET_DIR)).unwrap();
+    open().move_datasets(&Request::default(), &b).unwrap();
+    assert_eq!(get(&open(), &sfc(0)).as_deref(), Some(&b"x"[..]));
+    std::fs::create_dir(a.join(DATASET_DIR)).unwrap();
+    std::fs::write(a.join(DATASET_DIR).join("notes"), b"mine").unwrap();
+    let e = open().move_datasets(&Request::default(), &a).unwrap_err();
+    assert!(e.to_string().contains("exists already"), "{e}");
+    assert_eq!(get(&open(), &sfc(0)).as_deref(), Some(&b"x"[..]));
+}

@@ -437,6 +437,11 @@ pub(super) fn move_dataset(
         )));
     }
     let dst = target.path.join(layout::dataset_dir_name(dataset));
+    if dst.exists() && !dst.join(TOC).exists() {
+        // No dataset: a directory a writer killed before it linked the
+        // `toc` left, empty (anything else in it is refused below).
+        let _ = std::fs::remove_dir(&dst);
+    }
     if dst.exists() {
         return Err(Error::invalid_input(format!(
             "{} exists already: the dataset cannot be moved there",
