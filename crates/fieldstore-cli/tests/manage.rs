@@ -385,3 +385,129 @@ fn move_to_another_root_keeps_every_field() {
             ),
         );
 }
+
+/// The hostile test of issue 26, item 1, through the binary: four
+/// processes each archiving 25 fields, one `fieldstore archive --key` call
+/// each, while `move` runs eight times between two roots of one file
+/// system; three runs. Every archive that exited 0 reads back its bytes
+/// and lists once, `list` succeeds, nothing is left where the dataset was,
+/// and moving back is never refused.
+#[test]
+fn moves_racing_archive_calls_lose_nothing_through_the_binary() {
+    for run in 0..3 {
+        let env = Env::new();
+        let (a, b) = (env.path("a"), env.path("b"));
+        std::fs::create_dir_all(&a).expect("root a");
+        std::fs::create_dir_all(&b).expect("root b");
+        let config = env.write(
+            "config.yaml",
+            format!(
+                "type: local\nengine: toc\nstore: file\nspaces:\n  - roots:\n      - path: {}\n      - path: {}\n",
+                a.display(),
+                b.display()
+            ),
+        );
+        let cfg = config.to_str().expect("path").to_string();
+        // The dataset exists before the race, in root a.
+        let first = env.write("first.bin", b"first");
+        env.run(&[
+            "--config",
+            &cfg,
+            "archive",
+            "--key",
+            &key("step=0,param=1"),
+            first.to_str().expect("path"),
+        ])
+        .ok();
+        let writers: Vec<std::thread::JoinHandle<Vec<(String, Vec<u8>, i32, String)>>> = (0..4)
+            .map(|w| {
+                let (cfg, dir) = (cfg.clone(), env.path(&format!("w{w}")));
+                let bin = env!("CARGO_BIN_EXE_fieldstore");
+                std::thread::spawn(move || {
+                    std::fs::create_dir_all(&dir).expect("writer dir");
+                    (0..25)
+                        .map(|i| {
+                            let k = key(&format!("step={},param={}", i + 1, 100 + w));
+                            let bytes = format!("run {run} writer {w} field {i}").into_bytes();
+                            let f = dir.join(format!("{i}.bin"));
+                            std::fs::write(&f, &bytes).expect("field file");
+                            let o = std::process::Command::new(bin)
+                                .args(["--config", &cfg, "archive", "--key", &k])
+                                .arg(&f)
+                                .env_remove("FIELDSTORE_CONFIG")
+                                .stdin(std::process::Stdio::null())
+                                .output()
+                                .expect("run fieldstore archive");
+                            let err = String::from_utf8_lossy(&o.stderr).into_owned();
+                            (k, bytes, o.status.code().unwrap_or(-1), err)
+                        })
+                        .collect()
+                })
+            })
+            .collect();
+        for m in 0..8 {
+            let to = if m % 2 == 0 { &b } else { &a };
+            let r = env.run(&[
+                "--config",
+                &cfg,
+                "move",
+                REQ,
+                "--dest",
+                to.to_str().expect("path"),
+            ]);
+            assert_eq!(r.code, 0, "run {run}, move {m}: {}", r.stderr);
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let mut archived = vec![(key("step=0,param=1"), b"first".to_vec())];
+        for h in writers {
+            for (k, bytes, code, err) in h.join().expect("writer thread") {
+                match code {
+                    0 => archived.push((k, bytes)),
+                    // Only a definite failure that names why.
+                    4 => assert!(err.contains("moved") || err.contains("wiped"), "{k}: {err}"),
+                    _ => panic!("run {run}: archive {k} exited {code}: {err}"),
+                }
+            }
+        }
+        let listed = env.run(&["--config", &cfg, "list", REQ]).ok();
+        assert_eq!(
+            listed.lines().len(),
+            archived.len(),
+            "run {run}: each field listed once"
+        );
+        for (k, bytes) in &archived {
+            let out = env.path("out.bin");
+            env.run(&[
+                "--config",
+                &cfg,
+                "retrieve",
+                k,
+                "-o",
+                out.to_str().expect("path"),
+            ])
+            .ok();
+            assert_eq!(
+                &std::fs::read(&out).expect("retrieved"),
+                bytes,
+                "run {run}: {k}"
+            );
+        }
+        // One dataset directory, back in a (eight moves); nothing left in
+        // b, and moving there again is not refused.
+        assert!(a.join(DIR).join("toc").exists(), "run {run}");
+        assert_eq!(
+            std::fs::read_dir(&b).expect("root b").count(),
+            0,
+            "run {run}: b is empty"
+        );
+        env.run(&[
+            "--config",
+            &cfg,
+            "move",
+            REQ,
+            "--dest",
+            b.to_str().expect("path"),
+        ])
+        .ok();
+    }
+}
