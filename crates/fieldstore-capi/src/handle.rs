@@ -147,9 +147,19 @@ fn handle(fdb: *mut fdb_handle_t) -> Result<Arc<FieldStore>, CError> {
 
 /// `data[0..length]`, which may be NULL only when `length` is 0.
 ///
+/// A length above `isize::MAX` is refused: no object is that large (it is
+/// typically a negative length cast to `size_t`), and a slice that long is
+/// undefined behaviour (in debug builds, an abort of the whole process).
+///
 /// # Safety
 /// `data` is NULL or readable for `length` bytes for `'a`.
 unsafe fn bytes<'a>(data: *const c_char, length: usize) -> Result<&'a [u8], CError> {
+    if isize::try_from(length).is_err() {
+        return Err(CError::invalid(format!(
+            "data's length {length} is larger than any object can be (at most {}): a negative length cast to size_t?",
+            isize::MAX
+        )));
+    }
     if data.is_null() {
         if length == 0 {
             return Ok(&[]);
