@@ -104,8 +104,7 @@ pub fn from_environment() -> Result<Config, CError> {
 
 fn from_fdb5_file(path: &Path, via: &str) -> Result<Config, CError> {
     let source = format!("{} (from {via})", path.display());
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| fieldstore::Error::io(format!("config {source}"), e))?;
+    let text = fieldstore::config::read_text_file(path, &format!("config {source}"))?;
     let base = path.parent().unwrap_or(Path::new("."));
     from_fdb5_yaml(&text, base, &source)?
         .ok_or_else(|| invalid(&source, "the configuration is empty"))

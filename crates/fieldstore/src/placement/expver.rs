@@ -64,12 +64,10 @@ impl Expver {
 
     /// The map's `expver → root` lines.
     fn read(&self) -> Result<Vec<(String, PathBuf)>> {
-        let text = std::fs::read_to_string(&self.map).map_err(|e| {
-            Error::io(
-                format!("the expver handler's map {}", self.map.display()),
-                e,
-            )
-        })?;
+        let text = crate::config::read_text_file(
+            &self.map,
+            &format!("the expver handler's map {}", self.map.display()),
+        )?;
         let mut out = Vec::new();
         for (n, line) in text.lines().enumerate() {
             let words: Vec<&str> = line.split_whitespace().collect();
