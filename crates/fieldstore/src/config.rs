@@ -79,9 +79,17 @@ pub struct Root {
     pub wipe: bool,
     /// The index of its space in [`Config::spaces`].
     pub space: usize,
-    /// Create the directory when the store is opened, if missing (the
-    /// embedded default does; configured roots must exist).
+    /// Create the directory, if missing, when the first dataset is
+    /// created in it (the embedded store's root: `FIELDSTORE_ROOT` or the
+    /// default; configured roots must exist). Opening a store and reading
+    /// never create a root: a missing one is `NotFound` for readers, unless
+    /// it is [`Root::implicit`].
     pub create: bool,
+    /// The implicit default root (`./fieldstore-data`: no configuration
+    /// and no `FIELDSTORE_ROOT`): missing, it reads as empty. A root the
+    /// user named (a config, `FIELDSTORE_ROOT`) that is missing is an error
+    /// for readers, so that a typo is not taken for an empty store.
+    pub implicit: bool,
 }
 
 impl Root {
@@ -95,6 +103,7 @@ impl Root {
             wipe: true,
             space: 0,
             create: false,
+            implicit: false,
         }
     }
 
@@ -352,6 +361,7 @@ fn spaces_of(
                 wipe: r.wipe.unwrap_or(writable),
                 space: i,
                 create: false,
+                implicit: false,
             };
             let here = lexical(&root.path);
             if let Some(p) = roots.iter().position(|o| lexical(&o.path) == here) {
@@ -381,6 +391,8 @@ fn spaces_of(
 
 impl Config {
     /// The embedded default: a POSIX store under `root` with ECMWF's schema.
+    /// A missing `root` is created by the first archive ([`Root::create`]);
+    /// until then, reading it is `NotFound`.
     pub fn embedded(root: impl Into<PathBuf>) -> Config {
         let root = root.into();
         Config {
@@ -626,7 +638,8 @@ impl Config {
 
     /// The configuration the tools use when given none: the file named by
     /// `FIELDSTORE_CONFIG`, else the embedded store under `FIELDSTORE_ROOT`
-    /// or `./fieldstore-data` (created if missing).
+    /// or `./fieldstore-data` (created by the first archive; read before
+    /// that, `FIELDSTORE_ROOT`'s is `NotFound`, the default empty).
     ///
     /// # Errors
     /// As [`Config::from_file`]; I/O errors creating the embedded root.
@@ -634,10 +647,14 @@ impl Config {
         if let Some(path) = std::env::var_os("FIELDSTORE_CONFIG").filter(|p| !p.is_empty()) {
             return Config::from_file(Path::new(&path));
         }
-        let root = std::env::var_os("FIELDSTORE_ROOT")
-            .filter(|p| !p.is_empty())
-            .map_or_else(|| PathBuf::from("fieldstore-data"), PathBuf::from);
-        Ok(Config::embedded(root))
+        match std::env::var_os("FIELDSTORE_ROOT").filter(|p| !p.is_empty()) {
+            Some(root) => Ok(Config::embedded(PathBuf::from(root))),
+            None => {
+                let mut config = Config::embedded("fieldstore-data");
+                config.roots[0].implicit = true;
+                Ok(config)
+            }
+        }
     }
 }
 
