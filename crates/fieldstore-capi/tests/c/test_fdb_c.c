@@ -312,6 +312,12 @@ static void test_handles(const char* work) {
     snprintf(root, sizeof root, "%s/env-root", work);
     setenv("FIELDSTORE_ROOT", root, 1);
     OK(fdb_new_handle(&fdb));
+    /* Reading never creates the root $FIELDSTORE_ROOT names: a missing one
+     * is NotFound naming it (a mistyped variable is not an empty store). */
+    fdb_listiterator_t* none = NULL;
+    FAILS(fdb_list(fdb, NULL, &none, true, 3), FIELDSTORE_NOT_FOUND, "env-root does not exist");
+    struct stat st;
+    CHECK(stat(root, &st) != 0);
     OK(fdb_delete_handle(fdb));
     OK(fdb_new_handle_from_yaml(&fdb, NULL, NULL));
     OK(fdb_delete_handle(fdb));
