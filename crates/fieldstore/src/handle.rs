@@ -126,10 +126,10 @@ impl FieldStore {
     /// # Errors
     /// `InvalidInput` naming both processes.
     pub fn check_process(&self) -> Result<()> {
-        let here = crate::process::current();
-        if here == self.owner {
+        if self.in_owner() {
             return Ok(());
         }
+        let here = crate::process::current();
         Err(Error::new(
             ErrorKind::InvalidInput,
             format!(
@@ -138,6 +138,11 @@ impl FieldStore {
                 self.owner, self.owner
             ),
         ))
+    }
+
+    /// Whether this is the process that opened the handle.
+    fn in_owner(&self) -> bool {
+        crate::process::current() == self.owner
     }
 
     /// This handle with `names` resolving parameter names (`2t` → `167`)
@@ -663,7 +668,7 @@ impl Drop for FieldStore {
     /// wait for writer threads that do not exist in the child. Their memory
     /// is the child's copy, reclaimed when it exits.
     fn drop(&mut self) {
-        if self.check_process().is_err() {
+        if !self.in_owner() {
             let writers = std::mem::take(self.writers.get_mut().unwrap_or_else(|p| p.into_inner()));
             std::mem::forget(writers);
             return;
