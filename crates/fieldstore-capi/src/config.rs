@@ -104,8 +104,7 @@ pub fn from_environment() -> Result<Config, CError> {
 
 fn from_fdb5_file(path: &Path, via: &str) -> Result<Config, CError> {
     let source = format!("{} (from {via})", path.display());
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| fieldstore::Error::io(format!("config {source}"), e))?;
+    let text = fieldstore::config::read_text_file(path, &format!("config {source}"))?;
     let base = path.parent().unwrap_or(Path::new("."));
     from_fdb5_yaml(&text, base, &source)?
         .ok_or_else(|| invalid(&source, "the configuration is empty"))
@@ -451,5 +450,33 @@ mod tests {
             e.message
         );
         assert!(e.message.contains(&dir.path().display().to_string()));
+    }
+
+    /// Issue 26, item 8: a binary file is a configuration error, and a
+    /// device without end is read up to the limit only.
+    #[test]
+    fn config_files_are_text_read_with_a_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let binary = dir.path().join("config.yaml");
+        std::fs::write(&binary, b"type: local\n\xff\xfe").unwrap();
+        let e = from_fdb5_file(&binary, "FDB_CONFIG_FILE").unwrap_err();
+        assert_eq!(e.kind, ErrorKind::InvalidConfig, "{}", e.message);
+        assert!(
+            e.message
+                .ends_with("not UTF-8 text (invalid byte at offset 12): is it the right file?"),
+            "{}",
+            e.message
+        );
+        let start = std::time::Instant::now();
+        let e = from_fdb5_file(Path::new("/dev/zero"), "FDB_CONFIG_FILE").unwrap_err();
+        assert_eq!(e.kind, ErrorKind::InvalidConfig, "{}", e.message);
+        assert!(
+            e.message.starts_with(
+                "config /dev/zero (from FDB_CONFIG_FILE): larger than 16 MiB, the limit"
+            ),
+            "{}",
+            e.message
+        );
+        assert!(start.elapsed() < std::time::Duration::from_secs(5));
     }
 }

@@ -141,15 +141,32 @@ pub unsafe extern "C" fn fdb_new_handle_from_yaml(
     })
 }
 
-fn handle(fdb: *mut fdb_handle_t) -> Result<Arc<FieldStore>, CError> {
-    Ok(registry::get::<HandleObj>(fdb.cast())?.fs.clone())
+/// The store of handle `fdb`, if it is used in the process that created
+/// it ([`FieldStore::check_process`]): a handle inherited across `fork()`
+/// holds the parent's writers, and every call through it fails in the
+/// child (FDB5 aborts), reads included, so that a child learns at its
+/// first call to open its own handle.
+pub(crate) fn handle(fdb: *mut fdb_handle_t) -> Result<Arc<FieldStore>, CError> {
+    let fs = registry::get::<HandleObj>(fdb.cast())?.fs.clone();
+    fs.check_process()?;
+    Ok(fs)
 }
 
 /// `data[0..length]`, which may be NULL only when `length` is 0.
 ///
+/// A length above `isize::MAX` is refused: no object is that large (it is
+/// typically a negative length cast to `size_t`), and a slice that long is
+/// undefined behaviour (in debug builds, an abort of the whole process).
+///
 /// # Safety
 /// `data` is NULL or readable for `length` bytes for `'a`.
 unsafe fn bytes<'a>(data: *const c_char, length: usize) -> Result<&'a [u8], CError> {
+    if isize::try_from(length).is_err() {
+        return Err(CError::invalid(format!(
+            "data's length {length} is larger than any object can be (at most {}): a negative length cast to size_t?",
+            isize::MAX
+        )));
+    }
     if data.is_null() {
         if length == 0 {
             return Ok(&[]);
@@ -375,11 +392,18 @@ pub extern "C" fn fdb_flush(fdb: *mut fdb_handle_t) -> c_int {
 
 /// Flush what is pending, then release the handle (also when the flush
 /// fails, which is reported). Iterators and readers made from it keep
-/// working.
+/// working. In a process forked from the one that created it, the handle
+/// is released without flushing or touching its files, and the call fails
+/// saying so.
 #[no_mangle]
 pub extern "C" fn fdb_delete_handle(fdb: *mut fdb_handle_t) -> c_int {
     entry("fdb_delete_handle", || {
         let h = registry::remove::<HandleObj>(fdb.cast())?;
+        h.fs.check_process().map_err(|e| {
+            e.context(
+                "released in this process without flushing (the parent's writers are untouched)",
+            )
+        })?;
         if h.fs.dirty() {
             h.fs.flush()?;
         }

@@ -36,7 +36,9 @@
 //!   deleted.
 //! - **Fork**: the library's own locks are taken around `fork()`
 //!   ([`registry::install_fork_handlers`]), so a child never inherits one
-//!   held by another thread.
+//!   held by another thread. A handle is its creator process's: every call
+//!   through one inherited by a forked child fails there
+//!   ([`FieldStore::check_process`](fieldstore::FieldStore::check_process)).
 #![deny(rustdoc::broken_intra_doc_links)]
 // Library code reports errors; it does not panic on them. Tests may unwrap.
 #![cfg_attr(not(test), warn(clippy::unwrap_used))]

@@ -16,7 +16,7 @@ use fieldstore::maintenance::Item;
 use fieldstore::{PurgeReport, WipeOptions, WipeReport};
 
 use crate::error::{entry, CError, FDB_ITERATION_COMPLETE, FDB_SUCCESS};
-use crate::handle::{fdb_handle_t, HandleObj};
+use crate::handle::{fdb_handle_t, handle};
 use crate::registry::{self, Kind, Object};
 use crate::request::{fdb_request_t, request_of};
 use crate::util::{lock, out};
@@ -206,11 +206,11 @@ pub unsafe extern "C" fn fdb_wipe(
     it: *mut *mut fdb_wipe_iterator_t,
 ) -> c_int {
     entry("fdb_wipe", || {
-        let h = registry::get::<HandleObj>(fdb.cast())?;
+        let fs = handle(fdb)?;
         // SAFETY: the caller's promise.
         let it = unsafe { out(it, "it (the out-pointer)") }?;
         let request = request_required(req, "wipe")?;
-        let report = h.fs.wipe(
+        let report = fs.wipe(
             &request,
             WipeOptions {
                 doit,
@@ -237,11 +237,11 @@ pub unsafe extern "C" fn fdb_purge(
     it: *mut *mut fdb_purge_iterator_t,
 ) -> c_int {
     entry("fdb_purge", || {
-        let h = registry::get::<HandleObj>(fdb.cast())?;
+        let fs = handle(fdb)?;
         // SAFETY: the caller's promise.
         let it = unsafe { out(it, "it (the out-pointer)") }?;
         let request = request_required(req, "purge")?;
-        let report = h.fs.purge(&request, doit)?;
+        let report = fs.purge(&request, doit)?;
         let lines = purge_lines(&report, porcelain);
         *it = registry::insert(PurgeIter(Lines(Mutex::new(lines.into_iter())))).cast();
         Ok(FDB_SUCCESS)

@@ -9,6 +9,8 @@
 //!   once;
 //! - `tests/c/fork.c`: forks while other threads are in the library; no
 //!   child may hang;
+//! - `tests/c/inherited.c`: a handle inherited across `fork()` fails in the
+//!   child, and the parent's fields survive;
 //! - the header: it declares exactly the 47 functions of FDB5 5.25's
 //!   `fdb_c.h` (plus fieldstore's extensions), which the library exports;
 //!   it compiles as C and C++; and every declaration is compatible with
@@ -152,6 +154,20 @@ fn a_fork_while_threads_use_the_library_does_not_deadlock_the_child() {
     compile_c(&crate_dir().join("tests/c/fork.c"), &exe, &[]);
     let out = run(&exe, &[&dir], false);
     assert!(out.contains(", 0 failures"), "{out}");
+    eprint!("{out}");
+}
+
+/// Issue 26, item 7: a child's calls through a handle inherited across
+/// `fork()` fail naming the parent (they used to succeed and corrupt both
+/// processes' fields), and the parent's fields from before and after the
+/// fork all list and read back.
+#[test]
+fn a_handle_inherited_across_fork_fails_in_the_child_and_the_parents_fields_survive() {
+    let dir = scratch("inherited");
+    let exe = dir.join("inherited");
+    compile_c(&crate_dir().join("tests/c/inherited.c"), &exe, &[]);
+    let out = run(&exe, &[&dir], false);
+    assert!(out.contains(", 0 failed"), "{out}");
     eprint!("{out}");
 }
 

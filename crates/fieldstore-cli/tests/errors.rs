@@ -180,6 +180,57 @@ fn a_missing_root_is_not_found() {
     assert!(!nowhere.exists(), "nothing created");
 }
 
+/// Issue 26, item 10: a mistyped `FIELDSTORE_ROOT` is `NotFound` naming it
+/// for every reading command, which never creates it; the implicit
+/// default (`./fieldstore-data`, nothing set) reads as empty and is not
+/// created either; archive still creates the embedded store's root.
+#[test]
+fn reading_commands_never_create_a_root_and_a_named_missing_one_is_not_found() {
+    let env = Env::new();
+    let typo = env.path("typo");
+    let message = format!(
+        "root {} does not exist or is not a directory",
+        typo.display()
+    );
+    let field = key("step=0,param=167");
+    for args in [
+        vec!["list"],
+        vec!["list", "class=od"],
+        vec!["axes"],
+        vec!["retrieve", &field],
+        vec!["where", &field],
+        vec!["where", "--datasets", "class=od"],
+        vec!["stats"],
+        vec!["status"],
+    ] {
+        let r = common::run(env.command().env("FIELDSTORE_ROOT", &typo).args(&args));
+        r.fails(4, &message);
+        assert!(!typo.exists(), "{args:?} created {}", typo.display());
+    }
+    // The implicit default: empty, and still not there afterwards.
+    let default = env.path("fieldstore-data");
+    for cmd in ["list", "axes", "stats"] {
+        let r = common::run(env.command().env_remove("FIELDSTORE_ROOT").arg(cmd)).ok();
+        assert!(r.stdout.is_empty() || cmd == "stats", "{cmd}: {r:?}");
+        assert!(!default.exists(), "{cmd} created {}", default.display());
+    }
+    // Archive creates the root FIELDSTORE_ROOT names (a first run needs
+    // nothing set up), and the default.
+    assert!(!env.root().exists());
+    env.archive(&field, b"first");
+    assert!(env.root().is_dir());
+    assert_eq!(env.run(&["list"]).ok().lines().len(), 1);
+    let f = env.write("f", "x");
+    common::run(env.command().env_remove("FIELDSTORE_ROOT").args([
+        "archive",
+        "--key",
+        &field,
+        f.to_str().expect("path"),
+    ]))
+    .ok();
+    assert!(default.is_dir());
+}
+
 #[test]
 fn schema_check_reports_line_and_column() {
     let env = Env::new();

@@ -1,4 +1,5 @@
-//! Hostile input through the binary (issue 17, items 6, 7 and 12): inputs
+//! Hostile input through the binary (issue 17, items 6, 7 and 12; issue 26,
+//! item 8): inputs
 //! without end, output paths that are not plain files, requests that are not
 //! requests. Each gets a clear error naming what is wrong and where, and
 //! harms nothing stored or anything else on the machine.
@@ -322,8 +323,95 @@ fn a_grib_message_above_the_limit_is_refused_before_it_is_read() {
                 len - 1
             ),
         );
-    assert!(env.run(&["list"]).ok().stdout.is_empty());
+    // Nothing archived: not even the root was created.
+    assert!(!env.root().exists());
     env.run(&["archive", "--max-field-size", &len.to_string(), grib])
         .ok();
     assert_eq!(env.run(&["list"]).ok().lines().len(), 1);
+}
+
+// ---- issue 26, item 8: configuration and schema files are read with a limit
+
+/// Run under a 2 GiB address-space limit, returning how long it took: a
+/// regression that reads a device without a limit dies of it here (in
+/// seconds) instead of filling the machine's memory.
+fn run_bounded(mut c: Command) -> (common::Run, std::time::Duration) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: between fork and exec the closure only calls setrlimit,
+    // which is async-signal-safe.
+    unsafe {
+        c.pre_exec(|| {
+            let limit = libc::rlimit {
+                rlim_cur: 2 << 30,
+                rlim_max: 2 << 30,
+            };
+            if libc::setrlimit(libc::RLIMIT_AS, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let start = std::time::Instant::now();
+    let r = common::run(&mut c);
+    (r, start.elapsed())
+}
+
+/// The message for a file above the limit.
+fn too_large(label: &str) -> String {
+    format!(
+        "{label}: larger than 16 MiB, the limit for a configuration, schema or map file: is it \
+         the right file?"
+    )
+}
+
+#[test]
+fn endless_configs_and_schemas_stop_at_the_limit_as_invalid_configuration() {
+    let env = Env::new();
+    let fails_fast = |c: Command, message: &str| {
+        let what = format!("{c:?}");
+        let (r, took) = run_bounded(c);
+        r.fails(3, message);
+        assert!(
+            took < std::time::Duration::from_secs(5),
+            "{what} took {took:?}"
+        );
+    };
+    let mut c = env.command();
+    c.args(["--config", "/dev/zero", "list"]);
+    fails_fast(c, &too_large("config /dev/zero"));
+    let mut c = env.command();
+    c.env("FIELDSTORE_CONFIG", "/dev/zero").arg("info");
+    fails_fast(c, &too_large("config /dev/zero"));
+    let config = env.config_with_schema(Path::new("/dev/zero"));
+    let mut c = env.command();
+    c.arg("--config").arg(&config).arg("list");
+    fails_fast(
+        c,
+        &too_large(&format!("{}: schema /dev/zero", config.display())),
+    );
+    let mut c = env.command();
+    c.args(["schema", "--check", "/dev/zero"]);
+    fails_fast(c, &too_large("/dev/zero"));
+}
+
+#[test]
+fn binary_configs_and_schemas_are_invalid_configuration_not_corrupt_data() {
+    let env = Env::new();
+    let binary = env.write("binary", b"type: local\n\xff\xfe\x00\x01binary");
+    let binary = binary.display().to_string();
+    let schema_binary = env.config_with_schema(Path::new(&binary));
+    let config = schema_binary.display().to_string();
+    let not_text = |label: &str| {
+        format!("{label}: not UTF-8 text (invalid byte at offset 12): is it the right file?")
+    };
+    env.run(&["--config", &binary, "list"])
+        .fails(3, &not_text(&format!("config {binary}")));
+    env.run(&["--config", &config, "list"])
+        .fails(3, &not_text(&format!("{config}: schema {binary}")));
+    env.run(&["schema", "--check", &binary])
+        .fails(3, &not_text(&binary));
+    // Text that is not YAML (or not a schema) was already exit 3.
+    let garbage = env.write("garbage.yaml", "{{{ not: [yaml");
+    let r = env.run(&["--config", garbage.to_str().expect("path"), "list"]);
+    assert_eq!(r.code, 3, "{r:?}");
 }

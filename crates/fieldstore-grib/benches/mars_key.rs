@@ -170,7 +170,7 @@ fn bench(c: &mut Criterion) {
             b.iter_custom(|iters| {
                 cpu_time(iters, || {
                     fs.archive_grib(black_box(bytes)).expect("archive");
-                    fs.discard();
+                    fs.discard().expect("discard");
                 })
             })
         });
@@ -186,7 +186,7 @@ fn bench(c: &mut Criterion) {
                 cpu_time(iters, || {
                     fs.archive_split(black_box(&split), black_box(bytes))
                         .expect("archive");
-                    fs.discard();
+                    fs.discard().expect("discard");
                 })
             })
         });

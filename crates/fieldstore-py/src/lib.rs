@@ -227,9 +227,10 @@ impl Store {
         py.detach(|| self.fs.flush()).or_raise(py)
     }
 
-    /// Drop everything archived and not flushed.
-    fn discard(&self) {
-        self.fs.discard();
+    /// Drop everything archived and not flushed. Raises in a process
+    /// forked from the one that opened the handle.
+    fn discard(&self, py: Python<'_>) -> PyResult<()> {
+        self.fs.discard().or_raise(py)
     }
 
     /// Whether something archived is not flushed yet.

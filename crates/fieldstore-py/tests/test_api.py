@@ -112,6 +112,68 @@ def test_no_config_uses_the_environment(
     assert (tmp_path / "fieldstore-data").is_dir()
 
 
+def test_a_missing_root_named_by_the_environment_is_not_found_and_not_created(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 26, item 10: reading never creates a root; a mistyped
+    FIELDSTORE_ROOT is NotFound naming it; the implicit default reads as
+    empty, and neither is created."""
+    monkeypatch.delenv("FIELDSTORE_CONFIG", raising=False)
+    typo = tmp_path / "typo"
+    monkeypatch.setenv("FIELDSTORE_ROOT", str(typo))
+    with pytest.raises(errors.NotFoundError, match=f"root {typo} does not exist"):
+        list(fieldstore.FDB().list({"class": "od"}))
+    with pytest.raises(errors.NotFoundError, match=f"root {typo} does not exist"):
+        fieldstore.FDB().axes({"class": "od"})
+    assert not typo.exists()
+    monkeypatch.delenv("FIELDSTORE_ROOT")
+    monkeypatch.chdir(tmp_path)
+    assert list(fieldstore.FDB().list({"class": "od"})) == []
+    assert not (tmp_path / "fieldstore-data").exists()
+
+
+def test_a_handle_inherited_across_fork_refuses_to_write_in_the_child(root: Path) -> None:
+    """Issue 26, item 7: in a forked child the parent's handle refuses to
+    archive, flush and discard, and dropping it there harms nothing; the
+    parent's fields from before and after the fork all read back."""
+    fdb = fieldstore.FDB(config(root))
+    fdb.archive(b"GRIB-step-0-7777", key(step="0"))
+    fdb.flush()
+    fdb.archive(b"GRIB-step-1-7777", key(step="1"))  # pending at the fork
+    parent = os.getpid()
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            calls = [
+                lambda: fdb.archive(b"GRIB-child-7777", key(step="50")),
+                fdb.flush,
+                fdb.discard,
+            ]
+            for n, call in enumerate(calls, start=10):
+                try:
+                    call()
+                    code = code or n
+                except errors.InvalidInputError as e:
+                    if f"opened by process {parent}" not in str(e):
+                        code = code or n + 10
+            del calls, fdb
+            import gc
+
+            gc.collect()
+        except BaseException:
+            code = 99
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+    fdb.archive(b"GRIB-step-2-7777", key(step="2"))
+    fdb.flush()
+    listed = sorted(e.combined_key()["step"] for e in fdb.list({"class": "od"}))
+    assert listed == ["0", "1", "2"]
+    for step in "012":
+        assert fdb.retrieve(key(step=step)).readall() == f"GRIB-step-{step}-7777".encode()
+
+
 def test_bad_configs_raise_by_kind(tmp_path: Path, root: Path) -> None:
     with pytest.raises(errors.InvalidConfigError, match="engine 'lmdb' is not supported"):
         fieldstore.FDB({"engine": "lmdb"})

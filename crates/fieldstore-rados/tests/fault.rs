@@ -70,7 +70,7 @@ fn write_with_retry(
                 errors.lock().unwrap().push(format!("writer {w}: {e}"));
                 retries += 1;
                 assert!(retries < 20, "writer {w}: too many retries");
-                fs.discard();
+                fs.discard().expect("discard");
                 i = flushed.load(Ordering::SeqCst);
             }
         }
@@ -138,7 +138,7 @@ fn osd_killed_and_restarted_while_writers_run() {
             "the error does not name the pool: {e}"
         );
         println!("flush with the OSD down: {e}");
-        fs.discard();
+        fs.discard().expect("discard");
         osd(&cluster, "start");
         println!("OSD killed with {at_kill:?} fields flushed per writer, then restarted");
     });

@@ -79,9 +79,17 @@ pub struct Root {
     pub wipe: bool,
     /// The index of its space in [`Config::spaces`].
     pub space: usize,
-    /// Create the directory when the store is opened, if missing (the
-    /// embedded default does; configured roots must exist).
+    /// Create the directory, if missing, when the first dataset is
+    /// created in it (the embedded store's root: `FIELDSTORE_ROOT` or the
+    /// default; configured roots must exist). Opening a store and reading
+    /// never create a root: a missing one is `NotFound` for readers, unless
+    /// it is [`Root::implicit`].
     pub create: bool,
+    /// The implicit default root (`./fieldstore-data`: no configuration
+    /// and no `FIELDSTORE_ROOT`): missing, it reads as empty. A root the
+    /// user named (a config, `FIELDSTORE_ROOT`) that is missing is an error
+    /// for readers, so that a typo is not taken for an empty store.
+    pub implicit: bool,
 }
 
 impl Root {
@@ -95,6 +103,7 @@ impl Root {
             wipe: true,
             space: 0,
             create: false,
+            implicit: false,
         }
     }
 
@@ -212,6 +221,48 @@ struct RawRoot {
     wipe: Option<bool>,
 }
 
+/// The most bytes [`read_text_file`] reads: far above any real
+/// configuration, schema (ECMWF's is 40 KiB) or expver map.
+pub const TEXT_FILE_LIMIT: u64 = 16 << 20;
+
+/// The text of a configuration, schema or map file, `label` naming it in
+/// errors (`config /etc/fs.yaml`). At most [`TEXT_FILE_LIMIT`] bytes are
+/// read, so a device (`/dev/zero`), a FIFO fed forever or a huge file given
+/// by mistake ends with an error at once instead of filling the memory.
+///
+/// # Errors
+/// As [`Error::io`] if it cannot be opened or read (`NotFound`,
+/// `PermissionDenied`, `Io` for a directory); `InvalidConfig` if it holds
+/// more than the limit or is not UTF-8 text (a binary file given by
+/// mistake is a configuration error, not damaged data).
+pub fn read_text_file(path: &Path, label: &str) -> Result<String> {
+    use std::io::Read;
+    let file = std::fs::File::open(path).map_err(|e| Error::io(label, e))?;
+    let mut bytes = Vec::new();
+    file.take(TEXT_FILE_LIMIT + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Error::io(label, e))?;
+    if bytes.len() as u64 > TEXT_FILE_LIMIT {
+        return Err(Error::new(
+            ErrorKind::InvalidConfig,
+            format!(
+                "{label}: larger than {} MiB, the limit for a configuration, schema or map file: \
+                 is it the right file?",
+                TEXT_FILE_LIMIT >> 20
+            ),
+        ));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        Error::new(
+            ErrorKind::InvalidConfig,
+            format!(
+                "{label}: not UTF-8 text (invalid byte at offset {}): is it the right file?",
+                e.utf8_error().valid_up_to()
+            ),
+        )
+    })
+}
+
 fn invalid(source: &str, message: impl std::fmt::Display) -> Error {
     Error::new(ErrorKind::InvalidConfig, format!("{source}: {message}"))
 }
@@ -222,8 +273,7 @@ fn schema_at(path: Option<&str>, base: &Path, source: &str) -> Result<Schema> {
         None => Ok(Schema::ecmwf()),
         Some(path) => {
             let path = base.join(path);
-            let text = std::fs::read_to_string(&path)
-                .map_err(|e| Error::io(format!("{source}: schema {}", path.display()), e))
+            let text = read_text_file(&path, &format!("{source}: schema {}", path.display()))
                 .map_err(|e| Error::new(ErrorKind::InvalidConfig, e.message().to_string()))?;
             Ok(Schema::parse(&path.display().to_string(), &text)?)
         }
@@ -311,6 +361,7 @@ fn spaces_of(
                 wipe: r.wipe.unwrap_or(writable),
                 space: i,
                 create: false,
+                implicit: false,
             };
             let here = lexical(&root.path);
             if let Some(p) = roots.iter().position(|o| lexical(&o.path) == here) {
@@ -340,6 +391,8 @@ fn spaces_of(
 
 impl Config {
     /// The embedded default: a POSIX store under `root` with ECMWF's schema.
+    /// A missing `root` is created by the first archive ([`Root::create`]);
+    /// until then, reading it is `NotFound`.
     pub fn embedded(root: impl Into<PathBuf>) -> Config {
         let root = root.into();
         Config {
@@ -575,17 +628,18 @@ impl Config {
     /// Read a YAML config file.
     ///
     /// # Errors
-    /// `NotFound`/`PermissionDenied` if it cannot be read; `InvalidConfig`.
+    /// `NotFound`/`PermissionDenied` if it cannot be read; `InvalidConfig`
+    /// (also for a file above [`TEXT_FILE_LIMIT`] or not UTF-8).
     pub fn from_file(path: &Path) -> Result<Config> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| Error::io(format!("config {}", path.display()), e))?;
+        let text = read_text_file(path, &format!("config {}", path.display()))?;
         let base = path.parent().unwrap_or(Path::new("."));
         Config::from_yaml(&text, base, &path.display().to_string())
     }
 
     /// The configuration the tools use when given none: the file named by
     /// `FIELDSTORE_CONFIG`, else the embedded store under `FIELDSTORE_ROOT`
-    /// or `./fieldstore-data` (created if missing).
+    /// or `./fieldstore-data` (created by the first archive; read before
+    /// that, `FIELDSTORE_ROOT`'s is `NotFound`, the default empty).
     ///
     /// # Errors
     /// As [`Config::from_file`]; I/O errors creating the embedded root.
@@ -593,10 +647,14 @@ impl Config {
         if let Some(path) = std::env::var_os("FIELDSTORE_CONFIG").filter(|p| !p.is_empty()) {
             return Config::from_file(Path::new(&path));
         }
-        let root = std::env::var_os("FIELDSTORE_ROOT")
-            .filter(|p| !p.is_empty())
-            .map_or_else(|| PathBuf::from("fieldstore-data"), PathBuf::from);
-        Ok(Config::embedded(root))
+        match std::env::var_os("FIELDSTORE_ROOT").filter(|p| !p.is_empty()) {
+            Some(root) => Ok(Config::embedded(PathBuf::from(root))),
+            None => {
+                let mut config = Config::embedded("fieldstore-data");
+                config.roots[0].implicit = true;
+                Ok(config)
+            }
+        }
     }
 }
 

@@ -5,8 +5,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use fieldstore_core::maintenance::locked;
 use fieldstore_core::{
-    CollocationKey, DatasetKey, ErrorKind, FieldLocation, Item, Key, Level, Operation, Request,
-    Result, Schema, SplitKey, Values,
+    CollocationKey, DatasetKey, Error, ErrorKind, FieldLocation, Item, Key, Level, Operation,
+    Request, Result, Schema, SplitKey, Values,
 };
 
 use crate::catalogue::{Axes, Catalogue, CatalogueWriter, DatasetReader};
@@ -21,6 +21,12 @@ use crate::store::{Store, StoreWriter};
 /// One handle may be shared between threads (`FieldStore: Send + Sync`);
 /// [`FieldStore::flush`] flushes what every thread archived through it. Use
 /// one handle per thread for independent flushes.
+///
+/// A handle belongs to the process that opened it: in a child forked from
+/// that process, [`archive`](FieldStore::archive), [`flush`](FieldStore::flush)
+/// and [`discard`](FieldStore::discard) fail (`InvalidInput`), and dropping
+/// it there touches none of the parent's files (`process.rs` says why).
+/// Open a new handle in the child.
 ///
 /// # Example
 /// ```
@@ -45,6 +51,9 @@ pub struct FieldStore {
     /// The schemas datasets were created under, where they differ from
     /// `schema` (`dataset_schema.rs`).
     pub(crate) dataset_schemas: Arc<DatasetSchemas>,
+    /// The id of the process that opened the handle: its writers are that
+    /// process's ([`FieldStore::check_process`]).
+    owner: u32,
 }
 
 struct DatasetWriter {
@@ -104,7 +113,36 @@ impl FieldStore {
             writers: Mutex::new(HashMap::new()),
             readers: Mutex::new(HashMap::new()),
             dataset_schemas: Arc::default(),
+            owner: crate::process::current(),
         }
+    }
+
+    /// Refuse to write through this handle in a process other than the one
+    /// that opened it (a child forked from it): the writers it holds are
+    /// the parent's, which still appends to the same files, so writing,
+    /// flushing or discarding them here would lose or corrupt fields of
+    /// both processes. One atomic load (`process.rs`).
+    ///
+    /// # Errors
+    /// `InvalidInput` naming both processes.
+    pub fn check_process(&self) -> Result<()> {
+        if self.in_owner() {
+            return Ok(());
+        }
+        let here = crate::process::current();
+        Err(Error::new(
+            ErrorKind::InvalidInput,
+            format!(
+                "this handle was opened by process {} and is used in process {here} (a child \
+                 forked from it): its writers belong to process {}; open a new handle in the child",
+                self.owner, self.owner
+            ),
+        ))
+    }
+
+    /// Whether this is the process that opened the handle.
+    fn in_owner(&self) -> bool {
+        crate::process::current() == self.owner
     }
 
     /// This handle with `names` resolving parameter names (`2t` → `167`)
@@ -159,6 +197,7 @@ impl FieldStore {
     /// # Errors
     /// As [`FieldStore::archive`].
     pub fn archive_split(&self, split: &SplitKey, data: &[u8]) -> Result<()> {
+        self.check_process()?;
         // Nothing is stored that a request could not name again.
         for level in [
             split.dataset.key(),
@@ -234,8 +273,11 @@ impl FieldStore {
     ///
     /// # Errors
     /// I/O errors. A dataset whose flush failed keeps nothing pending: what
-    /// it had not made visible must be archived again.
+    /// it had not made visible must be archived again. `InvalidInput` in a
+    /// process other than the one that opened the handle
+    /// ([`FieldStore::check_process`]).
     pub fn flush(&self) -> Result<()> {
+        self.check_process()?;
         let mut writers = lock(&self.writers);
         let mut first_error = None;
         let mut failed = Vec::new();
@@ -264,8 +306,14 @@ impl FieldStore {
 
     /// Drop everything archived but not flushed: none of it becomes
     /// visible. (Dropping the handle flushes instead, as FDB5's does.)
-    pub fn discard(&self) {
+    ///
+    /// # Errors
+    /// `InvalidInput` in a process other than the one that opened the
+    /// handle ([`FieldStore::check_process`]); nothing is dropped then.
+    pub fn discard(&self) -> Result<()> {
+        self.check_process()?;
         lock(&self.writers).clear();
+        Ok(())
     }
 
     /// Whether something archived is not yet flushed.
@@ -633,7 +681,19 @@ impl FieldStore {
 impl Drop for FieldStore {
     /// Flushes what is pending, as FDB5's handle does; errors can only be
     /// reported by calling [`FieldStore::flush`] first.
+    ///
+    /// In a process other than the one that opened the handle (a forked
+    /// child), nothing is flushed and the writers are forgotten, not
+    /// dropped: their drops would give back the data files' preallocated
+    /// blocks (`ftruncate`) under the parent, which still writes them, and
+    /// wait for writer threads that do not exist in the child. Their memory
+    /// is the child's copy, reclaimed when it exits.
     fn drop(&mut self) {
+        if !self.in_owner() {
+            let writers = std::mem::take(self.writers.get_mut().unwrap_or_else(|p| p.into_inner()));
+            std::mem::forget(writers);
+            return;
+        }
         if self.dirty() {
             let _ = self.flush();
         }

@@ -23,6 +23,7 @@ mod handle;
 pub mod list;
 pub mod manage;
 pub mod placement;
+mod process;
 pub mod readahead;
 pub mod resolve;
 pub mod retrieve;

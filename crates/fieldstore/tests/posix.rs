@@ -162,13 +162,72 @@ fn missing_root_is_a_clear_error() {
     );
 }
 
+/// Issue 26, item 10: opening and reading never create the embedded
+/// store's root (a mistyped `FIELDSTORE_ROOT` was created in silence and
+/// read as empty); reading a missing one is `NotFound` naming it; the
+/// first archive creates it.
 #[test]
-fn the_embedded_root_is_created_on_open_only() {
+fn the_embedded_root_is_created_by_the_first_archive_only() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("fieldstore-data");
     let config = Config::embedded(&root);
     assert!(!root.exists(), "making a config creates nothing");
-    FieldStore::open(config).unwrap();
+    let fs = FieldStore::open(config).unwrap();
+    assert!(!root.exists(), "opening creates nothing");
+    let missing = format!(
+        "root {} does not exist or is not a directory",
+        root.display()
+    );
+    let e = fs
+        .list(&req("class=od"), ListOptions::default())
+        .unwrap_err();
+    assert_eq!(
+        (e.kind(), e.to_string()),
+        (ErrorKind::NotFound, missing.clone())
+    );
+    let e = fs
+        .retrieve(&key(0, 167).to_string().parse().unwrap())
+        .unwrap_err();
+    assert_eq!(
+        (e.kind(), e.to_string()),
+        (ErrorKind::NotFound, missing.clone())
+    );
+    let e = fs.axes(&req("class=od"), Level::Element).unwrap_err();
+    assert_eq!((e.kind(), e.to_string()), (ErrorKind::NotFound, missing));
+    assert!(!root.exists(), "reading creates nothing");
+    fs.archive(&key(0, 167), b"first").unwrap();
+    assert!(root.is_dir(), "the first archive creates it");
+    fs.flush().unwrap();
+    assert_eq!(
+        fs.list(&req("class=od"), ListOptions::default())
+            .unwrap()
+            .len(),
+        1
+    );
+}
+
+/// The implicit default root (no configuration, no `FIELDSTORE_ROOT`)
+/// reads as empty while missing, and is not created by reading.
+#[test]
+fn the_implicit_default_root_reads_as_empty_until_archived_into() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("fieldstore-data");
+    let mut config = Config::embedded(&root);
+    config.roots[0].implicit = true;
+    let fs = FieldStore::open(config).unwrap();
+    assert!(fs
+        .list(&req("class=od"), ListOptions::default())
+        .unwrap()
+        .is_empty());
+    assert!(fs
+        .retrieve(&key(0, 167).to_string().parse().unwrap())
+        .unwrap()
+        .read_all()
+        .unwrap()
+        .is_empty());
+    assert!(!root.exists(), "reading creates nothing");
+    fs.archive(&key(0, 167), b"first").unwrap();
+    fs.flush().unwrap();
     assert!(root.is_dir());
 }
 
@@ -177,7 +236,7 @@ fn discard_drops_pending_fields() {
     let dir = tempfile::tempdir().unwrap();
     let fs = FieldStore::open(Config::embedded(dir.path())).unwrap();
     fs.archive(&key(0, 167), b"never").unwrap();
-    fs.discard();
+    fs.discard().unwrap();
     fs.flush().unwrap();
     drop(fs);
     let reader = FieldStore::open(Config::embedded(dir.path())).unwrap();

@@ -10,6 +10,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -311,6 +312,12 @@ static void test_handles(const char* work) {
     snprintf(root, sizeof root, "%s/env-root", work);
     setenv("FIELDSTORE_ROOT", root, 1);
     OK(fdb_new_handle(&fdb));
+    /* Reading never creates the root $FIELDSTORE_ROOT names: a missing one
+     * is NotFound naming it (a mistyped variable is not an empty store). */
+    fdb_listiterator_t* none = NULL;
+    FAILS(fdb_list(fdb, NULL, &none, true, 3), FIELDSTORE_NOT_FOUND, "env-root does not exist");
+    struct stat st;
+    CHECK(stat(root, &st) != 0);
     OK(fdb_delete_handle(fdb));
     OK(fdb_new_handle_from_yaml(&fdb, NULL, NULL));
     OK(fdb_delete_handle(fdb));
@@ -360,6 +367,11 @@ static void test_archive_list_retrieve(const char* work) {
     FAILS(fdb_archive(NULL, key, data[0], 1), FIELDSTORE_INVALID_INPUT, "is NULL");
     FAILS(fdb_archive(fdb, NULL, data[0], 1), FIELDSTORE_INVALID_INPUT, "the fdb_key_t argument is NULL");
     FAILS(fdb_archive(fdb, key, NULL, 1), FIELDSTORE_INVALID_INPUT, "data is NULL");
+    /* A length no object can have (a negative length cast to size_t): an
+     * error, never an abort nor a read past the buffer. */
+    FAILS(fdb_archive(fdb, key, data[0], (size_t)PTRDIFF_MAX + 1), FIELDSTORE_INVALID_INPUT,
+          "length 9223372036854775808");
+    FAILS(fdb_archive(fdb, key, data[0], (size_t)-1), FIELDSTORE_INVALID_INPUT, "is larger than");
     OK(fdb_delete_key(key));
     fdb_key_t* partial = NULL;
     OK(fdb_new_key(&partial));
@@ -578,6 +590,7 @@ static void test_archive_multiple(const char* work, const char* gribdir) {
 
     OK(fdb_archive_multiple(fdb, NULL, levtypes, len1));
     FAILS(fdb_archive_multiple(fdb, NULL, NULL, 10), FIELDSTORE_INVALID_INPUT, "data is NULL");
+    FAILS(fdb_archive_multiple(fdb, NULL, levtypes, (size_t)-1), FIELDSTORE_INVALID_INPUT, "is larger than");
     FAILS(fdb_archive_multiple(fdb, NULL, "not grib at all", 15), FIELDSTORE_INVALID_INPUT, "GRIB");
     FAILS(fdb_archive_multiple(fdb, NULL, rd, len2 - 10), FIELDSTORE_INVALID_INPUT, "GRIB");
     FAILS(fdb_archive_multiple(NULL, NULL, rd, len2), FIELDSTORE_INVALID_INPUT, "is NULL");

@@ -150,8 +150,9 @@ pub(crate) fn run(args: &ArchiveArgs, ctx: &Context, ui: &mut Ui<'_>) -> Result<
     let totals = match archive(&fs, &source, ui.progress).and_then(|t| fs.flush().map(|()| t)) {
         Ok(totals) => totals,
         Err(e) => {
-            // Dropping the handle would flush what it holds.
-            fs.discard();
+            // Dropping the handle would flush what it holds. (Discard
+            // fails only in a forked child, which this is not.)
+            let _ = fs.discard();
             return Err(e);
         }
     };

@@ -5,7 +5,7 @@ use std::path::Path;
 use fieldstore::{Error, Result, Schema};
 
 use crate::args::SchemaArgs;
-use crate::context::{display, file_error, Context, Ui};
+use crate::context::{display, Context, Ui};
 
 /// Run `fieldstore schema`. Never opens the store.
 ///
@@ -33,7 +33,7 @@ pub(crate) fn check_file(path: &Path, parsed: bool, ui: &mut Ui<'_>) -> Result<(
 
 /// Parse a schema file.
 pub(crate) fn check(path: &Path) -> Result<Schema> {
-    let text = std::fs::read_to_string(path).map_err(|e| file_error(path, e))?;
+    let text = fieldstore::config::read_text_file(path, &display(path))?;
     Schema::parse(&display(path), &text).map_err(Error::from)
 }
 

@@ -139,7 +139,10 @@ class FDB:
     Leaving a ``with`` block flushes, as pyfdb does (even on an exception:
     call :meth:`discard` first to drop what was archived). The handle may be
     shared between threads; :meth:`flush` then flushes what every thread
-    archived through it.
+    archived through it. It belongs to the process that made it: in a child
+    forked from that process (``os.fork``, ``multiprocessing``),
+    :meth:`archive`, :meth:`flush` and :meth:`discard` raise
+    ``InvalidInputError``; open a new ``FDB`` in the child.
     """
 
     def __init__(self, config: ConfigLike = None, user_config: ConfigLike = None) -> None:

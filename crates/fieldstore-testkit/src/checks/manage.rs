@@ -513,7 +513,7 @@ pub fn locks_honoured(open: Open<'_>) {
         .and_then(|()| w2.flush())
         .expect_err("archiving into an archive-locked dataset must fail");
     assert_eq!(e.kind(), ErrorKind::Locked, "{e}");
-    w2.discard();
+    w2.discard().expect("discard");
     // Version 1 is still the one retrieved (version 2 was refused).
     let _ = v2;
     expect_exactly(&r, x, &[&a, &b], &[], "after the refused archives");

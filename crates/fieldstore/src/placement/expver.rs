@@ -64,12 +64,10 @@ impl Expver {
 
     /// The map's `expver → root` lines.
     fn read(&self) -> Result<Vec<(String, PathBuf)>> {
-        let text = std::fs::read_to_string(&self.map).map_err(|e| {
-            Error::io(
-                format!("the expver handler's map {}", self.map.display()),
-                e,
-            )
-        })?;
+        let text = crate::config::read_text_file(
+            &self.map,
+            &format!("the expver handler's map {}", self.map.display()),
+        )?;
         let mut out = Vec::new();
         for (n, line) in text.lines().enumerate() {
             let words: Vec<&str> = line.split_whitespace().collect();
@@ -230,5 +228,38 @@ mod tests {
         std::fs::write(&map, "0002 /elsewhere\n").unwrap();
         let e = h.choose(&k("0002"), &roots).unwrap_err();
         assert!(e.message().contains("/elsewhere for expver 0002"), "{e}");
+    }
+
+    /// Issue 26, item 8: the map is text read with a limit; a binary one
+    /// is a configuration error, and a device is read up to the limit only.
+    #[test]
+    fn the_map_is_text_read_with_a_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a");
+        std::fs::create_dir_all(&a).unwrap();
+        let roots = [Root::new(&a)];
+        let key: DatasetKey = "class=od,expver=0001".parse().unwrap();
+        let binary = dir.path().join("map");
+        std::fs::write(&binary, b"0001 \xff\xfe\n").unwrap();
+        let h = |map: &Path| Expver {
+            map: map.to_path_buf(),
+            fallback: Strategy::named("WeightedRandom").unwrap(),
+        };
+        let e = h(&binary).choose(&key, &roots).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidConfig, "{e}");
+        assert!(
+            e.message()
+                .contains("not UTF-8 text (invalid byte at offset 5)"),
+            "{e}"
+        );
+        let start = std::time::Instant::now();
+        let e = h(Path::new("/dev/zero")).choose(&key, &roots).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidConfig, "{e}");
+        assert!(
+            e.message()
+                .starts_with("the expver handler's map /dev/zero: larger than 16 MiB"),
+            "{e}"
+        );
+        assert!(start.elapsed() < std::time::Duration::from_secs(5));
     }
 }

@@ -70,8 +70,13 @@ impl TocCatalogue {
     pub(super) fn scan(&self) -> Result<(Vec<DatasetKey>, Vec<DamagedDataset>)> {
         let mut out = Vec::new();
         let mut damaged = Vec::new();
+        super::present(&self.roots)?;
         let mut known = lock(&self.known);
-        for root in self.roots.iter().filter(|r| r.visit) {
+        for root in self
+            .roots
+            .iter()
+            .filter(|r| r.visit && !super::absent_default(r))
+        {
             let entries = std::fs::read_dir(&root.path)
                 .map_err(|e| Error::io(format!("root {}", root.path.display()), e))?;
             for entry in entries {
@@ -305,6 +310,7 @@ impl Catalogue for TocCatalogue {
     }
 
     fn reader(&self, dataset: &DatasetKey) -> Result<Option<Arc<dyn DatasetReader>>> {
+        super::present(&self.roots)?;
         let Some(dir) = layout::find_dataset(&self.roots, dataset) else {
             return Ok(None);
         };
@@ -336,6 +342,7 @@ impl Catalogue for TocCatalogue {
     }
 
     fn locks(&self, dataset: &DatasetKey) -> Result<Locks> {
+        super::present(&self.roots)?;
         match layout::find_dataset(&self.roots, dataset) {
             Some(dir) => layout::dataset_locks(&self.roots, &dir),
             None => Ok(Locks::NONE),
@@ -343,6 +350,7 @@ impl Catalogue for TocCatalogue {
     }
 
     fn control(&self, dataset: &DatasetKey, action: Control, operations: Locks) -> Result<Locks> {
+        super::present(&self.roots)?;
         let dir = layout::find_dataset(&self.roots, dataset).ok_or_else(|| {
             Error::new(
                 ErrorKind::NotFound,
@@ -365,6 +373,7 @@ impl Catalogue for TocCatalogue {
     }
 
     fn waiter(&self) -> Result<Box<dyn fieldstore_core::ChangeWaiter>> {
+        super::present(&self.roots)?;
         let roots = self
             .roots
             .iter()

@@ -379,6 +379,7 @@ pub(crate) fn dataset_dir_for_write(
     if let Some(d) = find_dataset(roots, key) {
         return Ok(d);
     }
+    super::create_missing(roots)?;
     let root = placement.root_for_new(key)?;
     if !root.is_dir() {
         return Err(Error::new(

@@ -25,8 +25,12 @@ pub use store::{DataWrites, FileStore};
 
 use crate::config::Root;
 
-/// Every visited root must exist: a missing root is a configuration error
-/// the user must hear about, not an empty store.
+/// Every root must exist when the store is opened: a missing root is a
+/// configuration error the user must hear about, not an empty store. The
+/// exception is a root the first archive creates ([`Root::create`]: the
+/// embedded store's): opening creates nothing, since a handle opened only
+/// to read must leave no directory behind (a mistyped `FIELDSTORE_ROOT`
+/// would otherwise be created in silence); readers then call [`present`].
 pub(crate) fn check_roots(roots: &[Root]) -> Result<()> {
     if roots.is_empty() {
         return Err(Error::new(
@@ -36,21 +40,59 @@ pub(crate) fn check_roots(roots: &[Root]) -> Result<()> {
     }
     for r in roots {
         if r.create && !r.path.exists() {
-            // A first run needs nothing set up.
-            std::fs::create_dir_all(&r.path)
-                .map_err(|e| Error::io(format!("creating root {}", r.path.display()), e))?;
+            continue;
         }
         if !r.path.is_dir() {
-            return Err(Error::new(
-                ErrorKind::NotFound,
-                format!(
-                    "root {} does not exist or is not a directory",
-                    r.path.display()
-                ),
-            ));
+            return Err(missing(r));
         }
     }
     refuse_repeated_roots(roots)
+}
+
+/// `NotFound` naming a root that is missing (or not a directory).
+fn missing(root: &Root) -> Error {
+    Error::new(
+        ErrorKind::NotFound,
+        format!(
+            "root {} does not exist or is not a directory",
+            root.path.display()
+        ),
+    )
+}
+
+/// Whether readers skip `root` as empty: the implicit default root
+/// ([`Root::implicit`]) that nothing has created yet.
+pub(crate) fn absent_default(root: &Root) -> bool {
+    root.implicit && !root.path.exists()
+}
+
+/// For readers: every visited root exists, except the implicit default
+/// one, which reads as empty. Reading never creates a root.
+///
+/// # Errors
+/// `NotFound` naming the first missing root.
+pub(crate) fn present(roots: &[Root]) -> Result<()> {
+    match roots
+        .iter()
+        .find(|r| r.visit && !absent_default(r) && !r.path.is_dir())
+    {
+        Some(r) => Err(missing(r)),
+        None => Ok(()),
+    }
+}
+
+/// For writers, before a new dataset is placed: create the missing roots
+/// that may be created ([`Root::create`]; a first run needs nothing set
+/// up). Placement then finds them, as it only chooses roots that exist.
+///
+/// # Errors
+/// As [`Error::io`] if one cannot be created.
+pub(crate) fn create_missing(roots: &[Root]) -> Result<()> {
+    for r in roots.iter().filter(|r| r.create && !r.path.exists()) {
+        std::fs::create_dir_all(&r.path)
+            .map_err(|e| Error::io(format!("creating root {}", r.path.display()), e))?;
+    }
+    Ok(())
 }
 
 /// Every root is a different directory, compared by canonical path (two
@@ -61,7 +103,8 @@ pub(crate) fn check_roots(roots: &[Root]) -> Result<()> {
 /// names both.
 fn refuse_repeated_roots(roots: &[Root]) -> Result<()> {
     let mut seen: Vec<(std::path::PathBuf, usize)> = Vec::with_capacity(roots.len());
-    for (i, r) in roots.iter().enumerate() {
+    // A root not created yet is compared when it exists (the next open).
+    for (i, r) in roots.iter().enumerate().filter(|(_, r)| r.path.exists()) {
         let canonical = std::fs::canonicalize(&r.path)
             .map_err(|e| Error::io(format!("root {}", r.path.display()), e))?;
         if let Some((_, j)) = seen.iter().find(|(c, _)| *c == canonical) {
