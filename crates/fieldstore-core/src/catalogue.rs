@@ -345,6 +345,12 @@ pub trait DatasetReader: Send + Sync + Debug {
     }
 
     /// The newest location of one element.
+    ///
+    /// # Errors
+    /// `Corrupt`, naming the damaged place, when damage this reader met
+    /// (a log record it could not read, an index block) may hold a newer
+    /// version of the element than the one found, or the element when
+    /// nothing was found: never an older answer, or none, in silence.
     fn lookup(
         &self,
         collocation: &CollocationKey,
@@ -422,6 +428,14 @@ pub trait DatasetReader: Send + Sync + Debug {
     /// so maintenance that deletes what nothing seems to point into leaves
     /// such a dataset alone. Default: none.
     fn torn(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// Damaged records of the log that this reader recovered whole (what
+    /// they said is proven by what they name, e.g. index blocks that check
+    /// and match them): nothing is lost, but the damage is there, so status
+    /// reports it and purge leaves the dataset alone. Default: none.
+    fn recovered(&self) -> Vec<String> {
         Vec::new()
     }
 

@@ -950,7 +950,12 @@ impl FieldStore {
                 (Locks::NONE, Vec::new())
             } else {
                 let damage = match self.fresh_reader(&dataset) {
-                    Ok(Some(r)) => r.damage(None).into_iter().chain(r.torn()).collect(),
+                    Ok(Some(r)) => r
+                        .damage(None)
+                        .into_iter()
+                        .chain(r.torn())
+                        .chain(r.recovered())
+                        .collect(),
                     Ok(None) => Vec::new(),
                     Err(e) if e.kind() == ErrorKind::Corrupt => vec![e.to_string()],
                     Err(e) => return Err(e),
