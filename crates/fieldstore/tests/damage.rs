@@ -585,3 +585,78 @@ fn one_flipped_bit_anywhere_never_gives_a_wrong_answer_in_silence() {
         silent[..silent.len().min(20)].join("\n")
     );
 }
+
+/// The index files of the dataset of `date`.
+fn index_files(root: &Path, date: u32) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir_of(root, date))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "index"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Purge leaves a dataset with a damaged index block alone: the data file
+/// that block points into looks unused (no readable entry names it), but
+/// holds the newest versions. Status shows the damage, stats calls nothing
+/// reclaimable, purge removes nothing.
+#[test]
+fn purge_leaves_a_dataset_with_a_damaged_index_block_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    fill(root, 20231201, 0..2);
+    let first = index_files(root, 20231201);
+    // A second writer replaces both fields, in one block of its own.
+    let fs = store(root);
+    for step in 0..2 {
+        fs.archive(&key(20231201, step), format!("newer {step}").as_bytes())
+            .unwrap();
+    }
+    fs.flush().unwrap();
+    drop(fs);
+    let second = index_files(root, 20231201)
+        .into_iter()
+        .find(|p| !first.contains(p))
+        .unwrap();
+    let mut bytes = std::fs::read(&second).unwrap();
+    bytes[25] ^= 0x01;
+    std::fs::write(&second, &bytes).unwrap();
+    let files = || {
+        let mut v: Vec<String> = std::fs::read_dir(dir_of(root, 20231201))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    let before = files();
+    let fs = store(root);
+    let status = fs.status(&all()).unwrap();
+    assert!(
+        status[0]
+            .damage
+            .iter()
+            .any(|d| d.contains(&second.display().to_string())),
+        "status names the damaged block: {:?}",
+        status[0].damage
+    );
+    let stats = fs.stats(&all()).unwrap();
+    assert_eq!(stats[0].reclaimable_bytes, 0, "{stats:?}");
+    assert!(!stats[0].damage.is_empty(), "{stats:?}");
+    let purge = fs.purge(&all(), true).unwrap();
+    assert!(purge.datasets[0].items.is_empty(), "{purge:?}");
+    assert!(
+        purge.datasets[0]
+            .kept
+            .iter()
+            .any(|k| k.reason.starts_with("damaged, not purged")),
+        "{purge:?}"
+    );
+    assert_eq!(files(), before, "purge removed nothing");
+    // The keys the damaged block may hold fail; none reads older bytes.
+    for step in 0..2 {
+        let err = get(&store(root), &key(20231201, step)).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Corrupt, "{err}");
+    }
+}
