@@ -802,9 +802,9 @@ impl FieldStore {
             };
             // Every block is read first: damage of an index block is known
             // only once it is read.
+            // (A torn append is no damage: nothing visible was lost.)
             let census = Census::of_dataset(reader.as_ref())?;
-            let mut damage = damage_met(reader.as_ref())?;
-            damage.extend(reader.torn());
+            let damage = damage_met(reader.as_ref())?;
             if !damage.is_empty() {
                 // Units a skipped record pointed into would look unused:
                 // a damaged dataset is left as it is (wipe removes it).

@@ -86,8 +86,7 @@ fn a_torn_append_costs_nothing_visible_and_later_flushes_are_read() {
         );
     }
     assert_eq!(reader.stats(&all()).unwrap()[0].fields, 5);
-    // Status names it; purge leaves the dataset alone (a record cut by
-    // truncation looks the same); wipe works.
+    // Status names it.
     let status = reader.status(&all()).unwrap();
     assert_eq!(status.len(), 1);
     assert_eq!(status[0].damage.len(), 1, "{:?}", status[0].damage);
@@ -96,11 +95,44 @@ fn a_torn_append_costs_nothing_visible_and_later_flushes_are_read() {
         "{:?}",
         status[0].damage
     );
+    // Purge is not refused for it: a third writer replaces steps 3 and 4,
+    // whose data file then holds only replaced fields; stats and purge
+    // agree that it goes, and it does.
+    let third = store(dir.path());
+    for step in 3..5 {
+        third
+            .archive(&key(20231201, step), format!("again {step}").as_bytes())
+            .unwrap();
+    }
+    third.flush().unwrap();
+    drop(third);
+    let stats = reader.stats(&all()).unwrap();
+    assert!(stats[0].reclaimable_bytes > 0, "{stats:?}");
+    assert!(stats[0].damage.is_empty(), "{stats:?}");
     let purge = reader.purge(&all(), true).unwrap();
-    assert!(purge.datasets[0].items.is_empty());
-    assert!(purge.datasets[0].kept[0]
-        .reason
-        .starts_with("damaged, not purged"));
+    let removed: u64 = purge.datasets[0].items.iter().filter_map(|i| i.bytes).sum();
+    assert!(
+        purge.datasets[0]
+            .items
+            .iter()
+            .any(|i| i.name.ends_with(".data")),
+        "{purge:?}"
+    );
+    assert!(removed >= stats[0].reclaimable_bytes, "{purge:?} {stats:?}");
+    let after = store(dir.path());
+    for step in 0..5 {
+        let want = if step < 3 {
+            format!("20231201/{step}")
+        } else {
+            format!("again {step}")
+        };
+        assert_eq!(
+            get(&after, &key(20231201, step)).unwrap().unwrap(),
+            want.as_bytes()
+        );
+    }
+    assert_eq!(after.stats(&all()).unwrap()[0].reclaimable_bytes, 0);
+    // Wipe works.
     reader
         .wipe(
             &all(),
