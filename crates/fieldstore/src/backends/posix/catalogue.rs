@@ -280,6 +280,7 @@ impl Catalogue for TocCatalogue {
             toc_path,
             index: None,
             pending: PendingEntries::new(),
+            invisible: false,
         }))
     }
 
@@ -463,6 +464,9 @@ struct TocWriter {
     index: Option<IndexFile>,
     /// Entries since the last flush.
     pending: PendingEntries,
+    /// The last flush failed before its record could be visible
+    /// ([`CatalogueWriter::last_flush_invisible`]).
+    invisible: bool,
 }
 
 impl TocWriter {
@@ -531,10 +535,60 @@ impl CatalogueWriter for TocWriter {
             Err(e) => Err(self.check_still_there().err().unwrap_or(e)),
         }
     }
+
+    fn last_flush_invisible(&self) -> bool {
+        self.invisible
+    }
 }
 
 impl TocWriter {
+    /// Give back what a failed flush appended to the index file from
+    /// `base` on (the file is this writer's alone, and no record names
+    /// those blocks). Best effort: blocks left are named by nothing.
+    fn cut_index(&mut self, base: u64) {
+        use std::io::{Seek, SeekFrom};
+        if let Some(idx) = self.index.as_mut() {
+            if idx.file.set_len(base).is_ok() && idx.file.seek(SeekFrom::Start(base)).is_ok() {
+                idx.len = base;
+            }
+        }
+    }
+
+    /// Step 2: append this flush's blocks to the index file in one write
+    /// and sync it; returns the file's name and where the blocks start. On
+    /// failure the file is cut back.
+    fn append_blocks(&mut self, all: &[u8]) -> Result<(String, u64)> {
+        let idx = self.index_file()?;
+        let base = idx.len;
+        let written = (|| {
+            idx.file
+                .write_all(all)
+                .map_err(|e| Error::io(format!("writing {}", idx.path.display()), e))?;
+            idx.len += all.len() as u64;
+            layout::sync_data(&idx.file, &idx.path)?;
+            let need_dir_sync = !idx.synced_dir;
+            idx.synced_dir = true;
+            Ok::<_, Error>((idx.name.clone(), need_dir_sync))
+        })();
+        let synced = written.and_then(|(name, need_dir_sync)| {
+            if need_dir_sync {
+                layout::sync_dir(&self.dir)?;
+            }
+            Ok(name)
+        });
+        match synced {
+            Ok(name) => Ok((name, base)),
+            Err(e) => {
+                self.cut_index(base);
+                Err(e)
+            }
+        }
+    }
+
     fn flush_pending(&mut self) -> Result<()> {
+        // Until the FLUSH record is appended whole, a failure leaves
+        // nothing visible.
+        self.invisible = true;
         let pending = self.pending.take();
         if layout::dataset_locks(&self.roots, &self.dir)?.contains(Operation::Archive) {
             return Err(locked(&self.key, Operation::Archive));
@@ -550,20 +604,7 @@ impl TocWriter {
             described.push((collocation.clone(), axes, entries.len() as u32));
         }
         // 2. Index blocks, one write, synced.
-        let idx = self.index_file()?;
-        let base = idx.len;
-        let all: Vec<u8> = blocks.concat();
-        idx.file
-            .write_all(&all)
-            .map_err(|e| Error::io(format!("writing {}", idx.path.display()), e))?;
-        idx.len += all.len() as u64;
-        layout::sync_data(&idx.file, &idx.path)?;
-        let need_dir_sync = !idx.synced_dir;
-        idx.synced_dir = true;
-        let index_name = idx.name.clone();
-        if need_dir_sync {
-            layout::sync_dir(&self.dir)?;
-        }
+        let (index_name, base) = self.append_blocks(&blocks.concat())?;
         // 3. One FLUSH record in the table of contents, one write, synced.
         let mut p = Enc::default();
         p.u64(
@@ -592,21 +633,32 @@ impl TocWriter {
         }
         let mut rec = Vec::new();
         format::FRAMING.frame(&mut rec, format::FLUSH, &p.0);
-        let n = self
-            .toc
-            .write(&rec)
-            .map_err(|e| Error::io(format!("appending to {}", self.toc_path.display()), e))?;
+        let n = match self.toc.write(&rec) {
+            Ok(n) => n,
+            Err(e) => {
+                self.cut_index(base);
+                return Err(Error::io(
+                    format!("appending to {}", self.toc_path.display()),
+                    e,
+                ));
+            }
+        };
         if n != rec.len() {
+            // A start of a record and nothing else: not visible, and not
+            // damage to anything visible (readers step over it).
+            self.cut_index(base);
             return Err(Error::new(
                 ErrorKind::StorageFull,
                 format!(
-                    "{}: short append ({n} of {} bytes); this flush is not visible, but the table of contents \
-                     now ends in a partial record that readers will report",
+                    "{}: short append ({n} of {} bytes); this flush is not visible (readers step over \
+                     the partial record it left)",
                     self.toc_path.display(),
                     rec.len()
                 ),
             ));
         }
+        // From here on the record may be visible, even if its sync fails.
+        self.invisible = false;
         layout::sync_data(&self.toc, &self.toc_path)?;
         self.check_still_there()
     }
@@ -706,8 +758,7 @@ pub(super) struct ReaderState {
     /// Torn appends stepped over: the start of a record and nothing else,
     /// followed by whole records (a writer's append cut short by a full
     /// disk; that flush failed and was never visible). Not damage to what
-    /// readers saw, but a record cut short by truncation looks the same,
-    /// so maintenance treats the dataset as damaged.
+    /// readers saw: lookups, lists and purge go on; status reports them.
     pub(super) torn: Vec<String>,
     /// Damage at `pos` with no whole record after it yet: reported, and
     /// looked at again at the next refresh (more records may follow).
