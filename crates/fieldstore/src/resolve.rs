@@ -86,7 +86,9 @@ impl FieldStore {
             if reader.locks().contains(Operation::Retrieve) {
                 return Err(locked(&split.dataset, Operation::Retrieve));
             }
-            let canonical = is_canonical(self.schema(), &split);
+            // (Under a dataset's own schema every split is re-made from
+            // the full key: always where archive puts it.)
+            let canonical = own.is_some() || is_canonical(self.schema(), &split);
             let split = match own {
                 Some(own) => resplit(own, &split)?,
                 None => split,
