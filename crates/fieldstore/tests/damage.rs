@@ -470,8 +470,11 @@ fn typed_key(kind: &str, step: u32) -> Key {
 /// The dataset of the bit-flip trials: two collocations (`type=fc`,
 /// `type=an`), written by two writers in five flushes, several keys
 /// replaced in later flushes (in the same and the other collocation's
-/// flushes). Returns the newest bytes of every key.
-fn replaced_across_flushes(root: &Path) -> Vec<(Key, Vec<u8>)> {
+/// flushes); and a third (`type=4v`) written by a third writer, wiped
+/// (a WIPE record, and a RECLAIM record for its data file), then created
+/// anew with one of its keys. Returns the newest bytes of every key, `None`
+/// for the key wiped and not written again.
+fn replaced_across_flushes(root: &Path) -> Vec<(Key, Option<Vec<u8>>)> {
     let flushes: [&[(&str, u32, u32)]; 5] = [
         &[("fc", 0, 1), ("fc", 1, 1), ("fc", 2, 1), ("fc", 3, 1)],
         &[("an", 0, 1), ("an", 1, 1), ("an", 2, 1)],
@@ -497,9 +500,43 @@ fn replaced_across_flushes(root: &Path) -> Vec<(Key, Vec<u8>)> {
         }
         fs.flush().unwrap();
     }
-    newest
+    let third = store(root);
+    for step in 0..2 {
+        third.archive(&typed_key("4v", step), b"4v wiped").unwrap();
+    }
+    third.flush().unwrap();
+    drop(third);
+    let wiped = store(root)
+        .wipe(
+            &format!("{BASE},type=4v")
+                .replace("type=fc,", "")
+                .parse()
+                .unwrap(),
+            WipeOptions {
+                doit: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(wiped.datasets.len(), 1, "{wiped:?}");
+    let fourth = store(root);
+    fourth.archive(&typed_key("4v", 1), b"4v anew").unwrap();
+    fourth.flush().unwrap();
+    let mut out: Vec<(Key, Option<Vec<u8>>)> = newest
         .into_iter()
-        .map(|((kind, step), bytes)| (typed_key(kind, step), bytes))
+        .map(|((kind, step), bytes)| (typed_key(kind, step), Some(bytes)))
+        .collect();
+    out.push((typed_key("4v", 0), None));
+    out.push((typed_key("4v", 1), Some(b"4v anew".to_vec())));
+    out
+}
+
+/// The record types of a `toc`, in order (found by their magic).
+fn record_types(toc: &[u8]) -> Vec<u16> {
+    toc.windows(4)
+        .enumerate()
+        .filter(|(_, w)| *w == b"FSR1")
+        .map(|(i, _)| u16::from_le_bytes([toc[i + 6], toc[i + 7]]))
         .collect()
 }
 
@@ -517,7 +554,8 @@ fn copy_dir(from: &Path, to: &Path) {
 struct Answers {
     correct: usize,
     corrupt: usize,
-    /// Older bytes than the newest flushed, without an error.
+    /// Other bytes than the newest flushed (an older version, or a wiped
+    /// field), without an error.
     stale: usize,
     /// Nothing, without an error, for a key that was flushed.
     missing: usize,
@@ -551,7 +589,12 @@ fn one_flipped_bit_anywhere_never_gives_a_wrong_answer_in_silence() {
         v
     };
     let groups = [files("toc"), files(".index"), files(".data")];
-    assert_eq!(groups[1].len(), 2, "two writers");
+    // INIT, 5 + 1 FLUSH records for fc and an, 4v's FLUSH, WIPE, RECLAIM,
+    // FLUSH anew.
+    assert_eq!(
+        record_types(&std::fs::read(src.join("toc")).unwrap()),
+        [1, 2, 2, 2, 2, 2, 2, 3, 4, 2]
+    );
     let trials: usize = std::env::var("FIELDSTORE_BITFLIP_TRIALS")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -581,7 +624,7 @@ fn one_flipped_bit_anywhere_never_gives_a_wrong_answer_in_silence() {
         let answers = &mut by_file[g];
         for (k, want) in &newest {
             match get(&fs, k) {
-                Ok(Some(got)) if &got == want => answers.correct += 1,
+                Ok(got) if &got == want => answers.correct += 1,
                 Err(e) if e.kind() == ErrorKind::Corrupt => answers.corrupt += 1,
                 r => {
                     match &r {
