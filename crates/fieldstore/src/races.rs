@@ -159,29 +159,61 @@ fn purge_removes_a_killed_writers_private_files() {
     assert_eq!(read(&root, &sfc(0)).as_deref(), Some(&b"zero"[..]));
 }
 
+/// Two roots `a` and `b` in one store, created in `dir`.
+fn two_roots(
+    dir: &Path,
+) -> (
+    std::path::PathBuf,
+    std::path::PathBuf,
+    impl Fn() -> FieldStore,
+) {
+    use crate::Root;
+    let (a, b) = (dir.join("a"), dir.join("b"));
+    std::fs::create_dir_all(&a).unwrap();
+    std::fs::create_dir_all(&b).unwrap();
+    let (a2, b2) = (a.clone(), b.clone());
+    let open = move || {
+        let mut c = Config::embedded(&a2);
+        c.roots = vec![Root::new(&a2), Root::new(&b2)];
+        FieldStore::open(c).unwrap()
+    };
+    (a, b, open)
+}
+
+const DATASET_DIR: &str = "od:0001:oper:20231201:1200:g";
+
+fn names_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = dir
+        .read_dir()
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+fn get(fs: &FieldStore, key: &Key) -> Option<Vec<u8>> {
+    let r = fs.retrieve(&Request::from_key(key)).unwrap();
+    (!r.is_empty()).then(|| r.read_all().unwrap())
+}
+
 /// A move across file systems (its copy protocol, run within one) killed at
-/// each step: every field is listed once, status says a move was
-/// interrupted, a new archive goes to the one copy readers use, purge
-/// deletes nothing visible, and moving again finishes the move.
+/// each step, with a flush between the bulk copy and the seal: every field
+/// is listed once, status says a move was interrupted, a new archive goes
+/// to the one copy readers use, purge deletes nothing visible, and moving
+/// again finishes the move. The flush before the seal is never lost: the
+/// copy is made whole under the seal before it is published.
 #[test]
 fn an_interrupted_move_leaves_one_dataset_and_moving_again_finishes_it() {
     use crate::backends::posix::manage::copy_move;
-    use crate::Root;
     for point in [
+        "move.before_seal",
         "move.before_publish",
         "move.before_retire",
-        "move.before_tails",
+        "move.before_cleanup",
     ] {
         let dir = tempfile::tempdir().unwrap();
-        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
-        std::fs::create_dir_all(&a).unwrap();
-        std::fs::create_dir_all(&b).unwrap();
-        let config = || {
-            let mut c = Config::embedded(&a);
-            c.roots = vec![Root::new(&a), Root::new(&b)];
-            c
-        };
-        let open = || FieldStore::open(config()).unwrap();
+        let (a, b, open) = two_roots(dir.path());
         let count = || {
             open()
                 .list(&Request::default(), ListOptions::default())
@@ -194,20 +226,27 @@ fn an_interrupted_move_leaves_one_dataset_and_moving_again_finishes_it() {
                 .unwrap();
             w.flush().unwrap();
         }
-        // A flush between the copy and the retirement (the tail), then the
-        // crash (a panic drops the mover's lock, as its death would).
-        let (a2, b2) = (a.clone(), b.clone());
-        failpoint::set("move.before_retire", move || {
-            let mut c = Config::embedded(&a2);
-            c.roots = vec![Root::new(&a2), Root::new(&b2)];
-            let w = FieldStore::open(c).unwrap();
-            w.archive(&sfc(3), b"tail").unwrap();
-            w.flush().unwrap();
+        // A flush between the bulk copy and the seal (the tail), then the
+        // crash (a panic drops the mover's locks, as its death would).
+        let tail_writer = open();
+        failpoint::set("move.before_seal", move || {
+            tail_writer.archive(&sfc(3), b"tail").unwrap();
+            tail_writer.flush().unwrap();
         });
-        failpoint::set(point, || panic!("killed"));
-        let name = "od:0001:oper:20231201:1200:g";
+        let hook = point;
+        if point == "move.before_seal" {
+            // The flush first, then the crash.
+            let tail_writer = open();
+            failpoint::set(hook, move || {
+                tail_writer.archive(&sfc(3), b"tail").unwrap();
+                tail_writer.flush().unwrap();
+                panic!("killed");
+            });
+        } else {
+            failpoint::set(point, || panic!("killed"));
+        }
         let crashed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            copy_move(&a.join(name), &b.join(name))
+            copy_move(&a.join(DATASET_DIR), &b.join(DATASET_DIR))
         }));
         failpoint::clear();
         assert!(crashed.is_err(), "{point}");
@@ -218,50 +257,197 @@ fn an_interrupted_move_leaves_one_dataset_and_moving_again_finishes_it() {
             status[0].damage.iter().any(|d| d.contains("interrupted")),
             "{point}: {status:?}"
         );
-        let listed = count();
-        assert!(
-            listed == 3 || listed == 4,
-            "{point}: each field once, {listed}"
-        );
+        assert_eq!(count(), 4, "{point}: each field once");
         // Purge deletes nothing anyone can see.
         fs.purge(&Request::default(), true).unwrap();
-        // The tail flush happened only where the crash came after it; a
-        // writer opening the dataset finishes a move past its retirement
-        // (so its flushes come after the tail), else the copy is ignored.
-        let tail = point == "move.before_tails";
+        assert_eq!(count(), 4, "{point}: purge kept everything");
+        // A writer opening the dataset finishes a move past its retirement
+        // (so its flushes come after the copy), else the copy is ignored.
         let w = open();
         w.archive(&sfc(4), b"after").unwrap();
         w.flush().unwrap();
         drop(w);
-        assert_eq!(count(), 4 + usize::from(tail), "{point}");
+        assert_eq!(count(), 5, "{point}");
         // Moving again finishes (or redoes) it; nothing flushed is lost.
-        if !tail {
+        if point != "move.before_cleanup" {
             let moved = fs.move_datasets(&Request::default(), &b).unwrap();
             assert_eq!(moved.len(), 1, "{point}");
         }
-        assert!(
-            a.read_dir().unwrap().next().is_none(),
-            "{point}: a is empty"
-        );
-        let names: Vec<String> = b
-            .read_dir()
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        assert_eq!(names, [name], "{point}");
-        assert_eq!(count(), 4 + usize::from(tail), "{point}");
-        let mut want = vec![(0, &b"field 0"[..]), (4, b"after")];
-        if tail {
-            want.push((3, b"tail"));
-        }
-        for (step, want) in want {
-            let r = open().retrieve(&Request::from_key(&sfc(step))).unwrap();
-            assert_eq!(r.read_all().unwrap(), want, "{point} step {step}");
+        assert!(names_in(&a).is_empty(), "{point}: a is empty");
+        assert_eq!(names_in(&b), [DATASET_DIR], "{point}");
+        assert_eq!(count(), 5, "{point}");
+        for (step, want) in [(0, &b"field 0"[..]), (3, b"tail"), (4, b"after")] {
+            assert_eq!(
+                get(&open(), &sfc(step)).as_deref(),
+                Some(want),
+                "{point} step {step}"
+            );
         }
         assert!(open().status(&Request::default()).unwrap()[0]
             .damage
             .is_empty());
     }
+}
+
+/// A writer whose dataset is renamed into another root (a move within one
+/// file system) between its data's flush and its catalogue's: its index
+/// file goes into the moved dataset, not into a new directory where the
+/// dataset was, and its flush stands. Its next flush goes there too.
+#[test]
+fn a_writer_follows_its_dataset_renamed_into_another_root() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b, open) = two_roots(dir.path());
+    let w = open();
+    w.archive(&sfc(0), b"before").unwrap();
+    w.flush().unwrap();
+    let writer = open();
+    writer.archive(&sfc(1), b"during").unwrap();
+    let mover = open();
+    let to = b.clone();
+    failpoint::set("flush.store_done", move || {
+        mover.move_datasets(&Request::default(), &to).unwrap();
+    });
+    writer.flush().unwrap();
+    failpoint::clear();
+    writer.archive(&sfc(2), b"after").unwrap();
+    writer.flush().unwrap();
+    assert!(names_in(&a).is_empty(), "nothing made again where it was");
+    assert_eq!(names_in(&b), [DATASET_DIR]);
+    let fs = open();
+    for (step, want) in [(0, &b"before"[..]), (1, b"during"), (2, b"after")] {
+        assert_eq!(get(&fs, &sfc(step)).as_deref(), Some(want), "step {step}");
+    }
+    assert!(fs.status(&Request::default()).unwrap()[0].damage.is_empty());
+    // And back: the data file a writer opened before the move is named
+    // relative to the dataset, wherever it is.
+    fs.move_datasets(&Request::default(), &a).unwrap();
+    for step in 0..3 {
+        assert!(
+            get(&fs, &sfc(step)).is_some(),
+            "step {step} after moving back"
+        );
+    }
+}
+
+/// A writer whose dataset is copied to another file system and retired
+/// between its data's flush and its catalogue's: its flush fails, saying
+/// so, and nothing of it is visible; archived again through the same
+/// handle, it goes to the moved dataset.
+#[test]
+fn a_flush_after_a_copy_move_fails_cleanly_and_the_next_goes_to_the_copy() {
+    use crate::backends::posix::manage::copy_move;
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b, open) = two_roots(dir.path());
+    let w = open();
+    w.archive(&sfc(0), b"before").unwrap();
+    w.flush().unwrap();
+    let writer = open();
+    writer.archive(&sfc(1), b"during").unwrap();
+    let (from, to) = (a.join(DATASET_DIR), b.join(DATASET_DIR));
+    failpoint::set("flush.store_done", move || {
+        copy_move(&from, &to).unwrap();
+    });
+    let e = writer.flush().unwrap_err();
+    failpoint::clear();
+    assert_eq!(e.kind(), crate::ErrorKind::NotFound, "{e}");
+    assert!(
+        e.to_string().contains("moved to another file system"),
+        "{e}"
+    );
+    let fs = open();
+    assert_eq!(get(&fs, &sfc(1)), None, "a failed flush is not visible");
+    writer.archive(&sfc(1), b"again").unwrap();
+    writer.flush().unwrap();
+    assert_eq!(get(&fs, &sfc(0)).as_deref(), Some(&b"before"[..]));
+    assert_eq!(get(&fs, &sfc(1)).as_deref(), Some(&b"again"[..]));
+    assert!(names_in(&a).is_empty());
+    assert_eq!(names_in(&b), [DATASET_DIR]);
+}
+
+/// A move that starts while a writer is between finding its dataset and
+/// appending to it waits for the append (the seal), and copies it: the
+/// writer's flush stands and is in the moved dataset.
+#[test]
+fn a_copy_move_waits_for_an_append_in_progress_and_keeps_it() {
+    use crate::backends::posix::manage::copy_move;
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b, open) = two_roots(dir.path());
+    let w = open();
+    w.archive(&sfc(0), b"before").unwrap();
+    w.flush().unwrap();
+    let writer = open();
+    writer.archive(&sfc(1), b"during").unwrap();
+    let (from, to) = (a.join(DATASET_DIR), b.join(DATASET_DIR));
+    let mover = std::sync::Arc::new(std::sync::Mutex::new(None));
+    let m = mover.clone();
+    failpoint::set("flush.before_append", move || {
+        let (from, to) = (from.clone(), to.clone());
+        *m.lock().unwrap() = Some(std::thread::spawn(move || copy_move(&from, &to)));
+        // Long enough for the mover to copy and reach the seal.
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    });
+    writer.flush().unwrap();
+    failpoint::clear();
+    let handle = mover.lock().unwrap().take().unwrap();
+    handle.join().unwrap().unwrap();
+    assert!(names_in(&a).is_empty());
+    assert_eq!(names_in(&b), [DATASET_DIR]);
+    let fs = open();
+    assert_eq!(get(&fs, &sfc(1)).as_deref(), Some(&b"during"[..]));
+    // The handle's next flush goes to the copy.
+    writer.archive(&sfc(2), b"after").unwrap();
+    match writer.flush() {
+        Ok(()) => assert_eq!(get(&fs, &sfc(2)).as_deref(), Some(&b"after"[..])),
+        Err(e) => {
+            assert!(
+                e.to_string().contains("moved to another file system"),
+                "{e}"
+            );
+            assert_eq!(get(&fs, &sfc(2)), None);
+        }
+    }
+}
+
+/// A reader that read a dataset before it moved keeps what it knew of its
+/// log: `watch` reports nothing again after a move (within one file system
+/// or across), and then what is flushed after it.
+#[test]
+fn a_watch_reports_nothing_again_across_moves() {
+    use crate::backends::posix::manage::copy_move;
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b, open) = two_roots(dir.path());
+    let w = open();
+    for step in 0..3 {
+        w.archive(&sfc(step), b"x").unwrap();
+    }
+    w.flush().unwrap();
+    let watcher = open();
+    let options = crate::WatchOptions {
+        timeout: Some(std::time::Duration::from_secs(4)),
+        ..Default::default()
+    };
+    let mut watch = watcher.watch(&Request::default(), options).unwrap();
+    for _ in 0..3 {
+        let e = watch.next().unwrap().unwrap();
+        assert!(!e.replaced);
+    }
+    let fs = open();
+    fs.move_datasets(&Request::default(), &b).unwrap();
+    w.archive(&sfc(3), b"y").unwrap();
+    w.flush().unwrap();
+    copy_move(&b.join(DATASET_DIR), &a.join(DATASET_DIR)).unwrap();
+    let w = open();
+    w.archive(&sfc(4), b"z").unwrap();
+    w.flush().unwrap();
+    // Everything it reports until its time-out: the two new fields, once.
+    let rest: Vec<(String, bool)> = watch
+        .map(|e| e.unwrap())
+        .map(|e| {
+            let step = e.element.full_key().get("step").unwrap_or("").to_string();
+            (step, e.replaced)
+        })
+        .collect();
+    assert_eq!(rest, [("3".to_string(), false), ("4".to_string(), false)]);
 }
 
 /// A field of the wiped collocation itself, flushed after the WIPE record

@@ -19,6 +19,7 @@ use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -34,6 +35,7 @@ use fieldstore_core::{
 use super::format::{self, Dec, Enc, Framed};
 use super::layout::{self, TOC};
 use super::manage;
+use super::open_dir::OpenDir;
 use crate::catalogue::{
     visit_newest_first, Axes, Catalogue, CatalogueWriter, CollocationInfo, DatasetReader,
 };
@@ -245,18 +247,31 @@ impl Catalogue for TocCatalogue {
             manage::finish_moves(self)?;
         }
         let mut attempt = 0;
-        let (dir, toc, stored_schema) = loop {
+        let (dir, open_dir, toc, stored_schema) = loop {
             attempt += 1;
             let dir = layout::dataset_dir_for_write(&self.roots, &self.placement, dataset)?;
             let opened = create_dataset(&dir, dataset, schema).and_then(|stored| {
-                OpenOptions::new()
+                let toc = OpenOptions::new()
                     .append(true)
                     .open(dir.join(TOC))
-                    .map(|toc| (toc, stored))
-                    .map_err(|e| Error::io(dir.join(TOC).display(), e))
+                    .map_err(|e| Error::io(dir.join(TOC).display(), e))?;
+                let open_dir = OpenDir::open(&dir)?;
+                // A move between opening the two would leave them naming
+                // different datasets.
+                let ident = layout::identity(
+                    &toc.metadata()
+                        .map_err(|e| Error::io(dir.join(TOC).display(), e))?,
+                );
+                if open_dir.identity_of(TOC)? != Some(ident) {
+                    return Err(Error::new(
+                        ErrorKind::NotFound,
+                        format!("{} moved while it was opened", dir.display()),
+                    ));
+                }
+                Ok((open_dir, toc, stored))
             });
             match opened {
-                Ok((toc, stored)) => break (dir, toc, stored),
+                Ok((open_dir, toc, stored)) => break (dir, open_dir, toc, stored),
                 Err(e) if e.kind() == ErrorKind::NotFound && attempt < 3 => continue,
                 Err(e) => return Err(e),
             }
@@ -275,10 +290,13 @@ impl Catalogue for TocCatalogue {
             roots: self.roots.clone(),
             ident,
             abs_dir: std::path::absolute(&dir).map_err(|e| Error::io(dir.display(), e))?,
+            dir_ident: open_dir.identity()?,
+            open_dir,
             dir,
             toc,
             toc_path,
             index: None,
+            same_dir: HashMap::new(),
             pending: PendingEntries::new(),
             invisible: false,
         }))
@@ -439,6 +457,31 @@ impl BlockFormat for DataFiles<'_> {
     }
 }
 
+/// How a writer names data files in its blocks: [`data_name`], and a data
+/// file whose directory is the dataset's own under another path (a move
+/// came between the catalogue's and the store's writer opening it) by its
+/// name in the dataset directory too.
+struct WriterFiles<'a> {
+    abs_dir: &'a Path,
+    /// Data file URIs in the dataset directory under another path, with
+    /// their relative names.
+    same_dir: &'a HashMap<Arc<str>, String>,
+}
+
+impl BlockFormat for WriterFiles<'_> {
+    const VALUES: ValueLen = ValueLen::U16;
+    const UNIT: &'static str = "data file";
+    fn unit_name<'u>(&self, uri: &'u str) -> Cow<'u, str> {
+        match self.same_dir.get(uri) {
+            Some(name) => Cow::Owned(name.clone()),
+            None => Cow::Owned(data_name(self.abs_dir, uri)),
+        }
+    }
+    fn unit_uri(&self, name: &str) -> Arc<str> {
+        Arc::from(data_uri(self.abs_dir, name))
+    }
+}
+
 /// One writer's index file (shared-`flock`ed while open, like the data
 /// files, so that purge can tell a live writer's file).
 struct IndexFile {
@@ -450,6 +493,11 @@ struct IndexFile {
 }
 
 /// One writer's session with one dataset's table of contents.
+///
+/// It follows the dataset, not a path: its `toc` and directory are open
+/// descriptors, so a move within one file system (a rename of the
+/// directory) takes them along, and its index file is created in the
+/// directory it opened, wherever that is now.
 struct TocWriter {
     /// The schema the dataset was created under (its INIT record's).
     schema: Arc<str>,
@@ -457,11 +505,20 @@ struct TocWriter {
     roots: Vec<Root>,
     /// Device and inode of the table of contents it appends to.
     ident: (u64, u64),
+    /// Where the dataset directory is (last seen).
     dir: PathBuf,
+    /// The directory's absolute path when opened: the base of the relative
+    /// names of data files in blocks.
     abs_dir: PathBuf,
+    open_dir: OpenDir,
+    /// Device and inode of the dataset directory.
+    dir_ident: (u64, u64),
     toc: File,
     toc_path: PathBuf,
     index: Option<IndexFile>,
+    /// Data file URIs under another path of the same directory, with their
+    /// names in it (see [`WriterFiles`]).
+    same_dir: HashMap<Arc<str>, String>,
     /// Entries since the last flush.
     pending: PendingEntries,
     /// The last flush failed before its record could be visible
@@ -469,13 +526,44 @@ struct TocWriter {
     invisible: bool,
 }
 
+/// A shared `flock` on a writer's `toc`, held from before it checks where
+/// the dataset is until its append is synced and checked: a move takes the
+/// exclusive lock before it renames the dataset, so that what a writer
+/// found stays true until its record is in (see `docs/maintenance.md`,
+/// "Move").
+struct AppendLock<'a>(&'a File);
+
+impl<'a> AppendLock<'a> {
+    fn take(toc: &'a File, path: &Path) -> Result<AppendLock<'a>> {
+        layout::flock(toc, libc::LOCK_SH)
+            .map_err(|e| Error::io(format!("locking {}", path.display()), e))?;
+        Ok(AppendLock(toc))
+    }
+}
+
+impl Drop for AppendLock<'_> {
+    fn drop(&mut self) {
+        let _ = layout::flock(self.0, libc::LOCK_UN);
+    }
+}
+
+/// Where a writer's dataset is, as seen from its `toc`.
+enum Whereabouts {
+    /// Its `toc` path names the writer's `toc`, here (moved within one
+    /// file system if not where it was).
+    Here(PathBuf),
+    /// Another dataset of that key is where it was: the writer's was
+    /// copied to another file system and retired, or wiped.
+    Gone { moved: bool },
+}
+
 impl TocWriter {
     fn index_file(&mut self) -> Result<&mut IndexFile> {
         if self.index.is_none() {
-            let (name, path, file) = layout::create_writer_file(&self.dir, "index")?;
+            let (name, file) = self.open_dir.create_writer_file("index")?;
             self.index = Some(IndexFile {
+                path: self.dir.join(&name),
                 name,
-                path,
                 file,
                 len: 0,
                 synced_dir: false,
@@ -486,27 +574,112 @@ impl TocWriter {
             .ok_or_else(|| Error::internal("index file not open"))
     }
 
-    /// After appending to the table of contents: is it still the dataset's?
-    /// A wipe renames the dataset directory away (the append then went to a
-    /// tombstone: nothing of it is visible); a move renames it into another
-    /// root (the append is visible there).
-    fn check_still_there(&mut self) -> Result<()> {
+    /// Where this writer's dataset is now: its `toc` at the path it had,
+    /// or found by identity in another root (moved within one file
+    /// system); else gone, copied to another file system (a move's copy is
+    /// the dataset now) or wiped.
+    fn whereabouts(&self) -> Whereabouts {
         let same =
             |p: &Path| std::fs::metadata(p).is_ok_and(|m| layout::identity(&m) == self.ident);
         if same(&self.toc_path) {
-            return Ok(());
+            return Whereabouts::Here(self.dir.clone());
         }
-        if let Some(dir) = layout::find_dataset(&self.roots, &self.key) {
-            if same(&dir.join(TOC)) {
-                // Moved. Names of data files stay relative to where they
-                // were written, which moved along.
+        match layout::find_dataset(&self.roots, &self.key) {
+            Some(dir) if same(&dir.join(TOC)) => Whereabouts::Here(dir),
+            Some(dir) => Whereabouts::Gone {
+                moved: dir.join(layout::MOVED_FROM).exists() || self.was_copied_to(&dir),
+            },
+            None => Whereabouts::Gone { moved: false },
+        }
+    }
+
+    /// Whether the dataset at `dir` is a copy of this writer's (a move
+    /// across file systems, finished): its `toc` starts with the bytes of
+    /// this writer's.
+    fn was_copied_to(&self, dir: &Path) -> bool {
+        let Ok(theirs) = File::open(dir.join(TOC)) else {
+            return false;
+        };
+        let mut ours = [0u8; 4096];
+        let mut got = [0u8; 4096];
+        let n = self.read_toc_start(&mut ours);
+        n > 0 && theirs.read_at(&mut got[..n], 0).is_ok_and(|m| m == n) && ours[..n] == got[..n]
+    }
+
+    fn read_toc_start(&self, buf: &mut [u8]) -> usize {
+        // The writer's `toc` is open for appending only: read it by its
+        // descriptor's path.
+        File::open(format!("/proc/self/fd/{}", self.toc.as_raw_fd()))
+            .and_then(|f| f.read_at(buf, 0))
+            .unwrap_or(0)
+    }
+
+    /// Before appending, with the append lock held: follow the dataset if
+    /// it moved within one file system; fail if it is gone (nothing of
+    /// this flush is visible then).
+    fn follow(&mut self) -> Result<()> {
+        match self.whereabouts() {
+            Whereabouts::Here(dir) => {
+                if dir != self.dir {
+                    self.toc_path = dir.join(TOC);
+                    self.dir = dir;
+                }
+                Ok(())
+            }
+            Whereabouts::Gone { moved: true } => Err(moved_while_writing(&self.key)),
+            Whereabouts::Gone { moved: false } => Err(wiped_while_writing(&self.key)),
+        }
+    }
+
+    /// After appending to the table of contents, with the append lock
+    /// held: is it still the dataset's? A wipe renames the dataset
+    /// directory away without the lock (the append then went to a
+    /// tombstone: nothing of it is visible).
+    fn check_still_there(&mut self) -> Result<()> {
+        match self.whereabouts() {
+            Whereabouts::Here(dir) => {
                 self.toc_path = dir.join(TOC);
                 self.dir = dir;
-                return Ok(());
+                Ok(())
+            }
+            Whereabouts::Gone { .. } => Err(wiped_while_writing(&self.key)),
+        }
+    }
+
+    /// The names blocks give the data files at `uris`: a file in this
+    /// dataset's directory under another path is named relative to it too
+    /// (looked up once per file).
+    fn learn_data_files<'u>(&mut self, uris: impl Iterator<Item = &'u Arc<str>>) {
+        for uri in uris {
+            if self.same_dir.contains_key(uri) || data_name(&self.abs_dir, uri).starts_with("./") {
+                continue;
+            }
+            let Some(path) = uri.strip_prefix("file://").map(Path::new) else {
+                continue;
+            };
+            let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+                continue;
+            };
+            if std::fs::metadata(parent).is_ok_and(|m| layout::identity(&m) == self.dir_ident) {
+                self.same_dir
+                    .insert(uri.clone(), format!("./{}", name.to_string_lossy()));
             }
         }
-        Err(wiped_while_writing(&self.key))
     }
+}
+
+/// A flush refused because the dataset was copied to another file system
+/// while the writer held it (see `docs/maintenance.md`, "Move").
+fn moved_while_writing(dataset: &DatasetKey) -> Error {
+    Error::new(
+        ErrorKind::NotFound,
+        format!(
+            "dataset {} was moved to another file system while this handle was writing to it: \
+             the fields of this flush are not stored; archive them again (they go to the moved \
+             dataset)",
+            dataset.braced()
+        ),
+    )
 }
 
 impl CatalogueWriter for TocWriter {
@@ -528,11 +701,23 @@ impl CatalogueWriter for TocWriter {
         if self.pending.is_empty() {
             return Ok(());
         }
+        let base = self.index.as_ref().map_or(0, |idx| idx.len);
         match self.flush_pending() {
             Ok(()) => Ok(()),
-            // Failing because the dataset was wiped under the writer (its
-            // directory gone) says so.
-            Err(e) => Err(self.check_still_there().err().unwrap_or(e)),
+            Err(e) => {
+                if self.invisible {
+                    // No record names what this flush appended to the
+                    // index file: it goes.
+                    self.cut_index(base);
+                }
+                // Failing because the dataset was wiped or moved away under
+                // the writer (its directory gone) says so.
+                Err(match self.whereabouts() {
+                    Whereabouts::Here(_) => e,
+                    Whereabouts::Gone { moved: true } => moved_while_writing(&self.key),
+                    Whereabouts::Gone { moved: false } => wiped_while_writing(&self.key),
+                })
+            }
         }
     }
 
@@ -554,57 +739,48 @@ impl TocWriter {
         }
     }
 
-    /// Step 2: append this flush's blocks to the index file in one write
-    /// and sync it; returns the file's name and where the blocks start. On
-    /// failure the file is cut back.
-    fn append_blocks(&mut self, all: &[u8]) -> Result<(String, u64)> {
-        let idx = self.index_file()?;
-        let base = idx.len;
-        let written = (|| {
-            idx.file
-                .write_all(all)
-                .map_err(|e| Error::io(format!("writing {}", idx.path.display()), e))?;
-            idx.len += all.len() as u64;
-            layout::sync_data(&idx.file, &idx.path)?;
-            let need_dir_sync = !idx.synced_dir;
-            idx.synced_dir = true;
-            Ok::<_, Error>((idx.name.clone(), need_dir_sync))
-        })();
-        let synced = written.and_then(|(name, need_dir_sync)| {
-            if need_dir_sync {
-                layout::sync_dir(&self.dir)?;
-            }
-            Ok(name)
-        });
-        match synced {
-            Ok(name) => Ok((name, base)),
-            Err(e) => {
-                self.cut_index(base);
-                Err(e)
-            }
-        }
-    }
-
     fn flush_pending(&mut self) -> Result<()> {
         // Until the FLUSH record is appended whole, a failure leaves
         // nothing visible.
         self.invisible = true;
         let pending = self.pending.take();
-        if layout::dataset_locks(&self.roots, &self.dir)?.contains(Operation::Archive) {
+        if self.locks()?.contains(Operation::Archive) {
             return Err(locked(&self.key, Operation::Archive));
         }
+        self.learn_data_files(
+            pending
+                .groups()
+                .flat_map(|(_, entries)| entries.iter().map(|(_, l)| &l.uri)),
+        );
+        let files = WriterFiles {
+            abs_dir: &self.abs_dir,
+            same_dir: &self.same_dir,
+        };
         // Blocks: per collocation, runs of one keyword list.
         let mut blocks = Vec::new();
         let mut described = Vec::new();
         for (collocation, entries) in pending.groups() {
-            let (payload, axes) = block::encode(&DataFiles(&self.abs_dir), collocation, entries);
+            let (payload, axes) = block::encode(&files, collocation, entries);
             let mut framed = Vec::new();
             format::FRAMING.frame(&mut framed, format::BLOCK, &payload);
             blocks.push(framed);
             described.push((collocation.clone(), axes, entries.len() as u32));
         }
         // 2. Index blocks, one write, synced.
-        let (index_name, base) = self.append_blocks(&blocks.concat())?;
+        let idx = self.index_file()?;
+        let base = idx.len;
+        let all: Vec<u8> = blocks.concat();
+        idx.file
+            .write_all(&all)
+            .map_err(|e| Error::io(format!("writing {}", idx.path.display()), e))?;
+        idx.len += all.len() as u64;
+        layout::sync_data(&idx.file, &idx.path)?;
+        let need_dir_sync = !idx.synced_dir;
+        idx.synced_dir = true;
+        let index_name = idx.name.clone();
+        if need_dir_sync {
+            self.open_dir.sync()?;
+        }
         // 3. One FLUSH record in the table of contents, one write, synced.
         let mut p = Enc::default();
         p.u64(
@@ -633,20 +809,25 @@ impl TocWriter {
         }
         let mut rec = Vec::new();
         format::FRAMING.frame(&mut rec, format::FLUSH, &p.0);
-        let n = match self.toc.write(&rec) {
-            Ok(n) => n,
-            Err(e) => {
-                self.cut_index(base);
-                return Err(Error::io(
-                    format!("appending to {}", self.toc_path.display()),
-                    e,
-                ));
-            }
-        };
+        // The lock is taken on a clone of the descriptor (one open file
+        // description: the same lock) so that `self` stays free to update.
+        let toc = self
+            .toc
+            .try_clone()
+            .map_err(|e| Error::io(self.toc_path.display(), e))?;
+        let _lock = AppendLock::take(&toc, &self.toc_path)?;
+        crate::failpoint::hit("flush.before_append");
+        self.follow()?;
+        if self.locks()?.contains(Operation::Archive) {
+            return Err(locked(&self.key, Operation::Archive));
+        }
+        let n = self
+            .toc
+            .write(&rec)
+            .map_err(|e| Error::io(format!("appending to {}", self.toc_path.display()), e))?;
         if n != rec.len() {
             // A start of a record and nothing else: not visible, and not
             // damage to anything visible (readers step over it).
-            self.cut_index(base);
             return Err(Error::new(
                 ErrorKind::StorageFull,
                 format!(
@@ -661,6 +842,14 @@ impl TocWriter {
         self.invisible = false;
         layout::sync_data(&self.toc, &self.toc_path)?;
         self.check_still_there()
+    }
+
+    /// The operations the dataset is locked against: its `control` file's
+    /// (read through the open directory) and those its root's flags
+    /// disable.
+    fn locks(&self) -> Result<Locks> {
+        let root = layout::root_of(&self.roots, &self.dir).map_or(Locks::NONE, Root::disabled);
+        Ok(self.open_dir.read_control()?.union(root))
     }
 }
 
@@ -743,6 +932,10 @@ pub(super) struct ReaderState {
     ident: (u64, u64),
     /// Bytes of the table of contents consumed: everything before is known.
     pos: u64,
+    /// CRC-32C of those bytes: a table of contents found elsewhere that
+    /// starts with the same bytes is this log, moved (see
+    /// [`ReaderState::same_log`]).
+    digest: u32,
     pub(super) order: Vec<CollocationKey>,
     pub(super) collocations: HashMap<CollocationKey, Collocation>,
     index_files: HashMap<String, Arc<File>>,
@@ -938,7 +1131,11 @@ impl ReaderState {
                 format!("{} holds dataset {stored}, not {key}", dir.display()),
             ));
         }
+        let digest = prefix_digest(&toc, pos)
+            .map_err(|e| Error::io(toc_path.display(), e))?
+            .unwrap_or(0);
         Ok(ReaderState {
+            digest,
             schema,
             abs_dir: std::path::absolute(dir).map_err(|e| Error::io(dir.display(), e))?,
             dir: dir.to_path_buf(),
@@ -960,6 +1157,30 @@ impl ReaderState {
         })
     }
 
+    /// Whether `other` (just opened elsewhere) is this reader's log moved
+    /// there: a rename within one file system, or a move's byte-for-byte
+    /// copy. It then starts with every byte this reader consumed (a
+    /// dataset created anew differs: its FLUSH records carry other times
+    /// and writers).
+    fn same_log(&self, other: &ReaderState) -> bool {
+        let Some(toc) = other.toc.as_ref() else {
+            return false;
+        };
+        self.toc.is_some()
+            && self.pos > other.pos
+            && prefix_digest(toc, self.pos).ok().flatten() == Some(self.digest)
+    }
+
+    /// Where this reader's blocks are in its log, with the positions it
+    /// gave them.
+    fn positions(&self) -> HashMap<(String, u64), u64> {
+        self.collocations
+            .values()
+            .flat_map(|c| &c.blocks)
+            .map(|b| ((b.file.clone(), b.offset), b.position))
+            .collect()
+    }
+
     /// The state of a dataset that is gone: nothing in it.
     fn gone(dir: &Path) -> ReaderState {
         ReaderState {
@@ -971,6 +1192,7 @@ impl ReaderState {
             toc: None,
             ident: (0, 0),
             pos: 0,
+            digest: 0,
             order: Vec::new(),
             collocations: HashMap::new(),
             index_files: HashMap::new(),
@@ -1396,6 +1618,7 @@ impl TocReader {
     /// Catch up: follow the dataset if it was wiped, moved or created anew,
     /// read its lock state, then the records appended since the last time.
     pub(super) fn refresh_locked(&self, st: &mut ReaderState) -> Result<()> {
+        let mut carried = HashMap::new();
         let meta = std::fs::metadata(&st.toc_path);
         let same = st.toc.is_some() && matches!(&meta, Ok(m) if layout::identity(m) == st.ident);
         let len = if same {
@@ -1419,6 +1642,13 @@ impl TocReader {
             }
             match opened {
                 Some(new) => {
+                    // The same log moved: its blocks keep the positions
+                    // this reader gave them, so that `scan_since` (what
+                    // `watch` reads) does not report them again. Blocks
+                    // are read again from where the dataset is now.
+                    if st.same_log(&new) {
+                        carried = st.positions();
+                    }
                     *st = new;
                     let toc = st
                         .toc
@@ -1516,7 +1746,15 @@ impl TocReader {
                 }
             }
         }
+        st.digest = crc32c::crc32c_append(st.digest, &buf[..used]);
         st.pos += used as u64;
+        if !carried.is_empty() {
+            for b in st.collocations.values_mut().flat_map(|c| &mut c.blocks) {
+                if let Some(&p) = carried.get(&(b.file.clone(), b.offset)) {
+                    b.position = p;
+                }
+            }
+        }
         Ok(())
     }
 
@@ -1664,6 +1902,22 @@ impl DatasetReader for TocReader {
         }
         out
     }
+}
+
+/// CRC-32C of the first `len` bytes of `toc`; `None` if it is shorter.
+fn prefix_digest(toc: &File, len: u64) -> std::io::Result<Option<u32>> {
+    let mut buf = vec![0u8; 1 << 16];
+    let (mut at, mut crc) = (0u64, 0u32);
+    while at < len {
+        let want = (len - at).min(buf.len() as u64) as usize;
+        let n = toc.read_at(&mut buf[..want], at)?;
+        if n == 0 {
+            return Ok(None);
+        }
+        crc = crc32c::crc32c_append(crc, &buf[..n]);
+        at += n as u64;
+    }
+    Ok(Some(crc))
 }
 
 /// Whether damaged bytes are only the beginning of a record: its magic,

@@ -102,44 +102,8 @@ pub(crate) fn classify(name: &str) -> FileKind {
     FileKind::Unknown
 }
 
-/// Create `<dir>/<writer>.<ext>` for one writer, holding a shared `flock`
-/// on it for as long as the file is open, so that purge and wipe can tell a
-/// live writer's file from a dead one's. The file is created under a
-/// private name, locked, then renamed into place: it is never visible
-/// unlocked while its writer lives.
-pub(crate) fn create_writer_file(dir: &Path, ext: &str) -> Result<(String, PathBuf, File)> {
-    // Between `open` and `flock` the private file is unlocked, so a purge
-    // may take it for a killed writer's and remove it; the rename then
-    // fails with `NotFound` and the writer starts again under a new id.
-    let mut attempt = 0;
-    loop {
-        attempt += 1;
-        let id = writer_id();
-        let name = format!("{id}.{ext}");
-        let tmp = dir.join(format!(".{name}.new"));
-        let path = dir.join(&name);
-        let what = |e| Error::io(format!("creating {}", path.display()), e);
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .open(&tmp)
-            .map_err(what)?;
-        flock(&file, libc::LOCK_SH).map_err(what)?;
-        match std::fs::rename(&tmp, &path) {
-            Ok(()) => return Ok((name, path, file)),
-            Err(e) if e.kind() == io::ErrorKind::NotFound && attempt < 3 && dir.is_dir() => {
-                continue
-            }
-            Err(e) => {
-                let _ = std::fs::remove_file(&tmp);
-                return Err(what(e));
-            }
-        }
-    }
-}
-
-fn flock(file: &File, op: libc::c_int) -> io::Result<()> {
+/// `flock(2)`, retried when interrupted.
+pub(crate) fn flock(file: &File, op: libc::c_int) -> io::Result<()> {
     use std::os::fd::AsRawFd;
     loop {
         // SAFETY: a valid open file descriptor; flock has no other
@@ -346,24 +310,45 @@ fn dataset_in(root: &Path, key: &DatasetKey) -> Option<PathBuf> {
 
 /// The directory of `key` in `roots`: where it exists already (it has a
 /// table of contents), else in the first writable root.
+///
+/// A move's copy is skipped while its source exists; a move that retires
+/// the source during the look (the copy was passed over, then the source
+/// was gone) is looked at again, so that a dataset being moved is always
+/// found in one place or the other.
 pub(crate) fn find_dataset(roots: &[Root], key: &DatasetKey) -> Option<PathBuf> {
-    roots
-        .iter()
-        .filter(|r| r.visit)
-        .filter_map(|r| dataset_in(&r.path, key))
-        .find(|d| !is_unfinished_copy(d))
+    for _ in 0..3 {
+        let mut passed_over = false;
+        for r in roots.iter().filter(|r| r.visit) {
+            if let Some(d) = dataset_in(&r.path, key) {
+                if !is_unfinished_copy(&d) {
+                    return Some(d);
+                }
+                passed_over = true;
+            }
+        }
+        if !passed_over {
+            return None;
+        }
+    }
+    None
 }
 
-/// The source, retired source and copied length of the table of contents
-/// that a move's copy names, if `dir` is one.
-pub(crate) fn moved_from(dir: &Path) -> Option<(PathBuf, PathBuf, u64)> {
+/// The source, retired source and what is left to copy from it, that a
+/// move's copy names, if `dir` is one. The mark's lines: the source, the
+/// retired name, the `toc` length the bulk copy took, and, once the copy
+/// was made whole under the seal, `sealed <length>`.
+pub(crate) fn moved_from(dir: &Path) -> Option<(PathBuf, PathBuf, super::manage::Tail)> {
+    use super::manage::Tail;
     let text = std::fs::read_to_string(dir.join(MOVED_FROM)).ok()?;
     let mut lines = text.lines();
-    Some((
-        PathBuf::from(lines.next()?),
-        PathBuf::from(lines.next()?),
-        lines.next()?.parse().ok()?,
-    ))
+    let src = PathBuf::from(lines.next()?);
+    let retired = PathBuf::from(lines.next()?);
+    let copied: u64 = lines.next()?.parse().ok()?;
+    let tail = match lines.next() {
+        Some(l) if l.starts_with("sealed ") => Tail::Sealed,
+        _ => Tail::From(copied),
+    };
+    Some((src, retired, tail))
 }
 
 /// Whether `dir` is a move's copy whose source still exists: not the

@@ -452,6 +452,10 @@ pub(super) fn move_dataset(
     if src_dev == dst_dev {
         // One atomic rename: readers and writers holding files keep them
         // (the inodes move along) and find the dataset in its new root.
+        // Sealed, so that no writer is between finding the dataset and
+        // appending to it (see `seal`).
+        let _seal = seal(&src)?;
+        crate::failpoint::hit("move.sealed");
         std::fs::rename(&src, &dst).map_err(|e| {
             Error::io(
                 format!("renaming {} to {}", src.display(), dst.display()),
@@ -493,17 +497,68 @@ fn copy_tail(from: &Path, to: &Path, start: u64, end: Option<u64>) -> Result<u64
     Ok(buf.len() as u64)
 }
 
+/// How long a move waits for writers' appends in progress to end.
+const SEAL_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Seal the dataset at `dir` against appends: an exclusive `flock` on its
+/// `toc`, which every writer holds shared from before it checks where its
+/// dataset is until its record is appended, synced and checked. While the
+/// seal is held no append is in progress and none starts; a writer
+/// waiting for it then finds the dataset moved (renamed: it follows;
+/// copied and retired: its flush fails, nothing of it visible). Released
+/// when the returned file is dropped.
+///
+/// # Errors
+/// `NotFound` if the dataset is not there any more; `Unavailable` if
+/// writers kept it busy for [`SEAL_WAIT`].
+fn seal(dir: &Path) -> Result<File> {
+    let toc = dir.join(TOC);
+    let file = File::open(&toc).map_err(io_at(&toc))?;
+    let start = std::time::Instant::now();
+    loop {
+        match layout::flock(&file, libc::LOCK_EX | libc::LOCK_NB) {
+            Ok(()) => break,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                if start.elapsed() > SEAL_WAIT {
+                    return Err(Error::new(
+                        fieldstore_core::ErrorKind::Unavailable,
+                        format!(
+                            "{}: writers kept appending for {SEAL_WAIT:?}; the move did not start, \
+                             try again",
+                            toc.display()
+                        ),
+                    ));
+                }
+                std::thread::sleep(std::time::Duration::from_micros(200));
+            }
+            Err(e) => return Err(Error::io(format!("locking {}", toc.display()), e)),
+        }
+    }
+    // Wiped or moved by someone else while this waited.
+    let here = std::fs::metadata(&toc).map_err(io_at(&toc))?;
+    let held = file.metadata().map_err(io_at(&toc))?;
+    if layout::identity(&here) != layout::identity(&held) {
+        return Err(Error::new(
+            fieldstore_core::ErrorKind::NotFound,
+            format!("{} was moved or wiped meanwhile", dir.display()),
+        ));
+    }
+    Ok(file)
+}
+
 /// Move across file systems: copy into a hidden directory of the target
-/// root, publish it (marked as a copy, see [`layout::MOVED_FROM`]), retire
-/// the source with a rename, copy what writers appended in between, then
-/// unmark the copy and delete the retired source.
+/// root while writers go on, seal the source (no append in progress or
+/// starting), copy what was appended meanwhile, publish the copy (marked
+/// as a copy, see [`layout::MOVED_FROM`]), retire the source with a rename,
+/// unseal, then delete the retired source and unmark the copy.
 ///
 /// Until the source is retired, readers, writers and listings use the
-/// source and ignore the copy; afterwards, the copy. A writer that
-/// appended to the source before it was retired had its flush copied; one
-/// that appended after finds, on checking, that the dataset it appended to
-/// was renamed away, and reports the flush failed. A move interrupted at
-/// any step is finished, or undone, by [`finish_moves`].
+/// source and ignore the copy; afterwards, the copy, which then holds
+/// every record of the source: readers see no gap. A writer whose flush
+/// was appended before the seal has it in the copy; one that waited for
+/// the seal finds its dataset retired and reports its flush failed, and
+/// nothing of it is in the copy. A move interrupted at any step is
+/// finished, or undone, by [`finish_moves`].
 pub(crate) fn copy_move(src: &Path, dst: &Path) -> Result<()> {
     let dst_root = dst
         .parent()
@@ -518,7 +573,7 @@ pub(crate) fn copy_move(src: &Path, dst: &Path) -> Result<()> {
     let retired_abs = std::path::absolute(&retired).map_err(io_at(&retired))?;
     std::fs::create_dir(&tmp).map_err(io_at(&tmp))?;
     let marker = tmp.join(MOVED_FROM);
-    let result = (|| -> Result<(u64, File)> {
+    let result = (|| -> Result<(File, File)> {
         let mut m = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
@@ -545,10 +600,18 @@ pub(crate) fn copy_move(src: &Path, dst: &Path) -> Result<()> {
             copy_tail(&path, &tmp.join(&name), 0, None)?;
         }
         copy_tail(&src.join(TOC), &tmp.join(TOC), 0, Some(toc_len))?;
+        crate::failpoint::hit("move.before_seal");
+        let seal = seal(src)?;
+        let sealed_len = copy_appended(src, &tmp, toc_len)?;
+        // The copy is whole: a move finished after a crash from here on
+        // copies nothing more (later appends to the source are flushes
+        // that failed).
+        writeln!(m, "sealed {sealed_len}").map_err(io_at(&marker))?;
+        m.sync_all().map_err(io_at(&marker))?;
         layout::sync_dir(&tmp)?;
-        Ok((toc_len, lock))
+        Ok((seal, lock))
     })();
-    let (toc_len, _lock) = match result {
+    let (seal, _lock) = match result {
         Ok(r) => r,
         Err(e) => {
             let _ = std::fs::remove_dir_all(&tmp);
@@ -571,8 +634,47 @@ pub(crate) fn copy_move(src: &Path, dst: &Path) -> Result<()> {
         )
     })?;
     layout::sync_dir(src_root)?;
-    crate::failpoint::hit("move.before_tails");
-    finish_copy(dst, &retired, toc_len)
+    drop(seal);
+    crate::failpoint::hit("move.before_cleanup");
+    finish_copy(dst, &retired, Tail::Sealed)
+}
+
+/// Copy onto the copy `to` what was appended to `from` since the bulk
+/// copy (the source sealed: nothing is being appended): the tails of data
+/// and index files, the `control` file whole, and `toc` from `toc_len`.
+/// Returns the length of `toc` copied.
+fn copy_appended(from: &Path, to: &Path, toc_len: u64) -> Result<u64> {
+    for (name, path) in entries(from)? {
+        if name == TOC || !path.is_file() {
+            continue;
+        }
+        if layout::classify(&name) == FileKind::Control {
+            let _ = std::fs::remove_file(to.join(&name));
+            copy_tail(&path, &to.join(&name), 0, None)?;
+            continue;
+        }
+        let have = std::fs::metadata(to.join(&name)).map_or(0, |m| m.len());
+        copy_tail(&path, &to.join(&name), have, None)?;
+    }
+    if !from.join(layout::CONTROL).exists() {
+        layout::remove_file(&to.join(layout::CONTROL))?;
+    }
+    let len = std::fs::metadata(from.join(TOC))
+        .map_err(io_at(from))?
+        .len();
+    copy_tail(&from.join(TOC), &to.join(TOC), toc_len, Some(len))?;
+    Ok(toc_len.max(len))
+}
+
+/// What the end of a move still has to copy from the retired source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Tail {
+    /// Nothing: the copy was made whole under the seal; what was appended
+    /// to the retired source after it are failed flushes.
+    Sealed,
+    /// A move of an earlier version (no seal): what writers appended to
+    /// the retired source from this `toc` length.
+    From(u64),
 }
 
 /// Whether the copy's table of contents already holds `from[start..end]`
@@ -590,15 +692,14 @@ fn toc_holds_tail(to: &Path, from: &Path, start: u64, end: u64) -> Result<bool> 
         .is_some_and(|rest| rest.windows(tail.len()).any(|w| w == tail.as_slice())))
 }
 
-/// The end of a move whose source is retired: copy what writers appended
-/// to the retired source after the copy (from `toc_len`, the length the
-/// copy started from, which the mark keeps), delete the retired source,
-/// unmark the copy. Run again after a crash, it copies only what is missing
-/// (data and index files by their lengths; the table of contents' tail is
-/// one write, so either all there or not at all).
-fn finish_copy(dst: &Path, retired: &Path, toc_len: u64) -> Result<()> {
-    if retired.join(TOC).exists() {
-        let start = toc_len;
+/// The end of a move whose source is retired: for a move of an earlier
+/// version, copy what writers appended to the retired source after the
+/// copy (from the length the mark keeps); then delete the retired source
+/// and unmark the copy. Run again after a crash, it copies only what is
+/// missing (data and index files by their lengths; the table of contents'
+/// tail is one write, so either all there or not at all).
+fn finish_copy(dst: &Path, retired: &Path, tail: Tail) -> Result<()> {
+    if let (Tail::From(start), true) = (tail, retired.join(TOC).exists()) {
         let new_len = std::fs::metadata(retired.join(TOC))
             .map_err(io_at(retired))?
             .len();
@@ -688,8 +789,8 @@ pub(super) fn finish_moves(cat: &TocCatalogue) -> Result<Vec<PathBuf>> {
             .file_name()
             .is_some_and(|n| n.to_string_lossy().starts_with(MOVING));
         match layout::moved_from(&dir) {
-            Some((src, retired, toc_len)) if !copying && !src.join(TOC).exists() => {
-                finish_copy(&dir, &retired, toc_len)?;
+            Some((src, retired, tail)) if !copying && !src.join(TOC).exists() => {
+                finish_copy(&dir, &retired, tail)?;
                 finished.push(dir.clone());
             }
             _ => {

@@ -14,6 +14,7 @@ mod format;
 mod layout;
 pub(crate) mod manage;
 mod notify;
+mod open_dir;
 mod staging;
 mod store;
 

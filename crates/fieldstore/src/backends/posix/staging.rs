@@ -57,6 +57,7 @@
 //! fall back to ordinary buffered writes with no gaps.
 
 use std::fs::{File, OpenOptions};
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
@@ -298,10 +299,12 @@ impl Staging {
     /// held), directly when the file system allows it.
     pub(crate) fn new(path: &Path, file: File, mode: DataWrites) -> Staging {
         let direct = if mode == DataWrites::Direct {
+            // The same file, through its descriptor, not `path`: its
+            // directory may have been moved since it was created.
             OpenOptions::new()
                 .write(true)
                 .custom_flags(libc::O_DIRECT)
-                .open(path)
+                .open(format!("/proc/self/fd/{}", file.as_raw_fd()))
                 .ok()
                 .map(std::sync::Arc::new)
         } else {
@@ -565,7 +568,6 @@ impl Staging {
 /// file systems without `sync_file_range` (it is Linux-only) lose nothing
 /// but the overlap.
 fn writeback(file: &File, offset: u64, len: usize, wait: bool) {
-    use std::os::fd::AsRawFd;
     let flags = if wait {
         libc::SYNC_FILE_RANGE_WAIT_BEFORE
             | libc::SYNC_FILE_RANGE_WRITE
@@ -598,7 +600,6 @@ impl Drop for Staging {
 /// Allocate blocks for `len` bytes at `offset` of `file` without changing
 /// its size; `false` if the file system cannot.
 fn allocate(file: &File, offset: u64, len: u64) -> bool {
-    use std::os::fd::AsRawFd;
     let (Ok(offset), Ok(len)) = (i64::try_from(offset), i64::try_from(len)) else {
         return false;
     };
@@ -610,7 +611,6 @@ fn allocate(file: &File, offset: u64, len: u64) -> bool {
 /// Drop `len` bytes at `offset` of `file` from the page cache (clean pages
 /// only: call after they were written back). A hint: errors are ignored.
 fn drop_cached(file: &File, offset: u64, len: usize) {
-    use std::os::fd::AsRawFd;
     let (Ok(offset), Ok(len)) = (i64::try_from(offset), i64::try_from(len)) else {
         return;
     };

@@ -18,6 +18,7 @@ use fieldstore_core::maintenance::{Claim, HeldUnit, Item, ItemKind, Unit, UnitSt
 use fieldstore_core::{CollocationKey, DatasetKey, Error, FieldLocation, Result};
 
 use super::layout::{self, FileKind};
+use super::open_dir::OpenDir;
 pub use super::staging::DataWrites;
 use super::staging::Staging;
 use crate::config::Root;
@@ -238,9 +239,29 @@ impl Store for FileStore {
     }
 
     fn writer(&self, dataset: &DatasetKey) -> Result<Box<dyn StoreWriter>> {
-        let dir = layout::dataset_dir_for_write(&self.roots, &self.placement, dataset)?;
+        // The directory is opened now and its files created through the
+        // descriptor, so that they follow the dataset if a move renames it
+        // (see `open_dir.rs`). A store without a catalogue in its roots
+        // makes the directory itself. A wipe or move racing with this may
+        // take the directory away between finding and opening it: look
+        // again.
+        let mut attempt = 0;
+        let dir = loop {
+            attempt += 1;
+            let path = layout::dataset_dir_for_write(&self.roots, &self.placement, dataset)?;
+            if !path.exists() {
+                layout::ensure_dir(&path)?;
+            }
+            match OpenDir::open(&path) {
+                Err(e) if e.kind() == fieldstore_core::ErrorKind::NotFound && attempt < 3 => {}
+                r => break r?,
+            }
+        };
+        let abs = std::path::absolute(dir.opened_at())
+            .map_err(|e| Error::io(dir.opened_at().display(), e))?;
         Ok(Box::new(FileStoreWriter {
             dir,
+            abs,
             writes: self.writes,
             uri: Arc::from(""),
             data: None,
@@ -351,7 +372,12 @@ impl FileStore {
 
 /// One writer's data file in one dataset.
 struct FileStoreWriter {
-    dir: PathBuf,
+    /// The dataset directory, open: the data file is created through it.
+    dir: OpenDir,
+    /// Its absolute path when opened: locations name the data file by it
+    /// (the catalogue keeps names relative to the dataset directory, so a
+    /// move does not change what they resolve to).
+    abs: PathBuf,
     writes: DataWrites,
     uri: Arc<str>,
     /// Created on the first archive.
@@ -367,21 +393,13 @@ impl FileStoreWriter {
     fn open_file(&mut self) -> Result<&mut Staging> {
         if self.data.is_none() {
             // Created locked (shared flock, held while the file is open), so
-            // that purge never takes a live writer's file for an orphan. A
-            // wipe racing with this may rename the directory away between
-            // the two steps: make it again (the catalogue's flush then says
-            // the dataset was wiped).
-            let mut attempt = 0;
-            let (_, path, f) = loop {
-                attempt += 1;
-                layout::ensure_dir(&self.dir)?;
-                match layout::create_writer_file(&self.dir, "data") {
-                    Err(e) if e.kind() == fieldstore_core::ErrorKind::NotFound && attempt < 3 => {}
-                    r => break r?,
-                }
-            };
-            let abs = std::path::absolute(&path).map_err(|e| Error::io(path.display(), e))?;
-            self.uri = Arc::from(format!("file://{}", abs.display()));
+            // that purge never takes a live writer's file for an orphan; in
+            // the directory this writer opened, wherever it is now. A
+            // dataset wiped meanwhile fails here (`NotFound`) or at the
+            // catalogue's flush, which says it was wiped.
+            let (name, f) = self.dir.create_writer_file("data")?;
+            let path = self.abs.join(&name);
+            self.uri = Arc::from(format!("file://{}", path.display()));
             self.data = Some(Staging::new(&path, f, self.writes));
             self.new_file = true;
         }
@@ -413,7 +431,7 @@ impl StoreWriter for FileStoreWriter {
         if self.new_file {
             // The data file's directory entry must be durable before any
             // index entry pointing into it is.
-            layout::sync_dir(&self.dir)?;
+            self.dir.sync()?;
             self.new_file = false;
         }
         self.unsynced = false;
