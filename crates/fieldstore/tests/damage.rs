@@ -736,3 +736,88 @@ fn purge_leaves_a_dataset_with_a_damaged_index_block_alone() {
         assert_eq!(err.kind(), ErrorKind::Corrupt, "{err}");
     }
 }
+
+/// A torn append whose header is whole announces more bytes than follow
+/// it; if the record after it is damaged too, the two read as one region.
+/// That region is not a torn append (it holds another record's start):
+/// lookups it may answer fail rather than lose that record in silence.
+#[test]
+fn a_damaged_record_right_after_a_torn_append_is_not_taken_for_part_of_it() {
+    let dir = tempfile::tempdir().unwrap();
+    fill(dir.path(), 20231201, 0..3);
+    let toc = dir_of(dir.path(), 20231201).join("toc");
+    let head = std::fs::read(&toc).unwrap();
+    fill(dir.path(), 20231201, 3..5);
+    let all_bytes = std::fs::read(&toc).unwrap();
+    let records: Vec<usize> = all_bytes[head.len()..]
+        .windows(4)
+        .enumerate()
+        .filter(|(_, w)| *w == b"FSR1")
+        .map(|(i, _)| head.len() + i)
+        .collect();
+    let (fourth, fifth) = (records[0], records[1]);
+    // The start of a long record (header whole, announcing 4 KiB): what a
+    // short append on a full disk leaves.
+    let long = flush_frame(&vec![0u8; 4096]);
+    let mut bytes = head.clone();
+    bytes.extend_from_slice(&long[..40]);
+    let mut damaged = all_bytes[fourth..fifth].to_vec();
+    let n = damaged.len();
+    damaged[n - 10] ^= 0x40;
+    bytes.extend_from_slice(&damaged);
+    bytes.extend_from_slice(&all_bytes[fifth..]);
+    std::fs::write(&toc, &bytes).unwrap();
+    let reader = store(dir.path());
+    let err = get(&reader, &key(20231201, 3)).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Corrupt, "{err}");
+    assert_eq!(
+        get(&reader, &key(20231201, 4)).unwrap().unwrap(),
+        b"20231201/4"
+    );
+}
+
+/// A FLUSH record (type 2) of `payload`, framed as `toc` records are.
+fn flush_frame(payload: &[u8]) -> Vec<u8> {
+    let mut out = b"FSR1".to_vec();
+    out.extend_from_slice(&1u16.to_le_bytes());
+    out.extend_from_slice(&2u16.to_le_bytes());
+    out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    out.extend_from_slice(&crc32c::crc32c(payload).to_le_bytes());
+    let hcrc = crc32c::crc32c(&out[..16]);
+    out.extend_from_slice(&hcrc.to_le_bytes());
+    out.extend_from_slice(payload);
+    out
+}
+
+/// A short append that wrote a whole header announces more bytes than
+/// follow it: readers took it for an append in progress and stopped there,
+/// so flushes made after it stayed invisible (silently missing) until the
+/// file grew past what it announced. An append in progress is the last
+/// thing in the file: whole records after it are read, and it is a torn
+/// append (no damage).
+#[test]
+fn flushes_after_a_torn_append_with_a_whole_header_are_read() {
+    let dir = tempfile::tempdir().unwrap();
+    fill(dir.path(), 20231201, 0..3);
+    let toc = dir_of(dir.path(), 20231201).join("toc");
+    let long = flush_frame(&vec![0u8; 4096]);
+    let mut f = std::fs::OpenOptions::new().append(true).open(&toc).unwrap();
+    std::io::Write::write_all(&mut f, &long[..40]).unwrap();
+    drop(f);
+    fill(dir.path(), 20231201, 3..5);
+    let reader = store(dir.path());
+    let (n, err) = listing(&reader);
+    assert_eq!((n, err.map(|e| e.to_string())), (5, None));
+    for step in 0..5 {
+        assert_eq!(
+            get(&reader, &key(20231201, step)).unwrap().unwrap(),
+            format!("20231201/{step}").as_bytes()
+        );
+    }
+    let status = reader.status(&all()).unwrap();
+    assert!(
+        status[0].damage.iter().any(|d| d.contains("cut short")),
+        "{:?}",
+        status[0].damage
+    );
+}

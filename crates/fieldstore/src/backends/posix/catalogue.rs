@@ -1345,6 +1345,21 @@ impl TocReader {
         }
     }
 
+    /// Step over bytes of the log that are not a whole record, with whole
+    /// records after them: a torn append (no damage), or damage.
+    fn skip_region(&self, st: &mut ReaderState, region: &[u8], at: u64, problem: String) {
+        if is_torn_append(region) {
+            st.torn.push(format!(
+                "{} at offset {at}: {} bytes of an append cut short (a full disk: that flush \
+                 failed and was never visible), skipped",
+                st.toc_path.display(),
+                region.len()
+            ));
+        } else {
+            self.step_over_damage(st, region, problem);
+        }
+    }
+
     /// Step over a damaged region of the log that is not a torn append:
     /// recovered as the FLUSH record it was if every block it names proves
     /// it ([`TocReader::recover_flush`]), else kept as a region that may
@@ -1703,7 +1718,23 @@ impl TocReader {
                     }
                     used += n;
                 }
-                Ok(Framed::Incomplete) => break,
+                Ok(Framed::Incomplete) => {
+                    // An append in progress is the last thing in the file
+                    // (appends are whole `write(2)`s, one after the other):
+                    // whole records after a record cut short mean it was
+                    // torn (a full disk), and they are read.
+                    let Some(skip) = format::FRAMING.resync(&buf[used + 1..]) else {
+                        break;
+                    };
+                    let skip = skip + 1;
+                    let problem = format!(
+                        "{what}: record cut short; {skip} bytes skipped, reading on at offset {}",
+                        at + skip as u64,
+                        what = what()
+                    );
+                    self.skip_region(st, &buf[used..used + skip], at, problem);
+                    used += skip;
+                }
                 Err(e) => {
                     // Damaged bytes (a short append on a full disk, a cut,
                     // a flipped byte): records appended after them are
@@ -1711,20 +1742,11 @@ impl TocReader {
                     match format::FRAMING.resync(&buf[used + 1..]) {
                         Some(skip) => {
                             let skip = skip + 1;
-                            let region = &buf[used..used + skip];
-                            if is_torn_append(region) {
-                                st.torn.push(format!(
-                                    "{} at offset {at}: {skip} bytes of an append cut short (a full \
-                                     disk: that flush failed and was never visible), skipped",
-                                    st.toc_path.display()
-                                ));
-                            } else {
-                                let problem = format!(
-                                    "{e}; {skip} bytes skipped, reading on at offset {}",
-                                    at + skip as u64
-                                );
-                                self.step_over_damage(st, &buf[used..used + skip], problem);
-                            }
+                            let problem = format!(
+                                "{e}; {skip} bytes skipped, reading on at offset {}",
+                                at + skip as u64
+                            );
+                            self.skip_region(st, &buf[used..used + skip], at, problem);
                             used += skip;
                         }
                         None => {
@@ -1921,9 +1943,13 @@ fn prefix_digest(toc: &File, len: u64) -> std::io::Result<Option<u32>> {
 }
 
 /// Whether damaged bytes are only the beginning of a record: its magic,
-/// and a header (if all there) that checks but announces more bytes.
+/// a header (if all there) that checks but announces more bytes, and no
+/// other record's start after it (a damaged record right after a torn
+/// append reads as one region with it, and must not pass for part of it).
 fn is_torn_append(region: &[u8]) -> bool {
-    region.starts_with(&format::FRAMING.magic())
+    let magic = format::FRAMING.magic();
+    region.starts_with(&magic)
+        && !region[1..].windows(magic.len()).any(|w| w == magic)
         && matches!(
             format::FRAMING.unframe(region, &String::new),
             Ok(Framed::Incomplete)
