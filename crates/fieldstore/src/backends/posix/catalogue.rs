@@ -984,8 +984,9 @@ pub(super) struct LogDamage {
     /// the dataset alone).
     pub(super) recovered: Vec<String>,
     /// The collocations the blocks in the dataset's index files hold, read
-    /// when a lookup of an unknown collocation meets damage; forgotten at
-    /// each refresh that reads something.
+    /// when a lookup of an unknown collocation meets damage; forgotten when
+    /// new damage is met (a damaged record names blocks written before it,
+    /// so blocks written later cannot matter).
     index_collocations: Option<IndexCollocations>,
 }
 
@@ -1393,6 +1394,9 @@ impl TocReader {
 
     /// A damaged region that was not recovered, at this point of the log.
     fn damaged_region(st: &mut ReaderState, problem: String) {
+        // The blocks it may name were written before it: read the index
+        // files again.
+        st.log.index_collocations = None;
         st.log.regions.push((next_position(), problem.clone()));
         st.damage.push(problem);
     }
@@ -1694,8 +1698,7 @@ impl TocReader {
                 .map_err(|e| Error::io(st.toc_path.display(), e))?;
         }
         let mut used = 0usize;
-        st.damage_at_end = None;
-        st.log.index_collocations = None;
+        let damage_at_end = st.damage_at_end.take();
         while used < buf.len() {
             let at = st.pos + used as u64;
             let toc_path = st.toc_path.clone();
@@ -1760,6 +1763,9 @@ impl TocReader {
                             if self.recover_at_end(st, &buf[used..], &problem) {
                                 used = buf.len();
                             } else {
+                                if damage_at_end.as_ref() != Some(&problem) {
+                                    st.log.index_collocations = None;
+                                }
                                 st.damage_at_end = Some(problem);
                             }
                             break;
