@@ -821,3 +821,53 @@ fn flushes_after_a_torn_append_with_a_whole_header_are_read() {
         status[0].damage
     );
 }
+
+/// A reader that follows its dataset moved to another root keeps knowing
+/// where the damage of its log lies among its blocks: a key flushed after
+/// a damaged record still reads, one before it still fails.
+#[test]
+fn a_reader_following_a_moved_dataset_keeps_the_place_of_its_damage() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    std::fs::create_dir_all(&a).unwrap();
+    std::fs::create_dir_all(&b).unwrap();
+    let config = || {
+        let mut c = Config::embedded(&a);
+        c.roots = vec![fieldstore::Root::new(&a), fieldstore::Root::new(&b)];
+        c
+    };
+    let w = FieldStore::open(config()).unwrap();
+    for step in 0..3 {
+        w.archive(&key(20231201, step), format!("20231201/{step}").as_bytes())
+            .unwrap();
+        w.flush().unwrap();
+    }
+    drop(w);
+    // Damage the second FLUSH record's axes (not recoverable).
+    let toc = dir_of(&a, 20231201).join("toc");
+    let mut bytes = std::fs::read(&toc).unwrap();
+    let starts: Vec<usize> = bytes
+        .windows(4)
+        .enumerate()
+        .filter(|(_, w)| *w == b"FSR1")
+        .map(|(i, _)| i)
+        .collect();
+    bytes[starts[3] - 10] ^= 0x40;
+    std::fs::write(&toc, &bytes).unwrap();
+    let reader = FieldStore::open(config()).unwrap();
+    let check = |when: &str| {
+        assert_eq!(
+            get(&reader, &key(20231201, 2)).unwrap().unwrap(),
+            b"20231201/2",
+            "{when}: flushed after the damage"
+        );
+        let err = get(&reader, &key(20231201, 0)).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Corrupt, "{when}: {err}");
+    };
+    check("before the move");
+    FieldStore::open(config())
+        .unwrap()
+        .move_datasets(&all(), &b)
+        .unwrap();
+    check("after the move");
+}

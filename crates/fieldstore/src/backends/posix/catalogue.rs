@@ -971,10 +971,10 @@ pub(super) struct ReaderState {
 #[derive(Debug, Default)]
 pub(super) struct LogDamage {
     /// Damaged regions not recovered: their position among the blocks
-    /// ([`next_position`]) and what is wrong.
-    regions: Vec<(u64, String)>,
-    /// The position of the last WIPE of each collocation.
-    wiped_at: HashMap<CollocationKey, u64>,
+    /// ([`next_position`]), their offset in the log, and what is wrong.
+    regions: Vec<(u64, u64, String)>,
+    /// The position and offset of the last WIPE of each collocation.
+    wiped_at: HashMap<CollocationKey, (u64, u64)>,
     /// Per index file, the end of the blocks the records read so far name.
     /// A writer appends its blocks, then names them in one record, flush
     /// after flush, and is dropped after a failed flush: the blocks of its
@@ -1062,11 +1062,40 @@ impl LogDamage {
     fn newer_than(&self, collocation: &CollocationKey, found: Option<u64>) -> Option<&str> {
         let since = found
             .unwrap_or(0)
-            .max(self.wiped_at.get(collocation).copied().unwrap_or(0));
+            .max(self.wiped_at.get(collocation).map_or(0, |w| w.0));
         self.regions
             .iter()
-            .find(|(at, _)| *at > since)
-            .map(|(_, problem)| problem.as_str())
+            .find(|(position, _, _)| *position > since)
+            .map(|(_, _, problem)| problem.as_str())
+    }
+
+    /// The positions of the damaged regions and WIPE records, by their
+    /// offset in the log.
+    pub(super) fn positions(&self) -> HashMap<u64, u64> {
+        self.regions
+            .iter()
+            .map(|(position, at, _)| (*at, *position))
+            .chain(
+                self.wiped_at
+                    .values()
+                    .map(|(position, at)| (*at, *position)),
+            )
+            .collect()
+    }
+
+    /// Give regions and WIPE records the positions a reader gave them
+    /// before (the same log, moved: its blocks keep theirs too).
+    pub(super) fn carry(&mut self, positions: &HashMap<u64, u64>) {
+        for (position, at, _) in &mut self.regions {
+            if let Some(&p) = positions.get(at) {
+                *position = p;
+            }
+        }
+        for (position, at) in self.wiped_at.values_mut() {
+            if let Some(&p) = positions.get(at) {
+                *position = p;
+            }
+        }
     }
 }
 
@@ -1357,7 +1386,7 @@ impl TocReader {
                 region.len()
             ));
         } else {
-            self.step_over_damage(st, region, problem);
+            self.step_over_damage(st, region, at, problem);
         }
     }
 
@@ -1365,10 +1394,10 @@ impl TocReader {
     /// recovered as the FLUSH record it was if every block it names proves
     /// it ([`TocReader::recover_flush`]), else kept as a region that may
     /// have held anything ([`LogDamage`]).
-    fn step_over_damage(&self, st: &mut ReaderState, region: &[u8], problem: String) {
+    fn step_over_damage(&self, st: &mut ReaderState, region: &[u8], at: u64, problem: String) {
         match self.recover_flush(st, region) {
             Some(blocks) => TocReader::recovered(st, blocks, &problem),
-            None => TocReader::damaged_region(st, problem),
+            None => TocReader::damaged_region(st, at, problem),
         }
     }
 
@@ -1393,11 +1422,11 @@ impl TocReader {
     }
 
     /// A damaged region that was not recovered, at this point of the log.
-    fn damaged_region(st: &mut ReaderState, problem: String) {
+    fn damaged_region(st: &mut ReaderState, at: u64, problem: String) {
         // The blocks it may name were written before it: read the index
         // files again.
         st.log.index_collocations = None;
-        st.log.regions.push((next_position(), problem.clone()));
+        st.log.regions.push((next_position(), at, problem.clone()));
         st.damage.push(problem);
     }
 
@@ -1440,9 +1469,9 @@ impl TocReader {
             units.push(data_uri(&st.abs_dir, d.str()?));
         }
         d.end_of("WIPE record")?;
-        let at = next_position();
+        let position = next_position();
         for c in &gone {
-            st.log.wiped_at.insert(c.clone(), at);
+            st.log.wiped_at.insert(c.clone(), (position, at));
         }
         st.order.retain(|c| !gone.contains(c));
         st.collocations.retain(|c, _| !gone.contains(c));
@@ -1638,6 +1667,7 @@ impl TocReader {
     /// read its lock state, then the records appended since the last time.
     pub(super) fn refresh_locked(&self, st: &mut ReaderState) -> Result<()> {
         let mut carried = HashMap::new();
+        let mut carried_log = HashMap::new();
         let meta = std::fs::metadata(&st.toc_path);
         let same = st.toc.is_some() && matches!(&meta, Ok(m) if layout::identity(m) == st.ident);
         let len = if same {
@@ -1667,6 +1697,7 @@ impl TocReader {
                     // are read again from where the dataset is now.
                     if st.same_log(&new) {
                         carried = st.positions();
+                        carried_log = st.log.positions();
                     }
                     *st = new;
                     let toc = st
@@ -1717,7 +1748,7 @@ impl TocReader {
                     if let Err(e) = applied {
                         // Checksums hold but the payload does not decode:
                         // a writer's bug, not a torn write. Skip the record.
-                        TocReader::damaged_region(st, format!("{e}; record skipped"));
+                        TocReader::damaged_region(st, at, format!("{e}; record skipped"));
                     }
                     used += n;
                 }
@@ -1776,6 +1807,7 @@ impl TocReader {
         }
         st.digest = crc32c::crc32c_append(st.digest, &buf[..used]);
         st.pos += used as u64;
+        st.log.carry(&carried_log);
         if !carried.is_empty() {
             for b in st.collocations.values_mut().flat_map(|c| &mut c.blocks) {
                 if let Some(&p) = carried.get(&(b.file.clone(), b.offset)) {
