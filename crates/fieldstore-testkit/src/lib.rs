@@ -39,6 +39,7 @@ pub mod processes;
 pub mod rng;
 pub mod streams;
 pub mod support;
+pub mod tmpfs;
 
 pub use checks::*;
 

@@ -20,6 +20,7 @@ use fieldstore_testkit::processes::{self, Launcher, Worker};
 use fieldstore_testkit::rng::Rng;
 use fieldstore_testkit::streams::Streams;
 use fieldstore_testkit::support::{archive_payload, key, must, request, retrieve_one};
+use fieldstore_testkit::tmpfs::Tmpfs;
 
 const WORKER: &str = env!("CARGO_BIN_EXE_fieldstore-testkit-worker");
 const WRITERS: usize = 4;
@@ -331,46 +332,16 @@ fn dataset_wipe_race(launcher: &Launcher, keep: &str, churn: &str) {
     check_everything_flushed(&fs, &keep);
 }
 
-/// A tmpfs mounted for one test (a second file system, so that moves copy);
-/// unmounted when dropped. CI runs as root, where it must not skip.
-struct Tmpfs(PathBuf);
-
-impl Tmpfs {
-    fn mount(path: &Path) -> Option<Tmpfs> {
-        std::fs::create_dir_all(path).unwrap();
-        let ok = std::process::Command::new("mount")
-            .args(["-t", "tmpfs", "-o", "size=256m", "tmpfs"])
-            .arg(path)
-            .status()
-            .is_ok_and(|s| s.success());
-        if !ok {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "CI must be able to mount a tmpfs (runs as root)"
-            );
-            eprintln!("skipped: mounting a tmpfs needs root");
-            return None;
-        }
-        Some(Tmpfs(path.to_path_buf()))
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("umount").arg(&self.0).status();
-    }
-}
-
 #[test]
 fn moves_across_file_systems_racing_writers_lose_nothing() {
     let _serial = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let a = dir.path().join("a");
     std::fs::create_dir(&a).unwrap();
-    let Some(b) = Tmpfs::mount(&dir.path().join("b")) else {
+    let Some(b) = Tmpfs::mount(&dir.path().join("b"), "256m") else {
         return;
     };
-    let launcher = launcher(dir.path(), &[&a, &b.0]);
+    let launcher = launcher(dir.path(), &[&a, b.path()]);
     let s = Streams {
         fields: 40,
         ..streams("mov1")
@@ -381,7 +352,7 @@ fn moves_across_file_systems_racing_writers_lose_nothing() {
     // Wait for the dataset to exist, then move it back and forth.
     let ds = s.dataset_request();
     let moves = while_writing(writers, &mut rng, |round| {
-        let to = if round % 2 == 0 { &b.0 } else { &a };
+        let to = if round % 2 == 0 { b.path() } else { &a };
         match fs.move_datasets(&ds, to) {
             Ok(_) => {}
             // Already there (a move of this round found it moved), or not
@@ -396,7 +367,7 @@ fn moves_across_file_systems_racing_writers_lose_nothing() {
     let status = must(fs.status(&ds), "status");
     assert_eq!(status.len(), 1, "{status:?}");
     assert!(status[0].damage.is_empty(), "{status:?}");
-    assert!(leftovers(&a).is_empty() && leftovers(&b.0).is_empty());
+    assert!(leftovers(&a).is_empty() && leftovers(b.path()).is_empty());
     assert_eq!(
         must(
             fs.list(

@@ -5,8 +5,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use fieldstore_core::maintenance::locked;
 use fieldstore_core::{
-    CollocationKey, DatasetKey, FieldLocation, Item, Key, Level, Operation, Request, Result,
-    Schema, SplitKey, Values,
+    CollocationKey, DatasetKey, ErrorKind, FieldLocation, Item, Key, Level, Operation, Request,
+    Result, Schema, SplitKey, Values,
 };
 
 use crate::catalogue::{Axes, Catalogue, CatalogueWriter, DatasetReader};
@@ -170,41 +170,62 @@ impl FieldStore {
             }
         }
         let mut writers = lock(&self.writers);
-        let w = match writers.get_mut(&split.dataset) {
-            Some(w) => w,
-            None => {
-                // The catalogue first: it creates a new dataset where its
-                // space places it, and a POSIX store writer then finds it
-                // there (a random placement asked twice could differ).
-                let catalogue = self.catalogue.writer(&split.dataset, &self.schema)?;
-                let own = self.dataset_schemas.own(
-                    &self.schema,
-                    catalogue.schema_text(),
-                    &split.dataset,
-                )?;
-                let w = DatasetWriter {
-                    store: self.store.writer(&split.dataset)?,
-                    catalogue,
-                    own,
-                    dirty: false,
-                };
-                writers.entry(split.dataset.clone()).or_insert(w)
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let w = match writers.get_mut(&split.dataset) {
+                Some(w) => w,
+                None => {
+                    // The catalogue first: it creates a new dataset where its
+                    // space places it, and a POSIX store writer then finds it
+                    // there (a random placement asked twice could differ).
+                    let catalogue = self.catalogue.writer(&split.dataset, &self.schema)?;
+                    crate::failpoint::hit("archive.catalogue_writer_made");
+                    let own = self.dataset_schemas.own(
+                        &self.schema,
+                        catalogue.schema_text(),
+                        &split.dataset,
+                    )?;
+                    let w = DatasetWriter {
+                        store: self.store.writer(&split.dataset)?,
+                        catalogue,
+                        own,
+                        dirty: false,
+                    };
+                    writers.entry(split.dataset.clone()).or_insert(w)
+                }
+            };
+            // Below level 1, a dataset keeps the layout of its own schema.
+            let again;
+            let split = match &w.own {
+                Some(own) => {
+                    again = resplit(own, split)?;
+                    &again
+                }
+                None => split,
+            };
+            let archived = w
+                .store
+                .archive(&split.collocation, data)
+                .and_then(|location| {
+                    w.catalogue
+                        .insert(&split.collocation, &split.element, &location)
+                });
+            match archived {
+                Ok(()) => {
+                    w.dirty = true;
+                    return Ok(());
+                }
+                // The dataset was wiped or moved away before this writer
+                // held anything: nothing is lost by starting again with a
+                // writer of the dataset where it is now. (A writer holding
+                // fields keeps the error: its flush reports them lost.)
+                Err(e) if e.kind() == ErrorKind::NotFound && !w.dirty && attempt < 3 => {
+                    writers.remove(&split.dataset);
+                }
+                Err(e) => return Err(e),
             }
-        };
-        // Below level 1, a dataset keeps the layout of its own schema.
-        let again;
-        let split = match &w.own {
-            Some(own) => {
-                again = resplit(own, split)?;
-                &again
-            }
-            None => split,
-        };
-        let location = w.store.archive(&split.collocation, data)?;
-        w.catalogue
-            .insert(&split.collocation, &split.element, &location)?;
-        w.dirty = true;
-        Ok(())
+        }
     }
 
     /// Make everything archived through this handle durable and visible to

@@ -329,6 +329,42 @@ fn a_writer_follows_its_dataset_renamed_into_another_root() {
     }
 }
 
+/// A writer whose catalogue and store opened the dataset under two paths
+/// (a move came between them), and whose dataset moved again before its
+/// flush: its blocks name the data file relative to the dataset, so the
+/// field reads back wherever the dataset goes.
+#[test]
+fn a_data_file_opened_under_another_path_of_the_dataset_is_named_relative_to_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b, open) = two_roots(dir.path());
+    let w = open();
+    w.archive(&sfc(0), b"first").unwrap();
+    w.flush().unwrap();
+    let writer = open();
+    let mover = open();
+    let (to_a, to_b) = (a.clone(), b.clone());
+    failpoint::set("archive.catalogue_writer_made", move || {
+        mover.move_datasets(&Request::default(), &to_b).unwrap();
+    });
+    writer.archive(&sfc(1), b"second").unwrap();
+    failpoint::clear();
+    open().move_datasets(&Request::default(), &to_a).unwrap();
+    writer.flush().unwrap();
+    for root in [&a, &b, &a] {
+        let fs = open();
+        if fs.move_datasets(&Request::default(), root).is_err() {
+            // Already there.
+            assert!(root.join(DATASET_DIR).exists());
+        }
+        assert_eq!(
+            get(&fs, &sfc(1)).as_deref(),
+            Some(&b"second"[..]),
+            "in {}",
+            root.display()
+        );
+    }
+}
+
 /// A writer whose dataset is copied to another file system and retired
 /// between its data's flush and its catalogue's: its flush fails, saying
 /// so, and nothing of it is visible; archived again through the same
@@ -555,6 +591,26 @@ fn memory_purge_between_the_store_and_catalogue_flush_keeps_the_blobs() {
     failpoint::clear();
     let r = open().retrieve(&Request::from_key(&k)).unwrap();
     assert_eq!(r.read_all().unwrap(), b"flushed");
+}
+
+/// A move into a root where a writer killed while creating the dataset
+/// left an empty directory of its name (made, `toc` not linked yet) goes
+/// ahead; one holding anything else is refused, naming it.
+#[test]
+fn a_move_over_an_empty_directory_of_the_dataset_name_goes_ahead() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b, open) = two_roots(dir.path());
+    let w = open();
+    w.archive(&sfc(0), b"x").unwrap();
+    w.flush().unwrap();
+    std::fs::create_dir(b.join(DATASET_DIR)).unwrap();
+    open().move_datasets(&Request::default(), &b).unwrap();
+    assert_eq!(get(&open(), &sfc(0)).as_deref(), Some(&b"x"[..]));
+    std::fs::create_dir(a.join(DATASET_DIR)).unwrap();
+    std::fs::write(a.join(DATASET_DIR).join("notes"), b"mine").unwrap();
+    let e = open().move_datasets(&Request::default(), &a).unwrap_err();
+    assert!(e.to_string().contains("exists already"), "{e}");
+    assert_eq!(get(&open(), &sfc(0)).as_deref(), Some(&b"x"[..]));
 }
 
 /// A flush refused at its append (its dataset locked against archive

@@ -90,6 +90,11 @@ impl DataReader {
         mut read: impl FnMut(&dyn Store, &FieldLocation) -> Result<()>,
     ) -> Result<Option<Key>> {
         self.hint_ahead();
+        // Looking up again the same field: a dataset moved back and forth
+        // between the lookup and the read may be found where it was again
+        // and moved once more before the read (each look finds it
+        // somewhere: a move is atomic for lookups).
+        let mut again = 0;
         loop {
             let Some((key, loc)) = self.fields.get(self.next) else {
                 return Ok(None);
@@ -101,6 +106,7 @@ impl DataReader {
                 }
                 Err(e) => e,
             };
+            again += 1;
             // The bytes are gone: a wipe, a purge of a version replaced
             // since the lookup, or a move. Look the field up again.
             let Some(resolve) = self
@@ -116,7 +122,7 @@ impl DataReader {
                     self.fields.remove(self.next);
                     self.readahead.removed(self.next);
                 }
-                Some(newer) if newer != *loc => self.fields[self.next].1 = newer,
+                Some(newer) if newer != *loc || again < LOOKUPS => self.fields[self.next].1 = newer,
                 Some(_) => return Err(err),
             }
         }
@@ -202,6 +208,10 @@ impl Read for DataReader {
         Ok(n)
     }
 }
+
+/// How many times a field whose bytes are gone at the location it was
+/// found at is looked up again at the same location before its read fails.
+const LOOKUPS: usize = 8;
 
 fn to_io(e: Error) -> io::Error {
     let kind = match e.kind() {

@@ -4,10 +4,13 @@
 //! ```text
 //! <worker> write --config F --expver E --writer I --writers W --fields N --flush-every K [--min-len A] [--max-len B]
 //! <worker> write-each --config F --expver E --writer I --writers W --fields N --flush-every K
+//! <worker> write-groups --config F --expver E --writer I --writers W --fields N --flush-every K [--handle-per-flush 1]
 //! <worker> read  --config F --expver E --writers W --fields N --flush-every K --until-fields M [--timeout-secs T]
+//! <worker> read-steady --config F --expver E --writers W --fields N --flush-every K --stop FILE
 //! <worker> watch --config F --request Q [--timeout-secs T]
 //! <worker> wipe  --config F --request Q [--unsafe 1]
 //! <worker> purge --config F --request Q
+//! <worker> move  --config F --request Q --to ROOT
 //! <worker> churn-write --config F --expver E --writer I --per-round K --stop FILE
 //! <worker> churn-read  --config F --expver E --per-round K --stop FILE
 //! <worker> open  --config F
@@ -28,6 +31,19 @@
 //! <count>` after each flush returns, `retried <count>` for each retry,
 //! then `done`.
 //!
+//! `write-groups` writes the same fields, `K` per flush, through one handle
+//! (or a handle per flush with `--handle-per-flush 1`), and goes on after
+//! a failed flush with the next fields: it prints `flushed <first>
+//! <end>` after a flush returns, `failed <first> <end> <kind>: <message>`
+//! after one fails (the fields `first..end` are then not archived again),
+//! then `done`.
+//!
+//! `read-steady` retrieves every field of the workload over and over with
+//! one handle until the file `FILE` exists, checking that a field once
+//! read is read again at every later retrieve, with its bytes (a field
+//! seen is flushed, and nothing flushed may vanish); it prints `polls <n>
+//! seen <m>`, or the broken rule on stderr with status 1.
+//!
 //! `read` polls list and retrieve with one handle, checking every poll with
 //! an [`Observer`], until `M` fields are visible; it prints
 //! `polls <n> fields <m> in <time>` and exits 0. A broken rule is printed on
@@ -44,8 +60,9 @@
 //! <key>` (or `replaced <key>`), flushed at once, until `T` seconds
 //! (default 300) pass; then `done`. An error ends it with status 1.
 //!
-//! `wipe` and `purge` print `start` just before the operation (which is
-//! real: `doit`), then `done`; the SIGKILL tests kill them in between.
+//! `wipe`, `purge` and `move` print `start` just before the operation
+//! (which is real: `doit`), then `done`; the SIGKILL tests kill them in
+//! between. A failed `move` says `<kind>: <message>` on stderr.
 //!
 //! `churn-write` and `churn-read` run the [`churn`](crate::churn) workload
 //! until the file `FILE` exists: the writer prints `flushed <round>` or
@@ -74,9 +91,9 @@ use crate::support::{posix_config, schema};
 
 /// The usage text, printed with a bad command line.
 pub const USAGE: &str = "\
-usage: <worker> write|write-each|read --config F --expver E [--writer I] --writers W --fields N --flush-every K [--until-fields M] [--min-len A] [--max-len B] [--timeout-secs T]
+usage: <worker> write|write-each|write-groups|read|read-steady --config F --expver E [--writer I] --writers W --fields N --flush-every K [--until-fields M] [--min-len A] [--max-len B] [--timeout-secs T] [--handle-per-flush 1] [--stop FILE]
        <worker> watch --config F --request Q [--timeout-secs T]
-       <worker> wipe|purge --config F --request Q [--unsafe 1]
+       <worker> wipe|purge|move --config F --request Q [--unsafe 1] [--to ROOT]
        <worker> churn-write|churn-read --config F --expver E [--writer I] --per-round K --stop FILE
        <worker> open --config F
        (--root R instead of --config F: a POSIX store on the root R)";
@@ -205,6 +222,81 @@ fn write_each(args: &Args) -> Result<(), String> {
     Ok(())
 }
 
+fn write_groups(args: &Args) -> Result<(), String> {
+    let s = streams(args)?;
+    let writer = args.number("writer", None)?;
+    let per_flush = args.number("handle-per-flush", Some(0))? == 1;
+    let mut fs = open_or_say(args)?;
+    let mut out = std::io::stdout().lock();
+    ready_then_wait(&mut out);
+    let mut start = 0;
+    while start < s.fields {
+        let end = (start + s.flush_every).min(s.fields);
+        if per_flush {
+            fs = open_or_say(args)?;
+        }
+        let result = (start..end)
+            .try_for_each(|i| fs.archive(&s.key(writer, i), &s.payload(&fs, writer, i)))
+            .and_then(|()| fs.flush());
+        let line = match result {
+            Ok(()) => format!("flushed {start} {end}"),
+            Err(e) => format!("failed {start} {end} {:?}: {e}", e.kind()),
+        };
+        let _ = writeln!(out, "{line}");
+        let _ = out.flush();
+        start = end;
+    }
+    let _ = writeln!(out, "done");
+    Ok(())
+}
+
+fn read_steady(args: &Args) -> Result<ExitCode, String> {
+    let s = streams(args)?;
+    let stop = PathBuf::from(args.text("stop")?);
+    let fs = open_or_say(args)?;
+    ready_then_wait(&mut std::io::stdout().lock());
+    let request = s.full_request();
+    let mut seen: HashMap<String, Vec<u8>> = HashMap::new();
+    let mut polls = 0usize;
+    while !stop.exists() {
+        polls += 1;
+        let mut reader = fs
+            .retrieve(&request)
+            .map_err(|e| format!("poll {polls}: retrieve: {e}"))?;
+        let mut now = HashMap::new();
+        loop {
+            let mut buf = Vec::new();
+            match reader.next_field(&mut buf) {
+                Ok(Some(k)) => {
+                    let canonical = k.to_string();
+                    crate::payload::verify(&buf, &canonical)
+                        .map_err(|e| format!("poll {polls}: {e}"))?;
+                    now.insert(canonical, buf);
+                }
+                Ok(None) => break,
+                Err(e) => return Err(format!("poll {polls}: reading: {e}")),
+            }
+        }
+        for (k, bytes) in &seen {
+            match now.get(k) {
+                None => {
+                    eprintln!("poll {polls}: {k} was read before and is missing now");
+                    return Ok(ExitCode::FAILURE);
+                }
+                Some(b) if b != bytes => {
+                    eprintln!("poll {polls}: {k} changed, but it was never archived again");
+                    return Ok(ExitCode::FAILURE);
+                }
+                Some(_) => {}
+            }
+        }
+        seen = now;
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    println!("polls {polls} seen {}", seen.len());
+    Ok(ExitCode::SUCCESS)
+}
+
 fn read(args: &Args) -> Result<ExitCode, String> {
     let s = streams(args)?;
     let until = args.number("until-fields", None)?;
@@ -276,6 +368,11 @@ fn maintenance(command: &str, args: &Args) -> Result<(), String> {
                 unsafe_wipe_all: args.number("unsafe", Some(0))? == 1,
             };
             fs.wipe(&request, options).map_err(|e| e.to_string())?;
+        }
+        "move" => {
+            let to = args.text("to")?;
+            fs.move_datasets(&request, Path::new(&to))
+                .map_err(|e| format!("{:?}: {e}", e.kind()))?;
         }
         _ => {
             fs.purge(&request, true).map_err(|e| e.to_string())?;
@@ -353,9 +450,11 @@ pub fn worker_main(name: &str, args: &[String]) -> ExitCode {
     let result = match command.as_str() {
         "write" => write(&args).map(|()| ExitCode::SUCCESS),
         "write-each" => write_each(&args).map(|()| ExitCode::SUCCESS),
+        "write-groups" => write_groups(&args).map(|()| ExitCode::SUCCESS),
         "read" => read(&args),
+        "read-steady" => read_steady(&args),
         "watch" => watch(&args).map(|()| ExitCode::SUCCESS),
-        "wipe" | "purge" => maintenance(command, &args).map(|()| ExitCode::SUCCESS),
+        "wipe" | "purge" | "move" => maintenance(command, &args).map(|()| ExitCode::SUCCESS),
         "churn-write" => churn_write(&args).map(|()| ExitCode::SUCCESS),
         "churn-read" => churn_read(&args).map(|()| ExitCode::SUCCESS),
         "open" => {

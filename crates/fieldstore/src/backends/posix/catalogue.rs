@@ -290,7 +290,6 @@ impl Catalogue for TocCatalogue {
             roots: self.roots.clone(),
             ident,
             abs_dir: std::path::absolute(&dir).map_err(|e| Error::io(dir.display(), e))?,
-            dir_ident: open_dir.identity()?,
             open_dir,
             dir,
             toc,
@@ -511,8 +510,6 @@ struct TocWriter {
     /// names of data files in blocks.
     abs_dir: PathBuf,
     open_dir: OpenDir,
-    /// Device and inode of the dataset directory.
-    dir_ident: (u64, u64),
     toc: File,
     toc_path: PathBuf,
     index: Option<IndexFile>,
@@ -646,23 +643,29 @@ impl TocWriter {
         }
     }
 
-    /// The names blocks give the data files at `uris`: a file in this
-    /// dataset's directory under another path is named relative to it too
-    /// (looked up once per file).
+    /// The names blocks give the data files at `uris`: a data file in this
+    /// dataset's directory named by another path of it (the store's writer
+    /// opened the directory before or after a move, or it moved since) is
+    /// named relative to it too. Writer ids are unique, so a file of that
+    /// name in the directory this writer has open is that file; looked up
+    /// once per file, through the open directory (the paths may all be
+    /// stale).
     fn learn_data_files<'u>(&mut self, uris: impl Iterator<Item = &'u Arc<str>>) {
         for uri in uris {
             if self.same_dir.contains_key(uri) || data_name(&self.abs_dir, uri).starts_with("./") {
                 continue;
             }
-            let Some(path) = uri.strip_prefix("file://").map(Path::new) else {
+            let Some(name) = uri
+                .strip_prefix("file://")
+                .and_then(|p| Path::new(p).file_name())
+                .map(|n| n.to_string_lossy().into_owned())
+            else {
                 continue;
             };
-            let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
-                continue;
-            };
-            if std::fs::metadata(parent).is_ok_and(|m| layout::identity(&m) == self.dir_ident) {
-                self.same_dir
-                    .insert(uri.clone(), format!("./{}", name.to_string_lossy()));
+            if layout::classify(&name) == layout::FileKind::Data
+                && self.open_dir.identity_of(&name).ok().flatten().is_some()
+            {
+                self.same_dir.insert(uri.clone(), format!("./{name}"));
             }
         }
     }
@@ -939,6 +942,10 @@ pub(super) struct ReaderState {
     pub(super) order: Vec<CollocationKey>,
     pub(super) collocations: HashMap<CollocationKey, Collocation>,
     index_files: HashMap<String, Arc<File>>,
+    /// The dataset directory, open: index files are opened through it, so
+    /// that a rename of the dataset (a move within one file system) does
+    /// not make them vanish under the reader.
+    open_dir: Option<OpenDir>,
     locks: Locks,
     /// Units (data file URIs) a RECLAIM record says are removed.
     pub(super) removed: Arc<HashSet<Arc<str>>>,
@@ -1161,11 +1168,19 @@ impl ReaderState {
                 format!("{} holds dataset {stored}, not {key}", dir.display()),
             ));
         }
+        let open_dir = OpenDir::open(dir)?;
+        if open_dir.identity_of(TOC)? != Some(layout::identity(&meta)) {
+            return Err(Error::new(
+                ErrorKind::NotFound,
+                format!("{} moved while it was opened", dir.display()),
+            ));
+        }
         let digest = prefix_digest(&toc, pos)
             .map_err(|e| Error::io(toc_path.display(), e))?
             .unwrap_or(0);
         Ok(ReaderState {
             digest,
+            open_dir: Some(open_dir),
             schema,
             abs_dir: std::path::absolute(dir).map_err(|e| Error::io(dir.display(), e))?,
             dir: dir.to_path_buf(),
@@ -1226,6 +1241,7 @@ impl ReaderState {
             order: Vec::new(),
             collocations: HashMap::new(),
             index_files: HashMap::new(),
+            open_dir: None,
             locks: Locks::NONE,
             removed: Arc::default(),
             removed_index: HashSet::new(),
@@ -1544,12 +1560,21 @@ impl TocReader {
         collocation: &CollocationKey,
         want: &dyn Fn(&BlockRef) -> bool,
     ) -> Result<()> {
-        match self.load_once(st, collocation, want, false) {
-            Err(e) if e.kind() == ErrorKind::NotFound => {
-                self.refresh_locked(st)?;
-                self.load_once(st, collocation, want, true)
+        let mut tries = 0;
+        loop {
+            match self.load_once(st, collocation, want, false) {
+                Err(e) if e.kind() == ErrorKind::NotFound => {
+                    // Moved again meanwhile (it was found elsewhere): look
+                    // there; else the file is missing for good.
+                    tries += 1;
+                    let before = st.ident;
+                    self.refresh_locked(st)?;
+                    if st.ident == before || tries >= 4 {
+                        return self.load_once(st, collocation, want, true);
+                    }
+                }
+                r => return r,
             }
-            r => r,
         }
     }
 
@@ -1624,9 +1649,12 @@ impl TocReader {
         let file = match st.index_files.get(&b.file) {
             Some(f) => f.clone(),
             None => {
+                let opened = match &st.open_dir {
+                    Some(dir) => dir.open_read(&b.file),
+                    None => File::open(&path),
+                };
                 let f = Arc::new(
-                    File::open(&path)
-                        .map_err(|e| Error::io(format!("index file {}", path.display()), e))?,
+                    opened.map_err(|e| Error::io(format!("index file {}", path.display()), e))?,
                 );
                 st.index_files.insert(b.file.clone(), f.clone());
                 f
@@ -1677,7 +1705,10 @@ impl TocReader {
             // may take it away between finding and opening it: look again.
             let mut opened = None;
             for _ in 0..3 {
-                let Some(dir) = layout::find_dataset(&self.roots, &self.key) else {
+                let Some(dir) = self
+                    .renamed(st)
+                    .or_else(|| layout::find_dataset(&self.roots, &self.key))
+                else {
                     break;
                 };
                 match ReaderState::open(&dir, &self.key) {
@@ -1816,6 +1847,28 @@ impl TocReader {
             }
         }
         Ok(())
+    }
+
+    /// Where the dataset directory this reader has open is now, if it was
+    /// renamed into a visited root under its own name and still holds this
+    /// reader's `toc` (a move within one file system): found through the
+    /// open directory, without looking in every root (a look can miss a
+    /// dataset renamed from a root not looked at yet into one already
+    /// looked at).
+    fn renamed(&self, st: &ReaderState) -> Option<PathBuf> {
+        let now = st.open_dir.as_ref()?.current_path()?;
+        let name = now.file_name()?.to_string_lossy();
+        if name.starts_with('.') {
+            return None;
+        }
+        let parent = now.parent()?;
+        let in_root = self
+            .roots
+            .iter()
+            .filter(|r| r.visit)
+            .any(|r| std::fs::canonicalize(&r.path).is_ok_and(|c| c == parent));
+        let same = std::fs::metadata(now.join(TOC)).is_ok_and(|m| layout::identity(&m) == st.ident);
+        (in_root && same).then_some(now)
     }
 
     /// Load every block of every collocation; for reclaim.

@@ -313,10 +313,13 @@ fn dataset_in(root: &Path, key: &DatasetKey) -> Option<PathBuf> {
 ///
 /// A move's copy is skipped while its source exists; a move that retires
 /// the source during the look (the copy was passed over, then the source
-/// was gone) is looked at again, so that a dataset being moved is always
-/// found in one place or the other.
+/// was gone) is looked at again, so that a dataset being moved is found in
+/// one place or the other.
 pub(crate) fn find_dataset(roots: &[Root], key: &DatasetKey) -> Option<PathBuf> {
-    for _ in 0..3 {
+    // Looked at twice when not found: a rename from a root not looked at
+    // yet into one already looked at (a move within one file system) can
+    // hide it from one look.
+    for attempt in 0..3 {
         let mut passed_over = false;
         for r in roots.iter().filter(|r| r.visit) {
             if let Some(d) = dataset_in(&r.path, key) {
@@ -326,7 +329,7 @@ pub(crate) fn find_dataset(roots: &[Root], key: &DatasetKey) -> Option<PathBuf> 
                 passed_over = true;
             }
         }
-        if !passed_over {
+        if !passed_over && attempt > 0 {
             return None;
         }
     }

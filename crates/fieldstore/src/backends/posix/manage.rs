@@ -439,6 +439,11 @@ pub(super) fn move_dataset(
         )));
     }
     let dst = target.path.join(layout::dataset_dir_name(dataset));
+    if dst.exists() && !dst.join(TOC).exists() {
+        // No dataset: a directory a writer killed before it linked the
+        // `toc` left, empty (anything else in it is refused below).
+        let _ = std::fs::remove_dir(&dst);
+    }
     if dst.exists() {
         return Err(Error::invalid_input(format!(
             "{} exists already: the dataset cannot be moved there",
@@ -614,7 +619,7 @@ pub(crate) fn copy_move(src: &Path, dst: &Path) -> Result<()> {
     let (seal, _lock) = match result {
         Ok(r) => r,
         Err(e) => {
-            let _ = std::fs::remove_dir_all(&tmp);
+            let _ = remove_copy(&tmp);
             return Err(e);
         }
     };
@@ -719,14 +724,72 @@ fn finish_copy(dst: &Path, retired: &Path, tail: Tail) -> Result<()> {
     }
     // The retired source goes before the mark: until the mark is gone, a
     // later `finish_moves` finds the move and completes this.
-    if retired.exists() {
-        std::fs::remove_dir_all(retired).map_err(io_at(retired))?;
-    }
+    remove_retired(retired)?;
     if let Some(root) = retired.parent() {
         layout::sync_dir(root)?;
     }
     layout::remove_file(&dst.join(MOVED_FROM))?;
     layout::sync_dir(dst)
+}
+
+/// Delete a move's retired source. Writers that held it open may still
+/// create a file in it (through their directory descriptor) before they
+/// find it retired and fail: such a file makes the directory not empty
+/// again between `remove_dir_all`'s listing and its `rmdir`, so it is
+/// tried again; once the directory is gone, nothing can be created in it.
+fn remove_retired(retired: &Path) -> Result<()> {
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        match std::fs::remove_dir_all(retired) {
+            Ok(()) => return Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::DirectoryNotEmpty && attempt < 20 => {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            Err(e) => return Err(Error::io(format!("removing {}", retired.display()), e)),
+        }
+    }
+}
+
+/// Delete a move's copy that is not the dataset (its move failed or was
+/// undone), so that a deletion cut short leaves nothing a reader could
+/// take for the dataset: a published copy is first hidden by a rename to
+/// a `.moving.` name, then its files go, its marker last (a hidden copy
+/// with its marker is an interrupted move the next `finish_moves` deletes
+/// again; without it, it is empty, and deleted as such).
+fn remove_copy(dir: &Path) -> Result<()> {
+    let root = dir
+        .parent()
+        .ok_or_else(|| Error::internal("a copy without a parent"))?;
+    let hidden = if dir
+        .file_name()
+        .is_some_and(|n| n.to_string_lossy().starts_with(MOVING))
+    {
+        dir.to_path_buf()
+    } else {
+        let hidden = root.join(format!("{MOVING}{}", layout::writer_id()));
+        std::fs::rename(dir, &hidden).map_err(|e| {
+            Error::io(
+                format!("renaming {} to {}", dir.display(), hidden.display()),
+                e,
+            )
+        })?;
+        layout::sync_dir(root)?;
+        hidden
+    };
+    for (name, path) in entries(&hidden)? {
+        if name != MOVED_FROM {
+            layout::remove_file(&path)?;
+        }
+    }
+    layout::remove_file(&hidden.join(MOVED_FROM))?;
+    match std::fs::remove_dir(&hidden) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(Error::io(format!("removing {}", hidden.display()), e)),
+    }
+    layout::sync_dir(root)
 }
 
 /// Moves that are not running any more (nobody holds their marker) and
@@ -736,6 +799,15 @@ pub(super) fn interrupted_moves(cat: &TocCatalogue) -> Result<Vec<(PathBuf, Stri
     for root in &cat.roots {
         for (name, dir) in entries(&root.path)? {
             if !dir.join(MOVED_FROM).exists() {
+                // Killed between making its directory and its marker (the
+                // marker is made before anything is copied).
+                if name.starts_with(MOVING) && dir.read_dir().is_ok_and(|mut d| d.next().is_none())
+                {
+                    out.push((
+                        dir,
+                        "a move interrupted before it began copying".to_string(),
+                    ));
+                }
                 continue;
             }
             // A live move holds the marker.
@@ -782,6 +854,12 @@ pub(super) fn finish_moves(cat: &TocCatalogue) -> Result<Vec<PathBuf>> {
     let mut finished = Vec::new();
     for (dir, _) in interrupted_moves(cat)? {
         let marker = dir.join(MOVED_FROM);
+        if !marker.exists() {
+            // Empty: `rmdir` leaves it to a mover that has just made its
+            // marker in it.
+            let _ = std::fs::remove_dir(&dir);
+            continue;
+        }
         let Some(Ok(_lock)) = layout::claim(&marker)? else {
             continue;
         };
@@ -793,12 +871,7 @@ pub(super) fn finish_moves(cat: &TocCatalogue) -> Result<Vec<PathBuf>> {
                 finish_copy(&dir, &retired, tail)?;
                 finished.push(dir.clone());
             }
-            _ => {
-                std::fs::remove_dir_all(&dir).map_err(io_at(&dir))?;
-                if let Some(root) = dir.parent() {
-                    layout::sync_dir(root)?;
-                }
-            }
+            _ => remove_copy(&dir)?,
         }
     }
     Ok(finished)

@@ -67,34 +67,31 @@ impl OpenDir {
         &self.opened_at
     }
 
+    /// Where the directory is now, as the kernel names it (`None` once it
+    /// is deleted).
+    pub(crate) fn current_path(&self) -> Option<PathBuf> {
+        let p = std::fs::read_link(format!("/proc/self/fd/{}", self.fd.as_raw_fd())).ok()?;
+        (!p.as_os_str().as_bytes().ends_with(b" (deleted)")).then_some(p)
+    }
+
     /// The path of `name` in the directory as it was when opened (for
     /// messages).
     pub(crate) fn display_path(&self, name: &str) -> PathBuf {
         self.opened_at.join(name)
     }
 
-    /// `(device, inode)` of the directory itself.
-    pub(crate) fn identity(&self) -> Result<(u64, u64)> {
-        self.stat_raw(None)
-            .map_err(|e| Error::io(self.opened_at.display(), e))
-    }
-
     /// `(device, inode)` of the entry `name`, `None` if there is none.
     pub(crate) fn identity_of(&self, name: &str) -> Result<Option<(u64, u64)>> {
-        match self.stat_raw(Some(name)) {
+        match self.stat_raw(name) {
             Ok(id) => Ok(Some(id)),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(Error::io(self.display_path(name).display(), e)),
         }
     }
 
-    fn stat_raw(&self, name: Option<&str>) -> io::Result<(u64, u64)> {
-        let c = c_name(name.unwrap_or(""))?;
-        let flags = if name.is_none() {
-            libc::AT_EMPTY_PATH
-        } else {
-            libc::AT_SYMLINK_NOFOLLOW
-        };
+    fn stat_raw(&self, name: &str) -> io::Result<(u64, u64)> {
+        let c = c_name(name)?;
+        let flags = libc::AT_SYMLINK_NOFOLLOW;
         // SAFETY: zeroed `stat` is a valid out-parameter; the descriptor
         // is open and the name NUL-terminated.
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
@@ -124,6 +121,11 @@ impl OpenDir {
         }
         // SAFETY: `fd` is a new descriptor we own.
         Ok(unsafe { File::from_raw_fd(fd) })
+    }
+
+    /// Open the entry `name` for reading.
+    pub(crate) fn open_read(&self, name: &str) -> io::Result<File> {
+        self.open_at(name, libc::O_RDONLY)
     }
 
     fn rename_within(&self, from: &str, to: &str) -> io::Result<()> {
@@ -228,12 +230,14 @@ mod tests {
         let (a, b) = (t.path().join("a"), t.path().join("b"));
         std::fs::create_dir(&a).unwrap();
         let dir = OpenDir::open(&a).unwrap();
-        let before = dir.identity().unwrap();
         std::fs::rename(&a, &b).unwrap();
         let (name, _file) = dir.create_writer_file("index").unwrap();
         assert!(b.join(&name).is_file(), "created in the moved directory");
         assert!(!a.exists(), "the old path is not created again");
-        assert_eq!(dir.identity().unwrap(), before);
+        assert_eq!(
+            dir.current_path().unwrap(),
+            std::fs::canonicalize(&b).unwrap()
+        );
         assert!(dir.identity_of(&name).unwrap().is_some());
         assert!(dir.identity_of("nothing").unwrap().is_none());
         dir.sync().unwrap();

@@ -397,7 +397,19 @@ impl FileStoreWriter {
             // the directory this writer opened, wherever it is now. A
             // dataset wiped meanwhile fails here (`NotFound`) or at the
             // catalogue's flush, which says it was wiped.
-            let (name, f) = self.dir.create_writer_file("data")?;
+            let (name, f) = self.dir.create_writer_file("data").map_err(|e| {
+                if e.kind() == fieldstore_core::ErrorKind::NotFound {
+                    Error::new(
+                        fieldstore_core::ErrorKind::NotFound,
+                        format!(
+                            "{e}: the dataset was wiped or moved to another file system while \
+                             this handle was writing to it; archive again"
+                        ),
+                    )
+                } else {
+                    e
+                }
+            })?;
             let path = self.abs.join(&name);
             self.uri = Arc::from(format!("file://{}", path.display()));
             self.data = Some(Staging::new(&path, f, self.writes));
