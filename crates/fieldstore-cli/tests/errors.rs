@@ -523,6 +523,19 @@ fn a_short_append_to_the_toc_breaks_nothing() {
     assert_ne!(r.code, 0, "{r:?}");
     assert!(r.stderr.contains("short append (7 of "), "{r:?}");
     assert_eq!(std::fs::metadata(&toc).expect("toc").len(), len + 7);
+    // The failed writer gave back what it wrote for the flush: its index
+    // and data files are empty (nothing of them was ever visible).
+    let sizes = |ext: &str| -> Vec<u64> {
+        std::fs::read_dir(&dataset)
+            .expect("dataset")
+            .map(|e| e.expect("entry").path())
+            .filter(|p| p.extension().is_some_and(|x| x == ext))
+            .map(|p| std::fs::metadata(p).expect("file").len())
+            .collect()
+    };
+    for ext in ["index", "data"] {
+        assert!(sizes(ext).contains(&0), "{ext}: {:?}", sizes(ext));
+    }
     // The next flush appends after the torn bytes.
     env.archive(&key("step=12,param=167"), b"after");
     let r = env.run(&["list"]).ok();
@@ -541,6 +554,15 @@ fn a_short_append_to_the_toc_breaks_nothing() {
         r.out().contains("an append cut short"),
         "status names the torn append: {r:?}"
     );
+    // Purge is not refused for it, and removes the failed writer's files.
+    let r = env.run(&["purge", "class=od", "--doit"]).ok();
+    assert!(
+        !r.out().contains("damaged") && !r.stderr.contains("damaged"),
+        "{r:?}"
+    );
+    for ext in ["index", "data"] {
+        assert!(!sizes(ext).contains(&0), "{ext}: {:?}", sizes(ext));
+    }
     env.run(&["wipe", "class=od", "--doit"]).ok();
     assert_eq!(env.run(&["list"]).ok().lines().len(), 0);
 }

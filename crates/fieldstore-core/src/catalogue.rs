@@ -309,6 +309,18 @@ pub trait CatalogueWriter: Send {
     /// Make every inserted entry durable and visible, atomically.
     fn flush(&mut self) -> Result<()>;
 
+    /// After a [`CatalogueWriter::flush`] that failed: whether it made
+    /// nothing visible, for certain — it failed before the step that makes
+    /// entries visible, or that step failed whole (POSIX: the `toc` append
+    /// failed or came back short). `false` when unknown (the step may have
+    /// succeeded, e.g. its sync failed): the handle then keeps the store's
+    /// bytes, which entries may point at. When `true` the handle lets the
+    /// store give back the failed fields' space ([`StoreWriter::abandon`](crate::StoreWriter::abandon)).
+    /// Default: `false`.
+    fn last_flush_invisible(&self) -> bool {
+        false
+    }
+
     /// The text of the schema in force when the dataset was created, as
     /// stored with it, if the backend keeps it and reads it back. Callers
     /// split keys below level 1 with it, as FDB5 does, so that a dataset
@@ -345,6 +357,12 @@ pub trait DatasetReader: Send + Sync + Debug {
     }
 
     /// The newest location of one element.
+    ///
+    /// # Errors
+    /// `Corrupt`, naming the damaged place, when damage this reader met
+    /// (a log record it could not read, an index block) may hold a newer
+    /// version of the element than the one found, or the element when
+    /// nothing was found: never an older answer, or none, in silence.
     fn lookup(
         &self,
         collocation: &CollocationKey,
@@ -418,10 +436,18 @@ pub trait DatasetReader: Send + Sync + Debug {
 
     /// Appends cut short that this reader stepped over (a full disk): the
     /// flushes they belonged to failed and were never visible, so readers
-    /// lose nothing, but a record cut short by truncation looks the same,
-    /// so maintenance that deletes what nothing seems to point into leaves
-    /// such a dataset alone. Default: none.
+    /// lose nothing and maintenance goes on (status reports them). Only a
+    /// record cut short by truncating the log, which nothing in fieldstore
+    /// does, would look the same. Default: none.
     fn torn(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// Damaged records of the log that this reader recovered whole (what
+    /// they said is proven by what they name, e.g. index blocks that check
+    /// and match them): nothing is lost, but the damage is there, so status
+    /// reports it and purge leaves the dataset alone. Default: none.
+    fn recovered(&self) -> Vec<String> {
         Vec::new()
     }
 

@@ -176,4 +176,16 @@ pub trait StoreWriter: Send {
     /// here, so that a purge cannot take a unit flushed but not yet indexed
     /// for an orphan. Default: nothing.
     fn indexed(&mut self) {}
+
+    /// The flush that just failed made nothing visible, for certain (the
+    /// store's own flush failed, or the catalogue writer says so:
+    /// [`CatalogueWriter::last_flush_invisible`](crate::CatalogueWriter::last_flush_invisible)):
+    /// the fields archived since the last [`StoreWriter::indexed`] will never
+    /// be visible. Give back their space now, if only this writer could:
+    /// after a full disk, the bytes of a failed flush must not keep the file
+    /// system full. The handle drops the writer afterwards. Never called
+    /// when entries may be visible. Default: nothing — for stores whose
+    /// units hold one field each (or one writer's fields only), which become
+    /// orphans a purge removes once the writer is gone.
+    fn abandon(&mut self) {}
 }

@@ -282,16 +282,23 @@ impl FieldStore {
         let mut first_error = None;
         let mut failed = Vec::new();
         for (dataset, w) in writers.iter_mut().filter(|(_, w)| w.dirty) {
-            let r = w.store.flush().and_then(|()| {
+            let r = w.store.flush().map_err(|e| (e, true)).and_then(|()| {
                 crate::failpoint::hit("flush.store_done");
-                w.catalogue.flush()
+                w.catalogue
+                    .flush()
+                    .map_err(|e| (e, w.catalogue.last_flush_invisible()))
             });
             match r {
                 Ok(()) => {
                     w.store.indexed();
                     w.dirty = false;
                 }
-                Err(e) => {
+                Err((e, invisible)) => {
+                    // Nothing of it became visible: its bytes go now (a
+                    // full disk must not stay full for a failed flush).
+                    if invisible {
+                        w.store.abandon();
+                    }
                     failed.push(dataset.clone());
                     first_error
                         .get_or_insert(e.context(format!("flushing dataset {}", dataset.braced())));

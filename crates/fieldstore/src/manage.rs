@@ -143,10 +143,16 @@ pub struct DatasetStats {
     pub duplicates: u64,
     /// Their bytes.
     pub duplicate_bytes: u64,
-    /// Bytes a purge would free now.
+    /// Bytes a purge would free now: 0 when the dataset is damaged
+    /// (`damage`), which purge leaves alone.
     pub reclaimable_bytes: u64,
     /// Store units (files, objects) the entries point into.
     pub units: u64,
+    /// Damage found (its log, its index blocks, log records recovered),
+    /// each naming the file and offset; purge leaves a damaged dataset
+    /// alone. Empty when healthy.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub damage: Vec<String>,
 }
 
 /// Where a dataset lives and what it is locked against
@@ -231,6 +237,25 @@ impl Census {
         let cols: Vec<CollocationKey> = reader.collocations()?.into_iter().map(|c| c.key).collect();
         Census::take(reader, &cols)
     }
+}
+
+/// Everything wrong that `reader` met in its dataset: damage of its log, of
+/// the index blocks it has read (callers read them all first, with a
+/// [`Census`]), and log records it recovered whole. Purge leaves a dataset
+/// with any of it alone: a damaged block or record may point into any
+/// unit, which would then look unused (a recovered record is left too:
+/// removing an index file it names would make it unrecoverable).
+fn damage_met(reader: &dyn DatasetReader) -> Result<Vec<String>> {
+    let mut out = reader.damage(None);
+    for c in reader.collocations()? {
+        for d in reader.damage(Some(&c.key)) {
+            if !out.contains(&d) {
+                out.push(d);
+            }
+        }
+    }
+    out.extend(reader.recovered());
+    Ok(out)
 }
 
 /// The levels at which `keyword` appears anywhere in `schema`, with a chain
@@ -775,11 +800,11 @@ impl FieldStore {
             let Some(reader) = self.fresh_reader(&dataset)? else {
                 continue;
             };
-            let damage: Vec<String> = reader
-                .damage(None)
-                .into_iter()
-                .chain(reader.torn())
-                .collect();
+            // Every block is read first: damage of an index block is known
+            // only once it is read.
+            // (A torn append is no damage: nothing visible was lost.)
+            let census = Census::of_dataset(reader.as_ref())?;
+            let damage = damage_met(reader.as_ref())?;
             if !damage.is_empty() {
                 // Units a skipped record pointed into would look unused:
                 // a damaged dataset is left as it is (wipe removes it).
@@ -799,7 +824,6 @@ impl FieldStore {
                 });
                 continue;
             }
-            let census = Census::of_dataset(reader.as_ref())?;
             crate::failpoint::hit("purge.after_census");
             let referenced: HashSet<String> = census.units.keys().cloned().collect();
             let mut candidates: BTreeMap<String, Option<u64>> = BTreeMap::new();
@@ -910,18 +934,12 @@ impl FieldStore {
             let cols: Vec<CollocationKey> =
                 reader.collocations()?.into_iter().map(|c| c.key).collect();
             let census = Census::take(reader.as_ref(), &cols)?;
-            let mut reclaimable = 0;
-            for (uri, u) in &census.units {
-                if u.live == 0 {
-                    if let (UnitState::Idle, Some(b)) = self.unit_state(uri, Some(u.dead_bytes)) {
-                        reclaimable += b;
-                    }
-                }
-            }
-            let referenced: HashSet<String> = census.units.keys().cloned().collect();
-            for o in self.store.orphans(&dataset, &referenced)? {
-                reclaimable += o.bytes.unwrap_or(0);
-            }
+            let damage = damage_met(reader.as_ref())?;
+            let reclaimable = if damage.is_empty() {
+                self.reclaimable(&dataset, &census)?
+            } else {
+                0
+            };
             out.push(DatasetStats {
                 dataset,
                 collocations: cols.len() as u64,
@@ -931,9 +949,27 @@ impl FieldStore {
                 duplicate_bytes: census.duplicate_bytes,
                 reclaimable_bytes: reclaimable,
                 units: census.units.len() as u64,
+                damage,
             });
         }
         Ok(out)
+    }
+
+    /// The bytes a purge of `dataset` would free now (its census taken).
+    fn reclaimable(&self, dataset: &DatasetKey, census: &Census) -> Result<u64> {
+        let mut reclaimable = 0;
+        for (uri, u) in &census.units {
+            if u.live == 0 {
+                if let (UnitState::Idle, Some(b)) = self.unit_state(uri, Some(u.dead_bytes)) {
+                    reclaimable += b;
+                }
+            }
+        }
+        let referenced: HashSet<String> = census.units.keys().cloned().collect();
+        for o in self.store.orphans(dataset, &referenced)? {
+            reclaimable += o.bytes.unwrap_or(0);
+        }
+        Ok(reclaimable)
     }
 
     /// Where each dataset `request` names lives, and its locks; datasets an
@@ -950,7 +986,13 @@ impl FieldStore {
                 (Locks::NONE, Vec::new())
             } else {
                 let damage = match self.fresh_reader(&dataset) {
-                    Ok(Some(r)) => r.damage(None).into_iter().chain(r.torn()).collect(),
+                    Ok(Some(r)) => {
+                        // Index blocks are read too: their damage counts.
+                        Census::of_dataset(r.as_ref())?;
+                        let mut damage = damage_met(r.as_ref())?;
+                        damage.extend(r.torn());
+                        damage
+                    }
                     Ok(None) => Vec::new(),
                     Err(e) if e.kind() == ErrorKind::Corrupt => vec![e.to_string()],
                     Err(e) => return Err(e),

@@ -612,3 +612,56 @@ fn a_move_over_an_empty_directory_of_the_dataset_name_goes_ahead() {
     assert!(e.to_string().contains("exists already"), "{e}");
     assert_eq!(get(&open(), &sfc(0)).as_deref(), Some(&b"x"[..]));
 }
+
+/// A flush refused at its append (its dataset locked against archive
+/// between the index write and the `toc` append) made nothing visible: the
+/// writer gives back what it wrote for it, its index and data files cut
+/// back to where its last visible flush left them (a full disk must not
+/// stay full for a failed flush; `docs/maintenance.md`, "Damage costs only
+/// what it damaged").
+#[test]
+fn a_flush_refused_at_its_append_gives_its_bytes_back() {
+    use fieldstore_core::{Control, Locks, Operation};
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_path_buf();
+    let w = FieldStore::open(Config::embedded(&root)).unwrap();
+    w.archive(&sfc(0), &[1u8; 1000]).unwrap();
+    w.flush().unwrap();
+    let ds = root.join(DATASET_DIR);
+    let sizes = || {
+        let mut v: Vec<(String, u64)> = std::fs::read_dir(&ds)
+            .unwrap()
+            .map(|e| e.unwrap())
+            .filter(|e| {
+                let n = e.file_name().to_string_lossy().into_owned();
+                n.ends_with(".index") || n.ends_with(".data")
+            })
+            .map(|e| {
+                let n = e.file_name().to_string_lossy().into_owned();
+                (n, e.metadata().unwrap().len())
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let before = sizes();
+    w.archive(&sfc(1), &[2u8; 100_000]).unwrap();
+    let locker = root.clone();
+    let dataset: Request = DATASET.parse().unwrap();
+    failpoint::set("flush.before_append", move || {
+        FieldStore::open(Config::embedded(&locker))
+            .unwrap()
+            .control(
+                &dataset,
+                Control::Lock,
+                Locks::NONE.with(Operation::Archive),
+            )
+            .unwrap();
+    });
+    let e = w.flush().unwrap_err();
+    failpoint::clear();
+    assert_eq!(e.kind(), crate::ErrorKind::Locked, "{e}");
+    assert_eq!(sizes(), before, "the failed flush's bytes are given back");
+    assert_eq!(read(&root, &sfc(0)).as_deref(), Some(&[1u8; 1000][..]));
+    assert_eq!(read(&root, &sfc(1)), None);
+}

@@ -23,7 +23,9 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use fieldstore_core::maintenance::locked;
-use fieldstore_core::{DatasetKey, Operation, Request, RequestPosition, Result, Schema, SplitKey};
+use fieldstore_core::{
+    DatasetKey, ErrorKind, Operation, Request, RequestPosition, Result, Schema, SplitKey,
+};
 
 use crate::catalogue::DatasetReader;
 use crate::dataset_schema::resplit;
@@ -84,11 +86,20 @@ impl FieldStore {
             if reader.locks().contains(Operation::Retrieve) {
                 return Err(locked(&split.dataset, Operation::Retrieve));
             }
+            // (Under a dataset's own schema every split is re-made from
+            // the full key: always where archive puts it.)
+            let canonical = own.is_some() || is_canonical(self.schema(), &split);
             let split = match own {
                 Some(own) => resplit(own, &split)?,
                 None => split,
             };
-            if let Some(location) = reader.lookup(&split.collocation, &split.element)? {
+            let location = match reader.lookup(&split.collocation, &split.element) {
+                // Damage that may hold anything cannot hold a key where
+                // archive never puts it.
+                Err(e) if e.kind() == ErrorKind::Corrupt && !canonical => None,
+                r => r?,
+            };
+            if let Some(location) = location {
                 found.push(ListElement {
                     dataset: split.dataset,
                     collocation: split.collocation,
@@ -174,4 +185,15 @@ impl FieldStore {
         found.sort_by(|a, b| a.0.cmp(&b.0));
         Ok(found.into_iter().map(|(_, e)| e).collect())
     }
+}
+
+/// Whether a candidate split of a request is where archive puts its key:
+/// another chain of the schema may take the same values, but only the
+/// split of the key itself ever receives it.
+fn is_canonical(schema: &Schema, split: &SplitKey) -> bool {
+    schema.split(&split.full_key()).is_ok_and(|s| {
+        s.dataset == split.dataset
+            && s.collocation == split.collocation
+            && s.element == split.element
+    })
 }

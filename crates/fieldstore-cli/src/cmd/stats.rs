@@ -45,6 +45,14 @@ pub(crate) fn stats(
                 s.units
             ))?;
         }
+        if let Some(first) = s.damage.first() {
+            ui.note(&format!(
+                "{}: damaged ({} place{}), purge leaves it alone, nothing is reclaimable: {first}",
+                s.dataset.braced(),
+                s.damage.len(),
+                if s.damage.len() == 1 { "" } else { "s" }
+            ));
+        }
     }
     let sum = |f: fn(&fieldstore::DatasetStats) -> u64| all.iter().map(f).sum::<u64>();
     ui.note(&format!(

@@ -28,8 +28,8 @@ use fieldstore_core::maintenance::{locked, wiped_while_writing, DamagedDataset, 
 use fieldstore_core::record::block::{self, BlockFormat, ValueLen};
 use fieldstore_core::record::pending::PendingEntries;
 use fieldstore_core::{
-    CollocationKey, Control, DatasetKey, ElementKey, Error, ErrorKind, FieldLocation, Locks,
-    Operation, Result, Schema,
+    AxesExt, CollocationKey, Control, DatasetKey, ElementKey, Error, ErrorKind, FieldLocation,
+    Locks, Operation, Result, Schema,
 };
 
 use super::format::{self, Dec, Enc, Framed};
@@ -302,6 +302,7 @@ impl Catalogue for TocCatalogue {
             index: None,
             same_dir: HashMap::new(),
             pending: PendingEntries::new(),
+            invisible: false,
         }))
     }
 
@@ -526,6 +527,9 @@ struct TocWriter {
     same_dir: HashMap<Arc<str>, String>,
     /// Entries since the last flush.
     pending: PendingEntries,
+    /// The last flush failed before its record could be visible
+    /// ([`CatalogueWriter::last_flush_invisible`]).
+    invisible: bool,
 }
 
 /// A shared `flock` on a writer's `toc`, held from before it checks where
@@ -709,21 +713,48 @@ impl CatalogueWriter for TocWriter {
         if self.pending.is_empty() {
             return Ok(());
         }
+        let base = self.index.as_ref().map_or(0, |idx| idx.len);
         match self.flush_pending() {
             Ok(()) => Ok(()),
-            // Failing because the dataset was wiped or moved away under the
-            // writer (its directory gone) says so.
-            Err(e) => Err(match self.whereabouts() {
-                Whereabouts::Here(_) => e,
-                Whereabouts::Gone { moved: true } => moved_while_writing(&self.key),
-                Whereabouts::Gone { moved: false } => wiped_while_writing(&self.key),
-            }),
+            Err(e) => {
+                if self.invisible {
+                    // No record names what this flush appended to the
+                    // index file: it goes.
+                    self.cut_index(base);
+                }
+                // Failing because the dataset was wiped or moved away under
+                // the writer (its directory gone) says so.
+                Err(match self.whereabouts() {
+                    Whereabouts::Here(_) => e,
+                    Whereabouts::Gone { moved: true } => moved_while_writing(&self.key),
+                    Whereabouts::Gone { moved: false } => wiped_while_writing(&self.key),
+                })
+            }
         }
+    }
+
+    fn last_flush_invisible(&self) -> bool {
+        self.invisible
     }
 }
 
 impl TocWriter {
+    /// Give back what a failed flush appended to the index file from
+    /// `base` on (the file is this writer's alone, and no record names
+    /// those blocks). Best effort: blocks left are named by nothing.
+    fn cut_index(&mut self, base: u64) {
+        use std::io::{Seek, SeekFrom};
+        if let Some(idx) = self.index.as_mut() {
+            if idx.file.set_len(base).is_ok() && idx.file.seek(SeekFrom::Start(base)).is_ok() {
+                idx.len = base;
+            }
+        }
+    }
+
     fn flush_pending(&mut self) -> Result<()> {
+        // Until the FLUSH record is appended whole, a failure leaves
+        // nothing visible.
+        self.invisible = true;
         let pending = self.pending.take();
         if self.locks()?.contains(Operation::Archive) {
             return Err(locked(&self.key, Operation::Archive));
@@ -807,16 +838,20 @@ impl TocWriter {
             .write(&rec)
             .map_err(|e| Error::io(format!("appending to {}", self.toc_path.display()), e))?;
         if n != rec.len() {
+            // A start of a record and nothing else: not visible, and not
+            // damage to anything visible (readers step over it).
             return Err(Error::new(
                 ErrorKind::StorageFull,
                 format!(
-                    "{}: short append ({n} of {} bytes); this flush is not visible, but the table of contents \
-                     now ends in a partial record that readers will report",
+                    "{}: short append ({n} of {} bytes); this flush is not visible (readers step over \
+                     the partial record it left)",
                     self.toc_path.display(),
                     rec.len()
                 ),
             ));
         }
+        // From here on the record may be visible, even if its sync fails.
+        self.invisible = false;
         layout::sync_data(&self.toc, &self.toc_path)?;
         self.check_still_there()
     }
@@ -932,12 +967,200 @@ pub(super) struct ReaderState {
     /// Torn appends stepped over: the start of a record and nothing else,
     /// followed by whole records (a writer's append cut short by a full
     /// disk; that flush failed and was never visible). Not damage to what
-    /// readers saw, but a record cut short by truncation looks the same,
-    /// so maintenance treats the dataset as damaged.
+    /// readers saw: lookups, lists and purge go on; status reports them.
     pub(super) torn: Vec<String>,
     /// Damage at `pos` with no whole record after it yet: reported, and
     /// looked at again at the next refresh (more records may follow).
     pub(super) damage_at_end: Option<String>,
+    /// Where damage lies among the blocks, for lookups; records recovered.
+    pub(super) log: LogDamage,
+}
+
+/// What lookups and recovery need to know of the log's damage.
+///
+/// Invariant: a damaged region of the log that was not recovered may have
+/// been any record — a FLUSH replacing any key of any collocation, a WIPE
+/// of any collocation — so an answer older than the region (or no answer)
+/// may be wrong, and a lookup fails instead (`Corrupt`, naming the file and
+/// offset). An answer from a block after the region, or about a
+/// collocation wiped after it, cannot be changed by it.
+#[derive(Debug, Default)]
+pub(super) struct LogDamage {
+    /// Damaged regions not recovered: their position among the blocks
+    /// ([`next_position`]), their offset in the log, and what is wrong.
+    regions: Vec<(u64, u64, String)>,
+    /// The position and offset of the last WIPE of each collocation.
+    wiped_at: HashMap<CollocationKey, (u64, u64)>,
+    /// Per index file, the end of the blocks the records read so far name.
+    /// A writer appends its blocks, then names them in one record, flush
+    /// after flush, and is dropped after a failed flush: the blocks of its
+    /// next record start exactly there.
+    index_ends: HashMap<String, u64>,
+    /// Damaged records recovered whole (status reports them; purge leaves
+    /// the dataset alone).
+    pub(super) recovered: Vec<String>,
+    /// The collocations the blocks in the dataset's index files hold, read
+    /// when a lookup of an unknown collocation meets damage; forgotten when
+    /// new damage is met (a damaged record names blocks written before it,
+    /// so blocks written later cannot matter).
+    index_collocations: Option<IndexCollocations>,
+}
+
+/// The collocation keys of every block in a dataset's index files.
+#[derive(Debug)]
+struct IndexCollocations {
+    names: HashSet<String>,
+    /// Some bytes did not read as a block: they may hold any collocation.
+    unreadable: bool,
+}
+
+impl IndexCollocations {
+    /// Read every published index file of `dir` block by block.
+    fn read(dir: &Path) -> IndexCollocations {
+        let mut out = IndexCollocations {
+            names: HashSet::new(),
+            unreadable: false,
+        };
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            out.unreadable = true;
+            return out;
+        };
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with('.') || layout::classify(&name) != layout::FileKind::Index {
+                continue;
+            }
+            match std::fs::read(e.path()) {
+                Ok(bytes) => out.add_blocks(&bytes),
+                Err(_) => out.unreadable = true,
+            }
+        }
+        out
+    }
+
+    /// The collocations of the blocks in one index file. A block cut
+    /// short at the end is not named by any record (records are appended
+    /// after their blocks are synced).
+    fn add_blocks(&mut self, bytes: &[u8]) {
+        let mut at = 0;
+        while at < bytes.len() {
+            match format::FRAMING.unframe(&bytes[at..], &String::new) {
+                Ok(Framed::Record(kind, payload, n)) => {
+                    match Dec::new(payload, &String::new).str() {
+                        Ok(c) if kind == format::BLOCK => {
+                            self.names.insert(c.to_string());
+                        }
+                        _ => self.unreadable = true,
+                    }
+                    at += n;
+                }
+                Ok(Framed::Incomplete) => break,
+                Err(_) => {
+                    self.unreadable = true;
+                    match format::FRAMING.resync(&bytes[at + 1..]) {
+                        Some(skip) => at += skip + 1,
+                        None => break,
+                    }
+                }
+            }
+        }
+    }
+
+    fn may_hold(&self, collocation: &CollocationKey) -> bool {
+        self.unreadable || self.names.contains(&collocation.to_string())
+    }
+}
+
+impl LogDamage {
+    /// A damaged region that may change the answer for a key of
+    /// `collocation` found in the block at position `found` (`None`: not
+    /// found): one after both that block and the collocation's last WIPE.
+    fn newer_than(&self, collocation: &CollocationKey, found: Option<u64>) -> Option<&str> {
+        let since = found
+            .unwrap_or(0)
+            .max(self.wiped_at.get(collocation).map_or(0, |w| w.0));
+        self.regions
+            .iter()
+            .find(|(position, _, _)| *position > since)
+            .map(|(_, _, problem)| problem.as_str())
+    }
+
+    /// The positions of the damaged regions and WIPE records, by their
+    /// offset in the log.
+    pub(super) fn positions(&self) -> HashMap<u64, u64> {
+        self.regions
+            .iter()
+            .map(|(position, at, _)| (*at, *position))
+            .chain(
+                self.wiped_at
+                    .values()
+                    .map(|(position, at)| (*at, *position)),
+            )
+            .collect()
+    }
+
+    /// Give regions and WIPE records the positions a reader gave them
+    /// before (the same log, moved: its blocks keep theirs too).
+    pub(super) fn carry(&mut self, positions: &HashMap<u64, u64>) {
+        for (position, at, _) in &mut self.regions {
+            if let Some(&p) = positions.get(at) {
+                *position = p;
+            }
+        }
+        for (position, at) in self.wiped_at.values_mut() {
+            if let Some(&p) = positions.get(at) {
+                *position = p;
+            }
+        }
+    }
+}
+
+/// One block a FLUSH record names.
+#[derive(Debug)]
+struct FlushBlock {
+    file: String,
+    offset: u64,
+    length: u32,
+    count: u32,
+    collocation: CollocationKey,
+    axes: Axes,
+}
+
+/// Decode a FLUSH record's payload (every length is bounds-checked by
+/// [`Dec`]).
+fn decode_flush(payload: &[u8], what: &dyn Fn() -> String) -> Result<Vec<FlushBlock>> {
+    let mut d = Dec::new(payload, what);
+    let _timestamp = d.u64()?;
+    let n = d.u32()?;
+    let mut blocks = Vec::new();
+    for _ in 0..n {
+        let file = d.str()?.to_string();
+        let offset = d.u64()?;
+        let length = d.u32()?;
+        let count = d.u32()?;
+        let collocation = CollocationKey(d.key()?);
+        let naxes = d.u32()?;
+        let mut axes = Axes::new();
+        for _ in 0..naxes {
+            let kw = d.str()?.to_string();
+            let nv = d.u32()?;
+            let mut values = BTreeSet::new();
+            for _ in 0..nv {
+                values.insert(d.str()?.to_string());
+            }
+            axes.insert(kw, values);
+        }
+        blocks.push(FlushBlock {
+            file,
+            offset,
+            length,
+            count,
+            collocation,
+            axes,
+        });
+    }
+    d.end_of("FLUSH record")?;
+    Ok(blocks)
 }
 
 impl ReaderState {
@@ -984,6 +1207,7 @@ impl ReaderState {
             damage: Vec::new(),
             torn: Vec::new(),
             damage_at_end: None,
+            log: LogDamage::default(),
         })
     }
 
@@ -1034,6 +1258,7 @@ impl ReaderState {
             damage: Vec::new(),
             torn: Vec::new(),
             damage_at_end: None,
+            log: LogDamage::default(),
         }
     }
 }
@@ -1141,55 +1366,119 @@ impl TocReader {
 
     fn apply_flush(&self, st: &mut ReaderState, payload: &[u8], at: u64) -> Result<()> {
         let what = || format!("{} at offset {at}", st.toc_path.display());
-        let mut d = Dec::new(payload, &what);
-        let _timestamp = d.u64()?;
-        let n = d.u32()?;
-        let mut added = Vec::new();
-        for _ in 0..n {
-            let file = d.str()?.to_string();
-            let offset = d.u64()?;
-            let length = d.u32()?;
-            let _count = d.u32()?;
-            let collocation = CollocationKey(d.key()?);
-            let naxes = d.u32()?;
-            let mut axes = Axes::new();
-            for _ in 0..naxes {
-                let kw = d.str()?.to_string();
-                let nv = d.u32()?;
-                let mut values = BTreeSet::new();
-                for _ in 0..nv {
-                    values.insert(d.str()?.to_string());
-                }
-                axes.insert(kw, values);
-            }
-            added.push((
-                collocation,
-                axes.clone(),
-                BlockRef {
-                    file,
-                    offset,
-                    length,
-                    position: next_position(),
-                    axes,
-                },
-            ));
-        }
-        d.end_of("FLUSH record")?;
-        for (collocation, axes, block) in added {
-            let c = match st.collocations.get_mut(&collocation) {
+        let blocks = decode_flush(payload, &what)?;
+        TocReader::apply_blocks(st, blocks);
+        Ok(())
+    }
+
+    /// Add the blocks of one FLUSH record, in order.
+    fn apply_blocks(st: &mut ReaderState, blocks: Vec<FlushBlock>) {
+        for b in blocks {
+            let end = st.log.index_ends.entry(b.file.clone()).or_default();
+            *end = (*end).max(b.offset + u64::from(b.length));
+            let c = match st.collocations.get_mut(&b.collocation) {
                 Some(c) => c,
                 None => {
-                    st.order.push(collocation.clone());
-                    st.collocations.entry(collocation).or_default()
+                    st.order.push(b.collocation.clone());
+                    st.collocations.entry(b.collocation).or_default()
                 }
             };
-            for (kw, values) in axes {
-                c.axes.entry(kw).or_default().extend(values);
+            for (kw, values) in &b.axes {
+                c.axes
+                    .entry(kw.clone())
+                    .or_default()
+                    .extend(values.iter().cloned());
             }
-            c.blocks.push(block);
+            c.blocks.push(BlockRef {
+                file: b.file,
+                offset: b.offset,
+                length: b.length,
+                position: next_position(),
+                axes: b.axes,
+            });
             c.loaded.push(None);
         }
-        Ok(())
+    }
+
+    /// Step over bytes of the log that are not a whole record, with whole
+    /// records after them: a torn append (no damage), or damage.
+    fn skip_region(&self, st: &mut ReaderState, region: &[u8], at: u64, problem: String) {
+        if is_torn_append(region) {
+            st.torn.push(format!(
+                "{} at offset {at}: {} bytes of an append cut short (a full disk: that flush \
+                 failed and was never visible), skipped",
+                st.toc_path.display(),
+                region.len()
+            ));
+        } else {
+            self.step_over_damage(st, region, at, problem);
+        }
+    }
+
+    /// Step over a damaged region of the log that is not a torn append:
+    /// recovered as the FLUSH record it was if every block it names proves
+    /// it ([`TocReader::recover_flush`]), else kept as a region that may
+    /// have held anything ([`LogDamage`]).
+    fn step_over_damage(&self, st: &mut ReaderState, region: &[u8], at: u64, problem: String) {
+        match self.recover_flush(st, region) {
+            Some(blocks) => TocReader::recovered(st, blocks, &problem),
+            None => TocReader::damaged_region(st, at, problem),
+        }
+    }
+
+    /// Damage with nothing readable after it: recovered (and `true`) if it
+    /// is one FLUSH record that its blocks prove.
+    fn recover_at_end(&self, st: &mut ReaderState, region: &[u8], problem: &str) -> bool {
+        let Some(blocks) = self.recover_flush(st, region) else {
+            return false;
+        };
+        TocReader::recovered(st, blocks, problem);
+        true
+    }
+
+    /// Apply the blocks of a recovered FLUSH record and note it.
+    fn recovered(st: &mut ReaderState, blocks: Vec<FlushBlock>, problem: &str) {
+        let n = blocks.len();
+        TocReader::apply_blocks(st, blocks);
+        st.log.recovered.push(format!(
+            "{problem}; recovered: a FLUSH record whose {n} index block{} check whole and match it",
+            if n == 1 { "" } else { "s" }
+        ));
+    }
+
+    /// A damaged region that was not recovered, at this point of the log.
+    fn damaged_region(st: &mut ReaderState, at: u64, problem: String) {
+        // The blocks it may name were written before it: read the index
+        // files again.
+        st.log.index_collocations = None;
+        st.log.regions.push((next_position(), at, problem.clone()));
+        st.damage.push(problem);
+    }
+
+    /// Read a damaged region as the FLUSH record it may have been, its
+    /// frame checksums ignored, and accept it only if what it names proves
+    /// it: the index file is a writer's, the blocks start where that file's
+    /// blocks named so far end and follow each other (so a damaged offset
+    /// cannot point at an older or unnamed block), and each block's own
+    /// frame checks whole and holds the record's collocation, entry count,
+    /// length and axes (the values each element keyword takes).
+    fn recover_flush(&self, st: &ReaderState, region: &[u8]) -> Option<Vec<FlushBlock>> {
+        let payload = region.get(fieldstore_core::record::HEADER..)?;
+        let blocks = decode_flush(payload, &String::new).ok()?;
+        if blocks.is_empty() {
+            return None;
+        }
+        let mut ends: HashMap<&str, u64> = HashMap::new();
+        for b in &blocks {
+            let end = ends
+                .entry(b.file.as_str())
+                .or_insert_with(|| st.log.index_ends.get(&b.file).copied().unwrap_or(0));
+            if b.offset != *end || !block_proves(&st.dir, &st.abs_dir, b) {
+                return None;
+            }
+            *end += u64::from(b.length);
+        }
+        Some(blocks)
     }
 
     fn apply_wipe(st: &mut ReaderState, payload: &[u8], at: u64) -> Result<()> {
@@ -1205,6 +1494,10 @@ impl TocReader {
             units.push(data_uri(&st.abs_dir, d.str()?));
         }
         d.end_of("WIPE record")?;
+        let position = next_position();
+        for c in &gone {
+            st.log.wiped_at.insert(c.clone(), (position, at));
+        }
         st.order.retain(|c| !gone.contains(c));
         st.collocations.retain(|c, _| !gone.contains(c));
         for u in units {
@@ -1411,6 +1704,7 @@ impl TocReader {
     /// read its lock state, then the records appended since the last time.
     pub(super) fn refresh_locked(&self, st: &mut ReaderState) -> Result<()> {
         let mut carried = HashMap::new();
+        let mut carried_log = HashMap::new();
         let meta = std::fs::metadata(&st.toc_path);
         let same = st.toc.is_some() && matches!(&meta, Ok(m) if layout::identity(m) == st.ident);
         let len = if same {
@@ -1443,6 +1737,7 @@ impl TocReader {
                     // are read again from where the dataset is now.
                     if st.same_log(&new) {
                         carried = st.positions();
+                        carried_log = st.log.positions();
                     }
                     *st = new;
                     let toc = st
@@ -1474,7 +1769,7 @@ impl TocReader {
                 .map_err(|e| Error::io(st.toc_path.display(), e))?;
         }
         let mut used = 0usize;
-        st.damage_at_end = None;
+        let damage_at_end = st.damage_at_end.take();
         while used < buf.len() {
             let at = st.pos + used as u64;
             let toc_path = st.toc_path.clone();
@@ -1493,11 +1788,27 @@ impl TocReader {
                     if let Err(e) = applied {
                         // Checksums hold but the payload does not decode:
                         // a writer's bug, not a torn write. Skip the record.
-                        st.damage.push(format!("{e}; record skipped"));
+                        TocReader::damaged_region(st, at, format!("{e}; record skipped"));
                     }
                     used += n;
                 }
-                Ok(Framed::Incomplete) => break,
+                Ok(Framed::Incomplete) => {
+                    // An append in progress is the last thing in the file
+                    // (appends are whole `write(2)`s, one after the other):
+                    // whole records after a record cut short mean it was
+                    // torn (a full disk), and they are read.
+                    let Some(skip) = format::FRAMING.resync(&buf[used + 1..]) else {
+                        break;
+                    };
+                    let skip = skip + 1;
+                    let problem = format!(
+                        "{what}: record cut short; {skip} bytes skipped, reading on at offset {}",
+                        at + skip as u64,
+                        what = what()
+                    );
+                    self.skip_region(st, &buf[used..used + skip], at, problem);
+                    used += skip;
+                }
                 Err(e) => {
                     // Damaged bytes (a short append on a full disk, a cut,
                     // a flipped byte): records appended after them are
@@ -1505,26 +1816,29 @@ impl TocReader {
                     match format::FRAMING.resync(&buf[used + 1..]) {
                         Some(skip) => {
                             let skip = skip + 1;
-                            let region = &buf[used..used + skip];
-                            if is_torn_append(region) {
-                                st.torn.push(format!(
-                                    "{} at offset {at}: {skip} bytes of an append cut short (a full \
-                                     disk: that flush failed and was never visible), skipped",
-                                    st.toc_path.display()
-                                ));
-                            } else {
-                                st.damage.push(format!(
-                                    "{e}; {skip} bytes skipped, reading on at offset {}",
-                                    at + skip as u64
-                                ));
-                            }
+                            let problem = format!(
+                                "{e}; {skip} bytes skipped, reading on at offset {}",
+                                at + skip as u64
+                            );
+                            self.skip_region(st, &buf[used..used + skip], at, problem);
                             used += skip;
                         }
                         None => {
-                            st.damage_at_end = Some(format!(
+                            let problem = format!(
                                 "{e}; nothing readable after it yet (the last {} bytes)",
                                 buf.len() - used
-                            ));
+                            );
+                            // Recovered only if it is one whole FLUSH
+                            // record that its blocks prove; else looked at
+                            // again at the next refresh.
+                            if self.recover_at_end(st, &buf[used..], &problem) {
+                                used = buf.len();
+                            } else {
+                                if damage_at_end.as_ref() != Some(&problem) {
+                                    st.log.index_collocations = None;
+                                }
+                                st.damage_at_end = Some(problem);
+                            }
                             break;
                         }
                     }
@@ -1533,6 +1847,7 @@ impl TocReader {
         }
         st.digest = crc32c::crc32c_append(st.digest, &buf[..used]);
         st.pos += used as u64;
+        st.log.carry(&carried_log);
         if !carried.is_empty() {
             for b in st.collocations.values_mut().flat_map(|c| &mut c.blocks) {
                 if let Some(&p) = carried.get(&(b.file.clone(), b.offset)) {
@@ -1607,42 +1922,39 @@ impl DatasetReader for TocReader {
     ) -> Result<Option<FieldLocation>> {
         let mut st = self.state();
         self.load(&mut st, collocation, &|_| true)?;
-        let Some(c) = st.collocations.get_mut(collocation) else {
-            return Ok(None);
+        let found = match st.collocations.get_mut(collocation) {
+            Some(c) => newest_in(c, collocation, element)?,
+            None => None,
         };
-        let new_entries: usize = c.loaded[c.merged..]
-            .iter()
-            .flatten()
-            .map(|b| b.entries.len())
-            .sum();
-        c.newest.reserve(new_entries);
-        while c.merged < c.blocks.len() {
-            if let Some(block) = c.loaded.get(c.merged).and_then(Option::as_ref) {
-                if block.damage.is_some() {
-                    c.damaged.push(c.merged);
-                }
-                for (k, l) in block.iter() {
-                    c.newest.insert(k.clone(), (c.merged, l.clone()));
+        let log_damage = match &st.damage_at_end {
+            Some(problem) => Some(problem.clone()),
+            None => st
+                .log
+                .newer_than(collocation, found.as_ref().map(|f| f.0))
+                .map(str::to_string),
+        };
+        if let Some(problem) = log_damage {
+            // A collocation this reader does not know was never named by a
+            // record it read; the damaged one may have named it only if an
+            // index file holds a block of it (a FLUSH names blocks written
+            // before it).
+            if found.is_none() && !st.collocations.contains_key(collocation) {
+                let dir = st.dir.clone();
+                let blocks = st
+                    .log
+                    .index_collocations
+                    .get_or_insert_with(|| IndexCollocations::read(&dir));
+                if !blocks.may_hold(collocation) {
+                    return Ok(None);
                 }
             }
-            c.merged += 1;
+            return Err(Error::corrupt(format!(
+                "{problem}; that damaged part of the log may hold the newest version of {}{}",
+                collocation.braced(),
+                element.braced()
+            )));
         }
-        let found = c.newest.get(element);
-        let newer_than = found.map_or(0, |(i, _)| i + 1);
-        for &d in &c.damaged {
-            if d >= newer_than && may_hold(&c.blocks[d].axes, element) {
-                let problem = c.loaded[d]
-                    .as_ref()
-                    .and_then(|b| b.damage.clone())
-                    .unwrap_or_default();
-                return Err(Error::corrupt(format!(
-                    "{problem}; that block may hold the newest version of {}{}",
-                    collocation.braced(),
-                    element.braced()
-                )));
-            }
-        }
-        Ok(found.map(|(_, l)| l.clone()))
+        Ok(found.map(|(_, l)| l))
     }
 
     fn scan(
@@ -1676,6 +1988,10 @@ impl DatasetReader for TocReader {
 
     fn torn(&self) -> Vec<String> {
         self.state().torn.clone()
+    }
+
+    fn recovered(&self) -> Vec<String> {
+        self.state().log.recovered.clone()
     }
 
     fn log_position(&self) -> u64 {
@@ -1727,9 +2043,13 @@ fn prefix_digest(toc: &File, len: u64) -> std::io::Result<Option<u32>> {
 }
 
 /// Whether damaged bytes are only the beginning of a record: its magic,
-/// and a header (if all there) that checks but announces more bytes.
+/// a header (if all there) that checks but announces more bytes, and no
+/// other record's start after it (a damaged record right after a torn
+/// append reads as one region with it, and must not pass for part of it).
 fn is_torn_append(region: &[u8]) -> bool {
-    region.starts_with(&format::FRAMING.magic())
+    let magic = format::FRAMING.magic();
+    region.starts_with(&magic)
+        && !region[1..].windows(magic.len()).any(|w| w == magic)
         && matches!(
             format::FRAMING.unframe(region, &String::new),
             Ok(Framed::Incomplete)
@@ -1742,4 +2062,84 @@ fn may_hold(axes: &Axes, element: &ElementKey) -> bool {
     element
         .iter()
         .all(|(kw, v)| axes.get(kw).is_none_or(|values| values.contains(v)))
+}
+
+/// The newest entry of `element` in collocation `c` (all of whose blocks
+/// are loaded), with the position of its block; `Corrupt` when a damaged
+/// block newer than it may hold the key.
+fn newest_in(
+    c: &mut Collocation,
+    collocation: &CollocationKey,
+    element: &ElementKey,
+) -> Result<Option<(u64, FieldLocation)>> {
+    let new_entries: usize = c.loaded[c.merged..]
+        .iter()
+        .flatten()
+        .map(|b| b.entries.len())
+        .sum();
+    c.newest.reserve(new_entries);
+    while c.merged < c.blocks.len() {
+        if let Some(block) = c.loaded.get(c.merged).and_then(Option::as_ref) {
+            if block.damage.is_some() {
+                c.damaged.push(c.merged);
+            }
+            for (k, l) in block.iter() {
+                c.newest.insert(k.clone(), (c.merged, l.clone()));
+            }
+        }
+        c.merged += 1;
+    }
+    let found = c.newest.get(element);
+    let newer_than = found.map_or(0, |(i, _)| i + 1);
+    for &d in &c.damaged {
+        if d >= newer_than && may_hold(&c.blocks[d].axes, element) {
+            let problem = c.loaded[d]
+                .as_ref()
+                .and_then(|b| b.damage.clone())
+                .unwrap_or_default();
+            return Err(Error::corrupt(format!(
+                "{problem}; that block may hold the newest version of {}{}",
+                collocation.braced(),
+                element.braced()
+            )));
+        }
+    }
+    Ok(found.map(|(i, l)| (c.blocks[*i].position, l.clone())))
+}
+
+/// Whether the block a damaged FLUSH record names is there and is the one
+/// it describes (see [`TocReader::recover_flush`]). Lengths are checked
+/// against the file before anything is allocated.
+fn block_proves(dir: &Path, abs_dir: &Path, b: &FlushBlock) -> bool {
+    if b.file.contains('/') || layout::classify(&b.file) != layout::FileKind::Index {
+        return false;
+    }
+    let Ok(file) = File::open(dir.join(&b.file)) else {
+        return false;
+    };
+    let fits = file.metadata().is_ok_and(|m| {
+        b.offset
+            .checked_add(u64::from(b.length))
+            .is_some_and(|e| e <= m.len())
+    });
+    if !fits {
+        return false;
+    }
+    let mut buf = vec![0u8; b.length as usize];
+    if file.read_exact_at(&mut buf, b.offset).is_err() {
+        return false;
+    }
+    let Ok((format::BLOCK, payload)) = format::FRAMING.unframe_exact(&buf, &String::new) else {
+        return false;
+    };
+    let Ok(block) = block::decode(&DataFiles(abs_dir), payload, &String::new) else {
+        return false;
+    };
+    let mut axes = Axes::new();
+    for (k, _) in &block.entries {
+        axes.add_key(k);
+    }
+    block.collocation == b.collocation.to_string()
+        && block.entries.len() == b.count as usize
+        && axes == b.axes
 }

@@ -355,8 +355,10 @@ pub(super) fn reclaim(
             }
         }
     }
-    // A skipped record may name any index file: keep them all.
-    if !st.damage.is_empty() || !st.torn.is_empty() || st.damage_at_end.is_some() {
+    // A skipped record may name any index file, and a recovered one names
+    // files it needs to stay recoverable: keep them all. (A torn append
+    // named nothing that became visible.)
+    if !st.damage.is_empty() || !st.log.recovered.is_empty() || st.damage_at_end.is_some() {
         held.clear();
     }
     let abs = st.abs_dir.clone();

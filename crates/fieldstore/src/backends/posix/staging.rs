@@ -463,7 +463,11 @@ impl Staging {
             }
         } else {
             self.reserve(offset + len as u64);
-            self.write_buffered(self.stage.filled(len), offset)?;
+            let written = self.write_pieces(self.stage.filled(len), offset);
+            if written.is_err() {
+                self.cut(offset);
+            }
+            written?;
             self.write_behind(offset, len);
         }
         self.base += len as u64;
@@ -472,8 +476,17 @@ impl Staging {
     }
 
     /// Write `data` at `offset` through the page cache, in pieces of at
-    /// most [`WRITE_PIECE`].
-    fn write_buffered(&self, data: &[u8], offset: u64) -> Result<()> {
+    /// most [`WRITE_PIECE`]. A write that fails (a full disk) leaves nothing
+    /// behind: the file is cut back to `offset`, where the next write goes.
+    fn write_buffered(&mut self, data: &[u8], offset: u64) -> Result<()> {
+        let written = self.write_pieces(data, offset);
+        if written.is_err() {
+            self.cut(offset);
+        }
+        written
+    }
+
+    fn write_pieces(&self, data: &[u8], offset: u64) -> Result<()> {
         let mut at = offset;
         for piece in data.chunks(WRITE_PIECE) {
             self.buffered
@@ -482,6 +495,30 @@ impl Staging {
             at += piece.len() as u64;
         }
         Ok(())
+    }
+
+    /// Cut the file at `len` (best effort: on failure the bytes stay until
+    /// purge), including blocks preallocated past it.
+    fn cut(&mut self, len: u64) {
+        if self.buffered.set_len(len).is_ok() {
+            self.reserved_to = self.reserved_to.map(|to| to.min(len));
+        }
+    }
+
+    /// Forget every byte staged or written at or after `len`, which the
+    /// catalogue will never index (a flush that failed before anything
+    /// became visible), and cut the file there. `len` is where a flush
+    /// left the file (aligned in direct mode).
+    pub(crate) fn abandon_from(&mut self, len: u64) {
+        while self.in_flight > 0 {
+            self.wait_one();
+        }
+        self.failed = None;
+        self.staged = 0;
+        self.base = len;
+        self.behind.clear();
+        self.behind_bytes = 0;
+        self.cut(len);
     }
 
     /// Wait for one background write; a refusal of direct I/O is retried

@@ -267,6 +267,7 @@ impl Store for FileStore {
             data: None,
             unsynced: false,
             new_file: false,
+            indexed_len: 0,
         }))
     }
 
@@ -383,6 +384,9 @@ struct FileStoreWriter {
     data: Option<Staging>,
     unsynced: bool,
     new_file: bool,
+    /// The data file's length when the catalogue last made its fields
+    /// visible: what a failed flush cuts it back to.
+    indexed_len: u64,
 }
 
 impl FileStoreWriter {
@@ -444,6 +448,22 @@ impl StoreWriter for FileStoreWriter {
         }
         self.unsynced = false;
         Ok(())
+    }
+
+    fn indexed(&mut self) {
+        if let Some(data) = &self.data {
+            self.indexed_len = data.next_offset();
+        }
+    }
+
+    /// The data file is this writer's alone (created under a private name,
+    /// `flock`ed while open): what was archived since the last flush the
+    /// catalogue made visible is cut off.
+    fn abandon(&mut self) {
+        if let Some(data) = self.data.as_mut() {
+            data.abandon_from(self.indexed_len);
+        }
+        self.unsynced = false;
     }
 }
 
