@@ -386,6 +386,10 @@ fn move_to_another_root_keeps_every_field() {
         );
 }
 
+/// What one `fieldstore archive` call did: the key, the bytes, the exit
+/// code and what it said on standard error.
+type ArchiveCall = (String, Vec<u8>, i32, String);
+
 /// The hostile test of issue 26, item 1, through the binary: four
 /// processes each archiving 25 fields, one `fieldstore archive --key` call
 /// each, while `move` runs eight times between two roots of one file
@@ -419,7 +423,7 @@ fn moves_racing_archive_calls_lose_nothing_through_the_binary() {
             first.to_str().expect("path"),
         ])
         .ok();
-        let writers: Vec<std::thread::JoinHandle<Vec<(String, Vec<u8>, i32, String)>>> = (0..4)
+        let writers: Vec<std::thread::JoinHandle<Vec<ArchiveCall>>> = (0..4)
             .map(|w| {
                 let (cfg, dir) = (cfg.clone(), env.path(&format!("w{w}")));
                 let bin = env!("CARGO_BIN_EXE_fieldstore");

@@ -106,7 +106,14 @@ fn move_once(
         Movers::ThisProcess => match fs.move_datasets(ds, to) {
             Ok(moved) => !moved.is_empty(),
             // Already there, or not created yet.
-            Err(e) if e.kind() == ErrorKind::InvalidInput => false,
+            Err(e) if e.kind() == ErrorKind::InvalidInput => {
+                assert!(
+                    e.to_string().contains("already in root"),
+                    "move to {}: {e}",
+                    to.display()
+                );
+                false
+            }
             Err(e) => panic!("move to {}: {e}", to.display()),
         },
         Movers::Killed => {
@@ -190,7 +197,18 @@ fn run(dir: &Path, a: &Path, b: &Path, expver: &str, seed: u64, movers: Movers) 
     let mut round = 0;
     let deadline = Instant::now() + Duration::from_secs(120);
     while writers.iter_mut().any(Worker::is_running) || moves < MOVES {
-        assert!(Instant::now() < deadline, "{moves} moves in two minutes");
+        assert!(
+            Instant::now() < deadline,
+            "{moves} moves in two minutes ({round} tried; the writers said: {:?}; the store: {:?})",
+            writers
+                .iter_mut()
+                .map(Worker::is_running)
+                .collect::<Vec<_>>(),
+            fs.status(&ds).map(|s| s
+                .iter()
+                .map(|d| (d.place.clone(), d.damage.clone()))
+                .collect::<Vec<_>>())
+        );
         let to = if round % 2 == 0 { b } else { a };
         round += 1;
         let ended = move_once(&fs, &launcher, movers, &ds, to, &mut rng);

@@ -665,3 +665,33 @@ fn a_flush_refused_at_its_append_gives_its_bytes_back() {
     assert_eq!(read(&root, &sfc(0)).as_deref(), Some(&[1u8; 1000][..]));
     assert_eq!(read(&root, &sfc(1)), None);
 }
+
+/// A writer that found its dataset, which a move then takes to another
+/// file system before the writer opens it: the writer looks for it again
+/// and writes to the copy; it never creates the dataset anew where it found
+/// it (a second dataset of that key would hide the moved one).
+#[test]
+fn a_writer_never_creates_anew_a_dataset_moved_away_while_it_opened_it() {
+    use crate::backends::posix::manage::copy_move;
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b, open) = two_roots(dir.path());
+    let w = open();
+    w.archive(&sfc(0), b"before").unwrap();
+    w.flush().unwrap();
+    let (from, to) = (a.join(DATASET_DIR), b.join(DATASET_DIR));
+    let mut once = Some(());
+    failpoint::set("catalogue_writer.found", move || {
+        if once.take().is_some() {
+            copy_move(&from, &to).unwrap();
+        }
+    });
+    let writer = open();
+    writer.archive(&sfc(1), b"after").unwrap();
+    writer.flush().unwrap();
+    failpoint::clear();
+    assert!(names_in(&a).is_empty(), "{:?}", names_in(&a));
+    assert_eq!(names_in(&b), [DATASET_DIR]);
+    let fs = open();
+    assert_eq!(get(&fs, &sfc(0)).as_deref(), Some(&b"before"[..]));
+    assert_eq!(get(&fs, &sfc(1)).as_deref(), Some(&b"after"[..]));
+}

@@ -192,11 +192,27 @@ pub(super) fn read_init_with_schema(
     }
 }
 
-/// Create the dataset at `dir` if needed, race-free between processes: the
-/// `INIT` record is written to a private file and hard-linked into place,
-/// which fails if another writer won.
-fn create_dataset(dir: &Path, key: &DatasetKey, schema: &Schema) -> Result<Arc<str>> {
+/// Create the dataset at `dir` if needed and `may_create`, race-free
+/// between processes: the `INIT` record is written to a private file and
+/// hard-linked into place, which fails if another writer won. Returns the
+/// schema the dataset was created under.
+///
+/// # Errors
+/// `NotFound` if there is no dataset at `dir` and not `may_create` (it was
+/// found there, then moved or wiped: look for it again).
+fn create_dataset(
+    dir: &Path,
+    key: &DatasetKey,
+    schema: &Schema,
+    may_create: bool,
+) -> Result<Arc<str>> {
     let toc = dir.join(TOC);
+    if !toc.exists() && !may_create {
+        return Err(Error::new(
+            ErrorKind::NotFound,
+            format!("{} moved or wiped while it was opened", dir.display()),
+        ));
+    }
     if !toc.exists() {
         layout::ensure_dir(dir)?;
         let tmp = dir.join(format!(".toc.{}", layout::writer_id()));
@@ -254,8 +270,17 @@ impl Catalogue for TocCatalogue {
         let mut attempt = 0;
         let (dir, open_dir, toc, stored_schema) = loop {
             attempt += 1;
-            let dir = layout::dataset_dir_for_write(&self.roots, &self.placement, dataset)?;
-            let opened = create_dataset(&dir, dataset, schema).and_then(|stored| {
+            // A dataset found is opened, never created again where it was
+            // found: a move or wipe may take it away in between, and a new
+            // dataset there would hide the moved one.
+            let found = layout::find_dataset(&self.roots, dataset);
+            let may_create = found.is_none();
+            let dir = match found {
+                Some(d) => d,
+                None => layout::dataset_dir_for_write(&self.roots, &self.placement, dataset)?,
+            };
+            crate::failpoint::hit("catalogue_writer.found");
+            let opened = create_dataset(&dir, dataset, schema, may_create).and_then(|stored| {
                 let toc = OpenOptions::new()
                     .append(true)
                     .open(dir.join(TOC))

@@ -248,10 +248,18 @@ impl Store for FileStore {
         let mut attempt = 0;
         let dir = loop {
             attempt += 1;
-            let path = layout::dataset_dir_for_write(&self.roots, &self.placement, dataset)?;
-            if !path.exists() {
-                layout::ensure_dir(&path)?;
-            }
+            // A directory found is opened, never made again where it was
+            // found (a move or wipe may take it away in between: look
+            // again); only a dataset found nowhere gets one.
+            let path = match layout::find_dataset(&self.roots, dataset) {
+                Some(found) => found,
+                None => {
+                    let path =
+                        layout::dataset_dir_for_write(&self.roots, &self.placement, dataset)?;
+                    layout::ensure_dir(&path)?;
+                    path
+                }
+            };
             match OpenDir::open(&path) {
                 Err(e) if e.kind() == fieldstore_core::ErrorKind::NotFound && attempt < 3 => {}
                 r => break r?,
