@@ -105,7 +105,8 @@ fn move_once(
     match movers {
         Movers::ThisProcess => match fs.move_datasets(ds, to) {
             Ok(moved) => !moved.is_empty(),
-            // Already there, or not created yet.
+            // Already there (a dataset not created yet is no error: it
+            // moves nothing).
             Err(e) if e.kind() == ErrorKind::InvalidInput => {
                 assert!(
                     e.to_string().contains("already in root"),
