@@ -384,10 +384,11 @@ fn moves_within_one_file_system_racing_writers_readers_and_a_watcher() {
     }
 }
 
-#[test]
-fn moves_across_file_systems_racing_writers_readers_and_a_watcher() {
+/// Three runs with `b` on a tmpfs of its own (moves copy), moved by
+/// `movers`; expvers `<prefix>0`, `<prefix>1`, …
+fn across_file_systems(prefix: &str, seeds: [u64; 3], movers: Movers) {
     let _serial = one_at_a_time();
-    for (n, seed) in [(0, 17u64), (1, 19), (2, 23)] {
+    for (n, seed) in seeds.into_iter().enumerate() {
         let dir = tempfile::tempdir().unwrap();
         let a = dir.path().join("a");
         std::fs::create_dir(&a).unwrap();
@@ -398,30 +399,19 @@ fn moves_across_file_systems_racing_writers_readers_and_a_watcher() {
             dir.path(),
             &a,
             b.path(),
-            &format!("mx{n}"),
+            &format!("{prefix}{n}"),
             seed,
-            Movers::ThisProcess,
+            movers,
         );
     }
 }
 
 #[test]
+fn moves_across_file_systems_racing_writers_readers_and_a_watcher() {
+    across_file_systems("mx", [17, 19, 23], Movers::ThisProcess);
+}
+
+#[test]
 fn moves_killed_at_random_instants_racing_writers_readers_and_a_watcher() {
-    let _serial = one_at_a_time();
-    for (n, seed) in [(0, 29u64), (1, 31), (2, 37)] {
-        let dir = tempfile::tempdir().unwrap();
-        let a = dir.path().join("a");
-        std::fs::create_dir(&a).unwrap();
-        let Some(b) = Tmpfs::mount(&dir.path().join("b"), "256m") else {
-            return;
-        };
-        run(
-            dir.path(),
-            &a,
-            b.path(),
-            &format!("mk{n}"),
-            seed,
-            Movers::Killed,
-        );
-    }
+    across_file_systems("mk", [29, 31, 37], Movers::Killed);
 }

@@ -182,6 +182,22 @@ fn two_roots(
 
 const DATASET_DIR: &str = "od:0001:oper:20231201:1200:g";
 
+/// [`two_roots`] in a new temporary directory, with the dataset in `a`
+/// holding one field, `sfc(0)` = `before`.
+fn one_field_in_a() -> (
+    tempfile::TempDir,
+    std::path::PathBuf,
+    std::path::PathBuf,
+    impl Fn() -> FieldStore,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b, open) = two_roots(dir.path());
+    let w = open();
+    w.archive(&sfc(0), b"before").unwrap();
+    w.flush().unwrap();
+    (dir, a, b, open)
+}
+
 fn names_in(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = dir
         .read_dir()
@@ -295,11 +311,7 @@ fn an_interrupted_move_leaves_one_dataset_and_moving_again_finishes_it() {
 /// dataset was, and its flush stands. Its next flush goes there too.
 #[test]
 fn a_writer_follows_its_dataset_renamed_into_another_root() {
-    let dir = tempfile::tempdir().unwrap();
-    let (a, b, open) = two_roots(dir.path());
-    let w = open();
-    w.archive(&sfc(0), b"before").unwrap();
-    w.flush().unwrap();
+    let (_dir, a, b, open) = one_field_in_a();
     let writer = open();
     writer.archive(&sfc(1), b"during").unwrap();
     let mover = open();
@@ -372,11 +384,7 @@ fn a_data_file_opened_under_another_path_of_the_dataset_is_named_relative_to_it(
 #[test]
 fn a_flush_after_a_copy_move_fails_cleanly_and_the_next_goes_to_the_copy() {
     use crate::backends::posix::manage::copy_move;
-    let dir = tempfile::tempdir().unwrap();
-    let (a, b, open) = two_roots(dir.path());
-    let w = open();
-    w.archive(&sfc(0), b"before").unwrap();
-    w.flush().unwrap();
+    let (_dir, a, b, open) = one_field_in_a();
     let writer = open();
     writer.archive(&sfc(1), b"during").unwrap();
     let (from, to) = (a.join(DATASET_DIR), b.join(DATASET_DIR));
@@ -406,11 +414,7 @@ fn a_flush_after_a_copy_move_fails_cleanly_and_the_next_goes_to_the_copy() {
 #[test]
 fn a_copy_move_waits_for_an_append_in_progress_and_keeps_it() {
     use crate::backends::posix::manage::copy_move;
-    let dir = tempfile::tempdir().unwrap();
-    let (a, b, open) = two_roots(dir.path());
-    let w = open();
-    w.archive(&sfc(0), b"before").unwrap();
-    w.flush().unwrap();
+    let (_dir, a, b, open) = one_field_in_a();
     let writer = open();
     writer.archive(&sfc(1), b"during").unwrap();
     let (from, to) = (a.join(DATASET_DIR), b.join(DATASET_DIR));
@@ -673,11 +677,7 @@ fn a_flush_refused_at_its_append_gives_its_bytes_back() {
 #[test]
 fn a_writer_never_creates_anew_a_dataset_moved_away_while_it_opened_it() {
     use crate::backends::posix::manage::copy_move;
-    let dir = tempfile::tempdir().unwrap();
-    let (a, b, open) = two_roots(dir.path());
-    let w = open();
-    w.archive(&sfc(0), b"before").unwrap();
-    w.flush().unwrap();
+    let (_dir, a, b, open) = one_field_in_a();
     let (from, to) = (a.join(DATASET_DIR), b.join(DATASET_DIR));
     let mut once = Some(());
     failpoint::set("catalogue_writer.found", move || {
