@@ -1,0 +1,92 @@
+"""Array views labelled as cfgrib labels them (issue 28): missing points in
+every GRIB encoding, level types that share a MARS ``levtype``, fields
+without a ``time``, one grid in two editions, the Zarr view's ``step``, and
+parameters named by their ``cfVarName``. Each case writes its GRIB with
+ecCodes from ecCodes' own samples and compares with cfgrib, the judge."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+import pytest
+
+import fieldstore
+from fieldstore import _fieldstore
+
+from test_arrays import cfgrib, param_cache, same_bits, same_dataset, store  # noqa: F401 (fixtures)
+from test_earthkit import need
+
+xr = need("xarray")
+need("cfgrib")
+eccodes = need("eccodes")  # the ecCodes Python binding cfgrib uses
+
+# A field as the tests write it: ecCodes sample, keys set in order, values
+# (None: the sample's).
+Spec = tuple[str, list[tuple[str, Any]], "np.ndarray | None"]
+
+
+def write(path: Path, specs: Iterable[Spec]) -> Path:
+    """``path`` with one GRIB message per spec."""
+    with open(path, "wb") as out:
+        for sample, keys, values in specs:
+            h = eccodes.codes_grib_new_from_samples(sample)
+            try:
+                for k, v in keys:
+                    eccodes.codes_set(h, k, v)
+                if values is not None:
+                    eccodes.codes_set_values(h, values)
+                out.write(eccodes.codes_get_message(h))
+            finally:
+                eccodes.codes_release(h)
+    return path
+
+
+def archived(store: fieldstore.FDB, path: Path) -> Path:
+    store.archive(path.read_bytes())
+    store.flush()
+    return path
+
+
+def wave(n: int, phase: float = 0.0) -> np.ndarray:
+    """Values that use the packing's range (a constant field tests little)."""
+    return 280.0 + np.sin(np.arange(n) * 0.3 + phase) * 10.0
+
+
+# ---- 8: every way GRIB marks a missing point is NaN ---------------------
+
+N = 496  # points of ecCodes' regular_ll samples (16 x 31)
+MISSING_CASES = {
+    # GRIB2 complex packing with missing-value management: no bitmap,
+    # ecCodes fills the points with its missingValue (9999 by default).
+    "grib2-complex-no-bitmap": ("regular_ll_sfc_grib1", [("edition", 2), ("bitsPerValue", 16),
+                                                         ("packingType", "grid_complex"),
+                                                         ("bitmapPresent", 0), ("missingValue", 9999.0)]),
+    "grib2-spatial-differencing-no-bitmap": ("regular_ll_sfc_grib1", [
+        ("edition", 2), ("bitsPerValue", 16), ("packingType", "grid_complex_spatial_differencing"),
+        ("bitmapPresent", 0), ("missingValue", 9999.0)]),
+    "grib2-simple-bitmap": ("regular_ll_sfc_grib1", [("edition", 2), ("bitsPerValue", 16),
+                                                     ("bitmapPresent", 1), ("missingValue", 9999.0)]),
+    "grib1-simple-bitmap": ("regular_ll_sfc_grib1", [("bitsPerValue", 16), ("bitmapPresent", 1),
+                                                     ("missingValue", 9999.0)]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MISSING_CASES))
+def test_every_missing_point_is_nan_as_cfgrib(store: fieldstore.FDB, tmp_path: Path, case: str) -> None:
+    sample, keys = MISSING_CASES[case]
+    values = wave(N)
+    values[::7] = 9999.0
+    path = archived(store, write(tmp_path / f"{case}.grib", [(sample, keys, values)]))
+    entry = next(iter(store._store.list([("class", ["od"])], False, 3)))
+    packing, bitmap, missing = _fieldstore.field_keys(entry, ["packingType", "bitmapPresent", "numberOfMissing"])
+    assert (packing, bitmap) == (dict(keys).get("packingType", "grid_simple"), dict(keys)["bitmapPresent"])
+    assert missing == len(values[::7])
+    got = fieldstore.open_dataset({"class": "od"}, fdb=store)
+    want = cfgrib(path, {})
+    same_dataset(got, want, case)
+    assert np.count_nonzero(np.isnan(got["t2m"].values)) == missing
+    double = fieldstore.open_dataset({"class": "od"}, fdb=store, dtype="float64")["t2m"].values
+    assert np.count_nonzero(np.isnan(double)) == missing
+    assert not (double == 9999.0).any()
