@@ -90,3 +90,42 @@ def test_every_missing_point_is_nan_as_cfgrib(store: fieldstore.FDB, tmp_path: P
     double = fieldstore.open_dataset({"class": "od"}, fdb=store, dtype="float64")["t2m"].values
     assert np.count_nonzero(np.isnan(double)) == missing
     assert not (double == 9999.0).any()
+
+
+# ---- 7: pressure in hPa and in Pa ---------------------------------------
+
+def pressure_field(type_of_level: str, level: int, phase: float) -> Spec:
+    """GRIB2 t on a pressure level: ``isobaricInhPa`` (level in hPa) or
+    ``isobaricInPa`` (in Pa). MARS spells both as ``levtype=pl`` and
+    ``levelist`` in hPa (10 Pa is ``levelist=0.1``)."""
+    keys = [("edition", 2), ("bitsPerValue", 16), ("paramId", 130), ("typeOfLevel", type_of_level),
+            ("level", level)]
+    return ("regular_ll_pl_grib1", keys, wave(N, phase))
+
+
+def test_pressure_in_pa_is_labelled_in_pa_as_cfgrib(store: fieldstore.FDB, tmp_path: Path) -> None:
+    path = archived(store, write(tmp_path / "pa.grib", [pressure_field("isobaricInPa", 10, 0.0),
+                                                        pressure_field("isobaricInPa", 1, 1.0)]))
+    got = fieldstore.open_dataset({"class": "od", "levtype": "pl"}, fdb=store)
+    want = cfgrib(path, {"typeOfLevel": "isobaricInPa"})
+    assert list(want["isobaricInPa"].values) == [10.0, 1.0]
+    same_dataset(got, want, "isobaricInPa")
+
+
+def test_hpa_and_pa_levels_together_are_one_coordinate_in_hpa(store: fieldstore.FDB, tmp_path: Path) -> None:
+    """cfgrib refuses the mix in one dataset; the view labels every level in
+    hPa (what MARS names them in), each level's values those cfgrib gives
+    for its field."""
+    fields = [pressure_field("isobaricInhPa", 1, 0.0), pressure_field("isobaricInPa", 10, 1.0),
+              pressure_field("isobaricInPa", 1, 2.0)]
+    path = archived(store, write(tmp_path / "hpa-and-pa.grib", fields))
+    got = fieldstore.open_dataset({"class": "od", "levtype": "pl"}, fdb=store)
+    assert "isobaricInPa" not in got.coords
+    level = got["isobaricInhPa"]
+    assert list(level.values) == [1.0, 0.1, 0.01]
+    assert level.attrs["units"] == "hPa"
+    assert got["t"].attrs["GRIB_typeOfLevel"] == "isobaricInhPa"
+    for hpa, (type_of_level, value) in zip([1.0, 0.1, 0.01], [("isobaricInhPa", 1), ("isobaricInPa", 10),
+                                                             ("isobaricInPa", 1)]):
+        want = cfgrib(path, {"typeOfLevel": type_of_level, "level": value})["t"]
+        same_bits(got["t"].sel(isobaricInhPa=hpa).values, want.values, f"{hpa} hPa")

@@ -34,6 +34,7 @@ from __future__ import annotations
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -399,8 +400,7 @@ class Cube:
         header = list(self.header)
         scalar: dict[str, Any] = {}
         if len(levels) > 1:
-            coord = np.array([float(v) for v in levels]) if all(_is_number(v) for v in levels) \
-                else np.array(levels, dtype=object)
+            level_name, coord = _level_coordinate(level_name, levels)
             header.append((level_name, [(v,) for v in levels], ("levelist",), coord))
             if level_name not in self.coords:
                 attrs = COORD_ATTRS.get(level_name, {"long_name": f"original GRIB coordinate for key: level({level_name})", "units": "1"})
@@ -423,7 +423,9 @@ class Cube:
                   "NV", "cfName", "cfVarName", "gridDefinitionDescription", "missingValue", "name",
                   "numberOfDirections", "numberOfFrequencies", "shortName", "totalNumber", "units"]
         for k in wanted:
-            if k == "missingValue":
+            if k == "typeOfLevel" and len(levels) > 1:
+                attrs["GRIB_typeOfLevel"] = level_name  # the dimension's name, as cfgrib's
+            elif k == "missingValue":
                 attrs["GRIB_missingValue"] = MISSING_VALUE
             elif k in _GRID_ARRAYS.get(str(meta.get("gridType")), []):
                 pass
@@ -515,6 +517,30 @@ class Cube:
         if drop:
             values = values.reshape(tuple(s for i, s in enumerate(values.shape) if i not in drop))
         return values
+
+
+def _level_coordinate(name: str, levels: list[str]) -> tuple[str, np.ndarray]:
+    """The level dimension's name and values for the stored ``levelist``
+    values ``levels`` of a level type whose first field says its level is a
+    ``name`` (ecCodes ``typeOfLevel``).
+
+    The values are the ``levelist`` ones, with one exception: pressure. MARS
+    spells every pressure level in hPa (``levtype=pl``), while ecCodes calls
+    a level that is not a whole number of hPa ``isobaricInPa`` and gives it
+    in Pa (``levelist=0.1`` is 10 Pa), as cfgrib labels it. So levels all
+    below whole hPa, under that name, are given in Pa (cfgrib's labels); a
+    mix of whole and fractional hPa (fields of both kinds, which cfgrib
+    will not put in one dataset) is one ``isobaricInhPa`` coordinate in hPa,
+    never hPa values labelled Pa.
+    """
+    if not all(_is_number(v) for v in levels):
+        return name, np.array(levels, dtype=object)
+    if name not in ("isobaricInhPa", "isobaricInPa"):
+        return name, np.array([float(v) for v in levels])
+    hpa = [Decimal(v) for v in levels]
+    if name == "isobaricInPa" and all(p != p.to_integral_value() for p in hpa):
+        return name, np.array([float(p * 100) for p in hpa])
+    return "isobaricInhPa", np.array([float(p) for p in hpa])
 
 
 def _is_number(v: str) -> bool:
