@@ -129,3 +129,45 @@ def test_hpa_and_pa_levels_together_are_one_coordinate_in_hpa(store: fieldstore.
                                                              ("isobaricInPa", 1)]):
         want = cfgrib(path, {"typeOfLevel": type_of_level, "level": value})["t"]
         same_bits(got["t"].sel(isobaricInhPa=hpa).values, want.values, f"{hpa} hPa")
+
+
+# ---- 9: variables at different levels of a level type without levelist --
+
+SOIL = [(139, 0, 7), (170, 7, 28), (183, 28, 100), (236, 100, 255)]  # stl1-4: layers in cm (GRIB1: one octet each)
+
+
+def soil_file(path: Path) -> Path:
+    """GRIB1 soil temperature in four layers (``depthBelowLandLayer``, MARS
+    ``levtype=sfc``: no ``levelist`` tells the layers apart) and 2 m
+    temperature (``surface``)."""
+    specs: list[Spec] = [("regular_ll_sfc_grib1", [("bitsPerValue", 16), ("paramId", param),
+                                                   ("indicatorOfTypeOfLevel", 112),
+                                                   ("topLevel", top), ("bottomLevel", bottom)], wave(N, top))
+                         for param, top, bottom in SOIL]
+    specs.append(("regular_ll_sfc_grib1", [("bitsPerValue", 16)], wave(N, 0.5)))
+    return write(path, specs)
+
+
+def test_each_soil_layer_is_labelled_with_its_own_depth(store: fieldstore.FDB, tmp_path: Path) -> None:
+    path = archived(store, soil_file(tmp_path / "soil.grib"))
+    import cfgrib as cfgrib_module
+
+    with __import__("warnings").catch_warnings():
+        __import__("warnings").simplefilter("ignore")
+        wanted = {v: ds for ds in cfgrib_module.open_datasets(path, indexpath="") for v in ds.data_vars}
+    got = fieldstore.open_dataset({"class": "od"}, fdb=store)
+    assert sorted(got.data_vars) == sorted(wanted) == ["stl1", "stl2", "stl3", "stl4", "t2m"]
+    for v, want in wanted.items():
+        same_bits(got[v].values, want[v].values, v)
+        for level in ("depthBelowLandLayer", "surface"):
+            if level in want.coords:
+                # Not a coordinate all variables share: each variable says its own.
+                assert level not in got[v].coords or got[v][level].item() == want[level].item(), (v, level)
+                assert got[v].attrs.get(level, got[v].coords.get(level)) == want[level].item(), (v, level)
+            else:
+                assert level not in got[v].coords, (v, level)
+    # One layer alone is what cfgrib gives for it, its depth a coordinate.
+    for param, top, _ in SOIL:
+        one = fieldstore.open_dataset({"class": "od", "param": param}, fdb=store)
+        same_dataset(one, cfgrib(path, {"paramId": param}), f"paramId {param}")
+        assert one["depthBelowLandLayer"].item() == top

@@ -308,6 +308,7 @@ class Cube:
         for c, spec in self.grid.coords.items():
             self.coords[c] = spec
         self._valid_time()
+        self.scalar_coords = self._shared_scalars()
         assert first_meta is not None
         self.attrs = {
             "GRIB_edition": first_meta.get("edition"),
@@ -458,6 +459,30 @@ class Cube:
             if s is not None:
                 out["step"] = s
         return out
+
+    def _shared_scalars(self) -> dict[str, Any]:
+        """The scalar coordinates of the view: those every variable has,
+        with one value. A dataset's coordinates belong to all its
+        variables, so a scalar that variables disagree on (soil layers
+        ``stl1``-``stl4``, each at its own ``depthBelowLandLayer`` with one
+        ``levtype=sfc``), or that only some have (``surface`` beside
+        ``isobaricInhPa``), would label the others wrongly; it stays with
+        each variable that has it, as an attribute of its name (cfgrib puts
+        such variables in separate datasets). The variables' own
+        ``scalar_coords`` are left whole (the Zarr view, a variable alone)."""
+        scalars: dict[str, list[Any]] = {}
+        for var in self.variables.values():
+            for c, value in var.scalar_coords.items():
+                scalars.setdefault(c, []).append(value)
+        shared: dict[str, Any] = {}
+        for c, values in scalars.items():
+            if len(values) == len(self.variables) and all(np.array_equal(v, values[0]) for v in values):
+                shared[c] = values[0]
+                continue
+            for var in self.variables.values():
+                if c in var.scalar_coords:
+                    var.attrs[c] = var.scalar_coords[c]
+        return shared
 
     def _valid_time(self) -> None:
         """``valid_time`` = ``time`` + ``step``, over whichever of them are

@@ -104,9 +104,8 @@ class FieldStoreZarr(Store):
         from ._cube import COORD_ATTRS
 
         coords = dict(cube.coords)
-        for var in cube.variables.values():
-            for c, value in var.scalar_coords.items():
-                coords.setdefault(c, ((), np.asarray(value), COORD_ATTRS.get(c, {})))
+        for c, value in cube.scalar_coords.items():
+            coords.setdefault(c, ((), np.asarray(value), COORD_ATTRS.get(c, {})))
         names = " ".join(coords)
         for var in cube.variables.values():
             var_meta = json.loads(self._meta[f"{var.name}/{_META}"])
