@@ -171,3 +171,23 @@ def test_each_soil_layer_is_labelled_with_its_own_depth(store: fieldstore.FDB, t
         one = fieldstore.open_dataset({"class": "od", "param": param}, fdb=store)
         same_dataset(one, cfgrib(path, {"paramId": param}), f"paramId {param}")
         assert one["depthBelowLandLayer"].item() == top
+
+
+# ---- 10: fields whose MARS key has no time (monthly means) --------------
+
+@pytest.mark.parametrize("months", [[20050101], [20050101, 20050201]], ids=["one-month", "two-months"])
+def test_monthly_means_have_the_time_and_step_cfgrib_gives(store: fieldstore.FDB, tmp_path: Path,
+                                                          months: list[int]) -> None:
+    """``stream=moda``: MARS keys have a ``date`` but no ``time`` nor
+    ``step``; cfgrib labels the fields with the GRIB's date, time and step."""
+    specs: list[Spec] = [("regular_ll_sfc_grib1", [("bitsPerValue", 16), ("stream", "moda"), ("type", "fc"),
+                                                   ("dataDate", d), ("dataTime", 0), ("stepType", "avg"),
+                                                   ("stepRange", "0-24")],
+                          wave(N, i)) for i, d in enumerate(months)]
+    path = archived(store, write(tmp_path / "moda.grib", specs))
+    key = next(iter(store.list({"stream": "moda"})))
+    assert "time" not in str(key) and "step=" not in str(key)
+    got = fieldstore.open_dataset({"stream": "moda"}, fdb=store)
+    want = cfgrib(path, {})
+    same_dataset(got, want, "moda")
+    assert got["step"].values == np.timedelta64(24, "h")

@@ -194,6 +194,7 @@ class Cube:
         if not entries:
             raise InvalidInputError(f"the request names no stored field: {_show(self.request)}")
         keys = [e.combined_key() for e in entries]
+        _untimed(entries, keys)
         # What the request names explicitly is in the coordinates, stored or
         # not: a value with no field yet (a step not flushed) reads as NaN.
         self.requested = dict(self.fdb._store.requested_values(_selection(self.request)))
@@ -566,6 +567,30 @@ def _level_coordinate(name: str, levels: list[str]) -> tuple[str, np.ndarray]:
     if name == "isobaricInPa" and all(p != p.to_integral_value() for p in hpa):
         return name, np.array([float(p * 100) for p in hpa])
     return "isobaricInhPa", np.array([float(p) for p in hpa])
+
+
+def _untimed(entries: list[Any], keys: list[dict[str, str]]) -> None:
+    """Give fields whose MARS key has a ``date`` but no ``time`` or no
+    ``step`` (monthly means, ``stream=moda``) the time and step their GRIB
+    says, in their ``keys``, as cfgrib labels them (``dataTime``,
+    ``endStep``), instead of leaving the time axis without a time of day.
+    Only the first such field is read (one read, not one per field): such
+    streams have one time and step per field (the month's mean), and the
+    keys are only the view's labels, never a request to the store."""
+    untimed = [i for i, key in enumerate(keys) if "date" in key and ("time" not in key or "step" not in key)]
+    if not untimed:
+        return
+    data_time, end_step, step_units = _fieldstore.field_keys(entries[untimed[0]],
+                                                             ["dataTime", "endStep", "stepUnits"])
+    time = f"{int(data_time):04d}" if isinstance(data_time, int) else None
+    # ecCodes' stepUnits code table: 0 minute, 1 hour (what _step_value reads).
+    unit = {0: "m", 1: ""}.get(step_units) if isinstance(step_units, int) else None
+    step = f"{end_step}{unit}" if isinstance(end_step, int) and unit is not None else None
+    for i in untimed:
+        if time is not None:
+            keys[i].setdefault("time", time)
+        if step is not None:
+            keys[i].setdefault("step", step)
 
 
 def _is_number(v: str) -> bool:
