@@ -191,3 +191,39 @@ def test_monthly_means_have_the_time_and_step_cfgrib_gives(store: fieldstore.FDB
     want = cfgrib(path, {})
     same_dataset(got, want, "moda")
     assert got["step"].values == np.timedelta64(24, "h")
+
+
+# ---- 11: one grid, two editions -----------------------------------------
+
+def test_the_same_grid_in_grib1_and_grib2_is_one_grid(store: fieldstore.FDB, tmp_path: Path) -> None:
+    """ecCodes' regular_ll sample as GRIB1 and converted to GRIB2: the same
+    16 x 31 points, grid sections that differ in every byte."""
+    grib1 = ("regular_ll_sfc_grib1", [("bitsPerValue", 16)], wave(N))
+    msl2 = ("regular_ll_sfc_grib1", [("edition", 2), ("bitsPerValue", 16), ("paramId", 151)], wave(N, 1.0))
+    path = archived(store, write(tmp_path / "editions.grib", [grib1, msl2]))
+    got = fieldstore.open_dataset({"class": "od"}, fdb=store)
+    # cfgrib will not mix editions in one dataset: each as cfgrib gives it.
+    for v, edition in (("t2m", 1), ("msl", 2)):
+        want = cfgrib(path, {"edition": edition})
+        same_bits(got[v].values, want[v].values, v)
+        for c in ("latitude", "longitude"):
+            assert np.array_equal(got[c].values, want[c].values), (v, c)
+    want = cfgrib(path, {"edition": 1})
+    # The same parameter in both editions, told apart by expver: one
+    # variable, checked field by field (Cube._same_grid).
+    t2m_2 = ("regular_ll_sfc_grib1", [("edition", 2), ("bitsPerValue", 16), ("expver", "0002")], wave(N, 2.0))
+    path2 = archived(store, write(tmp_path / "t2m-grib2.grib", [t2m_2]))
+    both = fieldstore.open_dataset({"class": "od", "param": 167, "expver": ["0001", "0002"]}, fdb=store)
+    assert both["t2m"].dims == ("expver", "latitude", "longitude")
+    same_bits(both["t2m"].sel(expver="0001").values, want["t2m"].values, "GRIB1")
+    same_bits(both["t2m"].sel(expver="0002").values, cfgrib(path2, {})["t2m"].values, "GRIB2")
+
+
+def test_different_grids_are_still_refused(store: fieldstore.FDB, tmp_path: Path) -> None:
+    shifted = ("regular_ll_sfc_grib1", [("edition", 2), ("bitsPerValue", 16), ("paramId", 151),
+                                        ("longitudeOfFirstGridPointInDegrees", 1.0),
+                                        ("longitudeOfLastGridPointInDegrees", 16.0)], wave(N))
+    archived(store, write(tmp_path / "two.grib", [("regular_ll_sfc_grib1", [("bitsPerValue", 16)], wave(N)),
+                                                  shifted]))
+    with pytest.raises(fieldstore.InvalidInputError, match="different grids"):
+        fieldstore.open_dataset({"class": "od"}, fdb=store)

@@ -67,8 +67,18 @@ _GRID_KEYS: dict[str, list[str]] = {
 }
 # Array keys of the geometry (read with `field_array`).
 _GRID_ARRAYS = {"reduced_gg": ["pl"]}
-# Keys that say whether two fields are on the same grid.
+# Keys that say whether two fields are on the same grid: the kind, the
+# number of points and where they are (_GEOMETRY); the grid section's bytes
+# only for the kinds _GEOMETRY does not know.
 _GRID_IDENTITY = ["gridType", "numberOfPoints", "md5GridSection"]
+_GEOMETRY: dict[str, list[str]] = {
+    **{kind: keys for kind, keys in _GRID_KEYS.items() if kind != "reduced_gg"},
+    "reduced_gg": ["N", "latitudeOfFirstGridPointInDegrees", "latitudeOfLastGridPointInDegrees",
+                   "longitudeOfFirstGridPointInDegrees", "longitudeOfLastGridPointInDegrees"],
+}
+# Angles closer than GRIB1's precision (a millidegree; GRIB2 has a
+# microdegree) are the same: one grid written in both editions.
+_ANGLE_TOLERANCE = 1e-3
 # Other keys the cube needs from the first field of a variable.
 _OTHER_KEYS = ["level", "number", "edition", "centre", "centreDescription", "subCentre"]
 
@@ -112,6 +122,56 @@ def default_threads() -> int:
     return max(1, min(8, n))
 
 
+@dataclass(frozen=True)
+class Geometry:
+    """Where a field's points are, as comparable keys: two fields are on
+    one grid when their geometries are equal, whatever their encoding (GRIB1
+    and GRIB2 grid sections of one grid differ in every byte).
+
+    ``keys`` are (name, value) pairs of ecCodes keys, in a fixed order for
+    a kind: the grid's sizes, scanning and corners in degrees (equal within
+    GRIB1's millidegree), ``pl`` for reduced Gaussian grids; for a kind this
+    module does not know, the grid section's MD5 (bytes, so such a grid in
+    two editions is two grids)."""
+
+    kind: str
+    points: int
+    keys: tuple[tuple[str, Any], ...]
+
+    @classmethod
+    def of(cls, meta: Mapping[str, Any], pl: Sequence[int] | None = None) -> Geometry:
+        kind = str(meta.get("gridType"))
+        names = _GEOMETRY.get(kind)
+        keys: list[tuple[str, Any]] = [(k, meta.get(k)) for k in names] if names is not None \
+            else [("md5GridSection", meta.get("md5GridSection"))]
+        if pl is not None:
+            keys.append(("pl", tuple(int(p) for p in pl)))
+        return cls(kind, int(meta.get("numberOfPoints") or 0), tuple(keys))
+
+    def difference(self, other: Geometry) -> str | None:
+        """What differs between two geometries (the first key that does),
+        or None for one grid."""
+        if (self.kind, self.points) != (other.kind, other.points):
+            return f"{self} and {other}"
+        for (name, a), (_, b) in zip(self.keys, other.keys):
+            if not _same_value(a, b):
+                shown = (a, b) if name != "pl" else ("one list", "another")
+                return f"{self}, {name} {shown[0]} and {shown[1]}"
+        return None
+
+    def __str__(self) -> str:
+        return f"{self.kind} of {self.points} points"
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    if isinstance(a, float) or isinstance(b, float):
+        try:
+            return abs(float(a) - float(b)) <= _ANGLE_TOLERANCE
+        except (TypeError, ValueError):
+            return False
+    return bool(a == b)
+
+
 @dataclass
 class Grid:
     """The geometry every field of a cube shares."""
@@ -119,7 +179,7 @@ class Grid:
     dims: tuple[str, ...]
     shape: tuple[int, ...]
     points: int
-    identity: tuple[Any, ...]
+    identity: Geometry
     # name -> (dims, values, attrs)
     coords: dict[str, tuple[tuple[str, ...], np.ndarray, dict[str, str]]] = field(default_factory=dict)
 
@@ -280,15 +340,16 @@ class Cube:
         # reads and ecCodes release the GIL).
         with ThreadPoolExecutor(max_workers=min(self.threads, len(ordered))) as pool:
             metas = list(pool.map(lambda g: self._metadata(entries[g[1][0]], g[0][0]), ordered))
-        grids: dict[tuple[Any, ...], Grid] = {}
+        grids: list[Grid] = []
         for ((param, levtype), members), meta in zip(ordered, metas):
             first = entries[members[0]]
             if first_meta is None:
                 first_meta = meta
-            identity = (str(meta.get("gridType")), meta.get("numberOfPoints"), meta.get("md5GridSection"))
-            if identity not in grids:
-                grids[identity] = self._grid(first, meta)
-            grid = grids[identity]
+            identity = _geometry(first, meta)
+            grid = next((g for g in grids if g.identity.difference(identity) is None), None)
+            if grid is None:
+                grid = self._grid(first, meta, identity)
+                grids.append(grid)
             self._same_grid(f"{meta.get('shortName', param)} ({levtype})", grid, members, entries, keys)
             name = str(meta.get("cfVarName") or "unknown")
             if name == "unknown":
@@ -300,11 +361,11 @@ class Cube:
             grid_of[name] = grid
             self.variables[name] = self._variable(name, param, levtype, meta, grid, members, entries, keys)
         self._params.save()
-        grids = {g.identity for g in grid_of.values()}
         if len(grids) > 1:
+            why = grids[0].identity.difference(grids[1].identity)
             raise InvalidInputError(
-                "the request names fields on different grids; request each grid separately: "
-                + "; ".join(f"{n}: {g.identity[0]} of {g.identity[1]} points" for n, g in grid_of.items()))
+                f"the request names fields on different grids ({why}); request each grid separately: "
+                + "; ".join(f"{n}: {g.identity}" for n, g in grid_of.items()))
         self.grid = next(iter(grid_of.values()))
         for c, spec in self.grid.coords.items():
             self.coords[c] = spec
@@ -340,10 +401,9 @@ class Cube:
         meta.update(known)
         return meta
 
-    def _grid(self, entry: Any, meta: dict[str, Any]) -> Grid:
+    def _grid(self, entry: Any, meta: dict[str, Any], identity: Geometry) -> Grid:
         kind = str(meta.get("gridType"))
         points = int(meta["numberOfPoints"])
-        identity = (kind, meta.get("numberOfPoints"), meta.get("md5GridSection"))
 
         def array(key: str) -> np.ndarray:
             return np.frombuffer(_fieldstore.field_array(entry, key), dtype=np.float64)
@@ -379,13 +439,14 @@ class Cube:
             seen.setdefault(other, i)
         if len(seen) < 2:
             return
+        names = _GRID_IDENTITY + sorted({k for ks in _GEOMETRY.values() for k in ks})
         for other, i in seen.items():
-            kind, points, md5 = _fieldstore.field_keys(entries[i], _GRID_IDENTITY)
-            if (kind, points, md5) != grid.identity:
+            meta = dict(zip(names, _fieldstore.field_keys(entries[i], names)))
+            why = grid.identity.difference(_geometry(entries[i], meta))
+            if why is not None:
                 raise InvalidInputError(
-                    f"the request names fields of {what} on different grids: {grid.identity[0]} of "
-                    f"{grid.identity[1]} points, and {kind} of {points} points at {','.join(other)}; "
-                    "request each grid separately")
+                    f"the request names fields of {what} on different grids ({why}, the second at "
+                    f"{','.join(other)}); request each grid separately")
 
     def _variable(self, name: str, param: str, levtype: str, meta: dict[str, Any], grid: Grid,
                   members: list[int], entries: list[Any], keys: list[dict[str, str]]) -> Variable:
@@ -543,6 +604,15 @@ class Cube:
         if drop:
             values = values.reshape(tuple(s for i, s in enumerate(values.shape) if i not in drop))
         return values
+
+
+def _geometry(entry: Any, meta: Mapping[str, Any]) -> Geometry:
+    """The geometry of the field ``entry`` whose keys ``meta`` holds (with
+    its ``pl``, read from the field, for a reduced Gaussian grid)."""
+    pl = None
+    if str(meta.get("gridType")) == "reduced_gg":
+        pl = np.frombuffer(_fieldstore.field_array(entry, "pl"), dtype=np.float64).astype(np.int64).tolist()
+    return Geometry.of(meta, pl)
 
 
 def _level_coordinate(name: str, levels: list[str]) -> tuple[str, np.ndarray]:
