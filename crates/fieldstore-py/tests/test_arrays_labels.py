@@ -15,7 +15,7 @@ import pytest
 import fieldstore
 from fieldstore import _fieldstore
 
-from test_arrays import cfgrib, param_cache, same_bits, same_dataset, store  # noqa: F401 (fixtures)
+from test_arrays import cfgrib, cube_store, param_cache, same_bits, same_dataset, store  # noqa: F401 (fixtures)
 from test_earthkit import need
 
 xr = need("xarray")
@@ -227,3 +227,20 @@ def test_different_grids_are_still_refused(store: fieldstore.FDB, tmp_path: Path
                                                   shifted]))
     with pytest.raises(fieldstore.InvalidInputError, match="different grids"):
         fieldstore.open_dataset({"class": "od"}, fdb=store)
+
+
+# ---- 15: the Zarr view's step is a timedelta -----------------------------
+
+def test_the_zarr_views_step_is_a_timedelta(cube_store: fieldstore.FDB) -> None:
+    need("zarr")
+    from fieldstore.zarr_store import FieldStoreZarr
+
+    req = {"class": "e6", "timespan": "none"}
+    back = xr.open_zarr(FieldStoreZarr(req, fdb=cube_store), consolidated=False)
+    view = fieldstore.open_dataset(req, fdb=cube_store)
+    assert back["step"].dtype == view["step"].dtype == np.dtype("timedelta64[ns]")
+    assert np.array_equal(back["step"].values, view["step"].values)
+    same_bits(back["t2m"].sel(step="12h").values, view["t2m"].sel(step="12h").values, "step=12h")
+    # A step that does not vary is a scalar timedelta too.
+    one = xr.open_zarr(FieldStoreZarr({**req, "step": 6}, fdb=cube_store), consolidated=False)
+    assert one["step"].values == np.timedelta64(6, "h")
