@@ -244,3 +244,22 @@ def test_the_zarr_views_step_is_a_timedelta(cube_store: fieldstore.FDB) -> None:
     # A step that does not vary is a scalar timedelta too.
     one = xr.open_zarr(FieldStoreZarr({**req, "step": 6}, fdb=cube_store), consolidated=False)
     assert one["step"].values == np.timedelta64(6, "h")
+
+
+# ---- 17: parameters named as the views name them ------------------------
+
+def test_a_request_may_name_a_parameter_by_its_cf_var_name(cube_store: fieldstore.FDB) -> None:
+    """``t2m`` is what the view calls 2t (ecCodes ``cfVarName``); a request
+    naming it finds the same fields as ``2t`` and 167; short names come
+    first (``t`` is 130, not a cfVarName), and a name that is neither is
+    still an error naming it."""
+    req = {"class": "od", "date": "20251125"}
+    by_id = fieldstore.open_dataset({**req, "param": 167}, fdb=cube_store)
+    for name in ("t2m", "T2M", "2t"):
+        got = fieldstore.open_dataset({**req, "param": name}, fdb=cube_store)
+        assert list(got.data_vars) == ["t2m"], name
+        same_bits(got["t2m"].values, by_id["t2m"].values, name)
+    assert [e.combined_key()["param"] for e in cube_store.list({**req, "param": "t2m"})] == ["167"]
+    assert list(fieldstore.open_dataset({**req, "param": "t"}, fdb=cube_store).data_vars) == ["t"]
+    with pytest.raises(fieldstore.InvalidInputError, match="t2"):
+        fieldstore.open_dataset({**req, "param": "t2"}, fdb=cube_store)
