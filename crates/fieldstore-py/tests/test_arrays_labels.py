@@ -194,6 +194,24 @@ def test_monthly_means_have_the_time_and_step_cfgrib_gives(store: fieldstore.FDB
     assert got["step"].values == np.timedelta64(24, "h")
 
 
+def test_monthly_means_of_months_of_other_lengths_have_their_own_steps(store: fieldstore.FDB,
+                                                                       tmp_path: Path) -> None:
+    """Two months whose means end at other steps (24 h and 48 h): each
+    field is labelled with its own step, as cfgrib labels them. (Steps that
+    stay within the month: MARS's moda ``date`` is the month of the field's
+    validity, which cfgrib's ``time``, the GRIB ``dataDate``, is not when
+    the step reaches into the next month.)"""
+    specs: list[Spec] = [("regular_ll_sfc_grib1", [("bitsPerValue", 16), ("stream", "moda"), ("type", "fc"),
+                                                   ("dataDate", d), ("dataTime", 0), ("stepType", "avg"),
+                                                   ("stepRange", f"0-{hours}")], wave(N, hours))
+                         for d, hours in ((20050101, 24), (20050201, 48))]
+    path = archived(store, write(tmp_path / "moda-steps.grib", specs))
+    got = fieldstore.open_dataset({"stream": "moda"}, fdb=store)
+    want = cfgrib(path, {})
+    same_dataset(got, want, "moda")
+    assert got["t2m"].dims == ("time", "step", "latitude", "longitude")
+
+
 # ---- 11: one grid, two editions -----------------------------------------
 
 def test_the_same_grid_in_grib1_and_grib2_is_one_grid(store: fieldstore.FDB, tmp_path: Path) -> None:

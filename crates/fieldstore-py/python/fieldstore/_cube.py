@@ -644,23 +644,33 @@ def _untimed(entries: list[Any], keys: list[dict[str, str]]) -> None:
     ``step`` (monthly means, ``stream=moda``) the time and step their GRIB
     says, in their ``keys``, as cfgrib labels them (``dataTime``,
     ``endStep``), instead of leaving the time axis without a time of day.
-    Only the first such field is read (one read, not one per field): such
-    streams have one time and step per field (the month's mean), and the
-    keys are only the view's labels, never a request to the store."""
-    untimed = [i for i, key in enumerate(keys) if "date" in key and ("time" not in key or "step" not in key)]
-    if not untimed:
-        return
-    data_time, end_step, step_units = _fieldstore.field_keys(entries[untimed[0]],
-                                                             ["dataTime", "endStep", "stepUnits"])
+
+    One field per date is read (the first listed): the fields of one date
+    of such a stream are one period's means, with one time and step, while
+    another month may have another step (a mean of forecasts over 28 or 31
+    days). The keys are only the view's labels, never a request."""
+    by_date: dict[str, list[int]] = {}
+    for i, key in enumerate(keys):
+        if "date" in key and ("time" not in key or "step" not in key):
+            by_date.setdefault(key["date"], []).append(i)
+    for members in by_date.values():
+        time, step = _grib_time_and_step(entries[members[0]])
+        for i in members:
+            if time is not None:
+                keys[i].setdefault("time", time)
+            if step is not None:
+                keys[i].setdefault("step", step)
+
+
+def _grib_time_and_step(entry: Any) -> tuple[str | None, str | None]:
+    """A field's GRIB ``dataTime`` and ``endStep`` as MARS spells them
+    (``0000``; ``24``, or ``30m`` in minutes), None for what it lacks."""
+    data_time, end_step, step_units = _fieldstore.field_keys(entry, ["dataTime", "endStep", "stepUnits"])
     time = f"{int(data_time):04d}" if isinstance(data_time, int) else None
     # ecCodes' stepUnits code table: 0 minute, 1 hour (what _step_value reads).
     unit = {0: "m", 1: ""}.get(step_units) if isinstance(step_units, int) else None
     step = f"{end_step}{unit}" if isinstance(end_step, int) and unit is not None else None
-    for i in untimed:
-        if time is not None:
-            keys[i].setdefault("time", time)
-        if step is not None:
-            keys[i].setdefault("step", step)
+    return time, step
 
 
 def _is_number(v: str) -> bool:
