@@ -93,6 +93,20 @@ def test_every_missing_point_is_nan_as_cfgrib(store: fieldstore.FDB, tmp_path: P
     assert not (double == 9999.0).any()
 
 
+@pytest.mark.parametrize("edition", [1, 2])
+def test_a_real_9999_without_missing_points_stays_a_value(store: fieldstore.FDB, tmp_path: Path,
+                                                          edition: int) -> None:
+    """No bitmap, no missing-value management: 9999 (ecCodes' default
+    marker) is a value, as cfgrib gives it."""
+    values = wave(N)
+    values[::7] = 9999.0
+    keys = [("edition", edition), ("bitsPerValue", 16)]
+    path = archived(store, write(tmp_path / "9999.grib", [("regular_ll_sfc_grib1", keys, values)]))
+    got = fieldstore.open_dataset({"class": "od"}, fdb=store)
+    same_dataset(got, cfgrib(path, {}), "9999")
+    assert not np.isnan(got["t2m"].values).any()
+
+
 # ---- 7: pressure in hPa and in Pa ---------------------------------------
 
 def pressure_field(type_of_level: str, level: int, phase: float) -> Spec:
