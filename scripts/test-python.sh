@@ -23,7 +23,21 @@ PATH="$PWD/$venv/bin:$PATH" "$venv/bin/python" -m pip install --quiet --disable-
     --no-deps --force-reinstall ./crates/fieldstore-py
 # The real pyfdb (its own venv, shared with the CLI's agreement test).
 pyfdb_python=$(bash scripts/setup-fdb5.sh)
+# cfgrib's own sample files (issue 28's cases were found on them), from the
+# sdist of the cfgrib the venv uses, fetched once: test_cfgrib_samples.py.
+cfgrib_version=$("$venv/bin/python" -c "import cfgrib; print(cfgrib.__version__)")
+samples="$prefix/cfgrib-$cfgrib_version/tests/sample-data"
+if [ ! -d "$samples" ]; then
+    tmp=$(mktemp -d)
+    if "$venv/bin/python" -m pip download --quiet --disable-pip-version-check --no-deps \
+        --no-binary :all: "cfgrib==$cfgrib_version" -d "$tmp" >/dev/null 2>&1; then
+        tar -xzf "$tmp"/cfgrib-*.tar.gz -C "$prefix" "cfgrib-$cfgrib_version/tests/sample-data" || true
+    fi
+    rm -rf "$tmp"
+fi
+[ -d "$samples" ] || echo "test-python: cfgrib's sample files are not available; test_cfgrib_samples.py skips" >&2
 rc=0
+FIELDSTORE_CFGRIB_SAMPLES="$([ -d "$samples" ] && realpath "$samples")" \
 FIELDSTORE_PY_STRICT=1 FIELDSTORE_PYFDB_PYTHON="$pyfdb_python" \
     "$venv/bin/python" -m pytest crates/fieldstore-py/tests -q -p no:cacheprovider || rc=$?
 if [ "$rc" -eq 5 ]; then

@@ -4,7 +4,7 @@
 //!
 //! - [`decode_values`] unpacks a message's values straight into the
 //!   caller's buffer (single or double precision, no intermediate array),
-//!   with the points a bitmap marks missing as NaN and rows scanned in
+//!   with missing points (bitmap or missing-value management) as NaN and rows scanned in
 //!   alternating directions put in order, as cfgrib gives them.
 //! - [`read_keys`] and [`read_array`] read metadata keys (`shortName`,
 //!   `gridType`, `Ni`) and array keys (`latitudes`, `distinctLongitudes`).
@@ -20,8 +20,7 @@ use fieldstore_core::{Error, ErrorKind, Result};
 use crate::eccodes::{enter_shared, error_text, Handle, Session};
 use crate::ffi;
 
-/// The value cfgrib asks ecCodes to put where a bitmap says a point is
-/// missing (`numpy.finfo(float32).max`) before turning those points into
+/// The value cfgrib asks ecCodes to put where a point is missing (`numpy.finfo(float32).max`) before turning those points into
 /// NaN: no real value reaches it in single precision, unlike ecCodes'
 /// default of 9999.
 const MISSING: f64 = f32::MAX as f64;
@@ -77,6 +76,8 @@ pub trait Sample: Copy + PartialEq + sealed::Sealed + Send + 'static {
     const NAN: Self;
     /// The missing-point marker ([`MISSING`]) in this type.
     fn missing() -> Self;
+    /// `v` in this type, as ecCodes converts its doubles (rounded).
+    fn from_f64(v: f64) -> Self;
 }
 
 impl Sample for f32 {
@@ -84,12 +85,18 @@ impl Sample for f32 {
     fn missing() -> f32 {
         f32::MAX
     }
+    fn from_f64(v: f64) -> f32 {
+        v as f32
+    }
 }
 
 impl Sample for f64 {
     const NAN: f64 = f64::NAN;
     fn missing() -> f64 {
         MISSING
+    }
+    fn from_f64(v: f64) -> f64 {
+        v
     }
 }
 
@@ -127,10 +134,43 @@ fn get_size(handle: &Handle<'_>, key: &std::ffi::CStr) -> std::result::Result<us
     }
 }
 
+/// The value ecCodes will put at the message's missing points, in `T`, or
+/// `None` if it has none to mark.
+///
+/// Every way GRIB marks a point missing (a bitmap, in either edition; GRIB2
+/// complex packing's missing-value management, which has no bitmap and
+/// counts them in `numberOfMissing`) is unpacked by ecCodes as its
+/// `missingValue` key. As cfgrib does, that key is set to [`MISSING`]
+/// first, a value no real datum reaches in single precision (ecCodes'
+/// default, 9999, is a real value in many fields), and is then the marker.
+/// If ecCodes refuses the setting, the marker is the `missingValue` it
+/// reports, used only when the message says it has missing points, so a
+/// real value equal to it in a field without any stays a value.
+fn missing_marker<T: Sample>(handle: &Handle<'_>) -> Option<T> {
+    // SAFETY: the handle is live; `missingValue` is a transient key: the
+    // handle's memory changes, never the message it borrows.
+    let code = unsafe { ffi::codes_set_double(handle.raw, c"missingValue".as_ptr(), MISSING) };
+    if code == ffi::CODES_SUCCESS {
+        return Some(T::missing());
+    }
+    let bitmap = get_long(handle, c"bitmapPresent").unwrap_or(0) == 1;
+    let counted = get_long(handle, c"numberOfMissing").unwrap_or(0) > 0;
+    if !bitmap && !counted {
+        return None;
+    }
+    let mut reported = 0f64;
+    // SAFETY: the handle is live; `reported` is a valid out-pointer.
+    let code =
+        unsafe { ffi::codes_get_double(handle.raw, c"missingValue".as_ptr(), &mut reported) };
+    (code == ffi::CODES_SUCCESS).then(|| T::from_f64(reported))
+}
+
 /// Decode the values of the GRIB `message` into `out`, which must hold
 /// exactly as many elements as the message has points.
 ///
-/// Points a bitmap marks missing become NaN; a grid scanned in alternating
+/// Missing points become NaN, however the message marks them (a bitmap,
+/// or complex packing's missing-value management: see [`missing_marker`]);
+/// a grid scanned in alternating
 /// row directions (`alternativeRowScanning`) has its odd rows reversed, so
 /// every row runs west to east as cfgrib gives them. Values are as ecCodes
 /// unpacks them in `T` (for `f32`, ecCodes' single-precision unpacking,
@@ -155,12 +195,7 @@ pub fn decode_values<T: Sample>(message: &[u8], out: &mut [T]) -> Result<()> {
             out.len()
         )));
     }
-    let bitmap = get_long(&handle, c"bitmapPresent").unwrap_or(0) == 1;
-    if bitmap {
-        // SAFETY: the handle is live; `missingValue` is a transient key: the
-        // handle's memory changes, never the message it borrows.
-        unsafe { ffi::codes_set_double(handle.raw, c"missingValue".as_ptr(), MISSING) };
-    }
+    let marker = missing_marker::<T>(&handle);
     let mut len = out.len();
     // SAFETY: the handle is live; `out` is writable for `len` elements, and
     // ecCodes writes at most that many.
@@ -183,8 +218,7 @@ pub fn decode_values<T: Sample>(message: &[u8], out: &mut [T]) -> Result<()> {
             "ecCodes could not decode the GRIB message: {errors}"
         )));
     }
-    if bitmap {
-        let missing = T::missing();
+    if let Some(missing) = marker {
         for v in out.iter_mut().filter(|v| **v == missing) {
             *v = T::NAN;
         }
@@ -361,6 +395,28 @@ mod tests {
         decode_values(m, &mut v).unwrap();
         assert!(missing > 0);
         assert_eq!(v.iter().filter(|x| x.is_nan()).count(), missing);
+    }
+
+    #[test]
+    fn missing_points_without_a_bitmap_are_nan() {
+        // GRIB2 complex packing with missing-value management: no bitmap,
+        // ecCodes' default marker (9999) where the points are missing.
+        let m = std::fs::read(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/fixtures/grib-missing/complex-no-bitmap.grib"
+        ))
+        .unwrap();
+        let keys = read_keys(&m, &["bitmapPresent", "numberOfMissing"]).unwrap();
+        assert_eq!(keys[0], Some(KeyValue::Long(0)));
+        assert_eq!(keys[1], Some(KeyValue::Long(71)));
+        let n = points(&m);
+        let mut f = vec![0f32; n];
+        let mut d = vec![0f64; n];
+        decode_values(&m, &mut f).unwrap();
+        decode_values(&m, &mut d).unwrap();
+        assert_eq!(f.iter().filter(|x| x.is_nan()).count(), 71);
+        assert_eq!(d.iter().filter(|x| x.is_nan()).count(), 71);
+        assert!(d.iter().all(|x| *x != 9999.0));
     }
 
     #[test]

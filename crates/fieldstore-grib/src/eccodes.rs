@@ -353,11 +353,79 @@ pub fn param_id(name: &str) -> Option<i64> {
     let name = CString::new(name).ok()?;
     [c"GRIB1", c"GRIB2"]
         .into_iter()
-        .find_map(|sample| param_id_in(sample, &name))
+        .find_map(|sample| lookup(sample, c"shortName", &name).map(|(id, _)| id))
 }
 
-/// `name`'s paramId in a handle made from the sample `sample`.
-fn param_id_in(sample: &CStr, name: &CStr) -> Option<i64> {
+/// The parameter id whose ecCodes `cfVarName` is `name` (the variable
+/// names cfgrib and the array views give: `t2m`, `u10`, `fg10_6`, `p24`),
+/// for a name that is not a short name; `None` if none is found.
+///
+/// ecCodes cannot be asked the other way round (`cfVarName` is read-only,
+/// and its definitions are compiled in), so the short names a cfVarName
+/// is made from are tried: the level moved back in front (`t2m` → `2t`,
+/// `u100` → `100u`, `fg10_6` → `10fg6`, `d2sp` → `2dsp`) and `p<id>` for
+/// parameters without a short name. A candidate counts only if ecCodes
+/// gives its parameter exactly this `cfVarName` (`t2` → `2t` is refused:
+/// its cfVarName is `t2m`), so a name never resolves to a parameter that
+/// does not bear it. cfVarNames made otherwise (`siconc` for `ci`) are not
+/// found.
+pub fn param_id_of_cf_var_name(name: &str) -> Option<i64> {
+    let wanted = name.to_ascii_lowercase();
+    cf_var_name_candidates(&wanted)
+        .into_iter()
+        .filter_map(|(key, value)| Some((key, CString::new(value).ok()?)))
+        .find_map(|(key, value)| {
+            [c"GRIB1", c"GRIB2"].into_iter().find_map(|sample| {
+                lookup(sample, key, &value)
+                    .filter(|(_, cf)| cf.eq_ignore_ascii_case(&wanted))
+                    .map(|(id, _)| id)
+            })
+        })
+}
+
+/// What to set (key, value) to find a parameter whose cfVarName is `name`
+/// (lower case): see [`param_id_of_cf_var_name`].
+fn cf_var_name_candidates(name: &str) -> Vec<(&'static CStr, String)> {
+    let mut out = Vec::new();
+    if let Some(id) = name.strip_prefix('p') {
+        if !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()) {
+            out.push((c"paramId", id.to_string()));
+        }
+    }
+    let (head, tail) = match name.split_once('_') {
+        Some((h, t)) if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) => (h, t),
+        _ => (name, ""),
+    };
+    let letters = head.trim_end_matches(|c: char| c.is_ascii_digit() || c == 'm');
+    let rest = &head[letters.len()..];
+    // `t2m`: the level's digits, then ecCodes' "m" (metres) of 2 m names.
+    let digits = rest.strip_suffix('m').unwrap_or(rest);
+    if !letters.is_empty() && !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+        out.push((c"shortName", format!("{digits}{letters}{tail}")));
+    }
+    if !letters.is_empty() && !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_digit()) {
+        out.push((c"shortName", format!("{rest}{letters}{tail}")));
+    }
+    // `d2sp`: one letter, the level, then the rest (`2dsp`).
+    let mut chars = name.char_indices();
+    if let (Some((_, first)), Some((at, _))) = (chars.next(), chars.next()) {
+        let after = &name[at..];
+        let level = after.trim_start_matches(|c: char| c.is_ascii_digit());
+        if first.is_ascii_alphabetic() && level.len() < after.len() && !level.is_empty() {
+            out.push((
+                c"shortName",
+                format!("{}{first}{level}", &after[..after.len() - level.len()]),
+            ));
+        }
+    }
+    out.dedup();
+    out
+}
+
+/// Set `key` to `value` in a handle made from the sample `sample`, and
+/// read the `paramId` and `cfVarName` that gives; `None` if ecCodes refuses
+/// the value or knows no parameter for it.
+fn lookup(sample: &CStr, key: &CStr, value: &CStr) -> Option<(i64, String)> {
     let session = enter();
     // SAFETY: the default context (NULL) and a NUL-terminated sample name;
     // the handle owns a copy of the sample.
@@ -371,22 +439,29 @@ fn param_id_in(sample: &CStr, name: &CStr) -> Option<i64> {
         raw,
         _message: std::marker::PhantomData,
     };
-    let mut len = name.to_bytes().len();
+    let mut len = value.to_bytes().len();
     // SAFETY: the handle is live; key and value are NUL-terminated; `len`
     // is the value's length.
-    let code = unsafe {
-        ffi::codes_set_string(handle.raw, c"shortName".as_ptr(), name.as_ptr(), &mut len)
-    };
+    let code = unsafe { ffi::codes_set_string(handle.raw, key.as_ptr(), value.as_ptr(), &mut len) };
     let mut id: std::ffi::c_long = 0;
     // SAFETY: the handle is live; `id` is a valid out-pointer.
     let found = code == ffi::CODES_SUCCESS
         && unsafe { ffi::codes_get_long(handle.raw, c"paramId".as_ptr(), &mut id) }
             == ffi::CODES_SUCCESS;
+    let mut buf = vec![0u8; 64];
+    let cf = if found {
+        handle
+            .get_string(c"cfVarName", &mut buf)
+            .map(|v| String::from_utf8_lossy(v).into_owned())
+            .unwrap_or_default()
+    } else {
+        String::new()
+    };
     drop(handle);
     let _ = session.errors();
     // `c_long` is `i64` here, `i32` on some platforms.
     #[allow(clippy::useless_conversion)]
-    (found && id > 0).then_some(i64::from(id))
+    (found && id > 0).then_some((i64::from(id), cf))
 }
 
 /// The MARS key of one complete GRIB message (see [`crate::mars_key`]).

@@ -34,6 +34,7 @@ from __future__ import annotations
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -66,8 +67,18 @@ _GRID_KEYS: dict[str, list[str]] = {
 }
 # Array keys of the geometry (read with `field_array`).
 _GRID_ARRAYS = {"reduced_gg": ["pl"]}
-# Keys that say whether two fields are on the same grid.
+# Keys that say whether two fields are on the same grid: the kind, the
+# number of points and where they are (_GEOMETRY); the grid section's bytes
+# only for the kinds _GEOMETRY does not know.
 _GRID_IDENTITY = ["gridType", "numberOfPoints", "md5GridSection"]
+_GEOMETRY: dict[str, list[str]] = {
+    **{kind: keys for kind, keys in _GRID_KEYS.items() if kind != "reduced_gg"},
+    "reduced_gg": ["N", "latitudeOfFirstGridPointInDegrees", "latitudeOfLastGridPointInDegrees",
+                   "longitudeOfFirstGridPointInDegrees", "longitudeOfLastGridPointInDegrees"],
+}
+# Angles closer than GRIB1's precision (a millidegree; GRIB2 has a
+# microdegree) are the same: one grid written in both editions.
+_ANGLE_TOLERANCE = 1e-3
 # Other keys the cube needs from the first field of a variable.
 _OTHER_KEYS = ["level", "number", "edition", "centre", "centreDescription", "subCentre"]
 
@@ -111,6 +122,56 @@ def default_threads() -> int:
     return max(1, min(8, n))
 
 
+@dataclass(frozen=True)
+class Geometry:
+    """Where a field's points are, as comparable keys: two fields are on
+    one grid when their geometries are equal, whatever their encoding (GRIB1
+    and GRIB2 grid sections of one grid differ in every byte).
+
+    ``keys`` are (name, value) pairs of ecCodes keys, in a fixed order for
+    a kind: the grid's sizes, scanning and corners in degrees (equal within
+    GRIB1's millidegree), ``pl`` for reduced Gaussian grids; for a kind this
+    module does not know, the grid section's MD5 (bytes, so such a grid in
+    two editions is two grids)."""
+
+    kind: str
+    points: int
+    keys: tuple[tuple[str, Any], ...]
+
+    @classmethod
+    def of(cls, meta: Mapping[str, Any], pl: Sequence[int] | None = None) -> Geometry:
+        kind = str(meta.get("gridType"))
+        names = _GEOMETRY.get(kind)
+        keys: list[tuple[str, Any]] = [(k, meta.get(k)) for k in names] if names is not None \
+            else [("md5GridSection", meta.get("md5GridSection"))]
+        if pl is not None:
+            keys.append(("pl", tuple(int(p) for p in pl)))
+        return cls(kind, int(meta.get("numberOfPoints") or 0), tuple(keys))
+
+    def difference(self, other: Geometry) -> str | None:
+        """What differs between two geometries (the first key that does),
+        or None for one grid."""
+        if (self.kind, self.points) != (other.kind, other.points):
+            return f"{self} and {other}"
+        for (name, a), (_, b) in zip(self.keys, other.keys):
+            if not _same_value(a, b):
+                shown = (a, b) if name != "pl" else ("one list", "another")
+                return f"{self}, {name} {shown[0]} and {shown[1]}"
+        return None
+
+    def __str__(self) -> str:
+        return f"{self.kind} of {self.points} points"
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    if isinstance(a, float) or isinstance(b, float):
+        try:
+            return abs(float(a) - float(b)) <= _ANGLE_TOLERANCE
+        except (TypeError, ValueError):
+            return False
+    return bool(a == b)
+
+
 @dataclass
 class Grid:
     """The geometry every field of a cube shares."""
@@ -118,7 +179,7 @@ class Grid:
     dims: tuple[str, ...]
     shape: tuple[int, ...]
     points: int
-    identity: tuple[Any, ...]
+    identity: Geometry
     # name -> (dims, values, attrs)
     coords: dict[str, tuple[tuple[str, ...], np.ndarray, dict[str, str]]] = field(default_factory=dict)
 
@@ -193,6 +254,7 @@ class Cube:
         if not entries:
             raise InvalidInputError(f"the request names no stored field: {_show(self.request)}")
         keys = [e.combined_key() for e in entries]
+        _untimed(entries, keys)
         # What the request names explicitly is in the coordinates, stored or
         # not: a value with no field yet (a step not flushed) reads as NaN.
         self.requested = dict(self.fdb._store.requested_values(_selection(self.request)))
@@ -278,15 +340,16 @@ class Cube:
         # reads and ecCodes release the GIL).
         with ThreadPoolExecutor(max_workers=min(self.threads, len(ordered))) as pool:
             metas = list(pool.map(lambda g: self._metadata(entries[g[1][0]], g[0][0]), ordered))
-        grids: dict[tuple[Any, ...], Grid] = {}
+        grids: list[Grid] = []
         for ((param, levtype), members), meta in zip(ordered, metas):
             first = entries[members[0]]
             if first_meta is None:
                 first_meta = meta
-            identity = (str(meta.get("gridType")), meta.get("numberOfPoints"), meta.get("md5GridSection"))
-            if identity not in grids:
-                grids[identity] = self._grid(first, meta)
-            grid = grids[identity]
+            identity = _geometry(first, meta)
+            grid = next((g for g in grids if g.identity.difference(identity) is None), None)
+            if grid is None:
+                grid = self._grid(first, meta, identity)
+                grids.append(grid)
             self._same_grid(f"{meta.get('shortName', param)} ({levtype})", grid, members, entries, keys)
             name = str(meta.get("cfVarName") or "unknown")
             if name == "unknown":
@@ -298,15 +361,16 @@ class Cube:
             grid_of[name] = grid
             self.variables[name] = self._variable(name, param, levtype, meta, grid, members, entries, keys)
         self._params.save()
-        grids = {g.identity for g in grid_of.values()}
         if len(grids) > 1:
+            why = grids[0].identity.difference(grids[1].identity)
             raise InvalidInputError(
-                "the request names fields on different grids; request each grid separately: "
-                + "; ".join(f"{n}: {g.identity[0]} of {g.identity[1]} points" for n, g in grid_of.items()))
+                f"the request names fields on different grids ({why}); request each grid separately: "
+                + "; ".join(f"{n}: {g.identity}" for n, g in grid_of.items()))
         self.grid = next(iter(grid_of.values()))
         for c, spec in self.grid.coords.items():
             self.coords[c] = spec
         self._valid_time()
+        self.scalar_coords = self._shared_scalars()
         assert first_meta is not None
         self.attrs = {
             "GRIB_edition": first_meta.get("edition"),
@@ -337,10 +401,9 @@ class Cube:
         meta.update(known)
         return meta
 
-    def _grid(self, entry: Any, meta: dict[str, Any]) -> Grid:
+    def _grid(self, entry: Any, meta: dict[str, Any], identity: Geometry) -> Grid:
         kind = str(meta.get("gridType"))
         points = int(meta["numberOfPoints"])
-        identity = (kind, meta.get("numberOfPoints"), meta.get("md5GridSection"))
 
         def array(key: str) -> np.ndarray:
             return np.frombuffer(_fieldstore.field_array(entry, key), dtype=np.float64)
@@ -376,13 +439,14 @@ class Cube:
             seen.setdefault(other, i)
         if len(seen) < 2:
             return
+        names = _GRID_IDENTITY + sorted({k for ks in _GEOMETRY.values() for k in ks})
         for other, i in seen.items():
-            kind, points, md5 = _fieldstore.field_keys(entries[i], _GRID_IDENTITY)
-            if (kind, points, md5) != grid.identity:
+            meta = dict(zip(names, _fieldstore.field_keys(entries[i], names)))
+            why = grid.identity.difference(_geometry(entries[i], meta))
+            if why is not None:
                 raise InvalidInputError(
-                    f"the request names fields of {what} on different grids: {grid.identity[0]} of "
-                    f"{grid.identity[1]} points, and {kind} of {points} points at {','.join(other)}; "
-                    "request each grid separately")
+                    f"the request names fields of {what} on different grids ({why}, the second at "
+                    f"{','.join(other)}); request each grid separately")
 
     def _variable(self, name: str, param: str, levtype: str, meta: dict[str, Any], grid: Grid,
                   members: list[int], entries: list[Any], keys: list[dict[str, str]]) -> Variable:
@@ -399,8 +463,7 @@ class Cube:
         header = list(self.header)
         scalar: dict[str, Any] = {}
         if len(levels) > 1:
-            coord = np.array([float(v) for v in levels]) if all(_is_number(v) for v in levels) \
-                else np.array(levels, dtype=object)
+            level_name, coord = _level_coordinate(level_name, levels)
             header.append((level_name, [(v,) for v in levels], ("levelist",), coord))
             if level_name not in self.coords:
                 attrs = COORD_ATTRS.get(level_name, {"long_name": f"original GRIB coordinate for key: level({level_name})", "units": "1"})
@@ -423,7 +486,9 @@ class Cube:
                   "NV", "cfName", "cfVarName", "gridDefinitionDescription", "missingValue", "name",
                   "numberOfDirections", "numberOfFrequencies", "shortName", "totalNumber", "units"]
         for k in wanted:
-            if k == "missingValue":
+            if k == "typeOfLevel" and len(levels) > 1:
+                attrs["GRIB_typeOfLevel"] = level_name  # the dimension's name, as cfgrib's
+            elif k == "missingValue":
                 attrs["GRIB_missingValue"] = MISSING_VALUE
             elif k in _GRID_ARRAYS.get(str(meta.get("gridType")), []):
                 pass
@@ -456,6 +521,30 @@ class Cube:
             if s is not None:
                 out["step"] = s
         return out
+
+    def _shared_scalars(self) -> dict[str, Any]:
+        """The scalar coordinates of the view: those every variable has,
+        with one value. A dataset's coordinates belong to all its
+        variables, so a scalar that variables disagree on (soil layers
+        ``stl1``-``stl4``, each at its own ``depthBelowLandLayer`` with one
+        ``levtype=sfc``), or that only some have (``surface`` beside
+        ``isobaricInhPa``), would label the others wrongly; it stays with
+        each variable that has it, as an attribute of its name (cfgrib puts
+        such variables in separate datasets). The variables' own
+        ``scalar_coords`` are left whole (the Zarr view, a variable alone)."""
+        scalars: dict[str, list[Any]] = {}
+        for var in self.variables.values():
+            for c, value in var.scalar_coords.items():
+                scalars.setdefault(c, []).append(value)
+        shared: dict[str, Any] = {}
+        for c, values in scalars.items():
+            if len(values) == len(self.variables) and all(np.array_equal(v, values[0]) for v in values):
+                shared[c] = values[0]
+                continue
+            for var in self.variables.values():
+                if c in var.scalar_coords:
+                    var.attrs[c] = var.scalar_coords[c]
+        return shared
 
     def _valid_time(self) -> None:
         """``valid_time`` = ``time`` + ``step``, over whichever of them are
@@ -515,6 +604,73 @@ class Cube:
         if drop:
             values = values.reshape(tuple(s for i, s in enumerate(values.shape) if i not in drop))
         return values
+
+
+def _geometry(entry: Any, meta: Mapping[str, Any]) -> Geometry:
+    """The geometry of the field ``entry`` whose keys ``meta`` holds (with
+    its ``pl``, read from the field, for a reduced Gaussian grid)."""
+    pl = None
+    if str(meta.get("gridType")) == "reduced_gg":
+        pl = np.frombuffer(_fieldstore.field_array(entry, "pl"), dtype=np.float64).astype(np.int64).tolist()
+    return Geometry.of(meta, pl)
+
+
+def _level_coordinate(name: str, levels: list[str]) -> tuple[str, np.ndarray]:
+    """The level dimension's name and values for the stored ``levelist``
+    values ``levels`` of a level type whose first field says its level is a
+    ``name`` (ecCodes ``typeOfLevel``).
+
+    The values are the ``levelist`` ones, with one exception: pressure. MARS
+    spells every pressure level in hPa (``levtype=pl``), while ecCodes calls
+    a level that is not a whole number of hPa ``isobaricInPa`` and gives it
+    in Pa (``levelist=0.1`` is 10 Pa), as cfgrib labels it. So levels all
+    below whole hPa, under that name, are given in Pa (cfgrib's labels); a
+    mix of whole and fractional hPa (fields of both kinds, which cfgrib
+    will not put in one dataset) is one ``isobaricInhPa`` coordinate in hPa,
+    never hPa values labelled Pa.
+    """
+    if not all(_is_number(v) for v in levels):
+        return name, np.array(levels, dtype=object)
+    if name not in ("isobaricInhPa", "isobaricInPa"):
+        return name, np.array([float(v) for v in levels])
+    hpa = [Decimal(v) for v in levels]
+    if name == "isobaricInPa" and all(p != p.to_integral_value() for p in hpa):
+        return name, np.array([float(p * 100) for p in hpa])
+    return "isobaricInhPa", np.array([float(p) for p in hpa])
+
+
+def _untimed(entries: list[Any], keys: list[dict[str, str]]) -> None:
+    """Give fields whose MARS key has a ``date`` but no ``time`` or no
+    ``step`` (monthly means, ``stream=moda``) the time and step their GRIB
+    says, in their ``keys``, as cfgrib labels them (``dataTime``,
+    ``endStep``), instead of leaving the time axis without a time of day.
+
+    One field per date is read (the first listed): the fields of one date
+    of such a stream are one period's means, with one time and step, while
+    another month may have another step (a mean of forecasts over 28 or 31
+    days). The keys are only the view's labels, never a request."""
+    by_date: dict[str, list[int]] = {}
+    for i, key in enumerate(keys):
+        if "date" in key and ("time" not in key or "step" not in key):
+            by_date.setdefault(key["date"], []).append(i)
+    for members in by_date.values():
+        time, step = _grib_time_and_step(entries[members[0]])
+        for i in members:
+            if time is not None:
+                keys[i].setdefault("time", time)
+            if step is not None:
+                keys[i].setdefault("step", step)
+
+
+def _grib_time_and_step(entry: Any) -> tuple[str | None, str | None]:
+    """A field's GRIB ``dataTime`` and ``endStep`` as MARS spells them
+    (``0000``; ``24``, or ``30m`` in minutes), None for what it lacks."""
+    data_time, end_step, step_units = _fieldstore.field_keys(entry, ["dataTime", "endStep", "stepUnits"])
+    time = f"{int(data_time):04d}" if isinstance(data_time, int) else None
+    # ecCodes' stepUnits code table: 0 minute, 1 hour (what _step_value reads).
+    unit = {0: "m", 1: ""}.get(step_units) if isinstance(step_units, int) else None
+    step = f"{end_step}{unit}" if isinstance(end_step, int) and unit is not None else None
+    return time, step
 
 
 def _is_number(v: str) -> bool:

@@ -52,7 +52,6 @@ def to_dataset(cube: Cube, drop_variables: Iterable[str] | None = None) -> xr.Da
     grid = cube.grid
     assert grid is not None
     data_vars = {}
-    scalar_coords: dict[str, Any] = {}
     for name, var in cube.variables.items():
         if name in drop:
             continue
@@ -64,14 +63,12 @@ def to_dataset(cube: Cube, drop_variables: Iterable[str] | None = None) -> xr.Da
         }
         v.encoding["dtype"] = cube.dtype
         data_vars[name] = v
-        for c, value in var.scalar_coords.items():
-            scalar_coords.setdefault(c, value)
     coords: dict[str, Any] = {}
     for c, (dims, values, attrs) in cube.coords.items():
         if c in drop:
             continue
         coords[c] = xr.Variable(dims, values, attrs=dict(attrs))
-    for c, value in scalar_coords.items():
+    for c, value in cube.scalar_coords.items():
         if c not in coords:
             attrs = COORD_ATTRS.get(c, {"long_name": f"original GRIB coordinate for key: level({c})", "units": "1"})
             coords[c] = xr.Variable((), value, attrs=dict(attrs))

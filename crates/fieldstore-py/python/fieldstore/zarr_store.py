@@ -16,7 +16,8 @@ raw little-endian values with NaN as fill value; a chunk whose field is not
 stored is absent (reads as NaN). Numeric coordinates (``latitude``,
 ``longitude``, levels, ``number``) are arrays of one chunk; ``time``,
 ``step`` and ``valid_time`` are int64 seconds (since 1970-01-01 for times),
-as their ``units`` attribute says. Chunks are decoded on a thread each
+as their ``units`` attribute says (``step`` also has xarray's ``dtype``
+attribute, ``timedelta64[ns]``, so ``xr.open_zarr`` gives it as a timedelta). Chunks are decoded on a thread each
 (``asyncio.to_thread``), so zarr's concurrent reads decode at once.
 Every variable's ``coordinates`` attribute names the coordinates, so
 ``xarray.open_zarr(store)`` gives the same variables and coordinates as
@@ -57,7 +58,11 @@ def _coordinate(values: np.ndarray, attrs: dict[str, Any]) -> tuple[np.ndarray, 
         attrs["calendar"] = "proleptic_gregorian"
         return values.astype("datetime64[s]").astype(np.int64), attrs
     if values.dtype.kind == "m":
+        # The `dtype` attribute is how xarray marks (and, since it stopped
+        # guessing from `units` alone, recognises) a timedelta: without it
+        # `xr.open_zarr` gives plain int64 seconds and `sel(step="24h")` fails.
         attrs["units"] = "seconds"
+        attrs["dtype"] = "timedelta64[ns]"
         return values.astype("timedelta64[s]").astype(np.int64), attrs
     if values.dtype.kind in "fiu":
         return values.copy(order="C"), attrs
@@ -104,9 +109,8 @@ class FieldStoreZarr(Store):
         from ._cube import COORD_ATTRS
 
         coords = dict(cube.coords)
-        for var in cube.variables.values():
-            for c, value in var.scalar_coords.items():
-                coords.setdefault(c, ((), np.asarray(value), COORD_ATTRS.get(c, {})))
+        for c, value in cube.scalar_coords.items():
+            coords.setdefault(c, ((), np.asarray(value), COORD_ATTRS.get(c, {})))
         names = " ".join(coords)
         for var in cube.variables.values():
             var_meta = json.loads(self._meta[f"{var.name}/{_META}"])

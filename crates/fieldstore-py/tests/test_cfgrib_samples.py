@@ -1,0 +1,71 @@
+"""Issue 28's cases on cfgrib's own sample files, where they were found.
+The files are not in the repository: set ``FIELDSTORE_CFGRIB_SAMPLES`` to
+the ``tests/sample-data`` directory of cfgrib's sdist (the version the venv
+uses: ``pip download --no-deps --no-binary :all: cfgrib==<version>``, then
+unpack it; ``scripts/test-python.sh`` does so once, into
+``target/fieldstore-py``); without it these tests skip. ``test_arrays_labels.py`` covers
+the same cases on files the tests write, always."""
+
+from __future__ import annotations
+
+import os
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import fieldstore
+
+from test_arrays import cfgrib, param_cache, same_bits, same_dataset, store  # noqa: F401 (fixtures)
+from test_earthkit import need
+
+need("xarray")
+cfgrib_module = need("cfgrib")
+
+SAMPLES = Path(os.environ.get("FIELDSTORE_CFGRIB_SAMPLES") or "/nonexistent")
+pytestmark = pytest.mark.skipif(not SAMPLES.is_dir(), reason="FIELDSTORE_CFGRIB_SAMPLES names no directory")
+
+
+def archived(store: fieldstore.FDB, name: str) -> Path:
+    path = SAMPLES / name
+    store.archive(path.read_bytes())
+    store.flush()
+    return path
+
+
+def test_missing_values(store: fieldstore.FDB) -> None:
+    path = archived(store, "fields_with_missing_values.grib")
+    same_dataset(fieldstore.open_dataset({"class": "od"}, fdb=store), cfgrib(path, {}), path.name)
+
+
+def test_hpa_and_pa(store: fieldstore.FDB) -> None:
+    path = archived(store, "hpa_and_pa.grib")
+    got = fieldstore.open_dataset({"class": "od", "levtype": "pl"}, fdb=store)
+    assert list(got["isobaricInhPa"].values) == [1.0, 0.1, 0.01]
+    for hpa, (type_of_level, level) in zip([1.0, 0.1, 0.01], [("isobaricInhPa", 1), ("isobaricInPa", 10),
+                                                              ("isobaricInPa", 1)]):
+        want = cfgrib(path, {"typeOfLevel": type_of_level, "level": level})["t"]
+        same_bits(got["t"].sel(isobaricInhPa=hpa).values, want.values, f"{hpa} hPa")
+
+
+def test_soil_layers(store: fieldstore.FDB) -> None:
+    path = archived(store, "soil-surface-level-mix.grib")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        wanted = {v: ds for ds in cfgrib_module.open_datasets(path, indexpath="") for v in ds.data_vars}
+    got = fieldstore.open_dataset({"class": "ea"}, fdb=store)
+    assert sorted(got.data_vars) == sorted(wanted)
+    for v, want in wanted.items():
+        same_bits(got[v].values, want[v].values, v)
+        for level in ("depthBelowLandLayer", "surface"):
+            if level in want.coords:
+                assert got[v].attrs[level] == want[level].item(), (v, level)
+
+
+def test_monthly_means(store: fieldstore.FDB) -> None:
+    path = archived(store, "cams-egg4-monthly.grib")
+    got = fieldstore.open_dataset({"stream": "moda", "param": 167}, fdb=store)
+    same_dataset(got, cfgrib(path, {"paramId": 167}), path.name)
+    assert np.array_equal(got["t2m"].values, fieldstore.open_dataset({"stream": "moda", "param": "t2m"},
+                                                                     fdb=store)["t2m"].values, equal_nan=True)
