@@ -695,3 +695,23 @@ fn a_writer_never_creates_anew_a_dataset_moved_away_while_it_opened_it() {
     assert_eq!(get(&fs, &sfc(0)).as_deref(), Some(&b"before"[..]));
     assert_eq!(get(&fs, &sfc(1)).as_deref(), Some(&b"after"[..]));
 }
+
+/// Another process finishing interrupted moves (a writer, or a move) while
+/// a live move has made its copy's directory but not its mark yet leaves
+/// it alone: only an empty copy directory whose mover is gone is removed.
+#[test]
+fn a_live_moves_new_directory_is_not_taken_for_an_interrupted_one() {
+    use crate::backends::posix::manage::copy_move;
+    let (_dir, a, b, open) = one_field_in_a();
+    let other = open();
+    let here = a.clone();
+    failpoint::set("move.dir_made", move || {
+        // Finishes interrupted moves first, then finds nothing to move.
+        let e = other.move_datasets(&Request::default(), &here).unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::InvalidInput, "{e}");
+    });
+    copy_move(&a.join(DATASET_DIR), &b.join(DATASET_DIR)).unwrap();
+    failpoint::clear();
+    assert_eq!(names_in(&b), [DATASET_DIR]);
+    assert_eq!(get(&open(), &sfc(0)).as_deref(), Some(&b"before"[..]));
+}

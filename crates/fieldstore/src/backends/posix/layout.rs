@@ -62,6 +62,28 @@ fn is_writer_id(s: &str) -> bool {
             .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
 }
 
+/// Whether the process that made the writer id `id` is gone: it ran on
+/// this host and no process has its pid any more. `false` when unknown
+/// (another host, or not a writer id).
+pub(crate) fn writer_is_gone(id: &str) -> bool {
+    if !is_writer_id(id) {
+        return false;
+    }
+    let mut parts = id.split('.');
+    let (Some(host), Some(pid)) = (parts.next(), parts.next()) else {
+        return false;
+    };
+    let Ok(pid) = pid.parse::<libc::pid_t>() else {
+        return false;
+    };
+    if host != hostname() || pid <= 0 {
+        return false;
+    }
+    // SAFETY: signal 0 checks only that the process exists; no memory.
+    let rc = unsafe { libc::kill(pid, 0) };
+    rc != 0 && io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+}
+
 /// Classify a file name of a dataset directory.
 pub(crate) fn classify(name: &str) -> FileKind {
     if name == TOC {
@@ -472,6 +494,17 @@ pub(crate) fn ensure_dir(dir: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_writer_is_gone_only_when_its_process_on_this_host_is() {
+        assert!(!writer_is_gone(&writer_id()), "this process lives");
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        assert!(writer_is_gone(&format!("{}.{pid}.1.0", hostname())));
+        assert!(!writer_is_gone(&format!("elsewhere.{pid}.1.0")));
+        assert!(!writer_is_gone("not-a-writer-id"));
+    }
 
     #[test]
     fn files_are_classified_by_name() {

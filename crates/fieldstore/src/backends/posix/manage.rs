@@ -577,6 +577,7 @@ pub(crate) fn copy_move(src: &Path, dst: &Path) -> Result<()> {
     let src_abs = std::path::absolute(src).map_err(io_at(src))?;
     let retired_abs = std::path::absolute(&retired).map_err(io_at(&retired))?;
     std::fs::create_dir(&tmp).map_err(io_at(&tmp))?;
+    crate::failpoint::hit("move.dir_made");
     let marker = tmp.join(MOVED_FROM);
     let result = (|| -> Result<(File, File)> {
         let mut m = std::fs::OpenOptions::new()
@@ -800,8 +801,12 @@ pub(super) fn interrupted_moves(cat: &TocCatalogue) -> Result<Vec<(PathBuf, Stri
         for (name, dir) in entries(&root.path)? {
             if !dir.join(MOVED_FROM).exists() {
                 // Killed between making its directory and its marker (the
-                // marker is made before anything is copied).
-                if name.starts_with(MOVING) && dir.read_dir().is_ok_and(|mut d| d.next().is_none())
+                // marker is made before anything is copied): empty, and its
+                // mover is gone (a live one is about to make its marker).
+                if name
+                    .strip_prefix(MOVING)
+                    .is_some_and(layout::writer_is_gone)
+                    && dir.read_dir().is_ok_and(|mut d| d.next().is_none())
                 {
                     out.push((
                         dir,
@@ -855,8 +860,7 @@ pub(super) fn finish_moves(cat: &TocCatalogue) -> Result<Vec<PathBuf>> {
     for (dir, _) in interrupted_moves(cat)? {
         let marker = dir.join(MOVED_FROM);
         if !marker.exists() {
-            // Empty: `rmdir` leaves it to a mover that has just made its
-            // marker in it.
+            // Empty, its mover gone: `rmdir` fails if anything is in it.
             let _ = std::fs::remove_dir(&dir);
             continue;
         }
