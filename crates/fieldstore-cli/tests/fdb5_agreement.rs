@@ -445,3 +445,170 @@ fn fieldstore_agrees_with_fdb5_on_every_grib_fixture() {
     let ours: BTreeSet<&String> = our_md5.iter().collect();
     assert_eq!(ours.len(), original_md5.len(), "every message, once");
 }
+
+/// A store history for [`list_order_agrees_with_fdb5`]: keys archived
+/// (`Some`) and flushes (`None`); the handle flushes once more at the end.
+type History = Vec<Option<String>>;
+
+/// The histories whose listing order is compared with FDB5's, by name, and
+/// whether `--full` is compared too: FDB5 keeps one entry per key and
+/// flush (its B-tree replaces), fieldstore every archive of the flush.
+fn order_histories() -> Vec<(&'static str, History, bool)> {
+    let ds = |date: &str, time: &str, expver: &str| {
+        format!("class=od,expver={expver},stream=oper,date={date},time={time},domain=g,type=fc")
+    };
+    let a = ds("20231201", "1200", "0001");
+    let sfc = |step: u32, param: u32| Some(format!("{a},levtype=sfc,step={step},param={param}"));
+    let pl = |level: u32| Some(format!("{a},levtype=pl,step=0,levelist={level},param=130"));
+    vec![
+        (
+            "one flush",
+            vec![
+                sfc(12, 167),
+                sfc(0, 165),
+                sfc(6, 167),
+                sfc(0, 167),
+                sfc(24, 228),
+                sfc(24, 31),
+            ],
+            true,
+        ),
+        (
+            "several flushes",
+            vec![
+                sfc(6, 167),
+                None,
+                sfc(0, 167),
+                None,
+                sfc(12, 167),
+                sfc(3, 167),
+                None,
+                sfc(1, 167),
+            ],
+            true,
+        ),
+        (
+            "a replaced field",
+            vec![
+                sfc(6, 167),
+                sfc(0, 167),
+                None,
+                sfc(12, 167),
+                sfc(6, 167),
+                None,
+                sfc(3, 167),
+            ],
+            true,
+        ),
+        (
+            "a field replaced within a flush",
+            vec![sfc(6, 167), sfc(3, 167), sfc(6, 167), sfc(0, 167)],
+            false,
+        ),
+        (
+            "several collocations",
+            vec![
+                sfc(6, 167),
+                pl(500),
+                sfc(0, 167),
+                pl(1000),
+                Some(format!("{a},levtype=ml,step=0,levelist=1,param=130")),
+                None,
+                sfc(3, 167),
+            ],
+            true,
+        ),
+        (
+            "several datasets",
+            vec![
+                sfc(6, 167),
+                Some(format!(
+                    "{},levtype=sfc,step=6,param=167",
+                    ds("20231130", "1200", "0001")
+                )),
+                Some(format!(
+                    "{},levtype=sfc,step=0,param=167",
+                    ds("20231201", "1200", "0002")
+                )),
+                sfc(0, 167),
+                None,
+                Some(format!(
+                    "{},levtype=sfc,step=0,param=167",
+                    ds("20231201", "0000", "0001")
+                )),
+            ],
+            true,
+        ),
+    ]
+}
+
+/// The lines of FDB5's listing `what` (`list` or `full`) in `report`.
+fn fdb5_lines(report: &Value, what: &str) -> Vec<String> {
+    report[what]
+        .as_array()
+        .expect("FDB5's listing")
+        .iter()
+        .map(|l| l.as_str().expect("line").to_string())
+        .collect()
+}
+
+/// `list` (and `list --full`) give FDB5's order for the same history
+/// (issue 28): FDB5 lists index by index, newest first, each in B-tree
+/// order (the values joined by `:`, as text), and databases by name.
+#[test]
+fn list_order_agrees_with_fdb5() {
+    if fdb5::skipped() {
+        return;
+    }
+    let schema = repo().join("tests/fixtures/schema/ecmwf.schema");
+    for (name, history, full) in order_histories() {
+        // FDB5.
+        let work = tempfile::tempdir().expect("tempdir");
+        let steps: Vec<Value> = history
+            .iter()
+            .map(|step| match step {
+                Some(key) => serde_json::json!({ "archive": key }),
+                None => serde_json::json!({ "flush": true }),
+            })
+            .collect();
+        let file = work.path().join("history.json");
+        std::fs::write(&file, serde_json::to_string(&steps).expect("JSON")).expect("write");
+        let json = work.path().join("fdb5.json");
+        let mut c = fdb5::side("list_order.py");
+        c.args(["--schema", path(&schema)])
+            .args(["--workdir", path(&work.path().join("fdb5"))])
+            .args(["--history", path(&file)])
+            .args(["--out", path(&json)]);
+        let report = fdb5::report(c, &json);
+
+        // fieldstore: the same history through one handle, listed by the CLI.
+        let env = Env::new();
+        let config = env.config_with_schema(&schema);
+        {
+            let config = fieldstore::Config::from_file(&config).expect("config");
+            let store = fieldstore::FieldStore::open(config).expect("open");
+            for step in &history {
+                match step {
+                    Some(key) => store
+                        .archive(&key.parse().expect("key"), key.as_bytes())
+                        .expect("archive"),
+                    None => store.flush().expect("flush"),
+                }
+            }
+            store.flush().expect("flush");
+        }
+        let list = |extra: &[&str]| {
+            let mut args = vec!["list", "--config", "config.yaml"];
+            args.extend_from_slice(extra);
+            env.run(&args).ok().lines()
+        };
+        assert_eq!(list(&[]), fdb5_lines(&report, "list"), "{name}: list");
+        if full {
+            assert_eq!(
+                list(&["--full"]),
+                fdb5_lines(&report, "full"),
+                "{name}: list --full"
+            );
+        }
+    }
+}
