@@ -461,23 +461,18 @@ pub trait DatasetReader: Send + Sync + Debug {
 
 /// [`DatasetReader::scan`] over a collocation's index blocks as a backend
 /// holds them: `blocks` oldest first, each block's entries in the order
-/// they were flushed. Visits the blocks newest first (the last block
-/// first) and, within a block, its entries in FDB5's order for one index
-/// (an index is one flush of one collocation): ascending by
-/// [`Key::cmp_fingerprint`](crate::Key::cmp_fingerprint), several entries
-/// of one key newest first. So every key's entries still come newest first
-/// (what masking and lookups rely on) and a listing comes in the order FDB5
-/// lists the same history. Skips entries whose unit
-/// (`FieldLocation::uri`) is in `removed` (units a reclaim removed, left
-/// out until the index forgets them), until `visit` returns `false`.
+/// they were written (by [`order_block`] since blocks are written for FDB5's
+/// list order). Visits the newest entry first (the last block's last) and
+/// skips entries whose unit (`FieldLocation::uri`) is in `removed` (units a
+/// reclaim removed, left out until the index forgets them), until `visit`
+/// returns `false`.
 pub fn visit_newest_first<'a>(
     blocks: impl DoubleEndedIterator<Item = &'a [(ElementKey, FieldLocation)]>,
     removed: &HashSet<Arc<str>>,
     visit: &mut dyn FnMut(&ElementKey, &FieldLocation) -> bool,
 ) {
-    let mut order: Vec<usize> = Vec::new();
     for block in blocks.rev() {
-        for (k, l) in in_index_order(block, &mut order) {
+        for (k, l) in block.iter().rev() {
             if !removed.is_empty() && removed.contains(&l.uri) {
                 continue;
             }
@@ -488,27 +483,25 @@ pub fn visit_newest_first<'a>(
     }
 }
 
-/// `block`'s entries in FDB5's order for one index (see
-/// [`visit_newest_first`]), `order` being scratch space. A block already in
-/// that order (strictly ascending: a writer that archived in key order) is
-/// walked as it is, without sorting.
-fn in_index_order<'b>(
-    block: &'b [(ElementKey, FieldLocation)],
-    order: &'b mut Vec<usize>,
-) -> impl Iterator<Item = &'b (ElementKey, FieldLocation)> + 'b {
+/// Order one flush's entries of one collocation (a block, or the run a
+/// writer cuts into blocks) as they are written: by
+/// [`Key::cmp_fingerprint`](crate::Key::cmp_fingerprint), descending, and
+/// several entries of one key in the order they were inserted. Visited
+/// backwards ([`visit_newest_first`]), a flush then comes in FDB5's order
+/// for one index (one flush of one collocation: its B-tree's key order,
+/// measured with FDB5 5.25), and every key's entries still newest first
+/// (what lookups and masking rely on: a later entry of a key is newer). The
+/// cost is the writer's, once per flush, not every listing's: each key's
+/// fingerprint is made once, and a run already in order is left as it is.
+pub fn order_block(entries: &mut [(ElementKey, FieldLocation)]) {
     use std::cmp::Ordering;
-    let sorted = block
+    let ordered = entries
         .windows(2)
-        .all(|w| w[0].0.cmp_fingerprint(&w[1].0) == Ordering::Less);
-    order.clear();
-    if !sorted {
-        order.extend(0..block.len());
-        // Stable on the key, the later (newer) entry of one key first.
-        order.sort_unstable_by(|&a, &b| block[a].0.cmp_fingerprint(&block[b].0).then(b.cmp(&a)));
+        .all(|w| w[0].0.cmp_fingerprint(&w[1].0) != Ordering::Less);
+    if !ordered {
+        // Stable: one key's entries keep their insertion order.
+        entries.sort_by_cached_key(|(k, _)| std::cmp::Reverse(k.fingerprint()));
     }
-    let by_order = order.iter().map(move |&i| &block[i]);
-    let as_is = block.iter().take(if sorted { block.len() } else { 0 });
-    as_is.chain(by_order)
 }
 
 /// Helpers on [`Axes`].

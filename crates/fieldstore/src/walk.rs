@@ -76,7 +76,11 @@ impl FieldStore {
                 None => None,
             };
             let mut collocations = reader.collocations()?;
-            collocations.sort_by(|a, b| b.key.cmp_as_dict(&a.key));
+            if from.is_none() {
+                // FDB5's order for listings; `watch` (with `since`) keeps
+                // the reader's, which it reverses into flush order.
+                collocations.sort_by(|a, b| b.key.cmp_as_dict(&a.key));
+            }
             for info in collocations {
                 let Some(cm) = selector.match_collocation(&dm, &info.key) else {
                     continue;
