@@ -6,8 +6,11 @@
 //! signatures.
 //!
 //! # Invariants
-//! - Keywords are non-empty, lower-case, and made of ASCII letters, digits,
-//!   `_` and `.`; each appears at most once.
+//! - Keywords are non-empty and made of ASCII letters, digits, `_` and `.`;
+//!   each appears at most once. Their case is kept: FDB5's keywords are
+//!   case-sensitive and a schema may spell one in camelCase
+//!   (`generatingProcessIdentifier`); a schema gives keys its own spelling
+//!   when it splits them ([`crate::Schema::resolve_key`]).
 //! - Values contain no `,`, `=`, `{`, `}`, whitespace or control characters.
 //!   A value may be empty (an optional keyword the field did not carry).
 //! - The canonical string form (`class=od,expver=0001,...`) keeps insertion
@@ -22,9 +25,7 @@ use crate::error::{Error, ErrorKind};
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum KeyError {
     /// A keyword is empty or has characters keys cannot hold.
-    #[error(
-        "invalid keyword '{keyword}' in key: keywords are lower-case letters, digits, '_' and '.'"
-    )]
+    #[error("invalid keyword '{keyword}' in key: keywords are ASCII letters, digits, '_' and '.'")]
     InvalidKeyword {
         /// The offending keyword.
         keyword: String,
@@ -72,7 +73,7 @@ pub fn is_valid_keyword(keyword: &str) -> bool {
     !keyword.is_empty()
         && keyword
             .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'.')
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.')
 }
 
 /// Whether `value` is a valid key value (see the module invariants).
@@ -222,7 +223,7 @@ impl Key {
         Ok(Key::from_text(&text))
     }
 
-    /// Append `keyword=value`. The keyword is lower-cased.
+    /// Append `keyword=value`.
     ///
     /// # Errors
     /// See [`Key::from_pairs`].
@@ -471,9 +472,8 @@ impl Key {
     }
 }
 
-/// `keyword` lower-cased and checked, and `value` checked.
-fn checked_pair(mut keyword: String, value: String) -> Result<(String, String), KeyError> {
-    keyword.make_ascii_lowercase();
+/// `keyword` and `value` checked.
+fn checked_pair(keyword: String, value: String) -> Result<(String, String), KeyError> {
     if !is_valid_keyword(&keyword) {
         return Err(KeyError::InvalidKeyword { keyword });
     }
@@ -702,14 +702,16 @@ mod tests {
         );
         assert_eq!(
             "cl ass=od".parse::<Key>().unwrap_err().to_string(),
-            "invalid keyword 'cl ass' in key: keywords are lower-case letters, digits, '_' and '.'"
+            "invalid keyword 'cl ass' in key: keywords are ASCII letters, digits, '_' and '.'"
         );
     }
 
     #[test]
-    fn keywords_are_lower_cased() {
-        let k: Key = "CLASS=od".parse().unwrap();
-        assert_eq!(k.to_string(), "class=od");
+    fn keywords_keep_their_case() {
+        // A schema gives them its spelling when it splits them
+        // (schema::tests::camel_case_keywords_take_the_schemas_spelling).
+        let k: Key = "CLASS=od,generatingProcessIdentifier=1".parse().unwrap();
+        assert_eq!(k.to_string(), "CLASS=od,generatingProcessIdentifier=1");
     }
 
     #[test]

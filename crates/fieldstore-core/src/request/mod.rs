@@ -144,6 +144,15 @@ impl Request {
         Ok(())
     }
 
+    /// Set a keyword's values, replacing any, keeping the keyword's case
+    /// (a schema's spelling: `Schema::resolve_request`).
+    pub(crate) fn set_spelled(&mut self, keyword: &str, values: Values) {
+        match self.entries.iter_mut().find(|(k, _)| *k == keyword) {
+            Some(e) => e.1 = values,
+            None => self.entries.push((keyword.to_string(), values)),
+        }
+    }
+
     /// Set a keyword's values, replacing any.
     pub fn set(&mut self, keyword: &str, values: Values) {
         let keyword = keyword.to_ascii_lowercase();
