@@ -612,3 +612,72 @@ fn list_order_agrees_with_fdb5() {
         }
     }
 }
+
+/// A schema in MeteoSwiss fdb-fortran's style, with a camelCase keyword.
+const CAMEL_SCHEMA: &str = "param: Param;\nstep: Step;\ndate: Date;\ntime: Time;\n\
+    generatingProcessIdentifier: Integer;\n\
+    [ class, expver, stream, date, time, domain?\n\
+      [ type, levtype, generatingProcessIdentifier\n\
+        [ step, levelist?, param ]]]\n";
+
+/// A camelCase schema keyword (issue 28): FDB5 takes the schema, keeps the
+/// spelling in what it lists; so does fieldstore, which also takes the
+/// keyword in another case (FDB5 refuses `generatingprocessidentifier`
+/// when archiving, and its tools lower-case only MARS keywords). Keys are
+/// given explicitly, as fdb-fortran does: neither reads the keyword from
+/// GRIB (not a MARS key; both refuse the fixtures with this schema).
+#[test]
+fn camel_case_schema_agrees_with_fdb5() {
+    if fdb5::skipped() {
+        return;
+    }
+    let env = Env::new();
+    let schema = env.write("camel.schema", CAMEL_SCHEMA);
+    let base =
+        "class=od,expver=0001,stream=oper,date=20231201,time=1200,domain=g,type=fc,levtype=sfc";
+    let camel = format!("{base},generatingProcessIdentifier=1,step=0,param=167");
+    let lower = format!("{base},generatingprocessidentifier=2,step=0,param=167");
+
+    // FDB5: the camelCase key (it refuses the lower-case one).
+    let work = tempfile::tempdir().expect("tempdir");
+    let history = work.path().join("history.json");
+    let steps = serde_json::json!([{ "archive": camel }]);
+    std::fs::write(&history, steps.to_string()).expect("write");
+    let json = work.path().join("fdb5.json");
+    let mut c = fdb5::side("list_order.py");
+    c.args(["--schema", path(&schema)])
+        .args(["--workdir", path(&work.path().join("fdb5"))])
+        .args(["--history", path(&history)])
+        .args(["--out", path(&json)]);
+    let report = fdb5::report(c, &json);
+    let fdb5_lines = fdb5_lines(&report, "list");
+    assert_eq!(fdb5_lines.len(), 1);
+
+    // fieldstore, through the CLI.
+    env.config_with_schema(&schema);
+    let run = |args: &[&str]| {
+        let mut all = vec!["--config", "config.yaml"];
+        all.extend_from_slice(args);
+        env.run(&all)
+    };
+    let field = env.write("field.bin", "camel");
+    run(&["archive", "--quiet", "--key", &camel, path(&field)]).ok();
+    assert_eq!(run(&["list"]).ok().lines(), fdb5_lines);
+    // Another spelling of the keyword is the schema's, in keys and requests.
+    run(&["archive", "--quiet", "--key", &lower, path(&field)]).ok();
+    let two = run(&["list"]).ok().lines();
+    assert_eq!(two.len(), 2);
+    assert!(
+        two.iter()
+            .any(|l| l.contains("generatingProcessIdentifier=2")),
+        "{two:?}"
+    );
+    for spelled in ["generatingProcessIdentifier", "GeneratingProcessIdentifier"] {
+        let request = format!("class=od,{spelled}=1");
+        assert_eq!(
+            run(&["list", &request]).ok().lines(),
+            fdb5_lines,
+            "{request}"
+        );
+    }
+}

@@ -222,6 +222,13 @@ impl Request {
     /// [`RequestError::UnknownKeyword`], or [`RequestError::InvalidValue`] when
     /// a value fits none of its keyword's types in those rules.
     pub fn validate(&self, schema: &crate::Schema) -> Result<(), RequestError> {
+        // Keywords named in another case than the schema's are its own.
+        schema.spell_request(self).validate_spelled(schema)
+    }
+
+    /// [`Request::validate`] of a request whose keywords are spelled as in
+    /// `schema`.
+    fn validate_spelled(&self, schema: &crate::Schema) -> Result<(), RequestError> {
         for (kw, values) in self.iter() {
             if !schema.knows(kw) {
                 return Err(RequestError::UnknownKeyword {

@@ -62,7 +62,7 @@ impl Schema {
 
     /// `request` with its keywords in the schema's spelling; keywords the
     /// schema does not use are kept (lower-case, as requests hold them).
-    fn spell_request<'r>(&self, request: &'r Request) -> Cow<'r, Request> {
+    pub(crate) fn spell_request<'r>(&self, request: &'r Request) -> Cow<'r, Request> {
         let respelled = |kw: &str| self.spelling(kw).filter(|s| *s != kw);
         if !request.iter().any(|(kw, _)| respelled(kw).is_some()) {
             return Cow::Borrowed(request);
