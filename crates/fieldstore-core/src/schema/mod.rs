@@ -178,8 +178,10 @@ pub struct Schema {
     /// Each keyword's spelling in the schema, by its lower-case form:
     /// keys and requests name keywords in any case and get the schema's
     /// spelling (`names.rs`). Two keywords differing only in case are
-    /// refused at parse time, so the map is unambiguous.
-    spellings: HashMap<String, String>,
+    /// refused at parse time, so the map is unambiguous. A `BTreeMap`: a
+    /// hash table's interior pointers make valgrind call a static schema's
+    /// strings "possibly lost" (the C API's tests run under valgrind).
+    spellings: BTreeMap<String, String>,
 }
 
 /// The keywords of a schema by their lower-case form (see
@@ -192,8 +194,8 @@ pub struct Schema {
 fn spellings(
     name: &str,
     keyword_types: &BTreeMap<String, Vec<KeywordType>>,
-) -> Result<HashMap<String, String>, SchemaError> {
-    let mut out: HashMap<String, String> = HashMap::new();
+) -> Result<BTreeMap<String, String>, SchemaError> {
+    let mut out: BTreeMap<String, String> = BTreeMap::new();
     for keyword in keyword_types.keys() {
         let lower = keyword.to_ascii_lowercase();
         if let Some(other) = out.insert(lower, keyword.clone()) {
