@@ -124,7 +124,6 @@ pub enum SchemaError {
         /// The value's length in bytes.
         bytes: usize,
     },
-    /// The schema has no rules at all.
     /// A key names one keyword twice, in two spellings (keywords are
     /// matched ignoring case).
     #[error("keyword '{keyword}' is given twice, as '{first}' and '{second}' (keywords are matched ignoring case)")]
@@ -136,6 +135,7 @@ pub enum SchemaError {
         /// The second spelling given.
         second: String,
     },
+    /// The schema has no rules at all.
     #[error("the schema has no rules")]
     NoRules,
     /// A parameter name the schema's parameter table does not know.
