@@ -681,3 +681,76 @@ fn camel_case_schema_agrees_with_fdb5() {
         );
     }
 }
+
+/// `type: select` with a schema per sub-store (issue 28), two schemas that
+/// name datasets alike and split them differently below: FDB5 5.25 and
+/// fieldstore archive and list the same keys the same way, each sub-store
+/// splitting with its own schema.
+#[test]
+fn select_with_a_schema_per_sub_store_agrees_with_fdb5() {
+    if fdb5::skipped() {
+        return;
+    }
+    let env = Env::new();
+    let od = env.write(
+        "od.schema",
+        "[ class, expver, stream, date, time, domain [ type, levtype [ step, param ]]]\n",
+    );
+    let rd = env.write(
+        "rd.schema",
+        "[ class, expver, stream, date, time, domain [ type [ levtype, step, param ]]]\n",
+    );
+    let config = format!(
+        "type: select\nfdbs:\n\
+         - select: class=od\n  type: local\n  engine: toc\n  schema: {}\n  spaces: [{{roots: [{{path: '@ROOTS@/od'}}]}}]\n\
+         - select: class=rd\n  type: local\n  engine: toc\n  schema: {}\n  spaces: [{{roots: [{{path: '@ROOTS@/rd'}}]}}]\n",
+        path(&od),
+        path(&rd)
+    );
+    let base = "expver=0001,stream=oper,date=20231201,time=1200,domain=g,type=fc,levtype=sfc,step=6,param=167";
+    let keys = [format!("class=rd,{base}"), format!("class=od,{base}")];
+
+    // FDB5.
+    let work = tempfile::tempdir().expect("tempdir");
+    let template = work.path().join("select.yaml");
+    std::fs::write(&template, &config).expect("write");
+    let history = work.path().join("history.json");
+    let steps: Vec<Value> = keys
+        .iter()
+        .map(|k| serde_json::json!({ "archive": k }))
+        .collect();
+    std::fs::write(&history, serde_json::to_string(&steps).expect("JSON")).expect("write");
+    let json = work.path().join("fdb5.json");
+    let mut c = fdb5::side("list_order.py");
+    c.args(["--config", path(&template)])
+        .args(["--workdir", path(&work.path().join("fdb5"))])
+        .args(["--history", path(&history)])
+        .args(["--out", path(&json)]);
+    let report = fdb5::report(c, &json);
+    let want = fdb5_lines(&report, "list");
+    assert_eq!(want.len(), 2, "{want:?}");
+
+    // fieldstore, through the CLI.
+    for lane in ["od", "rd"] {
+        std::fs::create_dir_all(env.path(lane)).expect("root");
+    }
+    let ours = config.replace("@ROOTS@", path(env.dir.path()));
+    env.write("select.yaml", ours);
+    let field = env.write("field.bin", "x");
+    for key in &keys {
+        env.run(&[
+            "archive",
+            "--config",
+            "select.yaml",
+            "--quiet",
+            "--key",
+            key,
+            path(&field),
+        ])
+        .ok();
+    }
+    assert_eq!(
+        env.run(&["list", "--config", "select.yaml"]).ok().lines(),
+        want
+    );
+}

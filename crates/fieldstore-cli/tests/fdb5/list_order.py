@@ -17,8 +17,12 @@ The history (--history, JSON) is a list of steps, each one of
 and the handle is flushed once more at the end. Keys are archived as given
 (pyfdb's explicit identifier: no GRIB involved).
 
+With --config FILE instead of --schema, the configuration is that YAML, in
+which "@ROOTS@" stands for the work directory (the roots it names, in
+`spaces` or in each of `fdbs`, are created).
+
 Usage:
-    python3 list_order.py --schema FILE --workdir DIR --history JSON --out JSON
+    python3 list_order.py (--schema FILE | --config FILE) --workdir DIR --history JSON --out JSON
 """
 import argparse
 import json
@@ -32,7 +36,8 @@ from isolated import isolate  # before libfdb5 is loaded
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--schema", required=True)
+    ap.add_argument("--schema")
+    ap.add_argument("--config")
     ap.add_argument("--workdir", required=True)
     ap.add_argument("--history", required=True)
     ap.add_argument("--out", required=True)
@@ -47,12 +52,19 @@ def main() -> int:
     import pyfdb
     import yaml
 
-    config = {
-        "type": "local",
-        "engine": "toc",
-        "schema": str(Path(args.schema).resolve()),
-        "spaces": [{"handler": "Default", "roots": [{"path": str(root)}]}],
-    }
+    if args.config:
+        config = yaml.safe_load(Path(args.config).read_text().replace("@ROOTS@", str(work)))
+        for store in config.get("fdbs", [config]):
+            for space in store["spaces"]:
+                for r in space["roots"]:
+                    Path(r["path"]).mkdir(parents=True, exist_ok=True)
+    else:
+        config = {
+            "type": "local",
+            "engine": "toc",
+            "schema": str(Path(args.schema).resolve()),
+            "spaces": [{"handler": "Default", "roots": [{"path": str(root)}]}],
+        }
     config_file = work / "config.yaml"
     config_file.write_text(yaml.safe_dump(config, sort_keys=False))
 
