@@ -16,7 +16,7 @@ use crate::key::{fdb_key_t, KeyObj};
 use crate::list::{fdb_listiterator_t, ListState};
 use crate::reader::{fdb_datareader_t, ReaderObj, Stream};
 use crate::registry::{self, Kind, Object};
-use crate::request::{fdb_request_t, request_of};
+use crate::request::{fdb_request_t, request_of, retrieve_request_of};
 use crate::util::{c_str, lock, out};
 
 /// Opaque C type `fdb_handle_t`.
@@ -370,7 +370,7 @@ pub extern "C" fn fdb_retrieve(
 ) -> c_int {
     entry("fdb_retrieve", || {
         let fs = handle(fdb)?;
-        let request = request_of(req)?.ok_or_else(|| {
+        let request = retrieve_request_of(req)?.ok_or_else(|| {
             CError::invalid("req is NULL: name the fields to retrieve (fdb_list lists everything)")
         })?;
         let reader = registry::get::<ReaderObj>(dr.cast())?;

@@ -33,16 +33,67 @@ pub const EXPAND_LIMIT: u64 = 100_000;
 pub struct RequestState {
     /// Keywords (lower-cased) in the order first given, with their values.
     pub entries: Vec<(String, Vec<String>)>,
+    /// Keywords whose range `fdb_expand_request` kept as a range (longer
+    /// than [`EXPAND_LIMIT`]): expanded as far as fieldstore expands, so
+    /// `fdb_retrieve` takes them. Setting the keyword again forgets it.
+    pub kept_ranges: Vec<String>,
 }
 
 impl RequestState {
     /// Set `keyword`'s values, replacing earlier ones.
     pub fn set(&mut self, keyword: &str, values: Vec<String>) {
         let keyword = keyword.to_ascii_lowercase();
+        self.kept_ranges.retain(|k| *k != keyword);
         match self.entries.iter_mut().find(|(k, _)| *k == keyword) {
             Some(e) => e.1 = values,
             None => self.entries.push((keyword, values)),
         }
+    }
+
+    /// The first keyword whose values hold a range (`a/to/b`) that
+    /// `fdb_expand_request` did not expand, with its values.
+    pub fn unexpanded_range(&self) -> Option<&(String, Vec<String>)> {
+        self.entries
+            .iter()
+            .find(|(k, values)| !self.kept_ranges.contains(k) && values.iter().any(|v| is_range(v)))
+    }
+
+    /// What `fdb_expand_request` makes of the request (see the module
+    /// documentation), remembering the ranges it kept.
+    ///
+    /// # Errors
+    /// `InvalidInput`: values no type of their keyword takes, unknown
+    /// parameter names.
+    pub fn expanded(&self) -> Result<RequestState, CError> {
+        let given = self.to_request()?;
+        let request = LANGUAGE.resolve_request(&given)?;
+        let mut out = RequestState::default();
+        for (keyword, values) in request.iter() {
+            out.set(keyword, canonical_values(keyword, values)?);
+            if out.unexpanded_range().is_some_and(|(k, _)| k == keyword) {
+                out.kept_ranges.push(keyword.to_string());
+            }
+        }
+        Ok(out)
+    }
+
+    /// As a fieldstore request to retrieve, FDB5's way: a range not
+    /// expanded by `fdb_expand_request` is refused, as FDB5's
+    /// `fdb_retrieve` refuses it (its keyword types fail on the value
+    /// `to`: `Invalid date to`; metkit, not `fdb_retrieve`, expands ranges).
+    ///
+    /// # Errors
+    /// `InvalidInput` naming the keyword and its values; those of
+    /// [`RequestState::to_request`].
+    pub fn to_retrieve_request(&self) -> Result<Request, CError> {
+        if let Some((keyword, values)) = self.unexpanded_range() {
+            return Err(CError::invalid(format!(
+                "the request's {keyword}={} is a range not expanded: fdb_retrieve (as FDB5's) \
+                 takes values, not ranges; call fdb_expand_request first, which enumerates it",
+                values.join("/")
+            )));
+        }
+        self.to_request()
     }
 
     /// As a fieldstore request.
@@ -60,6 +111,13 @@ impl RequestState {
             self.entries.iter().map(|(k, v)| (k.as_str(), v.iter())),
         )?)
     }
+}
+
+/// Whether a value, as held, is or holds FDB5's range word `to` (a value
+/// `fdb_expand_request` kept whole, of a keyword ECMWF's schema lacks,
+/// holds the range written out: `1/to/3`).
+fn is_range(value: &str) -> bool {
+    value.eq_ignore_ascii_case("to") || value.to_ascii_lowercase().contains("/to/")
 }
 
 /// `fdb_request_t`.
@@ -253,13 +311,7 @@ pub extern "C" fn fdb_expand_request(req: *mut fdb_request_t) -> c_int {
     entry("fdb_expand_request", || {
         let r = registry::get::<RequestObj>(req.cast())?;
         let mut state = lock(&r.0);
-        let request = state.to_request()?;
-        let request = LANGUAGE.resolve_request(&request)?;
-        let mut expanded = RequestState::default();
-        for (keyword, values) in request.iter() {
-            expanded.set(keyword, canonical_values(keyword, values)?);
-        }
-        *state = expanded;
+        *state = state.expanded()?;
         Ok(FDB_SUCCESS)
     })
 }
@@ -283,6 +335,17 @@ pub(crate) fn request_of(req: *const fdb_request_t) -> Result<Option<Request>, C
     state.to_request().map(Some)
 }
 
+/// The request `req` names as a fieldstore request to retrieve
+/// ([`RequestState::to_retrieve_request`]); NULL is `None`.
+pub(crate) fn retrieve_request_of(req: *const fdb_request_t) -> Result<Option<Request>, CError> {
+    if req.is_null() {
+        return Ok(None);
+    }
+    let r = registry::get::<RequestObj>(req.cast())?;
+    let state = lock(&r.0);
+    state.to_retrieve_request().map(Some)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -292,13 +355,35 @@ mod tests {
         for (k, v) in pairs {
             s.set(k, v.iter().map(|x| x.to_string()).collect());
         }
-        let request = s.to_request()?;
-        let request = LANGUAGE.resolve_request(&request)?;
-        let mut out = RequestState::default();
-        for (k, v) in request.iter() {
-            out.set(k, canonical_values(k, v)?);
-        }
-        Ok(out)
+        s.expanded()
+    }
+
+    #[test]
+    fn retrieve_refuses_ranges_expand_did_not_enumerate() {
+        let mut s = RequestState::default();
+        s.set(
+            "date",
+            vec!["20191110".into(), "to".into(), "20191111".into()],
+        );
+        let e = s.to_retrieve_request().unwrap_err();
+        assert!(
+            e.message
+                .contains("date=20191110/to/20191111 is a range not expanded"),
+            "{}",
+            e.message
+        );
+        assert!(s.to_request().is_ok(), "listing takes ranges");
+        let expanded = s.expanded().unwrap();
+        assert_eq!(expanded.entries[0].1, ["20191110", "20191111"]);
+        assert!(expanded.to_retrieve_request().is_ok());
+        // Kept as a range by the expansion (too long): taken.
+        let long = expand(&[("step", &["0", "to", "100000000"])]).unwrap();
+        assert_eq!(long.kept_ranges, ["step"]);
+        assert!(long.to_retrieve_request().is_ok());
+        // Set again by the caller: an unexpanded range again.
+        let mut again = long.clone();
+        again.set("step", vec!["0".into(), "to".into(), "6".into()]);
+        assert!(again.to_retrieve_request().is_err());
     }
 
     #[test]

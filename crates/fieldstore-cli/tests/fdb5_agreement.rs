@@ -445,3 +445,312 @@ fn fieldstore_agrees_with_fdb5_on_every_grib_fixture() {
     let ours: BTreeSet<&String> = our_md5.iter().collect();
     assert_eq!(ours.len(), original_md5.len(), "every message, once");
 }
+
+/// A store history for [`list_order_agrees_with_fdb5`]: keys archived
+/// (`Some`) and flushes (`None`); the handle flushes once more at the end.
+type History = Vec<Option<String>>;
+
+/// The histories whose listing order is compared with FDB5's, by name, and
+/// whether `--full` is compared too: FDB5 keeps one entry per key and
+/// flush (its B-tree replaces), fieldstore every archive of the flush.
+fn order_histories() -> Vec<(&'static str, History, bool)> {
+    let ds = |date: &str, time: &str, expver: &str| {
+        format!("class=od,expver={expver},stream=oper,date={date},time={time},domain=g,type=fc")
+    };
+    let a = ds("20231201", "1200", "0001");
+    let sfc = |step: u32, param: u32| Some(format!("{a},levtype=sfc,step={step},param={param}"));
+    let pl = |level: u32| Some(format!("{a},levtype=pl,step=0,levelist={level},param=130"));
+    vec![
+        (
+            "one flush",
+            vec![
+                sfc(12, 167),
+                sfc(0, 165),
+                sfc(6, 167),
+                sfc(0, 167),
+                sfc(24, 228),
+                sfc(24, 31),
+            ],
+            true,
+        ),
+        (
+            "several flushes",
+            vec![
+                sfc(6, 167),
+                None,
+                sfc(0, 167),
+                None,
+                sfc(12, 167),
+                sfc(3, 167),
+                None,
+                sfc(1, 167),
+            ],
+            true,
+        ),
+        (
+            "a replaced field",
+            vec![
+                sfc(6, 167),
+                sfc(0, 167),
+                None,
+                sfc(12, 167),
+                sfc(6, 167),
+                None,
+                sfc(3, 167),
+            ],
+            true,
+        ),
+        (
+            "a field replaced within a flush",
+            vec![sfc(6, 167), sfc(3, 167), sfc(6, 167), sfc(0, 167)],
+            false,
+        ),
+        (
+            "several collocations",
+            vec![
+                sfc(6, 167),
+                pl(500),
+                sfc(0, 167),
+                pl(1000),
+                Some(format!("{a},levtype=ml,step=0,levelist=1,param=130")),
+                None,
+                sfc(3, 167),
+            ],
+            true,
+        ),
+        (
+            "several datasets",
+            vec![
+                sfc(6, 167),
+                Some(format!(
+                    "{},levtype=sfc,step=6,param=167",
+                    ds("20231130", "1200", "0001")
+                )),
+                Some(format!(
+                    "{},levtype=sfc,step=0,param=167",
+                    ds("20231201", "1200", "0002")
+                )),
+                sfc(0, 167),
+                None,
+                Some(format!(
+                    "{},levtype=sfc,step=0,param=167",
+                    ds("20231201", "0000", "0001")
+                )),
+            ],
+            true,
+        ),
+    ]
+}
+
+/// The lines of FDB5's listing `what` (`list` or `full`) in `report`.
+fn fdb5_lines(report: &Value, what: &str) -> Vec<String> {
+    report[what]
+        .as_array()
+        .expect("FDB5's listing")
+        .iter()
+        .map(|l| l.as_str().expect("line").to_string())
+        .collect()
+}
+
+/// `list` (and `list --full`) give FDB5's order for the same history
+/// (issue 28): FDB5 lists index by index, newest first, each in B-tree
+/// order (the values joined by `:`, as text), and databases by name.
+#[test]
+fn list_order_agrees_with_fdb5() {
+    if fdb5::skipped() {
+        return;
+    }
+    let schema = repo().join("tests/fixtures/schema/ecmwf.schema");
+    for (name, history, full) in order_histories() {
+        // FDB5.
+        let work = tempfile::tempdir().expect("tempdir");
+        let steps: Vec<Value> = history
+            .iter()
+            .map(|step| match step {
+                Some(key) => serde_json::json!({ "archive": key }),
+                None => serde_json::json!({ "flush": true }),
+            })
+            .collect();
+        let file = work.path().join("history.json");
+        std::fs::write(&file, serde_json::to_string(&steps).expect("JSON")).expect("write");
+        let json = work.path().join("fdb5.json");
+        let mut c = fdb5::side("list_order.py");
+        c.args(["--schema", path(&schema)])
+            .args(["--workdir", path(&work.path().join("fdb5"))])
+            .args(["--history", path(&file)])
+            .args(["--out", path(&json)]);
+        let report = fdb5::report(c, &json);
+
+        // fieldstore: the same history through one handle, listed by the CLI.
+        let env = Env::new();
+        let config = env.config_with_schema(&schema);
+        {
+            let config = fieldstore::Config::from_file(&config).expect("config");
+            let store = fieldstore::FieldStore::open(config).expect("open");
+            for step in &history {
+                match step {
+                    Some(key) => store
+                        .archive(&key.parse().expect("key"), key.as_bytes())
+                        .expect("archive"),
+                    None => store.flush().expect("flush"),
+                }
+            }
+            store.flush().expect("flush");
+        }
+        let list = |extra: &[&str]| {
+            let mut args = vec!["list", "--config", "config.yaml"];
+            args.extend_from_slice(extra);
+            env.run(&args).ok().lines()
+        };
+        assert_eq!(list(&[]), fdb5_lines(&report, "list"), "{name}: list");
+        if full {
+            assert_eq!(
+                list(&["--full"]),
+                fdb5_lines(&report, "full"),
+                "{name}: list --full"
+            );
+        }
+    }
+}
+
+/// A schema in MeteoSwiss fdb-fortran's style, with a camelCase keyword.
+const CAMEL_SCHEMA: &str = "param: Param;\nstep: Step;\ndate: Date;\ntime: Time;\n\
+    generatingProcessIdentifier: Integer;\n\
+    [ class, expver, stream, date, time, domain?\n\
+      [ type, levtype, generatingProcessIdentifier\n\
+        [ step, levelist?, param ]]]\n";
+
+/// A camelCase schema keyword (issue 28): FDB5 takes the schema, keeps the
+/// spelling in what it lists; so does fieldstore, which also takes the
+/// keyword in another case (FDB5 refuses `generatingprocessidentifier`
+/// when archiving, and its tools lower-case only MARS keywords). Keys are
+/// given explicitly, as fdb-fortran does: neither reads the keyword from
+/// GRIB (not a MARS key; both refuse the fixtures with this schema).
+#[test]
+fn camel_case_schema_agrees_with_fdb5() {
+    if fdb5::skipped() {
+        return;
+    }
+    let env = Env::new();
+    let schema = env.write("camel.schema", CAMEL_SCHEMA);
+    let base =
+        "class=od,expver=0001,stream=oper,date=20231201,time=1200,domain=g,type=fc,levtype=sfc";
+    let camel = format!("{base},generatingProcessIdentifier=1,step=0,param=167");
+    let lower = format!("{base},generatingprocessidentifier=2,step=0,param=167");
+
+    // FDB5: the camelCase key (it refuses the lower-case one).
+    let work = tempfile::tempdir().expect("tempdir");
+    let history = work.path().join("history.json");
+    let steps = serde_json::json!([{ "archive": camel }]);
+    std::fs::write(&history, steps.to_string()).expect("write");
+    let json = work.path().join("fdb5.json");
+    let mut c = fdb5::side("list_order.py");
+    c.args(["--schema", path(&schema)])
+        .args(["--workdir", path(&work.path().join("fdb5"))])
+        .args(["--history", path(&history)])
+        .args(["--out", path(&json)]);
+    let report = fdb5::report(c, &json);
+    let fdb5_lines = fdb5_lines(&report, "list");
+    assert_eq!(fdb5_lines.len(), 1);
+
+    // fieldstore, through the CLI.
+    env.config_with_schema(&schema);
+    let run = |args: &[&str]| {
+        let mut all = vec!["--config", "config.yaml"];
+        all.extend_from_slice(args);
+        env.run(&all)
+    };
+    let field = env.write("field.bin", "camel");
+    run(&["archive", "--quiet", "--key", &camel, path(&field)]).ok();
+    assert_eq!(run(&["list"]).ok().lines(), fdb5_lines);
+    // Another spelling of the keyword is the schema's, in keys and requests.
+    run(&["archive", "--quiet", "--key", &lower, path(&field)]).ok();
+    let two = run(&["list"]).ok().lines();
+    assert_eq!(two.len(), 2);
+    assert!(
+        two.iter()
+            .any(|l| l.contains("generatingProcessIdentifier=2")),
+        "{two:?}"
+    );
+    for spelled in ["generatingProcessIdentifier", "GeneratingProcessIdentifier"] {
+        let request = format!("class=od,{spelled}=1");
+        assert_eq!(
+            run(&["list", &request]).ok().lines(),
+            fdb5_lines,
+            "{request}"
+        );
+    }
+}
+
+/// `type: select` with a schema per sub-store (issue 28), two schemas that
+/// name datasets alike and split them differently below: FDB5 5.25 and
+/// fieldstore archive and list the same keys the same way, each sub-store
+/// splitting with its own schema.
+#[test]
+fn select_with_a_schema_per_sub_store_agrees_with_fdb5() {
+    if fdb5::skipped() {
+        return;
+    }
+    let env = Env::new();
+    let od = env.write(
+        "od.schema",
+        "[ class, expver, stream, date, time, domain [ type, levtype [ step, param ]]]\n",
+    );
+    let rd = env.write(
+        "rd.schema",
+        "[ class, expver, stream, date, time, domain [ type [ levtype, step, param ]]]\n",
+    );
+    let config = format!(
+        "type: select\nfdbs:\n\
+         - select: class=od\n  type: local\n  engine: toc\n  schema: {}\n  spaces: [{{roots: [{{path: '@ROOTS@/od'}}]}}]\n\
+         - select: class=rd\n  type: local\n  engine: toc\n  schema: {}\n  spaces: [{{roots: [{{path: '@ROOTS@/rd'}}]}}]\n",
+        path(&od),
+        path(&rd)
+    );
+    let base = "expver=0001,stream=oper,date=20231201,time=1200,domain=g,type=fc,levtype=sfc,step=6,param=167";
+    let keys = [format!("class=rd,{base}"), format!("class=od,{base}")];
+
+    // FDB5.
+    let work = tempfile::tempdir().expect("tempdir");
+    let template = work.path().join("select.yaml");
+    std::fs::write(&template, &config).expect("write");
+    let history = work.path().join("history.json");
+    let steps: Vec<Value> = keys
+        .iter()
+        .map(|k| serde_json::json!({ "archive": k }))
+        .collect();
+    std::fs::write(&history, serde_json::to_string(&steps).expect("JSON")).expect("write");
+    let json = work.path().join("fdb5.json");
+    let mut c = fdb5::side("list_order.py");
+    c.args(["--config", path(&template)])
+        .args(["--workdir", path(&work.path().join("fdb5"))])
+        .args(["--history", path(&history)])
+        .args(["--out", path(&json)]);
+    let report = fdb5::report(c, &json);
+    let want = fdb5_lines(&report, "list");
+    assert_eq!(want.len(), 2, "{want:?}");
+
+    // fieldstore, through the CLI.
+    for lane in ["od", "rd"] {
+        std::fs::create_dir_all(env.path(lane)).expect("root");
+    }
+    let ours = config.replace("@ROOTS@", path(env.dir.path()));
+    env.write("select.yaml", ours);
+    let field = env.write("field.bin", "x");
+    for key in &keys {
+        env.run(&[
+            "archive",
+            "--config",
+            "select.yaml",
+            "--quiet",
+            "--key",
+            key,
+            path(&field),
+        ])
+        .ok();
+    }
+    assert_eq!(
+        env.run(&["list", "--config", "select.yaml"]).ok().lines(),
+        want
+    );
+}

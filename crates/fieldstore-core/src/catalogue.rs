@@ -461,10 +461,11 @@ pub trait DatasetReader: Send + Sync + Debug {
 
 /// [`DatasetReader::scan`] over a collocation's index blocks as a backend
 /// holds them: `blocks` oldest first, each block's entries in the order
-/// they were flushed. Visits the newest entry first (the last block's last)
-/// and skips entries whose unit (`FieldLocation::uri`) is in `removed`
-/// (units a reclaim removed, left out until the index forgets them), until
-/// `visit` returns `false`.
+/// they were written (by [`order_block`] since blocks are written for FDB5's
+/// list order). Visits the newest entry first (the last block's last) and
+/// skips entries whose unit (`FieldLocation::uri`) is in `removed` (units a
+/// reclaim removed, left out until the index forgets them), until `visit`
+/// returns `false`.
 pub fn visit_newest_first<'a>(
     blocks: impl DoubleEndedIterator<Item = &'a [(ElementKey, FieldLocation)]>,
     removed: &HashSet<Arc<str>>,
@@ -479,6 +480,27 @@ pub fn visit_newest_first<'a>(
                 return;
             }
         }
+    }
+}
+
+/// Order one flush's entries of one collocation (a block, or the run a
+/// writer cuts into blocks) as they are written: by
+/// [`Key::cmp_fingerprint`](crate::Key::cmp_fingerprint), descending, and
+/// several entries of one key in the order they were inserted. Visited
+/// backwards ([`visit_newest_first`]), a flush then comes in FDB5's order
+/// for one index (one flush of one collocation: its B-tree's key order,
+/// measured with FDB5 5.25), and every key's entries still newest first
+/// (what lookups and masking rely on: a later entry of a key is newer). The
+/// cost is the writer's, once per flush, not every listing's: each key's
+/// fingerprint is made once, and a run already in order is left as it is.
+pub fn order_block(entries: &mut [(ElementKey, FieldLocation)]) {
+    use std::cmp::Ordering;
+    let ordered = entries
+        .windows(2)
+        .all(|w| w[0].0.cmp_fingerprint(&w[1].0) != Ordering::Less);
+    if !ordered {
+        // Stable: one key's entries keep their insertion order.
+        entries.sort_by_cached_key(|(k, _)| std::cmp::Reverse(k.fingerprint()));
     }
 }
 

@@ -6,8 +6,11 @@
 //! signatures.
 //!
 //! # Invariants
-//! - Keywords are non-empty, lower-case, and made of ASCII letters, digits,
-//!   `_` and `.`; each appears at most once.
+//! - Keywords are non-empty and made of ASCII letters, digits, `_` and `.`;
+//!   each appears at most once. Their case is kept: FDB5's keywords are
+//!   case-sensitive and a schema may spell one in camelCase
+//!   (`generatingProcessIdentifier`); a schema gives keys its own spelling
+//!   when it splits them ([`crate::Schema::resolve_key`]).
 //! - Values contain no `,`, `=`, `{`, `}`, whitespace or control characters.
 //!   A value may be empty (an optional keyword the field did not carry).
 //! - The canonical string form (`class=od,expver=0001,...`) keeps insertion
@@ -22,9 +25,7 @@ use crate::error::{Error, ErrorKind};
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum KeyError {
     /// A keyword is empty or has characters keys cannot hold.
-    #[error(
-        "invalid keyword '{keyword}' in key: keywords are lower-case letters, digits, '_' and '.'"
-    )]
+    #[error("invalid keyword '{keyword}' in key: keywords are ASCII letters, digits, '_' and '.'")]
     InvalidKeyword {
         /// The offending keyword.
         keyword: String,
@@ -72,7 +73,7 @@ pub fn is_valid_keyword(keyword: &str) -> bool {
     !keyword.is_empty()
         && keyword
             .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'.')
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.')
 }
 
 /// Whether `value` is a valid key value (see the module invariants).
@@ -222,7 +223,7 @@ impl Key {
         Ok(Key::from_text(&text))
     }
 
-    /// Append `keyword=value`. The keyword is lower-cased.
+    /// Append `keyword=value`.
     ///
     /// # Errors
     /// See [`Key::from_pairs`].
@@ -371,6 +372,33 @@ impl Key {
         self.text.is_none()
     }
 
+    /// Compare as FDB5 orders the fingerprints ([`Key::fingerprint`]) of
+    /// keys split by one rule: byte by byte over the values joined by `:`,
+    /// a prefix first. This is the order of a TOC index's B-tree, which
+    /// FDB5 lists an index in, and of its database directories' names.
+    /// Allocates nothing: listings compare every entry.
+    pub fn cmp_fingerprint(&self, other: &Key) -> std::cmp::Ordering {
+        fn bytes(key: &Key) -> impl Iterator<Item = u8> + '_ {
+            key.values().enumerate().flat_map(|(i, v)| {
+                let sep = (i > 0).then_some(b':');
+                sep.into_iter().chain(v.bytes())
+            })
+        }
+        bytes(self).cmp(bytes(other))
+    }
+
+    /// Compare as FDB5 compares keys held as dictionaries (its `Key`'s
+    /// `operator<`): the pairs sorted by keyword, then pair by pair. The
+    /// order in which an FDB5 writer writes its indexes at a flush.
+    pub fn cmp_as_dict(&self, other: &Key) -> std::cmp::Ordering {
+        fn sorted(key: &Key) -> Vec<(&str, &str)> {
+            let mut pairs: Vec<(&str, &str)> = key.iter().collect();
+            pairs.sort_unstable();
+            pairs
+        }
+        sorted(self).cmp(&sorted(other))
+    }
+
     /// The values joined by `:`, FDB5's fingerprint (`od:0001:oper:...`).
     /// Not unique across schemas; used for names, not identity.
     pub fn fingerprint(&self) -> String {
@@ -444,9 +472,8 @@ impl Key {
     }
 }
 
-/// `keyword` lower-cased and checked, and `value` checked.
-fn checked_pair(mut keyword: String, value: String) -> Result<(String, String), KeyError> {
-    keyword.make_ascii_lowercase();
+/// `keyword` and `value` checked.
+fn checked_pair(keyword: String, value: String) -> Result<(String, String), KeyError> {
     if !is_valid_keyword(&keyword) {
         return Err(KeyError::InvalidKeyword { keyword });
     }
@@ -627,6 +654,43 @@ mod tests {
     }
 
     #[test]
+    fn fingerprint_order_is_fdb5_btree_order() {
+        // Measured with FDB5 5.25: one flush of these lists 0:165, 0:167,
+        // 12:167, 24:228, 24:31, 6:167 (text order, not numeric).
+        let mut keys: Vec<Key> = ["6:167", "24:31", "0:167", "12:167", "24:228", "0:165"]
+            .iter()
+            .map(|f| {
+                let (step, param) = f.split_once(':').unwrap();
+                format!("step={step},levelist=,param={param}")
+                    .parse()
+                    .unwrap()
+            })
+            .collect();
+        keys.sort_by(Key::cmp_fingerprint);
+        let got: Vec<String> = keys.iter().map(Key::fingerprint).collect();
+        assert_eq!(
+            got,
+            ["0::165", "0::167", "12::167", "24::228", "24::31", "6::167"]
+        );
+        // A prefix first, and ':' after the digits: "1:x" after "10:x".
+        let a: Key = "step=1,param=x".parse().unwrap();
+        let b: Key = "step=10,param=x".parse().unwrap();
+        assert_eq!(a.cmp_fingerprint(&b), std::cmp::Ordering::Greater);
+        let c: Key = "step=1".parse().unwrap();
+        assert_eq!(c.cmp_fingerprint(&a), std::cmp::Ordering::Less);
+    }
+
+    #[test]
+    fn dict_order_sorts_keywords_first() {
+        // FDB5 compares {type=fc,levtype=ml} and {type=an,levtype=pl} by
+        // levtype first.
+        let a: Key = "type=fc,levtype=ml".parse().unwrap();
+        let b: Key = "type=an,levtype=pl".parse().unwrap();
+        assert_eq!(a.cmp_as_dict(&b), std::cmp::Ordering::Less);
+        assert_eq!(a.cmp(&b), std::cmp::Ordering::Greater);
+    }
+
+    #[test]
     fn rejects_bad_items_verbatim() {
         assert_eq!(
             "class=od,class=rd".parse::<Key>().unwrap_err().to_string(),
@@ -638,14 +702,16 @@ mod tests {
         );
         assert_eq!(
             "cl ass=od".parse::<Key>().unwrap_err().to_string(),
-            "invalid keyword 'cl ass' in key: keywords are lower-case letters, digits, '_' and '.'"
+            "invalid keyword 'cl ass' in key: keywords are ASCII letters, digits, '_' and '.'"
         );
     }
 
     #[test]
-    fn keywords_are_lower_cased() {
-        let k: Key = "CLASS=od".parse().unwrap();
-        assert_eq!(k.to_string(), "class=od");
+    fn keywords_keep_their_case() {
+        // A schema gives them its spelling when it splits them
+        // (schema::tests::camel_case_keywords_take_the_schemas_spelling).
+        let k: Key = "CLASS=od,generatingProcessIdentifier=1".parse().unwrap();
+        assert_eq!(k.to_string(), "CLASS=od,generatingProcessIdentifier=1");
     }
 
     #[test]

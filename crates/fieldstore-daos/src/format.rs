@@ -116,7 +116,8 @@ pub(crate) struct Flush {
 
 /// Group `(collocation, element, location)` inserts into blocks: one per
 /// collocation and element keyword list, in order of first appearance,
-/// entries in insertion order.
+/// entries as `order_block` orders them (FDB5's list order read backwards;
+/// one key's entries in insertion order).
 pub(crate) fn blocks(pending: Vec<(CollocationKey, ElementKey, FieldLocation)>) -> Vec<Block> {
     let mut out: Vec<Block> = Vec::new();
     let mut index: HashMap<(CollocationKey, Vec<String>), usize> = HashMap::new();
@@ -132,6 +133,9 @@ pub(crate) fn blocks(pending: Vec<(CollocationKey, ElementKey, FieldLocation)>) 
         });
         out[i].axes.add_key(&e);
         out[i].entries.push((e, l));
+    }
+    for block in &mut out {
+        fieldstore_core::catalogue::order_block(&mut block.entries);
     }
     out
 }

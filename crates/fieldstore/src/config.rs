@@ -280,6 +280,67 @@ fn schema_at(path: Option<&str>, base: &Path, source: &str) -> Result<Schema> {
     }
 }
 
+/// The schema each of a select configuration's `fdbs` names (`schema:`,
+/// relative to `base`), if it names one.
+fn lane_schemas(
+    fdbs: &[serde_yaml_ng::Value],
+    base: &Path,
+    source: &str,
+) -> Result<Vec<Option<Schema>>> {
+    let mut out = Vec::new();
+    for (i, lane) in fdbs.iter().enumerate() {
+        let own = match lane.get("schema") {
+            None => None,
+            Some(serde_yaml_ng::Value::String(path)) => Some(schema_at(Some(path), base, source)?),
+            Some(_) => {
+                return Err(invalid(
+                    source,
+                    format!("fdbs[{i}].schema: expected a path"),
+                ))
+            }
+        };
+        out.push(own);
+    }
+    Ok(out)
+}
+
+/// The keyword lists of a schema's first-level rules, in order: what names
+/// its datasets.
+fn first_level(schema: &Schema) -> Vec<Vec<String>> {
+    let rules = schema.rules().iter();
+    rules
+        .map(|r| r.keywords().map(str::to_string).collect())
+        .collect()
+}
+
+/// Whether a sub-store's own schema names datasets as the select
+/// configuration's does (the same first-level keyword lists): a dataset is
+/// routed, found and listed by its first level, one for every sub-store,
+/// while each sub-store splits below it with its own schema (stored with
+/// each dataset it creates, `dataset_schema.rs`).
+///
+/// # Errors
+/// The two first levels, when they differ.
+fn same_first_level(own: &Schema, naming: &Schema) -> std::result::Result<(), String> {
+    let (mine, theirs) = (first_level(own), first_level(naming));
+    if mine == theirs {
+        return Ok(());
+    }
+    let show = |l: &[Vec<String>]| {
+        l.iter()
+            .map(|r| format!("[{}]", r.join(", ")))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    Err(format!(
+        "its first-level rules {} differ from those naming the select configuration's datasets \
+         {}: sub-stores' schemas may differ below the first level only (fieldstore routes, finds \
+         and lists whole datasets by it)",
+        show(&mine),
+        show(&theirs)
+    ))
+}
+
 /// `path` without `.` components and trailing slashes, for comparing
 /// roots before they exist (`..` is left alone: it may cross a symbolic
 /// link; the backend compares canonical paths when it opens the roots).
@@ -514,7 +575,8 @@ impl Config {
     }
 
     /// A `type: select` configuration (`routing.rs`): its `fdbs`, each a
-    /// selection and a local sub-store with the parent's schema.
+    /// selection and a local sub-store with its own schema or the
+    /// parent's.
     fn select_from_yaml(value: serde_yaml_ng::Value, base: &Path, source: &str) -> Result<Config> {
         use serde_yaml_ng::Value;
         let Value::Mapping(map) = value else {
@@ -549,9 +611,15 @@ impl Config {
         let fdbs = fdbs
             .filter(|l| !l.is_empty())
             .ok_or_else(|| invalid(source, "fdbs: a select configuration needs sub-stores"))?;
-        let schema = schema_at(schema_path.as_deref(), base, source)?;
+        let own_schemas = lane_schemas(&fdbs, base, source)?;
+        // The schema naming datasets (level 1): the configuration's; else,
+        // as FDB5 configurations write it, the first sub-store's.
+        let schema = match (&schema_path, own_schemas.iter().flatten().next()) {
+            (None, Some(first)) => first.clone(),
+            _ => schema_at(schema_path.as_deref(), base, source)?,
+        };
         let mut lanes = Vec::new();
-        for (i, lane) in fdbs.into_iter().enumerate() {
+        for ((i, lane), own) in fdbs.into_iter().enumerate().zip(own_schemas) {
             let at = format!("fdbs[{i}]");
             let Value::Mapping(mut lane) = lane else {
                 return Err(invalid(source, format!("{at}: expected a mapping")));
@@ -583,12 +651,15 @@ impl Config {
                     ))
                 }
             };
-            if lane.contains_key("schema") {
-                return Err(invalid(
-                    source,
-                    format!("{at}.schema: sub-stores split keys with the select configuration's schema; name it there"),
-                ));
-            }
+            lane.remove("schema");
+            let own = match own {
+                Some(own) => {
+                    same_first_level(&own, &schema)
+                        .map_err(|e| invalid(source, format!("{at}.schema: {e}")))?;
+                    own
+                }
+                None => schema.clone(),
+            };
             match lane.get("type") {
                 None => {}
                 Some(Value::String(t)) if t == "local" => {}
@@ -605,7 +676,7 @@ impl Config {
             let text = serde_yaml_ng::to_string(&Value::Mapping(lane))
                 .map_err(|e| invalid(source, format!("{at}: {e}")))?;
             let mut config = Config::from_yaml(&text, base, &format!("{source}: {at}"))?;
-            config.schema = schema.clone();
+            config.schema = own;
             lanes.push(Lane {
                 at,
                 select,

@@ -505,8 +505,8 @@ impl FieldStore {
     }
 
     /// Visit what a partial request names, down to `options.depth`:
-    /// datasets, collocations, or fields (newest first within a
-    /// collocation, masked entries only with `options.duplicates`).
+    /// datasets, collocations, or fields (in FDB5's order for the same
+    /// history, `walk.rs`; masked entries only with `options.duplicates`).
     /// `visit` returns `false` to stop.
     ///
     /// Damage costs only what it damaged: a damaged dataset, log record or
@@ -563,7 +563,8 @@ impl FieldStore {
             return Ok(());
         }
         let mut datasets = self.catalogue.datasets()?;
-        datasets.sort();
+        // FDB5's order (walk.rs).
+        datasets.sort_by(|a, b| a.cmp_fingerprint(b));
         let hidden = self.catalogue.list_locked()?;
         for dataset in datasets {
             if selector.match_dataset(&dataset).is_none() {

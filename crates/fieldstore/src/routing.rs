@@ -88,7 +88,8 @@ pub struct Lane {
     pub select: Matcher,
     /// Its `excludes`.
     pub excludes: Vec<Matcher>,
-    /// The sub-store's configuration (the parent's schema).
+    /// The sub-store's configuration: its schema is its own (`schema:` in
+    /// the sub-store, the same first level as the parent's) or the parent's.
     pub config: Config,
 }
 

@@ -64,10 +64,11 @@ fn a_dataset_keeps_its_schema_when_the_schema_file_changes() {
     for fs in [&new, &old] {
         assert_eq!(
             listing(fs, "class=od,date=20231201"),
+            // FDB5's order: the newest flush first, each in key order.
             [
                 "{type=fc,levtype=sfc}{step=12,param=167}",
-                "{type=fc,levtype=sfc}{step=6,param=167}",
                 "{type=fc,levtype=sfc}{step=0,param=167}",
+                "{type=fc,levtype=sfc}{step=6,param=167}",
             ]
         );
         assert_eq!(

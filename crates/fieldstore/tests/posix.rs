@@ -35,9 +35,10 @@ fn archive_flush_list_retrieve_across_handles() {
         .unwrap();
     assert_eq!(
         listed.iter().map(|e| e.braced()).collect::<Vec<_>>(),
+        // One flush: in key order, as FDB5 lists an index.
         [
-            "{class=od,expver=0001,stream=oper,date=20231201,time=1200,domain=g}{type=fc,levtype=sfc}{step=2,param=167}",
             "{class=od,expver=0001,stream=oper,date=20231201,time=1200,domain=g}{type=fc,levtype=sfc}{step=1,param=167}",
+            "{class=od,expver=0001,stream=oper,date=20231201,time=1200,domain=g}{type=fc,levtype=sfc}{step=2,param=167}",
         ]
     );
     let bytes = reader

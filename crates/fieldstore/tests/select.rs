@@ -147,8 +147,8 @@ fn bad_select_configs_are_named_by_their_key_path() {
             "t.yaml: fdbs[0].excludes[0]: 'expver' is not keyword=regex",
         ),
         (
-            "type: select\nfdbs:\n- schema: other\n  spaces: [{roots: [{path: a}]}]\n",
-            "t.yaml: fdbs[0].schema: sub-stores split keys with the select configuration's schema",
+            "type: select\nfdbs:\n- schema: [other]\n  spaces: [{roots: [{path: a}]}]\n",
+            "t.yaml: fdbs[0].schema: expected a path",
         ),
         (
             "type: select\nfdbs:\n- spaces: [{handler: Clever, roots: [{path: a}]}]\n",
@@ -168,4 +168,81 @@ fn bad_select_configs_are_named_by_their_key_path() {
             "{text}\n{e}\nwanted {want}"
         );
     }
+}
+
+/// Two schemas that name datasets alike and split them differently below.
+const OD_SCHEMA: &str =
+    "[ class, expver, stream, date, time, domain [ type, levtype [ step, param ]]]\n";
+const RD_SCHEMA: &str =
+    "[ class, expver, stream, date, time, domain [ type [ levtype, step, param ]]]\n";
+
+/// `type: select` with a schema per sub-store, as FDB5 configurations
+/// write it (issue 28): each sub-store splits its datasets' keys with its
+/// own schema; no top-level schema needed (the first sub-store's names
+/// datasets).
+#[test]
+fn sub_stores_split_with_their_own_schemas() {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path();
+    std::fs::write(base.join("od.schema"), OD_SCHEMA).unwrap();
+    std::fs::write(base.join("rd.schema"), RD_SCHEMA).unwrap();
+    for r in ["od", "rd"] {
+        std::fs::create_dir_all(base.join(r)).unwrap();
+    }
+    let yaml = "\
+type: select
+fdbs:
+- select: class=od
+  schema: od.schema
+  spaces: [{roots: [{path: od}]}]
+- select: class=rd
+  schema: rd.schema
+  spaces: [{roots: [{path: rd}]}]
+";
+    let fs = open(base, yaml);
+    fs.archive(&key("od", "0001", 6), b"od").unwrap();
+    fs.archive(&key("rd", "0001", 6), b"rd").unwrap();
+    fs.flush().unwrap();
+    let listed: Vec<String> = fs
+        .list(&Request::default(), ListOptions::default())
+        .unwrap()
+        .iter()
+        .map(|e| e.braced())
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            "{class=od,expver=0001,stream=oper,date=20231201,time=1200,domain=g}{type=fc,levtype=sfc}{step=6,param=167}",
+            "{class=rd,expver=0001,stream=oper,date=20231201,time=1200,domain=g}{type=fc}{levtype=sfc,step=6,param=167}",
+        ]
+    );
+    assert_eq!(get(&fs, &key("od", "0001", 6)), b"od");
+    assert_eq!(get(&fs, &key("rd", "0001", 6)), b"rd");
+    // Each dataset keeps its sub-store's schema, whoever opens it.
+    drop(fs);
+    let fs = open(base, yaml);
+    assert_eq!(get(&fs, &key("rd", "0001", 6)), b"rd");
+
+    // The same schema in every sub-store: as one at the top.
+    let same = "type: select\nfdbs:\n- select: class=od\n  schema: od.schema\n  spaces: [{roots: [{path: a}]}]\n- schema: od.schema\n  spaces: [{roots: [{path: b}]}]\n";
+    let config = Config::from_yaml(same, base, "same.yaml").unwrap();
+    assert_eq!(config.schema.text(), OD_SCHEMA);
+
+    // A sub-store naming datasets otherwise is refused, naming both.
+    std::fs::write(
+        base.join("other.schema"),
+        "[ class, expver, stream, date [ time, domain, type, levtype [ step, param ]]]\n",
+    )
+    .unwrap();
+    let other = "type: select\nfdbs:\n- schema: od.schema\n  spaces: [{roots: [{path: a}]}]\n- schema: other.schema\n  spaces: [{roots: [{path: b}]}]\n";
+    let e = Config::from_yaml(other, base, "t.yaml").unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidConfig);
+    assert!(
+        e.to_string().starts_with(
+            "t.yaml: fdbs[1].schema: its first-level rules [class, expver, stream, date] differ \
+             from those naming the select configuration's datasets [class, expver, stream, date, \
+             time, domain]"
+        ),
+        "{e}"
+    );
 }

@@ -554,6 +554,21 @@ static void test_archive_list_retrieve(const char* work) {
     CHECK(got == 0);
     OK(fdb_delete_request(req));
 
+    /* An unexpanded range: FDB5's fdb_retrieve fails on it ("Invalid date
+     * to"; test_fdb_c.cc's "expand" case); fdb_expand_request enumerates
+     * it, and then it retrieves. */
+    const char* ranged[] = {"class", "od", "expver", "0001", "stream", "oper", "date",
+                            "20230101/to/20230102", "time", "1200", "domain", "g", "type", "fc",
+                            "levtype", "sfc", "step", "0", "param", "167", NULL};
+    req = make_request(ranged);
+    FAILS(fdb_retrieve(fdb, req, dr), FIELDSTORE_INVALID_INPUT,
+          "date=20230101/to/20230102 is a range not expanded");
+    OK(fdb_expand_request(req));
+    OK(fdb_retrieve(fdb, req, dr));
+    OK(fdb_datareader_open(dr, &size));
+    CHECK(size == 4096);
+    OK(fdb_delete_request(req));
+
     /* Deleting the handle flushes; readers and iterators made from it go on. */
     key = make_key("12", "167", "sfc");
     OK(fdb_archive(fdb, key, data[1], 100));
@@ -577,6 +592,47 @@ static void test_archive_list_retrieve(const char* work) {
 
     fdb = open_root(root);
     CHECK(count_list(fdb, NULL, true, 3) == 4); /* flushed by the delete */
+    OK(fdb_delete_handle(fdb));
+}
+
+/* FDB5's list order (pyfdb 0.1.3's test_archival_read, test_fdb_c.cc's
+ * "multiple archive & list"): one flush lists in its index's key order,
+ * the values joined by ':' compared as text (1000 before 300), whatever the
+ * archive order. */
+static void test_list_order(const char* work) {
+    char root[4096];
+    snprintf(root, sizeof root, "%s/order-root", work);
+    fdb_handle_t* fdb = open_root(root);
+    const char* levels[] = {"300", "400", "1000"};
+    for (int i = 0; i < 3; i++) {
+        fdb_key_t* key = make_key("0", "138", "pl");
+        OK(fdb_key_add(key, "levelist", levels[i]));
+        OK(fdb_archive(fdb, key, levels[i], strlen(levels[i])));
+        OK(fdb_delete_key(key));
+    }
+    OK(fdb_flush(fdb));
+    const char* sel[] = {"class", "od", "levelist", "400/300/1000", NULL};
+    fdb_request_t* req = make_request(sel);
+    fdb_listiterator_t* it = NULL;
+    OK(fdb_list(fdb, req, &it, true, 3));
+    const char* want[] = {"1000", "300", "400"};
+    for (int i = 0; i < 3; i++) {
+        OK(fdb_listiterator_next(it));
+        fdb_split_key_t* sk = NULL;
+        OK(fdb_new_splitkey(&sk));
+        OK(fdb_listiterator_splitkey(it, sk));
+        const char *k = NULL, *v = NULL;
+        size_t level = 0;
+        const char* levelist = NULL;
+        while (fdb_splitkey_next_metadata(sk, &k, &v, &level) == FDB_SUCCESS) {
+            if (strcmp(k, "levelist") == 0) levelist = v;
+        }
+        CHECK(levelist != NULL && strcmp(levelist, want[i]) == 0);
+        OK(fdb_delete_splitkey(sk));
+    }
+    CHECK(fdb_listiterator_next(it) == FDB_ITERATION_COMPLETE);
+    OK(fdb_delete_listiterator(it));
+    OK(fdb_delete_request(req));
     OK(fdb_delete_handle(fdb));
 }
 
@@ -775,6 +831,7 @@ int main(int argc, char** argv) {
     test_splitkey_errors();
     test_handles(argv[1]);
     test_archive_list_retrieve(argv[1]);
+    test_list_order(argv[1]);
     test_archive_multiple(argv[1], argv[2]);
     test_wipe_purge(argv[1]);
     /* Everything created was deleted. */

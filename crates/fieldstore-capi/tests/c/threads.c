@@ -121,6 +121,8 @@ static void verify(fdb_handle_t* fdb) {
                 const char* v[] = {pairs[p][1]};
                 CALL(-1, fdb_request_add(req, pairs[p][0], v, 1));
             }
+            /* A range is enumerated before fdb_retrieve, as FDB5 needs. */
+            CALL(-1, fdb_expand_request(req));
             CALL(-1, fdb_retrieve(fdb, req, dr));
             long size = 0, got = 0;
             CALL(-1, fdb_datareader_open(dr, &size));

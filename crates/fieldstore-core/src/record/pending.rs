@@ -15,8 +15,9 @@
 //! - Every entry of a group has the keywords of the group's first entry,
 //!   in the same order (what [`super::block::encode`] requires); no group
 //!   is empty.
-//! - Entries keep their insertion order within a collocation: inside a
-//!   group, and from group to group. A later entry for the same element
+//! - Entries keep their insertion order within a collocation until
+//!   [`PendingEntries::take`], which orders them for listing
+//!   ([`crate::catalogue::order_block`]); either way a later entry for the same element
 //!   (same collocation, so same keyword list) is newer and comes after the
 //!   earlier one, in the same group or a later one.
 //! - A keyword list may begin more than one group of a collocation: when
@@ -81,9 +82,15 @@ impl PendingEntries {
         self.len = 0;
     }
 
-    /// All entries, leaving none.
+    /// All entries, leaving none, each collocation's put in the order its
+    /// blocks are written ([`crate::catalogue::order_block`]: FDB5's list
+    /// order when read backwards; one key's entries keep their order).
     pub fn take(&mut self) -> PendingEntries {
-        std::mem::take(self)
+        let mut all = std::mem::take(self);
+        for (_, entries) in &mut all.collocations {
+            crate::catalogue::order_block(entries);
+        }
+        all
     }
 
     /// The groups, one per block, in block order (see the module doc):

@@ -144,6 +144,15 @@ impl Request {
         Ok(())
     }
 
+    /// Set a keyword's values, replacing any, keeping the keyword's case
+    /// (a schema's spelling: `Schema::resolve_request`).
+    pub(crate) fn set_spelled(&mut self, keyword: &str, values: Values) {
+        match self.entries.iter_mut().find(|(k, _)| *k == keyword) {
+            Some(e) => e.1 = values,
+            None => self.entries.push((keyword.to_string(), values)),
+        }
+    }
+
     /// Set a keyword's values, replacing any.
     pub fn set(&mut self, keyword: &str, values: Values) {
         let keyword = keyword.to_ascii_lowercase();
@@ -213,6 +222,13 @@ impl Request {
     /// [`RequestError::UnknownKeyword`], or [`RequestError::InvalidValue`] when
     /// a value fits none of its keyword's types in those rules.
     pub fn validate(&self, schema: &crate::Schema) -> Result<(), RequestError> {
+        // Keywords named in another case than the schema's are its own.
+        schema.spell_request(self).validate_spelled(schema)
+    }
+
+    /// [`Request::validate`] of a request whose keywords are spelled as in
+    /// `schema`.
+    fn validate_spelled(&self, schema: &crate::Schema) -> Result<(), RequestError> {
         for (kw, values) in self.iter() {
             if !schema.knows(kw) {
                 return Err(RequestError::UnknownKeyword {

@@ -124,6 +124,17 @@ pub enum SchemaError {
         /// The value's length in bytes.
         bytes: usize,
     },
+    /// A key names one keyword twice, in two spellings (keywords are
+    /// matched ignoring case).
+    #[error("keyword '{keyword}' is given twice, as '{first}' and '{second}' (keywords are matched ignoring case)")]
+    KeywordTwice {
+        /// The schema's spelling.
+        keyword: String,
+        /// The first spelling given.
+        first: String,
+        /// The second spelling given.
+        second: String,
+    },
     /// The schema has no rules at all.
     #[error("the schema has no rules")]
     NoRules,
@@ -164,9 +175,57 @@ pub struct Schema {
     keyword_types: BTreeMap<String, Vec<KeywordType>>,
     /// Resolves parameter names in requests and keys (`names.rs`).
     param_names: Option<std::sync::Arc<dyn crate::params::ParamNames>>,
+    /// Each keyword's spelling in the schema, by its lower-case form:
+    /// keys and requests name keywords in any case and get the schema's
+    /// spelling (`names.rs`). Two keywords differing only in case are
+    /// refused at parse time, so the map is unambiguous. A `BTreeMap`: a
+    /// hash table's interior pointers make valgrind call a static schema's
+    /// strings "possibly lost" (the C API's tests run under valgrind).
+    spellings: BTreeMap<String, String>,
+}
+
+/// The keywords of a schema by their lower-case form (see
+/// `Schema::spellings`).
+///
+/// # Errors
+/// [`SchemaError::Invalid`] for two keywords that differ only in case: FDB5
+/// would keep them apart (its keywords are case-sensitive), fieldstore takes
+/// keywords in any case, so it could not tell them apart.
+fn spellings(
+    name: &str,
+    keyword_types: &BTreeMap<String, Vec<KeywordType>>,
+) -> Result<BTreeMap<String, String>, SchemaError> {
+    let mut out: BTreeMap<String, String> = BTreeMap::new();
+    for keyword in keyword_types.keys() {
+        let lower = keyword.to_ascii_lowercase();
+        if let Some(other) = out.insert(lower, keyword.clone()) {
+            return Err(SchemaError::Invalid {
+                name: name.to_string(),
+                message: format!(
+                    "keywords '{other}' and '{keyword}' differ only in case: keys and requests \
+                     name keywords in any case, so they would be one"
+                ),
+            });
+        }
+    }
+    Ok(out)
 }
 
 impl Schema {
+    /// The schema's spelling of `keyword`, given in any case (`None` if no
+    /// rule uses it).
+    pub fn spelling(&self, keyword: &str) -> Option<&str> {
+        if self.keyword_types.contains_key(keyword) {
+            return self
+                .keyword_types
+                .get_key_value(keyword)
+                .map(|(k, _)| k.as_str());
+        }
+        self.spellings
+            .get(&keyword.to_ascii_lowercase())
+            .map(String::as_str)
+    }
+
     /// Parse `text`; `name` (a path) is used in error messages.
     ///
     /// # Errors
@@ -209,12 +268,14 @@ impl Schema {
                 }
             }
         }
+        let spellings = spellings(name, &keyword_types)?;
         Ok(Schema {
             name: name.to_string(),
             text: text.to_string(),
             rules,
             keyword_types,
             param_names: None,
+            spellings,
         })
     }
 

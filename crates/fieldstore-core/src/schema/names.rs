@@ -42,13 +42,76 @@ impl Schema {
             .map(|id| id.to_string())
     }
 
-    /// `request` with parameter names replaced by paramIds; borrowed when
-    /// there is no table or nothing to replace.
+    /// `request` with its keywords in the schema's spelling (requests
+    /// name keywords in any case: `generatingprocessidentifier` is the
+    /// schema's `generatingProcessIdentifier`) and parameter names replaced
+    /// by paramIds; borrowed when there is nothing to change.
     ///
     /// # Errors
     /// [`RequestError::UnknownParameter`] naming the first name the table
     /// does not know.
     pub fn resolve_request<'r>(
+        &self,
+        request: &'r Request,
+    ) -> Result<Cow<'r, Request>, RequestError> {
+        match self.spell_request(request) {
+            Cow::Borrowed(r) => self.resolve_request_names(r),
+            Cow::Owned(r) => Ok(Cow::Owned(self.resolve_request_names(&r)?.into_owned())),
+        }
+    }
+
+    /// `request` with its keywords in the schema's spelling; keywords the
+    /// schema does not use are kept (lower-case, as requests hold them).
+    pub(crate) fn spell_request<'r>(&self, request: &'r Request) -> Cow<'r, Request> {
+        let respelled = |kw: &str| self.spelling(kw).filter(|s| *s != kw);
+        if !request.iter().any(|(kw, _)| respelled(kw).is_some()) {
+            return Cow::Borrowed(request);
+        }
+        let mut spelled = Request::new();
+        for (kw, values) in request.iter() {
+            spelled.set_spelled(respelled(kw).unwrap_or(kw), values.clone());
+        }
+        Cow::Owned(spelled)
+    }
+
+    /// `key` with its keywords in the schema's spelling (keys name
+    /// keywords in any case, as FDB5's tools do through metkit for MARS
+    /// keywords); keywords the schema does not use are lower-cased, as
+    /// they always were.
+    ///
+    /// # Errors
+    /// [`SchemaError::KeywordTwice`] for one keyword given in two
+    /// spellings.
+    fn spell_key<'k>(&self, key: &'k Key) -> Result<Cow<'k, Key>, SchemaError> {
+        if key.keywords().all(|kw| self.knows(kw)) {
+            return Ok(Cow::Borrowed(key));
+        }
+        let mut pairs: Vec<(String, &str, &str)> = Vec::with_capacity(key.len());
+        for (kw, v) in key.iter() {
+            let spelled = match self.spelling(kw) {
+                Some(s) => s.to_string(),
+                None => kw.to_ascii_lowercase(),
+            };
+            if let Some((_, first, _)) = pairs.iter().find(|(s, ..)| *s == spelled) {
+                return Err(SchemaError::KeywordTwice {
+                    keyword: spelled,
+                    first: first.to_string(),
+                    second: kw.to_string(),
+                });
+            }
+            pairs.push((spelled, kw, v));
+        }
+        let spelled = Key::from_pairs(pairs.into_iter().map(|(s, _, v)| (s, v))).map_err(|e| {
+            SchemaError::UnknownKeyword {
+                keyword: e.to_string(),
+            }
+        })?;
+        Ok(Cow::Owned(spelled))
+    }
+
+    /// `request` with parameter names replaced by paramIds; borrowed when
+    /// there is no table or nothing to replace.
+    fn resolve_request_names<'r>(
         &self,
         request: &'r Request,
     ) -> Result<Cow<'r, Request>, RequestError> {
@@ -85,18 +148,28 @@ impl Schema {
                 }
                 other => other.clone(),
             };
-            resolved.set(kw, values);
+            resolved.set_spelled(kw, values);
         }
         Ok(Cow::Owned(resolved))
     }
 
-    /// `key` with parameter names replaced by paramIds; borrowed when there
-    /// is no table or nothing to replace.
+    /// `key` with its keywords in the schema's spelling (see
+    /// [`Schema::spell_key`]) and parameter names replaced by paramIds;
+    /// borrowed when there is nothing to change.
     ///
     /// # Errors
     /// [`SchemaError::UnknownParameter`] naming the first name the table
-    /// does not know.
+    /// does not know; [`SchemaError::KeywordTwice`].
     pub fn resolve_key<'k>(&self, key: &'k Key) -> Result<Cow<'k, Key>, SchemaError> {
+        match self.spell_key(key)? {
+            Cow::Borrowed(k) => self.resolve_key_names(k),
+            Cow::Owned(k) => Ok(Cow::Owned(self.resolve_key_names(&k)?.into_owned())),
+        }
+    }
+
+    /// `key` with parameter names replaced by paramIds; borrowed when there
+    /// is no table or nothing to replace.
+    fn resolve_key_names<'k>(&self, key: &'k Key) -> Result<Cow<'k, Key>, SchemaError> {
         let Some(names) = self.param_names.as_deref() else {
             return Ok(Cow::Borrowed(key));
         };

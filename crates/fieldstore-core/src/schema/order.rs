@@ -92,7 +92,7 @@ impl<'s> RequestOrder<'s> {
             let mut r = Request::new();
             for dim in dims.iter().filter(|d| !d.hidden) {
                 if let Some(values @ Values::Items(_)) = self.request.get(&dim.keyword) {
-                    r.set(&dim.keyword, values.clone());
+                    r.set_spelled(&dim.keyword, values.clone());
                 }
             }
             if !out.contains(&r) {

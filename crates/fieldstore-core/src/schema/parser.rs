@@ -175,7 +175,7 @@ impl<'a> Parser<'a> {
                 line,
                 column: col,
                 message: format!(
-                    "invalid keyword '{kw}': keywords are lower-case letters, digits, '_' and '.'"
+                    "invalid keyword '{kw}': keywords are ASCII letters, digits, '_' and '.'"
                 ),
             });
         }

@@ -118,9 +118,10 @@ fn schema_parse_errors_give_line_and_column() {
             "t:1:23: a schema has at most three levels (dataset, collocation, element)",
         ),
         (
-            "[ Class [ type [ step ]]]",
-            "t:1:3: invalid keyword 'Class': keywords are lower-case letters, digits, '_' and '.'",
+            "[ Class [ type [ step, class ]]]",
+            "t: keywords 'Class' and 'class' differ only in case: keys and requests name keywords in any case, so they would be one",
         ),
+
         (
             "[ a, a [ b [ c ]]]",
             "t: keyword 'a' appears twice in the rule at line 1",
@@ -366,4 +367,70 @@ fn parameter_names_resolve_through_the_table_everywhere() {
     .with_param_names(std::sync::Arc::new(Names));
     let k = mixed.split(&key("class=od,type=fc,param=T")).unwrap();
     assert_eq!(k.element.get("param"), Some("t"));
+}
+
+/// An FDB5 schema in fdb-fortran's style, with a camelCase keyword (issue
+/// 28). FDB5 5.25 takes it, keeps the spelling in keys and listings, and
+/// matches keywords case-sensitively (measured through its C API);
+/// fieldstore keeps the schema's spelling and takes keys and requests
+/// naming keywords in any case (as FDB5's tools do through metkit for MARS
+/// keywords).
+#[test]
+fn camel_case_keywords_take_the_schemas_spelling() {
+    let text = "generatingProcessIdentifier: Integer;\n\
+                [ class, expver, stream, date, time, domain\n\
+                  [ type, levtype, generatingProcessIdentifier\n\
+                    [ step, param ]]]\n";
+    let s = Schema::parse("fortran", text).unwrap();
+    let base = "class=od,expver=0001,stream=oper,date=20231201,time=1200,domain=g,type=fc,levtype=sfc,step=0,param=167";
+    for spelled in [
+        "generatingProcessIdentifier",
+        "generatingprocessidentifier",
+        "GENERATINGPROCESSIDENTIFIER",
+    ] {
+        let k = s.split(&key(&format!("{base},{spelled}=01"))).unwrap();
+        assert_eq!(
+            k.collocation.to_string(),
+            "type=fc,levtype=sfc,generatingProcessIdentifier=1",
+            "{spelled}"
+        );
+    }
+    // Other keywords in another case, as before.
+    let k = s
+        .split(&key(
+            &format!("{base},generatingProcessIdentifier=1").replace("class=", "CLASS=")
+        ))
+        .unwrap();
+    assert_eq!(k.dataset.get("class"), Some("od"));
+    // Requests too: a selector matches the stored key.
+    let stored = s
+        .split(&key(&format!("{base},generatingProcessIdentifier=1")))
+        .unwrap();
+    for spelled in ["generatingProcessIdentifier", "generatingprocessidentifier"] {
+        let request: crate::Request = format!("class=od,{spelled}=1").parse().unwrap();
+        let sel = s.selector(&request).unwrap();
+        let dm = sel.match_dataset(&stored.dataset).expect("dataset");
+        assert!(
+            sel.match_collocation(&dm, &stored.collocation).is_some(),
+            "{spelled}"
+        );
+        let request: crate::Request = format!("class=od,{spelled}=2").parse().unwrap();
+        let sel = s.selector(&request).unwrap();
+        let dm = sel.match_dataset(&stored.dataset).expect("dataset");
+        assert!(
+            sel.match_collocation(&dm, &stored.collocation).is_none(),
+            "{spelled}"
+        );
+    }
+    // One keyword in two spellings.
+    let e = s
+        .split(&key(&format!(
+            "{base},generatingProcessIdentifier=1,generatingprocessidentifier=1"
+        )))
+        .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "keyword 'generatingProcessIdentifier' is given twice, as 'generatingProcessIdentifier' \
+         and 'generatingprocessidentifier' (keywords are matched ignoring case)"
+    );
 }

@@ -112,8 +112,17 @@ fn missing(dataset: &DatasetKey) -> Error {
 impl Catalogue for SelectCatalogue {
     /// The lane of the selection, as FDB5 archives (even if an earlier
     /// lane holds the dataset already).
+    /// A new dataset is created with its sub-store's schema, which then
+    /// splits its keys below level 1 (`dataset_schema.rs`); `schema` is the
+    /// handle's, the sub-store's unless it names its own.
     fn writer(&self, dataset: &DatasetKey, schema: &Schema) -> Result<Box<dyn CatalogueWriter>> {
         let i = self.0.for_new(dataset)?;
+        let own = &self.0.lanes[i].0.config.schema;
+        let schema = if own.text() == schema.text() {
+            schema
+        } else {
+            own
+        };
         self.0.catalogue(i).writer(dataset, schema)
     }
 
