@@ -652,6 +652,7 @@ impl Config {
                 }
             };
             lane.remove("schema");
+            let own_schema = own.is_some();
             let own = match own {
                 Some(own) => {
                     same_first_level(&own, &schema)
@@ -682,6 +683,7 @@ impl Config {
                 select,
                 excludes,
                 config,
+                own_schema,
             });
         }
         Ok(Config {

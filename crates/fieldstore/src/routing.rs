@@ -91,6 +91,10 @@ pub struct Lane {
     /// The sub-store's configuration: its schema is its own (`schema:` in
     /// the sub-store, the same first level as the parent's) or the parent's.
     pub config: Config,
+    /// Whether the sub-store names a schema of its own: its new datasets
+    /// are then created with it; else with the handle's (whatever schema
+    /// the handle was given after the configuration was read).
+    pub own_schema: bool,
 }
 
 impl Lane {

@@ -20,3 +20,15 @@ def isolate(workdir: str) -> Path:
     for var in LEAKS:
         os.environ.pop(var, None)
     return work
+
+
+def one_root_config(schema: str, root: Path) -> dict:
+    """FDB5's config of a local TOC store on the one root `root` (made),
+    with the schema file `schema`."""
+    root.mkdir(parents=True, exist_ok=True)
+    return {
+        "type": "local",
+        "engine": "toc",
+        "schema": str(Path(schema).resolve()),
+        "spaces": [{"handler": "Default", "roots": [{"path": str(root)}]}],
+    }

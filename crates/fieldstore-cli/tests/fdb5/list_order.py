@@ -31,7 +31,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from isolated import isolate  # before libfdb5 is loaded
+from isolated import isolate, one_root_config  # before libfdb5 is loaded
 
 
 def main() -> int:
@@ -59,12 +59,7 @@ def main() -> int:
                 for r in space["roots"]:
                     Path(r["path"]).mkdir(parents=True, exist_ok=True)
     else:
-        config = {
-            "type": "local",
-            "engine": "toc",
-            "schema": str(Path(args.schema).resolve()),
-            "spaces": [{"handler": "Default", "roots": [{"path": str(root)}]}],
-        }
+        config = one_root_config(args.schema, root)
     config_file = work / "config.yaml"
     config_file.write_text(yaml.safe_dump(config, sort_keys=False))
 

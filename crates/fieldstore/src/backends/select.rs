@@ -117,11 +117,11 @@ impl Catalogue for SelectCatalogue {
     /// handle's, the sub-store's unless it names its own.
     fn writer(&self, dataset: &DatasetKey, schema: &Schema) -> Result<Box<dyn CatalogueWriter>> {
         let i = self.0.for_new(dataset)?;
-        let own = &self.0.lanes[i].0.config.schema;
-        let schema = if own.text() == schema.text() {
-            schema
+        let lane = &self.0.lanes[i].0;
+        let schema = if lane.own_schema {
+            &lane.config.schema
         } else {
-            own
+            schema
         };
         self.0.catalogue(i).writer(dataset, schema)
     }
