@@ -42,7 +42,10 @@
 //! one handle until the file `FILE` exists, checking that a field once
 //! read is read again at every later retrieve, with its bytes (a field
 //! seen is flushed, and nothing flushed may vanish); it prints `polls <n>
-//! seen <m>`, or the broken rule on stderr with status 1.
+//! seen <m> gone <g>`, or the broken rule on stderr with status 1. A poll
+//! whose read fails `NotFound` (the bytes moved away again at every look
+//! the retrieve made: a storm of moves) is no answer, counted as `gone`;
+//! more than half such polls fail it.
 //!
 //! `read` polls list and retrieve with one handle, checking every poll with
 //! an [`Observer`], until `M` fields are visible; it prints
@@ -257,13 +260,14 @@ fn read_steady(args: &Args) -> Result<ExitCode, String> {
     ready_then_wait(&mut std::io::stdout().lock());
     let request = s.full_request();
     let mut seen: HashMap<String, Vec<u8>> = HashMap::new();
-    let mut polls = 0usize;
+    let (mut polls, mut gone) = (0usize, 0usize);
     while !stop.exists() {
         polls += 1;
         let mut reader = fs
             .retrieve(&request)
             .map_err(|e| format!("poll {polls}: retrieve: {e}"))?;
         let mut now = HashMap::new();
+        let mut answered = true;
         loop {
             let mut buf = Vec::new();
             match reader.next_field(&mut buf) {
@@ -274,8 +278,18 @@ fn read_steady(args: &Args) -> Result<ExitCode, String> {
                     now.insert(canonical, buf);
                 }
                 Ok(None) => break,
+                // The bytes moved away again each time the field was looked
+                // up again (a storm of moves): an error, not an answer.
+                Err(e) if e.kind() == fieldstore::ErrorKind::NotFound => {
+                    gone += 1;
+                    answered = false;
+                    break;
+                }
                 Err(e) => return Err(format!("poll {polls}: reading: {e}")),
             }
+        }
+        if !answered {
+            continue;
         }
         for (k, bytes) in &seen {
             match now.get(k) {
@@ -293,7 +307,11 @@ fn read_steady(args: &Args) -> Result<ExitCode, String> {
         seen = now;
         std::thread::sleep(Duration::from_millis(1));
     }
-    println!("polls {polls} seen {}", seen.len());
+    println!("polls {polls} seen {} gone {gone}", seen.len());
+    if gone * 2 > polls {
+        eprintln!("{gone} of {polls} polls failed: a field's bytes were gone at every look");
+        return Ok(ExitCode::FAILURE);
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -661,7 +661,7 @@ impl TocWriter {
                 Ok(())
             }
             Whereabouts::Gone { moved: true } => Err(moved_while_writing(&self.key)),
-            Whereabouts::Gone { moved: false } => Err(wiped_while_writing(&self.key)),
+            Whereabouts::Gone { moved: false } => Err(gone_while_writing(&self.key)),
         }
     }
 
@@ -706,6 +706,20 @@ impl TocWriter {
             }
         }
     }
+}
+
+/// A flush refused because the writer's dataset is not where it was nor
+/// found elsewhere as its own: wiped, or copied to another file system
+/// (and perhaps moved again since, so that the copy could not be told).
+fn gone_while_writing(dataset: &DatasetKey) -> Error {
+    Error::new(
+        ErrorKind::NotFound,
+        format!(
+            "dataset {} was wiped, or moved to another file system, while this handle was \
+             writing to it: the fields of this flush are not stored; archive them again",
+            dataset.braced()
+        ),
+    )
 }
 
 /// A flush refused because the dataset was copied to another file system
@@ -755,7 +769,7 @@ impl CatalogueWriter for TocWriter {
                 Err(match self.whereabouts() {
                     Whereabouts::Here(_) => e,
                     Whereabouts::Gone { moved: true } => moved_while_writing(&self.key),
-                    Whereabouts::Gone { moved: false } => wiped_while_writing(&self.key),
+                    Whereabouts::Gone { moved: false } => gone_while_writing(&self.key),
                 })
             }
         }
