@@ -583,9 +583,15 @@ enum Whereabouts {
     /// Its `toc` path names the writer's `toc`, here (moved within one
     /// file system if not where it was).
     Here(PathBuf),
-    /// Another dataset of that key is where it was: the writer's was
-    /// copied to another file system and retired, or wiped.
-    Gone { moved: bool },
+    /// Found elsewhere as a copy of the writer's (a move across file
+    /// systems retired the writer's).
+    Moved,
+    /// Another dataset of that key is there, not known as the writer's
+    /// copy: wiped and created anew, or moved across file systems and on
+    /// since.
+    Other,
+    /// Nowhere: wiped.
+    Wiped,
 }
 
 impl TocWriter {
@@ -617,10 +623,11 @@ impl TocWriter {
         }
         match layout::find_dataset(&self.roots, &self.key) {
             Some(dir) if same(&dir.join(TOC)) => Whereabouts::Here(dir),
-            Some(dir) => Whereabouts::Gone {
-                moved: dir.join(layout::MOVED_FROM).exists() || self.was_copied_to(&dir),
-            },
-            None => Whereabouts::Gone { moved: false },
+            Some(dir) if dir.join(layout::MOVED_FROM).exists() || self.was_copied_to(&dir) => {
+                Whereabouts::Moved
+            }
+            Some(_) => Whereabouts::Other,
+            None => Whereabouts::Wiped,
         }
     }
 
@@ -660,8 +667,9 @@ impl TocWriter {
                 }
                 Ok(())
             }
-            Whereabouts::Gone { moved: true } => Err(moved_while_writing(&self.key)),
-            Whereabouts::Gone { moved: false } => Err(gone_while_writing(&self.key)),
+            Whereabouts::Moved => Err(moved_while_writing(&self.key)),
+            Whereabouts::Other => Err(gone_while_writing(&self.key)),
+            Whereabouts::Wiped => Err(wiped_while_writing(&self.key)),
         }
     }
 
@@ -676,7 +684,7 @@ impl TocWriter {
                 self.dir = dir;
                 Ok(())
             }
-            Whereabouts::Gone { .. } => Err(wiped_while_writing(&self.key)),
+            _ => Err(wiped_while_writing(&self.key)),
         }
     }
 
@@ -768,8 +776,9 @@ impl CatalogueWriter for TocWriter {
                 // the writer (its directory gone) says so.
                 Err(match self.whereabouts() {
                     Whereabouts::Here(_) => e,
-                    Whereabouts::Gone { moved: true } => moved_while_writing(&self.key),
-                    Whereabouts::Gone { moved: false } => gone_while_writing(&self.key),
+                    Whereabouts::Moved => moved_while_writing(&self.key),
+                    Whereabouts::Other => gone_while_writing(&self.key),
+                    Whereabouts::Wiped => wiped_while_writing(&self.key),
                 })
             }
         }
