@@ -696,7 +696,14 @@ impl TocWriter {
     /// once per file, through the open directory (the paths may all be
     /// stale).
     fn learn_data_files<'u>(&mut self, uris: impl Iterator<Item = &'u Arc<str>>) {
+        // Entries of one writer share one URI: each distinct one is looked
+        // at once per flush, not once per field.
+        let mut last: Option<&Arc<str>> = None;
         for uri in uris {
+            if last.is_some_and(|l| Arc::ptr_eq(l, uri)) {
+                continue;
+            }
+            last = Some(uri);
             if self.same_dir.contains_key(uri) || data_name(&self.abs_dir, uri).starts_with("./") {
                 continue;
             }
