@@ -424,6 +424,23 @@ impl Worker {
         }
     }
 
+    /// [`Worker::finish`], and the worker succeeded and said `done` last.
+    ///
+    /// # Panics
+    /// At the deadline; if it failed or did not end with `done`.
+    pub fn finish_done(self) -> Finished {
+        let what = self.what().to_string();
+        let f = self.finish();
+        assert!(
+            f.status.success(),
+            "{what} failed ({}): {}",
+            f.status,
+            f.err
+        );
+        assert!(f.out.trim_end().ends_with("done"), "{what}: {}", f.out);
+        f
+    }
+
     /// Wait for the worker to exit (releasing it first if it was held) and
     /// return its status and output.
     ///

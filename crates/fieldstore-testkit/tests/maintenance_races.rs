@@ -77,15 +77,8 @@ fn while_writing(writers: Vec<Worker>, rng: &mut Rng, mut maintain: impl FnMut(u
         rounds += 1;
         std::thread::sleep(Duration::from_micros(rng.below(4000)));
     }
-    for (w, child) in writers.drain(..).enumerate() {
-        let f = child.finish();
-        assert!(
-            f.status.success(),
-            "writer {w} failed ({}): {}",
-            f.status,
-            f.err
-        );
-        assert!(f.out.trim_end().ends_with("done"), "writer {w}: {}", f.out);
+    for child in writers.drain(..) {
+        child.finish_done();
     }
     rounds
 }
