@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::fmt::Debug;
 use std::sync::Arc;
 
-use crate::maintenance::{unsupported, Control, Item, Locks};
+use crate::maintenance::{Control, Item, Locks};
 use crate::{CollocationKey, DatasetKey, ElementKey, FieldLocation, Result, Schema};
 
 /// Values present per keyword, sorted.
@@ -30,29 +30,14 @@ pub type Axes = BTreeMap<String, BTreeSet<String>>;
 /// - A writer killed at any instant leaves nothing partial visible; what it
 ///   flushed stays readable.
 ///
-/// # Contract of the data-management methods
-/// (`locks` … `move_dataset`; see [`crate::maintenance`]). A backend that
-/// does not implement one keeps the default, which returns
-/// [`ErrorKind::Unsupported`](crate::ErrorKind::Unsupported) naming the
-/// operation and the backend (or, for `locks` and `interrupted_wipes`,
-/// reports nothing).
-/// - Locks set by [`Catalogue::control`] are seen by every process: by
-///   [`Catalogue::locks`] at once, by readers at their next refresh
-///   ([`DatasetReader::locks`]), by writers at their creation and at their
-///   next flush, which fails with
-///   [`ErrorKind::Locked`](crate::ErrorKind::Locked).
-/// - [`Catalogue::wipe`] makes the dataset invisible to every reader in one
-///   atomic step before anything is deleted; a reader sees the dataset whole
-///   or not at all. A crash at any instant leaves either the dataset as it
-///   was or a state that the next `wipe` of the dataset finishes (listed by
-///   [`Catalogue::interrupted_wipes`] if the dataset is no longer listed).
-///   A writer whose dataset is wiped under it gets an error from its next
-///   flush and stores nothing; a new writer creates the dataset anew.
-/// - [`Catalogue::wipe_collocations`] hides collocations atomically, in the
-///   same sense.
-/// - [`Catalogue::reclaim`] is called only with units that the store has
-///   removed and that no newest entry points into; afterwards scans no
-///   longer show entries in them.
+/// The data-management operations live in their own traits, reached
+/// through accessors that answer `None` when the backend lacks them:
+/// [`Catalogue::maintenance`] (wipe, purge's reclaim, locks, inventory),
+/// [`Catalogue::damaged_datasets`] (datasets whose naming record is
+/// damaged) and [`Catalogue::mover`] (moving datasets between roots). So
+/// "not supported" is a fact of the type, not a default that answers
+/// `Unsupported` or "nothing" at run time; and a wrapper forwards every
+/// method, which the compiler checks (`clippy::missing_trait_methods`).
 pub trait Catalogue: Send + Sync + Debug + 'static {
     /// A writer for one dataset, creating the dataset if needed. `schema` is
     /// recorded with a new dataset.
@@ -67,35 +52,71 @@ pub trait Catalogue: Send + Sync + Debug + 'static {
     /// Where a dataset lives, for people (a directory, a container).
     fn describe(&self, dataset: &DatasetKey) -> String;
 
-    /// The operations `dataset` is locked against, as of now. Default: none
-    /// (a backend without locks never refuses anything).
+    /// A waiter for changes of this catalogue (see [`ChangeWaiter`]),
+    /// created before the caller's first look so that nothing after it is
+    /// missed. A backend without notifications returns a
+    /// [`PollingWaiter`].
+    ///
+    /// # Errors
+    /// I/O errors setting up notifications.
+    fn waiter(&self) -> Result<Box<dyn ChangeWaiter>>;
+
+    /// Wipe, purge's reclaim, locks and inventory, if this backend has
+    /// them (see [`CatalogueMaintenance`]).
+    fn maintenance(&self) -> Option<&dyn CatalogueMaintenance>;
+
+    /// The datasets this backend can tell are damaged beyond opening, if
+    /// it can tell (see [`DamagedDatasets`]).
+    fn damaged_datasets(&self) -> Option<&dyn DamagedDatasets>;
+
+    /// Moving datasets between the backend's roots, if it has several
+    /// (see [`DatasetMover`]).
+    fn mover(&self) -> Option<&dyn DatasetMover>;
+}
+
+/// The data-management side of a catalogue ([`crate::maintenance`]).
+///
+/// # Contract
+/// - Locks set by [`CatalogueMaintenance::control`] are seen by every
+///   process: by [`CatalogueMaintenance::locks`] at once, by readers at
+///   their next refresh ([`DatasetReader::locks`]), by writers at their
+///   creation and at their next flush, which fails with
+///   [`ErrorKind::Locked`](crate::ErrorKind::Locked). A catalogue without
+///   maintenance has no locks: nothing can set them.
+/// - [`CatalogueMaintenance::wipe`] makes the dataset invisible to every
+///   reader in one atomic step before anything is deleted; a reader sees
+///   the dataset whole or not at all. A crash at any instant leaves either
+///   the dataset as it was or a state that the next `wipe` of the dataset
+///   finishes (listed by [`CatalogueMaintenance::interrupted_wipes`] if the
+///   dataset is no longer listed). A writer whose dataset is wiped under it
+///   gets an error from its next flush and stores nothing; a new writer
+///   creates the dataset anew.
+/// - [`CatalogueMaintenance::wipe_collocations`] hides collocations
+///   atomically, in the same sense.
+/// - [`CatalogueMaintenance::reclaim`] is called only with units that the
+///   store has removed and that no newest entry points into; afterwards
+///   scans no longer show entries in them.
+pub trait CatalogueMaintenance: Send + Sync {
+    /// The operations `dataset` is locked against, as of now.
     ///
     /// # Errors
     /// I/O errors.
-    fn locks(&self, dataset: &DatasetKey) -> Result<Locks> {
-        let _ = dataset;
-        Ok(Locks::NONE)
-    }
+    fn locks(&self, dataset: &DatasetKey) -> Result<Locks>;
 
     /// Every list-locked dataset, when the backend knows them all cheaply
     /// (for listings at the dataset level, which do not open datasets);
-    /// `None` (the default): ask [`Catalogue::locks`] per dataset.
+    /// `None`: ask [`CatalogueMaintenance::locks`] per dataset.
     ///
     /// # Errors
     /// I/O errors.
-    fn list_locked(&self) -> Result<Option<Vec<DatasetKey>>> {
-        Ok(None)
-    }
+    fn list_locked(&self) -> Result<Option<Vec<DatasetKey>>>;
 
     /// Lock or unlock `operations` on `dataset` for every process; returns
     /// the dataset's locks afterwards.
     ///
     /// # Errors
-    /// `NotFound` if the dataset does not exist; I/O errors; `Unsupported`.
-    fn control(&self, dataset: &DatasetKey, action: Control, operations: Locks) -> Result<Locks> {
-        let _ = (dataset, action, operations);
-        Err(unsupported::<Self>("control"))
-    }
+    /// `NotFound` if the dataset does not exist; I/O errors.
+    fn control(&self, dataset: &DatasetKey, action: Control, operations: Locks) -> Result<Locks>;
 
     /// The catalogue's own files or objects of `dataset`, with sizes, for
     /// status and wipe plans: what a wipe of the whole dataset deletes.
@@ -104,101 +125,47 @@ pub trait Catalogue: Send + Sync + Debug + 'static {
     /// interrupted wipe left, [`ItemKind::Leftover`](crate::maintenance::ItemKind::Leftover).
     ///
     /// # Errors
-    /// I/O errors; `Unsupported`.
-    fn inventory(&self, dataset: &DatasetKey) -> Result<Vec<Item>> {
-        let _ = dataset;
-        Err(unsupported::<Self>("wipe"))
-    }
-
-    /// A waiter for changes of this catalogue (see [`ChangeWaiter`]),
-    /// created before the caller's first look so that nothing after it is
-    /// missed. Default: polling, with a delay growing to 50 ms.
-    ///
-    /// # Errors
-    /// I/O errors setting up notifications.
-    fn waiter(&self) -> Result<Box<dyn ChangeWaiter>> {
-        Ok(Box::new(PollingWaiter::new(
-            std::time::Duration::from_millis(50),
-        )))
-    }
-
-    /// Datasets that cannot be opened because the record naming them is
-    /// damaged; [`Catalogue::datasets`] leaves them out, so that one damaged
-    /// dataset costs nothing but itself. Default: none.
-    ///
-    /// # Errors
     /// I/O errors.
-    fn damaged(&self) -> Result<Vec<crate::maintenance::DamagedDataset>> {
-        Ok(Vec::new())
-    }
-
-    /// Delete a damaged dataset, named by its place as
-    /// [`Catalogue::damaged`] reports it (checked to be one: a readable
-    /// dataset is refused). Hidden atomically first, like a wipe.
-    ///
-    /// # Errors
-    /// `InvalidInput` for a place that is not a damaged dataset; I/O errors;
-    /// `Unsupported`.
-    fn wipe_damaged(&self, place: &str) -> Result<()> {
-        let _ = place;
-        Err(unsupported::<Self>("wipe"))
-    }
-
-    /// Maintenance left unfinished by a crash, per dataset, saying what it
-    /// is and what finishes it (POSIX: a move across file systems, which the
-    /// next move finishes). Default: none.
-    ///
-    /// # Errors
-    /// I/O errors.
-    fn unfinished(&self) -> Result<Vec<(DatasetKey, String)>> {
-        Ok(Vec::new())
-    }
+    fn inventory(&self, dataset: &DatasetKey) -> Result<Vec<Item>>;
 
     /// Datasets whose wipe was interrupted after they were hidden (so that
-    /// [`Catalogue::datasets`] no longer lists them). Default: none.
+    /// [`Catalogue::datasets`] no longer lists them).
     ///
     /// # Errors
     /// I/O errors.
-    fn interrupted_wipes(&self) -> Result<Vec<DatasetKey>> {
-        Ok(Vec::new())
-    }
+    fn interrupted_wipes(&self) -> Result<Vec<DatasetKey>>;
 
     /// Delete the whole dataset: hide it from every reader atomically, call
     /// `store_step` (which deletes the store's part), then delete the
     /// catalogue's part. Things the backend did not create are deleted only
-    /// with `unsafe_wipe_all` (the caller checks [`Catalogue::inventory`]
-    /// first); without it they are left in place. Wiping a dataset that does
-    /// not exist, or finishing an interrupted wipe, is not an error.
+    /// with `unsafe_wipe_all` (the caller checks
+    /// [`CatalogueMaintenance::inventory`] first); without it they are left
+    /// in place. Wiping a dataset that does not exist, or finishing an
+    /// interrupted wipe, is not an error.
     ///
     /// # Errors
-    /// I/O errors; `Unsupported`.
+    /// I/O errors.
     fn wipe(
         &self,
         dataset: &DatasetKey,
         unsafe_wipe_all: bool,
         store_step: &mut dyn FnMut() -> Result<()>,
-    ) -> Result<()> {
-        let _ = (dataset, unsafe_wipe_all, store_step);
-        Err(unsupported::<Self>("wipe"))
-    }
+    ) -> Result<()>;
 
     /// Hide `collocations` of `dataset` (all their entries, replaced ones
     /// included) from every reader, atomically, and record `units` — store
     /// units only they point into — as to be removed (see
-    /// [`DatasetReader::pending_units`]). Entries flushed afterwards under
-    /// the same collocation keys are visible as usual.
+    /// [`DatasetReader::pending_units`]). Entries flushed afterwards
+    /// under the same collocation keys are visible as usual.
     ///
     /// # Errors
-    /// I/O errors; `Unsupported`.
+    /// I/O errors.
     fn wipe_collocations(
         &self,
         dataset: &DatasetKey,
         collocations: &[CollocationKey],
         units: &[String],
-    ) -> Result<()> {
-        let _ = (dataset, collocations, units);
-        Err(unsupported::<Self>("wipe"))
-    }
+    ) -> Result<()>;
 
     /// Record that the store removed `units` (none of which a newest entry
     /// points into), so that scans stop showing entries in them, and delete
@@ -208,28 +175,54 @@ pub trait Catalogue: Send + Sync + Debug + 'static {
     /// `dry_run`: would be) deleted; a dry run records nothing.
     ///
     /// # Errors
-    /// I/O errors; `Unsupported`.
+    /// I/O errors.
     fn reclaim(
         &self,
         dataset: &DatasetKey,
         units: &[String],
         hidden: &[CollocationKey],
         dry_run: bool,
-    ) -> Result<Vec<Item>> {
-        let _ = (dataset, units, hidden, dry_run);
-        Err(unsupported::<Self>("purge"))
-    }
+    ) -> Result<Vec<Item>>;
+}
 
+/// Datasets that cannot be opened because the record naming them is
+/// damaged: [`Catalogue::datasets`] leaves them out, so that one damaged
+/// dataset costs nothing but itself, and these methods find and delete
+/// them.
+pub trait DamagedDatasets: Send + Sync {
+    /// The damaged datasets, each with its place and what is wrong.
+    ///
+    /// # Errors
+    /// I/O errors.
+    fn damaged(&self) -> Result<Vec<crate::maintenance::DamagedDataset>>;
+
+    /// Delete a damaged dataset, named by its place as
+    /// [`DamagedDatasets::damaged`] reports it (checked to be one: a
+    /// readable dataset is refused). Hidden atomically first, like a wipe.
+    ///
+    /// # Errors
+    /// `InvalidInput` for a place that is not a damaged dataset; I/O errors.
+    fn wipe_damaged(&self, place: &str) -> Result<()>;
+}
+
+/// Moving datasets between a backend's roots (POSIX: directories, possibly
+/// on other file systems).
+pub trait DatasetMover: Send + Sync {
     /// Move `dataset` to another root of this backend, atomically for
     /// readers; returns its new place.
     ///
     /// # Errors
     /// `NotFound`, `InvalidInput` (not a root, the dataset is there
-    /// already); I/O errors; `Unsupported`.
-    fn move_dataset(&self, dataset: &DatasetKey, root: &std::path::Path) -> Result<String> {
-        let _ = (dataset, root);
-        Err(unsupported::<Self>("move"))
-    }
+    /// already); I/O errors.
+    fn move_dataset(&self, dataset: &DatasetKey, root: &std::path::Path) -> Result<String>;
+
+    /// Moves left unfinished by a crash, per dataset, saying what finishes
+    /// them (POSIX: a move across file systems, which the next move of the
+    /// dataset finishes).
+    ///
+    /// # Errors
+    /// I/O errors.
+    fn unfinished(&self) -> Result<Vec<(DatasetKey, String)>>;
 }
 
 /// Waits for a catalogue to change: what `watch` blocks on between looks
@@ -254,8 +247,8 @@ pub trait ChangeWaiter: Send {
     fn mechanism(&self) -> String;
 
     /// The caller's last look found something new: a polling waiter looks
-    /// again soon. Default: nothing.
-    fn found(&mut self) {}
+    /// again soon; a notified one has nothing to do.
+    fn found(&mut self);
 }
 
 /// A waiter that looks again after a delay growing from 1 ms to `max`
@@ -316,19 +309,14 @@ pub trait CatalogueWriter: Send {
     /// succeeded, e.g. its sync failed): the handle then keeps the store's
     /// bytes, which entries may point at. When `true` the handle lets the
     /// store give back the failed fields' space ([`StoreWriter::abandon`](crate::StoreWriter::abandon)).
-    /// Default: `false`.
-    fn last_flush_invisible(&self) -> bool {
-        false
-    }
+    fn last_flush_invisible(&self) -> bool;
 
     /// The text of the schema in force when the dataset was created, as
     /// stored with it, if the backend keeps it and reads it back. Callers
     /// split keys below level 1 with it, as FDB5 does, so that a dataset
-    /// keeps its layout when the configured schema changes. Default: none
-    /// (the caller's schema applies).
-    fn schema_text(&self) -> Option<Arc<str>> {
-        None
-    }
+    /// keeps its layout when the configured schema changes. `None`: the
+    /// backend keeps none (the caller's schema applies).
+    fn schema_text(&self) -> Option<Arc<str>>;
 }
 
 /// A collocation of a dataset and the values its elements have.
@@ -351,10 +339,8 @@ pub trait DatasetReader: Send + Sync + Debug {
 
     /// As [`CatalogueWriter::schema_text`]: the schema the dataset was
     /// created under, which splits and matches its keys below level 1.
-    /// Default: none (the caller's schema applies).
-    fn schema_text(&self) -> Option<Arc<str>> {
-        None
-    }
+    /// `None`: the backend keeps none (the caller's schema applies).
+    fn schema_text(&self) -> Option<Arc<str>>;
 
     /// The newest location of one element.
     ///
@@ -380,47 +366,38 @@ pub trait DatasetReader: Send + Sync + Debug {
     /// As [`DatasetReader::scan`], but a backend may skip groups of entries
     /// (index blocks) whose axes `admits` refuses: `admits` is given the
     /// values each element keyword takes in the group, and refuses only
-    /// groups that cannot hold an entry the caller wants. Default: `scan`.
+    /// groups that cannot hold an entry the caller wants (a backend
+    /// without such groups scans everything).
     fn scan_where(
         &self,
         collocation: &CollocationKey,
         admits: &dyn Fn(&Axes) -> bool,
         visit: &mut dyn FnMut(&ElementKey, &FieldLocation) -> bool,
-    ) -> Result<()> {
-        let _ = admits;
-        self.scan(collocation, visit)
-    }
+    ) -> Result<()>;
 
     /// How far this reader has followed the dataset's log: a number that
     /// only grows, in one process, across every reader and every
     /// incarnation of the dataset (wiped and created anew). `0` means the
     /// backend keeps no positions, and [`DatasetReader::scan_since`] scans
-    /// everything. Default: `0`.
-    fn log_position(&self) -> u64 {
-        0
-    }
+    /// everything.
+    fn log_position(&self) -> u64;
 
     /// As [`DatasetReader::scan_where`], but a backend may skip what it
     /// had applied by `position` (a [`DatasetReader::log_position`] of this
     /// reader): what `watch` looks at when it looks again. It may visit
-    /// more (the default visits everything); never less. Default:
-    /// `scan_where`.
+    /// more (a backend without positions visits everything); never less.
     fn scan_since(
         &self,
         collocation: &CollocationKey,
         position: u64,
         admits: &dyn Fn(&Axes) -> bool,
         visit: &mut dyn FnMut(&ElementKey, &FieldLocation) -> bool,
-    ) -> Result<()> {
-        let _ = position;
-        self.scan_where(collocation, admits, visit)
-    }
+    ) -> Result<()>;
 
     /// The operations the dataset is locked against, as of the last
-    /// refresh. Default: none.
-    fn locks(&self) -> Locks {
-        Locks::NONE
-    }
+    /// refresh (none for a backend without
+    /// [`Catalogue::maintenance`]).
+    fn locks(&self) -> Locks;
 
     /// Damage this reader met and stepped over, each naming the file or
     /// object and the offset: damage of the dataset's log (records it could
@@ -428,35 +405,26 @@ pub trait DatasetReader: Send + Sync + Debug {
     /// blocks it has read. Damage costs only what it damaged: the rest of
     /// the dataset stays readable, and a lookup of a key that a damaged
     /// block may hold in a newer version than the one found is an error
-    /// rather than an older answer. Default: none.
-    fn damage(&self, collocation: Option<&CollocationKey>) -> Vec<String> {
-        let _ = collocation;
-        Vec::new()
-    }
+    /// rather than an older answer.
+    fn damage(&self, collocation: Option<&CollocationKey>) -> Vec<String>;
 
     /// Appends cut short that this reader stepped over (a full disk): the
     /// flushes they belonged to failed and were never visible, so readers
     /// lose nothing and maintenance goes on (status reports them). Only a
     /// record cut short by truncating the log, which nothing in fieldstore
-    /// does, would look the same. Default: none.
-    fn torn(&self) -> Vec<String> {
-        Vec::new()
-    }
+    /// does, would look the same.
+    fn torn(&self) -> Vec<String>;
 
     /// Damaged records of the log that this reader recovered whole (what
     /// they said is proven by what they name, e.g. index blocks that check
     /// and match them): nothing is lost, but the damage is there, so status
-    /// reports it and purge leaves the dataset alone. Default: none.
-    fn recovered(&self) -> Vec<String> {
-        Vec::new()
-    }
+    /// reports it and purge leaves the dataset alone.
+    fn recovered(&self) -> Vec<String>;
 
     /// Store units that a collocation wipe recorded as to be removed and
     /// that no reclaim has recorded as removed yet (a wipe interrupted, or a
-    /// unit a live writer still used). Default: none.
-    fn pending_units(&self) -> Vec<String> {
-        Vec::new()
-    }
+    /// unit a live writer still used).
+    fn pending_units(&self) -> Vec<String>;
 }
 
 /// [`DatasetReader::scan`] over a collocation's index blocks as a backend

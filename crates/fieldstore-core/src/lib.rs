@@ -30,8 +30,8 @@ pub mod store;
 pub mod types;
 
 pub use catalogue::{
-    Axes, AxesExt, Catalogue, CatalogueWriter, ChangeWaiter, CollocationInfo, DatasetReader,
-    PollingWaiter,
+    Axes, AxesExt, Catalogue, CatalogueMaintenance, CatalogueWriter, ChangeWaiter, CollocationInfo,
+    DamagedDatasets, DatasetMover, DatasetReader, PollingWaiter,
 };
 pub use error::{Error, ErrorKind, Result};
 pub use key::{CollocationKey, DatasetKey, ElementKey, Key, KeyError};
@@ -43,5 +43,5 @@ pub use schema::{
     Expansion, Level, Matcher, Predicate, RequestOrder, RequestPosition, Rule, RuleId, Schema,
     SchemaError, Selector, SplitKey, ValueSet, ECMWF_SCHEMA, MAX_VALUE_BYTES,
 };
-pub use store::{Store, StoreWriter};
+pub use store::{Store, StoreMaintenance, StoreWriter};
 pub use types::{KeywordType, TypeError, ValueRange};

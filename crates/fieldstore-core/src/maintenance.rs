@@ -1,12 +1,14 @@
 //! Data management: the vocabulary of wipe, purge, stats, status, control
 //! and move, shared by the handle and the backends.
 //!
-//! The backend side is a set of methods added to [`Catalogue`],
-//! [`DatasetReader`] and [`Store`], each with a default that either does
-//! nothing harmful (no locks, no leftovers) or returns
-//! [`ErrorKind::Unsupported`] naming the operation and the backend, so that
-//! a backend written before these operations keeps compiling and says
-//! plainly what it cannot do.
+//! The backend side is a set of traits reached through accessors of
+//! [`Catalogue`] and [`Store`] that answer `None` when a backend lacks them
+//! ([`CatalogueMaintenance`], [`DamagedDatasets`], [`DatasetMover`],
+//! [`StoreMaintenance`]), plus the reports every [`DatasetReader`] gives
+//! (locks, damage, pending units). None has a default: what a backend
+//! cannot do is a fact of its type, and the handle says so plainly
+//! ([`unsupported`]: [`ErrorKind::Unsupported`] naming the operation and
+//! the backend).
 //!
 //! Two ideas carry every backend's implementation:
 //!
@@ -23,8 +25,12 @@
 //!   are gone.
 //!
 //! [`Catalogue`]: crate::Catalogue
+//! [`CatalogueMaintenance`]: crate::CatalogueMaintenance
+//! [`DamagedDatasets`]: crate::DamagedDatasets
+//! [`DatasetMover`]: crate::DatasetMover
 //! [`DatasetReader`]: crate::DatasetReader
 //! [`Store`]: crate::Store
+//! [`StoreMaintenance`]: crate::StoreMaintenance
 
 use std::fmt;
 
@@ -186,14 +192,12 @@ pub fn locked(dataset: &DatasetKey, op: Operation) -> Error {
     )
 }
 
-/// The error of a maintenance operation a backend does not implement,
-/// naming the operation and the backend's type.
-pub fn unsupported<T: ?Sized>(operation: &str) -> Error {
-    let full = std::any::type_name::<T>();
-    let name = full.rsplit("::").next().unwrap_or(full);
+/// The error of a maintenance operation a backend does not have (its
+/// accessor answered `None`), naming the operation and the backend.
+pub fn unsupported(operation: &str, backend: &str) -> Error {
     Error::new(
         ErrorKind::Unsupported,
-        format!("{operation} is not supported by the {name} backend"),
+        format!("{operation} is not supported by the {backend} backend"),
     )
 }
 
@@ -279,7 +283,7 @@ pub enum UnitState {
     Missing,
 }
 
-/// One unit, as [`Store::inspect`](crate::Store::inspect) reports it.
+/// One unit, as [`StoreMaintenance::inspect`](crate::StoreMaintenance::inspect) reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Unit {
     /// Its URI (the `uri` of the locations in it).
@@ -290,7 +294,7 @@ pub struct Unit {
     pub state: UnitState,
 }
 
-/// What [`Store::remove`](crate::Store::remove) did.
+/// What [`StoreMaintenance::remove`](crate::StoreMaintenance::remove) did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Removed {
     /// Removed now.
@@ -301,7 +305,7 @@ pub enum Removed {
     Missing,
 }
 
-/// A unit held by a maintenance operation ([`Store::claim`](crate::Store::claim)).
+/// A unit held by a maintenance operation ([`StoreMaintenance::claim`](crate::StoreMaintenance::claim)).
 ///
 /// # Contract
 /// While a unit is held, no writer appends to it and none can start to: a
@@ -319,7 +323,7 @@ pub trait HeldUnit {
     fn remove(self: Box<Self>) -> Result<()>;
 }
 
-/// What [`Store::claim`](crate::Store::claim) found.
+/// What [`StoreMaintenance::claim`](crate::StoreMaintenance::claim) found.
 pub enum Claim<'a> {
     /// Held: nobody appends to it now or later, until the hold is dropped or
     /// the unit removed.
@@ -392,8 +396,7 @@ mod tests {
             e.to_string(),
             "dataset {class=od,expver=0001} is locked against retrieve (unlock it to allow retrieve)"
         );
-        struct Shiny;
-        let e = unsupported::<Shiny>("wipe");
+        let e = unsupported("wipe", "Shiny");
         assert_eq!(e.kind(), ErrorKind::Unsupported);
         assert_eq!(e.to_string(), "wipe is not supported by the Shiny backend");
     }

@@ -24,8 +24,9 @@ use std::sync::{Arc, Mutex, RwLock};
 use fieldstore_core::catalogue::visit_newest_first;
 use fieldstore_core::maintenance::{locked, wiped_while_writing, Item, ItemKind};
 use fieldstore_core::{
-    Axes, Catalogue, CatalogueWriter, CollocationInfo, CollocationKey, Control, DatasetKey,
-    DatasetReader, ElementKey, Error, ErrorKind, FieldLocation, Locks, Operation, Result, Schema,
+    Axes, Catalogue, CatalogueMaintenance, CatalogueWriter, ChangeWaiter, CollocationInfo,
+    CollocationKey, Control, DamagedDatasets, DatasetKey, DatasetMover, DatasetReader, ElementKey,
+    Error, ErrorKind, FieldLocation, Locks, Operation, PollingWaiter, Result, Schema,
 };
 
 use crate::client::{Inserted, Kv};
@@ -285,6 +286,34 @@ impl Catalogue for DaosCatalogue {
             self.cfg.catalogue_pool,
             dataset_label(dataset)
         )
+    }
+
+    fn waiter(&self) -> Result<Box<dyn ChangeWaiter>> {
+        // DAOS has no notifications: poll.
+        Ok(Box::new(PollingWaiter::new(
+            std::time::Duration::from_millis(50),
+        )))
+    }
+
+    fn maintenance(&self) -> Option<&dyn CatalogueMaintenance> {
+        Some(self)
+    }
+
+    fn damaged_datasets(&self) -> Option<&dyn DamagedDatasets> {
+        None
+    }
+
+    fn mover(&self) -> Option<&dyn DatasetMover> {
+        None
+    }
+}
+
+impl CatalogueMaintenance for DaosCatalogue {
+    /// None are hidden yet unfinished: a wipe destroys the container
+    /// first and removes the registration last, so an interrupted wipe
+    /// leaves its dataset listed (and empty) until a wipe finishes it.
+    fn interrupted_wipes(&self) -> Result<Vec<DatasetKey>> {
+        Ok(Vec::new())
     }
 
     fn list_locked(&self) -> Result<Option<Vec<DatasetKey>>> {
@@ -638,6 +667,12 @@ impl CatalogueWriter for DaosCatalogueWriter {
             }
         })
     }
+
+    /// Unknown: the slot insert that publishes a flush may have taken
+    /// effect when it reports an error.
+    fn last_flush_invisible(&self) -> bool {
+        false
+    }
 }
 
 /// A collocation as a reader knows it.
@@ -980,5 +1015,47 @@ impl DatasetReader for DaosDataset {
         };
         visit_newest_first(segments.iter().map(|s| s.as_slice()), &removed, visit);
         Ok(())
+    }
+
+    /// Segments keep no axes of their own: everything is scanned.
+    fn scan_where(
+        &self,
+        collocation: &CollocationKey,
+        _admits: &dyn Fn(&Axes) -> bool,
+        visit: &mut dyn FnMut(&ElementKey, &FieldLocation) -> bool,
+    ) -> Result<()> {
+        self.scan(collocation, visit)
+    }
+
+    /// No positions are kept: `scan_since` scans everything.
+    fn log_position(&self) -> u64 {
+        0
+    }
+
+    fn scan_since(
+        &self,
+        collocation: &CollocationKey,
+        _position: u64,
+        admits: &dyn Fn(&Axes) -> bool,
+        visit: &mut dyn FnMut(&ElementKey, &FieldLocation) -> bool,
+    ) -> Result<()> {
+        self.scan_where(collocation, admits, visit)
+    }
+
+    /// Nothing is stepped over: a slot that does not decode fails
+    /// [`DatasetReader::refresh`] with `Corrupt`, naming it, and the reader
+    /// stays where it was.
+    fn damage(&self, _collocation: Option<&CollocationKey>) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// A slot is written whole by one KV insert: no append can be torn.
+    fn torn(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// Nothing is stepped over, so nothing is recovered.
+    fn recovered(&self) -> Vec<String> {
+        Vec::new()
     }
 }

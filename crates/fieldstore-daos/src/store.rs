@@ -17,9 +17,13 @@
 
 use std::sync::Arc;
 
-use fieldstore_core::maintenance::{Claim, HeldUnit, Item, ItemKind, Unit, UnitState};
+use fieldstore_core::maintenance::{
+    unsupported, Claim, HeldUnit, Item, ItemKind, Removed, Unit, UnitState,
+};
+use fieldstore_core::store::remove_claimed;
 use fieldstore_core::{
-    CollocationKey, DatasetKey, Error, ErrorKind, FieldLocation, Result, Store, StoreWriter,
+    CollocationKey, DatasetKey, Error, ErrorKind, FieldLocation, Result, Store, StoreMaintenance,
+    StoreWriter,
 };
 
 use crate::client::{oid_hex, parse_oid_hex};
@@ -135,20 +139,66 @@ impl Store for DaosStore {
     }
 
     fn read(&self, location: &FieldLocation, buf: &mut Vec<u8>) -> Result<()> {
-        match self.read_once(location, buf) {
+        let len = usize::try_from(location.length)
+            .map_err(|_| Error::corrupt(format!("{location}: length out of range")))?;
+        buf.clear();
+        buf.resize(len, 0);
+        let read = self.read_into(location, buf);
+        if read.is_err() {
+            buf.clear();
+        }
+        read
+    }
+
+    fn read_into(&self, location: &FieldLocation, out: &mut [u8]) -> Result<()> {
+        if out.len() as u64 != location.length {
+            return Err(Error::corrupt(format!(
+                "{location}: a buffer of {} bytes for a field of {}",
+                out.len(),
+                location.length
+            )));
+        }
+        let read = match self.read_once(location, out) {
             Err(e) if is_gone(&e) => {
                 // A cached handle of a container a wipe destroyed.
                 if let Some(p) = parse(location) {
                     self.session.evict(p.pool, p.container);
                 }
-                self.read_once(location, buf)
+                self.read_once(location, out)
             }
             r => r,
+        };
+        if read.is_err() {
+            out.fill(0);
         }
+        read
     }
+
+    /// DAOS has no read-ahead hint worth an RPC.
+    fn prefetch(&self, _locations: &[FieldLocation]) {}
 
     fn scheme(&self) -> &'static str {
         "daos"
+    }
+
+    fn maintenance(&self) -> Option<&dyn StoreMaintenance> {
+        Some(self)
+    }
+}
+
+impl StoreMaintenance for DaosStore {
+    fn remove(&self, uri: &str) -> Result<Removed> {
+        remove_claimed(self.claim(uri)?)
+    }
+
+    /// Not enumerated yet: a killed writer's arrays stay until the
+    /// dataset is wiped.
+    fn orphans(
+        &self,
+        _dataset: &DatasetKey,
+        _referenced: &std::collections::HashSet<String>,
+    ) -> Result<Vec<Unit>> {
+        Err(unsupported("finding a killed writer's units", "daos"))
     }
 
     fn inspect(&self, uri: &str) -> Result<Unit> {
@@ -196,7 +246,8 @@ fn parse_uri(uri: &str) -> Result<Parsed<'_>> {
 }
 
 impl DaosStore {
-    fn read_once(&self, location: &FieldLocation, buf: &mut Vec<u8>) -> Result<()> {
+    /// Read a field into `buf`, which is `location.length` bytes long.
+    fn read_once(&self, location: &FieldLocation, buf: &mut [u8]) -> Result<()> {
         let p = parse(location).ok_or_else(|| {
             Error::invalid_input(format!("not a DAOS field location: {}", location.uri))
         })?;
@@ -210,13 +261,10 @@ impl DaosStore {
                 )
             })?;
         let arr = cont.c.array(p.oid, p.chunk, false).map_err(class_error)?;
-        buf.clear();
-        buf.resize(location.length as usize, 0);
         let got = arr
             .read(location.offset, buf)
             .map_err(|e| Error::from(e).context(&location.uri))?;
         if got < location.length {
-            buf.clear();
             if got == 0 {
                 return Err(Error::new(
                     ErrorKind::NotFound,
@@ -231,7 +279,6 @@ impl DaosStore {
         if let Some(want) = location.checksum {
             let have = crc32c::crc32c(buf);
             if have != want {
-                buf.clear();
                 return Err(Error::corrupt(format!(
                     "{location}: checksum mismatch (stored {want:08x}, read {have:08x})"
                 )));
@@ -265,6 +312,14 @@ impl StoreWriter for DaosStoreWriter {
         // engines: nothing is buffered here.
         Ok(())
     }
+
+    /// Arrays are complete once written: nothing is held until indexed.
+    fn indexed(&mut self) {}
+
+    /// One array per field: a failed flush's arrays are orphans, which
+    /// only a wipe of the dataset removes (see
+    /// [`StoreMaintenance::orphans`]).
+    fn abandon(&mut self) {}
 }
 
 impl DaosStoreWriter {

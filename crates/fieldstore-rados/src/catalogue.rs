@@ -29,9 +29,9 @@ use fieldstore_core::maintenance::{locked, wiped_while_writing, Item, ItemKind};
 use fieldstore_core::record::block::{self, BlockFormat, ValueLen};
 use fieldstore_core::record::pending::PendingEntries;
 use fieldstore_core::{
-    Axes, Catalogue, CatalogueWriter, CollocationInfo, CollocationKey, Control, DatasetKey,
-    DatasetReader, ElementKey, Error, ErrorKind, FieldLocation, Key, Locks, Operation, Result,
-    Schema,
+    Axes, Catalogue, CatalogueMaintenance, CatalogueWriter, CollocationInfo, CollocationKey,
+    Control, DamagedDatasets, DatasetKey, DatasetMover, DatasetReader, ElementKey, Error,
+    ErrorKind, FieldLocation, Key, Locks, Operation, Result, Schema,
 };
 
 use crate::config::RadosConfig;
@@ -496,6 +496,27 @@ impl Catalogue for RadosCatalogue {
 
     fn describe(&self, dataset: &DatasetKey) -> String {
         self.pool.what(&naming::dataset_object(dataset))
+    }
+
+    fn maintenance(&self) -> Option<&dyn CatalogueMaintenance> {
+        Some(self)
+    }
+
+    fn damaged_datasets(&self) -> Option<&dyn DamagedDatasets> {
+        None
+    }
+
+    fn mover(&self) -> Option<&dyn DatasetMover> {
+        None
+    }
+}
+
+impl CatalogueMaintenance for RadosCatalogue {
+    /// None are hidden yet unfinished: a wipe seals the log as wiped and
+    /// unregisters the dataset last, so an interrupted wipe leaves it
+    /// listed (and empty) until a wipe finishes it.
+    fn interrupted_wipes(&self) -> Result<Vec<DatasetKey>> {
+        Ok(Vec::new())
     }
 
     fn locks(&self, dataset: &DatasetKey) -> Result<Locks> {
@@ -983,6 +1004,12 @@ impl CatalogueWriter for RadosCatalogueWriter {
         }
         Ok(())
     }
+
+    /// Unknown: the RADOS operation that appends the FLUSH record may have
+    /// been applied when it reports an error (a time-out).
+    fn last_flush_invisible(&self) -> bool {
+        false
+    }
 }
 
 #[derive(Debug, Default)]
@@ -1362,5 +1389,46 @@ impl DatasetReader for RadosReader {
         };
         visit_newest_first(blocks.iter().map(|b| b.as_slice()), &removed, visit);
         Ok(())
+    }
+
+    /// Blocks keep no axes of their own here: everything is scanned.
+    fn scan_where(
+        &self,
+        collocation: &CollocationKey,
+        _admits: &dyn Fn(&Axes) -> bool,
+        visit: &mut dyn FnMut(&ElementKey, &FieldLocation) -> bool,
+    ) -> Result<()> {
+        self.scan(collocation, visit)
+    }
+
+    /// No positions are kept: `scan_since` scans everything.
+    fn log_position(&self) -> u64 {
+        0
+    }
+
+    fn scan_since(
+        &self,
+        collocation: &CollocationKey,
+        _position: u64,
+        admits: &dyn Fn(&Axes) -> bool,
+        visit: &mut dyn FnMut(&ElementKey, &FieldLocation) -> bool,
+    ) -> Result<()> {
+        self.scan_where(collocation, admits, visit)
+    }
+
+    /// Nothing is stepped over: a record or block that does not decode
+    /// fails the refresh or the lookup with `Corrupt`, naming it.
+    fn damage(&self, _collocation: Option<&CollocationKey>) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// Appends are atomic RADOS operations: none can be torn.
+    fn torn(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// Nothing is stepped over, so nothing is recovered.
+    fn recovered(&self) -> Vec<String> {
+        Vec::new()
     }
 }

@@ -17,9 +17,13 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
-use fieldstore_core::maintenance::{Claim, HeldUnit, Item, ItemKind, Unit, UnitState};
+use fieldstore_core::maintenance::{
+    unsupported, Claim, HeldUnit, Item, ItemKind, Removed, Unit, UnitState,
+};
+use fieldstore_core::store::remove_claimed;
 use fieldstore_core::{
-    CollocationKey, DatasetKey, Error, ErrorKind, FieldLocation, Result, Store, StoreWriter,
+    CollocationKey, DatasetKey, Error, ErrorKind, FieldLocation, Result, Store, StoreMaintenance,
+    StoreWriter,
 };
 
 use crate::config::RadosConfig;
@@ -117,12 +121,50 @@ impl Store for RadosStore {
     }
 
     fn read(&self, location: &FieldLocation, buf: &mut Vec<u8>) -> Result<()> {
-        let (pool, ns, object) = naming::parse_uri(&location.uri)?;
-        let pool = self.pool_for(&pool, &ns)?;
         let len = usize::try_from(location.length)
             .map_err(|_| Error::corrupt(format!("{location}: length out of range")))?;
         buf.clear();
         buf.resize(len, 0);
+        let read = self.read_into(location, buf);
+        if read.is_err() {
+            buf.clear();
+        }
+        read
+    }
+
+    fn read_into(&self, location: &FieldLocation, buf: &mut [u8]) -> Result<()> {
+        let read = self.read_once(location, buf);
+        if read.is_err() {
+            buf.fill(0);
+        }
+        read
+    }
+
+    /// RADOS has no read-ahead hint.
+    fn prefetch(&self, _locations: &[FieldLocation]) {}
+
+    fn scheme(&self) -> &'static str {
+        "rados"
+    }
+
+    fn maintenance(&self) -> Option<&dyn StoreMaintenance> {
+        Some(self)
+    }
+}
+
+impl RadosStore {
+    /// Read a field into `buf`, which must be exactly its length.
+    fn read_once(&self, location: &FieldLocation, buf: &mut [u8]) -> Result<()> {
+        if buf.len() as u64 != location.length {
+            return Err(Error::corrupt(format!(
+                "{location}: a buffer of {} bytes for a field of {}",
+                buf.len(),
+                location.length
+            )));
+        }
+        let (pool, ns, object) = naming::parse_uri(&location.uri)?;
+        let pool = self.pool_for(&pool, &ns)?;
+        let len = buf.len();
         let mut done = 0;
         while done < len {
             let want = (len - done).min(64 << 20);
@@ -143,7 +185,6 @@ impl Store for RadosStore {
                     }
                 })?;
             if n == 0 {
-                buf.clear();
                 return Err(Error::corrupt(format!(
                     "{location}: the RADOS object ends {} bytes into the field (truncated?)",
                     done
@@ -154,7 +195,6 @@ impl Store for RadosStore {
         if let Some(want) = location.checksum {
             let got = crc32c::crc32c(buf);
             if got != want {
-                buf.clear();
                 return Err(Error::corrupt(format!(
                     "{location}: checksum mismatch (stored {want:08x}, read {got:08x}): the RADOS object is damaged"
                 )));
@@ -162,9 +202,21 @@ impl Store for RadosStore {
         }
         Ok(())
     }
+}
 
-    fn scheme(&self) -> &'static str {
-        "rados"
+impl StoreMaintenance for RadosStore {
+    fn remove(&self, uri: &str) -> Result<Removed> {
+        remove_claimed(self.claim(uri)?)
+    }
+
+    /// Not enumerated yet: a killed writer never closed its objects, and
+    /// they stay until the dataset is wiped.
+    fn orphans(
+        &self,
+        _dataset: &DatasetKey,
+        _referenced: &std::collections::HashSet<String>,
+    ) -> Result<Vec<Unit>> {
+        Err(unsupported("finding a killed writer's units", "rados"))
     }
 
     fn inspect(&self, uri: &str) -> Result<Unit> {
@@ -382,6 +434,15 @@ impl StoreWriter for RadosStoreWriter {
         self.settle(0);
         self.check()
     }
+
+    /// Objects are in use until the writer closes them (its marker
+    /// object): nothing more to say once indexed.
+    fn indexed(&mut self) {}
+
+    /// The bytes of a failed flush stay in the writer's objects until it
+    /// closes them; purge removes an object once no newest entry points
+    /// into it, wipe with the dataset.
+    fn abandon(&mut self) {}
 }
 
 impl Drop for RadosStoreWriter {

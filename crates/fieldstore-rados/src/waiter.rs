@@ -380,6 +380,9 @@ impl ChangeWaiter for RadosWaiter {
             _ => "rados watch/notify".into(),
         }
     }
+
+    /// Notified, or polling at a fixed period: nothing to speed up.
+    fn found(&mut self) {}
 }
 
 impl Drop for RadosWaiter {

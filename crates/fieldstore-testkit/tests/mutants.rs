@@ -100,6 +100,18 @@ impl Catalogue for MutantCatalogue {
     fn describe(&self, dataset: &DatasetKey) -> String {
         self.inner.describe(dataset)
     }
+    fn waiter(&self) -> Result<Box<dyn fieldstore::ChangeWaiter>> {
+        self.inner.waiter()
+    }
+    fn maintenance(&self) -> Option<&dyn fieldstore::CatalogueMaintenance> {
+        self.inner.maintenance()
+    }
+    fn damaged_datasets(&self) -> Option<&dyn fieldstore::DamagedDatasets> {
+        self.inner.damaged_datasets()
+    }
+    fn mover(&self) -> Option<&dyn fieldstore::DatasetMover> {
+        self.inner.mover()
+    }
 }
 
 impl CatalogueWriter for MutantWriter {
@@ -116,6 +128,12 @@ impl CatalogueWriter for MutantWriter {
     }
     fn flush(&mut self) -> Result<()> {
         self.inner.flush()
+    }
+    fn last_flush_invisible(&self) -> bool {
+        self.inner.last_flush_invisible()
+    }
+    fn schema_text(&self) -> Option<Arc<str>> {
+        self.inner.schema_text()
     }
 }
 
@@ -194,6 +212,46 @@ impl DatasetReader for MutantReader {
         }
         Ok(())
     }
+    // The rest goes through `scan` (so that its defects show) or to the
+    // inner reader.
+    fn scan_where(
+        &self,
+        c: &CollocationKey,
+        _admits: &dyn Fn(&fieldstore::Axes) -> bool,
+        visit: &mut dyn FnMut(&ElementKey, &FieldLocation) -> bool,
+    ) -> Result<()> {
+        self.scan(c, visit)
+    }
+    fn log_position(&self) -> u64 {
+        0
+    }
+    fn scan_since(
+        &self,
+        c: &CollocationKey,
+        _position: u64,
+        _admits: &dyn Fn(&fieldstore::Axes) -> bool,
+        visit: &mut dyn FnMut(&ElementKey, &FieldLocation) -> bool,
+    ) -> Result<()> {
+        self.scan(c, visit)
+    }
+    fn schema_text(&self) -> Option<Arc<str>> {
+        self.inner.schema_text()
+    }
+    fn locks(&self) -> fieldstore::Locks {
+        self.inner.locks()
+    }
+    fn damage(&self, c: Option<&CollocationKey>) -> Vec<String> {
+        self.inner.damage(c)
+    }
+    fn torn(&self) -> Vec<String> {
+        self.inner.torn()
+    }
+    fn recovered(&self) -> Vec<String> {
+        self.inner.recovered()
+    }
+    fn pending_units(&self) -> Vec<String> {
+        self.inner.pending_units()
+    }
 }
 
 #[derive(Debug)]
@@ -226,8 +284,18 @@ impl Store for MutantStore {
         }
         Ok(())
     }
+    fn read_into(&self, location: &FieldLocation, out: &mut [u8]) -> Result<()> {
+        // Through `read`, so that its defects show.
+        fieldstore::store::read_into_by_copy(self, location, out)
+    }
+    fn prefetch(&self, locations: &[FieldLocation]) {
+        self.inner.prefetch(locations)
+    }
     fn scheme(&self) -> &'static str {
         self.inner.scheme()
+    }
+    fn maintenance(&self) -> Option<&dyn fieldstore::StoreMaintenance> {
+        self.inner.maintenance()
     }
 }
 

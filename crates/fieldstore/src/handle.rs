@@ -3,7 +3,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use fieldstore_core::maintenance::locked;
+use fieldstore_core::maintenance::{locked, unsupported};
 use fieldstore_core::{
     CollocationKey, DatasetKey, Error, ErrorKind, FieldLocation, Item, Key, Level, Operation,
     Request, Result, Schema, SplitKey, Values,
@@ -459,7 +459,52 @@ impl FieldStore {
                 Ok(fieldstore_core::Locks::NONE.with(Operation::List))
             }
             Some(_) => Ok(fieldstore_core::Locks::NONE),
-            None => self.catalogue.locks(dataset),
+            None => self.catalogue_locks(dataset),
+        }
+    }
+
+    /// The catalogue's maintenance, or `Unsupported` naming `operation`
+    /// and the backend.
+    pub(crate) fn catalogue_maintenance(
+        &self,
+        operation: &str,
+    ) -> Result<&dyn fieldstore_core::CatalogueMaintenance> {
+        self.catalogue
+            .maintenance()
+            .ok_or_else(|| unsupported(operation, &self.backend_name()))
+    }
+
+    /// The store's maintenance, or `Unsupported` naming `operation` and
+    /// the store.
+    pub(crate) fn store_maintenance(
+        &self,
+        operation: &str,
+    ) -> Result<&dyn fieldstore_core::StoreMaintenance> {
+        self.store
+            .maintenance()
+            .ok_or_else(|| unsupported(operation, self.store.scheme()))
+    }
+
+    /// The catalogue's name for messages (`toc`, `rados`, `select`).
+    fn backend_name(&self) -> String {
+        format!("{:?}", self.config.engine).to_lowercase()
+    }
+
+    /// A dataset's locks as of now. A catalogue without maintenance has
+    /// none: nothing can set them.
+    pub(crate) fn catalogue_locks(&self, dataset: &DatasetKey) -> Result<fieldstore_core::Locks> {
+        match self.catalogue.maintenance() {
+            Some(m) => m.locks(dataset),
+            None => Ok(fieldstore_core::Locks::NONE),
+        }
+    }
+
+    /// Every list-locked dataset, when the catalogue knows them cheaply
+    /// (none without maintenance: nothing can lock them).
+    fn list_locked(&self) -> Result<Option<Vec<DatasetKey>>> {
+        match self.catalogue.maintenance() {
+            Some(m) => m.list_locked(),
+            None => Ok(Some(Vec::new())),
         }
     }
 
@@ -565,7 +610,7 @@ impl FieldStore {
         let mut datasets = self.catalogue.datasets()?;
         // FDB5's order (walk.rs).
         datasets.sort_by(|a, b| a.cmp_fingerprint(b));
-        let hidden = self.catalogue.list_locked()?;
+        let hidden = self.list_locked()?;
         for dataset in datasets {
             if selector.match_dataset(&dataset).is_none() {
                 continue;
@@ -618,7 +663,7 @@ impl FieldStore {
         };
         let mut fresh = HashSet::new();
         let hidden = if depth == Level::Dataset {
-            self.catalogue.list_locked()?
+            self.list_locked()?
         } else {
             None
         };

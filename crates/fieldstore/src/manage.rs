@@ -12,7 +12,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::Arc;
 
-use fieldstore_core::maintenance::{self, Claim, DamagedDataset, Item, ItemKind, UnitState};
+use fieldstore_core::maintenance::{self, Claim, DamagedDataset, Item, ItemKind, Unit, UnitState};
 use fieldstore_core::{
     CollocationKey, Control, DatasetKey, Error, ErrorKind, Key, Level, Locks, Operation, Request,
     Result, Schema, Selector, Values,
@@ -334,7 +334,12 @@ impl FieldStore {
         selector: &Selector<'_>,
     ) -> Result<Vec<(Option<DatasetKey>, DamagedDataset)>> {
         let mut out = Vec::new();
-        for d in self.catalogue.damaged()? {
+        let damaged = match self.catalogue.damaged_datasets() {
+            Some(d) => d.damaged()?,
+            // The backend cannot tell: a damaged dataset fails when opened.
+            None => Vec::new(),
+        };
+        for d in damaged {
             let key = d.values.as_ref().and_then(|values| {
                 self.schema.chains().find_map(|id| {
                     let [rule, _, _] = self.schema.chain(id);
@@ -369,7 +374,11 @@ impl FieldStore {
             .map(|d| (d, false))
             .collect();
         if interrupted {
-            for d in self.catalogue.interrupted_wipes()? {
+            let interrupted = match self.catalogue.maintenance() {
+                Some(m) => m.interrupted_wipes()?,
+                None => Vec::new(),
+            };
+            for d in interrupted {
                 all.entry(d).or_insert(true);
             }
         }
@@ -380,7 +389,7 @@ impl FieldStore {
     }
 
     fn check_not_locked(&self, dataset: &DatasetKey, op: Operation) -> Result<()> {
-        if self.catalogue.locks(dataset)?.contains(op) {
+        if self.catalogue_locks(dataset)?.contains(op) {
             return Err(maintenance::locked(dataset, op));
         }
         Ok(())
@@ -529,9 +538,9 @@ impl FieldStore {
                 None => Census::default(),
             };
             let units: Vec<String> = census.units.keys().cloned().collect();
-            let mut items = self.catalogue.inventory(dataset)?;
+            let mut items = self.catalogue_maintenance("wipe")?.inventory(dataset)?;
             let mut seen: HashSet<String> = items.iter().map(|i| i.name.clone()).collect();
-            for i in self.store.inventory(dataset, &units)? {
+            for i in self.store_maintenance("wipe")?.inventory(dataset, &units)? {
                 if seen.insert(i.name.clone()) {
                     items.push(i);
                 }
@@ -658,7 +667,10 @@ impl FieldStore {
         }
         // The catalogue's own files that only these collocations (or the
         // removed units) needed.
-        items.extend(self.catalogue.reclaim(dataset, &remove, &targets, true)?);
+        items.extend(
+            self.catalogue_maintenance("wipe")?
+                .reclaim(dataset, &remove, &targets, true)?,
+        );
         Ok(Some(WipePlan {
             report: DatasetWipe {
                 dataset: dataset.clone(),
@@ -679,11 +691,8 @@ impl FieldStore {
 
     /// A unit's state and size (the store's, else `fallback`).
     fn unit_state(&self, uri: &str, fallback: Option<u64>) -> (UnitState, Option<u64>) {
-        match self.store.inspect(uri) {
+        match self.store_maintenance("purge").and_then(|m| m.inspect(uri)) {
             Ok(u) => (u.state, u.bytes.or(fallback)),
-            // A store that cannot tell: treat as idle (its units are
-            // written once, as DAOS arrays are).
-            Err(e) if e.kind() == ErrorKind::Unsupported => (UnitState::Idle, fallback),
             Err(_) => (UnitState::InUse, fallback),
         }
     }
@@ -691,14 +700,20 @@ impl FieldStore {
     fn do_wipe(&self, plan: &mut WipePlan, options: WipeOptions) -> Result<()> {
         let dataset = plan.report.dataset.clone();
         if plan.report.damaged.is_some() {
-            return self.catalogue.wipe_damaged(&plan.report.place);
+            return match self.catalogue.damaged_datasets() {
+                Some(d) => d.wipe_damaged(&plan.report.place),
+                None => Err(maintenance::unsupported(
+                    "wiping a damaged dataset",
+                    &plan.report.place,
+                )),
+            };
         }
         self.forget_reader(&dataset);
         match &plan.report.collocations {
             None => {
                 let units = plan.units.clone();
-                let store = self.store.clone();
-                self.catalogue
+                let store = self.store_maintenance("wipe")?;
+                self.catalogue_maintenance("wipe")?
                     .wipe(&dataset, options.unsafe_wipe_all, &mut || {
                         store.wipe(&dataset, &units)
                     })
@@ -708,12 +723,14 @@ impl FieldStore {
                 let cols = cols.clone();
                 let cols = &cols;
                 if !cols.is_empty() {
-                    self.catalogue
+                    self.catalogue_maintenance("wipe")?
                         .wipe_collocations(&dataset, cols, &plan.remove)
                         .map_err(|e| e.context(format!("wiping {}", dataset.braced())))?;
                 }
                 let removed = self.remove_units(&dataset, &plan.remove, &mut plan.report)?;
-                let items = self.catalogue.reclaim(&dataset, &removed, cols, false)?;
+                let items = self
+                    .catalogue_maintenance("wipe")?
+                    .reclaim(&dataset, &removed, cols, false)?;
                 // What the catalogue removed, instead of what it planned to.
                 plan.report
                     .items
@@ -746,7 +763,7 @@ impl FieldStore {
         let mut removed = Vec::new();
         let mut held = Vec::new();
         for uri in units {
-            match self.store.claim(uri)? {
+            match self.store_maintenance("purge")?.claim(uri)? {
                 Claim::Missing => removed.push(uri.clone()),
                 Claim::InUse => keep(
                     report,
@@ -849,7 +866,7 @@ impl FieldStore {
                     candidates.entry(uri).or_insert(None);
                 }
             }
-            for o in self.store.orphans(&dataset, &referenced)? {
+            for o in self.orphans(&dataset, &referenced)? {
                 candidates.entry(o.uri).or_insert(o.bytes);
             }
             let mut items = Vec::new();
@@ -894,13 +911,23 @@ impl FieldStore {
                 if !removed.is_empty() {
                     report
                         .items
-                        .extend(self.catalogue.reclaim(&dataset, &removed, &[], false)?);
+                        .extend(self.catalogue_maintenance("purge")?.reclaim(
+                            &dataset,
+                            &removed,
+                            &[],
+                            false,
+                        )?);
                 }
                 self.forget_reader(&dataset);
             } else if !remove.is_empty() {
                 report
                     .items
-                    .extend(self.catalogue.reclaim(&dataset, &remove, &[], true)?);
+                    .extend(self.catalogue_maintenance("purge")?.reclaim(
+                        &dataset,
+                        &remove,
+                        &[],
+                        true,
+                    )?);
             }
             out.push(report);
         }
@@ -966,7 +993,7 @@ impl FieldStore {
             }
         }
         let referenced: HashSet<String> = census.units.keys().cloned().collect();
-        for o in self.store.orphans(dataset, &referenced)? {
+        for o in self.orphans(dataset, &referenced)? {
             reclaimable += o.bytes.unwrap_or(0);
         }
         Ok(reclaimable)
@@ -997,7 +1024,7 @@ impl FieldStore {
                     Err(e) if e.kind() == ErrorKind::Corrupt => vec![e.to_string()],
                     Err(e) => return Err(e),
                 };
-                (self.catalogue.locks(&dataset)?, damage)
+                (self.catalogue_locks(&dataset)?, damage)
             };
             out.push(DatasetStatus {
                 place: self.catalogue.describe(&dataset),
@@ -1007,7 +1034,11 @@ impl FieldStore {
                 damage,
             });
         }
-        for (dataset, what) in self.catalogue.unfinished()? {
+        let unfinished = match self.catalogue.mover() {
+            Some(m) => m.unfinished()?,
+            None => Vec::new(),
+        };
+        for (dataset, what) in unfinished {
             if let Some(s) = out.iter_mut().find(|s| s.dataset == dataset) {
                 s.damage.push(what);
             }
@@ -1040,7 +1071,9 @@ impl FieldStore {
         let selector = self.schema.selector(request)?;
         let mut out = Vec::new();
         for (dataset, _) in self.matching_datasets(&selector, false)? {
-            let locks = self.catalogue.control(&dataset, action, operations)?;
+            let locks = self
+                .catalogue_maintenance("control")?
+                .control(&dataset, action, operations)?;
             self.forget_reader(&dataset);
             out.push(DatasetStatus {
                 place: self.catalogue.describe(&dataset),
@@ -1071,11 +1104,28 @@ impl FieldStore {
         let mut out = Vec::new();
         for (dataset, _) in matched {
             let from = self.catalogue.describe(&dataset);
-            let to = self.catalogue.move_dataset(&dataset, root)?;
+            let to = self
+                .catalogue
+                .mover()
+                .ok_or_else(|| maintenance::unsupported("move", &from))?
+                .move_dataset(&dataset, root)?;
             self.forget_reader(&dataset);
             out.push(Moved { dataset, from, to });
         }
         Ok(out)
+    }
+
+    /// The units of `dataset` killed writers left. A store that cannot
+    /// enumerate them (`Unsupported`: DAOS and RADOS today) has them
+    /// removed only by a wipe of the dataset (`docs/maintenance.md`).
+    fn orphans(&self, dataset: &DatasetKey, referenced: &HashSet<String>) -> Result<Vec<Unit>> {
+        match self
+            .store_maintenance("purge")?
+            .orphans(dataset, referenced)
+        {
+            Err(e) if e.kind() == ErrorKind::Unsupported => Ok(Vec::new()),
+            r => r,
+        }
     }
 }
 

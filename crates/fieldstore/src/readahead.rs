@@ -90,6 +90,12 @@ mod tests {
         fn read(&self, _: &FieldLocation, _: &mut Vec<u8>) -> Result<()> {
             Err(Error::internal("not read here"))
         }
+        fn read_into(&self, _: &FieldLocation, _: &mut [u8]) -> Result<()> {
+            Err(Error::internal("not read here"))
+        }
+        fn maintenance(&self) -> Option<&dyn fieldstore_core::StoreMaintenance> {
+            None
+        }
         fn prefetch(&self, locations: &[FieldLocation]) {
             self.0
                 .lock()

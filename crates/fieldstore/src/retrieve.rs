@@ -157,10 +157,7 @@ impl Read for DataReader {
     fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
         let room = out.len();
         let fits = move |l: &FieldLocation| crate::stream::reads_direct(l.length, room);
-        if self.pos == self.buf.len()
-            && self.store.reads_into_natively()
-            && self.fields.get(self.next).is_some_and(|(_, l)| fits(l))
-        {
+        if self.pos == self.buf.len() && self.fields.get(self.next).is_some_and(|(_, l)| fits(l)) {
             let mut direct = None;
             let mut spill = std::mem::take(&mut self.buf);
             let read = self.next_with(|store, loc| {
@@ -258,15 +255,21 @@ mod tests {
             let mut events = self.0.lock().unwrap();
             events.extend(locations.iter().map(|l| Event::Prefetch(l.offset)));
         }
+        fn read_into(&self, location: &FieldLocation, out: &mut [u8]) -> Result<()> {
+            fieldstore_core::store::read_into_by_copy(self, location, out)
+        }
         fn scheme(&self) -> &'static str {
             "test"
         }
+        fn maintenance(&self) -> Option<&dyn fieldstore_core::StoreMaintenance> {
+            None
+        }
     }
 
-    /// The default `read_into` (stores without a native one): the field's
-    /// bytes, a length that differs is `Corrupt`; readers do not prefer it.
+    /// `read_into_by_copy` (for stores without a native `read_into`): the
+    /// field's bytes; a length that differs is `Corrupt`.
     #[test]
-    fn the_default_read_into_reads_through_read_and_checks_the_length() {
+    fn read_into_by_copy_reads_through_read_and_checks_the_length() {
         let store = Recording::default();
         let loc = FieldLocation::new(Arc::from("memory://x"), 7, 4);
         let mut out = [0u8; 4];
@@ -275,7 +278,6 @@ mod tests {
         let mut short = [0u8; 3];
         let e = store.read_into(&loc, &mut short).unwrap_err();
         assert_eq!(e.kind(), fieldstore_core::ErrorKind::Corrupt, "{e}");
-        assert!(!store.reads_into_natively());
     }
 
     #[test]

@@ -128,7 +128,6 @@ impl FieldStream {
             let len = self.fields[i].length;
             if self.current != Some(i)
                 && self.pos == self.starts[i]
-                && self.fs.store().reads_into_natively()
                 && reads_direct(len, want - done)
             {
                 // The whole field fits: read it straight into `out`, one

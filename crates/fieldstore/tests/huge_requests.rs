@@ -54,8 +54,17 @@ impl Catalogue for Counting {
     fn describe(&self, dataset: &DatasetKey) -> String {
         self.inner.describe(dataset)
     }
-    fn locks(&self, dataset: &DatasetKey) -> Result<Locks> {
-        self.inner.locks(dataset)
+    fn waiter(&self) -> Result<Box<dyn fieldstore::ChangeWaiter>> {
+        self.inner.waiter()
+    }
+    fn maintenance(&self) -> Option<&dyn fieldstore::CatalogueMaintenance> {
+        self.inner.maintenance()
+    }
+    fn damaged_datasets(&self) -> Option<&dyn fieldstore::DamagedDatasets> {
+        self.inner.damaged_datasets()
+    }
+    fn mover(&self) -> Option<&dyn fieldstore::DatasetMover> {
+        self.inner.mover()
     }
 }
 
@@ -91,6 +100,33 @@ impl DatasetReader for CountingReader {
     }
     fn locks(&self) -> Locks {
         self.inner.locks()
+    }
+    fn schema_text(&self) -> Option<Arc<str>> {
+        self.inner.schema_text()
+    }
+    fn log_position(&self) -> u64 {
+        self.inner.log_position()
+    }
+    fn scan_since(
+        &self,
+        collocation: &CollocationKey,
+        position: u64,
+        admits: &dyn Fn(&Axes) -> bool,
+        visit: &mut dyn FnMut(&ElementKey, &FieldLocation) -> bool,
+    ) -> Result<()> {
+        self.inner.scan_since(collocation, position, admits, visit)
+    }
+    fn damage(&self, collocation: Option<&CollocationKey>) -> Vec<String> {
+        self.inner.damage(collocation)
+    }
+    fn torn(&self) -> Vec<String> {
+        self.inner.torn()
+    }
+    fn recovered(&self) -> Vec<String> {
+        self.inner.recovered()
+    }
+    fn pending_units(&self) -> Vec<String> {
+        self.inner.pending_units()
     }
 }
 

@@ -9,11 +9,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use fieldstore_core::maintenance::{
-    locked, wiped_while_writing, Claim, HeldUnit, Item, ItemKind, Unit, UnitState,
+    locked, wiped_while_writing, Claim, HeldUnit, Item, ItemKind, Removed, Unit, UnitState,
 };
+use fieldstore_core::store::{read_into_by_copy, remove_claimed};
 use fieldstore_core::{
-    CollocationKey, Control, DatasetKey, ElementKey, Error, ErrorKind, FieldLocation, Locks,
-    Operation, Result, Schema,
+    CatalogueMaintenance, ChangeWaiter, CollocationKey, Control, DamagedDatasets, DatasetKey,
+    DatasetMover, ElementKey, Error, ErrorKind, FieldLocation, Locks, Operation, PollingWaiter,
+    Result, Schema, StoreMaintenance,
 };
 
 use crate::catalogue::{Axes, AxesExt, Catalogue, CatalogueWriter, CollocationInfo, DatasetReader};
@@ -79,6 +81,45 @@ impl Store for MemoryStore {
             pending: Vec::new(),
             flushed: Vec::new(),
         }))
+    }
+
+    fn read(&self, location: &FieldLocation, buf: &mut Vec<u8>) -> Result<()> {
+        let id = blob_id(&location.uri)?;
+        let blobs = self.blobs.read().unwrap_or_else(|p| p.into_inner());
+        let blob = blobs.get(&id).ok_or_else(|| {
+            Error::new(
+                ErrorKind::NotFound,
+                format!("no such field: {}", location.uri),
+            )
+        })?;
+        let range = location.offset as usize..(location.offset + location.length) as usize;
+        let bytes = blob
+            .get(range)
+            .ok_or_else(|| Error::corrupt(format!("{location}: outside the stored field")))?;
+        buf.clear();
+        buf.extend_from_slice(bytes);
+        Ok(())
+    }
+
+    fn scheme(&self) -> &'static str {
+        "memory"
+    }
+
+    fn read_into(&self, location: &FieldLocation, out: &mut [u8]) -> Result<()> {
+        read_into_by_copy(self, location, out)
+    }
+
+    /// Memory is read at once.
+    fn prefetch(&self, _locations: &[FieldLocation]) {}
+
+    fn maintenance(&self) -> Option<&dyn StoreMaintenance> {
+        Some(self)
+    }
+}
+
+impl StoreMaintenance for MemoryStore {
+    fn remove(&self, uri: &str) -> Result<Removed> {
+        remove_claimed(self.claim(uri)?)
     }
 
     fn inspect(&self, uri: &str) -> Result<Unit> {
@@ -178,28 +219,6 @@ impl Store for MemoryStore {
         }
         Ok(())
     }
-
-    fn read(&self, location: &FieldLocation, buf: &mut Vec<u8>) -> Result<()> {
-        let id = blob_id(&location.uri)?;
-        let blobs = self.blobs.read().unwrap_or_else(|p| p.into_inner());
-        let blob = blobs.get(&id).ok_or_else(|| {
-            Error::new(
-                ErrorKind::NotFound,
-                format!("no such field: {}", location.uri),
-            )
-        })?;
-        let range = location.offset as usize..(location.offset + location.length) as usize;
-        let bytes = blob
-            .get(range)
-            .ok_or_else(|| Error::corrupt(format!("{location}: outside the stored field")))?;
-        buf.clear();
-        buf.extend_from_slice(bytes);
-        Ok(())
-    }
-
-    fn scheme(&self) -> &'static str {
-        "memory"
-    }
 }
 
 impl MemoryStore {
@@ -268,6 +287,10 @@ impl StoreWriter for MemoryStoreWriter {
         blobs.extend(self.pending.drain(..));
         Ok(())
     }
+
+    /// One blob per field: a failed flush's blobs become orphans when the
+    /// writer is dropped (see `Drop`), which purge removes.
+    fn abandon(&mut self) {}
 }
 
 /// An index in memory.
@@ -374,6 +397,38 @@ impl Catalogue for MemoryCatalogue {
 
     fn describe(&self, dataset: &DatasetKey) -> String {
         format!("memory:{}", dataset.braced())
+    }
+
+    /// One process: nothing to be notified of across processes.
+    fn waiter(&self) -> Result<Box<dyn ChangeWaiter>> {
+        Ok(Box::new(PollingWaiter::new(
+            std::time::Duration::from_millis(50),
+        )))
+    }
+
+    fn maintenance(&self) -> Option<&dyn CatalogueMaintenance> {
+        Some(self)
+    }
+
+    /// Memory is never damaged.
+    fn damaged_datasets(&self) -> Option<&dyn DamagedDatasets> {
+        None
+    }
+
+    fn mover(&self) -> Option<&dyn DatasetMover> {
+        None
+    }
+}
+
+impl CatalogueMaintenance for MemoryCatalogue {
+    /// Per dataset is cheap here.
+    fn list_locked(&self) -> Result<Option<Vec<DatasetKey>>> {
+        Ok(None)
+    }
+
+    /// A wipe is one step under the catalogue's lock: never interrupted.
+    fn interrupted_wipes(&self) -> Result<Vec<DatasetKey>> {
+        Ok(Vec::new())
     }
 
     fn locks(&self, dataset: &DatasetKey) -> Result<Locks> {
@@ -496,6 +551,11 @@ impl CatalogueWriter for MemoryCatalogueWriter {
         }
         Ok(())
     }
+
+    /// A flush fails only before it changes anything.
+    fn last_flush_invisible(&self) -> bool {
+        true
+    }
 }
 
 /// A reader of one dataset: follows it to a new incarnation once it is
@@ -588,5 +648,45 @@ impl DatasetReader for MemoryReader {
 
     fn pending_units(&self) -> Vec<String> {
         self.dataset().read().pending.iter().cloned().collect()
+    }
+
+    /// Entries are not grouped: everything is scanned.
+    fn scan_where(
+        &self,
+        collocation: &CollocationKey,
+        _admits: &dyn Fn(&Axes) -> bool,
+        visit: &mut dyn FnMut(&ElementKey, &FieldLocation) -> bool,
+    ) -> Result<()> {
+        self.scan(collocation, visit)
+    }
+
+    /// No positions are kept: `scan_since` scans everything.
+    fn log_position(&self) -> u64 {
+        0
+    }
+
+    fn scan_since(
+        &self,
+        collocation: &CollocationKey,
+        _position: u64,
+        admits: &dyn Fn(&Axes) -> bool,
+        visit: &mut dyn FnMut(&ElementKey, &FieldLocation) -> bool,
+    ) -> Result<()> {
+        self.scan_where(collocation, admits, visit)
+    }
+
+    /// Memory is never damaged.
+    fn damage(&self, _collocation: Option<&CollocationKey>) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// Nothing is appended: nothing can be torn.
+    fn torn(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// Never damaged, so nothing is recovered.
+    fn recovered(&self) -> Vec<String> {
+        Vec::new()
     }
 }

@@ -4,6 +4,7 @@
 pub mod memory;
 pub mod posix;
 mod select;
+mod select_waiter;
 
 use std::sync::Arc;
 

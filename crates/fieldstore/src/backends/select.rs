@@ -12,12 +12,16 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use fieldstore_core::maintenance::{Claim, Control, DamagedDataset, Item, Locks, Removed, Unit};
+use fieldstore_core::maintenance::{
+    unsupported, Claim, Control, DamagedDataset, Item, Locks, Removed, Unit,
+};
 use fieldstore_core::{
-    Catalogue, CatalogueWriter, CollocationKey, DatasetKey, DatasetReader, Error, ErrorKind,
-    FieldLocation, Result, Schema, Store, StoreWriter,
+    Catalogue, CatalogueMaintenance, CatalogueWriter, ChangeWaiter, CollocationKey,
+    DamagedDatasets, DatasetKey, DatasetMover, DatasetReader, Error, ErrorKind, FieldLocation,
+    Result, Schema, Store, StoreMaintenance, StoreWriter,
 };
 
+use super::select_waiter::SelectWaiter;
 use crate::routing::{lane_for, Lane};
 
 /// A lane and its backends.
@@ -109,6 +113,34 @@ fn missing(dataset: &DatasetKey) -> Error {
     )
 }
 
+/// The maintenance of lane `i`'s catalogue, or `Unsupported` naming the
+/// operation and the lane.
+fn lane_maintenance<'a>(
+    lanes: &'a Lanes,
+    i: usize,
+    operation: &str,
+) -> Result<&'a dyn CatalogueMaintenance> {
+    lanes
+        .catalogue(i)
+        .maintenance()
+        .ok_or_else(|| unsupported(operation, &lanes.lanes[i].0.at))
+}
+
+/// The maintenance of the store of `uri`'s lane, or `Unsupported`.
+fn store_maintenance<'a>(
+    lanes: &'a Lanes,
+    uri: &str,
+    operation: &str,
+) -> Result<&'a dyn StoreMaintenance> {
+    let store = lanes.store_for_uri(uri)?;
+    store
+        .maintenance()
+        .ok_or_else(|| unsupported(operation, store.scheme()))
+}
+
+// Every method is forwarded: a default left in place would hide what a
+// lane can do (as `waiter` and `read_into` once did).
+#[deny(clippy::missing_trait_methods)]
 impl Catalogue for SelectCatalogue {
     /// The lane of the selection, as FDB5 archives (even if an earlier
     /// lane holds the dataset already).
@@ -155,9 +187,39 @@ impl Catalogue for SelectCatalogue {
         }
     }
 
+    /// The lanes' own waiters (inotify, RADOS watch/notify, polling), all
+    /// at once.
+    fn waiter(&self) -> Result<Box<dyn ChangeWaiter>> {
+        let mut waiters = Vec::new();
+        for (_, c, _) in &self.0.lanes {
+            waiters.push(c.waiter()?);
+        }
+        Ok(SelectWaiter::over(waiters))
+    }
+
+    fn maintenance(&self) -> Option<&dyn CatalogueMaintenance> {
+        Some(self)
+    }
+
+    fn damaged_datasets(&self) -> Option<&dyn DamagedDatasets> {
+        Some(self)
+    }
+
+    fn mover(&self) -> Option<&dyn DatasetMover> {
+        let any = self.0.lanes.iter().any(|(_, c, _)| c.mover().is_some());
+        any.then_some(self as &dyn DatasetMover)
+    }
+}
+
+#[deny(clippy::missing_trait_methods)]
+impl CatalogueMaintenance for SelectCatalogue {
     fn locks(&self, dataset: &DatasetKey) -> Result<Locks> {
         match self.0.holder(dataset)? {
-            Some(i) => self.0.catalogue(i).locks(dataset),
+            Some(i) => match self.0.catalogue(i).maintenance() {
+                Some(m) => m.locks(dataset),
+                // Nothing can lock a dataset of a lane without control.
+                None => Ok(Locks::NONE),
+            },
             None => Ok(Locks::NONE),
         }
     }
@@ -165,7 +227,11 @@ impl Catalogue for SelectCatalogue {
     fn list_locked(&self) -> Result<Option<Vec<DatasetKey>>> {
         let mut all = Vec::new();
         for (_, c, _) in &self.0.lanes {
-            match c.list_locked()? {
+            let Some(m) = c.maintenance() else {
+                // No control: nothing locked in this lane.
+                continue;
+            };
+            match m.list_locked()? {
                 Some(l) => all.extend(l),
                 // One lane cannot say: ask per dataset.
                 None => return Ok(None),
@@ -176,46 +242,20 @@ impl Catalogue for SelectCatalogue {
 
     fn control(&self, dataset: &DatasetKey, action: Control, operations: Locks) -> Result<Locks> {
         let i = self.0.holder(dataset)?.ok_or_else(|| missing(dataset))?;
-        self.0.catalogue(i).control(dataset, action, operations)
+        lane_maintenance(&self.0, i, "control")?.control(dataset, action, operations)
     }
 
     fn inventory(&self, dataset: &DatasetKey) -> Result<Vec<Item>> {
         let i = self.0.holder(dataset)?.ok_or_else(|| missing(dataset))?;
-        self.0.catalogue(i).inventory(dataset)
-    }
-
-    fn damaged(&self) -> Result<Vec<DamagedDataset>> {
-        let mut all = Vec::new();
-        for (_, c, _) in &self.0.lanes {
-            all.extend(c.damaged()?);
-        }
-        Ok(all)
-    }
-
-    fn wipe_damaged(&self, place: &str) -> Result<()> {
-        for (_, c, _) in &self.0.lanes {
-            if c.damaged()?.iter().any(|d| d.place == place) {
-                return c.wipe_damaged(place);
-            }
-        }
-        Err(Error::new(
-            ErrorKind::NotFound,
-            format!("no sub-store has a damaged dataset at {place}"),
-        ))
-    }
-
-    fn unfinished(&self) -> Result<Vec<(DatasetKey, String)>> {
-        let mut all = Vec::new();
-        for (_, c, _) in &self.0.lanes {
-            all.extend(c.unfinished()?);
-        }
-        Ok(all)
+        lane_maintenance(&self.0, i, "wipe")?.inventory(dataset)
     }
 
     fn interrupted_wipes(&self) -> Result<Vec<DatasetKey>> {
         let mut all = Vec::new();
         for (_, c, _) in &self.0.lanes {
-            all.extend(c.interrupted_wipes()?);
+            if let Some(m) = c.maintenance() {
+                all.extend(m.interrupted_wipes()?);
+            }
         }
         Ok(all)
     }
@@ -227,9 +267,7 @@ impl Catalogue for SelectCatalogue {
         store_step: &mut dyn FnMut() -> Result<()>,
     ) -> Result<()> {
         let i = self.0.home(dataset)?;
-        self.0
-            .catalogue(i)
-            .wipe(dataset, unsafe_wipe_all, store_step)
+        lane_maintenance(&self.0, i, "wipe")?.wipe(dataset, unsafe_wipe_all, store_step)
     }
 
     fn wipe_collocations(
@@ -239,9 +277,7 @@ impl Catalogue for SelectCatalogue {
         units: &[String],
     ) -> Result<()> {
         let i = self.0.holder(dataset)?.ok_or_else(|| missing(dataset))?;
-        self.0
-            .catalogue(i)
-            .wipe_collocations(dataset, collocations, units)
+        lane_maintenance(&self.0, i, "wipe")?.wipe_collocations(dataset, collocations, units)
     }
 
     fn reclaim(
@@ -252,15 +288,61 @@ impl Catalogue for SelectCatalogue {
         dry_run: bool,
     ) -> Result<Vec<Item>> {
         let i = self.0.holder(dataset)?.ok_or_else(|| missing(dataset))?;
-        self.0.catalogue(i).reclaim(dataset, units, hidden, dry_run)
-    }
-
-    fn move_dataset(&self, dataset: &DatasetKey, root: &std::path::Path) -> Result<String> {
-        let i = self.0.holder(dataset)?.ok_or_else(|| missing(dataset))?;
-        self.0.catalogue(i).move_dataset(dataset, root)
+        lane_maintenance(&self.0, i, "purge")?.reclaim(dataset, units, hidden, dry_run)
     }
 }
 
+#[deny(clippy::missing_trait_methods)]
+impl DamagedDatasets for SelectCatalogue {
+    /// The lanes that can tell, concatenated.
+    fn damaged(&self) -> Result<Vec<DamagedDataset>> {
+        let mut all = Vec::new();
+        for (_, c, _) in &self.0.lanes {
+            if let Some(d) = c.damaged_datasets() {
+                all.extend(d.damaged()?);
+            }
+        }
+        Ok(all)
+    }
+
+    fn wipe_damaged(&self, place: &str) -> Result<()> {
+        for (_, c, _) in &self.0.lanes {
+            if let Some(d) = c.damaged_datasets() {
+                if d.damaged()?.iter().any(|d| d.place == place) {
+                    return d.wipe_damaged(place);
+                }
+            }
+        }
+        Err(Error::new(
+            ErrorKind::NotFound,
+            format!("no sub-store has a damaged dataset at {place}"),
+        ))
+    }
+}
+
+#[deny(clippy::missing_trait_methods)]
+impl DatasetMover for SelectCatalogue {
+    fn move_dataset(&self, dataset: &DatasetKey, root: &std::path::Path) -> Result<String> {
+        let i = self.0.holder(dataset)?.ok_or_else(|| missing(dataset))?;
+        let lane = &self.0.lanes[i];
+        lane.1
+            .mover()
+            .ok_or_else(|| unsupported("move", &lane.0.at))?
+            .move_dataset(dataset, root)
+    }
+
+    fn unfinished(&self) -> Result<Vec<(DatasetKey, String)>> {
+        let mut all = Vec::new();
+        for (_, c, _) in &self.0.lanes {
+            if let Some(m) = c.mover() {
+                all.extend(m.unfinished()?);
+            }
+        }
+        Ok(all)
+    }
+}
+
+#[deny(clippy::missing_trait_methods)]
 impl Store for SelectStore {
     /// The lane of the selection, as the catalogue's writer.
     fn writer(&self, dataset: &DatasetKey) -> Result<Box<dyn StoreWriter>> {
@@ -270,6 +352,12 @@ impl Store for SelectStore {
 
     fn read(&self, location: &FieldLocation, buf: &mut Vec<u8>) -> Result<()> {
         self.0.store_for_uri(&location.uri)?.read(location, buf)
+    }
+
+    fn read_into(&self, location: &FieldLocation, out: &mut [u8]) -> Result<()> {
+        self.0
+            .store_for_uri(&location.uri)?
+            .read_into(location, out)
     }
 
     fn prefetch(&self, locations: &[FieldLocation]) {
@@ -289,30 +377,49 @@ impl Store for SelectStore {
         "select"
     }
 
+    fn maintenance(&self) -> Option<&dyn StoreMaintenance> {
+        Some(self)
+    }
+}
+
+#[deny(clippy::missing_trait_methods)]
+impl StoreMaintenance for SelectStore {
     fn inspect(&self, uri: &str) -> Result<Unit> {
-        self.0.store_for_uri(uri)?.inspect(uri)
+        store_maintenance(&self.0, uri, "purge")?.inspect(uri)
     }
 
     fn claim(&self, uri: &str) -> Result<Claim<'_>> {
-        self.0.store_for_uri(uri)?.claim(uri)
+        store_maintenance(&self.0, uri, "purge")?.claim(uri)
     }
 
     fn remove(&self, uri: &str) -> Result<Removed> {
-        self.0.store_for_uri(uri)?.remove(uri)
+        store_maintenance(&self.0, uri, "purge")?.remove(uri)
     }
 
     fn orphans(&self, dataset: &DatasetKey, referenced: &HashSet<String>) -> Result<Vec<Unit>> {
         let i = self.0.home(dataset)?;
-        self.0.store(i).orphans(dataset, referenced)
+        let store = self.0.store(i);
+        store
+            .maintenance()
+            .ok_or_else(|| unsupported("purge", store.scheme()))?
+            .orphans(dataset, referenced)
     }
 
     fn inventory(&self, dataset: &DatasetKey, units: &[String]) -> Result<Vec<Item>> {
         let i = self.0.home(dataset)?;
-        self.0.store(i).inventory(dataset, units)
+        let store = self.0.store(i);
+        store
+            .maintenance()
+            .ok_or_else(|| unsupported("wipe", store.scheme()))?
+            .inventory(dataset, units)
     }
 
     fn wipe(&self, dataset: &DatasetKey, units: &[String]) -> Result<()> {
         let i = self.0.home(dataset)?;
-        self.0.store(i).wipe(dataset, units)
+        let store = self.0.store(i);
+        store
+            .maintenance()
+            .ok_or_else(|| unsupported("wipe", store.scheme()))?
+            .wipe(dataset, units)
     }
 }

@@ -28,8 +28,8 @@ use fieldstore_core::maintenance::{locked, wiped_while_writing, DamagedDataset, 
 use fieldstore_core::record::block::{self, BlockFormat, ValueLen};
 use fieldstore_core::record::pending::PendingEntries;
 use fieldstore_core::{
-    AxesExt, CollocationKey, Control, DatasetKey, ElementKey, Error, ErrorKind, FieldLocation,
-    Locks, Operation, Result, Schema,
+    AxesExt, CatalogueMaintenance, CollocationKey, Control, DamagedDatasets, DatasetKey,
+    DatasetMover, ElementKey, Error, ErrorKind, FieldLocation, Locks, Operation, Result, Schema,
 };
 
 use super::format::{self, Dec, Enc, Framed};
@@ -367,6 +367,36 @@ impl Catalogue for TocCatalogue {
         }
     }
 
+    fn waiter(&self) -> Result<Box<dyn fieldstore_core::ChangeWaiter>> {
+        super::present(&self.roots)?;
+        let roots = self
+            .roots
+            .iter()
+            .filter(|r| r.visit)
+            .map(|r| r.path.clone())
+            .collect();
+        Ok(Box::new(super::notify::InotifyWaiter::new(roots)?))
+    }
+
+    fn maintenance(&self) -> Option<&dyn CatalogueMaintenance> {
+        Some(self)
+    }
+
+    fn damaged_datasets(&self) -> Option<&dyn DamagedDatasets> {
+        Some(self)
+    }
+
+    fn mover(&self) -> Option<&dyn DatasetMover> {
+        Some(self)
+    }
+}
+
+impl CatalogueMaintenance for TocCatalogue {
+    /// Asked per dataset: each keeps its locks in its own directory.
+    fn list_locked(&self) -> Result<Option<Vec<DatasetKey>>> {
+        Ok(None)
+    }
+
     fn locks(&self, dataset: &DatasetKey) -> Result<Locks> {
         super::present(&self.roots)?;
         match layout::find_dataset(&self.roots, dataset) {
@@ -398,29 +428,6 @@ impl Catalogue for TocCatalogue {
         manage::interrupted_wipes(self)
     }
 
-    fn waiter(&self) -> Result<Box<dyn fieldstore_core::ChangeWaiter>> {
-        super::present(&self.roots)?;
-        let roots = self
-            .roots
-            .iter()
-            .filter(|r| r.visit)
-            .map(|r| r.path.clone())
-            .collect();
-        Ok(Box::new(super::notify::InotifyWaiter::new(roots)?))
-    }
-
-    fn unfinished(&self) -> Result<Vec<(DatasetKey, String)>> {
-        manage::unfinished(self)
-    }
-
-    fn damaged(&self) -> Result<Vec<DamagedDataset>> {
-        Ok(self.scan()?.1)
-    }
-
-    fn wipe_damaged(&self, place: &str) -> Result<()> {
-        manage::wipe_damaged(self, place)
-    }
-
     fn wipe(
         &self,
         dataset: &DatasetKey,
@@ -447,6 +454,22 @@ impl Catalogue for TocCatalogue {
         dry_run: bool,
     ) -> Result<Vec<Item>> {
         manage::reclaim(self, dataset, units, hidden, dry_run)
+    }
+}
+
+impl DamagedDatasets for TocCatalogue {
+    fn damaged(&self) -> Result<Vec<DamagedDataset>> {
+        Ok(self.scan()?.1)
+    }
+
+    fn wipe_damaged(&self, place: &str) -> Result<()> {
+        manage::wipe_damaged(self, place)
+    }
+}
+
+impl DatasetMover for TocCatalogue {
+    fn unfinished(&self) -> Result<Vec<(DatasetKey, String)>> {
+        manage::unfinished(self)
     }
 
     fn move_dataset(&self, dataset: &DatasetKey, root: &Path) -> Result<String> {

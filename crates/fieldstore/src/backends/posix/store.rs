@@ -14,8 +14,9 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use fieldstore_core::maintenance::{Claim, HeldUnit, Item, ItemKind, Unit, UnitState};
-use fieldstore_core::{CollocationKey, DatasetKey, Error, FieldLocation, Result};
+use fieldstore_core::maintenance::{Claim, HeldUnit, Item, ItemKind, Removed, Unit, UnitState};
+use fieldstore_core::store::remove_claimed;
+use fieldstore_core::{CollocationKey, DatasetKey, Error, FieldLocation, Result, StoreMaintenance};
 
 use super::layout::{self, FileKind};
 use super::open_dir::OpenDir;
@@ -120,6 +121,132 @@ impl FileStore {
 }
 
 impl Store for FileStore {
+    fn writer(&self, dataset: &DatasetKey) -> Result<Box<dyn StoreWriter>> {
+        // The directory is opened now and its files created through the
+        // descriptor, so that they follow the dataset if a move renames it
+        // (see `open_dir.rs`). A store without a catalogue in its roots
+        // makes the directory itself. A wipe or move racing with this may
+        // take the directory away between finding and opening it: look
+        // again.
+        let mut attempt = 0;
+        let dir = loop {
+            attempt += 1;
+            // A directory found is opened, never made again where it was
+            // found (a move or wipe may take it away in between: look
+            // again); only a dataset found nowhere gets one.
+            let path = match layout::find_dataset(&self.roots, dataset) {
+                Some(found) => found,
+                None => {
+                    let path =
+                        layout::dataset_dir_for_write(&self.roots, &self.placement, dataset)?;
+                    layout::ensure_dir(&path)?;
+                    path
+                }
+            };
+            match OpenDir::open(&path) {
+                Err(e) if e.kind() == fieldstore_core::ErrorKind::NotFound && attempt < 3 => {}
+                r => break r?,
+            }
+        };
+        let abs = std::path::absolute(dir.opened_at())
+            .map_err(|e| Error::io(dir.opened_at().display(), e))?;
+        Ok(Box::new(FileStoreWriter {
+            dir,
+            abs,
+            writes: self.writes,
+            uri: Arc::from(""),
+            data: None,
+            unsynced: false,
+            new_file: false,
+            indexed_len: 0,
+        }))
+    }
+
+    fn read(&self, location: &FieldLocation, buf: &mut Vec<u8>) -> Result<()> {
+        let len = usize::try_from(location.length)
+            .map_err(|_| Error::corrupt(format!("{location}: length out of range")))?;
+        // The read overwrites all `len` bytes: zero only what the buffer
+        // grows by (zero-filling every read was 4-5 % of read CPU).
+        buf.truncate(len);
+        buf.resize(len, 0);
+        let read = self.read_into(location, buf);
+        if read.is_err() {
+            buf.clear();
+        }
+        read
+    }
+
+    fn read_into(&self, location: &FieldLocation, buf: &mut [u8]) -> Result<()> {
+        if location.scheme() != "file" {
+            return Err(Error::invalid_input(format!(
+                "not a file location: {}",
+                location.uri
+            )));
+        }
+        if u64::try_from(buf.len()).ok() != Some(location.length) {
+            return Err(Error::corrupt(format!(
+                "{location}: a buffer of {} bytes for a field of {}",
+                buf.len(),
+                location.length
+            )));
+        }
+        let path = Path::new(location.path());
+        let file = self.file(path)?;
+        file.read_exact_at(buf, location.offset).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::UnexpectedEof {
+                Error::corrupt(format!(
+                    "{location}: the data file is shorter than the field (truncated?)"
+                ))
+            } else {
+                Error::io(format!("reading {location}"), e)
+            }
+        })?;
+        if let Some(want) = location.checksum {
+            let got = crc32c::crc32c(buf);
+            if got != want {
+                // Damaged bytes are never handed out, not even in the
+                // caller's buffer of a failed read.
+                buf.fill(0);
+                return Err(Error::corrupt(format!(
+                    "{location}: checksum mismatch (stored {want:08x}, read {got:08x}): the data file is damaged"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    fn prefetch(&self, locations: &[FieldLocation]) {
+        // Only fields with no adjacent neighbour in the list are announced:
+        // the kernel reads sequential runs ahead by itself, and announcing
+        // them too made sequential cold reads slower (measured 0.6-0.8x),
+        // while scattered fields, read one synchronous request at a time
+        // otherwise, are then read in parallel (1.5-2.7x).
+        let follows = |a: &FieldLocation, b: &FieldLocation| {
+            a.uri == b.uri && a.offset + a.length == b.offset
+        };
+        for (i, loc) in locations.iter().enumerate() {
+            let after = i > 0 && follows(&locations[i - 1], loc);
+            let before = locations.get(i + 1).is_some_and(|n| follows(loc, n));
+            if loc.scheme() == "file" && !after && !before {
+                self.will_need(loc.path(), loc.offset, loc.length);
+            }
+        }
+    }
+
+    fn scheme(&self) -> &'static str {
+        "file"
+    }
+
+    fn maintenance(&self) -> Option<&dyn StoreMaintenance> {
+        Some(self)
+    }
+}
+
+impl StoreMaintenance for FileStore {
+    fn remove(&self, uri: &str) -> Result<Removed> {
+        remove_claimed(self.claim(uri)?)
+    }
+
     fn inspect(&self, uri: &str) -> Result<Unit> {
         let path = unit_path(uri)?;
         let state = match layout::claim(&path)? {
@@ -236,126 +363,6 @@ impl Store for FileStore {
             let _ = std::fs::remove_dir(&dir);
         }
         Ok(())
-    }
-
-    fn writer(&self, dataset: &DatasetKey) -> Result<Box<dyn StoreWriter>> {
-        // The directory is opened now and its files created through the
-        // descriptor, so that they follow the dataset if a move renames it
-        // (see `open_dir.rs`). A store without a catalogue in its roots
-        // makes the directory itself. A wipe or move racing with this may
-        // take the directory away between finding and opening it: look
-        // again.
-        let mut attempt = 0;
-        let dir = loop {
-            attempt += 1;
-            // A directory found is opened, never made again where it was
-            // found (a move or wipe may take it away in between: look
-            // again); only a dataset found nowhere gets one.
-            let path = match layout::find_dataset(&self.roots, dataset) {
-                Some(found) => found,
-                None => {
-                    let path =
-                        layout::dataset_dir_for_write(&self.roots, &self.placement, dataset)?;
-                    layout::ensure_dir(&path)?;
-                    path
-                }
-            };
-            match OpenDir::open(&path) {
-                Err(e) if e.kind() == fieldstore_core::ErrorKind::NotFound && attempt < 3 => {}
-                r => break r?,
-            }
-        };
-        let abs = std::path::absolute(dir.opened_at())
-            .map_err(|e| Error::io(dir.opened_at().display(), e))?;
-        Ok(Box::new(FileStoreWriter {
-            dir,
-            abs,
-            writes: self.writes,
-            uri: Arc::from(""),
-            data: None,
-            unsynced: false,
-            new_file: false,
-            indexed_len: 0,
-        }))
-    }
-
-    fn read(&self, location: &FieldLocation, buf: &mut Vec<u8>) -> Result<()> {
-        let len = usize::try_from(location.length)
-            .map_err(|_| Error::corrupt(format!("{location}: length out of range")))?;
-        // The read overwrites all `len` bytes: zero only what the buffer
-        // grows by (zero-filling every read was 4-5 % of read CPU).
-        buf.truncate(len);
-        buf.resize(len, 0);
-        let read = self.read_into(location, buf);
-        if read.is_err() {
-            buf.clear();
-        }
-        read
-    }
-
-    fn reads_into_natively(&self) -> bool {
-        true
-    }
-
-    fn read_into(&self, location: &FieldLocation, buf: &mut [u8]) -> Result<()> {
-        if location.scheme() != "file" {
-            return Err(Error::invalid_input(format!(
-                "not a file location: {}",
-                location.uri
-            )));
-        }
-        if u64::try_from(buf.len()).ok() != Some(location.length) {
-            return Err(Error::corrupt(format!(
-                "{location}: a buffer of {} bytes for a field of {}",
-                buf.len(),
-                location.length
-            )));
-        }
-        let path = Path::new(location.path());
-        let file = self.file(path)?;
-        file.read_exact_at(buf, location.offset).map_err(|e| {
-            if e.kind() == std::io::ErrorKind::UnexpectedEof {
-                Error::corrupt(format!(
-                    "{location}: the data file is shorter than the field (truncated?)"
-                ))
-            } else {
-                Error::io(format!("reading {location}"), e)
-            }
-        })?;
-        if let Some(want) = location.checksum {
-            let got = crc32c::crc32c(buf);
-            if got != want {
-                // Damaged bytes are never handed out, not even in the
-                // caller's buffer of a failed read.
-                buf.fill(0);
-                return Err(Error::corrupt(format!(
-                    "{location}: checksum mismatch (stored {want:08x}, read {got:08x}): the data file is damaged"
-                )));
-            }
-        }
-        Ok(())
-    }
-
-    fn prefetch(&self, locations: &[FieldLocation]) {
-        // Only fields with no adjacent neighbour in the list are announced:
-        // the kernel reads sequential runs ahead by itself, and announcing
-        // them too made sequential cold reads slower (measured 0.6-0.8x),
-        // while scattered fields, read one synchronous request at a time
-        // otherwise, are then read in parallel (1.5-2.7x).
-        let follows = |a: &FieldLocation, b: &FieldLocation| {
-            a.uri == b.uri && a.offset + a.length == b.offset
-        };
-        for (i, loc) in locations.iter().enumerate() {
-            let after = i > 0 && follows(&locations[i - 1], loc);
-            let before = locations.get(i + 1).is_some_and(|n| follows(loc, n));
-            if loc.scheme() == "file" && !after && !before {
-                self.will_need(loc.path(), loc.offset, loc.length);
-            }
-        }
-    }
-
-    fn scheme(&self) -> &'static str {
-        "file"
     }
 }
 

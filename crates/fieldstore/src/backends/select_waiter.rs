@@ -1,0 +1,192 @@
+//! The change waiter of a `type: select` catalogue: its lanes' own waiters
+//! (inotify, RADOS watch/notify, polling) waited on at once, so that watch
+//! behind select is woken as it would be by each lane alone.
+//!
+//! A [`ChangeWaiter`] blocks its caller, so each lane's waiter after the
+//! first runs in a thread of its own that waits in slices of
+//! [`LANE_SLICE`] and reports every return as a possible change (the trait
+//! cannot tell a change from a time-out: a spurious wake costs the caller
+//! one look, which the contract allows). A waiter over one lane is that
+//! lane's waiter itself.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use fieldstore_core::{ChangeWaiter, Error, Result};
+
+/// How long a lane's thread waits before it looks at whether the select
+/// waiter is still wanted: the longest a dropped waiter's threads live on.
+const LANE_SLICE: Duration = Duration::from_millis(500);
+
+/// What the lanes' threads report.
+#[derive(Default)]
+struct Reports {
+    /// A lane's waiter returned since the last [`ChangeWaiter::wait`].
+    changed: bool,
+    /// A lane's waiter failed (its thread has stopped).
+    failed: Option<Error>,
+}
+
+struct Shared {
+    reports: Mutex<Reports>,
+    woken: Condvar,
+    /// The select waiter was dropped: threads stop after their slice.
+    dropped: AtomicBool,
+}
+
+impl Shared {
+    fn reports(&self) -> std::sync::MutexGuard<'_, Reports> {
+        self.reports.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Several lanes' waiters as one.
+pub(crate) struct SelectWaiter {
+    shared: Arc<Shared>,
+    mechanism: String,
+}
+
+impl SelectWaiter {
+    /// One waiter over `waiters` (the lanes', in configuration order).
+    pub(crate) fn over(mut waiters: Vec<Box<dyn ChangeWaiter>>) -> Box<dyn ChangeWaiter> {
+        if waiters.len() == 1 {
+            if let Some(only) = waiters.pop() {
+                return only;
+            }
+        }
+        let mechanism = waiters
+            .iter()
+            .map(|w| w.mechanism())
+            .collect::<Vec<_>>()
+            .join(" + ");
+        let shared = Arc::new(Shared {
+            reports: Mutex::new(Reports::default()),
+            woken: Condvar::new(),
+            dropped: AtomicBool::new(false),
+        });
+        for mut w in waiters {
+            let shared = shared.clone();
+            std::thread::spawn(move || {
+                while !shared.dropped.load(Ordering::Relaxed) {
+                    let waited = w.wait(LANE_SLICE);
+                    let mut r = shared.reports();
+                    match waited {
+                        Ok(()) => r.changed = true,
+                        Err(e) => {
+                            r.failed = Some(e);
+                            drop(r);
+                            shared.woken.notify_all();
+                            return;
+                        }
+                    }
+                    drop(r);
+                    shared.woken.notify_all();
+                }
+            });
+        }
+        Box::new(SelectWaiter { shared, mechanism })
+    }
+}
+
+impl ChangeWaiter for SelectWaiter {
+    fn wait(&mut self, timeout: Duration) -> Result<()> {
+        let deadline = Instant::now() + timeout;
+        let mut r = self.shared.reports();
+        while !r.changed && r.failed.is_none() {
+            let now = Instant::now();
+            if now >= deadline {
+                return Ok(());
+            }
+            r = self
+                .shared
+                .woken
+                .wait_timeout(r, deadline - now)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+        r.changed = false;
+        match r.failed.take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    fn mechanism(&self) -> String {
+        self.mechanism.clone()
+    }
+
+    /// The lanes' waiters run in their threads, each at its own pace.
+    fn found(&mut self) {}
+}
+
+impl Drop for SelectWaiter {
+    fn drop(&mut self) {
+        self.shared.dropped.store(true, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A waiter that returns once `fire` is set, else at its time-out.
+    struct Flag(Arc<AtomicBool>, &'static str);
+
+    impl ChangeWaiter for Flag {
+        fn wait(&mut self, timeout: Duration) -> Result<()> {
+            let end = Instant::now() + timeout;
+            while Instant::now() < end {
+                if self.0.swap(false, Ordering::SeqCst) {
+                    return Ok(());
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Err(Error::internal(format!("{} timed out", self.1)))
+        }
+
+        fn mechanism(&self) -> String {
+            self.1.into()
+        }
+
+        fn found(&mut self) {}
+    }
+
+    #[test]
+    fn one_lane_is_its_own_waiter() {
+        let w = SelectWaiter::over(vec![Box::new(Flag(Arc::default(), "inotify"))]);
+        assert_eq!(w.mechanism(), "inotify");
+    }
+
+    #[test]
+    fn a_change_in_any_lane_wakes_the_caller_at_once() {
+        let (a, b) = (
+            Arc::new(AtomicBool::new(false)),
+            Arc::new(AtomicBool::new(false)),
+        );
+        let mut w = SelectWaiter::over(vec![
+            Box::new(Flag(a.clone(), "inotify")),
+            Box::new(Flag(b.clone(), "rados watch/notify")),
+        ]);
+        assert_eq!(w.mechanism(), "inotify + rados watch/notify");
+        b.store(true, Ordering::SeqCst);
+        let start = Instant::now();
+        w.wait(Duration::from_secs(10)).expect("woken by lane b");
+        assert!(
+            start.elapsed() < Duration::from_millis(400),
+            "a change in the second lane took {:?} to wake the caller",
+            start.elapsed()
+        );
+    }
+
+    #[test]
+    fn a_lane_that_fails_fails_the_wait() {
+        // Flag errs at its time-out: the lane's thread reports the error.
+        let mut w = SelectWaiter::over(vec![
+            Box::new(Flag(Arc::default(), "a")),
+            Box::new(Flag(Arc::default(), "b")),
+        ]);
+        let e = w.wait(Duration::from_secs(10)).unwrap_err();
+        assert!(e.to_string().contains("timed out"), "{e}");
+    }
+}
