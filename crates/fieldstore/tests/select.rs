@@ -246,3 +246,40 @@ fdbs:
         "{e}"
     );
 }
+
+/// Watch behind `select` waits on its lanes' own notifications (inotify
+/// on each POSIX root), not on polling, and a flush into the second lane
+/// wakes it.
+#[test]
+fn watch_through_select_uses_each_lanes_notifications() {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path();
+    for r in ["od", "rest"] {
+        std::fs::create_dir(base.join(r)).unwrap();
+    }
+    let fs = open(base, SELECT);
+    let request: Request = "class=rd,expver=0001".parse().unwrap();
+    let options = fieldstore::WatchOptions {
+        since: fieldstore::Since::Now,
+        count: Some(1),
+        timeout: Some(std::time::Duration::from_secs(30)),
+        ..Default::default()
+    };
+    let mut watch = fs.watch(&request, options).unwrap();
+    assert_eq!(watch.mechanism(), "inotify + inotify");
+    let writer = std::thread::spawn({
+        let base = base.to_path_buf();
+        move || {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            let fs = open(&base, SELECT);
+            fs.archive(&key("rd", "0001", 6), b"rd field").unwrap();
+            fs.flush().unwrap();
+        }
+    });
+    let event = watch
+        .next()
+        .expect("an event before the time-out")
+        .expect("a field, not an error");
+    writer.join().unwrap();
+    assert_eq!(event.element.full_key(), key("rd", "0001", 6), "{event:?}");
+}
