@@ -11,6 +11,9 @@
 //! - [`FieldLocation`]: where a store put a field's bytes;
 //! - [`record`]: the record framing and payload encoding of the backends'
 //!   catalogue formats;
+//! - [`engine`]: what a reader of a log-structured catalogue knows of a
+//!   dataset, with the same damage, pruning and position guarantees on
+//!   every backend;
 //! - the backend traits [`Catalogue`] and [`Store`], with their contracts;
 //! - [`Error`] and [`ErrorKind`]: the one public error type.
 #![deny(rustdoc::broken_intra_doc_links)]
@@ -18,6 +21,7 @@
 #![cfg_attr(not(test), warn(clippy::unwrap_used))]
 
 pub mod catalogue;
+pub mod engine;
 pub mod error;
 pub mod key;
 pub mod location;

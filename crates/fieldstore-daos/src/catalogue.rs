@@ -17,11 +17,11 @@
 //! a `kv_get` per entry (the paper's design does): it costs one `kv_get`
 //! per flush, each bringing all of that flush's entries.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use fieldstore_core::catalogue::visit_newest_first;
+use fieldstore_core::engine::DatasetIndex;
 use fieldstore_core::maintenance::{locked, wiped_while_writing, Item, ItemKind};
 use fieldstore_core::{
     Axes, Catalogue, CatalogueMaintenance, CatalogueWriter, ChangeWaiter, CollocationInfo,
@@ -675,40 +675,9 @@ impl CatalogueWriter for DaosCatalogueWriter {
     }
 }
 
-/// A collocation as a reader knows it.
-#[derive(Debug, Default)]
-struct Col {
-    key: CollocationKey,
-    axes: Axes,
-    /// One segment per flush that touched it, oldest first.
-    segments: Vec<Arc<Vec<(ElementKey, FieldLocation)>>>,
-    /// The newest location of every element of the first `merged`
-    /// segments (built on the first lookup: listing does not need it).
-    newest: HashMap<ElementKey, FieldLocation>,
-    merged: usize,
-}
-
-impl Col {
-    fn merge(&mut self) {
-        for seg in &self.segments[self.merged..] {
-            for (e, l) in seg.iter() {
-                self.newest.insert(e.clone(), l.clone());
-            }
-        }
-        self.merged = self.segments.len();
-    }
-}
-
-#[derive(Debug, Default)]
-struct Index {
-    cols: Vec<Col>,
-    by_key: HashMap<CollocationKey, usize>,
-    locks: Locks,
-    /// Units RECLAIM records say are removed.
-    removed: Arc<HashSet<Arc<str>>>,
-    /// Units WIPE records left to remove, not yet reclaimed.
-    pending: BTreeSet<String>,
-}
+/// What a reader knows of its dataset: the engine's index. Blocks come
+/// with their entries (inline in FLUSH records), so they have no place.
+type Index = DatasetIndex<()>;
 
 #[derive(Debug)]
 struct ReadState {
@@ -724,6 +693,8 @@ enum LogRecord {
     Wipe(Vec<CollocationKey>, Vec<String>),
     Reclaim(Vec<String>),
     Control(Locks),
+    /// A record type of a newer version: skipped.
+    Unknown,
 }
 
 /// A reader of one dataset: the log read so far, merged in memory. When the
@@ -743,6 +714,10 @@ struct DaosDataset {
 }
 
 impl DaosDataset {
+    fn index(&self) -> std::sync::RwLockReadGuard<'_, Index> {
+        self.index.read().unwrap_or_else(|p| p.into_inner())
+    }
+
     fn cont(&self) -> Option<Arc<Cont>> {
         self.cont.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
@@ -822,70 +797,28 @@ impl DaosDataset {
                 }
                 format::decode_flush(p, &awhat).map(LogRecord::Flush)
             }
-            other => Err(Error::corrupt(format!(
-                "{}: record type {other}, expected a log record",
+            // Record types of newer versions are skipped, as on every
+            // backend (META and DATASET are never log slots: damage).
+            format::META | format::DATASET => Err(Error::corrupt(format!(
+                "{}: record type {kind}, expected a log record",
                 what()
             ))),
+            _ => Ok(LogRecord::Unknown),
         }
     }
 
     fn apply(&self, record: LogRecord) {
         let mut index = self.index.write().unwrap_or_else(|p| p.into_inner());
-        let flush = match record {
-            LogRecord::Flush(f) => f,
-            LogRecord::Control(locks) => {
-                index.locks = locks;
-                return;
-            }
-            LogRecord::Wipe(cols, units) => {
-                let gone: HashSet<CollocationKey> = cols.into_iter().collect();
-                index.cols.retain(|c| !gone.contains(&c.key));
-                index.by_key = index
-                    .cols
-                    .iter()
-                    .enumerate()
-                    .map(|(i, c)| (c.key.clone(), i))
-                    .collect();
-                for u in units {
-                    if !index.removed.contains(u.as_str()) {
-                        index.pending.insert(u);
-                    }
-                }
-                return;
-            }
-            LogRecord::Reclaim(units) => {
-                let index = &mut *index;
-                let removed = Arc::make_mut(&mut index.removed);
-                for u in units {
-                    index.pending.remove(&u);
-                    removed.insert(Arc::from(u));
-                }
-                return;
-            }
-        };
-        for block in flush.blocks {
-            let i = match index.by_key.get(&block.collocation) {
-                Some(i) => *i,
-                None => {
-                    let i = index.cols.len();
-                    index.cols.push(Col {
-                        key: block.collocation.clone(),
-                        ..Col::default()
-                    });
-                    index.by_key.insert(block.collocation.clone(), i);
-                    i
-                }
-            };
-            let col = &mut index.cols[i];
-            for (kw, values) in block.axes {
-                match col.axes.get_mut(&kw) {
-                    Some(set) => set.extend(values),
-                    None => {
-                        col.axes.insert(kw, values);
-                    }
+        match record {
+            LogRecord::Flush(flush) => {
+                for block in flush.blocks {
+                    index.add_loaded_block(block.collocation, (), block.axes, block.entries);
                 }
             }
-            col.segments.push(Arc::new(block.entries));
+            LogRecord::Control(locks) => index.set_locks(locks),
+            LogRecord::Wipe(cols, units) => index.wipe(&cols, units),
+            LogRecord::Reclaim(units) => index.reclaim(units, &|_| false),
+            LogRecord::Unknown => {}
         }
     }
 
@@ -910,7 +843,17 @@ impl DaosDataset {
             };
             let record = self.decode(cont, slot, &value);
             st.buf = value;
-            self.apply(record?);
+            match record {
+                Ok(r) => self.apply(r),
+                // A slot that does not decode costs only itself: lookups
+                // it may change fail, the rest stays readable.
+                Err(e) if e.kind() == ErrorKind::Corrupt => self
+                    .index
+                    .write()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .damaged_region(format!("{e}; slot skipped")),
+                Err(e) => return Err(e),
+            }
             st.next = slot + 1;
             cont.saw_slot(slot);
         }
@@ -950,29 +893,15 @@ impl DatasetReader for DaosDataset {
     }
 
     fn locks(&self) -> Locks {
-        self.index.read().unwrap_or_else(|p| p.into_inner()).locks
+        self.index().locks()
     }
 
     fn pending_units(&self) -> Vec<String> {
-        self.index
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .pending
-            .iter()
-            .cloned()
-            .collect()
+        self.index().pending_units()
     }
 
     fn collocations(&self) -> Result<Vec<CollocationInfo>> {
-        let index = self.index.read().unwrap_or_else(|p| p.into_inner());
-        Ok(index
-            .cols
-            .iter()
-            .map(|c| CollocationInfo {
-                key: c.key.clone(),
-                axes: c.axes.clone(),
-            })
-            .collect())
+        Ok(self.index().collocations())
     }
 
     fn lookup(
@@ -981,22 +910,13 @@ impl DatasetReader for DaosDataset {
         element: &ElementKey,
     ) -> Result<Option<FieldLocation>> {
         {
-            let index = self.index.read().unwrap_or_else(|p| p.into_inner());
-            match index.by_key.get(collocation) {
-                None => return Ok(None),
-                Some(i) => {
-                    let col = &index.cols[*i];
-                    if col.merged == col.segments.len() {
-                        return Ok(col.newest.get(element).cloned());
-                    }
-                }
+            let index = self.index();
+            if index.is_merged(collocation) {
+                return index.lookup_merged(collocation, element, None);
             }
         }
         let mut index = self.index.write().unwrap_or_else(|p| p.into_inner());
-        let i = index.by_key[collocation];
-        let col = &mut index.cols[i];
-        col.merge();
-        Ok(col.newest.get(element).cloned())
+        index.lookup(collocation, element, None)
     }
 
     fn scan(
@@ -1004,49 +924,41 @@ impl DatasetReader for DaosDataset {
         collocation: &CollocationKey,
         visit: &mut dyn FnMut(&ElementKey, &FieldLocation) -> bool,
     ) -> Result<()> {
-        // Copy the segment list and let go of the lock: `visit` may call
-        // back into this reader.
-        let (segments, removed) = {
-            let index = self.index.read().unwrap_or_else(|p| p.into_inner());
-            match index.by_key.get(collocation) {
-                Some(i) => (index.cols[*i].segments.clone(), index.removed.clone()),
-                None => return Ok(()),
-            }
-        };
-        visit_newest_first(segments.iter().map(|s| s.as_slice()), &removed, visit);
-        Ok(())
+        self.scan_since(collocation, 0, &|_| true, visit)
     }
 
-    /// Segments keep no axes of their own: everything is scanned.
     fn scan_where(
         &self,
         collocation: &CollocationKey,
-        _admits: &dyn Fn(&Axes) -> bool,
+        admits: &dyn Fn(&Axes) -> bool,
         visit: &mut dyn FnMut(&ElementKey, &FieldLocation) -> bool,
     ) -> Result<()> {
-        self.scan(collocation, visit)
+        self.scan_since(collocation, 0, admits, visit)
     }
 
-    /// No positions are kept: `scan_since` scans everything.
     fn log_position(&self) -> u64 {
-        0
+        self.index().log_position()
     }
 
     fn scan_since(
         &self,
         collocation: &CollocationKey,
-        _position: u64,
+        position: u64,
         admits: &dyn Fn(&Axes) -> bool,
         visit: &mut dyn FnMut(&ElementKey, &FieldLocation) -> bool,
     ) -> Result<()> {
-        self.scan_where(collocation, admits, visit)
+        // Copy the block list and let go of the lock: `visit` may call
+        // back into this reader.
+        let (blocks, removed) = self
+            .index()
+            .blocks_where(collocation, &|b| b.position > position && admits(&b.axes));
+        visit_newest_first(blocks.iter().map(|b| b.entries.as_slice()), &removed, visit);
+        Ok(())
     }
 
-    /// Nothing is stepped over: a slot that does not decode fails
-    /// [`DatasetReader::refresh`] with `Corrupt`, naming it, and the reader
-    /// stays where it was.
-    fn damage(&self, _collocation: Option<&CollocationKey>) -> Vec<String> {
-        Vec::new()
+    /// Slots stepped over because they did not decode.
+    fn damage(&self, collocation: Option<&CollocationKey>) -> Vec<String> {
+        self.index().damage(collocation)
     }
 
     /// A slot is written whole by one KV insert: no append can be torn.
@@ -1054,7 +966,7 @@ impl DatasetReader for DaosDataset {
         Vec::new()
     }
 
-    /// Nothing is stepped over, so nothing is recovered.
+    /// Slots are not recovered: a damaged one is stepped over.
     fn recovered(&self) -> Vec<String> {
         Vec::new()
     }

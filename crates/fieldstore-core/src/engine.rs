@@ -1,0 +1,626 @@
+//! The catalogue engine's reader side, shared by the log-structured
+//! catalogues: what a reader knows of one dataset after replaying its log
+//! (FLUSH, WIPE, RECLAIM, CONTROL records and damage), whatever the medium
+//! the records and blocks live on (POSIX files, RADOS objects, DAOS KVs).
+//!
+//! A backend's reader reads its records, decodes them, and tells a
+//! [`DatasetIndex`] what they say ([`DatasetIndex::add_block`],
+//! [`DatasetIndex::wipe`], [`DatasetIndex::reclaim`],
+//! [`DatasetIndex::damaged_region`], …); it loads the blocks the index asks
+//! for ([`DatasetIndex::to_load`], [`DatasetIndex::set_loaded`]). The index
+//! answers lookups and scans with the same guarantees on every backend:
+//!
+//! - **Damage costs only what it damaged.** A block that cannot be read is
+//!   kept as damaged; the others stay readable. A region of the log that
+//!   could not be read may have been any record, so a lookup whose answer
+//!   it may change (an entry found older than the region, or none) fails
+//!   with `Corrupt` naming the damage, never an older answer in silence.
+//! - **Blocks are pruned by their axes**: scans skip blocks that cannot
+//!   hold what the caller wants, without loading them.
+//! - **Positions**: each block gets a position from one process-wide
+//!   counter when the reader learns of it, so `watch` looks only at what is
+//!   new ([`DatasetIndex::log_position`], [`DatasetIndex::blocks_where`]).
+//!
+//! `P` is the medium's name for where a block lives (a file and offset, a
+//! segment and omap key); blocks that arrive with their entries (DAOS
+//! inline blocks) are added loaded.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use crate::catalogue::{Axes, CollocationInfo};
+use crate::maintenance::Locks;
+use crate::{CollocationKey, ElementKey, Error, FieldLocation, Result};
+
+/// Units (store URIs) a RECLAIM record removed: their entries are skipped.
+pub type RemovedUnits = Arc<HashSet<Arc<str>>>;
+
+/// The positions of blocks in readers' logs: one counter for the process,
+/// so that positions only grow across readers and across incarnations of a
+/// dataset (a reader that reopens a dataset created anew goes on counting).
+static POSITIONS: AtomicU64 = AtomicU64::new(0);
+
+/// The next position (never 0: 0 means "before everything").
+pub fn next_position() -> u64 {
+    POSITIONS.fetch_add(1, Ordering::Relaxed) + 1
+}
+
+/// A loaded index block: its entries, oldest first; or, when it could not
+/// be read, no entries and what is wrong.
+#[derive(Debug, Default)]
+pub struct Block {
+    /// The entries, in the order they were written.
+    pub entries: Vec<(ElementKey, FieldLocation)>,
+    /// What is wrong, for a block that could not be read.
+    pub damage: Option<String>,
+}
+
+impl Block {
+    /// A block read whole.
+    pub fn new(entries: Vec<(ElementKey, FieldLocation)>) -> Block {
+        Block {
+            entries,
+            damage: None,
+        }
+    }
+
+    /// A block that could not be read: no entries, and the problem.
+    pub fn damaged(problem: String) -> Block {
+        Block {
+            entries: Vec::new(),
+            damage: Some(problem),
+        }
+    }
+}
+
+/// A block a record named: where it lives, when the reader learnt of it,
+/// and the values each element keyword takes in it.
+#[derive(Debug, Clone)]
+pub struct BlockSlot<P> {
+    /// The medium's name for its place.
+    pub place: P,
+    /// When this reader learnt of it ([`next_position`]).
+    pub position: u64,
+    /// The values each element keyword takes in the block.
+    pub axes: Axes,
+}
+
+/// One collocation as a reader knows it.
+#[derive(Debug)]
+pub struct Collocation<P> {
+    axes: Axes,
+    blocks: Vec<BlockSlot<P>>,
+    /// `loaded[i]` holds the entries of `blocks[i]` once read.
+    loaded: Vec<Option<Arc<Block>>>,
+    /// Newest location per element over `blocks[..merged]` (all loaded),
+    /// with the index of its block: a lookup costs one hash probe however
+    /// many flushes there were.
+    newest: HashMap<ElementKey, (usize, FieldLocation)>,
+    /// Indices of damaged blocks among `blocks[..merged]`.
+    damaged: Vec<usize>,
+    merged: usize,
+}
+
+impl<P> Default for Collocation<P> {
+    fn default() -> Self {
+        Collocation {
+            axes: Axes::new(),
+            blocks: Vec::new(),
+            loaded: Vec::new(),
+            newest: HashMap::new(),
+            damaged: Vec::new(),
+            merged: 0,
+        }
+    }
+}
+
+impl<P> Collocation<P> {
+    /// The blocks, oldest first.
+    pub fn blocks(&self) -> &[BlockSlot<P>] {
+        &self.blocks
+    }
+}
+
+/// What a reader knows of one dataset: everything its log said so far.
+#[derive(Debug)]
+pub struct DatasetIndex<P> {
+    order: Vec<CollocationKey>,
+    collocations: HashMap<CollocationKey, Collocation<P>>,
+    locks: Locks,
+    removed: RemovedUnits,
+    /// Units WIPE records left to remove, not yet reclaimed.
+    pending: BTreeSet<String>,
+    /// Damage of the log stepped over, for reports.
+    damage: Vec<String>,
+    /// Damaged regions of the log: their position among the blocks and
+    /// what is wrong.
+    regions: Vec<(u64, String)>,
+    /// The position of the last WIPE of each collocation.
+    wiped_at: HashMap<CollocationKey, u64>,
+}
+
+impl<P> Default for DatasetIndex<P> {
+    fn default() -> Self {
+        DatasetIndex {
+            order: Vec::new(),
+            collocations: HashMap::new(),
+            locks: Locks::NONE,
+            removed: Arc::default(),
+            pending: BTreeSet::new(),
+            damage: Vec::new(),
+            regions: Vec::new(),
+            wiped_at: HashMap::new(),
+        }
+    }
+}
+
+impl<P: Clone> DatasetIndex<P> {
+    /// A FLUSH record named a block of `collocation` at `place` whose
+    /// elements take the values `axes`. Returns its position.
+    pub fn add_block(&mut self, collocation: CollocationKey, place: P, axes: Axes) -> u64 {
+        let position = next_position();
+        let c = match self.collocations.get_mut(&collocation) {
+            Some(c) => c,
+            None => {
+                self.order.push(collocation.clone());
+                self.collocations.entry(collocation).or_default()
+            }
+        };
+        for (kw, values) in &axes {
+            match c.axes.get_mut(kw) {
+                Some(set) => set.extend(values.iter().cloned()),
+                None => {
+                    c.axes.insert(kw.clone(), values.clone());
+                }
+            }
+        }
+        c.blocks.push(BlockSlot {
+            place,
+            position,
+            axes,
+        });
+        c.loaded.push(None);
+        position
+    }
+
+    /// As [`DatasetIndex::add_block`], for a block that came with its
+    /// entries (nothing to load).
+    pub fn add_loaded_block(
+        &mut self,
+        collocation: CollocationKey,
+        place: P,
+        axes: Axes,
+        entries: Vec<(ElementKey, FieldLocation)>,
+    ) -> u64 {
+        let position = self.add_block(collocation.clone(), place, axes);
+        if let Some(slot) = self
+            .collocations
+            .get_mut(&collocation)
+            .and_then(|c| c.loaded.last_mut())
+        {
+            *slot = Some(Arc::new(Block::new(entries)));
+        }
+        position
+    }
+
+    /// A WIPE record: `collocations` are hidden, `units` left to remove.
+    pub fn wipe(&mut self, collocations: &[CollocationKey], units: Vec<String>) {
+        let gone: HashSet<&CollocationKey> = collocations.iter().collect();
+        let position = next_position();
+        for c in collocations {
+            self.wiped_at.insert(c.clone(), position);
+        }
+        self.order.retain(|c| !gone.contains(c));
+        self.collocations.retain(|c, _| !gone.contains(c));
+        for u in units {
+            if !self.removed.contains(u.as_str()) {
+                self.pending.insert(u);
+            }
+        }
+    }
+
+    /// A RECLAIM record: the store removed `units`. Blocks that `dropped`
+    /// says lived only in removed places (POSIX: index files reclaimed) and
+    /// are not loaded are forgotten (loaded ones stay; scans filter their
+    /// entries).
+    pub fn reclaim(&mut self, units: Vec<String>, dropped: &dyn Fn(&P) -> bool) {
+        let removed = Arc::make_mut(&mut self.removed);
+        for u in units {
+            self.pending.remove(&u);
+            removed.insert(Arc::from(u));
+        }
+        for c in self.collocations.values_mut() {
+            if c.merged > 0 {
+                // Merged blocks keep their indices for `newest`.
+                continue;
+            }
+            let blocks = std::mem::take(&mut c.blocks);
+            let loaded = std::mem::take(&mut c.loaded);
+            for (b, l) in blocks.into_iter().zip(loaded) {
+                if l.is_some() || !dropped(&b.place) {
+                    c.blocks.push(b);
+                    c.loaded.push(l);
+                }
+            }
+        }
+    }
+
+    /// A CONTROL record: the dataset's locks.
+    pub fn set_locks(&mut self, locks: Locks) {
+        self.locks = locks;
+    }
+
+    /// A region of the log that could not be read (and was not recovered):
+    /// it may have held any record, so lookups it may change fail.
+    pub fn damaged_region(&mut self, problem: String) {
+        self.regions.push((next_position(), problem.clone()));
+        self.damage.push(problem);
+    }
+
+    /// Whether a damaged region was met.
+    pub fn has_damaged_regions(&self) -> bool {
+        !self.regions.is_empty()
+    }
+
+    /// The dataset's locks, as of the records read.
+    pub fn locks(&self) -> Locks {
+        self.locks
+    }
+
+    /// Units WIPE records left to remove, not yet reclaimed.
+    pub fn pending_units(&self) -> Vec<String> {
+        self.pending.iter().cloned().collect()
+    }
+
+    /// Units RECLAIM records removed.
+    pub fn removed(&self) -> &RemovedUnits {
+        &self.removed
+    }
+
+    /// The collocations, in the order they were first named, with their
+    /// axes.
+    pub fn collocations(&self) -> Vec<CollocationInfo> {
+        self.order
+            .iter()
+            .filter_map(|k| {
+                self.collocations.get(k).map(|c| CollocationInfo {
+                    key: k.clone(),
+                    axes: c.axes.clone(),
+                })
+            })
+            .collect()
+    }
+
+    /// One collocation, if named and not wiped.
+    pub fn collocation(&self, key: &CollocationKey) -> Option<&Collocation<P>> {
+        self.collocations.get(key)
+    }
+
+    /// Every collocation key, in order.
+    pub fn order(&self) -> &[CollocationKey] {
+        &self.order
+    }
+
+    /// The blocks of `collocation` that `want` selects and are not loaded
+    /// yet: their index among the collocation's blocks, and their place.
+    pub fn to_load(
+        &self,
+        collocation: &CollocationKey,
+        want: &dyn Fn(&BlockSlot<P>) -> bool,
+    ) -> Vec<(usize, P)> {
+        let Some(c) = self.collocations.get(collocation) else {
+            return Vec::new();
+        };
+        c.blocks
+            .iter()
+            .enumerate()
+            .filter(|(i, b)| c.loaded[*i].is_none() && want(b))
+            .map(|(i, b)| (i, b.place.clone()))
+            .collect()
+    }
+
+    /// Block `i` of `collocation` (an index [`DatasetIndex::to_load`]
+    /// gave) is loaded (or found damaged).
+    pub fn set_loaded(&mut self, collocation: &CollocationKey, i: usize, block: Block) {
+        if let Some(slot) = self
+            .collocations
+            .get_mut(collocation)
+            .and_then(|c| c.loaded.get_mut(i))
+        {
+            *slot = Some(Arc::new(block));
+        }
+    }
+
+    /// The loaded blocks of `collocation` that `want` selects, oldest
+    /// first, with the removed units (for [`crate::catalogue::visit_newest_first`]).
+    pub fn blocks_where(
+        &self,
+        collocation: &CollocationKey,
+        want: &dyn Fn(&BlockSlot<P>) -> bool,
+    ) -> (Vec<Arc<Block>>, RemovedUnits) {
+        let blocks = match self.collocations.get(collocation) {
+            Some(c) => c
+                .blocks
+                .iter()
+                .zip(&c.loaded)
+                .filter(|(b, _)| want(b))
+                .filter_map(|(_, l)| l.clone())
+                .collect(),
+            None => Vec::new(),
+        };
+        (blocks, self.removed.clone())
+    }
+
+    /// The newest location of `element` in `collocation`, all of whose
+    /// blocks must be loaded. `Corrupt` when damage may hold a newer
+    /// version: a damaged block whose axes admit the element, newer than
+    /// what was found; or a damaged region of the log newer than both what
+    /// was found and the collocation's last WIPE. For a collocation the
+    /// reader does not know, `unknown_may_hold` says whether the damaged
+    /// region may have named it (a medium that can tell from its blocks);
+    /// without it, any damaged region fails the lookup.
+    ///
+    /// # Errors
+    /// `Corrupt`, naming the damage.
+    pub fn lookup(
+        &mut self,
+        collocation: &CollocationKey,
+        element: &ElementKey,
+        unknown_may_hold: Option<&mut dyn FnMut() -> bool>,
+    ) -> Result<Option<FieldLocation>> {
+        self.merge(collocation);
+        self.lookup_merged(collocation, element, unknown_may_hold)
+    }
+
+    /// Whether [`DatasetIndex::lookup_merged`] may answer for
+    /// `collocation` (its loaded blocks are merged), so that readers
+    /// shared between threads can look up under a shared lock.
+    pub fn is_merged(&self, collocation: &CollocationKey) -> bool {
+        self.collocations
+            .get(collocation)
+            .is_none_or(|c| c.merged == c.blocks.len())
+    }
+
+    /// Merge the loaded blocks of `collocation` into its newest-entry map.
+    pub fn merge(&mut self, collocation: &CollocationKey) {
+        if let Some(c) = self.collocations.get_mut(collocation) {
+            merge(c);
+        }
+    }
+
+    /// [`DatasetIndex::lookup`] of a collocation already merged
+    /// ([`DatasetIndex::merge`]).
+    ///
+    /// # Errors
+    /// As [`DatasetIndex::lookup`].
+    pub fn lookup_merged(
+        &self,
+        collocation: &CollocationKey,
+        element: &ElementKey,
+        unknown_may_hold: Option<&mut dyn FnMut() -> bool>,
+    ) -> Result<Option<FieldLocation>> {
+        let found = match self.collocations.get(collocation) {
+            Some(c) => newest_in(c, collocation, element)?,
+            None => None,
+        };
+        let since = found
+            .as_ref()
+            .map_or(0, |f| f.0)
+            .max(self.wiped_at.get(collocation).copied().unwrap_or(0));
+        let region = self.regions.iter().find(|(p, _)| *p > since);
+        if let Some((_, problem)) = region {
+            let known = self.collocations.contains_key(collocation);
+            let may_hold = known || found.is_some() || unknown_may_hold.is_none_or(|f| f());
+            if may_hold {
+                return Err(Error::corrupt(format!(
+                    "{problem}; that damaged part of the log may hold the newest version of {}{}",
+                    collocation.braced(),
+                    element.braced()
+                )));
+            }
+        }
+        Ok(found.map(|(_, l)| l))
+    }
+
+    /// Damage stepped over: of the log, and with `collocation`, of its
+    /// loaded blocks.
+    pub fn damage(&self, collocation: Option<&CollocationKey>) -> Vec<String> {
+        let mut out = self.damage.clone();
+        if let Some(c) = collocation.and_then(|k| self.collocations.get(k)) {
+            out.extend(c.loaded.iter().flatten().filter_map(|b| b.damage.clone()));
+        }
+        out
+    }
+
+    /// The position of the newest block known.
+    pub fn log_position(&self) -> u64 {
+        self.collocations
+            .values()
+            .filter_map(|c| c.blocks.last().map(|b| b.position))
+            .max()
+            .unwrap_or(0)
+    }
+}
+
+/// Whether a block with these axes may hold `element`: every keyword the
+/// block's axes name has the element's value among its values.
+pub fn may_hold(axes: &Axes, element: &ElementKey) -> bool {
+    element
+        .iter()
+        .all(|(kw, v)| axes.get(kw).is_none_or(|values| values.contains(v)))
+}
+
+/// Merge the loaded blocks of `c` not merged yet into its newest-entry
+/// map, oldest first, up to the first one not loaded.
+fn merge<P>(c: &mut Collocation<P>) {
+    let new_entries: usize = c.loaded[c.merged..]
+        .iter()
+        .flatten()
+        .map(|b| b.entries.len())
+        .sum();
+    c.newest.reserve(new_entries);
+    while c.merged < c.blocks.len() {
+        match c.loaded.get(c.merged).and_then(Option::as_ref) {
+            Some(block) => {
+                if block.damage.is_some() {
+                    c.damaged.push(c.merged);
+                }
+                for (k, l) in &block.entries {
+                    c.newest.insert(k.clone(), (c.merged, l.clone()));
+                }
+            }
+            // Not loaded: the caller loads every block before a lookup.
+            None => break,
+        }
+        c.merged += 1;
+    }
+}
+
+/// The newest entry of `element` in `c` (merged), with the position of its
+/// block; `Corrupt` when a damaged block newer than it may hold the key.
+fn newest_in<P>(
+    c: &Collocation<P>,
+    collocation: &CollocationKey,
+    element: &ElementKey,
+) -> Result<Option<(u64, FieldLocation)>> {
+    let found = c.newest.get(element);
+    let newer_than = found.map_or(0, |(i, _)| i + 1);
+    for &d in &c.damaged {
+        if d >= newer_than && may_hold(&c.blocks[d].axes, element) {
+            let problem = c.loaded[d]
+                .as_ref()
+                .and_then(|b| b.damage.clone())
+                .unwrap_or_default();
+            return Err(Error::corrupt(format!(
+                "{problem}; that block may hold the newest version of {}{}",
+                collocation.braced(),
+                element.braced()
+            )));
+        }
+    }
+    Ok(found.map(|(i, l)| (c.blocks[*i].position, l.clone())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalogue::AxesExt;
+
+    fn col(s: &str) -> CollocationKey {
+        CollocationKey(s.parse().unwrap())
+    }
+
+    fn el(s: &str) -> ElementKey {
+        ElementKey(s.parse().unwrap())
+    }
+
+    fn loc(n: u64) -> FieldLocation {
+        FieldLocation::new("file:///d", n, 1)
+    }
+
+    fn axes_of(entries: &[(ElementKey, FieldLocation)]) -> Axes {
+        let mut a = Axes::new();
+        for (k, _) in entries {
+            a.add_key(k);
+        }
+        a
+    }
+
+    /// Add a loaded block of `(step, offset)` entries.
+    fn add(ix: &mut DatasetIndex<u32>, c: &str, place: u32, steps: &[(u32, u64)]) {
+        let entries: Vec<_> = steps
+            .iter()
+            .map(|(s, o)| (el(&format!("step={s}")), loc(*o)))
+            .collect();
+        ix.add_loaded_block(col(c), place, axes_of(&entries), entries);
+    }
+
+    #[test]
+    fn newest_wins_and_wipes_hide() {
+        let mut ix = DatasetIndex::default();
+        add(&mut ix, "type=fc", 1, &[(0, 1), (6, 2)]);
+        add(&mut ix, "type=fc", 2, &[(6, 3)]);
+        add(&mut ix, "type=an", 3, &[(0, 4)]);
+        assert_eq!(
+            ix.lookup(&col("type=fc"), &el("step=6"), None).unwrap(),
+            Some(loc(3))
+        );
+        ix.wipe(&[col("type=fc")], vec!["file:///d".into()]);
+        assert_eq!(
+            ix.lookup(&col("type=fc"), &el("step=6"), None).unwrap(),
+            None
+        );
+        assert_eq!(ix.collocations().len(), 1);
+        assert_eq!(ix.pending_units(), vec!["file:///d".to_string()]);
+        ix.reclaim(vec!["file:///d".into()], &|_| false);
+        assert!(ix.pending_units().is_empty());
+    }
+
+    #[test]
+    fn a_damaged_block_fails_only_the_keys_it_may_hold_newer() {
+        let mut ix: DatasetIndex<u32> = DatasetIndex::default();
+        add(&mut ix, "type=fc", 1, &[(0, 1), (6, 2)]);
+        let mut a = Axes::new();
+        a.add_key(&"step=6".parse().unwrap());
+        ix.add_block(col("type=fc"), 2, a);
+        ix.set_loaded(&col("type=fc"), 1, Block::damaged("bad block 2".into()));
+        let e = ix.lookup(&col("type=fc"), &el("step=6"), None).unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::Corrupt);
+        assert!(e.to_string().contains("bad block 2"), "{e}");
+        // step=0 is not in the damaged block's axes: its answer stands.
+        assert_eq!(
+            ix.lookup(&col("type=fc"), &el("step=0"), None).unwrap(),
+            Some(loc(1))
+        );
+        assert_eq!(
+            ix.damage(Some(&col("type=fc"))),
+            vec!["bad block 2".to_string()]
+        );
+    }
+
+    #[test]
+    fn a_damaged_region_fails_older_answers_not_newer_ones() {
+        let mut ix: DatasetIndex<u32> = DatasetIndex::default();
+        add(&mut ix, "type=fc", 1, &[(0, 1)]);
+        ix.damaged_region("record at 100 damaged".into());
+        add(&mut ix, "type=fc", 2, &[(6, 2)]);
+        // Found before the damage: it may have replaced it.
+        let e = ix.lookup(&col("type=fc"), &el("step=0"), None).unwrap_err();
+        assert!(e.to_string().contains("record at 100"), "{e}");
+        // Found after the damage: it stands.
+        assert_eq!(
+            ix.lookup(&col("type=fc"), &el("step=6"), None).unwrap(),
+            Some(loc(2))
+        );
+        // An unknown collocation: it depends on what the medium can tell.
+        assert!(ix.lookup(&col("type=xx"), &el("step=0"), None).is_err());
+        let mut never = || false;
+        assert_eq!(
+            ix.lookup(&col("type=xx"), &el("step=0"), Some(&mut never))
+                .unwrap(),
+            None
+        );
+        // A wipe after the damage settles the collocation.
+        ix.wipe(&[col("type=fc")], Vec::new());
+        assert_eq!(
+            ix.lookup(&col("type=fc"), &el("step=0"), None).unwrap(),
+            None
+        );
+    }
+
+    #[test]
+    fn positions_grow_and_select_new_blocks() {
+        let mut ix: DatasetIndex<u32> = DatasetIndex::default();
+        add(&mut ix, "type=fc", 1, &[(0, 1)]);
+        let at = ix.log_position();
+        add(&mut ix, "type=fc", 2, &[(6, 2)]);
+        assert!(ix.log_position() > at);
+        let (new, _) = ix.blocks_where(&col("type=fc"), &|b| b.position > at);
+        assert_eq!(new.len(), 1);
+        assert_eq!(new[0].entries[0].1, loc(2));
+        // Axis pruning: only blocks that may hold step=0.
+        let (some, _) = ix.blocks_where(&col("type=fc"), &|b| may_hold(&b.axes, &el("step=0")));
+        assert_eq!(some.len(), 1);
+    }
+}
