@@ -19,6 +19,21 @@ fn damaged_field_is_detected() {
     with_daos(&|open| damaged_field_detected(open, &common::corrupt));
 }
 
+/// A damaged log slot costs only itself (the engine's guarantee, as on
+/// POSIX).
+#[test]
+fn damaged_log_record_costs_only_itself() {
+    let pool = common::standin().fresh_pool("dmglog");
+    let schema = support::schema();
+    let open = {
+        let pool = pool.clone();
+        move || FieldStore::open(common::config(&pool, schema.clone()))
+    };
+    fieldstore_testkit::damaged_log_record_costs_only_itself(&open, &|d, n| {
+        common::damage_slot(&pool, d, n)
+    });
+}
+
 fn mixed_pair(engine: Engine, store: StoreKind) {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let pool = common::standin().fresh_pool("mixed");

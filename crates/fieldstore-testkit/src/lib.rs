@@ -59,12 +59,17 @@ pub struct Capabilities<'a> {
     /// byte in the middle of it), bypassing the backend. `None` if the
     /// backend's storage cannot be reached from outside (memory).
     pub corrupt: Option<&'a (dyn Fn(&FieldLocation) + Sync)>,
+    /// Damage record `n` of a dataset's log after its creation (0: the
+    /// first record after the one that created it) in place, bypassing the
+    /// backend. `None` for a backend without a log (memory).
+    pub damage_record: Option<&'a (dyn Fn(&fieldstore::DatasetKey, usize) + Sync)>,
 }
 
 impl std::fmt::Debug for Capabilities<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Capabilities")
             .field("corrupt", &self.corrupt.is_some())
+            .field("damage_record", &self.damage_record.is_some())
             .finish()
     }
 }
@@ -123,6 +128,10 @@ pub fn run_all(open: Open<'_>, caps: &Capabilities<'_>) {
     if let Some(corrupt) = caps.corrupt {
         println!("conformance check damaged_field_detected");
         damaged_field_detected(open, corrupt);
+    }
+    if let Some(damage) = caps.damage_record {
+        println!("conformance check damaged_log_record_costs_only_itself");
+        damaged_log_record_costs_only_itself(open, damage);
     }
 }
 

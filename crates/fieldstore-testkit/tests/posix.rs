@@ -25,13 +25,40 @@ fieldstore_testkit::conformance_tests!(with_posix);
 fn run_all_on_one_root() {
     with_posix(&|open| {
         let corrupt = |loc: &FieldLocation| flip(&data_file(loc), loc.offset + loc.length / 2);
+        let damage_record = |d: &fieldstore::DatasetKey, n: usize| damage_toc_record(open, d, n);
         fieldstore_testkit::run_all(
             open,
             &fieldstore_testkit::Capabilities {
                 corrupt: Some(&corrupt),
+                damage_record: Some(&damage_record),
             },
         );
     });
+}
+
+/// The conformance suite's log-damage check on its own root.
+#[test]
+fn damaged_log_record_costs_only_itself() {
+    with_posix(&|open| {
+        fieldstore_testkit::damaged_log_record_costs_only_itself(open, &|d, n| {
+            damage_toc_record(open, d, n)
+        });
+    });
+}
+
+/// Flip a byte in the middle of the payload of record `n + 1` of the
+/// dataset's table of contents (record 0 is its INIT).
+fn damage_toc_record(open: Open<'_>, dataset: &fieldstore::DatasetKey, n: usize) {
+    let fs = must(open(), "a handle to find the dataset");
+    let toc = Path::new(&fs.catalogue().describe(dataset)).join("toc");
+    let bytes = std::fs::read(&toc).unwrap_or_else(|e| panic!("reading {}: {e}", toc.display()));
+    let mut at = 0usize;
+    for _ in 0..=n {
+        let len = u32::from_le_bytes(bytes[at + 8..at + 12].try_into().expect("4 bytes"));
+        at += 20 + len as usize;
+    }
+    let len = u32::from_le_bytes(bytes[at + 8..at + 12].try_into().expect("4 bytes"));
+    flip(&toc, (at + 20 + len as usize / 2) as u64);
 }
 
 /// A dataset keeps the schema it was created under (its INIT record) when

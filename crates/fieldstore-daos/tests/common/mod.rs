@@ -247,3 +247,30 @@ pub fn corrupt(loc: &fieldstore::FieldLocation) {
     b[0] ^= 0x08;
     arr.write(at, &b).expect("write");
 }
+
+/// Flip a byte in the middle of log slot `n` of `dataset`'s KV in `pool`,
+/// through libdaos itself (behind the catalogue's back).
+pub fn damage_slot(pool: &str, dataset: &fieldstore::DatasetKey, n: usize) {
+    use fieldstore_daos::client::Daos;
+    let daos = Daos::get(Some(&standin().path)).expect("libdaos");
+    let pool = Arc::new(daos.connect(pool).expect("pool"));
+    let label = fieldstore_daos::layout::dataset_label(dataset);
+    let cont = pool.open(&label, true).expect("the dataset's container");
+    let oid = cont
+        .generate_oid(
+            0,
+            1,
+            fieldstore_daos::ffi::DAOS_OT_KV_HASHED,
+            fieldstore_daos::config::OC_S1,
+        )
+        .expect("the dataset KV's OID");
+    let kv = cont.kv(oid, true).expect("the dataset KV");
+    let key = format!("f.{n}");
+    let mut value = kv
+        .get(&key)
+        .expect("reading the slot")
+        .unwrap_or_else(|| panic!("no slot {key} in {label}"));
+    let at = value.len() / 2;
+    value[at] ^= 0x08;
+    kv.put(&key, &value).expect("writing the damaged slot");
+}

@@ -87,3 +87,106 @@ pub fn damaged_field_detected(open: Open<'_>, corrupt: &(dyn Fn(&FieldLocation) 
         "list after one field's bytes were damaged: {listed:?}"
     );
 }
+
+/// What a retrieve of one key gave, for the damage checks.
+fn retrieve_outcome(
+    fs: &fieldstore::FieldStore,
+    key: &fieldstore::Key,
+) -> fieldstore::Result<Vec<u8>> {
+    fs.retrieve(&fieldstore::Request::from_key(key))
+        .and_then(|r| r.read_all())
+}
+
+/// Damage costs only what it damaged, and never gives a wrong answer in
+/// silence, on every backend with a log: four flushes into one dataset
+/// (steps 0, 6, 12 and 6 again with other bytes), one into another; then
+/// `damage_record(dataset, 1)` flips a byte in the dataset's second record
+/// after its creation (the first flush of step 6) behind the backend's
+/// back. A fresh handle then
+/// - reads steps 12 and 6 (the newest, flushed after the damage) exactly;
+/// - reads step 0 exactly, or fails with `Corrupt` (the damaged record
+///   might have replaced it) — never other bytes, never nothing;
+/// - reads the other dataset exactly;
+/// - reports the damage in `status` (recovered or not);
+/// - archives and flushes into the damaged dataset, and reads that back.
+pub fn damaged_log_record_costs_only_itself(
+    open: Open<'_>,
+    damage_record: &(dyn Fn(&fieldstore::DatasetKey, usize) + Sync),
+) {
+    let (x, other) = ("dmg2", "dmg3");
+    let w = opened(open, "writer");
+    let step = |s: u32| Spec { step: s, ..PL }.key(x);
+    let mut flushed = Vec::new();
+    for (s, version) in [(0, 1), (6, 1), (12, 1), (6, 2)] {
+        flushed.push(archive_payload(&w, &step(s), version, 500, 3000));
+        must(w.flush(), format_args!("flush of step {s}"));
+    }
+    let elsewhere = archive_payload(&w, &Spec { step: 0, ..PL }.key(other), 1, 500, 3000);
+    must(w.flush(), "flush of the other dataset");
+    drop(w);
+    let probe = opened(open, "probe");
+    let datasets = must(
+        probe.list(
+            &crate::support::request(&format!("class=od,expver={x}")),
+            fieldstore::ListOptions {
+                depth: fieldstore::Level::Dataset,
+                duplicates: false,
+            },
+        ),
+        "list of the datasets",
+    );
+    assert_eq!(datasets.len(), 1, "datasets of expver={x}: {datasets:?}");
+    let dataset = datasets[0].dataset.clone();
+    drop(probe);
+    damage_record(&dataset, 1);
+
+    let r = opened(open, "reader after the damage");
+    for (s, want) in [(12, &flushed[2]), (6, &flushed[3])] {
+        match retrieve_outcome(&r, &want.key) {
+            Ok(bytes) => assert!(
+                bytes == want.data,
+                "step {s}, flushed after the damaged record, read back other bytes"
+            ),
+            Err(e) => panic!("step {s}, flushed after the damaged record, failed: {e}"),
+        }
+    }
+    match retrieve_outcome(&r, &flushed[0].key) {
+        Ok(bytes) => assert!(
+            bytes == flushed[0].data,
+            "step 0, flushed before the damaged record, read back other bytes in silence"
+        ),
+        Err(e) => assert_eq!(
+            e.kind(),
+            fieldstore::ErrorKind::Corrupt,
+            "step 0 behind the damaged record: {e}"
+        ),
+    }
+    let got = must(retrieve_outcome(&r, &elsewhere.key), "the other dataset");
+    assert!(
+        got == elsewhere.data,
+        "the other dataset read back other bytes"
+    );
+    let status = must(
+        r.status(&crate::support::request(&format!("class=od,expver={x}"))),
+        "status of the damaged dataset",
+    );
+    assert!(
+        status.iter().any(|s| !s.damage.is_empty()),
+        "status does not report the damaged record: {status:?}"
+    );
+    drop(r);
+
+    let w = opened(open, "writer after the damage");
+    let late = archive_payload(&w, &step(18), 1, 500, 3000);
+    must(w.flush(), "flush after the damage");
+    drop(w);
+    let r = opened(open, "reader of the late flush");
+    let got = must(
+        retrieve_outcome(&r, &late.key),
+        "the field flushed after the damage",
+    );
+    assert!(
+        got == late.data,
+        "the field flushed after the damage read back other bytes"
+    );
+}
