@@ -203,11 +203,16 @@ fn unavailable_without_agent_or_library() {
 /// directory backend (the in-memory runs are in `conformance.rs`).
 fn conformance_on_the_directory_backend() {
     let pool = fresh_pool("cnf");
-    let open = move || FieldStore::open(common::config(&pool, schema()));
+    let open = {
+        let pool = pool.clone();
+        move || FieldStore::open(common::config(&pool, schema()))
+    };
+    let damage_record = |d: &fieldstore::DatasetKey, n: usize| common::damage_slot(&pool, d, n);
     fieldstore_testkit::run_all(
         &open,
         &fieldstore_testkit::Capabilities {
             corrupt: Some(&common::corrupt),
+            damage_record: Some(&damage_record),
         },
     );
 }

@@ -21,10 +21,11 @@
 //! dataset in the root object's omap only if its key is absent.
 
 use std::borrow::Cow;
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use fieldstore_core::catalogue::visit_newest_first;
+use fieldstore_core::engine::{Block as EngineBlock, BlockSlot, DatasetIndex};
 use fieldstore_core::maintenance::{locked, wiped_while_writing, Item, ItemKind};
 use fieldstore_core::record::block::{self, BlockFormat, ValueLen};
 use fieldstore_core::record::pending::PendingEntries;
@@ -1012,16 +1013,8 @@ impl CatalogueWriter for RadosCatalogueWriter {
     }
 }
 
-#[derive(Debug, Default)]
-struct Collocation {
-    axes: Axes,
-    /// Log segment and omap key of its blocks, oldest first.
-    blocks: Vec<(u32, String)>,
-    /// Entries of the blocks loaded so far, block by block, oldest first.
-    loaded: Vec<Arc<Vec<(ElementKey, FieldLocation)>>>,
-    /// Newest location per element, over the loaded blocks.
-    newest: HashMap<ElementKey, FieldLocation>,
-}
+/// Where a block lives: its log segment and its omap key there.
+type Place = (u32, String);
 
 #[derive(Debug)]
 struct ReaderState {
@@ -1031,13 +1024,8 @@ struct ReaderState {
     segment: u32,
     /// Bytes of that segment consumed.
     pos: u64,
-    order: Vec<CollocationKey>,
-    collocations: HashMap<CollocationKey, Collocation>,
-    locks: Locks,
-    /// Units a RECLAIM record says are removed.
-    removed: Arc<HashSet<Arc<str>>>,
-    /// Units WIPE records left to remove, not yet reclaimed.
-    pending: BTreeSet<String>,
+    /// What the records read so far say (the engine's index).
+    index: DatasetIndex<Place>,
     /// The log ended in WIPED, or the dataset object is gone: nothing is
     /// visible, until a dataset is created anew under the same name.
     gone: bool,
@@ -1051,11 +1039,7 @@ impl ReaderState {
             schema,
             segment: 0,
             pos,
-            order: Vec::new(),
-            collocations: HashMap::new(),
-            locks: Locks::NONE,
-            removed: Arc::default(),
-            pending: BTreeSet::new(),
+            index: DatasetIndex::default(),
             gone: false,
         }
     }
@@ -1075,21 +1059,16 @@ impl RadosReader {
     fn apply_wipe(st: &mut ReaderState, payload: &[u8], what: &dyn Fn() -> String) -> Result<()> {
         let mut d = Dec::new(payload, what);
         let _timestamp = d.u64()?;
-        let mut gone = HashSet::new();
+        let mut gone = Vec::new();
         for _ in 0..d.u32()? {
-            gone.insert(CollocationKey(d.key()?));
+            gone.push(CollocationKey(d.key()?));
         }
         let mut units = Vec::new();
         for _ in 0..d.u32()? {
             units.push(d.str()?.to_string());
         }
-        st.order.retain(|c| !gone.contains(c));
-        st.collocations.retain(|c, _| !gone.contains(c));
-        for u in units {
-            if !st.removed.contains(u.as_str()) {
-                st.pending.insert(u);
-            }
-        }
+        d.end_of("WIPE record")?;
+        st.index.wipe(&gone, units);
         Ok(())
     }
 
@@ -1100,13 +1079,26 @@ impl RadosReader {
     ) -> Result<()> {
         let mut d = Dec::new(payload, what);
         let _timestamp = d.u64()?;
-        let n = d.u32()?;
-        let removed = Arc::make_mut(&mut st.removed);
-        for _ in 0..n {
-            let u = d.str()?.to_string();
-            st.pending.remove(&u);
-            removed.insert(Arc::from(u));
+        let mut units = Vec::new();
+        for _ in 0..d.u32()? {
+            units.push(d.str()?.to_string());
         }
+        d.end_of("RECLAIM record")?;
+        // Blocks live in the log's omaps, which are never reclaimed.
+        st.index.reclaim(units, &|_| false);
+        Ok(())
+    }
+
+    fn apply_control(
+        st: &mut ReaderState,
+        payload: &[u8],
+        what: &dyn Fn() -> String,
+    ) -> Result<()> {
+        let mut d = Dec::new(payload, what);
+        let _timestamp = d.u64()?;
+        let bits = d.u8()?;
+        d.end_of("CONTROL record")?;
+        st.index.set_locks(Locks::from_bits(bits));
         Ok(())
     }
 
@@ -1127,12 +1119,14 @@ impl RadosReader {
         }
     }
 
-    fn apply_flush(&self, st: &mut ReaderState, payload: &[u8], obj: &str, at: u64) -> Result<()> {
-        let what = || format!("{} at offset {at}", self.pool.what(obj));
-        let mut d = Dec::new(payload, &what);
+    fn apply_flush(st: &mut ReaderState, payload: &[u8], what: &dyn Fn() -> String) -> Result<()> {
+        let mut d = Dec::new(payload, what);
         let _timestamp = d.u64()?;
         let _writer = d.str()?;
         let n = d.u32()?;
+        // Decoded whole before anything is applied: a record that does not
+        // decode is damage, not half a flush.
+        let mut blocks = Vec::new();
         for _ in 0..n {
             let key = d.str()?.to_string();
             let _count = d.u32()?;
@@ -1148,71 +1142,74 @@ impl RadosReader {
                 }
                 axes.insert(kw, values);
             }
-            let c = match st.collocations.get_mut(&collocation) {
-                Some(c) => c,
-                None => {
-                    st.order.push(collocation.clone());
-                    st.collocations.entry(collocation).or_default()
-                }
-            };
-            for (kw, values) in axes {
-                c.axes.entry(kw).or_default().extend(values);
-            }
-            c.blocks.push((st.segment, key));
+            blocks.push((collocation, key, axes));
         }
         d.end_of("FLUSH record")?;
+        for (collocation, key, axes) in blocks {
+            st.index.add_block(collocation, (st.segment, key), axes);
+        }
         Ok(())
     }
 
-    /// Load the blocks of `collocation` not loaded yet. A segment that
-    /// vanished (a wipe this reader has not seen yet) makes the reader
-    /// catch up and try again.
-    fn load(&self, st: &mut ReaderState, collocation: &CollocationKey) -> Result<()> {
-        match self.load_once(st, collocation) {
+    /// Load the blocks of `collocation` that `want` selects and are not
+    /// loaded yet. A segment that vanished (a wipe this reader has not
+    /// seen yet) makes the reader catch up and try again.
+    fn load(
+        &self,
+        st: &mut ReaderState,
+        collocation: &CollocationKey,
+        want: &dyn Fn(&BlockSlot<Place>) -> bool,
+    ) -> Result<()> {
+        match self.load_once(st, collocation, want) {
             Err(e) if e.kind() == ErrorKind::NotFound => {
                 self.refresh_locked(st)?;
-                self.load_once(st, collocation)
+                self.load_once(st, collocation, want)
             }
             r => r,
         }
     }
 
-    fn load_once(&self, st: &mut ReaderState, collocation: &CollocationKey) -> Result<()> {
-        let Some(c) = st.collocations.get(collocation) else {
-            return Ok(());
-        };
-        let todo: Vec<(u32, String)> = c.blocks[c.loaded.len()..].to_vec();
+    /// Read wanted blocks, a run of one segment's omap keys at a time. A
+    /// block missing from its omap, or that does not decode, is kept as
+    /// damaged: the others stay readable.
+    fn load_once(
+        &self,
+        st: &mut ReaderState,
+        collocation: &CollocationKey,
+        want: &dyn Fn(&BlockSlot<Place>) -> bool,
+    ) -> Result<()> {
+        let todo = st.index.to_load(collocation, want);
         let mut start = 0;
         while start < todo.len() {
             // A run of blocks of one segment, at most KEYS_PER_READ.
-            let segment = todo[start].0;
+            let segment = todo[start].1 .0;
             let mut end = start + 1;
-            while end < todo.len() && end - start < KEYS_PER_READ && todo[end].0 == segment {
+            while end < todo.len() && end - start < KEYS_PER_READ && todo[end].1 .0 == segment {
                 end += 1;
             }
             let batch = &todo[start..end];
             start = end;
             let obj = segment_object(&self.object, segment);
-            let keys: Vec<&[u8]> = batch.iter().map(|(_, k)| k.as_bytes()).collect();
+            let keys: Vec<&[u8]> = batch.iter().map(|(_, (_, k))| k.as_bytes()).collect();
             let got = self.pool.omap_get(&obj, &keys).map_err(|e| {
                 e.error(format!("reading index blocks of {}", self.pool.what(&obj)))
             })?;
             let mut got: HashMap<Vec<u8>, Vec<u8>> = got.into_iter().collect();
-            for (_, k) in batch {
-                let value = got.remove(k.as_bytes()).ok_or_else(|| {
-                    Error::corrupt(format!(
+            for (i, (_, k)) in batch {
+                let block = match got.remove(k.as_bytes()) {
+                    None => EngineBlock::damaged(format!(
                         "{}: index block '{k}' named by the log is missing from the omap",
                         self.pool.what(&obj)
-                    ))
-                })?;
-                let entries = Arc::new(self.decode_block(&obj, k, &value)?);
-                let Some(c) = st.collocations.get_mut(collocation) else {
-                    break;
+                    )),
+                    Some(value) => match self.decode_block(&obj, k, &value) {
+                        Ok(entries) => EngineBlock::new(entries),
+                        Err(e) if e.kind() == ErrorKind::Corrupt => {
+                            EngineBlock::damaged(e.to_string())
+                        }
+                        Err(e) => return Err(e),
+                    },
                 };
-                for (e, l) in entries.iter() {
-                    c.newest.insert(e.clone(), l.clone());
-                }
-                c.loaded.push(entries);
+                st.index.set_loaded(collocation, *i, block);
             }
         }
         Ok(())
@@ -1241,6 +1238,17 @@ impl RadosReader {
             }
         };
         Ok(block::decode(&Blocks, payload, &what)?.entries)
+    }
+
+    /// The loaded blocks of `collocation` that `want` selects.
+    fn blocks_where(
+        &self,
+        collocation: &CollocationKey,
+        want: &dyn Fn(&BlockSlot<Place>) -> bool,
+    ) -> Result<(Vec<Arc<EngineBlock>>, fieldstore_core::engine::RemovedUnits)> {
+        let mut st = lock(&self.state);
+        self.load(&mut st, collocation, want)?;
+        Ok(st.index.blocks_where(collocation, want))
     }
 }
 
@@ -1272,33 +1280,50 @@ impl RadosReader {
             while used < buf.len() {
                 let at = st.pos + used as u64;
                 let what = || format!("{} at offset {at}", self.pool.what(&obj));
-                match format::FRAMING.unframe(&buf[used..], &what)? {
-                    Framed::Record(format::FLUSH, payload, n) => {
-                        self.apply_flush(st, payload, &obj, at)?;
-                        used += n;
+                let (kind, payload, n) = match format::FRAMING.unframe(&buf[used..], &what) {
+                    Ok(Framed::Record(kind, payload, n)) => (kind, payload, n),
+                    // Appends are atomic: a record cut short, or bytes that
+                    // do not check, are damage. Records appended after them
+                    // are whole: step over to the next one that checks.
+                    other => {
+                        let problem = match other {
+                            Err(e) => e.to_string(),
+                            _ => format!("{}: record cut short", what()),
+                        };
+                        match format::FRAMING.resync(&buf[used + 1..]) {
+                            Some(skip) => {
+                                let skip = skip + 1;
+                                st.index.damaged_region(format!(
+                                    "{problem}; {skip} bytes skipped, reading on at offset {}",
+                                    at + skip as u64
+                                ));
+                                used += skip;
+                                continue;
+                            }
+                            None => {
+                                st.index.damaged_region(format!(
+                                    "{problem}; nothing readable after it (the last {} bytes)",
+                                    buf.len() - used
+                                ));
+                                used = buf.len();
+                                break;
+                            }
+                        }
                     }
-                    Framed::Record(format::WIPE, payload, n) => {
-                        RadosReader::apply_wipe(st, payload, &what)?;
-                        used += n;
-                    }
-                    Framed::Record(format::RECLAIM, payload, n) => {
-                        RadosReader::apply_reclaim(st, payload, &what)?;
-                        used += n;
-                    }
-                    Framed::Record(format::CONTROL, payload, n) => {
-                        let mut d = Dec::new(payload, &what);
-                        let _timestamp = d.u64()?;
-                        st.locks = Locks::from_bits(d.u8()?);
-                        used += n;
-                    }
-                    Framed::Record(format::WIPED, ..) => {
+                };
+                let applied = match kind {
+                    format::FLUSH => RadosReader::apply_flush(st, payload, &what),
+                    format::WIPE => RadosReader::apply_wipe(st, payload, &what),
+                    format::RECLAIM => RadosReader::apply_reclaim(st, payload, &what),
+                    format::CONTROL => RadosReader::apply_control(st, payload, &what),
+                    format::WIPED => {
                         // Everything before is wiped. The objects are being
                         // removed; a dataset may be created anew after.
                         *st = ReaderState::at(0, Arc::from(""));
                         st.gone = true;
                         return Ok(());
                     }
-                    Framed::Record(format::SEAL, payload, _) => {
+                    format::SEAL => {
                         let mut d = Dec::new(payload, &what);
                         let next = d.u32()?;
                         if next != st.segment + 1 {
@@ -1313,15 +1338,14 @@ impl RadosReader {
                         continue 'segments;
                     }
                     // Unknown record types from newer versions are skipped.
-                    Framed::Record(_, _, n) => used += n,
-                    // Appends are atomic, so only a damaged log ends early.
-                    Framed::Incomplete => {
-                        return Err(Error::corrupt(format!(
-                            "{}: the log ends in a partial record",
-                            what()
-                        )))
-                    }
+                    _ => Ok(()),
+                };
+                if let Err(e) = applied {
+                    // Checksums hold but the payload does not decode: a
+                    // writer's bug, not a torn write. Skip the record.
+                    st.index.damaged_region(format!("{e}; record skipped"));
                 }
+                used += n;
             }
             st.pos += used as u64;
             return Ok(());
@@ -1340,25 +1364,15 @@ impl DatasetReader for RadosReader {
     }
 
     fn locks(&self) -> Locks {
-        lock(&self.state).locks
+        lock(&self.state).index.locks()
     }
 
     fn pending_units(&self) -> Vec<String> {
-        lock(&self.state).pending.iter().cloned().collect()
+        lock(&self.state).index.pending_units()
     }
 
     fn collocations(&self) -> Result<Vec<CollocationInfo>> {
-        let st = lock(&self.state);
-        Ok(st
-            .order
-            .iter()
-            .filter_map(|k| {
-                st.collocations.get(k).map(|c| CollocationInfo {
-                    key: k.clone(),
-                    axes: c.axes.clone(),
-                })
-            })
-            .collect())
+        Ok(lock(&self.state).index.collocations())
     }
 
     fn lookup(
@@ -1367,11 +1381,8 @@ impl DatasetReader for RadosReader {
         element: &ElementKey,
     ) -> Result<Option<FieldLocation>> {
         let mut st = lock(&self.state);
-        self.load(&mut st, collocation)?;
-        Ok(st
-            .collocations
-            .get(collocation)
-            .and_then(|c| c.newest.get(element).cloned()))
+        self.load(&mut st, collocation, &|_| true)?;
+        st.index.lookup(collocation, element, None)
     }
 
     fn scan(
@@ -1379,47 +1390,40 @@ impl DatasetReader for RadosReader {
         collocation: &CollocationKey,
         visit: &mut dyn FnMut(&ElementKey, &FieldLocation) -> bool,
     ) -> Result<()> {
-        let (blocks, removed) = {
-            let mut st = lock(&self.state);
-            self.load(&mut st, collocation)?;
-            match st.collocations.get(collocation) {
-                Some(c) => (c.loaded.clone(), st.removed.clone()),
-                None => return Ok(()),
-            }
-        };
-        visit_newest_first(blocks.iter().map(|b| b.as_slice()), &removed, visit);
-        Ok(())
+        self.scan_since(collocation, 0, &|_| true, visit)
     }
 
-    /// Blocks keep no axes of their own here: everything is scanned.
     fn scan_where(
         &self,
         collocation: &CollocationKey,
-        _admits: &dyn Fn(&Axes) -> bool,
+        admits: &dyn Fn(&Axes) -> bool,
         visit: &mut dyn FnMut(&ElementKey, &FieldLocation) -> bool,
     ) -> Result<()> {
-        self.scan(collocation, visit)
+        self.scan_since(collocation, 0, admits, visit)
     }
 
-    /// No positions are kept: `scan_since` scans everything.
     fn log_position(&self) -> u64 {
-        0
+        lock(&self.state).index.log_position()
     }
 
     fn scan_since(
         &self,
         collocation: &CollocationKey,
-        _position: u64,
+        position: u64,
         admits: &dyn Fn(&Axes) -> bool,
         visit: &mut dyn FnMut(&ElementKey, &FieldLocation) -> bool,
     ) -> Result<()> {
-        self.scan_where(collocation, admits, visit)
+        // The lock is let go before `visit`, which may call back.
+        let (blocks, removed) =
+            self.blocks_where(collocation, &|b| b.position > position && admits(&b.axes))?;
+        visit_newest_first(blocks.iter().map(|b| b.entries.as_slice()), &removed, visit);
+        Ok(())
     }
 
-    /// Nothing is stepped over: a record or block that does not decode
-    /// fails the refresh or the lookup with `Corrupt`, naming it.
-    fn damage(&self, _collocation: Option<&CollocationKey>) -> Vec<String> {
-        Vec::new()
+    /// Log records and index blocks stepped over because they did not
+    /// decode.
+    fn damage(&self, collocation: Option<&CollocationKey>) -> Vec<String> {
+        lock(&self.state).index.damage(collocation)
     }
 
     /// Appends are atomic RADOS operations: none can be torn.
@@ -1427,7 +1431,7 @@ impl DatasetReader for RadosReader {
         Vec::new()
     }
 
-    /// Nothing is stepped over, so nothing is recovered.
+    /// Damaged records are stepped over, not recovered.
     fn recovered(&self) -> Vec<String> {
         Vec::new()
     }

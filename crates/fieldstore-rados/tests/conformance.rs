@@ -35,6 +35,48 @@ fn corrupt(c: &common::Cluster, loc: &FieldLocation) {
     c.rados(ns, &["put", object, &tmp.path().display().to_string()]);
 }
 
+/// Flip a byte in the middle of record `n + 1` of the dataset's log
+/// segment 0 (record 0 is its INIT), with the `rados` tool.
+fn damage_record(
+    c: &common::Cluster,
+    ns: &str,
+    open: Open<'_>,
+    dataset: &fieldstore::DatasetKey,
+    n: usize,
+) {
+    let fs = open().expect("a handle to find the dataset");
+    let what = fs.catalogue().describe(dataset);
+    let object = what
+        .split('\'')
+        .nth(1)
+        .unwrap_or_else(|| panic!("no object name in {what:?}"))
+        .to_string();
+    let mut bytes = c.rados(ns, &["get", &object, "-"]);
+    let mut at = 0usize;
+    for _ in 0..=n {
+        let len = u32::from_le_bytes(bytes[at + 8..at + 12].try_into().expect("4 bytes"));
+        at += 20 + len as usize;
+    }
+    let len = u32::from_le_bytes(bytes[at + 8..at + 12].try_into().expect("4 bytes"));
+    bytes[at + 20 + len as usize / 2] ^= 0x08;
+    let tmp = tempfile::NamedTempFile::new().expect("a temporary file");
+    std::fs::write(tmp.path(), &bytes).expect("writing the damaged copy");
+    c.rados(ns, &["put", &object, &tmp.path().display().to_string()]);
+}
+
+/// A damaged log record costs only itself (the engine's guarantee, as on
+/// POSIX and DAOS).
+#[test]
+fn damaged_log_record_costs_only_itself() {
+    let Some(c) = common::cluster() else { return };
+    let ns = common::namespace("dmglog");
+    let config = common::config(c, "rados", "rados", &ns, None);
+    let open = move || FieldStore::open(config.clone());
+    fieldstore_testkit::damaged_log_record_costs_only_itself(&open, &|d, n| {
+        damage_record(c, &ns, &open, d, n)
+    });
+}
+
 #[test]
 fn damaged_field_is_detected() {
     let Some(c) = common::cluster() else { return };
@@ -59,6 +101,7 @@ fn toc_catalogue_with_rados_store() {
         &open,
         &Capabilities {
             corrupt: Some(&corrupt),
+            damage_record: None,
         },
     );
 }
