@@ -485,4 +485,81 @@ mod tests {
         bad.push(0);
         assert!(decode_control(&bad, &what).is_err(), "trailing bytes");
     }
+
+    /// Every payload decoder, on bytes that a damaged slot (whose frame
+    /// checksums were ignored) or a writer's bug could hand it.
+    fn decode_all(p: &[u8]) {
+        let what = || "slot".to_string();
+        for r in [
+            decode_meta(p, &what).map(|_| ()),
+            decode_flush(p, &what).map(|_| ()),
+            decode_indirect(p, &what).map(|_| ()),
+            decode_wipe(p, &what).map(|_| ()),
+            decode_reclaim(p, &what).map(|_| ()),
+            decode_control(p, &what).map(|_| ()),
+        ] {
+            if let Err(e) = r {
+                assert_eq!(e.kind(), fieldstore_core::ErrorKind::Corrupt, "{e}");
+            }
+        }
+    }
+
+    /// Valid payloads of every record type.
+    fn valid_payloads() -> Vec<Vec<u8>> {
+        let c: CollocationKey = "type=fc,levtype=sfc".parse().unwrap();
+        let pending = (0..5u64)
+            .map(|i| {
+                (
+                    c.clone(),
+                    format!("step={i},param=167").parse().unwrap(),
+                    loc(&format!("daos://p/c/0d{i:02}"), i),
+                )
+            })
+            .collect();
+        let flush = Flush {
+            timestamp_ns: 1,
+            writer: "w".into(),
+            blocks: blocks(pending),
+        };
+        let units = vec!["daos://p/c/0001".to_string()];
+        vec![
+            encode_meta(&Meta {
+                key: "class=od,expver=0001".parse().unwrap(),
+                schema: "[ a [ b [ c ]]]".into(),
+                created_ns: 2,
+            }),
+            encode_flush(&flush),
+            encode_indirect(&Indirect {
+                lo: 1,
+                hi: 2,
+                length: 3,
+                crc: 4,
+            })[HEADER..]
+                .to_vec(),
+            encode_wipe(&[c], &units, 3)[HEADER..].to_vec(),
+            encode_reclaim(&units, 4)[HEADER..].to_vec(),
+            encode_control(5, 5)[HEADER..].to_vec(),
+        ]
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 1000, ..Default::default() })]
+
+        #[test]
+        fn decoders_take_arbitrary_bytes(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..400)) {
+            decode_all(&bytes);
+        }
+
+        #[test]
+        fn decoders_take_damaged_payloads(which in 0usize..6, at in proptest::prelude::any::<proptest::sample::Index>(), byte in proptest::prelude::any::<u8>(), cut in proptest::prelude::any::<bool>()) {
+            let mut p = valid_payloads().swap_remove(which);
+            let i = at.index(p.len().max(1));
+            if cut {
+                p.truncate(i);
+            } else if let Some(b) = p.get_mut(i) {
+                *b = byte;
+            }
+            decode_all(&p);
+        }
+    }
 }
