@@ -25,7 +25,7 @@ fail() { say "ERROR: $1"; exit "${2:-2}"; }
 
 [ $# -eq 1 ] || fail "usage: ceph-start.sh DIR" 1
 for cmd in ceph-mon ceph-osd ceph monmaptool rados setsid; do
-    command -v "$cmd" >/dev/null 2>&1 || fail "'$cmd' not found: install Ceph (Debian: apt-get install ceph-mon ceph-osd ceph-common), or run scripts/setup.sh" 1
+    command -v "$cmd" >/dev/null 2>&1 || fail "'$cmd' not found: install Ceph (Debian: apt-get install ceph-mon ceph-osd ceph-common), or run scripts/setup-ceph.sh" 1
 done
 store=${CEPH_OBJECTSTORE:-memstore}
 case $store in memstore|bluestore) ;; *) fail "CEPH_OBJECTSTORE must be memstore or bluestore" 1 ;; esac

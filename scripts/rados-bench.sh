@@ -14,6 +14,7 @@
 # `rados bench -b 64K -t 16`, and the store layout measurement (layout_bench).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/setup-ceph.sh
 procs=${1:-2}
 nsteps=${2:-8}
 rounds=${3:-3}

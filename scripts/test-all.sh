@@ -4,6 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
+# Ceph's daemons and tools for the RADOS tests (a throwaway cluster per test binary).
+source scripts/setup-ceph.sh
 # The debug build of every crate's tests, with full debug info and incremental
 # state, takes ~9 GB: CI machines share their disk, and a full one failed a run.
 # Line tables keep backtraces' file:line; a one-off build gains nothing from

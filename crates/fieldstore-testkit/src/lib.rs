@@ -62,8 +62,12 @@ pub struct Capabilities<'a> {
     /// Damage record `n` of a dataset's log after its creation (0: the
     /// first record after the one that created it) in place, bypassing the
     /// backend. `None` for a backend without a log (memory).
-    pub damage_record: Option<&'a (dyn Fn(&fieldstore::DatasetKey, usize) + Sync)>,
+    pub damage_record: Option<DamageRecord<'a>>,
 }
+
+/// A hook that damages record `n` of a dataset's log
+/// ([`Capabilities::damage_record`]).
+pub type DamageRecord<'a> = &'a (dyn Fn(&fieldstore::DatasetKey, usize) + Sync);
 
 impl std::fmt::Debug for Capabilities<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -111,7 +111,7 @@ fn retrieve_outcome(
 /// - archives and flushes into the damaged dataset, and reads that back.
 pub fn damaged_log_record_costs_only_itself(
     open: Open<'_>,
-    damage_record: &(dyn Fn(&fieldstore::DatasetKey, usize) + Sync),
+    damage_record: crate::DamageRecord<'_>,
 ) {
     let (x, other) = ("dmg2", "dmg3");
     let w = opened(open, "writer");
