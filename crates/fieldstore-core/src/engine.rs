@@ -122,6 +122,14 @@ impl<P> Collocation<P> {
     }
 }
 
+/// A collocation's key, its blocks, and what is loaded of them
+/// ([`DatasetIndex::all_blocks`]).
+pub type CollocationBlocks<'a, P> = (
+    &'a CollocationKey,
+    &'a [BlockSlot<P>],
+    &'a [Option<Arc<Block>>],
+);
+
 /// What a reader knows of one dataset: everything its log said so far.
 #[derive(Debug)]
 pub struct DatasetIndex<P> {
@@ -133,11 +141,12 @@ pub struct DatasetIndex<P> {
     pending: BTreeSet<String>,
     /// Damage of the log stepped over, for reports.
     damage: Vec<String>,
-    /// Damaged regions of the log: their position among the blocks and
-    /// what is wrong.
-    regions: Vec<(u64, String)>,
-    /// The position of the last WIPE of each collocation.
-    wiped_at: HashMap<CollocationKey, u64>,
+    /// Damaged regions of the log: their position among the blocks, their
+    /// place in the medium's log, and what is wrong.
+    regions: Vec<(u64, u64, String)>,
+    /// The position and place in the log of the last WIPE of each
+    /// collocation.
+    wiped_at: HashMap<CollocationKey, (u64, u64)>,
 }
 
 impl<P> Default for DatasetIndex<P> {
@@ -204,12 +213,13 @@ impl<P: Clone> DatasetIndex<P> {
         position
     }
 
-    /// A WIPE record: `collocations` are hidden, `units` left to remove.
-    pub fn wipe(&mut self, collocations: &[CollocationKey], units: Vec<String>) {
+    /// A WIPE record at `at` in the log: `collocations` are hidden,
+    /// `units` left to remove.
+    pub fn wipe(&mut self, at: u64, collocations: &[CollocationKey], units: Vec<String>) {
         let gone: HashSet<&CollocationKey> = collocations.iter().collect();
         let position = next_position();
         for c in collocations {
-            self.wiped_at.insert(c.clone(), position);
+            self.wiped_at.insert(c.clone(), (position, at));
         }
         self.order.retain(|c| !gone.contains(c));
         self.collocations.retain(|c, _| !gone.contains(c));
@@ -251,10 +261,11 @@ impl<P: Clone> DatasetIndex<P> {
         self.locks = locks;
     }
 
-    /// A region of the log that could not be read (and was not recovered):
-    /// it may have held any record, so lookups it may change fail.
-    pub fn damaged_region(&mut self, problem: String) {
-        self.regions.push((next_position(), problem.clone()));
+    /// A region of the log at `at` that could not be read (and was not
+    /// recovered): it may have held any record, so lookups it may change
+    /// fail.
+    pub fn damaged_region(&mut self, at: u64, problem: String) {
+        self.regions.push((next_position(), at, problem.clone()));
         self.damage.push(problem);
     }
 
@@ -407,9 +418,9 @@ impl<P: Clone> DatasetIndex<P> {
         let since = found
             .as_ref()
             .map_or(0, |f| f.0)
-            .max(self.wiped_at.get(collocation).copied().unwrap_or(0));
-        let region = self.regions.iter().find(|(p, _)| *p > since);
-        if let Some((_, problem)) = region {
+            .max(self.wiped_at.get(collocation).map_or(0, |w| w.0));
+        let region = self.regions.iter().find(|(p, _, _)| *p > since);
+        if let Some((_, _, problem)) = region {
             let known = self.collocations.contains_key(collocation);
             let may_hold = known || found.is_some() || unknown_may_hold.is_none_or(|f| f());
             if may_hold {
@@ -433,6 +444,14 @@ impl<P: Clone> DatasetIndex<P> {
         out
     }
 
+    /// Every collocation's blocks and what is loaded of them, for
+    /// maintenance that must see every block (POSIX reclaim).
+    pub fn all_blocks(&self) -> impl Iterator<Item = CollocationBlocks<'_, P>> {
+        self.collocations
+            .iter()
+            .map(|(k, c)| (k, c.blocks.as_slice(), c.loaded.as_slice()))
+    }
+
     /// The position of the newest block known.
     pub fn log_position(&self) -> u64 {
         self.collocations
@@ -440,6 +459,53 @@ impl<P: Clone> DatasetIndex<P> {
             .filter_map(|c| c.blocks.last().map(|b| b.position))
             .max()
             .unwrap_or(0)
+    }
+}
+
+impl<P: Clone + Eq + std::hash::Hash> DatasetIndex<P> {
+    /// The positions this reader gave its blocks (by place) and its
+    /// damaged regions and wipes (by their place in the log): what a
+    /// reader that finds the same log elsewhere (a dataset moved) keeps,
+    /// with [`DatasetIndex::carry`], so that `watch` does not report its
+    /// blocks again.
+    pub fn positions(&self) -> (HashMap<P, u64>, HashMap<u64, u64>) {
+        let blocks = self
+            .collocations
+            .values()
+            .flat_map(|c| &c.blocks)
+            .map(|b| (b.place.clone(), b.position))
+            .collect();
+        let log = self
+            .regions
+            .iter()
+            .map(|(position, at, _)| (*at, *position))
+            .chain(
+                self.wiped_at
+                    .values()
+                    .map(|(position, at)| (*at, *position)),
+            )
+            .collect();
+        (blocks, log)
+    }
+
+    /// Give blocks, damaged regions and wipes the positions a reader of the
+    /// same log gave them ([`DatasetIndex::positions`]).
+    pub fn carry(&mut self, blocks: &HashMap<P, u64>, log: &HashMap<u64, u64>) {
+        for b in self.collocations.values_mut().flat_map(|c| &mut c.blocks) {
+            if let Some(&p) = blocks.get(&b.place) {
+                b.position = p;
+            }
+        }
+        for (position, at, _) in &mut self.regions {
+            if let Some(&p) = log.get(at) {
+                *position = p;
+            }
+        }
+        for (position, at) in self.wiped_at.values_mut() {
+            if let Some(&p) = log.get(at) {
+                *position = p;
+            }
+        }
     }
 }
 
@@ -546,7 +612,7 @@ mod tests {
             ix.lookup(&col("type=fc"), &el("step=6"), None).unwrap(),
             Some(loc(3))
         );
-        ix.wipe(&[col("type=fc")], vec!["file:///d".into()]);
+        ix.wipe(0, &[col("type=fc")], vec!["file:///d".into()]);
         assert_eq!(
             ix.lookup(&col("type=fc"), &el("step=6"), None).unwrap(),
             None
@@ -583,7 +649,7 @@ mod tests {
     fn a_damaged_region_fails_older_answers_not_newer_ones() {
         let mut ix: DatasetIndex<u32> = DatasetIndex::default();
         add(&mut ix, "type=fc", 1, &[(0, 1)]);
-        ix.damaged_region("record at 100 damaged".into());
+        ix.damaged_region(100, "record at 100 damaged".into());
         add(&mut ix, "type=fc", 2, &[(6, 2)]);
         // Found before the damage: it may have replaced it.
         let e = ix.lookup(&col("type=fc"), &el("step=0"), None).unwrap_err();
@@ -602,7 +668,7 @@ mod tests {
             None
         );
         // A wipe after the damage settles the collocation.
-        ix.wipe(&[col("type=fc")], Vec::new());
+        ix.wipe(200, &[col("type=fc")], Vec::new());
         assert_eq!(
             ix.lookup(&col("type=fc"), &el("step=0"), None).unwrap(),
             None

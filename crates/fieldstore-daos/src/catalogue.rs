@@ -807,7 +807,7 @@ impl DaosDataset {
         }
     }
 
-    fn apply(&self, record: LogRecord) {
+    fn apply(&self, slot: u64, record: LogRecord) {
         let mut index = self.index.write().unwrap_or_else(|p| p.into_inner());
         match record {
             LogRecord::Flush(flush) => {
@@ -816,7 +816,7 @@ impl DaosDataset {
                 }
             }
             LogRecord::Control(locks) => index.set_locks(locks),
-            LogRecord::Wipe(cols, units) => index.wipe(&cols, units),
+            LogRecord::Wipe(cols, units) => index.wipe(slot, &cols, units),
             LogRecord::Reclaim(units) => index.reclaim(units, &|_| false),
             LogRecord::Unknown => {}
         }
@@ -844,14 +844,14 @@ impl DaosDataset {
             let record = self.decode(cont, slot, &value);
             st.buf = value;
             match record {
-                Ok(r) => self.apply(r),
+                Ok(r) => self.apply(slot, r),
                 // A slot that does not decode costs only itself: lookups
                 // it may change fail, the rest stays readable.
                 Err(e) if e.kind() == ErrorKind::Corrupt => self
                     .index
                     .write()
                     .unwrap_or_else(|p| p.into_inner())
-                    .damaged_region(format!("{e}; slot skipped")),
+                    .damaged_region(slot, format!("{e}; slot skipped")),
                 Err(e) => return Err(e),
             }
             st.next = slot + 1;

@@ -1016,6 +1016,11 @@ impl CatalogueWriter for RadosCatalogueWriter {
 /// Where a block lives: its log segment and its omap key there.
 type Place = (u32, String);
 
+/// A record's place in the log, for the engine: its segment and offset.
+fn log_at(segment: u32, offset: u64) -> u64 {
+    (u64::from(segment) << 40) | offset
+}
+
 #[derive(Debug)]
 struct ReaderState {
     /// The schema the dataset was created under (its INIT record's).
@@ -1056,7 +1061,12 @@ pub struct RadosReader {
 }
 
 impl RadosReader {
-    fn apply_wipe(st: &mut ReaderState, payload: &[u8], what: &dyn Fn() -> String) -> Result<()> {
+    fn apply_wipe(
+        st: &mut ReaderState,
+        payload: &[u8],
+        at: u64,
+        what: &dyn Fn() -> String,
+    ) -> Result<()> {
         let mut d = Dec::new(payload, what);
         let _timestamp = d.u64()?;
         let mut gone = Vec::new();
@@ -1068,7 +1078,7 @@ impl RadosReader {
             units.push(d.str()?.to_string());
         }
         d.end_of("WIPE record")?;
-        st.index.wipe(&gone, units);
+        st.index.wipe(at, &gone, units);
         Ok(())
     }
 
@@ -1293,18 +1303,24 @@ impl RadosReader {
                         match format::FRAMING.resync(&buf[used + 1..]) {
                             Some(skip) => {
                                 let skip = skip + 1;
-                                st.index.damaged_region(format!(
-                                    "{problem}; {skip} bytes skipped, reading on at offset {}",
-                                    at + skip as u64
-                                ));
+                                st.index.damaged_region(
+                                    log_at(st.segment, at),
+                                    format!(
+                                        "{problem}; {skip} bytes skipped, reading on at offset {}",
+                                        at + skip as u64
+                                    ),
+                                );
                                 used += skip;
                                 continue;
                             }
                             None => {
-                                st.index.damaged_region(format!(
-                                    "{problem}; nothing readable after it (the last {} bytes)",
-                                    buf.len() - used
-                                ));
+                                st.index.damaged_region(
+                                    log_at(st.segment, at),
+                                    format!(
+                                        "{problem}; nothing readable after it (the last {} bytes)",
+                                        buf.len() - used
+                                    ),
+                                );
                                 used = buf.len();
                                 break;
                             }
@@ -1313,7 +1329,9 @@ impl RadosReader {
                 };
                 let applied = match kind {
                     format::FLUSH => RadosReader::apply_flush(st, payload, &what),
-                    format::WIPE => RadosReader::apply_wipe(st, payload, &what),
+                    format::WIPE => {
+                        RadosReader::apply_wipe(st, payload, log_at(st.segment, at), &what)
+                    }
                     format::RECLAIM => RadosReader::apply_reclaim(st, payload, &what),
                     format::CONTROL => RadosReader::apply_control(st, payload, &what),
                     format::WIPED => {
@@ -1343,7 +1361,8 @@ impl RadosReader {
                 if let Err(e) = applied {
                     // Checksums hold but the payload does not decode: a
                     // writer's bug, not a torn write. Skip the record.
-                    st.index.damaged_region(format!("{e}; record skipped"));
+                    st.index
+                        .damaged_region(log_at(st.segment, at), format!("{e}; record skipped"));
                 }
                 used += n;
             }

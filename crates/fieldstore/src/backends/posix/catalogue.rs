@@ -39,6 +39,10 @@ use super::open_dir::OpenDir;
 use crate::catalogue::{
     visit_newest_first, Axes, Catalogue, CatalogueWriter, CollocationInfo, DatasetReader,
 };
+use fieldstore_core::engine::{Block, BlockSlot, DatasetIndex, RemovedUnits};
+
+/// A block as the engine's index keeps it for POSIX.
+type Slot = BlockSlot<BlockPlace>;
 use crate::config::Root;
 use crate::placement::Placement;
 
@@ -946,69 +950,13 @@ impl TocWriter {
     }
 }
 
-/// A block's location in an index file, as the table of contents gives it.
-#[derive(Debug, Clone)]
-pub(super) struct BlockRef {
+/// A block's place in an index file, as the table of contents gives it
+/// (the engine's `P` for POSIX).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(super) struct BlockPlace {
     pub(super) file: String,
     offset: u64,
     length: u32,
-    /// When this reader learnt of the block ([`next_position`]).
-    position: u64,
-    /// The values each element keyword takes in this block (from the
-    /// FLUSH record): lists skip blocks that cannot hold what they look
-    /// for, without reading them.
-    axes: Axes,
-}
-
-/// A loaded index block: its entries, oldest first; or, when it could not
-/// be read (damaged, or its file gone without a RECLAIM record saying so),
-/// no entries and what is wrong.
-#[derive(Debug, Default)]
-pub(super) struct Block {
-    pub(super) entries: Vec<(ElementKey, FieldLocation)>,
-    pub(super) damage: Option<String>,
-}
-
-impl Block {
-    fn new(entries: Vec<(ElementKey, FieldLocation)>) -> Block {
-        Block {
-            entries,
-            damage: None,
-        }
-    }
-
-    fn damaged(problem: String) -> Block {
-        Block {
-            entries: Vec::new(),
-            damage: Some(problem),
-        }
-    }
-
-    pub(super) fn iter(&self) -> std::slice::Iter<'_, (ElementKey, FieldLocation)> {
-        self.entries.iter()
-    }
-}
-
-/// Data files a RECLAIM record removed (their entries are skipped).
-type RemovedUnits = Arc<HashSet<Arc<str>>>;
-
-#[derive(Debug, Default)]
-pub(super) struct Collocation {
-    axes: Axes,
-    pub(super) blocks: Vec<BlockRef>,
-    /// `loaded[i]` holds the entries of `blocks[i]` once read; lists read
-    /// only the blocks whose axes meet their request.
-    pub(super) loaded: Vec<Option<Arc<Block>>>,
-    /// Newest location per element over `blocks[..merged]` (all loaded),
-    /// with the index of the block it came from: lookups read every block
-    /// once, then extend this map with new blocks only, so a lookup costs
-    /// one hash probe however many flushes there were (checking each
-    /// block's axes per lookup would grow with them).
-    newest: HashMap<ElementKey, (usize, FieldLocation)>,
-    /// Indices of damaged blocks among `blocks[..merged]`: a lookup whose
-    /// key such a block may hold, newer than what was found, fails.
-    damaged: Vec<usize>,
-    merged: usize,
 }
 
 /// What a reader knows of its dataset.
@@ -1029,22 +977,15 @@ pub(super) struct ReaderState {
     /// starts with the same bytes is this log, moved (see
     /// [`ReaderState::same_log`]).
     digest: u32,
-    pub(super) order: Vec<CollocationKey>,
-    pub(super) collocations: HashMap<CollocationKey, Collocation>,
+    /// What the records read so far say (the engine's index).
+    pub(super) index: DatasetIndex<BlockPlace>,
     index_files: HashMap<String, Arc<File>>,
     /// The dataset directory, open: index files are opened through it, so
     /// that a rename of the dataset (a move within one file system) does
     /// not make them vanish under the reader.
     open_dir: Option<OpenDir>,
-    locks: Locks,
-    /// Units (data file URIs) a RECLAIM record says are removed.
-    pub(super) removed: Arc<HashSet<Arc<str>>>,
     /// Index files a RECLAIM record says are removed.
     pub(super) removed_index: HashSet<String>,
-    /// Units WIPE records left to remove, not yet reclaimed.
-    pending: BTreeSet<String>,
-    /// Damage of the table of contents stepped over (records skipped).
-    pub(super) damage: Vec<String>,
     /// Torn appends stepped over: the start of a record and nothing else,
     /// followed by whole records (a writer's append cut short by a full
     /// disk; that flush failed and was never visible). Not damage to what
@@ -1053,25 +994,15 @@ pub(super) struct ReaderState {
     /// Damage at `pos` with no whole record after it yet: reported, and
     /// looked at again at the next refresh (more records may follow).
     pub(super) damage_at_end: Option<String>,
-    /// Where damage lies among the blocks, for lookups; records recovered.
+    /// What recovering damaged records needs, and what was recovered.
     pub(super) log: LogDamage,
 }
 
-/// What lookups and recovery need to know of the log's damage.
-///
-/// Invariant: a damaged region of the log that was not recovered may have
-/// been any record — a FLUSH replacing any key of any collocation, a WIPE
-/// of any collocation — so an answer older than the region (or no answer)
-/// may be wrong, and a lookup fails instead (`Corrupt`, naming the file and
-/// offset). An answer from a block after the region, or about a
-/// collocation wiped after it, cannot be changed by it.
+/// What recovering damaged records of the log needs, and what was
+/// recovered. (Damaged regions themselves, and what lookups they fail, are
+/// the engine's: [`DatasetIndex::damaged_region`].)
 #[derive(Debug, Default)]
 pub(super) struct LogDamage {
-    /// Damaged regions not recovered: their position among the blocks
-    /// ([`next_position`]), their offset in the log, and what is wrong.
-    regions: Vec<(u64, u64, String)>,
-    /// The position and offset of the last WIPE of each collocation.
-    wiped_at: HashMap<CollocationKey, (u64, u64)>,
     /// Per index file, the end of the blocks the records read so far name.
     /// A writer appends its blocks, then names them in one record, flush
     /// after flush, and is dropped after a failed flush: the blocks of its
@@ -1149,50 +1080,6 @@ impl IndexCollocations {
 
     fn may_hold(&self, collocation: &CollocationKey) -> bool {
         self.unreadable || self.names.contains(&collocation.to_string())
-    }
-}
-
-impl LogDamage {
-    /// A damaged region that may change the answer for a key of
-    /// `collocation` found in the block at position `found` (`None`: not
-    /// found): one after both that block and the collocation's last WIPE.
-    fn newer_than(&self, collocation: &CollocationKey, found: Option<u64>) -> Option<&str> {
-        let since = found
-            .unwrap_or(0)
-            .max(self.wiped_at.get(collocation).map_or(0, |w| w.0));
-        self.regions
-            .iter()
-            .find(|(position, _, _)| *position > since)
-            .map(|(_, _, problem)| problem.as_str())
-    }
-
-    /// The positions of the damaged regions and WIPE records, by their
-    /// offset in the log.
-    pub(super) fn positions(&self) -> HashMap<u64, u64> {
-        self.regions
-            .iter()
-            .map(|(position, at, _)| (*at, *position))
-            .chain(
-                self.wiped_at
-                    .values()
-                    .map(|(position, at)| (*at, *position)),
-            )
-            .collect()
-    }
-
-    /// Give regions and WIPE records the positions a reader gave them
-    /// before (the same log, moved: its blocks keep theirs too).
-    pub(super) fn carry(&mut self, positions: &HashMap<u64, u64>) {
-        for (position, at, _) in &mut self.regions {
-            if let Some(&p) = positions.get(at) {
-                *position = p;
-            }
-        }
-        for (position, at) in self.wiped_at.values_mut() {
-            if let Some(&p) = positions.get(at) {
-                *position = p;
-            }
-        }
     }
 }
 
@@ -1278,14 +1165,9 @@ impl ReaderState {
             toc: Some(toc),
             ident: layout::identity(&meta),
             pos,
-            order: Vec::new(),
-            collocations: HashMap::new(),
+            index: DatasetIndex::default(),
             index_files: HashMap::new(),
-            locks: Locks::NONE,
-            removed: Arc::default(),
             removed_index: HashSet::new(),
-            pending: BTreeSet::new(),
-            damage: Vec::new(),
             torn: Vec::new(),
             damage_at_end: None,
             log: LogDamage::default(),
@@ -1306,16 +1188,6 @@ impl ReaderState {
             && prefix_digest(toc, self.pos).ok().flatten() == Some(self.digest)
     }
 
-    /// Where this reader's blocks are in its log, with the positions it
-    /// gave them.
-    fn positions(&self) -> HashMap<(String, u64), u64> {
-        self.collocations
-            .values()
-            .flat_map(|c| &c.blocks)
-            .map(|b| ((b.file.clone(), b.offset), b.position))
-            .collect()
-    }
-
     /// The state of a dataset that is gone: nothing in it.
     fn gone(dir: &Path) -> ReaderState {
         ReaderState {
@@ -1328,15 +1200,10 @@ impl ReaderState {
             ident: (0, 0),
             pos: 0,
             digest: 0,
-            order: Vec::new(),
-            collocations: HashMap::new(),
+            index: DatasetIndex::default(),
             index_files: HashMap::new(),
             open_dir: None,
-            locks: Locks::NONE,
-            removed: Arc::default(),
             removed_index: HashSet::new(),
-            pending: BTreeSet::new(),
-            damage: Vec::new(),
             torn: Vec::new(),
             damage_at_end: None,
             log: LogDamage::default(),
@@ -1352,15 +1219,6 @@ pub struct TocReader {
     roots: Vec<Root>,
     key: DatasetKey,
     state: Mutex<ReaderState>,
-}
-
-/// The positions of blocks in readers' logs: one counter for the process,
-/// so that positions only grow across readers and across incarnations of a
-/// dataset (a reader that reopens a dataset created anew goes on counting).
-static POSITIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-
-fn next_position() -> u64 {
-    POSITIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1
 }
 
 /// A WIPE record: collocations hidden, units left to remove.
@@ -1457,27 +1315,12 @@ impl TocReader {
         for b in blocks {
             let end = st.log.index_ends.entry(b.file.clone()).or_default();
             *end = (*end).max(b.offset + u64::from(b.length));
-            let c = match st.collocations.get_mut(&b.collocation) {
-                Some(c) => c,
-                None => {
-                    st.order.push(b.collocation.clone());
-                    st.collocations.entry(b.collocation).or_default()
-                }
-            };
-            for (kw, values) in &b.axes {
-                c.axes
-                    .entry(kw.clone())
-                    .or_default()
-                    .extend(values.iter().cloned());
-            }
-            c.blocks.push(BlockRef {
+            let place = BlockPlace {
                 file: b.file,
                 offset: b.offset,
                 length: b.length,
-                position: next_position(),
-                axes: b.axes,
-            });
-            c.loaded.push(None);
+            };
+            st.index.add_block(b.collocation, place, b.axes);
         }
     }
 
@@ -1532,8 +1375,7 @@ impl TocReader {
         // The blocks it may name were written before it: read the index
         // files again.
         st.log.index_collocations = None;
-        st.log.regions.push((next_position(), at, problem.clone()));
-        st.damage.push(problem);
+        st.index.damaged_region(at, problem);
     }
 
     /// Read a damaged region as the FLUSH record it may have been, its
@@ -1566,26 +1408,16 @@ impl TocReader {
         let what = || format!("{} at offset {at}", st.toc_path.display());
         let mut d = Dec::new(payload, &what);
         let _timestamp = d.u64()?;
-        let mut gone = HashSet::new();
+        let mut gone = Vec::new();
         for _ in 0..d.u32()? {
-            gone.insert(CollocationKey(d.key()?));
+            gone.push(CollocationKey(d.key()?));
         }
         let mut units = Vec::new();
         for _ in 0..d.u32()? {
             units.push(data_uri(&st.abs_dir, d.str()?));
         }
         d.end_of("WIPE record")?;
-        let position = next_position();
-        for c in &gone {
-            st.log.wiped_at.insert(c.clone(), (position, at));
-        }
-        st.order.retain(|c| !gone.contains(c));
-        st.collocations.retain(|c, _| !gone.contains(c));
-        for u in units {
-            if !st.removed.contains(u.as_str()) {
-                st.pending.insert(u);
-            }
-        }
+        st.index.wipe(at, &gone, units);
         Ok(())
     }
 
@@ -1602,28 +1434,16 @@ impl TocReader {
             files.push(d.str()?.to_string());
         }
         d.end_of("RECLAIM record")?;
-        let removed = Arc::make_mut(&mut st.removed);
-        for u in units {
-            st.pending.remove(&u);
-            removed.insert(Arc::from(u));
-        }
         for f in files {
             st.index_files.remove(&f);
             st.removed_index.insert(f);
         }
         // Blocks not loaded yet in removed index files hold only entries in
-        // removed units: drop them (loaded blocks stay; scans filter them).
+        // removed units: the index forgets them (loaded blocks stay; scans
+        // filter them).
         let removed_index = &st.removed_index;
-        for c in st.collocations.values_mut() {
-            let blocks = std::mem::take(&mut c.blocks);
-            let loaded = std::mem::take(&mut c.loaded);
-            for (b, l) in blocks.into_iter().zip(loaded) {
-                if l.is_some() || !removed_index.contains(&b.file) {
-                    c.blocks.push(b);
-                    c.loaded.push(l);
-                }
-            }
-        }
+        st.index
+            .reclaim(units, &|p: &BlockPlace| removed_index.contains(&p.file));
         Ok(())
     }
 
@@ -1633,7 +1453,7 @@ impl TocReader {
         let _timestamp = d.u64()?;
         let bits = d.u8()?;
         d.end_of("CONTROL record")?;
-        st.locks = Locks::from_bits(bits);
+        st.index.set_locks(Locks::from_bits(bits));
         Ok(())
     }
 
@@ -1648,7 +1468,7 @@ impl TocReader {
         &self,
         st: &mut ReaderState,
         collocation: &CollocationKey,
-        want: &dyn Fn(&BlockRef) -> bool,
+        want: &dyn Fn(&Slot) -> bool,
     ) -> Result<()> {
         let mut tries = 0;
         loop {
@@ -1676,21 +1496,11 @@ impl TocReader {
         &self,
         st: &mut ReaderState,
         collocation: &CollocationKey,
-        want: &dyn Fn(&BlockRef) -> bool,
+        want: &dyn Fn(&Slot) -> bool,
         missing_is_damage: bool,
     ) -> Result<()> {
-        let Some(c) = st.collocations.get(collocation) else {
-            return Ok(());
-        };
-        let todo: Vec<(usize, BlockRef)> = c
-            .blocks
-            .iter()
-            .enumerate()
-            .filter(|(i, b)| c.loaded[*i].is_none() && want(b))
-            .map(|(i, b)| (i, b.clone()))
-            .collect();
-        for (i, b) in todo {
-            let block = match self.read_block(st, &b) {
+        for (i, place) in st.index.to_load(collocation, want) {
+            let block = match self.read_block(st, &place) {
                 Ok(entries) => Block::new(entries),
                 Err(e) if e.kind() == ErrorKind::Corrupt => Block::damaged(e.to_string()),
                 Err(e) if e.kind() == ErrorKind::NotFound && missing_is_damage => {
@@ -1698,13 +1508,7 @@ impl TocReader {
                 }
                 Err(e) => return Err(e),
             };
-            let block = Arc::new(block);
-            let Some(c) = st.collocations.get_mut(collocation) else {
-                break;
-            };
-            if let Some(slot) = c.loaded.get_mut(i) {
-                *slot = Some(block);
-            }
+            st.index.set_loaded(collocation, i, block);
         }
         Ok(())
     }
@@ -1713,27 +1517,17 @@ impl TocReader {
     fn blocks_where(
         &self,
         collocation: &CollocationKey,
-        want: &dyn Fn(&BlockRef) -> bool,
+        want: &dyn Fn(&Slot) -> bool,
     ) -> Result<(Vec<Arc<Block>>, RemovedUnits)> {
         let mut st = self.state();
         self.load(&mut st, collocation, want)?;
-        let Some(c) = st.collocations.get(collocation) else {
-            return Ok((Vec::new(), st.removed.clone()));
-        };
-        let blocks = c
-            .blocks
-            .iter()
-            .zip(&c.loaded)
-            .filter(|(b, _)| want(b))
-            .filter_map(|(_, l)| l.clone())
-            .collect();
-        Ok((blocks, st.removed.clone()))
+        Ok(st.index.blocks_where(collocation, want))
     }
 
     fn read_block(
         &self,
         st: &mut ReaderState,
-        b: &BlockRef,
+        b: &BlockPlace,
     ) -> Result<Vec<(ElementKey, FieldLocation)>> {
         let path = st.dir.join(&b.file);
         let file = match st.index_files.get(&b.file) {
@@ -1784,8 +1578,7 @@ impl TocReader {
     /// Catch up: follow the dataset if it was wiped, moved or created anew,
     /// read its lock state, then the records appended since the last time.
     pub(super) fn refresh_locked(&self, st: &mut ReaderState) -> Result<()> {
-        let mut carried = HashMap::new();
-        let mut carried_log = HashMap::new();
+        let mut carried = None;
         let meta = std::fs::metadata(&st.toc_path);
         let same = st.toc.is_some() && matches!(&meta, Ok(m) if layout::identity(m) == st.ident);
         let len = if same {
@@ -1817,8 +1610,7 @@ impl TocReader {
                     // `watch` reads) does not report them again. Blocks
                     // are read again from where the dataset is now.
                     if st.same_log(&new) {
-                        carried = st.positions();
-                        carried_log = st.log.positions();
+                        carried = Some(st.index.positions());
                     }
                     *st = new;
                     let toc = st
@@ -1928,13 +1720,8 @@ impl TocReader {
         }
         st.digest = crc32c::crc32c_append(st.digest, &buf[..used]);
         st.pos += used as u64;
-        st.log.carry(&carried_log);
-        if !carried.is_empty() {
-            for b in st.collocations.values_mut().flat_map(|c| &mut c.blocks) {
-                if let Some(&p) = carried.get(&(b.file.clone(), b.offset)) {
-                    b.position = p;
-                }
-            }
+        if let Some((blocks, log)) = carried {
+            st.index.carry(&blocks, &log);
         }
         Ok(())
     }
@@ -1964,7 +1751,7 @@ impl TocReader {
     /// Load every block of every collocation; for reclaim.
     pub(super) fn load_all(&self) -> Result<MutexGuard<'_, ReaderState>> {
         let mut st = self.state();
-        let cols = st.order.clone();
+        let cols = st.index.order().to_vec();
         for c in &cols {
             self.load(&mut st, c, &|_| true)?;
         }
@@ -1983,17 +1770,7 @@ impl DatasetReader for TocReader {
     }
 
     fn collocations(&self) -> Result<Vec<CollocationInfo>> {
-        let st = self.state();
-        Ok(st
-            .order
-            .iter()
-            .filter_map(|k| {
-                st.collocations.get(k).map(|c| CollocationInfo {
-                    key: k.clone(),
-                    axes: c.axes.clone(),
-                })
-            })
-            .collect())
+        Ok(self.state().index.collocations())
     }
 
     fn lookup(
@@ -2001,41 +1778,35 @@ impl DatasetReader for TocReader {
         collocation: &CollocationKey,
         element: &ElementKey,
     ) -> Result<Option<FieldLocation>> {
-        let mut st = self.state();
-        self.load(&mut st, collocation, &|_| true)?;
-        let found = match st.collocations.get_mut(collocation) {
-            Some(c) => newest_in(c, collocation, element)?,
-            None => None,
+        let mut guard = self.state();
+        self.load(&mut guard, collocation, &|_| true)?;
+        let st: &mut ReaderState = &mut guard;
+        // A collocation this reader does not know was never named by a
+        // record it read; a damaged one may have named it only if an index
+        // file holds a block of it (a FLUSH names blocks written before it).
+        let dir = st.dir.clone();
+        let log = &mut st.log;
+        let mut in_index_files = || {
+            log.index_collocations
+                .get_or_insert_with(|| IndexCollocations::read(&dir))
+                .may_hold(collocation)
         };
-        let log_damage = match &st.damage_at_end {
-            Some(problem) => Some(problem.clone()),
-            None => st
-                .log
-                .newer_than(collocation, found.as_ref().map(|f| f.0))
-                .map(str::to_string),
-        };
-        if let Some(problem) = log_damage {
-            // A collocation this reader does not know was never named by a
-            // record it read; the damaged one may have named it only if an
-            // index file holds a block of it (a FLUSH names blocks written
-            // before it).
-            if found.is_none() && !st.collocations.contains_key(collocation) {
-                let dir = st.dir.clone();
-                let blocks = st
-                    .log
-                    .index_collocations
-                    .get_or_insert_with(|| IndexCollocations::read(&dir));
-                if !blocks.may_hold(collocation) {
-                    return Ok(None);
-                }
+        let found = st
+            .index
+            .lookup(collocation, element, Some(&mut in_index_files))?;
+        // Damage at the end of the log with nothing after it yet may be
+        // newer than anything found.
+        if let Some(problem) = &st.damage_at_end {
+            let known = st.index.collocation(collocation).is_some();
+            if found.is_some() || known || in_index_files() {
+                return Err(Error::corrupt(format!(
+                    "{problem}; that damaged part of the log may hold the newest version of {}{}",
+                    collocation.braced(),
+                    element.braced()
+                )));
             }
-            return Err(Error::corrupt(format!(
-                "{problem}; that damaged part of the log may hold the newest version of {}{}",
-                collocation.braced(),
-                element.braced()
-            )));
         }
-        Ok(found.map(|(_, l)| l))
+        Ok(found)
     }
 
     fn scan(
@@ -2060,11 +1831,11 @@ impl DatasetReader for TocReader {
     fn locks(&self) -> Locks {
         let st = self.state();
         let root = layout::root_of(&self.roots, &st.dir).map_or(Locks::NONE, Root::disabled);
-        st.locks.union(root)
+        st.index.locks().union(root)
     }
 
     fn pending_units(&self) -> Vec<String> {
-        self.state().pending.iter().cloned().collect()
+        self.state().index.pending_units()
     }
 
     fn torn(&self) -> Vec<String> {
@@ -2076,12 +1847,7 @@ impl DatasetReader for TocReader {
     }
 
     fn log_position(&self) -> u64 {
-        let st = self.state();
-        st.collocations
-            .values()
-            .filter_map(|c| c.blocks.last().map(|b| b.position))
-            .max()
-            .unwrap_or(0)
+        self.state().index.log_position()
     }
 
     fn scan_since(
@@ -2099,10 +1865,8 @@ impl DatasetReader for TocReader {
 
     fn damage(&self, collocation: Option<&CollocationKey>) -> Vec<String> {
         let st = self.state();
-        let mut out: Vec<String> = st.damage.iter().chain(&st.damage_at_end).cloned().collect();
-        if let Some(c) = collocation.and_then(|k| st.collocations.get(k)) {
-            out.extend(c.loaded.iter().flatten().filter_map(|b| b.damage.clone()));
-        }
+        let mut out = st.index.damage(collocation);
+        out.extend(st.damage_at_end.iter().cloned());
         out
     }
 }
@@ -2135,57 +1899,6 @@ fn is_torn_append(region: &[u8]) -> bool {
             format::FRAMING.unframe(region, &String::new),
             Ok(Framed::Incomplete)
         )
-}
-
-/// Whether a block with these axes may hold `element`: every keyword the
-/// block's axes name has the element's value among its values.
-fn may_hold(axes: &Axes, element: &ElementKey) -> bool {
-    element
-        .iter()
-        .all(|(kw, v)| axes.get(kw).is_none_or(|values| values.contains(v)))
-}
-
-/// The newest entry of `element` in collocation `c` (all of whose blocks
-/// are loaded), with the position of its block; `Corrupt` when a damaged
-/// block newer than it may hold the key.
-fn newest_in(
-    c: &mut Collocation,
-    collocation: &CollocationKey,
-    element: &ElementKey,
-) -> Result<Option<(u64, FieldLocation)>> {
-    let new_entries: usize = c.loaded[c.merged..]
-        .iter()
-        .flatten()
-        .map(|b| b.entries.len())
-        .sum();
-    c.newest.reserve(new_entries);
-    while c.merged < c.blocks.len() {
-        if let Some(block) = c.loaded.get(c.merged).and_then(Option::as_ref) {
-            if block.damage.is_some() {
-                c.damaged.push(c.merged);
-            }
-            for (k, l) in block.iter() {
-                c.newest.insert(k.clone(), (c.merged, l.clone()));
-            }
-        }
-        c.merged += 1;
-    }
-    let found = c.newest.get(element);
-    let newer_than = found.map_or(0, |(i, _)| i + 1);
-    for &d in &c.damaged {
-        if d >= newer_than && may_hold(&c.blocks[d].axes, element) {
-            let problem = c.loaded[d]
-                .as_ref()
-                .and_then(|b| b.damage.clone())
-                .unwrap_or_default();
-            return Err(Error::corrupt(format!(
-                "{problem}; that block may hold the newest version of {}{}",
-                collocation.braced(),
-                element.braced()
-            )));
-        }
-    }
-    Ok(found.map(|(i, l)| (c.blocks[*i].position, l.clone())))
 }
 
 /// Whether the block a damaged FLUSH record names is there and is the one

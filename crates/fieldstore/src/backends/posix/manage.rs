@@ -331,7 +331,8 @@ pub(super) fn reclaim(
     let reader = TocReader::open_at(&cat.roots, &dir, dataset)?;
     let st = reader.load_all()?;
     let gone: HashSet<&str> = st
-        .removed
+        .index
+        .removed()
         .iter()
         .map(|u| &**u)
         .chain(units.iter().map(String::as_str))
@@ -339,26 +340,28 @@ pub(super) fn reclaim(
     // Index files a visible block with a surviving entry needs (a damaged
     // block counts as needed: what it holds is unknown).
     let mut needed = HashSet::new();
-    for (key, c) in &st.collocations {
+    for (key, blocks, loaded) in st.index.all_blocks() {
         if dry_run && hidden.contains(key) {
             continue;
         }
-        for (i, b) in c.blocks.iter().enumerate() {
-            let keep = match c.loaded.get(i).and_then(Option::as_ref) {
+        for (i, b) in blocks.iter().enumerate() {
+            let keep = match loaded.get(i).and_then(Option::as_ref) {
                 Some(block) => {
-                    block.damage.is_some() || block.iter().any(|(_, l)| !gone.contains(&*l.uri))
+                    block.damage.is_some()
+                        || block.entries.iter().any(|(_, l)| !gone.contains(&*l.uri))
                 }
                 None => true,
             };
             if keep {
-                needed.insert(b.file.clone());
+                needed.insert(b.place.file.clone());
             }
         }
     }
     // A skipped record may name any index file, and a recovered one names
     // files it needs to stay recoverable: keep them all. (A torn append
     // named nothing that became visible.)
-    if !st.damage.is_empty() || !st.log.recovered.is_empty() || st.damage_at_end.is_some() {
+    if st.index.has_damaged_regions() || !st.log.recovered.is_empty() || st.damage_at_end.is_some()
+    {
         held.clear();
     }
     let abs = st.abs_dir.clone();
