@@ -33,11 +33,13 @@
 //! - `what` is called only to build an error.
 //!
 //! The index blocks of the POSIX and RADOS catalogues, which differ only in
-//! a value's length and the naming of units, are encoded by [`block`]; a
-//! writer's entries since its last flush are kept, and grouped into those
-//! blocks, by [`pending`].
+//! a value's length and the naming of units, are encoded by [`block`]; the
+//! payloads of the WIPE, RECLAIM and CONTROL records of all three logs by
+//! [`maintenance`]; a writer's entries since its last flush are kept, and
+//! grouped into those blocks, by [`pending`].
 
 pub mod block;
+pub mod maintenance;
 pub mod pending;
 
 use crate::{Error, Key, Result};

@@ -23,6 +23,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use fieldstore_core::catalogue::visit_newest_first;
 use fieldstore_core::engine::DatasetIndex;
 use fieldstore_core::maintenance::{locked, wiped_while_writing, Item, ItemKind};
+use fieldstore_core::record::maintenance as records;
 use fieldstore_core::{
     Axes, Catalogue, CatalogueMaintenance, CatalogueWriter, ChangeWaiter, CollocationInfo,
     CollocationKey, Control, DamagedDatasets, DatasetKey, DatasetMover, DatasetReader, ElementKey,
@@ -460,7 +461,7 @@ fn read_control(kv: &Kv<'_>, cont: &Cont) -> Result<Locks> {
     if kind != format::CONTROL {
         return Err(Error::corrupt(format!("{}: record type {kind}", what())));
     }
-    Ok(Locks::from_bits(format::decode_control(payload, &what)?))
+    Ok(Locks::from_bits(records::decode_control(payload, &what)?))
 }
 
 #[derive(Debug)]
@@ -755,9 +756,12 @@ impl DaosDataset {
         let (kind, payload) = format::FRAMING.unframe_exact(value, &what)?;
         match kind {
             format::FLUSH => format::decode_flush(payload, &what).map(LogRecord::Flush),
-            format::WIPE => format::decode_wipe(payload, &what).map(|(c, u)| LogRecord::Wipe(c, u)),
-            format::RECLAIM => format::decode_reclaim(payload, &what).map(LogRecord::Reclaim),
-            format::CONTROL => format::decode_control(payload, &what)
+            format::WIPE => records::decode_wipe(payload, &what)
+                .map(|w| LogRecord::Wipe(w.collocations, w.units)),
+            format::RECLAIM => {
+                records::decode_reclaim(payload, &what).map(|r| LogRecord::Reclaim(r.units))
+            }
+            format::CONTROL => records::decode_control(payload, &what)
                 .map(|b| LogRecord::Control(Locks::from_bits(b))),
             format::INDIRECT => {
                 let ind = format::decode_indirect(payload, &what)?;

@@ -19,6 +19,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use fieldstore_core::record::maintenance as records;
 use fieldstore_core::record::{Dec, Enc, Framing};
 use fieldstore_core::{
     Axes, AxesExt, CollocationKey, DatasetKey, ElementKey, Error, FieldLocation, Key, Result,
@@ -327,75 +328,19 @@ pub(crate) fn decode_indirect(p: &[u8], what: &dyn Fn() -> String) -> Result<Ind
     Ok(i)
 }
 
-/// A WIPE record: collocations hidden, units left to remove.
+/// A WIPE record, framed (payload: `fieldstore_core::record::maintenance`).
 pub(crate) fn encode_wipe(collocations: &[CollocationKey], units: &[String], now: u64) -> Vec<u8> {
-    let mut e = Enc::default();
-    e.u64(now);
-    e.u32(collocations.len() as u32);
-    for c in collocations {
-        e.str(&c.to_string());
-    }
-    e.u32(units.len() as u32);
-    for u in units {
-        e.str(u);
-    }
-    FRAMING.framed(WIPE, &e.0)
+    FRAMING.framed(WIPE, &records::encode_wipe(collocations, units, now))
 }
 
-pub(crate) fn decode_wipe(
-    p: &[u8],
-    what: &dyn Fn() -> String,
-) -> Result<(Vec<CollocationKey>, Vec<String>)> {
-    let mut d = Dec::new(p, what);
-    let _now = d.u64()?;
-    let mut cols = Vec::new();
-    for _ in 0..d.u32()? {
-        cols.push(CollocationKey(d.key()?));
-    }
-    let mut units = Vec::new();
-    for _ in 0..d.u32()? {
-        units.push(d.str()?.to_string());
-    }
-    d.end()?;
-    Ok((cols, units))
-}
-
-/// A RECLAIM record: units removed.
+/// A RECLAIM record, framed.
 pub(crate) fn encode_reclaim(units: &[String], now: u64) -> Vec<u8> {
-    let mut e = Enc::default();
-    e.u64(now);
-    e.u32(units.len() as u32);
-    for u in units {
-        e.str(u);
-    }
-    FRAMING.framed(RECLAIM, &e.0)
+    FRAMING.framed(RECLAIM, &records::encode_reclaim(units, None, now))
 }
 
-pub(crate) fn decode_reclaim(p: &[u8], what: &dyn Fn() -> String) -> Result<Vec<String>> {
-    let mut d = Dec::new(p, what);
-    let _now = d.u64()?;
-    let mut units = Vec::new();
-    for _ in 0..d.u32()? {
-        units.push(d.str()?.to_string());
-    }
-    d.end()?;
-    Ok(units)
-}
-
-/// A CONTROL record: the locked operations (`Locks::bits`).
+/// A CONTROL record (the locked operations, `Locks::bits`), framed.
 pub(crate) fn encode_control(bits: u8, now: u64) -> Vec<u8> {
-    let mut e = Enc::default();
-    e.u64(now);
-    e.u8(bits);
-    FRAMING.framed(CONTROL, &e.0)
-}
-
-pub(crate) fn decode_control(p: &[u8], what: &dyn Fn() -> String) -> Result<u8> {
-    let mut d = Dec::new(p, what);
-    let _now = d.u64()?;
-    let bits = d.u8()?;
-    d.end()?;
-    Ok(bits)
+    FRAMING.framed(CONTROL, &records::encode_control(bits, now))
 }
 
 #[cfg(test)]
@@ -474,16 +419,31 @@ mod tests {
         let v = encode_wipe(&cols, &units, 7);
         let (kind, p) = FRAMING.unframe_exact(&v, &what).unwrap();
         assert_eq!(kind, WIPE);
-        assert_eq!(decode_wipe(p, &what).unwrap(), (cols, units.clone()));
+        assert_eq!(
+            {
+                let w = records::decode_wipe(p, &what).unwrap();
+                (w.collocations, w.units)
+            },
+            (cols, units.clone())
+        );
         let v = encode_reclaim(&units, 8);
         let (kind, p) = FRAMING.unframe_exact(&v, &what).unwrap();
-        assert_eq!((kind, decode_reclaim(p, &what).unwrap()), (RECLAIM, units));
+        assert_eq!(
+            (kind, records::decode_reclaim(p, &what).unwrap().units),
+            (RECLAIM, units)
+        );
         let v = encode_control(9, 9);
         let (kind, p) = FRAMING.unframe_exact(&v, &what).unwrap();
-        assert_eq!((kind, decode_control(p, &what).unwrap()), (CONTROL, 9));
+        assert_eq!(
+            (kind, records::decode_control(p, &what).unwrap()),
+            (CONTROL, 9)
+        );
         let mut bad = encode_control(9, 9)[HEADER..].to_vec();
         bad.push(0);
-        assert!(decode_control(&bad, &what).is_err(), "trailing bytes");
+        assert!(
+            records::decode_control(&bad, &what).is_err(),
+            "trailing bytes"
+        );
     }
 
     /// Every payload decoder, on bytes that a damaged slot (whose frame
@@ -494,9 +454,9 @@ mod tests {
             decode_meta(p, &what).map(|_| ()),
             decode_flush(p, &what).map(|_| ()),
             decode_indirect(p, &what).map(|_| ()),
-            decode_wipe(p, &what).map(|_| ()),
-            decode_reclaim(p, &what).map(|_| ()),
-            decode_control(p, &what).map(|_| ()),
+            records::decode_wipe(p, &what).map(|_| ()),
+            records::decode_reclaim(p, &what).map(|_| ()),
+            records::decode_control(p, &what).map(|_| ()),
         ] {
             if let Err(e) = r {
                 assert_eq!(e.kind(), fieldstore_core::ErrorKind::Corrupt, "{e}");

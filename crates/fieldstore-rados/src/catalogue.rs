@@ -28,6 +28,7 @@ use fieldstore_core::catalogue::visit_newest_first;
 use fieldstore_core::engine::{Block as EngineBlock, BlockSlot, DatasetIndex};
 use fieldstore_core::maintenance::{locked, wiped_while_writing, Item, ItemKind};
 use fieldstore_core::record::block::{self, BlockFormat, ValueLen};
+use fieldstore_core::record::maintenance as records;
 use fieldstore_core::record::pending::PendingEntries;
 use fieldstore_core::{
     Axes, Catalogue, CatalogueMaintenance, CatalogueWriter, CollocationInfo, CollocationKey,
@@ -579,7 +580,10 @@ impl CatalogueMaintenance for RadosCatalogue {
         // 2. The last segment: the key flushes compare, and a CONTROL
         //    record for readers, in one operation.
         let archive = locks.contains(Operation::Archive);
-        let rec = record(format::CONTROL, &|p| p.u8(locks.bits()));
+        let rec = format::FRAMING.framed(
+            format::CONTROL,
+            &records::encode_control(locks.bits(), records::now_ns()),
+        );
         append_log(&self.pool, &object, dataset, &rec, &|op| {
             if archive {
                 op.omap_set(&[(ARCHIVE_LOCKED, b"1")]);
@@ -700,16 +704,10 @@ impl CatalogueMaintenance for RadosCatalogue {
         units: &[String],
     ) -> Result<()> {
         let object = naming::dataset_object(dataset);
-        let rec = record(format::WIPE, &|p| {
-            p.u32(collocations.len() as u32);
-            for c in collocations {
-                p.str(&c.to_string());
-            }
-            p.u32(units.len() as u32);
-            for u in units {
-                p.str(u);
-            }
-        });
+        let rec = format::FRAMING.framed(
+            format::WIPE,
+            &records::encode_wipe(collocations, units, records::now_ns()),
+        );
         append_log(&self.pool, &object, dataset, &rec, &|_| {})?;
         notify(&self.pool, &object, self.notify);
         Ok(())
@@ -726,12 +724,10 @@ impl CatalogueMaintenance for RadosCatalogue {
         // reclaimed; the record makes readers stop listing their entries.
         if !dry_run && !units.is_empty() {
             let object = naming::dataset_object(dataset);
-            let rec = record(format::RECLAIM, &|p| {
-                p.u32(units.len() as u32);
-                for u in units {
-                    p.str(u);
-                }
-            });
+            let rec = format::FRAMING.framed(
+                format::RECLAIM,
+                &records::encode_reclaim(units, None, records::now_ns()),
+            );
             append_log(&self.pool, &object, dataset, &rec, &|_| {})?;
             notify(&self.pool, &object, self.notify);
         }
@@ -1067,18 +1063,8 @@ impl RadosReader {
         at: u64,
         what: &dyn Fn() -> String,
     ) -> Result<()> {
-        let mut d = Dec::new(payload, what);
-        let _timestamp = d.u64()?;
-        let mut gone = Vec::new();
-        for _ in 0..d.u32()? {
-            gone.push(CollocationKey(d.key()?));
-        }
-        let mut units = Vec::new();
-        for _ in 0..d.u32()? {
-            units.push(d.str()?.to_string());
-        }
-        d.end_of("WIPE record")?;
-        st.index.wipe(at, &gone, units);
+        let wipe = records::decode_wipe(payload, what)?;
+        st.index.wipe(at, &wipe.collocations, wipe.units);
         Ok(())
     }
 
@@ -1087,15 +1073,9 @@ impl RadosReader {
         payload: &[u8],
         what: &dyn Fn() -> String,
     ) -> Result<()> {
-        let mut d = Dec::new(payload, what);
-        let _timestamp = d.u64()?;
-        let mut units = Vec::new();
-        for _ in 0..d.u32()? {
-            units.push(d.str()?.to_string());
-        }
-        d.end_of("RECLAIM record")?;
+        let reclaim = records::decode_reclaim(payload, what)?;
         // Blocks live in the log's omaps, which are never reclaimed.
-        st.index.reclaim(units, &|_| false);
+        st.index.reclaim(reclaim.units, &|_| false);
         Ok(())
     }
 
@@ -1104,10 +1084,7 @@ impl RadosReader {
         payload: &[u8],
         what: &dyn Fn() -> String,
     ) -> Result<()> {
-        let mut d = Dec::new(payload, what);
-        let _timestamp = d.u64()?;
-        let bits = d.u8()?;
-        d.end_of("CONTROL record")?;
+        let bits = records::decode_control(payload, what)?;
         st.index.set_locks(Locks::from_bits(bits));
         Ok(())
     }

@@ -26,6 +26,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use fieldstore_core::maintenance::{locked, wiped_while_writing, DamagedDataset, Item};
 use fieldstore_core::record::block::{self, BlockFormat, ValueLen};
+use fieldstore_core::record::maintenance as records;
 use fieldstore_core::record::pending::PendingEntries;
 use fieldstore_core::{
     AxesExt, CatalogueMaintenance, CollocationKey, Control, DamagedDatasets, DatasetKey,
@@ -420,7 +421,11 @@ impl CatalogueMaintenance for TocCatalogue {
         let locks = layout::read_control(&dir)?.apply(action, operations);
         // Writers read the file; readers follow the table of contents.
         layout::write_control(&dir, locks)?;
-        append_record(&dir, format::CONTROL, &encode_control(locks))?;
+        append_record(
+            &dir,
+            format::CONTROL,
+            &records::encode_control(locks.bits(), records::now_ns()),
+        )?;
         Ok(locks)
     }
 
@@ -1221,51 +1226,6 @@ pub struct TocReader {
     state: Mutex<ReaderState>,
 }
 
-/// A WIPE record: collocations hidden, units left to remove.
-pub(super) fn encode_wipe(collocations: &[CollocationKey], units: &[String]) -> Vec<u8> {
-    let mut p = Enc::default();
-    p.u64(now_ns());
-    p.u32(collocations.len() as u32);
-    for c in collocations {
-        p.str(&c.to_string());
-    }
-    p.u32(units.len() as u32);
-    for u in units {
-        p.str(u);
-    }
-    p.0
-}
-
-/// A CONTROL record: the dataset's locks.
-pub(super) fn encode_control(locks: Locks) -> Vec<u8> {
-    let mut p = Enc::default();
-    p.u64(now_ns());
-    p.0.push(locks.bits());
-    p.0
-}
-
-/// A RECLAIM record: units and index files removed.
-pub(super) fn encode_reclaim(units: &[String], index_files: &[String]) -> Vec<u8> {
-    let mut p = Enc::default();
-    p.u64(now_ns());
-    p.u32(units.len() as u32);
-    for u in units {
-        p.str(u);
-    }
-    p.u32(index_files.len() as u32);
-    for f in index_files {
-        p.str(f);
-    }
-    p.0
-}
-
-fn now_ns() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0)
-}
-
 /// Append one record to a dataset's table of contents in one `O_APPEND`
 /// write, and sync it.
 pub(super) fn append_record(dir: &Path, kind: u16, payload: &[u8]) -> Result<()> {
@@ -1406,35 +1366,25 @@ impl TocReader {
 
     fn apply_wipe(st: &mut ReaderState, payload: &[u8], at: u64) -> Result<()> {
         let what = || format!("{} at offset {at}", st.toc_path.display());
-        let mut d = Dec::new(payload, &what);
-        let _timestamp = d.u64()?;
-        let mut gone = Vec::new();
-        for _ in 0..d.u32()? {
-            gone.push(CollocationKey(d.key()?));
-        }
-        let mut units = Vec::new();
-        for _ in 0..d.u32()? {
-            units.push(data_uri(&st.abs_dir, d.str()?));
-        }
-        d.end_of("WIPE record")?;
-        st.index.wipe(at, &gone, units);
+        let wipe = records::decode_wipe(payload, &what)?;
+        let units = wipe
+            .units
+            .iter()
+            .map(|u| data_uri(&st.abs_dir, u))
+            .collect();
+        st.index.wipe(at, &wipe.collocations, units);
         Ok(())
     }
 
     fn apply_reclaim(st: &mut ReaderState, payload: &[u8], at: u64) -> Result<()> {
         let what = || format!("{} at offset {at}", st.toc_path.display());
-        let mut d = Dec::new(payload, &what);
-        let _timestamp = d.u64()?;
-        let mut units = Vec::new();
-        for _ in 0..d.u32()? {
-            units.push(data_uri(&st.abs_dir, d.str()?));
-        }
-        let mut files = Vec::new();
-        for _ in 0..d.u32()? {
-            files.push(d.str()?.to_string());
-        }
-        d.end_of("RECLAIM record")?;
-        for f in files {
+        let reclaim = records::decode_reclaim(payload, &what)?;
+        let units = reclaim
+            .units
+            .iter()
+            .map(|u| data_uri(&st.abs_dir, u))
+            .collect();
+        for f in reclaim.index_files.into_iter().flatten() {
             st.index_files.remove(&f);
             st.removed_index.insert(f);
         }
@@ -1449,10 +1399,7 @@ impl TocReader {
 
     fn apply_control(st: &mut ReaderState, payload: &[u8], at: u64) -> Result<()> {
         let what = || format!("{} at offset {at}", st.toc_path.display());
-        let mut d = Dec::new(payload, &what);
-        let _timestamp = d.u64()?;
-        let bits = d.u8()?;
-        d.end_of("CONTROL record")?;
+        let bits = records::decode_control(payload, &what)?;
         st.index.set_locks(Locks::from_bits(bits));
         Ok(())
     }

@@ -27,11 +27,10 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use fieldstore_core::maintenance::{Item, ItemKind};
+use fieldstore_core::record::maintenance as records;
 use fieldstore_core::{CollocationKey, DatasetKey, Error, ErrorKind, Result};
 
-use super::catalogue::{
-    append_record, data_name, encode_reclaim, encode_wipe, read_init, TocCatalogue, TocReader,
-};
+use super::catalogue::{append_record, data_name, read_init, TocCatalogue, TocReader};
 use super::format;
 use super::layout::{self, FileKind, MOVED_FROM, MOVING, RETIRED, TOC, TOMBSTONE};
 
@@ -283,7 +282,11 @@ pub(super) fn wipe_collocations(
     let dir = layout::find_dataset(&cat.roots, dataset).ok_or_else(|| not_found(dataset))?;
     let abs = std::path::absolute(&dir).map_err(io_at(&dir))?;
     let names: Vec<String> = units.iter().map(|u| data_name(&abs, u)).collect();
-    append_record(&dir, format::WIPE, &encode_wipe(collocations, &names))
+    append_record(
+        &dir,
+        format::WIPE,
+        &records::encode_wipe(collocations, &names, records::now_ns()),
+    )
 }
 
 fn not_found(dataset: &DatasetKey) -> Error {
@@ -385,7 +388,7 @@ pub(super) fn reclaim(
     append_record(
         &dir,
         format::RECLAIM,
-        &encode_reclaim(&unit_names, &index_names),
+        &records::encode_reclaim(&unit_names, Some(&index_names), records::now_ns()),
     )?;
     for (_, path, _lock) in &held {
         layout::remove_file(path)?;
