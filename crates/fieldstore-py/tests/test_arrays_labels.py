@@ -262,6 +262,44 @@ def test_different_grids_are_still_refused(store: fieldstore.FDB, tmp_path: Path
         fieldstore.open_dataset({"class": "od"}, fdb=store)
 
 
+# ---- 12: a grid that changes between dates -------------------------------
+
+def upgraded(tmp_path: Path, edition: int = 1) -> Path:
+    """t2m at 2° on 2024-01-01 and 2024-01-02 12 UTC, at 1° from 2024-01-03
+    (a resolution upgrade: one dataset per date, one stream)."""
+    finer = [("Ni", 31), ("Nj", 61), ("iDirectionIncrementInDegrees", 1.0), ("jDirectionIncrementInDegrees", 1.0)]
+    specs: list[Spec] = [("regular_ll_sfc_grib1", [("edition", edition), ("bitsPerValue", 16), ("dataDate", d),
+                                                   *(finer if d >= 20240103 else [])],
+                          wave(1891 if d >= 20240103 else N, d % 10))
+                         for d in (20240101, 20240102, 20240103, 20240104)]
+    return write(tmp_path / "upgrade.grib", specs)
+
+
+@pytest.mark.parametrize("edition", [1, 2])
+def test_a_grid_that_changes_between_dates_is_refused_at_open(store: fieldstore.FDB, tmp_path: Path,
+                                                             edition: int) -> None:
+    """Refused when opened (it failed at ``.load()``), naming the variable,
+    both grids and a date of each, as cfgrib's ``open_dataset`` refuses such
+    a file; each grid's dates open alone, as cfgrib's ``open_datasets``
+    splits them (by ``numberOfPoints``). GRIB2 (simple packing too) and
+    GRIB1 fields of one grid have one length, so one field is read for the
+    dates of one length."""
+    path = archived(store, upgraded(tmp_path, edition))
+    with pytest.raises(ValueError):
+        cfgrib(path, {})
+    with pytest.raises(fieldstore.InvalidInputError) as e:
+        fieldstore.open_dataset({"class": "od", "param": 167}, fdb=store)
+    text = str(e.value)
+    assert "the grid of 2t (sfc) changes between dates" in text, text
+    assert "regular_ll of 496 points at date=2024010" in text, text
+    assert "regular_ll of 1891 points at date=2024010" in text, text
+    assert "request the dates of each grid separately" in text, text
+    for dates, points in (([20240101, 20240102], 496), ([20240103, 20240104], 1891)):
+        got = fieldstore.open_dataset({"class": "od", "param": 167, "date": dates}, fdb=store)
+        want = cfgrib(path, {"numberOfPoints": points})
+        same_dataset(got, want, f"{points} points")
+
+
 # ---- 15: the Zarr view's step is a timedelta -----------------------------
 
 def test_the_zarr_views_step_is_a_timedelta(cube_store: fieldstore.FDB) -> None:

@@ -23,7 +23,8 @@ over one :class:`Cube`:
   ``longitude``); every other grid is one ``values`` dimension with
   ``latitude``/``longitude`` coordinates, as cfgrib does. All variables of
   a cube must share one grid: a request over several grids is refused with
-  an error naming them (request them separately).
+  an error naming them (request them separately), found at open, also when
+  a variable's grid changes between dates (a resolution upgrade).
 - Values are decoded in Rust through ecCodes, several fields at once on
   threads, without the GIL, straight into the NumPy array returned
   (:meth:`Cube.read`).
@@ -428,25 +429,52 @@ class Cube:
 
     def _same_grid(self, what: str, grid: Grid, members: list[int], entries: list[Any],
                    keys: list[dict[str, str]]) -> None:
-        """Refuse a variable whose fields are on different grids. Grids
-        differ between datasets and streams, not between the dates, steps,
-        members and levels of one, so the first field of each combination
-        of the other keywords is checked (a few reads, none for one
-        dataset)."""
+        """Refuse a variable whose fields are on different grids, at open
+        (decoding such a field would fail at ``.load()``). Grids differ
+        between datasets and streams, and between dates when a model is
+        upgraded (a resolution upgrade), not between the steps, members
+        and levels of one forecast, so the first field of each date and
+        time of each combination of the other keywords is checked; a field
+        whose message is as long as one already found on the grid is not
+        read again (one read for a variable of simple-packed fields, one
+        per date and time for varying-length packings)."""
         seen: dict[tuple[str, ...], int] = {}
         for i in members:
-            other = tuple(f"{k}={v}" for k, v in sorted(keys[i].items()) if k not in _SAME_GRID_KEYWORDS)
+            other = tuple(f"{k}={v}" for k, v in sorted(keys[i].items()) if k not in _SAME_GRID_KEYWORDS
+                          or k in ("date", "time"))
             seen.setdefault(other, i)
         if len(seen) < 2:
             return
+        first = entries[members[0]]
+        lengths = {first.length()}
         names = _GRID_IDENTITY + sorted({k for ks in _GEOMETRY.values() for k in ks})
-        for other, i in seen.items():
+        todo = [(other, i) for other, i in seen.items() if entries[i].length() not in lengths]
+        if not todo:
+            return
+
+        def geometry(i: int) -> Geometry:
             meta = dict(zip(names, _fieldstore.field_keys(entries[i], names)))
-            why = grid.identity.difference(_geometry(entries[i], meta))
-            if why is not None:
+            return _geometry(entries[i], meta)
+
+        with ThreadPoolExecutor(max_workers=min(self.threads, len(todo))) as pool:
+            found = list(pool.map(lambda t: geometry(t[1]), todo))
+        for (other, i), identity in zip(todo, found):
+            why = grid.identity.difference(identity)
+            if why is None:
+                continue
+            ref = keys[members[0]]
+            if all(ref.get(k) == v for k, v in keys[i].items() if k not in _SAME_GRID_KEYWORDS):
+                # One dataset and stream at another date: the model's grid changed.
+                detail = f" ({why})" if str(grid.identity) == str(identity) else ""
                 raise InvalidInputError(
-                    f"the request names fields of {what} on different grids ({why}, the second at "
-                    f"{','.join(other)}); request each grid separately")
+                    f"the grid of {what} changes between dates: {grid.identity} at "
+                    f"date={ref.get('date', '')},time={ref.get('time', '')}, {identity} at "
+                    f"date={keys[i].get('date', '')},time={keys[i].get('time', '')}{detail}; "
+                    f"request the dates of each grid separately")
+            changed = ",".join(p for p in other if p.split("=", 1)[0] not in ("date", "time"))
+            raise InvalidInputError(
+                f"the request names fields of {what} on different grids ({why}, the second at "
+                f"{changed}); request each grid separately")
 
     def _variable(self, name: str, param: str, levtype: str, meta: dict[str, Any], grid: Grid,
                   members: list[int], entries: list[Any], keys: list[dict[str, str]]) -> Variable:
