@@ -44,6 +44,22 @@ def write(path: Path, specs: Iterable[Spec]) -> Path:
     return path
 
 
+def damaged(path: Path, keys: list[tuple[str, Any]]) -> Path:
+    """``path``'s messages with ``keys`` set after their values (ecCodes
+    then writes what it is told, however wrong)."""
+    with open(path, "rb") as f:
+        messages = []
+        while (h := eccodes.codes_grib_new_from_file(f)) is not None:
+            try:
+                for k, v in keys:
+                    eccodes.codes_set(h, k, v)
+                messages.append(eccodes.codes_get_message(h))
+            finally:
+                eccodes.codes_release(h)
+    path.write_bytes(b"".join(messages))
+    return path
+
+
 def archived(store: fieldstore.FDB, path: Path) -> Path:
     store.archive(path.read_bytes())
     store.flush()
@@ -298,6 +314,32 @@ def test_a_grid_that_changes_between_dates_is_refused_at_open(store: fieldstore.
         got = fieldstore.open_dataset({"class": "od", "param": 167, "date": dates}, fdb=store)
         want = cfgrib(path, {"numberOfPoints": points})
         same_dataset(got, want, f"{points} points")
+
+
+# ---- 14: a grid description that contradicts itself -----------------------
+
+def test_an_inconsistent_grid_is_refused_as_cfgrib_refuses_it(store: fieldstore.FDB, tmp_path: Path) -> None:
+    """A regular Gaussian field whose Ni x Nj (96 x 64) is not its number of
+    points (8192): cfgrib 0.9.15 (``open_dataset`` and ``open_datasets``,
+    every ``errors=``, also without ``geography`` in ``encode_cf``) raises
+    ecCodes' "Grid description is wrong or inconsistent" and gives no
+    values; the view refuses it too, naming the field's key and what
+    ecCodes found wrong. Archiving it works (its MARS keys are sound)."""
+    path = archived(store, damaged(write(tmp_path / "inconsistent.grib",
+                                         [("regular_gg_sfc_grib1", [("bitsPerValue", 16)], wave(8192))]),
+                                   [("Ni", 96)]))
+    with pytest.raises(Exception, match="Grid description is wrong or inconsistent"):
+        cfgrib(path, {})
+    with pytest.raises(Exception, match="Grid description is wrong or inconsistent"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            import cfgrib as cfgrib_module
+            cfgrib_module.open_datasets(path, indexpath="", errors="ignore", encode_cf=("parameter", "time"))
+    with pytest.raises(fieldstore.InvalidInputError) as e:
+        fieldstore.open_dataset({"class": "od"}, fdb=store)
+    text = str(e.value)
+    assert "{class=od,expver=0001,stream=oper,date=20" in text and "param=130}" in text, text
+    assert "Ni*Nj!=numberOfDataPoints (96*64!=8192)" in text, text
 
 
 # ---- 15: the Zarr view's step is a timedelta -----------------------------

@@ -69,3 +69,19 @@ def test_monthly_means(store: fieldstore.FDB) -> None:
     same_dataset(got, cfgrib(path, {"paramId": 167}), path.name)
     assert np.array_equal(got["t2m"].values, fieldstore.open_dataset({"stream": "moda", "param": "t2m"},
                                                                      fdb=store)["t2m"].values, equal_nan=True)
+
+
+def test_a_resolution_upgrade_is_refused_at_open(store: fieldstore.FDB) -> None:
+    """tp at 4140 points on 2017-10-17, 2664 points on 2017-10-18: refused
+    when opened, naming both grids and dates (cfgrib's ``open_dataset``
+    refuses the file too); each date alone is what cfgrib gives for its
+    grid."""
+    path = archived(store, "tp_on_different_grid_resolutions.grib")
+    with pytest.raises(fieldstore.InvalidInputError) as e:
+        fieldstore.open_dataset({"class": "od", "param": "tp"}, fdb=store)
+    assert str(e.value).startswith(
+        "the grid of tp (sfc) changes between dates: regular_ll of 4140 points at date=20171017,time=1200, "
+        "regular_ll of 2664 points at date=20171018,time=1200"), str(e.value)
+    for date, points in ((20171017, 4140), (20171018, 2664)):
+        got = fieldstore.open_dataset({"class": "od", "param": "tp", "date": date}, fdb=store)
+        same_dataset(got, cfgrib(path, {"numberOfPoints": points}), f"{path.name} {points} points")
