@@ -242,6 +242,51 @@ def test_monthly_means_of_months_of_other_lengths_have_their_own_steps(store: fi
     assert got["t2m"].dims == ("time", "step", "latitude", "longitude")
 
 
+# ---- 13: seasonal forecasts' monthly means (fcmonth) ----------------------
+
+def msmm(path: Path, dates: list[int], members: int = 2) -> Path:
+    """ECMWF seasonal monthly means as its GRIB1 writes them (stream=msmm,
+    type=fcmean, local definition 16: system, method, forecastMonth and
+    verifyingMonth), three months from each start date."""
+    specs: list[Spec] = []
+    for d in dates:
+        start = np.datetime64(f"{str(d)[:4]}-{str(d)[4:6]}", "M")
+        for m in (1, 2, 3):
+            # The month's first and last hour from the start (0-744, 744-1440…).
+            begin, end = (int((np.datetime64(start + k, "D") - np.datetime64(start, "D")).astype(int)) * 24
+                          for k in (m - 1, m))
+            verifying = start + m - 1
+            for n in range(members):
+                specs.append(("regular_ll_sfc_grib1", [
+                    ("bitsPerValue", 16), ("localDefinitionNumber", 16), ("stream", "msmm"),
+                    ("type", "fcmean"), ("system", 51), ("method", 1), ("number", n),
+                    ("verifyingMonth", int(str(verifying).replace("-", ""))), ("forecastMonth", m),
+                    ("dataDate", d), ("dataTime", 0), ("stepType", "avg"), ("stepRange", f"{begin}-{end}")],
+                    wave(N, m + 10 * n + d % 7)))
+    return write(path, specs)
+
+
+@pytest.mark.parametrize("dates", [[20240101], [20240101, 20240201]], ids=["one-start", "two-starts"])
+def test_seasonal_monthly_means_are_number_time_step_as_cfgrib(store: fieldstore.FDB, tmp_path: Path,
+                                                               dates: list[int]) -> None:
+    """MARS keys them by ``fcmonth`` (1, 2, 3); cfgrib labels them by the
+    GRIB's start (``time``) and ``endStep`` (``step``: 31, 60, 91 days from
+    January, 29, 60, 90 from February), with ``valid_time``: the view is
+    cfgrib's ``number x time x step``, no ``fcmonth`` dimension of strings."""
+    path = archived(store, msmm(tmp_path / "msmm.grib", dates))
+    assert {e.combined_key()["fcmonth"] for e in store.list({"stream": "msmm"})} == {"1", "2", "3"}
+    got = fieldstore.open_dataset({"stream": "msmm"}, fdb=store)
+    want = cfgrib(path, {})
+    same_dataset(got, want, "msmm")
+    assert "fcmonth" not in got.coords
+    assert got["t2m"].dims == want["t2m"].dims
+    assert got["t2m"].dims[:2] == ("number", "time") if len(dates) > 1 else ("number", "step")
+    # A request may still pick months by fcmonth; they are labelled by step.
+    two = fieldstore.open_dataset({"stream": "msmm", "fcmonth": [1, 2], "date": dates[0]}, fdb=store)
+    want_two = cfgrib(path, {"dataDate": dates[0], "forecastMonth": [1, 2]})
+    same_dataset(two, want_two, "msmm fcmonth=1/2")
+
+
 # ---- 11: one grid, two editions -----------------------------------------
 
 def test_the_same_grid_in_grib1_and_grib2_is_one_grid(store: fieldstore.FDB, tmp_path: Path) -> None:

@@ -85,3 +85,16 @@ def test_a_resolution_upgrade_is_refused_at_open(store: fieldstore.FDB) -> None:
     for date, points in ((20171017, 4140), (20171018, 2664)):
         got = fieldstore.open_dataset({"class": "od", "param": "tp", "date": date}, fdb=store)
         same_dataset(got, cfgrib(path, {"numberOfPoints": points}), f"{path.name} {points} points")
+
+
+@pytest.mark.parametrize("name", ["forecast_monthly_ukmo.grib", "ncep-seasonal-monthly.grib"])
+def test_seasonal_monthly_means_of_lagged_ensembles(store: fieldstore.FDB, name: str) -> None:
+    """C3S monthly means (stream=msmm, keyed by fcmonth) of lagged ensembles,
+    whose members start on other days than MARS's ``date``: cfgrib's
+    ``number x time x step`` (UK Met Office: 28 x 8 x 20; NCEP: 124 x 124 x
+    92, starts every 6 hours that ecCodes gives in minutes), the same
+    labels and bits; no ``fcmonth`` dimension."""
+    path = archived(store, name)
+    got = fieldstore.open_dataset({"class": "c3", "stream": "msmm"}, fdb=store)
+    same_dataset(got, cfgrib(path, {}), name)
+    assert got["t2m"].dims == ("number", "time", "step", "latitude", "longitude")

@@ -17,7 +17,8 @@ over one :class:`Cube`:
   timedelta64, ``number``, and levels (``levelist``) as one dimension per
   level type, named as cfgrib names it (``isobaricInhPa``). Any other
   keyword (``expver``, ``type``…) that varies is a dimension of strings
-  named by the keyword. Coordinates are the values found in the store; a
+  named by the keyword, except ``fcmonth`` (seasonal monthly means), which
+  is relabelled as cfgrib labels it: ``time`` and ``step`` from the GRIB. Coordinates are the values found in the store; a
   combination with no stored field reads as NaN.
 - Regular lat/lon and regular Gaussian grids are 2-D (``latitude``,
   ``longitude``); every other grid is one ``values`` dimension with
@@ -256,9 +257,13 @@ class Cube:
             raise InvalidInputError(f"the request names no stored field: {_show(self.request)}")
         keys = [e.combined_key() for e in entries]
         _untimed(entries, keys)
+        monthly = _monthly(entries, keys, self.threads)
         # What the request names explicitly is in the coordinates, stored or
         # not: a value with no field yet (a step not flushed) reads as NaN.
         self.requested = dict(self.fdb._store.requested_values(_selection(self.request)))
+        for k in monthly:
+            # Relabelled from the GRIB: the request's MARS values are no labels.
+            self.requested.pop(k, None)
         self._build(entries, keys, dims, combine_date_time)
 
     # ---- structure -------------------------------------------------------
@@ -688,6 +693,45 @@ def _untimed(entries: list[Any], keys: list[dict[str, str]]) -> None:
                 keys[i].setdefault("time", time)
             if step is not None:
                 keys[i].setdefault("step", step)
+
+
+def _monthly(entries: list[Any], keys: list[dict[str, str]], threads: int) -> set[str]:
+    """Label fields whose MARS key has an ``fcmonth`` (monthly means of
+    seasonal forecasts, ``stream=msmm``/``mmsm``) as cfgrib labels them: by
+    their GRIB's ``dataDate``/``dataTime`` (``time``) and ``endStep``
+    (``step``), not by MARS's ``date`` and ``fcmonth``, in their ``keys``
+    (which lose ``fcmonth``). The keywords relabelled are returned.
+
+    A lagged ensemble's members (UK Met Office, NCEP) start on other days
+    than the nominal ``date``, so one field is read per ``date``,
+    ``fcmonth``, ``number`` and every other keyword but the parameter and
+    level (which share their forecast's dates), on threads."""
+    groups: dict[tuple[tuple[str, str], ...], list[int]] = {}
+    for i, key in enumerate(keys):
+        if "fcmonth" in key:
+            other = tuple(sorted((k, v) for k, v in key.items() if k not in ("param", "levelist")))
+            groups.setdefault(other, []).append(i)
+    if not groups:
+        return set()
+    members = list(groups.values())
+    with ThreadPoolExecutor(max_workers=max(1, min(threads, len(members)))) as pool:
+        found = list(pool.map(lambda m: _grib_date_time_and_step(entries[m[0]]), members))
+    for group, (date, time, step) in zip(members, found):
+        where = keys[group[0]]
+        if date is None or time is None or step is None:
+            raise InvalidInputError(
+                f"the field {_show(where)} has an fcmonth but its GRIB gives no dataDate, dataTime "
+                "or endStep in hours or minutes to label it with")
+        for i in group:
+            del keys[i]["fcmonth"]
+            keys[i].update(date=date, time=time, step=step)
+    return {"fcmonth", "date", "time", "step"}
+
+
+def _grib_date_time_and_step(entry: Any) -> tuple[str | None, str | None, str | None]:
+    (data_date,) = _fieldstore.field_keys(entry, ["dataDate"])
+    time, step = _grib_time_and_step(entry)
+    return (str(data_date) if isinstance(data_date, int) else None), time, step
 
 
 def _grib_time_and_step(entry: Any) -> tuple[str | None, str | None]:
