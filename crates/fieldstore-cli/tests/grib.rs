@@ -356,3 +356,87 @@ fn skip_bad_and_key_do_not_mix() {
         "{r:?}"
     );
 }
+
+/// GRIB from another centre (NCEP, `tests/fixtures/grib-foreign`): ecCodes
+/// gives no `class`, so ECMWF's schema refuses it, as FDB5 does; with
+/// `--defaults` the keys it lacks are filled (the config's
+/// `archive-defaults:` after them) and ecCodes' own keys are kept. Two
+/// messages with one key in a file: both archived, the last wins, and a
+/// warning names both.
+#[test]
+fn defaults_fill_what_ecmwfs_schema_needs_and_duplicates_are_reported() {
+    let env = Env::new();
+    let foreign = repo().join("tests/fixtures/grib-foreign/kwbc-t.grib");
+    let r = env.run(&["archive", path(&foreign)]);
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(r.stderr.contains("missing keyword 'class'"), "{r:?}");
+    let r = env
+        .run(&[
+            "archive",
+            "--defaults",
+            "class=od,expver=0001,stream=oper,type=fc,step=99",
+            path(&foreign),
+        ])
+        .ok();
+    assert_eq!(
+        r.stderr,
+        "fieldstore: archived 2 fields (2342 bytes) from 1 file\n"
+    );
+    let listed = env.run(&["list", "class=od"]).ok().lines();
+    assert_eq!(listed.len(), 2, "{listed:?}");
+    assert!(
+        listed[0].starts_with("{class=od,expver=0001,stream=oper,date=20240115,time=0000"),
+        "{listed:?}"
+    );
+    let r = env.run(&[
+        "archive",
+        "--defaults",
+        "class=od,expver=00 01",
+        path(&foreign),
+    ]);
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(
+        r.stderr
+            .starts_with("fieldstore: error: --defaults class=od,expver=00 01: "),
+        "{r:?}"
+    );
+
+    // The config's archive-defaults (FDB5's YAML shape).
+    let schema = repo().join("docs/schemas/foreign.schema");
+    let config = env.config_with_schema(&schema);
+    let mut text = std::fs::read_to_string(&config).expect("config");
+    text.push_str("archive-defaults:\n  class: rd\n  expver: xxxx\n  stream: oper\n  type: fc\n  origin: kwbc\n");
+    std::fs::write(&config, text).expect("config");
+    env.run(&["--config", path(&config), "archive", path(&foreign)])
+        .ok();
+    let listed = env
+        .run(&["--config", path(&config), "list", "class=rd"])
+        .ok()
+        .lines();
+    assert_eq!(listed.len(), 2, "{listed:?}");
+    assert!(
+        listed[0]
+            .starts_with("{class=rd,expver=xxxx,stream=oper,date=20240115,time=0000,origin=kwbc}"),
+        "{listed:?}"
+    );
+
+    // One file whose messages 0 and 2 have one key.
+    let bytes = std::fs::read(&foreign).expect("fixture");
+    let first = messages(&bytes)[0].clone();
+    let twice = env.write("twice.grib", [bytes.clone(), first].concat());
+    let r = env
+        .run(&["--config", path(&config), "archive", path(&twice)])
+        .ok();
+    assert_eq!(
+        r.stderr,
+        format!(
+            "fieldstore: warning: {}: GRIB message 2 at byte offset {} has the key \
+             {{class=rd,expver=xxxx,stream=oper,date=20240115,time=0000,origin=kwbc}}\
+             {{type=fc,levtype=sfc,timespan=none}}{{step=0,param=130}} of GRIB message 0 at byte \
+             offset 0: both are archived, the last wins\n\
+             fieldstore: archived 3 fields (3513 bytes) from 1 file\n",
+            path(&twice),
+            bytes.len()
+        )
+    );
+}

@@ -42,6 +42,7 @@ enum Source {
         paths: Vec<PathBuf>,
         skip_bad: bool,
         max: usize,
+        defaults: Key,
     },
 }
 
@@ -71,6 +72,12 @@ impl Source {
                 paths: args.files.clone(),
                 skip_bad: args.skip_bad,
                 max: args.max_field_size,
+                defaults: match &args.defaults {
+                    Some(text) => text
+                        .parse()
+                        .map_err(|e| Error::from(e).context(format!("--defaults {text}")))?,
+                    None => Key::new(),
+                },
             }),
         }
     }
@@ -131,6 +138,10 @@ pub(crate) struct Totals {
     /// Bad GRIB messages skipped (`--skip-bad`), one line each:
     /// `FILE: GRIB message N at byte offset M: problem`.
     pub(crate) skipped: Vec<String>,
+    /// GRIB messages archived under the key of an earlier message of the
+    /// same file (the last wins), one line each: `FILE: GRIB message N at
+    /// byte offset M has the key … of GRIB message …`.
+    pub(crate) duplicates: Vec<String>,
 }
 
 fn plural(n: u64, one: &str, many: &str) -> String {
@@ -160,6 +171,9 @@ pub(crate) fn run(args: &ArchiveArgs, ctx: &Context, ui: &mut Ui<'_>) -> Result<
     // Skipped messages are warnings: printed even with --quiet.
     for line in &totals.skipped {
         let _ = writeln!(ui.err, "fieldstore: warning: skipped {line}");
+    }
+    for line in &totals.duplicates {
+        let _ = writeln!(ui.err, "fieldstore: warning: {line}");
     }
     let mut note = format!(
         "archived {} ({}) from {}",
@@ -194,6 +208,7 @@ fn archive(fs: &FieldStore, source: &Source, progress: bool) -> Result<Totals> {
             paths,
             skip_bad,
             max,
+            defaults,
         } => {
             let bar = progress::bar(
                 progress && paths.len() > 1,
@@ -203,11 +218,12 @@ fn archive(fs: &FieldStore, source: &Source, progress: bool) -> Result<Totals> {
             );
             let options = GribOptions::default()
                 .skip_bad(*skip_bad)
-                .max_message_size(*max);
+                .max_message_size(*max)
+                .defaults(defaults.clone());
             for path in paths {
                 let mut input = open(path)?;
                 let summary = fs
-                    .archive_grib_read(&mut input, options)
+                    .archive_grib_read(&mut input, options.clone())
                     .map_err(|e| e.context(format!("archiving {}", display(path))))?;
                 totals.fields += summary.fields as u64;
                 totals.bytes += summary.bytes;
@@ -217,6 +233,12 @@ fn archive(fs: &FieldStore, source: &Source, progress: bool) -> Result<Totals> {
                         .skipped
                         .iter()
                         .map(|s| format!("{}: {}", display(path), s.error)),
+                );
+                totals.duplicates.extend(
+                    summary
+                        .duplicates
+                        .iter()
+                        .map(|d| format!("{}: {d}", display(path))),
                 );
                 bar.inc(1);
             }
@@ -252,6 +274,7 @@ mod tests {
             paths: vec![fixture("levtypes.grib"), fixture("timespan.grib")],
             skip_bad: false,
             max: fieldstore_grib::DEFAULT_MAX_MESSAGE_SIZE,
+            defaults: Key::new(),
         };
         let totals = archive(&fs, &source, false).expect("archive");
         assert_eq!((totals.fields, totals.files), (8, 2));
@@ -273,6 +296,7 @@ mod tests {
             paths: vec![fixture("rd-fc.grib"), bad.clone()],
             skip_bad: false,
             max: fieldstore_grib::DEFAULT_MAX_MESSAGE_SIZE,
+            defaults: Key::new(),
         };
         let e = archive(&fs, &source, false).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidInput);
@@ -292,6 +316,7 @@ mod tests {
         let args = |key: &str, files: &[&str]| ArchiveArgs {
             key: Some(key.to_string()),
             skip_bad: false,
+            defaults: None,
             max_field_size: fieldstore_grib::DEFAULT_MAX_MESSAGE_SIZE,
             files: files.iter().map(PathBuf::from).collect(),
         };
