@@ -78,7 +78,8 @@ def _complete(fdb: FDB, request: Mapping[str, Any]) -> list[dict[str, list[str]]
     exists was listed: a request constrains each keyword alone)."""
     groups: dict[tuple[str, ...], dict[str, list[str]]] = {}
     for el in fdb.list(request):
-        key = el.combined_key()
+        # An optional keyword a field lacks lists as "": left out.
+        key = {k: v for k, v in el.combined_key().items() if v != ""}
         group = groups.setdefault(tuple(sorted(key)), {k: [] for k in sorted(key)})
         for k, v in key.items():
             if v not in group[k]:
