@@ -421,3 +421,38 @@ def test_a_request_may_name_a_parameter_by_its_cf_var_name(cube_store: fieldstor
     assert list(fieldstore.open_dataset({**req, "param": "t"}, fdb=cube_store).data_vars) == ["t"]
     with pytest.raises(fieldstore.InvalidInputError, match="t2"):
         fieldstore.open_dataset({**req, "param": "t2"}, fdb=cube_store)
+
+
+# ---- alternating rows: rearranged only where cfgrib rearranges them -------
+
+def test_alternating_rows_of_a_polar_stereographic_grid_are_cfgribs(store: fieldstore.FDB, tmp_path: Path) -> None:
+    """cfgrib reverses every other row of the grids it gives in 2-D
+    (regular, rotated, Lambert, polar stereographic…) and of no other
+    (Mercator: cfgrib's ds.waveh.5.grib, test_cfgrib_samples.py). A polar
+    stereographic field (a ``values`` dimension here, ``y``/``x`` in cfgrib)
+    has cfgrib's values in cfgrib's order."""
+    path = write(tmp_path / "polar.grib", [
+        ("polar_stereographic_pl_grib2", [("bitsPerValue", 16), ("alternativeRowScanning", 1)], wave(N))])
+    # The sample has no ECMWF local section: no MARS class.
+    store.archive(path.read_bytes(), defaults={"class": "od", "expver": "0001", "stream": "oper", "type": "an"})
+    store.flush()
+    got = fieldstore.open_dataset({"class": "od"}, fdb=store)
+    want = cfgrib(path, {})
+    (name,) = want.data_vars
+    assert want[name].dims == ("y", "x")
+    assert got[name].dims == ("values",)
+    same_bits(got[name].values, want[name].values.reshape(-1), "polar stereographic")
+
+
+@pytest.mark.parametrize("edition", [1, 2])
+@pytest.mark.parametrize("decimals", [1, 2])
+def test_decimal_scaled_fields_have_cfgribs_bits(store: fieldstore.FDB, tmp_path: Path, edition: int,
+                                                 decimals: int) -> None:
+    """A decimal scale factor (other centres' wave heights: cfgrib's
+    ds.waveh.5.grib): ecCodes' single-precision unpacking was a bit off
+    for one value in five (2.1000001 for 2.1); cfgrib's float32 is the
+    double rounded."""
+    values = np.round(2 + 3 * np.abs(np.sin(np.arange(N) * 0.37)), decimals)
+    path = archived(store, write(tmp_path / "scaled.grib", [
+        ("regular_ll_sfc_grib1", [("edition", edition), ("changeDecimalPrecision", decimals)], values)]))
+    same_dataset(fieldstore.open_dataset({"class": "od"}, fdb=store), cfgrib(path, {}), "scaled")

@@ -98,3 +98,46 @@ def test_seasonal_monthly_means_of_lagged_ensembles(store: fieldstore.FDB, name:
     got = fieldstore.open_dataset({"class": "c3", "stream": "msmm"}, fdb=store)
     same_dataset(got, cfgrib(path, {}), name)
     assert got["t2m"].dims == ("number", "time", "step", "latitude", "longitude")
+
+
+# GRIB from other centres, or ECMWF's without MARS keys: ecCodes gives them
+# no MARS class, so ECMWF's schema refuses them (FDB5 too) unless the keys
+# are given (issue 28, item 18).
+FOREIGN = ["cfrzr_and_cprat.grib", "cfrzr_and_cprat_0s.grib", "ds.waveh.5.grib", "lambert_grid.grib",
+           "regular_gg_wrong_increment.grib", "regular_ll_msl.grib", "regular_ll_wrong_increment.grib",
+           "step_60m.grib"]
+DEFAULTS = {"class": "od", "expver": "0001", "stream": "oper", "type": "fc"}
+
+
+@pytest.mark.parametrize("name", FOREIGN)
+def test_grib_without_a_mars_class_archives_with_defaults(store: fieldstore.FDB, name: str) -> None:
+    data = (SAMPLES / name).read_bytes()
+    with pytest.raises(fieldstore.InvalidInputError, match="missing keyword 'class'"):
+        store.archive(data)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", fieldstore.DuplicateKeyWarning)
+        store.archive(data, defaults=DEFAULTS)
+    store.flush()
+    messages = data.count(b"GRIB")  # these files hold no 'GRIB' inside a message
+    assert len(list(store.list({"class": "od"}))) == messages
+
+
+@pytest.mark.parametrize("name", ["regular_ll_msl.grib", "regular_ll_wrong_increment.grib", "ds.waveh.5.grib"])
+def test_grib_from_other_centres_opens_as_cfgrib_opens_it(store: fieldstore.FDB, name: str) -> None:
+    """Archived with defaults, the view is cfgrib's (ds.waveh.5: a Mercator
+    grid in alternating rows, which cfgrib leaves as ecCodes gives them)."""
+    store.archive((SAMPLES / name).read_bytes(), defaults=DEFAULTS)
+    store.flush()
+    same_dataset(fieldstore.open_dataset({"class": "od"}, fdb=store), cfgrib(SAMPLES / name, {}), name)
+
+
+def test_an_inconsistent_grid_is_refused_as_cfgrib_refuses_it(store: fieldstore.FDB) -> None:
+    """regular_gg_wrong_increment.grib: Ni x Nj = 192 x 64, 18432 points;
+    cfgrib raises, the view names the field and what ecCodes found."""
+    path = SAMPLES / "regular_gg_wrong_increment.grib"
+    store.archive(path.read_bytes(), defaults=DEFAULTS)
+    store.flush()
+    with pytest.raises(Exception, match="Grid description is wrong or inconsistent"):
+        cfgrib(path, {})
+    with pytest.raises(fieldstore.InvalidInputError, match=r"Ni\*Nj!=numberOfDataPoints \(192\*64!=18432\)"):
+        fieldstore.open_dataset({"class": "od"}, fdb=store)
