@@ -209,7 +209,9 @@ fn bad_files(env: &Env) -> Vec<(&'static str, String)> {
             "GRIB message 0 at byte offset 0: MARS key levtype=sfc,date=20201102,time=0000,\
              step=12,param=166.128 does not fit the schema: missing keyword 'class' required \
              by rule [ class=ti/s2, expver, stream, date, time, model [ origin, type, levtype, \
-             hdate? [ step, number?, levelist?, param ]]] (line 110)"
+             hdate? [ step, number?, levelist?, param ]]] (line 110); ecCodes gives this \
+             message no MARS class (GRIB from another centre?): give the keys it lacks with \
+             --defaults (class=od,expver=0001,stream=oper,type=fc) or archive-defaults in the config"
                 .to_string(),
         ),
     ]

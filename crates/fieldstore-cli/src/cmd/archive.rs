@@ -83,6 +83,25 @@ impl Source {
     }
 }
 
+/// `e`, with what to do about a message ecCodes gives no MARS `class`
+/// (GRIB from another centre): name the keys it lacks.
+fn hint(e: Error) -> Error {
+    let text = hinted(e.to_string());
+    Error::new(e.kind(), text)
+}
+
+/// An error's text, with [`hint`]'s advice where it applies.
+fn hinted(text: String) -> String {
+    if !text.contains("missing keyword 'class'") {
+        return text;
+    }
+    format!(
+        "{text}; ecCodes gives this message no MARS class (GRIB from another centre?): \
+         give the keys it lacks with --defaults (class=od,expver=0001,stream=oper,type=fc) \
+         or archive-defaults in the config"
+    )
+}
+
 /// Open a file for reading (`-`: standard input).
 fn open(path: &Path) -> Result<Box<dyn Read>> {
     if path == Path::new("-") {
@@ -224,7 +243,14 @@ fn archive(fs: &FieldStore, source: &Source, progress: bool) -> Result<Totals> {
                 let mut input = open(path)?;
                 let summary = fs
                     .archive_grib_read(&mut input, options.clone())
-                    .map_err(|e| e.context(format!("archiving {}", display(path))))?;
+                    .map_err(|e| {
+                        if e.to_string().contains("missing keyword 'class'") {
+                            hint(e)
+                        } else {
+                            e
+                        }
+                        .context(format!("archiving {}", display(path)))
+                    })?;
                 totals.fields += summary.fields as u64;
                 totals.bytes += summary.bytes;
                 totals.files += 1;
@@ -232,7 +258,7 @@ fn archive(fs: &FieldStore, source: &Source, progress: bool) -> Result<Totals> {
                     summary
                         .skipped
                         .iter()
-                        .map(|s| format!("{}: {}", display(path), s.error)),
+                        .map(|s| format!("{}: {}", display(path), hinted(s.error.to_string()))),
                 );
                 totals.duplicates.extend(
                     summary

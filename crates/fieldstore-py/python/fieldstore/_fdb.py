@@ -182,7 +182,15 @@ class FDB:
             data = bytes(memoryview(data))
         if identifier is None:
             pairs = _identifier(defaults) if defaults is not None else []
-            _, duplicates = self._store.archive_grib(data, pairs)
+            try:
+                _, duplicates = self._store.archive_grib(data, pairs)
+            except InvalidInputError as e:
+                if "missing keyword 'class'" not in str(e):
+                    raise
+                raise InvalidInputError(
+                    f"{e}; ecCodes gives this message no MARS class (GRIB from another centre?): give "
+                    "the keys it lacks with defaults={'class': 'od', 'expver': '0001', 'stream': 'oper', "
+                    "'type': 'fc'} or archive-defaults in the config") from e
             for text in duplicates:
                 warnings.warn(text, DuplicateKeyWarning, stacklevel=2)
         elif defaults is not None:
