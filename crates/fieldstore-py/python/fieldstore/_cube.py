@@ -684,7 +684,8 @@ def _untimed(entries: list[Any], keys: list[dict[str, str]]) -> None:
     days). The keys are only the view's labels, never a request."""
     by_date: dict[str, list[int]] = {}
     for i, key in enumerate(keys):
-        if "date" in key and ("time" not in key or "step" not in key):
+        # (fcmonth: labelled by _monthly.)
+        if "date" in key and "fcmonth" not in key and ("time" not in key or "step" not in key):
             by_date.setdefault(key["date"], []).append(i)
     for members in by_date.values():
         time, step = _grib_time_and_step(entries[members[0]])
