@@ -361,6 +361,49 @@ def test_a_grid_that_changes_between_dates_is_refused_at_open(store: fieldstore.
         same_dataset(got, want, f"{points} points")
 
 
+@pytest.mark.parametrize("back", [False, True], ids=["upgrade", "and-back"])
+def test_a_grid_change_among_many_message_lengths_is_found_where_it_happens(
+        store: fieldstore.FDB, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, back: bool) -> None:
+    """CCSDS packing: every message has its own length, so the dates are
+    bisected between the first and the last, and the error names the two
+    dates around the change (2° up to the 7th, 1° from the 8th), in one
+    read per step of the bisection. A grid that changes back (1° on the
+    8th only) then opens, and fails when its values are read, naming the
+    field."""
+    finer = [("Ni", 31), ("Nj", 61), ("iDirectionIncrementInDegrees", 1.0), ("jDirectionIncrementInDegrees", 1.0)]
+    rng = np.random.default_rng(28)
+    dates = list(range(20240101, 20240113))
+    fine = (lambda d: d == 20240108) if back else (lambda d: d >= 20240108)
+    # Other bits per value each date: messages of other lengths.
+    specs: list[Spec] = [("regular_ll_sfc_grib1", [("edition", 2), ("packingType", "grid_ccsds"),
+                                                   ("bitsPerValue", 8 + d % 100),
+                                                   ("dataDate", d), *(finer if fine(d) else [])],
+                          280 + rng.random(1891 if fine(d) else N) * 20) for d in dates]
+    archived(store, write(tmp_path / "ccsds.grib", specs))
+    assert len({e.length() for e in store.list({"class": "od"})}) > 8
+    request = {"class": "od", "param": 167}
+    reads = []
+    real = _fieldstore.field_keys
+
+    def counted(entry: Any, names: list[str]) -> list[Any]:
+        reads.append(names)
+        return real(entry, names)
+
+    monkeypatch.setattr(_fieldstore, "field_keys", counted)
+    if not back:
+        with pytest.raises(fieldstore.InvalidInputError) as e:
+            fieldstore.open_dataset(request, fdb=store)
+        # The first field's metadata (two reads), the last date, 3 or 4 bisection steps.
+        assert len(reads) <= 7, len(reads)
+        assert str(e.value) == (
+            "the grid of 2t (sfc) changes between dates: regular_ll of 496 points at date=20240107,time=1200, "
+            "regular_ll of 1891 points at date=20240108,time=1200; request the dates of each grid separately")
+        return
+    view = fieldstore.open_dataset(request, fdb=store)
+    with pytest.raises(ValueError, match="date=20240108.*1891 points"):
+        view["t2m"].values
+
+
 # ---- 14: a grid description that contradicts itself -----------------------
 
 def test_an_inconsistent_grid_is_refused_as_cfgrib_refuses_it(store: fieldstore.FDB, tmp_path: Path) -> None:

@@ -111,6 +111,9 @@ COORD_ATTRS: dict[str, dict[str, str]] = {
 _ORDER = ["number", "time", "date", "step"]
 # Keywords along which a variable's grid does not change (see _same_grid).
 _SAME_GRID_KEYWORDS = {"date", "time", "step", "number", "levelist", "param", "levtype"}
+# At most this many message lengths along a variable's dates: one field of
+# each is checked for its grid (Cube._same_grid); more, bisection.
+_FEW_LENGTHS = 8
 # Keywords that never become dimensions: they make the variable.
 _VARIABLE_KEYWORDS = {"param", "levtype", "levelist"}
 
@@ -438,48 +441,84 @@ class Cube:
         (decoding such a field would fail at ``.load()``). Grids differ
         between datasets and streams, and between dates when a model is
         upgraded (a resolution upgrade), not between the steps, members
-        and levels of one forecast, so the first field of each date and
-        time of each combination of the other keywords is checked; a field
-        whose message is as long as one already found on the grid is not
-        read again (one read for a variable of simple-packed fields, one
-        per date and time for varying-length packings)."""
-        seen: dict[tuple[str, ...], int] = {}
+        and levels of one forecast. So the first field of each combination
+        of the other keywords is checked, and along the dates and times of
+        each: when their messages have few lengths (simple packing: one
+        grid, one length), one field per length; otherwise (packings whose
+        length varies with the values) the first and last dates, and, when
+        they differ, the dates between by bisection to name where the grid
+        changes. A few reads: at most one for fields of one length."""
+        groups: dict[tuple[str, ...], dict[tuple[str, str], int]] = {}
         for i in members:
-            other = tuple(f"{k}={v}" for k, v in sorted(keys[i].items()) if k not in _SAME_GRID_KEYWORDS
-                          or k in ("date", "time"))
-            seen.setdefault(other, i)
-        if len(seen) < 2:
-            return
-        first = entries[members[0]]
-        lengths = {first.length()}
+            other = tuple(f"{k}={v}" for k, v in sorted(keys[i].items()) if k not in _SAME_GRID_KEYWORDS)
+            groups.setdefault(other, {}).setdefault((keys[i].get("date", ""), keys[i].get("time", "")), i)
         names = _GRID_IDENTITY + sorted({k for ks in _GEOMETRY.values() for k in ks})
-        todo = [(other, i) for other, i in seen.items() if entries[i].length() not in lengths]
-        if not todo:
-            return
+        known: dict[int, Geometry] = {members[0]: grid.identity}
 
         def geometry(i: int) -> Geometry:
-            meta = dict(zip(names, _fieldstore.field_keys(entries[i], names)))
-            return _geometry(entries[i], meta)
+            if i not in known:
+                meta = dict(zip(names, _fieldstore.field_keys(entries[i], names)))
+                known[i] = _geometry(entries[i], meta)
+            return known[i]
 
-        with ThreadPoolExecutor(max_workers=min(self.threads, len(todo))) as pool:
-            found = list(pool.map(lambda t: geometry(t[1]), todo))
-        for (other, i), identity in zip(todo, found):
-            why = grid.identity.difference(identity)
+        def refuse(ref: int, i: int) -> None:
+            why = geometry(ref).difference(geometry(i))
             if why is None:
-                continue
-            ref = keys[members[0]]
-            if all(ref.get(k) == v for k, v in keys[i].items() if k not in _SAME_GRID_KEYWORDS):
+                return
+            a, b = keys[ref], keys[i]
+            if all(a.get(k) == v for k, v in b.items() if k not in _SAME_GRID_KEYWORDS):
                 # One dataset and stream at another date: the model's grid changed.
-                detail = f" ({why})" if str(grid.identity) == str(identity) else ""
+                detail = f" ({why})" if str(geometry(ref)) == str(geometry(i)) else ""
                 raise InvalidInputError(
-                    f"the grid of {what} changes between dates: {grid.identity} at "
-                    f"date={ref.get('date', '')},time={ref.get('time', '')}, {identity} at "
-                    f"date={keys[i].get('date', '')},time={keys[i].get('time', '')}{detail}; "
+                    f"the grid of {what} changes between dates: {geometry(ref)} at "
+                    f"date={a.get('date', '')},time={a.get('time', '')}, {geometry(i)} at "
+                    f"date={b.get('date', '')},time={b.get('time', '')}{detail}; "
                     f"request the dates of each grid separately")
-            changed = ",".join(p for p in other if p.split("=", 1)[0] not in ("date", "time"))
+            changed = ",".join(f"{k}={v}" for k, v in sorted(b.items()) if k not in _SAME_GRID_KEYWORDS)
             raise InvalidInputError(
                 f"the request names fields of {what} on different grids ({why}, the second at "
                 f"{changed}); request each grid separately")
+
+        few: list[tuple[int, list[int]]] = []    # (earliest, one field per other length)
+        bisect: list[list[int]] = []
+        todo: list[int] = []                       # read on threads first
+        for dated in groups.values():
+            ordered = [dated[d] for d in sorted(dated)]
+            by_length: dict[Any, int] = {}
+            for i in ordered:
+                by_length.setdefault(entries[i].length(), i)
+            todo.append(ordered[0])
+            if len(by_length) <= _FEW_LENGTHS:
+                reps = [i for i in by_length.values() if i != ordered[0]]
+                few.append((ordered[0], reps))
+                todo += reps
+            else:
+                bisect.append(ordered)
+                todo.append(ordered[-1])
+        todo = [i for i in dict.fromkeys(todo) if i not in known]
+        if todo:
+            with ThreadPoolExecutor(max_workers=min(self.threads, len(todo))) as pool:
+                for i, g in zip(todo, pool.map(geometry, todo)):
+                    known[i] = g
+        for ordered in bisect:
+            # Where the grid changes between the first and last dates (a
+            # change there and back again is not looked for: it fails when
+            # decoded, naming the field).
+            lo, hi = 0, len(ordered) - 1
+            if geometry(ordered[lo]).difference(geometry(ordered[hi])) is None:
+                continue
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                if geometry(ordered[lo]).difference(geometry(ordered[mid])) is None:
+                    lo = mid
+                else:
+                    hi = mid
+            refuse(ordered[lo], ordered[hi])
+        for earliest, reps in few:
+            for i in reps:
+                refuse(earliest, i)
+        for dated in groups.values():
+            refuse(members[0], dated[min(dated)])
 
     def _variable(self, name: str, param: str, levtype: str, meta: dict[str, Any], grid: Grid,
                   members: list[int], entries: list[Any], keys: list[dict[str, str]]) -> Variable:
