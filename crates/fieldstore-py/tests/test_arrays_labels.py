@@ -281,6 +281,14 @@ def test_seasonal_monthly_means_are_number_time_step_as_cfgrib(store: fieldstore
     assert "fcmonth" not in got.coords
     assert got["t2m"].dims == want["t2m"].dims
     assert got["t2m"].dims[:2] == ("number", "time") if len(dates) > 1 else ("number", "step")
+    # The Zarr view is the same cube.
+    need("zarr")
+    from fieldstore.zarr_store import FieldStoreZarr
+
+    back = xr.open_zarr(FieldStoreZarr({"stream": "msmm"}, fdb=store), consolidated=False)
+    assert back["t2m"].dims == got["t2m"].dims
+    assert np.array_equal(back["step"].values, got["step"].values)
+    same_bits(back["t2m"].values, got["t2m"].values, "zarr")
     # A request may still pick months by fcmonth; they are labelled by step.
     two = fieldstore.open_dataset({"stream": "msmm", "fcmonth": [1, 2], "date": dates[0]}, fdb=store)
     want_two = cfgrib(path, {"dataDate": dates[0], "forecastMonth": [1, 2]})
