@@ -442,3 +442,43 @@ fn defaults_fill_what_ecmwfs_schema_needs_and_duplicates_are_reported() {
         )
     );
 }
+
+/// Two files of one command whose messages have one key: both archived,
+/// the last wins, and a warning names both files, messages and offsets.
+#[test]
+fn one_key_in_two_files_of_one_command_is_reported() {
+    let env = Env::new();
+    let levtypes = repo().join("tests/fixtures/grib/levtypes.grib");
+    let bytes = std::fs::read(&levtypes).expect("fixture");
+    let second = fieldstore_grib::split_messages(&bytes)
+        .nth(1)
+        .expect("two messages")
+        .expect("valid")
+        .offset();
+    let copy = env.write("again.grib", &bytes);
+    let r = env.run(&["archive", path(&levtypes), "again.grib"]).ok();
+    let lines: Vec<&str> = r.stderr.lines().collect();
+    assert_eq!(lines.len(), 3, "{r:?}");
+    assert_eq!(
+        lines[0],
+        format!(
+            "fieldstore: warning: again.grib: GRIB message 0 at byte offset 0 has the key \
+             {{class=od,expver=0001,stream=oper,date=20251125,time=0000,domain=g}}{{type=fc,levtype=pl}}\
+             {{step=0,levelist=1000,param=130}} of {}: GRIB message 0 at byte offset 0: both are \
+             archived, the last wins",
+            path(&levtypes)
+        )
+    );
+    assert!(
+        lines[1].contains(&format!(
+            "GRIB message 1 at byte offset {second} has the key"
+        )),
+        "{r:?}"
+    );
+    assert_eq!(
+        lines[2],
+        "fieldstore: archived 4 fields (5904 bytes) from 2 files"
+    );
+    assert_eq!(listed(&env).len(), 2);
+    drop(copy);
+}

@@ -103,6 +103,9 @@ pub struct GribOptions {
     /// store's [`fieldstore::Config::archive_defaults`] for those still
     /// missing. A keyword ecCodes gives keeps its value.
     pub defaults: Key,
+    /// Give every archived message's key and place in
+    /// [`GribSummary::keys`] (to find duplicates across several inputs).
+    pub record_keys: bool,
 }
 
 impl Default for GribOptions {
@@ -111,6 +114,7 @@ impl Default for GribOptions {
             skip_bad: false,
             max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
             defaults: Key::new(),
+            record_keys: false,
         }
     }
 }
@@ -127,6 +131,13 @@ impl GribOptions {
     #[must_use]
     pub fn skip_bad(mut self, skip: bool) -> Self {
         self.skip_bad = skip;
+        self
+    }
+
+    /// Set [`GribOptions::record_keys`].
+    #[must_use]
+    pub fn record_keys(mut self, record: bool) -> Self {
+        self.record_keys = record;
         self
     }
 
@@ -153,6 +164,9 @@ pub struct GribSummary {
     /// input, in input order: both are archived and the last wins (FDB5's
     /// rule), but a caller should say so.
     pub duplicates: Vec<Duplicate>,
+    /// With [`GribOptions::record_keys`]: every archived message's key (as
+    /// in [`Duplicate::key`]) and its index and byte offset, in input order.
+    pub keys: Vec<(String, (usize, usize))>,
 }
 
 /// A message archived under the same key as an earlier one of the same
@@ -183,12 +197,25 @@ impl std::fmt::Display for Duplicate {
 /// The key of every message archived so far in one call, to find
 /// duplicates.
 #[derive(Default)]
-struct Seen(HashMap<String, (usize, usize)>);
+struct Seen {
+    first: HashMap<String, (usize, usize)>,
+    record: bool,
+}
 
 impl Seen {
+    fn new(record: bool) -> Seen {
+        Seen {
+            first: HashMap::new(),
+            record,
+        }
+    }
+
     fn note(&mut self, split: &SplitKey, at: (usize, usize), summary: &mut GribSummary) {
         let key = split.braced();
-        if let Some(first) = self.0.insert(key.clone(), at) {
+        if self.record {
+            summary.keys.push((key.clone(), at));
+        }
+        if let Some(first) = self.first.insert(key.clone(), at) {
             summary.duplicates.push(Duplicate {
                 key,
                 first,
@@ -241,7 +268,7 @@ impl ArchiveGrib for FieldStore {
         if !any {
             summary.no_message(options.skip_bad)?;
         }
-        let mut seen = Seen::default();
+        let mut seen = Seen::new(options.record_keys);
         for (at, split, message) in ready {
             self.archive_split(&split, message)
                 .map_err(|e| e.context(format!("archiving GRIB message {}", at.0)))?;
@@ -264,7 +291,7 @@ impl ArchiveGrib for FieldStore {
             messages = messages.resync();
         }
         let mut any = false;
-        let mut seen = Seen::default();
+        let mut seen = Seen::new(options.record_keys);
         for message in messages {
             any = true;
             let archived = message.and_then(|m| {

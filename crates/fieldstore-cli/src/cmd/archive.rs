@@ -18,6 +18,7 @@
 //! the limit and refused beyond it. Endless input (`/dev/zero`, a pipe)
 //! ends with an error naming the limit or the byte offset.
 
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -238,8 +239,11 @@ fn archive(fs: &FieldStore, source: &Source, progress: bool) -> Result<Totals> {
             let options = GribOptions::default()
                 .skip_bad(*skip_bad)
                 .max_message_size(*max)
-                .defaults(defaults.clone());
-            for path in paths {
+                .defaults(defaults.clone())
+                .record_keys(paths.len() > 1);
+            // Across files: each key's first file and place.
+            let mut first: HashMap<String, (usize, (usize, usize))> = HashMap::new();
+            for (file, path) in paths.iter().enumerate() {
                 let mut input = open(path)?;
                 let summary = fs
                     .archive_grib_read(&mut input, options.clone())
@@ -266,6 +270,25 @@ fn archive(fs: &FieldStore, source: &Source, progress: bool) -> Result<Totals> {
                         .iter()
                         .map(|d| format!("{}: {d}", display(path))),
                 );
+                for (key, at) in summary.keys {
+                    // The message it replaces: in an earlier file, said here
+                    // (within one file, said by the summary above).
+                    if let Some((before, was)) = first.insert(key.clone(), (file, at)) {
+                        if before != file {
+                            totals.duplicates.push(format!(
+                                "{}: GRIB message {} at byte offset {} has the key {key} of {}: \
+                                 GRIB message {} at byte offset {}: both are archived, the last \
+                                 wins",
+                                display(path),
+                                at.0,
+                                at.1,
+                                display(&paths[before]),
+                                was.0,
+                                was.1
+                            ));
+                        }
+                    }
+                }
                 bar.inc(1);
             }
             bar.finish_and_clear();
