@@ -196,6 +196,12 @@ pub(crate) struct ArchiveArgs {
     /// Without it, a bad message fails the command and nothing is archived.
     #[arg(long, conflicts_with = "key")]
     pub(crate) skip_bad: bool,
+    /// GRIB: keywords and values a message's MARS key gets where ecCodes
+    /// gives the keyword none (`class=od,expver=0001,stream=oper,type=fc`
+    /// for GRIB from other centres, which has no MARS class); before the
+    /// config's `archive-defaults:`. A keyword ecCodes gives keeps its value.
+    #[arg(long, value_name = "KEY", conflicts_with = "key")]
+    pub(crate) defaults: Option<String>,
     /// The largest field (with --key, FILE's size) or GRIB message
     /// accepted, in bytes; larger input is refused before it is read whole,
     /// so that no input (`/dev/zero`, a pipe) can exhaust memory.

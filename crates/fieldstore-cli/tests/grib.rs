@@ -209,7 +209,9 @@ fn bad_files(env: &Env) -> Vec<(&'static str, String)> {
             "GRIB message 0 at byte offset 0: MARS key levtype=sfc,date=20201102,time=0000,\
              step=12,param=166.128 does not fit the schema: missing keyword 'class' required \
              by rule [ class=ti/s2, expver, stream, date, time, model [ origin, type, levtype, \
-             hdate? [ step, number?, levelist?, param ]]] (line 110)"
+             hdate? [ step, number?, levelist?, param ]]] (line 110); ecCodes gives this \
+             message no MARS class (GRIB from another centre?): give the keys it lacks with \
+             --defaults (class=od,expver=0001,stream=oper,type=fc) or archive-defaults in the config"
                 .to_string(),
         ),
     ]
@@ -355,4 +357,128 @@ fn skip_bad_and_key_do_not_mix() {
             .contains("the argument '--skip-bad' cannot be used with '--key <KEY>'"),
         "{r:?}"
     );
+}
+
+/// GRIB from another centre (NCEP, `tests/fixtures/grib-foreign`): ecCodes
+/// gives no `class`, so ECMWF's schema refuses it, as FDB5 does; with
+/// `--defaults` the keys it lacks are filled (the config's
+/// `archive-defaults:` after them) and ecCodes' own keys are kept. Two
+/// messages with one key in a file: both archived, the last wins, and a
+/// warning names both.
+#[test]
+fn defaults_fill_what_ecmwfs_schema_needs_and_duplicates_are_reported() {
+    let env = Env::new();
+    let foreign = repo().join("tests/fixtures/grib-foreign/kwbc-t.grib");
+    let r = env.run(&["archive", path(&foreign)]);
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(r.stderr.contains("missing keyword 'class'"), "{r:?}");
+    let r = env
+        .run(&[
+            "archive",
+            "--defaults",
+            "class=od,expver=0001,stream=oper,type=fc,step=99",
+            path(&foreign),
+        ])
+        .ok();
+    assert_eq!(
+        r.stderr,
+        "fieldstore: archived 2 fields (2342 bytes) from 1 file\n"
+    );
+    let listed = env.run(&["list", "class=od"]).ok().lines();
+    assert_eq!(listed.len(), 2, "{listed:?}");
+    assert!(
+        listed[0].starts_with("{class=od,expver=0001,stream=oper,date=20240115,time=0000"),
+        "{listed:?}"
+    );
+    let r = env.run(&[
+        "archive",
+        "--defaults",
+        "class=od,expver=00 01",
+        path(&foreign),
+    ]);
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(
+        r.stderr
+            .starts_with("fieldstore: error: --defaults class=od,expver=00 01: "),
+        "{r:?}"
+    );
+
+    // The config's archive-defaults (FDB5's YAML shape).
+    let schema = repo().join("docs/schemas/foreign.schema");
+    let config = env.config_with_schema(&schema);
+    let mut text = std::fs::read_to_string(&config).expect("config");
+    text.push_str("archive-defaults:\n  class: rd\n  expver: xxxx\n  stream: oper\n  type: fc\n  origin: kwbc\n");
+    std::fs::write(&config, text).expect("config");
+    env.run(&["--config", path(&config), "archive", path(&foreign)])
+        .ok();
+    let listed = env
+        .run(&["--config", path(&config), "list", "class=rd"])
+        .ok()
+        .lines();
+    assert_eq!(listed.len(), 2, "{listed:?}");
+    assert!(
+        listed[0]
+            .starts_with("{class=rd,expver=xxxx,stream=oper,date=20240115,time=0000,origin=kwbc}"),
+        "{listed:?}"
+    );
+
+    // One file whose messages 0 and 2 have one key.
+    let bytes = std::fs::read(&foreign).expect("fixture");
+    let first = messages(&bytes)[0].clone();
+    let twice = env.write("twice.grib", [bytes.clone(), first].concat());
+    let r = env
+        .run(&["--config", path(&config), "archive", path(&twice)])
+        .ok();
+    assert_eq!(
+        r.stderr,
+        format!(
+            "fieldstore: warning: {}: GRIB message 2 at byte offset {} has the key \
+             {{class=rd,expver=xxxx,stream=oper,date=20240115,time=0000,origin=kwbc}}\
+             {{type=fc,levtype=sfc,timespan=none}}{{step=0,param=130}} of GRIB message 0 at byte \
+             offset 0: both are archived, the last wins\n\
+             fieldstore: archived 3 fields (3513 bytes) from 1 file\n",
+            path(&twice),
+            bytes.len()
+        )
+    );
+}
+
+/// Two files of one command whose messages have one key: both archived,
+/// the last wins, and a warning names both files, messages and offsets.
+#[test]
+fn one_key_in_two_files_of_one_command_is_reported() {
+    let env = Env::new();
+    let levtypes = repo().join("tests/fixtures/grib/levtypes.grib");
+    let bytes = std::fs::read(&levtypes).expect("fixture");
+    let second = fieldstore_grib::split_messages(&bytes)
+        .nth(1)
+        .expect("two messages")
+        .expect("valid")
+        .offset();
+    let copy = env.write("again.grib", &bytes);
+    let r = env.run(&["archive", path(&levtypes), "again.grib"]).ok();
+    let lines: Vec<&str> = r.stderr.lines().collect();
+    assert_eq!(lines.len(), 3, "{r:?}");
+    assert_eq!(
+        lines[0],
+        format!(
+            "fieldstore: warning: again.grib: GRIB message 0 at byte offset 0 has the key \
+             {{class=od,expver=0001,stream=oper,date=20251125,time=0000,domain=g}}{{type=fc,levtype=pl}}\
+             {{step=0,levelist=1000,param=130}} of {}: GRIB message 0 at byte offset 0: both are \
+             archived, the last wins",
+            path(&levtypes)
+        )
+    );
+    assert!(
+        lines[1].contains(&format!(
+            "GRIB message 1 at byte offset {second} has the key"
+        )),
+        "{r:?}"
+    );
+    assert_eq!(
+        lines[2],
+        "fieldstore: archived 4 fields (5904 bytes) from 2 files"
+    );
+    assert_eq!(listed(&env).len(), 2);
+    drop(copy);
 }

@@ -1,8 +1,9 @@
 //! Archiving GRIB messages into a [`FieldStore`] under their MARS keys.
 
+use std::collections::HashMap;
 use std::io::{BufReader, Read};
 
-use fieldstore::{Error, FieldStore, Result, SplitKey};
+use fieldstore::{Error, FieldStore, Key, Result, SplitKey};
 
 use crate::error::{GribError, Problem};
 use crate::split::{split_messages, Message};
@@ -83,8 +84,9 @@ pub trait ArchiveGrib {
         -> Result<GribSummary>;
 }
 
-/// How [`ArchiveGrib::archive_grib_with`] treats bad messages.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How [`ArchiveGrib::archive_grib_with`] treats bad messages, and the
+/// keys it fills in.
+#[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct GribOptions {
     /// Skip bad messages (report them in [`GribSummary::skipped`]) and
@@ -95,6 +97,15 @@ pub struct GribOptions {
     /// ([`DEFAULT_MAX_MESSAGE_SIZE`] unless set). A buffer given to
     /// `archive_grib` is already in memory and is not limited.
     pub max_message_size: usize,
+    /// Keywords and values a message's MARS key gets where ecCodes gives
+    /// the keyword none (GRIB from other centres has no `class`,
+    /// `expver`, `stream` or `type`), before the schema splits it; then the
+    /// store's [`fieldstore::Config::archive_defaults`] for those still
+    /// missing. A keyword ecCodes gives keeps its value.
+    pub defaults: Key,
+    /// Give every archived message's key and place in
+    /// [`GribSummary::keys`] (to find duplicates across several inputs).
+    pub record_keys: bool,
 }
 
 impl Default for GribOptions {
@@ -102,6 +113,8 @@ impl Default for GribOptions {
         GribOptions {
             skip_bad: false,
             max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
+            defaults: Key::new(),
+            record_keys: false,
         }
     }
 }
@@ -120,6 +133,20 @@ impl GribOptions {
         self.skip_bad = skip;
         self
     }
+
+    /// Set [`GribOptions::record_keys`].
+    #[must_use]
+    pub fn record_keys(mut self, record: bool) -> Self {
+        self.record_keys = record;
+        self
+    }
+
+    /// Set [`GribOptions::defaults`].
+    #[must_use]
+    pub fn defaults(mut self, defaults: Key) -> Self {
+        self.defaults = defaults;
+        self
+    }
 }
 
 /// What [`ArchiveGrib::archive_grib`] did.
@@ -133,6 +160,69 @@ pub struct GribSummary {
     /// Bad messages skipped (only with [`GribOptions::skip_bad`]), in input
     /// order.
     pub skipped: Vec<Skipped>,
+    /// Messages archived under the key of an earlier message of the same
+    /// input, in input order: both are archived and the last wins (FDB5's
+    /// rule), but a caller should say so.
+    pub duplicates: Vec<Duplicate>,
+    /// With [`GribOptions::record_keys`]: every archived message's key (as
+    /// in [`Duplicate::key`]) and its index and byte offset, in input order.
+    pub keys: Vec<(String, (usize, usize))>,
+}
+
+/// A message archived under the same key as an earlier one of the same
+/// input, which it replaces.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Duplicate {
+    /// The key both have (all levels, as `fieldstore list` prints it).
+    pub key: String,
+    /// The earlier message: its index in the input (0-based) and byte
+    /// offset.
+    pub first: (usize, usize),
+    /// The later message, which wins.
+    pub last: (usize, usize),
+}
+
+impl std::fmt::Display for Duplicate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "GRIB message {} at byte offset {} has the key {} of GRIB message {} at byte offset {}: \
+             both are archived, the last wins",
+            self.last.0, self.last.1, self.key, self.first.0, self.first.1
+        )
+    }
+}
+
+/// The key of every message archived so far in one call, to find
+/// duplicates.
+#[derive(Default)]
+struct Seen {
+    first: HashMap<String, (usize, usize)>,
+    record: bool,
+}
+
+impl Seen {
+    fn new(record: bool) -> Seen {
+        Seen {
+            first: HashMap::new(),
+            record,
+        }
+    }
+
+    fn note(&mut self, split: &SplitKey, at: (usize, usize), summary: &mut GribSummary) {
+        let key = split.braced();
+        if self.record {
+            summary.keys.push((key.clone(), at));
+        }
+        if let Some(first) = self.first.insert(key.clone(), at) {
+            summary.duplicates.push(Duplicate {
+                key,
+                first,
+                last: at,
+            });
+        }
+    }
 }
 
 /// A bad message that was skipped.
@@ -158,11 +248,17 @@ impl ArchiveGrib for FieldStore {
         }
         // Decode and split every key first, so that bad input archives
         // nothing.
-        let mut ready: Vec<(usize, SplitKey, &[u8])> = Vec::new();
+        let mut ready: Vec<((usize, usize), SplitKey, &[u8])> = Vec::new();
         let mut any = false;
         for message in messages {
             any = true;
-            let field = message.and_then(|m| Ok((m.index(), split_key(self, &m)?, m.bytes())));
+            let field = message.and_then(|m| {
+                Ok((
+                    (m.index(), m.offset()),
+                    split_key(self, &m, &options.defaults)?,
+                    m.bytes(),
+                ))
+            });
             match field {
                 Ok(f) => ready.push(f),
                 Err(error) if options.skip_bad => summary.skip(error),
@@ -172,9 +268,11 @@ impl ArchiveGrib for FieldStore {
         if !any {
             summary.no_message(options.skip_bad)?;
         }
-        for (index, split, message) in ready {
+        let mut seen = Seen::new(options.record_keys);
+        for (at, split, message) in ready {
             self.archive_split(&split, message)
-                .map_err(|e| e.context(format!("archiving GRIB message {index}")))?;
+                .map_err(|e| e.context(format!("archiving GRIB message {}", at.0)))?;
+            seen.note(&split, at, &mut summary);
             summary.fields += 1;
             summary.bytes += message.len() as u64;
         }
@@ -193,16 +291,18 @@ impl ArchiveGrib for FieldStore {
             messages = messages.resync();
         }
         let mut any = false;
+        let mut seen = Seen::new(options.record_keys);
         for message in messages {
             any = true;
             let archived = message.and_then(|m| {
-                let split = split_key(self, &m.as_message())?;
+                let split = split_key(self, &m.as_message(), &options.defaults)?;
                 self.archive_split(&split, m.bytes())
                     .map_err(|e| e.context(format!("archiving GRIB message {}", m.index())))?;
-                Ok(m.bytes().len() as u64)
+                Ok((m.bytes().len() as u64, split, (m.index(), m.offset())))
             });
             match archived {
-                Ok(bytes) => {
+                Ok((bytes, split, at)) => {
+                    seen.note(&split, at, &mut summary);
                     summary.fields += 1;
                     summary.bytes += bytes;
                 }
@@ -217,9 +317,22 @@ impl ArchiveGrib for FieldStore {
     }
 }
 
-/// The key of `m`, split by the store's schema; an error names the message.
-fn split_key(fs: &FieldStore, m: &Message<'_>) -> Result<SplitKey> {
-    let key = m.mars_key()?;
+/// The key of `m`, with `defaults` and then the store's
+/// `archive-defaults` where ecCodes gives a keyword none, split by the
+/// store's schema; an error names the message.
+fn split_key(fs: &FieldStore, m: &Message<'_>, defaults: &Key) -> Result<SplitKey> {
+    let mut key = m.mars_key()?;
+    for (keyword, value) in defaults.iter().chain(fs.config().archive_defaults.iter()) {
+        if !key.contains(keyword) {
+            // Both were checked when made: a valid keyword and value.
+            key.push(keyword, value).map_err(|e| {
+                Error::new(
+                    fieldstore::ErrorKind::InvalidInput,
+                    format!("archive defaults: {e}"),
+                )
+            })?;
+        }
+    }
     fs.schema().split(&key).map_err(|source| {
         Error::from(GribError {
             index: m.index(),
@@ -277,7 +390,7 @@ impl GribSummary {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use fieldstore::{Config, ErrorKind, ListOptions, Request, Schema};
+    use fieldstore::{Config, ErrorKind, Key, ListOptions, Request, Schema};
 
     fn fixture(name: &str) -> Vec<u8> {
         let path = format!(
@@ -439,6 +552,146 @@ mod tests {
             .iter()
             .any(|l| l.contains("levtype=sfc}{step=0,param=167}")));
         assert!(listed.iter().any(|l| l.contains("{class=rd,")));
+    }
+
+    fn foreign() -> Vec<u8> {
+        let path = format!(
+            "{}/../../tests/fixtures/grib-foreign/kwbc-t.grib",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+    }
+
+    fn foreign_schema() -> Schema {
+        let path = format!(
+            "{}/../../docs/schemas/foreign.schema",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("{path}: {e}"))
+            .parse()
+            .expect("docs/schemas/foreign.schema")
+    }
+
+    #[test]
+    fn defaults_fill_the_keys_ecmwfs_schema_needs_and_eccodes_gives_none() {
+        // NCEP's GRIB2: ecCodes gives no class, expver, stream, type.
+        for schema in [Schema::ecmwf(), foreign_schema()] {
+            let fs = FieldStore::open(Config::memory(schema)).expect("open");
+            let e = fs.archive_grib(&foreign()).expect_err("no class");
+            assert!(e.to_string().contains("missing keyword 'class'"), "{e}");
+            let defaults: Key = "class=od,expver=1,stream=oper,type=fc,step=99"
+                .parse()
+                .expect("key");
+            let summary = fs
+                .archive_grib_with(&foreign(), GribOptions::default().defaults(defaults))
+                .expect("archive");
+            assert_eq!((summary.fields, summary.duplicates.len()), (2, 0));
+            fs.flush().expect("flush");
+            let listed = listed(&fs);
+            // Canonicalised by the schema (expver=1 is 0001); ecCodes'
+            // step wins over the default.
+            assert_eq!(listed.len(), 2, "{listed:?}");
+            assert!(
+                listed.iter().all(|l| l
+                    .starts_with("{class=od,expver=0001,stream=oper,date=20240115,time=0000")
+                    && (l.contains("step=0,") || l.contains("step=6,"))),
+                "{listed:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_configs_archive_defaults_come_after_the_calls() {
+        let yaml = "engine: memory\narchive-defaults:\n  class: rd\n  expver: xxxx\n  stream: oper\n  type: an\n";
+        let config = Config::from_yaml(yaml, std::path::Path::new("."), "test").expect("config");
+        assert_eq!(
+            config.archive_defaults.as_str(),
+            "class=rd,expver=xxxx,stream=oper,type=an"
+        );
+        let fs = FieldStore::open(config).expect("open");
+        fs.archive_grib(&foreign())
+            .expect("archive with the config's defaults");
+        let call: Key = "type=fc".parse().expect("key");
+        fs.archive_grib_with(&foreign(), GribOptions::default().defaults(call))
+            .expect("archive");
+        fs.flush().expect("flush");
+        let listed = listed(&fs);
+        assert_eq!(listed.len(), 4, "{listed:?}");
+        assert_eq!(
+            listed.iter().filter(|l| l.contains("{type=fc,")).count(),
+            2,
+            "{listed:?}"
+        );
+        assert!(
+            listed
+                .iter()
+                .all(|l| l.starts_with("{class=rd,expver=xxxx,stream=oper,")),
+            "{listed:?}"
+        );
+        for (yaml, want) in [
+            (
+                "engine: memory\narchive-defaults: od\n",
+                "archive-defaults: expected a mapping",
+            ),
+            (
+                "engine: memory\narchive-defaults: {class: [od, rd]}\n",
+                "archive-defaults.class: expected one value",
+            ),
+            (
+                "engine: memory\narchive-defaults: {class: 'o d'}\n",
+                "archive-defaults.class: ",
+            ),
+        ] {
+            let e = Config::from_yaml(yaml, std::path::Path::new("."), "test").expect_err(yaml);
+            assert!(e.to_string().contains(want), "{yaml}: {e}");
+        }
+    }
+
+    #[test]
+    fn two_messages_with_one_key_are_both_archived_and_reported() {
+        let fs = store();
+        let one = fixture("levtypes.grib");
+        let mut bytes = one.clone();
+        bytes.extend(fixture("rd-fc.grib"));
+        bytes.extend(&one);
+        let rd = fixture("rd-fc.grib").len();
+        let second = split_messages(&one)
+            .nth(1)
+            .expect("two")
+            .expect("valid")
+            .offset();
+        for summary in [
+            fs.archive_grib(&bytes).expect("archive"),
+            fs.archive_grib_read(&mut bytes.as_slice(), GribOptions::default())
+                .expect("archive"),
+        ] {
+            assert_eq!(summary.fields, 5);
+            let at: Vec<_> = summary
+                .duplicates
+                .iter()
+                .map(|d| (d.first, d.last))
+                .collect();
+            assert_eq!(
+                at,
+                [
+                    ((0, 0), (3, one.len() + rd)),
+                    ((1, second), (4, one.len() + rd + second))
+                ]
+            );
+            assert_eq!(
+                summary.duplicates[1].to_string(),
+                format!(
+                    "GRIB message 4 at byte offset {} has the key \
+                     {{class=od,expver=0001,stream=oper,date=20251125,time=0000,domain=g}}\
+                     {{type=fc,levtype=sfc}}{{step=0,param=167}} of GRIB message 1 at byte offset \
+                     {second}: both are archived, the last wins",
+                    one.len() + rd + second
+                )
+            );
+        }
+        fs.flush().expect("flush");
+        assert_eq!(listed(&fs).len(), 3, "the last wins: one field per key");
     }
 
     #[test]

@@ -74,6 +74,8 @@ mod sealed {
 pub trait Sample: Copy + PartialEq + sealed::Sealed + Send + 'static {
     /// Not a number, for missing points.
     const NAN: Self;
+    /// `f32`: ecCodes may unpack in single precision.
+    const SINGLE: bool;
     /// The missing-point marker ([`MISSING`]) in this type.
     fn missing() -> Self;
     /// `v` in this type, as ecCodes converts its doubles (rounded).
@@ -82,6 +84,7 @@ pub trait Sample: Copy + PartialEq + sealed::Sealed + Send + 'static {
 
 impl Sample for f32 {
     const NAN: f32 = f32::NAN;
+    const SINGLE: bool = true;
     fn missing() -> f32 {
         f32::MAX
     }
@@ -92,6 +95,7 @@ impl Sample for f32 {
 
 impl Sample for f64 {
     const NAN: f64 = f64::NAN;
+    const SINGLE: bool = false;
     fn missing() -> f64 {
         MISSING
     }
@@ -170,11 +174,13 @@ fn missing_marker<T: Sample>(handle: &Handle<'_>) -> Option<T> {
 ///
 /// Missing points become NaN, however the message marks them (a bitmap,
 /// or complex packing's missing-value management: see [`missing_marker`]);
-/// a grid scanned in alternating
-/// row directions (`alternativeRowScanning`) has its odd rows reversed, so
-/// every row runs west to east as cfgrib gives them. Values are as ecCodes
-/// unpacks them in `T` (for `f32`, ecCodes' single-precision unpacking,
-/// which gives the bits cfgrib's default `float32` arrays hold).
+/// a grid scanned in alternating row directions (`alternativeRowScanning`)
+/// has its odd rows reversed, so every row runs west to east as cfgrib
+/// gives them, for the grid types cfgrib gives in 2-D (others, Mercator's,
+/// keep ecCodes' order, as in cfgrib). Values are as ecCodes
+/// unpacks them in `T`, except `f32` with a decimal scale factor, unpacked
+/// in double precision and rounded: the bits cfgrib's default `float32`
+/// arrays hold either way.
 ///
 /// # Errors
 /// `InvalidInput` if ecCodes cannot decode the message (what it said is in
@@ -197,15 +203,39 @@ pub fn decode_values<T: Sample>(message: &[u8], out: &mut [T]) -> Result<()> {
     }
     let marker = missing_marker::<T>(&handle);
     let mut len = out.len();
-    // SAFETY: the handle is live; `out` is writable for `len` elements, and
-    // ecCodes writes at most that many.
-    let code = unsafe {
-        T::get_array(
-            handle.raw.cast_const().cast(),
-            c"values".as_ptr(),
-            out.as_mut_ptr(),
-            &mut len,
-        )
+    // cfgrib unpacks in double precision and rounds to float32. ecCodes'
+    // single-precision unpacking gives the same bits when the decimal
+    // scale factor is 0 (ECMWF's fields; measured on simple, complex, CCSDS
+    // and second-order packing, GRIB1 and GRIB2), not otherwise (a value
+    // in 5 one bit off with D=1: 2.1000001 for 2.1): then double, rounded.
+    let scaled = T::SINGLE && get_long(&handle, c"decimalScaleFactor").is_some_and(|d| d != 0);
+    let code = if scaled {
+        let mut wide = vec![0f64; out.len()];
+        // SAFETY: the handle is live; `wide` is writable for `len`
+        // elements, and ecCodes writes at most that many.
+        let code = unsafe {
+            <f64 as sealed::Sealed>::get_array(
+                handle.raw.cast_const().cast(),
+                c"values".as_ptr(),
+                wide.as_mut_ptr(),
+                &mut len,
+            )
+        };
+        for (o, w) in out.iter_mut().zip(&wide) {
+            *o = T::from_f64(*w);
+        }
+        code
+    } else {
+        // SAFETY: the handle is live; `out` is writable for `len` elements,
+        // and ecCodes writes at most that many.
+        unsafe {
+            T::get_array(
+                handle.raw.cast_const().cast(),
+                c"values".as_ptr(),
+                out.as_mut_ptr(),
+                &mut len,
+            )
+        }
     };
     if code != ffi::CODES_SUCCESS || len != out.len() {
         return Err(invalid(format!(
@@ -223,7 +253,25 @@ pub fn decode_values<T: Sample>(message: &[u8], out: &mut [T]) -> Result<()> {
             *v = T::NAN;
         }
     }
-    if get_long(&handle, c"alternativeRowScanning") == Some(1) {
+    // Only the grids cfgrib gives in 2-D (its `GRID_TYPES_DIMENSION_COORDS`
+    // and `GRID_TYPES_2D_NON_DIMENSION_COORDS`), as it rearranges only
+    // those: any other grid (Mercator…), one `values` dimension, keeps
+    // ecCodes' order.
+    let mut kind = vec![0u8; 64];
+    let two_d = handle.get_string(c"gridType", &mut kind).is_ok_and(|k| {
+        [
+            &b"regular_ll"[..],
+            b"regular_gg",
+            b"rotated_ll",
+            b"rotated_gg",
+            b"lambert",
+            b"lambert_azimuthal_equal_area",
+            b"albers",
+            b"polar_stereographic",
+        ]
+        .contains(&k)
+    });
+    if two_d && get_long(&handle, c"alternativeRowScanning") == Some(1) {
         let nx = get_long(&handle, c"Nx").unwrap_or(0);
         if nx > 0 {
             for row in out.chunks_mut(nx as usize).skip(1).step_by(2) {

@@ -216,10 +216,22 @@ impl Store {
         py.detach(|| self.fs.archive(&key, data)).or_raise(py)
     }
 
-    /// Archive every GRIB message of `data` under its own MARS key; all or
-    /// nothing. Returns the number of messages.
-    fn archive_grib(&self, py: Python<'_>, data: &[u8]) -> PyResult<usize> {
-        py.detach(|| archive_grib(&self.fs, data)).or_raise(py)
+    /// Archive every GRIB message of `data` under its own MARS key, with
+    /// `defaults` (`(keyword, value)` pairs) where ecCodes gives a keyword
+    /// none; all or nothing. Returns the number of messages and, for each
+    /// message archived under the key of an earlier one (the last wins),
+    /// the text saying so.
+    #[pyo3(signature = (data, defaults=Vec::new()))]
+    fn archive_grib(
+        &self,
+        py: Python<'_>,
+        data: &[u8],
+        defaults: Vec<(String, String)>,
+    ) -> PyResult<(usize, Vec<String>)> {
+        let defaults = Key::from_pairs(defaults)
+            .map_err(|e| to_py(py, &Error::from(e).context("archive defaults")))?;
+        py.detach(|| archive_grib(&self.fs, data, defaults))
+            .or_raise(py)
     }
 
     /// Make everything archived durable and visible.
@@ -461,13 +473,25 @@ fn json<T: serde::Serialize>(py: Python<'_>, value: &T) -> PyResult<String> {
 }
 
 #[cfg(feature = "grib")]
-fn archive_grib(fs: &FieldStore, data: &[u8]) -> fieldstore::Result<usize> {
-    use fieldstore_grib::ArchiveGrib as _;
-    Ok(fs.archive_grib(data)?.fields)
+fn archive_grib(
+    fs: &FieldStore,
+    data: &[u8],
+    defaults: Key,
+) -> fieldstore::Result<(usize, Vec<String>)> {
+    use fieldstore_grib::{ArchiveGrib as _, GribOptions};
+    let summary = fs.archive_grib_with(data, GribOptions::default().defaults(defaults))?;
+    Ok((
+        summary.fields,
+        summary.duplicates.iter().map(ToString::to_string).collect(),
+    ))
 }
 
 #[cfg(not(feature = "grib"))]
-fn archive_grib(_fs: &FieldStore, _data: &[u8]) -> fieldstore::Result<usize> {
+fn archive_grib(
+    _fs: &FieldStore,
+    _data: &[u8],
+    _defaults: Key,
+) -> fieldstore::Result<(usize, Vec<String>)> {
     Err(Error::new(
         ErrorKind::Unsupported,
         "this build of fieldstore has no GRIB support (Cargo feature `grib`): \

@@ -14,7 +14,7 @@ import pytest
 import fieldstore
 from fieldstore import errors
 
-from conftest import GRIB, KEY, SCHEMA, config
+from conftest import GRIB, KEY, REPO, SCHEMA, config
 
 
 def key(**changes: str) -> dict:
@@ -585,3 +585,63 @@ def test_wipe_is_a_dry_run_unless_doit(three: fieldstore.FDB, root: Path) -> Non
     assert not any(Path(str(u)).exists() for u in data.uris())
     assert list(three.list({})) == []
     assert list(fieldstore.FDB(config(root)).list({})) == []
+
+
+# ---- issue 28: GRIB from other centres, one key twice ---------------------
+
+FOREIGN = REPO / "tests" / "fixtures" / "grib-foreign" / "kwbc-t.grib"
+
+
+def test_archive_defaults_fill_keys_ecCodes_gives_none(fdb: fieldstore.FDB, root: Path) -> None:
+    """NCEP's GRIB2 has no MARS class: refused under ECMWF's schema (as by
+    FDB5), archived with ``defaults=`` (ecCodes' own keys kept) or with the
+    config's ``archive-defaults``."""
+    if not fieldstore.HAS_GRIB:
+        pytest.skip("no GRIB support in this build")
+    data = FOREIGN.read_bytes()
+    with pytest.raises(fieldstore.InvalidInputError, match="missing keyword 'class'.*give the keys it lacks "
+                                                           "with defaults="):
+        fdb.archive(data)
+    fdb.archive(data, defaults={"class": "od", "expver": 1, "stream": "oper", "type": "fc", "step": 99})
+    fdb.flush()
+    keys = sorted((k["class"], k["expver"], k["type"], k["step"]) for k in (e.combined_key() for e in fdb.list({"class": "od"})))
+    assert keys == [("od", "0001", "fc", "0"), ("od", "0001", "fc", "6")]
+    with pytest.raises(ValueError, match="No list of values allowed"):
+        fdb.archive(data, defaults={"class": ["od", "rd"]})
+    with pytest.raises(fieldstore.InvalidInputError, match="defaults fill GRIB messages' keys"):
+        fdb.archive(data, {"class": "od"}, defaults={"class": "od"})
+
+    other = root.parent / "other"
+    other.mkdir()
+    c = {**config(other), "archive-defaults": {"class": "rd", "expver": "xxxx", "stream": "oper", "type": "an"}}
+    with fieldstore.FDB(c) as fdb2:
+        fdb2.archive(data)
+        fdb2.archive(data, defaults={"type": "fc"})
+    listed = sorted(e.combined_key()["type"] for e in fieldstore.FDB(c).list({"class": "rd"}))
+    assert listed == ["an", "an", "fc", "fc"]
+    with pytest.raises(fieldstore.InvalidConfigError, match="archive-defaults: expected a mapping"):
+        fieldstore.FDB({**config(other), "archive-defaults": "od"})
+
+
+def test_two_messages_with_one_key_warn_and_the_last_wins(fdb: fieldstore.FDB) -> None:
+    """FDB5's rule (the last archived wins) is kept, and said: a
+    DuplicateKeyWarning names both messages (index, byte offset) and the key."""
+    if not fieldstore.HAS_GRIB:
+        pytest.skip("no GRIB support in this build")
+    one = (GRIB / "levtypes.grib").read_bytes()
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fdb.archive(one + one)
+    fdb.flush()
+    said = [str(w.message) for w in caught if issubclass(w.category, fieldstore.DuplicateKeyWarning)]
+    assert len(said) == 2, said
+    assert said[0].startswith(f"GRIB message 2 at byte offset {len(one)} has the key "
+                              "{class=od,expver=0001,stream=oper,date=20251125,time=0000,domain=g}"), said
+    assert said[0].endswith("of GRIB message 0 at byte offset 0: both are archived, the last wins"), said
+    assert len(list(fdb.list({"class": "od"}))) == 2
+    # A second call is another input: no warning (the store keeps FDB5's rule).
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", fieldstore.DuplicateKeyWarning)
+        fdb.archive(one)

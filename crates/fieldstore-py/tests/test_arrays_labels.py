@@ -44,6 +44,22 @@ def write(path: Path, specs: Iterable[Spec]) -> Path:
     return path
 
 
+def damaged(path: Path, keys: list[tuple[str, Any]]) -> Path:
+    """``path``'s messages with ``keys`` set after their values (ecCodes
+    then writes what it is told, however wrong)."""
+    with open(path, "rb") as f:
+        messages = []
+        while (h := eccodes.codes_grib_new_from_file(f)) is not None:
+            try:
+                for k, v in keys:
+                    eccodes.codes_set(h, k, v)
+                messages.append(eccodes.codes_get_message(h))
+            finally:
+                eccodes.codes_release(h)
+    path.write_bytes(b"".join(messages))
+    return path
+
+
 def archived(store: fieldstore.FDB, path: Path) -> Path:
     store.archive(path.read_bytes())
     store.flush()
@@ -226,6 +242,59 @@ def test_monthly_means_of_months_of_other_lengths_have_their_own_steps(store: fi
     assert got["t2m"].dims == ("time", "step", "latitude", "longitude")
 
 
+# ---- 13: seasonal forecasts' monthly means (fcmonth) ----------------------
+
+def msmm(path: Path, dates: list[int], members: int = 2) -> Path:
+    """ECMWF seasonal monthly means as its GRIB1 writes them (stream=msmm,
+    type=fcmean, local definition 16: system, method, forecastMonth and
+    verifyingMonth), three months from each start date."""
+    specs: list[Spec] = []
+    for d in dates:
+        start = np.datetime64(f"{str(d)[:4]}-{str(d)[4:6]}", "M")
+        for m in (1, 2, 3):
+            # The month's first and last hour from the start (0-744, 744-1440…).
+            begin, end = (int((np.datetime64(start + k, "D") - np.datetime64(start, "D")).astype(int)) * 24
+                          for k in (m - 1, m))
+            verifying = start + m - 1
+            for n in range(members):
+                specs.append(("regular_ll_sfc_grib1", [
+                    ("bitsPerValue", 16), ("localDefinitionNumber", 16), ("stream", "msmm"),
+                    ("type", "fcmean"), ("system", 51), ("method", 1), ("number", n),
+                    ("verifyingMonth", int(str(verifying).replace("-", ""))), ("forecastMonth", m),
+                    ("dataDate", d), ("dataTime", 0), ("stepType", "avg"), ("stepRange", f"{begin}-{end}")],
+                    wave(N, m + 10 * n + d % 7)))
+    return write(path, specs)
+
+
+@pytest.mark.parametrize("dates", [[20240101], [20240101, 20240201]], ids=["one-start", "two-starts"])
+def test_seasonal_monthly_means_are_number_time_step_as_cfgrib(store: fieldstore.FDB, tmp_path: Path,
+                                                               dates: list[int]) -> None:
+    """MARS keys them by ``fcmonth`` (1, 2, 3); cfgrib labels them by the
+    GRIB's start (``time``) and ``endStep`` (``step``: 31, 60, 91 days from
+    January, 29, 60, 90 from February), with ``valid_time``: the view is
+    cfgrib's ``number x time x step``, no ``fcmonth`` dimension of strings."""
+    path = archived(store, msmm(tmp_path / "msmm.grib", dates))
+    assert {e.combined_key()["fcmonth"] for e in store.list({"stream": "msmm"})} == {"1", "2", "3"}
+    got = fieldstore.open_dataset({"stream": "msmm"}, fdb=store)
+    want = cfgrib(path, {})
+    same_dataset(got, want, "msmm")
+    assert "fcmonth" not in got.coords
+    assert got["t2m"].dims == want["t2m"].dims
+    assert got["t2m"].dims[:2] == ("number", "time") if len(dates) > 1 else ("number", "step")
+    # The Zarr view is the same cube.
+    need("zarr")
+    from fieldstore.zarr_store import FieldStoreZarr
+
+    back = xr.open_zarr(FieldStoreZarr({"stream": "msmm"}, fdb=store), consolidated=False)
+    assert back["t2m"].dims == got["t2m"].dims
+    assert np.array_equal(back["step"].values, got["step"].values)
+    same_bits(back["t2m"].values, got["t2m"].values, "zarr")
+    # A request may still pick months by fcmonth; they are labelled by step.
+    two = fieldstore.open_dataset({"stream": "msmm", "fcmonth": [1, 2], "date": dates[0]}, fdb=store)
+    want_two = cfgrib(path, {"dataDate": dates[0], "forecastMonth": [1, 2]})
+    same_dataset(two, want_two, "msmm fcmonth=1/2")
+
+
 # ---- 11: one grid, two editions -----------------------------------------
 
 def test_the_same_grid_in_grib1_and_grib2_is_one_grid(store: fieldstore.FDB, tmp_path: Path) -> None:
@@ -262,6 +331,113 @@ def test_different_grids_are_still_refused(store: fieldstore.FDB, tmp_path: Path
         fieldstore.open_dataset({"class": "od"}, fdb=store)
 
 
+# ---- 12: a grid that changes between dates -------------------------------
+
+def upgraded(tmp_path: Path, edition: int = 1) -> Path:
+    """t2m at 2° on 2024-01-01 and 2024-01-02 12 UTC, at 1° from 2024-01-03
+    (a resolution upgrade: one dataset per date, one stream)."""
+    finer = [("Ni", 31), ("Nj", 61), ("iDirectionIncrementInDegrees", 1.0), ("jDirectionIncrementInDegrees", 1.0)]
+    specs: list[Spec] = [("regular_ll_sfc_grib1", [("edition", edition), ("bitsPerValue", 16), ("dataDate", d),
+                                                   *(finer if d >= 20240103 else [])],
+                          wave(1891 if d >= 20240103 else N, d % 10))
+                         for d in (20240101, 20240102, 20240103, 20240104)]
+    return write(tmp_path / "upgrade.grib", specs)
+
+
+@pytest.mark.parametrize("edition", [1, 2])
+def test_a_grid_that_changes_between_dates_is_refused_at_open(store: fieldstore.FDB, tmp_path: Path,
+                                                             edition: int) -> None:
+    """Refused when opened (it failed at ``.load()``), naming the variable,
+    both grids and a date of each, as cfgrib's ``open_dataset`` refuses such
+    a file; each grid's dates open alone, as cfgrib's ``open_datasets``
+    splits them (by ``numberOfPoints``). GRIB2 (simple packing too) and
+    GRIB1 fields of one grid have one length, so one field is read for the
+    dates of one length."""
+    path = archived(store, upgraded(tmp_path, edition))
+    with pytest.raises(ValueError):
+        cfgrib(path, {})
+    with pytest.raises(fieldstore.InvalidInputError) as e:
+        fieldstore.open_dataset({"class": "od", "param": 167}, fdb=store)
+    text = str(e.value)
+    assert "the grid of 2t (sfc) changes between dates" in text, text
+    assert "regular_ll of 496 points at date=2024010" in text, text
+    assert "regular_ll of 1891 points at date=2024010" in text, text
+    assert "request the dates of each grid separately" in text, text
+    for dates, points in (([20240101, 20240102], 496), ([20240103, 20240104], 1891)):
+        got = fieldstore.open_dataset({"class": "od", "param": 167, "date": dates}, fdb=store)
+        want = cfgrib(path, {"numberOfPoints": points})
+        same_dataset(got, want, f"{points} points")
+
+
+@pytest.mark.parametrize("back", [False, True], ids=["upgrade", "and-back"])
+def test_a_grid_change_among_many_message_lengths_is_found_where_it_happens(
+        store: fieldstore.FDB, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, back: bool) -> None:
+    """CCSDS packing: every message has its own length, so the dates are
+    bisected between the first and the last, and the error names the two
+    dates around the change (2° up to the 7th, 1° from the 8th), in one
+    read per step of the bisection. A grid that changes back (1° on the
+    8th only) then opens, and fails when its values are read, naming the
+    field."""
+    finer = [("Ni", 31), ("Nj", 61), ("iDirectionIncrementInDegrees", 1.0), ("jDirectionIncrementInDegrees", 1.0)]
+    rng = np.random.default_rng(28)
+    dates = list(range(20240101, 20240113))
+    fine = (lambda d: d == 20240108) if back else (lambda d: d >= 20240108)
+    # Other bits per value each date: messages of other lengths.
+    specs: list[Spec] = [("regular_ll_sfc_grib1", [("edition", 2), ("packingType", "grid_ccsds"),
+                                                   ("bitsPerValue", 8 + d % 100),
+                                                   ("dataDate", d), *(finer if fine(d) else [])],
+                          280 + rng.random(1891 if fine(d) else N) * 20) for d in dates]
+    archived(store, write(tmp_path / "ccsds.grib", specs))
+    assert len({e.length() for e in store.list({"class": "od"})}) > 8
+    request = {"class": "od", "param": 167}
+    reads = []
+    real = _fieldstore.field_keys
+
+    def counted(entry: Any, names: list[str]) -> list[Any]:
+        reads.append(names)
+        return real(entry, names)
+
+    monkeypatch.setattr(_fieldstore, "field_keys", counted)
+    if not back:
+        with pytest.raises(fieldstore.InvalidInputError) as e:
+            fieldstore.open_dataset(request, fdb=store)
+        # The first field's metadata (two reads), the last date, 3 or 4 bisection steps.
+        assert len(reads) <= 7, len(reads)
+        assert str(e.value) == (
+            "the grid of 2t (sfc) changes between dates: regular_ll of 496 points at date=20240107,time=1200, "
+            "regular_ll of 1891 points at date=20240108,time=1200; request the dates of each grid separately")
+        return
+    view = fieldstore.open_dataset(request, fdb=store)
+    with pytest.raises(ValueError, match="date=20240108.*1891 points"):
+        view["t2m"].values
+
+
+# ---- 14: a grid description that contradicts itself -----------------------
+
+def test_an_inconsistent_grid_is_refused_as_cfgrib_refuses_it(store: fieldstore.FDB, tmp_path: Path) -> None:
+    """A regular Gaussian field whose Ni x Nj (96 x 64) is not its number of
+    points (8192): cfgrib 0.9.15 (``open_dataset`` and ``open_datasets``,
+    every ``errors=``, also without ``geography`` in ``encode_cf``) raises
+    ecCodes' "Grid description is wrong or inconsistent" and gives no
+    values; the view refuses it too, naming the field's key and what
+    ecCodes found wrong. Archiving it works (its MARS keys are sound)."""
+    path = archived(store, damaged(write(tmp_path / "inconsistent.grib",
+                                         [("regular_gg_sfc_grib1", [("bitsPerValue", 16)], wave(8192))]),
+                                   [("Ni", 96)]))
+    with pytest.raises(Exception, match="Grid description is wrong or inconsistent"):
+        cfgrib(path, {})
+    with pytest.raises(Exception, match="Grid description is wrong or inconsistent"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            import cfgrib as cfgrib_module
+            cfgrib_module.open_datasets(path, indexpath="", errors="ignore", encode_cf=("parameter", "time"))
+    with pytest.raises(fieldstore.InvalidInputError) as e:
+        fieldstore.open_dataset({"class": "od"}, fdb=store)
+    text = str(e.value)
+    assert "{class=od,expver=0001,stream=oper,date=20" in text and "param=130}" in text, text
+    assert "Ni*Nj!=numberOfDataPoints (96*64!=8192)" in text, text
+
+
 # ---- 15: the Zarr view's step is a timedelta -----------------------------
 
 def test_the_zarr_views_step_is_a_timedelta(cube_store: fieldstore.FDB) -> None:
@@ -296,3 +472,38 @@ def test_a_request_may_name_a_parameter_by_its_cf_var_name(cube_store: fieldstor
     assert list(fieldstore.open_dataset({**req, "param": "t"}, fdb=cube_store).data_vars) == ["t"]
     with pytest.raises(fieldstore.InvalidInputError, match="t2"):
         fieldstore.open_dataset({**req, "param": "t2"}, fdb=cube_store)
+
+
+# ---- alternating rows: rearranged only where cfgrib rearranges them -------
+
+def test_alternating_rows_of_a_polar_stereographic_grid_are_cfgribs(store: fieldstore.FDB, tmp_path: Path) -> None:
+    """cfgrib reverses every other row of the grids it gives in 2-D
+    (regular, rotated, Lambert, polar stereographic…) and of no other
+    (Mercator: cfgrib's ds.waveh.5.grib, test_cfgrib_samples.py). A polar
+    stereographic field (a ``values`` dimension here, ``y``/``x`` in cfgrib)
+    has cfgrib's values in cfgrib's order."""
+    path = write(tmp_path / "polar.grib", [
+        ("polar_stereographic_pl_grib2", [("bitsPerValue", 16), ("alternativeRowScanning", 1)], wave(N))])
+    # The sample has no ECMWF local section: no MARS class.
+    store.archive(path.read_bytes(), defaults={"class": "od", "expver": "0001", "stream": "oper", "type": "an"})
+    store.flush()
+    got = fieldstore.open_dataset({"class": "od"}, fdb=store)
+    want = cfgrib(path, {})
+    (name,) = want.data_vars
+    assert want[name].dims == ("y", "x")
+    assert got[name].dims == ("values",)
+    same_bits(got[name].values, want[name].values.reshape(-1), "polar stereographic")
+
+
+@pytest.mark.parametrize("edition", [1, 2])
+@pytest.mark.parametrize("decimals", [1, 2])
+def test_decimal_scaled_fields_have_cfgribs_bits(store: fieldstore.FDB, tmp_path: Path, edition: int,
+                                                 decimals: int) -> None:
+    """A decimal scale factor (other centres' wave heights: cfgrib's
+    ds.waveh.5.grib): ecCodes' single-precision unpacking was a bit off
+    for one value in five (2.1000001 for 2.1); cfgrib's float32 is the
+    double rounded."""
+    values = np.round(2 + 3 * np.abs(np.sin(np.arange(N) * 0.37)), decimals)
+    path = archived(store, write(tmp_path / "scaled.grib", [
+        ("regular_ll_sfc_grib1", [("edition", edition), ("changeDecimalPrecision", decimals)], values)]))
+    same_dataset(fieldstore.open_dataset({"class": "od"}, fdb=store), cfgrib(path, {}), "scaled")

@@ -69,3 +69,75 @@ def test_monthly_means(store: fieldstore.FDB) -> None:
     same_dataset(got, cfgrib(path, {"paramId": 167}), path.name)
     assert np.array_equal(got["t2m"].values, fieldstore.open_dataset({"stream": "moda", "param": "t2m"},
                                                                      fdb=store)["t2m"].values, equal_nan=True)
+
+
+def test_a_resolution_upgrade_is_refused_at_open(store: fieldstore.FDB) -> None:
+    """tp at 4140 points on 2017-10-17, 2664 points on 2017-10-18: refused
+    when opened, naming both grids and dates (cfgrib's ``open_dataset``
+    refuses the file too); each date alone is what cfgrib gives for its
+    grid."""
+    path = archived(store, "tp_on_different_grid_resolutions.grib")
+    with pytest.raises(fieldstore.InvalidInputError) as e:
+        fieldstore.open_dataset({"class": "od", "param": "tp"}, fdb=store)
+    assert str(e.value).startswith(
+        "the grid of tp (sfc) changes between dates: regular_ll of 4140 points at date=20171017,time=1200, "
+        "regular_ll of 2664 points at date=20171018,time=1200"), str(e.value)
+    for date, points in ((20171017, 4140), (20171018, 2664)):
+        got = fieldstore.open_dataset({"class": "od", "param": "tp", "date": date}, fdb=store)
+        same_dataset(got, cfgrib(path, {"numberOfPoints": points}), f"{path.name} {points} points")
+
+
+@pytest.mark.parametrize("name", ["forecast_monthly_ukmo.grib", "ncep-seasonal-monthly.grib"])
+def test_seasonal_monthly_means_of_lagged_ensembles(store: fieldstore.FDB, name: str) -> None:
+    """C3S monthly means (stream=msmm, keyed by fcmonth) of lagged ensembles,
+    whose members start on other days than MARS's ``date``: cfgrib's
+    ``number x time x step`` (UK Met Office: 28 x 8 x 20; NCEP: 124 x 124 x
+    92, starts every 6 hours that ecCodes gives in minutes), the same
+    labels and bits; no ``fcmonth`` dimension."""
+    path = archived(store, name)
+    got = fieldstore.open_dataset({"class": "c3", "stream": "msmm"}, fdb=store)
+    same_dataset(got, cfgrib(path, {}), name)
+    assert got["t2m"].dims == ("number", "time", "step", "latitude", "longitude")
+
+
+# GRIB from other centres, or ECMWF's without MARS keys: ecCodes gives them
+# no MARS class, so ECMWF's schema refuses them (FDB5 too) unless the keys
+# are given (issue 28, item 18).
+FOREIGN = ["cfrzr_and_cprat.grib", "cfrzr_and_cprat_0s.grib", "ds.waveh.5.grib", "lambert_grid.grib",
+           "regular_gg_wrong_increment.grib", "regular_ll_msl.grib", "regular_ll_wrong_increment.grib",
+           "step_60m.grib"]
+DEFAULTS = {"class": "od", "expver": "0001", "stream": "oper", "type": "fc"}
+
+
+@pytest.mark.parametrize("name", FOREIGN)
+def test_grib_without_a_mars_class_archives_with_defaults(store: fieldstore.FDB, name: str) -> None:
+    data = (SAMPLES / name).read_bytes()
+    with pytest.raises(fieldstore.InvalidInputError, match="missing keyword 'class'"):
+        store.archive(data)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", fieldstore.DuplicateKeyWarning)
+        store.archive(data, defaults=DEFAULTS)
+    store.flush()
+    messages = data.count(b"GRIB")  # these files hold no 'GRIB' inside a message
+    assert len(list(store.list({"class": "od"}))) == messages
+
+
+@pytest.mark.parametrize("name", ["regular_ll_msl.grib", "regular_ll_wrong_increment.grib", "ds.waveh.5.grib"])
+def test_grib_from_other_centres_opens_as_cfgrib_opens_it(store: fieldstore.FDB, name: str) -> None:
+    """Archived with defaults, the view is cfgrib's (ds.waveh.5: a Mercator
+    grid in alternating rows, which cfgrib leaves as ecCodes gives them)."""
+    store.archive((SAMPLES / name).read_bytes(), defaults=DEFAULTS)
+    store.flush()
+    same_dataset(fieldstore.open_dataset({"class": "od"}, fdb=store), cfgrib(SAMPLES / name, {}), name)
+
+
+def test_an_inconsistent_grid_is_refused_as_cfgrib_refuses_it(store: fieldstore.FDB) -> None:
+    """regular_gg_wrong_increment.grib: Ni x Nj = 192 x 64, 18432 points;
+    cfgrib raises, the view names the field and what ecCodes found."""
+    path = SAMPLES / "regular_gg_wrong_increment.grib"
+    store.archive(path.read_bytes(), defaults=DEFAULTS)
+    store.flush()
+    with pytest.raises(Exception, match="Grid description is wrong or inconsistent"):
+        cfgrib(path, {})
+    with pytest.raises(fieldstore.InvalidInputError, match=r"Ni\*Nj!=numberOfDataPoints \(192\*64!=18432\)"):
+        fieldstore.open_dataset({"class": "od"}, fdb=store)

@@ -106,7 +106,7 @@ def merge_axes(*axes: dict) -> dict:
 
 # Parameters fieldstore adds after pyfdb's, each with a default, so that a
 # call written for pyfdb means the same: (class, method) -> names.
-FIELDSTORE_EXTRA_PARAMETERS = {("FDB", "retrieve"): ["wait"]}
+FIELDSTORE_EXTRA_PARAMETERS = {("FDB", "retrieve"): ["wait"], ("FDB", "archive"): ["defaults"]}
 
 
 def test_same_api(results: tuple[dict, dict]) -> None:

@@ -9,6 +9,7 @@ import os
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import fieldstore
@@ -114,3 +115,25 @@ def test_the_fieldstore_source_plugin(grib_fdb: fieldstore.FDB, root: Path) -> N
     assert ds["2t"].shape[-1] == 654400
     with pytest.raises(fieldstore.InvalidInputError, match="names no stored field"):
         ekd.from_source("fieldstore", {**T2M, "date": 19990101}, fdb=grib_fdb).to_fieldlist()
+
+
+def test_the_fieldstore_source_takes_a_partial_request(grib_fdb: fieldstore.FDB) -> None:
+    """Issue 28: a request without ``param`` (or any keyword a rule needs)
+    names the fields ``open_dataset`` opens for it; it answered "the request
+    names no stored field". Memory and stream alike, every field listed, in
+    the listing's value order per keyword, the bytes as retrieved."""
+    ekd = need("earthkit.data")
+    partial = {"class": "e6", "levtype": "sfc"}
+    listed = sorted((e.combined_key()["param"], int(e.combined_key()["step"])) for e in grib_fdb.list(partial))
+    assert len(listed) == 6
+    ds = fieldstore.open_dataset(partial, fdb=grib_fdb)
+    assert sorted(ds.data_vars) == ["cp", "t2m"]
+    for stream in (False, True):
+        fields = ekd.from_source("fieldstore", partial, fdb=grib_fdb, stream=stream).to_fieldlist()
+        got = sorted((str(f.metadata("paramId")), f.metadata("step")) for f in fields)
+        assert got == listed, stream
+    one = ekd.from_source("fieldstore", {"class": "e6", "param": 167}, fdb=grib_fdb).to_fieldlist()
+    assert [f.metadata("step") for f in one] == [6, 12, 18]
+    full = fieldstore.open_dataset({"class": "e6", "param": 167}, fdb=grib_fdb)
+    for i, f in enumerate(one):
+        assert np.array_equal(f.values.astype("float32"), full["t2m"].isel(step=i).values.reshape(-1))

@@ -22,7 +22,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use fieldstore_core::{Error, ErrorKind, Locks, Operation, Result, Schema};
+use fieldstore_core::{Error, ErrorKind, Key, Locks, Operation, Result, Schema};
 use serde::Deserialize;
 
 use crate::placement::{self, Placement, Space};
@@ -148,6 +148,11 @@ pub struct Config {
     /// `type: select`: the sub-stores, in order (`routing.rs`); empty for
     /// a local store.
     pub lanes: Vec<Lane>,
+    /// `archive-defaults:`: keywords and values given to a GRIB message's
+    /// MARS key where ecCodes gives the keyword none (GRIB from other
+    /// centres has no `class`), before the schema splits it; empty unless
+    /// configured.
+    pub archive_defaults: Key,
 }
 
 impl Config {
@@ -184,6 +189,8 @@ struct RawConfig {
     rados: Option<serde_json::Value>,
     #[serde(default)]
     file: Option<serde_json::Value>,
+    #[serde(default, rename = "archive-defaults")]
+    archive_defaults: Option<serde_yaml_ng::Value>,
 }
 
 #[derive(Deserialize)]
@@ -261,6 +268,43 @@ pub fn read_text_file(path: &Path, label: &str) -> Result<String> {
             ),
         )
     })
+}
+
+/// `archive-defaults:`, a mapping of keywords to scalar values (FDB5's
+/// YAML shape), as a key; absent, an empty one.
+fn archive_defaults(value: Option<&serde_yaml_ng::Value>, source: &str) -> Result<Key> {
+    use serde_yaml_ng::Value;
+    let mut key = Key::new();
+    let Some(value) = value else {
+        return Ok(key);
+    };
+    let Value::Mapping(map) = value else {
+        return Err(invalid(
+            source,
+            "archive-defaults: expected a mapping of keywords to values (class: od)",
+        ));
+    };
+    for (k, v) in map {
+        let keyword = k.as_str().ok_or_else(|| {
+            invalid(
+                source,
+                format!("archive-defaults: keyword {k:?} is not a string"),
+            )
+        })?;
+        let text = match v {
+            Value::String(s) => s.clone(),
+            Value::Number(n) => n.to_string(),
+            other => {
+                return Err(invalid(
+                    source,
+                    format!("archive-defaults.{keyword}: expected one value, not {other:?}"),
+                ))
+            }
+        };
+        key.push(keyword, text)
+            .map_err(|e| invalid(source, format!("archive-defaults.{keyword}: {e}")))?;
+    }
+    Ok(key)
 }
 
 fn invalid(source: &str, message: impl std::fmt::Display) -> Error {
@@ -468,6 +512,7 @@ impl Config {
             }],
             spaces: Vec::new(),
             lanes: Vec::new(),
+            archive_defaults: Key::new(),
         }
     }
 
@@ -482,6 +527,7 @@ impl Config {
             source: "in-memory store".to_string(),
             backends: BTreeMap::new(),
             lanes: Vec::new(),
+            archive_defaults: Key::new(),
         }
     }
 
@@ -562,6 +608,7 @@ impl Config {
                 "engine 'toc' and store 'file' need at least one root under 'spaces'",
             ));
         }
+        let archive_defaults = archive_defaults(raw.archive_defaults.as_ref(), source)?;
         Ok(Config {
             engine,
             store,
@@ -571,6 +618,7 @@ impl Config {
             source: source.to_string(),
             backends,
             lanes: Vec::new(),
+            archive_defaults,
         })
     }
 
@@ -585,9 +633,11 @@ impl Config {
         let mut schema_path = None;
         let mut fdb_home = None;
         let mut fdbs = None;
+        let mut defaults = None;
         for (k, v) in map {
             match (k.as_str(), v) {
                 (Some("type"), _) => {}
+                (Some("archive-defaults"), v) => defaults = Some(v),
                 (Some("schema"), Value::String(p)) => schema_path = Some(p),
                 (Some("fdb_home"), v @ Value::String(_)) => fdb_home = Some(v),
                 (Some("fdbs"), Value::Sequence(list)) => fdbs = Some(list),
@@ -601,7 +651,7 @@ impl Config {
                     return Err(invalid(
                         source,
                         format!(
-                            "{}: not read in a select configuration (expected type, schema, fdb_home, fdbs; the store settings go in each of fdbs)",
+                            "{}: not read in a select configuration (expected type, schema, fdb_home, fdbs, archive-defaults; the store settings go in each of fdbs)",
                             k.unwrap_or("a key that is not a string")
                         ),
                     ))
@@ -695,6 +745,7 @@ impl Config {
             source: source.to_string(),
             backends: BTreeMap::new(),
             lanes,
+            archive_defaults: archive_defaults(defaults.as_ref(), source)?,
         })
     }
 

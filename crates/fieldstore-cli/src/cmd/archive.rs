@@ -18,6 +18,7 @@
 //! the limit and refused beyond it. Endless input (`/dev/zero`, a pipe)
 //! ends with an error naming the limit or the byte offset.
 
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -42,6 +43,7 @@ enum Source {
         paths: Vec<PathBuf>,
         skip_bad: bool,
         max: usize,
+        defaults: Key,
     },
 }
 
@@ -71,9 +73,34 @@ impl Source {
                 paths: args.files.clone(),
                 skip_bad: args.skip_bad,
                 max: args.max_field_size,
+                defaults: match &args.defaults {
+                    Some(text) => text
+                        .parse()
+                        .map_err(|e| Error::from(e).context(format!("--defaults {text}")))?,
+                    None => Key::new(),
+                },
             }),
         }
     }
+}
+
+/// `e`, with what to do about a message ecCodes gives no MARS `class`
+/// (GRIB from another centre): name the keys it lacks.
+fn hint(e: Error) -> Error {
+    let text = hinted(e.to_string());
+    Error::new(e.kind(), text)
+}
+
+/// An error's text, with [`hint`]'s advice where it applies.
+fn hinted(text: String) -> String {
+    if !text.contains("missing keyword 'class'") {
+        return text;
+    }
+    format!(
+        "{text}; ecCodes gives this message no MARS class (GRIB from another centre?): \
+         give the keys it lacks with --defaults (class=od,expver=0001,stream=oper,type=fc) \
+         or archive-defaults in the config"
+    )
 }
 
 /// Open a file for reading (`-`: standard input).
@@ -131,6 +158,10 @@ pub(crate) struct Totals {
     /// Bad GRIB messages skipped (`--skip-bad`), one line each:
     /// `FILE: GRIB message N at byte offset M: problem`.
     pub(crate) skipped: Vec<String>,
+    /// GRIB messages archived under the key of an earlier message of the
+    /// same file (the last wins), one line each: `FILE: GRIB message N at
+    /// byte offset M has the key … of GRIB message …`.
+    pub(crate) duplicates: Vec<String>,
 }
 
 fn plural(n: u64, one: &str, many: &str) -> String {
@@ -160,6 +191,9 @@ pub(crate) fn run(args: &ArchiveArgs, ctx: &Context, ui: &mut Ui<'_>) -> Result<
     // Skipped messages are warnings: printed even with --quiet.
     for line in &totals.skipped {
         let _ = writeln!(ui.err, "fieldstore: warning: skipped {line}");
+    }
+    for line in &totals.duplicates {
+        let _ = writeln!(ui.err, "fieldstore: warning: {line}");
     }
     let mut note = format!(
         "archived {} ({}) from {}",
@@ -194,6 +228,7 @@ fn archive(fs: &FieldStore, source: &Source, progress: bool) -> Result<Totals> {
             paths,
             skip_bad,
             max,
+            defaults,
         } => {
             let bar = progress::bar(
                 progress && paths.len() > 1,
@@ -203,12 +238,23 @@ fn archive(fs: &FieldStore, source: &Source, progress: bool) -> Result<Totals> {
             );
             let options = GribOptions::default()
                 .skip_bad(*skip_bad)
-                .max_message_size(*max);
-            for path in paths {
+                .max_message_size(*max)
+                .defaults(defaults.clone())
+                .record_keys(paths.len() > 1);
+            // Across files: each key's first file and place.
+            let mut first: HashMap<String, (usize, (usize, usize))> = HashMap::new();
+            for (file, path) in paths.iter().enumerate() {
                 let mut input = open(path)?;
                 let summary = fs
-                    .archive_grib_read(&mut input, options)
-                    .map_err(|e| e.context(format!("archiving {}", display(path))))?;
+                    .archive_grib_read(&mut input, options.clone())
+                    .map_err(|e| {
+                        if e.to_string().contains("missing keyword 'class'") {
+                            hint(e)
+                        } else {
+                            e
+                        }
+                        .context(format!("archiving {}", display(path)))
+                    })?;
                 totals.fields += summary.fields as u64;
                 totals.bytes += summary.bytes;
                 totals.files += 1;
@@ -216,8 +262,33 @@ fn archive(fs: &FieldStore, source: &Source, progress: bool) -> Result<Totals> {
                     summary
                         .skipped
                         .iter()
-                        .map(|s| format!("{}: {}", display(path), s.error)),
+                        .map(|s| format!("{}: {}", display(path), hinted(s.error.to_string()))),
                 );
+                totals.duplicates.extend(
+                    summary
+                        .duplicates
+                        .iter()
+                        .map(|d| format!("{}: {d}", display(path))),
+                );
+                for (key, at) in summary.keys {
+                    // The message it replaces: in an earlier file, said here
+                    // (within one file, said by the summary above).
+                    if let Some((before, was)) = first.insert(key.clone(), (file, at)) {
+                        if before != file {
+                            totals.duplicates.push(format!(
+                                "{}: GRIB message {} at byte offset {} has the key {key} of {}: \
+                                 GRIB message {} at byte offset {}: both are archived, the last \
+                                 wins",
+                                display(path),
+                                at.0,
+                                at.1,
+                                display(&paths[before]),
+                                was.0,
+                                was.1
+                            ));
+                        }
+                    }
+                }
                 bar.inc(1);
             }
             bar.finish_and_clear();
@@ -252,6 +323,7 @@ mod tests {
             paths: vec![fixture("levtypes.grib"), fixture("timespan.grib")],
             skip_bad: false,
             max: fieldstore_grib::DEFAULT_MAX_MESSAGE_SIZE,
+            defaults: Key::new(),
         };
         let totals = archive(&fs, &source, false).expect("archive");
         assert_eq!((totals.fields, totals.files), (8, 2));
@@ -273,6 +345,7 @@ mod tests {
             paths: vec![fixture("rd-fc.grib"), bad.clone()],
             skip_bad: false,
             max: fieldstore_grib::DEFAULT_MAX_MESSAGE_SIZE,
+            defaults: Key::new(),
         };
         let e = archive(&fs, &source, false).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidInput);
@@ -292,6 +365,7 @@ mod tests {
         let args = |key: &str, files: &[&str]| ArchiveArgs {
             key: Some(key.to_string()),
             skip_bad: false,
+            defaults: None,
             max_field_size: fieldstore_grib::DEFAULT_MAX_MESSAGE_SIZE,
             files: files.iter().map(PathBuf::from).collect(),
         };

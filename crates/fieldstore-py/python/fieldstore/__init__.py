@@ -38,6 +38,7 @@ from ._fieldstore import GRIB as _GRIB
 from ._fieldstore import __version__
 from .errors import (
     CorruptDataError,
+    DuplicateKeyWarning,
     FieldStoreError,
     FieldStoreIOError,
     InternalError,

@@ -17,13 +17,15 @@ over one :class:`Cube`:
   timedelta64, ``number``, and levels (``levelist``) as one dimension per
   level type, named as cfgrib names it (``isobaricInhPa``). Any other
   keyword (``expver``, ``type``…) that varies is a dimension of strings
-  named by the keyword. Coordinates are the values found in the store; a
+  named by the keyword, except ``fcmonth`` (seasonal monthly means), which
+  is relabelled as cfgrib labels it: ``time`` and ``step`` from the GRIB. Coordinates are the values found in the store; a
   combination with no stored field reads as NaN.
 - Regular lat/lon and regular Gaussian grids are 2-D (``latitude``,
   ``longitude``); every other grid is one ``values`` dimension with
   ``latitude``/``longitude`` coordinates, as cfgrib does. All variables of
   a cube must share one grid: a request over several grids is refused with
-  an error naming them (request them separately).
+  an error naming them (request them separately), found at open, also when
+  a variable's grid changes between dates (a resolution upgrade).
 - Values are decoded in Rust through ecCodes, several fields at once on
   threads, without the GIL, straight into the NumPy array returned
   (:meth:`Cube.read`).
@@ -109,6 +111,9 @@ COORD_ATTRS: dict[str, dict[str, str]] = {
 _ORDER = ["number", "time", "date", "step"]
 # Keywords along which a variable's grid does not change (see _same_grid).
 _SAME_GRID_KEYWORDS = {"date", "time", "step", "number", "levelist", "param", "levtype"}
+# At most this many message lengths along a variable's dates: one field of
+# each is checked for its grid (Cube._same_grid); more, bisection.
+_FEW_LENGTHS = 8
 # Keywords that never become dimensions: they make the variable.
 _VARIABLE_KEYWORDS = {"param", "levtype", "levelist"}
 
@@ -255,9 +260,13 @@ class Cube:
             raise InvalidInputError(f"the request names no stored field: {_show(self.request)}")
         keys = [e.combined_key() for e in entries]
         _untimed(entries, keys)
+        monthly = _monthly(entries, keys, self.threads)
         # What the request names explicitly is in the coordinates, stored or
         # not: a value with no field yet (a step not flushed) reads as NaN.
         self.requested = dict(self.fdb._store.requested_values(_selection(self.request)))
+        for k in monthly:
+            # Relabelled from the GRIB: the request's MARS values are no labels.
+            self.requested.pop(k, None)
         self._build(entries, keys, dims, combine_date_time)
 
     # ---- structure -------------------------------------------------------
@@ -428,25 +437,88 @@ class Cube:
 
     def _same_grid(self, what: str, grid: Grid, members: list[int], entries: list[Any],
                    keys: list[dict[str, str]]) -> None:
-        """Refuse a variable whose fields are on different grids. Grids
-        differ between datasets and streams, not between the dates, steps,
-        members and levels of one, so the first field of each combination
-        of the other keywords is checked (a few reads, none for one
-        dataset)."""
-        seen: dict[tuple[str, ...], int] = {}
+        """Refuse a variable whose fields are on different grids, at open
+        (decoding such a field would fail at ``.load()``). Grids differ
+        between datasets and streams, and between dates when a model is
+        upgraded (a resolution upgrade), not between the steps, members
+        and levels of one forecast. So the first field of each combination
+        of the other keywords is checked, and along the dates and times of
+        each: when their messages have few lengths (simple packing: one
+        grid, one length), one field per length; otherwise (packings whose
+        length varies with the values) the first and last dates, and, when
+        they differ, the dates between by bisection to name where the grid
+        changes. A few reads: at most one for fields of one length."""
+        groups: dict[tuple[str, ...], dict[tuple[str, str], int]] = {}
         for i in members:
             other = tuple(f"{k}={v}" for k, v in sorted(keys[i].items()) if k not in _SAME_GRID_KEYWORDS)
-            seen.setdefault(other, i)
-        if len(seen) < 2:
-            return
+            groups.setdefault(other, {}).setdefault((keys[i].get("date", ""), keys[i].get("time", "")), i)
         names = _GRID_IDENTITY + sorted({k for ks in _GEOMETRY.values() for k in ks})
-        for other, i in seen.items():
-            meta = dict(zip(names, _fieldstore.field_keys(entries[i], names)))
-            why = grid.identity.difference(_geometry(entries[i], meta))
-            if why is not None:
+        known: dict[int, Geometry] = {members[0]: grid.identity}
+
+        def geometry(i: int) -> Geometry:
+            if i not in known:
+                meta = dict(zip(names, _fieldstore.field_keys(entries[i], names)))
+                known[i] = _geometry(entries[i], meta)
+            return known[i]
+
+        def refuse(ref: int, i: int) -> None:
+            why = geometry(ref).difference(geometry(i))
+            if why is None:
+                return
+            a, b = keys[ref], keys[i]
+            if all(a.get(k) == v for k, v in b.items() if k not in _SAME_GRID_KEYWORDS):
+                # One dataset and stream at another date: the model's grid changed.
+                detail = f" ({why})" if str(geometry(ref)) == str(geometry(i)) else ""
                 raise InvalidInputError(
-                    f"the request names fields of {what} on different grids ({why}, the second at "
-                    f"{','.join(other)}); request each grid separately")
+                    f"the grid of {what} changes between dates: {geometry(ref)} at "
+                    f"date={a.get('date', '')},time={a.get('time', '')}, {geometry(i)} at "
+                    f"date={b.get('date', '')},time={b.get('time', '')}{detail}; "
+                    f"request the dates of each grid separately")
+            changed = ",".join(f"{k}={v}" for k, v in sorted(b.items()) if k not in _SAME_GRID_KEYWORDS)
+            raise InvalidInputError(
+                f"the request names fields of {what} on different grids ({why}, the second at "
+                f"{changed}); request each grid separately")
+
+        few: list[tuple[int, list[int]]] = []    # (earliest, one field per other length)
+        bisect: list[list[int]] = []
+        todo: list[int] = []                       # read on threads first
+        for dated in groups.values():
+            ordered = [dated[d] for d in sorted(dated)]
+            by_length: dict[Any, int] = {}
+            for i in ordered:
+                by_length.setdefault(entries[i].length(), i)
+            todo.append(ordered[0])
+            if len(by_length) <= _FEW_LENGTHS:
+                reps = [i for i in by_length.values() if i != ordered[0]]
+                few.append((ordered[0], reps))
+                todo += reps
+            else:
+                bisect.append(ordered)
+                todo.append(ordered[-1])
+        todo = [i for i in dict.fromkeys(todo) if i not in known]
+        if todo:
+            with ThreadPoolExecutor(max_workers=min(self.threads, len(todo))) as pool:
+                for i, g in zip(todo, pool.map(geometry, todo)):
+                    known[i] = g
+        for ordered in bisect:
+            # Where the grid changes between the first and last dates (a
+            # change there and back again is not looked for: it fails when
+            # decoded, naming the field).
+            lo, hi = 0, len(ordered) - 1
+            if geometry(ordered[lo]).difference(geometry(ordered[hi])) is None:
+                continue
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                if geometry(ordered[lo]).difference(geometry(ordered[mid])) is None:
+                    lo = mid
+                else:
+                    hi = mid
+            refuse(ordered[lo], ordered[hi])
+        for earliest, reps in few:
+            for i in reps:
+                refuse(earliest, i)
+        for dated in groups.values():
+            refuse(members[0], dated[min(dated)])
 
     def _variable(self, name: str, param: str, levtype: str, meta: dict[str, Any], grid: Grid,
                   members: list[int], entries: list[Any], keys: list[dict[str, str]]) -> Variable:
@@ -651,7 +723,8 @@ def _untimed(entries: list[Any], keys: list[dict[str, str]]) -> None:
     days). The keys are only the view's labels, never a request."""
     by_date: dict[str, list[int]] = {}
     for i, key in enumerate(keys):
-        if "date" in key and ("time" not in key or "step" not in key):
+        # (fcmonth: labelled by _monthly.)
+        if "date" in key and "fcmonth" not in key and ("time" not in key or "step" not in key):
             by_date.setdefault(key["date"], []).append(i)
     for members in by_date.values():
         time, step = _grib_time_and_step(entries[members[0]])
@@ -660,6 +733,45 @@ def _untimed(entries: list[Any], keys: list[dict[str, str]]) -> None:
                 keys[i].setdefault("time", time)
             if step is not None:
                 keys[i].setdefault("step", step)
+
+
+def _monthly(entries: list[Any], keys: list[dict[str, str]], threads: int) -> set[str]:
+    """Label fields whose MARS key has an ``fcmonth`` (monthly means of
+    seasonal forecasts, ``stream=msmm``/``mmsm``) as cfgrib labels them: by
+    their GRIB's ``dataDate``/``dataTime`` (``time``) and ``endStep``
+    (``step``), not by MARS's ``date`` and ``fcmonth``, in their ``keys``
+    (which lose ``fcmonth``). The keywords relabelled are returned.
+
+    A lagged ensemble's members (UK Met Office, NCEP) start on other days
+    than the nominal ``date``, so one field is read per ``date``,
+    ``fcmonth``, ``number`` and every other keyword but the parameter and
+    level (which share their forecast's dates), on threads."""
+    groups: dict[tuple[tuple[str, str], ...], list[int]] = {}
+    for i, key in enumerate(keys):
+        if "fcmonth" in key:
+            other = tuple(sorted((k, v) for k, v in key.items() if k not in ("param", "levelist")))
+            groups.setdefault(other, []).append(i)
+    if not groups:
+        return set()
+    members = list(groups.values())
+    with ThreadPoolExecutor(max_workers=max(1, min(threads, len(members)))) as pool:
+        found = list(pool.map(lambda m: _grib_date_time_and_step(entries[m[0]]), members))
+    for group, (date, time, step) in zip(members, found):
+        where = keys[group[0]]
+        if date is None or time is None or step is None:
+            raise InvalidInputError(
+                f"the field {_show(where)} has an fcmonth but its GRIB gives no dataDate, dataTime "
+                "or endStep in hours or minutes to label it with")
+        for i in group:
+            del keys[i]["fcmonth"]
+            keys[i].update(date=date, time=time, step=step)
+    return {"fcmonth", "date", "time", "step"}
+
+
+def _grib_date_time_and_step(entry: Any) -> tuple[str | None, str | None, str | None]:
+    (data_date,) = _fieldstore.field_keys(entry, ["dataDate"])
+    time, step = _grib_time_and_step(entry)
+    return (str(data_date) if isinstance(data_date, int) else None), time, step
 
 
 def _grib_time_and_step(entry: Any) -> tuple[str | None, str | None]:

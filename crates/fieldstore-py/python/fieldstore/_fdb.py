@@ -5,6 +5,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import warnings
 from collections.abc import Collection, Iterator, Mapping
 from enum import IntEnum, IntFlag, auto
 from pathlib import Path
@@ -12,7 +13,7 @@ from typing import Any, Dict, Generator, List, Optional, Tuple, Union
 from urllib import parse
 
 from . import _fieldstore
-from .errors import UnsupportedError
+from .errors import DuplicateKeyWarning, InvalidInputError, UnsupportedError
 
 __all__ = [
     "FDB",
@@ -157,7 +158,8 @@ class FDB:
     def __exit__(self, exc_type: Any, exc_value: Any, exc_traceback: Any) -> None:
         self.flush()
 
-    def archive(self, data: bytes, identifier: MarsIdentifier | None = None) -> None:
+    def archive(self, data: bytes, identifier: MarsIdentifier | None = None,
+                defaults: MarsIdentifier | None = None) -> None:
         """Archive ``data``.
 
         With an ``identifier`` (the field's key: a dict, or a list of
@@ -166,12 +168,35 @@ class FDB:
         number, editions 1 and 2) is archived under the MARS key ecCodes reads
         from it; if any message is bad, nothing is archived.
 
+        ``defaults`` (fieldstore only; an identifier's shape): keywords and
+        values a GRIB message's key gets where ecCodes gives the keyword
+        none, as GRIB from other centres has no MARS ``class``
+        (``defaults={"class": "od", "expver": "0001", "stream": "oper",
+        "type": "fc"}``); before the config's ``archive-defaults``. Two
+        messages of ``data`` with one key are both archived and the last
+        wins, as in FDB5, with a :class:`DuplicateKeyWarning` naming both.
+
         The fields become visible to readers at :meth:`flush`.
         """
         if not isinstance(data, bytes):
             data = bytes(memoryview(data))
         if identifier is None:
-            self._store.archive_grib(data)
+            pairs = _identifier(defaults) if defaults is not None else []
+            try:
+                _, duplicates = self._store.archive_grib(data, pairs)
+            except InvalidInputError as e:
+                if "missing keyword 'class'" not in str(e):
+                    raise
+                raise InvalidInputError(
+                    f"{e}; ecCodes gives this message no MARS class (GRIB from another centre?): give "
+                    "the keys it lacks with defaults={'class': 'od', 'expver': '0001', 'stream': 'oper', "
+                    "'type': 'fc'} or archive-defaults in the config") from e
+            for text in duplicates:
+                warnings.warn(text, DuplicateKeyWarning, stacklevel=2)
+        elif defaults is not None:
+            raise InvalidInputError(
+                "archive(data, identifier, defaults): defaults fill GRIB messages' keys; "
+                "with an identifier, give the whole key there")
         else:
             self._store.archive(data, _identifier(identifier))
 

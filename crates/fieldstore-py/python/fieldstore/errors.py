@@ -28,6 +28,7 @@ __all__ = [
     "UnsupportedError",
     "FieldStoreIOError",
     "InternalError",
+    "DuplicateKeyWarning",
 ]
 
 
@@ -110,3 +111,9 @@ class InternalError(FieldStoreError):
     """A bug in fieldstore; please report it."""
 
     kind = "internal error"
+
+
+class DuplicateKeyWarning(UserWarning):
+    """Two GRIB messages of one :meth:`FDB.archive` call have one key: both
+    are archived and the last wins (FDB5's rule); the warning names both
+    messages (index in the input and byte offset) and the key."""
