@@ -6,7 +6,7 @@
 //! running in parallel do not see each other's.
 
 #[cfg(test)]
-pub(crate) use hooks::{clear, set};
+pub(crate) use hooks::{clear, set, set_synced};
 
 /// The point `name` is reached.
 #[inline]
@@ -15,6 +15,17 @@ pub(crate) fn hit(name: &'static str) {
     hooks::hit(name);
     #[cfg(not(test))]
     let _ = name;
+}
+
+/// `path` (a file or a directory) was just made durable: its `fsync` or
+/// `fdatasync` returned. The crash-image tests (`crash.rs`) record what a
+/// power cut at each such point would leave.
+#[inline]
+pub(crate) fn synced(path: &std::path::Path) {
+    #[cfg(test)]
+    hooks::synced(path);
+    #[cfg(not(test))]
+    let _ = path;
 }
 
 #[cfg(test)]
@@ -33,9 +44,31 @@ mod hooks {
         HOOKS.with(|h| h.borrow_mut().insert(name, Box::new(hook)));
     }
 
+    type SyncHook = Box<dyn FnMut(&std::path::Path)>;
+
+    thread_local! {
+        static SYNCED: RefCell<Option<SyncHook>> = const { RefCell::new(None) };
+    }
+
+    /// Run `hook` (on this thread) after each sync, with the path synced.
+    pub(crate) fn set_synced(hook: impl FnMut(&std::path::Path) + 'static) {
+        SYNCED.with(|h| *h.borrow_mut() = Some(Box::new(hook)));
+    }
+
+    pub(crate) fn synced(path: &std::path::Path) {
+        let hook = SYNCED.with(|h| h.borrow_mut().take());
+        if let Some(mut hook) = hook {
+            hook(path);
+            SYNCED.with(|h| {
+                h.borrow_mut().get_or_insert(hook);
+            });
+        }
+    }
+
     /// Remove every hook of this thread.
     pub(crate) fn clear() {
         HOOKS.with(|h| h.borrow_mut().clear());
+        SYNCED.with(|h| *h.borrow_mut() = None);
     }
 
     pub(crate) fn hit(name: &'static str) {

@@ -60,4 +60,6 @@ pub use stream::FieldStream;
 pub use watch::{Since, Watch, WatchEvent, WatchOptions};
 
 #[cfg(test)]
+mod crash;
+#[cfg(test)]
 mod races;

@@ -229,7 +229,9 @@ fn create_dataset(
         let write = || -> std::io::Result<()> {
             let mut f = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
             f.write_all(&rec)?;
-            f.sync_all()
+            f.sync_all()?;
+            crate::failpoint::synced(&tmp);
+            Ok(())
         };
         write().map_err(|e| Error::io(format!("creating {}", tmp.display()), e))?;
         let linked = std::fs::hard_link(&tmp, &toc);

@@ -195,6 +195,7 @@ pub(crate) fn write_control(dir: &Path, locks: Locks) -> Result<()> {
                 .open(&tmp)?;
             f.write_all(text.as_bytes())?;
             f.sync_all()?;
+            crate::failpoint::synced(&tmp);
             std::fs::rename(&tmp, &path)
         };
         if let Err(e) = write() {
@@ -469,14 +470,18 @@ fn hostname() -> String {
 /// `fdatasync(2)`: the file's data (and size) on stable storage.
 pub(crate) fn sync_data(file: &File, path: &Path) -> Result<()> {
     file.sync_data()
-        .map_err(|e| Error::io(format!("syncing {}", path.display()), e))
+        .map_err(|e| Error::io(format!("syncing {}", path.display()), e))?;
+    crate::failpoint::synced(path);
+    Ok(())
 }
 
 /// Make a directory's entries durable (after creating or renaming files).
 pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
     let f = File::open(dir).map_err(|e| Error::io(dir.display(), e))?;
     f.sync_all()
-        .map_err(|e| Error::io(format!("syncing directory {}", dir.display()), e))
+        .map_err(|e| Error::io(format!("syncing directory {}", dir.display()), e))?;
+    crate::failpoint::synced(dir);
+    Ok(())
 }
 
 /// `mkdir`, where an existing directory is fine.

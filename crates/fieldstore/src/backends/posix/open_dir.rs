@@ -198,6 +198,11 @@ impl OpenDir {
                 io::Error::last_os_error(),
             ));
         }
+        // Where it is now (a readlink): only the crash-image tests ask.
+        #[cfg(test)]
+        if let Some(now) = self.current_path() {
+            crate::failpoint::synced(&now);
+        }
         Ok(())
     }
 

@@ -423,6 +423,7 @@ impl Staging {
         let file: &File = self.direct.as_deref().unwrap_or(&self.buffered);
         file.sync_data()
             .map_err(|e| Error::io(format!("syncing {}", self.path.display()), e))?;
+        crate::failpoint::synced(&self.path);
         // Everything is written back now.
         for (o, l) in self.behind.drain(..) {
             if self.drop_behind {
