@@ -32,4 +32,6 @@ bash scripts/test-python.sh
 # --- C API from Python (crates/fieldstore-capi) -- begin ------------------------
 echo "== C API: the legacy pyfdb 0.1.3 on fieldstore's library vs FDB5's, earthkit-data"
 bash scripts/test-capi-python.sh
+echo "== C API: pyfdb 0.1.3 in a plain venv (one ecCodes whichever is imported first; its own suite given PYFDB_SOURCE)"
+bash scripts/test-pyfdb-suite.sh
 # --- C API from Python -- end ---------------------------------------------------
