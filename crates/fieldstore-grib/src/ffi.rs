@@ -153,9 +153,10 @@ fn find() -> Result<Api, String> {
         }
     }
     // 4. The build's, or the system's.
+    let dirs = search_dirs();
     for soname in SONAMES {
         let name = soname.to_string_lossy();
-        match open(&name).and_then(|lib| from_handle(lib, name.to_string())) {
+        match open_with_deps(&name, &dirs, 0).and_then(|lib| from_handle(lib, name.to_string())) {
             Ok(api) => return Ok(api),
             Err(e) => tried.push(e),
         }
@@ -165,6 +166,127 @@ fn find() -> Result<Api, String> {
          or name it with {LIBRARY_VAR}",
         tried.join("; ")
     ))
+}
+
+/// `dlopen(name)`, first loading from `dirs` the dependencies the dynamic
+/// linker does not find by itself.
+///
+/// A library `dlopen`ed by name is looked for along the search path of the
+/// object that calls `dlopen` (this crate's binary or library: its rpath,
+/// where the build's ecCodes is), but *its* dependencies only along its own
+/// rpath and the executable's: the wheel's `libeccodes.so` names eckit's
+/// libraries in a sibling wheel (`eckitlib/lib64`) it has no rpath to. So
+/// each dependency `dlopen` says it cannot find is loaded from `dirs` (the
+/// caller's search path, [`search_dirs`]) first, as linking did, and the
+/// library is opened again.
+fn open_with_deps(name: &str, dirs: &[String], depth: usize) -> Result<*mut c_void, String> {
+    const NOT_FOUND: &str = ": cannot open shared object file";
+    let own = name.rsplit('/').next().unwrap_or(name);
+    let mut loaded = Vec::new();
+    loop {
+        let e = match open(name) {
+            Ok(lib) => return Ok(lib),
+            Err(e) => e,
+        };
+        let Some(missing) = e.split(NOT_FOUND).next().filter(|_| e.contains(NOT_FOUND)) else {
+            return Err(e);
+        };
+        // The library itself is not found, the dependency was already
+        // loaded (and still missing: another one of the same name), or the
+        // chain is unreasonably deep.
+        if missing == own
+            || missing.contains('/')
+            || loaded.iter().any(|l| l == missing)
+            || depth > 8
+        {
+            return Err(e);
+        }
+        let Some(path) = dirs
+            .iter()
+            .map(|d| format!("{d}/{missing}"))
+            .find(|p| std::path::Path::new(p).exists())
+        else {
+            return Err(e);
+        };
+        open_with_deps(&path, dirs, depth + 1)?;
+        loaded.push(missing.to_string());
+    }
+}
+
+/// The directories the dynamic linker searches for a `dlopen` from this
+/// code's object (`RTLD_DI_SERINFO`: its rpath with `$ORIGIN` expanded,
+/// the executable's, `LD_LIBRARY_PATH`, the system's), in that order.
+fn search_dirs() -> Vec<String> {
+    // SAFETY: dladdr and dlopen with valid pointers; the handle is closed
+    // after use.
+    unsafe {
+        let mut info: libc::Dl_info = std::mem::zeroed();
+        let here = search_dirs as *const c_void;
+        let mut me = std::ptr::null_mut();
+        if libc::dladdr(here, &mut info) != 0 && !info.dli_fname.is_null() {
+            me = libc::dlopen(info.dli_fname, libc::RTLD_LAZY | libc::RTLD_NOLOAD);
+        }
+        if me.is_null() {
+            me = libc::dlopen(std::ptr::null(), libc::RTLD_LAZY);
+        }
+        if me.is_null() {
+            return Vec::new();
+        }
+        let dirs = serinfo(me);
+        libc::dlclose(me);
+        dirs
+    }
+}
+
+/// The search path of the object `me` (see [`search_dirs`]).
+///
+/// # Safety
+/// `me` is a handle `dlopen` returned.
+unsafe fn serinfo(me: *mut c_void) -> Vec<String> {
+    #[repr(C)]
+    struct SerPath {
+        name: *const c_char,
+        _flags: std::ffi::c_uint,
+    }
+    #[repr(C)]
+    struct SerInfo {
+        size: usize,
+        count: std::ffi::c_uint,
+        paths: [SerPath; 1],
+    }
+    // SAFETY: dlinfo with a valid handle; the buffer given to
+    // RTLD_DI_SERINFO is as large as RTLD_DI_SERINFOSIZE said and aligned
+    // for `SerInfo`; its strings live inside it.
+    unsafe {
+        let mut head = SerInfo {
+            size: 0,
+            count: 0,
+            paths: [SerPath {
+                name: std::ptr::null(),
+                _flags: 0,
+            }],
+        };
+        if libc::dlinfo(me, libc::RTLD_DI_SERINFOSIZE, (&raw mut head).cast()) != 0 {
+            return Vec::new();
+        }
+        let words = head
+            .size
+            .div_ceil(8)
+            .max(std::mem::size_of::<SerInfo>() / 8 + 1);
+        let mut buf = vec![0u64; words];
+        let info = buf.as_mut_ptr().cast::<SerInfo>();
+        (*info).size = head.size;
+        (*info).count = head.count;
+        if libc::dlinfo(me, libc::RTLD_DI_SERINFO, info.cast()) != 0 {
+            return Vec::new();
+        }
+        let paths = (&raw const (*info).paths).cast::<SerPath>();
+        (0..(*info).count as usize)
+            .map(|i| (*paths.add(i)).name)
+            .filter(|p| !p.is_null())
+            .map(|p| CStr::from_ptr(p).to_string_lossy().into_owned())
+            .collect()
+    }
 }
 
 /// `dlopen(name)`, or what `dlerror` said.
