@@ -138,22 +138,23 @@ fn find() -> Result<Api, String> {
             return from_handle(lib, format!("{} already loaded", soname.to_string_lossy()));
         }
     }
+    let dirs = search_dirs();
     // 2. Named.
     if let Some(path) = std::env::var_os(LIBRARY_VAR).filter(|p| !p.is_empty()) {
         let path = path.to_string_lossy().into_owned();
-        return open(&path)
+        return open_with_deps(&path, &dirs, 0)
             .and_then(|lib| from_handle(lib, path.clone()))
             .map_err(|e| format!("{LIBRARY_VAR}={path}: {e}"));
     }
     // 3. Python's choice.
     if let Some(path) = python_choice() {
-        match open(&path).and_then(|lib| from_handle(lib, format!("{path} (Python's eccodes)"))) {
+        let origin = format!("{path} (Python's eccodes)");
+        match open_with_deps(&path, &dirs, 0).and_then(|lib| from_handle(lib, origin)) {
             Ok(api) => return Ok(api),
             Err(e) => tried.push(format!("{path} (Python's eccodes): {e}")),
         }
     }
     // 4. The build's, or the system's.
-    let dirs = search_dirs();
     for soname in SONAMES {
         let name = soname.to_string_lossy();
         match open_with_deps(&name, &dirs, 0).and_then(|lib| from_handle(lib, name.to_string())) {
