@@ -34,4 +34,8 @@ bash scripts/test-python.sh
 # --- C API from Python (crates/fieldstore-capi) -- begin ------------------------
 echo "== C API: the legacy pyfdb 0.1.3 on fieldstore's library vs FDB5's, earthkit-data"
 bash scripts/test-capi-python.sh
+echo "== C API: pyfdb 0.1.3 in a plain venv (one ecCodes whichever is imported first; its own suite given PYFDB_SOURCE)"
+bash scripts/test-pyfdb-suite.sh
+echo "== C API: FDB5's own tests/fdb/api/test_fdb_c.cc on fieldstore's library (given FDB5_SOURCE)"
+bash scripts/test-fdb5-capi-suite.sh
 # --- C API from Python -- end ---------------------------------------------------

@@ -47,7 +47,8 @@ fn main() {
         let joined: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
         println!("cargo:rpath={}", joined.join(":"));
     }
-    // The library itself is named by `#[link(name = "eccodes")]` in src/ffi.rs.
+    // The library is not linked: src/ffi.rs loads it at run time (dlopen),
+    // found through these rpaths among other places (see `ffi::load`).
 }
 
 /// `ECCODES_DIR`: itself if it holds `libeccodes.so`, else its `lib`/`lib64`

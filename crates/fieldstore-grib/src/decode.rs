@@ -104,6 +104,14 @@ impl Sample for f64 {
     }
 }
 
+/// ecCodes' library cannot be loaded (see `ffi::load`).
+fn no_eccodes(why: String) -> Error {
+    Error::new(
+        ErrorKind::Unavailable,
+        format!("ecCodes cannot be loaded: {why}"),
+    )
+}
+
 fn invalid(what: impl std::fmt::Display) -> Error {
     Error::new(ErrorKind::InvalidInput, what.to_string())
 }
@@ -187,7 +195,7 @@ fn missing_marker<T: Sample>(handle: &Handle<'_>) -> Option<T> {
 /// the message), or the message's number of points is not `out.len()` (a
 /// field on another grid than the array's).
 pub fn decode_values<T: Sample>(message: &[u8], out: &mut [T]) -> Result<()> {
-    let session = enter_shared();
+    let session = enter_shared().map_err(no_eccodes)?;
     let handle = open(&session, message)?;
     let n = get_size(&handle, c"values").map_err(|code| {
         invalid(format!(
@@ -315,7 +323,7 @@ pub fn read_keys(message: &[u8], keys: &[&str]) -> Result<Vec<Option<KeyValue>>>
         .iter()
         .map(|k| CString::new(*k).map_err(|_| invalid(format!("key name {k:?} has a NUL byte"))))
         .collect::<Result<Vec<_>>>()?;
-    let session = enter_shared();
+    let session = enter_shared().map_err(no_eccodes)?;
     let handle = open(&session, message)?;
     let mut buf = vec![0u8; 128];
     let values = names
@@ -360,7 +368,7 @@ pub fn read_keys(message: &[u8], keys: &[&str]) -> Result<Vec<Option<KeyValue>>>
 pub fn read_array(message: &[u8], key: &str) -> Result<Vec<f64>> {
     let name =
         CString::new(key).map_err(|_| invalid(format!("key name {key:?} has a NUL byte")))?;
-    let session = enter_shared();
+    let session = enter_shared().map_err(no_eccodes)?;
     let handle = open(&session, message)?;
     let unreadable = |code: c_int| {
         invalid(format!(

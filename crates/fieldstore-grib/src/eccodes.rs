@@ -97,14 +97,9 @@ pub fn hold_for_fork() -> RwLockWriteGuard<'static, ()> {
 pub fn eccodes_thread_safe() -> bool {
     static SAFE: OnceLock<bool> = OnceLock::new();
     *SAFE.get_or_init(|| {
-        // SAFETY: looks a symbol up in the global scope by a NUL-terminated
-        // name; a null result means absent.
-        let sym = unsafe { ffi::dlsym(ffi::RTLD_DEFAULT, c"codes_get_features".as_ptr()) };
-        if sym.is_null() {
+        let Some(get) = ffi::load().ok().and_then(|api| api.codes_get_features) else {
             return false;
-        }
-        // SAFETY: the symbol is ecCodes' `codes_get_features`, of this type.
-        let get: ffi::CodesGetFeatures = unsafe { std::mem::transmute(sym) };
+        };
         let mut buf = vec![0u8; 1024];
         let mut len = buf.len();
         // SAFETY: `buf` is writable for `len` bytes; ecCodes writes a
@@ -120,24 +115,32 @@ pub fn eccodes_thread_safe() -> bool {
     })
 }
 
-/// Take the lock exclusively (initialising ecCodes once) and start
-/// capturing its log.
-pub(crate) fn enter() -> Session {
+/// Take the lock exclusively (loading and initialising ecCodes once) and
+/// start capturing its log.
+///
+/// # Errors
+/// Why ecCodes' library cannot be loaded ([`ffi::load`]).
+pub(crate) fn enter() -> Result<Session, String> {
+    ffi::load().map_err(|e| e.to_string())?;
     // A panic while holding the lock cannot leave ecCodes half-updated in a
     // way the lock protects (each extraction owns its handle), so a poisoned
     // lock is still usable.
     let guard = ECCODES.write().unwrap_or_else(|e| e.into_inner());
-    start(Guard::Exclusive(guard))
+    Ok(start(Guard::Exclusive(guard)))
 }
 
 /// Take the lock for work on a handle of this thread's own: shared if
 /// ecCodes is thread-safe ([`eccodes_thread_safe`]), else exclusive.
-pub(crate) fn enter_shared() -> Session {
+///
+/// # Errors
+/// As [`enter`].
+pub(crate) fn enter_shared() -> Result<Session, String> {
+    ffi::load().map_err(|e| e.to_string())?;
     if !eccodes_thread_safe() {
         return enter();
     }
     let guard = ECCODES.read().unwrap_or_else(|e| e.into_inner());
-    start(Guard::Shared(guard))
+    Ok(start(Guard::Shared(guard)))
 }
 
 fn start(guard: Guard) -> Session {
@@ -332,8 +335,22 @@ impl Drop for KeysIter<'_> {
     }
 }
 
-/// The ecCodes version this process runs, as `major.minor.patch`.
+/// Which ecCodes library this process runs and how it was chosen (loading
+/// it if no use did yet): `libeccodes.so already loaded`, a path, …
+///
+/// # Errors
+/// Why no library could be loaded.
+pub fn eccodes_library() -> Result<&'static str, &'static str> {
+    ffi::load().map(|api| api.origin.as_str())
+}
+
+/// The ecCodes version this process runs, as `major.minor.patch` (loading
+/// the library if no use did yet), or `unavailable (why)` when its library
+/// cannot be loaded.
 pub fn eccodes_version() -> String {
+    if let Err(e) = ffi::load() {
+        return format!("unavailable ({e})");
+    }
     // SAFETY: no arguments, no state.
     let v = unsafe { ffi::codes_get_api_version() };
     format!("{}.{}.{}", v / 10000, v / 100 % 100, v % 100)
@@ -426,7 +443,7 @@ fn cf_var_name_candidates(name: &str) -> Vec<(&'static CStr, String)> {
 /// read the `paramId` and `cfVarName` that gives; `None` if ecCodes refuses
 /// the value or knows no parameter for it.
 fn lookup(sample: &CStr, key: &CStr, value: &CStr) -> Option<(i64, String)> {
-    let session = enter();
+    let session = enter().ok()?;
     // SAFETY: the default context (NULL) and a NUL-terminated sample name;
     // the handle owns a copy of the sample.
     let raw =
@@ -466,7 +483,7 @@ fn lookup(sample: &CStr, key: &CStr, value: &CStr) -> Option<(i64, String)> {
 
 /// The MARS key of one complete GRIB message (see [`crate::mars_key`]).
 pub(crate) fn mars_key(message: &[u8]) -> Result<Key, Problem> {
-    let session = enter();
+    let session = enter().map_err(|reason| Problem::NoEccodes { reason })?;
     let handle = Handle::new(&session, message).ok_or_else(|| Problem::Undecodable {
         reason: session.said(|| "no handle (not a valid GRIB message)".to_string()),
     })?;

@@ -5,7 +5,9 @@
 //! (or where it was expected to start). At the crate boundary it becomes a
 //! [`fieldstore_core::Error`] of kind [`ErrorKind::InvalidInput`] (fix the
 //! input; retrying is pointless), with the `GribError` as its `source` for
-//! callers that want to match on the [`Problem`].
+//! callers that want to match on the [`Problem`] — except
+//! [`Problem::NoEccodes`], of kind [`ErrorKind::Unavailable`] (the input may
+//! be fine; ecCodes' library is missing).
 
 use fieldstore_core::{Error, ErrorKind, KeyError, SchemaError};
 
@@ -84,6 +86,12 @@ pub enum Problem {
         /// The edition byte.
         edition: u8,
     },
+    /// ecCodes' library cannot be loaded (none found, or not ecCodes).
+    #[error("ecCodes cannot be loaded: {reason}")]
+    NoEccodes {
+        /// What the loader said, step by step.
+        reason: String,
+    },
     /// ecCodes could not decode the message.
     #[error("ecCodes cannot decode the message: {reason}")]
     Undecodable {
@@ -151,7 +159,11 @@ pub enum Problem {
 
 impl From<GribError> for Error {
     fn from(e: GribError) -> Self {
-        Error::from_source(ErrorKind::InvalidInput, e)
+        let kind = match e.problem {
+            Problem::NoEccodes { .. } => ErrorKind::Unavailable,
+            _ => ErrorKind::InvalidInput,
+        };
+        Error::from_source(kind, e)
     }
 }
 

@@ -56,7 +56,8 @@ use fieldstore_core::{Key, Result};
 pub use archive::{ArchiveGrib, Duplicate, GribOptions, GribSummary, Skipped};
 pub use decode::{decode_values, read_array, read_keys, KeyValue, Sample};
 pub use eccodes::{
-    eccodes_thread_safe, eccodes_version, hold_for_fork, param_id, param_id_of_cf_var_name,
+    eccodes_library, eccodes_thread_safe, eccodes_version, hold_for_fork, param_id,
+    param_id_of_cf_var_name,
 };
 pub use error::{GribError, Problem};
 pub use params::{param_names, EcCodesParamNames};

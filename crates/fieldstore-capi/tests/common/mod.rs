@@ -168,6 +168,11 @@ pub(crate) fn run(exe: &Path, args: &[&Path], memcheck: bool) -> String {
                 "--error-exitcode=99",
                 "--track-origins=yes",
             ])
+            // A false positive inside glibc's dynamic linker (explained there).
+            .arg(format!(
+                "--suppressions={}",
+                crate_dir().join("tests/valgrind.supp").display()
+            ))
             .arg(exe);
             c
         }

@@ -631,7 +631,7 @@ enum Whereabouts {
 impl TocWriter {
     fn index_file(&mut self) -> Result<&mut IndexFile> {
         if self.index.is_none() {
-            let (name, file) = self.open_dir.create_writer_file("index")?;
+            let (name, file) = self.open_dir.create_writer_file(None, "index")?;
             self.index = Some(IndexFile {
                 path: self.dir.join(&name),
                 name,

@@ -5,7 +5,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use fieldstore_core::{DatasetKey, Error, ErrorKind, Locks, Operation, Result};
+use fieldstore_core::{CollocationKey, DatasetKey, Error, ErrorKind, Locks, Operation, Result};
 
 use crate::config::Root;
 use crate::placement::Placement;
@@ -41,7 +41,8 @@ pub(crate) enum FileKind {
     TocTemp,
     /// `<writer>.index`, or `.<writer>.index.new` before it is published.
     Index,
-    /// `<writer>.data`, or `.<writer>.data.new` before it is published.
+    /// `<collocation>.<writer>.data` (or `<writer>.data`, as data files
+    /// were named before), or `.<name>.data.new` before it is published.
     Data,
     /// `control`, or `.control.<writer>` before it replaces it.
     Control,
@@ -103,10 +104,14 @@ pub(crate) fn classify(name: &str) -> FileKind {
         }
     }
     let published = name.strip_suffix(".index").map(|id| (id, FileKind::Index));
-    let published = published.or_else(|| name.strip_suffix(".data").map(|id| (id, FileKind::Data)));
     if let Some((id, kind)) = published {
         if is_writer_id(id) {
             return kind;
+        }
+    }
+    if let Some(stem) = name.strip_suffix(".data") {
+        if is_data_stem(stem) {
+            return FileKind::Data;
         }
     }
     if let Some(rest) = name.strip_prefix('.').and_then(|n| n.strip_suffix(".new")) {
@@ -115,13 +120,37 @@ pub(crate) fn classify(name: &str) -> FileKind {
                 return FileKind::Index;
             }
         }
-        if let Some(id) = rest.strip_suffix(".data") {
-            if is_writer_id(id) {
+        if let Some(stem) = rest.strip_suffix(".data") {
+            if is_data_stem(stem) {
                 return FileKind::Data;
             }
         }
     }
     FileKind::Unknown
+}
+
+/// A data file's name without `.data`: a writer id, after the
+/// collocation's name and a dot ([`data_file_prefix`]) or alone (the
+/// names of data files written before collocations named them).
+fn is_data_stem(stem: &str) -> bool {
+    if is_writer_id(stem) {
+        return true;
+    }
+    // The writer id is the last four dot-separated parts (its host has no
+    // dots); the collocation's name before them may have dots.
+    let Some(prefix) = stem.rsplitn(5, '.').nth(4) else {
+        return false;
+    };
+    !prefix.is_empty() && is_writer_id(&stem[prefix.len() + 1..])
+}
+
+/// The start of a data file's name: the collocation's values joined by
+/// `:`, as FDB5 names its data files (`an:pl` in
+/// `od:0001:oper:20231201:1200:g/an:pl.<writer>.data`), escaped as
+/// dataset directory names are; a long one is cut and ends in a hash, so
+/// that the whole name stays within file systems' 255 bytes.
+pub(crate) fn data_file_prefix(collocation: &CollocationKey) -> String {
+    escaped_name(collocation.values(), true, 100, || collocation.to_string())
 }
 
 /// `flock(2)`, retried when interrupted.
@@ -247,8 +276,19 @@ fn legacy_dir_name(key: &DatasetKey) -> Option<String> {
 }
 
 fn name_with(key: &DatasetKey, escape_colon: bool) -> String {
+    escaped_name(key.values(), escape_colon, 200, || key.to_string())
+}
+
+/// `values` joined by `:` and escaped (see [`dataset_dir_name`]); longer
+/// than `max` bytes: cut, ending in the CRC-32C of `canonical()`.
+fn escaped_name<'a>(
+    values: impl Iterator<Item = &'a str>,
+    escape_colon: bool,
+    max: usize,
+    canonical: impl FnOnce() -> String,
+) -> String {
     let mut name = String::new();
-    for (i, v) in key.values().enumerate() {
+    for (i, v) in values.enumerate() {
         if i > 0 {
             name.push(':');
         }
@@ -267,9 +307,9 @@ fn name_with(key: &DatasetKey, escape_colon: bool) -> String {
     if name.is_empty() {
         name.push_str("%00");
     }
-    if name.len() > 200 {
-        let hash = crc32c::crc32c(key.to_string().as_bytes());
-        let mut cut = 180;
+    if name.len() > max {
+        let hash = crc32c::crc32c(canonical().as_bytes());
+        let mut cut = max - 20;
         while !name.is_char_boundary(cut) {
             cut -= 1;
         }
@@ -523,11 +563,19 @@ mod tests {
         assert_eq!(classify(&format!("{id}.data")), FileKind::Data);
         assert_eq!(classify(&format!(".{id}.data.new")), FileKind::Data);
         assert_eq!(classify(&format!(".{id}.index.new")), FileKind::Index);
+        // FDB5's shape: the collocation's values first (which may hold
+        // dots), then the writer id.
+        assert_eq!(classify(&format!("an:pl.{id}.data")), FileKind::Data);
+        assert_eq!(classify(&format!("fc:0.5.{id}.data")), FileKind::Data);
+        assert_eq!(classify(&format!(".an:pl.{id}.data.new")), FileKind::Data);
         assert_eq!(classify("control"), FileKind::Control);
         assert_eq!(classify(&format!(".control.{id}")), FileKind::Control);
         for other in [
             "notes.txt",
             "x.data",
+            "an:pl.x.data",
+            &format!(".{id}.data"),
+            &format!("an:pl.{id}.index"),
             &format!("{id}.data.gribjump"),
             "toc.bak",
         ] {
@@ -554,5 +602,19 @@ mod tests {
         let long: DatasetKey = format!("a={}", "x".repeat(300)).parse().unwrap();
         let n = dataset_dir_name(&long);
         assert!(n.len() < 200 && n.contains('~'), "{n}");
+    }
+
+    #[test]
+    fn data_files_are_named_by_collocation_as_fdb5_does() {
+        let c: CollocationKey = "type=an,levtype=pl".parse().unwrap();
+        assert_eq!(data_file_prefix(&c), "an:pl");
+        let c: CollocationKey = "type=a/b,levtype=x:y".parse().unwrap();
+        assert_eq!(data_file_prefix(&c), "a%2Fb:x%3Ay");
+        let long: CollocationKey = format!("type={}", "x".repeat(300)).parse().unwrap();
+        let p = data_file_prefix(&long);
+        assert!(p.len() <= 100 && p.contains('~'), "{p}");
+        let name = format!(".{p}.{}.data.new", writer_id());
+        assert!(name.len() < 255, "{}", name.len());
+        assert_eq!(classify(&name), FileKind::Data);
     }
 }

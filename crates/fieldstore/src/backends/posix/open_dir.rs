@@ -148,7 +148,8 @@ impl OpenDir {
         }
     }
 
-    /// Create `<writer>.<ext>` for one writer, holding a shared `flock` on
+    /// Create `<writer>.<ext>` (`<prefix>.<writer>.<ext>` with a prefix) for
+    /// one writer, holding a shared `flock` on
     /// it for as long as the file is open, so that purge and wipe can tell a
     /// live writer's file from a dead one's. The file is created under a
     /// private name, locked, then renamed into place: it is never visible
@@ -156,7 +157,11 @@ impl OpenDir {
     ///
     /// # Errors
     /// `NotFound` when the directory was deleted (wiped).
-    pub(crate) fn create_writer_file(&self, ext: &str) -> Result<(String, File)> {
+    pub(crate) fn create_writer_file(
+        &self,
+        prefix: Option<&str>,
+        ext: &str,
+    ) -> Result<(String, File)> {
         // Between `open` and `flock` the private file is unlocked, so a
         // purge may take it for a killed writer's and remove it; the rename
         // then fails with `NotFound` and the writer starts again under a
@@ -164,7 +169,10 @@ impl OpenDir {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let name = format!("{}.{ext}", layout::writer_id());
+            let name = match prefix {
+                Some(p) => format!("{p}.{}.{ext}", layout::writer_id()),
+                None => format!("{}.{ext}", layout::writer_id()),
+            };
             let tmp = format!(".{name}.new");
             let what = |e| {
                 Error::io(
@@ -236,7 +244,7 @@ mod tests {
         std::fs::create_dir(&a).unwrap();
         let dir = OpenDir::open(&a).unwrap();
         std::fs::rename(&a, &b).unwrap();
-        let (name, _file) = dir.create_writer_file("index").unwrap();
+        let (name, _file) = dir.create_writer_file(None, "index").unwrap();
         assert!(b.join(&name).is_file(), "created in the moved directory");
         assert!(!a.exists(), "the old path is not created again");
         assert_eq!(
@@ -257,7 +265,7 @@ mod tests {
         std::fs::create_dir(&a).unwrap();
         let dir = OpenDir::open(&a).unwrap();
         std::fs::remove_dir(&a).unwrap();
-        let e = dir.create_writer_file("data").unwrap_err();
+        let e = dir.create_writer_file(None, "data").unwrap_err();
         assert_eq!(e.kind(), fieldstore_core::ErrorKind::NotFound, "{e}");
         assert!(OpenDir::open(&a).is_err());
     }

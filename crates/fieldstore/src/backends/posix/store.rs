@@ -1,7 +1,13 @@
 //! `FileStore`: field bytes in per-writer data files.
 //!
-//! Each writer appends to its own data file (`<writer id>.data` in the
-//! dataset directory), so writers never contend. Small fields are staged
+//! Each writer appends to its own data file in the dataset directory, so
+//! writers never contend. The file is named as FDB5 names its data files,
+//! the collocation's values first: `<collocation>.<writer id>.data`
+//! (`an:pl.<host>.<pid>.<ns>.<n>.data`), after the collocation of the
+//! first field the writer archives into the dataset; fields of other
+//! collocations the same writer archives into the dataset go to the same
+//! file (FDB5 opens one per collocation). Locations name files by path, so
+//! data files named before (`<writer id>.data`) read as ever. Small fields are staged
 //! and written in 4 MiB blocks, large ones as they come; buffered with
 //! write-behind by default, with `O_DIRECT` on request (see `staging.rs`).
 //! A location carries the CRC-32C of the field, checked on every read.
@@ -405,26 +411,30 @@ struct FileStoreWriter {
 }
 
 impl FileStoreWriter {
-    fn open_file(&mut self) -> Result<&mut Staging> {
+    fn open_file(&mut self, collocation: &CollocationKey) -> Result<&mut Staging> {
         if self.data.is_none() {
             // Created locked (shared flock, held while the file is open), so
             // that purge never takes a live writer's file for an orphan; in
             // the directory this writer opened, wherever it is now. A
             // dataset wiped meanwhile fails here (`NotFound`) or at the
             // catalogue's flush, which says it was wiped.
-            let (name, f) = self.dir.create_writer_file("data").map_err(|e| {
-                if e.kind() == fieldstore_core::ErrorKind::NotFound {
-                    Error::new(
-                        fieldstore_core::ErrorKind::NotFound,
-                        format!(
-                            "{e}: the dataset was wiped or moved to another file system while \
+            let prefix = layout::data_file_prefix(collocation);
+            let (name, f) = self
+                .dir
+                .create_writer_file(Some(&prefix), "data")
+                .map_err(|e| {
+                    if e.kind() == fieldstore_core::ErrorKind::NotFound {
+                        Error::new(
+                            fieldstore_core::ErrorKind::NotFound,
+                            format!(
+                                "{e}: the dataset was wiped or moved to another file system while \
                              this handle was writing to it; archive again"
-                        ),
-                    )
-                } else {
-                    e
-                }
-            })?;
+                            ),
+                        )
+                    } else {
+                        e
+                    }
+                })?;
             let path = self.abs.join(&name);
             self.uri = Arc::from(format!("file://{}", path.display()));
             self.data = Some(Staging::new(&path, f, self.writes));
@@ -437,8 +447,8 @@ impl FileStoreWriter {
 }
 
 impl StoreWriter for FileStoreWriter {
-    fn archive(&mut self, _collocation: &CollocationKey, data: &[u8]) -> Result<FieldLocation> {
-        let staging = self.open_file()?;
+    fn archive(&mut self, collocation: &CollocationKey, data: &[u8]) -> Result<FieldLocation> {
+        let staging = self.open_file(collocation)?;
         let offset = staging.next_offset();
         staging.append(data)?;
         self.unsynced = true;
