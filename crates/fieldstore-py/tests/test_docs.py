@@ -104,10 +104,16 @@ def test_the_blocks_are_found_and_few_are_marked_not_to_run() -> None:
     names = {str(p.relative_to(REPO)) for p in PYTHON_PAGES}
     assert {"README.md", "crates/fieldstore-py/README.md", "docs/arrays.md"} <= names, names
     skipped = [b for b in ALL if b.no_run is not None]
-    pages_skipped = {b.page for b in skipped}
-    # One page of benchmark recipes; single blocks elsewhere.
-    assert len(pages_skipped) <= 4, sorted(map(str, skipped))
-    assert len([b for b in skipped if "benchmarks" not in b.page.name]) <= 5, sorted(map(str, skipped))
+
+    def recipes(b) -> bool:
+        # The page of benchmark recipes and the dated records of earlier
+        # runs (docs/experiments/): release builds, minutes to hours each.
+        return b.page.name == "benchmarks.md" or b.page.parent.name == "experiments"
+
+    others = [b for b in skipped if not recipes(b)]
+    # Single blocks elsewhere.
+    assert len({b.page for b in others}) <= 3, sorted(map(str, others))
+    assert len(others) <= 5, sorted(map(str, others))
     for b in skipped:
         assert len(b.no_run or "") >= 10, f"{b}: say why it does not run"
 
