@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The developer's quick check, a few minutes on a warm build (scripts/test-all.sh,
+# The developer's quick check, about two minutes on a warm build (scripts/test-all.sh,
 # what CI runs, takes 15-20): formatting, lints, the core's and the engine's
 # unit tests, and the conformance suite on memory, POSIX and the DAOS stand-in.
 # No Ceph, no Python, no C API.
