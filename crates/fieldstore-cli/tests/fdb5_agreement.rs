@@ -8,7 +8,7 @@
 //! with the message archived.
 //!
 //! Every difference is either a fieldstore bug (the test fails) or one of the
-//! entries of [`DIVERGENCES`], each a row of the table in `docs/design.md`
+//! entries of [`DIVERGENCES`], each a row of the table in `docs/compatibility.md`
 //! ("Where fieldstore answers differently from FDB5"): deliberate
 //! divergences, FDB5's own failures (fieldstore's answer is then checked
 //! against the one derived from FDB5's complete listing).
@@ -66,7 +66,7 @@ enum What {
 
 const FIND_MATCHING_KEY: &str = "values.size() >= requiredPredicateCount(predicates_)";
 
-/// The deliberate divergences (docs/design.md has the same table).
+/// The deliberate divergences (docs/compatibility.md has the same table).
 const DIVERGENCES: &[Divergence] = &[
     // FDB5 5.25 asserts when a level-1 listing meets a dataset whose key has
     // fewer values than some rule requires (here e6 and ei, whose time or
@@ -348,7 +348,7 @@ fn fieldstore_agrees_with_fdb5_on_every_grib_fixture() {
                     // anything in them matches the rest of the request.
                     // fieldstore's come only from datasets and collocations
                     // holding matching fields, with the request's keywords
-                    // restricted to its values (docs/design.md). So
+                    // restricted to its values (docs/compatibility.md). So
                     // fieldstore's, widened by those, must be FDB5's.
                     let ours = normalise_axes(&our_axes, false);
                     let datasets: BTreeSet<String> = everything

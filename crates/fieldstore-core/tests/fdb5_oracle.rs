@@ -4,7 +4,7 @@
 //! into FDB5 5.25 with ECMWF's schema and listing them back (see that
 //! folder's README). Every row must split exactly as FDB5 listed it, unless
 //! it is in [`DIVERGENCES`], where fieldstore deliberately differs and the
-//! reason is given (also in `docs/design.md`).
+//! reason is given (also in `docs/compatibility.md`).
 
 use fieldstore_core::{Key, Schema};
 

@@ -15,7 +15,7 @@
 //! makes listing cheap and flushes atomic: a flush's index entries are
 //! written together, as one value in the dataset KV's log, instead of one
 //! KV put per field into per-collocation index KVs and axis KVs. See
-//! `docs/format/daos.md` for the bytes and `docs/design.md` for the why.
+//! `docs/format/daos.md` for the bytes and `docs/backends.md` for the why.
 #![deny(rustdoc::broken_intra_doc_links)]
 #![cfg_attr(not(test), warn(clippy::unwrap_used))]
 

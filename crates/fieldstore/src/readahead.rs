@@ -7,7 +7,7 @@ use crate::store::Store;
 /// How far ahead of the field being read the store is told what comes next:
 /// enough to keep a few reads in flight, little enough not to crowd the
 /// page cache. (Scattered 1 MiB fields read no faster with 4 MiB, nor with
-/// 8, 16 or 64: docs/benchmarks.md, "Scattered reads".)
+/// 8, 16 or 64: docs/experiments/2026-11-reads.md, "Scattered reads".)
 pub const PREFETCH_BYTES: u64 = 32 << 20;
 /// At most this many fields per batch hinted.
 const PREFETCH_FIELDS: usize = 256;

@@ -4,7 +4,7 @@
 //! request — goes through its keyword's type, so that `time=12`, `time=1200`
 //! and `time=12:00` name the same field. The types are FDB5's (§2.5 of the
 //! FDB5 report); where fieldstore's canonical form differs from FDB5's, the
-//! difference is stated on the type and in `docs/design.md`.
+//! difference is stated on the type and in `docs/compatibility.md`.
 //!
 //! # Invariant
 //! `canonical` is idempotent: `canonical(canonical(v)) == canonical(v)` for

@@ -36,7 +36,7 @@
 //! step. On a VM whose host reclaims the guest's free memory (free page
 //! reporting) new pages cost a host fault each: there, 5 of 12 alternating
 //! runs archiving 1 MiB fields took 1.7–2.2 s of CPU per GiB (4–5x slower)
-//! without it and none of 12 with it (docs/benchmarks.md, "Dropping pages
+//! without it and none of 12 with it (docs/experiments/2026-11-posix-writes.md, "Dropping pages
 //! behind writers"). The price: readers on the same node no longer find
 //! fresh steps in the page cache. Off by default.
 //!
@@ -44,7 +44,7 @@
 //! CPU in profiles) and leave `fdatasync` only metadata to do; but readers
 //! on the same node then read fresh steps from the disk instead of the page
 //! cache, and in the w+r pattern writers lost most of their bandwidth to
-//! them. Both paths are kept; measurements in `docs/benchmarks.md`.
+//! them. Both paths are kept; measurements in `docs/experiments/2026-11-posix-writes.md`.
 //!
 //! Full buffers are written by two background threads while the caller
 //! fills the next (up to three in flight), so a writer keeps the device
@@ -98,7 +98,7 @@ impl Aligned {
 /// the device queue ran shallow, and in alternating runs 32 MiB archived
 /// 64 KiB fields 10–30 % faster (one process) and kept writers at 87–106 %
 /// of their uncontended bandwidth under w+r contention with more bytes
-/// moved in total; 64 MiB gained nothing more (docs/benchmarks.md, "How
+/// moved in total; 64 MiB gained nothing more (docs/experiments/2026-11-posix-writes.md, "How
 /// far behind write-back may run").
 const BEHIND: usize = 8 * STAGE;
 /// Buffered fields of this size or more are written from the caller's
@@ -111,7 +111,7 @@ const DIRECT_FROM: usize = 512 << 10;
 /// hands back to the host, so that each costs host faults on first touch.
 /// With 4 MiB writes 6 of 8 alternating runs archiving 64 KiB fields paid
 /// that (4-6x the CPU, 463-781 MiB/s), with 1 MiB pieces none of 8
-/// (docs/benchmarks.md, "Buffered write size").
+/// (docs/experiments/2026-11-posix-writes.md, "Buffered write size").
 const WRITE_PIECE: usize = 1 << 20;
 
 /// Buffered data files are preallocated in chunks of at least this...
@@ -211,7 +211,7 @@ impl DataWrites {
     /// Buffered and keeping the pages is the default: readers on the node
     /// find what was just flushed in the page cache, and with write-behind
     /// buffered archive was as fast as direct or faster in alternating runs
-    /// (docs/benchmarks.md, "Latest results" and "Direct or buffered data
+    /// (docs/benchmarks.md, "Latest results", and docs/experiments/2026-11-posix-writes.md, "Direct or buffered data
     /// writes").
     pub fn from_env() -> DataWrites {
         let on = |name: &str| std::env::var_os(name).is_some_and(|v| v == "1");
