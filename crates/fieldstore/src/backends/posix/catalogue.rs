@@ -280,7 +280,22 @@ impl Catalogue for TocCatalogue {
             // A dataset found is opened, never created again where it was
             // found: a move or wipe may take it away in between, and a new
             // dataset there would hide the moved one.
-            let found = layout::find_dataset(&self.roots, dataset);
+            let mut found = layout::find_dataset(&self.roots, dataset);
+            // Found nowhere: look again under the namespace lock, which
+            // moves hold while they rename, before creating it.
+            let _namespace = match found {
+                Some(_) => None,
+                None => {
+                    let lock = layout::namespace_lock(
+                        self.roots
+                            .iter()
+                            .filter(|r| r.visit)
+                            .map(|r| r.path.as_path()),
+                    )?;
+                    found = layout::find_dataset(&self.roots, dataset);
+                    Some(lock)
+                }
+            };
             let may_create = found.is_none();
             let dir = match found {
                 Some(d) => d,

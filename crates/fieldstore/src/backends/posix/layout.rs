@@ -378,6 +378,40 @@ fn dataset_in(root: &Path, key: &DatasetKey) -> Option<PathBuf> {
 /// the source during the look (the copy was passed over, then the source
 /// was gone) is looked at again, so that a dataset being moved is found in
 /// one place or the other.
+/// Held while a dataset is created (over every visited root) or moved
+/// between roots (over those two): an exclusive `flock` on each root
+/// directory itself (no file is left in the root), taken in the order of
+/// their paths, so that two holders never wait for each other. A writer
+/// that found its dataset in no root looks again under it before creating
+/// one, so a move renaming the dataset between the roots it looked in
+/// cannot make it create a second dataset of the same key (which would
+/// hide the first, and the flushes made to it, from readers). Creations
+/// and moves are rare; archives never take it.
+pub(crate) struct NamespaceLock(#[allow(dead_code)] Vec<File>);
+
+/// Take the [`NamespaceLock`] over the roots `dirs`. A root that cannot be
+/// opened is skipped: nothing can be created or moved there.
+pub(crate) fn namespace_lock<'a>(
+    dirs: impl IntoIterator<Item = &'a Path>,
+) -> Result<NamespaceLock> {
+    let mut dirs: Vec<PathBuf> = dirs
+        .into_iter()
+        .map(|d| std::fs::canonicalize(d).unwrap_or_else(|_| d.to_path_buf()))
+        .collect();
+    dirs.sort();
+    dirs.dedup();
+    let mut held = Vec::new();
+    for dir in dirs {
+        let Ok(file) = File::open(&dir) else {
+            continue;
+        };
+        flock(&file, libc::LOCK_EX)
+            .map_err(|e| Error::io(format!("locking root {}", dir.display()), e))?;
+        held.push(file);
+    }
+    Ok(NamespaceLock(held))
+}
+
 pub(crate) fn find_dataset(roots: &[Root], key: &DatasetKey) -> Option<PathBuf> {
     // Looked at twice when not found: a rename from a root not looked at
     // yet into one already looked at (a move within one file system) can

@@ -467,6 +467,7 @@ pub(super) fn move_dataset(
         // appending to it (see `seal`).
         let _seal = seal(&src)?;
         crate::failpoint::hit("move.sealed");
+        let _namespace = layout::namespace_lock([src_root.as_path(), target.path.as_path()])?;
         std::fs::rename(&src, &dst).map_err(|e| {
             Error::io(
                 format!("renaming {} to {}", src.display(), dst.display()),
@@ -631,6 +632,10 @@ pub(crate) fn copy_move(src: &Path, dst: &Path) -> Result<()> {
         }
     };
     crate::failpoint::hit("move.before_publish");
+    // Publish and retire under the namespace lock: a writer that found the
+    // dataset in neither root (looking at one before the publish and at the
+    // other after the retire) looks again under it before creating one.
+    let _namespace = layout::namespace_lock([src_root, dst_root])?;
     std::fs::rename(&tmp, dst).map_err(|e| {
         Error::io(
             format!("renaming {} to {}", tmp.display(), dst.display()),
