@@ -4,11 +4,16 @@
 #
 #   scripts/ceph-osd.sh DIR kill [ID]    SIGKILL osd.ID (default 0; by its recorded PID)
 #   scripts/ceph-osd.sh DIR start [ID]   start osd.ID again and record its new PID
+#   scripts/ceph-osd.sh DIR stop [ID]    SIGSTOP osd.ID: a hung OSD, noticed only
+#                                        by the heartbeat grace (a killed one is
+#                                        noticed at once: its peers' connections
+#                                        are refused)
+#   scripts/ceph-osd.sh DIR cont [ID]    SIGCONT it
 #
 # Only a bluestore OSD keeps its data across a kill.
 set -euo pipefail
 
-[ $# -eq 2 ] || [ $# -eq 3 ] || { echo "usage: ceph-osd.sh DIR kill|start [ID]" >&2; exit 1; }
+[ $# -eq 2 ] || [ $# -eq 3 ] || { echo "usage: ceph-osd.sh DIR kill|start|stop|cont [ID]" >&2; exit 1; }
 id=${3:-0}
 case $id in [0-9]) ;; *) echo "[ceph-osd] bad OSD id '$id'" >&2; exit 1 ;; esac
 dir=$(cd "$1" && pwd -P)
@@ -26,6 +31,14 @@ kill)
         exit 2
     fi
     ;;
+stop | cont)
+    if [ -n "$pid" ] && ours "$pid"; then
+        kill "-${2^^}" "$pid"
+    else
+        echo "[ceph-osd] osd.$id is not running" >&2
+        exit 2
+    fi
+    ;;
 start)
     if [ -n "$pid" ] && ours "$pid"; then
         echo "[ceph-osd] osd.$id is already running (pid $pid)" >&2
@@ -37,7 +50,7 @@ start)
     echo "osd.$id $new" >>"$dir/pids"
     ;;
 *)
-    echo "usage: ceph-osd.sh DIR kill|start [ID]" >&2
+    echo "usage: ceph-osd.sh DIR kill|start|stop|cont [ID]" >&2
     exit 1
     ;;
 esac

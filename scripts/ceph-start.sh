@@ -105,6 +105,13 @@ mon data avail warn = 2
 mon data avail crit = 1
 mon cluster log file = $dir/log/cluster.log
 mgr initial modules = iostat
+$(if [ "$nosds" -gt 1 ]; then printf '%s\n' \
+    '# several OSDs: notice a hung one in seconds, not 20+ s (tests). In [global]:' \
+    '# the mon reads them too. One reporter: all OSDs share this host, and the' \
+    '# mon counts reporters per host (mon osd reporter subtree level).' \
+    'osd heartbeat interval = 1' 'osd heartbeat grace = 6' \
+    'mon osd min down reporters = 1'
+fi)
 
 [mon]
 # map changes commit every 0.1 s instead of 1 s: startup in ~1.5 s, not ~5 s
@@ -117,11 +124,6 @@ osd data = $dir/\$name
 log file = $dir/log/\$name.log
 osd objectstore = $store
 osd crush initial weight = 1
-$(if [ "$nosds" -gt 1 ]; then printf '%s\n' \
-    '# several OSDs: notice a dead one in seconds, not 20+ s (tests)' \
-    'osd heartbeat interval = 1' 'osd heartbeat grace = 6' \
-    'mon osd min down reporters = 1'
-fi)
 memstore device bytes = 8G
 bluestore block create = true
 bluestore block size = 20G
