@@ -93,7 +93,10 @@ fn osd_killed_or_hung_under_load_loses_nothing_flushed() {
         .as_array()
         .and_then(|p| p.iter().find(|p| p["pool_name"] == "fieldstore"))
         .expect("the pool in the osd dump");
-    let (pool_id, pgs) = (pool["pool"].as_u64().unwrap(), pool["pg_num"].as_u64().unwrap());
+    let (pool_id, pgs) = (
+        pool["pool"].as_u64().unwrap(),
+        pool["pg_num"].as_u64().unwrap(),
+    );
     assert_eq!(
         (pool["size"].as_u64(), pool["min_size"].as_u64()),
         (Some(3), Some(2)),
@@ -131,21 +134,23 @@ fn osd_killed_or_hung_under_load_loses_nothing_flushed() {
                 let mut i = 0;
                 let mut retries = 0;
                 while i < s.fields {
-                    let r = fs.archive(&s.key(w, i), &s.payload(&fs, w, i)).and_then(|()| {
-                        if (i + 1) % s.flush_every == 0 {
-                            let before = phase.load(Ordering::SeqCst);
-                            let t = Instant::now();
-                            fs.flush()?;
-                            let ms = t.elapsed().as_millis() as u64;
-                            let after = phase.load(Ordering::SeqCst);
-                            // A flush that overlaps an outage counts in it.
-                            let p = before.max(after);
-                            longest[p].fetch_max(ms, Ordering::SeqCst);
-                            count[p].fetch_add(1, Ordering::SeqCst);
-                            flushed.store(i + 1, Ordering::SeqCst);
-                        }
-                        Ok(())
-                    });
+                    let r = fs
+                        .archive(&s.key(w, i), &s.payload(&fs, w, i))
+                        .and_then(|()| {
+                            if (i + 1) % s.flush_every == 0 {
+                                let before = phase.load(Ordering::SeqCst);
+                                let t = Instant::now();
+                                fs.flush()?;
+                                let ms = t.elapsed().as_millis() as u64;
+                                let after = phase.load(Ordering::SeqCst);
+                                // A flush that overlaps an outage counts in it.
+                                let p = before.max(after);
+                                longest[p].fetch_max(ms, Ordering::SeqCst);
+                                count[p].fetch_add(1, Ordering::SeqCst);
+                                flushed.store(i + 1, Ordering::SeqCst);
+                            }
+                            Ok(())
+                        });
                     match r {
                         Ok(()) => i += 1,
                         Err(e) => {
@@ -174,8 +179,7 @@ fn osd_killed_or_hung_under_load_loses_nothing_flushed() {
             let mut obs = Observer::new(s2.clone());
             loop {
                 let last = done2.load(Ordering::SeqCst) == s2.writers;
-                let floor: Vec<usize> =
-                    flushed2.iter().map(|f| f.load(Ordering::SeqCst)).collect();
+                let floor: Vec<usize> = flushed2.iter().map(|f| f.load(Ordering::SeqCst)).collect();
                 obs.poll(&fs, &floor)
                     .unwrap_or_else(|e| panic!("reader: {e}"));
                 if last {
@@ -207,9 +211,11 @@ fn osd_killed_or_hung_under_load_loses_nothing_flushed() {
         let up = wait_for(Duration::from_secs(120), "osd.1 up again", || {
             osd_up(&cluster, 1) == Some(true)
         });
-        wait_for(Duration::from_secs(150), "all PGs active+clean after osd.1", || {
-            all_clean(&cluster, pool_id, pgs)
-        });
+        wait_for(
+            Duration::from_secs(150),
+            "all PGs active+clean after osd.1",
+            || all_clean(&cluster, pool_id, pgs),
+        );
         let clean = restarted.elapsed();
         phase.store(0, Ordering::SeqCst);
         report.push(format!(
@@ -239,9 +245,11 @@ fn osd_killed_or_hung_under_load_loses_nothing_flushed() {
         let up = wait_for(Duration::from_secs(120), "osd.2 up again", || {
             osd_up(&cluster, 2) == Some(true)
         });
-        wait_for(Duration::from_secs(150), "all PGs active+clean after osd.2", || {
-            all_clean(&cluster, pool_id, pgs)
-        });
+        wait_for(
+            Duration::from_secs(150),
+            "all PGs active+clean after osd.2",
+            || all_clean(&cluster, pool_id, pgs),
+        );
         let clean = thawed.elapsed();
         phase.store(0, Ordering::SeqCst);
         report.push(format!(
@@ -295,6 +303,9 @@ fn osd_killed_or_hung_under_load_loses_nothing_flushed() {
         .poll(&fs, &all)
         .unwrap_or_else(|e| panic!("after the outages: {e}"));
     assert_eq!(seen, all, "fields visible per writer after the outages");
-    println!("{all:?} fields flushed and read back; total wall time {:.1?}", t0.elapsed());
+    println!(
+        "{all:?} fields flushed and read back; total wall time {:.1?}",
+        t0.elapsed()
+    );
     cluster.stop();
 }

@@ -40,7 +40,7 @@ fn pool_quota_reached_mid_flush_is_storage_full() {
     }
     // The mgr, recorded in the cluster's pids so ceph-stop.sh stops it.
     let log = std::fs::File::create(cluster.dir.join("log/mgr.x.out")).expect("mgr log");
-    let mgr = Command::new("setsid")
+    let mut mgr = Command::new("setsid")
         .args(["ceph-mgr", "-i", "x", "-f", "-c", &cluster.conf])
         .stdout(log.try_clone().unwrap())
         .stderr(log)
@@ -56,10 +56,13 @@ fn pool_quota_reached_mid_flush_is_storage_full() {
     cluster.ceph(&["osd", "pool", "create", pool, "8", "8", "replicated"]);
     cluster.ceph(&["osd", "pool", "set-quota", pool, "max_bytes", "4000000"]);
     let ns = common::namespace("quota");
-    let section = cluster.section(&ns).replace("pool: fieldstore", &format!("pool: {pool}"));
+    let section = cluster
+        .section(&ns)
+        .replace("pool: fieldstore", &format!("pool: {pool}"));
     let yaml = format!("engine: rados\nstore: rados\n{section}");
-    let mut config = fieldstore::Config::from_yaml(&yaml, std::path::Path::new("/"), "quota config")
-        .expect("the config");
+    let mut config =
+        fieldstore::Config::from_yaml(&yaml, std::path::Path::new("/"), "quota config")
+            .expect("the config");
     config.schema = fieldstore_testkit::support::schema();
 
     let s = Streams {
@@ -77,12 +80,14 @@ fn pool_quota_reached_mid_flush_is_storage_full() {
     // About 30 KB a field: the 4 MB quota is reached after ~130 fields; the
     // mgr's statistics lag, so allow many times that, slowly.
     while i < s.fields {
-        let r = fs.archive(&s.key(0, i), &s.payload(&fs, 0, i)).and_then(|()| {
-            if (i + 1) % s.flush_every == 0 {
-                fs.flush()?;
-            }
-            Ok(())
-        });
+        let r = fs
+            .archive(&s.key(0, i), &s.payload(&fs, 0, i))
+            .and_then(|()| {
+                if (i + 1) % s.flush_every == 0 {
+                    fs.flush()?;
+                }
+                Ok(())
+            });
         match r {
             Ok(()) => {
                 i += 1;
@@ -121,7 +126,10 @@ fn pool_quota_reached_mid_flush_is_storage_full() {
             Ok(()) => break,
             Err(e) => {
                 assert_eq!(e.kind(), ErrorKind::StorageFull, "{e}");
-                assert!(Instant::now() < deadline, "still full 60 s after the quota was lifted: {e}");
+                assert!(
+                    Instant::now() < deadline,
+                    "still full 60 s after the quota was lifted: {e}"
+                );
                 fs.discard().expect("discard");
                 std::thread::sleep(Duration::from_millis(500));
             }
@@ -132,9 +140,14 @@ fn pool_quota_reached_mid_flush_is_storage_full() {
         .poll(&reader, &[i])
         .unwrap_or_else(|e| panic!("after the quota was lifted: {e}"));
     assert_eq!(seen, vec![i], "fields visible after the quota was lifted");
-    println!("quota lifted: writes go on; {i} fields read back; wall time {:.1?}", t0.elapsed());
+    println!(
+        "quota lifted: writes go on; {i} fields read back; wall time {:.1?}",
+        t0.elapsed()
+    );
     // Close the clients first: with the cluster gone they would wait for
     // the op timeout on shutdown.
     drop((fs, reader));
     cluster.stop();
+    // ceph-stop.sh killed the mgr too (it is in the cluster's pids).
+    let _ = mgr.wait();
 }
