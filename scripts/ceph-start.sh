@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# ceph-start.sh — start a throwaway single-node Ceph cluster (one mon, one OSD)
-# for fieldstore's RADOS tests and benchmarks. No systemd, no cephadm, no
+# ceph-start.sh — start a throwaway single-node Ceph cluster (one mon, one OSD
+# by default, or CEPH_OSDS of them) for fieldstore's RADOS tests and benchmarks. No systemd, no cephadm, no
 # auth; every daemon binds 127.0.0.1 only; everything lives in DIR.
 #
 #   scripts/ceph-start.sh DIR        DIR must be missing or empty
@@ -14,6 +14,12 @@
 #                     as soon as that process is gone: test binaries pass their
 #                     own PID, so a crashed or killed test leaves no daemons
 #   CEPH_OP_TIMEOUT   client op timeout written to ceph.conf (default 60 s)
+#   CEPH_OSDS         number of OSDs (default 1). With 2 or more the pool is
+#                     replicated across them (size min(N,3), min_size 2 from
+#                     3 OSDs on, else 1) and the OSD failure detection is made
+#                     quick for tests: heartbeat every 1 s, grace 6 s, one
+#                     reporter is enough (Ceph's defaults: 6 s, 20 s, 2).
+#                     Kill and restart one with scripts/ceph-osd.sh DIR kill|start ID.
 #
 # On success prints and writes DIR/ceph.env (CEPH_DIR, CEPH_CONF, CEPH_POOL)
 # and DIR/pids ("name pid" per daemon). Stop with scripts/ceph-stop.sh DIR.
@@ -30,12 +36,17 @@ done
 store=${CEPH_OBJECTSTORE:-memstore}
 case $store in memstore|bluestore) ;; *) fail "CEPH_OBJECTSTORE must be memstore or bluestore" 1 ;; esac
 pool=${CEPH_POOL:-fieldstore}
+nosds=${CEPH_OSDS:-1}
+case $nosds in [1-9]) ;; *) fail "CEPH_OSDS must be 1 to 9" 1 ;; esac
+size=$((nosds < 3 ? nosds : 3))
+min_size=$((nosds < 3 ? 1 : 2))
 
 mkdir -p "$1"
 dir=$(cd "$1" && pwd -P)
 [ -z "$(ls -A "$dir")" ] || fail "$dir is not empty" 1
 conf=$dir/ceph.conf
-mkdir -p "$dir/log" "$dir/run" "$dir/crash" "$dir/osd.0"
+mkdir -p "$dir/log" "$dir/run" "$dir/crash"
+for ((i = 0; i < nosds; i++)); do mkdir -p "$dir/osd.$i"; done
 touch "$dir/.fieldstore-ceph"   # ceph-stop.sh only touches directories with this mark
 : >"$dir/pids"
 
@@ -81,8 +92,8 @@ auth service required = none
 auth client required = none
 run dir = $dir/run
 crash dir = $dir/crash
-osd pool default size = 1
-osd pool default min size = 1
+osd pool default size = $size
+osd pool default min size = $min_size
 osd pool default pg autoscale mode = off
 osd crush chooseleaf type = 0
 mon allow pool size one = true
@@ -94,6 +105,13 @@ mon data avail warn = 2
 mon data avail crit = 1
 mon cluster log file = $dir/log/cluster.log
 mgr initial modules = iostat
+$(if [ "$nosds" -gt 1 ]; then printf '%s\n' \
+    '# several OSDs: notice a hung one in seconds, not 20+ s (tests). In [global]:' \
+    '# the mon reads them too. One reporter: all OSDs share this host, and the' \
+    '# mon counts reporters per host (mon osd reporter subtree level).' \
+    'osd heartbeat interval = 1' 'osd heartbeat grace = 6' \
+    'mon osd min down reporters = 1'
+fi)
 
 [mon]
 # map changes commit every 0.1 s instead of 1 s: startup in ~1.5 s, not ~5 s
@@ -172,22 +190,24 @@ for attempt in 1 2 3; do
     say "mon could not use port $port; trying another"
 done
 
-# osd
-osd_uuid=$(cat /proc/sys/kernel/random/uuid)
-id=$(timeout 30 "${ceph[@]}" osd new "$osd_uuid") || fail "'ceph osd new' failed"
-[ "$id" = 0 ] || fail "expected OSD id 0, got '$id'"
-ceph-osd -i 0 --mkfs --osd-uuid "$osd_uuid" -c "$conf" >"$dir/log/osd.0.mkfs" 2>&1 ||
-    fail "ceph-osd --mkfs failed (see $dir/log/osd.0.mkfs)"
-daemon osd.0 ceph-osd -i 0
+# osds
+for ((i = 0; i < nosds; i++)); do
+    osd_uuid=$(cat /proc/sys/kernel/random/uuid)
+    id=$(timeout 30 "${ceph[@]}" osd new "$osd_uuid") || fail "'ceph osd new' failed"
+    [ "$id" = "$i" ] || fail "expected OSD id $i, got '$id'"
+    ceph-osd -i "$i" --mkfs --osd-uuid "$osd_uuid" -c "$conf" >"$dir/log/osd.$i.mkfs" 2>&1 ||
+        fail "ceph-osd --mkfs failed (see $dir/log/osd.$i.mkfs)"
+    daemon "osd.$i" ceph-osd -i "$i"
+done
 
 # pool, then wait until the OSD is up and a write goes through
 timeout 30 "${ceph[@]}" osd pool create "$pool" 8 8 replicated >/dev/null 2>&1 ||
     fail "could not create pool $pool"
 timeout 30 "${ceph[@]}" osd pool application enable "$pool" rados >/dev/null 2>&1 || true
-osd_up() { timeout 15 "${ceph[@]}" osd stat -f json | grep -q '"num_up_osds": *1'; }
-until_ok 60 "osd.0 to come up" osd_up
+osd_up() { timeout 15 "${ceph[@]}" osd stat -f json | grep -q "\"num_up_osds\": *$nosds[,}]"; }
+until_ok $((60 * nosds)) "$nosds OSD(s) to come up" osd_up
 probe() { echo x | timeout 5 rados -c "$conf" -p "$pool" put .probe - && rados -c "$conf" -p "$pool" rm .probe; }
-until_ok 60 "pool $pool to take a write" probe
+until_ok $((60 * nosds)) "pool $pool to take a write" probe
 
 cat >"$dir/ceph.env" <<EOF
 export CEPH_DIR='$dir'
@@ -205,5 +225,5 @@ if [ -n "${CEPH_OWNER_PID:-}" ]; then
     disown $! 2>/dev/null || true
 fi
 trap - EXIT
-say "ready: $store, mon on 127.0.0.1:$port, pool $pool, in $dir"
+say "ready: $store, $nosds OSD(s), mon on 127.0.0.1:$port, pool $pool, in $dir"
 cat "$dir/ceph.env"

@@ -84,6 +84,7 @@ api! {
     rados_ioctx_create: fn(Cluster, *const c_char, *mut IoCtx) -> c_int;
     rados_ioctx_destroy: fn(IoCtx);
     rados_ioctx_set_namespace: fn(IoCtx, *const c_char);
+    rados_set_pool_full_try: fn(IoCtx);
     rados_read: fn(IoCtx, *const c_char, *mut c_char, usize, u64) -> c_int;
     rados_stat: fn(IoCtx, *const c_char, *mut u64, *mut i64) -> c_int;
     rados_remove: fn(IoCtx, *const c_char) -> c_int;

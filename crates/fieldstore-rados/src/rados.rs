@@ -303,6 +303,11 @@ impl Pool {
         // SAFETY: `io` was just created and is not shared yet; librados
         // copies the namespace.
         unsafe { (api.rados_ioctx_set_namespace)(io, ns.as_ptr()) };
+        // Writes to a pool over its quota fail with EDQUOT (StorageFull,
+        // like a full disk) instead of waiting in the client, paused, until
+        // the op timeout (then ETIMEDOUT: Unavailable, the wrong answer).
+        // SAFETY: `io` was just created and is not shared yet.
+        unsafe { (api.rados_set_pool_full_try)(io) };
         Ok(Pool {
             api,
             io,

@@ -43,14 +43,24 @@ pub fn installed() -> bool {
 /// # Panics
 /// If the cluster does not start, or Ceph is not installed under `CI=true`.
 pub fn start(objectstore: &str) -> Option<Cluster> {
+    start_osds(objectstore, 1)
+}
+
+/// Start a cluster with `osds` OSDs on `objectstore`: its pool is replicated
+/// across them (size min(osds, 3), min_size 2 from 3 OSDs on) and a dead OSD
+/// is noticed within seconds (see `scripts/ceph-start.sh`).
+///
+/// # Panics
+/// If the cluster does not start, or Ceph is not installed under `CI=true`.
+pub fn start_osds(objectstore: &str, osds: usize) -> Option<Cluster> {
     if !installed() {
         if std::env::var("CI").is_ok_and(|v| v == "true") {
-            panic!("CI=true but Ceph is not installed: scripts/setup.sh installs it (ceph-mon, ceph-osd, ceph-common)");
+            panic!("CI=true but Ceph is not installed: scripts/setup-ceph.sh installs it (ceph-mon, ceph-osd, ceph-common, ceph-mgr)");
         }
         // Straight to the file descriptor: libtest captures eprintln!.
         let _ = writeln!(
             std::io::stderr(),
-            "SKIPPED: Ceph is not installed (ceph-mon, ceph-osd, rados): the RADOS tests do nothing; scripts/setup.sh installs it"
+            "SKIPPED: Ceph is not installed (ceph-mon, ceph-osd, rados): the RADOS tests do nothing; scripts/setup-ceph.sh installs it"
         );
         return None;
     }
@@ -63,6 +73,7 @@ pub fn start(objectstore: &str) -> Option<Cluster> {
         .env("CEPH_OBJECTSTORE", objectstore)
         .env("CEPH_OWNER_PID", std::process::id().to_string())
         .env("CEPH_OP_TIMEOUT", "60")
+        .env("CEPH_OSDS", osds.to_string())
         .output()
         .expect("running scripts/ceph-start.sh");
     assert!(
@@ -122,6 +133,44 @@ impl Cluster {
             String::from_utf8_lossy(&out.stderr)
         );
         out.stdout
+    }
+
+    /// Run the `ceph` tool on this cluster (`ceph -c CONF ARGS`); its stdout.
+    ///
+    /// # Panics
+    /// If the tool fails.
+    pub fn ceph(&self, args: &[&str]) -> String {
+        let out = Command::new("ceph")
+            .args(["-c", &self.conf, "--connect-timeout", "30"])
+            .args(args)
+            .output()
+            .expect("running ceph");
+        assert!(
+            out.status.success(),
+            "ceph {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// SIGKILL (`"kill"`), restart (`"start"`), SIGSTOP (`"stop"`: a hung
+    /// OSD) or SIGCONT (`"cont"`) OSD `id`
+    /// (`scripts/ceph-osd.sh`).
+    ///
+    /// # Panics
+    /// If the script fails.
+    pub fn osd(&self, id: usize, action: &str) {
+        let out = Command::new(scripts().join("ceph-osd.sh"))
+            .arg(&self.dir)
+            .arg(action)
+            .arg(id.to_string())
+            .output()
+            .expect("running scripts/ceph-osd.sh");
+        assert!(
+            out.status.success(),
+            "ceph-osd.sh {action} {id}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 
     /// Stop it now (`scripts/ceph-stop.sh`) rather than when the process

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use fieldstore::Config;
-pub use fieldstore_testkit::ceph::{cluster, namespace, start, Cluster};
+pub use fieldstore_testkit::ceph::{cluster, namespace, start, start_osds, Cluster};
 
 /// A config on `cluster` with the hammer schema: `engine` and `store` as
 /// named, in `namespace`, with `root` as the POSIX root if one is needed.
