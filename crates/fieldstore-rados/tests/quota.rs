@@ -9,7 +9,7 @@
 //! Ceph enforces quotas from the pool statistics the mgr reports to the
 //! mon (every few seconds), so the pool overshoots by what is written
 //! meanwhile: the loop is bounded by a field count, not by the quota.
-//! Needs ceph-mgr (scripts/setup.sh installs it); started here.
+//! Needs ceph-mgr (scripts/setup-ceph.sh installs it); started here.
 
 mod common;
 
@@ -33,7 +33,7 @@ fn pool_quota_reached_mid_flush_is_storage_full() {
     if !has_mgr {
         assert!(
             !std::env::var("CI").is_ok_and(|v| v == "true"),
-            "CI=true but ceph-mgr is not installed (scripts/setup.sh installs it)"
+            "CI=true but ceph-mgr is not installed (scripts/setup-ceph.sh installs it)"
         );
         println!("SKIPPED: ceph-mgr is not installed (pool quotas need it)");
         return;
