@@ -715,3 +715,66 @@ fn a_live_moves_new_directory_is_not_taken_for_an_interrupted_one() {
     assert_eq!(names_in(&b), [DATASET_DIR]);
     assert_eq!(get(&open(), &sfc(0)).as_deref(), Some(&b"before"[..]));
 }
+
+/// A move renaming the dataset between two roots while a new writer looks
+/// for it, each time after the writer looked in one root and before it
+/// looks in the other, hides it from every look; the writer then looks
+/// again under the roots' namespace lock, which moves take too, and opens
+/// the dataset instead of creating a second one that would hide it and
+/// its flushes.
+#[test]
+fn a_writer_that_misses_its_dataset_in_every_root_looks_again_before_creating_one() {
+    use std::cell::Cell;
+    use std::rc::Rc;
+    let (_dir, a, b, open) = one_field_in_a();
+    std::fs::rename(a.join(DATASET_DIR), b.join(DATASET_DIR)).unwrap();
+    let armed = Rc::new(Cell::new(false));
+    let moves = Rc::new(Cell::new(0u32));
+    {
+        let armed = armed.clone();
+        failpoint::set("catalogue_writer.find", move || armed.set(true));
+    }
+    {
+        let (armed, moves) = (armed.clone(), moves.clone());
+        let (a, b) = (a.clone(), b.clone());
+        failpoint::set("find_dataset.missed_in_a_root", move || {
+            // A mover: it takes the roots' namespace lock as moves do (and
+            // waits, here skips, while the writer holds it), then renames
+            // the dataset into the root just looked at. At most eight
+            // renames, an even number: the dataset ends in b.
+            if !armed.get() || moves.get() >= 8 {
+                return;
+            }
+            let lock = |d: &Path| {
+                let f = std::fs::File::open(d).unwrap();
+                crate::backends::posix::layout::flock(&f, libc::LOCK_EX | libc::LOCK_NB)
+                    .ok()
+                    .map(|()| f)
+            };
+            let (Some(_la), Some(_lb)) = (lock(&a), lock(&b)) else {
+                return;
+            };
+            let (from, to) = if moves.get() % 2 == 0 {
+                (&b, &a)
+            } else {
+                (&a, &b)
+            };
+            std::fs::rename(from.join(DATASET_DIR), to.join(DATASET_DIR)).unwrap();
+            moves.set(moves.get() + 1);
+        });
+    }
+    let writer = open();
+    writer.archive(&sfc(1), b"after").unwrap();
+    writer.flush().unwrap();
+    failpoint::clear();
+    assert!(moves.get() >= 4, "the first looks were not all missed");
+    assert!(
+        names_in(&a).is_empty(),
+        "a second dataset: {:?}",
+        names_in(&a)
+    );
+    assert_eq!(names_in(&b), [DATASET_DIR]);
+    let fs = open();
+    assert_eq!(get(&fs, &sfc(0)).as_deref(), Some(&b"before"[..]));
+    assert_eq!(get(&fs, &sfc(1)).as_deref(), Some(&b"after"[..]));
+}

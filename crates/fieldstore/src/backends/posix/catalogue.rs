@@ -280,6 +280,7 @@ impl Catalogue for TocCatalogue {
             // A dataset found is opened, never created again where it was
             // found: a move or wipe may take it away in between, and a new
             // dataset there would hide the moved one.
+            crate::failpoint::hit("catalogue_writer.find");
             let mut found = layout::find_dataset(&self.roots, dataset);
             // Found nowhere: look again under the namespace lock, which
             // moves hold while they rename, before creating it.

@@ -425,6 +425,7 @@ pub(crate) fn find_dataset(roots: &[Root], key: &DatasetKey) -> Option<PathBuf> 
                 }
                 passed_over = true;
             }
+            crate::failpoint::hit("find_dataset.missed_in_a_root");
         }
         if !passed_over && attempt > 0 {
             return None;

@@ -11,7 +11,7 @@
 
 mod catalogue;
 mod format;
-mod layout;
+pub(crate) mod layout;
 pub(crate) mod manage;
 mod notify;
 mod open_dir;
