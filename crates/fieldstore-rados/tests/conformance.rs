@@ -445,8 +445,26 @@ fn flushes_wake_watchers_by_notify() {
     let before = waiter.notifies();
     archive_payload(&writer, &Spec { step: 6, ..PL }.key("not2"), 2, 100, 100);
     must(writer.flush(), "flush");
-    assert!(wait_for(&mut waiter, Wake::Notified));
-    assert!(waiter.notifies() > before);
+    assert!(
+        wait_for_notify_after(&mut waiter, before),
+        "the flush into the dataset created anew notified no watcher within 20 s"
+    );
+}
+
+/// Wait until a notify counted after `before` arrived. A `Notified` wake
+/// alone is not enough: a notify of the flush before (the creation's, on
+/// the dataset's new head object) may still be queued when `before` is
+/// read, and wake the waiter first.
+fn wait_for_notify_after(waiter: &mut fieldstore_rados::RadosWaiter, before: u64) -> bool {
+    use fieldstore::ChangeWaiter;
+    let start = std::time::Instant::now();
+    while start.elapsed() < std::time::Duration::from_secs(20) {
+        if waiter.notifies() > before {
+            return true;
+        }
+        must(waiter.wait(std::time::Duration::from_secs(1)), "wait");
+    }
+    waiter.notifies() > before
 }
 
 /// A lost notification costs latency only: flushes by a writer that does
