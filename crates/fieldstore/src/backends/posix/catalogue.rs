@@ -1788,9 +1788,7 @@ impl DatasetReader for TocReader {
         admits: &dyn Fn(&Axes) -> bool,
         visit: &mut dyn FnMut(&ElementKey, &FieldLocation) -> bool,
     ) -> Result<()> {
-        let (blocks, removed) = self.blocks_where(collocation, &|b| admits(&b.axes))?;
-        visit_newest_first(blocks.iter().map(|b| b.entries.as_slice()), &removed, visit);
-        Ok(())
+        self.scan_since(collocation, 0, admits, visit)
     }
 
     fn locks(&self) -> Locks {
