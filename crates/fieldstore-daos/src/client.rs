@@ -587,6 +587,15 @@ impl Kv<'_> {
         self.put_flags(key, value, ffi::DAOS_COND_KEY_INSERT)
     }
 
+    /// Put a value only if the key exists (`DAOS_COND_KEY_UPDATE`).
+    ///
+    /// # Errors
+    /// `-DER_NONEXIST` for a missing key; as libdaos.
+    pub fn update(&self, key: &str, value: &[u8]) -> Result<(), DaosError> {
+        self.put_flags(key, value, ffi::DAOS_COND_KEY_UPDATE)
+            .map(|_| ())
+    }
+
     fn put_flags(&self, key: &str, value: &[u8], flags: u64) -> Result<Inserted, DaosError> {
         let k = c_string(key, "key")?;
         let daos = self.cont.daos();

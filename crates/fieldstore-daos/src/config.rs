@@ -13,6 +13,8 @@
 //!   oids_per_alloc: 1024          # OIDs reserved per daos_cont_alloc_oids
 //!   chunk_size: 1048576           # array chunk size, bytes
 //!   container_redundancy: 0       # DAOS_PROP_CO_REDUN_FAC of created containers
+//!   writer_lease: 30              # seconds: a writer's process not heard from for two leases
+//!                                 # is dead (purge destroys its unflushed arrays)
 //!   library: /opt/daos/lib64/libdaos.so.2   # else $FIELDSTORE_DAOS_LIBRARY, else libdaos.so.2
 //! ```
 
@@ -49,6 +51,10 @@ pub struct DaosConfig {
     pub container_redundancy: Option<u32>,
     /// The library, if the config names one.
     pub library: Option<PathBuf>,
+    /// The lease of a writing process on a store container: not renewed
+    /// for two leases, it is dead and purge destroys the arrays it left
+    /// (`lease`).
+    pub writer_lease: std::time::Duration,
 }
 
 impl Default for DaosConfig {
@@ -63,6 +69,7 @@ impl Default for DaosConfig {
             chunk_size: DEFAULT_CHUNK,
             container_redundancy: None,
             library: None,
+            writer_lease: crate::lease::DEFAULT_LEASE,
         }
     }
 }
@@ -129,6 +136,13 @@ impl DaosConfig {
                     c.container_redundancy = Some(rf as u32);
                 }
                 "library" => c.library = Some(PathBuf::from(string(v, k)?)),
+                "writer_lease" => {
+                    let secs = number(v, k)?;
+                    if !(1..=3600).contains(&secs) {
+                        return Err(invalid(format!("writer_lease {secs} is not 1 to 3600 seconds")));
+                    }
+                    c.writer_lease = std::time::Duration::from_secs(secs);
+                }
                 "catalogue" | "store" => {
                     let Value::Object(sub) = v else {
                         return Err(invalid(format!("{k} must be a mapping")));

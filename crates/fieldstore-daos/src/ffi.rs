@@ -173,6 +173,8 @@ pub const DAOS_OO_RW: c_uint = 4;
 
 // KV conditionals.
 pub const DAOS_COND_KEY_INSERT: u64 = 2;
+/// `DAOS_COND_KEY_UPDATE`: put only if the key exists.
+pub const DAOS_COND_KEY_UPDATE: u64 = 4;
 
 /// `DAOS_ANCHOR_TYPE_EOF`.
 pub const DAOS_ANCHOR_TYPE_EOF: u16 = 3;

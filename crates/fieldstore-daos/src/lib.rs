@@ -25,6 +25,7 @@ pub mod config;
 pub mod ffi;
 mod format;
 pub mod layout;
+mod lease;
 mod session;
 pub mod store;
 

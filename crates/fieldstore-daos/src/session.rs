@@ -34,6 +34,9 @@ pub(crate) struct Cont {
     /// own writers (whose log guesses that change does not upset) check
     /// them again.
     pub(crate) control_epoch: AtomicU64,
+    /// This process's lease on the container, under which its store
+    /// writers reserve the OIDs of field arrays (`crate::lease`).
+    pub(crate) lease: crate::lease::Lease,
 }
 
 impl Cont {
@@ -48,11 +51,15 @@ impl Cont {
             meta_checked: OnceLock::new(),
             schema: OnceLock::new(),
             control_epoch: AtomicU64::new(0),
+            lease: crate::lease::Lease::default(),
         }
     }
 
     /// The next reserved OID (`lo`), reserving `per_alloc` more with one
-    /// `daos_cont_alloc_oids` when the range is used up.
+    /// `daos_cont_alloc_oids` when the range is used up. For the
+    /// catalogue's own arrays; field arrays take theirs under the lease
+    /// ([`crate::lease::Lease::next_oid`]), so purge never takes one of
+    /// these for a field.
     pub(crate) fn next_oid(&self, per_alloc: u64) -> Result<u64> {
         let mut r = self.oids.lock().unwrap_or_else(|p| p.into_inner());
         if r.1 == 0 {

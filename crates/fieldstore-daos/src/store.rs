@@ -14,12 +14,15 @@
 //!
 //! Location URI: `daos://<pool>/<container>/<oid: 32 hex digits>`, with
 //! `?chunk=<bytes>` when the chunk size is not 1 MiB.
+//!
+//! The OIDs are reserved under the writing process's lease on the
+//! container (`crate::lease`): purge destroys the arrays of dead leases
+//! that no entry points into (what killed writers left), and a writer
+//! flushes only while its lease holds.
 
 use std::sync::Arc;
 
-use fieldstore_core::maintenance::{
-    unsupported, Claim, HeldUnit, Item, ItemKind, Removed, Unit, UnitState,
-};
+use fieldstore_core::maintenance::{Claim, HeldUnit, Item, ItemKind, Removed, Unit, UnitState};
 use fieldstore_core::store::remove_claimed;
 use fieldstore_core::{
     CollocationKey, DatasetKey, Error, ErrorKind, FieldLocation, Result, Store, StoreMaintenance,
@@ -30,6 +33,7 @@ use crate::client::{oid_hex, parse_oid_hex};
 use crate::config::{DaosConfig, DEFAULT_CHUNK};
 use crate::ffi::DAOS_OT_ARRAY_BYTE;
 use crate::layout::dataset_label;
+use crate::lease::{self, Recorded};
 use crate::session::{class_error, is_gone, Cont, Session};
 
 /// The DAOS store.
@@ -72,6 +76,11 @@ struct DaosStoreWriter {
     per_alloc: u64,
     prefix: String,
     suffix: String,
+    lease: std::time::Duration,
+    kv_class: u32,
+    /// The lease generation of the first array archived since the last
+    /// flush: the flush is acknowledged only while it holds.
+    batch: Option<u64>,
 }
 
 /// A parsed location URI.
@@ -120,8 +129,12 @@ impl Store for DaosStore {
                 Some(self.cfg.container_redundancy),
             )?
             .ok_or_else(|| Error::internal("store container neither opened nor created"))?;
+        lease::hold(&cont);
         Ok(Box::new(DaosStoreWriter {
             session: self.session,
+            lease: self.cfg.writer_lease,
+            kv_class: self.cfg.kv_class,
+            batch: None,
             pool: self.cfg.store_pool.clone(),
             label: label.clone(),
             redundancy: self.cfg.container_redundancy,
@@ -191,14 +204,72 @@ impl StoreMaintenance for DaosStore {
         remove_claimed(self.claim(uri)?)
     }
 
-    /// Not enumerated yet: a killed writer's arrays stay until the
-    /// dataset is wiped.
+    /// The arrays of dead leases on the dataset's store container that no
+    /// entry points into: one size query per OID of their ranges. A dead
+    /// lease with nothing left to destroy is removed from the lease KV
+    /// (housekeeping, also in a dry run: it changes nothing a reader sees).
     fn orphans(
         &self,
-        _dataset: &DatasetKey,
-        _referenced: &std::collections::HashSet<String>,
+        dataset: &DatasetKey,
+        referenced: &std::collections::HashSet<String>,
     ) -> Result<Vec<Unit>> {
-        Err(unsupported("finding a killed writer's units", "daos"))
+        let label = dataset_label(dataset);
+        let Some(cont) = self.session.container(&self.cfg.store_pool, &label, None)? else {
+            return Ok(Vec::new());
+        };
+        let kv = cont
+            .c
+            .kv(lease::lease_kv(&cont.c, self.cfg.kv_class)?, true)
+            .map_err(class_error)?;
+        let mut out = Vec::new();
+        for key in kv.keys()? {
+            let Some(recorded) = kv.get(&key)?.as_deref().and_then(Recorded::parse) else {
+                continue;
+            };
+            if !recorded.is_dead() {
+                continue;
+            }
+            let before = out.len();
+            let suffix = if recorded.chunk == DEFAULT_CHUNK {
+                String::new()
+            } else {
+                format!("?chunk={}", recorded.chunk)
+            };
+            for &(first, n) in &recorded.ranges {
+                for lo in first..first.saturating_add(n) {
+                    let oid = cont
+                        .c
+                        .generate_oid(0, lo, DAOS_OT_ARRAY_BYTE, recorded.class)
+                        .map_err(class_error)?;
+                    let uri = format!(
+                        "daos://{}/{label}/{}{suffix}",
+                        self.cfg.store_pool,
+                        oid_hex(oid)
+                    );
+                    if referenced.contains(&uri) {
+                        continue;
+                    }
+                    match cont
+                        .c
+                        .array(oid, recorded.chunk, false)
+                        .and_then(|a| a.size())
+                    {
+                        Ok(0) => {}
+                        Ok(bytes) => out.push(Unit {
+                            uri,
+                            bytes: Some(bytes),
+                            state: UnitState::Idle,
+                        }),
+                        Err(e) if e.is(crate::ffi::der::NONEXIST) => {}
+                        Err(e) => return Err(Error::from(e).context(&uri)),
+                    }
+                }
+            }
+            if out.len() == before {
+                kv.remove(&key)?;
+            }
+        }
+        Ok(out)
     }
 
     fn inspect(&self, uri: &str) -> Result<Unit> {
@@ -301,6 +372,11 @@ impl StoreWriter for DaosStoreWriter {
                     .session
                     .container(&self.pool, &self.label, Some(self.redundancy))?
                     .ok_or_else(|| Error::internal("store container neither opened nor created"))?;
+                lease::hold(&self.cont);
+                // What was archived before is gone with the container (the
+                // catalogue's flush fails); what follows is under the new
+                // container's lease.
+                self.batch = None;
                 self.archive_once(data)
             }
             r => r,
@@ -309,22 +385,36 @@ impl StoreWriter for DaosStoreWriter {
 
     fn flush(&mut self) -> Result<()> {
         // daos_array_write returns once the bytes are durable on the
-        // engines: nothing is buffered here.
+        // engines: nothing is buffered here. Acknowledged only if no purge
+        // can have found this writer's process dead and destroyed arrays
+        // the flush will point to.
+        if let Some(generation) = self.batch {
+            self.cont.lease.confirm(generation)?;
+        }
+        self.batch = None;
         Ok(())
     }
 
     /// Arrays are complete once written: nothing is held until indexed.
     fn indexed(&mut self) {}
 
-    /// One array per field: a failed flush's arrays are orphans, which
-    /// only a wipe of the dataset removes (see
-    /// [`StoreMaintenance::orphans`]).
-    fn abandon(&mut self) {}
+    /// One array per field: a failed flush's arrays are orphans, which a
+    /// purge destroys once this process's lease is dead, or a wipe of the
+    /// dataset (see [`StoreMaintenance::orphans`]).
+    fn abandon(&mut self) {
+        self.batch = None;
+    }
 }
 
 impl DaosStoreWriter {
     fn archive_once(&mut self, data: &[u8]) -> Result<FieldLocation> {
-        let lo = self.cont.next_oid(self.per_alloc)?;
+        let (lo, generation) = self.cont.lease.next_oid(
+            &self.cont.c,
+            self.per_alloc,
+            self.lease,
+            (self.class, self.chunk, self.kv_class),
+        )?;
+        self.batch.get_or_insert(generation);
         let oid = self
             .cont
             .c

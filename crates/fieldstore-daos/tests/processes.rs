@@ -55,10 +55,12 @@ fn fresh_pool(prefix: &str) -> String {
 /// stand-in as the library) beside the pools, and the stand-in's directory
 /// in their environment.
 fn launcher(pool: &str) -> Launcher {
-    let yaml = format!(
-        "engine: daos\nstore: daos\ndaos: {}\n",
-        common::section(pool)
-    );
+    launcher_with(pool, common::section(pool))
+}
+
+/// As [`launcher`], with the `daos:` section given.
+fn launcher_with(pool: &str, section: serde_json::Value) -> Launcher {
+    let yaml = format!("engine: daos\nstore: daos\ndaos: {section}\n");
     let config = processes::write_config(pool_dir().join(format!("{pool}.yaml")), &yaml);
     Launcher::this_executable(config)
         .env("DAOS_STANDIN_DIR", pool_dir())
@@ -217,6 +219,29 @@ fn conformance_on_the_directory_backend() {
     );
 }
 
+/// The orphan clause: the arrays of writers killed before they flushed
+/// are destroyed by purge once their process's lease (3 s here) is dead,
+/// and a live writer's unflushed arrays stay.
+fn purge_reclaims_only_what_killed_writers_left() {
+    const LEASE: u64 = 3;
+    let pool = fresh_pool("orp");
+    let mut section = common::section(&pool);
+    section["writer_lease"] = LEASE.into();
+    let s = Streams {
+        expver: "dor1".into(),
+        writers: 4,
+        fields: 3,
+        flush_every: 3,
+        min_len: 600 << 10,
+        max_len: 700 << 10,
+    };
+    processes::purge_reclaims_only_what_killed_writers_left(
+        &launcher_with(&pool, section),
+        &s,
+        Duration::from_millis(2 * LEASE * 1000 + 500),
+    );
+}
+
 fn main() -> ExitCode {
     if let Some(code) = processes::worker_from_args() {
         return code;
@@ -241,6 +266,10 @@ fn main() -> ExitCode {
         (
             "conformance_on_the_directory_backend",
             conformance_on_the_directory_backend,
+        ),
+        (
+            "purge_reclaims_only_what_killed_writers_left",
+            purge_reclaims_only_what_killed_writers_left,
         ),
     ];
     let code = processes::run_tests(tests);

@@ -15,6 +15,8 @@
 //!   in_flight: 16               # asynchronous writes in flight per writer
 //!   log_segment_size: 67108864  # a dataset's log continues in a new object past this
 //!   notify: true                # writers notify watchers (rados watch/notify) after each flush
+//!   writer_lease: 30            # seconds: a writer silent this long counts as dead (purge
+//!                               # reclaims its objects) and its flushes fail
 //! ```
 
 use std::collections::HashMap;
@@ -51,6 +53,10 @@ pub struct RadosConfig {
     /// that watchers wake at once; without it watchers see flushes within
     /// their 50 ms poll.
     pub notify: bool,
+    /// A store writer whose client the cluster has not heard from for this
+    /// long counts as dead: purge reclaims the objects it left, and its
+    /// own flushes fail (`liveness`).
+    pub writer_lease: std::time::Duration,
 }
 
 const KEYS: &[&str] = &[
@@ -64,6 +70,7 @@ const KEYS: &[&str] = &[
     "in_flight",
     "log_segment_size",
     "notify",
+    "writer_lease",
 ];
 
 fn invalid(message: impl Into<String>) -> Error {
@@ -84,6 +91,7 @@ impl RadosConfig {
             in_flight: 16,
             log_segment_size: 64 << 20,
             notify: true,
+            writer_lease: crate::liveness::DEFAULT_LEASE,
         }
     }
 
@@ -149,6 +157,9 @@ impl RadosConfig {
         if let Some(s) = number("log_segment_size", 1 << 40)? {
             c.log_segment_size = s.max(4096);
         }
+        if let Some(n) = number("writer_lease", 3600)? {
+            c.writer_lease = std::time::Duration::from_secs(n.max(2));
+        }
         if let Some(n) = number("in_flight", 1024)? {
             c.in_flight = n as usize;
         }
@@ -210,6 +221,9 @@ mod tests {
         assert_eq!(c.namespace, "");
         assert_eq!(c.object_size, 64 << 20);
         assert!(c.notify, "writers notify by default");
+        assert_eq!(c.writer_lease, std::time::Duration::from_secs(30));
+        let short = RadosConfig::from_value(&serde_json::json!({"pool": "p", "writer_lease": 8}));
+        assert_eq!(short.unwrap().writer_lease.as_secs(), 8);
         let quiet = RadosConfig::from_value(&serde_json::json!({"pool": "p", "notify": false}));
         assert!(!quiet.unwrap().notify);
     }

@@ -25,6 +25,8 @@ pub(crate) type WriteOp = *mut c_void;
 pub(crate) type ReadOp = *mut c_void;
 /// `rados_omap_iter_t`.
 pub(crate) type OmapIter = *mut c_void;
+/// `rados_list_ctx_t`.
+pub(crate) type ListCtx = *mut c_void;
 
 /// `rados_callback_t`: a completion's callback.
 pub(crate) type CompletionCb = unsafe extern "C" fn(Completion, *mut c_void);
@@ -110,7 +112,12 @@ api! {
     rados_read_op_operate: fn(ReadOp, IoCtx, *const c_char, c_int) -> c_int;
     rados_omap_get_next2: fn(OmapIter, *mut *mut c_char, *mut *mut c_char, *mut usize, *mut usize) -> c_int;
     rados_omap_get_end: fn(OmapIter);
-    rados_watch2: fn(IoCtx, *const c_char, *mut u64, Option<WatchCb>, Option<WatchErrCb>, *mut c_void) -> c_int;
+    rados_watch3: fn(IoCtx, *const c_char, *mut u64, Option<WatchCb>, Option<WatchErrCb>, u32, *mut c_void) -> c_int;
+    rados_watch_check: fn(IoCtx, u64) -> c_int;
+    rados_buffer_free: fn(*mut c_char);
+    rados_nobjects_list_open: fn(IoCtx, *mut ListCtx) -> c_int;
+    rados_nobjects_list_next: fn(ListCtx, *mut *const c_char, *mut *const c_char, *mut *const c_char) -> c_int;
+    rados_nobjects_list_close: fn(ListCtx);
     rados_unwatch2: fn(IoCtx, u64) -> c_int;
     rados_watch_flush: fn(Cluster) -> c_int;
     rados_notify_ack: fn(IoCtx, *const c_char, u64, u64, *const c_char, c_int) -> c_int;

@@ -4,7 +4,9 @@
 //!
 //! - **Store**: field bytes in per-writer objects written at offsets, with
 //!   roll-over before Ceph's object-size limit, asynchronous writes in
-//!   flight, and a CRC-32C per field checked on every read.
+//!   flight, and a CRC-32C per field checked on every read. Each writer
+//!   proves it is alive with a watch, so that purge reclaims what killed
+//!   writers left and nothing a live one will flush (`liveness`).
 //! - **Catalogue**: one object per dataset; its data is an append-only log
 //!   of flush records, its omap the index blocks they name; one compound
 //!   (atomic) write operation per flush. A root object's omap lists the
@@ -25,6 +27,7 @@ mod catalogue;
 mod config;
 mod ffi;
 mod format;
+mod liveness;
 mod naming;
 mod rados;
 mod raw;

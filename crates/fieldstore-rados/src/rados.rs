@@ -25,6 +25,7 @@ pub(crate) const ENOENT: Errno = Errno(2);
 pub(crate) const EEXIST: Errno = Errno(17);
 pub(crate) const EFBIG: Errno = Errno(27);
 pub(crate) const ECANCELED: Errno = Errno(125);
+pub(crate) const ETIMEDOUT: Errno = Errno(110);
 
 impl Errno {
     fn check(rc: c_int) -> std::result::Result<c_int, Errno> {
@@ -491,7 +492,10 @@ impl Pool {
     /// Register a watch on `oid`: librados calls `notify` (for each notify
     /// sent to the object) and `error` (when the watch broke: the
     /// connection to the OSD was lost or the object was removed) from its
-    /// own threads with `arg`. Returns the watch's cookie.
+    /// own threads with `arg`. The OSD drops the watch once it has heard
+    /// nothing from this client for `timeout_secs` (0: the cluster's
+    /// `osd_client_watch_timeout`, 30 s by default). Returns the watch's
+    /// cookie.
     ///
     /// # Safety
     /// `arg` must stay valid, and usable from librados's threads, until
@@ -501,6 +505,7 @@ impl Pool {
     pub(crate) unsafe fn watch(
         &self,
         oid: &CStr,
+        timeout_secs: u32,
         notify: ffi::WatchCb,
         error: ffi::WatchErrCb,
         arg: *mut std::ffi::c_void,
@@ -509,16 +514,149 @@ impl Pool {
         // SAFETY: valid I/O context, NUL-terminated name (copied), valid
         // out-pointer; the caller keeps `arg` valid for the callbacks.
         let rc = unsafe {
-            (self.api.rados_watch2)(
+            (self.api.rados_watch3)(
                 self.io,
                 oid.as_ptr(),
                 &mut cookie,
                 Some(notify),
                 Some(error),
+                timeout_secs,
                 arg,
             )
         };
         Errno::check(rc).map(|_| cookie)
+    }
+
+    /// How long ago the OSD last confirmed watch `cookie` (a ping or a
+    /// reconnection answered), or the error that broke it.
+    pub(crate) fn watch_check(&self, cookie: u64) -> std::result::Result<Duration, Errno> {
+        // SAFETY: valid I/O context; an unknown cookie is an error librados
+        // reports, not undefined behaviour.
+        let rc = unsafe { (self.api.rados_watch_check)(self.io, cookie) };
+        Errno::check(rc).map(|ms| Duration::from_millis(ms as u64))
+    }
+
+    /// The names of every object in this pool's namespace, by one listing
+    /// of the pool (which visits every placement group: its cost grows
+    /// with the namespace, not with what the caller wants).
+    pub(crate) fn list_objects(&self) -> std::result::Result<Vec<String>, Errno> {
+        let mut ctx: ffi::ListCtx = std::ptr::null_mut();
+        // SAFETY: valid I/O context and out-pointer.
+        Errno::check(unsafe { (self.api.rados_nobjects_list_open)(self.io, &mut ctx) })?;
+        let mut out = Vec::new();
+        let end = loop {
+            let mut entry: *const c_char = std::ptr::null();
+            // SAFETY: `ctx` is open; null key and namespace pointers are
+            // allowed (librados checks them); `entry` is valid until the
+            // next call on `ctx`, and copied before it.
+            let rc = unsafe {
+                (self.api.rados_nobjects_list_next)(
+                    ctx,
+                    &mut entry,
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                )
+            };
+            if rc < 0 {
+                break if rc == -ENOENT.0 {
+                    Ok(())
+                } else {
+                    Err(Errno(-rc))
+                };
+            }
+            if !entry.is_null() {
+                // SAFETY: a NUL-terminated name librados owns until the next
+                // call.
+                out.push(
+                    unsafe { CStr::from_ptr(entry) }
+                        .to_string_lossy()
+                        .into_owned(),
+                );
+            }
+        };
+        // SAFETY: closes the context opened above, once.
+        unsafe { (self.api.rados_nobjects_list_close)(ctx) };
+        end.map(|()| out)
+    }
+
+    /// Notify each of `oids` (no payload) and wait until its watchers
+    /// acknowledged or `timeout` passed, all at once: for each, the number
+    /// of watchers that acknowledged (0 for an object nobody watches, or
+    /// whose watchers did not answer in time), or the error (`ENOENT`: no
+    /// such object).
+    pub(crate) fn acks(
+        &self,
+        oids: &[String],
+        timeout: Duration,
+    ) -> Vec<std::result::Result<u32, Errno>> {
+        struct Sent {
+            c: ffi::Completion,
+            reply: Box<(*mut c_char, usize)>,
+        }
+        let timeout_ms = timeout.as_millis() as u64;
+        let sent: Vec<std::result::Result<Sent, Errno>> = oids
+            .iter()
+            .map(|oid| {
+                let o = CString::new(oid.as_str()).map_err(|_| Errno(22))?;
+                let mut c: ffi::Completion = std::ptr::null_mut();
+                // SAFETY: valid out-pointer; no callback.
+                Errno::check(unsafe {
+                    (self.api.rados_aio_create_completion2)(std::ptr::null_mut(), None, &mut c)
+                })?;
+                let mut reply = Box::new((std::ptr::null_mut::<c_char>(), 0usize));
+                // SAFETY: valid I/O context and completion; the name is
+                // copied; the reply slots are boxed, so they stay put
+                // until the completion is waited for below.
+                let rc = unsafe {
+                    (self.api.rados_aio_notify)(
+                        self.io,
+                        o.as_ptr(),
+                        c,
+                        std::ptr::null(),
+                        0,
+                        timeout_ms,
+                        &mut reply.0,
+                        &mut reply.1,
+                    )
+                };
+                if let Err(e) = Errno::check(rc) {
+                    // SAFETY: never submitted: released here, once.
+                    unsafe { (self.api.rados_aio_release)(c) };
+                    return Err(e);
+                }
+                Ok(Sent { c, reply })
+            })
+            .collect();
+        sent.into_iter()
+            .map(|s| {
+                let s = s?;
+                // SAFETY: a submitted completion, waited for, read and
+                // released once; then the reply buffer librados allocated
+                // (if any) is read within its length and freed once.
+                unsafe {
+                    (self.api.rados_aio_wait_for_complete)(s.c);
+                    let rc = (self.api.rados_aio_get_return_value)(s.c);
+                    (self.api.rados_aio_release)(s.c);
+                    let (buf, len) = *s.reply;
+                    // The reply starts with the number of acknowledgements
+                    // (le32), whether every watcher answered or not.
+                    let acks = if buf.is_null() || len < 4 {
+                        0
+                    } else {
+                        let b = std::slice::from_raw_parts(buf.cast::<u8>(), 4);
+                        u32::from_le_bytes([b[0], b[1], b[2], b[3]])
+                    };
+                    if !buf.is_null() {
+                        (self.api.rados_buffer_free)(buf);
+                    }
+                    match Errno::check(rc) {
+                        Ok(_) => Ok(acks),
+                        Err(e) if e == ETIMEDOUT => Ok(acks),
+                        Err(e) => Err(e),
+                    }
+                }
+            })
+            .collect()
     }
 
     /// Unregister a watch; no notify is delivered for it once this

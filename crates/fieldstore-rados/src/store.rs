@@ -13,13 +13,18 @@
 //!
 //! A location is `rados://<pool>/<namespace>/<object>` with the offset,
 //! length and CRC-32C of the bytes, checked on every read.
+//!
+//! Before its first object a writer creates and watches `<dataset>.<writer
+//! id>.alive`; when done it creates `<dataset>.<writer id>.closed`, then
+//! removes `.alive` (`crate::liveness`). A unit is idle once its writer
+//! closed it or died; purge finds the units killed writers left by listing
+//! the namespace.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-use fieldstore_core::maintenance::{
-    unsupported, Claim, HeldUnit, Item, ItemKind, Removed, Unit, UnitState,
-};
+use fieldstore_core::maintenance::{Claim, HeldUnit, Item, ItemKind, Removed, Unit, UnitState};
 use fieldstore_core::store::remove_claimed;
 use fieldstore_core::{
     CollocationKey, DatasetKey, Error, ErrorKind, FieldLocation, Result, Store, StoreMaintenance,
@@ -27,6 +32,7 @@ use fieldstore_core::{
 };
 
 use crate::config::RadosConfig;
+use crate::liveness::{self, closed_object, Liveness};
 use crate::naming;
 use crate::rados::{Pending, Pool, ENOENT};
 
@@ -46,6 +52,8 @@ pub struct RadosStore {
     /// The largest single write the OSDs accept.
     max_write: usize,
     in_flight: usize,
+    /// Each writer's lease (`rados.writer_lease`).
+    writer_lease: Duration,
 }
 
 /// A size option of the client's view of the cluster configuration.
@@ -68,6 +76,7 @@ impl RadosStore {
             object_size: config.object_size.min(limit),
             max_write: (max_write as usize).clamp(1 << 20, 16 << 20),
             in_flight: config.in_flight.max(1),
+            writer_lease: config.writer_lease,
             pool,
             others: Mutex::new(HashMap::new()),
         })
@@ -117,6 +126,8 @@ impl Store for RadosStore {
             buf_at: 0,
             pending: VecDeque::new(),
             failed: None,
+            lease: self.writer_lease,
+            liveness: None,
         }))
     }
 
@@ -209,14 +220,49 @@ impl StoreMaintenance for RadosStore {
         remove_claimed(self.claim(uri)?)
     }
 
-    /// Not enumerated yet: a killed writer never closed its objects, and
-    /// they stay until the dataset is wiped.
+    /// The data objects of `dataset` in this store's namespace that no
+    /// entry points into and whose writer closed them or died: one listing
+    /// of the namespace, then the writers' states all at once (up to a
+    /// lease when a writer was killed less than a lease ago).
     fn orphans(
         &self,
-        _dataset: &DatasetKey,
-        _referenced: &std::collections::HashSet<String>,
+        dataset: &DatasetKey,
+        referenced: &std::collections::HashSet<String>,
     ) -> Result<Vec<Unit>> {
-        Err(unsupported("finding a killed writer's units", "rados"))
+        let name = naming::dataset_name(dataset);
+        let objects = self
+            .pool
+            .list_objects()
+            .map_err(|e| e.error(format!("listing the objects of {}", self.pool)))?;
+        let mut by_writer: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        for object in &objects {
+            let Some(prefix) = writer_prefix(object).filter(|p| is_writer_of(p, &name)) else {
+                continue;
+            };
+            let uri = naming::uri(&self.pool.pool, &self.pool.namespace, object);
+            if !referenced.contains(&uri) {
+                by_writer.entry(prefix).or_default().push(object);
+            }
+        }
+        let states = liveness::states(&self.pool, by_writer.keys().copied())?;
+        let mut out = Vec::new();
+        for (prefix, objects) in by_writer {
+            if !states.get(prefix).is_some_and(|s| s.is_done()) {
+                continue;
+            }
+            for object in objects {
+                match self.pool.stat(object) {
+                    Ok(bytes) => out.push(Unit {
+                        uri: naming::uri(&self.pool.pool, &self.pool.namespace, object),
+                        bytes: Some(bytes),
+                        state: UnitState::Idle,
+                    }),
+                    Err(e) if e == ENOENT => {}
+                    Err(e) => return Err(e.error(format!("reading {}", self.pool.what(object)))),
+                }
+            }
+        }
+        Ok(out)
     }
 
     fn inspect(&self, uri: &str) -> Result<Unit> {
@@ -232,27 +278,30 @@ impl StoreMaintenance for RadosStore {
             }
             Err(e) => return Err(e.error(format!("reading {}", pool.what(object)))),
         };
-        // Only a writer that closed its objects is known to be done with
-        // them (a live one appends to its newest; a killed one never
-        // closed them: they stay until the dataset is wiped).
-        let state = match closed_marker(object) {
-            Some(marker) => match pool.stat(&marker) {
-                Ok(_) => UnitState::Idle,
-                Err(e) if e == ENOENT => UnitState::InUse,
-                Err(e) => return Err(e.error(format!("reading {}", pool.what(&marker)))),
-            },
-            None => UnitState::InUse,
+        // Only a writer that closed its objects, or died, is known to be
+        // done with them (a live one appends to its newest, and will flush
+        // what it archived there).
+        let done = match writer_prefix(object) {
+            Some(prefix) => liveness::states(&pool, [prefix])?
+                .get(prefix)
+                .is_some_and(|s| s.is_done()),
+            None => false,
         };
         Ok(Unit {
             uri: uri.to_string(),
             bytes: Some(bytes),
-            state,
+            state: if done {
+                UnitState::Idle
+            } else {
+                UnitState::InUse
+            },
         })
     }
 
     fn claim(&self, uri: &str) -> Result<Claim<'_>> {
         // A closed writer's objects get no more appends and no new
-        // references (its flushes all came before it closed them).
+        // references (its flushes all came before it closed them); a dead
+        // one's neither (its flushes fail: `Liveness::confirm`).
         Ok(match self.inspect(uri)?.state {
             UnitState::InUse => Claim::InUse,
             UnitState::Missing => Claim::Missing,
@@ -271,9 +320,11 @@ impl StoreMaintenance for RadosStore {
             if let Ok(size) = pool.stat(object) {
                 out.push(Item::new(ItemKind::Data, uri.clone(), Some(size)));
             }
-            if let Some(m) = closed_marker(object) {
-                if pool.stat(&m).is_ok() && markers.insert(m.clone()) {
-                    out.push(Item::new(ItemKind::Data, pool.what(&m), Some(0)));
+            if let Some(m) = markers_of(object) {
+                if let Ok(size) = pool.stat(&m) {
+                    if markers.insert(m.clone()) {
+                        out.push(Item::new(ItemKind::Data, pool.what(&m), Some(size)));
+                    }
                 }
             }
         }
@@ -283,8 +334,7 @@ impl StoreMaintenance for RadosStore {
     fn wipe(&self, _dataset: &DatasetKey, units: &[String]) -> Result<()> {
         for uri in units {
             let (pool, object) = self.unit(uri)?;
-            let marker = closed_marker(object);
-            for o in std::iter::once(object.to_string()).chain(marker) {
+            for o in std::iter::once(object.to_string()).chain(markers_of(object)) {
                 match pool.remove(&o) {
                     Ok(()) => {}
                     Err(e) if e == ENOENT => {}
@@ -296,14 +346,38 @@ impl StoreMaintenance for RadosStore {
     }
 }
 
-/// The marker object a writer creates when it is done with its data
-/// objects `<prefix>.<n>.data`: `<prefix>.closed`.
-fn closed_marker(object: &str) -> Option<String> {
+/// The writer of data object `<prefix>.<n>.data`: `<prefix>`
+/// (`<dataset>.<writer id>`).
+fn writer_prefix(object: &str) -> Option<&str> {
     let rest = object.strip_suffix(".data")?;
     let (prefix, n) = rest.rsplit_once('.')?;
-    n.bytes()
-        .all(|b| b.is_ascii_digit())
-        .then(|| format!("{prefix}.closed"))
+    (!n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())).then_some(prefix)
+}
+
+/// Whether writer `prefix` writes into the dataset named `name`: the rest
+/// is exactly a writer id (`<host>.<pid>.<start>.<counter>`), so that a
+/// dataset whose name continues this one's with a dot is not taken for it.
+fn is_writer_of(prefix: &str, name: &str) -> bool {
+    let Some(id) = prefix.strip_prefix(name).and_then(|r| r.strip_prefix('.')) else {
+        return false;
+    };
+    let parts: Vec<&str> = id.split('.').collect();
+    parts.len() == 4
+        && !parts[0].is_empty()
+        && parts[0]
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        && parts[1..]
+            .iter()
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// The marker a wipe removes with a data object: its writer's `.closed`.
+/// Not `.alive`: a live writer's flush would then fail as if a purge had
+/// found it dead, where it must fail because the dataset was wiped; a
+/// writer removes its `.alive` when it closes (a killed one's stays).
+fn markers_of(object: &str) -> Option<String> {
+    writer_prefix(object).map(closed_object)
 }
 
 impl RadosStore {
@@ -335,15 +409,22 @@ struct RadosStoreWriter {
     pending: VecDeque<Pending>,
     /// The first failed write: every later archive and flush reports it.
     failed: Option<Error>,
+    lease: Duration,
+    /// The watch that shows this writer alive, from its first object on.
+    liveness: Option<Liveness>,
 }
 
 impl RadosStoreWriter {
-    /// A new object name and its URI.
-    fn new_object(&mut self) -> (String, Arc<str>) {
+    /// A new object name and its URI; the first shows the writer alive
+    /// before anything of it is written.
+    fn new_object(&mut self) -> Result<(String, Arc<str>)> {
+        if self.liveness.is_none() {
+            self.liveness = Some(Liveness::register(&self.pool, &self.prefix, self.lease)?);
+        }
         self.seq += 1;
         let object = format!("{}.{}.data", self.prefix, self.seq);
         let uri = Arc::from(naming::uri(&self.pool.pool, &self.pool.namespace, &object));
-        (object, uri)
+        Ok((object, uri))
     }
 
     fn check(&self) -> Result<()> {
@@ -403,7 +484,7 @@ impl StoreWriter for RadosStoreWriter {
         }
         let crc = crc32c::crc32c(data);
         if data.len() >= OWN_OBJECT {
-            let (object, uri) = self.new_object();
+            let (object, uri) = self.new_object()?;
             let mut done = 0;
             while done < data.len() {
                 let n = (data.len() - done).min(self.max_write);
@@ -414,7 +495,7 @@ impl StoreWriter for RadosStoreWriter {
         }
         if self.object.is_empty() || self.used + len > self.object_size {
             self.send_buffer()?;
-            (self.object, self.uri) = self.new_object();
+            (self.object, self.uri) = self.new_object()?;
             self.used = 0;
         }
         let at = self.used;
@@ -432,7 +513,16 @@ impl StoreWriter for RadosStoreWriter {
     fn flush(&mut self) -> Result<()> {
         self.send_buffer()?;
         self.settle(0);
-        self.check()
+        self.check()?;
+        // Acknowledged only if no purge can have found this writer dead
+        // and removed objects the flush will point into.
+        if let Some(l) = &self.liveness {
+            if let Err(e) = l.confirm() {
+                self.failed = Some(e);
+                return self.check();
+            }
+        }
+        Ok(())
     }
 
     /// Objects are in use until the writer closes them (its marker
@@ -448,15 +538,19 @@ impl StoreWriter for RadosStoreWriter {
 impl Drop for RadosStoreWriter {
     /// Done with its objects: say so with the marker object
     /// `<prefix>.closed`, so that purge may remove them once they hold only
-    /// replaced fields.
+    /// replaced fields; then stop showing itself alive (`.closed` first, so
+    /// that one of the two always exists).
     fn drop(&mut self) {
         if self.seq == 0 {
             return;
         }
         self.settle(0);
-        if let Ok(mut op) = crate::rados::WriteOp::new() {
+        let closed = crate::rados::WriteOp::new().is_ok_and(|mut op| {
             op.create();
-            let _ = self.pool.operate(&format!("{}.closed", self.prefix), &op);
+            self.pool.operate(&closed_object(&self.prefix), &op).is_ok()
+        });
+        if let Some(l) = self.liveness.take() {
+            l.end(closed);
         }
     }
 }
@@ -475,5 +569,40 @@ impl HeldUnit for HeldObject<'_> {
             Err(e) if e == ENOENT => Ok(()),
             Err(e) => Err(e.error(format!("removing {}", pool.what(object)))),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn data_objects_name_their_writer() {
+        let w = "od:0001:enfo:20231201:1200.vm-1.42.1795729125380246188.3";
+        assert_eq!(writer_prefix(&format!("{w}.7.data")), Some(w));
+        assert_eq!(writer_prefix(&format!("{w}.closed")), None);
+        assert_eq!(writer_prefix(&format!("{w}.alive")), None);
+        assert_eq!(writer_prefix(&format!("{w}..data")), None);
+        assert_eq!(
+            writer_prefix("od:0001:enfo:20231201:1200.catalogue.2"),
+            None
+        );
+        assert_eq!(
+            markers_of(&format!("{w}.7.data")),
+            Some(format!("{w}.closed"))
+        );
+    }
+
+    #[test]
+    fn writers_belong_to_exactly_one_dataset() {
+        let name = "od:0001:enfo:20231201:1200";
+        assert!(is_writer_of(&format!("{name}.vm_1.42.17957.3"), name));
+        // A dataset whose name continues this one's with a dot.
+        assert!(!is_writer_of(&format!("{name}.5:x.vm.42.17957.3"), name));
+        assert!(!is_writer_of(&format!("{name}.x.vm.42.17957.3"), name));
+        assert!(!is_writer_of(&format!("{name}x.vm.42.17957.3"), name));
+        assert!(!is_writer_of(&format!("{name}.vm.42.17957"), name));
+        assert!(!is_writer_of(&format!("{name}.v m.42.17957.3"), name));
+        assert!(!is_writer_of("other.vm.42.17957.3", name));
     }
 }

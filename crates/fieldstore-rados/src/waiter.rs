@@ -225,7 +225,7 @@ impl RadosWaiter {
         // watch and flushed the callbacks; the callbacks catch panics.
         let r = unsafe {
             self.pool
-                .watch(&arg.oid, on_notify, on_error, p as *mut c_void)
+                .watch(&arg.oid, 0, on_notify, on_error, p as *mut c_void)
         };
         match r {
             Ok(cookie) => {

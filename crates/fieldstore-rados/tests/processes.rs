@@ -7,7 +7,10 @@
 //!   the writers also race to seal and continue the log);
 //! - a writer killed with SIGKILL at random instants, 25 times into one
 //!   dataset: nothing partial or corrupt is ever visible, and everything the
-//!   writer reported flushed stays readable.
+//!   writer reported flushed stays readable;
+//! - purge reclaims the objects of writers killed before they flushed (once
+//!   their 8 s lease passed without an answer), and keeps a live writer's
+//!   unflushed ones.
 //!
 //! The scenarios and the worker are the testkit's
 //! (`fieldstore_testkit::processes`), shared with POSIX and DAOS. This
@@ -33,7 +36,7 @@ fn setup(name: &str) -> Option<(Launcher, tempfile::TempDir)> {
     let cluster = common::cluster()?;
     let dir = tempfile::tempdir().expect("a temporary directory");
     let yaml = format!(
-        "engine: rados\nstore: rados\n{}  log_segment_size: 16384\n",
+        "engine: rados\nstore: rados\n{}  log_segment_size: 16384\n  writer_lease: 8\n",
         cluster.section(&common::namespace(name))
     );
     let config = processes::write_config(dir.path().join("config.yaml"), &yaml);
@@ -101,6 +104,24 @@ fn watchers_see_exactly_what_writers_flush() -> Outcome {
     Outcome::Passed
 }
 
+/// The orphan clause: killed writers' objects go, a live writer's stay.
+fn purge_reclaims_only_what_killed_writers_left() -> Outcome {
+    let Some((launcher, _dir)) = setup("purge_reclaims_only_what_killed_writers_left") else {
+        return Outcome::Skipped(NO_CEPH.into());
+    };
+    let s = Streams {
+        expver: "orp1".into(),
+        writers: 4,
+        fields: 3,
+        flush_every: 3,
+        min_len: 600 << 10,
+        max_len: 700 << 10,
+    };
+    // The purge itself waits up to a lease for a killed writer's answer.
+    processes::purge_reclaims_only_what_killed_writers_left(&launcher, &s, Duration::ZERO);
+    Outcome::Passed
+}
+
 fn main() -> ExitCode {
     if let Some(code) = processes::worker_from_args() {
         return code;
@@ -117,6 +138,10 @@ fn main() -> ExitCode {
         (
             "watchers_see_exactly_what_writers_flush",
             watchers_see_exactly_what_writers_flush,
+        ),
+        (
+            "purge_reclaims_only_what_killed_writers_left",
+            purge_reclaims_only_what_killed_writers_left,
         ),
     ];
     processes::run_tests(tests)

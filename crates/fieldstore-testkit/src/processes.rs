@@ -47,7 +47,8 @@ use std::time::{Duration, Instant};
 use fieldstore::{Config, FieldStore};
 
 pub use scenarios::{
-    watchers_see_exactly_what_is_flushed, writers_and_readers, writers_killed_at_random_instants,
+    purge_reclaims_only_what_killed_writers_left, watchers_see_exactly_what_is_flushed,
+    writers_and_readers, writers_killed_at_random_instants,
 };
 pub use worker::{worker_main, USAGE};
 

@@ -5,7 +5,9 @@
 //!   its bytes, none is ever partial, none lost;
 //! - a writer killed with SIGKILL at random instants, 60 times into one
 //!   dataset: nothing partial or corrupt is ever visible, and everything
-//!   the writer reported flushed stays readable.
+//!   the writer reported flushed stays readable;
+//! - purge reclaims the data files of writers killed before they flushed,
+//!   and keeps a live writer's unflushed one.
 //!
 //! The scenarios, the worker binary (`src/bin/worker.rs`) and the rules a
 //! reader checks are shared with the DAOS and RADOS backends
@@ -64,6 +66,31 @@ fn writers_killed_at_random_instants_lose_nothing_flushed() {
         TRIALS,
         Duration::from_micros(1500),
     );
+}
+
+/// The orphan clause: killed writers' files go, a live writer's stays.
+#[test]
+fn purge_reclaims_only_what_killed_writers_left() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    processes::purge_reclaims_only_what_killed_writers_left(
+        &posix(&dir),
+        &orphans("orp1"),
+        Duration::ZERO,
+    );
+}
+
+/// The workload of the orphan clause: writer 0 flushed, 1 and 2 killed, 3
+/// live; fields of their own units on every backend (RADOS gives a field
+/// of 512 KiB or more an object of its own).
+pub fn orphans(expver: &str) -> Streams {
+    Streams {
+        expver: expver.into(),
+        writers: 4,
+        fields: 3,
+        flush_every: 3,
+        min_len: 600 << 10,
+        max_len: 700 << 10,
+    }
 }
 
 /// The harness's time limit: a worker that would run for a minute (a

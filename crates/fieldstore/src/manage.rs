@@ -1116,7 +1116,7 @@ impl FieldStore {
     }
 
     /// The units of `dataset` killed writers left. A store that cannot
-    /// enumerate them (`Unsupported`: DAOS and RADOS today) has them
+    /// enumerate them (`Unsupported`: DAOS today) has them
     /// removed only by a wipe of the dataset (`docs/maintenance.md`).
     fn orphans(&self, dataset: &DatasetKey, referenced: &HashSet<String>) -> Result<Vec<Unit>> {
         match self

@@ -1,6 +1,7 @@
 //! The multi-process scenarios every backend runs (clauses 7 and 8 of the
 //! contract with real processes).
 
+use std::os::unix::process::ExitStatusExt;
 use std::time::Duration;
 
 use super::{release_together, streams_args, Launcher, READER_TIMEOUT_SECS};
@@ -273,4 +274,96 @@ pub fn watchers_see_exactly_what_is_flushed(launcher: &Launcher, s: &Streams, ki
         assert!(extra.is_empty(), "watcher {i} reported more: {extra:?}");
         println!("watcher {i}: {} fields, each once", keys.len());
     }
+}
+
+/// Purge reclaims what killed writers left, and only that (the orphan
+/// clause of `docs/maintenance.md`): writer 0 flushes all its fields;
+/// writers `1..s.writers - 1` archive theirs (without flushing) and are
+/// SIGKILLed; the last writer archives its fields and holds them,
+/// unflushed, alive, while this process takes stats and purges. The purge
+/// must remove at least one unit per killed writer, keep everything of the
+/// live one — which then flushes, and every one of its fields reads back
+/// with its bytes — and leave nothing for a second purge. Writer 0's
+/// fields read back throughout.
+///
+/// `dead_after` is how long the backend takes to find a killed writer
+/// dead by itself (DAOS: two leases); a backend whose purge waits for the
+/// answer itself (RADOS) or knows at once (POSIX: the lock is gone) gives
+/// zero.
+///
+/// Each field should be large enough that a killed writer's fields are in
+/// units of their own on the backend (a POSIX writer's data file; a RADOS
+/// writer's objects); `s.writers` at least 3.
+///
+/// # Panics
+/// On anything kept that should go, gone that should stay, or unreadable.
+pub fn purge_reclaims_only_what_killed_writers_left(
+    launcher: &Launcher,
+    s: &Streams,
+    dead_after: Duration,
+) {
+    assert!(s.writers >= 3, "a flushed, a killed and a live writer");
+    let live = s.writers - 1;
+    let flags = |w: usize| {
+        let mut f = streams_args(s);
+        f.push(("writer", w.to_string()));
+        f
+    };
+    launcher.spawn("writer 0", "write", &flags(0)).finish_done();
+    let archived = format!("archived {}", s.fields);
+    for w in 1..live {
+        let mut killed = launcher.spawn_held(format!("writer {w}"), "write-hold", &flags(w));
+        killed.wait_for_line(&archived);
+        let f = killed.kill();
+        assert_eq!(
+            f.status.signal(),
+            Some(9),
+            "writer {w} ended by itself: {}",
+            f.err
+        );
+    }
+    let mut holder = launcher.spawn_held(format!("writer {live}"), "write-hold", &flags(live));
+    holder.wait_for_line(&archived);
+    std::thread::sleep(dead_after);
+
+    let fs = must(launcher.open(), "open");
+    let dataset = crate::support::request(&format!("expver={}", s.expver));
+    let before = must(fs.stats(&dataset), "stats");
+    assert_eq!(before.len(), 1, "one dataset: {before:?}");
+    assert!(
+        before[0].reclaimable_bytes > 0,
+        "stats count nothing reclaimable after {} killed writers: {before:?}",
+        live - 1
+    );
+    let report = must(fs.purge(&dataset, true), "purge");
+    let removed: Vec<_> = report.datasets.iter().flat_map(|d| &d.items).collect();
+    assert!(
+        removed.len() >= live - 1,
+        "purge removed {} units after {} writers were killed: {report:?}",
+        removed.len(),
+        live - 1
+    );
+    let freed: u64 = removed.iter().filter_map(|i| i.bytes).sum();
+    assert!(
+        freed >= before[0].reclaimable_bytes,
+        "purge freed {freed} bytes, stats said {} were reclaimable: {report:?}",
+        before[0].reclaimable_bytes
+    );
+
+    holder.release();
+    holder.finish_done();
+    let fs = must(launcher.open(), "open after the live writer flushed");
+    let mut want = vec![0; s.writers];
+    want[0] = s.fields;
+    want[live] = s.fields;
+    let seen = Observer::new(s.clone())
+        .poll(&fs, &want)
+        .unwrap_or_else(|e| panic!("after the purge and the live writer's flush: {e}"));
+    assert_eq!(seen, want, "fields visible per writer");
+
+    let again = must(fs.purge(&dataset, true), "second purge");
+    let left: Vec<_> = again.datasets.iter().flat_map(|d| &d.items).collect();
+    assert!(left.is_empty(), "a second purge found more: {again:?}");
+    let after = must(fs.stats(&dataset), "stats");
+    assert_eq!(after[0].reclaimable_bytes, 0, "{after:?}");
 }

@@ -5,6 +5,7 @@
 //! <worker> write --config F --expver E --writer I --writers W --fields N --flush-every K [--min-len A] [--max-len B]
 //! <worker> write-each --config F --expver E --writer I --writers W --fields N --flush-every K
 //! <worker> write-groups --config F --expver E --writer I --writers W --fields N --flush-every K [--handle-per-flush 1]
+//! <worker> write-hold --config F --expver E --writer I --writers W --fields N --flush-every K [--min-len A] [--max-len B]
 //! <worker> read  --config F --expver E --writers W --fields N --flush-every K --until-fields M [--timeout-secs T]
 //! <worker> read-steady --config F --expver E --writers W --fields N --flush-every K --stop FILE
 //! <worker> watch --config F --request Q [--timeout-secs T]
@@ -37,6 +38,12 @@
 //! <end>` after a flush returns, `failed <first> <end> <kind>: <message>`
 //! after one fails (the fields `first..end` are then not archived again),
 //! then `done`.
+//!
+//! `write-hold` archives every field of writer `I` without flushing,
+//! prints `archived <N>`, waits for a line on standard input (or its end),
+//! then flushes and prints `flushed <N>` and `done`: a writer holding
+//! archived, unflushed fields for as long as a test wants (to be killed,
+//! or to flush after maintenance ran).
 //!
 //! `read-steady` retrieves every field of the workload over and over with
 //! one handle until the file `FILE` exists, checking that a field once
@@ -94,7 +101,7 @@ use crate::support::{posix_config, schema};
 
 /// The usage text, printed with a bad command line.
 pub const USAGE: &str = "\
-usage: <worker> write|write-each|write-groups|read|read-steady --config F --expver E [--writer I] --writers W --fields N --flush-every K [--until-fields M] [--min-len A] [--max-len B] [--timeout-secs T] [--handle-per-flush 1] [--stop FILE]
+usage: <worker> write|write-each|write-groups|write-hold|read|read-steady --config F --expver E [--writer I] --writers W --fields N --flush-every K [--until-fields M] [--min-len A] [--max-len B] [--timeout-secs T] [--handle-per-flush 1] [--stop FILE]
        <worker> watch --config F --request Q [--timeout-secs T]
        <worker> wipe|purge|move --config F --request Q [--unsafe 1] [--to ROOT]
        <worker> churn-write|churn-read --config F --expver E [--writer I] --per-round K --stop FILE
@@ -187,6 +194,26 @@ fn write(args: &Args) -> Result<(), String> {
         let _ = out.flush();
     })
     .map_err(|e| format!("writer {writer}: {e}"))?;
+    let _ = writeln!(out, "done");
+    Ok(())
+}
+
+fn write_hold(args: &Args) -> Result<(), String> {
+    let s = streams(args)?;
+    let writer = args.number("writer", None)?;
+    let fs = open_or_say(args)?;
+    let mut out = std::io::stdout().lock();
+    for i in 0..s.fields {
+        fs.archive(&s.key(writer, i), &s.payload(&fs, writer, i))
+            .map_err(|e| format!("writer {writer}, field {i}: {e}"))?;
+    }
+    let _ = writeln!(out, "archived {}", s.fields);
+    let _ = out.flush();
+    let mut line = String::new();
+    let _ = std::io::stdin().lock().read_line(&mut line);
+    fs.flush()
+        .map_err(|e| format!("writer {writer}, flush: {e}"))?;
+    let _ = writeln!(out, "flushed {}", s.fields);
     let _ = writeln!(out, "done");
     Ok(())
 }
@@ -468,6 +495,7 @@ pub fn worker_main(name: &str, args: &[String]) -> ExitCode {
     let result = match command.as_str() {
         "write" => write(&args).map(|()| ExitCode::SUCCESS),
         "write-each" => write_each(&args).map(|()| ExitCode::SUCCESS),
+        "write-hold" => write_hold(&args).map(|()| ExitCode::SUCCESS),
         "write-groups" => write_groups(&args).map(|()| ExitCode::SUCCESS),
         "read" => read(&args),
         "read-steady" => read_steady(&args),
