@@ -6,8 +6,8 @@
 //! ```text
 //! offset size
 //! 0      4    magic, one per backend ("FSR1" POSIX, "FSD1" DAOS, "FSRR" RADOS)
-//! 4      2    format version, 1
-//! 6      2    record type (each backend numbers its own)
+//! 4      2    format version (POSIX 1; DAOS and RADOS 2)
+//! 6      2    record type, numbered once for all backends ([`kind`])
 //! 8      4    payload length N
 //! 12     4    CRC-32C (Castagnoli) of the payload
 //! 16     4    CRC-32C of bytes 0..16
@@ -25,7 +25,7 @@
 //!   is [`Framed::Incomplete`] (a writer's append in progress, or a torn
 //!   tail), never an error.
 //! - Any damage — another magic, a header or payload checksum mismatch,
-//!   another version, a payload that does not decode, and for
+//!   a version the framing does not read, a payload that does not decode, and for
 //!   [`Framing::unframe_exact`] a value that is not exactly one record — is
 //!   an [`ErrorKind::Corrupt`](crate::ErrorKind::Corrupt) error whose message
 //!   starts with `what()`, the caller's name for the record's place (a file
@@ -39,6 +39,7 @@
 //! grouped into those blocks, by [`pending`].
 
 pub mod block;
+pub mod kind;
 pub mod maintenance;
 pub mod pending;
 
@@ -47,13 +48,25 @@ use crate::{Error, Key, Result};
 /// Bytes in a record's header.
 pub const HEADER: usize = 20;
 
-/// The format version written, and the only one read.
-pub const VERSION: u16 = 1;
-
-/// One backend's record framing: the header layout above with its magic.
+/// One backend's record framing: the header layout above with its magic
+/// and the format version it writes, and the older version it still
+/// reads, if any.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Framing {
     magic: [u8; 4],
+    version: u16,
+    older: Option<Older>,
+}
+
+/// An older format version a framing reads: its record types, mapped to
+/// today's numbers ([`kind`]); a type missing from the map reads as
+/// [`kind::UNKNOWN`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Older {
+    /// The older version.
+    pub version: u16,
+    /// `(its number, today's number)` per type.
+    pub kinds: &'static [(u16, u16)],
 }
 
 /// What [`Framing::unframe`] found at the start of a buffer.
@@ -82,9 +95,28 @@ fn le32(b: &[u8], at: usize) -> u32 {
 }
 
 impl Framing {
-    /// The framing of records starting with `magic`.
+    /// The framing of records starting with `magic`, format version 1.
     pub const fn new(magic: [u8; 4]) -> Self {
-        Framing { magic }
+        Framing {
+            magic,
+            version: 1,
+            older: None,
+        }
+    }
+
+    /// The framing of records starting with `magic` written as format
+    /// `version`, which also reads the records of `older`.
+    pub const fn versioned(magic: [u8; 4], version: u16, older: Older) -> Self {
+        Framing {
+            magic,
+            version,
+            older: Some(older),
+        }
+    }
+
+    /// The format version this framing writes.
+    pub const fn version(&self) -> u16 {
+        self.version
     }
 
     /// The magic bytes records start with.
@@ -97,7 +129,7 @@ impl Framing {
         let start = out.len();
         out.reserve(HEADER + payload.len());
         out.extend_from_slice(&self.magic);
-        out.extend_from_slice(&VERSION.to_le_bytes());
+        out.extend_from_slice(&self.version.to_le_bytes());
         out.extend_from_slice(&kind.to_le_bytes());
         out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
         out.extend_from_slice(&crc32c::crc32c(payload).to_le_bytes());
@@ -124,13 +156,29 @@ impl Framing {
             return Err(bad("record header checksum mismatch"));
         }
         let version = le16(buf, 4);
-        if version != VERSION {
-            return Err(bad(&format!(
-                "record format version {version}, this build reads version {VERSION}"
-            )));
-        }
+        let raw = le16(buf, 6);
+        let kind = match self.older {
+            _ if version == self.version => raw,
+            Some(o) if o.version == version => o
+                .kinds
+                .iter()
+                .find(|(old, _)| *old == raw)
+                .map_or(kind::UNKNOWN, |(_, now)| *now),
+            Some(o) => {
+                return Err(bad(&format!(
+                    "record format version {version}, this build reads versions {} and {}",
+                    o.version, self.version
+                )))
+            }
+            None => {
+                return Err(bad(&format!(
+                    "record format version {version}, this build reads version {}",
+                    self.version
+                )))
+            }
+        };
         Ok(Header {
-            kind: le16(buf, 6),
+            kind,
             len: le32(buf, 8) as usize,
             crc: le32(buf, 12),
         })
@@ -466,6 +514,50 @@ mod tests {
         assert_eq!(
             msg(&v2),
             "toc at 0: record format version 2, this build reads version 1"
+        );
+    }
+
+    /// Re-stamp a record's version (and its header checksum).
+    fn with_version(rec: &[u8], version: u16) -> Vec<u8> {
+        let mut r = rec.to_vec();
+        r[4..6].copy_from_slice(&version.to_le_bytes());
+        let hcrc = crc32c::crc32c(&r[0..16]);
+        r[16..20].copy_from_slice(&hcrc.to_le_bytes());
+        r
+    }
+
+    #[test]
+    fn a_versioned_framing_reads_its_older_numbering() {
+        const V: Framing = Framing::versioned(
+            *b"FSRR",
+            2,
+            Older {
+                version: 1,
+                kinds: &[(1, kind::INIT), (4, kind::WIPE)],
+            },
+        );
+        let now = V.framed(kind::WIPE, b"w");
+        assert_eq!(&now[4..8], &[2, 0, 3, 0], "written as version 2, WIPE is 3");
+        assert_eq!(
+            V.unframe(&now, &what).unwrap(),
+            Framed::Record(kind::WIPE, b"w", 21)
+        );
+        // Version 1 numbered WIPE 4: read as today's WIPE.
+        let old = with_version(&Framing::new(*b"FSRR").framed(4, b"w"), 1);
+        assert_eq!(
+            V.unframe_exact(&old, &what).unwrap(),
+            (kind::WIPE, &b"w"[..])
+        );
+        // A version-1 type with no number today is unknown, not another type.
+        let odd = Framing::new(*b"FSRR").framed(3, b"s");
+        assert_eq!(
+            V.unframe(&odd, &what).unwrap(),
+            Framed::Record(kind::UNKNOWN, b"s", 21)
+        );
+        let v3 = with_version(&now, 3);
+        assert_eq!(
+            V.unframe(&v3, &what).unwrap_err().to_string(),
+            "toc at 0: record format version 3, this build reads versions 1 and 2"
         );
     }
 

@@ -5,8 +5,8 @@
 //!
 //! ```text
 //! 0   4  magic "FSD1"
-//! 4   2  format version (1), little-endian
-//! 6   2  record type
+//! 4   2  format version (2; version 1 is read too), little-endian
+//! 6   2  record type (`fieldstore_core::record::kind`)
 //! 8   4  payload length N
 //! 12  4  CRC-32C (Castagnoli) of the payload
 //! 16  4  CRC-32C of bytes 0..16
@@ -20,30 +20,38 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use fieldstore_core::record::maintenance as records;
-use fieldstore_core::record::{Dec, Enc, Framing};
+use fieldstore_core::record::{kind, Dec, Enc, Framing, Older};
 use fieldstore_core::{
     Axes, AxesExt, CollocationKey, DatasetKey, ElementKey, Error, FieldLocation, Key, Result,
 };
 
 /// The framing of every value: one record, the whole value
-/// ([`Framing::unframe_exact`]).
-pub(crate) const FRAMING: Framing = Framing::new(*b"FSD1");
+/// ([`Framing::unframe_exact`]), format version 2 (the shared numbering of
+/// record types); version 1 values, DAOS's own numbering, read as the
+/// same types.
+pub(crate) const FRAMING: Framing = Framing::versioned(
+    *b"FSD1",
+    2,
+    Older {
+        version: 1,
+        kinds: &[
+            (1, kind::INIT),
+            (2, kind::FLUSH),
+            (3, kind::INDIRECT),
+            (4, kind::DATASET),
+            (5, kind::WIPE),
+            (6, kind::RECLAIM),
+            (7, kind::CONTROL),
+        ],
+    },
+);
 
-/// The dataset KV's `meta` value.
-pub(crate) const META: u16 = 1;
-/// A log slot's value: one writer's flush.
-pub(crate) const FLUSH: u16 = 2;
-/// A log slot's value pointing at a flush too large to inline.
-pub(crate) const INDIRECT: u16 = 3;
-/// A root KV value.
-pub(crate) const DATASET: u16 = 4;
-/// A log slot's value: collocations hidden by a wipe.
-pub(crate) const WIPE: u16 = 5;
-/// A log slot's value: store units removed by a purge or wipe.
-pub(crate) const RECLAIM: u16 = 6;
-/// A log slot's value, and the dataset KV's `control` value: the
-/// operations the dataset is locked against.
-pub(crate) const CONTROL: u16 = 7;
+/// The dataset KV's `meta` value: the dataset's creation record.
+pub(crate) const META: u16 = kind::INIT;
+/// Log slot values (FLUSH, INDIRECT: a flush too large to inline, WIPE,
+/// RECLAIM, CONTROL — also the dataset KV's `control` value) and the root
+/// KV's values (DATASET).
+pub(crate) use kind::{CONTROL, DATASET, FLUSH, INDIRECT, RECLAIM, WIPE};
 
 /// Largest framed FLUSH record stored inline in a log slot; larger ones go
 /// to a byte array and the slot holds an INDIRECT record. Readers fetch a
@@ -521,5 +529,36 @@ mod tests {
             }
             decode_all(&p);
         }
+    }
+}
+
+#[cfg(test)]
+mod numbering {
+    use super::*;
+
+    /// Values of version 1 (DAOS's own numbering) read as the same types;
+    /// values are written as version 2 with the shared numbers.
+    #[test]
+    fn version_1_values_read_as_their_types() {
+        let v1 = Framing::new(*b"FSD1");
+        let old = [
+            (1, META),
+            (2, FLUSH),
+            (3, INDIRECT),
+            (4, DATASET),
+            (5, WIPE),
+            (6, RECLAIM),
+            (7, CONTROL),
+        ];
+        for (number, kind) in old {
+            let value = v1.framed(number, b"p");
+            assert_eq!(
+                FRAMING.unframe_exact(&value, &String::new).unwrap(),
+                (kind, &b"p"[..]),
+                "version 1 type {number}"
+            );
+        }
+        let value = FRAMING.framed(CONTROL, b"");
+        assert_eq!(&value[..8], b"FSD1\x02\x00\x05\x00", "version 2, CONTROL is 5");
     }
 }

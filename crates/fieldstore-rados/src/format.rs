@@ -6,8 +6,8 @@
 //! | offset | size | field |
 //! |---|---|---|
 //! | 0 | 4 | magic `FSRR` |
-//! | 4 | 2 | format version, `1` |
-//! | 6 | 2 | record type |
+//! | 4 | 2 | format version, `2` (version 1 is read too) |
+//! | 6 | 2 | record type ([`fieldstore_core::record::kind`]) |
 //! | 8 | 4 | payload length N |
 //! | 12 | 4 | CRC-32C of the payload |
 //! | 16 | 4 | CRC-32C of bytes 0..16 |
@@ -18,20 +18,64 @@
 //! [`fieldstore_core::record`]'s, shared with the other backends.
 
 pub(crate) use fieldstore_core::record::{Dec, Enc, Framed, Framing, HEADER};
+use fieldstore_core::record::{kind, Older};
 
-/// The framing of every log record and index block.
-pub(crate) const FRAMING: Framing = Framing::new(*b"FSRR");
+/// The framing of every log record and index block: format version 2
+/// (the shared numbering of record types); version 1 records, RADOS's own
+/// numbering, read as the same types.
+pub(crate) const FRAMING: Framing = Framing::versioned(
+    *b"FSRR",
+    2,
+    Older {
+        version: 1,
+        kinds: &[
+            (1, kind::INIT),
+            (2, kind::FLUSH),
+            (3, kind::SEAL),
+            (4, kind::WIPE),
+            (5, kind::RECLAIM),
+            (6, kind::CONTROL),
+            (7, kind::WIPED),
+            (10, kind::BLOCK),
+        ],
+    },
+);
 
-/// Record types.
-pub(crate) const INIT: u16 = 1;
-pub(crate) const FLUSH: u16 = 2;
-pub(crate) const SEAL: u16 = 3;
-/// Collocations wiped (and units left to remove).
-pub(crate) const WIPE: u16 = 4;
-/// Units removed by a purge or a wipe.
-pub(crate) const RECLAIM: u16 = 5;
-/// The dataset's locks from now on.
-pub(crate) const CONTROL: u16 = 6;
-/// The whole dataset is wiped: nothing before it is visible.
-pub(crate) const WIPED: u16 = 7;
-pub(crate) const BLOCK: u16 = 10;
+/// Record types (`kind` has what each means).
+pub(crate) use kind::{BLOCK, CONTROL, FLUSH, INIT, RECLAIM, SEAL, WIPE, WIPED};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn what() -> String {
+        "log".into()
+    }
+
+    /// Records of version 1 (RADOS's own numbering) read as the same
+    /// types; records are written as version 2 with the shared numbers.
+    #[test]
+    fn version_1_records_read_as_their_types() {
+        let v1 = Framing::new(*b"FSRR");
+        let old = [
+            (1, INIT),
+            (2, FLUSH),
+            (3, SEAL),
+            (4, WIPE),
+            (5, RECLAIM),
+            (6, CONTROL),
+            (7, WIPED),
+            (10, BLOCK),
+        ];
+        for (number, kind) in old {
+            let rec = v1.framed(number, b"p");
+            assert_eq!(
+                FRAMING.unframe(&rec, &what).unwrap(),
+                Framed::Record(kind, b"p", HEADER + 1),
+                "version 1 type {number}"
+            );
+        }
+        let rec = FRAMING.framed(SEAL, b"");
+        assert_eq!(&rec[..8], b"FSRR\x02\x00\x06\x00", "version 2, SEAL is 6");
+    }
+}

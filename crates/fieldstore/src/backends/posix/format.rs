@@ -21,10 +21,6 @@ pub(crate) use fieldstore_core::record::{Dec, Enc, Framed, Framing};
 /// The framing of every record in `toc` and index files.
 pub(crate) const FRAMING: Framing = Framing::new(*b"FSR1");
 
-/// Record types.
-pub(crate) const INIT: u16 = 1;
-pub(crate) const FLUSH: u16 = 2;
-pub(crate) const WIPE: u16 = 3;
-pub(crate) const RECLAIM: u16 = 4;
-pub(crate) const CONTROL: u16 = 5;
-pub(crate) const BLOCK: u16 = 10;
+/// Record types: the numbering shared by every backend (POSIX's own
+/// numbering became it unchanged, so POSIX stays format version 1).
+pub(crate) use fieldstore_core::record::kind::{BLOCK, CONTROL, FLUSH, INIT, RECLAIM, WIPE};
