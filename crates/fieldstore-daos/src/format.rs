@@ -559,6 +559,10 @@ mod numbering {
             );
         }
         let value = FRAMING.framed(CONTROL, b"");
-        assert_eq!(&value[..8], b"FSD1\x02\x00\x05\x00", "version 2, CONTROL is 5");
+        assert_eq!(
+            &value[..8],
+            b"FSD1\x02\x00\x05\x00",
+            "version 2, CONTROL is 5"
+        );
     }
 }

@@ -17,8 +17,8 @@
 //! The framing and the payload reader and writer are
 //! [`fieldstore_core::record`]'s, shared with the other backends.
 
-pub(crate) use fieldstore_core::record::{Dec, Enc, Framed, Framing, HEADER};
 use fieldstore_core::record::{kind, Older};
+pub(crate) use fieldstore_core::record::{Dec, Enc, Framed, Framing, HEADER};
 
 /// The framing of every log record and index block: format version 2
 /// (the shared numbering of record types); version 1 records, RADOS's own
