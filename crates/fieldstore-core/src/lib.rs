@@ -32,6 +32,7 @@ pub mod request;
 pub mod schema;
 pub mod store;
 pub mod types;
+pub mod writer_id;
 
 pub use catalogue::{
     Axes, AxesExt, Catalogue, CatalogueMaintenance, CatalogueWriter, ChangeWaiter, CollocationInfo,

@@ -17,7 +17,7 @@
 //! a `kv_get` per entry (the paper's design does): it costs one `kv_get`
 //! per flush, each bringing all of that flush's entries.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, RwLock};
 
 use fieldstore_core::catalogue::visit_newest_first;
@@ -41,22 +41,6 @@ fn now_ns() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos() as u64)
         .unwrap_or(0)
-}
-
-fn writer_id() -> String {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    static START: std::sync::OnceLock<(String, u64)> = std::sync::OnceLock::new();
-    let (host, start) = START.get_or_init(|| {
-        let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-            .map(|h| h.trim().to_string())
-            .unwrap_or_else(|_| "localhost".into());
-        (host, now_ns())
-    });
-    format!(
-        "{host}.{}.{start}.{}",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    )
 }
 
 /// The DAOS catalogue.
@@ -237,7 +221,7 @@ impl Catalogue for DaosCatalogue {
             },
             key: dataset.clone(),
             cont,
-            id: writer_id(),
+            id: fieldstore_core::writer_id::next(),
             pending: Vec::new(),
         }))
     }

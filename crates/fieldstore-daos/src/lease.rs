@@ -177,7 +177,9 @@ fn write(c: &Container, s: &mut State) -> Result<()> {
     let fresh = s.key.is_none();
     let key = s
         .key
-        .get_or_insert_with(|| format!("{}.{}", process_id(), s.generation))
+        .get_or_insert_with(|| {
+            format!("{}.{}", fieldstore_core::writer_id::process(), s.generation)
+        })
         .clone();
     let value = encode(s);
     let late = s.renewed.is_some_and(|t| t.elapsed() > s.lease / 2);
@@ -299,31 +301,6 @@ fn now_ms() -> u64 {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0)
-}
-
-/// `<host>.<pid>.<start ns>`: unique across the hosts and processes
-/// sharing a pool.
-fn process_id() -> &'static str {
-    static ID: OnceLock<String> = OnceLock::new();
-    ID.get_or_init(|| {
-        let host: String = std::fs::read_to_string("/proc/sys/kernel/hostname")
-            .unwrap_or_default()
-            .trim()
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '-' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect();
-        let t0 = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0);
-        format!("{host}.{}.{t0}", std::process::id())
-    })
 }
 
 /// Containers holding a lease, renewed by [`renewer`].

@@ -434,7 +434,7 @@ impl Catalogue for RadosCatalogue {
             segment: 0,
             segment_size: self.log_segment_size,
             since_stat: 0,
-            writer: naming::writer_id(),
+            writer: fieldstore_core::writer_id::next(),
             flushes: 0,
             pending: PendingEntries::new(),
         }))

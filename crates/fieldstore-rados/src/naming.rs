@@ -1,40 +1,9 @@
 //! Object names and location URIs.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-
 use fieldstore_core::{DatasetKey, Error, Result};
 
 /// The object whose omap lists the datasets.
 pub(crate) const ROOT: &str = "fieldstore.root";
-
-/// `<hostname>.<pid>.<start time in ns>.<counter>`: unique across the hosts
-/// and processes sharing a pool, so no two writers ever name one object.
-pub(crate) fn writer_id() -> String {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    static START: std::sync::OnceLock<(String, u128)> = std::sync::OnceLock::new();
-    let (host, t0) = START.get_or_init(|| {
-        let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-            .map(|h| h.trim().to_string())
-            .unwrap_or_default();
-        let host: String = host
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '-' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect();
-        let t0 = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0);
-        (if host.is_empty() { "host".into() } else { host }, t0)
-    });
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    format!("{host}.{}.{t0}.{n}", std::process::id())
-}
 
 /// The dataset's name: its values joined by `:` (FDB5's database naming),
 /// `%` written `%25`; names over 200 bytes are cut at 180 and end in `~`
@@ -114,10 +83,5 @@ mod tests {
         assert!(n.len() < 200 && n.contains('~'), "{n}");
         let short = DatasetKey("class=od,expver=0001".parse().unwrap());
         assert_eq!(dataset_name(&short), "od:0001");
-    }
-
-    #[test]
-    fn writer_ids_differ() {
-        assert_ne!(writer_id(), writer_id());
     }
 }

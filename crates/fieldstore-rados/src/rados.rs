@@ -604,22 +604,10 @@ impl Pool {
                     (self.api.rados_aio_create_completion2)(std::ptr::null_mut(), None, &mut c)
                 })?;
                 let mut reply = Box::new((std::ptr::null_mut::<c_char>(), 0usize));
-                // SAFETY: valid I/O context and completion; the name is
-                // copied; the reply slots are boxed, so they stay put
-                // until the completion is waited for below.
-                let rc = unsafe {
-                    (self.api.rados_aio_notify)(
-                        self.io,
-                        o.as_ptr(),
-                        c,
-                        std::ptr::null(),
-                        0,
-                        timeout_ms,
-                        &mut reply.0,
-                        &mut reply.1,
-                    )
-                };
-                if let Err(e) = Errno::check(rc) {
+                // SAFETY: a fresh completion; the reply slots are boxed, so
+                // they stay put until the completion is waited for below.
+                let sent = unsafe { self.submit_notify(&o, c, timeout_ms, Some(&mut reply)) };
+                if let Err(e) = sent {
                     // SAFETY: never submitted: released here, once.
                     unsafe { (self.api.rados_aio_release)(c) };
                     return Err(e);
@@ -720,23 +708,9 @@ impl Pool {
         self.notify_timeout_ms
             .fetch_max(timeout_ms, std::sync::atomic::Ordering::Relaxed);
         *self.notifies.count() += 1;
-        // SAFETY: valid I/O context and completion; the name and the (empty)
-        // payload are copied by librados before it returns; null reply
-        // pointers ask for no reply buffer (librados checks them for null),
-        // so nothing of ours is written when the notify completes.
-        let rc = unsafe {
-            (self.api.rados_aio_notify)(
-                self.io,
-                o.as_ptr(),
-                c,
-                std::ptr::null(),
-                0,
-                timeout_ms,
-                std::ptr::null_mut(),
-                std::ptr::null_mut(),
-            )
-        };
-        if let Err(e) = Errno::check(rc) {
+        // SAFETY: a fresh completion; no reply asked for, so nothing of
+        // ours is written when the notify completes.
+        if let Err(e) = unsafe { self.submit_notify(&o, c, timeout_ms, None) } {
             // Never submitted, so its callback never runs: release it and
             // its argument here.
             // SAFETY: a valid completion, released once; `arg` came from
@@ -749,6 +723,43 @@ impl Pool {
         }
         // Submitted: `notify_completed` owns it and `arg` from here on.
         Ok(())
+    }
+
+    /// Submit a notify (no payload) of `oid` on completion `c`, with the
+    /// watchers' answers written to `reply` (buffer and length) when it
+    /// completes, if asked for.
+    ///
+    /// # Safety
+    /// `c` is a completion not submitted before; `reply`, if given, stays
+    /// valid and in place until `c` has completed.
+    unsafe fn submit_notify(
+        &self,
+        oid: &CStr,
+        c: ffi::Completion,
+        timeout_ms: u64,
+        reply: Option<&mut (*mut c_char, usize)>,
+    ) -> std::result::Result<(), Errno> {
+        let (buf, len) = match reply {
+            Some(r) => (&mut r.0 as *mut *mut c_char, &mut r.1 as *mut usize),
+            None => (std::ptr::null_mut(), std::ptr::null_mut()),
+        };
+        // SAFETY: valid I/O context; the name and the (empty) payload are
+        // copied by librados before it returns; null reply pointers ask for
+        // no reply buffer (librados checks them for null); the caller keeps
+        // non-null ones valid until the completion.
+        let rc = unsafe {
+            (self.api.rados_aio_notify)(
+                self.io,
+                oid.as_ptr(),
+                c,
+                std::ptr::null(),
+                0,
+                timeout_ms,
+                buf,
+                len,
+            )
+        };
+        Errno::check(rc).map(|_| ())
     }
 
     /// Collect and free an omap iterator.

@@ -114,7 +114,11 @@ impl Store for RadosStore {
     fn writer(&self, dataset: &DatasetKey) -> Result<Box<dyn StoreWriter>> {
         Ok(Box::new(RadosStoreWriter {
             pool: self.pool.clone(),
-            prefix: format!("{}.{}", naming::dataset_name(dataset), naming::writer_id()),
+            prefix: format!(
+                "{}.{}",
+                naming::dataset_name(dataset),
+                fieldstore_core::writer_id::next()
+            ),
             object_size: self.object_size,
             max_write: self.max_write,
             in_flight: self.in_flight,
@@ -361,15 +365,7 @@ fn is_writer_of(prefix: &str, name: &str) -> bool {
     let Some(id) = prefix.strip_prefix(name).and_then(|r| r.strip_prefix('.')) else {
         return false;
     };
-    let parts: Vec<&str> = id.split('.').collect();
-    parts.len() == 4
-        && !parts[0].is_empty()
-        && parts[0]
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-        && parts[1..]
-            .iter()
-            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+    fieldstore_core::writer_id::parse(id).is_some()
 }
 
 /// The marker a wipe removes with a data object: its writer's `.closed`.

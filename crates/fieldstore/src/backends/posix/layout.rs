@@ -3,9 +3,10 @@
 use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
-use fieldstore_core::{CollocationKey, DatasetKey, Error, ErrorKind, Locks, Operation, Result};
+use fieldstore_core::{
+    writer_id, CollocationKey, DatasetKey, Error, ErrorKind, Locks, Operation, Result,
+};
 
 use crate::config::Root;
 use crate::placement::Placement;
@@ -50,34 +51,22 @@ pub(crate) enum FileKind {
     Unknown,
 }
 
+/// Whether `s` is a writer id (`fieldstore_core::writer_id`).
 fn is_writer_id(s: &str) -> bool {
-    // <host>.<pid>.<ns>.<counter>: the host has no dots (see `hostname`).
-    let parts: Vec<&str> = s.split('.').collect();
-    parts.len() == 4
-        && !parts[0].is_empty()
-        && parts[0]
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-        && parts[1..]
-            .iter()
-            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+    writer_id::parse(s).is_some()
 }
 
 /// Whether the process that made the writer id `id` is gone: it ran on
 /// this host and no process has its pid any more. `false` when unknown
 /// (another host, or not a writer id).
 pub(crate) fn writer_is_gone(id: &str) -> bool {
-    if !is_writer_id(id) {
-        return false;
-    }
-    let mut parts = id.split('.');
-    let (Some(host), Some(pid)) = (parts.next(), parts.next()) else {
+    let Some((host, pid)) = writer_id::parse(id) else {
         return false;
     };
-    let Ok(pid) = pid.parse::<libc::pid_t>() else {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
         return false;
     };
-    if host != hostname() || pid <= 0 {
+    if host != writer_id::host() || pid <= 0 {
         return false;
     }
     // SAFETY: signal 0 checks only that the process exists; no memory.
@@ -504,42 +493,10 @@ pub(crate) fn dataset_locks(roots: &[Root], dir: &Path) -> Result<Locks> {
     Ok(read_control(dir)?.union(root))
 }
 
-/// A name unique among all writers on all hosts sharing the file system:
-/// host, process, start time in nanoseconds, and a per-process counter.
+/// A name unique among all writers on all hosts sharing the file system
+/// (`fieldstore_core::writer_id`).
 pub(crate) fn writer_id() -> String {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    format!("{}.{}.{}.{}", hostname(), std::process::id(), nanos, n)
-}
-
-fn hostname() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: the buffer is valid for its length; gethostname writes at most
-    // that many bytes.
-    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-    if rc != 0 {
-        return "host".to_string();
-    }
-    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    let name: String = String::from_utf8_lossy(&buf[..end])
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    if name.is_empty() {
-        "host".to_string()
-    } else {
-        name
-    }
+    writer_id::next()
 }
 
 /// `fdatasync(2)`: the file's data (and size) on stable storage.
@@ -581,7 +538,7 @@ mod tests {
         let mut child = std::process::Command::new("true").spawn().unwrap();
         let pid = child.id();
         child.wait().unwrap();
-        assert!(writer_is_gone(&format!("{}.{pid}.1.0", hostname())));
+        assert!(writer_is_gone(&format!("{}.{pid}.1.0", writer_id::host())));
         assert!(!writer_is_gone(&format!("elsewhere.{pid}.1.0")));
         assert!(!writer_is_gone("not-a-writer-id"));
     }
