@@ -33,7 +33,7 @@
 //! more than half a lease after its previous one and ends the lease;
 //! without such a renewal its flushes stop within half a lease.
 
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use fieldstore_core::{Error, ErrorKind, Result};
@@ -309,7 +309,9 @@ static HELD: Mutex<Vec<Weak<crate::session::Cont>>> = Mutex::new(Vec::new());
 /// Keep renewing the lease of `cont` (from its first recorded range on) in
 /// this process's renewal thread, for as long as the container is open.
 pub(crate) fn hold(cont: &Arc<crate::session::Cont>) {
-    static STARTED: OnceLock<()> = OnceLock::new();
+    // The process that started the renewal thread: a child of `fork`
+    // inherits the memory but not the thread, and starts its own.
+    static STARTED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     {
         let mut held = HELD.lock().unwrap_or_else(|p| p.into_inner());
         held.retain(|w| w.strong_count() > 0);
@@ -320,11 +322,12 @@ pub(crate) fn hold(cont: &Arc<crate::session::Cont>) {
             held.push(Arc::downgrade(cont));
         }
     }
-    STARTED.get_or_init(|| {
+    let me = std::process::id();
+    if STARTED.swap(me, std::sync::atomic::Ordering::Relaxed) != me {
         let _ = std::thread::Builder::new()
             .name("fieldstore-daos-lease".into())
             .spawn(renewer);
-    });
+    }
 }
 
 /// Every 100 ms, renew the leases due (a quarter lease old).
