@@ -41,8 +41,8 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use crate::error::CError;
+use crate::kind::Kind;
 use crate::list::{ListState, SplitState};
-use crate::registry::Kind;
 
 const SLOT_BITS: u32 = 20;
 const GENERATION_BITS: u32 = 64 - 8 - SLOT_BITS;

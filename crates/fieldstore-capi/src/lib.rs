@@ -48,6 +48,7 @@ pub mod error;
 pub mod handle;
 pub mod hot;
 pub mod key;
+pub mod kind;
 pub mod list;
 pub mod manage;
 pub mod reader;
