@@ -42,7 +42,8 @@ use std::sync::{Mutex, MutexGuard};
 
 use crate::error::CError;
 use crate::kind::Kind;
-use crate::list::{ListState, SplitState};
+use crate::listing::ListState;
+use crate::split_key::SplitState;
 
 const SLOT_BITS: u32 = 20;
 const GENERATION_BITS: u32 = 64 - 8 - SLOT_BITS;

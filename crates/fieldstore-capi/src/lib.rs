@@ -50,10 +50,12 @@ pub mod hot;
 pub mod key;
 pub mod kind;
 pub mod list;
+pub mod listing;
 pub mod manage;
 pub mod reader;
 pub mod registry;
 pub mod request;
+pub mod split_key;
 mod util;
 
 /// The FDB5 version whose C interface this library implements.
