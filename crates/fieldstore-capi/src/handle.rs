@@ -355,7 +355,7 @@ pub unsafe extern "C" fn fdb_list(
             duplicates: !duplicates,
         };
         let elements = fs.list(&request, options)?;
-        *it = crate::hot::LISTS
+        *it = registry::LISTS
             .insert(ListState::new(elements, depth))?
             .cast();
         Ok(FDB_SUCCESS)

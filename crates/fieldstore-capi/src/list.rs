@@ -1,12 +1,12 @@
 //! `fdb_listiterator_t` and `fdb_split_key_t`: the results of `fdb_list`,
 //! and the calls on them. Their states are
 //! [`ListState`](crate::listing::ListState) and [`SplitState`]; they live
-//! in slabs of [`hot`](crate::hot) objects.
+//! in the [`registry`](crate::registry)'s slabs of hot objects.
 
 use std::ffi::{c_char, c_int};
 
 use crate::error::{entry, FDB_ITERATION_COMPLETE, FDB_SUCCESS};
-use crate::hot::{LISTS, SPLIT_KEYS};
+use crate::registry::{LISTS, SPLIT_KEYS};
 use crate::split_key::SplitState;
 use crate::util::out;
 
