@@ -86,7 +86,10 @@ pub mod physical;
 pub mod plots;
 pub mod raw;
 pub mod report;
+pub mod result;
 pub mod stats;
+pub mod store_spec;
+pub mod task;
 pub mod trace;
 pub mod worker;
 
@@ -97,7 +100,9 @@ use fieldstore::{Error, ErrorKind, Result};
 
 pub use args::{Batch, HammerArgs, Scenario};
 pub use report::{Report, Row};
-pub use worker::{ProcResult, Role, StoreSpec, Task};
+pub use result::ProcResult;
+pub use store_spec::StoreSpec;
+pub use task::{Role, Task};
 
 use launch::{DirBarrier, LauncherRank, MachineCpu, WorkerCommand};
 use payload::Check;
@@ -458,7 +463,7 @@ fn base_report(args: &HammerArgs, launcher: String, writers: u32, readers: u32) 
         },
         load_before: physical::loadavg(),
         cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
-        started: worker::now(),
+        started: result::now(),
         ..Report::default()
     }
 }
