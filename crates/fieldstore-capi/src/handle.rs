@@ -13,9 +13,11 @@ use fieldstore_grib::ArchiveGrib;
 
 use crate::error::{entry, CError, FDB_SUCCESS};
 use crate::key::{fdb_key_t, KeyObj};
-use crate::list::{fdb_listiterator_t, ListState};
+use crate::kind::Kind;
+use crate::list::fdb_listiterator_t;
+use crate::listing::ListState;
 use crate::reader::{fdb_datareader_t, ReaderObj, Stream};
-use crate::registry::{self, Kind, Object};
+use crate::registry::{self, Object};
 use crate::request::{fdb_request_t, request_of, retrieve_request_of};
 use crate::util::{c_str, lock, out};
 
@@ -353,7 +355,7 @@ pub unsafe extern "C" fn fdb_list(
             duplicates: !duplicates,
         };
         let elements = fs.list(&request, options)?;
-        *it = crate::hot::LISTS
+        *it = registry::LISTS
             .insert(ListState::new(elements, depth))?
             .cast();
         Ok(FDB_SUCCESS)

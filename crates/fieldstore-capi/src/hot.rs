@@ -1,5 +1,7 @@
 //! The objects C calls on for every listed field — list iterators and split
 //! keys — held in slabs of slots rather than in the [`registry`]'s table.
+//! This module is the slab; the two slabs of the C API, and the fork
+//! handlers that hold their locks, are the [`registry`]'s.
 //!
 //! Listing with keys costs thirteen calls per field (`next`, `attrs`,
 //! `splitkey`, ten `next_metadata`). Through the table each call cost
@@ -41,19 +43,13 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use crate::error::CError;
-use crate::list::{ListState, SplitState};
-use crate::registry::Kind;
+use crate::kind::Kind;
 
 const SLOT_BITS: u32 = 20;
 const GENERATION_BITS: u32 = 64 - 8 - SLOT_BITS;
 /// Slots per chunk (zeroed memory: only the slots used are touched).
 const CHUNK: usize = 1024;
 const CHUNKS: usize = (1 << SLOT_BITS) / CHUNK;
-
-/// The list iterators (`fdb_listiterator_t`).
-pub static LISTS: Slab<ListState> = Slab::new(Kind::ListIterator);
-/// The split keys (`fdb_split_key_t`).
-pub static SPLIT_KEYS: Slab<SplitState> = Slab::new(Kind::SplitKey);
 
 /// All-zero bytes are a valid empty slot (generation 0, not busy, no
 /// state), so chunks are allocated zeroed: the kernel's zero pages, touched
@@ -80,6 +76,11 @@ struct Slots {
 /// The objects of one kind.
 pub struct Slab<T> {
     kind: Kind,
+    /// Run before the slab's calls take its lock: its owner installs there
+    /// the fork handlers that hold the lock around `fork()` (the
+    /// registry's), given as a function so that the slab does not name the
+    /// module above it.
+    before_lock: fn(),
     /// Chunk `i` holds slots `i * CHUNK ..`; allocated at first use, never
     /// freed (so still reachable at exit, for leak checkers).
     chunks: [AtomicPtr<Slot<T>>; CHUNKS],
@@ -98,9 +99,12 @@ impl<T> Drop for Busy<'_, T> {
 }
 
 impl<T: Send> Slab<T> {
-    const fn new(kind: Kind) -> Self {
+    /// An empty slab of objects of `kind`; `before_lock` runs before its
+    /// calls (`insert`, `remove`, `live`) take its lock.
+    pub const fn new(kind: Kind, before_lock: fn()) -> Self {
         Slab {
             kind,
+            before_lock,
             chunks: [const { AtomicPtr::new(std::ptr::null_mut()) }; CHUNKS],
             next_generation: AtomicU64::new(1),
             slots: Mutex::new(Slots {
@@ -112,7 +116,7 @@ impl<T: Send> Slab<T> {
     }
 
     fn slots(&self) -> MutexGuard<'_, Slots> {
-        crate::registry::install_fork_handlers();
+        (self.before_lock)();
         // The critical sections leave `Slots` consistent at every step.
         self.slots.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -324,7 +328,10 @@ mod tests {
     use super::*;
     use std::sync::Arc;
 
-    static THINGS: Slab<Arc<()>> = Slab::new(Kind::SplitKey);
+    /// The tests' slabs install no fork handlers.
+    fn no_fork_handlers() {}
+
+    static THINGS: Slab<Arc<()>> = Slab::new(Kind::SplitKey, no_fork_handlers);
 
     /// A token finds its object until it is deleted, then never again, even
     /// once its slot holds another object; the state is dropped at delete.
@@ -374,7 +381,7 @@ mod tests {
     /// and the shared one's count is exact (calls on it were serialised).
     #[test]
     fn threads_use_their_own_and_a_shared_object() {
-        static COUNTERS: Slab<u64> = Slab::new(Kind::ListIterator);
+        static COUNTERS: Slab<u64> = Slab::new(Kind::ListIterator, no_fork_handlers);
         let shared = COUNTERS.insert(0).unwrap() as usize;
         let threads: Vec<_> = (0..4u64)
             .map(|t| {

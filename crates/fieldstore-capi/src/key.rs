@@ -6,7 +6,8 @@ use std::sync::Mutex;
 use fieldstore::Key;
 
 use crate::error::{entry, FDB_SUCCESS};
-use crate::registry::{self, Kind, Object};
+use crate::kind::Kind;
+use crate::registry::{self, Object};
 use crate::util::{c_str, lock, out};
 
 /// A key being built: `keyword=value` pairs in the order first given.

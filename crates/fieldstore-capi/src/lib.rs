@@ -39,6 +39,29 @@
 //!   held by another thread. A handle is its creator process's: every call
 //!   through one inherited by a forked child fails there
 //!   ([`FieldStore::check_process`](fieldstore::FieldStore::check_process)).
+//!
+//! # Layers
+//! Each module names only modules listed before it: the states and the
+//! slab at the bottom, the tables that hold the objects above them, the
+//! calls on the objects at the top (the `layers` test checks the code
+//! against this list).
+//! - `error`: return codes, the error type, the per-thread last error and
+//!   the failure handler (with the C functions that read and set them).
+//! - `util`: reading the caller's arguments (C strings, out-pointers).
+//! - `config`: which store a handle opens (fieldstore's config or FDB5's).
+//! - `kind`: the object types, the tag every token carries.
+//! - `hot`: the slab of never-freed slots that hot objects live in.
+//! - `listing`: the state of a list iterator.
+//! - `split_key`: the state of a split key.
+//! - `registry`: the tables of live objects (the sharded table, the slabs
+//!   of list iterators and split keys), the fork handlers that hold their
+//!   locks around `fork()`, and the count of live objects.
+//! - `key`: `fdb_key_t` and its calls.
+//! - `request`: `fdb_request_t` and its calls.
+//! - `reader`: `fdb_datareader_t` and its calls.
+//! - `list`: `fdb_listiterator_t`, `fdb_split_key_t` and their calls.
+//! - `handle`: `fdb_handle_t` and its calls; the library-level calls.
+//! - `manage`: `fdb_wipe`, `fdb_purge` and their iterators.
 #![deny(rustdoc::broken_intra_doc_links)]
 // Library code reports errors; it does not panic on them. Tests may unwrap.
 #![cfg_attr(not(test), warn(clippy::unwrap_used))]
@@ -48,12 +71,18 @@ pub mod error;
 pub mod handle;
 pub mod hot;
 pub mod key;
+pub mod kind;
 pub mod list;
+pub mod listing;
 pub mod manage;
 pub mod reader;
 pub mod registry;
 pub mod request;
+pub mod split_key;
 mod util;
+
+#[cfg(test)]
+mod layers;
 
 /// The FDB5 version whose C interface this library implements.
 pub const FDB5_VERSION: &str = "5.25.0";

@@ -17,7 +17,8 @@ use fieldstore::{PurgeReport, WipeOptions, WipeReport};
 
 use crate::error::{entry, CError, FDB_ITERATION_COMPLETE, FDB_SUCCESS};
 use crate::handle::{fdb_handle_t, handle};
-use crate::registry::{self, Kind, Object};
+use crate::kind::Kind;
+use crate::registry::{self, Object};
 use crate::request::{fdb_request_t, request_of};
 use crate::util::{lock, out};
 

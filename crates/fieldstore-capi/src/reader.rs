@@ -17,7 +17,8 @@ use std::sync::{Arc, Mutex};
 use fieldstore::{FieldLocation, FieldStore, FieldStream};
 
 use crate::error::{entry, CError, FDB_SUCCESS};
-use crate::registry::{self, Kind, Object};
+use crate::kind::Kind;
+use crate::registry::{self, Object};
 use crate::util::{lock, out};
 
 /// Opaque C type `fdb_datareader_t`.

@@ -1,4 +1,4 @@
-//! The table of live objects: what C holds are tokens, looked up here.
+//! The tables of live objects: what C holds are tokens, looked up here.
 //!
 //! A token is `serial << 8 | kind << 4`: never NULL, 16-byte aligned (it
 //! looks like a pointer to C), tagged with the object's type, and unique for
@@ -11,6 +11,13 @@
 //! No token is ever dereferenced. The table is sharded by serial to keep
 //! threads that use different objects off each other's locks; each shard's
 //! lock is held only to clone or remove one `Arc`.
+//!
+//! List iterators and split keys, called many times per listed field, live
+//! in two slabs of [`hot`](crate::hot) objects instead ([`LISTS`],
+//! [`SPLIT_KEYS`]), with the same guarantees. The fork handlers
+//! ([`install_fork_handlers`]), which hold the locks of all these tables
+//! around `fork()`, are here: the lowest module that owns every one of
+//! them.
 
 use std::any::Any;
 use std::collections::BTreeMap;
@@ -19,66 +26,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard, Once};
 
 use crate::error::CError;
-
-/// The object types of the C API.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u8)]
-pub enum Kind {
-    /// `fdb_handle_t`.
-    Handle = 1,
-    /// `fdb_key_t`.
-    Key = 2,
-    /// `fdb_request_t`.
-    Request = 3,
-    /// `fdb_split_key_t`.
-    SplitKey = 4,
-    /// `fdb_listiterator_t`.
-    ListIterator = 5,
-    /// `fdb_datareader_t`.
-    DataReader = 6,
-    /// `fdb_wipe_iterator_t`.
-    WipeIterator = 7,
-    /// `fdb_wipe_element_t`.
-    WipeElement = 8,
-    /// `fdb_purge_iterator_t`.
-    PurgeIterator = 9,
-    /// `fdb_purge_element_t`.
-    PurgeElement = 10,
-}
-
-impl Kind {
-    /// The C type's name, for messages.
-    pub fn c_name(self) -> &'static str {
-        match self {
-            Kind::Handle => "fdb_handle_t",
-            Kind::Key => "fdb_key_t",
-            Kind::Request => "fdb_request_t",
-            Kind::SplitKey => "fdb_split_key_t",
-            Kind::ListIterator => "fdb_listiterator_t",
-            Kind::DataReader => "fdb_datareader_t",
-            Kind::WipeIterator => "fdb_wipe_iterator_t",
-            Kind::WipeElement => "fdb_wipe_element_t",
-            Kind::PurgeIterator => "fdb_purge_iterator_t",
-            Kind::PurgeElement => "fdb_purge_element_t",
-        }
-    }
-
-    pub(crate) fn from_tag(tag: u64) -> Option<Kind> {
-        Some(match tag {
-            1 => Kind::Handle,
-            2 => Kind::Key,
-            3 => Kind::Request,
-            4 => Kind::SplitKey,
-            5 => Kind::ListIterator,
-            6 => Kind::DataReader,
-            7 => Kind::WipeIterator,
-            8 => Kind::WipeElement,
-            9 => Kind::PurgeIterator,
-            10 => Kind::PurgeElement,
-            _ => return None,
-        })
-    }
-}
+use crate::hot::Slab;
+use crate::kind::Kind;
+use crate::listing::ListState;
+use crate::split_key::SplitState;
 
 /// A type C holds tokens of.
 pub trait Object: Any + Send + Sync {
@@ -169,7 +120,7 @@ pub fn get<T: Object>(token: *const c_void) -> Result<Arc<T>, CError> {
 //
 // A client calls several functions on the same few objects in a row (a
 // handle and a data reader; list iterators and split keys, called many
-// times per element, live in `crate::hot` instead): each thread keeps
+// times per element, live in the slabs instead): each thread keeps
 // its last few lookups, so that those calls skip the table's lock. An entry
 // is a `Weak` (it keeps no object alive: deleting a handle still closes its
 // files) tagged with the number of removals from the table when it was
@@ -227,14 +178,21 @@ pub fn remove<T: Object>(token: *const c_void) -> Result<Arc<T>, CError> {
         .ok_or_else(|| gone::<T>(token))
 }
 
+// ---- the slabs of hot objects ------------------------------------------
+
+/// The list iterators (`fdb_listiterator_t`).
+pub static LISTS: Slab<ListState> = Slab::new(Kind::ListIterator, install_fork_handlers);
+/// The split keys (`fdb_split_key_t`).
+pub static SPLIT_KEYS: Slab<SplitState> = Slab::new(Kind::SplitKey, install_fork_handlers);
+
 /// How many objects are live (not yet deleted), in the table and in the
-/// slabs of [`crate::hot`].
+/// slabs.
 pub fn live() -> usize {
     let table: usize = TABLE
         .iter()
         .map(|s| s.lock().unwrap_or_else(|p| p.into_inner()).len())
         .sum();
-    table + crate::hot::LISTS.live() + crate::hot::SPLIT_KEYS.live()
+    table + LISTS.live() + SPLIT_KEYS.live()
 }
 
 /// How many objects created through this library are not yet deleted: a
@@ -268,8 +226,8 @@ extern "C" fn prepare() {
         for s in TABLE.iter() {
             held.push(Box::new(s.lock().unwrap_or_else(|p| p.into_inner())));
         }
-        held.push(Box::new(crate::hot::LISTS.hold_for_fork()));
-        held.push(Box::new(crate::hot::SPLIT_KEYS.hold_for_fork()));
+        held.push(Box::new(LISTS.hold_for_fork()));
+        held.push(Box::new(SPLIT_KEYS.hold_for_fork()));
         HELD.with(|h| *h.borrow_mut() = held);
     });
 }

@@ -21,7 +21,8 @@ use std::sync::{LazyLock, Mutex};
 use fieldstore::{Item, Request, Schema, Values};
 
 use crate::error::{entry, CError, FDB_SUCCESS};
-use crate::registry::{self, Kind, Object};
+use crate::kind::Kind;
+use crate::registry::{self, Object};
 use crate::util::{c_str, lock, out};
 
 /// The most values one range may expand to in `fdb_expand_request`; a

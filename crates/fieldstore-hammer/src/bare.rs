@@ -28,7 +28,10 @@ use std::time::Instant;
 use fieldstore::{Error, Result};
 
 use crate::payload::Generator;
-use crate::worker::{Ops, ProcResult, StoreSpec, Task};
+use crate::result::ProcResult;
+use crate::store_spec::StoreSpec;
+use crate::task::Task;
+use crate::trace::Ops;
 
 /// Bytes per write.
 const PIECE: usize = 1 << 20;

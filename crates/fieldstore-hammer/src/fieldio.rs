@@ -32,7 +32,10 @@ use fieldstore_daos::DaosConfig;
 
 use crate::payload::{self, Check, Generator, Identity};
 use crate::raw::{config_of, daos_container, name_hash};
-use crate::worker::{Ops, ProcResult, StoreSpec, Task};
+use crate::result::ProcResult;
+use crate::store_spec::StoreSpec;
+use crate::task::Task;
+use crate::trace::Ops;
 
 /// The container Field I/O writes to (created on first use, destroyed by
 /// [`remove_all`]).

@@ -17,8 +17,8 @@ use base64::Engine as _;
 use fieldstore::{Error, Result};
 
 use crate::report::Report;
+use crate::result::Op;
 use crate::stats::{Summary, MIB};
-use crate::worker::Op;
 
 /// HTML-escape text.
 fn esc(s: &str) -> String {

@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 
 use fieldstore::{Error, ErrorKind, Result};
 
-use crate::worker::{self, ProcResult, Task};
+use crate::result::{now, ProcResult};
+use crate::task::Task;
+use crate::worker;
 
 /// How to start one local worker: an executable and the arguments before
 /// `--worker-rank R`.
@@ -201,7 +203,7 @@ pub fn worker_main() -> Result<()> {
                 input
                     .read_exact(&mut go)
                     .map_err(|e| Error::io("waiting for the go byte", e))?;
-                Ok(worker::now())
+                Ok(now())
             })
         });
     let text = match &result {
@@ -340,11 +342,11 @@ impl DirBarrier {
                 &|| (0..size).all(|r| d.join(format!("ready.{r}")).exists()),
                 "every rank to be ready",
             )?;
-            touch(&go, &worker::now().to_string())?;
+            touch(&go, &now().to_string())?;
         } else {
             self.wait_for(&|| go.exists(), "the go file")?;
         }
-        Ok(worker::now())
+        Ok(now())
     }
 
     /// The end of a launch: every rank says it is done with the directory,

@@ -75,6 +75,30 @@
 //!   (`fieldio.rs`);
 //! - `--report DIR`: the run as an HTML page with PNG plots (`html.rs`,
 //!   `plots.rs`, from what `trace.rs` records in each process).
+//!
+//! # Layers
+//! Each module names only modules listed before it: the arguments and
+//! the messages between launcher and worker at the bottom, the task kinds
+//! above them, the worker that runs them, then launching and reporting;
+//! the crate root (`run`, the phases' plan) is the top (the `layers` test
+//! checks the code against this list).
+//! - `stats`: the aggregation math (bandwidth, medians, spreads).
+//! - `args`: the command-line arguments.
+//! - `payload`: self-describing field payloads and their verification.
+//! - `physical`: the file system's physical limits.
+//! - `store_spec`: which store a task opens, with the hammer's schema.
+//! - `result`: what a process reports, and the clocks it is read from.
+//! - `trace`: what a process records inside its window (`Ops`).
+//! - `raw`: raw bandwidth, IOR-style, and its task (`RawTask`).
+//! - `task`: what a process is told to do (`Role`, `Task`).
+//! - `bare`: bare writes, a write phase with no store.
+//! - `fieldio`: Field I/O's pattern on DAOS.
+//! - `worker`: runs a task — the store's kinds here, the others through
+//!   their modules — into its result.
+//! - `launch`: starting workers together (pipes, a barrier directory).
+//! - `report`: what a run reports.
+//! - `plots`: the PNG plots of `--report`.
+//! - `html`: the HTML page of `--report`.
 
 pub mod args;
 mod bare;
@@ -86,9 +110,15 @@ pub mod physical;
 pub mod plots;
 pub mod raw;
 pub mod report;
+pub mod result;
 pub mod stats;
+pub mod store_spec;
+pub mod task;
 pub mod trace;
 pub mod worker;
+
+#[cfg(test)]
+mod layers;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -97,7 +127,9 @@ use fieldstore::{Error, ErrorKind, Result};
 
 pub use args::{Batch, HammerArgs, Scenario};
 pub use report::{Report, Row};
-pub use worker::{ProcResult, Role, StoreSpec, Task};
+pub use result::ProcResult;
+pub use store_spec::StoreSpec;
+pub use task::{Role, Task};
 
 use launch::{DirBarrier, LauncherRank, MachineCpu, WorkerCommand};
 use payload::Check;
@@ -458,7 +490,7 @@ fn base_report(args: &HammerArgs, launcher: String, writers: u32, readers: u32) 
         },
         load_before: physical::loadavg(),
         cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
-        started: worker::now(),
+        started: result::now(),
         ..Report::default()
     }
 }

@@ -526,7 +526,7 @@ pub fn sizes(report: &Report, path: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::worker::ProcResult;
+    use crate::result::ProcResult;
 
     /// Two processes moving 1 MiB each, evenly over one second: the series
     /// is flat at 2 MiB/s and its integral is the row's bytes.

@@ -6,8 +6,8 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 
 use crate::physical::Physical;
+use crate::result::{Op, ProcResult};
 use crate::stats::{self, Summary, MIB};
-use crate::worker::{Op, ProcResult};
 
 /// One phase (or one role of a phase) of one repetition, aggregated over
 /// its processes.

@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use crate::worker::{now, Op, ProcResult};
+use crate::result::{now, Op, ProcResult};
 
 /// Spans kept per process.
 pub const MAX_SPANS: usize = 4096;

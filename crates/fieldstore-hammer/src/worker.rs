@@ -1,309 +1,26 @@
-//! One process's share of a phase: its task, its timed I/O loop, its result.
+//! One process's share of a phase: its task run — set up, the barrier, the
+//! timed I/O loop — into its result. Tasks on the store (write, read,
+//! list, follow) run here; the other kinds (bare writes, raw transfers,
+//! Field I/O) in their own modules, which this one calls.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
-use std::path::PathBuf;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use fieldstore::{
-    CatalogueWriter, Config, DatasetKey, DatasetReader, Error, FieldStore, Key, ListOptions,
-    Request, Result, Schema, StoreWriter,
+    CatalogueWriter, DatasetKey, DatasetReader, Error, FieldStore, Key, ListOptions, Request,
+    Result, StoreWriter,
 };
-use serde::{Deserialize, Serialize};
 
 use fieldstore_daos::client::Daos;
 
 use crate::args::Batch;
 use crate::bare::BareFile;
 use crate::payload::{self, Check, Generator, Identity};
-
-/// The hammer schema (FDB5's fdb-hammer schema), used with `--root`.
-pub const HAMMER_SCHEMA: &str = include_str!("hammer.schema");
-
-/// What a process does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    /// Archive, flush after every (step, member).
-    Write,
-    /// Retrieve and read.
-    Read,
-    /// List, one request per step.
-    List,
-    /// Write the same bytes with the same flushes as `Write`, bare: no
-    /// store (`crate::bare`).
-    Bare,
-    /// Follow writers: read each field as soon as a flush makes it
-    /// visible, recording when it was seen (`--scenario follow`).
-    Follow,
-    /// Raw bandwidth, IOR-style: write transfers with no store
-    /// (`crate::raw`).
-    RawWrite,
-    /// Raw bandwidth: read another process's transfers back.
-    RawRead,
-    /// Field I/O: each field into its own DAOS array, indexed in KVs
-    /// (`crate::fieldio`).
-    FieldIoWrite,
-    /// Field I/O: read the fields back by querying the KVs.
-    FieldIoRead,
-}
-
-impl Role {
-    /// `write`, `read`, `list`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::Write => "write",
-            Role::Read => "read",
-            Role::List => "list",
-            Role::Bare => "bare-write",
-            Role::Follow => "follow",
-            Role::RawWrite => "raw-write",
-            Role::RawRead => "raw-read",
-            Role::FieldIoWrite => "fieldio-write",
-            Role::FieldIoRead => "fieldio-read",
-        }
-    }
-}
-
-/// Which store to open.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct StoreSpec {
-    /// A YAML config file.
-    pub config: Option<PathBuf>,
-    /// An embedded POSIX root (hammer schema).
-    pub root: Option<PathBuf>,
-}
-
-impl StoreSpec {
-    /// Open the store, always with the hammer's own schema (fdb-hammer's):
-    /// its keys (no `domain`, `number` on every type) fit it, not every
-    /// schema a config names — ECMWF's requires `domain` — and the datasets
-    /// it writes (their own `expver`) keep to themselves whatever else the
-    /// store holds. The report says so.
-    ///
-    /// # Errors
-    /// Configuration and I/O errors.
-    pub fn open(&self) -> Result<FieldStore> {
-        let mut config = if let Some(c) = &self.config {
-            Config::from_file(c)?
-        } else if let Some(root) = &self.root {
-            std::fs::create_dir_all(root)
-                .map_err(|e| Error::io(format!("creating root {}", root.display()), e))?;
-            Config::embedded(root)
-        } else {
-            Config::from_env()?
-        };
-        config.schema = Schema::parse("hammer.schema", HAMMER_SCHEMA)?;
-        FieldStore::open(config)
-    }
-
-    /// The first directory of the store, if it is on a file system (for
-    /// the barrier directory and the physical limits).
-    pub fn directory(&self) -> Option<PathBuf> {
-        if let Some(r) = &self.root {
-            return Some(r.clone());
-        }
-        let config = match &self.config {
-            Some(c) => Config::from_file(c).ok()?,
-            None => Config::from_env().ok()?,
-        };
-        config.roots.first().map(|r| r.path.clone())
-    }
-}
-
-/// One process's work in one phase.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Task {
-    /// What to do.
-    pub role: Role,
-    /// Rank within the group (also the writer id in unique ids).
-    pub rank: u32,
-    /// The store.
-    pub store: StoreSpec,
-    /// class, expver, stream, date, time, type, levtype.
-    pub base: Vec<(String, String)>,
-    /// Steps, members, levels, params of this process.
-    pub steps: Vec<u32>,
-    /// Ensemble members.
-    pub members: Vec<u32>,
-    /// Levels.
-    pub levels: Vec<u32>,
-    /// paramIds.
-    pub params: Vec<u32>,
-    /// Synthetic field size.
-    pub field_size: u64,
-    /// GRIB template instead of synthetic bytes.
-    pub template: Option<PathBuf>,
-    /// Randomise every field.
-    pub randomise: bool,
-    /// What to verify on read/list.
-    pub check: Check,
-    /// Fields per retrieve.
-    pub batch: Batch,
-    /// Go through the catalogue and store traits, timing each.
-    pub detailed: bool,
-    /// Follow: how to learn of flushes.
-    #[serde(default)]
-    pub follow: crate::args::FollowMode,
-    /// Follow by polling: pause between lists, ms.
-    #[serde(default)]
-    pub poll_period_ms: u64,
-    /// Follow without reading the fields.
-    #[serde(default)]
-    pub follow_no_read: bool,
-    /// Raw roles: the transfers.
-    #[serde(default)]
-    pub raw: Option<crate::raw::RawTask>,
-}
-
-impl Task {
-    /// The `date` of its base key as YYYYMMDD (0 if it has none).
-    pub(crate) fn date(&self) -> u64 {
-        self.base
-            .iter()
-            .find(|(k, _)| k == "date")
-            .and_then(|(_, v)| v.parse().ok())
-            .unwrap_or(0)
-    }
-
-    /// Fields this task touches.
-    pub fn fields(&self) -> u64 {
-        [&self.steps, &self.members, &self.levels]
-            .iter()
-            .map(|v| v.len() as u64)
-            .product::<u64>()
-            * self.params.len() as u64
-    }
-}
-
-/// Time and calls spent in one operation.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct Op {
-    /// Seconds.
-    pub secs: f64,
-    /// Calls.
-    pub calls: u64,
-}
-
-/// What one process reports.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct ProcResult {
-    /// Rank in the group.
-    pub rank: u32,
-    /// What it did (`write`, `read`, `list`).
-    pub role: String,
-    /// Host name and process id.
-    pub host: String,
-    /// Process id.
-    pub pid: u32,
-    /// Fields written, read or listed.
-    pub fields: u64,
-    /// Bytes written or read.
-    pub bytes: u64,
-    /// Fields it expected to find (read, list).
-    pub expected: u64,
-    /// Fields not found.
-    pub missing: u64,
-    /// Fields that failed `--md-check` / `--full-check`.
-    pub check_failures: u64,
-    /// The first failure, for the report.
-    pub first_failure: Option<String>,
-    /// Epoch seconds: setup done, waiting at the barrier.
-    pub t_ready: f64,
-    /// Epoch seconds: released by the barrier.
-    pub t_release: f64,
-    /// Epoch seconds: just before the first I/O call.
-    pub t_first_io: f64,
-    /// Epoch seconds: just after the last I/O call returned.
-    pub t_last_io: f64,
-    /// Seconds in opening the store (before the barrier, not timed).
-    pub setup_secs: f64,
-    /// Time per operation inside the window.
-    pub ops: BTreeMap<String, Op>,
-    /// CPU seconds (user, system) of the process inside the window.
-    pub cpu_user: f64,
-    /// System CPU seconds inside the window.
-    pub cpu_sys: f64,
-    /// Writers: when each flush returned, as `(step, member, epoch s)`.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub flushed_at: Vec<(u32, u32, f64)>,
-    /// Followers: when each flush's fields were first seen, as `(step,
-    /// member, epoch s)` (the earliest of its fields).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub seen_at: Vec<(u32, u32, f64)>,
-    /// Would-be DAOS RPCs inside the window, when the library counts them
-    /// (the stand-in).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rpcs: Option<u64>,
-    /// When each operation ran: `(operation, start, end)` in epoch seconds,
-    /// consecutive calls of one operation merged (`crate::trace`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub spans: Vec<(String, f64, f64)>,
-    /// More spans happened than were kept.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub spans_cut: bool,
-    /// Calls per operation by duration: bucket `i` is `[2^i, 2^(i+1))` µs.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub latency_log2_us: BTreeMap<String, Vec<u64>>,
-    /// `(epoch s, bytes so far)` samples inside the window.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub progress: Vec<(f64, u64)>,
-    /// Accesses by size: floor(log₂(bytes)) → count.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub sizes_log2: BTreeMap<u32, u64>,
-}
-
-impl ProcResult {
-    /// The result of `task`, set up since `setup`, stamped ready and then
-    /// released by `barrier`: where every kind of task starts its window.
-    fn released(
-        task: &Task,
-        setup: Instant,
-        barrier: &mut dyn FnMut() -> Result<f64>,
-    ) -> Result<ProcResult> {
-        let mut r = ProcResult {
-            rank: task.rank,
-            role: task.role.as_str().into(),
-            host: hostname(),
-            pid: std::process::id(),
-            setup_secs: setup.elapsed().as_secs_f64(),
-            ..ProcResult::default()
-        };
-        r.t_ready = now();
-        r.t_release = barrier()?;
-        Ok(r)
-    }
-}
-
-/// Seconds since the Unix epoch.
-pub fn now() -> f64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0)
-}
-
-/// (user, system) CPU seconds of this process.
-pub fn cpu_times() -> (f64, f64) {
-    // SAFETY: getrusage writes into the zeroed struct we pass.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: valid pointer to a rusage.
-    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
-    if rc != 0 {
-        return (0.0, 0.0);
-    }
-    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    (tv(ru.ru_utime), tv(ru.ru_stime))
-}
-
-/// This host's name.
-pub fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|s| s.trim().to_string())
-        .unwrap_or_else(|_| "localhost".into())
-}
-
-pub(crate) use crate::trace::Ops;
+use crate::result::{cpu_times, hostname, now, ProcResult};
+use crate::store_spec::StoreSpec;
+use crate::task::{Role, Task};
+use crate::trace::Ops;
 
 fn key_of(task: &Task, step: u32, member: u32, level: u32, param: u32) -> Result<Key> {
     let mut k = Key::from_pairs(task.base.iter().map(|(a, b)| (a.as_str(), b.as_str())))?;
@@ -322,6 +39,26 @@ fn base_payload(task: &Task) -> Result<Vec<u8>> {
                 .map_err(|_| Error::invalid_input("--field-size too large"))?,
         )),
     }
+}
+
+/// The result of `task`, set up since `setup`, stamped ready and then
+/// released by `barrier`: where every kind of task starts its window.
+fn released(
+    task: &Task,
+    setup: Instant,
+    barrier: &mut dyn FnMut() -> Result<f64>,
+) -> Result<ProcResult> {
+    let mut r = ProcResult {
+        rank: task.rank,
+        role: task.role.as_str().into(),
+        host: hostname(),
+        pid: std::process::id(),
+        setup_secs: setup.elapsed().as_secs_f64(),
+        ..ProcResult::default()
+    };
+    r.t_ready = now();
+    r.t_release = barrier()?;
+    Ok(r)
 }
 
 /// Run a task: set up (open the store, make the payload), wait at
@@ -351,7 +88,7 @@ pub fn execute(task: &Task, barrier: &mut dyn FnMut() -> Result<f64>) -> Result<
         Role::Bare => Some(BareFile::create(task, base_payload(task)?.len() as u64)?),
         _ => None,
     };
-    let mut r = ProcResult::released(task, setup, barrier)?;
+    let mut r = released(task, setup, barrier)?;
     let mut ops = Ops::default();
     let rpcs0 = counter.and_then(Daos::standin_rpcs);
     let (u0, s0) = cpu_times();
@@ -403,7 +140,7 @@ fn execute_raw(
     barrier: &mut dyn FnMut() -> Result<f64>,
 ) -> Result<ProcResult> {
     let mut prepared = crate::raw::prepare(&task.store, raw)?;
-    let mut r = ProcResult::released(task, setup, barrier)?;
+    let mut r = released(task, setup, barrier)?;
     let mut ops = Ops::default();
     let rpcs0 = prepared.rpcs();
     let (u0, s0) = cpu_times();
@@ -435,7 +172,7 @@ fn execute_fieldio(
         )?),
         _ => None,
     };
-    let mut r = ProcResult::released(task, setup, barrier)?;
+    let mut r = released(task, setup, barrier)?;
     let mut ops = Ops::default();
     let rpcs0 = fio.rpcs();
     let (u0, s0) = cpu_times();

@@ -237,7 +237,7 @@ fn before_release_runs_once_between_ready_and_release() {
     let cmd = WorkerCommand::resolve(Some(exe)).unwrap();
     let mut calls = Vec::new();
     let (results, _) = run_local_group(&cmd, &groups[0].tasks, &mut || {
-        calls.push(fieldstore_hammer::worker::now());
+        calls.push(fieldstore_hammer::result::now());
     })
     .unwrap();
     assert_eq!(calls.len(), 1, "the hook ran {} times", calls.len());

@@ -34,7 +34,9 @@ use fieldstore_rados::RadosConfig;
 use serde::{Deserialize, Serialize};
 
 use crate::payload::Generator;
-use crate::worker::{Ops, ProcResult, StoreSpec};
+use crate::result::ProcResult;
+use crate::store_spec::StoreSpec;
+use crate::trace::Ops;
 
 use daos::DaosTarget;
 pub use daos::DAOS_CONTAINER;

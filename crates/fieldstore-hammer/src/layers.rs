@@ -1,0 +1,205 @@
+//! The layer order of the crate's modules, as `lib.rs` documents it (its
+//! "# Layers" section, bottom first), checked against the code: a module
+//! names, through `crate::` paths, only modules listed before it — never
+//! one above it, nor an item of the crate root (the top). Every module the
+//! crate declares, and every file under `src/`, has its place in the list.
+//!
+//! The check reads text, not syntax: comments are left out (a comment may
+//! mention a module above), and a `super::` path out of a top-level module
+//! is not seen (the crate writes `crate::` paths).
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+/// This test module: not a layer.
+const SELF: &str = "layers";
+
+/// The modules of `lib`'s "# Layers" section, bottom first: each item of
+/// the section's list starts with the module's name in backquotes.
+fn documented_order(lib: &str) -> Vec<String> {
+    let mut in_section = false;
+    let mut order = Vec::new();
+    for line in lib.lines() {
+        let Some(doc) = line.trim_start().strip_prefix("//!") else {
+            continue;
+        };
+        let doc = doc.trim();
+        if let Some(heading) = doc.strip_prefix('#') {
+            in_section = heading.trim_start_matches('#').trim() == "Layers";
+        } else if let Some(item) = doc.strip_prefix("- `").filter(|_| in_section) {
+            order.extend(item.split('`').next().map(str::to_string));
+        }
+    }
+    order
+}
+
+/// The modules `lib` declares (`mod name;`, public or not), but this one.
+fn declared(lib: &str) -> BTreeSet<String> {
+    lib.lines()
+        .filter_map(|line| {
+            let line = line.trim();
+            let rest = line
+                .strip_prefix("pub(crate) ")
+                .or_else(|| line.strip_prefix("pub "))
+                .unwrap_or(line);
+            rest.strip_prefix("mod ")?.strip_suffix(';')
+        })
+        .filter(|name| *name != SELF)
+        .map(str::to_string)
+        .collect()
+}
+
+/// `text` without its comments: whole comment lines, and the rest of a
+/// line from `//` on (also inside a string: that only hides a path).
+fn code(text: &str) -> String {
+    text.lines()
+        .map(|line| line.split("//").next().unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The first path segments after `crate::` in `text`'s code: the crate's
+/// modules (or root items) it names, also inside `crate::{a, b::c}`.
+fn named(text: &str) -> BTreeSet<String> {
+    let code = code(text);
+    let ident = |s: &str| -> String {
+        s.trim_start()
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect()
+    };
+    let mut names = BTreeSet::new();
+    for (at, _) in code.match_indices("crate::") {
+        let before = code[..at].chars().next_back();
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '$') {
+            continue;
+        }
+        let rest = &code[at + "crate::".len()..];
+        match rest.strip_prefix('{') {
+            Some(group) => {
+                // Top-level items of the group: split at commas outside
+                // nested braces.
+                let mut depth = 0;
+                let mut start = 0;
+                for (i, c) in group.char_indices() {
+                    match c {
+                        '{' => depth += 1,
+                        '}' if depth == 0 => {
+                            names.insert(ident(&group[start..i]));
+                            break;
+                        }
+                        '}' => depth -= 1,
+                        ',' if depth == 0 => {
+                            names.insert(ident(&group[start..i]));
+                            start = i + 1;
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            None => {
+                names.insert(ident(rest));
+            }
+        }
+    }
+    names.remove("");
+    names
+}
+
+/// The files of module `name`: `src/name.rs`, or everything under
+/// `src/name/`.
+fn files_of(src: &Path, name: &str) -> Vec<PathBuf> {
+    let file = src.join(format!("{name}.rs"));
+    if file.is_file() {
+        return vec![file];
+    }
+    let mut files = Vec::new();
+    let mut dirs = vec![src.join(name)];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                files.push(path);
+            }
+        }
+    }
+    files
+}
+
+#[test]
+fn modules_name_only_modules_below_them() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let lib = std::fs::read_to_string(src.join("lib.rs")).unwrap();
+    let order = documented_order(&lib);
+    let mut problems = Vec::new();
+
+    let listed: BTreeSet<String> = order.iter().cloned().collect();
+    assert_eq!(
+        listed.len(),
+        order.len(),
+        "a module is listed twice: {order:?}"
+    );
+    let declared = declared(&lib);
+    for name in declared.symmetric_difference(&listed) {
+        problems.push(if declared.contains(name) {
+            format!("`{name}` is declared in lib.rs but not in its # Layers list")
+        } else {
+            format!("`{name}` is in lib.rs's # Layers list but not declared")
+        });
+    }
+    for entry in std::fs::read_dir(&src).unwrap() {
+        let path = entry.unwrap().path();
+        let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
+        let is_module = path.is_dir() || path.extension().is_some_and(|e| e == "rs");
+        if is_module && !["lib", "bin", SELF].contains(&stem.as_str()) && !listed.contains(&stem) {
+            problems.push(format!(
+                "{} is no module of the # Layers list",
+                path.display()
+            ));
+        }
+    }
+
+    for (layer, module) in order.iter().enumerate() {
+        for file in files_of(&src, module) {
+            let text = std::fs::read_to_string(&file).unwrap();
+            for name in named(&text) {
+                match order.iter().position(|m| *m == name) {
+                    Some(l) if l <= layer => {}
+                    Some(_) => problems.push(format!(
+                        "{}: `{module}` names `{name}`, a layer above it",
+                        file.display()
+                    )),
+                    None if declared.contains(&name) => {} // reported above
+                    None => problems.push(format!(
+                        "{}: `{module}` names `crate::{name}`, an item of the crate root (the top)",
+                        file.display()
+                    )),
+                }
+            }
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "the modules break the layer order of lib.rs (bottom first: {}):\n{}",
+        order.join(", "),
+        problems.join("\n")
+    );
+}
+
+/// The reading of paths: plain and grouped, comments left out, other
+/// crates' paths (`$crate::`, `my_crate::`) not counted.
+#[test]
+fn crate_paths_are_read_from_code_only() {
+    let text = "use crate::{error::{entry, CError}, util};\n\
+                // crate::commented\n\
+                let x = crate::registry::get(); // crate::trailing\n\
+                /// [`crate::doc`]\n\
+                $crate::macro_path; other_crate::thing;\n";
+    let expected: BTreeSet<String> = ["error", "util", "registry"]
+        .into_iter()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(named(text), expected);
+}
