@@ -4,7 +4,7 @@
 //! `fdb_retrieve` looks the fields up; the reader then reads one field at
 //! a time through the store, which verifies its checksum before any byte of
 //! it is returned, and tells the store which fields come next
-//! ([`Readahead`]). A seek into another field reads that field whole.
+//! (the handle's read-ahead). A seek into another field reads that field whole.
 //!
 //! Differences from FDB5, none of which a working client can notice:
 //! `open` is optional and may be called again (it rewinds; FDB5 fails the

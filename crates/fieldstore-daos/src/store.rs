@@ -81,6 +81,11 @@ struct DaosStoreWriter {
     /// The lease generation of the first array archived since the last
     /// flush: the flush is acknowledged only while it holds.
     batch: Option<u64>,
+    /// The arrays archived since the last flush: nothing can point to them
+    /// until the store's flush returns, so a writer dropped before it
+    /// destroys them (a long-lived process that drops a handle with
+    /// unflushed fields would otherwise keep them until it ends).
+    unflushed: Vec<crate::ffi::DaosObjId>,
 }
 
 /// A parsed location URI.
@@ -135,6 +140,7 @@ impl Store for DaosStore {
             lease: self.cfg.writer_lease,
             kv_class: self.cfg.kv_class,
             batch: None,
+            unflushed: Vec::new(),
             pool: self.cfg.store_pool.clone(),
             label: label.clone(),
             redundancy: self.cfg.container_redundancy,
@@ -377,6 +383,7 @@ impl StoreWriter for DaosStoreWriter {
                 // catalogue's flush fails); what follows is under the new
                 // container's lease.
                 self.batch = None;
+                self.unflushed.clear();
                 self.archive_once(data)
             }
             r => r,
@@ -392,6 +399,7 @@ impl StoreWriter for DaosStoreWriter {
             self.cont.lease.confirm(generation)?;
         }
         self.batch = None;
+        self.unflushed.clear();
         Ok(())
     }
 
@@ -403,6 +411,21 @@ impl StoreWriter for DaosStoreWriter {
     /// dataset (see [`StoreMaintenance::orphans`]).
     fn abandon(&mut self) {
         self.batch = None;
+        self.unflushed.clear();
+    }
+}
+
+impl Drop for DaosStoreWriter {
+    /// Destroy the arrays archived since the last flush (best effort: what
+    /// fails stays for a purge once this process's lease is dead).
+    fn drop(&mut self) {
+        for oid in self.unflushed.drain(..) {
+            let _ = self
+                .cont
+                .c
+                .array(oid, self.chunk, true)
+                .and_then(|a| a.destroy());
+        }
     }
 }
 
@@ -429,6 +452,7 @@ impl DaosStoreWriter {
             arr.write(0, data)?;
         }
         drop(arr);
+        self.unflushed.push(oid);
         Ok(FieldLocation::new(
             format!("{}{}{}", self.prefix, oid_hex(oid), self.suffix),
             0,

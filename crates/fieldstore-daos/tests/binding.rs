@@ -190,3 +190,40 @@ fn standin_rpcs_count_what_the_binding_sends() {
         "connect, create, open: {before} -> {mid}"
     );
 }
+
+/// A store writer dropped before its flush destroys the arrays it wrote
+/// (nothing can point to them), so a long-lived process leaves no orphans
+/// for a purge to find after its lease; flushed arrays stay.
+#[test]
+fn a_writer_dropped_unflushed_destroys_its_arrays() {
+    use fieldstore::Store as _;
+    let pool = common::standin().fresh_pool("drop");
+    let store =
+        DaosStore::with_config(DaosConfig::from_value(&common::section(&pool)).expect("a section"))
+            .expect("the store");
+    let dataset: fieldstore::DatasetKey =
+        "class=od,expver=drp1,stream=enfo,date=20240101,time=0000"
+            .parse()
+            .expect("a dataset key");
+    let collocation: fieldstore::CollocationKey = "type=pf,levtype=pl".parse().expect("a key");
+    let mut w = store.writer(&dataset).expect("a writer");
+    let kept = w.archive(&collocation, b"flushed").expect("archive");
+    w.flush().expect("flush");
+    let dropped: Vec<FieldLocation> = (0..3)
+        .map(|i| w.archive(&collocation, format!("unflushed {i}").as_bytes()))
+        .collect::<Result<_, _>>()
+        .expect("archive");
+    let mut buf = Vec::new();
+    store
+        .read(&dropped[2], &mut buf)
+        .expect("written before the drop");
+    drop(w);
+    for loc in &dropped {
+        let e = store.read(loc, &mut buf).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::NotFound, "{loc}: {e}");
+    }
+    store
+        .read(&kept, &mut buf)
+        .expect("the flushed field stays");
+    assert_eq!(buf, b"flushed");
+}
