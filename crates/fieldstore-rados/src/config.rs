@@ -15,8 +15,8 @@
 //!   in_flight: 16               # asynchronous writes in flight per writer
 //!   log_segment_size: 67108864  # a dataset's log continues in a new object past this
 //!   notify: true                # writers notify watchers (rados watch/notify) after each flush
-//!   writer_lease: 30            # seconds: a writer silent this long counts as dead (purge
-//!                               # reclaims its objects) and its flushes fail
+//!   writer_lease: 30            # seconds (at least 12): a writer silent this long counts as
+//!                               # dead (purge reclaims its objects) and its flushes fail
 //! ```
 
 use std::collections::HashMap;
@@ -58,6 +58,9 @@ pub struct RadosConfig {
     /// own flushes fail (`liveness`).
     pub writer_lease: std::time::Duration,
 }
+
+/// The shortest `writer_lease`.
+const MIN_LEASE_SECS: u64 = 12;
 
 const KEYS: &[&str] = &[
     "conf",
@@ -158,7 +161,16 @@ impl RadosConfig {
             c.log_segment_size = s.max(4096);
         }
         if let Some(n) = number("writer_lease", 3600)? {
-            c.writer_lease = std::time::Duration::from_secs(n.max(2));
+            // librados pings a watch every 5 s (objecter_tick_interval); a
+            // flush waits until the last ping is under half a lease old, so
+            // a lease under two ticks and a margin would make flushes wait.
+            if n < MIN_LEASE_SECS {
+                return Err(invalid(format!(
+                    "rados.writer_lease must be at least {MIN_LEASE_SECS} seconds (librados \
+                     confirms a watch every 5 s), not {n}"
+                )));
+            }
+            c.writer_lease = std::time::Duration::from_secs(n);
         }
         if let Some(n) = number("in_flight", 1024)? {
             c.in_flight = n as usize;
@@ -222,8 +234,8 @@ mod tests {
         assert_eq!(c.object_size, 64 << 20);
         assert!(c.notify, "writers notify by default");
         assert_eq!(c.writer_lease, std::time::Duration::from_secs(30));
-        let short = RadosConfig::from_value(&serde_json::json!({"pool": "p", "writer_lease": 8}));
-        assert_eq!(short.unwrap().writer_lease.as_secs(), 8);
+        let short = RadosConfig::from_value(&serde_json::json!({"pool": "p", "writer_lease": 12}));
+        assert_eq!(short.unwrap().writer_lease.as_secs(), 12);
         let quiet = RadosConfig::from_value(&serde_json::json!({"pool": "p", "notify": false}));
         assert!(!quiet.unwrap().notify);
     }
@@ -248,6 +260,10 @@ mod tests {
             (
                 serde_json::json!({"pool": "p", "notify": "yes"}),
                 "rados.notify must be true or false",
+            ),
+            (
+                serde_json::json!({"pool": "p", "writer_lease": 5}),
+                "rados.writer_lease must be at least 12 seconds",
             ),
         ];
         for (v, want) in cases {

@@ -9,7 +9,7 @@
 //!   dataset: nothing partial or corrupt is ever visible, and everything the
 //!   writer reported flushed stays readable;
 //! - purge reclaims the objects of writers killed before they flushed (once
-//!   their 8 s lease passed without an answer), and keeps a live writer's
+//!   their 12 s lease passed without an answer), and keeps a live writer's
 //!   unflushed ones.
 //!
 //! The scenarios and the worker are the testkit's
@@ -36,7 +36,7 @@ fn setup(name: &str) -> Option<(Launcher, tempfile::TempDir)> {
     let cluster = common::cluster()?;
     let dir = tempfile::tempdir().expect("a temporary directory");
     let yaml = format!(
-        "engine: rados\nstore: rados\n{}  log_segment_size: 16384\n  writer_lease: 8\n",
+        "engine: rados\nstore: rados\n{}  log_segment_size: 16384\n  writer_lease: 12\n",
         cluster.section(&common::namespace(name))
     );
     let config = processes::write_config(dir.path().join("config.yaml"), &yaml);
