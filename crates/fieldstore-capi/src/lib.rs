@@ -81,8 +81,5 @@ pub mod request;
 pub mod split_key;
 mod util;
 
-#[cfg(test)]
-mod layers;
-
 /// The FDB5 version whose C interface this library implements.
 pub const FDB5_VERSION: &str = "5.25.0";

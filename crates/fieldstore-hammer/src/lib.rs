@@ -117,9 +117,6 @@ pub mod task;
 pub mod trace;
 pub mod worker;
 
-#[cfg(test)]
-mod layers;
-
 use std::path::PathBuf;
 use std::time::Duration;
 

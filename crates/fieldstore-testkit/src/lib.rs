@@ -34,6 +34,7 @@
 pub mod ceph;
 mod checks;
 pub mod churn;
+pub mod layers;
 pub mod payload;
 pub mod processes;
 pub mod rng;

@@ -1,8 +1,9 @@
-//! The layer order of the crate's modules, as `lib.rs` documents it (its
-//! "# Layers" section, bottom first), checked against the code: a module
-//! names, through `crate::` paths, only modules listed before it — never
-//! one above it, nor an item of the crate root (the top). Every module the
-//! crate declares, and every file under `src/`, has its place in the list.
+//! The layer order of a crate's modules, as its `lib.rs` documents it (its
+//! "# Layers" section, bottom first), checked against the code by
+//! [`check`]: a module names, through `crate::` paths, only modules listed
+//! before it — never one above it, nor an item of the crate root (the top).
+//! Every module the crate declares, and every file under `src/`, has its
+//! place in the list. The C API and the hammer call it from a test.
 //!
 //! The check reads text, not syntax: comments are left out (a comment may
 //! mention a module above), and a `super::` path out of a top-level module
@@ -10,9 +11,6 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-
-/// This test module: not a layer.
-const SELF: &str = "layers";
 
 /// The modules of `lib`'s "# Layers" section, bottom first: each item of
 /// the section's list starts with the module's name in backquotes.
@@ -44,7 +42,6 @@ fn declared(lib: &str) -> BTreeSet<String> {
                 .unwrap_or(line);
             rest.strip_prefix("mod ")?.strip_suffix(';')
         })
-        .filter(|name| *name != SELF)
         .map(str::to_string)
         .collect()
 }
@@ -128,9 +125,13 @@ fn files_of(src: &Path, name: &str) -> Vec<PathBuf> {
     files
 }
 
-#[test]
-fn modules_name_only_modules_below_them() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+/// Check the crate at `crate_dir` (its `CARGO_MANIFEST_DIR`).
+///
+/// # Panics
+/// With every module that names a module above it or a root item, and
+/// every module missing from (or only in) the list, when there is any.
+pub fn check(crate_dir: &Path) {
+    let src = crate_dir.join("src");
     let lib = std::fs::read_to_string(src.join("lib.rs")).unwrap();
     let order = documented_order(&lib);
     let mut problems = Vec::new();
@@ -153,7 +154,7 @@ fn modules_name_only_modules_below_them() {
         let path = entry.unwrap().path();
         let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
         let is_module = path.is_dir() || path.extension().is_some_and(|e| e == "rs");
-        if is_module && !["lib", "bin", SELF].contains(&stem.as_str()) && !listed.contains(&stem) {
+        if is_module && !["lib", "bin"].contains(&stem.as_str()) && !listed.contains(&stem) {
             problems.push(format!(
                 "{} is no module of the # Layers list",
                 path.display()
@@ -188,18 +189,23 @@ fn modules_name_only_modules_below_them() {
     );
 }
 
-/// The reading of paths: plain and grouped, comments left out, other
-/// crates' paths (`$crate::`, `my_crate::`) not counted.
-#[test]
-fn crate_paths_are_read_from_code_only() {
-    let text = "use crate::{error::{entry, CError}, util};\n\
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The reading of paths: plain and grouped, comments left out, other
+    /// crates' paths (`$crate::`, `my_crate::`) not counted.
+    #[test]
+    fn crate_paths_are_read_from_code_only() {
+        let text = "use crate::{error::{entry, CError}, util};\n\
                 // crate::commented\n\
                 let x = crate::registry::get(); // crate::trailing\n\
                 /// [`crate::doc`]\n\
                 $crate::macro_path; other_crate::thing;\n";
-    let expected: BTreeSet<String> = ["error", "util", "registry"]
-        .into_iter()
-        .map(str::to_string)
-        .collect();
-    assert_eq!(named(text), expected);
+        let expected: BTreeSet<String> = ["error", "util", "registry"]
+            .into_iter()
+            .map(str::to_string)
+            .collect();
+        assert_eq!(named(text), expected);
+    }
 }
