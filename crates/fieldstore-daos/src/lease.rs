@@ -181,6 +181,9 @@ fn write(c: &Container, s: &mut State) -> Result<()> {
             format!("{}.{}", fieldstore_core::writer_id::process(), s.generation)
         })
         .clone();
+    // Taken before the put: the local notion of the renewal is never newer
+    // than the time the value records.
+    let at = Instant::now();
     let value = encode(s);
     let late = s.renewed.is_some_and(|t| t.elapsed() > s.lease / 2);
     let r = if fresh {
@@ -199,7 +202,7 @@ fn write(c: &Container, s: &mut State) -> Result<()> {
             ))
         }
         Ok(()) => {
-            s.renewed = Some(Instant::now());
+            s.renewed = Some(at);
             Ok(())
         }
         Err(e) if e.is(der::NONEXIST) => {
