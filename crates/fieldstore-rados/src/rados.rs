@@ -536,10 +536,14 @@ impl Pool {
         Errno::check(rc).map(|ms| Duration::from_millis(ms as u64))
     }
 
-    /// The names of every object in this pool's namespace, by one listing
-    /// of the pool (which visits every placement group: its cost grows
-    /// with the namespace, not with what the caller wants).
-    pub(crate) fn list_objects(&self) -> std::result::Result<Vec<String>, Errno> {
+    /// The names of the objects in this pool's namespace that `keep`
+    /// accepts, by one listing of the pool (which visits every placement
+    /// group: its time grows with the namespace, not with what the caller
+    /// wants; its memory only with what it keeps).
+    pub(crate) fn list_objects(
+        &self,
+        keep: impl Fn(&str) -> bool,
+    ) -> std::result::Result<Vec<String>, Errno> {
         let mut ctx: ffi::ListCtx = std::ptr::null_mut();
         // SAFETY: valid I/O context and out-pointer.
         Errno::check(unsafe { (self.api.rados_nobjects_list_open)(self.io, &mut ctx) })?;
@@ -567,11 +571,10 @@ impl Pool {
             if !entry.is_null() {
                 // SAFETY: a NUL-terminated name librados owns until the next
                 // call.
-                out.push(
-                    unsafe { CStr::from_ptr(entry) }
-                        .to_string_lossy()
-                        .into_owned(),
-                );
+                let name = unsafe { CStr::from_ptr(entry) }.to_string_lossy();
+                if keep(&name) {
+                    out.push(name.into_owned());
+                }
             }
         };
         // SAFETY: closes the context opened above, once.
