@@ -41,13 +41,16 @@
 #![deny(rustdoc::broken_intra_doc_links)]
 
 mod archive;
+pub mod ccsds;
 mod decode;
 mod eccodes;
 mod error;
 mod ffi;
+pub mod jump;
 mod params;
 mod split;
 mod stream;
+mod unpack;
 
 use std::iter::FusedIterator;
 
@@ -63,6 +66,7 @@ pub use error::{GribError, Problem};
 pub use params::{param_names, EcCodesParamNames};
 pub use split::{split_messages, Message, Messages};
 pub use stream::{MessageReader, OwnedMessage, DEFAULT_MAX_MESSAGE_SIZE};
+pub use unpack::{values_at, ReadCost};
 
 /// The MARS key of one complete GRIB message (from `GRIB` to `7777`), exactly
 /// as ecCodes' `mars` namespace gives it: keywords in ecCodes' order, values
