@@ -40,6 +40,28 @@ impl FieldLocation {
         self
     }
 
+    /// The bytes `offset..offset + len` of this field, as a location of
+    /// their own without a checksum (the field's checksum covers the whole
+    /// field): what [`Store::read_range`](crate::Store::read_range) reads.
+    ///
+    /// # Errors
+    /// `InvalidInput` if the range is not inside the field.
+    pub fn range(&self, offset: u64, len: u64) -> crate::Result<FieldLocation> {
+        match offset.checked_add(len) {
+            Some(end) if end <= self.length => Ok(FieldLocation {
+                uri: self.uri.clone(),
+                offset: self.offset + offset,
+                length: len,
+                checksum: None,
+            }),
+            _ => Err(crate::Error::invalid_input(format!(
+                "bytes {offset}..{} are outside the {}-byte field at {self}",
+                offset.saturating_add(len),
+                self.length
+            ))),
+        }
+    }
+
     /// The URI's scheme (`file`, `daos`, …), or the empty string.
     pub fn scheme(&self) -> &str {
         self.uri.split_once("://").map_or("", |(s, _)| s)

@@ -90,6 +90,10 @@ pub const CHECKS: &[(&str, Check)] = &[
     ("retrieve_missing_is_empty", retrieve_missing_is_empty),
     ("retrieve_in_request_order", retrieve_in_request_order),
     ("location_lookup", location_lookup),
+    (
+        "read_range_reads_part_of_a_field",
+        read_range_reads_part_of_a_field,
+    ),
     ("keys_are_canonicalised", keys_are_canonicalised),
     ("bad_input_rejected", bad_input_rejected),
     ("replace_is_atomic", replace_is_atomic),
@@ -160,6 +164,7 @@ macro_rules! conformance_tests {
             retrieve_missing_is_empty,
             retrieve_in_request_order,
             location_lookup,
+            read_range_reads_part_of_a_field,
             keys_are_canonicalised,
             bad_input_rejected,
             replace_is_atomic,

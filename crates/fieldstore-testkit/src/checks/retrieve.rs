@@ -301,3 +301,49 @@ pub fn location_lookup(open: Open<'_>) {
         }
     }
 }
+
+/// `Store::read_range` reads exactly the bytes asked for of one field
+/// (its first byte, a stretch inside it, its last byte; of the second of
+/// two adjacent fields, so an offset counted from the file's start instead
+/// of the field's shows), and refuses a range that leaves the field with
+/// `InvalidInput`, reading nothing.
+pub fn read_range_reads_part_of_a_field(open: Open<'_>) {
+    let x = "rng1";
+    let fs = opened(open, "writer");
+    let fields: Vec<Stored> = [0, 6]
+        .iter()
+        .map(|&step| archive_payload(&fs, &Spec { step, ..PL }.key(x), 1, 100, 3000))
+        .collect();
+    must(fs.flush(), "flush");
+    let reader = opened(open, "reader");
+    let s = &fields[1];
+    let loc = must(
+        reader.location(&s.key),
+        format_args!("location of {}", s.key),
+    )
+    .unwrap_or_else(|| panic!("location of the flushed {} is None", s.key));
+    let len = s.data.len();
+    for (offset, n) in [(0, 1), (17, 100), (len - 1, 1), (0, len)] {
+        let mut out = vec![0u8; n];
+        must(
+            reader.store().read_range(&loc, offset as u64, &mut out),
+            format_args!("read_range {offset}+{n} of {loc}"),
+        );
+        assert!(
+            out == s.data[offset..offset + n],
+            "read_range {offset}+{n} of {loc}: wrong bytes"
+        );
+    }
+    for (offset, n) in [(len, 1), (len - 1, 2), (u64::MAX as usize, 1)] {
+        let mut out = vec![0u8; n];
+        let e = reader
+            .store()
+            .read_range(&loc, offset as u64, &mut out)
+            .expect_err("a range outside the field must fail");
+        assert_eq!(
+            e.kind(),
+            ErrorKind::InvalidInput,
+            "read_range {offset}+{n}: {e}"
+        );
+    }
+}
