@@ -21,6 +21,14 @@ pub struct FieldLocation {
     /// and report a mismatch as corruption instead of returning the bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checksum: Option<u32>,
+    /// Opaque per-entry data the catalogue keeps with the entry and hands
+    /// back with it: every catalogue stores it (`docs/format/`), none
+    /// interprets it, so wipe, purge, move and replacement carry it as they
+    /// carry the entry. Its first byte says what it is and in which version
+    /// (today GRIB jump info, `docs/extract.md`). Not part of the JSON
+    /// form.
+    #[serde(skip)]
+    pub extension: Option<std::sync::Arc<[u8]>>,
 }
 
 impl FieldLocation {
@@ -31,7 +39,15 @@ impl FieldLocation {
             offset,
             length,
             checksum: None,
+            extension: None,
         }
+    }
+
+    /// The same location, with an entry extension (see
+    /// [`FieldLocation::extension`]).
+    pub fn with_extension(mut self, extension: impl Into<std::sync::Arc<[u8]>>) -> Self {
+        self.extension = Some(extension.into());
+        self
     }
 
     /// The same location, with the bytes' CRC-32C.
@@ -53,6 +69,7 @@ impl FieldLocation {
                 offset: self.offset + offset,
                 length: len,
                 checksum: None,
+                extension: None,
             }),
             _ => Err(crate::Error::invalid_input(format!(
                 "bytes {offset}..{} are outside the {}-byte field at {self}",

@@ -90,6 +90,7 @@ pub const CHECKS: &[(&str, Check)] = &[
     ("retrieve_missing_is_empty", retrieve_missing_is_empty),
     ("retrieve_in_request_order", retrieve_in_request_order),
     ("location_lookup", location_lookup),
+    ("entry_extension_carried", entry_extension_carried),
     (
         "read_range_reads_part_of_a_field",
         read_range_reads_part_of_a_field,
@@ -164,6 +165,7 @@ macro_rules! conformance_tests {
             retrieve_missing_is_empty,
             retrieve_in_request_order,
             location_lookup,
+            entry_extension_carried,
             read_range_reads_part_of_a_field,
             keys_are_canonicalised,
             bad_input_rejected,
