@@ -265,8 +265,13 @@ impl Enc {
     /// [`ENTRY_EXTENSION`]): how every catalogue writes a location's
     /// checksum and extension.
     pub fn entry_tail(&mut self, loc: &crate::FieldLocation) {
-        let flags = u8::from(loc.checksum.is_some()) * ENTRY_CHECKSUM
-            | u8::from(loc.extension.is_some()) * ENTRY_EXTENSION;
+        let mut flags = 0;
+        if loc.checksum.is_some() {
+            flags |= ENTRY_CHECKSUM;
+        }
+        if loc.extension.is_some() {
+            flags |= ENTRY_EXTENSION;
+        }
         self.u8(flags);
         self.u32(loc.checksum.unwrap_or(0));
         if let Some(x) = &loc.extension {

@@ -37,14 +37,20 @@ const AEC_DATA_3BYTE: u32 = 2;
 const AEC_DATA_MSB: u32 = 4;
 const AEC_FLUSH: c_int = 1;
 
+type StreamFn = unsafe extern "C" fn(*mut AecStream) -> c_int;
+type DecodeFn = unsafe extern "C" fn(*mut AecStream, c_int) -> c_int;
+type CountFn = unsafe extern "C" fn(*mut AecStream, *mut usize) -> c_int;
+type OffsetsFn = unsafe extern "C" fn(*mut AecStream, *mut usize, usize) -> c_int;
+type SeekFn = unsafe extern "C" fn(*mut AecStream, usize) -> c_int;
+
 struct Aec {
-    init: unsafe extern "C" fn(*mut AecStream) -> c_int,
-    decode: unsafe extern "C" fn(*mut AecStream, c_int) -> c_int,
-    end: unsafe extern "C" fn(*mut AecStream) -> c_int,
-    enable_offsets: unsafe extern "C" fn(*mut AecStream) -> c_int,
-    count_offsets: unsafe extern "C" fn(*mut AecStream, *mut usize) -> c_int,
-    get_offsets: unsafe extern "C" fn(*mut AecStream, *mut usize, usize) -> c_int,
-    seek: unsafe extern "C" fn(*mut AecStream, usize) -> c_int,
+    init: StreamFn,
+    decode: DecodeFn,
+    end: StreamFn,
+    enable_offsets: StreamFn,
+    count_offsets: CountFn,
+    get_offsets: OffsetsFn,
+    seek: SeekFn,
 }
 
 static AEC: OnceLock<std::result::Result<Aec, String>> = OnceLock::new();
@@ -74,7 +80,7 @@ fn load() -> std::result::Result<Aec, String> {
         return Err("the ecCodes in use did not load a libaec".into());
     }
     macro_rules! sym {
-        ($name:literal) => {{
+        ($name:literal, $ty:ty) => {{
             // SAFETY: `lib` is a live handle; the name is NUL-terminated.
             let p = unsafe { libc::dlsym(lib, $name.as_ptr()) };
             if p.is_null() {
@@ -82,17 +88,17 @@ fn load() -> std::result::Result<Aec, String> {
             }
             // SAFETY: the symbol is libaec's function of this signature
             // (libaec.h, 1.1).
-            unsafe { std::mem::transmute::<*mut c_void, _>(p) }
+            unsafe { std::mem::transmute::<*mut c_void, $ty>(p) }
         }};
     }
     Ok(Aec {
-        init: sym!(c"aec_decode_init"),
-        decode: sym!(c"aec_decode"),
-        end: sym!(c"aec_decode_end"),
-        enable_offsets: sym!(c"aec_decode_enable_offsets"),
-        count_offsets: sym!(c"aec_decode_count_offsets"),
-        get_offsets: sym!(c"aec_decode_get_offsets"),
-        seek: sym!(c"aec_buffer_seek"),
+        init: sym!(c"aec_decode_init", StreamFn),
+        decode: sym!(c"aec_decode", DecodeFn),
+        end: sym!(c"aec_decode_end", StreamFn),
+        enable_offsets: sym!(c"aec_decode_enable_offsets", StreamFn),
+        count_offsets: sym!(c"aec_decode_count_offsets", CountFn),
+        get_offsets: sym!(c"aec_decode_get_offsets", OffsetsFn),
+        seek: sym!(c"aec_buffer_seek", SeekFn),
     })
 }
 
@@ -113,7 +119,8 @@ struct Params {
 
 fn params(info: &JumpInfo) -> Result<Params> {
     match &info.packing {
-        // Samples in host order, 1, 2 or 4 bytes: only how libaec stores
+        // Samples least significant byte first (libaec's default without
+        // AEC_DATA_MSB, whatever the host), 1, 2 or 4 bytes: only how libaec stores
         // its output, not how the stream is coded.
         Packing::Ccsds {
             flags,
@@ -287,8 +294,8 @@ pub(crate) fn values(
             let b = &decoded[at..at + sb];
             let x = match sb {
                 1 => u64::from(b[0]),
-                2 => u64::from(u16::from_ne_bytes([b[0], b[1]])),
-                _ => u64::from(u32::from_ne_bytes([b[0], b[1], b[2], b[3]])),
+                2 => u64::from(u16::from_le_bytes([b[0], b[1]])),
+                _ => u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]])),
             };
             out[s] = info.value(x);
         }

@@ -28,7 +28,7 @@ use fieldstore_core::{Error, ErrorKind, Result};
 /// Reads byte ranges of one GRIB message.
 pub trait ByteSource {
     /// The message's length in bytes.
-    fn len(&self) -> u64;
+    fn size(&self) -> u64;
     /// `len` bytes at `offset` from the message's start.
     ///
     /// # Errors
@@ -39,7 +39,7 @@ pub trait ByteSource {
 
 /// A message in memory.
 impl ByteSource for &[u8] {
-    fn len(&self) -> u64 {
+    fn size(&self) -> u64 {
         <[u8]>::len(self) as u64
     }
     fn read(&mut self, offset: u64, len: usize) -> Result<Vec<u8>> {
@@ -179,7 +179,7 @@ impl JumpInfo {
     /// section runs past the end, a bitmap or data section is too short for
     /// what the header declares); `src`'s I/O errors.
     pub fn parse(src: &mut dyn ByteSource) -> Result<std::result::Result<JumpInfo, Unsupported>> {
-        let total = src.len();
+        let total = src.size();
         if total < 16 {
             return Err(bad("shorter than a GRIB header"));
         }
@@ -196,6 +196,21 @@ impl JumpInfo {
             j.check(total)?;
         }
         Ok(info)
+    }
+
+    /// The complete jump info of a whole message in memory (CCSDS block
+    /// offsets included, which costs decoding the field once), or `None`
+    /// if it has none (other packings, damage, no libaec ≥ 1.1).
+    pub fn of_message(message: &[u8]) -> Option<JumpInfo> {
+        let mut src = message;
+        let mut info = JumpInfo::parse(&mut src).ok()?.ok()?;
+        if matches!(info.packing, Packing::Ccsds { .. }) {
+            let data = message
+                .get(info.data_offset as usize..)?
+                .get(..info.data_length as usize)?;
+            crate::ccsds::index(&mut info, data).ok()?;
+        }
+        Some(info)
     }
 
     /// The packed data and bitmap fit the message, the counts agree.

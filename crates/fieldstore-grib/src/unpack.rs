@@ -34,8 +34,8 @@ pub(crate) struct Counted<'a> {
 }
 
 impl ByteSource for Counted<'_> {
-    fn len(&self) -> u64 {
-        self.src.len()
+    fn size(&self) -> u64 {
+        self.src.size()
     }
     fn read(&mut self, offset: u64, len: usize) -> Result<Vec<u8>> {
         self.cost.reads += 1;

@@ -201,5 +201,5 @@ fn a_truncated_message_is_an_error_not_a_panic() {
         let mut src = &m[..cut];
         assert!(JumpInfo::parse(&mut src).is_err(), "cut at {cut}");
     }
-    let _ = ByteSource::len(&&m[..]);
+    let _ = ByteSource::size(&&m[..]);
 }
