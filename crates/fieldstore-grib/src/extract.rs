@@ -143,6 +143,9 @@ impl ExtractGrib for FieldStore {
     }
 }
 
+/// Fields per thread below which an extraction does not add one.
+const FIELDS_PER_THREAD: usize = 16;
+
 /// One field's answer, once read.
 type Slot = Option<Result<(FieldValues, ReadCost)>>;
 
@@ -164,22 +167,31 @@ pub fn extract_fields(
     });
     let next = std::sync::atomic::AtomicUsize::new(0);
     let results: Mutex<Vec<Slot>> = Mutex::new((0..fields.len()).map(|_| None).collect());
-    let threads = options.parallelism.max(1).min(fields.len().max(1));
-    std::thread::scope(|s| {
-        for _ in 0..threads {
-            s.spawn(|| loop {
-                let n = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some(&i) = order.get(n) else { break };
-                let (key, loc) = &fields[i];
-                let r = one_field(store, key, loc, selection);
-                let failed = r.is_err();
-                results.lock().unwrap_or_else(|p| p.into_inner())[i] = Some(r);
-                if failed {
-                    // The others stop at their next field.
-                    next.store(order.len(), std::sync::atomic::Ordering::Relaxed);
-                }
-            });
+    // The caller works too; helpers only for requests large enough to
+    // pay for waking them (a few fields run on the calling thread: a
+    // sleeping CPU's wake-up, milliseconds on a VM, costs more than they do).
+    let helpers = options
+        .parallelism
+        .max(1)
+        .min(fields.len().div_ceil(FIELDS_PER_THREAD))
+        .saturating_sub(1);
+    let work = || loop {
+        let n = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let Some(&i) = order.get(n) else { break };
+        let (key, loc) = &fields[i];
+        let r = one_field(store, key, loc, selection);
+        let failed = r.is_err();
+        results.lock().unwrap_or_else(|p| p.into_inner())[i] = Some(r);
+        if failed {
+            // The others stop at their next field.
+            next.store(order.len(), std::sync::atomic::Ordering::Relaxed);
         }
+    };
+    std::thread::scope(|s| {
+        for _ in 0..helpers {
+            s.spawn(work);
+        }
+        work();
     });
     let mut out = Extraction::default();
     for (r, (_, loc)) in results
