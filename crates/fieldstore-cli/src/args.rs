@@ -199,6 +199,12 @@ pub(crate) struct ArchiveArgs {
     /// Without it, a bad message fails the command and nothing is archived.
     #[arg(long, conflicts_with = "key")]
     pub(crate) skip_bad: bool,
+    /// GRIB: do not keep jump info with each field's entry (kept by
+    /// default, for `extract`: docs/extract.md). CCSDS-packed fields cost a
+    /// decode of their values to index; without it, `extract` computes it
+    /// from the field at each extraction.
+    #[arg(long, conflicts_with = "key")]
+    pub(crate) no_jump_info: bool,
     /// GRIB: keywords and values a message's MARS key gets where ecCodes
     /// gives the keyword none (`class=od,expver=0001,stream=oper,type=fc`
     /// for GRIB from other centres, which has no MARS class); before the

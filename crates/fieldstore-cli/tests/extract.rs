@@ -148,3 +148,36 @@ fn bad_selections_are_named() {
         "{r:?}"
     );
 }
+
+/// `archive --no-jump-info`: the same values, with the jump info computed
+/// at extraction (`method` says so).
+#[test]
+fn archived_without_jump_info() {
+    let env = Env::new();
+    let m = std::fs::read(repo().join("tests/fixtures/grib/extract/ccsds-g2-bitmap.grib")).unwrap();
+    env.write("f.grib", &m);
+    env.run(&[
+        "archive",
+        "--no-jump-info",
+        "--defaults",
+        "class=od,expver=0001,stream=oper,type=fc",
+        "f.grib",
+    ])
+    .ok();
+    let out = env
+        .run(&["extract", REQUEST, "--index", "4321", "--json"])
+        .ok();
+    let v: serde_json::Value = serde_json::from_str(out.out().trim()).unwrap();
+    assert_eq!(v["method"], "jump info computed");
+    let mut all = vec![0f64; 16000];
+    fieldstore_grib::decode_values(&m, &mut all).unwrap();
+    match v["values"][0].as_f64() {
+        Some(x) => assert_eq!(x.to_bits(), all[4321].to_bits()),
+        None => assert!(all[4321].is_nan()),
+    }
+    assert!(
+        out.stderr.contains("1 with jump info computed"),
+        "{}",
+        out.stderr
+    );
+}

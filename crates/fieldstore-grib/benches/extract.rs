@@ -69,8 +69,12 @@ fn main() {
         );
         return;
     };
-    let bytes = std::fs::read(&file).unwrap();
     let root = PathBuf::from(root);
+    if let Some(n) = std::env::var_os("FIELDSTORE_EXTRACT_PROFILE") {
+        let n = n.to_string_lossy().parse().unwrap_or(1000);
+        return profile(&open(&root.join("jump")), n);
+    }
+    let bytes = std::fs::read(&file).unwrap();
     let n = fieldstore_grib::split_messages(&bytes).count();
     let reps: usize = std::env::var("REPS")
         .ok()
@@ -235,4 +239,43 @@ fn starvation(fs: &FieldStore, small_n: usize, root: &Path, big: &[u8], point: u
         pct(&mut beside, 1.0),
         beside.len()
     );
+}
+
+/// Where a one-point series' time goes (`FIELDSTORE_EXTRACT_PROFILE=N`
+/// on a store an earlier run left).
+fn profile(fs: &FieldStore, n: usize) {
+    let steps: Vec<String> = (0..n).map(|s| s.to_string()).collect();
+    let series: Request = format!(
+        "class=od,expver=0001,stream=oper,date=20240101,time=0000,type=fc,levtype=sfc,param=167,step={}",
+        steps.join("/")
+    )
+    .parse()
+    .unwrap();
+    for _ in 0..3 {
+        let t = Instant::now();
+        let listed = fs.list(&series, Default::default()).unwrap();
+        let list_s = t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        let located = fs.locate(&series).unwrap();
+        let locate_s = t.elapsed().as_secs_f64();
+        let fields: Vec<_> = listed
+            .into_iter()
+            .map(|e| (e.full_key(), e.location.unwrap()))
+            .collect();
+        for par in [1, 2, 4] {
+            let t = Instant::now();
+            fieldstore_grib::extract_fields(
+                fs.store().as_ref(),
+                &fields,
+                &Selection::Indices(vec![300 * 1440 + 700]),
+                fieldstore_grib::ExtractOptions::default().parallelism(par),
+            )
+            .unwrap();
+            eprintln!(
+                "list {list_s:.4} s, locate {locate_s:.4} s ({} fields), extract (parallelism {par}) {:.4} s",
+                located.len(),
+                t.elapsed().as_secs_f64()
+            );
+        }
+    }
 }

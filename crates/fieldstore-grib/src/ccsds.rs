@@ -270,7 +270,8 @@ pub(crate) fn values(
             });
         let bytes = src.read(info.data_offset + lo, (hi - lo) as usize)?;
         let first = n * per_rsi;
-        let count = (info.coded - first).min(per_rsi);
+        // Samples up to the last one wanted: libaec stops there.
+        let count = (packed[j - 1].1 - first + 1).min(info.coded - first);
         let mut decoded = vec![0u8; count as usize * sb];
         {
             let mut stream = Stream::new(info, &bytes, &mut decoded)?;
