@@ -535,7 +535,9 @@ fn extract(
 ) -> fieldstore::Result<(Vec<FieldOut>, (u64, u64, u64))> {
     use fieldstore_grib::{ExtractGrib as _, Method, Selection as S};
     let selection = match kind {
-        "ranges" if data.len() % 2 == 0 => S::Ranges(data.chunks(2).map(|c| (c[0], c[1])).collect()),
+        "ranges" if data.len() % 2 == 0 => {
+            S::Ranges(data.chunks(2).map(|c| (c[0], c[1])).collect())
+        }
         "indices" => S::Indices(data),
         "mask" => S::Mask(data.into_iter().map(|b| b != 0).collect()),
         "points" => S::Points(points),
