@@ -867,6 +867,7 @@ fn _fieldstore(m: &Bound<'_, PyModule>) -> PyResult<()> {
     #[cfg(feature = "grib")]
     {
         m.add_function(wrap_pyfunction!(arrays::decode_into, m)?)?;
+        m.add_function(wrap_pyfunction!(arrays::extract_into, m)?)?;
         m.add_function(wrap_pyfunction!(arrays::field_keys, m)?)?;
         m.add_function(wrap_pyfunction!(arrays::field_array, m)?)?;
         m.add_function(wrap_pyfunction!(arrays::parallel_decoding, m)?)?;

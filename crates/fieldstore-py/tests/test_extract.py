@@ -114,3 +114,50 @@ def test_bad_selections_are_named(fdb):
     with pytest.raises(ValueError, match=r"\(request, ranges\) tuple"):
         fdb.extract([request])
     assert fdb.extract({**request, "step": "6"}, indices=[0]) == []
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_xarray_view_reads_few_points_through_extraction(fdb, monkeypatch, dtype):
+    """`.sel(latitude=, longitude=, method="nearest")` and `.isel` of a few
+    points give the values the whole-field path gives, bit for bit, without
+    decoding a whole field (decode_into is not called)."""
+    import xarray  # noqa: F401 (the view needs it)
+
+    from fieldstore import _fieldstore
+
+    # Three steps of the same CCSDS field with a bitmap, archived as GRIB
+    # (jump info kept) under their own keys.
+    import eccodes
+
+    with open(GRIB / "extract" / "ccsds-g2-bitmap.grib", "rb") as f:
+        h = eccodes.codes_grib_new_from_file(f)
+    eccodes.codes_set(h, "setLocalDefinition", 1)
+    for k, v in [("class", "od"), ("stream", "oper"), ("type", "fc"), ("expver", "0001")]:
+        eccodes.codes_set(h, k, v)
+    for step in (0, 6, 12):
+        eccodes.codes_set(h, "step", step)
+        fdb.archive(eccodes.codes_get_message(h))
+    eccodes.codes_release(h)
+    fdb.flush()
+    request = {**LABELS, "date": "20070323", "time": "1200", "levtype": "sfc", "param": "130"}
+    ds = fieldstore.open_dataset(request, fdb=fdb, dtype=dtype)
+    var = next(iter(ds.data_vars))
+    whole = ds[var].values  # every field decoded whole, once
+    lat, lon = 55.3, 3.1
+    nearest_i = int(np.abs(ds.latitude.values - lat).argmin())
+    nearest_j = int(np.abs(ds.longitude.values - lon).argmin())
+
+    def no_whole_fields(*args, **kwargs):
+        raise AssertionError("decode_into called: the few points were not extracted")
+
+    monkeypatch.setattr(_fieldstore, "decode_into", no_whole_fields)
+    ds = fieldstore.open_dataset(request, fdb=fdb, dtype=dtype)
+    got = ds[var].sel(latitude=lat, longitude=lon, method="nearest").values
+    def bits(a):
+        return np.ascontiguousarray(a).view(np.uint8)
+
+    np.testing.assert_array_equal(bits(got), bits(whole[..., nearest_i, nearest_j]))
+    got = ds[var].isel(latitude=[0, 5, 99], longitude=slice(10, 14)).values
+    np.testing.assert_array_equal(bits(got), bits(whole[..., [0, 5, 99], 10:14]))
+    assert got.dtype == np.dtype(dtype)
+    assert np.isnan(whole).any(), "the field has missing points: NaN must come through"
