@@ -188,12 +188,56 @@ fn aec_error(call: &str, code: c_int) -> Error {
 }
 
 /// Record in `info` the bit offset of every RSI of the packed data
-/// `data` (the whole data section), decoding it once.
+/// `data` (the whole data section): by walking the stream's block
+/// structure without decoding samples (`ccsds_walk`), or, if the walk
+/// does not come out clean, by decoding it once with libaec.
 ///
 /// # Errors
 /// `Unsupported` without libaec ≥ 1.1; `InvalidInput` if libaec cannot
 /// decode the data.
 pub fn index(info: &mut JumpInfo, data: &[u8]) -> Result<()> {
+    if info.bits_per_value == 0 {
+        return Ok(());
+    }
+    // libaec must be there to read the values later anyway.
+    aec()?;
+    if let Some(offsets) = walk(info, data) {
+        if let Packing::Ccsds { rsi_offsets, .. } = &mut info.packing {
+            *rsi_offsets = offsets;
+            return Ok(());
+        }
+    }
+    index_with_libaec(info, data)
+}
+
+/// The RSI offsets of `data` by walking its block structure, `None` if
+/// the walk does not come out clean (or the field is not CCSDS-packed).
+pub fn walk(info: &JumpInfo, data: &[u8]) -> Option<Vec<u64>> {
+    let Packing::Ccsds {
+        flags,
+        block_size,
+        rsi,
+        ..
+    } = &info.packing
+    else {
+        return None;
+    };
+    crate::ccsds_walk::rsi_offsets(
+        data,
+        info.bits_per_value,
+        u32::from(*flags),
+        u32::from(*block_size),
+        u32::from(*rsi),
+        info.coded,
+    )
+}
+
+/// [`index`] by decoding the data with libaec (what the walk is checked
+/// against).
+///
+/// # Errors
+/// As [`index`].
+pub fn index_with_libaec(info: &mut JumpInfo, data: &[u8]) -> Result<()> {
     if info.bits_per_value == 0 {
         return Ok(());
     }

@@ -42,6 +42,7 @@
 
 mod archive;
 pub mod ccsds;
+mod ccsds_walk;
 mod decode;
 mod eccodes;
 mod error;

@@ -203,3 +203,59 @@ fn a_truncated_message_is_an_error_not_a_panic() {
     }
     let _ = ByteSource::size(&&m[..]);
 }
+
+/// The RSI offsets found by walking the block structure are libaec's own,
+/// on every CCSDS fixture (8, 12, 16 and 24 bits, with and without a
+/// bitmap).
+#[test]
+fn walked_rsi_offsets_are_libaecs() {
+    for name in [
+        "ccsds-g2.grib",
+        "ccsds-g2-bitmap.grib",
+        "ccsds-g2-decimal.grib",
+    ] {
+        let m = fixture(&format!("extract/{name}"));
+        let mut src = &m[..];
+        let parsed = JumpInfo::parse(&mut src).unwrap().unwrap();
+        let data = &m[parsed.data_offset as usize..][..parsed.data_length as usize];
+        let walked =
+            ccsds::walk(&parsed, data).unwrap_or_else(|| panic!("{name}: the walk failed"));
+        let mut decoded = parsed;
+        ccsds::index_with_libaec(&mut decoded, data).unwrap();
+        match decoded.packing {
+            Packing::Ccsds { rsi_offsets, .. } => {
+                assert_eq!(walked, rsi_offsets, "{name}");
+                assert!(rsi_offsets.len() > 1, "{name}");
+            }
+            Packing::Simple => unreachable!(),
+        }
+    }
+}
+
+/// The walk against libaec, and their costs, on every message of the file
+/// `FIELDSTORE_WALK_GRIB` names (the benchmark's million-point fields):
+/// `FIELDSTORE_WALK_GRIB=f.grib cargo test --release -p fieldstore-grib --test extract -- --ignored walk_on`.
+#[test]
+#[ignore = "needs FIELDSTORE_WALK_GRIB"]
+fn walk_on_a_file() {
+    let bytes = std::fs::read(std::env::var("FIELDSTORE_WALK_GRIB").unwrap()).unwrap();
+    let (mut walk_s, mut aec_s) = (0f64, 0f64);
+    for m in split_messages(&bytes) {
+        let m = m.unwrap().bytes();
+        let mut src = m;
+        let parsed = JumpInfo::parse(&mut src).unwrap().unwrap();
+        let data = &m[parsed.data_offset as usize..][..parsed.data_length as usize];
+        let t = std::time::Instant::now();
+        let walked = ccsds::walk(&parsed, data).expect("the walk failed");
+        walk_s += t.elapsed().as_secs_f64();
+        let mut decoded = parsed;
+        let t = std::time::Instant::now();
+        ccsds::index_with_libaec(&mut decoded, data).unwrap();
+        aec_s += t.elapsed().as_secs_f64();
+        match decoded.packing {
+            Packing::Ccsds { rsi_offsets, .. } => assert_eq!(walked, rsi_offsets),
+            Packing::Simple => unreachable!(),
+        }
+    }
+    eprintln!("walk {walk_s:.4} s, libaec {aec_s:.4} s");
+}
