@@ -54,6 +54,9 @@ pub(crate) enum Command {
     Watch(WatchArgs),
     /// Where fields are stored, or where the datasets a request names live.
     Where(WhereArgs),
+    /// Values at points of the GRIB fields a request names, reading only
+    /// the bytes that hold them (docs/extract.md).
+    Extract(ExtractArgs),
     /// Print the schema in force, or check a schema file.
     Schema(SchemaArgs),
     /// Version, configuration, backend, roots and schema in force.
@@ -196,6 +199,12 @@ pub(crate) struct ArchiveArgs {
     /// Without it, a bad message fails the command and nothing is archived.
     #[arg(long, conflicts_with = "key")]
     pub(crate) skip_bad: bool,
+    /// GRIB: do not keep jump info with each field's entry (kept by
+    /// default, for `extract`: docs/extract.md). CCSDS-packed fields cost a
+    /// decode of their values to index; without it, `extract` computes it
+    /// from the field at each extraction.
+    #[arg(long, conflicts_with = "key")]
+    pub(crate) no_jump_info: bool,
     /// GRIB: keywords and values a message's MARS key gets where ecCodes
     /// gives the keyword none (`class=od,expver=0001,stream=oper,type=fc`
     /// for GRIB from other centres, which has no MARS class); before the
@@ -319,6 +328,30 @@ pub(crate) struct WhereArgs {
     /// One JSON object per line (JSON Lines).
     #[arg(long)]
     pub(crate) json: bool,
+}
+
+/// `fieldstore extract`.
+#[derive(Debug, Args)]
+pub(crate) struct ExtractArgs {
+    /// A MARS request naming the fields.
+    #[arg(value_name = "REQUEST")]
+    pub(crate) request: String,
+    /// A point LAT,LON in degrees: the value at the nearest grid point.
+    /// Repeat for several.
+    #[arg(long = "point", value_name = "LAT,LON", allow_hyphen_values = true)]
+    pub(crate) points: Vec<String>,
+    /// Grid indices: I, or START-END (END excluded), comma-separated.
+    #[arg(long = "index", value_name = "INDICES", conflicts_with = "points")]
+    pub(crate) indices: Vec<String>,
+    /// Fields read at once.
+    #[arg(long, default_value_t = 4, value_name = "N")]
+    pub(crate) parallelism: usize,
+    /// One JSON object per field (JSON Lines).
+    #[arg(long, conflicts_with = "csv")]
+    pub(crate) json: bool,
+    /// CSV: one row per field and point, with a header.
+    #[arg(long)]
+    pub(crate) csv: bool,
 }
 
 /// `fieldstore schema`.

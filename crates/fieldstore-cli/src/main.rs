@@ -36,6 +36,7 @@ fn run(cli: &Cli, ui: &mut Ui<'_>) -> Result<()> {
         Command::Watch(a) => cmd::watch::run(a, &ctx, ui),
         Command::Axes(a) => cmd::axes::run(a, &ctx, ui),
         Command::Where(a) => cmd::r#where::run(a, &ctx, ui),
+        Command::Extract(a) => cmd::extract::run(a, &ctx, ui),
         Command::Schema(a) => cmd::schema::run(a, &ctx, ui),
         Command::Info(a) => cmd::info::run(a, &ctx, ui),
         Command::Wipe(a) => cmd::wipe::run(a, &ctx, ui),

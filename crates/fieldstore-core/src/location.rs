@@ -21,6 +21,14 @@ pub struct FieldLocation {
     /// and report a mismatch as corruption instead of returning the bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checksum: Option<u32>,
+    /// Opaque per-entry data the catalogue keeps with the entry and hands
+    /// back with it: every catalogue stores it (`docs/format/`), none
+    /// interprets it, so wipe, purge, move and replacement carry it as they
+    /// carry the entry. Its first byte says what it is and in which version
+    /// (today GRIB jump info, `docs/extract.md`). Not part of the JSON
+    /// form.
+    #[serde(skip)]
+    pub extension: Option<std::sync::Arc<[u8]>>,
 }
 
 impl FieldLocation {
@@ -31,13 +39,44 @@ impl FieldLocation {
             offset,
             length,
             checksum: None,
+            extension: None,
         }
+    }
+
+    /// The same location, with an entry extension (see
+    /// [`FieldLocation::extension`]).
+    pub fn with_extension(mut self, extension: impl Into<std::sync::Arc<[u8]>>) -> Self {
+        self.extension = Some(extension.into());
+        self
     }
 
     /// The same location, with the bytes' CRC-32C.
     pub fn with_checksum(mut self, crc32c: u32) -> Self {
         self.checksum = Some(crc32c);
         self
+    }
+
+    /// The bytes `offset..offset + len` of this field, as a location of
+    /// their own without a checksum (the field's checksum covers the whole
+    /// field): what [`Store::read_range`](crate::Store::read_range) reads.
+    ///
+    /// # Errors
+    /// `InvalidInput` if the range is not inside the field.
+    pub fn range(&self, offset: u64, len: u64) -> crate::Result<FieldLocation> {
+        match offset.checked_add(len) {
+            Some(end) if end <= self.length => Ok(FieldLocation {
+                uri: self.uri.clone(),
+                offset: self.offset + offset,
+                length: len,
+                checksum: None,
+                extension: None,
+            }),
+            _ => Err(crate::Error::invalid_input(format!(
+                "bytes {offset}..{} are outside the {}-byte field at {self}",
+                offset.saturating_add(len),
+                self.length
+            ))),
+        }
     }
 
     /// The URI's scheme (`file`, `daos`, …), or the empty string.

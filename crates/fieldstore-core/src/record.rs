@@ -271,6 +271,12 @@ impl Framing {
     }
 }
 
+/// Entry flag bit 0: the entry's CRC-32C is valid.
+pub const ENTRY_CHECKSUM: u8 = 1;
+/// Entry flag bit 1: an extension (`bytes`) follows the CRC-32C
+/// ([`FieldLocation::extension`](crate::FieldLocation::extension)).
+pub const ENTRY_EXTENSION: u8 = 2;
+
 /// A payload being written: little-endian integers, length-prefixed strings.
 #[derive(Debug, Default, Clone)]
 pub struct Enc(pub Vec<u8>);
@@ -296,6 +302,29 @@ impl Enc {
     pub fn str(&mut self, s: &str) {
         self.u32(s.len() as u32);
         self.0.extend_from_slice(s.as_bytes());
+    }
+    /// A `u32` length and the bytes (`bytes` in the format documents).
+    pub fn bytes(&mut self, b: &[u8]) {
+        self.u32(b.len() as u32);
+        self.0.extend_from_slice(b);
+    }
+    /// An entry's flags byte and what follows it (`flags`, `crc`, and
+    /// `extension` if flag bit 1 is set: see [`ENTRY_CHECKSUM`] and
+    /// [`ENTRY_EXTENSION`]): how every catalogue writes a location's
+    /// checksum and extension.
+    pub fn entry_tail(&mut self, loc: &crate::FieldLocation) {
+        let mut flags = 0;
+        if loc.checksum.is_some() {
+            flags |= ENTRY_CHECKSUM;
+        }
+        if loc.extension.is_some() {
+            flags |= ENTRY_EXTENSION;
+        }
+        self.u8(flags);
+        self.u32(loc.checksum.unwrap_or(0));
+        if let Some(x) = &loc.extension {
+            self.bytes(x);
+        }
     }
     /// A `u16` length and the string's bytes (`sstr`): for short values,
     /// such as a key's values, which `Schema::split` keeps within
@@ -368,6 +397,31 @@ impl<'a, 'w> Dec<'a, 'w> {
         let n = self.u32()? as usize;
         let b = self.take(n)?;
         self.utf8(b, at)
+    }
+    /// Bytes with a `u32` length.
+    pub fn bytes(&mut self) -> Result<&'a [u8]> {
+        let n = self.u32()? as usize;
+        self.take(n)
+    }
+    /// What [`Enc::entry_tail`] wrote, applied to `loc`.
+    ///
+    /// # Errors
+    /// `Corrupt` for flags this version does not know (a newer writer's:
+    /// refused rather than misread) or a payload that ends early.
+    pub fn entry_tail(&mut self, loc: &mut crate::FieldLocation) -> Result<()> {
+        let at = self.pos;
+        let flags = self.u8()?;
+        if flags & !(ENTRY_CHECKSUM | ENTRY_EXTENSION) != 0 {
+            return Err(self.err(&format!("unknown entry flags {flags:#04x}"), at));
+        }
+        let crc = self.u32()?;
+        if flags & ENTRY_CHECKSUM != 0 {
+            loc.checksum = Some(crc);
+        }
+        if flags & ENTRY_EXTENSION != 0 {
+            loc.extension = Some(std::sync::Arc::from(self.bytes()?));
+        }
+        Ok(())
     }
     /// A string with a `u16` length (`sstr`).
     pub fn short_str(&mut self) -> Result<&'a str> {

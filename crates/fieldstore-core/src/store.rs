@@ -48,6 +48,19 @@ pub trait Store: Send + Sync + Debug + 'static {
     /// `out.len()`.
     fn read_into(&self, location: &FieldLocation, out: &mut [u8]) -> Result<()>;
 
+    /// Read `out.len()` bytes of a field, starting `offset` bytes into it:
+    /// for readers that need a few bytes of a large field (values at points
+    /// through jump info, `docs/extract.md`). One request to the medium
+    /// (`pread`, `rados_read`, a DAOS array read, a copy from memory).
+    /// The field's checksum covers the whole field, so these bytes are not
+    /// verified against it.
+    ///
+    /// # Errors
+    /// `InvalidInput` if the range is not inside the field
+    /// ([`FieldLocation::range`]); `NotFound` if the location names
+    /// nothing; `Corrupt` if the medium holds fewer bytes than the field.
+    fn read_range(&self, location: &FieldLocation, offset: u64, out: &mut [u8]) -> Result<()>;
+
     /// A hint: these fields will be read soon, in this order. A store may
     /// start fetching them so that later [`Store::read`]s find them close
     /// (the POSIX store asks the kernel to read them ahead, which turns

@@ -211,8 +211,7 @@ pub(crate) fn encode_flush(f: &Flush) -> Vec<u8> {
             e.str(rest);
             e.u64(l.offset);
             e.u64(l.length);
-            e.u8(u8::from(l.checksum.is_some()));
-            e.u32(l.checksum.unwrap_or(0));
+            e.entry_tail(l);
             for v in k.values() {
                 e.short_str(v);
             }
@@ -257,8 +256,8 @@ pub(crate) fn decode_flush(p: &[u8], what: &dyn Fn() -> String) -> Result<Flush>
             let rest = d.str()?;
             let offset = d.u64()?;
             let length = d.u64()?;
-            let has = d.u8()?;
-            let crc = d.u32()?;
+            let mut tail = FieldLocation::new("", 0, 0);
+            d.entry_tail(&mut tail)?;
             let uri = match &last {
                 Some((lp, lr, u)) if *lp == pid && *lr == rest => u.clone(),
                 _ => {
@@ -271,9 +270,8 @@ pub(crate) fn decode_flush(p: &[u8], what: &dyn Fn() -> String) -> Result<Flush>
                 }
             };
             let mut loc = FieldLocation::new(uri, offset, length);
-            if has == 1 {
-                loc = loc.with_checksum(crc);
-            }
+            loc.checksum = tail.checksum;
+            loc.extension = tail.extension;
             let mut pairs = Vec::with_capacity(kws.len());
             for k in &kws {
                 pairs.push((k.as_str(), d.short_str()?));
@@ -374,7 +372,11 @@ mod tests {
                 e1.clone(),
                 FieldLocation::new("file:///x/y.data", 3, 4),
             ),
-            (c.clone(), e3, loc("daos://p/c/0d03", 0)),
+            (
+                c.clone(),
+                e3,
+                loc("daos://p/c/0d03", 0).with_extension(&[0x4a, 1, 2][..]),
+            ),
         ];
         let f = Flush {
             timestamp_ns: 42,
@@ -390,6 +392,13 @@ mod tests {
         let bytes = encode_flush(&f);
         let what = || "test".to_string();
         assert_eq!(decode_flush(&bytes, &what).unwrap(), f);
+        let back = decode_flush(&bytes, &what).unwrap();
+        let exts: Vec<_> = back.blocks[0]
+            .entries
+            .iter()
+            .filter_map(|(_, l)| l.extension.as_deref())
+            .collect();
+        assert_eq!(exts, [&[0x4a, 1, 2][..]]);
         // (Damage to the framing is `fieldstore_core::record`'s tests.)
         let framed = FRAMING.framed(FLUSH, &bytes);
         assert_eq!(

@@ -193,6 +193,10 @@ impl Store for DaosStore {
         read
     }
 
+    fn read_range(&self, location: &FieldLocation, offset: u64, out: &mut [u8]) -> Result<()> {
+        self.read_into(&location.range(offset, out.len() as u64)?, out)
+    }
+
     /// DAOS has no read-ahead hint worth an RPC.
     fn prefetch(&self, _locations: &[FieldLocation]) {}
 

@@ -106,6 +106,10 @@ pub struct GribOptions {
     /// Give every archived message's key and place in
     /// [`GribSummary::keys`] (to find duplicates across several inputs).
     pub record_keys: bool,
+    /// Keep each field's jump info with its index entry, for extraction
+    /// (`docs/extract.md`; on by default). Fields whose packing has none
+    /// are archived without.
+    pub jump_info: bool,
 }
 
 impl Default for GribOptions {
@@ -115,6 +119,7 @@ impl Default for GribOptions {
             max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
             defaults: Key::new(),
             record_keys: false,
+            jump_info: true,
         }
     }
 }
@@ -124,6 +129,13 @@ impl GribOptions {
     #[must_use]
     pub fn max_message_size(mut self, max: usize) -> Self {
         self.max_message_size = max;
+        self
+    }
+
+    /// Set [`GribOptions::jump_info`].
+    #[must_use]
+    pub fn jump_info(mut self, keep: bool) -> Self {
+        self.jump_info = keep;
         self
     }
 
@@ -270,7 +282,7 @@ impl ArchiveGrib for FieldStore {
         }
         let mut seen = Seen::new(options.record_keys);
         for (at, split, message) in ready {
-            self.archive_split(&split, message)
+            self.archive_extended(&split, message, extension(&options, message))
                 .map_err(|e| e.context(format!("archiving GRIB message {}", at.0)))?;
             seen.note(&split, at, &mut summary);
             summary.fields += 1;
@@ -296,7 +308,7 @@ impl ArchiveGrib for FieldStore {
             any = true;
             let archived = message.and_then(|m| {
                 let split = split_key(self, &m.as_message(), &options.defaults)?;
-                self.archive_split(&split, m.bytes())
+                self.archive_extended(&split, m.bytes(), extension(&options, m.bytes()))
                     .map_err(|e| e.context(format!("archiving GRIB message {}", m.index())))?;
                 Ok((m.bytes().len() as u64, split, (m.index(), m.offset())))
             });
@@ -385,6 +397,14 @@ impl GribSummary {
         self.skip(error);
         Ok(())
     }
+}
+
+/// The jump info extension of `message`, if asked for and it has one.
+fn extension(options: &GribOptions, message: &[u8]) -> Option<std::sync::Arc<[u8]>> {
+    if !options.jump_info {
+        return None;
+    }
+    crate::jump::JumpInfo::of_message(message).map(|j| j.encode().into())
 }
 
 #[cfg(test)]

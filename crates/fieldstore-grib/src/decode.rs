@@ -290,6 +290,22 @@ pub fn decode_values<T: Sample>(message: &[u8], out: &mut [T]) -> Result<()> {
     Ok(())
 }
 
+/// The number of values ecCodes decodes the GRIB `message` to (the length
+/// of its `values`).
+///
+/// # Errors
+/// `InvalidInput` if ecCodes cannot decode the message.
+pub fn number_of_values(message: &[u8]) -> Result<usize> {
+    let session = enter_shared().map_err(no_eccodes)?;
+    let handle = open(&session, message)?;
+    get_size(&handle, c"values").map_err(|code| {
+        invalid(format!(
+            "cannot read the values of the GRIB message: {}",
+            session.said(|| error_text(code))
+        ))
+    })
+}
+
 /// A key's value in its native ecCodes type.
 #[derive(Debug, Clone, PartialEq)]
 pub enum KeyValue {

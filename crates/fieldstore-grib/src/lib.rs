@@ -41,28 +41,38 @@
 #![deny(rustdoc::broken_intra_doc_links)]
 
 mod archive;
+pub mod ccsds;
+mod ccsds_walk;
 mod decode;
 mod eccodes;
 mod error;
+mod extract;
 mod ffi;
+pub mod jump;
+mod jump_codec;
 mod params;
 mod split;
 mod stream;
+mod unpack;
 
 use std::iter::FusedIterator;
 
 use fieldstore_core::{Key, Result};
 
 pub use archive::{ArchiveGrib, Duplicate, GribOptions, GribSummary, Skipped};
-pub use decode::{decode_values, read_array, read_keys, KeyValue, Sample};
+pub use decode::{decode_values, number_of_values, read_array, read_keys, KeyValue, Sample};
 pub use eccodes::{
     eccodes_library, eccodes_thread_safe, eccodes_version, hold_for_fork, param_id,
     param_id_of_cf_var_name,
 };
 pub use error::{GribError, Problem};
+pub use extract::{
+    extract_fields, ExtractGrib, ExtractOptions, Extraction, FieldValues, Method, Selection,
+};
 pub use params::{param_names, EcCodesParamNames};
 pub use split::{split_messages, Message, Messages};
 pub use stream::{MessageReader, OwnedMessage, DEFAULT_MAX_MESSAGE_SIZE};
+pub use unpack::{values_at, ReadCost};
 
 /// The MARS key of one complete GRIB message (from `GRIB` to `7777`), exactly
 /// as ecCodes' `mars` namespace gives it: keywords in ecCodes' order, values

@@ -184,6 +184,86 @@ pub(crate) fn decode_into(
     }
 }
 
+/// The values at grid `indices` (the message's order) of each field of
+/// `entries` into the caller's buffer, one row of `indices.len()` per
+/// entry, NaN for an absent entry: reading only the bytes that hold them
+/// (`docs/extract.md`). Returns how many fields were decoded whole (a
+/// packing without jump info). Runs without the GIL.
+///
+/// For the façade, which passes the address of a NumPy array of
+/// `len(entries) * len(indices)` elements it keeps alive for the call.
+#[pyfunction]
+#[pyo3(signature = (entries, indices, address, double=false, threads=4))]
+pub(crate) fn extract_into(
+    py: Python<'_>,
+    entries: Vec<Option<PyRef<'_, Entry>>>,
+    indices: Vec<u64>,
+    address: usize,
+    double: bool,
+    threads: usize,
+) -> PyResult<usize> {
+    let width = indices.len();
+    let len = entries.len().checked_mul(width).ok_or_else(|| {
+        PyValueError::new_err(format!(
+            "{} fields of {width} points overflow",
+            entries.len()
+        ))
+    })?;
+    if len == 0 {
+        return Ok(0);
+    }
+    if address == 0 {
+        return Err(PyValueError::new_err("null buffer"));
+    }
+    let mut rows = Vec::new();
+    let mut fields = Vec::new();
+    let mut fs = None;
+    for (row, e) in entries.iter().enumerate() {
+        if let Some(e) = e {
+            let f = field(e)?;
+            fs.get_or_insert_with(|| f.fs.clone());
+            rows.push(row);
+            fields.push((e.e.full_key(), f.location));
+        }
+    }
+    let got = match &fs {
+        None => None,
+        Some(fs) => Some(
+            py.detach(|| {
+                fieldstore_grib::extract_fields(
+                    fs.store().as_ref(),
+                    &fields,
+                    &fieldstore_grib::Selection::Indices(indices),
+                    fieldstore_grib::ExtractOptions::default().parallelism(threads),
+                )
+            })
+            .or_raise(py)?,
+        ),
+    };
+    let mut values = vec![f64::NAN; len];
+    let mut decoded = 0;
+    if let Some(got) = got {
+        decoded = got.decoded;
+        for (row, f) in rows.iter().zip(&got.fields) {
+            values[row * width..(row + 1) * width].copy_from_slice(&f.values);
+        }
+    }
+    if double {
+        // SAFETY: the façade passes the address of a writable, C-contiguous,
+        // aligned float64 array of `len` elements that it keeps alive and
+        // does not touch until this call returns.
+        let out = unsafe { std::slice::from_raw_parts_mut(address as *mut f64, len) };
+        out.copy_from_slice(&values);
+    } else {
+        // SAFETY: as above, float32. Double precision rounded, as cfgrib.
+        let out = unsafe { std::slice::from_raw_parts_mut(address as *mut f32, len) };
+        for (o, v) in out.iter_mut().zip(&values) {
+            *o = *v as f32;
+        }
+    }
+    Ok(decoded)
+}
+
 /// The values of `keys` in the field `entry`, each as an `int`, `float` or
 /// `str` by its ecCodes type (`None` for a key the message does not have).
 #[pyfunction]

@@ -234,6 +234,36 @@ impl Store {
             .or_raise(py)
     }
 
+    /// Values at points of the GRIB fields `selection` names
+    /// (`docs/extract.md`). `kind` is `ranges` (`data`: start, end,
+    /// start, end…), `indices`, `mask` (`data`: 0/1 per point) or `points`
+    /// (`points`: latitude, longitude pairs). Per field, in the request's
+    /// order: `(key pairs, indices, values as native-endian f64 bytes,
+    /// method)`; then `(bytes read, reads, fields' bytes)`.
+    #[pyo3(signature = (selection, kind, data=Vec::new(), points=Vec::new()))]
+    fn extract<'py>(
+        &self,
+        py: Python<'py>,
+        selection: Selection,
+        kind: &str,
+        data: Vec<u64>,
+        points: Vec<(f64, f64)>,
+    ) -> PyResult<Extracted<'py>> {
+        let request = request(py, &self.fs, &selection)?;
+        let found = py
+            .detach(|| extract(&self.fs, &request, kind, data, points))
+            .or_raise(py)?;
+        let (fields, cost) = found;
+        let fields = fields
+            .into_iter()
+            .map(|(key, indices, values, method)| {
+                let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_ne_bytes()).collect();
+                (key, indices, PyBytes::new(py, &bytes), method)
+            })
+            .collect();
+        Ok((fields, cost))
+    }
+
     /// Make everything archived durable and visible.
     fn flush(&self, py: Python<'_>) -> PyResult<()> {
         py.detach(|| self.fs.flush()).or_raise(py)
@@ -483,6 +513,72 @@ fn archive_grib(
     Ok((
         summary.fields,
         summary.duplicates.iter().map(ToString::to_string).collect(),
+    ))
+}
+
+/// What `Store.extract` returns.
+type Extracted<'py> = (
+    Vec<(Vec<(String, String)>, Vec<u64>, Bound<'py, PyBytes>, String)>,
+    (u64, u64, u64),
+);
+
+/// One field's extraction before it becomes Python objects.
+type FieldOut = (Vec<(String, String)>, Vec<u64>, Vec<f64>, String);
+
+#[cfg(feature = "grib")]
+fn extract(
+    fs: &FieldStore,
+    request: &Request,
+    kind: &str,
+    data: Vec<u64>,
+    points: Vec<(f64, f64)>,
+) -> fieldstore::Result<(Vec<FieldOut>, (u64, u64, u64))> {
+    use fieldstore_grib::{ExtractGrib as _, Method, Selection as S};
+    let selection = match kind {
+        "ranges" if data.len() % 2 == 0 => {
+            S::Ranges(data.chunks(2).map(|c| (c[0], c[1])).collect())
+        }
+        "indices" => S::Indices(data),
+        "mask" => S::Mask(data.into_iter().map(|b| b != 0).collect()),
+        "points" => S::Points(points),
+        other => {
+            return Err(Error::invalid_input(format!(
+                "unknown selection {other:?} (ranges of even length, indices, mask or points)"
+            )))
+        }
+    };
+    let got = fs.extract(request, &selection)?;
+    let fields = got
+        .fields
+        .into_iter()
+        .map(|f| {
+            let method = match f.method {
+                Method::Stored => "jump info".to_string(),
+                Method::Computed => "jump info computed".to_string(),
+                Method::Decoded(why) => format!("decoded whole: {why}"),
+            };
+            let key = f
+                .key
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            (key, f.indices, f.values, method)
+        })
+        .collect();
+    Ok((fields, (got.read.bytes, got.read.reads, got.field_bytes)))
+}
+
+#[cfg(not(feature = "grib"))]
+fn extract(
+    _fs: &FieldStore,
+    _request: &Request,
+    _kind: &str,
+    _data: Vec<u64>,
+    _points: Vec<(f64, f64)>,
+) -> fieldstore::Result<(Vec<FieldOut>, (u64, u64, u64))> {
+    Err(Error::new(
+        ErrorKind::Unsupported,
+        "this build of fieldstore has no GRIB support (Cargo feature `grib`): extract needs it",
     ))
 }
 
@@ -771,6 +867,7 @@ fn _fieldstore(m: &Bound<'_, PyModule>) -> PyResult<()> {
     #[cfg(feature = "grib")]
     {
         m.add_function(wrap_pyfunction!(arrays::decode_into, m)?)?;
+        m.add_function(wrap_pyfunction!(arrays::extract_into, m)?)?;
         m.add_function(wrap_pyfunction!(arrays::field_keys, m)?)?;
         m.add_function(wrap_pyfunction!(arrays::field_array, m)?)?;
         m.add_function(wrap_pyfunction!(arrays::parallel_decoding, m)?)?;

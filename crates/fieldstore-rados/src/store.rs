@@ -155,6 +155,10 @@ impl Store for RadosStore {
         read
     }
 
+    fn read_range(&self, location: &FieldLocation, offset: u64, out: &mut [u8]) -> Result<()> {
+        self.read_once(&location.range(offset, out.len() as u64)?, out)
+    }
+
     /// RADOS has no read-ahead hint.
     fn prefetch(&self, _locations: &[FieldLocation]) {}
 

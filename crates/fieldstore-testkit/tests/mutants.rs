@@ -288,6 +288,9 @@ impl Store for MutantStore {
         // Through `read`, so that its defects show.
         fieldstore::store::read_into_by_copy(self, location, out)
     }
+    fn read_range(&self, location: &FieldLocation, offset: u64, out: &mut [u8]) -> Result<()> {
+        self.inner.read_range(location, offset, out)
+    }
     fn prefetch(&self, locations: &[FieldLocation]) {
         self.inner.prefetch(locations)
     }

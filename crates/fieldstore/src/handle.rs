@@ -197,6 +197,22 @@ impl FieldStore {
     /// # Errors
     /// As [`FieldStore::archive`].
     pub fn archive_split(&self, split: &SplitKey, data: &[u8]) -> Result<()> {
+        self.archive_extended(split, data, None)
+    }
+
+    /// [`FieldStore::archive_split`], with an extension the catalogue keeps
+    /// with the field's entry and hands back in its location
+    /// ([`FieldLocation::extension`]): GRIB jump info (`docs/extract.md`).
+    /// Its first byte says what it is; the store does not interpret it.
+    ///
+    /// # Errors
+    /// As [`FieldStore::archive`].
+    pub fn archive_extended(
+        &self,
+        split: &SplitKey,
+        data: &[u8],
+        extension: Option<Arc<[u8]>>,
+    ) -> Result<()> {
         self.check_process()?;
         // Nothing is stored that a request could not name again.
         for level in [
@@ -246,7 +262,8 @@ impl FieldStore {
             let archived = w
                 .store
                 .archive(&split.collocation, data)
-                .and_then(|location| {
+                .and_then(|mut location| {
+                    location.extension.clone_from(&extension);
                     w.catalogue
                         .insert(&split.collocation, &split.element, &location)
                 });

@@ -93,6 +93,9 @@ mod tests {
         fn read_into(&self, _: &FieldLocation, _: &mut [u8]) -> Result<()> {
             Err(Error::internal("not read here"))
         }
+        fn read_range(&self, _: &FieldLocation, _: u64, _: &mut [u8]) -> Result<()> {
+            Err(Error::internal("not read here"))
+        }
         fn maintenance(&self) -> Option<&dyn fieldstore_core::StoreMaintenance> {
             None
         }

@@ -258,6 +258,10 @@ mod tests {
         fn read_into(&self, location: &FieldLocation, out: &mut [u8]) -> Result<()> {
             fieldstore_core::store::read_into_by_copy(self, location, out)
         }
+        fn read_range(&self, location: &FieldLocation, offset: u64, out: &mut [u8]) -> Result<()> {
+            let range = location.range(offset, out.len() as u64)?;
+            fieldstore_core::store::read_into_by_copy(self, &range, out)
+        }
         fn scheme(&self) -> &'static str {
             "test"
         }

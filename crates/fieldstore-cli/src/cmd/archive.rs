@@ -42,6 +42,7 @@ enum Source {
     Grib {
         paths: Vec<PathBuf>,
         skip_bad: bool,
+        jump_info: bool,
         max: usize,
         defaults: Key,
     },
@@ -72,6 +73,7 @@ impl Source {
             None => Ok(Source::Grib {
                 paths: args.files.clone(),
                 skip_bad: args.skip_bad,
+                jump_info: !args.no_jump_info,
                 max: args.max_field_size,
                 defaults: match &args.defaults {
                     Some(text) => text
@@ -227,6 +229,7 @@ fn archive(fs: &FieldStore, source: &Source, progress: bool) -> Result<Totals> {
         Source::Grib {
             paths,
             skip_bad,
+            jump_info,
             max,
             defaults,
         } => {
@@ -238,6 +241,7 @@ fn archive(fs: &FieldStore, source: &Source, progress: bool) -> Result<Totals> {
             );
             let options = GribOptions::default()
                 .skip_bad(*skip_bad)
+                .jump_info(*jump_info)
                 .max_message_size(*max)
                 .defaults(defaults.clone())
                 .record_keys(paths.len() > 1);
@@ -322,6 +326,7 @@ mod tests {
         let source = Source::Grib {
             paths: vec![fixture("levtypes.grib"), fixture("timespan.grib")],
             skip_bad: false,
+            jump_info: true,
             max: fieldstore_grib::DEFAULT_MAX_MESSAGE_SIZE,
             defaults: Key::new(),
         };
@@ -344,6 +349,7 @@ mod tests {
         let source = Source::Grib {
             paths: vec![fixture("rd-fc.grib"), bad.clone()],
             skip_bad: false,
+            jump_info: true,
             max: fieldstore_grib::DEFAULT_MAX_MESSAGE_SIZE,
             defaults: Key::new(),
         };
@@ -365,6 +371,7 @@ mod tests {
         let args = |key: &str, files: &[&str]| ArchiveArgs {
             key: Some(key.to_string()),
             skip_bad: false,
+            no_jump_info: false,
             defaults: None,
             max_field_size: fieldstore_grib::DEFAULT_MAX_MESSAGE_SIZE,
             files: files.iter().map(PathBuf::from).collect(),

@@ -6,6 +6,7 @@
 pub(crate) mod archive;
 pub(crate) mod axes;
 pub(crate) mod control;
+pub(crate) mod extract;
 pub(crate) mod hammer;
 pub(crate) mod info;
 pub(crate) mod list;

@@ -13,8 +13,10 @@
 //! E times: unit number (0-based into the U units)   u32
 //!          offset                                   u64
 //!          length                                   u64
-//!          has checksum (0/1)                       u8
+//!          flags: bit 0 checksum valid,             u8
+//!                 bit 1 extension follows (others 0)
 //!          CRC-32C of the field's bytes (0 if none) u32
+//!          if flag bit 1: the entry's extension     bytes (u32 length)
 //!          K values of the element key, in keyword order
 //!                                                   sstr (u16 length) or
 //!                                                   str (u32 length)
@@ -110,8 +112,7 @@ pub fn encode<F: BlockFormat>(
         body.u32(id);
         body.u64(loc.offset);
         body.u64(loc.length);
-        body.u8(u8::from(loc.checksum.is_some()));
-        body.u32(loc.checksum.unwrap_or(0));
+        body.entry_tail(loc);
         for v in key.values() {
             match F::VALUES {
                 ValueLen::U16 => body.short_str(v),
@@ -184,11 +185,11 @@ pub fn decode<'a, F: BlockFormat>(
         let id = d.u32()? as usize;
         let offset = d.u64()?;
         let length = d.u64()?;
-        let has_crc = d.u8()? == 1;
-        let crc = d.u32()?;
         let uri = units
             .get(id)
             .ok_or_else(|| Error::corrupt(format!("{}: {} index out of range", what(), F::UNIT)))?;
+        let mut loc = FieldLocation::new(uri.clone(), offset, length);
+        d.entry_tail(&mut loc)?;
         values.clear();
         for _ in 0..keywords.len() {
             values.push(match F::VALUES {
@@ -198,10 +199,6 @@ pub fn decode<'a, F: BlockFormat>(
         }
         let key = Key::from_checked_keywords(&keywords, values.iter().copied(), &mut scratch)
             .map_err(|e| Error::corrupt(format!("{}: {e}", what())))?;
-        let mut loc = FieldLocation::new(uri.clone(), offset, length);
-        if has_crc {
-            loc = loc.with_checksum(crc);
-        }
         entries.push((ElementKey(key), loc));
     }
     d.end_of("index block")?;
@@ -383,6 +380,40 @@ mod tests {
         assert_eq!(decode(&Files, &payload, &what).unwrap().entries, want);
         let (payload, _) = encode(&Uris, &c, &want);
         assert_eq!(decode(&Uris, &payload, &what).unwrap().entries, want);
+    }
+
+    /// An entry with an extension (flag bit 1): the block's bytes pinned.
+    /// Entry: unit 0, offset 7, length 9, flags 3 (checksum and
+    /// extension), CRC 0x01020304, extension `bytes` of 3 (`J`, 1, 0xff),
+    /// then the values.
+    const POSIX_EXTENDED: &str = concat!(
+        "12000000747970653d70662c6c6576747970653d706c02000000040000007374",
+        "657005000000706172616d01000000090000002e2f77312e6461746101000000",
+        "00000000070000000000000009000000000000000304030201030000004a01ff",
+        "0100300300313330",
+    );
+
+    #[test]
+    fn extensions_are_carried_and_pinned() {
+        let k = |s: &str| ElementKey(s.parse().unwrap());
+        let want = vec![(
+            k("step=0,param=130"),
+            FieldLocation::new("file:///ds/w1.data", 7, 9)
+                .with_checksum(0x0102_0304)
+                .with_extension(&b"J\x01\xff"[..]),
+        )];
+        let (payload, _) = encode(&Files, &collocation(), &want);
+        assert_eq!(payload, unhex(POSIX_EXTENDED));
+        assert_eq!(decode(&Files, &payload, &what).unwrap().entries, want);
+        let (payload, _) = encode(&Uris, &collocation(), &want);
+        assert_eq!(decode(&Uris, &payload, &what).unwrap().entries, want);
+        // Flags this version does not know are refused, not misread.
+        let mut bad = unhex(POSIX_EXTENDED);
+        bad[64 + 20] = 0x07; // the entry starts at byte 64; its flags 20 bytes in
+        let e = decode(&Files, &bad, &what).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Corrupt);
+        assert!(e.to_string().contains("unknown entry flags 0x07"), "{e}");
+        check_damage(&Files, &unhex(POSIX_EXTENDED));
     }
 
     /// Any damage is an error naming the block (or, for a flipped bit, at

@@ -187,6 +187,8 @@ class Grid:
     identity: Geometry
     # name -> (dims, values, attrs)
     coords: dict[str, tuple[tuple[str, ...], np.ndarray, dict[str, str]]] = field(default_factory=dict)
+    # Whether the points are in ecCodes' order (not reordered rows), once known.
+    message_order: bool | None = None
 
 
 @dataclass
@@ -659,6 +661,9 @@ class Cube:
                 picks.append(np.asarray(k, dtype=np.intp).reshape(-1))
         chosen = var.fields[np.ix_(*picks)] if nh else var.fields
         flat = list(np.asarray(chosen).reshape(-1))
+        few = self._few_points(full[nh:], grid, flat)
+        if few is not None:
+            return self._extract(flat, picks, drop, few)
         # decode_into writes every element (NaN for absent fields).
         out = np.empty((len(flat), grid.points), dtype=self.dtype)
         if flat:
@@ -673,6 +678,53 @@ class Cube:
                 values = values[(slice(None),) * where + (k,)]
             else:
                 values = np.take(values, np.asarray(k, dtype=np.intp), axis=where)
+        if drop:
+            values = values.reshape(tuple(s for i, s in enumerate(values.shape) if i not in drop))
+        return values
+
+
+    # A selection of few grid points (`.sel(..., method="nearest")`,
+    # `.isel(values=...)`) reads only the bytes that hold them
+    # (docs/extract.md) instead of decoding whole fields.
+    def _few_points(self, key: tuple[Any, ...], grid: Grid, flat: list) -> tuple | None:
+        """``(message indices, shape, dropped axes)`` of the grid points
+        ``key`` selects, if they are few (at most 1/8 of the grid) and the
+        fields keep ecCodes' point order; else None."""
+        if not hasattr(_fieldstore, "extract_into") or not any(e is not None for e in flat):
+            return None
+        per_dim = []
+        drop = []
+        for axis, (k, n) in enumerate(zip(tuple(key) + (slice(None),) * (len(grid.shape) - len(key)), grid.shape)):
+            if isinstance(k, (int, np.integer)):
+                per_dim.append(np.array([int(k) % n]))
+                drop.append(axis)
+            elif isinstance(k, slice):
+                per_dim.append(np.arange(n)[k])
+            else:
+                per_dim.append(np.asarray(k, dtype=np.intp).reshape(-1))
+        count = int(np.prod([len(p) for p in per_dim]))
+        if count * 8 > grid.points or not self._message_order(grid, flat):
+            return None
+        idx = np.ravel_multi_index(np.ix_(*per_dim), grid.shape).reshape(-1)
+        return [int(i) for i in idx], tuple(len(p) for p in per_dim), drop
+
+    def _message_order(self, grid: Grid, flat: list) -> bool:
+        """Whether the cube's points are in ecCodes' order (not a 2-D grid
+        scanned in alternating row directions, which the decoder reorders)."""
+        if len(grid.dims) == 1:
+            return True
+        if grid.message_order is None:
+            entry = next(e for e in flat if e is not None)
+            grid.message_order = not _fieldstore.field_keys(entry, ["alternativeRowScanning"])[0]
+        return grid.message_order
+
+    def _extract(self, flat: list, picks: list, drop: list, few: tuple) -> np.ndarray:
+        indices, shape, grid_drop = few
+        out = np.empty((len(flat), len(indices)), dtype=self.dtype)
+        _fieldstore.extract_into(flat, indices, out.ctypes.data, self.dtype == np.float64, self.threads)
+        values = out.reshape(tuple(len(p) for p in picks) + shape)
+        nh = len(picks)
+        drop = list(drop) + [nh + a for a in grid_drop]
         if drop:
             values = values.reshape(tuple(s for i, s in enumerate(values.shape) if i not in drop))
         return values

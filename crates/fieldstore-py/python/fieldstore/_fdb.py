@@ -200,6 +200,50 @@ class FDB:
         else:
             self._store.archive(data, _identifier(identifier))
 
+    def extract(
+        self,
+        mars_selection: Any,
+        *,
+        ranges: Optional[List[Tuple[int, int]]] = None,
+        indices: Optional[List[int]] = None,
+        mask: Any = None,
+        points: Optional[List[Tuple[float, float]]] = None,
+    ) -> Any:
+        """Values at points of the GRIB fields ``mars_selection`` names,
+        reading only the bytes that hold them (docs/extract.md).
+
+        Give exactly one of ``ranges=[(start, end), ...]`` (end excluded),
+        ``indices=[...]``, ``mask=[bool per grid point]`` or
+        ``points=[(lat, lon), ...]`` (the nearest grid point of each).
+        Returns one ``ExtractedField(key, indices, values, method)`` per
+        field, in the request's order; ``values`` are float64 NumPy arrays,
+        NaN where a field has no value.
+
+        For familiarity, the call pygribjump takes also works:
+        ``extract([(request, [(start, end), ...]), ...])`` returns, per
+        field, a ``GribJumpResult`` whose ``values`` and ``masks`` hold one
+        array per range.
+        """
+        from . import _extract
+
+        if isinstance(mars_selection, list):
+            if any(v is not None for v in (ranges, indices, mask, points)):
+                raise ValueError("the pygribjump-shaped call takes [(request, ranges), ...] alone")
+            out = []
+            for item in mars_selection:
+                if not (isinstance(item, tuple) and len(item) >= 2):
+                    raise ValueError(
+                        "extract([(request, [(start, end), ...]), ...]): each item is a "
+                        f"(request, ranges) tuple, not {item!r}"
+                    )
+                request, item_ranges = item[0], item[1]
+                got = self.extract(request, ranges=item_ranges)
+                out.extend(_extract.gribjump_results(got, item_ranges))
+            return out
+        kind, data, pts = _extract.selection_args(ranges, indices, mask, points)
+        raw, _cost = self._store.extract(_selection(mars_selection), kind, data, pts)
+        return _extract.fields(raw)
+
     def flush(self) -> None:
         """Make everything archived through this handle durable and visible
         to every reader, atomically per dataset."""

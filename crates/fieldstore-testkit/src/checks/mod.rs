@@ -23,7 +23,10 @@ pub use manage::{
     wipe_refuses_fields,
 };
 pub use replace::{replace_is_atomic, replace_under_concurrent_reads};
-pub use retrieve::{location_lookup, retrieve_in_request_order, retrieve_missing_is_empty};
+pub use retrieve::{
+    entry_extension_carried, location_lookup, read_range_reads_part_of_a_field,
+    retrieve_in_request_order, retrieve_missing_is_empty,
+};
 pub use schema::{datasets_keep_their_schema, OpenWithSchema, SCHEMA_NEW, SCHEMA_OLD};
 pub use visibility::{archive_copies_data, flush_makes_visible, flush_publishes_only_own_writes};
 pub use watch::{retrieve_waits_for_complete_requests, watch_reports_each_field_once};

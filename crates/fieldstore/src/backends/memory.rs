@@ -109,6 +109,10 @@ impl Store for MemoryStore {
         read_into_by_copy(self, location, out)
     }
 
+    fn read_range(&self, location: &FieldLocation, offset: u64, out: &mut [u8]) -> Result<()> {
+        read_into_by_copy(self, &location.range(offset, out.len() as u64)?, out)
+    }
+
     /// Memory is read at once.
     fn prefetch(&self, _locations: &[FieldLocation]) {}
 

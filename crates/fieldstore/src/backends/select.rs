@@ -360,6 +360,12 @@ impl Store for SelectStore {
             .read_into(location, out)
     }
 
+    fn read_range(&self, location: &FieldLocation, offset: u64, out: &mut [u8]) -> Result<()> {
+        self.0
+            .store_for_uri(&location.uri)?
+            .read_range(location, offset, out)
+    }
+
     fn prefetch(&self, locations: &[FieldLocation]) {
         for (_, _, s) in &self.0.lanes {
             let mine: Vec<FieldLocation> = locations

@@ -221,6 +221,10 @@ impl Store for FileStore {
         Ok(())
     }
 
+    fn read_range(&self, location: &FieldLocation, offset: u64, out: &mut [u8]) -> Result<()> {
+        self.read_into(&location.range(offset, out.len() as u64)?, out)
+    }
+
     fn prefetch(&self, locations: &[FieldLocation]) {
         // Only fields with no adjacent neighbour in the list are announced:
         // the kernel reads sequential runs ahead by itself, and announcing

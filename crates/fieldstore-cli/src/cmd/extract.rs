@@ -1,0 +1,178 @@
+//! `fieldstore extract`: values at points of the GRIB fields a request
+//! names, reading only the bytes that hold them (`docs/extract.md`).
+//!
+//! Text: one line per field, its key then `index=value` per point (for
+//! `--point`, `lat,lon→index=value`); `--json`: one object per field
+//! (`key`, `indices`, `values`, `method`; missing values `null`); `--csv`:
+//! a header, then one row per field and point. A summary on standard error
+//! says how many fields, bytes read against the fields' bytes, and how
+//! many fields were decoded whole.
+
+use std::collections::BTreeMap;
+
+use fieldstore::{Error, ErrorKind, FieldStore, Request, Result};
+use fieldstore_grib::{ExtractGrib, ExtractOptions, Method, Selection};
+use serde::Serialize;
+
+use crate::args::ExtractArgs;
+use crate::context::{usage, Context, Ui};
+
+/// Run `fieldstore extract`.
+///
+/// # Errors
+/// A malformed request, point or index (usage errors naming it);
+/// `NotFound` if no field matches; extraction errors.
+pub(crate) fn run(args: &ExtractArgs, ctx: &Context, ui: &mut Ui<'_>) -> Result<()> {
+    let request = ctx.request(Some(&args.request))?;
+    let selection = selection(args)?;
+    let fs = ctx.open()?;
+    extract(&fs, &request, &selection, args, ui)
+}
+
+/// The selection the arguments give.
+fn selection(args: &ExtractArgs) -> Result<Selection> {
+    if !args.points.is_empty() {
+        let points = args
+            .points
+            .iter()
+            .map(|p| {
+                let parsed = p.split_once(',').and_then(|(a, b)| {
+                    Some((a.trim().parse::<f64>().ok()?, b.trim().parse::<f64>().ok()?))
+                });
+                match parsed {
+                    Some((lat, lon)) if (-90.0..=90.0).contains(&lat) && lon.is_finite() => {
+                        Ok((lat, lon))
+                    }
+                    _ => Err(usage(format!(
+                        "--point {p}: want LAT,LON in degrees, latitude within -90..90"
+                    ))),
+                }
+            })
+            .collect::<Result<_>>()?;
+        return Ok(Selection::Points(points));
+    }
+    if args.indices.is_empty() {
+        return Err(usage("give --point LAT,LON or --index INDICES"));
+    }
+    let mut ranges = Vec::new();
+    for part in args.indices.iter().flat_map(|s| s.split(',')) {
+        let bad = || {
+            usage(format!(
+                "--index {part}: want I or START-END (END excluded)"
+            ))
+        };
+        let part = part.trim();
+        let range = match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b) = (
+                    a.parse::<u64>().map_err(|_| bad())?,
+                    b.parse::<u64>().map_err(|_| bad())?,
+                );
+                if a > b {
+                    return Err(bad());
+                }
+                (a, b)
+            }
+            None => {
+                let i = part.parse::<u64>().map_err(|_| bad())?;
+                (i, i + 1)
+            }
+        };
+        ranges.push(range);
+    }
+    Ok(Selection::Ranges(ranges))
+}
+
+#[derive(Serialize)]
+struct JsonField<'a> {
+    key: BTreeMap<&'a str, &'a str>,
+    indices: &'a [u64],
+    values: Vec<Option<f64>>,
+    method: String,
+}
+
+fn method(m: &Method) -> String {
+    match m {
+        Method::Stored => "jump info".into(),
+        Method::Computed => "jump info computed".into(),
+        Method::Decoded(why) => format!("decoded whole: {why}"),
+    }
+}
+
+/// `extract` with an open store.
+pub(crate) fn extract(
+    fs: &FieldStore,
+    request: &Request,
+    selection: &Selection,
+    args: &ExtractArgs,
+    ui: &mut Ui<'_>,
+) -> Result<()> {
+    let options = ExtractOptions::default().parallelism(args.parallelism);
+    let got = fs.extract_with(request, selection, options)?;
+    if got.fields.is_empty() {
+        return Err(Error::new(
+            ErrorKind::NotFound,
+            "no stored field matches the request",
+        ));
+    }
+    let points = match selection {
+        Selection::Points(p) => Some(p),
+        _ => None,
+    };
+    if args.csv {
+        ui.line(if points.is_some() {
+            "key,latitude,longitude,index,value"
+        } else {
+            "key,index,value"
+        })?;
+    }
+    for f in &got.fields {
+        if args.json {
+            ui.json(&JsonField {
+                key: f.key.iter().collect(),
+                indices: &f.indices,
+                values: f
+                    .values
+                    .iter()
+                    .map(|v| (!v.is_nan()).then_some(*v))
+                    .collect(),
+                method: method(&f.method),
+            })?;
+        } else if args.csv {
+            for (n, (i, v)) in f.indices.iter().zip(&f.values).enumerate() {
+                let value = if v.is_nan() {
+                    String::new()
+                } else {
+                    v.to_string()
+                };
+                let line = match points {
+                    Some(p) => format!("\"{}\",{},{},{i},{value}", f.key, p[n].0, p[n].1),
+                    None => format!("\"{}\",{i},{value}", f.key),
+                };
+                ui.line(&line)?;
+            }
+        } else {
+            let mut line = f.key.braced();
+            for (n, (i, v)) in f.indices.iter().zip(&f.values).enumerate() {
+                if let Some(p) = points {
+                    line.push_str(&format!(" {},{}→{i}={v}", p[n].0, p[n].1));
+                } else {
+                    line.push_str(&format!(" {i}={v}"));
+                }
+            }
+            ui.line(&line)?;
+        }
+    }
+    ui.note(&format!(
+        "extracted from {} field{}: read {} bytes in {} reads of {} ({:.3} %); {} decoded whole, {} with jump info computed",
+        got.fields.len(),
+        if got.fields.len() == 1 { "" } else { "s" },
+        got.read.bytes,
+        got.read.reads,
+        got.field_bytes,
+        100.0 * got.read.bytes as f64 / got.field_bytes.max(1) as f64,
+        got.decoded,
+        got.computed,
+    ));
+    Ok(())
+}

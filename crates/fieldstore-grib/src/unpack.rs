@@ -1,0 +1,184 @@
+//! Values at given points of a field with jump info, reading only the
+//! bytes that hold them: the bitmap up to the last point asked for, and the
+//! packed bits of each point (nearby reads merged).
+
+use fieldstore_core::{Error, Result};
+
+use crate::jump::{ByteSource, JumpInfo, Packing};
+
+/// Reads closer than this are merged into one: one read of a few KiB
+/// costs less than two round trips.
+const MERGE_GAP: u64 = 4096;
+
+/// What an extraction read from the store.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReadCost {
+    /// Ranged reads.
+    pub reads: u64,
+    /// Bytes read.
+    pub bytes: u64,
+}
+
+impl ReadCost {
+    /// Both counts of `other` added.
+    pub fn add(&mut self, other: ReadCost) {
+        self.reads += other.reads;
+        self.bytes += other.bytes;
+    }
+}
+
+/// A source that counts what is read through it.
+pub(crate) struct Counted<'a> {
+    pub(crate) src: &'a mut dyn ByteSource,
+    pub(crate) cost: ReadCost,
+}
+
+impl ByteSource for Counted<'_> {
+    fn size(&self) -> u64 {
+        self.src.size()
+    }
+    fn read(&mut self, offset: u64, len: usize) -> Result<Vec<u8>> {
+        self.cost.reads += 1;
+        self.cost.bytes += len as u64;
+        self.src.read(offset, len)
+    }
+}
+
+/// `bits` bits (≤ 32) at bit `bit` of `buf`, big-endian.
+#[inline]
+fn bits_at(buf: &[u8], bit: u64, bits: u8) -> u64 {
+    let byte = (bit / 8) as usize;
+    let mut word = 0u64;
+    for i in 0..5 {
+        word = (word << 8) | u64::from(buf.get(byte + i).copied().unwrap_or(0));
+    }
+    let shift = 40 - (bit % 8) - u64::from(bits);
+    (word >> shift) & ((1u64 << bits) - 1)
+}
+
+/// The values at `indices` (any order, repeats allowed; each below
+/// `info.points`) of the field `src` reads, into `out` in the same order:
+/// missing points NaN. What was read is counted in `cost`.
+///
+/// # Errors
+/// `InvalidInput` for an index out of range (naming it and the number of
+/// points); `src`'s errors; CCSDS fields whose block offsets are not
+/// recorded are `InvalidInput` (call [`crate::ccsds::index`] first).
+pub fn values_at(
+    info: &JumpInfo,
+    src: &mut dyn ByteSource,
+    indices: &[u64],
+    out: &mut Vec<f64>,
+    cost: &mut ReadCost,
+) -> Result<()> {
+    if let Some(&bad) = indices.iter().find(|&&i| i >= info.points) {
+        return Err(Error::invalid_input(format!(
+            "index {bad} is out of range: the field has {} points",
+            info.points
+        )));
+    }
+    out.clear();
+    out.resize(indices.len(), f64::NAN);
+    if indices.is_empty() {
+        return Ok(());
+    }
+    let mut src = Counted {
+        src,
+        cost: ReadCost::default(),
+    };
+    let mut order: Vec<usize> = (0..indices.len()).collect();
+    order.sort_unstable_by_key(|&s| indices[s]);
+    // (slot in `out`, rank among packed values), ranks ascending.
+    let mut packed: Vec<(usize, u64)> = Vec::with_capacity(order.len());
+    match info.bitmap_offset {
+        None => packed.extend(order.iter().map(|&s| (s, indices[s]))),
+        Some(at) => {
+            let last = indices[*order.last().expect("not empty")];
+            let bitmap = src.read(at, (last / 8 + 1) as usize)?;
+            let (mut rank, mut counted) = (0u64, 0u64);
+            for &s in &order {
+                let i = indices[s];
+                // Count the set bits in [counted, i).
+                while counted < i {
+                    if counted % 8 == 0 && counted + 8 <= i {
+                        rank += u64::from(bitmap[(counted / 8) as usize].count_ones());
+                        counted += 8;
+                    } else {
+                        rank += u64::from(bitmap[(counted / 8) as usize] >> (7 - counted % 8) & 1);
+                        counted += 1;
+                    }
+                }
+                if bitmap[(i / 8) as usize] >> (7 - i % 8) & 1 == 1 {
+                    packed.push((s, rank));
+                }
+            }
+        }
+    }
+    if let Some(&(_, k)) = packed.last() {
+        if k >= info.coded {
+            return Err(Error::corrupt(format!(
+                "the bitmap marks more points present than the {} packed values",
+                info.coded
+            )));
+        }
+    }
+    if info.bits_per_value == 0 {
+        for &(s, _) in &packed {
+            out[s] = info.value(0);
+        }
+        cost.add(src.cost);
+        return Ok(());
+    }
+    match &info.packing {
+        Packing::Simple => simple(info, &mut src, &packed, out)?,
+        Packing::Ccsds { .. } => crate::ccsds::values(info, &mut src, &packed, out)?,
+    }
+    cost.add(src.cost);
+    Ok(())
+}
+
+/// Simple packing: each value's bits read where they are.
+fn simple(
+    info: &JumpInfo,
+    src: &mut dyn ByteSource,
+    packed: &[(usize, u64)],
+    out: &mut [f64],
+) -> Result<()> {
+    let bpv = u64::from(info.bits_per_value);
+    let mut i = 0;
+    while i < packed.len() {
+        // One read for a run of values whose bytes are close.
+        let lo = packed[i].1 * bpv / 8;
+        let mut hi = ((packed[i].1 + 1) * bpv).div_ceil(8);
+        let mut j = i + 1;
+        while j < packed.len() {
+            let start = packed[j].1 * bpv / 8;
+            if start > hi + MERGE_GAP {
+                break;
+            }
+            hi = hi.max(((packed[j].1 + 1) * bpv).div_ceil(8));
+            j += 1;
+        }
+        let buf = src.read(info.data_offset + lo, (hi - lo) as usize)?;
+        for &(s, k) in &packed[i..j] {
+            let x = bits_at(&buf, k * bpv - lo * 8, info.bits_per_value);
+            out[s] = info.value(x);
+        }
+        i = j;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bits_at_reads_big_endian_fields() {
+        let buf = [0b1010_1100, 0b0101_0011, 0xff, 0, 0];
+        assert_eq!(bits_at(&buf, 0, 4), 0b1010);
+        assert_eq!(bits_at(&buf, 4, 8), 0b1100_0101);
+        assert_eq!(bits_at(&buf, 12, 12), 0b0011_1111_1111);
+        assert_eq!(bits_at(&[0xff; 5], 3, 32), 0xffff_ffff);
+    }
+}
