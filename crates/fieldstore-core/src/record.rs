@@ -126,10 +126,28 @@ impl Framing {
 
     /// Append one framed record of type `kind` to `out`.
     pub fn frame(&self, out: &mut Vec<u8>, kind: u16, payload: &[u8]) {
+        self.frame_as(out, self.version, kind, payload);
+    }
+
+    /// Append one framed record of type `kind` to `out`, stamped with
+    /// format `version`: the older version this framing reads, for a
+    /// record that older readers can read (so that a store gains the new
+    /// version only where it needs it), or the current one. The caller
+    /// gives `kind` in today's numbering, which must be the older
+    /// version's too.
+    ///
+    /// # Panics
+    /// If the framing does not read `version`.
+    pub fn frame_as(&self, out: &mut Vec<u8>, version: u16, kind: u16, payload: &[u8]) {
+        assert!(
+            version == self.version || self.older.is_some_and(|o| o.version == version),
+            "framing {:?} does not write version {version}",
+            self.magic
+        );
         let start = out.len();
         out.reserve(HEADER + payload.len());
         out.extend_from_slice(&self.magic);
-        out.extend_from_slice(&self.version.to_le_bytes());
+        out.extend_from_slice(&version.to_le_bytes());
         out.extend_from_slice(&kind.to_le_bytes());
         out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
         out.extend_from_slice(&crc32c::crc32c(payload).to_le_bytes());

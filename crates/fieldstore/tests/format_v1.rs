@@ -154,7 +154,8 @@ fn a_later_version_is_refused_naming_it() {
         .find(|p| p.join("toc").exists())
         .unwrap();
     let mut toc = std::fs::read(dir.join("toc")).unwrap();
-    toc[4] = 2;
+    // Version 2 is read (index blocks with entry extensions); 3 is not.
+    toc[4] = 3;
     // The header's own checksum, so that only the version differs.
     let crc = crc32c::crc32c(&toc[..16]);
     toc[16..20].copy_from_slice(&crc.to_le_bytes());
@@ -172,5 +173,60 @@ fn a_later_version_is_refused_naming_it() {
         (Ok(_), Ok(status)) => format!("{status:?}"),
         (Ok(n), Err(e)) => panic!("read {n} bytes; status failed: {e}"),
     };
-    assert!(text.contains("version 2"), "{text}");
+    assert!(text.contains("version 3"), "{text}");
+}
+
+/// Version 2 appears only where it is needed: an index block holding an
+/// entry extension (which a version-1 reader would misread) is stamped
+/// version 2, so that builds reading version 1 refuse it by name; every
+/// other record this build writes stays version 1.
+#[test]
+fn only_blocks_with_an_extension_are_version_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = open(dir.path());
+    let (fields, plain) = (fields(), b"plain".to_vec());
+    let split = |k: &Key| fs.schema().split(k).unwrap();
+    fs.archive(&fields[0].0, &plain).unwrap();
+    fs.flush().unwrap();
+    let extension: std::sync::Arc<[u8]> = std::sync::Arc::from(&b"Jx"[..]);
+    fs.archive_extended(&split(&fields[1].0), &plain, Some(extension.clone()))
+        .unwrap();
+    fs.flush().unwrap();
+    let loc = fs.location(&fields[1].0).unwrap().expect("flushed");
+    assert_eq!(loc.extension.as_deref(), Some(&extension[..]));
+    // Every record header (magic, then version) in the dataset's files.
+    let mut versions = Vec::new();
+    let mut stack = vec![dir.path().to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if !p.to_string_lossy().ends_with(".data") {
+                let bytes = std::fs::read(&p).unwrap();
+                for (i, w) in bytes.windows(8).enumerate() {
+                    if &w[..4] == b"FSR1" {
+                        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+                        versions.push((
+                            name,
+                            i,
+                            u16::from_le_bytes([w[4], w[5]]),
+                            u16::from_le_bytes([w[6], w[7]]),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    let v2: Vec<_> = versions.iter().filter(|v| v.2 == 2).collect();
+    assert_eq!(v2.len(), 1, "one version-2 record: {versions:?}");
+    assert_eq!(v2[0].3, 10, "a BLOCK: {versions:?}");
+    assert!(
+        versions.iter().all(|v| v.2 == 1 || v.2 == 2),
+        "{versions:?}"
+    );
+    assert!(
+        versions.len() >= 5,
+        "INIT, 2 FLUSH, 2 BLOCK at least: {versions:?}"
+    );
 }

@@ -225,7 +225,7 @@ fn create_dataset(
         payload.str(&key.to_string());
         payload.str(schema.text());
         let mut rec = Vec::new();
-        format::FRAMING.frame(&mut rec, format::INIT, &payload.0);
+        format::frame(&mut rec, format::INIT, &payload.0);
         let write = || -> std::io::Result<()> {
             let mut f = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
             f.write_all(&rec)?;
@@ -882,7 +882,13 @@ impl TocWriter {
         for (collocation, entries) in pending.groups() {
             let (payload, axes) = block::encode(&files, collocation, entries);
             let mut framed = Vec::new();
-            format::FRAMING.frame(&mut framed, format::BLOCK, &payload);
+            if entries.iter().any(|(_, l)| l.extension.is_some()) {
+                // Version 2: a version-1 reader would misread the entry
+                // flags; it refuses the block by name instead.
+                format::FRAMING.frame(&mut framed, format::BLOCK, &payload);
+            } else {
+                format::frame(&mut framed, format::BLOCK, &payload);
+            }
             blocks.push(framed);
             described.push((collocation.clone(), axes, entries.len() as u32));
         }
@@ -928,7 +934,7 @@ impl TocWriter {
             offset += framed.len() as u64;
         }
         let mut rec = Vec::new();
-        format::FRAMING.frame(&mut rec, format::FLUSH, &p.0);
+        format::frame(&mut rec, format::FLUSH, &p.0);
         // The lock is taken on a clone of the descriptor (one open file
         // description: the same lock) so that `self` stays free to update.
         let toc = self
@@ -1249,7 +1255,7 @@ pub struct TocReader {
 pub(super) fn append_record(dir: &Path, kind: u16, payload: &[u8]) -> Result<()> {
     let path = dir.join(TOC);
     let mut rec = Vec::new();
-    format::FRAMING.frame(&mut rec, kind, payload);
+    format::frame(&mut rec, kind, payload);
     let mut toc = OpenOptions::new()
         .append(true)
         .open(&path)
