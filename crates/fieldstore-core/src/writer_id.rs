@@ -10,7 +10,7 @@
 //! same pid.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 /// This host's name, sanitised (`host` if it has none).
 pub fn host() -> &'static str {
@@ -37,15 +37,24 @@ pub fn host() -> &'static str {
 }
 
 /// `<host>.<pid>.<start ns>`: this process, among all that share a store.
-pub fn process() -> &'static str {
-    static PROCESS: OnceLock<String> = OnceLock::new();
-    PROCESS.get_or_init(|| {
-        let start = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0);
-        format!("{}.{}.{start}", host(), std::process::id())
-    })
+/// Worked out again in a child of `fork` (which inherits the parent's
+/// memory but not its pid), so that parent and child never share ids.
+pub fn process() -> String {
+    static PROCESS: Mutex<Option<(u32, String)>> = Mutex::new(None);
+    let pid = std::process::id();
+    let mut p = PROCESS.lock().unwrap_or_else(|e| e.into_inner());
+    match &*p {
+        Some((cached, id)) if *cached == pid => id.clone(),
+        _ => {
+            let start = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos())
+                .unwrap_or(0);
+            let id = format!("{}.{pid}.{start}", host());
+            *p = Some((pid, id.clone()));
+            id
+        }
+    }
 }
 
 /// A new writer id: [`process`] and a per-process counter.
@@ -79,7 +88,7 @@ mod tests {
     fn ids_are_unique_and_parse() {
         let (a, b) = (next(), next());
         assert_ne!(a, b);
-        assert!(a.starts_with(process()));
+        assert!(a.starts_with(&process()));
         assert_eq!(parse(&a), Some((host(), std::process::id())));
         assert!(!host().contains('.'));
     }

@@ -47,6 +47,12 @@ fn child(fs: FieldStore, parent: u32) -> i32 {
     // Dropping it here must neither flush the parent's pending field nor
     // touch the files it still writes.
     drop(fs);
+    // The child names its writers apart from the parent's (same counter,
+    // another pid), so their files, objects and log keys never collide.
+    let id = fieldstore_core::writer_id::next();
+    if fieldstore_core::writer_id::parse(&id).map(|(_, pid)| pid) != Some(std::process::id()) {
+        return 13;
+    }
     0
 }
 
