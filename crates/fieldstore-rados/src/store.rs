@@ -47,6 +47,11 @@ pub struct RadosStore {
     pool: Arc<Pool>,
     /// Pools of locations written under another pool or namespace.
     others: Mutex<HashMap<(String, String), Arc<Pool>>>,
+    /// Writers known to be done with their objects (closed, or dead), as
+    /// `rados://<pool>/<namespace>/<writer prefix>`: a writer that closed
+    /// or died never writes again, so a purge asks each writer once, not
+    /// again for each of its objects when it inspects and claims them.
+    done: Mutex<std::collections::HashSet<String>>,
     /// Roll over to a new object before one passes this size.
     object_size: u64,
     /// The largest single write the OSDs accept.
@@ -79,6 +84,7 @@ impl RadosStore {
             writer_lease: config.writer_lease,
             pool,
             others: Mutex::new(HashMap::new()),
+            done: Mutex::default(),
         })
     }
 
@@ -253,10 +259,10 @@ impl StoreMaintenance for RadosStore {
                 by_writer.entry(prefix).or_default().push(object);
             }
         }
-        let states = liveness::states(&self.pool, by_writer.keys().copied())?;
+        let done = self.done_writers(&self.pool, by_writer.keys().copied())?;
         let mut out = Vec::new();
         for (prefix, objects) in by_writer {
-            if !states.get(prefix).is_some_and(|s| s.is_done()) {
+            if !done.contains(prefix) {
                 continue;
             }
             for object in objects {
@@ -291,9 +297,7 @@ impl StoreMaintenance for RadosStore {
         // done with them (a live one appends to its newest, and will flush
         // what it archived there).
         let done = match writer_prefix(object) {
-            Some(prefix) => liveness::states(&pool, [prefix])?
-                .get(prefix)
-                .is_some_and(|s| s.is_done()),
+            Some(prefix) => self.done_writers(&pool, [prefix])?.contains(prefix),
             None => false,
         };
         Ok(Unit {
@@ -382,6 +386,44 @@ fn markers_of(object: &str) -> Option<String> {
 }
 
 impl RadosStore {
+    /// Which of the writers `prefixes` (of `pool`) are done with their
+    /// objects: closed, or dead ([`liveness::states`] for those not known
+    /// to be done already).
+    ///
+    /// # Errors
+    /// As [`liveness::states`].
+    fn done_writers<'p>(
+        &self,
+        pool: &Pool,
+        prefixes: impl IntoIterator<Item = &'p str>,
+    ) -> Result<std::collections::HashSet<String>> {
+        let key = |prefix: &str| naming::uri(&pool.pool, &pool.namespace, prefix);
+        let mut done = std::collections::HashSet::new();
+        let mut ask = Vec::new();
+        {
+            let known = self.done.lock().unwrap_or_else(|p| p.into_inner());
+            for prefix in prefixes {
+                if known.contains(&key(prefix)) {
+                    done.insert(prefix.to_string());
+                } else {
+                    ask.push(prefix);
+                }
+            }
+        }
+        if ask.is_empty() {
+            return Ok(done);
+        }
+        let states = liveness::states(pool, ask)?;
+        let mut known = self.done.lock().unwrap_or_else(|p| p.into_inner());
+        for (prefix, state) in states {
+            if state.is_done() {
+                known.insert(key(&prefix));
+                done.insert(prefix);
+            }
+        }
+        Ok(done)
+    }
+
     /// The pool and object of a unit's URI.
     fn unit<'u>(&self, uri: &'u str) -> Result<(Arc<Pool>, &'u str)> {
         let (pool, ns, object) = naming::parse_uri(uri)?;
