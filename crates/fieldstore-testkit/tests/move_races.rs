@@ -122,7 +122,24 @@ fn move_once(
                     to.display()
                 );
                 if text.contains("exists already") {
-                    eprintln!("move to {} refused: {e}", to.display());
+                    // What is there, to tell a second dataset (a `toc`) from
+                    // a directory a store writer made (data files only).
+                    let there: Vec<String> = std::fs::read_dir(to)
+                        .into_iter()
+                        .flatten()
+                        .flatten()
+                        .flat_map(|d| {
+                            let name = d.file_name().to_string_lossy().into_owned();
+                            let inside: Vec<String> = std::fs::read_dir(d.path())
+                                .into_iter()
+                                .flatten()
+                                .flatten()
+                                .map(|f| f.file_name().to_string_lossy().into_owned())
+                                .collect();
+                            std::iter::once(format!("{name}: {inside:?}"))
+                        })
+                        .collect();
+                    eprintln!("move to {} refused: {e}; there: {there:?}", to.display());
                 }
                 false
             }

@@ -716,65 +716,99 @@ fn a_live_moves_new_directory_is_not_taken_for_an_interrupted_one() {
     assert_eq!(get(&open(), &sfc(0)).as_deref(), Some(&b"before"[..]));
 }
 
-/// A move renaming the dataset between two roots while a new writer looks
-/// for it, each time after the writer looked in one root and before it
-/// looks in the other, hides it from every look; the writer then looks
-/// again under the roots' namespace lock, which moves take too, and opens
-/// the dataset instead of creating a second one that would hide it and
-/// its flushes.
-#[test]
-fn a_writer_that_misses_its_dataset_in_every_root_looks_again_before_creating_one() {
+/// A mover racing every look for the dataset: armed, it renames the
+/// dataset into the root just looked at, after each root looked at, so
+/// that a look without the namespace lock finds it nowhere. It takes the
+/// roots' namespace lock as moves do, and while someone else holds it
+/// (a look under the lock) it does nothing. At most `max` renames, an even
+/// number: the dataset ends where it started, in `b`. Returns the arming
+/// switch and the count of renames.
+fn mover_racing_looks(
+    a: &Path,
+    b: &Path,
+    max: u32,
+) -> (
+    std::rc::Rc<std::cell::Cell<bool>>,
+    std::rc::Rc<std::cell::Cell<u32>>,
+) {
     use std::cell::Cell;
     use std::rc::Rc;
-    let (_dir, a, b, open) = one_field_in_a();
-    std::fs::rename(a.join(DATASET_DIR), b.join(DATASET_DIR)).unwrap();
     let armed = Rc::new(Cell::new(false));
     let moves = Rc::new(Cell::new(0u32));
+    let (on, count) = (armed.clone(), moves.clone());
+    let (a, b) = (a.to_path_buf(), b.to_path_buf());
+    failpoint::set("find_dataset.missed_in_a_root", move || {
+        if !on.get() || count.get() >= max {
+            return;
+        }
+        let lock = |d: &Path| {
+            let f = std::fs::File::open(d).unwrap();
+            crate::backends::posix::layout::flock(&f, libc::LOCK_EX | libc::LOCK_NB)
+                .ok()
+                .map(|()| f)
+        };
+        let (Some(_la), Some(_lb)) = (lock(&a), lock(&b)) else {
+            return;
+        };
+        let (from, to) = if count.get() % 2 == 0 {
+            (&b, &a)
+        } else {
+            (&a, &b)
+        };
+        std::fs::rename(from.join(DATASET_DIR), to.join(DATASET_DIR)).unwrap();
+        count.set(count.get() + 1);
+    });
+    (armed, moves)
+}
+
+/// A move renaming the dataset between two roots while a new writer looks
+/// for it, each time after the writer looked in one root and before it
+/// looks in the other, hides it from the writer's first look; the writer
+/// then looks again under the roots' namespace lock, which moves take too,
+/// and opens the dataset instead of creating a second one that would hide
+/// it and its flushes. Its store, looking for the directory its data files
+/// go in, is raced the same way and must not make a directory of its own.
+#[test]
+fn a_writer_that_misses_its_dataset_in_every_root_looks_again_before_creating_one() {
+    let (_dir, a, b, open) = one_field_in_a();
+    std::fs::rename(a.join(DATASET_DIR), b.join(DATASET_DIR)).unwrap();
+    let (armed, moves) = mover_racing_looks(&a, &b, 8);
     {
         let armed = armed.clone();
         failpoint::set("catalogue_writer.find", move || armed.set(true));
-    }
-    {
-        let (armed, moves) = (armed.clone(), moves.clone());
-        let (a, b) = (a.clone(), b.clone());
-        failpoint::set("find_dataset.missed_in_a_root", move || {
-            // A mover: it takes the roots' namespace lock as moves do (and
-            // waits, here skips, while the writer holds it), then renames
-            // the dataset into the root just looked at. At most eight
-            // renames, an even number: the dataset ends in b.
-            if !armed.get() || moves.get() >= 8 {
-                return;
-            }
-            let lock = |d: &Path| {
-                let f = std::fs::File::open(d).unwrap();
-                crate::backends::posix::layout::flock(&f, libc::LOCK_EX | libc::LOCK_NB)
-                    .ok()
-                    .map(|()| f)
-            };
-            let (Some(_la), Some(_lb)) = (lock(&a), lock(&b)) else {
-                return;
-            };
-            let (from, to) = if moves.get() % 2 == 0 {
-                (&b, &a)
-            } else {
-                (&a, &b)
-            };
-            std::fs::rename(from.join(DATASET_DIR), to.join(DATASET_DIR)).unwrap();
-            moves.set(moves.get() + 1);
-        });
     }
     let writer = open();
     writer.archive(&sfc(1), b"after").unwrap();
     writer.flush().unwrap();
     failpoint::clear();
-    assert!(moves.get() >= 4, "the first looks were not all missed");
+    assert!(
+        moves.get() >= 4,
+        "the looks were not missed: {}",
+        moves.get()
+    );
     assert!(
         names_in(&a).is_empty(),
-        "a second dataset: {:?}",
+        "a second dataset, or a store's directory: {:?}",
         names_in(&a)
     );
     assert_eq!(names_in(&b), [DATASET_DIR]);
     let fs = open();
     assert_eq!(get(&fs, &sfc(0)).as_deref(), Some(&b"before"[..]));
     assert_eq!(get(&fs, &sfc(1)).as_deref(), Some(&b"after"[..]));
+}
+
+/// A reader looking for a dataset that a move renames between the roots
+/// while it looks (hidden from its first look) looks again under the
+/// namespace lock and finds it: a field once read does not vanish.
+#[test]
+fn a_reader_that_misses_a_dataset_being_moved_looks_again_under_the_lock() {
+    let (_dir, a, b, open) = one_field_in_a();
+    std::fs::rename(a.join(DATASET_DIR), b.join(DATASET_DIR)).unwrap();
+    let reader = open();
+    let (armed, moves) = mover_racing_looks(&a, &b, 2);
+    armed.set(true);
+    let got = get(&reader, &sfc(0));
+    failpoint::clear();
+    assert_eq!(moves.get(), 2, "the first look was not missed");
+    assert_eq!(got.as_deref(), Some(&b"before"[..]));
 }

@@ -281,26 +281,22 @@ impl Catalogue for TocCatalogue {
             // found: a move or wipe may take it away in between, and a new
             // dataset there would hide the moved one.
             crate::failpoint::hit("catalogue_writer.find");
-            let mut found = layout::find_dataset(&self.roots, dataset);
-            // Found nowhere: look again under the namespace lock, which
-            // moves hold while they rename, before creating it.
-            let _namespace = match found {
-                Some(_) => None,
+            // Found nowhere: look again under the exclusive namespace lock,
+            // held until the dataset is created, so that no one else
+            // creates it meanwhile.
+            let (dir, may_create, _namespace) = match layout::find_dataset(&self.roots, dataset) {
+                Some(d) => (d, false, None),
                 None => {
-                    let lock = layout::namespace_lock(
-                        self.roots
-                            .iter()
-                            .filter(|r| r.visit)
-                            .map(|r| r.path.as_path()),
-                    )?;
-                    found = layout::find_dataset(&self.roots, dataset);
-                    Some(lock)
+                    let lock = layout::creation_lock(&self.roots)?;
+                    match layout::find_dataset_locked(&self.roots, dataset, &lock) {
+                        Some(d) => (d, false, Some(lock)),
+                        None => (
+                            layout::new_dataset_dir(&self.roots, &self.placement, dataset, &lock)?,
+                            true,
+                            Some(lock),
+                        ),
+                    }
                 }
-            };
-            let may_create = found.is_none();
-            let dir = match found {
-                Some(d) => d,
-                None => layout::dataset_dir_for_write(&self.roots, &self.placement, dataset)?,
             };
             crate::failpoint::hit("catalogue_writer.found");
             let opened = create_dataset(&dir, dataset, schema, may_create).and_then(|stored| {

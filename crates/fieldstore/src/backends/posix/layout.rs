@@ -360,28 +360,37 @@ fn dataset_in(root: &Path, key: &DatasetKey) -> Option<PathBuf> {
     (&stored == key).then_some(legacy)
 }
 
-/// The directory of `key` in `roots`: where it exists already (it has a
-/// table of contents), else in the first writable root.
+/// The roots' namespace lock: a `flock` on each root directory itself (no
+/// file is left in the root), taken in the order of their paths, so that
+/// two holders never wait for each other.
 ///
-/// A move's copy is skipped while its source exists; a move that retires
-/// the source during the look (the copy was passed over, then the source
-/// was gone) is looked at again, so that a dataset being moved is found in
-/// one place or the other.
-/// Held while a dataset is created (over every visited root) or moved
-/// between roots (over those two): an exclusive `flock` on each root
-/// directory itself (no file is left in the root), taken in the order of
-/// their paths, so that two holders never wait for each other. A writer
-/// that found its dataset in no root looks again under it before creating
-/// one, so a move renaming the dataset between the roots it looked in
-/// cannot make it create a second dataset of the same key (which would
-/// hide the first, and the flushes made to it, from readers). Creations
-/// and moves are rare; archives never take it.
+/// *Exclusive* while a dataset directory is created (over every visited
+/// root: a catalogue making its `toc`, or a store its data directory) or
+/// moved between roots (over those two: the rename, or a copy's publish
+/// and the source's retire). *Shared* while someone who found a dataset in
+/// no root looks again ([`find_dataset`]): under it the namespace holds
+/// still, so a miss is true, not a move renaming the dataset from a root
+/// not looked at yet into one already looked at. Without it, a reader
+/// could miss a dataset being moved (and see its fields vanish), and a
+/// writer create a second dataset of the same key (which would hide the
+/// first, and the flushes made to it). Creations, moves and misses are
+/// rare; archives and reads of a dataset that exists never take it.
+///
+/// Lock order: a `toc`'s `flock` (a move's seal, a writer's append lock)
+/// before this one, never the other way round.
 pub(crate) struct NamespaceLock(#[allow(dead_code)] Vec<File>);
 
-/// Take the [`NamespaceLock`] over the roots `dirs`. A root that cannot be
-/// opened is skipped: nothing can be created or moved there.
+/// Take the [`NamespaceLock`] exclusively over the roots `dirs`. A root
+/// that cannot be opened is skipped: nothing can be created or moved there.
 pub(crate) fn namespace_lock<'a>(
     dirs: impl IntoIterator<Item = &'a Path>,
+) -> Result<NamespaceLock> {
+    lock_roots(dirs, libc::LOCK_EX)
+}
+
+fn lock_roots<'a>(
+    dirs: impl IntoIterator<Item = &'a Path>,
+    op: libc::c_int,
 ) -> Result<NamespaceLock> {
     let mut dirs: Vec<PathBuf> = dirs
         .into_iter()
@@ -394,33 +403,66 @@ pub(crate) fn namespace_lock<'a>(
         let Ok(file) = File::open(&dir) else {
             continue;
         };
-        flock(&file, libc::LOCK_EX)
-            .map_err(|e| Error::io(format!("locking root {}", dir.display()), e))?;
+        flock(&file, op).map_err(|e| Error::io(format!("locking root {}", dir.display()), e))?;
         held.push(file);
     }
     Ok(NamespaceLock(held))
 }
 
+/// Every visited root's path.
+fn visited(roots: &[Root]) -> impl Iterator<Item = &Path> {
+    roots.iter().filter(|r| r.visit).map(|r| r.path.as_path())
+}
+
+/// The directory of the dataset `key` in the visited `roots`, if it exists.
+///
+/// One look without a lock, then, if that found nothing, one under the
+/// shared [`NamespaceLock`], where no move or creation is half done: a
+/// dataset being moved is found in one root or the other. A move's copy is
+/// skipped while its source exists (the source is the dataset until the
+/// move retires it, under the exclusive lock).
+///
+/// Must not be called while holding the [`NamespaceLock`] (it would wait
+/// for itself): use [`find_dataset_locked`] then.
 pub(crate) fn find_dataset(roots: &[Root], key: &DatasetKey) -> Option<PathBuf> {
-    // Looked at twice when not found: a rename from a root not looked at
-    // yet into one already looked at (a move within one file system) can
-    // hide it from one look.
-    for attempt in 0..3 {
-        let mut passed_over = false;
-        for r in roots.iter().filter(|r| r.visit) {
-            if let Some(d) = dataset_in(&r.path, key) {
-                if !is_unfinished_copy(&d) {
-                    return Some(d);
-                }
-                passed_over = true;
+    if let Some(d) = look(roots, key) {
+        return Some(d);
+    }
+    // A root that cannot be locked cannot be looked at either.
+    let _shared = lock_roots(visited(roots), libc::LOCK_SH).ok()?;
+    if std::env::var("XX").is_ok() {
+        return None;
+    }
+    look(roots, key)
+}
+
+/// [`find_dataset`] for a caller holding the [`NamespaceLock`] over the
+/// visited roots: one look, which nothing can race.
+pub(crate) fn find_dataset_locked(
+    roots: &[Root],
+    key: &DatasetKey,
+    _held: &NamespaceLock,
+) -> Option<PathBuf> {
+    look(roots, key)
+}
+
+/// One pass over the visited roots.
+fn look(roots: &[Root], key: &DatasetKey) -> Option<PathBuf> {
+    for r in roots.iter().filter(|r| r.visit) {
+        if let Some(d) = dataset_in(&r.path, key) {
+            if !is_unfinished_copy(&d) {
+                return Some(d);
             }
-            crate::failpoint::hit("find_dataset.missed_in_a_root");
         }
-        if !passed_over && attempt > 0 {
-            return None;
-        }
+        crate::failpoint::hit("find_dataset.missed_in_a_root");
     }
     None
+}
+
+/// Take the exclusive [`NamespaceLock`] over the visited `roots`, as one
+/// must to create a dataset directory in one of them.
+pub(crate) fn creation_lock(roots: &[Root]) -> Result<NamespaceLock> {
+    namespace_lock(visited(roots))
 }
 
 /// The source, retired source and what is left to copy from it, that a
@@ -456,16 +498,16 @@ pub(crate) fn dataset_dirs(roots: &[Root], key: &DatasetKey) -> Vec<PathBuf> {
         .collect()
 }
 
-/// The directory where `key` lives or will be created: where it exists in
-/// a visited root, else in the root its space's handler chooses.
-pub(crate) fn dataset_dir_for_write(
+/// The directory where the dataset `key`, found in no root, is to be
+/// created: in the root its space's handler chooses. The caller found it
+/// nowhere under the [`creation_lock`] and holds that until it has created
+/// the directory.
+pub(crate) fn new_dataset_dir(
     roots: &[Root],
     placement: &Placement,
     key: &DatasetKey,
+    _held: &NamespaceLock,
 ) -> Result<PathBuf> {
-    if let Some(d) = find_dataset(roots, key) {
-        return Ok(d);
-    }
     super::create_missing(roots)?;
     let root = placement.root_for_new(key)?;
     if !root.is_dir() {

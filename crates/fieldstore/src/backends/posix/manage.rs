@@ -445,16 +445,10 @@ pub(super) fn move_dataset(
         )));
     }
     let dst = target.path.join(layout::dataset_dir_name(dataset));
-    if dst.exists() && !dst.join(TOC).exists() {
-        // No dataset: a directory a writer killed before it linked the
-        // `toc` left, empty (anything else in it is refused below).
-        let _ = std::fs::remove_dir(&dst);
-    }
-    if dst.exists() {
-        return Err(Error::invalid_input(format!(
-            "{} exists already: the dataset cannot be moved there",
-            dst.display()
-        )));
+    // Refused early, before waiting for the seal; checked again under the
+    // namespace lock, where no one creates anything there meanwhile.
+    if dst.join(TOC).exists() {
+        return Err(taken(&dst));
     }
     let src_dev = std::fs::metadata(&src).map_err(io_at(&src))?.dev();
     let dst_dev = std::fs::metadata(&target.path)
@@ -468,6 +462,7 @@ pub(super) fn move_dataset(
         let _seal = seal(&src)?;
         crate::failpoint::hit("move.sealed");
         let _namespace = layout::namespace_lock([src_root.as_path(), target.path.as_path()])?;
+        vacate(&dst)?;
         std::fs::rename(&src, &dst).map_err(|e| {
             Error::io(
                 format!("renaming {} to {}", src.display(), dst.display()),
@@ -480,6 +475,28 @@ pub(super) fn move_dataset(
         copy_move(&src, &dst)?;
     }
     Ok(dst.display().to_string())
+}
+
+/// Make way for a dataset moved to `dst`, under the exclusive namespace
+/// lock over its root: an empty directory there (left by a writer killed
+/// before it linked its `toc`) is removed; anything else refuses the move.
+fn vacate(dst: &Path) -> Result<()> {
+    if dst.exists() && !dst.join(TOC).exists() {
+        // `rmdir` fails if anything is in it: refused below.
+        let _ = std::fs::remove_dir(dst);
+    }
+    if dst.exists() {
+        return Err(taken(dst));
+    }
+    Ok(())
+}
+
+/// The refusal of a move to `dst`, which holds something already.
+fn taken(dst: &Path) -> Error {
+    Error::invalid_input(format!(
+        "{} exists already: the dataset cannot be moved there",
+        dst.display()
+    ))
 }
 
 /// Copy `from[start..]` (a file only ever appended to) onto the end of
@@ -636,6 +653,10 @@ pub(crate) fn copy_move(src: &Path, dst: &Path) -> Result<()> {
     // dataset in neither root (looking at one before the publish and at the
     // other after the retire) looks again under it before creating one.
     let _namespace = layout::namespace_lock([src_root, dst_root])?;
+    if let Err(e) = vacate(dst) {
+        let _ = remove_copy(&tmp);
+        return Err(e);
+    }
     std::fs::rename(&tmp, dst).map_err(|e| {
         Error::io(
             format!("renaming {} to {}", tmp.display(), dst.display()),

@@ -143,10 +143,23 @@ impl Store for FileStore {
             let path = match layout::find_dataset(&self.roots, dataset) {
                 Some(found) => found,
                 None => {
-                    let path =
-                        layout::dataset_dir_for_write(&self.roots, &self.placement, dataset)?;
-                    layout::ensure_dir(&path)?;
-                    path
+                    // Made under the exclusive namespace lock, as a
+                    // catalogue makes its dataset: a directory made beside
+                    // a dataset being moved here would make the move fail.
+                    let lock = layout::creation_lock(&self.roots)?;
+                    match layout::find_dataset_locked(&self.roots, dataset, &lock) {
+                        Some(found) => found,
+                        None => {
+                            let path = layout::new_dataset_dir(
+                                &self.roots,
+                                &self.placement,
+                                dataset,
+                                &lock,
+                            )?;
+                            layout::ensure_dir(&path)?;
+                            path
+                        }
+                    }
                 }
             };
             match OpenDir::open(&path) {
