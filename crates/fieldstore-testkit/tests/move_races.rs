@@ -81,6 +81,23 @@ fn outcomes(w: usize, out: &str) -> Outcomes {
     o
 }
 
+/// Each entry of `root` with the names inside it: what a refused move
+/// found in its way.
+fn contents(root: &Path) -> Vec<String> {
+    let names = |d: &Path| -> Vec<String> {
+        std::fs::read_dir(d)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|f| f.file_name().to_string_lossy().into_owned())
+            .collect()
+    };
+    names(root)
+        .into_iter()
+        .map(|n| format!("{n}: {:?}", names(&root.join(&n))))
+        .collect()
+}
+
 /// Who moves the dataset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Movers {
@@ -108,39 +125,24 @@ fn move_once(
             // Already there (a dataset not created yet is no error: it
             // moves nothing).
             Err(e) if e.kind() == ErrorKind::InvalidInput => {
-                // "exists already": something of the dataset's name is in
-                // the target root. Seen about once in ten runs across file
-                // systems, cause not found yet (see the note): the
-                // move is refused, nothing is touched, and the checks at
-                // the end (one dataset, every flushed field once) judge
-                // whether anything was lost or doubled; a refusal that
-                // lasts stalls the run, which fails it.
+                // "exists already" (something of the dataset's name in the
+                // target root: a second dataset a writer created, or a
+                // store's directory made beside the dataset while it was
+                // moved) is a failure: creations and moves are serialised
+                // by the roots' namespace lock.
                 let text = e.to_string();
+                if text.contains("exists already") {
+                    panic!(
+                        "move to {} refused: {e}; there: {:?}",
+                        to.display(),
+                        contents(to)
+                    );
+                }
                 assert!(
-                    text.contains("already in root") || text.contains("exists already"),
+                    text.contains("already in root"),
                     "move to {}: {e}",
                     to.display()
                 );
-                if text.contains("exists already") {
-                    // What is there, to tell a second dataset (a `toc`) from
-                    // a directory a store writer made (data files only).
-                    let there: Vec<String> = std::fs::read_dir(to)
-                        .into_iter()
-                        .flatten()
-                        .flatten()
-                        .flat_map(|d| {
-                            let name = d.file_name().to_string_lossy().into_owned();
-                            let inside: Vec<String> = std::fs::read_dir(d.path())
-                                .into_iter()
-                                .flatten()
-                                .flatten()
-                                .map(|f| f.file_name().to_string_lossy().into_owned())
-                                .collect();
-                            std::iter::once(format!("{name}: {inside:?}"))
-                        })
-                        .collect();
-                    eprintln!("move to {} refused: {e}; there: {there:?}", to.display());
-                }
                 false
             }
             Err(e) => panic!("move to {}: {e}", to.display()),
