@@ -14,6 +14,10 @@
 //! bitmap offset + 1 (0: no bitmap)               varint
 //! points, packed values                          varint each
 //! grid identity                                  u64 little-endian
+//! version 2: bitmap counts every E points        varint (0: none recorded)
+//!            if E > 0: number of counts N        varint
+//!            N counts, each as the difference   varint
+//!            from the previous one
 //! CCSDS only: flags, block size                  u8 each
 //!             reference sample interval          varint
 //!             number of RSI offsets N            varint
@@ -21,7 +25,8 @@
 //!             difference from the previous one
 //! ```
 //!
-//! Varints are LEB128 (7 bits a byte, low bits first). Decoding checks
+//! Version 1 (no bitmap counts) is still read: entries archived before
+//! version 2 keep their jump info. Varints are LEB128 (7 bits a byte, low bits first). Decoding checks
 //! every length: damage is an error, never a panic or a wrong answer the
 //! checks could catch ([`JumpInfo::parse`]'s consistency rules apply).
 
@@ -31,8 +36,8 @@ use crate::jump::{JumpInfo, Packing};
 
 /// The extension's first byte: GRIB jump info.
 pub(crate) const TAG: u8 = b'J';
-/// The version this code writes and reads.
-pub(crate) const VERSION: u8 = 1;
+/// The version this code writes (it reads it and version 1).
+pub(crate) const VERSION: u8 = 2;
 
 fn varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
@@ -65,6 +70,18 @@ impl JumpInfo {
         varint(&mut o, self.points);
         varint(&mut o, self.coded);
         o.extend_from_slice(&self.grid.to_le_bytes());
+        match &self.bitmap_counts {
+            None => varint(&mut o, 0),
+            Some(c) => {
+                varint(&mut o, c.every);
+                varint(&mut o, c.counts.len() as u64);
+                let mut last = 0;
+                for &n in &c.counts {
+                    varint(&mut o, n - last);
+                    last = n;
+                }
+            }
+        }
         if let Packing::Ccsds {
             flags,
             block_size,
@@ -92,9 +109,10 @@ impl JumpInfo {
     /// `Corrupt` if it says it is jump info of this version and does not
     /// decode whole, or its numbers contradict each other.
     pub fn decode(ext: &[u8]) -> Result<Option<JumpInfo>> {
-        if ext.len() < 2 || ext[0] != TAG || ext[1] != VERSION {
+        if ext.len() < 2 || ext[0] != TAG || !(1..=VERSION).contains(&ext[1]) {
             return Ok(None);
         }
+        let version = ext[1];
         let mut r = Reader { b: ext, at: 2 };
         let edition = r.u8()?;
         let ccsds = r.u8()?;
@@ -108,6 +126,28 @@ impl JumpInfo {
         let points = r.varint()?;
         let coded = r.varint()?;
         let grid = u64::from_le_bytes(r.take(8)?.try_into().expect("8 bytes"));
+        let every = if version >= 2 { r.varint()? } else { 0 };
+        let bitmap_counts = if every == 0 {
+            None
+        } else {
+            let n = r.varint()?;
+            if n > (ext.len() - r.at) as u64 {
+                return Err(corrupt("more bitmap counts than bytes"));
+            }
+            let mut counts = Vec::with_capacity(n as usize);
+            let mut last = 0u64;
+            for _ in 0..n {
+                last = last
+                    .checked_add(r.varint()?)
+                    .ok_or_else(|| corrupt("a bitmap count overflows"))?;
+                counts.push(last);
+            }
+            let c = crate::bitmap::BitmapCounts { every, counts };
+            if bitmap == 0 || !c.fits(points) {
+                return Err(corrupt("bitmap counts that do not fit the bitmap"));
+            }
+            Some(c)
+        };
         let packing = match ccsds {
             0 => Packing::Simple,
             1 => {
@@ -162,6 +202,7 @@ impl JumpInfo {
             points,
             coded,
             grid,
+            bitmap_counts,
         }))
     }
 }
@@ -222,7 +263,35 @@ mod tests {
             points: 1200,
             coded: 1000,
             grid: 0x0102_0304_0506_0708,
+            bitmap_counts: Some(crate::bitmap::BitmapCounts {
+                every: 400,
+                counts: vec![0, 350, 700],
+            }),
         }
+    }
+
+    fn unhex(h: &str) -> Vec<u8> {
+        (0..h.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&h[i..i + 2], 16).unwrap())
+            .collect()
+    }
+
+    /// Version 1 (before bitmap counts), as fieldstore wrote it: still
+    /// read, without counts.
+    #[test]
+    fn version_1_is_read() {
+        let v1 = "4a0102001000000000001871400504c801d00f9701b009e8070807060504030201";
+        let want = JumpInfo {
+            bitmap_counts: None,
+            ..simple()
+        };
+        assert_eq!(JumpInfo::decode(&unhex(v1)).unwrap(), Some(want.clone()));
+        let c = "4a0102011000000000001871400504c801d00f00b009b0090807060504030201\
+                 0e2080010300ac029003";
+        let got = JumpInfo::decode(&unhex(c)).unwrap().unwrap();
+        assert_eq!(got.bitmap_counts, None);
+        assert!(matches!(got.packing, Packing::Ccsds { ref rsi_offsets, .. } if rsi_offsets == &[0, 300, 700]));
     }
 
     /// The bytes of one simple and one CCSDS jump info, pinned.
@@ -232,7 +301,8 @@ mod tests {
         let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
         assert_eq!(
             hex(&s.encode()),
-            "4a0102001000000000001871400504c801d00f9701b009e8070807060504030201"
+            "4a0202001000000000001871400504c801d00f9701b009e8070807060504030201\
+             90030300de02de02"
         );
         let c = JumpInfo {
             packing: Packing::Ccsds {
@@ -242,14 +312,22 @@ mod tests {
                 rsi_offsets: vec![0, 300, 700],
             },
             bitmap_offset: None,
+            bitmap_counts: None,
             coded: 1200,
             ..s
         };
         assert_eq!(
             hex(&c.encode()),
-            "4a0102011000000000001871400504c801d00f00b009b0090807060504030201\
-             0e2080010300ac029003"
+            "4a0202011000000000001871400504c801d00f00b009b0090807060504030201\
+             000e2080010300ac029003"
         );
+        // Counts that do not fit the field are damage.
+        let mut bad = simple();
+        bad.bitmap_counts = Some(crate::bitmap::BitmapCounts {
+            every: 400,
+            counts: vec![0, 350],
+        });
+        assert!(JumpInfo::decode(&bad.encode()).is_err());
         for j in [simple(), c] {
             assert_eq!(JumpInfo::decode(&j.encode()).unwrap(), Some(j));
         }
@@ -259,7 +337,8 @@ mod tests {
     fn other_extensions_are_not_jump_info() {
         assert_eq!(JumpInfo::decode(b"").unwrap(), None);
         assert_eq!(JumpInfo::decode(b"X\x01").unwrap(), None);
-        assert_eq!(JumpInfo::decode(b"J\x02rest").unwrap(), None);
+        assert_eq!(JumpInfo::decode(b"J\x03rest").unwrap(), None);
+        assert_eq!(JumpInfo::decode(b"J\x00rest").unwrap(), None);
     }
 
     #[test]

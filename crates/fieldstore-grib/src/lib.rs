@@ -41,6 +41,7 @@
 #![deny(rustdoc::broken_intra_doc_links)]
 
 mod archive;
+pub mod bitmap;
 pub mod ccsds;
 mod ccsds_walk;
 mod decode;
