@@ -74,7 +74,10 @@ impl BitmapCounts {
             && self.every % 8 == 0
             && self.counts.len() as u64 == points.div_ceil(self.every)
             && self.counts.first().is_none_or(|&c| c == 0)
-            && self.counts.windows(2).all(|w| w[1] >= w[0] && w[1] - w[0] <= self.every)
+            && self
+                .counts
+                .windows(2)
+                .all(|w| w[1] >= w[0] && w[1] - w[0] <= self.every)
     }
 }
 

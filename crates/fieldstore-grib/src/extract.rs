@@ -327,7 +327,9 @@ fn one_field(
                 // No libaec ≥ 1.1, data libaec cannot decode: decoded whole.
                 Ok(mut j) => match j.complete(&mut src) {
                     Ok(()) => Ok(j),
-                    Err(e) if matches!(e.kind(), ErrorKind::Unsupported | ErrorKind::InvalidInput) => {
+                    Err(e)
+                        if matches!(e.kind(), ErrorKind::Unsupported | ErrorKind::InvalidInput) =>
+                    {
                         Err(e.to_string())
                     }
                     Err(e) => return Err(context(e)),

@@ -291,7 +291,9 @@ mod tests {
                  0e2080010300ac029003";
         let got = JumpInfo::decode(&unhex(c)).unwrap().unwrap();
         assert_eq!(got.bitmap_counts, None);
-        assert!(matches!(got.packing, Packing::Ccsds { ref rsi_offsets, .. } if rsi_offsets == &[0, 300, 700]));
+        assert!(
+            matches!(got.packing, Packing::Ccsds { ref rsi_offsets, .. } if rsi_offsets == &[0, 300, 700])
+        );
     }
 
     /// The bytes of one simple and one CCSDS jump info, pinned.

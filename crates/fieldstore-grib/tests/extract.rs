@@ -211,7 +211,10 @@ fn bitmap_counts_read_a_few_bytes() {
     assert_eq!(plain.reads, counted.reads);
     // The bitmap: far / 8 + 1 bytes without counts, at most 64 / 8 with.
     let bitmap_plain = far / 8 + 1;
-    assert_eq!(plain.bytes - counted.bytes, bitmap_plain - (far % 64) / 8 - 1);
+    assert_eq!(
+        plain.bytes - counted.bytes,
+        bitmap_plain - (far % 64) / 8 - 1
+    );
     // Counts survive the entry's bytes.
     let decoded = JumpInfo::decode(&info.encode()).unwrap().unwrap();
     assert_eq!(decoded, info);
