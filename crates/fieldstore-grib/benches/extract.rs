@@ -102,6 +102,7 @@ fn main() {
     );
     let _ = std::fs::remove_dir_all(root.join("eager"));
 
+    let fs = open(&root.join("lazy"));
     let steps: Vec<String> = (0..n).map(|s| s.to_string()).collect();
     let series: Request = format!(
         "class=od,expver=0001,stream=oper,date=20240101,time=0000,type=fc,levtype=sfc,param=167,step={}",

@@ -21,8 +21,13 @@
 //! CCSDS only: flags, block size                  u8 each
 //!             reference sample interval          varint
 //!             number of RSI offsets N            varint
-//!             N offsets (bits), each as the      varint
-//!             difference from the previous one
+//!   version 1: N offsets (bits), each as the     varint
+//!              difference from the previous one
+//!   version 2, if N > 0: the first offset (bits) varint
+//!              mean RSI length B (bits):         varint
+//!              (last − first) / (N − 1), 0 if N = 1
+//!              N − 1 deviations: each RSI's      varint (zigzag)
+//!              length minus B
 //! ```
 //!
 //! Version 1 (no bitmap counts) is still read: entries archived before
@@ -93,10 +98,23 @@ impl JumpInfo {
             o.push(*block_size);
             varint(&mut o, u64::from(*rsi));
             varint(&mut o, rsi_offsets.len() as u64);
-            let mut last = 0;
-            for &b in rsi_offsets {
-                varint(&mut o, b - last);
-                last = b;
+            if let Some((&first, rest)) = rsi_offsets.split_first() {
+                // RSIs hold equally many samples: their lengths in bits
+                // differ from their mean by far less than they are long
+                // (2 bytes a deviation, against 3 a length, for 16-bit
+                // values).
+                varint(&mut o, first);
+                let base = match rest.last() {
+                    Some(&l) => (l - first) / rest.len() as u64,
+                    None => 0,
+                };
+                varint(&mut o, base);
+                let mut last = first;
+                for &b in rest {
+                    let deviation = (b - last) as i64 - base as i64;
+                    varint(&mut o, ((deviation << 1) ^ (deviation >> 63)) as u64);
+                    last = b;
+                }
             }
         }
         o
@@ -159,12 +177,31 @@ impl JumpInfo {
                     return Err(corrupt("more RSI offsets than bytes"));
                 }
                 let mut rsi_offsets = Vec::with_capacity(n as usize);
-                let mut last = 0u64;
-                for _ in 0..n {
-                    last = last
-                        .checked_add(r.varint()?)
-                        .ok_or_else(|| corrupt("RSI offset overflows"))?;
+                if version == 1 {
+                    let mut last = 0u64;
+                    for _ in 0..n {
+                        last = last
+                            .checked_add(r.varint()?)
+                            .ok_or_else(|| corrupt("RSI offset overflows"))?;
+                        rsi_offsets.push(last);
+                    }
+                } else if n > 0 {
+                    let mut last = r.varint()?;
                     rsi_offsets.push(last);
+                    let base =
+                        i64::try_from(r.varint()?).map_err(|_| corrupt("RSI length too large"))?;
+                    for _ in 1..n {
+                        let z = r.varint()?;
+                        let deviation = (z >> 1) as i64 ^ -((z & 1) as i64);
+                        let length = base
+                            .checked_add(deviation)
+                            .and_then(|l| u64::try_from(l).ok())
+                            .ok_or_else(|| corrupt("a negative RSI length"))?;
+                        last = last
+                            .checked_add(length)
+                            .ok_or_else(|| corrupt("RSI offset overflows"))?;
+                        rsi_offsets.push(last);
+                    }
                 }
                 Packing::Ccsds {
                     flags,
@@ -321,7 +358,7 @@ mod tests {
         assert_eq!(
             hex(&c.encode()),
             "4a0202011000000000001871400504c801d00f00b009b0090807060504030201\
-             000e2080010300ac029003"
+             000e2080010300de026364"
         );
         // Counts that do not fit the field are damage.
         let mut bad = simple();
@@ -332,6 +369,41 @@ mod tests {
         assert!(JumpInfo::decode(&bad.encode()).is_err());
         for j in [simple(), c] {
             assert_eq!(JumpInfo::decode(&j.encode()).unwrap(), Some(j));
+        }
+    }
+
+    /// RSI offsets of every shape come back: none, one, lengths above and
+    /// below their mean by much, a last RSI much shorter.
+    #[test]
+    fn rsi_offsets_round_trip() {
+        let sets: [Vec<u64>; 5] = [
+            vec![],
+            vec![0],
+            vec![5, 6],
+            vec![0, 48_000, 96_500, 140_000, 200_000, 200_001],
+            (0..254u64)
+                .map(|i| i * 47_000 + (i * i * 7919) % 3001)
+                .collect(),
+        ];
+        for offsets in sets {
+            let j = JumpInfo {
+                packing: Packing::Ccsds {
+                    flags: 14,
+                    block_size: 32,
+                    rsi: 128,
+                    rsi_offsets: offsets.clone(),
+                },
+                bitmap_offset: None,
+                bitmap_counts: None,
+                coded: 1200,
+                data_length: 1 << 30,
+                ..simple()
+            };
+            assert_eq!(
+                JumpInfo::decode(&j.encode()).unwrap(),
+                Some(j),
+                "{offsets:?}"
+            );
         }
     }
 
