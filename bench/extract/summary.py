@@ -28,6 +28,10 @@ def main() -> int:
     o, go = fs["one_point_one_field"], gj.get("one_point_one_field", {})
     print(f"One point of one field: fieldstore p50 {o['p50_ms']} ms, p90 {o['p90_ms']} ms, p99 {o['p99_ms']} ms; "
           f"GribJump p50 {go.get('p50_ms', '—')} ms, p90 {go.get('p90_ms', '—')} ms.")
+    if "eager_p50_ms" in o:
+        print(f"Interleaved, jump info kept on first extraction (annotations) / built at archive: one point of one field "
+              f"p50 {o['p50_ms']} / {o['eager_p50_ms']} ms, p90 {o['p90_ms']} / {o['eager_p90_ms']} ms; one-point series "
+              f"{o['series_fields_per_s']} / {o['eager_series_fields_per_s']} fields/s.")
     a, ga = fs["archive"], gj.get("gribjump_archive", {})
     print(f"Archive of {a['fields']} fields: fieldstore {a['seconds_without']} s by default (no jump info at archive), "
           f"{a['seconds_with_jump_info']} s with jump info built at archive "

@@ -23,48 +23,107 @@ use std::sync::Arc;
 
 use crate::{ElementKey, FieldLocation};
 
+/// One held annotation: its key and location.
+type Held<'a> = (&'a ElementKey, &'a FieldLocation);
+
 /// Annotations met while visiting entries newest first, waiting for the
-/// entry they annotate (an older one). Costs nothing until one is met.
+/// entry they annotate (an older one). Costs nothing until one is met;
+/// then holds references (no copies), found by the location's offset and
+/// length (hashed cheaply), the key and URI compared only there. A
+/// listing after every field was annotated holds one annotation per
+/// field: no allocation each, a few tens of nanoseconds each.
 #[derive(Debug, Default)]
-pub struct Pending {
-    held: HashMap<ElementKey, Vec<FieldLocation>>,
+pub struct Pending<'a> {
+    /// The newest annotation held per (offset, length).
+    first: HashMap<(u64, u64), Held<'a>, BuildOffsetHasher>,
+    /// Others at an (offset, length) already held (another data file,
+    /// another key, an older annotation of the same field): rare.
+    more: Vec<Held<'a>>,
 }
 
-impl Pending {
+impl<'a> Pending<'a> {
     /// Hold `annotation` (an entry of `element` that
     /// [`FieldLocation::annotates`]) for an older entry at its location.
     /// Call newest first: of two for one location, the first held wins.
-    pub fn hold(&mut self, element: &ElementKey, annotation: &FieldLocation) {
-        self.held
-            .entry(element.clone())
-            .or_default()
-            .push(annotation.clone());
+    pub fn hold(&mut self, element: &'a ElementKey, annotation: &'a FieldLocation) {
+        match self.first.entry((annotation.offset, annotation.length)) {
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert((element, annotation));
+            }
+            std::collections::hash_map::Entry::Occupied(_) => self.more.push((element, annotation)),
+        }
     }
 
     /// `entry` (an entry of `element`, not an annotation), with the
-    /// extension of the newest annotation held for its location, if any
-    /// (then consumed).
-    pub fn apply<'a>(
+    /// extension of the newest annotation held for it (same key, same
+    /// location), if any (then consumed, with any older one for it).
+    pub fn apply<'e>(
         &mut self,
         element: &ElementKey,
-        entry: &'a FieldLocation,
-    ) -> std::borrow::Cow<'a, FieldLocation> {
-        if self.held.is_empty() {
+        entry: &'e FieldLocation,
+    ) -> std::borrow::Cow<'e, FieldLocation> {
+        if self.first.is_empty() {
             return std::borrow::Cow::Borrowed(entry);
         }
-        let Some(held) = self.held.get_mut(element) else {
+        let at = (entry.offset, entry.length);
+        let mine = |(k, a): &Held<'_>| *k == element && a.same_field(entry);
+        let found = match self.first.get(&at) {
+            None => return std::borrow::Cow::Borrowed(entry),
+            Some(h) if mine(h) => {
+                let h = *h;
+                self.first.remove(&at);
+                Some(h)
+            }
+            Some(_) => self.more.iter().position(mine).map(|i| self.more[i]),
+        };
+        let Some((_, annotation)) = found else {
             return std::borrow::Cow::Borrowed(entry);
         };
-        let Some(i) = held.iter().position(|a| a.same_field(entry)) else {
-            return std::borrow::Cow::Borrowed(entry);
-        };
-        let annotation = held.remove(i);
-        // Older annotations of the same location are superseded.
-        held.retain(|a| !a.same_field(entry));
-        if held.is_empty() {
-            self.held.remove(element);
+        if !self.more.is_empty() {
+            self.more.retain(|h| !mine(h));
+            // Another one at this (offset, length) takes the place freed.
+            if !self.first.contains_key(&at) {
+                if let Some(i) = self
+                    .more
+                    .iter()
+                    .position(|(_, a)| (a.offset, a.length) == at)
+                {
+                    self.first.insert(at, self.more.remove(i));
+                }
+            }
         }
-        std::borrow::Cow::Owned(with_extension(entry, annotation.extension))
+        std::borrow::Cow::Owned(with_extension(entry, annotation.extension.clone()))
+    }
+}
+
+/// Hashes (offset, length) pairs: a multiply and a rotate, enough for
+/// offsets of fields (distinct, spread) and no attacker to fear (a reader's
+/// own index).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct BuildOffsetHasher;
+
+impl std::hash::BuildHasher for BuildOffsetHasher {
+    type Hasher = OffsetHasher;
+    fn build_hasher(&self) -> OffsetHasher {
+        OffsetHasher(0)
+    }
+}
+
+/// See [`BuildOffsetHasher`].
+#[derive(Debug, Default, Clone, Copy)]
+pub struct OffsetHasher(u64);
+
+impl std::hash::Hasher for OffsetHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(29) ^ v).wrapping_mul(0x9e37_79b9_7f4a_7c15);
     }
 }
 
@@ -105,10 +164,15 @@ mod tests {
         let k = el("step=1");
         let l1 = FieldLocation::new("file:///a", 0, 10);
         let l2 = FieldLocation::new("file:///a", 10, 10);
+        let (new, old) = (l1.annotation(&b"new"[..]), l1.annotation(&b"old"[..]));
+        let other_key = el("step=2");
         let mut p = Pending::default();
         assert_eq!(p.apply(&k, &l1).extension, None, "nothing held");
-        p.hold(&k, &l1.annotation(&b"new"[..]));
-        p.hold(&k, &l1.annotation(&b"old"[..]));
+        p.hold(&k, &new);
+        p.hold(&k, &old);
+        // Another key at the same location (impossible, but): untouched.
+        p.hold(&other_key, &new);
+        assert_eq!(p.apply(&el("step=3"), &l1).into_owned(), l1);
         // A newer field of the key at another location: untouched.
         assert_eq!(p.apply(&k, &l2).into_owned(), l2);
         let got = p.apply(&k, &l1).into_owned();
@@ -116,7 +180,11 @@ mod tests {
         assert!(!got.annotates);
         // Consumed, the older one with it.
         assert_eq!(p.apply(&k, &l1).extension, None);
-        assert!(p.held.is_empty());
+        assert_eq!(
+            p.apply(&other_key, &l1).extension.as_deref(),
+            Some(&b"new"[..])
+        );
+        assert!(p.first.is_empty() && p.more.is_empty());
     }
 
     #[test]

@@ -15,7 +15,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use fieldstore::{FieldLocation, FieldStore, Key, ListOptions, Request, Store};
+use fieldstore::{FieldLocation, FieldStore, Key, ListElement, ListOptions, Request, Store};
 use fieldstore_core::{Error, ErrorKind, Result};
 
 use crate::jump::{ByteSource, JumpInfo};
@@ -151,34 +151,48 @@ impl ExtractGrib for FieldStore {
         selection: &Selection,
         options: ExtractOptions,
     ) -> Result<Extraction> {
-        let listed: Vec<_> = self
+        let listed: Vec<ListElement> = self
             .list(request, ListOptions::default())?
             .into_iter()
             .filter(|e| e.location.is_some())
             .collect();
-        let fields: Vec<(Key, FieldLocation)> = listed
-            .iter()
-            .filter_map(|e| e.location.clone().map(|l| (e.full_key(), l)))
-            .collect();
-        let (mut out, computed) = run(self.store().as_ref(), &fields, selection, options)?;
-        if options.persist {
-            // Computed jump info, kept with the entries it was computed
-            // for: as annotations of the location listed, which apply
-            // only while the field is still there (never resurrecting a
-            // field replaced or wiped meanwhile).
-            let learnt: Vec<_> = computed
-                .into_iter()
-                .map(|(i, info)| (&listed[i], info.encode().into()))
-                .collect();
-            if !learnt.is_empty() {
-                match self.annotate(&learnt) {
-                    Ok(n) => out.persisted = n,
-                    Err(e) => out.not_persisted = Some(e.to_string()),
-                }
-            }
-        }
-        Ok(out)
+        extract_listed(self, &listed, selection, options)
     }
+}
+
+/// [`ExtractGrib::extract_with`] over fields `fs` listed (at the field
+/// level; others are skipped): with [`ExtractOptions::persist`], the jump
+/// info computed for fields without it is kept with their entries.
+///
+/// # Errors
+/// As [`ExtractGrib::extract`].
+pub fn extract_listed(
+    fs: &FieldStore,
+    listed: &[ListElement],
+    selection: &Selection,
+    options: ExtractOptions,
+) -> Result<Extraction> {
+    let listed: Vec<&ListElement> = listed.iter().filter(|e| e.location.is_some()).collect();
+    let fields: Vec<(Key, FieldLocation)> = listed
+        .iter()
+        .filter_map(|e| e.location.clone().map(|l| (e.full_key(), l)))
+        .collect();
+    let (mut out, computed) = run(fs.store().as_ref(), &fields, selection, options)?;
+    if options.persist && !computed.is_empty() {
+        // Computed jump info, kept with the entries it was computed for:
+        // as annotations of the location listed, which apply only while
+        // the field is still there (never resurrecting a field replaced or
+        // wiped meanwhile).
+        let learnt: Vec<_> = computed
+            .into_iter()
+            .map(|(i, info)| (listed[i], info.encode().into()))
+            .collect();
+        match fs.annotate(&learnt) {
+            Ok(n) => out.persisted = n,
+            Err(e) => out.not_persisted = Some(e.to_string()),
+        }
+    }
+    Ok(out)
 }
 
 /// Fields per thread below which an extraction does not add one.

@@ -68,7 +68,8 @@ pub use eccodes::{
 };
 pub use error::{GribError, Problem};
 pub use extract::{
-    extract_fields, ExtractGrib, ExtractOptions, Extraction, FieldValues, Method, Selection,
+    extract_fields, extract_listed, ExtractGrib, ExtractOptions, Extraction, FieldValues, Method,
+    Selection,
 };
 pub use params::{param_names, EcCodesParamNames};
 pub use split::{split_messages, Message, Messages};
