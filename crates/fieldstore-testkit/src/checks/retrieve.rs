@@ -432,7 +432,8 @@ pub fn entry_extension_carried(open: Open<'_>) {
 /// `retrieve`); it never survives a replacement of the field, even when
 /// written after it for the old location (a reader that listed the field
 /// before); an annotation of a key that has no entry makes nothing
-/// visible; masked entries are listed as before.
+/// visible; masked entries are listed as before; a wipe counts fields, not
+/// annotations, and one written after the wipe creates nothing.
 pub fn annotation_applies_to_its_field_only(open: Open<'_>) {
     let x = "ann1";
     let fs = opened(open, "writer");
@@ -524,4 +525,36 @@ pub fn annotation_applies_to_its_field_only(open: Open<'_>) {
     assert!(dup
         .iter()
         .all(|l| l.location.as_ref().is_some_and(|l| !l.annotates)));
+    // A wipe counts fields, not annotations; an annotation written after
+    // it (from the listing before) makes nothing appear, and does not
+    // create the dataset again.
+    let dataset = request(&format!(
+        "class=od,expver={x},stream=enfo,date={},time={:04}",
+        PL.date, PL.time
+    ));
+    let dry = must(
+        fs.wipe(&dataset, fieldstore::WipeOptions::default()),
+        "wipe (dry run)",
+    );
+    assert_eq!(dry.datasets.len(), 1, "{dry:?}");
+    assert_eq!(
+        dry.datasets[0].fields, 4,
+        "three fields and one replaced, annotations not counted: {dry:?}"
+    );
+    let wipe = fieldstore::WipeOptions {
+        doit: true,
+        unsafe_wipe_all: false,
+    };
+    must(fs.wipe(&dataset, wipe), "wipe");
+    let written = must(
+        annotator.annotate(&[(find(&keys[0]), stale.clone())]),
+        "annotate after the wipe",
+    );
+    assert_eq!(written, 0, "annotations of a wiped dataset");
+    let reader = opened(open, "reader after the wipe");
+    assert_eq!(
+        must(reader.location(&keys[0]), "location after the wipe"),
+        None
+    );
+    assert!(list(&reader, &all, Level::Dataset, false).is_empty());
 }
