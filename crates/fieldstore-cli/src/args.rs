@@ -199,12 +199,13 @@ pub(crate) struct ArchiveArgs {
     /// Without it, a bad message fails the command and nothing is archived.
     #[arg(long, conflicts_with = "key")]
     pub(crate) skip_bad: bool,
-    /// GRIB: do not keep jump info with each field's entry (kept by
-    /// default, for `extract`: docs/extract.md). CCSDS-packed fields cost a
-    /// decode of their values to index; without it, `extract` computes it
-    /// from the field at each extraction.
+    /// GRIB: build each field's jump info at archive and keep it with its
+    /// entry (docs/extract.md). Without it (the default) archive costs
+    /// nothing more, and a field's first `extract` builds it and keeps it
+    /// with the entry; with it, CCSDS-packed fields cost a walk of their
+    /// blocks at archive and ~1 KiB of index each, extracted or not.
     #[arg(long, conflicts_with = "key")]
-    pub(crate) no_jump_info: bool,
+    pub(crate) jump_info: bool,
     /// GRIB: keywords and values a message's MARS key gets where ecCodes
     /// gives the keyword none (`class=od,expver=0001,stream=oper,type=fc`
     /// for GRIB from other centres, which has no MARS class); before the

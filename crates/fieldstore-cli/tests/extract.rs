@@ -149,16 +149,51 @@ fn bad_selections_are_named() {
     );
 }
 
-/// `archive --no-jump-info`: the same values, with the jump info computed
-/// at extraction (`method` says so).
+/// `archive` (no jump info at archive by default): the first extraction
+/// computes the jump info (`method` says so) and keeps it with the entry;
+/// the next one finds it there; the values are ecCodes'. `--jump-info`:
+/// found at the first extraction.
 #[test]
-fn archived_without_jump_info() {
+fn jump_info_built_on_first_extraction() {
     let env = Env::new();
     let m = std::fs::read(repo().join("tests/fixtures/grib/extract/ccsds-g2-bitmap.grib")).unwrap();
     env.write("f.grib", &m);
     env.run(&[
         "archive",
-        "--no-jump-info",
+        "--defaults",
+        "class=od,expver=0001,stream=oper,type=fc",
+        "f.grib",
+    ])
+    .ok();
+    let mut all = vec![0f64; 16000];
+    fieldstore_grib::decode_values(&m, &mut all).unwrap();
+    let check = |out: &str, method: &str| {
+        let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+        assert_eq!(v["method"], method);
+        match v["values"][0].as_f64() {
+            Some(x) => assert_eq!(x.to_bits(), all[4321].to_bits()),
+            None => assert!(all[4321].is_nan()),
+        }
+    };
+    let out = env
+        .run(&["extract", REQUEST, "--index", "4321", "--json"])
+        .ok();
+    check(&out.out(), "jump info computed");
+    assert!(
+        out.stderr
+            .contains("1 with jump info computed (1 kept with their entries)"),
+        "{}",
+        out.stderr
+    );
+    let out = env
+        .run(&["extract", REQUEST, "--index", "4321", "--json"])
+        .ok();
+    check(&out.out(), "jump info");
+    let env = Env::new();
+    env.write("f.grib", &m);
+    env.run(&[
+        "archive",
+        "--jump-info",
         "--defaults",
         "class=od,expver=0001,stream=oper,type=fc",
         "f.grib",
@@ -167,16 +202,9 @@ fn archived_without_jump_info() {
     let out = env
         .run(&["extract", REQUEST, "--index", "4321", "--json"])
         .ok();
-    let v: serde_json::Value = serde_json::from_str(out.out().trim()).unwrap();
-    assert_eq!(v["method"], "jump info computed");
-    let mut all = vec![0f64; 16000];
-    fieldstore_grib::decode_values(&m, &mut all).unwrap();
-    match v["values"][0].as_f64() {
-        Some(x) => assert_eq!(x.to_bits(), all[4321].to_bits()),
-        None => assert!(all[4321].is_nan()),
-    }
+    check(&out.out(), "jump info");
     assert!(
-        out.stderr.contains("1 with jump info computed"),
+        out.stderr.contains("0 with jump info computed"),
         "{}",
         out.stderr
     );

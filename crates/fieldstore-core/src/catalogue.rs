@@ -291,7 +291,10 @@ impl ChangeWaiter for PollingWaiter {
 
 /// One writer's session with a [`Catalogue`] for one dataset.
 pub trait CatalogueWriter: Send {
-    /// Record a field. Invisible until [`CatalogueWriter::flush`].
+    /// Record a field. Invisible until [`CatalogueWriter::flush`]. A
+    /// location that [`FieldLocation::annotates`] is an annotation: stored
+    /// with its flag and extension like any entry, and resolved by readers
+    /// as [`crate::annotation`] says (never a field of its own).
     fn insert(
         &mut self,
         collocation: &CollocationKey,
@@ -433,18 +436,25 @@ pub trait DatasetReader: Send + Sync + Debug {
 /// list order). Visits the newest entry first (the last block's last) and
 /// skips entries whose unit (`FieldLocation::uri`) is in `removed` (units a
 /// reclaim removed, left out until the index forgets them), until `visit`
-/// returns `false`.
+/// returns `false`. Annotations ([`FieldLocation::annotates`]) are not
+/// visited: each gives its extension to the older entry it annotates
+/// ([`crate::annotation`]), and one that annotates nothing is dropped.
 pub fn visit_newest_first<'a>(
     blocks: impl DoubleEndedIterator<Item = &'a [(ElementKey, FieldLocation)]>,
     removed: &HashSet<Arc<str>>,
     visit: &mut dyn FnMut(&ElementKey, &FieldLocation) -> bool,
 ) {
+    let mut pending = crate::annotation::Pending::default();
     for block in blocks.rev() {
         for (k, l) in block.iter().rev() {
             if !removed.is_empty() && removed.contains(&l.uri) {
                 continue;
             }
-            if !visit(k, l) {
+            if l.annotates {
+                pending.hold(k, l);
+                continue;
+            }
+            if !visit(k, &pending.apply(k, l)) {
                 return;
             }
         }

@@ -533,6 +533,11 @@ fn merge<P>(c: &mut Collocation<P>) {
                     c.damaged.push(c.merged);
                 }
                 for (k, l) in &block.entries {
+                    if l.annotates {
+                        // Applies to the newest entry so far, or nothing.
+                        crate::annotation::annotate_newest(c.newest.get_mut(k).map(|(_, n)| n), l);
+                        continue;
+                    }
                     c.newest.insert(k.clone(), (c.merged, l.clone()));
                 }
             }
@@ -600,6 +605,64 @@ mod tests {
             .map(|(s, o)| (el(&format!("step={s}")), loc(*o)))
             .collect();
         ix.add_loaded_block(col(c), place, axes_of(&entries), entries);
+    }
+
+    /// An annotation of a field applies to it while it is the newest
+    /// entry of its key, and never after it was replaced: by lookup and by
+    /// a scan alike.
+    #[test]
+    fn annotations_apply_only_to_the_field_at_their_location() {
+        let mut ix = DatasetIndex::default();
+        add(&mut ix, "type=fc", 1, &[(0, 1), (6, 2)]);
+        let annotate = |ix: &mut DatasetIndex<u32>, place, step: u32, at, x: &[u8]| {
+            let entries = vec![(el(&format!("step={step}")), loc(at).annotation(x))];
+            ix.add_loaded_block(col("type=fc"), place, axes_of(&entries), entries);
+        };
+        annotate(&mut ix, 2, 6, 2, b"j1");
+        let ext = |ix: &mut DatasetIndex<u32>, step: u32| {
+            let l = ix
+                .lookup(&col("type=fc"), &el(&format!("step={step}")), None)
+                .unwrap()
+                .unwrap();
+            assert!(!l.annotates);
+            (l.offset, l.extension.map(|e| e.to_vec()))
+        };
+        assert_eq!(ext(&mut ix, 6), (2, Some(b"j1".to_vec())));
+        assert_eq!(ext(&mut ix, 0), (1, None), "another key: untouched");
+        // Replaced (offset 3), then annotated late for the old location
+        // (a reader that read it before the replacement): no resurrection.
+        add(&mut ix, "type=fc", 3, &[(6, 3)]);
+        annotate(&mut ix, 4, 6, 2, b"stale");
+        assert_eq!(ext(&mut ix, 6), (3, None));
+        // An annotation of a key with no entry makes nothing visible.
+        annotate(&mut ix, 5, 12, 9, b"orphan");
+        assert_eq!(
+            ix.lookup(&col("type=fc"), &el("step=12"), None).unwrap(),
+            None
+        );
+        // A scan sees the same: entries with the extensions that apply.
+        let (blocks, removed) = ix.blocks_where(&col("type=fc"), &|_| true);
+        let mut seen = Vec::new();
+        crate::catalogue::visit_newest_first(
+            blocks.iter().map(|b| b.entries.as_slice()),
+            &removed,
+            &mut |k, l| {
+                assert!(!l.annotates);
+                seen.push((k.to_string(), l.offset, l.extension.clone()));
+                true
+            },
+        );
+        // The replaced entry (masked) gets the newest annotation of its
+        // location: jump info of those bytes, whoever wrote it.
+        let stale: Option<Arc<[u8]>> = Some(Arc::from(&b"stale"[..]));
+        assert_eq!(
+            seen,
+            vec![
+                ("step=6".to_string(), 3, None),
+                ("step=6".to_string(), 2, stale),
+                ("step=0".to_string(), 1, None),
+            ]
+        );
     }
 
     #[test]

@@ -20,6 +20,7 @@
 // Library code reports errors; it does not panic on them. Tests may unwrap.
 #![cfg_attr(not(test), warn(clippy::unwrap_used))]
 
+pub mod annotation;
 pub mod catalogue;
 pub mod engine;
 pub mod error;

@@ -29,6 +29,17 @@ pub struct FieldLocation {
     /// form.
     #[serde(skip)]
     pub extension: Option<std::sync::Arc<[u8]>>,
+    /// An *annotation*: written to a catalogue, this entry is not a field
+    /// of its own; it only adds its [`FieldLocation::extension`] to the
+    /// entry of the same key whose location is this one (same URI, offset
+    /// and length), and is ignored otherwise (`annotation.rs`). So
+    /// something learnt about a field after it was archived (GRIB jump
+    /// info built on its first extraction) can be kept with its entry
+    /// without ever resurrecting a field replaced or wiped meanwhile: a
+    /// replaced field has another location. Never set on what catalogues
+    /// hand back. Not part of the JSON form.
+    #[serde(skip)]
+    pub annotates: bool,
 }
 
 impl FieldLocation {
@@ -40,6 +51,7 @@ impl FieldLocation {
             length,
             checksum: None,
             extension: None,
+            annotates: false,
         }
     }
 
@@ -48,6 +60,23 @@ impl FieldLocation {
     pub fn with_extension(mut self, extension: impl Into<std::sync::Arc<[u8]>>) -> Self {
         self.extension = Some(extension.into());
         self
+    }
+
+    /// An annotation of the field at this location: an entry that adds
+    /// `extension` to the entry of the same key at this location, if that
+    /// is still where the key's field is (see [`FieldLocation::annotates`]).
+    pub fn annotation(&self, extension: impl Into<std::sync::Arc<[u8]>>) -> Self {
+        FieldLocation {
+            extension: Some(extension.into()),
+            annotates: true,
+            ..self.clone()
+        }
+    }
+
+    /// Whether `other` names the same bytes (URI, offset and length):
+    /// the same field, whatever its checksum or extension say.
+    pub fn same_field(&self, other: &FieldLocation) -> bool {
+        self.offset == other.offset && self.length == other.length && self.uri == other.uri
     }
 
     /// The same location, with the bytes' CRC-32C.
@@ -70,6 +99,7 @@ impl FieldLocation {
                 length: len,
                 checksum: None,
                 extension: None,
+                annotates: false,
             }),
             _ => Err(crate::Error::invalid_input(format!(
                 "bytes {offset}..{} are outside the {}-byte field at {self}",

@@ -294,6 +294,12 @@ pub const ENTRY_CHECKSUM: u8 = 1;
 /// Entry flag bit 1: an extension (`bytes`) follows the CRC-32C
 /// ([`FieldLocation::extension`](crate::FieldLocation::extension)).
 pub const ENTRY_EXTENSION: u8 = 2;
+/// Entry flag bit 2: the entry is an annotation
+/// ([`FieldLocation::annotates`](crate::FieldLocation::annotates)); it
+/// always has an extension (bit 1). A reader that predates it refuses the
+/// entry's block as damaged ("unknown entry flags"), never taking the
+/// annotation for a field.
+pub const ENTRY_ANNOTATION: u8 = 4;
 
 /// A payload being written: little-endian integers, length-prefixed strings.
 #[derive(Debug, Default, Clone)]
@@ -327,9 +333,9 @@ impl Enc {
         self.0.extend_from_slice(b);
     }
     /// An entry's flags byte and what follows it (`flags`, `crc`, and
-    /// `extension` if flag bit 1 is set: see [`ENTRY_CHECKSUM`] and
-    /// [`ENTRY_EXTENSION`]): how every catalogue writes a location's
-    /// checksum and extension.
+    /// `extension` if flag bit 1 is set: see [`ENTRY_CHECKSUM`],
+    /// [`ENTRY_EXTENSION`] and [`ENTRY_ANNOTATION`]): how every catalogue
+    /// writes a location's checksum, extension and annotation flag.
     pub fn entry_tail(&mut self, loc: &crate::FieldLocation) {
         let mut flags = 0;
         if loc.checksum.is_some() {
@@ -337,6 +343,10 @@ impl Enc {
         }
         if loc.extension.is_some() {
             flags |= ENTRY_EXTENSION;
+        }
+        if loc.annotates {
+            debug_assert!(loc.extension.is_some(), "an annotation without extension");
+            flags |= ENTRY_ANNOTATION;
         }
         self.u8(flags);
         self.u32(loc.checksum.unwrap_or(0));
@@ -429,9 +439,13 @@ impl<'a, 'w> Dec<'a, 'w> {
     pub fn entry_tail(&mut self, loc: &mut crate::FieldLocation) -> Result<()> {
         let at = self.pos;
         let flags = self.u8()?;
-        if flags & !(ENTRY_CHECKSUM | ENTRY_EXTENSION) != 0 {
+        if flags & !(ENTRY_CHECKSUM | ENTRY_EXTENSION | ENTRY_ANNOTATION) != 0 {
             return Err(self.err(&format!("unknown entry flags {flags:#04x}"), at));
         }
+        if flags & ENTRY_ANNOTATION != 0 && flags & ENTRY_EXTENSION == 0 {
+            return Err(self.err("an annotation entry without an extension", at));
+        }
+        loc.annotates = flags & ENTRY_ANNOTATION != 0;
         let crc = self.u32()?;
         if flags & ENTRY_CHECKSUM != 0 {
             loc.checksum = Some(crc);

@@ -272,6 +272,7 @@ pub(crate) fn decode_flush(p: &[u8], what: &dyn Fn() -> String) -> Result<Flush>
             let mut loc = FieldLocation::new(uri, offset, length);
             loc.checksum = tail.checksum;
             loc.extension = tail.extension;
+            loc.annotates = tail.annotates;
             let mut pairs = Vec::with_capacity(kws.len());
             for k in &kws {
                 pairs.push((k.as_str(), d.short_str()?));

@@ -15,10 +15,10 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use fieldstore::{FieldLocation, FieldStore, Key, ListOptions, Request, Store};
-use fieldstore_core::{Error, Result};
+use fieldstore::{FieldLocation, FieldStore, Key, ListElement, ListOptions, Request, Store};
+use fieldstore_core::{Error, ErrorKind, Result};
 
-use crate::jump::{ByteSource, JumpInfo, Packing};
+use crate::jump::{ByteSource, JumpInfo};
 use crate::unpack::ReadCost;
 
 /// Which values of each field to extract.
@@ -71,9 +71,15 @@ pub struct Extraction {
     pub field_bytes: u64,
     /// Fields decoded whole (no jump info for their packing).
     pub decoded: usize,
-    /// Fields whose jump info was computed from their header (archived
-    /// without it).
+    /// Fields whose jump info was computed from their header (no jump info
+    /// with their entry yet: their first extraction).
     pub computed: usize,
+    /// Of those, how many had it kept with their index entry (an
+    /// annotation, `FieldStore::annotate`) for the next extractions.
+    pub persisted: usize,
+    /// Why computed jump info could not be kept (a read-only store, a
+    /// dataset locked against archiving): extraction still answers.
+    pub not_persisted: Option<String>,
 }
 
 /// Settings of an extraction.
@@ -82,15 +88,29 @@ pub struct Extraction {
 pub struct ExtractOptions {
     /// Fields read at once (threads); at least 1.
     pub parallelism: usize,
+    /// Keep the jump info computed for a field without it (its first
+    /// extraction) with its index entry, so later extractions read only
+    /// what they need (on by default; [`ExtractGrib::extract_with`] only).
+    pub persist: bool,
 }
 
 impl Default for ExtractOptions {
     fn default() -> Self {
-        ExtractOptions { parallelism: 4 }
+        ExtractOptions {
+            parallelism: 4,
+            persist: true,
+        }
     }
 }
 
 impl ExtractOptions {
+    /// Set [`ExtractOptions::persist`].
+    #[must_use]
+    pub fn persist(mut self, keep: bool) -> Self {
+        self.persist = keep;
+        self
+    }
+
     /// Set [`ExtractOptions::parallelism`].
     #[must_use]
     pub fn parallelism(mut self, n: usize) -> Self {
@@ -131,23 +151,56 @@ impl ExtractGrib for FieldStore {
         selection: &Selection,
         options: ExtractOptions,
     ) -> Result<Extraction> {
-        let listed = self.list(request, ListOptions::default())?;
-        let fields: Vec<(Key, FieldLocation)> = listed
+        let listed: Vec<ListElement> = self
+            .list(request, ListOptions::default())?
             .into_iter()
-            .filter_map(|e| {
-                let key = e.full_key();
-                e.location.map(|l| (key, l))
-            })
+            .filter(|e| e.location.is_some())
             .collect();
-        extract_fields(self.store().as_ref(), &fields, selection, options)
+        extract_listed(self, &listed, selection, options)
     }
+}
+
+/// [`ExtractGrib::extract_with`] over fields `fs` listed (at the field
+/// level; others are skipped): with [`ExtractOptions::persist`], the jump
+/// info computed for fields without it is kept with their entries.
+///
+/// # Errors
+/// As [`ExtractGrib::extract`].
+pub fn extract_listed(
+    fs: &FieldStore,
+    listed: &[ListElement],
+    selection: &Selection,
+    options: ExtractOptions,
+) -> Result<Extraction> {
+    let listed: Vec<&ListElement> = listed.iter().filter(|e| e.location.is_some()).collect();
+    let fields: Vec<(Key, FieldLocation)> = listed
+        .iter()
+        .filter_map(|e| e.location.clone().map(|l| (e.full_key(), l)))
+        .collect();
+    let (mut out, computed) = run(fs.store().as_ref(), &fields, selection, options)?;
+    if options.persist && !computed.is_empty() {
+        // Computed jump info, kept with the entries it was computed for:
+        // as annotations of the location listed, which apply only while
+        // the field is still there (never resurrecting a field replaced or
+        // wiped meanwhile).
+        let learnt: Vec<_> = computed
+            .into_iter()
+            .map(|(i, info)| (listed[i], info.encode().into()))
+            .collect();
+        match fs.annotate(&learnt) {
+            Ok(n) => out.persisted = n,
+            Err(e) => out.not_persisted = Some(e.to_string()),
+        }
+    }
+    Ok(out)
 }
 
 /// Fields per thread below which an extraction does not add one.
 const FIELDS_PER_THREAD: usize = 16;
 
-/// One field's answer, once read.
-type Slot = Option<Result<(FieldValues, ReadCost)>>;
+/// One field's answer, once read, with the jump info computed for it (a
+/// field without it in its entry).
+type Slot = Option<Result<(FieldValues, ReadCost, Option<JumpInfo>)>>;
 
 /// [`ExtractGrib::extract`] over fields already found.
 ///
@@ -159,6 +212,17 @@ pub fn extract_fields(
     selection: &Selection,
     options: ExtractOptions,
 ) -> Result<Extraction> {
+    Ok(run(store, fields, selection, options)?.0)
+}
+
+/// [`extract_fields`], with the jump info computed for fields without it
+/// (by their index in `fields`).
+fn run(
+    store: &dyn Store,
+    fields: &[(Key, FieldLocation)],
+    selection: &Selection,
+    options: ExtractOptions,
+) -> Result<(Extraction, Vec<(usize, JumpInfo)>)> {
     // File order: by unit, then offset.
     let mut order: Vec<usize> = (0..fields.len()).collect();
     order.sort_by(|&a, &b| {
@@ -194,14 +258,19 @@ pub fn extract_fields(
         work();
     });
     let mut out = Extraction::default();
-    for (r, (_, loc)) in results
+    let mut computed = Vec::new();
+    for (i, (r, (_, loc))) in results
         .into_inner()
         .unwrap_or_else(|p| p.into_inner())
         .into_iter()
         .zip(fields)
+        .enumerate()
     {
         let Some(r) = r else { continue };
-        let (field, cost) = r?;
+        let (field, cost, info) = r?;
+        if let Some(info) = info {
+            computed.push((i, info));
+        }
         out.read.add(cost);
         out.field_bytes += loc.length;
         match field.method {
@@ -214,7 +283,7 @@ pub fn extract_fields(
     if out.fields.len() != fields.len() {
         return Err(Error::internal("an extraction stopped without an error"));
     }
-    Ok(out)
+    Ok((out, computed))
 }
 
 /// A field in a store, read in ranges; the first bytes read once and kept
@@ -247,7 +316,7 @@ fn one_field(
     key: &Key,
     loc: &FieldLocation,
     selection: &Selection,
-) -> Result<(FieldValues, ReadCost)> {
+) -> Result<(FieldValues, ReadCost, Option<JumpInfo>)> {
     let context = |e: Error| e.context(format!("extracting from {key}"));
     let mut src = StoreSource {
         store,
@@ -267,17 +336,18 @@ fn one_field(
             src.head = src.read(0, n).map_err(context)?;
             let parsed = JumpInfo::parse(&mut src).map_err(context)?;
             let parsed = match parsed {
-                Ok(mut j) if matches!(j.packing, Packing::Ccsds { .. }) => {
-                    // Its block offsets: the data section read whole once.
-                    let data = src
-                        .read(j.data_offset, j.data_length as usize)
-                        .map_err(context)?;
-                    match crate::ccsds::index(&mut j, &data) {
-                        Ok(()) => Ok(j),
-                        Err(e) => Err(e.to_string()),
+                // CCSDS block offsets (the data section read whole once),
+                // bitmap counts (the bitmap read whole once).
+                // No libaec ≥ 1.1, data libaec cannot decode: decoded whole.
+                Ok(mut j) => match j.complete(&mut src) {
+                    Ok(()) => Ok(j),
+                    Err(e)
+                        if matches!(e.kind(), ErrorKind::Unsupported | ErrorKind::InvalidInput) =>
+                    {
+                        Err(e.to_string())
                     }
-                }
-                Ok(j) => Ok(j),
+                    Err(e) => return Err(context(e)),
+                },
                 Err(why) => Err(why.0),
             };
             (parsed, Method::Computed)
@@ -295,6 +365,7 @@ fn one_field(
             let mut ignored = ReadCost::default();
             crate::values_at(&info, &mut src, &indices, &mut values, &mut ignored)
                 .map_err(context)?;
+            let computed = (method == Method::Computed).then_some(info);
             Ok((
                 FieldValues {
                     key: key.clone(),
@@ -303,6 +374,7 @@ fn one_field(
                     method,
                 },
                 src.cost,
+                computed,
             ))
         }
         Err(why) => {
@@ -325,6 +397,7 @@ fn one_field(
                     method: Method::Decoded(why),
                 },
                 cost,
+                None,
             ))
         }
     }

@@ -115,6 +115,11 @@ pub struct JumpInfo {
     /// The grid's identity: CRC-32C of the grid section (GRIB2 section 3,
     /// GRIB1 GDS) and its length, so fields on one grid share it.
     pub grid: u64,
+    /// Cumulative counts of the bitmap's set bits, so a point's packed
+    /// value is found from a few bitmap bytes (`bitmap.rs`); `None`: not
+    /// recorded (the bitmap is read from its start), and always `None`
+    /// without a bitmap. Filled in by [`JumpInfo::count_bitmap`].
+    pub bitmap_counts: Option<crate::bitmap::BitmapCounts>,
 }
 
 fn be(b: &[u8]) -> u64 {
@@ -199,18 +204,48 @@ impl JumpInfo {
     }
 
     /// The complete jump info of a whole message in memory (CCSDS block
-    /// offsets included, which costs decoding the field once), or `None`
-    /// if it has none (other packings, damage, no libaec ≥ 1.1).
+    /// offsets included, which costs a walk of the field's blocks; bitmap
+    /// counts), or `None` if it has none (other packings, damage, no
+    /// libaec ≥ 1.1).
     pub fn of_message(message: &[u8]) -> Option<JumpInfo> {
         let mut src = message;
         let mut info = JumpInfo::parse(&mut src).ok()?.ok()?;
-        if matches!(info.packing, Packing::Ccsds { .. }) {
-            let data = message
-                .get(info.data_offset as usize..)?
-                .get(..info.data_length as usize)?;
-            crate::ccsds::index(&mut info, data).ok()?;
-        }
+        info.complete(&mut src).ok()?;
         Some(info)
+    }
+
+    /// What [`JumpInfo::parse`] leaves out, read through `src`: the CCSDS
+    /// block offsets (the data section read whole once and walked) and the
+    /// bitmap counts (the bitmap read whole once). What a field's first
+    /// extraction does when its entry has no jump info.
+    ///
+    /// # Errors
+    /// `src`'s errors; `Unsupported` for CCSDS without libaec ≥ 1.1;
+    /// `InvalidInput` if the data cannot be decoded.
+    pub fn complete(&mut self, src: &mut dyn ByteSource) -> Result<()> {
+        if matches!(self.packing, Packing::Ccsds { .. }) {
+            let data = src.read(self.data_offset, self.data_length as usize)?;
+            crate::ccsds::index(self, &data)?;
+        }
+        self.count_bitmap(src, crate::bitmap::DEFAULT_EVERY)
+    }
+
+    /// Record the bitmap's counts every `every` points (a positive
+    /// multiple of 8), reading it whole through `src`; nothing without a
+    /// bitmap.
+    ///
+    /// # Errors
+    /// `src`'s errors; `InvalidInput` for a bad `every`.
+    pub fn count_bitmap(&mut self, src: &mut dyn ByteSource, every: u64) -> Result<()> {
+        if let Some(at) = self.bitmap_offset {
+            let bitmap = src.read(at, self.points.div_ceil(8) as usize)?;
+            self.bitmap_counts = Some(crate::bitmap::BitmapCounts::of(
+                &bitmap,
+                self.points,
+                every,
+            )?);
+        }
+        Ok(())
     }
 
     /// The packed data and bitmap fit the message, the counts agree.
@@ -370,6 +405,7 @@ fn parse2(src: &mut dyn ByteSource, total: u64) -> Result<Parsed> {
         points,
         coded,
         grid,
+        bitmap_counts: None,
     }))
 }
 
@@ -482,6 +518,7 @@ fn parse1(src: &mut dyn ByteSource, total: u64, s0: &[u8]) -> Result<Parsed> {
         points,
         coded,
         grid,
+        bitmap_counts: None,
     }))
 }
 

@@ -41,6 +41,7 @@
 #![deny(rustdoc::broken_intra_doc_links)]
 
 mod archive;
+pub mod bitmap;
 pub mod ccsds;
 mod ccsds_walk;
 mod decode;
@@ -67,7 +68,8 @@ pub use eccodes::{
 };
 pub use error::{GribError, Problem};
 pub use extract::{
-    extract_fields, ExtractGrib, ExtractOptions, Extraction, FieldValues, Method, Selection,
+    extract_fields, extract_listed, ExtractGrib, ExtractOptions, Extraction, FieldValues, Method,
+    Selection,
 };
 pub use params::{param_names, EcCodesParamNames};
 pub use split::{split_messages, Message, Messages};

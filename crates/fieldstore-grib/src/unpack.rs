@@ -1,6 +1,7 @@
 //! Values at given points of a field with jump info, reading only the
-//! bytes that hold them: the bitmap up to the last point asked for, and the
-//! packed bits of each point (nearby reads merged).
+//! bytes that hold them: the bitmap from the count before each point
+//! (`bitmap.rs`; from its start without counts), and the packed bits of
+//! each point (nearby reads merged).
 
 use fieldstore_core::{Error, Result};
 
@@ -92,27 +93,14 @@ pub fn values_at(
     let mut packed: Vec<(usize, u64)> = Vec::with_capacity(order.len());
     match info.bitmap_offset {
         None => packed.extend(order.iter().map(|&s| (s, indices[s]))),
-        Some(at) => {
-            let last = indices[*order.last().expect("not empty")];
-            let bitmap = src.read(at, (last / 8 + 1) as usize)?;
-            let (mut rank, mut counted) = (0u64, 0u64);
-            for &s in &order {
-                let i = indices[s];
-                // Count the set bits in [counted, i).
-                while counted < i {
-                    if counted % 8 == 0 && counted + 8 <= i {
-                        rank += u64::from(bitmap[(counted / 8) as usize].count_ones());
-                        counted += 8;
-                    } else {
-                        rank += u64::from(bitmap[(counted / 8) as usize] >> (7 - counted % 8) & 1);
-                        counted += 1;
-                    }
-                }
-                if bitmap[(i / 8) as usize] >> (7 - i % 8) & 1 == 1 {
-                    packed.push((s, rank));
-                }
-            }
-        }
+        Some(at) => crate::bitmap::ranks(
+            &mut src,
+            at,
+            info.bitmap_counts.as_ref(),
+            indices,
+            &order,
+            &mut packed,
+        )?,
     }
     if let Some(&(_, k)) = packed.last() {
         if k >= info.coded {

@@ -37,10 +37,26 @@ fn jump_info(message: &[u8]) -> JumpInfo {
     info
 }
 
-/// Every index, one at a time and all at once, against ecCodes.
+/// Every index, one at a time and all at once, against ecCodes; for a
+/// field with a bitmap, with bitmap counts every 8, 64 and 4,096 points
+/// too.
 fn check_all(name: &str, message: &[u8]) -> JumpInfo {
-    let want = eccodes_values(message);
     let info = jump_info(message);
+    if info.bitmap_offset.is_some() {
+        for every in [8, 64, 4096] {
+            let mut counted = info.clone();
+            counted.count_bitmap(&mut &message[..], every).unwrap();
+            assert!(counted.bitmap_counts.is_some());
+            check_all_with(&format!("{name} counts every {every}"), message, &counted);
+        }
+    }
+    check_all_with(name, message, &info);
+    info
+}
+
+fn check_all_with(name: &str, message: &[u8], info: &JumpInfo) {
+    let want = eccodes_values(message);
+    let info = info.clone();
     assert_eq!(info.points as usize, want.len(), "{name}: number of points");
     let all: Vec<u64> = (0..want.len() as u64).collect();
     let mut got = Vec::new();
@@ -67,7 +83,6 @@ fn check_all(name: &str, message: &[u8]) -> JumpInfo {
             "{name}: value {p}"
         );
     }
-    info
 }
 
 #[test]
@@ -174,6 +189,35 @@ fn reads_only_what_holds_the_values() {
     values_at(&jump, &mut &m[..], &[3], &mut got, &mut cost).unwrap();
     assert!(got[0].is_nan());
     assert_eq!(cost, ReadCost { reads: 1, bytes: 1 });
+}
+
+/// With bitmap counts, a point far into the bitmap costs the bitmap bytes
+/// from the count before it, not the bitmap from its start; the value is
+/// ecCodes'.
+#[test]
+fn bitmap_counts_read_a_few_bytes() {
+    let m = fixture("extract/ccsds-g2-bitmap.grib");
+    let want = eccodes_values(&m);
+    let mut info = jump_info(&m);
+    let far = want.len() as u64 - 3;
+    let mut got = Vec::new();
+    let (mut plain, mut counted) = (ReadCost::default(), ReadCost::default());
+    values_at(&info, &mut &m[..], &[far], &mut got, &mut plain).unwrap();
+    info.count_bitmap(&mut &m[..], 64).unwrap();
+    let mut again = Vec::new();
+    values_at(&info, &mut &m[..], &[far], &mut again, &mut counted).unwrap();
+    assert_eq!(got[0].to_bits(), want[far as usize].to_bits());
+    assert_eq!(again[0].to_bits(), want[far as usize].to_bits());
+    assert_eq!(plain.reads, counted.reads);
+    // The bitmap: far / 8 + 1 bytes without counts, at most 64 / 8 with.
+    let bitmap_plain = far / 8 + 1;
+    assert_eq!(
+        plain.bytes - counted.bytes,
+        bitmap_plain - (far % 64) / 8 - 1
+    );
+    // Counts survive the entry's bytes.
+    let decoded = JumpInfo::decode(&info.encode()).unwrap().unwrap();
+    assert_eq!(decoded, info);
 }
 
 #[test]

@@ -94,6 +94,10 @@ fn check_store(fs: &FieldStore, with_info: bool) {
         let want = whole(&m);
         let n = want.len() as u64;
         let req = request_of(&m);
+        // Without jump info at archive, the first extraction computes it
+        // and keeps it with the entry; the next ones find it there. The
+        // previous fixture's (same key, replaced) never applies.
+        let mut first = true;
         let picks: Vec<u64> = vec![n - 1, 0, n / 2, 7, 7];
         let lat = read_array(&m, "latitudes").unwrap();
         let lon = read_array(&m, "longitudes").unwrap();
@@ -130,11 +134,18 @@ fn check_store(fs: &FieldStore, with_info: bool) {
                 );
             }
             let has_info = JumpInfo::of_message(&m).is_some();
-            let expected = match (has_info, with_info) {
+            let expected = match (has_info, with_info || !first) {
                 (true, true) => Method::Stored,
                 (true, false) => Method::Computed,
                 (false, _) => Method::Decoded(String::new()),
             };
+            if expected == Method::Computed {
+                assert_eq!((got.computed, got.persisted), (1, 1), "{name}");
+                assert_eq!(got.not_persisted, None, "{name}");
+            } else {
+                assert_eq!((got.computed, got.persisted), (0, 0), "{name}");
+            }
+            first = false;
             match (&f.method, &expected) {
                 (Method::Decoded(why), Method::Decoded(_)) => {
                     assert!(why.contains("5.2"), "{name}: {why}");
@@ -176,6 +187,36 @@ fn posix_store_with_and_without_stored_jump_info() {
     check_store(&posix(&dir.join("a")), true);
     check_store(&posix(&dir.join("b")), false);
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `persist(false)`: every extraction computes the jump info, nothing is
+/// written.
+#[test]
+fn without_persisting_every_extraction_computes() {
+    let fs = FieldStore::open(Config::memory(Schema::ecmwf())).unwrap();
+    let m = fixture("extract/ccsds-g2-bitmap.grib");
+    fs.archive_grib_with(&m, options(false)).unwrap();
+    fs.flush().unwrap();
+    let sel = Selection::Indices(vec![5, 15_000]);
+    let opts = fieldstore_grib::ExtractOptions::default().persist(false);
+    for _ in 0..2 {
+        let got = fs.extract_with(&request_of(&m), &sel, opts).unwrap();
+        assert_eq!((got.computed, got.persisted), (1, 0));
+        assert_eq!(got.fields[0].method, Method::Computed);
+    }
+    let got = fs.extract(&request_of(&m), &sel).unwrap();
+    assert_eq!((got.computed, got.persisted), (1, 1));
+    let got = fs.extract(&request_of(&m), &sel).unwrap();
+    assert_eq!(got.fields[0].method, Method::Stored);
+    // Kept: CCSDS offsets and bitmap counts (the two points' bitmap bytes
+    // are within 4 KiB: one read), so one read of bitmap and one per RSI.
+    let loc = fs.location(&full_key(&m)).unwrap().unwrap();
+    let info = JumpInfo::decode(loc.extension.as_deref().unwrap())
+        .unwrap()
+        .unwrap();
+    assert!(info.bitmap_counts.is_some());
+    assert_eq!(got.read.reads, 3, "{:?}", got.read);
+    assert!(got.read.bytes < m.len() as u64, "{:?}", got.read);
 }
 
 #[test]

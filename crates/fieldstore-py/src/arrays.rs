@@ -223,15 +223,17 @@ pub(crate) fn extract_into(
             let f = field(e)?;
             fs.get_or_insert_with(|| f.fs.clone());
             rows.push(row);
-            fields.push((e.e.full_key(), f.location));
+            fields.push(e.e.clone());
         }
     }
+    // Jump info computed for a field's first extraction is kept with its
+    // entry, as `fs.extract` keeps it.
     let got = match &fs {
         None => None,
         Some(fs) => Some(
             py.detach(|| {
-                fieldstore_grib::extract_fields(
-                    fs.store().as_ref(),
+                fieldstore_grib::extract_listed(
+                    fs,
                     &fields,
                     &fieldstore_grib::Selection::Indices(indices),
                     fieldstore_grib::ExtractOptions::default().parallelism(threads),

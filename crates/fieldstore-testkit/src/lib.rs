@@ -93,6 +93,10 @@ pub const CHECKS: &[(&str, Check)] = &[
     ("location_lookup", location_lookup),
     ("entry_extension_carried", entry_extension_carried),
     (
+        "annotation_applies_to_its_field_only",
+        annotation_applies_to_its_field_only,
+    ),
+    (
         "read_range_reads_part_of_a_field",
         read_range_reads_part_of_a_field,
     ),
@@ -167,6 +171,7 @@ macro_rules! conformance_tests {
             retrieve_in_request_order,
             location_lookup,
             entry_extension_carried,
+            annotation_applies_to_its_field_only,
             read_range_reads_part_of_a_field,
             keys_are_canonicalised,
             bad_input_rejected,

@@ -33,6 +33,9 @@ enum Defect {
     ScanTwice,
     /// Collocation axes lose their largest value.
     AxesLoseValue,
+    /// Annotations are stored as plain entries (their flag dropped): a
+    /// late one resurrects the field it annotated.
+    AnnotationsAsEntries,
     /// Damaged fields are returned as data.
     NoChecksums,
     /// Damaged fields are reported (the positive control).
@@ -120,7 +123,13 @@ impl CatalogueWriter for MutantWriter {
         if self.defect == Defect::LosesEntries && n % 50 == 49 {
             return Ok(());
         }
-        self.inner.insert(c, e, l)?;
+        if self.defect == Defect::AnnotationsAsEntries && l.annotates {
+            let mut plain = l.clone();
+            plain.annotates = false;
+            self.inner.insert(c, e, &plain)?;
+        } else {
+            self.inner.insert(c, e, l)?;
+        }
         if self.defect == Defect::VisibleBeforeFlush {
             self.inner.flush()?;
         }
@@ -368,6 +377,10 @@ fn each_defect_is_caught_by_its_check() {
         (Defect::ScanTwice, "replace_is_atomic"),
         (Defect::AxesLoseValue, "axes_partial_requests"),
         (Defect::AxesLoseValue, "list_partial_requests"),
+        (
+            Defect::AnnotationsAsEntries,
+            "annotation_applies_to_its_field_only",
+        ),
     ];
     let mut missed = Vec::new();
     for (defect, name) in cases {

@@ -15,6 +15,7 @@
 // Library code reports errors; it does not panic on them. Tests may unwrap.
 #![cfg_attr(not(test), warn(clippy::unwrap_used))]
 
+mod annotate;
 pub mod backends;
 pub mod config;
 mod dataset_schema;

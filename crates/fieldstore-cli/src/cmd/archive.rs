@@ -73,7 +73,7 @@ impl Source {
             None => Ok(Source::Grib {
                 paths: args.files.clone(),
                 skip_bad: args.skip_bad,
-                jump_info: !args.no_jump_info,
+                jump_info: args.jump_info,
                 max: args.max_field_size,
                 defaults: match &args.defaults {
                     Some(text) => text
@@ -371,7 +371,7 @@ mod tests {
         let args = |key: &str, files: &[&str]| ArchiveArgs {
             key: Some(key.to_string()),
             skip_bad: false,
-            no_jump_info: false,
+            jump_info: false,
             defaults: None,
             max_field_size: fieldstore_grib::DEFAULT_MAX_MESSAGE_SIZE,
             files: files.iter().map(PathBuf::from).collect(),

@@ -164,7 +164,7 @@ pub(crate) fn extract(
         }
     }
     ui.note(&format!(
-        "extracted from {} field{}: read {} bytes in {} reads of {} ({:.3} %); {} decoded whole, {} with jump info computed",
+        "extracted from {} field{}: read {} bytes in {} reads of {} ({:.3} %); {} decoded whole, {} with jump info computed ({} kept with their entries{})",
         got.fields.len(),
         if got.fields.len() == 1 { "" } else { "s" },
         got.read.bytes,
@@ -173,6 +173,10 @@ pub(crate) fn extract(
         100.0 * got.read.bytes as f64 / got.field_bytes.max(1) as f64,
         got.decoded,
         got.computed,
+        got.persisted,
+        got.not_persisted
+            .as_ref()
+            .map_or(String::new(), |why| format!(": not kept: {why}")),
     ));
     Ok(())
 }

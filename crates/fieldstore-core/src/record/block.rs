@@ -407,12 +407,25 @@ mod tests {
         assert_eq!(decode(&Files, &payload, &what).unwrap().entries, want);
         let (payload, _) = encode(&Uris, &collocation(), &want);
         assert_eq!(decode(&Uris, &payload, &what).unwrap().entries, want);
-        // Flags this version does not know are refused, not misread.
-        let mut bad = unhex(POSIX_EXTENDED);
-        bad[64 + 20] = 0x07; // the entry starts at byte 64; its flags 20 bytes in
-        let e = decode(&Files, &bad, &what).unwrap_err();
-        assert_eq!(e.kind(), ErrorKind::Corrupt);
-        assert!(e.to_string().contains("unknown entry flags 0x07"), "{e}");
+        // An annotation: flag bit 2, the rest as before.
+        let mut annotated = unhex(POSIX_EXTENDED);
+        annotated[64 + 20] = 0x07; // the entry starts at byte 64; its flags 20 bytes in
+        let got = decode(&Files, &annotated, &what).unwrap().entries;
+        assert!(got[0].1.annotates && got[0].1.extension == want[0].1.extension);
+        let annotation = vec![(want[0].0.clone(), want[0].1.annotation(&b"J\x01\xff"[..]))];
+        assert_eq!(encode(&Files, &collocation(), &annotation).0, annotated);
+        // Flags this version does not know are refused, not misread; so is
+        // an annotation without an extension.
+        for (flags, says) in [
+            (0x0f, "unknown entry flags 0x0f"),
+            (0x05, "an annotation entry without an extension"),
+        ] {
+            let mut bad = unhex(POSIX_EXTENDED);
+            bad[64 + 20] = flags;
+            let e = decode(&Files, &bad, &what).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::Corrupt);
+            assert!(e.to_string().contains(says), "{e}");
+        }
         check_damage(&Files, &unhex(POSIX_EXTENDED));
     }
 

@@ -26,8 +26,9 @@ class ExtractedField:
     ``key``: the field's key (keyword → value); ``indices``: the grid
     indices the values are at (for points, the nearest grid points);
     ``values``: float64, NaN where the field has no value (bitmap);
-    ``method``: ``"jump info"``, ``"jump info computed"`` (a field archived
-    without it) or ``"decoded whole: <why>"`` (a packing without jump info).
+    ``method``: ``"jump info"``, ``"jump info computed"`` (a field's
+    first extraction: its jump info is then kept with its entry) or
+    ``"decoded whole: <why>"`` (a packing without jump info).
     """
 
     key: dict

@@ -24,8 +24,8 @@ pub use manage::{
 };
 pub use replace::{replace_is_atomic, replace_under_concurrent_reads};
 pub use retrieve::{
-    entry_extension_carried, location_lookup, read_range_reads_part_of_a_field,
-    retrieve_in_request_order, retrieve_missing_is_empty,
+    annotation_applies_to_its_field_only, entry_extension_carried, location_lookup,
+    read_range_reads_part_of_a_field, retrieve_in_request_order, retrieve_missing_is_empty,
 };
 pub use schema::{datasets_keep_their_schema, OpenWithSchema, SCHEMA_NEW, SCHEMA_OLD};
 pub use visibility::{archive_copies_data, flush_makes_visible, flush_publishes_only_own_writes};

@@ -425,3 +425,136 @@ pub fn entry_extension_carried(open: Open<'_>) {
         "untouched"
     );
 }
+
+/// Annotations (`FieldStore::annotate`): an extension added to a field's
+/// entry after it was archived, by the location it was listed at. It is
+/// handed back with the field by another handle (`location`, `list`,
+/// `retrieve`); it never survives a replacement of the field, even when
+/// written after it for the old location (a reader that listed the field
+/// before); an annotation of a key that has no entry makes nothing
+/// visible; masked entries are listed as before; a wipe counts fields, not
+/// annotations, and one written after the wipe creates nothing.
+pub fn annotation_applies_to_its_field_only(open: Open<'_>) {
+    let x = "ann1";
+    let fs = opened(open, "writer");
+    let keys: Vec<fieldstore::Key> = [0, 6, 12, 18]
+        .iter()
+        .map(|&step| Spec { step, ..PL }.key(x))
+        .collect();
+    for k in &keys[..3] {
+        must(fs.archive(k, b"field bytes"), format_args!("archiving {k}"));
+    }
+    must(fs.flush(), "flush");
+    let all = request(&format!("class=od,expver={x}"));
+    let annotator = opened(open, "annotator");
+    let listed = list(&annotator, &all, Level::Element, false);
+    assert_eq!(listed.len(), 3);
+    let find = |k: &fieldstore::Key| {
+        listed
+            .iter()
+            .find(|l| l.full_key() == *k)
+            .unwrap_or_else(|| panic!("{k} not listed"))
+    };
+    let a: std::sync::Arc<[u8]> = b"J\x02a".as_slice().into();
+    let b: std::sync::Arc<[u8]> = (0..70_000u32).map(|i| (i % 253) as u8).collect();
+    let written = must(
+        annotator.annotate(&[(find(&keys[0]), a.clone()), (find(&keys[1]), b.clone())]),
+        "annotate",
+    );
+    assert_eq!(written, 2);
+    let ext_of = |fs: &fieldstore::FieldStore, k: &fieldstore::Key| {
+        must(fs.location(k), format_args!("location of {k}"))
+            .unwrap_or_else(|| panic!("{k} not found"))
+            .extension
+    };
+    let reader = opened(open, "reader");
+    assert_eq!(ext_of(&reader, &keys[0]), Some(a.clone()), "annotated");
+    assert_eq!(ext_of(&reader, &keys[1]), Some(b.clone()), "annotated");
+    assert_eq!(ext_of(&reader, &keys[2]), None, "not annotated");
+    let now = list(&reader, &all, Level::Element, false);
+    assert_eq!(now.len(), 3, "annotations are not fields: {now:?}");
+    assert!(now
+        .iter()
+        .all(|l| l.location.as_ref().is_some_and(|l| !l.annotates)));
+    for (k, want) in keys[..3].iter().zip([Some(&a), Some(&b), None]) {
+        let r = must(
+            reader.retrieve(&fieldstore::Request::from_key(k)),
+            format_args!("retrieve {k}"),
+        );
+        let fields = r.fields();
+        assert_eq!(fields.len(), 1, "retrieve {k}");
+        assert_eq!(fields[0].1.extension.as_ref(), want, "retrieve {k}");
+    }
+    // Replaced, then annotated for the old location by the annotator,
+    // which listed it before: the new field, without the annotation.
+    must(fs.archive(&keys[1], b"new bytes"), "archive again");
+    must(fs.flush(), "flush");
+    let stale: std::sync::Arc<[u8]> = b"stale".as_slice().into();
+    must(
+        annotator.annotate(&[(find(&keys[1]), stale.clone())]),
+        "annotate a replaced field",
+    );
+    // And a key never archived, at some location: nothing appears.
+    let mut ghost = find(&keys[2]).clone();
+    let split = must(fs.schema().split(&keys[3]), "split");
+    ghost.element = split.element;
+    must(
+        annotator.annotate(&[(&ghost, stale.clone())]),
+        "annotate a key without an entry",
+    );
+    let reader = opened(open, "reader after the replacement");
+    assert_eq!(ext_of(&reader, &keys[1]), None, "replaced: no annotation");
+    assert_eq!(
+        must(
+            reader.location(&keys[3]),
+            "location of a key never archived"
+        ),
+        None,
+        "an annotation made a field appear"
+    );
+    assert_eq!(
+        retrieve_one(&reader, &keys[1]),
+        Some(b"new bytes".to_vec()),
+        "the replacement is the field"
+    );
+    assert_eq!(ext_of(&reader, &keys[0]), Some(a), "others keep theirs");
+    assert_eq!(list(&reader, &all, Level::Element, false).len(), 3);
+    // With masked entries: the old field once more, never an annotation.
+    let dup = list(&reader, &all, Level::Element, true);
+    assert_eq!(dup.len(), 4, "{dup:?}");
+    assert!(dup
+        .iter()
+        .all(|l| l.location.as_ref().is_some_and(|l| !l.annotates)));
+    // A wipe counts fields, not annotations; an annotation written after
+    // it (from the listing before) makes nothing appear, and does not
+    // create the dataset again.
+    let dataset = request(&format!(
+        "class=od,expver={x},stream=enfo,date={},time={:04}",
+        PL.date, PL.time
+    ));
+    let dry = must(
+        fs.wipe(&dataset, fieldstore::WipeOptions::default()),
+        "wipe (dry run)",
+    );
+    assert_eq!(dry.datasets.len(), 1, "{dry:?}");
+    assert_eq!(
+        dry.datasets[0].fields, 4,
+        "three fields and one replaced, annotations not counted: {dry:?}"
+    );
+    let wipe = fieldstore::WipeOptions {
+        doit: true,
+        unsafe_wipe_all: false,
+    };
+    must(fs.wipe(&dataset, wipe), "wipe");
+    let written = must(
+        annotator.annotate(&[(find(&keys[0]), stale.clone())]),
+        "annotate after the wipe",
+    );
+    assert_eq!(written, 0, "annotations of a wiped dataset");
+    let reader = opened(open, "reader after the wipe");
+    assert_eq!(
+        must(reader.location(&keys[0]), "location after the wipe"),
+        None
+    );
+    assert!(list(&reader, &all, Level::Dataset, false).is_empty());
+}

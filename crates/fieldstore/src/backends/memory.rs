@@ -542,6 +542,17 @@ impl CatalogueWriter for MemoryCatalogueWriter {
         }
         let cols = &mut c.collocations;
         for (col, e, l) in self.pending.drain(..) {
+            if l.annotates {
+                // Applied now, under the lock (`annotation.rs`): to the
+                // key's newest entry if it is at the annotation's location;
+                // nothing is added.
+                let newest = cols
+                    .iter_mut()
+                    .find(|(k, _, _)| *k == col)
+                    .and_then(|(_, _, entries)| entries.iter_mut().rev().find(|(k, _)| *k == e));
+                fieldstore_core::annotation::annotate_newest(newest.map(|(_, n)| n), &l);
+                continue;
+            }
             let i = match cols.iter().position(|(k, _, _)| *k == col) {
                 Some(i) => i,
                 None => {
