@@ -766,10 +766,13 @@ impl Conn {
                 Error::invalid_input(format!("axes level {level} (expected 1, 2 or 3)"))
             })?;
         let axes = self.server.reader.axes(&request, level)?;
+        // Empty values (absent optional keywords) are sent as FDB5 sends
+        // them: its tools show them beside other values and drop keywords
+        // that have no other.
         let axes: Vec<(String, Vec<String>)> = axes
             .into_iter()
-            .map(|(k, v)| (k, v.into_iter().filter(|v| !v.is_empty()).collect()))
-            .filter(|(_, v): &(String, Vec<String>)| !v.is_empty())
+            .map(|(k, v)| (k, v.into_iter().collect::<Vec<_>>()))
+            .filter(|(_, v)| !v.is_empty())
             .collect();
         // FDB5's reader refuses an empty axes element.
         if axes.is_empty() {

@@ -1,7 +1,7 @@
 //! fieldstore's values as FDB5's remote protocol carries them, and back.
 
 use fieldstore::schema::{Matcher, Rule};
-use fieldstore::{Error, ErrorKind, FieldLocation, Key, Request, Result, Schema};
+use fieldstore::{Error, FieldLocation, Key, Request, Result, Schema};
 use fieldstore_remote::key::Key as WireKey;
 use fieldstore_remote::location::{FieldLocation as WireLocation, Uri};
 use fieldstore_remote::request::MarsRequest;
@@ -140,11 +140,6 @@ pub(crate) fn schema(s: &Schema) -> ws::Schema {
         path: s.name().to_string(),
         rules: s.rules().iter().map(rule).collect(),
     }
-}
-
-/// An error kind for a wire decoding failure.
-pub(crate) fn decode_error(what: &str, e: fieldstore_remote::DecodeError) -> Error {
-    Error::new(ErrorKind::InvalidInput, format!("bad {what} payload: {e}"))
 }
 
 #[cfg(test)]
