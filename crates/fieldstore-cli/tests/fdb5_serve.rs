@@ -442,6 +442,59 @@ fn fdb5_tools_agree_between_fdb_server_and_fieldstore_serve() {
     );
 }
 
+#[test]
+fn pyfdb_agrees_between_fdb_server_and_fieldstore_serve() {
+    if fdb5::skipped() {
+        return;
+    }
+    let w = Wheels::find();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path();
+    let (_fdb5, fdb5_client) = start_fdb5(&w, dir);
+    let (_serve, port, _log) = start_fieldstore(dir, "");
+    let fs_client = client_config(dir, "fs-client.yaml", port);
+    let files: Vec<PathBuf> = [
+        "synth11.grib",
+        "levtypes.grib",
+        "rd-fc.grib",
+        "template.grib",
+    ]
+    .iter()
+    .map(|f| repo().join("tests/fixtures/grib").join(f))
+    .collect();
+    let reports: Vec<serde_json::Value> = [("fdb5", &fdb5_client), ("fs", &fs_client)]
+        .iter()
+        .map(|(name, config)| {
+            let home = dir.join(name).join("home");
+            std::fs::create_dir_all(&home).expect("home");
+            let out = dir.join(format!("{name}.json"));
+            let mut c = fdb5::side("remote_side.py");
+            c.env("LD_LIBRARY_PATH", &w.libs)
+                .arg("--config")
+                .arg(config)
+                .arg("--home")
+                .arg(&home)
+                .arg("--out")
+                .arg(&out)
+                .args(&files);
+            fdb5::report(c, &out)
+        })
+        .collect();
+    let (fdb5, fs) = (&reports[0], &reports[1]);
+    assert!(
+        fdb5["fields"].as_array().is_some_and(|f| f.len() >= 5),
+        "FDB5 listed too few fields: {fdb5}"
+    );
+    for f in fs["fields"].as_array().expect("fields") {
+        assert!(f.get("retrieve_error").is_none(), "fieldstore: {f}");
+        assert_eq!(f["md5"], f["md5_list"], "{f}");
+    }
+    assert_eq!(
+        fs, fdb5,
+        "pyfdb through fieldstore serve, then FDB5's server"
+    );
+}
+
 /// A raw client: one connection (single-connection mode), handshake done.
 struct Raw {
     s: TcpStream,
