@@ -3,7 +3,9 @@
 # store, each behind bench/serve/capture_proxy.py, driven by the wheel's
 # fdb-write, fdb-list, fdb-axes and fdb-read with a `type: remote` client.
 # Usage: bench/serve/capture.sh OUTDIR [SINGLE]   (SINGLE=1: the client
-# prefers a single connection). Needs scripts/setup-fdb5.sh's venv.
+# prefers a single connection). Needs scripts/setup-fdb5.sh's venv. The
+# servers get a wipe secret; the last steps wipe a dataset (dry run, then
+# --doit) and list again.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 out=$(mkdir -p "$1" && cd "$1" && pwd)
@@ -42,6 +44,7 @@ host: localhost
 port: $pc
 Y
 if [ "$single" = 1 ]; then echo "preferSingleConnection: true" >> "$out/client.yaml"; fi
+export FDB_WIPE_SECRET=capture-secret
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
 trap cleanup EXIT
@@ -61,4 +64,8 @@ run "$bin/fdb-read" "$out/req" "$out/read.grib"
 sleep 0.5
 run "$bin/fdb-list" --all --minimum-keys= --porcelain --location
 run "$bin/fdb-axes" --minimum-keys= --json --level=1 class=od
+sleep 0.5
+run "$bin/fdb-wipe" --minimum-keys= class=od,date=20230508
+run "$bin/fdb-wipe" --minimum-keys= class=od,date=20230508 --doit
+run "$bin/fdb-list" --all --minimum-keys= --porcelain
 sleep 0.5

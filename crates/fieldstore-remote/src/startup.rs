@@ -24,9 +24,8 @@ use crate::value::Value;
 /// The remote protocol version FDB5 5.25 speaks in its startup message.
 pub const REMOTE_PROTOCOL_VERSION: u32 = 3;
 
-/// The features (API messages) a server of this crate serves by default:
-/// the bits FDB5 5.25 enables by default (flush, archive, retrieve, list,
-/// stats, inspect, read, store, axes, exists).
+/// The features (API messages) FDB5 5.25 enables by default: flush,
+/// archive, retrieve, list, stats, inspect, read, store, axes, exists.
 pub const DEFAULT_FEATURES: i64 = feature(Message::Flush)
     | feature(Message::Archive)
     | feature(Message::Retrieve)

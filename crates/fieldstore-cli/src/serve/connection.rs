@@ -27,7 +27,7 @@ use fieldstore_remote::location::{
 use fieldstore_remote::request::ToolRequest;
 use fieldstore_remote::session::Endpoint;
 use fieldstore_remote::startup::{
-    negotiate, ClientStartup, DataStartup, ServerStartup, DEFAULT_FEATURES, REMOTE_PROTOCOL_VERSION,
+    feature as bit, negotiate, ClientStartup, DataStartup, ServerStartup, REMOTE_PROTOCOL_VERSION,
 };
 use fieldstore_remote::{Header, Message, Reader, Writer};
 
@@ -40,6 +40,16 @@ const HANDSHAKE: Duration = Duration::from_secs(30);
 const STARTUP_LIMIT: u32 = 64 << 10;
 /// How long a flush waits for the field locations it counts.
 const FLUSH_WAIT: Duration = Duration::from_secs(600);
+/// The API messages this server serves, enabled at startup: FDB5's client
+/// refuses the others itself, naming them ("not enabled by server").
+const SERVED: i64 = bit(Message::Flush)
+    | bit(Message::Archive)
+    | bit(Message::List)
+    | bit(Message::Inspect)
+    | bit(Message::Read)
+    | bit(Message::Store)
+    | bit(Message::Axes)
+    | bit(Message::Exists);
 /// Bytes per data blob of a read (FDB5's: just under 4 MiB).
 const READ_CHUNK: usize = (4 << 20) - (2 << 10);
 
@@ -188,8 +198,7 @@ fn handshake(
             ),
         ));
     }
-    let agreed = negotiate(&startup.config, &[1, 2], DEFAULT_FEATURES)
-        .map_err(|e| refuse(&mut writer, e))?;
+    let agreed = negotiate(&startup.config, &[1, 2], SERVED).map_err(|e| refuse(&mut writer, e))?;
     let host = startup.endpoint.host.clone();
     let data_listener = if agreed.single_connection {
         None
@@ -364,7 +373,15 @@ impl Conn {
             .map_err(|e| Error::io("writing to the client", e))
     }
 
+    /// Answer a failed request with `Error`, and log it: FDB5 5.25's
+    /// client receives the text but prints blanks in its place (it copies
+    /// the payload the wrong way), so the server's log is where an
+    /// operator reads why.
     fn error(&self, control: bool, client: u32, request: u32, e: &Error) {
+        eprintln!(
+            "fieldstore serve: connection {} from {}: client {client} request {request}: {e}",
+            self.id, self.peer
+        );
         let text = format!("fieldstore serve: {e}");
         let _ = self.send(control, Message::Error, client, request, text.as_bytes());
     }
