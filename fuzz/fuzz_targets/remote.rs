@@ -11,6 +11,7 @@ use fieldstore_remote::request::ToolRequest;
 use fieldstore_remote::schema::Schema;
 use fieldstore_remote::startup::{ClientStartup, DataStartup, ServerStartup};
 use fieldstore_remote::value::Value;
+use fieldstore_remote::wipe::{CatalogueWipeState, StoreWipeReply, StoreWipeRequest, WipeRequest};
 use fieldstore_remote::{Reader, Writer};
 use libfuzzer_sys::fuzz_target;
 
@@ -46,5 +47,9 @@ fuzz_target!(|data: &[u8]| {
     again(data, Schema::decode, Schema::encode);
     again(data, CatalogueBlob::decode, CatalogueBlob::encode);
     again(data, ReadRequest::decode, ReadRequest::encode);
+    again(data, WipeRequest::decode, WipeRequest::encode);
+    again(data, CatalogueWipeState::decode, CatalogueWipeState::encode);
+    again(data, StoreWipeRequest::decode, StoreWipeRequest::encode);
+    again(data, StoreWipeReply::decode, StoreWipeReply::encode);
     let _ = StoreBlob::decode(&mut Reader::new(data));
 });

@@ -12,7 +12,8 @@
 //!   [`session`] (session ids and endpoints), [`startup`] (the handshake and
 //!   the negotiated configuration), [`elements`] (list and axes results,
 //!   the stores map), [`archive`] (archive, flush and read payloads),
-//!   [`schema`] (a schema as FDB5 serialises it).
+//!   [`schema`] (a schema as FDB5 serialises it), [`wipe`] (the remote
+//!   wipe's states and requests).
 //!
 //! Decoding never panics and never allocates more than the input could
 //! hold: every length is checked against the bytes left before anything
@@ -32,6 +33,7 @@ pub mod session;
 pub mod startup;
 pub mod stream;
 pub mod value;
+pub mod wipe;
 
 pub use frame::{FrameError, Header};
 pub use message::Message;

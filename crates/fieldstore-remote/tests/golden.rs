@@ -292,3 +292,81 @@ fn single_connection_mode_sends_blobs_on_the_control_socket_marked_as_data() {
     assert_eq!(blobs.len(), 3);
     assert!(blobs.iter().all(|(h, _)| !h.control));
 }
+
+#[test]
+fn the_wipe_flow_decodes_exactly() {
+    use fieldstore_remote::wipe::{
+        kind, CatalogueWipeState, StoreWipeReply, StoreWipeRequest, WipeRequest,
+    };
+    // The dry run, then --doit.
+    for (file, data, doit) in [
+        ("wipe/cat-15-c2s.bin", "wipe/cat-data15-16-s2c.bin", false),
+        ("wipe/cat-17-c2s.bin", "wipe/cat-data17-18-s2c.bin", true),
+    ] {
+        let frames = golden(file);
+        let (_, p) = frames
+            .iter()
+            .find(|(h, _)| h.message == Message::Wipe)
+            .expect("wipe");
+        let w = exact(p, WipeRequest::decode, WipeRequest::encode);
+        assert_eq!((w.doit, w.unsafe_wipe_all), (doit, false));
+        let blobs = golden(data);
+        let s = exact(
+            &blobs[0].1,
+            CatalogueWipeState::decode,
+            CatalogueWipeState::encode,
+        );
+        assert_eq!(s.db_key.get("date"), Some("20230508"));
+        assert!(s.info.starts_with("[Database: od:0001:oper:20230508"));
+        assert_eq!(s.state.delete[0].0, kind::CATALOGUE);
+        assert_eq!(s.stores.len(), 1);
+        let (uri, store) = &s.stores[0];
+        assert_eq!((uri.scheme.as_str(), &store.store_uri), ("fdb", uri));
+        assert_eq!(store.state.delete[0].0, kind::STORE);
+        assert_eq!(blobs[1].0.message, Message::Complete);
+        // The --doit steps to the catalogue carry the dataset key.
+        if doit {
+            let steps: Vec<Message> = frames.iter().map(|(h, _)| h.message).collect();
+            for m in [
+                Message::DoMaskIndexEntries,
+                Message::DoWipeUris,
+                Message::DoWipeFinish,
+            ] {
+                let (_, p) = frames.iter().find(|(h, _)| h.message == m).expect("step");
+                let k = exact(p, Key::decode, Key::encode);
+                assert_eq!(k, s.db_key, "{steps:?}");
+            }
+        }
+    }
+    // The store's part: the signed state, then the steps with empty keys.
+    let frames = golden("wipe/store-7-c2s.bin");
+    let (h, p) = frames
+        .iter()
+        .find(|(h, _)| h.message == Message::Wipe)
+        .expect("wipe");
+    let r = exact(p, StoreWipeRequest::decode, StoreWipeRequest::encode);
+    assert!(r.key.is_empty() && r.doit && !r.unsafe_wipe_all);
+    assert_ne!(r.state.signature, 0);
+    let replies = golden("wipe/store-7-s2c.bin");
+    let (_, p) = replies
+        .iter()
+        .find(|(rh, _)| rh.message == Message::Received && rh.request_id == h.request_id)
+        .expect("reply");
+    exact(p, StoreWipeReply::decode, StoreWipeReply::encode);
+    let full = frames
+        .iter()
+        .find(|(h, _)| h.message == Message::DoUnsafeFullWipe)
+        .expect("full wipe asked");
+    let (_, answer) = replies
+        .iter()
+        .find(|(rh, _)| rh.request_id == full.0.request_id)
+        .expect("answer");
+    // FDB5's POSIX store does not wipe everything itself.
+    assert!(!exact(
+        answer,
+        |r| r.bool(),
+        |b, w| {
+            w.bool(*b);
+        }
+    ));
+}

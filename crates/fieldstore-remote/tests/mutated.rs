@@ -15,13 +15,14 @@ use fieldstore_remote::request::ToolRequest;
 use fieldstore_remote::schema::Schema;
 use fieldstore_remote::startup::{ClientStartup, DataStartup, ServerStartup};
 use fieldstore_remote::value::Value;
+use fieldstore_remote::wipe::{CatalogueWipeState, StoreWipeReply, StoreWipeRequest, WipeRequest};
 use fieldstore_remote::{DecodeError, Reader, Writer};
 use proptest::prelude::*;
 
 fn payloads() -> Vec<Vec<u8>> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
     let mut out = Vec::new();
-    for sub in ["dual", "single"] {
+    for sub in ["dual", "single", "wipe"] {
         for entry in std::fs::read_dir(dir.join(sub)).expect("golden dir") {
             let path = entry.expect("entry").path();
             if path.extension().is_none_or(|e| e != "bin") {
@@ -66,6 +67,10 @@ fn every_decoder(data: &[u8]) {
     again(data, Schema::decode, Schema::encode);
     again(data, CatalogueBlob::decode, CatalogueBlob::encode);
     again(data, ReadRequest::decode, ReadRequest::encode);
+    again(data, WipeRequest::decode, WipeRequest::encode);
+    again(data, CatalogueWipeState::decode, CatalogueWipeState::encode);
+    again(data, StoreWipeRequest::decode, StoreWipeRequest::encode);
+    again(data, StoreWipeReply::decode, StoreWipeReply::encode);
     let _ = StoreBlob::decode(&mut Reader::new(data));
 }
 
