@@ -53,7 +53,7 @@ pub(crate) enum Command {
     /// it visible, one line each, as `list` prints it.
     Watch(WatchArgs),
     /// Serve the store to FDB5's remote clients (fdb-write, fdb-list,
-    /// fdb-read, fdb-axes, pyfdb with a `type: remote` config); --config
+    /// fdb-read, fdb-axes, fdb-wipe, pyfdb with a `type: remote` config); --config
     /// names a server config in FDB5's shape (docs/serve.md).
     Serve(ServeArgs),
     /// Where fields are stored, or where the datasets a request names live.

@@ -53,6 +53,10 @@ const REQUESTS: &[&str] = &[
     "stream=oper,levtype=sfc",
 ];
 
+/// The wipe secret FDB5's servers (and `fieldstore serve`, when the test
+/// wants wipes) share.
+const SECRET: &str = "fdb5-serve-test";
+
 /// A child process killed when dropped.
 struct Killed(Child);
 
@@ -96,7 +100,8 @@ impl Wheels {
         let mut c = Command::new(self.bin.join(name));
         c.env("LD_LIBRARY_PATH", &self.libs)
             .env("FDB5_CONFIG_FILE", config)
-            .env("FDB_HOME", home);
+            .env("FDB_HOME", home)
+            .env("FDB_WIPE_SECRET", SECRET);
         for var in [
             "FDB_CONFIG",
             "FDB5_CONFIG",
@@ -192,7 +197,11 @@ fn client_config(dir: &Path, name: &str, port: u16) -> PathBuf {
 /// `fieldstore serve` on free ports: the child, its catalogue port, and
 /// what it writes to standard error after its first line (complete once
 /// the child is gone).
-fn start_fieldstore(dir: &Path, extra: &str) -> (Killed, u16, std::thread::JoinHandle<String>) {
+fn start_fieldstore(
+    dir: &Path,
+    extra: &str,
+    secret: bool,
+) -> (Killed, u16, std::thread::JoinHandle<String>) {
     let config = dir.join("serve.yaml");
     std::fs::write(
         &config,
@@ -203,13 +212,17 @@ fn start_fieldstore(dir: &Path, extra: &str) -> (Killed, u16, std::thread::JoinH
         ),
     )
     .expect("write");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fieldstore"))
-        .arg("--config")
+    let mut c = Command::new(env!("CARGO_BIN_EXE_fieldstore"));
+    c.arg("--config")
         .arg(&config)
         .arg("serve")
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start fieldstore serve");
+        .stderr(Stdio::piped());
+    if secret {
+        c.env("FDB_WIPE_SECRET", SECRET);
+    } else {
+        c.env_remove("FDB_WIPE_SECRET");
+    }
+    let mut child = c.spawn().expect("start fieldstore serve");
     let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
     let mut line = String::new();
     stderr.read_line(&mut line).expect("the listening line");
@@ -345,7 +358,7 @@ fn fdb5_tools_agree_between_fdb_server_and_fieldstore_serve() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let dir = tmp.path();
     let (_fdb5, fdb5_client) = start_fdb5(&w, dir);
-    let (_serve, port, _log) = start_fieldstore(dir, "");
+    let (_serve, port, _log) = start_fieldstore(dir, "", true);
     let fs_client = client_config(dir, "fs-client.yaml", port);
     let sides: Vec<Side<'_>> = [("fdb5", fdb5_client), ("fs", fs_client)]
         .into_iter()
@@ -440,6 +453,43 @@ fn fdb5_tools_agree_between_fdb_server_and_fieldstore_serve() {
         "FDB5 read only {same} of {} fields",
         all.len()
     );
+
+    // fdb-wipe: a dry run deletes nothing; --doit of a whole dataset and
+    // of one collocation leaves both servers listing the same.
+    for (request, gone) in [
+        ("class=rd", "class=rd"),
+        (
+            "class=od,date=20251125,levtype=pl",
+            "date=20251125,time=0000,domain=g}{type=fc,levtype=pl}",
+        ),
+    ] {
+        for side in [fdb5, fs] {
+            let before = side.list("", 3);
+            for doit in [false, true] {
+                let mut c = side.tool("fdb-wipe");
+                c.args(["--minimum-keys=", request]);
+                if doit {
+                    c.arg("--doit");
+                }
+                let (code, out, err) = run(c);
+                assert_eq!(code, 0, "fdb-wipe {request} (doit {doit}): {out}{err}");
+                if !doit {
+                    assert_eq!(side.list("", 3), before, "a dry run deleted something");
+                }
+            }
+            let after = side.list("", 3);
+            assert!(
+                after.len() < before.len(),
+                "fdb-wipe {request} --doit wiped nothing"
+            );
+            assert!(!after.iter().any(|l| l.contains(gone)), "{after:?}");
+        }
+        assert_eq!(
+            fs.list("", 3),
+            fdb5.list("", 3),
+            "after fdb-wipe {request} --doit"
+        );
+    }
 }
 
 #[test]
@@ -451,7 +501,7 @@ fn pyfdb_agrees_between_fdb_server_and_fieldstore_serve() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let dir = tmp.path();
     let (_fdb5, fdb5_client) = start_fdb5(&w, dir);
-    let (_serve, port, _log) = start_fieldstore(dir, "");
+    let (_serve, port, _log) = start_fieldstore(dir, "", true);
     let fs_client = client_config(dir, "fs-client.yaml", port);
     let files: Vec<PathBuf> = [
         "synth11.grib",
@@ -570,7 +620,7 @@ fn bad_clients_lose_their_connection_and_the_server_carries_on() {
     let w = Wheels::find();
     let tmp = tempfile::tempdir().expect("tempdir");
     let dir = tmp.path();
-    let (serve, port, log) = start_fieldstore(dir, "maxPayload: 1048576\n");
+    let (serve, port, log) = start_fieldstore(dir, "maxPayload: 1048576\n", false);
     let side = Side {
         w: &w,
         config: client_config(dir, "client.yaml", port),
@@ -668,6 +718,12 @@ fn bad_clients_lose_their_connection_and_the_server_carries_on() {
     assert_eq!(run(c).0, 0);
     assert_eq!(side.list("", 3).len(), 3);
 
+    // This server has no wipe secret: fdb-wipe is refused, nothing goes.
+    let mut c = side.tool("fdb-wipe");
+    c.args(["--minimum-keys=", "class=od", "--doit"]);
+    assert_ne!(run(c).0, 0, "fdb-wipe without a secret on the server");
+    assert_eq!(side.list("", 3).len(), 3);
+
     // Each bad connection was closed with its reason logged.
     drop(serve);
     let log = log.join().expect("the log");
@@ -675,6 +731,7 @@ fn bad_clients_lose_their_connection_and_the_server_carries_on() {
         "bad start marker",
         "protocol version 11",
         "payload of 2147483648 bytes is over the limit of 1048576 bytes",
+        "remote wipe needs a shared secret",
     ] {
         assert!(log.contains(reason), "{reason:?} not logged: {log}");
     }

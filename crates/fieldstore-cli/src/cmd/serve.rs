@@ -1,5 +1,5 @@
 //! `fieldstore serve --config server.yaml`: serve a store to FDB5's remote
-//! clients (`fdb-write`, `fdb-list`, `fdb-read`, `fdb-axes` with a
+//! clients (`fdb-write`, `fdb-list`, `fdb-read`, `fdb-axes`, `fdb-wipe` with a
 //! `type: remote` config). See docs/serve.md.
 
 use std::io::Write;

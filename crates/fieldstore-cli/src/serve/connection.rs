@@ -29,6 +29,10 @@ use fieldstore_remote::session::Endpoint;
 use fieldstore_remote::startup::{
     feature as bit, negotiate, ClientStartup, DataStartup, ServerStartup, REMOTE_PROTOCOL_VERSION,
 };
+use fieldstore_remote::wipe::{
+    kind, sign, CatalogueWipeState, StoreWipeReply, StoreWipeRequest, StoreWipeState, WipeRequest,
+    WipeState,
+};
 use fieldstore_remote::{Header, Message, Reader, Writer};
 
 use super::{open, wire, Server};
@@ -49,9 +53,30 @@ const SERVED: i64 = bit(Message::Flush)
     | bit(Message::Read)
     | bit(Message::Store)
     | bit(Message::Axes)
-    | bit(Message::Exists);
+    | bit(Message::Exists)
+    | bit(Message::Wipe);
 /// Bytes per data blob of a read (FDB5's: just under 4 MiB).
 const READ_CHUNK: usize = (4 << 20) - (2 << 10);
+
+/// Which of the server's two ports a connection came in on: the
+/// catalogue's (`serverPort`) or the store's. Messages both roles know
+/// (`Flush`, `Exists`, `Wipe` and its steps) are told apart by it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Port {
+    /// `serverPort`.
+    Catalogue,
+    /// The port the `Stores` reply names.
+    Store,
+}
+
+/// A wipe the catalogue announced with `--doit`, waiting for its steps.
+struct PendingWipe {
+    /// The request, narrowed to the one dataset.
+    request: fieldstore::Request,
+    unsafe_wipe_all: bool,
+    /// Done already (by `DoUnsafeFullWipe` or `DoWipeURIs`).
+    done: bool,
+}
 
 /// Which of FDB5's server roles a logical client addresses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -128,6 +153,10 @@ struct Conn {
     closing: AtomicBool,
     /// The store endpoint announced to this connection's clients.
     store: Endpoint,
+    /// The port the connection came in on.
+    port: Port,
+    /// Wipes announced on this (catalogue) connection, by dataset key.
+    wipes: Mutex<HashMap<String, PendingWipe>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -135,9 +164,9 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 /// Serve one connection to its end; never panics on what the peer sends.
-pub(super) fn serve(server: Arc<Server>, stream: TcpStream, peer: SocketAddr, id: u64) {
+pub(super) fn serve(server: Arc<Server>, stream: TcpStream, peer: SocketAddr, id: u64, port: Port) {
     let _ = stream.set_nodelay(true);
-    match handshake(&server, stream, peer, id) {
+    match handshake(&server, stream, peer, id, port) {
         Ok((conn, control_reader, data_reader)) => {
             let conn = Arc::new(conn);
             let data_thread = data_reader.map(|r| {
@@ -171,6 +200,7 @@ fn handshake(
     stream: TcpStream,
     peer: SocketAddr,
     id: u64,
+    port: Port,
 ) -> std::result::Result<Handshake, String> {
     let mut reader = stream.try_clone().map_err(text)?;
     let mut writer = stream;
@@ -265,6 +295,8 @@ fn handshake(
             archived: Condvar::new(),
             closing: AtomicBool::new(false),
             store,
+            port,
+            wipes: Mutex::new(HashMap::new()),
         },
         reader,
         data_reader,
@@ -541,6 +573,50 @@ impl Conn {
                     }
                     Ok(())
                 })
+            }
+            Message::Wipe if self.port == Port::Catalogue => {
+                let w =
+                    WipeRequest::decode(&mut Reader::new(payload)).map_err(|e| bad("Wipe", e))?;
+                self.secret().and_then(|secret| {
+                    self.send(true, Message::Received, client, request, &[])?;
+                    self.stream_reply(client, request, || self.wipe(&w, &secret));
+                    Ok(())
+                })
+            }
+            Message::Wipe => {
+                let w = StoreWipeRequest::decode(&mut Reader::new(payload))
+                    .map_err(|e| bad("store Wipe", e))?;
+                self.secret().and_then(|secret| {
+                    if w.state.signature != sign(&w.state.state, &secret) {
+                        return Err(Error::new(
+                            ErrorKind::PermissionDenied,
+                            "wipe state not signed by this server's catalogue (FDB_WIPE_SECRET)",
+                        ));
+                    }
+                    // The catalogue's steps delete the data too (fieldstore
+                    // wipes a dataset whole, data before its entries): the
+                    // store has nothing more to name.
+                    let mut w = Writer::new();
+                    StoreWipeReply::default().encode(&mut w);
+                    self.send(true, Message::Received, client, request, w.bytes())
+                })
+            }
+            Message::DoMaskIndexEntries
+            | Message::DoWipeUris
+            | Message::DoWipeFinish
+            | Message::DoUnsafeFullWipe
+            | Message::DoWipeUnknowns => {
+                let key =
+                    WireKey::decode(&mut Reader::new(payload)).map_err(|e| bad("wipe step", e))?;
+                self.wipe_step(h.message, &key)
+                    .and_then(|answer| match answer {
+                        Some(b) => {
+                            let mut w = Writer::new();
+                            w.bool(b);
+                            self.send(true, Message::Received, client, request, w.bytes())
+                        }
+                        None => self.send(true, Message::Received, client, request, &[]),
+                    })
             }
             Message::Exists => {
                 let key =
@@ -861,6 +937,185 @@ impl Conn {
         self.send(false, Message::Complete, client, request, &[])
     }
 
+    /// The wipe secret: FDB5 refuses remote wipes without one, and so
+    /// does this server.
+    fn secret(&self) -> Result<String> {
+        self.server.config.wipe_secret.clone().ok_or_else(|| {
+            Error::new(
+                ErrorKind::PermissionDenied,
+                "remote wipe needs a shared secret on the server (FDB_WIPE_SECRET or \
+                 fdbWipeSecret), as FDB5's fdb-server does",
+            )
+        })
+    }
+
+    /// The catalogue's answer to `Wipe`: what fieldstore's wipe (a dry
+    /// run) would delete, one state per dataset, in FDB5's shape: the
+    /// catalogue's files, and a store state signed with the secret for the
+    /// data. With `--doit`, each dataset's wipe is remembered for the
+    /// steps that follow.
+    fn wipe(&self, w: &WipeRequest, secret: &str) -> Result<Vec<Vec<u8>>> {
+        let request = if w.tool.all {
+            fieldstore::Request::new()
+        } else {
+            wire::request(&w.tool.request)?
+        };
+        let options = fieldstore::WipeOptions {
+            doit: false,
+            unsafe_wipe_all: w.unsafe_wipe_all,
+        };
+        let report = self.server.reader.wipe(&request, options)?;
+        let mut out = Vec::new();
+        for d in &report.datasets {
+            let db_key = wire::wire_key(d.dataset.key());
+            let mut catalogue: Vec<(i32, Vec<Uri>)> = Vec::new();
+            let mut data = Vec::new();
+            let mut add = |k: i32, uri: Uri| match catalogue.iter_mut().find(|(c, _)| *c == k) {
+                Some((_, v)) => v.push(uri),
+                None => catalogue.push((k, vec![uri])),
+            };
+            for item in &d.items {
+                match item.kind {
+                    fieldstore::maintenance::ItemKind::Data => {
+                        data.push(self.store_uri(&item.name))
+                    }
+                    fieldstore::maintenance::ItemKind::Index => {
+                        add(kind::CATALOGUE_INDEX, item_uri(&item.name))
+                    }
+                    fieldstore::maintenance::ItemKind::Control => {
+                        add(kind::CATALOGUE_CONTROL, item_uri(&item.name))
+                    }
+                    _ => add(kind::CATALOGUE, item_uri(&item.name)),
+                }
+            }
+            // A partial wipe removes the collocations' entries, which are
+            // no file of their own in fieldstore: each is named as an
+            // index "URI" under the dataset, so that FDB5's client (which
+            // does nothing when nothing is to delete) goes ahead.
+            for c in d.collocations.iter().flatten() {
+                add(
+                    kind::CATALOGUE_INDEX,
+                    item_uri(&format!("{}/{}", d.place, c.braced())),
+                );
+            }
+            catalogue.sort_by_key(|(k, _)| *k);
+            let mut safe = Vec::new();
+            let mut data_safe = Vec::new();
+            for k in &d.kept {
+                match k.item.kind {
+                    fieldstore::maintenance::ItemKind::Data => {
+                        data_safe.push(self.store_uri(&k.item.name))
+                    }
+                    _ => safe.push(item_uri(&k.item.name)),
+                }
+            }
+            // A partial wipe keeps the dataset: FDB5's client then takes
+            // the step-by-step path instead of asking for a full wipe.
+            if d.collocations.is_some() && safe.is_empty() {
+                safe.push(item_uri(&d.place));
+            }
+            let mut stores = Vec::new();
+            if !data.is_empty() || !data_safe.is_empty() {
+                let state = WipeState {
+                    delete: if data.is_empty() {
+                        vec![]
+                    } else {
+                        vec![(kind::STORE, data)]
+                    },
+                    safe: data_safe,
+                    unknown: Vec::new(),
+                };
+                let store_uri = self.store_uri(&d.place);
+                stores.push((
+                    store_uri.clone(),
+                    StoreWipeState {
+                        signature: sign(&state, secret),
+                        state,
+                        store_uri,
+                    },
+                ));
+            }
+            let state = CatalogueWipeState {
+                state: WipeState {
+                    delete: catalogue,
+                    safe,
+                    unknown: Vec::new(),
+                },
+                db_key: db_key.clone(),
+                stores,
+                info: format!(
+                    "[Database: {}, fieldstore: {}]",
+                    d.dataset.braced(),
+                    d.place
+                ),
+            };
+            if w.doit {
+                let mut narrowed = fieldstore::Request::from_key(d.dataset.key());
+                for (k, v) in request.iter() {
+                    if d.dataset.key().get(k).is_none() {
+                        narrowed.set(k, v.clone());
+                    }
+                }
+                lock(&self.wipes).insert(
+                    key_id(&db_key),
+                    PendingWipe {
+                        request: narrowed,
+                        unsafe_wipe_all: w.unsafe_wipe_all,
+                        done: false,
+                    },
+                );
+            }
+            let mut wr = Writer::new();
+            state.encode(&mut wr);
+            out.push(wr.into_bytes());
+        }
+        Ok(out)
+    }
+
+    /// A `--doit` step. On the store port there is nothing to do (the
+    /// catalogue's steps delete the data), and a full wipe by the store
+    /// alone is declined, so that FDB5's client goes on to the
+    /// catalogue's `DoWipeURIs`. On the catalogue port, `DoWipeURIs` (or
+    /// `DoUnsafeFullWipe`) runs fieldstore's wipe of the dataset,
+    /// `DoWipeFinish` forgets it. `Some(b)`: the step answers a `bool`.
+    fn wipe_step(&self, step: Message, key: &WireKey) -> Result<Option<bool>> {
+        if self.port == Port::Store {
+            return Ok((step == Message::DoUnsafeFullWipe).then_some(false));
+        }
+        let id = key_id(key);
+        let mut wipes = lock(&self.wipes);
+        let pending = wipes.get_mut(&id).ok_or_else(|| {
+            Error::invalid_input(format!("{step} for a dataset with no wipe announced: {id}"))
+        })?;
+        match step {
+            Message::DoWipeUris | Message::DoUnsafeFullWipe if !pending.done => {
+                let options = fieldstore::WipeOptions {
+                    doit: true,
+                    unsafe_wipe_all: pending.unsafe_wipe_all,
+                };
+                self.server.reader.wipe(&pending.request, options)?;
+                pending.done = true;
+            }
+            Message::DoWipeFinish => {
+                wipes.remove(&id);
+            }
+            _ => {}
+        }
+        Ok((step == Message::DoUnsafeFullWipe).then_some(true))
+    }
+
+    /// An item of this server's store as the `fdb` URI FDB5's client
+    /// reports and sends back.
+    fn store_uri(&self, name: &str) -> Uri {
+        let inner = item_uri(name);
+        Uri {
+            host: self.store.host.clone(),
+            port: self.store.port,
+            query: vec![("internalScheme".into(), inner.scheme.clone())],
+            ..Uri::new("fdb", inner.name)
+        }
+    }
+
     fn exists(&self, db_key: &WireKey) -> Result<bool> {
         let key = wire::join_keys([db_key])?;
         let request = fieldstore::Request::from_key(&key);
@@ -873,4 +1128,27 @@ impl Conn {
         )?;
         Ok(!found.is_empty())
     }
+}
+
+/// A path or URI fieldstore's wipe names, as an eckit URI.
+fn item_uri(name: &str) -> Uri {
+    match name.split_once("://") {
+        Some((scheme, rest)) if !scheme.contains('/') => {
+            let path = if rest.starts_with('/') {
+                rest.to_string()
+            } else {
+                format!("/{rest}")
+            };
+            Uri::new(scheme, path)
+        }
+        _ => Uri::new("file", name),
+    }
+}
+
+/// A key as a map key: its pairs in order.
+fn key_id(key: &WireKey) -> String {
+    key.present()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",")
 }

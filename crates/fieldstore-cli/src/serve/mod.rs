@@ -102,15 +102,15 @@ impl Server {
         let server = Arc::clone(self);
         let store_thread = std::thread::Builder::new()
             .name("serve-store".into())
-            .spawn(move || server.accept(store));
+            .spawn(move || server.accept(store, connection::Port::Store));
         if let Err(e) = store_thread {
             eprintln!("fieldstore serve: no thread for the store port: {e}");
             return;
         }
-        self.accept(catalogue);
+        self.accept(catalogue, connection::Port::Catalogue);
     }
 
-    fn accept(self: &Arc<Server>, listener: TcpListener) {
+    fn accept(self: &Arc<Server>, listener: TcpListener, port: connection::Port) {
         loop {
             let (stream, peer) = match listener.accept() {
                 Ok(s) => s,
@@ -127,7 +127,7 @@ impl Server {
             let server = Arc::clone(self);
             let spawned = std::thread::Builder::new()
                 .name(format!("serve-{id}"))
-                .spawn(move || connection::serve(server, stream, peer, id));
+                .spawn(move || connection::serve(server, stream, peer, id, port));
             if let Err(e) = spawned {
                 eprintln!("fieldstore serve: no thread for connection from {peer}: {e}");
             }
