@@ -724,6 +724,28 @@ fn bad_clients_lose_their_connection_and_the_server_carries_on() {
     assert_ne!(run(c).0, 0, "fdb-wipe without a secret on the server");
     assert_eq!(side.list("", 3).len(), 3);
 
+    // A client preferring one connection (everything on the control
+    // socket) writes and lists as well.
+    let single = Side {
+        w: side.w,
+        config: dir.join("single.yaml"),
+        home: side.home.clone(),
+        dir: dir.to_path_buf(),
+    };
+    std::fs::write(
+        &single.config,
+        format!(
+            "type: remote\nengine: remote\nstore: remote\nhost: localhost\nport: {port}\n\
+             preferSingleConnection: true\n"
+        ),
+    )
+    .expect("write");
+    let mut c = single.tool("fdb-write");
+    c.arg(repo().join("tests/fixtures/grib/rd-fc.grib"));
+    assert_eq!(run(c).0, 0);
+    assert_eq!(single.list("", 3), side.list("", 3));
+    assert_eq!(single.list("", 3).len(), 4);
+
     // Each bad connection was closed with its reason logged.
     drop(serve);
     let log = log.join().expect("the log");
