@@ -706,7 +706,7 @@ fn bad_clients_lose_their_connection_and_the_server_carries_on() {
     .encode(&mut w);
     cat.send(Message::Blob, false, 3, 3, w.bytes());
     // Gone, mid-archive: half a frame, then nothing.
-    cat.s.write_all(&[b'S', b'F']).expect("send");
+    cat.s.write_all(b"SF").expect("send");
     drop(cat);
     drop(store);
     std::thread::sleep(Duration::from_millis(300));
