@@ -544,13 +544,13 @@ impl Conn {
                 let depth = r.int().map_err(|e| bad("List/Axes", e))?;
                 self.role(client, Role::Catalogue).and_then(|()| {
                     self.send(true, Message::Received, client, request, &[])?;
-                    self.stream_reply(client, request, || {
-                        if h.message == Message::List {
-                            self.list(&tool, depth)
-                        } else {
-                            self.axes(&tool, depth)
+                    if h.message == Message::List {
+                        if let Err(e) = self.list(client, request, &tool, depth) {
+                            self.error(false, client, request, &e);
                         }
-                    });
+                    } else {
+                        self.stream_reply(client, request, || self.axes(&tool, depth));
+                    }
                     Ok(())
                 })
             }
@@ -807,7 +807,10 @@ impl Conn {
         }
     }
 
-    fn list(&self, tool: &ToolRequest, depth: i32) -> Result<Vec<Vec<u8>>> {
+    /// List, each element sent as it is visited: memory stays that of one
+    /// element however large the listing. A client that stops reading
+    /// stops the visit.
+    fn list(&self, client: u32, request_id: u32, tool: &ToolRequest, depth: i32) -> Result<()> {
         let request = wire::request(&tool.request)?;
         let depth = u8::try_from(depth)
             .ok()
@@ -815,16 +818,14 @@ impl Conn {
             .ok_or_else(|| {
                 Error::invalid_input(format!("list depth {depth} (expected 1, 2 or 3)"))
             })?;
-        let elements = self.server.reader.list(
+        let mut sent = Ok(());
+        self.server.reader.visit(
             &request,
             ListOptions {
                 depth,
                 duplicates: false,
             },
-        )?;
-        Ok(elements
-            .iter()
-            .map(|e| {
+            &mut |e| {
                 let element = ListElement {
                     keys: [
                         wire::wire_key(e.dataset.key()),
@@ -840,9 +841,12 @@ impl Conn {
                 };
                 let mut w = Writer::new();
                 element.encode(&mut w);
-                w.into_bytes()
-            })
-            .collect())
+                sent = self.send(false, Message::Blob, client, request_id, w.bytes());
+                sent.is_ok()
+            },
+        )?;
+        sent?;
+        self.send(false, Message::Complete, client, request_id, &[])
     }
 
     fn location(&self, class: &str, l: &fieldstore::FieldLocation) -> WireLocation {
