@@ -758,3 +758,65 @@ fn bad_clients_lose_their_connection_and_the_server_carries_on() {
         assert!(log.contains(reason), "{reason:?} not logged: {log}");
     }
 }
+
+#[test]
+fn concurrent_writers_and_readers_each_get_their_own_answers() {
+    if fdb5::skipped() {
+        return;
+    }
+    let w = Wheels::find();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path();
+    let (_serve, port, _log) = start_fieldstore(dir, "", false);
+    let side = Side {
+        w: &w,
+        config: client_config(dir, "client.yaml", port),
+        home: dir.join("home"),
+        dir: dir.to_path_buf(),
+    };
+    std::fs::create_dir_all(&side.home).expect("home");
+    // Four fdb-write processes at once, each its own connections and
+    // logical clients, with fdb-list processes reading meanwhile.
+    let files = [
+        "synth11.grib",
+        "levtypes.grib",
+        "rd-fc.grib",
+        "timespan.grib",
+    ];
+    let writers: Vec<Child> = files
+        .iter()
+        .map(|f| {
+            side.tool("fdb-write")
+                .arg(repo().join("tests/fixtures/grib").join(f))
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("fdb-write")
+        })
+        .collect();
+    for _ in 0..3 {
+        side.list("", 3);
+    }
+    for mut c in writers {
+        assert!(c.wait().expect("wait").success());
+    }
+    // Each file written alone gives the same lines as all at once.
+    let together = side.list("", 3);
+    let mut alone = BTreeSet::new();
+    for f in files {
+        let d = dir.join(f);
+        std::fs::create_dir_all(&d).expect("dir");
+        let (_s, p, _l) = start_fieldstore(&d, "", false);
+        let one = Side {
+            w: &w,
+            config: client_config(&d, "client.yaml", p),
+            home: side.home.clone(),
+            dir: d.clone(),
+        };
+        let mut c = one.tool("fdb-write");
+        c.arg(repo().join("tests/fixtures/grib").join(f));
+        assert_eq!(run(c).0, 0);
+        alone.extend(one.list("", 3));
+    }
+    assert_eq!(together, alone);
+}
