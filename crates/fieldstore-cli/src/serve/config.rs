@@ -1,8 +1,10 @@
 //! `fieldstore serve`'s configuration: FDB5's server config shape.
 //!
 //! The server keys (`type`, `serverPort`, `dataPortStart`,
-//! `dataPortCount`, `stores`, and FDB5's `serverThreaded`, accepted and
-//! ignored: fieldstore always runs a thread per connection) are taken out;
+//! `dataPortCount`, `stores`, `fdbWipeSecret` (else `$FDB_WIPE_SECRET`),
+//! fieldstore's `maxPayload` and `pendingLimit`, and FDB5's
+//! `serverThreaded`, accepted and ignored: fieldstore always runs a thread
+//! per connection) are taken out;
 //! everything else is an ordinary fieldstore/FDB5 store configuration
 //! (`engine`, `store`, `schema`, `spaces`, `daos:`, `rados:` …) read by
 //! [`fieldstore::Config::from_yaml`].
