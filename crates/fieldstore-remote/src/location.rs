@@ -32,7 +32,8 @@ pub struct Uri {
     pub name: String,
     /// Fragment (empty).
     pub fragment: String,
-    /// Query pairs, in key order.
+    /// Query pairs, in key order (as eckit's map sends them; encoded as
+    /// given).
     pub query: Vec<(String, String)>,
 }
 
@@ -66,10 +67,10 @@ impl Uri {
             .int(self.port)
             .string(&self.name)
             .string(&self.fragment);
-        let mut q: Vec<&(String, String)> = self.query.iter().collect();
-        q.sort();
-        w.count(q.len());
-        for (k, v) in q {
+        // As given: eckit sends its query map in key order, which the
+        // caller keeps.
+        w.count(self.query.len());
+        for (k, v) in &self.query {
             w.string(k).string(v);
         }
     }

@@ -109,13 +109,16 @@ fn matcher(m: &Matcher) -> ws::Matcher {
     }
 }
 
-fn rule(r: &Rule) -> ws::Rule {
+fn head(r: &Rule, children: Vec<ws::Rule>) -> ws::Rule {
+    let mut types: Vec<(String, String)> = r
+        .predicates
+        .iter()
+        .filter_map(|p| Some((p.keyword.clone(), p.declared_type?.name().to_string())))
+        .collect();
+    // FDB5's registries are maps: keyword order.
+    types.sort();
     ws::Rule {
-        types: r
-            .predicates
-            .iter()
-            .filter_map(|p| Some((p.keyword.clone(), p.declared_type?.name().to_string())))
-            .collect(),
+        types,
         line: r.line,
         predicates: r
             .predicates
@@ -125,8 +128,23 @@ fn rule(r: &Rule) -> ws::Rule {
                 matcher: matcher(&p.matcher),
             })
             .collect(),
-        children: r.children.iter().map(rule).collect(),
+        children,
     }
+}
+
+/// A dataset rule in FDB5 5.25's shape: each collocation rule holding one
+/// element rule, repeated for each of its element rules.
+fn dataset_rule(d: &Rule) -> ws::Rule {
+    let collocations = d
+        .children
+        .iter()
+        .flat_map(|c| {
+            c.children
+                .iter()
+                .map(move |e| head(c, vec![head(e, Vec::new())]))
+        })
+        .collect();
+    head(d, collocations)
 }
 
 /// A schema as FDB5 serialises it: the client splits keys with it.
@@ -138,7 +156,7 @@ pub(crate) fn schema(s: &Schema) -> ws::Schema {
             .map(|(k, t)| (k.clone(), t.name().to_string()))
             .collect(),
         path: s.name().to_string(),
-        rules: s.rules().iter().map(rule).collect(),
+        rules: s.rules().iter().map(dataset_rule).collect(),
     }
 }
 
