@@ -52,6 +52,10 @@ pub(crate) enum Command {
     /// Print each field a (partial) request names as soon as a flush makes
     /// it visible, one line each, as `list` prints it.
     Watch(WatchArgs),
+    /// Serve the store to FDB5's remote clients (fdb-write, fdb-list,
+    /// fdb-read, fdb-axes, fdb-wipe, pyfdb with a `type: remote` config); --config
+    /// names a server config in FDB5's shape (docs/serve.md).
+    Serve(ServeArgs),
     /// Where fields are stored, or where the datasets a request names live.
     Where(WhereArgs),
     /// Values at points of the GRIB fields a request names, reading only
@@ -267,6 +271,18 @@ pub(crate) struct RetrieveArgs {
     /// then write them (exit 11 naming the missing ones if S passes).
     #[arg(long, value_name = "S")]
     pub(crate) wait: Option<f64>,
+}
+
+/// `fieldstore serve`.
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// Address to listen on (loopback unless told otherwise).
+    #[arg(long, value_name = "IP", default_value = "127.0.0.1")]
+    pub(crate) listen: std::net::IpAddr,
+    /// Control port, overriding the config's `serverPort` (0: any free
+    /// port, printed on standard error).
+    #[arg(long, value_name = "PORT")]
+    pub(crate) port: Option<u16>,
 }
 
 /// `fieldstore watch`.

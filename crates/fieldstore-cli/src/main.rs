@@ -8,6 +8,7 @@ mod context;
 mod exit;
 mod output;
 mod progress;
+mod serve;
 
 use std::io::{self, BufWriter, IsTerminal, Write};
 use std::process::ExitCode;
@@ -28,6 +29,10 @@ fn run(cli: &Cli, ui: &mut Ui<'_>) -> Result<()> {
     if let Command::Hammer(_) = &cli.command {
         return Err(fieldstore::Error::internal("hammer is run by main"));
     }
+    // A server config is not a store config: serve reads its own.
+    if let Command::Serve(a) = &cli.command {
+        return cmd::serve::run(a, &cli.global);
+    }
     let ctx = Context::load(&cli.global)?;
     match &cli.command {
         Command::Archive(a) => cmd::archive::run(a, &ctx, ui),
@@ -46,7 +51,7 @@ fn run(cli: &Cli, ui: &mut Ui<'_>) -> Result<()> {
         Command::Lock(a) => cmd::control::run(a, fieldstore::Control::Lock, &ctx, ui),
         Command::Unlock(a) => cmd::control::run(a, fieldstore::Control::Unlock, &ctx, ui),
         Command::Move(a) => cmd::r#move::run(a, &ctx, ui),
-        Command::Hammer(_) => Ok(()),
+        Command::Hammer(_) | Command::Serve(_) => Ok(()),
     }
 }
 

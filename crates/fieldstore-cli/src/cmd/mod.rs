@@ -14,6 +14,7 @@ pub(crate) mod r#move;
 pub(crate) mod purge;
 pub(crate) mod retrieve;
 pub(crate) mod schema;
+pub(crate) mod serve;
 pub(crate) mod stats;
 pub(crate) mod status;
 pub(crate) mod watch;

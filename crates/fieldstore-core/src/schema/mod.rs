@@ -175,6 +175,9 @@ pub struct Schema {
     keyword_types: BTreeMap<String, Vec<KeywordType>>,
     /// Resolves parameter names in requests and keys (`names.rs`).
     param_names: Option<std::sync::Arc<dyn crate::params::ParamNames>>,
+    /// The schema's top-level type declarations (`date: Date;`), which
+    /// FDB5 sends as its schema's type registry (`fieldstore serve`).
+    declared: BTreeMap<String, KeywordType>,
     /// Each keyword's spelling in the schema, by its lower-case form:
     /// keys and requests name keywords in any case and get the schema's
     /// spelling (`names.rs`). Two keywords differing only in case are
@@ -274,6 +277,7 @@ impl Schema {
             text: text.to_string(),
             rules,
             keyword_types,
+            declared: parsed.types.into_iter().collect(),
             param_names: None,
             spellings,
         })
@@ -305,6 +309,11 @@ impl Schema {
     /// Whether any rule uses `keyword`.
     pub fn knows(&self, keyword: &str) -> bool {
         self.keyword_types.contains_key(keyword)
+    }
+
+    /// The top-level type declarations (`keyword: Type;`), by keyword.
+    pub fn declared_types(&self) -> &BTreeMap<String, KeywordType> {
+        &self.declared
     }
 
     /// All keywords any rule uses, sorted.

@@ -1,0 +1,261 @@
+//! `fieldstore serve`'s configuration: FDB5's server config shape.
+//!
+//! The server keys (`type`, `serverPort`, `dataPortStart`,
+//! `dataPortCount`, `stores`, `fdbWipeSecret` (else `$FDB_WIPE_SECRET`),
+//! fieldstore's `maxPayload` and `pendingLimit`, and FDB5's
+//! `serverThreaded`, accepted and ignored: fieldstore always runs a thread
+//! per connection) are taken out;
+//! everything else is an ordinary fieldstore/FDB5 store configuration
+//! (`engine`, `store`, `schema`, `spaces`, `daos:`, `rados:` …) read by
+//! [`fieldstore::Config::from_yaml`].
+//!
+//! fieldstore serves both roles from one process, on two ports: the
+//! catalogue on `serverPort`, the store on the port `stores:` names (or
+//! one the system picks). FDB5's client finds the store through the
+//! catalogue's `Stores` reply. The store needs a port of its own: FDB5's
+//! client shares one connection between catalogue and store on the same
+//! endpoint, and its connection thread, handling the store's reply to an
+//! archived field, waits for the catalogue's reply that only that same
+//! thread could read: it deadlocks. So `type: catalogue` is accepted with
+//! no `stores:` or with `stores:` naming this server's store port, and
+//! `type: store` is refused: a store-only fieldstore server would need a
+//! catalogue that takes FDB5's split archive (docs/serve.md, "What is not
+//! done").
+
+use std::net::IpAddr;
+use std::path::Path;
+
+use fieldstore::{Config, Error, ErrorKind, Result};
+
+/// FDB5's default port.
+pub(crate) const DEFAULT_PORT: u16 = 7654;
+
+/// A server's configuration.
+#[derive(Debug, Clone)]
+pub(crate) struct ServeConfig {
+    /// The store served.
+    pub(crate) store: Config,
+    /// The control port (`serverPort`; 0: any free port).
+    pub(crate) port: u16,
+    /// Data ports to choose from (`dataPortStart`, `dataPortCount`); none:
+    /// a port the system picks.
+    pub(crate) data_ports: Option<(u16, u16)>,
+    /// Where to listen.
+    pub(crate) listen: IpAddr,
+    /// The store's host announced to clients, if the config names one
+    /// (`stores: [{default: host:port}]`); else the host each client
+    /// dialled.
+    pub(crate) store_host: Option<String>,
+    /// The store's port (from `stores:`; 0: one the system picks).
+    pub(crate) store_port: u16,
+    /// Largest frame payload accepted.
+    pub(crate) max_payload: u32,
+    /// Most bytes of fields held between a store blob and its catalogue
+    /// entry, over all connections.
+    pub(crate) pending_limit: u64,
+    /// FDB5's wipe secret (`$FDB_WIPE_SECRET` / `fdbWipeSecret`).
+    pub(crate) wipe_secret: Option<String>,
+}
+
+fn invalid(source: &str, message: impl std::fmt::Display) -> Error {
+    Error::new(ErrorKind::InvalidConfig, format!("{source}: {message}"))
+}
+
+fn take_u16(map: &mut serde_yaml_ng::Mapping, key: &str, source: &str) -> Result<Option<u16>> {
+    match map.remove(key) {
+        None => Ok(None),
+        Some(v) => v
+            .as_u64()
+            .and_then(|n| u16::try_from(n).ok())
+            .map(Some)
+            .ok_or_else(|| invalid(source, format!("{key}: expected a port number, got {v:?}"))),
+    }
+}
+
+impl ServeConfig {
+    /// Read a server config file.
+    ///
+    /// # Errors
+    /// `NotFound`/`PermissionDenied` reading it; `InvalidConfig` for a
+    /// shape fieldstore does not serve (saying which key), or whatever
+    /// [`Config::from_yaml`] refuses.
+    pub(crate) fn from_file(path: &Path, listen: IpAddr) -> Result<ServeConfig> {
+        let text = fieldstore::config::read_text_file(path, "server config")?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        ServeConfig::from_yaml(&text, base, &path.display().to_string(), listen)
+    }
+
+    /// Parse a server config.
+    ///
+    /// # Errors
+    /// As [`ServeConfig::from_file`].
+    pub(crate) fn from_yaml(
+        text: &str,
+        base: &Path,
+        source: &str,
+        listen: IpAddr,
+    ) -> Result<ServeConfig> {
+        let value: serde_yaml_ng::Value =
+            serde_yaml_ng::from_str(text).map_err(|e| invalid(source, e))?;
+        let serde_yaml_ng::Value::Mapping(mut map) = value else {
+            return Err(invalid(source, "expected a mapping"));
+        };
+        let kind = map
+            .remove("type")
+            .and_then(|v| v.as_str().map(str::to_string));
+        match kind.as_deref() {
+            None | Some("catalogue") | Some("local") => {}
+            Some("store") => {
+                return Err(invalid(
+                    source,
+                    "type: store: fieldstore serves catalogue and store from one process; use \
+                     type: catalogue (docs/serve.md)",
+                ))
+            }
+            Some(other) => {
+                return Err(invalid(
+                    source,
+                    format!(
+                        "type: {other}: expected catalogue (catalogue and store in one process)"
+                    ),
+                ))
+            }
+        }
+        let port = take_u16(&mut map, "serverPort", source)?.unwrap_or(DEFAULT_PORT);
+        let start = take_u16(&mut map, "dataPortStart", source)?;
+        let count = take_u16(&mut map, "dataPortCount", source)?;
+        let data_ports = match (start, count) {
+            (None, None) => None,
+            (Some(s), Some(c)) if c > 0 && u32::from(s) + u32::from(c) <= 65536 => Some((s, c)),
+            (Some(_), None) => {
+                return Err(invalid(
+                    source,
+                    "dataPortStart needs dataPortCount (as in FDB5)",
+                ))
+            }
+            _ => {
+                return Err(invalid(
+                    source,
+                    "dataPortStart/dataPortCount: an empty or impossible range",
+                ))
+            }
+        };
+        map.remove("serverThreaded");
+        let mut store_host = None;
+        let mut store_port = 0;
+        if let Some(stores) = map.remove("stores") {
+            let list = stores
+                .as_sequence()
+                .ok_or_else(|| invalid(source, "stores: expected a list"))?;
+            if list.len() > 1 {
+                return Err(invalid(
+                    source,
+                    "stores: fieldstore serves its own store; name at most this server",
+                ));
+            }
+            if let Some(entry) = list.first() {
+                let endpoint = entry
+                    .get("default")
+                    .and_then(serde_yaml_ng::Value::as_str)
+                    .ok_or_else(|| invalid(source, "stores[0]: expected default: host:port"))?;
+                let (host, p) = endpoint
+                    .rsplit_once(':')
+                    .and_then(|(h, p)| Some((h.to_string(), p.parse::<u16>().ok()?)))
+                    .ok_or_else(|| {
+                        invalid(
+                            source,
+                            format!("stores[0].default: {endpoint:?} is not host:port"),
+                        )
+                    })?;
+                if p == port && port != 0 {
+                    return Err(invalid(
+                        source,
+                        format!(
+                            "stores[0].default: port {p} is the catalogue's serverPort: the store \
+                             needs a port of its own (FDB5's client deadlocks sharing one \
+                             connection between catalogue and store)"
+                        ),
+                    ));
+                }
+                store_host = Some(host);
+                store_port = p;
+            }
+        }
+        let max_payload = match map.remove("maxPayload") {
+            None => 256 << 20,
+            Some(v) => v
+                .as_u64()
+                .and_then(|n| u32::try_from(n).ok())
+                .ok_or_else(|| invalid(source, "maxPayload: expected bytes (at most 4 GiB)"))?,
+        };
+        let pending_limit = match map.remove("pendingLimit") {
+            None => 1 << 30,
+            Some(v) => v
+                .as_u64()
+                .ok_or_else(|| invalid(source, "pendingLimit: expected bytes"))?,
+        };
+        let secret_in_config = map
+            .remove("fdbWipeSecret")
+            .and_then(|v| v.as_str().map(str::to_string));
+        let wipe_secret = std::env::var("FDB_WIPE_SECRET")
+            .ok()
+            .filter(|s| !s.is_empty())
+            .or(secret_in_config);
+        map.insert("type".into(), "local".into());
+        let rest = serde_yaml_ng::to_string(&map).map_err(|e| invalid(source, e))?;
+        let store = Config::from_yaml(&rest, base, source)?;
+        Ok(ServeConfig {
+            store,
+            port,
+            data_ports,
+            listen,
+            store_host,
+            store_port,
+            max_payload,
+            pending_limit,
+            wipe_secret,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<ServeConfig> {
+        ServeConfig::from_yaml(
+            text,
+            Path::new("/tmp"),
+            "test.yaml",
+            IpAddr::from([127, 0, 0, 1]),
+        )
+    }
+
+    #[test]
+    fn fdb5_catalogue_shape_is_read() {
+        let c = parse(
+            "type: catalogue\nengine: toc\nstore: file\nserverPort: 37654\ndataPortStart: 37700\n\
+             dataPortCount: 20\nstores: [{default: \"localhost:37655\"}]\n\
+             spaces: [{handler: Default, roots: [{path: /tmp/r}]}]\n",
+        )
+        .unwrap();
+        assert_eq!(c.port, 37654);
+        assert_eq!(c.data_ports, Some((37700, 20)));
+        assert_eq!(
+            (c.store_host.as_deref(), c.store_port),
+            (Some("localhost"), 37655)
+        );
+    }
+
+    #[test]
+    fn shapes_not_served_are_refused_by_name() {
+        let e = parse("type: store\n").unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidConfig);
+        assert!(e.to_string().contains("type: store"));
+        let e =
+            parse("type: catalogue\nserverPort: 1\nstores: [{default: \"h:1\"}]\n").unwrap_err();
+        assert!(e.to_string().contains("port of its own"), "{e}");
+        let e = parse("dataPortStart: 10\n").unwrap_err();
+        assert!(e.to_string().contains("dataPortCount"), "{e}");
+    }
+}
