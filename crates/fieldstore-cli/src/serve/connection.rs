@@ -811,7 +811,7 @@ impl Conn {
     /// element however large the listing. A client that stops reading
     /// stops the visit.
     fn list(&self, client: u32, request_id: u32, tool: &ToolRequest, depth: i32) -> Result<()> {
-        let request = wire::request(&tool.request)?;
+        let request = wire::lookup_request(&tool.request, self.server.reader.schema())?;
         let depth = u8::try_from(depth)
             .ok()
             .and_then(Level::from_depth)
@@ -855,7 +855,7 @@ impl Conn {
     }
 
     fn axes(&self, tool: &ToolRequest, level: i32) -> Result<Vec<Vec<u8>>> {
-        let request = wire::request(&tool.request)?;
+        let request = wire::lookup_request(&tool.request, self.server.reader.schema())?;
         let level = u8::try_from(level)
             .ok()
             .and_then(Level::from_depth)
@@ -887,7 +887,7 @@ impl Conn {
     }
 
     fn inspect(&self, tool: &ToolRequest) -> Result<Vec<Vec<u8>>> {
-        let request = wire::request(&tool.request)?;
+        let request = wire::lookup_request(&tool.request, self.server.reader.schema())?;
         let reader = self.server.reader.retrieve(&request)?;
         let schema = self.server.reader.schema();
         let mut out = Vec::new();

@@ -35,6 +35,25 @@ pub(crate) fn request(mars: &MarsRequest) -> Result<Request> {
     )?)
 }
 
+/// [`request`] for a lookup (list, axes, inspect): keywords no rule of
+/// `schema` uses are dropped, as FDB5 matches requests against its schema
+/// and ignores the rest. FDB5's clients expand requests through the MARS
+/// language first, so such keywords are MARS's own (`fdb-hammer` sends
+/// `optimised=on`), not typing mistakes. A wipe keeps [`request`]'s
+/// refusal: a dropped keyword would widen what it deletes.
+///
+/// # Errors
+/// As [`request`].
+pub(crate) fn lookup_request(mars: &MarsRequest, schema: &Schema) -> Result<Request> {
+    let pairs = mars
+        .params
+        .iter()
+        .filter(|(k, v)| !v.is_empty() && schema.knows(k));
+    Ok(Request::from_pairs(
+        pairs.map(|(k, v)| (k.as_str(), v.iter())),
+    )?)
+}
+
 /// The path part of a wire location naming field bytes of this server:
 /// a `file://` URI's path as is (as FDB5's own store names its data
 /// files), any other URI behind this prefix.
@@ -179,6 +198,24 @@ mod tests {
         let mut w = remote_location("X", &FieldLocation::new("file:///a", 0, 1), "h", 1);
         w.uri.query = vec![("internalScheme".into(), "daos".into())];
         assert!(from_wire_location(&w).is_err());
+    }
+
+    /// A lookup drops MARS keywords the schema does not use (`fdb-hammer
+    /// --read` sends `optimised=on`); a wipe's request still refuses them.
+    #[test]
+    fn lookups_ignore_keywords_the_schema_does_not_use_and_wipes_refuse_them() {
+        let mars = MarsRequest {
+            verb: "retrieve".into(),
+            params: vec![
+                ("class".into(), vec!["od".into()]),
+                ("optimised".into(), vec!["on".into()]),
+            ],
+        };
+        let schema = Schema::ecmwf();
+        let lookup = lookup_request(&mars, &schema).unwrap();
+        assert_eq!(lookup.to_string(), "class=od");
+        let e = request(&mars).unwrap().to_string();
+        assert!(e.contains("optimised"), "{e}");
     }
 
     #[test]
