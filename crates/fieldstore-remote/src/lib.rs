@@ -15,6 +15,9 @@
 //!   [`schema`] (a schema as FDB5 serialises it), [`wipe`] (the remote
 //!   wipe's states and requests).
 //!
+//! [`roundtrip`] holds the decoders' round-trip property for the fuzz
+//! target and the tests.
+//!
 //! Decoding never panics and never allocates more than the input could
 //! hold: every length is checked against the bytes left before anything
 //! is reserved.
@@ -28,6 +31,7 @@ pub mod key;
 pub mod location;
 pub mod message;
 pub mod request;
+pub mod roundtrip;
 pub mod schema;
 pub mod session;
 pub mod startup;
