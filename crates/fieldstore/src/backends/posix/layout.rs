@@ -430,9 +430,6 @@ pub(crate) fn find_dataset(roots: &[Root], key: &DatasetKey) -> Option<PathBuf> 
     }
     // A root that cannot be locked cannot be looked at either.
     let _shared = lock_roots(visited(roots), libc::LOCK_SH).ok()?;
-    if std::env::var("XX").is_ok() {
-        return None;
-    }
     look(roots, key)
 }
 
