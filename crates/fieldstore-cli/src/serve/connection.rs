@@ -812,12 +812,7 @@ impl Conn {
     /// stops the visit.
     fn list(&self, client: u32, request_id: u32, tool: &ToolRequest, depth: i32) -> Result<()> {
         let request = wire::lookup_request(&tool.request, self.server.reader.schema())?;
-        let depth = u8::try_from(depth)
-            .ok()
-            .and_then(Level::from_depth)
-            .ok_or_else(|| {
-                Error::invalid_input(format!("list depth {depth} (expected 1, 2 or 3)"))
-            })?;
+        let depth = wire::level("list depth", depth)?;
         let mut sent = Ok(());
         self.server.reader.visit(
             &request,
@@ -856,12 +851,7 @@ impl Conn {
 
     fn axes(&self, tool: &ToolRequest, level: i32) -> Result<Vec<Vec<u8>>> {
         let request = wire::lookup_request(&tool.request, self.server.reader.schema())?;
-        let level = u8::try_from(level)
-            .ok()
-            .and_then(Level::from_depth)
-            .ok_or_else(|| {
-                Error::invalid_input(format!("axes level {level} (expected 1, 2 or 3)"))
-            })?;
+        let level = wire::level("axes level", level)?;
         let axes = self.server.reader.axes(&request, level)?;
         // Empty values (absent optional keywords) are sent as FDB5 sends
         // them: its tools show them beside other values and drop keywords

@@ -1,7 +1,7 @@
 //! fieldstore's values as FDB5's remote protocol carries them, and back.
 
 use fieldstore::schema::{Matcher, Rule};
-use fieldstore::{Error, FieldLocation, Key, Request, Result, Schema};
+use fieldstore::{Error, FieldLocation, Key, Level, Request, Result, Schema};
 use fieldstore_remote::key::Key as WireKey;
 use fieldstore_remote::location::{FieldLocation as WireLocation, Uri};
 use fieldstore_remote::request::MarsRequest;
@@ -33,6 +33,18 @@ pub(crate) fn request(mars: &MarsRequest) -> Result<Request> {
     Ok(Request::from_pairs(
         pairs.map(|(k, v)| (k.as_str(), v.iter())),
     )?)
+}
+
+/// The schema level a client's depth or level names (`what`, for the
+/// error: "list depth", "axes level").
+///
+/// # Errors
+/// `InvalidInput` for anything but 1, 2 or 3.
+pub(crate) fn level(what: &str, n: i32) -> Result<Level> {
+    u8::try_from(n)
+        .ok()
+        .and_then(Level::from_depth)
+        .ok_or_else(|| Error::invalid_input(format!("{what} {n} (expected 1, 2 or 3)")))
 }
 
 /// [`request`] for a lookup (list, axes, inspect): keywords no rule of
