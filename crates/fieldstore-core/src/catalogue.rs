@@ -72,6 +72,57 @@ pub trait Catalogue: Send + Sync + Debug + 'static {
     /// Moving datasets between the backend's roots, if it has several
     /// (see [`DatasetMover`]).
     fn mover(&self) -> Option<&dyn DatasetMover>;
+
+    /// Whole requests answered by the catalogue itself, if it answers
+    /// them (see [`CatalogueQueries`]): then the handle forwards list, axes
+    /// and retrieve's lookups to it instead of walking its datasets.
+    fn queries(&self) -> Option<&dyn CatalogueQueries>;
+}
+
+/// A catalogue that answers whole requests itself: a catalogue server
+/// across the network, which FDB5's remote protocol asks for a listing,
+/// axes or the fields of a request, never for a dataset's index. Walking
+/// such a catalogue dataset by dataset would cost a round trip per
+/// dataset and per collocation; forwarding costs one per request.
+///
+/// # Contract
+/// - Answers show every flush acknowledged before the call began, as a
+///   refreshed [`DatasetReader`] would.
+/// - Keys are split by [`CatalogueQueries::schema`], the catalogue's own
+///   schema: the handle archives by it too, so that what it writes is
+///   found where the catalogue looks.
+/// - [`CatalogueQueries::list`] visits down to `depth`, each entry once
+///   (masked entries never), and stops when `visit` returns `false`.
+/// - [`CatalogueQueries::inspect`] yields the newest location of each
+///   field the request names; fields that do not exist are left out.
+pub trait CatalogueQueries: Send + Sync {
+    /// The schema the catalogue splits keys by.
+    fn schema(&self) -> &Schema;
+
+    /// Visit what `request` names, down to `depth`.
+    ///
+    /// # Errors
+    /// `InvalidInput` for a request the catalogue refuses; `Unavailable`
+    /// or `TimedOut` when it cannot be reached.
+    fn list(
+        &self,
+        request: &crate::Request,
+        depth: crate::Level,
+        visit: &mut dyn FnMut(crate::ListElement) -> bool,
+    ) -> Result<()>;
+
+    /// The values present per keyword among what `request` names, down to
+    /// `depth`.
+    ///
+    /// # Errors
+    /// As [`CatalogueQueries::list`].
+    fn axes(&self, request: &crate::Request, depth: crate::Level) -> Result<Axes>;
+
+    /// The fields `request` names, each with its newest location.
+    ///
+    /// # Errors
+    /// As [`CatalogueQueries::list`].
+    fn inspect(&self, request: &crate::Request) -> Result<Vec<crate::ListElement>>;
 }
 
 /// The data-management side of a catalogue ([`crate::maintenance`]).

@@ -25,6 +25,7 @@ pub mod catalogue;
 pub mod engine;
 pub mod error;
 pub mod key;
+pub mod list_element;
 pub mod location;
 pub mod maintenance;
 pub mod params;
@@ -36,11 +37,12 @@ pub mod types;
 pub mod writer_id;
 
 pub use catalogue::{
-    Axes, AxesExt, Catalogue, CatalogueMaintenance, CatalogueWriter, ChangeWaiter, CollocationInfo,
-    DamagedDatasets, DatasetMover, DatasetReader, PollingWaiter,
+    Axes, AxesExt, Catalogue, CatalogueMaintenance, CatalogueQueries, CatalogueWriter,
+    ChangeWaiter, CollocationInfo, DamagedDatasets, DatasetMover, DatasetReader, PollingWaiter,
 };
 pub use error::{Error, ErrorKind, Result};
 pub use key::{CollocationKey, DatasetKey, ElementKey, Key, KeyError};
+pub use list_element::ListElement;
 pub use location::FieldLocation;
 pub use maintenance::{Control, Locks, Operation};
 pub use params::ParamNames;

@@ -291,6 +291,10 @@ impl Catalogue for DaosCatalogue {
     fn mover(&self) -> Option<&dyn DatasetMover> {
         None
     }
+
+    fn queries(&self) -> Option<&dyn fieldstore_core::CatalogueQueries> {
+        None
+    }
 }
 
 impl CatalogueMaintenance for DaosCatalogue {

@@ -511,6 +511,10 @@ impl Catalogue for RadosCatalogue {
     fn mover(&self) -> Option<&dyn DatasetMover> {
         None
     }
+
+    fn queries(&self) -> Option<&dyn fieldstore_core::CatalogueQueries> {
+        None
+    }
 }
 
 impl CatalogueMaintenance for RadosCatalogue {

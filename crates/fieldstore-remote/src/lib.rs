@@ -1,6 +1,7 @@
 //! FDB5's remote protocol, as spoken by ECMWF's `fdb-server` and the remote
 //! client in `libfdb5` (FDB5 5.25: frame version 12, remote protocol
-//! version 3), for `fieldstore serve` and a later fieldstore client.
+//! version 3), for `fieldstore serve` and fieldstore's own client
+//! ([`client`], `type: remote`).
 //!
 //! Three layers, one concept per module:
 //! - [`frame`]: the 36-byte header, the payload and the end marker;
@@ -25,6 +26,7 @@
 #![cfg_attr(not(test), warn(clippy::unwrap_used))]
 
 pub mod archive;
+pub mod client;
 pub mod elements;
 pub mod frame;
 pub mod key;

@@ -115,6 +115,10 @@ impl Catalogue for MutantCatalogue {
     fn mover(&self) -> Option<&dyn fieldstore::DatasetMover> {
         self.inner.mover()
     }
+
+    fn queries(&self) -> Option<&dyn fieldstore::CatalogueQueries> {
+        self.inner.queries()
+    }
 }
 
 impl CatalogueWriter for MutantWriter {

@@ -42,6 +42,9 @@ pub enum Engine {
     Rados,
     /// `type: select`: the lanes' catalogues ([`Config::lanes`]).
     Select,
+    /// `type: remote`: a catalogue server (FDB5's `fdb-server` or
+    /// `fieldstore serve`), answering whole requests.
+    Remote,
 }
 
 /// Which store (`store:`).
@@ -58,6 +61,8 @@ pub enum StoreKind {
     Rados,
     /// `type: select`: the lanes' stores ([`Config::lanes`]).
     Select,
+    /// `type: remote`: the store servers the catalogue server names.
+    Remote,
 }
 
 /// A root directory of the POSIX backend, with FDB5's four flags.
@@ -539,8 +544,10 @@ impl Config {
     pub fn from_yaml(text: &str, base: &Path, source: &str) -> Result<Config> {
         let value: serde_yaml_ng::Value =
             serde_yaml_ng::from_str(text).map_err(|e| invalid(source, e))?;
-        if value.get("type").and_then(serde_yaml_ng::Value::as_str) == Some("select") {
-            return Config::select_from_yaml(value, base, source);
+        match value.get("type").and_then(serde_yaml_ng::Value::as_str) {
+            Some("select") => return Config::select_from_yaml(value, base, source),
+            Some("remote") => return Config::remote_from_yaml(value, source),
+            _ => {}
         }
         // From the text again, not the value: serde's messages then say
         // where (`spaces[0].roots[1]: unknown field …, at line 4`).
@@ -549,7 +556,9 @@ impl Config {
             if kind != "local" {
                 return Err(invalid(
                     source,
-                    format!("type '{kind}' is not supported (expected 'local' or 'select')"),
+                    format!(
+                        "type '{kind}' is not supported (expected 'local', 'select' or 'remote')"
+                    ),
                 ));
             }
         }
@@ -573,7 +582,7 @@ impl Config {
             Engine::Daos => "daos",
             Engine::Rados => "rados",
             // Not spelt in a local config.
-            Engine::Select => "file",
+            Engine::Select | Engine::Remote => "file",
         };
         let store = match raw.store.as_deref().unwrap_or(default_store) {
             "file" => StoreKind::File,
@@ -619,6 +628,90 @@ impl Config {
             backends,
             lanes: Vec::new(),
             archive_defaults,
+        })
+    }
+
+    /// A `type: remote` configuration, in FDB5's client shape: `host`,
+    /// `port` (7654 by default), `preferSingleConnection`, and
+    /// fieldstore's `timeout` (seconds per reply, 60 by default; FDB5's
+    /// clients wait forever). `engine` and `store` may say `remote`; the
+    /// schema is the server's, so a `schema` here is refused rather than
+    /// ignored.
+    fn remote_from_yaml(value: serde_yaml_ng::Value, source: &str) -> Result<Config> {
+        use serde_yaml_ng::Value;
+        let Value::Mapping(map) = value else {
+            return Err(invalid(source, "expected a mapping of settings"));
+        };
+        let mut host = None;
+        let mut port = 7654u16;
+        let mut prefer_single = false;
+        let mut timeout = 60.0f64;
+        for (k, v) in map {
+            let Some(key) = k.as_str() else {
+                return Err(invalid(source, format!("key {k:?} is not a string")));
+            };
+            let bad = |what: &str| invalid(source, format!("{key}: expected {what}, got {v:?}"));
+            match key {
+                "type" => {}
+                "engine" | "store" => {
+                    if v.as_str() != Some("remote") {
+                        return Err(invalid(
+                            source,
+                            format!("{key}: {v:?}: a remote configuration's {key} is 'remote'"),
+                        ));
+                    }
+                }
+                "host" => host = Some(v.as_str().ok_or_else(|| bad("a host name"))?.to_string()),
+                "port" => {
+                    port = v
+                        .as_u64()
+                        .and_then(|p| u16::try_from(p).ok())
+                        .filter(|p| *p > 0)
+                        .ok_or_else(|| bad("a port number"))?
+                }
+                "preferSingleConnection" => {
+                    prefer_single = v.as_bool().ok_or_else(|| bad("true or false"))?
+                }
+                "timeout" => {
+                    timeout = v
+                        .as_f64()
+                        .filter(|t| *t > 0.0 && *t < 1e6)
+                        .ok_or_else(|| bad("seconds, more than 0"))?
+                }
+                other => {
+                    return Err(invalid(
+                        source,
+                        format!(
+                            "'{other}' is not a key of a remote configuration (type, engine, \
+                             store, host, port, preferSingleConnection, timeout): the server's \
+                             own configuration says the rest"
+                        ),
+                    ))
+                }
+            }
+        }
+        let host = host.ok_or_else(|| invalid(source, "a remote configuration needs 'host'"))?;
+        let mut backends = BTreeMap::new();
+        backends.insert(
+            "remote".to_string(),
+            serde_json::json!({
+                "host": host,
+                "port": port,
+                "preferSingleConnection": prefer_single,
+                "timeout": timeout,
+            }),
+        );
+        Ok(Config {
+            engine: Engine::Remote,
+            store: StoreKind::Remote,
+            // Replaced by the server's when the store is opened.
+            schema: Schema::ecmwf(),
+            roots: Vec::new(),
+            spaces: Vec::new(),
+            source: source.to_string(),
+            backends,
+            lanes: Vec::new(),
+            archive_defaults: Key::default(),
         })
     }
 

@@ -85,8 +85,13 @@ impl FieldStore {
     ///
     /// # Errors
     /// `InvalidConfig`; I/O errors opening the roots.
-    pub fn open(config: Config) -> Result<FieldStore> {
+    pub fn open(mut config: Config) -> Result<FieldStore> {
         let (catalogue, store) = crate::backends::open(&config)?;
+        // A catalogue that answers requests itself splits keys by its own
+        // schema: archive by it too.
+        if let Some(q) = catalogue.queries() {
+            config.schema = q.schema().clone();
+        }
         Ok(FieldStore::with_backends(config, catalogue, store))
     }
 
@@ -421,6 +426,17 @@ impl FieldStore {
     /// `InvalidInput` for a malformed request; `Locked` if a dataset it
     /// names is locked against retrieve; I/O errors.
     pub fn retrieve(&self, request: &Request) -> Result<DataReader> {
+        if let Some(q) = self.catalogue.queries() {
+            let fields = q
+                .inspect(request)?
+                .into_iter()
+                .filter_map(|e| {
+                    let key = e.full_key();
+                    e.location.map(|l| (key, l))
+                })
+                .collect();
+            return Ok(DataReader::new(self.store.clone(), fields));
+        }
         let mut fields = Vec::new();
         if request.has_all() {
             let mut checked = HashSet::new();
@@ -553,6 +569,10 @@ impl FieldStore {
     /// `InvalidInput` if the key does not fit the schema; I/O errors.
     pub fn location(&self, key: &Key) -> Result<Option<FieldLocation>> {
         let split = self.schema.split(key)?;
+        if let Some(q) = self.catalogue.queries() {
+            let request = Request::from_pairs(key.iter().map(|(k, v)| (k, [v])))?;
+            return Ok(q.inspect(&request)?.into_iter().find_map(|e| e.location));
+        }
         let mut fresh = HashSet::new();
         match self.reader(&split.dataset, &mut fresh)? {
             Some(r) if r.locks().contains(Operation::Retrieve) => {
@@ -605,6 +625,9 @@ impl FieldStore {
         visit: &mut dyn FnMut(ListElement) -> bool,
         damage: &mut std::collections::BTreeSet<String>,
     ) -> Result<()> {
+        if let Some(q) = self.catalogue.queries() {
+            return q.list(request, options.depth, visit);
+        }
         let selector = self.schema.selector(request)?;
         for d in self.damaged_datasets(&selector)? {
             damage.insert(format!("dataset {}: {}", d.1.place, d.1.problem));
@@ -669,6 +692,9 @@ impl FieldStore {
     /// # Errors
     /// As [`FieldStore::visit`].
     pub fn axes(&self, request: &Request, depth: Level) -> Result<Axes> {
+        if let Some(q) = self.catalogue.queries() {
+            return q.axes(request, depth);
+        }
         let selector = self.schema.selector(request)?;
         let mut axes = Axes::new();
         let add = |k: &Key, axes: &mut Axes| {

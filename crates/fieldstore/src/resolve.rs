@@ -51,6 +51,9 @@ impl FieldStore {
     /// `InvalidInput` for a malformed request or one with `all`; `Locked`
     /// if a dataset it names is locked against retrieve; I/O errors.
     pub fn locate(&self, request: &Request) -> Result<Vec<ListElement>> {
+        if let Some(q) = self.catalogue.queries() {
+            return q.inspect(request);
+        }
         let expansion = self.schema.expand(request)?;
         if expansion.size_hint_upper() <= POINT_LOOKUP_LIMIT {
             self.locate_by_lookups(expansion)

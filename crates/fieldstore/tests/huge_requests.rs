@@ -66,6 +66,10 @@ impl Catalogue for Counting {
     fn mover(&self) -> Option<&dyn fieldstore::DatasetMover> {
         self.inner.mover()
     }
+
+    fn queries(&self) -> Option<&dyn fieldstore::CatalogueQueries> {
+        self.inner.queries()
+    }
 }
 
 impl DatasetReader for CountingReader {

@@ -422,6 +422,10 @@ impl Catalogue for MemoryCatalogue {
     fn mover(&self) -> Option<&dyn DatasetMover> {
         None
     }
+
+    fn queries(&self) -> Option<&dyn fieldstore_core::CatalogueQueries> {
+        None
+    }
 }
 
 impl CatalogueMaintenance for MemoryCatalogue {

@@ -38,6 +38,15 @@ pub(crate) fn open(config: &Config) -> Result<(Arc<dyn Catalogue>, Arc<dyn Store
             Arc::new(select::SelectStore(lanes)),
         ));
     }
+    if config.engine == Engine::Remote || config.store == StoreKind::Remote {
+        let remote = fieldstore_remote::client::Remote::connect(remote_dial(config)?)?;
+        return Ok((
+            Arc::new(fieldstore_remote::client::RemoteCatalogue::new(
+                remote.clone(),
+            )),
+            Arc::new(fieldstore_remote::client::RemoteStore::new(remote)),
+        ));
+    }
     let memory = memory::MemoryBackend::new();
     let catalogue: Arc<dyn Catalogue> = match config.engine {
         Engine::Toc => Arc::new(posix::TocCatalogue::open(
@@ -46,6 +55,7 @@ pub(crate) fn open(config: &Config) -> Result<(Arc<dyn Catalogue>, Arc<dyn Store
         )?),
         Engine::Memory => Arc::new(memory.catalogue()),
         Engine::Select => return Err(no_lanes()),
+        Engine::Remote => return Err(Error::internal("remote configurations are opened above")),
         // Backend crates add their arms here, behind their feature.
         #[cfg(feature = "daos")]
         Engine::Daos => Arc::new(fieldstore_daos::DaosCatalogue::open(
@@ -70,6 +80,7 @@ pub(crate) fn open(config: &Config) -> Result<(Arc<dyn Catalogue>, Arc<dyn Store
         )?),
         StoreKind::Memory => Arc::new(memory.store()),
         StoreKind::Select => return Err(no_lanes()),
+        StoreKind::Remote => return Err(Error::internal("remote configurations are opened above")),
         #[cfg(feature = "daos")]
         StoreKind::Daos => Arc::new(fieldstore_daos::DaosStore::open(config.backend("daos"))?),
         #[cfg(not(feature = "daos"))]
@@ -84,4 +95,25 @@ pub(crate) fn open(config: &Config) -> Result<(Arc<dyn Catalogue>, Arc<dyn Store
         StoreKind::Rados => return Err(not_built("store 'rados'", "rados")),
     };
     Ok((catalogue, store))
+}
+
+/// How to reach the server of a `type: remote` configuration (its
+/// `remote` section, as `Config::remote_from_yaml` wrote it).
+fn remote_dial(config: &Config) -> Result<fieldstore_remote::client::Dial> {
+    let r = config.backend("remote");
+    let bad = || {
+        Error::new(
+            ErrorKind::InvalidConfig,
+            format!("{}: a remote store needs host and port", config.source),
+        )
+    };
+    Ok(fieldstore_remote::client::Dial {
+        host: r["host"].as_str().ok_or_else(bad)?.to_string(),
+        port: r["port"]
+            .as_u64()
+            .and_then(|p| u16::try_from(p).ok())
+            .ok_or_else(bad)?,
+        timeout: std::time::Duration::from_secs_f64(r["timeout"].as_f64().unwrap_or(60.0)),
+        prefer_single: r["preferSingleConnection"].as_bool().unwrap_or(false),
+    })
 }

@@ -209,6 +209,12 @@ impl Catalogue for SelectCatalogue {
         let any = self.0.lanes.iter().any(|(_, c, _)| c.mover().is_some());
         any.then_some(self as &dyn DatasetMover)
     }
+
+    /// None: the lanes are walked one by one (a remote lane is not
+    /// supported in a select configuration).
+    fn queries(&self) -> Option<&dyn fieldstore_core::CatalogueQueries> {
+        None
+    }
 }
 
 #[deny(clippy::missing_trait_methods)]

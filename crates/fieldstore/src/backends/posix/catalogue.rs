@@ -408,6 +408,10 @@ impl Catalogue for TocCatalogue {
     fn mover(&self) -> Option<&dyn DatasetMover> {
         Some(self)
     }
+
+    fn queries(&self) -> Option<&dyn fieldstore_core::CatalogueQueries> {
+        None
+    }
 }
 
 impl CatalogueMaintenance for TocCatalogue {

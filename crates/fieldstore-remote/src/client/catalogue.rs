@@ -1,0 +1,191 @@
+//! The catalogue half of `type: remote`: queries forwarded whole to the
+//! catalogue server, fields indexed through each dataset's [`Link`].
+
+use std::sync::{Arc, Mutex};
+
+use fieldstore_core::catalogue::CatalogueQueries;
+use fieldstore_core::{
+    Axes, Catalogue, CatalogueMaintenance, CatalogueWriter, ChangeWaiter, CollocationKey,
+    DamagedDatasets, DatasetKey, DatasetMover, DatasetReader, ElementKey, Error, ErrorKind,
+    FieldLocation, Level, ListElement, PollingWaiter, Request, Result, Schema,
+};
+
+use super::convert::{element, tool_request};
+use super::link::Link;
+use super::{lock, Remote};
+use crate::elements::{AxesElement, ListElement as WireElement};
+use crate::{Message, Reader, Writer};
+
+/// The longest pause between two looks of a watcher (the protocol has no
+/// notifications).
+const POLL_MAX: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// A catalogue server, reached through a [`Remote`] session.
+#[derive(Debug)]
+pub struct RemoteCatalogue(pub(crate) Arc<Remote>);
+
+impl RemoteCatalogue {
+    /// The catalogue half of `remote`.
+    pub fn new(remote: Arc<Remote>) -> RemoteCatalogue {
+        RemoteCatalogue(remote)
+    }
+
+    /// A streamed query: `payload` is the tool request and any argument.
+    fn stream(
+        &self,
+        message: Message,
+        payload: &[u8],
+        each: &mut dyn FnMut(&[u8]) -> Result<bool>,
+    ) -> Result<()> {
+        self.0.query_client()?.stream(message, payload, each)
+    }
+
+    fn decode_element(&self, blob: &[u8]) -> Result<ListElement> {
+        let endpoint = self.0.endpoint();
+        let w = WireElement::decode(&mut Reader::new(blob)).map_err(|e| {
+            Error::corrupt(format!("server {endpoint}: undecodable list element: {e}"))
+        })?;
+        element(w, &endpoint)
+    }
+}
+
+fn depth_arg(depth: Level) -> i32 {
+    match depth {
+        Level::Dataset => 1,
+        Level::Collocation => 2,
+        Level::Element => 3,
+    }
+}
+
+impl CatalogueQueries for RemoteCatalogue {
+    fn schema(&self) -> &Schema {
+        self.0.schema()
+    }
+
+    fn list(
+        &self,
+        request: &Request,
+        depth: Level,
+        visit: &mut dyn FnMut(ListElement) -> bool,
+    ) -> Result<()> {
+        let mut w = Writer::new();
+        tool_request(request).encode(&mut w);
+        w.int(depth_arg(depth));
+        self.stream(Message::List, w.bytes(), &mut |blob| {
+            Ok(visit(self.decode_element(blob)?))
+        })
+    }
+
+    fn axes(&self, request: &Request, depth: Level) -> Result<Axes> {
+        let mut w = Writer::new();
+        tool_request(request).encode(&mut w);
+        w.int(depth_arg(depth));
+        let endpoint = self.0.endpoint();
+        let mut axes = Axes::new();
+        self.stream(Message::Axes, w.bytes(), &mut |blob| {
+            let e = AxesElement::decode(&mut Reader::new(blob))
+                .map_err(|e| Error::corrupt(format!("server {endpoint}: undecodable axes: {e}")))?;
+            for (k, v) in e.db_key.pairs {
+                axes.entry(k).or_default().insert(v);
+            }
+            for (k, values) in e.axes {
+                axes.entry(k).or_default().extend(values);
+            }
+            Ok(true)
+        })?;
+        Ok(axes)
+    }
+
+    fn inspect(&self, request: &Request) -> Result<Vec<ListElement>> {
+        let mut w = Writer::new();
+        tool_request(request).encode(&mut w);
+        let mut out = Vec::new();
+        self.stream(Message::Inspect, w.bytes(), &mut |blob| {
+            out.push(self.decode_element(blob)?);
+            Ok(true)
+        })?;
+        Ok(out)
+    }
+}
+
+impl Catalogue for RemoteCatalogue {
+    fn writer(&self, dataset: &DatasetKey, _schema: &Schema) -> Result<Box<dyn CatalogueWriter>> {
+        Ok(Box::new(RemoteCatalogueWriter(self.0.link(dataset)?)))
+    }
+
+    fn datasets(&self) -> Result<Vec<DatasetKey>> {
+        let mut out = Vec::new();
+        self.list(&Request::new(), Level::Dataset, &mut |e| {
+            out.push(e.dataset);
+            true
+        })?;
+        Ok(out)
+    }
+
+    /// Refused: the protocol has no way to read a dataset's index; list,
+    /// axes and retrieve are answered by the server
+    /// ([`Catalogue::queries`]).
+    fn reader(&self, dataset: &DatasetKey) -> Result<Option<Arc<dyn DatasetReader>>> {
+        Err(Error::new(
+            ErrorKind::Unsupported,
+            format!(
+                "reading the index of {} through the catalogue server {}: FDB5's protocol answers \
+                 list, axes and retrieve only",
+                dataset.braced(),
+                self.0.endpoint()
+            ),
+        ))
+    }
+
+    fn describe(&self, dataset: &DatasetKey) -> String {
+        format!("{} on fdb://{}", dataset.braced(), self.0.endpoint())
+    }
+
+    fn waiter(&self) -> Result<Box<dyn ChangeWaiter>> {
+        Ok(Box::new(PollingWaiter::new(POLL_MAX)))
+    }
+
+    fn maintenance(&self) -> Option<&dyn CatalogueMaintenance> {
+        None
+    }
+
+    fn damaged_datasets(&self) -> Option<&dyn DamagedDatasets> {
+        None
+    }
+
+    fn mover(&self) -> Option<&dyn DatasetMover> {
+        None
+    }
+
+    fn queries(&self) -> Option<&dyn CatalogueQueries> {
+        Some(self)
+    }
+}
+
+/// One dataset's catalogue writer: its half of the dataset's [`Link`].
+struct RemoteCatalogueWriter(Arc<Mutex<Link>>);
+
+impl CatalogueWriter for RemoteCatalogueWriter {
+    fn insert(
+        &mut self,
+        collocation: &CollocationKey,
+        element: &ElementKey,
+        location: &FieldLocation,
+    ) -> Result<()> {
+        lock(&self.0).insert(collocation, element, location)
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        lock(&self.0).flush_catalogue()
+    }
+
+    /// Never known for certain: the server may have committed before its
+    /// answer was lost.
+    fn last_flush_invisible(&self) -> bool {
+        false
+    }
+
+    fn schema_text(&self) -> Option<Arc<str>> {
+        None
+    }
+}

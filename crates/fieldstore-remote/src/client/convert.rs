@@ -1,0 +1,339 @@
+//! fieldstore's keys, requests, locations and schemas as the client sends
+//! and receives them.
+
+use fieldstore_core::{
+    CollocationKey, DatasetKey, ElementKey, Error, FieldLocation, Item, Key, ListElement, Request,
+    Result, Schema, Values,
+};
+
+use crate::elements::ListElement as WireElement;
+use crate::key::Key as WireKey;
+use crate::location::{FieldLocation as WireLocation, Uri, REMOTE_FIELD_LOCATION};
+use crate::request::{MarsRequest, ToolRequest};
+use crate::schema as ws;
+
+/// A fieldstore key as a wire key, pairs in the key's (schema) order,
+/// absent optional keywords with their empty values, as FDB5 sends them.
+pub(crate) fn wire_key(key: &Key) -> WireKey {
+    WireKey::new(key.iter())
+}
+
+fn key(w: &WireKey, endpoint: &str) -> Result<Key> {
+    Key::from_pairs(w.pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .map_err(|e| Error::corrupt(format!("server {endpoint} sent the key {w:?}: {e}")))
+}
+
+/// A list or inspect element as fieldstore's.
+pub(crate) fn element(w: WireElement, endpoint: &str) -> Result<ListElement> {
+    let [d, c, e] = &w.keys;
+    Ok(ListElement {
+        dataset: DatasetKey(key(d, endpoint)?),
+        collocation: CollocationKey(key(c, endpoint)?),
+        element: ElementKey(key(e, endpoint)?),
+        location: match &w.location {
+            Some(l) if !e.is_empty() => Some(location(l)),
+            _ => None,
+        },
+    })
+}
+
+/// Integer ranges as FDB5's client sends them (MARS expands them before
+/// they travel); any other range as written, which `fieldstore serve`
+/// reads and FDB5's server does not.
+fn values(item: &Item, out: &mut Vec<String>) {
+    match item {
+        Item::Value(v) => out.push(v.clone()),
+        Item::Range { from, to, by } => {
+            if let Some(dates) = date_range(from, to, by.as_deref()) {
+                out.extend(dates);
+                return;
+            }
+            let parsed = (
+                from.parse::<i64>(),
+                to.parse::<i64>(),
+                by.as_deref().map_or(Ok(1), str::parse::<i64>),
+            );
+            match parsed {
+                (Ok(a), Ok(b), Ok(step)) if step > 0 && a <= b && (b - a) / step < 100_000 => {
+                    let mut v = a;
+                    while v <= b {
+                        out.push(v.to_string());
+                        v += step;
+                    }
+                }
+                _ => out.push(item.to_string()),
+            }
+        }
+    }
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date.
+fn days(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * (m + if m > 2 { -3 } else { 9 }) + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// The date of a day since 1970-01-01, as `YYYYMMDD`.
+fn date(z: i64) -> String {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}{m:02}{d:02}")
+}
+
+fn ymd(s: &str) -> Option<i64> {
+    if s.len() != 8 || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let (y, m, d) = (
+        s[..4].parse().ok()?,
+        s[4..6].parse().ok()?,
+        s[6..].parse().ok()?,
+    );
+    ((1..=12).contains(&m) && (1..=31).contains(&d)).then(|| days(y, m, d))
+}
+
+/// A range of `YYYYMMDD` dates, by days, expanded.
+fn date_range(from: &str, to: &str, by: Option<&str>) -> Option<Vec<String>> {
+    let (a, b) = (ymd(from)?, ymd(to)?);
+    let step: i64 = by.map_or(Some(1), |s| s.parse().ok())?;
+    if step <= 0 || a > b || (b - a) / step >= 100_000 {
+        return None;
+    }
+    Some(
+        (a..=b)
+            .step_by(usize::try_from(step).ok()?)
+            .map(date)
+            .collect(),
+    )
+}
+
+/// A request as FDB5's tools send it: a MARS request (keywords with their
+/// values; `all` and absent keywords send nothing) and whether it is empty
+/// (`--all`).
+pub(crate) fn tool_request(request: &Request) -> ToolRequest {
+    let mut params = Vec::new();
+    for (keyword, v) in request.iter() {
+        if let Values::Items(items) = v {
+            let mut out = Vec::new();
+            for i in items {
+                values(i, &mut out);
+            }
+            params.push((keyword.to_string(), out));
+        }
+    }
+    ToolRequest {
+        all: params.is_empty(),
+        request: MarsRequest {
+            verb: "retrieve".into(),
+            params,
+        },
+    }
+}
+
+/// The query key carrying a location's inner scheme.
+const INNER: &str = "internalScheme";
+
+/// A wire location as a fieldstore location: `fdb://host:port/path?internalScheme=file`
+/// for one behind a store server (what catalogues hand out), as is for
+/// any other.
+pub(crate) fn location(l: &WireLocation) -> FieldLocation {
+    let u = &l.uri;
+    let mut uri = format!("{}://", u.scheme);
+    if !u.host.is_empty() {
+        uri.push_str(&u.host);
+        if u.port >= 0 {
+            uri.push_str(&format!(":{}", u.port));
+        }
+    }
+    uri.push_str(&u.name);
+    for (i, (k, v)) in u.query.iter().enumerate() {
+        uri.push(if i == 0 { '?' } else { '&' });
+        uri.push_str(&format!("{k}={v}"));
+    }
+    FieldLocation::new(
+        uri,
+        u64::try_from(l.offset).unwrap_or(0),
+        u64::try_from(l.length).unwrap_or(0),
+    )
+}
+
+/// Where a location's bytes are: the store server's host and port, and
+/// the location to send it in `Read` (the store's own, inner scheme and
+/// path).
+///
+/// # Errors
+/// `InvalidInput` for a location that is not an `fdb://host:port/...`
+/// one.
+pub(crate) fn store_of(l: &FieldLocation) -> Result<(String, u16, WireLocation)> {
+    let bad = || {
+        Error::invalid_input(format!(
+            "location {}: not one of a remote store (fdb://host:port/path)",
+            l.uri
+        ))
+    };
+    let rest = l.uri.strip_prefix("fdb://").ok_or_else(bad)?;
+    let slash = rest.find('/').ok_or_else(bad)?;
+    let (authority, path_query) = rest.split_at(slash);
+    let (host, port) = authority.rsplit_once(':').ok_or_else(bad)?;
+    let port: u16 = port.parse().map_err(|_| bad())?;
+    let (path, query) = path_query.split_once('?').unwrap_or((path_query, ""));
+    let inner = query
+        .split('&')
+        .filter_map(|kv| kv.split_once('='))
+        .find(|(k, _)| *k == INNER)
+        .map_or("file", |(_, v)| v);
+    let range = |v: u64| i64::try_from(v).map_err(|_| bad());
+    let wire = WireLocation {
+        class: crate::location::TOC_FIELD_LOCATION.into(),
+        uri: Uri::new(inner, path),
+        offset: range(l.offset)?,
+        length: range(l.length)?,
+        remap_key: WireKey::default(),
+    };
+    Ok((host.to_string(), port, wire))
+}
+
+/// A store's location as the catalogue is sent it: wrapped in the store
+/// server's `fdb://host:port`, the store's scheme kept in the query (as
+/// FDB5's client wraps it).
+pub(crate) fn wrapped(store: &WireLocation, host: &str, port: u16) -> WireLocation {
+    WireLocation {
+        class: REMOTE_FIELD_LOCATION.into(),
+        uri: Uri {
+            host: host.to_string(),
+            port: i32::from(port),
+            query: vec![(INNER.into(), store.uri.scheme.clone())],
+            ..Uri::new("fdb", store.uri.name.clone())
+        },
+        offset: store.offset,
+        length: store.length,
+        remap_key: WireKey::default(),
+    }
+}
+
+fn predicate(p: &ws::Predicate, types: &[(String, String)], out: &mut String) {
+    out.push_str(&p.keyword);
+    // FDB5 types hidden keywords `Ignore`; fieldstore's schema language
+    // implies it (and has no way to write it before the `-`).
+    let hidden = matches!(p.matcher, ws::Matcher::Hidden(_));
+    if let Some((_, t)) = types
+        .iter()
+        .find(|(k, t)| *k == p.keyword && !(hidden && t == "Ignore"))
+    {
+        out.push(':');
+        out.push_str(t);
+    }
+    let default = |d: &[String]| d.first().cloned().unwrap_or_default();
+    match &p.matcher {
+        ws::Matcher::Always => {}
+        ws::Matcher::Value(v) => out.push_str(&format!("={v}")),
+        ws::Matcher::Any(v) => out.push_str(&format!("={}", v.join("/"))),
+        ws::Matcher::Exclude(v) => out.push_str(&format!("=!{}", v.join("/"))),
+        ws::Matcher::Optional(d) => out.push_str(&format!("?{}", default(d))),
+        ws::Matcher::Hidden(d) => out.push_str(&format!("-{}", default(d))),
+    }
+}
+
+fn rule(r: &ws::Rule, depth: usize, out: &mut String) {
+    out.push_str(&"  ".repeat(depth));
+    out.push('[');
+    for (i, p) in r.predicates.iter().enumerate() {
+        out.push_str(if i == 0 { " " } else { ", " });
+        predicate(p, &r.types, out);
+    }
+    if r.children.is_empty() {
+        out.push_str(" ]\n");
+        return;
+    }
+    out.push('\n');
+    for c in &r.children {
+        rule(c, depth + 1, out);
+    }
+    out.push_str(&"  ".repeat(depth));
+    out.push_str("]\n");
+}
+
+/// FDB5's schema language for a schema as a server sends it.
+pub(crate) fn schema_text(s: &ws::Schema) -> String {
+    let mut out = String::new();
+    for (k, t) in &s.types {
+        out.push_str(&format!("{k}: {t};\n"));
+    }
+    for r in &s.rules {
+        rule(r, 0, &mut out);
+    }
+    out
+}
+
+/// The schema a server sends, parsed as fieldstore's.
+///
+/// # Errors
+/// `Corrupt` naming the server if it does not parse.
+pub(crate) fn schema(s: &ws::Schema, endpoint: &str) -> Result<Schema> {
+    let text = schema_text(s);
+    let name = format!("schema of {endpoint}");
+    Schema::parse(&name, &text).map_err(|e| {
+        Error::corrupt(format!(
+            "server {endpoint} sent a schema fieldstore cannot read: {e}"
+        ))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn remote_locations_round_trip_through_fieldstore_uris() {
+        let store = WireLocation {
+            class: crate::location::TOC_FIELD_LOCATION.into(),
+            uri: Uri::new("file", "/r/od:0001/fc:sfc.1.data"),
+            offset: 4096,
+            length: 812,
+            remap_key: WireKey::default(),
+        };
+        let w = wrapped(&store, "node1", 7655);
+        let l = location(&w);
+        assert_eq!(
+            &*l.uri,
+            "fdb://node1:7655/r/od:0001/fc:sfc.1.data?internalScheme=file"
+        );
+        let (host, port, back) = store_of(&l).unwrap();
+        assert_eq!((host.as_str(), port), ("node1", 7655));
+        assert_eq!(back, store);
+        assert!(store_of(&FieldLocation::new("file:///x", 0, 1)).is_err());
+        assert!(store_of(&FieldLocation::new("fdb://nohost/x", 0, 1)).is_err());
+    }
+
+    #[test]
+    fn integer_ranges_are_expanded_others_sent_as_written() {
+        let r: Request = "class=od,step=0/to/12/by/6,date=20240228/to/20240301,param=all"
+            .parse()
+            .unwrap();
+        let t = tool_request(&r);
+        assert!(!t.all);
+        assert_eq!(
+            t.request.params,
+            vec![
+                ("class".to_string(), vec!["od".to_string()]),
+                ("step".into(), vec!["0".into(), "6".into(), "12".into()]),
+                (
+                    "date".into(),
+                    vec!["20240228".into(), "20240229".into(), "20240301".into()]
+                ),
+            ]
+        );
+        assert!(tool_request(&Request::new()).all);
+    }
+}
