@@ -163,7 +163,7 @@ fn translate_local(map: &mut Mapping, fdb_home: Option<&str>, source: &str) -> R
             return Err(invalid(
                 source,
                 format!(
-                    "type {} is not supported: fieldstore opens local stores (type: local) and routes between them (type: select)",
+                    "type {} is not supported: fieldstore opens local stores (type: local), routes between them (type: select) and reaches servers (type: remote)",
                     show(other)
                 ),
             ))
@@ -250,6 +250,7 @@ pub fn from_fdb5_yaml(text: &str, base: &Path, source: &str) -> Result<Option<Co
         }
     };
     let select = matches!(map.get("type"), Some(Value::String(t)) if t == "select");
+    let remote = matches!(map.get("type"), Some(Value::String(t)) if t == "remote");
     let fdb_home = match map.remove("fdb_home") {
         None => None,
         Some(Value::String(s)) => Some(s),
@@ -260,7 +261,13 @@ pub fn from_fdb5_yaml(text: &str, base: &Path, source: &str) -> Result<Option<Co
             ))
         }
     };
-    if select {
+    if remote {
+        // A client of a catalogue server: host, port and how to talk to
+        // it; the server's own configuration says the rest.
+        for key in IGNORED {
+            map.remove(*key);
+        }
+    } else if select {
         // The parent keeps type, schema and fdbs; each lane is a local
         // config of its own, translated as one.
         for key in IGNORED {

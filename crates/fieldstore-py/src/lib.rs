@@ -170,7 +170,9 @@ impl Store {
         let d = PyDict::new(py);
         d.set_item(
             "type",
-            if c.lanes.is_empty() {
+            if c.engine == fieldstore::Engine::Remote {
+                "remote"
+            } else if c.lanes.is_empty() {
                 "local"
             } else {
                 "select"

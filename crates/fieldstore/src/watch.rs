@@ -325,23 +325,34 @@ impl Watch<'_> {
             present.insert(dataset.clone());
             fs.listable(request, dataset, reader.locks())
         };
-        fs.walk(
-            &selector,
-            ListOptions::default(),
-            &mut HashSet::new(),
-            &mut damage,
-            &mut admit,
-            Some(&mut self.marks),
-            &mut |e| {
-                let id = (e.dataset.clone(), e.collocation.clone(), e.element.clone());
-                match (seen.get(&id), &e.location) {
-                    (None, _) => new.push((id, e, false)),
-                    (Some(old), Some(loc)) if old != loc => new.push((id, e, true)),
-                    _ => {}
-                }
-                true
-            },
-        )?;
+        let mut note = |e: ListElement| {
+            let id = (e.dataset.clone(), e.collocation.clone(), e.element.clone());
+            match (seen.get(&id), &e.location) {
+                (None, _) => new.push((id, e, false)),
+                (Some(old), Some(loc)) if old != loc => new.push((id, e, true)),
+                _ => {}
+            }
+            true
+        };
+        match fs.catalogue().queries() {
+            // A catalogue server lists the request itself: one request
+            // per look.
+            Some(q) => q.list(request, fieldstore_core::Level::Element, &mut |e| {
+                present.insert(e.dataset.clone());
+                note(e)
+            })?,
+            None => {
+                fs.walk(
+                    &selector,
+                    ListOptions::default(),
+                    &mut HashSet::new(),
+                    &mut damage,
+                    &mut admit,
+                    Some(&mut self.marks),
+                    &mut note,
+                )?;
+            }
+        }
         if !damage.is_empty() {
             let list: Vec<String> = damage.into_iter().collect();
             return Err(Error::corrupt(format!(

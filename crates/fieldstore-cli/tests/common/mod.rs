@@ -150,6 +150,7 @@ pub fn run(c: &mut Command) -> Run {
 }
 
 pub mod fdb5;
+pub mod servers;
 
 /// The repository's root.
 pub fn repo() -> &'static Path {

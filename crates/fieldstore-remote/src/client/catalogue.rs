@@ -85,9 +85,9 @@ impl CatalogueQueries for RemoteCatalogue {
         self.stream(Message::Axes, w.bytes(), &mut |blob| {
             let e = AxesElement::decode(&mut Reader::new(blob))
                 .map_err(|e| Error::corrupt(format!("server {endpoint}: undecodable axes: {e}")))?;
-            for (k, v) in e.db_key.pairs {
-                axes.entry(k).or_default().insert(v);
-            }
+            // The element's axes hold its dataset's keywords already when
+            // anything below matched; its dataset key alone is no answer
+            // (FDB5's server sends one for every dataset it visited).
             for (k, values) in e.axes {
                 axes.entry(k).or_default().extend(values);
             }
