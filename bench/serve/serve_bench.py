@@ -88,6 +88,10 @@ class Servers:
         self.client = os.path.join(self.dir, "client.yaml")
         with open(self.client, "w") as f:
             f.write(f"type: remote\nengine: remote\nstore: remote\nhost: localhost\nport: {cport}\n")
+        # fieldstore's own client: the same, with its time-out (FDB5's tools refuse unknown keys).
+        self.fs_client = os.path.join(self.dir, "fs-client.yaml")
+        with open(self.fs_client, "w") as f:
+            f.write(f"type: remote\nhost: localhost\nport: {cport}\ntimeout: 120\n")
         env = dict(os.environ, LD_LIBRARY_PATH=ld_library_path)
         self.procs = []
         # FDB5: a store server and a catalogue server. fieldstore serves both roles from one
@@ -117,6 +121,46 @@ class Servers:
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
+
+
+def fs_hammer_group(a, hammer, client, mode, procs):
+    """fieldstore's own client: fieldstore-hammer with a `type: remote` config, the same workload
+    as fdb-hammer's (same template bytes, keys, counts; one retrieve per field as fdb-hammer does),
+    P processes released together by its barrier. Returns the phase's fields/s, fields and bytes."""
+    cmd = [hammer, "--config", client, f"--class={a.klass}", f"--expver={a.expver}",
+           f"--nsteps={a.nsteps}", f"--nlevels={a.nlevels}", f"--nparams={a.nparams}",
+           "--nensembles=1", f"--number={a.number}", f"--processes={procs}",
+           f"--template={a.template}", "--no-randomise-data", "--no-drop-caches", "--batch=field", "--json"]
+    cmd += {"write": [], "read": ["--read"], "list": ["--list"]}[mode]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+    if r.returncode != 0:
+        raise RuntimeError(f"fieldstore-hammer {mode} failed:\n{r.stderr[-3000:]}")
+    d = json.loads(r.stdout)
+    row = next(x for x in d["summary"] if x["phase"] == mode)
+    fields = int(a.nsteps) * int(a.nlevels) * int(a.nparams) * procs
+    return row["fields_per_s"]["median"], fields, fields * os.path.getsize(a.template)
+
+
+def fs_rtt(python, client, n):
+    """fieldstore's own client through its Python package: as `rtt`, seconds per round trip."""
+    code = r"""
+import json, sys, time
+from fieldstore._fieldstore import Store
+fs = Store(path=sys.argv[1])
+el = list(fs.list({"class": "rd", "expver": "xxxx"}, False, 3))[0]
+req = {k: [v] for k, v in el["keys"].items()} if "keys" in el else None
+out = []
+for _ in range(int(sys.argv[2])):
+    t = time.perf_counter()
+    data = fs.retrieve(req).read()
+    out.append(time.perf_counter() - t)
+    assert data[:4] == b"GRIB", data[:4]
+print(json.dumps(out))
+"""
+    r = subprocess.run([python, "-c", code, client, str(n)], capture_output=True, text=True, timeout=600)
+    if r.returncode != 0:
+        raise RuntimeError(f"fieldstore round trips failed:\n{r.stderr[-2000:]}")
+    return json.loads(r.stdout.strip().splitlines()[-1])
 
 
 def rtt(client_config, n, env):
@@ -155,7 +199,11 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--work", required=True)
     ap.add_argument("--fieldstore", required=True, help="the fieldstore binary (with `serve`)")
-    ap.add_argument("--kinds", default="fdb5,fieldstore")
+    ap.add_argument("--kinds", default="fdb5,fieldstore,fsclient",
+                    help="fdb5: FDB5's client and fdb-server; fieldstore: FDB5's client and fieldstore "
+                         "serve; fsclient: fieldstore's client (fieldstore-hammer) and fieldstore serve")
+    ap.add_argument("--hammer", help="fieldstore-hammer (default: beside --fieldstore)")
+    ap.add_argument("--fs-python", help="a python with fieldstore's package, for fsclient's round trip")
     ap.add_argument("--sizes", default="64k,1m")
     ap.add_argument("--procs", default="1,4")
     ap.add_argument("--reps", type=int, default=3)
@@ -164,6 +212,7 @@ def main():
     ap.add_argument("--json", required=True)
     a = ap.parse_args()
 
+    a.hammer = a.hammer or os.path.join(os.path.dirname(a.fieldstore), "fieldstore-hammer")
     work = os.path.abspath(a.work)
     os.makedirs(work, exist_ok=True)
     hs = os.path.join(work, "hammer")
@@ -188,19 +237,26 @@ def main():
                 order = kinds if n % 2 == 0 else list(reversed(kinds))
                 n += 1
                 for kind in order:
-                    srv = Servers(kind, work, schema, a.fieldstore, ldp, fdb_server)
+                    # fsclient: fieldstore's own client against fieldstore serve.
+                    srv = Servers("fdb5" if kind == "fdb5" else "fieldstore", work, schema,
+                                  a.fieldstore, ldp, fdb_server)
                     try:
                         h = SimpleNamespace(setup=hs, config=srv.client, expver="xxxx", klass="rd",
                                             nsteps=nsteps, nlevels=nlevels, nparams=nparams, number=1,
                                             template=os.path.join(hs, f"tmpl_{size}.grib"))
                         for mode in ("write", "read", "list"):
                             c0 = srv.cpu()
-                            res, others, elapsed = hammerlib.hammer_group(h, mode, procs)
+                            others = None
+                            if kind == "fsclient":
+                                fps, fields, nbytes = fs_hammer_group(h, a.hammer, srv.fs_client, mode, procs)
+                                row = {"fields": fields, "bytes": nbytes, "fields_per_s": fps}
+                            else:
+                                res, others, elapsed = hammerlib.hammer_group(h, mode, procs)
+                                row = hammerlib.row(mode, res)
+                                if mode == "list":
+                                    window = max(p["t_last_io"] for p in res)
+                                    row["fields_per_s"] = row["fields"] / window if window > 0 else None
                             cpu = srv.cpu() - c0
-                            row = hammerlib.row(mode, res)
-                            if mode == "list":
-                                window = max(p["t_last_io"] for p in res)
-                                row["fields_per_s"] = row["fields"] / window if window > 0 else None
                             gib = row["bytes"] / 2**30
                             results.append({"kind": kind, "size": size, "procs": procs, "rep": rep,
                                             "phase": mode, "fields": row["fields"],
@@ -211,8 +267,9 @@ def main():
                             print(f"[serve-bench] {kind:<10} {size:>3} P={procs} rep {rep} {mode:<5} "
                                   f"{row['fields']:6d} fields {row['fields_per_s'] or 0:10.0f} fields/s "
                                   f"server CPU {cpu:6.2f} s", file=sys.stderr, flush=True)
-                        if size == "64k" and procs == 1 and a.rtt > 0:
-                            times = rtt(srv.client, a.rtt, dict(env, FDB5_CONFIG_FILE=srv.client))
+                        if size == "64k" and procs == 1 and a.rtt > 0 and (kind != "fsclient" or a.fs_python):
+                            times = (fs_rtt(a.fs_python, srv.fs_client, a.rtt) if kind == "fsclient" else
+                                     rtt(srv.client, a.rtt, dict(env, FDB5_CONFIG_FILE=srv.client)))
                             times.sort()
                             results.append({"kind": kind, "size": size, "procs": 1, "rep": rep,
                                             "phase": "rtt", "p50_ms": 1e3 * times[len(times) // 2],
@@ -236,15 +293,19 @@ def main():
                 for kind in kinds:
                     row[kind] = med(kind, size, procs, phase, "fields_per_s")
                     row[f"{kind}_cpu_s_per_gib"] = med(kind, size, procs, phase, "server_cpu_s_per_gib")
-                if len(kinds) == 2 and row[kinds[0]] and row[kinds[1]]:
-                    row["ratio"] = row["fieldstore"] / row["fdb5"] if "fdb5" in kinds else None
+                for kind in kinds:
+                    if kind != "fdb5" and row.get("fdb5") and row[kind]:
+                        row[f"{kind}_ratio"] = row[kind] / row["fdb5"]
                 table.append(row)
     rtts = {kind: med(kind, "64k", 1, "rtt", "p50_ms") for kind in kinds}
-    print("\nsize  P  phase  " + "  ".join(f"{k + ' fields/s':>20}" for k in kinds) + "   ratio")
+    others = [k for k in kinds if k != "fdb5"]
+    print("\nsize  P  phase  " + "  ".join(f"{k + ' fields/s':>20}" for k in kinds)
+          + "".join(f"  {k + '/fdb5':>16}" for k in others))
     for row in table:
         print(f"{row['size']:>4} {row['procs']:2d}  {row['phase']:<5}  "
               + "  ".join(f"{(row[k] or 0):20.0f}" for k in kinds)
-              + (f"   {row['ratio']:.2f}x" if row.get("ratio") else ""))
+              + "".join(f"  {row[k + '_ratio']:15.2f}x" if row.get(k + "_ratio") else f"  {'':>16}"
+                        for k in others))
     print("one 64 KiB field's round trip, p50: " + ", ".join(f"{k} {v:.3f} ms" for k, v in rtts.items() if v))
     with open(a.json, "w") as f:
         json.dump({"results": results, "table": table, "rtt_p50_ms": rtts,

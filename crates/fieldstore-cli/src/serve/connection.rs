@@ -878,16 +878,36 @@ impl Conn {
 
     fn inspect(&self, tool: &ToolRequest) -> Result<Vec<Vec<u8>>> {
         let request = wire::lookup_request(&tool.request, self.server.reader.schema())?;
-        let reader = self.server.reader.retrieve(&request)?;
-        let schema = self.server.reader.schema();
+        let fs = &self.server.reader;
+        // Explicit values (what FDB5's clients send): the point lookups
+        // alone, keys already split. `all`: what retrieve lists.
+        let found = if request.has_all() {
+            let schema = fs.schema();
+            let reader = fs.retrieve(&request)?;
+            let mut found = Vec::new();
+            for (key, location) in reader.fields() {
+                let split = schema.split(key)?;
+                found.push(fieldstore::ListElement {
+                    dataset: split.dataset,
+                    collocation: split.collocation,
+                    element: split.element,
+                    location: Some(location.clone()),
+                });
+            }
+            found
+        } else {
+            fs.locate(&request)?
+        };
         let mut out = Vec::new();
-        for (key, location) in reader.fields() {
-            let split = schema.split(key)?;
+        for e in &found {
+            let Some(location) = &e.location else {
+                continue;
+            };
             let element = ListElement {
                 keys: [
-                    wire::wire_key(split.dataset.key()),
-                    wire::wire_key(split.collocation.key()),
-                    wire::wire_key(split.element.key()),
+                    wire::wire_key(e.dataset.key()),
+                    wire::wire_key(e.collocation.key()),
+                    wire::wire_key(e.element.key()),
                 ],
                 location: Some(self.location(REMOTE_FIELD_LOCATION, location)),
                 timestamp: 0,
