@@ -25,6 +25,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use common::servers::Wheels;
 use common::{fdb5, repo};
 use serde_json::{json, Value};
 
@@ -41,72 +42,17 @@ use serde_json::{json, Value};
 const FDB5_FLUSH_HANG: &str =
     "FDB5 5.25 client hangs in RemoteStore::flush after a lost connection";
 
-/// The wheels: their `bin/` and the `LD_LIBRARY_PATH` naming their libraries.
-struct Wheels {
-    bin: PathBuf,
-    libs: String,
-    python: PathBuf,
-}
-
-impl Wheels {
-    fn find() -> Wheels {
-        let python = fdb5::python();
-        let venv = python.parent().and_then(Path::parent).expect("venv");
-        let lib = std::fs::read_dir(venv.join("lib"))
-            .expect("venv lib")
-            .filter_map(|e| e.ok())
-            .map(|e| e.path().join("site-packages"))
-            .find(|p| p.join("fdb5lib").is_dir())
-            .expect("site-packages with fdb5lib");
-        let libs = ["fdb5lib", "eckitlib", "metkitlib", "eccodeslib"]
-            .iter()
-            .map(|l| lib.join(l).join("lib64").display().to_string())
-            .collect::<Vec<_>>()
-            .join(":");
-        Wheels {
-            bin: lib.join("fdb5lib/bin"),
-            libs,
-            python,
-        }
-    }
-
-    fn isolate(&self, c: &mut Command, config: &Path, home: &Path) {
-        c.env("LD_LIBRARY_PATH", &self.libs)
-            .env("FDB5_CONFIG_FILE", config)
-            .env("FDB_HOME", home)
-            .stdin(Stdio::null());
-        for var in [
-            "FDB_CONFIG",
-            "FDB5_CONFIG",
-            "FDB_CONFIG_FILE",
-            "FDB5_SCHEMA_FILE",
-            "FDB_ROOT",
-            "FDB5_ROOT",
-            "FDB_ROOT_DIRECTORY",
-        ] {
-            c.env_remove(var);
-        }
-    }
-
-    /// A wheel tool (`fdb-write`, `fdb-read`) against `config`.
-    fn tool(&self, name: &str, config: &Path, home: &Path) -> Command {
-        let mut c = Command::new(self.bin.join(name));
-        self.isolate(&mut c, config, home);
-        c
-    }
-
-    /// `serve_faults.py COMMAND` with pyfdb against `config`.
-    fn py(&self, command: &str, config: &Path, home: &Path) -> Command {
-        let mut c = Command::new(&self.python);
-        c.arg(repo().join("crates/fieldstore-cli/tests/fdb5/serve_faults.py"))
-            .arg(command)
-            .arg("--config")
-            .arg(config)
-            .arg("--home")
-            .arg(home);
-        self.isolate(&mut c, config, home);
-        c
-    }
+/// `serve_faults.py COMMAND` with pyfdb against `config`.
+fn py(w: &Wheels, command: &str, config: &Path, home: &Path) -> Command {
+    let mut c = Command::new(&w.python);
+    c.arg(repo().join("crates/fieldstore-cli/tests/fdb5/serve_faults.py"))
+        .arg(command)
+        .arg("--config")
+        .arg(config)
+        .arg("--home")
+        .arg(home);
+    w.isolate(&mut c, config, home);
+    c
 }
 
 /// A test's directory, wheels and client config.
@@ -178,7 +124,7 @@ impl Setup {
     /// "DATE/TIME/STEP" → md5, or "ERROR: ..." for one that did not read.
     fn verify(&self, config: &Path, request: &Value) -> BTreeMap<String, String> {
         let out = self.path(&format!("verify-{}.json", unique()));
-        let mut c = self.w.py("verify", config, &self.home);
+        let mut c = py(&self.w, "verify", config, &self.home);
         c.arg("--out")
             .arg(&out)
             .arg("--request")
@@ -577,7 +523,7 @@ fn killed_mid_flush_and_restarted_the_server_keeps_every_acknowledged_flush_whol
     let mut writers: Vec<Bounded> = (0..WRITERS)
         .map(|w| {
             let log = s.path(&format!("writer{w}.log"));
-            let mut c = s.w.py("write", &config, &s.home);
+            let mut c = py(&s.w, "write", &config, &s.home);
             c.arg("--log").arg(&log);
             c.args((0..BATCHES).map(|b| s.grib(&batch_file(w, b))));
             let mut b = Bounded::spawn(c, &s.dir, &format!("pyfdb writer {w}"));
@@ -737,7 +683,7 @@ fn killed_mid_flush_and_restarted_the_server_keeps_every_acknowledged_flush_whol
     let mut after: Vec<Bounded> = (0..2)
         .map(|w| {
             let log = s.path(&format!("after{w}.log"));
-            let mut c = s.w.py("write", &config, &s.home);
+            let mut c = py(&s.w, "write", &config, &s.home);
             c.arg("--log").arg(&log);
             c.args((next[w]..next[w] + 3).map(|b| s.grib(&batch_file(w, b))));
             let mut b = Bounded::spawn(c, &s.dir, &format!("pyfdb writer {w} after the restart"));
@@ -862,7 +808,7 @@ fn sixty_four_clients_at_once_all_succeed_and_the_server_stays_small() {
         ];
         let mut b = if n % 2 == 0 {
             let log = s.path(&format!("c{n}.log"));
-            let mut c = s.w.py("write", &config, &s.home);
+            let mut c = py(&s.w, "write", &config, &s.home);
             c.arg("--log").arg(&log).args(&names);
             let mut b = Bounded::spawn(c, &s.dir, &format!("pyfdb writer {n}"));
             b.log = Some(log);
@@ -878,7 +824,7 @@ fn sixty_four_clients_at_once_all_succeed_and_the_server_stays_small() {
     for n in 0..32 {
         if n % 2 == 0 {
             let out = s.path(&format!("r{n}.json"));
-            let mut c = s.w.py("verify", &config, &s.home);
+            let mut c = py(&s.w, "verify", &config, &s.home);
             c.arg("--out")
                 .arg(&out)
                 .arg("--request")
@@ -971,7 +917,7 @@ fn a_client_killed_mid_retrieve_of_a_large_field_disturbs_nobody() {
                      "time": "1200", "domain": "g", "type": "fc", "levtype": "sfc",
                      "step": "0", "param": "130.151"});
     let big = repo().join("tests/fixtures/grib/x138-300.grib");
-    let mut c = s.w.py("archive-as", &config, &s.home);
+    let mut c = py(&s.w, "archive-as", &config, &s.home);
     c.arg("--key")
         .arg(key.to_string())
         .arg("--repeat")
@@ -1002,7 +948,7 @@ fn a_client_killed_mid_retrieve_of_a_large_field_disturbs_nobody() {
     for attempt in 0..3 {
         // A reader that stops itself once 8 MB of the field have come
         // (so the server is blocked sending the rest), later killed.
-        let mut c = s.w.py("slow-read", &config, &s.home);
+        let mut c = py(&s.w, "slow-read", &config, &s.home);
         c.arg("--key")
             .arg(key.to_string())
             .arg("--stop-after")
@@ -1034,7 +980,7 @@ fn a_client_killed_mid_retrieve_of_a_large_field_disturbs_nobody() {
         c.arg(repo().join("tests/fixtures/grib/rd-fc.grib"));
         others.push(Bounded::spawn(c, &s.dir, "fdb-write meanwhile"));
         let out = s.path(&format!("meanwhile-{attempt}.json"));
-        let mut c = s.w.py("verify", &config, &s.home);
+        let mut c = py(&s.w, "verify", &config, &s.home);
         c.arg("--out")
             .arg(&out)
             .arg("--request")

@@ -26,10 +26,12 @@ impl Drop for Killed {
     }
 }
 
-/// The wheels: their `bin/` and the `LD_LIBRARY_PATH` naming their libraries.
+/// The wheels: their `bin/`, the `LD_LIBRARY_PATH` naming their
+/// libraries, and the venv's python (pyfdb 5.25).
 pub struct Wheels {
     pub bin: PathBuf,
     pub libs: String,
+    pub python: PathBuf,
 }
 
 impl Wheels {
@@ -50,17 +52,18 @@ impl Wheels {
         Wheels {
             bin: lib.join("fdb5lib/bin"),
             libs,
+            python,
         }
     }
 
-    /// A wheel tool with `config` as its FDB5 config, isolated from any
-    /// system FDB configuration.
-    pub fn tool(&self, name: &str, config: &Path, home: &Path) -> Command {
-        let mut c = Command::new(self.bin.join(name));
+    /// Give `c` the wheels' libraries and `config` as its FDB5 config,
+    /// isolated from any system FDB configuration.
+    pub fn isolate(&self, c: &mut Command, config: &Path, home: &Path) {
         c.env("LD_LIBRARY_PATH", &self.libs)
             .env("FDB5_CONFIG_FILE", config)
             .env("FDB_HOME", home)
-            .env("FDB_WIPE_SECRET", SECRET);
+            .env("FDB_WIPE_SECRET", SECRET)
+            .stdin(Stdio::null());
         for var in [
             "FDB_CONFIG",
             "FDB5_CONFIG",
@@ -72,6 +75,12 @@ impl Wheels {
         ] {
             c.env_remove(var);
         }
+    }
+
+    /// A wheel tool with `config` as its FDB5 config ([`Wheels::isolate`]).
+    pub fn tool(&self, name: &str, config: &Path, home: &Path) -> Command {
+        let mut c = Command::new(self.bin.join(name));
+        self.isolate(&mut c, config, home);
         c
     }
 }
@@ -192,16 +201,28 @@ pub fn start_fieldstore_on(
     } else {
         c.env_remove("FDB_WIPE_SECRET");
     }
-    let mut child = c.spawn().expect("start fieldstore serve");
-    let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
-    let mut line = String::new();
-    stderr.read_line(&mut line).expect("the listening line");
-    let port = line
-        .split("listening on 127.0.0.1:")
-        .nth(1)
-        .and_then(|r| r.split_whitespace().next())
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("no port in {line:?}"));
+    // A port just freed by a killed server is retried for a few seconds.
+    let until = Instant::now() + Duration::from_secs(10);
+    let (child, mut stderr, port) = loop {
+        let mut child = c.spawn().expect("start fieldstore serve");
+        let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
+        let mut line = String::new();
+        stderr.read_line(&mut line).expect("the listening line");
+        let found = line
+            .split("listening on 127.0.0.1:")
+            .nth(1)
+            .and_then(|r| r.split_whitespace().next())
+            .and_then(|p| p.parse().ok());
+        if let Some(port) = found {
+            break (child, stderr, port);
+        }
+        let _ = child.wait();
+        assert!(
+            line.contains("Address already in use") && Instant::now() < until,
+            "fieldstore serve did not start: {line}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
     let log = std::thread::spawn(move || {
         let mut rest = String::new();
         let _ = stderr.read_to_string(&mut rest);
