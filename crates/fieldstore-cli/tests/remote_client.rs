@@ -457,3 +457,164 @@ fn a_server_killed_mid_session_costs_only_the_unflushed_and_the_client_is_told()
     fs.archive(&key(9), &field(9)).expect("archive");
     fs.flush().expect("flush after the restart");
 }
+
+/// `fieldstore serve` with `config` (a role's config file): the child, its
+/// port.
+fn serve_role(config: &Path) -> (common::servers::Killed, u16) {
+    use std::io::BufRead;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_fieldstore"))
+        .arg("--config")
+        .arg(config)
+        .arg("serve")
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start fieldstore serve");
+    let mut stderr = std::io::BufReader::new(child.stderr.take().expect("stderr"));
+    let mut line = String::new();
+    stderr.read_line(&mut line).expect("the listening line");
+    let port = line
+        .split("listening on 127.0.0.1:")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no port in {line:?}"));
+    // Keep its standard error drained.
+    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+    (common::servers::Killed(child), port)
+}
+
+#[test]
+fn one_catalogue_and_three_stores_spread_the_writers_and_answer_as_one_store() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let schema = repo().join("tests/fixtures/schema/ecmwf.schema");
+    let role = |name: &str, head: &str| -> PathBuf {
+        let root = dir.path().join(name);
+        std::fs::create_dir_all(&root).expect("root");
+        let p = dir.path().join(format!("{name}.yaml"));
+        std::fs::write(
+            &p,
+            format!(
+                "{head}engine: toc\nstore: file\nschema: {}\nspaces: [{{roots: [{{path: {}}}]}}]\n",
+                schema.display(),
+                root.display()
+            ),
+        )
+        .expect("write");
+        p
+    };
+    let mut servers = Vec::new();
+    let mut endpoints = Vec::new();
+    for i in 0..3 {
+        let (child, port) = serve_role(&role(&format!("store{i}"), "type: store\nserverPort: 0\n"));
+        servers.push(child);
+        endpoints.push(format!("{{default: \"localhost:{port}\"}}"));
+    }
+    let head = format!(
+        "type: catalogue\nserverPort: 0\nstores: [{}]\n",
+        endpoints.join(", ")
+    );
+    let (child, port) = serve_role(&role("catalogue", &head));
+    servers.push(child);
+    let config = remote_config(dir.path(), "client.yaml", port, 20.0);
+
+    // Sixteen writer processes, each its own client, the same dataset.
+    let writers: Vec<_> = (0..16)
+        .map(|w| {
+            let key = format!(
+                "class=od,expver=0001,stream=enfo,date=20231201,time=1200,domain=g,type=pf,\
+                 levtype=sfc,number={w},step=0,param=167"
+            );
+            let file = dir.path().join(format!("field{w}"));
+            std::fs::write(&file, format!("GRIB member {w} ").repeat(500)).expect("write");
+            Command::new(env!("CARGO_BIN_EXE_fieldstore"))
+                .arg("--config")
+                .arg(&config)
+                .args(["archive", "--key", &key])
+                .arg(&file)
+                .output()
+                .expect("archive")
+        })
+        .collect();
+    for out in &writers {
+        assert!(out.status.success(), "{out:?}");
+    }
+    // The catalogue lists every member, each read back from its store.
+    let listed = ok(&config, &["list", "--location", "class=od,stream=enfo"]);
+    let lines: Vec<&str> = listed.lines().collect();
+    assert_eq!(lines.len(), 16, "{listed}");
+    let mut used = BTreeSet::new();
+    for line in &lines {
+        let store = line
+            .split("fdb://localhost:")
+            .nth(1)
+            .and_then(|r| r.split('/').next())
+            .expect("a store endpoint");
+        used.insert(store.to_string());
+    }
+    assert!(
+        used.len() >= 2,
+        "sixteen writers all went to one store of three: {used:?}"
+    );
+    for w in 0..16 {
+        let out = dir.path().join(format!("back{w}"));
+        ok(
+            &config,
+            &[
+                "retrieve",
+                &format!(
+                    "class=od,expver=0001,stream=enfo,date=20231201,time=1200,domain=g,type=pf,\
+                     levtype=sfc,number={w},step=0,param=167"
+                ),
+                "-o",
+                out.to_str().expect("utf-8"),
+            ],
+        );
+        assert_eq!(
+            std::fs::read(&out).expect("read"),
+            format!("GRIB member {w} ").repeat(500).into_bytes(),
+            "member {w}"
+        );
+    }
+    // FDB5's own client archives and reads through the same servers.
+    if fdb5::skipped() {
+        return;
+    }
+    let w = Wheels::find();
+    let fdb5_config = dir.path().join("fdb5-client.yaml");
+    std::fs::write(
+        &fdb5_config,
+        format!("type: remote\nengine: remote\nstore: remote\nhost: localhost\nport: {port}\n"),
+    )
+    .expect("write");
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).expect("home");
+    let mut c = w.tool("fdb-write", &fdb5_config, &home);
+    c.arg(fixture("template.grib"));
+    let out = c.output().expect("fdb-write");
+    assert!(out.status.success(), "fdb-write: {out:?}");
+    let listed = ok(&config, &["list", "class=ea"]);
+    let line = listed.lines().next().expect("FDB5's field listed");
+    let key: Vec<&str> = line
+        .split(['{', '}', ','])
+        .filter(|p| p.contains('=') && !p.ends_with('='))
+        .collect();
+    let back = dir.path().join("fdb5-back.grib");
+    ok(
+        &config,
+        &[
+            "retrieve",
+            &key.join(","),
+            "-o",
+            back.to_str().expect("utf-8"),
+        ],
+    );
+    // The message as FDB5 archives it: up to its end marker (the file
+    // pads it after).
+    let written = std::fs::read(fixture("template.grib")).expect("fixture");
+    let end = written
+        .windows(4)
+        .position(|w| w == b"7777")
+        .expect("end marker")
+        + 4;
+    assert!(std::fs::read(&back).expect("read") == written[..end]);
+}

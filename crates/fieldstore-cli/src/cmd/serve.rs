@@ -7,7 +7,7 @@ use std::io::Write;
 use fieldstore::{Error, ErrorKind, Result};
 
 use crate::args::{GlobalArgs, ServeArgs};
-use crate::serve::{ServeConfig, Server};
+use crate::serve::{Listeners, ServeConfig, Server};
 
 /// Run the server until it is killed.
 ///
@@ -26,16 +26,31 @@ pub(crate) fn run(args: &ServeArgs, global: &GlobalArgs) -> Result<()> {
         config.port = p;
     }
     let server = Server::new(config)?;
-    let (catalogue, store) = server.bind()?;
-    let addr = catalogue
-        .local_addr()
+    let listeners = server.bind()?;
+    let addr = listeners
+        .catalogue
+        .as_ref()
+        .or(listeners.store.as_ref())
+        .map(|l| l.local_addr())
+        .transpose()
         .map_err(|e| Error::io("the listening address", e))?;
     // Tests and scripts wait for this line to learn the ports.
-    let _ = writeln!(
-        std::io::stderr(),
-        "fieldstore serve: listening on {addr} (store port {})",
-        server.store_port()
-    );
-    server.run(catalogue, store);
+    if let Some(addr) = addr {
+        let roles = match listeners {
+            Listeners {
+                catalogue: Some(_),
+                store: Some(_),
+            } => format!("store port {}", server.store_port()),
+            Listeners {
+                catalogue: Some(_), ..
+            } => "catalogue only".to_string(),
+            _ => "store only".to_string(),
+        };
+        let _ = writeln!(
+            std::io::stderr(),
+            "fieldstore serve: listening on {addr} ({roles})"
+        );
+    }
+    server.run(listeners);
     Ok(())
 }

@@ -9,18 +9,20 @@
 //! (`engine`, `store`, `schema`, `spaces`, `daos:`, `rados:` …) read by
 //! [`fieldstore::Config::from_yaml`].
 //!
-//! fieldstore serves both roles from one process, on two ports: the
-//! catalogue on `serverPort`, the store on the port `stores:` names (or
-//! one the system picks). FDB5's client finds the store through the
-//! catalogue's `Stores` reply. The store needs a port of its own: FDB5's
-//! client shares one connection between catalogue and store on the same
-//! endpoint, and its connection thread, handling the store's reply to an
-//! archived field, waits for the catalogue's reply that only that same
-//! thread could read: it deadlocks. So `type: catalogue` is accepted with
-//! no `stores:` or with `stores:` naming this server's store port, and
-//! `type: store` is refused: a store-only fieldstore server would need a
-//! catalogue that takes FDB5's split archive (docs/serve.md, "What is not
-//! done").
+//! Three shapes, by `type` and `stores:`:
+//! - `type: catalogue` without `stores:`, or with one entry naming a port
+//!   of its own: fieldstore's combined server, both roles from one
+//!   process on two ports, the catalogue on `serverPort`, the store on the
+//!   port `stores:` names (or one the system picks). FDB5's client finds
+//!   the store through the catalogue's `Stores` reply. The store needs a
+//!   port of its own: FDB5's client shares one connection between
+//!   catalogue and store on the same endpoint, and its connection thread,
+//!   handling the store's reply to an archived field, waits for the
+//!   catalogue's reply that only that same thread could read: it
+//!   deadlocks.
+//! - `type: catalogue` with `serveStore: false` or several `stores:`: a
+//!   catalogue only, as FDB5's, its stores the servers `stores:` names.
+//! - `type: store`: a store only, on `serverPort`.
 
 use std::net::IpAddr;
 use std::path::Path;
@@ -42,6 +44,8 @@ pub(crate) struct ServeConfig {
     pub(crate) data_ports: Option<(u16, u16)>,
     /// Where to listen.
     pub(crate) listen: IpAddr,
+    /// Which of FDB5's roles this server plays.
+    pub(crate) role: Role,
     /// The store's host announced to clients, if the config names one
     /// (`stores: [{default: host:port}]`); else the host each client
     /// dialled.
@@ -55,6 +59,17 @@ pub(crate) struct ServeConfig {
     pub(crate) pending_limit: u64,
     /// FDB5's wipe secret (`$FDB_WIPE_SECRET` / `fdbWipeSecret`).
     pub(crate) wipe_secret: Option<String>,
+}
+
+/// The roles of a server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Role {
+    /// Catalogue and store, on two ports (fieldstore's own shape).
+    Both,
+    /// A catalogue whose stores are these other servers (`host`, `port`).
+    Catalogue(Vec<(String, u16)>),
+    /// A store only.
+    Store,
 }
 
 fn invalid(source: &str, message: impl std::fmt::Display) -> Error {
@@ -103,24 +118,23 @@ impl ServeConfig {
         let kind = map
             .remove("type")
             .and_then(|v| v.as_str().map(str::to_string));
-        match kind.as_deref() {
-            None | Some("catalogue") | Some("local") => {}
-            Some("store") => {
-                return Err(invalid(
-                    source,
-                    "type: store: fieldstore serves catalogue and store from one process; use \
-                     type: catalogue (docs/serve.md)",
-                ))
-            }
+        let store_only = match kind.as_deref() {
+            None | Some("catalogue") | Some("local") => false,
+            Some("store") => true,
             Some(other) => {
                 return Err(invalid(
                     source,
-                    format!(
-                        "type: {other}: expected catalogue (catalogue and store in one process)"
-                    ),
+                    format!("type: {other}: expected catalogue or store"),
                 ))
             }
-        }
+        };
+        let serve_store = match map.remove("serveStore") {
+            None => None,
+            Some(v) => Some(
+                v.as_bool()
+                    .ok_or_else(|| invalid(source, "serveStore: expected true or false"))?,
+            ),
+        };
         let port = take_u16(&mut map, "serverPort", source)?.unwrap_or(DEFAULT_PORT);
         let start = take_u16(&mut map, "dataPortStart", source)?;
         let count = take_u16(&mut map, "dataPortCount", source)?;
@@ -143,30 +157,54 @@ impl ServeConfig {
         map.remove("serverThreaded");
         let mut store_host = None;
         let mut store_port = 0;
-        if let Some(stores) = map.remove("stores") {
-            let list = stores
+        let mut stores = Vec::new();
+        if let Some(list) = map.remove("stores") {
+            let list = list
                 .as_sequence()
                 .ok_or_else(|| invalid(source, "stores: expected a list"))?;
-            if list.len() > 1 {
-                return Err(invalid(
-                    source,
-                    "stores: fieldstore serves its own store; name at most this server",
-                ));
-            }
-            if let Some(entry) = list.first() {
+            for (i, entry) in list.iter().enumerate() {
                 let endpoint = entry
                     .get("default")
                     .and_then(serde_yaml_ng::Value::as_str)
-                    .ok_or_else(|| invalid(source, "stores[0]: expected default: host:port"))?;
+                    .ok_or_else(|| {
+                        invalid(source, format!("stores[{i}]: expected default: host:port"))
+                    })?;
                 let (host, p) = endpoint
                     .rsplit_once(':')
                     .and_then(|(h, p)| Some((h.to_string(), p.parse::<u16>().ok()?)))
                     .ok_or_else(|| {
                         invalid(
                             source,
-                            format!("stores[0].default: {endpoint:?} is not host:port"),
+                            format!("stores[{i}].default: {endpoint:?} is not host:port"),
                         )
                     })?;
+                stores.push((host, p));
+            }
+        }
+        let role = if store_only {
+            if !stores.is_empty() || serve_store.is_some() {
+                return Err(invalid(
+                    source,
+                    "type: store: stores and serveStore are a catalogue's keys",
+                ));
+            }
+            Role::Store
+        } else if serve_store == Some(false) || stores.len() > 1 {
+            if stores.is_empty() {
+                return Err(invalid(
+                    source,
+                    "serveStore: false needs the store servers under stores:",
+                ));
+            }
+            if serve_store == Some(true) {
+                return Err(invalid(
+                    source,
+                    "serveStore: true serves one store of its own; stores: names several",
+                ));
+            }
+            Role::Catalogue(std::mem::take(&mut stores))
+        } else {
+            if let Some((host, p)) = stores.pop() {
                 if p == port && port != 0 {
                     return Err(invalid(
                         source,
@@ -180,7 +218,8 @@ impl ServeConfig {
                 store_host = Some(host);
                 store_port = p;
             }
-        }
+            Role::Both
+        };
         let max_payload = match map.remove("maxPayload") {
             None => 256 << 20,
             Some(v) => v
@@ -206,6 +245,7 @@ impl ServeConfig {
         let store = Config::from_yaml(&rest, base, source)?;
         Ok(ServeConfig {
             store,
+            role,
             port,
             data_ports,
             listen,
@@ -248,10 +288,34 @@ mod tests {
     }
 
     #[test]
+    fn roles_follow_type_and_stores() {
+        let roots = "spaces: [{handler: Default, roots: [{path: /tmp/r}]}]\n";
+        let c = parse(&format!("type: store\nserverPort: 7655\n{roots}")).unwrap();
+        assert_eq!(c.role, Role::Store);
+        let c = parse(&format!(
+            "type: catalogue\nstores: [{{default: \"a:1\"}}, {{default: \"b:2\"}}]\n{roots}"
+        ))
+        .unwrap();
+        assert_eq!(
+            c.role,
+            Role::Catalogue(vec![("a".into(), 1), ("b".into(), 2)])
+        );
+        let c = parse(&format!(
+            "type: catalogue\nserveStore: false\nstores: [{{default: \"a:1\"}}]\n{roots}"
+        ))
+        .unwrap();
+        assert_eq!(c.role, Role::Catalogue(vec![("a".into(), 1)]));
+        let c = parse(&format!("type: catalogue\n{roots}")).unwrap();
+        assert_eq!(c.role, Role::Both);
+    }
+
+    #[test]
     fn shapes_not_served_are_refused_by_name() {
-        let e = parse("type: store\n").unwrap_err();
+        let e = parse("type: store\nstores: [{default: \"a:1\"}]\n").unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidConfig);
         assert!(e.to_string().contains("type: store"));
+        let e = parse("type: catalogue\nserveStore: false\n").unwrap_err();
+        assert!(e.to_string().contains("needs the store servers"), "{e}");
         let e =
             parse("type: catalogue\nserverPort: 1\nstores: [{default: \"h:1\"}]\n").unwrap_err();
         assert!(e.to_string().contains("port of its own"), "{e}");

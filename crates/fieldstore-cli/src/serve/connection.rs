@@ -35,7 +35,7 @@ use fieldstore_remote::wipe::{
 };
 use fieldstore_remote::{Header, Message, Reader, Writer};
 
-use super::{open, wire, Server};
+use super::{open, wire, Role as ServeRole, Server};
 
 /// How long the handshake may take (each read, and the data connection's
 /// arrival).
@@ -96,6 +96,12 @@ struct Client {
     archived: u32,
     /// The first archive failure since the last flush.
     failed: Option<String>,
+    /// A store-only server's writers, per dataset (the bytes, durable at
+    /// the store's flush).
+    store_writers: HashMap<fieldstore::DatasetKey, Box<dyn fieldstore::StoreWriter>>,
+    /// A catalogue-only server's writers, per dataset (locations on other
+    /// servers' stores, visible at the catalogue's flush).
+    catalogue_writers: HashMap<fieldstore::DatasetKey, Box<dyn fieldstore::CatalogueWriter>>,
 }
 
 impl Client {
@@ -106,14 +112,19 @@ impl Client {
             writer: None,
             archived: 0,
             failed: None,
+            store_writers: HashMap::new(),
+            catalogue_writers: HashMap::new(),
         }
     }
 
-    /// Drop what was archived and not flushed.
+    /// Drop what was archived and not flushed (writers dropped unflushed
+    /// make nothing visible).
     fn discard(&mut self) {
         if let Some(w) = self.writer.take() {
             let _ = w.discard();
         }
+        self.store_writers.clear();
+        self.catalogue_writers.clear();
     }
 }
 
@@ -499,8 +510,22 @@ impl Conn {
                 Ok(())
             }
             Message::Stores => self.role(client, Role::Catalogue).and_then(|()| {
-                let stores = Stores {
-                    stores: vec![(self.store.to_string(), vec![self.store.clone()])],
+                let stores = match &self.server.config.role {
+                    ServeRole::Catalogue(others) => Stores {
+                        stores: others
+                            .iter()
+                            .map(|(host, port)| {
+                                let e = Endpoint {
+                                    host: host.clone(),
+                                    port: i32::from(*port),
+                                };
+                                (e.to_string(), vec![e])
+                            })
+                            .collect(),
+                    },
+                    _ => Stores {
+                        stores: vec![(self.store.to_string(), vec![self.store.clone()])],
+                    },
                 };
                 let mut w = Writer::new();
                 stores.encode(&mut w);
@@ -673,6 +698,9 @@ impl Conn {
             Some(Role::Store) => {
                 let blob = StoreBlob::decode(&mut Reader::new(payload))
                     .map_err(|e| bad("store Blob", e))?;
+                if self.server.config.role == ServeRole::Store {
+                    return self.store_blob(client, request, &blob);
+                }
                 match self.server.pending.park(self.id, blob.data.to_vec()) {
                     Ok(path) => {
                         let loc = WireLocation {
@@ -714,8 +742,79 @@ impl Conn {
         }
     }
 
+    /// A store-only server's store step: the bytes written to this
+    /// server's store, their location sent back.
+    fn store_blob(
+        &self,
+        client: u32,
+        request: u32,
+        blob: &StoreBlob<'_>,
+    ) -> std::result::Result<(), End> {
+        let written = (|| -> Result<WireLocation> {
+            let dataset = fieldstore::DatasetKey(wire::key(&blob.db_key)?);
+            let collocation = fieldstore::CollocationKey(wire::key(&blob.idx_key)?);
+            let mut g = lock(&self.clients);
+            let c = g
+                .get_mut(&client)
+                .ok_or_else(|| Error::internal("store blob for a client that stopped"))?;
+            let w = match c.store_writers.entry(dataset.clone()) {
+                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    e.insert(self.server.reader.store().writer(&dataset)?)
+                }
+            };
+            let l = w.archive(&collocation, blob.data)?;
+            Ok(WireLocation {
+                class: TOC_FIELD_LOCATION.into(),
+                uri: Uri::new("file", wire::location_name(&l)),
+                offset: i64::try_from(l.offset).unwrap_or(i64::MAX),
+                length: i64::try_from(l.length).unwrap_or(i64::MAX),
+                remap_key: WireKey::default(),
+            })
+        })();
+        match written {
+            Ok(loc) => {
+                let mut w = Writer::new();
+                loc.encode(&mut w);
+                self.send(true, Message::Store, client, request, w.bytes())
+                    .map_err(|e| End::Bad(e.to_string()))
+            }
+            Err(e) => {
+                self.error(true, client, request, &e);
+                Ok(())
+            }
+        }
+    }
+
+    /// A catalogue-only server's catalogue step: the location (on another
+    /// server's store) indexed under the joined key, visible at the flush.
+    fn index(&self, client: u32, blob: &CatalogueBlob) -> Result<()> {
+        let mut g = lock(&self.clients);
+        let c = g
+            .get_mut(&client)
+            .ok_or_else(|| Error::internal("archive for a client that stopped"))?;
+        let db_key = c
+            .db_key
+            .clone()
+            .ok_or_else(|| Error::invalid_input("archive before the dataset was named (Schema)"))?;
+        let key = wire::join_keys([&db_key, &blob.idx_key, &blob.datum_key])?;
+        let fs = &self.server.reader;
+        let split = fs.schema().split(&key)?;
+        let location = fieldstore_remote::client::convert::location(&blob.location);
+        let w = match c.catalogue_writers.entry(split.dataset.clone()) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(fs.catalogue().writer(&split.dataset, fs.schema())?)
+            }
+        };
+        w.insert(&split.collocation, &split.element, &location)
+    }
+
     /// The catalogue step: the parked bytes, archived under the joined key.
     fn archive(&self, client: u32, blob: &CatalogueBlob) -> Result<()> {
+        if matches!(self.server.config.role, ServeRole::Catalogue(_)) {
+            return self.index(client, blob);
+        }
         let bytes = self.server.pending.take(&blob.location.uri.name)?;
         let mut g = lock(&self.clients);
         let c = g
@@ -783,6 +882,16 @@ impl Conn {
             if let Some(w) = &c.writer {
                 w.flush()?;
             }
+            for w in c.catalogue_writers.values_mut() {
+                w.flush()?;
+            }
+        } else if let Some(c) = g.get_mut(&client) {
+            // A store-only server's flush: the data durable (the client
+            // flushes the catalogue after, which makes it visible).
+            for w in c.store_writers.values_mut() {
+                w.flush()?;
+                w.indexed();
+            }
         }
         drop(g);
         self.send(true, Message::Received, client, request, &[])
@@ -845,6 +954,14 @@ impl Conn {
     }
 
     fn location(&self, class: &str, l: &fieldstore::FieldLocation) -> WireLocation {
+        // A catalogue-only server's locations name their store servers.
+        if let Ok((host, port, inner)) = fieldstore_remote::client::convert::store_of(l) {
+            let wrapped = fieldstore_remote::client::convert::wrapped(&inner, &host, port);
+            return WireLocation {
+                class: class.to_string(),
+                ..wrapped
+            };
+        }
         let port = u16::try_from(self.store.port).unwrap_or(0);
         wire::remote_location(class, l, &self.store.host, port)
     }

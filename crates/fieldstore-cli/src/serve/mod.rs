@@ -1,10 +1,12 @@
 //! `fieldstore serve`: FDB5's remote protocol, server side, over any
 //! fieldstore backend (docs/serve.md).
 //!
-//! One process plays both of FDB5's server roles, catalogue and store, on
-//! two ports (why two: [`ServeConfig`]): FDB5's client asks the catalogue
-//! for its stores and is told this server's store port, so archive, list,
-//! axes, inspect and read all come here. A thread per connection (plus one
+//! By default one process plays both of FDB5's server roles, catalogue
+//! and store, on two ports (why two: [`ServeConfig`]): FDB5's client asks
+//! the catalogue for its stores and is told this server's store port, so
+//! archive, list, axes, inspect and read all come here. Configured so, it
+//! plays one role, as FDB5's servers do: a catalogue whose stores are other
+//! servers, or a store. A thread per connection (plus one
 //! reading its data connection); every
 //! connection's memory is bounded by the largest frame accepted and the
 //! server-wide limit on fields between the two archive steps
@@ -23,7 +25,7 @@ use fieldstore::{Error, FieldStore, Result};
 use fieldstore_remote::session::SessionId;
 use fieldstore_remote::Writer;
 
-pub(crate) use config::ServeConfig;
+pub(crate) use config::{Role, ServeConfig};
 use pending::Pending;
 
 /// What every connection of a server shares.
@@ -72,42 +74,70 @@ impl Server {
         }))
     }
 
-    /// Bind the catalogue's and the store's ports.
+    /// Bind the ports of this server's roles: the catalogue's, the
+    /// store's, or both.
     ///
     /// # Errors
     /// A port is taken or not allowed.
-    pub(crate) fn bind(&self) -> Result<(TcpListener, TcpListener)> {
+    pub(crate) fn bind(&self) -> Result<Listeners> {
         let bind = |port| {
             let addr = SocketAddr::new(self.config.listen, port);
             TcpListener::bind(addr).map_err(|e| Error::io(format_args!("listening on {addr}"), e))
         };
-        let catalogue = bind(self.config.port)?;
-        let store = bind(self.config.store_port)?;
-        let port = store
-            .local_addr()
-            .map_err(|e| Error::io("the store's address", e))?
-            .port();
-        self.store_port.store(port, Ordering::Relaxed);
-        Ok((catalogue, store))
+        let (catalogue, store) = match self.config.role {
+            Role::Both => (
+                Some(bind(self.config.port)?),
+                Some(bind(self.config.store_port)?),
+            ),
+            Role::Catalogue(_) => (Some(bind(self.config.port)?), None),
+            Role::Store => (None, Some(bind(self.config.port)?)),
+        };
+        if let Some(store) = &store {
+            let port = store
+                .local_addr()
+                .map_err(|e| Error::io("the store's address", e))?
+                .port();
+            self.store_port.store(port, Ordering::Relaxed);
+        }
+        Ok(Listeners { catalogue, store })
     }
 
-    /// The store's port, as bound.
+    /// The store's port, as bound (0 for a catalogue only).
     pub(crate) fn store_port(&self) -> u16 {
         self.store_port.load(Ordering::Relaxed)
     }
 
-    /// Accept connections on both ports until killed, each connection on
-    /// its own thread.
-    pub(crate) fn run(self: &Arc<Server>, catalogue: TcpListener, store: TcpListener) {
-        let server = Arc::clone(self);
-        let store_thread = std::thread::Builder::new()
-            .name("serve-store".into())
-            .spawn(move || server.accept(store, connection::Port::Store));
-        if let Err(e) = store_thread {
-            eprintln!("fieldstore serve: no thread for the store port: {e}");
-            return;
+    /// Accept connections on the bound ports until killed, each
+    /// connection on its own thread.
+    pub(crate) fn run(self: &Arc<Server>, listeners: Listeners) {
+        match listeners {
+            Listeners {
+                catalogue: Some(catalogue),
+                store: Some(store),
+            } => {
+                let server = Arc::clone(self);
+                let store_thread = std::thread::Builder::new()
+                    .name("serve-store".into())
+                    .spawn(move || server.accept(store, connection::Port::Store));
+                if let Err(e) = store_thread {
+                    eprintln!("fieldstore serve: no thread for the store port: {e}");
+                    return;
+                }
+                self.accept(catalogue, connection::Port::Catalogue);
+            }
+            Listeners {
+                catalogue: Some(catalogue),
+                store: None,
+            } => self.accept(catalogue, connection::Port::Catalogue),
+            Listeners {
+                catalogue: None,
+                store: Some(store),
+            } => self.accept(store, connection::Port::Store),
+            Listeners {
+                catalogue: None,
+                store: None,
+            } => {}
         }
-        self.accept(catalogue, connection::Port::Catalogue);
     }
 
     fn accept(self: &Arc<Server>, listener: TcpListener, port: connection::Port) {
@@ -133,6 +163,14 @@ impl Server {
             }
         }
     }
+}
+
+/// The listening sockets of a server's roles.
+pub(crate) struct Listeners {
+    /// The catalogue's (`serverPort`), unless a store only.
+    pub(crate) catalogue: Option<TcpListener>,
+    /// The store's, unless a catalogue only.
+    pub(crate) store: Option<TcpListener>,
 }
 
 /// A handle on the served store, resolving parameter names as the CLI does.

@@ -12,6 +12,17 @@ pub(crate) fn wire_key(key: &Key) -> WireKey {
     WireKey::new(key.iter())
 }
 
+/// A wire key as a fieldstore key, every pair (empty values of absent
+/// optional keywords included), in order.
+///
+/// # Errors
+/// `InvalidInput` for a keyword twice or an invalid keyword or value.
+pub(crate) fn key(key: &WireKey) -> Result<Key> {
+    Ok(Key::from_pairs(
+        key.pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+    )?)
+}
+
 /// The present (non-empty) pairs of wire keys, joined into one fieldstore
 /// key. FDB5 sends optional keywords with empty values; fieldstore stores
 /// an absent optional keyword as absent.

@@ -147,7 +147,7 @@ const INNER: &str = "internalScheme";
 /// A wire location as a fieldstore location: `fdb://host:port/path?internalScheme=file`
 /// for one behind a store server (what catalogues hand out), as is for
 /// any other.
-pub(crate) fn location(l: &WireLocation) -> FieldLocation {
+pub fn location(l: &WireLocation) -> FieldLocation {
     let u = &l.uri;
     let mut uri = format!("{}://", u.scheme);
     if !u.host.is_empty() {
@@ -175,7 +175,7 @@ pub(crate) fn location(l: &WireLocation) -> FieldLocation {
 /// # Errors
 /// `InvalidInput` for a location that is not an `fdb://host:port/...`
 /// one.
-pub(crate) fn store_of(l: &FieldLocation) -> Result<(String, u16, WireLocation)> {
+pub fn store_of(l: &FieldLocation) -> Result<(String, u16, WireLocation)> {
     let bad = || {
         Error::invalid_input(format!(
             "location {}: not one of a remote store (fdb://host:port/path)",
@@ -207,7 +207,7 @@ pub(crate) fn store_of(l: &FieldLocation) -> Result<(String, u16, WireLocation)>
 /// A store's location as the catalogue is sent it: wrapped in the store
 /// server's `fdb://host:port`, the store's scheme kept in the query (as
 /// FDB5's client wraps it).
-pub(crate) fn wrapped(store: &WireLocation, host: &str, port: u16) -> WireLocation {
+pub fn wrapped(store: &WireLocation, host: &str, port: u16) -> WireLocation {
     WireLocation {
         class: REMOTE_FIELD_LOCATION.into(),
         uri: Uri {

@@ -18,7 +18,7 @@
 
 pub mod catalogue;
 pub mod connection;
-mod convert;
+pub mod convert;
 mod link;
 pub mod store;
 
@@ -53,9 +53,11 @@ pub struct Remote {
     dial: Dial,
     catalogue: Arc<Connection>,
     schema: Schema,
-    /// The store server new fields go to (the first the catalogue names).
-    store: (String, u16),
-    stores: Mutex<HashMap<(String, u16), Arc<Connection>>>,
+    /// The store servers the catalogue names, in its order.
+    stores: Vec<(String, u16)>,
+    /// Picks this client's store for each dataset (see [`Remote::link`]).
+    salt: u64,
+    connections: Mutex<HashMap<(String, u16), Arc<Connection>>>,
     /// Idle logical clients per store endpoint, for reads.
     readers: Mutex<HashMap<(String, u16), Vec<Mailbox>>>,
     links: Mutex<HashMap<DatasetKey, Weak<Mutex<Link>>>>,
@@ -65,7 +67,7 @@ impl std::fmt::Debug for Remote {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Remote")
             .field("catalogue", &self.dial.endpoint())
-            .field("store", &self.store)
+            .field("stores", &self.stores)
             .finish()
     }
 }
@@ -87,31 +89,36 @@ impl Remote {
         let (_, payload) = client.call(Message::Stores, &[])?;
         let stores =
             Stores::decode(&mut Reader::new(&payload)).map_err(|e| corrupt("Stores", e))?;
-        let store = stores
-            .stores
-            .iter()
-            .flat_map(|(_, e)| e.first())
-            .next()
-            .ok_or_else(|| {
-                Error::new(
-                    ErrorKind::InvalidConfig,
-                    format!("server {endpoint} names no store server"),
-                )
-            })?;
-        let port = u16::try_from(store.port)
-            .map_err(|_| Error::corrupt(format!("server {endpoint}: store port {}", store.port)))?;
-        let store = (store.host.clone(), port);
+        let mut endpoints = Vec::new();
+        for e in stores.stores.iter().flat_map(|(_, e)| e.first()) {
+            let port = u16::try_from(e.port)
+                .map_err(|_| Error::corrupt(format!("server {endpoint}: store port {}", e.port)))?;
+            if !endpoints.contains(&(e.host.clone(), port)) {
+                endpoints.push((e.host.clone(), port));
+            }
+        }
+        if endpoints.is_empty() {
+            return Err(Error::new(
+                ErrorKind::InvalidConfig,
+                format!("server {endpoint} names no store server"),
+            ));
+        }
         let (_, payload) = client.call(Message::Schema, &[])?;
         let wire =
             WireSchema::decode(&mut Reader::new(&payload)).map_err(|e| corrupt("Schema", e))?;
         let schema = convert::schema(&wire, &endpoint)?;
         drop(client);
+        let salt = u64::from(std::process::id()).rotate_left(32)
+            ^ std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| u64::from(d.subsec_nanos()));
         Ok(Arc::new(Remote {
             dial,
             catalogue,
             schema,
-            store,
-            stores: Mutex::default(),
+            stores: endpoints,
+            salt,
+            connections: Mutex::default(),
             readers: Mutex::default(),
             links: Mutex::default(),
         }))
@@ -132,7 +139,7 @@ impl Remote {
     /// means the catalogue server's host.
     fn store_connection(&self, host: &str, port: u16) -> Result<Arc<Connection>> {
         let key = (host.to_string(), port);
-        if let Some(c) = lock(&self.stores).get(&key) {
+        if let Some(c) = lock(&self.connections).get(&key) {
             return Ok(Arc::clone(c));
         }
         use std::net::ToSocketAddrs;
@@ -149,19 +156,34 @@ impl Remote {
             ..self.dial.clone()
         };
         let c = Connection::open(&dial)?;
-        lock(&self.stores).insert(key, Arc::clone(&c));
+        lock(&self.connections).insert(key, Arc::clone(&c));
         Ok(c)
     }
 
     /// The archive pipeline of `dataset`: the one its other writer half
     /// holds, or a new one.
+    ///
+    /// A dataset's fields go to one store server per client, as FDB5's
+    /// client sends them; with several, which one is a hash of the dataset
+    /// and this client's salt, so that the writers of one dataset (the
+    /// members of an ensemble) spread over the stores, while the catalogue
+    /// server indexes them all.
     fn link(&self, dataset: &DatasetKey) -> Result<Arc<Mutex<Link>>> {
+        use std::hash::{Hash, Hasher};
         let mut links = lock(&self.links);
         links.retain(|_, l| l.strong_count() > 0);
         if let Some(l) = links.get(dataset).and_then(Weak::upgrade) {
             return Ok(l);
         }
-        let (host, port) = self.store.clone();
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        dataset.hash(&mut h);
+        self.salt.hash(&mut h);
+        let pick = usize::try_from(h.finish() % self.stores.len() as u64).unwrap_or(0);
+        let (host, port) = self
+            .stores
+            .get(pick)
+            .cloned()
+            .ok_or_else(|| Error::internal("no store server to pick"))?;
         let store = self.store_connection(&host, port)?.client()?;
         let catalogue = self.catalogue.client()?;
         let link = Arc::new(Mutex::new(Link::new(
