@@ -410,7 +410,7 @@ mod tests {
     #[test]
     fn what_fieldstore_cannot_do_is_refused_by_name() {
         let cases = [
-            ("type: remote\nhost: x\n", "type 'remote' is not supported"),
+            ("type: random\n", "type 'random' is not supported"),
             (
                 "spaces: [{regex: 'od(', roots: [{path: /x}]}]\n",
                 "spaces[0].regex: 'od(' does not compile",

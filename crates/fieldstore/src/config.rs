@@ -900,8 +900,26 @@ mod tests {
                 "c.yaml: engine 'lmdb' is not supported (expected toc, daos, rados or memory)",
             ),
             (
+                "type: random\n",
+                "c.yaml: type 'random' is not supported (expected 'local', 'select' or 'remote')",
+            ),
+            (
                 "type: remote\n",
-                "c.yaml: type 'remote' is not supported (expected 'local' or 'select')",
+                "c.yaml: a remote configuration needs 'host'",
+            ),
+            (
+                "type: remote\nhost: h\nschema: ./s\n",
+                "c.yaml: 'schema' is not a key of a remote configuration (type, engine, store, \
+                 host, port, preferSingleConnection, timeout): the server's own configuration \
+                 says the rest",
+            ),
+            (
+                "type: remote\nhost: h\nport: 0\n",
+                "c.yaml: port: expected a port number, got Number(0)",
+            ),
+            (
+                "type: remote\nhost: h\nengine: toc\n",
+                "c.yaml: engine: String(\"toc\"): a remote configuration's engine is 'remote'",
             ),
             (
                 "engine: toc\n",
@@ -917,6 +935,25 @@ mod tests {
         assert!(e.to_string().starts_with("c.yaml: "), "{e}");
         let e = Config::from_yaml("enigne: toc\n", Path::new("."), "c.yaml").unwrap_err();
         assert!(e.to_string().contains("unknown field `enigne`"), "{e}");
+    }
+
+    #[test]
+    fn a_remote_configuration_in_fdb5s_client_shape() {
+        let c = Config::from_yaml(
+            "type: remote\nengine: remote\nstore: remote\nhost: fdb.example\nport: 7655\n\
+             preferSingleConnection: true\ntimeout: 2.5\n",
+            Path::new("."),
+            "c.yaml",
+        )
+        .unwrap();
+        assert_eq!((c.engine, c.store), (Engine::Remote, StoreKind::Remote));
+        let r = c.backend("remote");
+        assert_eq!(r["host"], "fdb.example");
+        assert_eq!(r["port"], 7655);
+        assert_eq!(r["preferSingleConnection"], true);
+        assert_eq!(r["timeout"], 2.5);
+        let c = Config::from_yaml("type: remote\nhost: h\n", Path::new("."), "c.yaml").unwrap();
+        assert_eq!(c.backend("remote")["port"], 7654);
     }
 
     #[test]

@@ -289,7 +289,10 @@ static void test_handles(const char* work) {
     fdb_handle_t* fdb = NULL;
     FAILS(fdb_new_handle_from_yaml(NULL, "", ""), FIELDSTORE_INVALID_INPUT, "is NULL");
     FAILS(fdb_new_handle_from_yaml(&fdb, "type: [", ""), FIELDSTORE_INVALID_CONFIG, "system_config");
-    FAILS(fdb_new_handle_from_yaml(&fdb, "{type: remote, host: x, port: 1}", ""), FIELDSTORE_INVALID_CONFIG, "type 'remote' is not supported");
+    FAILS(fdb_new_handle_from_yaml(&fdb, "{type: random}", ""), FIELDSTORE_INVALID_CONFIG, "type 'random' is not supported");
+    /* A server that is not there: an error at once, naming it. */
+    FAILS(fdb_new_handle_from_yaml(&fdb, "{type: remote, host: 127.0.0.1, port: 1, timeout: 2}", ""),
+          FIELDSTORE_UNAVAILABLE, "server 127.0.0.1:1");
     FAILS(fdb_new_handle_from_yaml(&fdb, "{spaces: [{catalogueRoots: []}]}", ""), FIELDSTORE_UNSUPPORTED, "catalogueRoots");
     FAILS(fdb_new_handle_from_yaml(&fdb, "{engine: toc, spaces: [{roots: [{path: /nonexistent/x}]}]}", ""),
           FIELDSTORE_NOT_FOUND, "/nonexistent/x");
