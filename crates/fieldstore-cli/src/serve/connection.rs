@@ -55,8 +55,65 @@ const SERVED: i64 = bit(Message::Flush)
     | bit(Message::Axes)
     | bit(Message::Exists)
     | bit(Message::Wipe);
+/// Bytes a connection's readers buffer.
+const READ_BUFFER: usize = 256 << 10;
+/// Bytes of reply frames gathered before one write (a listing's elements
+/// go out in a few writes, not one per element).
+const WRITE_BATCH: usize = 256 << 10;
 /// Bytes per data blob of a read (FDB5's: just under 4 MiB).
 const READ_CHUNK: usize = (4 << 20) - (2 << 10);
+
+/// Reply frames of one request on the data channel, gathered and written
+/// [`WRITE_BATCH`] bytes at a time: a listing of thousands of elements
+/// costs a few writes, and the client a few reads.
+struct Batch<'a> {
+    conn: &'a Conn,
+    client: u32,
+    request: u32,
+    out: Vec<u8>,
+}
+
+impl<'a> Batch<'a> {
+    fn new(conn: &'a Conn, client: u32, request: u32) -> Batch<'a> {
+        Batch {
+            conn,
+            client,
+            request,
+            out: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, message: Message, payload: &[u8]) -> Result<()> {
+        let frame = frame::encode_frame(message, false, self.client, self.request, payload)
+            .map_err(|e| Error::internal(e.to_string()))?;
+        self.out.extend_from_slice(&frame);
+        Ok(())
+    }
+
+    fn write(&mut self) -> Result<()> {
+        if self.out.is_empty() {
+            return Ok(());
+        }
+        self.conn.write_raw(false, &self.out)?;
+        self.out.clear();
+        Ok(())
+    }
+
+    /// One `Blob`, written once enough is gathered.
+    fn blob(&mut self, payload: &[u8]) -> Result<()> {
+        self.push(Message::Blob, payload)?;
+        if self.out.len() >= WRITE_BATCH {
+            self.write()?;
+        }
+        Ok(())
+    }
+
+    /// `Complete`, and everything gathered written.
+    fn complete(mut self) -> Result<()> {
+        self.push(Message::Complete, &[])?;
+        self.write()
+    }
+}
 
 /// Which of the server's two ports a connection came in on: the
 /// catalogue's (`serverPort`) or the store's. Messages both roles know
@@ -407,12 +464,17 @@ impl Conn {
     ) -> Result<()> {
         let bytes = frame::encode_frame(message, control, client, request, payload)
             .map_err(|e| Error::internal(e.to_string()))?;
+        self.write_raw(control, &bytes)
+    }
+
+    /// Write whole frames to the channel `control` picks.
+    fn write_raw(&self, control: bool, bytes: &[u8]) -> Result<()> {
         let socket = match (&self.data, control) {
             (Some(d), false) => d,
             _ => &self.control,
         };
         lock(socket)
-            .write_all(&bytes)
+            .write_all(bytes)
             .map_err(|e| Error::io("writing to the client", e))
     }
 
@@ -441,8 +503,11 @@ impl Conn {
         Ok(())
     }
 
-    fn control_loop(&self, mut reader: TcpStream) -> End {
+    fn control_loop(&self, reader: TcpStream) -> End {
         let limit = self.server.config.max_payload;
+        // Buffered: a frame costs one read, not three (header, payload,
+        // end marker), when several are waiting.
+        let mut reader = io::BufReader::with_capacity(READ_BUFFER, reader);
         loop {
             let (h, payload) = match read_frame(&mut reader, limit) {
                 Ok(f) => f,
@@ -475,8 +540,9 @@ impl Conn {
         }
     }
 
-    fn data_loop(&self, mut reader: TcpStream) -> End {
+    fn data_loop(&self, reader: TcpStream) -> End {
         let limit = self.server.config.max_payload;
+        let mut reader = io::BufReader::with_capacity(READ_BUFFER, reader);
         loop {
             let (h, payload) = match read_frame(&mut reader, limit) {
                 Ok(f) => f,
@@ -906,10 +972,11 @@ impl Conn {
         produce: impl FnOnce() -> Result<Vec<Vec<u8>>>,
     ) {
         let sent = produce().and_then(|blobs| {
+            let mut batch = Batch::new(self, client, request);
             for b in blobs {
-                self.send(false, Message::Blob, client, request, &b)?;
+                batch.blob(&b)?;
             }
-            self.send(false, Message::Complete, client, request, &[])
+            batch.complete()
         });
         if let Err(e) = sent {
             self.error(false, client, request, &e);
@@ -923,6 +990,7 @@ impl Conn {
         let request = wire::lookup_request(&tool.request, self.server.reader.schema())?;
         let depth = wire::level("list depth", depth)?;
         let mut sent = Ok(());
+        let mut batch = Batch::new(self, client, request_id);
         self.server.reader.visit(
             &request,
             ListOptions {
@@ -945,12 +1013,12 @@ impl Conn {
                 };
                 let mut w = Writer::new();
                 element.encode(&mut w);
-                sent = self.send(false, Message::Blob, client, request_id, w.bytes());
+                sent = batch.blob(w.bytes());
                 sent.is_ok()
             },
         )?;
         sent?;
-        self.send(false, Message::Complete, client, request_id, &[])
+        batch.complete()
     }
 
     fn location(&self, class: &str, l: &fieldstore::FieldLocation) -> WireLocation {

@@ -368,7 +368,9 @@ impl Drop for Connection {
     }
 }
 
-fn read_loop(mut socket: TcpStream, boxes: &Mutex<Mailboxes>, endpoint: &str) {
+fn read_loop(socket: TcpStream, boxes: &Mutex<Mailboxes>, endpoint: &str) {
+    // Buffered: a listing's many small frames cost a few reads.
+    let mut socket = std::io::BufReader::with_capacity(256 << 10, socket);
     let why = loop {
         match read_frame(&mut socket, REPLY_LIMIT) {
             Ok((h, payload)) => {
