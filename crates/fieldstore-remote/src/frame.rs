@@ -261,6 +261,51 @@ pub fn encode_frame(
     Ok(out)
 }
 
+/// Frames whose payload is at least this large are written in parts
+/// (header, payload pieces, end marker) instead of being copied into one
+/// buffer first: a field's megabytes are not copied twice on their way out.
+pub const WRITE_IN_PARTS: usize = 64 << 10;
+
+/// Write one frame whose payload is the concatenation of `parts`: small
+/// frames in a single `write_all` (copied into one buffer), large ones
+/// ([`WRITE_IN_PARTS`]) part by part. The caller holds the socket's lock
+/// for the whole call, so that frames of several threads never
+/// interleave.
+///
+/// # Errors
+/// As [`encode_frame`], and I/O errors.
+pub fn write_frame_parts(
+    w: &mut impl Write,
+    message: Message,
+    control: bool,
+    client_id: u32,
+    request_id: u32,
+    parts: &[&[u8]],
+) -> Result<(), FrameError> {
+    let total: usize = parts.iter().map(|p| p.len()).sum();
+    let size = u32::try_from(total).map_err(|_| FrameError::TooLarge {
+        size: u32::MAX,
+        limit: u32::MAX,
+    })?;
+    let header = Header::new(message, control, client_id, request_id, size).encode()?;
+    if total < WRITE_IN_PARTS {
+        let mut out = Vec::with_capacity(HEADER_LEN + total + 4);
+        out.extend_from_slice(&header);
+        for p in parts {
+            out.extend_from_slice(p);
+        }
+        out.extend_from_slice(&END_MARKER);
+        w.write_all(&out)?;
+    } else {
+        w.write_all(&header)?;
+        for p in parts {
+            w.write_all(p)?;
+        }
+        w.write_all(&END_MARKER)?;
+    }
+    Ok(())
+}
+
 /// Write one frame in a single `write_all` (so that frames from several
 /// threads sharing a socket behind a lock never interleave).
 ///

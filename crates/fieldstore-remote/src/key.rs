@@ -52,16 +52,21 @@ impl Key {
     /// Encode. A keyword given twice is sent once (the first value), as the
     /// map FDB5 decodes into would keep one.
     pub fn encode(&self, w: &mut Writer) {
-        let mut map: BTreeMap<&str, &str> = BTreeMap::new();
-        let mut names = Vec::new();
-        for (k, v) in &self.pairs {
-            if !map.contains_key(k.as_str()) {
-                map.insert(k, v);
-                names.push(k.as_str());
+        // A handful of pairs: a sorted vector, not a map (this runs once
+        // per listed element).
+        let mut names: Vec<&str> = Vec::with_capacity(self.pairs.len());
+        for (k, _) in &self.pairs {
+            if !names.contains(&k.as_str()) {
+                names.push(k);
             }
         }
-        w.count(map.len());
-        for (k, v) in &map {
+        let mut sorted: Vec<(&str, &str)> = names
+            .iter()
+            .filter_map(|n| self.get(n).map(|v| (*n, v)))
+            .collect();
+        sorted.sort_unstable_by_key(|(k, _)| *k);
+        w.count(sorted.len());
+        for (k, v) in &sorted {
             w.string(k).string(v);
         }
         w.count(names.len());

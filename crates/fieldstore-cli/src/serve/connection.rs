@@ -462,9 +462,18 @@ impl Conn {
         request: u32,
         payload: &[u8],
     ) -> Result<()> {
-        let bytes = frame::encode_frame(message, control, client, request, payload)
-            .map_err(|e| Error::internal(e.to_string()))?;
-        self.write_raw(control, &bytes)
+        let socket = match (&self.data, control) {
+            (Some(d), false) => d,
+            _ => &self.control,
+        };
+        // A large payload (a field read) is written as it is, not copied.
+        let mut s = lock(socket);
+        frame::write_frame_parts(&mut *s, message, control, client, request, &[payload]).map_err(
+            |e| match e {
+                FrameError::Io(e) => Error::io("writing to the client", e),
+                e => Error::internal(e.to_string()),
+            },
+        )
     }
 
     /// Write whole frames to the channel `control` picks.
@@ -1023,6 +1032,10 @@ impl Conn {
 
     fn location(&self, class: &str, l: &fieldstore::FieldLocation) -> WireLocation {
         // A catalogue-only server's locations name their store servers.
+        if !l.uri.starts_with("fdb://") {
+            let port = u16::try_from(self.store.port).unwrap_or(0);
+            return wire::remote_location(class, l, &self.store.host, port);
+        }
         if let Ok((host, port, inner)) = fieldstore_remote::client::convert::store_of(l) {
             let wrapped = fieldstore_remote::client::convert::wrapped(&inner, &host, port);
             return WireLocation {

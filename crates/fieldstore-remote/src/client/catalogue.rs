@@ -35,7 +35,7 @@ impl RemoteCatalogue {
         &self,
         message: Message,
         payload: &[u8],
-        each: &mut dyn FnMut(&[u8]) -> Result<bool>,
+        each: &mut dyn FnMut(Vec<u8>) -> Result<bool>,
     ) -> Result<()> {
         self.0.query_client()?.stream(message, payload, each)
     }
@@ -72,7 +72,7 @@ impl CatalogueQueries for RemoteCatalogue {
         tool_request(request).encode(&mut w);
         w.int(depth_arg(depth));
         self.stream(Message::List, w.bytes(), &mut |blob| {
-            Ok(visit(self.decode_element(blob)?))
+            Ok(visit(self.decode_element(&blob)?))
         })
     }
 
@@ -83,7 +83,7 @@ impl CatalogueQueries for RemoteCatalogue {
         let endpoint = self.0.endpoint();
         let mut axes = Axes::new();
         self.stream(Message::Axes, w.bytes(), &mut |blob| {
-            let e = AxesElement::decode(&mut Reader::new(blob))
+            let e = AxesElement::decode(&mut Reader::new(&blob))
                 .map_err(|e| Error::corrupt(format!("server {endpoint}: undecodable axes: {e}")))?;
             // The element's axes hold its dataset's keywords already when
             // anything below matched; its dataset key alone is no answer
@@ -101,7 +101,7 @@ impl CatalogueQueries for RemoteCatalogue {
         tool_request(request).encode(&mut w);
         let mut out = Vec::new();
         self.stream(Message::Inspect, w.bytes(), &mut |blob| {
-            out.push(self.decode_element(blob)?);
+            out.push(self.decode_element(&blob)?);
             Ok(true)
         })?;
         Ok(out)

@@ -10,7 +10,6 @@
 //! dead server longer than the time-out, and nothing hangs.
 
 use std::collections::{HashMap, VecDeque};
-use std::io::Write;
 use std::net::{Shutdown, SocketAddr, TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
@@ -327,15 +326,33 @@ impl Connection {
         request: u32,
         payload: &[u8],
     ) -> Result<()> {
-        let bytes = frame::encode_frame(message, control, client, request, payload)
-            .map_err(|e| Error::invalid_input(format!("fieldstore remote: {e}")))?;
+        self.send_parts(control, message, client, request, &[payload])
+    }
+
+    /// [`Connection::send`] of a payload in pieces (a field's keys, then
+    /// its bytes, which are not copied when large).
+    ///
+    /// # Errors
+    /// As [`Connection::send`].
+    pub(crate) fn send_parts(
+        &self,
+        control: bool,
+        message: Message,
+        client: u32,
+        request: u32,
+        parts: &[&[u8]],
+    ) -> Result<()> {
         let socket = match (&self.data, control) {
             (Some(d), false) => d,
             _ => &self.control,
         };
-        lock(socket)
-            .write_all(&bytes)
-            .map_err(|e| self.broken(format!("sending {message}: {e}")))
+        let mut s = lock(socket);
+        frame::write_frame_parts(&mut *s, message, control, client, request, parts).map_err(|e| {
+            match e {
+                frame::FrameError::Io(e) => self.broken(format!("sending {message}: {e}")),
+                e => Error::invalid_input(format!("fieldstore remote: {e}")),
+            }
+        })
     }
 
     /// The error of a connection found broken (and remembered as such).
@@ -509,7 +526,7 @@ impl Mailbox {
         &mut self,
         message: Message,
         payload: &[u8],
-        each: &mut dyn FnMut(&[u8]) -> Result<bool>,
+        each: &mut dyn FnMut(Vec<u8>) -> Result<bool>,
     ) -> Result<()> {
         let (request, _) = self.call(message, payload)?;
         loop {
@@ -519,7 +536,7 @@ impl Mailbox {
             }
             match h.message {
                 Message::Blob => {
-                    if !each(&p)? {
+                    if !each(p)? {
                         return Ok(());
                     }
                 }

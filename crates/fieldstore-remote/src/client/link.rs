@@ -20,7 +20,7 @@ use fieldstore_core::{CollocationKey, ElementKey, Error, ErrorKind, FieldLocatio
 
 use super::connection::{server_error, Mailbox};
 use super::convert::{wire_key, wrapped};
-use crate::archive::{encode_flush, CatalogueBlob, StoreBlob};
+use crate::archive::{encode_flush, CatalogueBlob};
 use crate::key::Key as WireKey;
 use crate::location::FieldLocation as WireLocation;
 use crate::{Message, Reader, Writer};
@@ -93,16 +93,18 @@ impl Link {
             self.store_started = true;
         }
         let request = self.store.connection().request_id();
+        // The blob is the two keys, then the field's bytes untagged
+        // (`StoreBlob`): the keys encoded, the bytes sent as they are.
         let mut w = Writer::new();
-        StoreBlob {
-            db_key: self.db.clone(),
-            idx_key: wire_key(collocation.key()),
-            data,
-        }
-        .encode(&mut w);
-        self.store
-            .connection()
-            .send(false, Message::Blob, self.store.id(), request, w.bytes())?;
+        self.db.encode(&mut w);
+        wire_key(collocation.key()).encode(&mut w);
+        self.store.connection().send_parts(
+            false,
+            Message::Blob,
+            self.store.id(),
+            request,
+            &[w.bytes(), data],
+        )?;
         self.store_sent += 1;
         self.in_flight += 1;
         self.take_answers(false)?;
