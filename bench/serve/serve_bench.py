@@ -145,14 +145,14 @@ def fs_rtt(python, client, n):
     """fieldstore's own client through its Python package: as `rtt`, seconds per round trip."""
     code = r"""
 import json, sys, time
-from fieldstore._fieldstore import Store
-fs = Store(path=sys.argv[1])
-el = list(fs.list({"class": "rd", "expver": "xxxx"}, False, 3))[0]
-req = {k: [v] for k, v in el["keys"].items()} if "keys" in el else None
+import fieldstore
+fdb = fieldstore.FDB(sys.argv[1])
+el = list(fdb.list({"class": "rd", "expver": "xxxx"}, level=3))[0]
+req = {k: [v] for k, v in el.combined_key().items() if v}
 out = []
 for _ in range(int(sys.argv[2])):
     t = time.perf_counter()
-    data = fs.retrieve(req).read()
+    data = fdb.retrieve(req).read()
     out.append(time.perf_counter() - t)
     assert data[:4] == b"GRIB", data[:4]
 print(json.dumps(out))
