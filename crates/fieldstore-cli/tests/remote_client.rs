@@ -618,3 +618,60 @@ fn one_catalogue_and_three_stores_spread_the_writers_and_answer_as_one_store() {
         + 4;
     assert!(std::fs::read(&back).expect("read") == written[..end]);
 }
+
+#[test]
+fn a_watch_through_fieldstore_serve_is_told_of_flushes() {
+    use fieldstore::watch::{Since, WatchOptions};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (_serve, port, _log) = start_fieldstore(dir.path(), "", false);
+    let config = remote_config(dir.path(), "client.yaml", port, 20.0);
+    let watcher = open(&config).expect("open");
+    let request: Request = "class=od,stream=oper,step=0/6/12".parse().expect("request");
+    let mut watch = watcher
+        .watch(
+            &request,
+            WatchOptions {
+                since: Since::Now,
+                count: Some(3),
+                timeout: Some(Duration::from_secs(30)),
+                ..WatchOptions::default()
+            },
+        )
+        .expect("watch");
+    // Told by the server, not polling.
+    assert!(
+        watch.mechanism().contains("told of flushes"),
+        "{}",
+        watch.mechanism()
+    );
+    let writer = std::thread::spawn(move || {
+        let fs = open(&config).expect("open");
+        for step in [0, 6, 12] {
+            std::thread::sleep(Duration::from_millis(200));
+            let key: Key = format!(
+                "class=od,expver=0001,stream=oper,date=20231201,time=1200,domain=g,type=fc,\
+                 levtype=sfc,step={step},param=167"
+            )
+            .parse()
+            .expect("key");
+            fs.archive(&key, format!("GRIB {step} 7777").as_bytes())
+                .expect("archive");
+            fs.flush().expect("flush");
+        }
+    });
+    let mut steps = Vec::new();
+    for event in &mut watch {
+        let event = event.expect("event");
+        steps.push(
+            event
+                .element
+                .element
+                .key()
+                .get("step")
+                .expect("step")
+                .to_string(),
+        );
+    }
+    writer.join().expect("writer");
+    assert_eq!(steps, ["0", "6", "12"]);
+}

@@ -76,6 +76,12 @@ pub enum Message {
     Blob = 300,
     /// Several blob frames in one payload.
     MultiBlob = 301,
+    /// fieldstore's extension, not FDB5's: the client asks to be told of
+    /// every flush the server makes visible (an empty `Blob` under this
+    /// request each time). Sent only to a server whose startup reply says
+    /// `fieldstoreWatch` ([`crate::startup::WATCH_KEY`]): FDB5's servers
+    /// would refuse the number.
+    Watch = 62720,
 }
 
 const ALL: &[Message] = &[
@@ -111,6 +117,7 @@ const ALL: &[Message] = &[
     Message::Complete,
     Message::Blob,
     Message::MultiBlob,
+    Message::Watch,
 ];
 
 impl Message {

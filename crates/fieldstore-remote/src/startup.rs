@@ -151,12 +151,20 @@ pub struct Agreed {
     pub location_version: i64,
     /// Features both enable.
     pub features: i64,
+    /// The server pushes flushes to watchers (fieldstore's extension,
+    /// [`WATCH_KEY`]); set by a server that does, never by `negotiate`.
+    pub watch: bool,
 }
+
+/// The key of the agreed configuration by which a server says that it
+/// takes [`Message::Watch`] (fieldstore's extension; FDB5's clients ignore
+/// keys they do not know).
+pub const WATCH_KEY: &str = "fieldstoreWatch";
 
 impl Agreed {
     /// The configuration value sent back in [`ServerStartup::config`].
     pub fn to_value(&self) -> Value {
-        Value::Map(vec![
+        let mut pairs = vec![
             (
                 Value::String("RemoteFieldLocation".into()),
                 Value::List(vec![Value::Number(self.location_version)]),
@@ -173,7 +181,11 @@ impl Agreed {
                 Value::String("EnabledFeatures".into()),
                 Value::Number(self.features),
             ),
-        ])
+        ];
+        if self.watch {
+            pairs.push((Value::String(WATCH_KEY.into()), Value::Bool(true)));
+        }
+        Value::Map(pairs)
     }
 }
 
@@ -233,6 +245,7 @@ pub fn negotiate(client: &Value, connections: &[i64], features: i64) -> Result<A
         single_connection: chosen == 1,
         location_version,
         features: client_features & features,
+        watch: false,
     })
 }
 

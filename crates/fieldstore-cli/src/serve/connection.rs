@@ -225,6 +225,54 @@ struct Conn {
     port: Port,
     /// Wipes announced on this (catalogue) connection, by dataset key.
     wipes: Mutex<HashMap<String, PendingWipe>>,
+    /// This connection, for the watchers' registry (set once it is
+    /// shared).
+    me: std::sync::OnceLock<std::sync::Weak<Conn>>,
+}
+
+/// The clients told of every flush (fieldstore's `Watch` extension): each
+/// gets an empty `Blob` under its `Watch` request whenever any client's
+/// flush made something visible. Entries of closed connections go at the
+/// next notification.
+#[derive(Default)]
+pub(super) struct Watchers(Mutex<Vec<(std::sync::Weak<Conn>, u32, u32)>>);
+
+impl Watchers {
+    fn add(&self, conn: std::sync::Weak<Conn>, client: u32, request: u32) {
+        lock(&self.0).push((conn, client, request));
+    }
+
+    /// Tell every watcher; forget those whose connection is gone or
+    /// fails (a watcher that stops reading is dropped, not waited for:
+    /// the sockets' write timeout bounds a stuck one).
+    fn notify(&self) {
+        let watchers: Vec<_> = lock(&self.0).clone();
+        let mut gone = Vec::new();
+        for (i, (conn, client, request)) in watchers.iter().enumerate() {
+            let sent = conn.upgrade().is_some_and(|c| {
+                !c.closing.load(Ordering::Relaxed)
+                    && c.send(false, Message::Blob, *client, *request, &[]).is_ok()
+            });
+            if !sent {
+                gone.push(i);
+            }
+        }
+        if !gone.is_empty() {
+            let mut g = lock(&self.0);
+            let mut i = 0;
+            g.retain(|_| {
+                let keep = !gone.contains(&i);
+                i += 1;
+                keep
+            });
+        }
+    }
+
+    /// Forget a client's watch (it stopped).
+    fn remove(&self, conn: u64, client: u32) {
+        lock(&self.0)
+            .retain(|(c, cl, _)| !(*cl == client && c.upgrade().is_some_and(|c| c.id == conn)));
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -237,6 +285,7 @@ pub(super) fn serve(server: Arc<Server>, stream: TcpStream, peer: SocketAddr, id
     match handshake(&server, stream, peer, id, port) {
         Ok((conn, control_reader, data_reader)) => {
             let conn = Arc::new(conn);
+            let _ = conn.me.set(Arc::downgrade(&conn));
             let data_thread = data_reader.map(|r| {
                 let c = Arc::clone(&conn);
                 std::thread::spawn(move || {
@@ -296,7 +345,10 @@ fn handshake(
             ),
         ));
     }
-    let agreed = negotiate(&startup.config, &[1, 2], SERVED).map_err(|e| refuse(&mut writer, e))?;
+    let mut agreed =
+        negotiate(&startup.config, &[1, 2], SERVED).map_err(|e| refuse(&mut writer, e))?;
+    // fieldstore's clients may ask to be told of flushes (FDB5's ignore it).
+    agreed.watch = port == Port::Catalogue;
     let host = startup.endpoint.host.clone();
     let data_listener = if agreed.single_connection {
         None
@@ -365,6 +417,7 @@ fn handshake(
             store,
             port,
             wipes: Mutex::new(HashMap::new()),
+            me: std::sync::OnceLock::new(),
         },
         reader,
         data_reader,
@@ -582,6 +635,7 @@ impl Conn {
                 if let Some(mut c) = lock(&self.clients).remove(&client) {
                     c.discard();
                 }
+                self.server.watchers.remove(self.id, client);
                 Ok(())
             }
             Message::Stores => self.role(client, Role::Catalogue).and_then(|()| {
@@ -718,6 +772,17 @@ impl Conn {
                         None => self.send(true, Message::Received, client, request, &[]),
                     })
             }
+            Message::Watch => self.role(client, Role::Catalogue).and_then(|()| {
+                let me = self
+                    .me
+                    .get()
+                    .cloned()
+                    .ok_or_else(|| Error::internal("a connection not yet shared"))?;
+                // Registered before the answer: a flush after the client
+                // hears `Received` is told.
+                self.server.watchers.add(me, client, request);
+                self.send(true, Message::Received, client, request, &[])
+            }),
             Message::Exists => {
                 let key =
                     WireKey::decode(&mut Reader::new(payload)).map_err(|e| bad("Exists", e))?;
@@ -960,6 +1025,9 @@ impl Conn {
             for w in c.catalogue_writers.values_mut() {
                 w.flush()?;
             }
+            drop(g);
+            self.server.watchers.notify();
+            return self.send(true, Message::Received, client, request, &[]);
         } else if let Some(c) = g.get_mut(&client) {
             // A store-only server's flush: the data durable (the client
             // flushes the catalogue after, which makes it visible).

@@ -42,6 +42,8 @@ pub(crate) struct Server {
     store_port: AtomicU16,
     /// The schema as FDB5 serialises it, encoded once.
     schema_payload: Vec<u8>,
+    /// Clients told of every flush (fieldstore's `Watch` extension).
+    watchers: connection::Watchers,
 }
 
 impl Server {
@@ -71,6 +73,7 @@ impl Server {
             next_connection: AtomicU64::new(1),
             store_port: AtomicU16::new(0),
             schema_payload: w.into_bytes(),
+            watchers: connection::Watchers::default(),
         }))
     }
 

@@ -141,8 +141,19 @@ impl Catalogue for RemoteCatalogue {
         format!("{} on fdb://{}", dataset.braced(), self.0.endpoint())
     }
 
+    /// Told by the server (`fieldstore serve`'s `Watch`), else polling
+    /// (FDB5's servers have no notifications).
     fn waiter(&self) -> Result<Box<dyn ChangeWaiter>> {
-        Ok(Box::new(PollingWaiter::new(POLL_MAX)))
+        if !self.0.pushes_flushes() {
+            return Ok(Box::new(PollingWaiter::new(POLL_MAX)));
+        }
+        let mut client = self.0.query_client()?;
+        let (request, _) = client.call(Message::Watch, &[])?;
+        Ok(Box::new(PushedWaiter {
+            client,
+            request,
+            endpoint: self.0.endpoint(),
+        }))
     }
 
     fn maintenance(&self) -> Option<&dyn CatalogueMaintenance> {
@@ -160,6 +171,44 @@ impl Catalogue for RemoteCatalogue {
     fn queries(&self) -> Option<&dyn CatalogueQueries> {
         Some(self)
     }
+}
+
+/// Waits for the server's word of a flush: registered (its `Watch`
+/// answered) before the caller's first look, so no flush after it is
+/// missed.
+struct PushedWaiter {
+    client: super::connection::Mailbox,
+    request: u32,
+    endpoint: String,
+}
+
+impl ChangeWaiter for PushedWaiter {
+    fn wait(&mut self, timeout: std::time::Duration) -> Result<()> {
+        let mut told = false;
+        let mut wait = timeout;
+        // Every word already here counts as one change.
+        while let Some((h, payload)) = self.client.recv_within(wait)? {
+            if h.request_id == self.request {
+                match h.message {
+                    Message::Blob => told = true,
+                    Message::Error => {
+                        return Err(super::connection::server_error(&self.endpoint, &payload))
+                    }
+                    _ => {}
+                }
+            }
+            if told {
+                wait = std::time::Duration::ZERO;
+            }
+        }
+        Ok(())
+    }
+
+    fn mechanism(&self) -> String {
+        format!("told of flushes by {}", self.endpoint)
+    }
+
+    fn found(&mut self) {}
 }
 
 /// One dataset's catalogue writer: its half of the dataset's [`Link`].

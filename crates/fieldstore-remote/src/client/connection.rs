@@ -74,6 +74,8 @@ pub struct Connection {
     mailboxes: Arc<Mutex<Mailboxes>>,
     next_client: AtomicU32,
     next_request: AtomicU32,
+    /// The server tells watchers of flushes (fieldstore's `Watch`).
+    pushes_flushes: bool,
 }
 
 impl std::fmt::Debug for Connection {
@@ -218,6 +220,10 @@ impl Connection {
                 "the Startup reply names another client session",
             ));
         }
+        let pushes_flushes = matches!(
+            reply.config.get(crate::startup::WATCH_KEY),
+            Some(Value::Bool(true))
+        );
         let connections = reply
             .config
             .get("NumberOfConnections")
@@ -278,12 +284,19 @@ impl Connection {
             mailboxes,
             next_client: AtomicU32::new(1),
             next_request: AtomicU32::new(1),
+            pushes_flushes,
         }))
     }
 
     /// The server's `host:port`.
     pub fn endpoint(&self) -> &str {
         &self.endpoint
+    }
+
+    /// Whether the server tells watchers of flushes (`fieldstore serve`
+    /// does; FDB5's servers do not).
+    pub fn pushes_flushes(&self) -> bool {
+        self.pushes_flushes
     }
 
     /// A new logical client with its own mailbox.
@@ -468,6 +481,24 @@ impl Mailbox {
             return Ok(f);
         }
         self.recv_wire()
+    }
+
+    /// The next frame for this client within `wait`, `None` after it.
+    ///
+    /// # Errors
+    /// `Unavailable` if the connection ended.
+    pub(crate) fn recv_within(&mut self, wait: Duration) -> Result<Option<Frame>> {
+        if let Some(f) = self.stash.pop_front() {
+            return Ok(Some(f));
+        }
+        match self.rx.recv_timeout(wait) {
+            Ok(f) => Ok(Some(f)),
+            Err(RecvTimeoutError::Timeout) => Ok(None),
+            Err(RecvTimeoutError::Disconnected) => Err(unavailable(
+                &self.connection.endpoint,
+                self.connection.why_broken(),
+            )),
+        }
     }
 
     /// A frame already here, if any (never waits).

@@ -197,6 +197,11 @@ impl Remote {
         Ok(link)
     }
 
+    /// Whether the catalogue server tells watchers of flushes.
+    fn pushes_flushes(&self) -> bool {
+        self.catalogue.pushes_flushes()
+    }
+
     /// A logical client of the catalogue server for one query.
     fn query_client(&self) -> Result<Mailbox> {
         self.catalogue.client()
