@@ -23,7 +23,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use common::servers::{client_config, run, start_fdb5, start_fieldstore, Wheels};
+use common::servers::{client_config, run, start_fdb5, start_fieldstore, Wheels, FILES, REQUESTS};
 use common::{fdb5, repo};
 use fieldstore_remote::archive::{CatalogueBlob, StoreBlob};
 use fieldstore_remote::frame::{encode_frame, read_frame};
@@ -33,25 +33,6 @@ use fieldstore_remote::session::{Endpoint, SessionId};
 use fieldstore_remote::startup::ClientStartup;
 use fieldstore_remote::value::Value;
 use fieldstore_remote::{Message, Reader, Writer};
-
-/// GRIB fixtures written to both servers.
-const FILES: &[&str] = &[
-    "synth11.grib",
-    "levtypes.grib",
-    "rd-fc.grib",
-    "template.grib",
-    "timespan.grib",
-    "climatology.grib",
-];
-
-/// Requests listed (besides `--all`).
-const REQUESTS: &[&str] = &[
-    "class=od",
-    "class=od,levtype=pl",
-    "class=od,param=167/130",
-    "class=rd",
-    "stream=oper,levtype=sfc",
-];
 
 /// One side of the comparison.
 struct Side<'a> {

@@ -22,28 +22,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::servers::{start_fdb5, start_fieldstore, start_fieldstore_on, Wheels};
+use common::servers::{start_fdb5, start_fieldstore, start_fieldstore_on, Wheels, FILES, REQUESTS};
 use common::{fdb5, repo, Env};
 use fieldstore::{Config, FieldStore, Key, Request};
-
-/// GRIB fixtures archived through the client.
-const FILES: &[&str] = &[
-    "synth11.grib",
-    "levtypes.grib",
-    "rd-fc.grib",
-    "template.grib",
-    "timespan.grib",
-    "climatology.grib",
-];
-
-/// Requests listed and taken axes of (besides everything).
-const REQUESTS: &[&str] = &[
-    "class=od",
-    "class=od,levtype=pl",
-    "class=od,param=167/130",
-    "class=rd",
-    "stream=oper,levtype=sfc",
-];
 
 fn fixture(name: &str) -> PathBuf {
     repo().join("tests/fixtures/grib").join(name)
@@ -461,25 +442,7 @@ fn a_server_killed_mid_session_costs_only_the_unflushed_and_the_client_is_told()
 /// `fieldstore serve` with `config` (a role's config file): the child, its
 /// port.
 fn serve_role(config: &Path) -> (common::servers::Killed, u16) {
-    use std::io::BufRead;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fieldstore"))
-        .arg("--config")
-        .arg(config)
-        .arg("serve")
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start fieldstore serve");
-    let mut stderr = std::io::BufReader::new(child.stderr.take().expect("stderr"));
-    let mut line = String::new();
-    stderr.read_line(&mut line).expect("the listening line");
-    let port = line
-        .split("listening on 127.0.0.1:")
-        .nth(1)
-        .and_then(|r| r.split_whitespace().next())
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("no port in {line:?}"));
-    // Keep its standard error drained.
-    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+    let (child, port, _log) = common::servers::spawn_serve(config, false);
     (common::servers::Killed(child), port)
 }
 

@@ -20,12 +20,11 @@
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use common::servers::Wheels;
+use common::servers::{spawn_serve, Wheels};
 use common::{fdb5, repo};
 use serde_json::{json, Value};
 
@@ -331,43 +330,11 @@ impl Server {
             ),
         )
         .expect("write");
-        let until = Instant::now() + Duration::from_secs(10);
-        loop {
-            let mut child = Command::new(env!("CARGO_BIN_EXE_fieldstore"))
-                .arg("--config")
-                .arg(&config)
-                .arg("serve")
-                .env_remove("FDB_WIPE_SECRET")
-                .stdin(Stdio::null())
-                .stderr(Stdio::piped())
-                .spawn()
-                .expect("start fieldstore serve");
-            let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
-            let mut line = String::new();
-            stderr.read_line(&mut line).expect("the listening line");
-            let found = line
-                .split("listening on 127.0.0.1:")
-                .nth(1)
-                .and_then(|r| r.split_whitespace().next())
-                .and_then(|p| p.parse().ok());
-            if let Some(p) = found {
-                let log = std::thread::spawn(move || {
-                    let mut rest = String::new();
-                    let _ = stderr.read_to_string(&mut rest);
-                    rest
-                });
-                return Server {
-                    child,
-                    port: p,
-                    log: Some(log),
-                };
-            }
-            let _ = child.wait();
-            assert!(
-                line.contains("Address already in use") && Instant::now() < until,
-                "fieldstore serve did not start: {line}"
-            );
-            std::thread::sleep(Duration::from_millis(200));
+        let (child, port, log) = spawn_serve(&config, false);
+        Server {
+            child,
+            port,
+            log: Some(log),
         }
     }
 

@@ -73,3 +73,13 @@ impl std::fmt::Display for Endpoint {
         write!(f, "{}:{}", self.host, self.port)
     }
 }
+
+/// This host's name as a session names it (`localhost` if the kernel
+/// gives none).
+pub fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".into())
+}

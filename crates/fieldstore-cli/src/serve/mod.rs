@@ -55,7 +55,7 @@ impl Server {
         let reader = open(&config)?;
         let mut w = Writer::new();
         wire::schema(reader.schema()).encode(&mut w);
-        let host = hostname();
+        let host = fieldstore_remote::session::hostname();
         let session = SessionId {
             host,
             pid: i32::try_from(std::process::id()).unwrap_or(0),
@@ -183,12 +183,4 @@ fn open(config: &ServeConfig) -> Result<FieldStore> {
         .schema
         .with_param_names(fieldstore_grib::param_names());
     FieldStore::open(store)
-}
-
-fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_string())
-        .ok()
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "localhost".to_string())
 }

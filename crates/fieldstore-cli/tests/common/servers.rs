@@ -12,6 +12,26 @@ use std::time::{Duration, Instant};
 use super::fdb5;
 use super::repo;
 
+/// GRIB fixtures the remote tests write through FDB5's and fieldstore's
+/// clients.
+pub const FILES: &[&str] = &[
+    "synth11.grib",
+    "levtypes.grib",
+    "rd-fc.grib",
+    "template.grib",
+    "timespan.grib",
+    "climatology.grib",
+];
+
+/// Requests they list and take axes of (besides everything).
+pub const REQUESTS: &[&str] = &[
+    "class=od",
+    "class=od,levtype=pl",
+    "class=od,param=167/130",
+    "class=rd",
+    "stream=oper,levtype=sfc",
+];
+
 /// The wipe secret FDB5's servers (and `fieldstore serve`, when the test
 /// wants wipes) share.
 pub const SECRET: &str = "fdb5-serve-test";
@@ -191,17 +211,27 @@ pub fn start_fieldstore_on(
         ),
     )
     .expect("write");
+    let (child, port, log) = spawn_serve(&config, secret);
+    (Killed(child), port, log)
+}
+
+/// `fieldstore serve` with the role config `config`, FDB5's wipe secret
+/// given if `secret`: the child, the port of its listening line, and what
+/// it writes to standard error after that line (complete once the child
+/// is gone). A port just freed by a killed server is retried for a few
+/// seconds.
+pub fn spawn_serve(config: &Path, secret: bool) -> (Child, u16, std::thread::JoinHandle<String>) {
     let mut c = Command::new(env!("CARGO_BIN_EXE_fieldstore"));
     c.arg("--config")
-        .arg(&config)
+        .arg(config)
         .arg("serve")
+        .stdin(Stdio::null())
         .stderr(Stdio::piped());
     if secret {
         c.env("FDB_WIPE_SECRET", SECRET);
     } else {
         c.env_remove("FDB_WIPE_SECRET");
     }
-    // A port just freed by a killed server is retried for a few seconds.
     let until = Instant::now() + Duration::from_secs(10);
     let (child, mut stderr, port) = loop {
         let mut child = c.spawn().expect("start fieldstore serve");
@@ -228,7 +258,7 @@ pub fn start_fieldstore_on(
         let _ = stderr.read_to_string(&mut rest);
         rest
     });
-    (Killed(child), port, log)
+    (child, port, log)
 }
 
 /// Run a tool; (exit code, stdout, stderr).

@@ -120,14 +120,6 @@ fn connect(host: &str, port: u16, timeout: Duration, endpoint: &str) -> Result<T
     ))
 }
 
-fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_string())
-        .ok()
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "localhost".into())
-}
-
 fn session() -> SessionId {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -135,7 +127,7 @@ fn session() -> SessionId {
     static COUNT: AtomicU32 = AtomicU32::new(0);
     let n = COUNT.fetch_add(1, Ordering::Relaxed);
     SessionId {
-        host: hostname(),
+        host: crate::session::hostname(),
         pid: i32::try_from(std::process::id()).unwrap_or(i32::MAX),
         time: now.as_secs(),
         random: i32::from_le_bytes((now.subsec_nanos() ^ n.rotate_left(16)).to_le_bytes()),

@@ -1,6 +1,7 @@
 //! fieldstore's keys, requests, locations and schemas as the client sends
 //! and receives them.
 
+use fieldstore_core::types::CivilDate;
 use fieldstore_core::{
     CollocationKey, DatasetKey, ElementKey, Error, FieldLocation, Item, Key, ListElement, Request,
     Result, Schema, Values,
@@ -67,40 +68,17 @@ fn values(item: &Item, out: &mut Vec<String>) {
     }
 }
 
-/// Days since 1970-01-01 of a proleptic Gregorian date.
-fn days(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let doy = (153 * (m + if m > 2 { -3 } else { 9 }) + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-/// The date of a day since 1970-01-01, as `YYYYMMDD`.
-fn date(z: i64) -> String {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}{m:02}{d:02}")
-}
-
+/// Days since 1970-01-01 of a `YYYYMMDD` date.
 fn ymd(s: &str) -> Option<i64> {
     if s.len() != 8 || !s.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    let (y, m, d) = (
+    let date = CivilDate::new(
         s[..4].parse().ok()?,
         s[4..6].parse().ok()?,
         s[6..].parse().ok()?,
-    );
-    ((1..=12).contains(&m) && (1..=31).contains(&d)).then(|| days(y, m, d))
+    )?;
+    Some(date.to_days())
 }
 
 /// A range of `YYYYMMDD` dates, by days, expanded.
@@ -113,7 +91,7 @@ fn date_range(from: &str, to: &str, by: Option<&str>) -> Option<Vec<String>> {
     Some(
         (a..=b)
             .step_by(usize::try_from(step).ok()?)
-            .map(date)
+            .map(|d| CivilDate::from_days(d).to_string())
             .collect(),
     )
 }
