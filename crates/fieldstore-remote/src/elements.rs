@@ -59,6 +59,62 @@ impl ListElement {
     }
 }
 
+/// Encodes a listing's elements, re-using the encoded bytes of what
+/// consecutive elements share: the dataset key, the collocation key and
+/// the location's class and URI (the fields of one data file). The bytes
+/// are exactly [`ListElement::encode`]'s; only the work differs: a
+/// listing of one collocation builds and encodes those once, not once per
+/// field.
+#[derive(Debug, Default)]
+pub struct ListEncoder {
+    /// (identity, encoded bytes) of the last dataset key, collocation key
+    /// and location head (class and URI).
+    memo: [(String, Vec<u8>); 3],
+}
+
+impl ListEncoder {
+    fn remembered(&mut self, slot: usize, id: &str, make: impl FnOnce(&mut Writer)) -> &[u8] {
+        let (memo_id, bytes) = &mut self.memo[slot];
+        if memo_id != id || bytes.is_empty() {
+            let mut w = Writer::new();
+            make(&mut w);
+            *bytes = w.into_bytes();
+            memo_id.clear();
+            memo_id.push_str(id);
+        }
+        bytes
+    }
+
+    /// Encode one element. `db` and `idx` are the keys' identities (their
+    /// text) and how to build them; `location` the identity of its class
+    /// and URI, how to build them, the offset and the length.
+    pub fn encode<L: FnOnce() -> (String, crate::location::Uri)>(
+        &mut self,
+        w: &mut Writer,
+        db: (&str, impl FnOnce() -> Key),
+        idx: (&str, impl FnOnce() -> Key),
+        datum: &Key,
+        location: Option<(&str, L, i64, i64)>,
+        timestamp: i32,
+    ) {
+        w.count(3);
+        w.raw(self.remembered(0, db.0, |w| db.1().encode(w)));
+        w.raw(self.remembered(1, idx.0, |w| idx.1().encode(w)));
+        datum.encode(w);
+        if let Some((id, make, offset, length)) = location {
+            w.raw(self.remembered(2, id, |w| {
+                let (class, uri) = make();
+                w.start_object(&class);
+                uri.encode(w);
+            }));
+            w.long_long(offset).long_long(length);
+            Key::default().encode(w);
+            w.end_object();
+        }
+        w.long(timestamp);
+    }
+}
+
 /// One element of an axes reply (FDB5's `AxesElement`): a dataset key and
 /// the values of each keyword below it. The axes are an anonymous object
 /// holding `"size"`, the number of keywords, then `"axes"` and for each
@@ -223,5 +279,55 @@ mod tests {
         s.encode(&mut w);
         let b = w.into_bytes();
         assert_eq!(Stores::decode(&mut Reader::new(&b)).unwrap(), s);
+    }
+
+    #[test]
+    fn the_list_encoder_writes_what_elements_encode() {
+        let mut enc = ListEncoder::default();
+        let cases = [
+            ("od", "fc", "0", Some(("/a", 1))),
+            ("od", "fc", "6", Some(("/a", 2))),
+            ("od", "an", "0", Some(("/b", 3))),
+            ("rd", "an", "0", None),
+            ("rd", "an", "12", Some(("/b", 4))),
+        ];
+        for (class, ty, step, loc) in cases {
+            let keys = [
+                Key::new([("class", class)]),
+                Key::new([("type", ty)]),
+                Key::new([("step", step)]),
+            ];
+            let location = loc.map(|(path, offset)| FieldLocation {
+                class: TOC_FIELD_LOCATION.into(),
+                uri: Uri::new("file", path),
+                offset,
+                length: 10,
+                remap_key: Key::default(),
+            });
+            let e = ListElement {
+                keys: keys.clone(),
+                location,
+                timestamp: 0,
+            };
+            let mut want = Writer::new();
+            e.encode(&mut want);
+            let mut got = Writer::new();
+            enc.encode(
+                &mut got,
+                (class, || keys[0].clone()),
+                (&format!("{class}/{ty}"), || keys[1].clone()),
+                &keys[2],
+                loc.map(|(path, offset)| {
+                    (
+                        path,
+                        move || (TOC_FIELD_LOCATION.to_string(), Uri::new("file", path)),
+                        offset,
+                        10,
+                    )
+                }),
+                0,
+            );
+            assert_eq!(got.bytes(), want.bytes(), "{class} {ty} {step}");
+        }
     }
 }

@@ -104,6 +104,12 @@ impl Writer {
         self.buf
     }
 
+    /// Forget what was written, keeping the buffer (one writer for many
+    /// payloads).
+    pub fn clear(&mut self) {
+        self.buf.clear();
+    }
+
     /// The bytes written so far.
     pub fn bytes(&self) -> &[u8] {
         &self.buf
@@ -237,6 +243,24 @@ impl<'a> Reader<'a> {
     /// Bytes not read yet.
     pub fn remaining(&self) -> usize {
         self.buf.len() - self.pos
+    }
+
+    /// Skip `prefix` if the bytes not read yet start with it (a value
+    /// already decoded elsewhere: the encoding is self-delimiting, so a
+    /// whole encoded value found here is that value); whether it did.
+    pub fn skip_if(&mut self, prefix: &[u8]) -> bool {
+        let here = &self.buf[self.pos..];
+        if !prefix.is_empty() && here.starts_with(prefix) {
+            self.pos += prefix.len();
+            true
+        } else {
+            false
+        }
+    }
+
+    /// The bytes from `start` to here (what was read since).
+    pub fn since(&self, start: usize) -> &'a [u8] {
+        &self.buf[start.min(self.pos)..self.pos]
     }
 
     /// The bytes not read yet, consuming them.

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use fieldstore::{Error, ErrorKind, FieldStore, Level, ListOptions, Result};
 use fieldstore_remote::archive::{decode_flush, CatalogueBlob, ReadRequest, StoreBlob};
-use fieldstore_remote::elements::{AxesElement, ListElement, Stores};
+use fieldstore_remote::elements::{AxesElement, ListElement, ListEncoder, Stores};
 use fieldstore_remote::frame::{self, decode_frame, read_frame, FrameError};
 use fieldstore_remote::key::Key as WireKey;
 use fieldstore_remote::location::{
@@ -1068,6 +1068,10 @@ impl Conn {
         let depth = wire::level("list depth", depth)?;
         let mut sent = Ok(());
         let mut batch = Batch::new(self, client, request_id);
+        // Consecutive elements share their dataset, collocation and data
+        // file: those are built and encoded once (`ListEncoder`).
+        let mut encoder = ListEncoder::default();
+        let mut w = Writer::new();
         self.server.reader.visit(
             &request,
             ListOptions {
@@ -1075,21 +1079,29 @@ impl Conn {
                 duplicates: false,
             },
             &mut |e| {
-                let element = ListElement {
-                    keys: [
-                        wire::wire_key(e.dataset.key()),
-                        wire::wire_key(e.collocation.key()),
-                        wire::wire_key(e.element.key()),
-                    ],
-                    location: e
-                        .location
-                        .as_ref()
-                        .filter(|_| !e.element.key().is_empty())
-                        .map(|l| self.location(TOC_FIELD_LOCATION, l)),
-                    timestamp: 0,
-                };
-                let mut w = Writer::new();
-                element.encode(&mut w);
+                let location = e
+                    .location
+                    .as_ref()
+                    .filter(|_| !e.element.key().is_empty())
+                    .map(|l| {
+                        let range = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+                        let head = move || {
+                            let wl = self.location(TOC_FIELD_LOCATION, l);
+                            (wl.class, wl.uri)
+                        };
+                        (&*l.uri, head, range(l.offset), range(l.length))
+                    });
+                w.clear();
+                encoder.encode(
+                    &mut w,
+                    (e.dataset.key().as_str(), || wire::wire_key(e.dataset.key())),
+                    (e.collocation.key().as_str(), || {
+                        wire::wire_key(e.collocation.key())
+                    }),
+                    &wire::wire_key(e.element.key()),
+                    location,
+                    0,
+                );
                 sent = batch.blob(w.bytes());
                 sent.is_ok()
             },

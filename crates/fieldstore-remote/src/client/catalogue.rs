@@ -10,10 +10,10 @@ use fieldstore_core::{
     FieldLocation, Level, ListElement, PollingWaiter, Request, Result, Schema,
 };
 
-use super::convert::{element, tool_request};
+use super::convert::{tool_request, ElementDecoder};
 use super::link::Link;
 use super::{lock, Remote};
-use crate::elements::{AxesElement, ListElement as WireElement};
+use crate::elements::AxesElement;
 use crate::{Message, Reader, Writer};
 
 /// The longest pause between two looks of a watcher (the protocol has no
@@ -39,14 +39,6 @@ impl RemoteCatalogue {
     ) -> Result<()> {
         self.0.query_client()?.stream(message, payload, each)
     }
-
-    fn decode_element(&self, blob: &[u8]) -> Result<ListElement> {
-        let endpoint = self.0.endpoint();
-        let w = WireElement::decode(&mut Reader::new(blob)).map_err(|e| {
-            Error::corrupt(format!("server {endpoint}: undecodable list element: {e}"))
-        })?;
-        element(w, &endpoint)
-    }
 }
 
 fn depth_arg(depth: Level) -> i32 {
@@ -71,8 +63,10 @@ impl CatalogueQueries for RemoteCatalogue {
         let mut w = Writer::new();
         tool_request(request).encode(&mut w);
         w.int(depth_arg(depth));
+        let endpoint = self.0.endpoint();
+        let mut decoder = ElementDecoder::default();
         self.stream(Message::List, w.bytes(), &mut |blob| {
-            Ok(visit(self.decode_element(&blob)?))
+            Ok(visit(decoder.decode(&blob, &endpoint)?))
         })
     }
 
@@ -100,8 +94,10 @@ impl CatalogueQueries for RemoteCatalogue {
         let mut w = Writer::new();
         tool_request(request).encode(&mut w);
         let mut out = Vec::new();
+        let endpoint = self.0.endpoint();
+        let mut decoder = ElementDecoder::default();
         self.stream(Message::Inspect, w.bytes(), &mut |blob| {
-            out.push(self.decode_element(&blob)?);
+            out.push(decoder.decode(&blob, &endpoint)?);
             Ok(true)
         })?;
         Ok(out)

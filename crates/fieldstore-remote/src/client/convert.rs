@@ -7,11 +7,13 @@ use fieldstore_core::{
     Result, Schema, Values,
 };
 
+#[cfg(test)]
 use crate::elements::ListElement as WireElement;
 use crate::key::Key as WireKey;
 use crate::location::{FieldLocation as WireLocation, Uri, REMOTE_FIELD_LOCATION};
 use crate::request::{MarsRequest, ToolRequest};
 use crate::schema as ws;
+use crate::Reader;
 
 /// A fieldstore key as a wire key, pairs in the key's (schema) order,
 /// absent optional keywords with their empty values, as FDB5 sends them.
@@ -24,7 +26,9 @@ fn key(w: &WireKey, endpoint: &str) -> Result<Key> {
         .map_err(|e| Error::corrupt(format!("server {endpoint} sent the key {w:?}: {e}")))
 }
 
-/// A list or inspect element as fieldstore's.
+/// A list or inspect element as fieldstore's, decoded plainly: what
+/// [`ElementDecoder`] must give (its test).
+#[cfg(test)]
 pub(crate) fn element(w: WireElement, endpoint: &str) -> Result<ListElement> {
     let [d, c, e] = &w.keys;
     Ok(ListElement {
@@ -126,7 +130,15 @@ const INNER: &str = "internalScheme";
 /// for one behind a store server (what catalogues hand out), as is for
 /// any other.
 pub fn location(l: &WireLocation) -> FieldLocation {
-    let u = &l.uri;
+    FieldLocation::new(
+        uri_text(&l.uri),
+        u64::try_from(l.offset).unwrap_or(0),
+        u64::try_from(l.length).unwrap_or(0),
+    )
+}
+
+/// A wire URI as fieldstore writes URIs.
+fn uri_text(u: &Uri) -> String {
     let mut uri = format!("{}://", u.scheme);
     if !u.host.is_empty() {
         uri.push_str(&u.host);
@@ -139,11 +151,96 @@ pub fn location(l: &WireLocation) -> FieldLocation {
         uri.push(if i == 0 { '?' } else { '&' });
         uri.push_str(&format!("{k}={v}"));
     }
-    FieldLocation::new(
-        uri,
-        u64::try_from(l.offset).unwrap_or(0),
-        u64::try_from(l.length).unwrap_or(0),
-    )
+    uri
+}
+
+/// Decodes a listing's elements, re-using what consecutive elements share
+/// (the encoded dataset key, collocation key and location head found again
+/// byte for byte): the counterpart of the server's
+/// [`ListEncoder`](crate::elements::ListEncoder), and as exact as
+/// [`WireElement::decode`] followed by [`element`], which the tests check.
+#[derive(Default)]
+pub(crate) struct ElementDecoder {
+    db: (Vec<u8>, Option<DatasetKey>),
+    idx: (Vec<u8>, Option<CollocationKey>),
+    /// A location's class and URI, and the URI as fieldstore writes it.
+    head: (Vec<u8>, std::sync::Arc<str>),
+}
+
+impl ElementDecoder {
+    /// One element of a list or inspect reply.
+    ///
+    /// # Errors
+    /// `Corrupt` naming the server for bytes that do not decode.
+    pub(crate) fn decode(&mut self, blob: &[u8], endpoint: &str) -> Result<ListElement> {
+        let corrupt = |e: crate::DecodeError| {
+            Error::corrupt(format!("server {endpoint}: undecodable list element: {e}"))
+        };
+        let mut r = Reader::new(blob);
+        let n = r.count(10).map_err(corrupt)?;
+        if n != 3 {
+            return Err(Error::corrupt(format!(
+                "server {endpoint}: a list element has 3 keys, not {n}"
+            )));
+        }
+        let dataset = match (r.skip_if(&self.db.0), &self.db.1) {
+            (true, Some(d)) => d.clone(),
+            _ => {
+                let start = r.position();
+                let k = WireKey::decode(&mut r).map_err(corrupt)?;
+                let d = DatasetKey(key(&k, endpoint)?);
+                self.db = (r.since(start).to_vec(), Some(d.clone()));
+                d
+            }
+        };
+        let collocation = match (r.skip_if(&self.idx.0), &self.idx.1) {
+            (true, Some(c)) => c.clone(),
+            _ => {
+                let start = r.position();
+                let k = WireKey::decode(&mut r).map_err(corrupt)?;
+                let c = CollocationKey(key(&k, endpoint)?);
+                self.idx = (r.since(start).to_vec(), Some(c.clone()));
+                c
+            }
+        };
+        let datum = WireKey::decode(&mut r).map_err(corrupt)?;
+        let element = ElementKey(key(&datum, endpoint)?);
+        let location = if datum.is_empty() {
+            None
+        } else {
+            let uri = if r.skip_if(&self.head.0) {
+                self.head.1.clone()
+            } else {
+                let start = r.position();
+                let class = r.start_object().map_err(corrupt)?;
+                if !class.ends_with("FieldLocation") {
+                    return Err(Error::corrupt(format!(
+                        "server {endpoint}: {class} is not a field location"
+                    )));
+                }
+                let u = Uri::decode(&mut r).map_err(corrupt)?;
+                let text: std::sync::Arc<str> = uri_text(&u).into();
+                self.head = (r.since(start).to_vec(), text.clone());
+                text
+            };
+            let offset = r.long_long().map_err(corrupt)?;
+            let length = r.long_long().map_err(corrupt)?;
+            WireKey::decode(&mut r).map_err(corrupt)?;
+            r.end_object().map_err(corrupt)?;
+            Some(FieldLocation::new(
+                uri,
+                u64::try_from(offset).unwrap_or(0),
+                u64::try_from(length).unwrap_or(0),
+            ))
+        };
+        r.long().map_err(corrupt)?;
+        Ok(ListElement {
+            dataset,
+            collocation,
+            element,
+            location,
+        })
+    }
 }
 
 /// Where a location's bytes are: the store server's host and port, and
@@ -292,6 +389,79 @@ mod tests {
         assert_eq!(back, store);
         assert!(store_of(&FieldLocation::new("file:///x", 0, 1)).is_err());
         assert!(store_of(&FieldLocation::new("fdb://nohost/x", 0, 1)).is_err());
+    }
+
+    #[test]
+    fn the_element_decoder_decodes_as_element_does() {
+        use crate::elements::ListElement as WE;
+        let mut dec = ElementDecoder::default();
+        let loc = |path: &str, offset| WireLocation {
+            class: crate::location::TOC_FIELD_LOCATION.into(),
+            uri: Uri {
+                host: "h".into(),
+                port: 7655,
+                query: vec![("internalScheme".into(), "file".into())],
+                ..Uri::new("fdb", path)
+            },
+            offset,
+            length: 9,
+            remap_key: WireKey::default(),
+        };
+        let k = |pairs: &[(&str, &str)]| WireKey::new(pairs.iter().copied());
+        let cases = [
+            WE {
+                keys: [
+                    k(&[("class", "od")]),
+                    k(&[("type", "fc")]),
+                    k(&[("step", "0")]),
+                ],
+                location: Some(loc("/a", 0)),
+                timestamp: 0,
+            },
+            WE {
+                keys: [
+                    k(&[("class", "od")]),
+                    k(&[("type", "fc")]),
+                    k(&[("step", "6")]),
+                ],
+                location: Some(loc("/a", 9)),
+                timestamp: 0,
+            },
+            WE {
+                keys: [k(&[("class", "od")]), k(&[("type", "an")]), k(&[])],
+                location: None,
+                timestamp: 3,
+            },
+            WE {
+                keys: [
+                    k(&[("class", "rd")]),
+                    k(&[("type", "an")]),
+                    k(&[("step", "0")]),
+                ],
+                location: Some(loc("/b", 0)),
+                timestamp: 0,
+            },
+        ];
+        for e in cases {
+            let mut w = crate::Writer::new();
+            e.encode(&mut w);
+            let want = element(e.clone(), "s").unwrap();
+            assert_eq!(dec.decode(w.bytes(), "s").unwrap(), want);
+        }
+        // Damage is an error, not a wrong element.
+        let mut w = crate::Writer::new();
+        WE {
+            keys: [
+                k(&[("class", "od")]),
+                k(&[("type", "fc")]),
+                k(&[("step", "0")]),
+            ],
+            location: Some(loc("/a", 0)),
+            timestamp: 0,
+        }
+        .encode(&mut w);
+        let b = w.bytes();
+        assert!(dec.decode(&b[..b.len() - 3], "s").is_err());
     }
 
     #[test]
