@@ -426,9 +426,11 @@ impl FieldStore {
     /// `InvalidInput` for a malformed request; `Locked` if a dataset it
     /// names is locked against retrieve; I/O errors.
     pub fn retrieve(&self, request: &Request) -> Result<DataReader> {
-        if let Some(q) = self.catalogue.queries() {
-            let fields = q
-                .inspect(request)?
+        // A catalogue that answers requests itself answers `all` too:
+        // `locate` forwards the whole request.
+        if self.catalogue.queries().is_some() {
+            let fields = self
+                .locate(request)?
                 .into_iter()
                 .filter_map(|e| {
                     let key = e.full_key();
@@ -569,9 +571,9 @@ impl FieldStore {
     /// `InvalidInput` if the key does not fit the schema; I/O errors.
     pub fn location(&self, key: &Key) -> Result<Option<FieldLocation>> {
         let split = self.schema.split(key)?;
-        if let Some(q) = self.catalogue.queries() {
+        if self.catalogue.queries().is_some() {
             let request = Request::from_pairs(key.iter().map(|(k, v)| (k, [v])))?;
-            return Ok(q.inspect(&request)?.into_iter().find_map(|e| e.location));
+            return Ok(self.locate(&request)?.into_iter().find_map(|e| e.location));
         }
         let mut fresh = HashSet::new();
         match self.reader(&split.dataset, &mut fresh)? {

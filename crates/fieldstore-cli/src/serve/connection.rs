@@ -515,12 +515,8 @@ impl Conn {
         request: u32,
         payload: &[u8],
     ) -> Result<()> {
-        let socket = match (&self.data, control) {
-            (Some(d), false) => d,
-            _ => &self.control,
-        };
         // A large payload (a field read) is written as it is, not copied.
-        let mut s = lock(socket);
+        let mut s = lock(self.socket(control));
         frame::write_frame_parts(&mut *s, message, control, client, request, &[payload]).map_err(
             |e| match e {
                 FrameError::Io(e) => Error::io("writing to the client", e),
@@ -529,13 +525,18 @@ impl Conn {
         )
     }
 
-    /// Write whole frames to the channel `control` picks.
-    fn write_raw(&self, control: bool, bytes: &[u8]) -> Result<()> {
-        let socket = match (&self.data, control) {
+    /// The socket of the channel `control` picks: with one connection the
+    /// control socket carries both.
+    fn socket(&self, control: bool) -> &Mutex<TcpStream> {
+        match (&self.data, control) {
             (Some(d), false) => d,
             _ => &self.control,
-        };
-        lock(socket)
+        }
+    }
+
+    /// Write whole frames to the channel `control` picks.
+    fn write_raw(&self, control: bool, bytes: &[u8]) -> Result<()> {
+        lock(self.socket(control))
             .write_all(bytes)
             .map_err(|e| Error::io("writing to the client", e))
     }
@@ -1025,9 +1026,6 @@ impl Conn {
             for w in c.catalogue_writers.values_mut() {
                 w.flush()?;
             }
-            drop(g);
-            self.server.watchers.notify();
-            return self.send(true, Message::Received, client, request, &[]);
         } else if let Some(c) = g.get_mut(&client) {
             // A store-only server's flush: the data durable (the client
             // flushes the catalogue after, which makes it visible).
@@ -1037,6 +1035,10 @@ impl Conn {
             }
         }
         drop(g);
+        // Something may have become visible: watchers look again.
+        if role == Role::Catalogue {
+            self.server.watchers.notify();
+        }
         self.send(true, Message::Received, client, request, &[])
     }
 
