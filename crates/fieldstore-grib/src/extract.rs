@@ -156,8 +156,38 @@ impl ExtractGrib for FieldStore {
             .into_iter()
             .filter(|e| e.location.is_some())
             .collect();
+        let listed = in_request_order(self, request, listed)?;
         extract_listed(self, &listed, selection, options)
     }
+}
+
+/// Sort what a listing of `request` found into the order the request gives
+/// its values (`step=18/6/12`: 18, 6, 12), as `retrieve` answers; a
+/// listing comes in key order. Keys the order cannot place (stored under a
+/// dataset's own schema) keep their listing order after the others.
+///
+/// # Errors
+/// As [`FieldStore::list`] for a request the schema refuses.
+fn in_request_order(
+    fs: &FieldStore,
+    request: &Request,
+    listed: Vec<ListElement>,
+) -> Result<Vec<ListElement>> {
+    let order = fs.schema().listing_order(request)?;
+    let mut placed: Vec<_> = listed
+        .into_iter()
+        .map(|e| {
+            let at = fs
+                .schema()
+                .split(&e.full_key())
+                .ok()
+                .and_then(|split| order.position(&split));
+            (at.is_none(), at, e)
+        })
+        .collect();
+    // Stable: keys the request does not order keep the listing's order.
+    placed.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+    Ok(placed.into_iter().map(|(_, _, e)| e).collect())
 }
 
 /// [`ExtractGrib::extract_with`] over fields `fs` listed (at the field

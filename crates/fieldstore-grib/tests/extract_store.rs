@@ -257,6 +257,69 @@ fn many_fields_in_request_order() {
     }
 }
 
+/// Steps, levels and dates given out of numeric and text order, as lists
+/// and ranges, on POSIX: the fields come in the order the request gives its
+/// values (as `retrieve` answers), not in the order keys sort as text.
+#[test]
+fn fields_come_in_the_order_the_request_gives() {
+    let dir = std::env::temp_dir().join(format!("fs-extract-order-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let fs = posix(&dir);
+    let m = fixture("extract/ccsds-g2-bitmap.grib");
+    let key = full_key(&m);
+    for date in ["20240101", "20240102"] {
+        for step in (0..=36).step_by(6) {
+            let mut k = key.clone();
+            k.set("date", date).unwrap();
+            k.set("step", step.to_string()).unwrap();
+            fs.archive(&k, &m).unwrap();
+        }
+    }
+    fs.flush().unwrap();
+    let mut base = key.clone();
+    for kw in ["step", "date"] {
+        base.remove(kw);
+    }
+    let order = |rest: &str| -> Vec<(String, String)> {
+        let req: Request = format!("{base},{rest}").parse().unwrap();
+        fs.extract(&req, &Selection::Indices(vec![1]))
+            .unwrap()
+            .fields
+            .iter()
+            .map(|f| {
+                (
+                    f.key.get("date").unwrap().to_string(),
+                    f.key.get("step").unwrap().to_string(),
+                )
+            })
+            .collect()
+    };
+    let pairs = |dates: &[&str], steps: &[u32]| -> Vec<(String, String)> {
+        dates
+            .iter()
+            .flat_map(|d| steps.iter().map(move |s| (d.to_string(), s.to_string())))
+            .collect()
+    };
+    assert_eq!(
+        order("date=20240101,step=18/6/12"),
+        pairs(&["20240101"], &[18, 6, 12])
+    );
+    assert_eq!(
+        order("date=20240101,step=6/to/36/by/6"),
+        pairs(&["20240101"], &[6, 12, 18, 24, 30, 36])
+    );
+    assert_eq!(
+        order("date=20240102/20240101,step=36/to/0/by/12"),
+        pairs(&["20240102", "20240101"], &[36, 24, 12, 0])
+    );
+    // A keyword left out orders nothing; the others still do.
+    let got = order("date=20240102/20240101,step=all");
+    let dates: Vec<&str> = got.iter().map(|(d, _)| d.as_str()).collect();
+    assert_eq!(dates[..7], ["20240102"; 7]);
+    assert_eq!(dates[7..], ["20240101"; 7]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn bad_selections_name_what_is_wrong() {
     let fs = FieldStore::open(Config::memory(Schema::ecmwf())).unwrap();

@@ -141,6 +141,24 @@ impl Schema {
     }
 }
 
+impl Schema {
+    /// Where listed keys come in the order `request` gives its values, for
+    /// sorting what a listing of it found (listings come in key order;
+    /// `extract` answers in request order, as `retrieve` does). Keywords the
+    /// request leaves out or gives `all` do not order: keys that differ
+    /// only there keep the listing's order (sort stably).
+    ///
+    /// # Errors
+    /// As [`Schema::selector`] for unknown keywords, invalid values and
+    /// unknown parameter names.
+    pub fn listing_order(&self, request: &Request) -> Result<RequestOrder<'_>, RequestError> {
+        let request = self.resolve_request(request)?;
+        request.validate(self)?;
+        let chains: Vec<RuleId> = self.chains().collect();
+        Ok(RequestOrder::listing(self, &request, &chains))
+    }
+}
+
 impl Expansion<'_> {
     /// One chain's candidate values, materialised, or `None` if the request
     /// leaves out a required keyword of the chain or a keyword has no
@@ -254,6 +272,9 @@ pub(super) enum Part {
     Value(String),
     /// A range, never expanded here.
     Range(ValueRange),
+    /// Any value: the keyword a request for a listing leaves out or gives
+    /// `all` ([`Schema::listing_order`]); never enumerated.
+    Any,
 }
 
 impl Candidates {
@@ -264,6 +285,7 @@ impl Candidates {
             .map(|p| match p {
                 Part::Value(_) => 1,
                 Part::Range(r) => r.len(),
+                Part::Any => u64::MAX,
             })
             .fold(0u64, u64::saturating_add)
     }
@@ -276,6 +298,7 @@ impl Candidates {
                 match p {
                     Part::Value(v) => Box::new(std::iter::once(v.clone())),
                     Part::Range(r) => Box::new(r.iter()),
+                    Part::Any => Box::new(std::iter::empty()),
                 }
             })
     }
@@ -286,6 +309,7 @@ impl Candidates {
         self.parts.iter().enumerate().find_map(|(i, p)| match p {
             Part::Value(v) => (v == canonical).then_some((i as u64, 0)),
             Part::Range(r) => r.position(canonical).map(|at| (i as u64, at)),
+            Part::Any => Some((i as u64, 0)),
         })
     }
 }
@@ -297,6 +321,18 @@ pub(super) fn candidates(
     schema: &Schema,
     request: &Request,
     id: RuleId,
+) -> Option<Vec<Candidates>> {
+    candidates_of(schema, request, id, false)
+}
+
+/// [`candidates`]; `listing`: a keyword the request leaves out or gives
+/// `all` takes any value ([`Part::Any`]) instead of ruling the chain out
+/// or taking its default, as a listing's selector does.
+pub(super) fn candidates_of(
+    schema: &Schema,
+    request: &Request,
+    id: RuleId,
+    listing: bool,
 ) -> Option<Vec<Candidates>> {
     let chain = schema.chain(id);
     let mut dims: Vec<Candidates> = Vec::new();
@@ -336,12 +372,14 @@ pub(super) fn candidates(
                     let named = parts.iter().any(|part| match part {
                         Part::Value(v) => v == d,
                         Part::Range(r) => r.contains(d),
+                        Part::Any => false,
                     });
                     if named {
                         parts.push(Part::Value(String::new()));
                     }
                 }
             }
+            Some(Values::All) | None if listing => parts.push(Part::Any),
             Some(Values::All) => return None,
             None if required => return None,
             None => {
@@ -355,7 +393,7 @@ pub(super) fn candidates(
         // expanded), so that bounds are tight for chains the request rules out.
         parts.retain(|part| match part {
             Part::Value(v) => accepted(schema, id, &p.keyword, v),
-            Part::Range(_) => true,
+            Part::Range(_) | Part::Any => true,
         });
         if parts.is_empty() {
             return None;
