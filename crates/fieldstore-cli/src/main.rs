@@ -8,7 +8,6 @@ mod context;
 mod exit;
 mod output;
 mod progress;
-mod serve;
 
 use std::io::{self, BufWriter, IsTerminal, Write};
 use std::process::ExitCode;

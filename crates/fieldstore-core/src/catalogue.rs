@@ -9,7 +9,7 @@ use std::fmt::Debug;
 use std::sync::Arc;
 
 use crate::maintenance::{Control, Item, Locks};
-use crate::{CollocationKey, DatasetKey, ElementKey, FieldLocation, Result, Schema};
+use crate::{CollocationKey, DatasetKey, ElementKey, FieldLocation, Request, Result, Schema};
 
 /// Values present per keyword, sorted.
 pub type Axes = BTreeMap<String, BTreeSet<String>>;
@@ -60,6 +60,19 @@ pub trait Catalogue: Send + Sync + Debug + 'static {
     /// # Errors
     /// I/O errors setting up notifications.
     fn waiter(&self) -> Result<Box<dyn ChangeWaiter>>;
+
+    /// A waiter for the changes that may concern `request` (a listing's
+    /// request): it may also wake for others, never miss one of these. A
+    /// backend that can tell which changes concern a request (a server
+    /// that filters its notifications) says so here; by default, every
+    /// change ([`Catalogue::waiter`]).
+    ///
+    /// # Errors
+    /// As [`Catalogue::waiter`].
+    fn waiter_for(&self, request: &Request) -> Result<Box<dyn ChangeWaiter>> {
+        let _ = request;
+        self.waiter()
+    }
 
     /// Wipe, purge's reclaim, locks and inventory, if this backend has
     /// them (see [`CatalogueMaintenance`]).

@@ -68,8 +68,10 @@ impl ListElement {
 #[derive(Debug, Default)]
 pub struct ListEncoder {
     /// (identity, encoded bytes) of the last dataset key, collocation key
-    /// and location head (class and URI).
+    /// and location head (class and URI but its query).
     memo: [(String, Vec<u8>); 3],
+    /// The last location head's query (a field's checksum joins it).
+    query: Vec<(String, String)>,
 }
 
 impl ListEncoder {
@@ -87,26 +89,54 @@ impl ListEncoder {
 
     /// Encode one element. `db` and `idx` are the keys' identities (their
     /// text) and how to build them; `location` the identity of its class
-    /// and URI, how to build them, the offset and the length.
+    /// and URI (the data file's: the fields of one file share it), how to
+    /// build them, the field's checksum (joining the URI's query, as
+    /// [`Uri::with_checksum`](crate::location::Uri::with_checksum) puts
+    /// it), the offset and the length.
     pub fn encode<L: FnOnce() -> (String, crate::location::Uri)>(
         &mut self,
         w: &mut Writer,
         db: (&str, impl FnOnce() -> Key),
         idx: (&str, impl FnOnce() -> Key),
         datum: &Key,
-        location: Option<(&str, L, i64, i64)>,
+        location: Option<(&str, L, Option<u32>, i64, i64)>,
         timestamp: i32,
     ) {
         w.count(3);
         w.raw(self.remembered(0, db.0, |w| db.1().encode(w)));
         w.raw(self.remembered(1, idx.0, |w| idx.1().encode(w)));
         datum.encode(w);
-        if let Some((id, make, offset, length)) = location {
-            w.raw(self.remembered(2, id, |w| {
+        if let Some((id, make, checksum, offset, length)) = location {
+            let (memo_id, bytes) = &mut self.memo[2];
+            if memo_id != id || bytes.is_empty() {
                 let (class, uri) = make();
-                w.start_object(&class);
-                uri.encode(w);
-            }));
+                let mut h = Writer::new();
+                h.start_object(&class);
+                uri.encode_head(&mut h);
+                *bytes = h.into_bytes();
+                memo_id.clear();
+                memo_id.push_str(id);
+                self.query = uri.query;
+            }
+            w.raw(&self.memo[2].1);
+            match checksum {
+                None => crate::location::encode_query(
+                    w,
+                    self.query.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+                ),
+                Some(c) => {
+                    let c = format!("{c:08x}");
+                    let mut pairs: Vec<(&str, &str)> = self
+                        .query
+                        .iter()
+                        .filter(|(k, _)| k != crate::location::CHECKSUM_QUERY)
+                        .map(|(k, v)| (k.as_str(), v.as_str()))
+                        .collect();
+                    pairs.push((crate::location::CHECKSUM_QUERY, &c));
+                    pairs.sort_by(|a, b| a.0.cmp(b.0));
+                    crate::location::encode_query(w, pairs.into_iter());
+                }
+            }
             w.long_long(offset).long_long(length);
             Key::default().encode(w);
             w.end_object();
@@ -285,21 +315,26 @@ mod tests {
     fn the_list_encoder_writes_what_elements_encode() {
         let mut enc = ListEncoder::default();
         let cases = [
-            ("od", "fc", "0", Some(("/a", 1))),
-            ("od", "fc", "6", Some(("/a", 2))),
-            ("od", "an", "0", Some(("/b", 3))),
+            ("od", "fc", "0", Some(("/a", 1, Some(0xdead_beef)))),
+            ("od", "fc", "6", Some(("/a", 2, Some(7)))),
+            ("od", "an", "0", Some(("/b", 3, None))),
             ("rd", "an", "0", None),
-            ("rd", "an", "12", Some(("/b", 4))),
+            ("rd", "an", "12", Some(("/b", 4, Some(9)))),
         ];
+        // Fields of one file share its URI but for their checksums.
+        let uri = |path: &str| Uri {
+            query: vec![("internalScheme".into(), "file".into())],
+            ..Uri::new("fdb", path)
+        };
         for (class, ty, step, loc) in cases {
             let keys = [
                 Key::new([("class", class)]),
                 Key::new([("type", ty)]),
                 Key::new([("step", step)]),
             ];
-            let location = loc.map(|(path, offset)| FieldLocation {
+            let location = loc.map(|(path, offset, checksum)| FieldLocation {
                 class: TOC_FIELD_LOCATION.into(),
-                uri: Uri::new("file", path),
+                uri: uri(path).with_checksum(checksum),
                 offset,
                 length: 10,
                 remap_key: Key::default(),
@@ -317,10 +352,11 @@ mod tests {
                 (class, || keys[0].clone()),
                 (&format!("{class}/{ty}"), || keys[1].clone()),
                 &keys[2],
-                loc.map(|(path, offset)| {
+                loc.map(|(path, offset, checksum)| {
                     (
                         path,
-                        move || (TOC_FIELD_LOCATION.to_string(), Uri::new("file", path)),
+                        move || (TOC_FIELD_LOCATION.to_string(), uri(path)),
+                        checksum,
                         offset,
                         10,
                     )

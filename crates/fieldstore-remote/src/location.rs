@@ -17,8 +17,14 @@
 use crate::key::Key;
 use crate::stream::{DecodeError, Reader, Writer};
 
+/// The URI query key carrying a field's CRC-32C (8 hex digits) in the
+/// locations `fieldstore serve` hands out: FDB5's clients keep a URI's
+/// query as they send a location back to read it, so the store can verify
+/// what it sends; fieldstore's client verifies what it receives.
+pub const CHECKSUM_QUERY: &str = "crc32c";
+
 /// An eckit URI.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Uri {
     /// `file`, `fdb`, …
     pub scheme: String,
@@ -51,6 +57,25 @@ impl Uri {
         }
     }
 
+    /// The field's checksum its [`CHECKSUM_QUERY`] key carries, if any
+    /// (and well formed).
+    pub fn checksum(&self) -> Option<u32> {
+        self.query_value(CHECKSUM_QUERY)
+            .and_then(|v| u32::from_str_radix(v, 16).ok())
+    }
+
+    /// With `checksum` in its [`CHECKSUM_QUERY`] key (replacing any),
+    /// the query kept in key order as eckit sends it; `None` removes it.
+    #[must_use]
+    pub fn with_checksum(mut self, checksum: Option<u32>) -> Uri {
+        self.query.retain(|(k, _)| k != CHECKSUM_QUERY);
+        if let Some(c) = checksum {
+            self.query.push((CHECKSUM_QUERY.into(), format!("{c:08x}")));
+            self.query.sort_by(|a, b| a.0.cmp(&b.0));
+        }
+        self
+    }
+
     /// The value of query key `key`.
     pub fn query_value(&self, key: &str) -> Option<&str> {
         self.query
@@ -61,18 +86,35 @@ impl Uri {
 
     /// Encode.
     pub fn encode(&self, w: &mut Writer) {
+        self.encode_head(w);
+        encode_query(w, self.query.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    }
+
+    /// Encode all but the query (which [`encode_query`] encodes next):
+    /// what the fields of one data file share.
+    pub fn encode_head(&self, w: &mut Writer) {
         w.string(&self.scheme)
             .string(&self.user)
             .string(&self.host)
             .int(self.port)
             .string(&self.name)
             .string(&self.fragment);
-        // As given: eckit sends its query map in key order, which the
-        // caller keeps.
-        w.count(self.query.len());
-        for (k, v) in &self.query {
-            w.string(k).string(v);
-        }
+    }
+
+    /// Decode all but the query (its query left empty).
+    ///
+    /// # Errors
+    /// [`DecodeError`].
+    pub fn decode_head(r: &mut Reader<'_>) -> Result<Uri, DecodeError> {
+        Ok(Uri {
+            scheme: r.string()?,
+            user: r.string()?,
+            host: r.string()?,
+            port: r.int()?,
+            name: r.string()?,
+            fragment: r.string()?,
+            query: Vec::new(),
+        })
     }
 
     /// Decode.
@@ -80,26 +122,22 @@ impl Uri {
     /// # Errors
     /// [`DecodeError`].
     pub fn decode(r: &mut Reader<'_>) -> Result<Uri, DecodeError> {
-        let scheme = r.string()?;
-        let user = r.string()?;
-        let host = r.string()?;
-        let port = r.int()?;
-        let name = r.string()?;
-        let fragment = r.string()?;
+        let mut uri = Uri::decode_head(r)?;
         let n = r.count(10)?;
-        let mut query = Vec::with_capacity(n);
+        uri.query.reserve(n);
         for _ in 0..n {
-            query.push((r.string()?, r.string()?));
+            uri.query.push((r.string()?, r.string()?));
         }
-        Ok(Uri {
-            scheme,
-            user,
-            host,
-            port,
-            name,
-            fragment,
-            query,
-        })
+        Ok(uri)
+    }
+}
+
+/// Encode a URI's query pairs, as given: eckit sends its query map in key
+/// order, which the caller keeps.
+pub fn encode_query<'a>(w: &mut Writer, pairs: impl ExactSizeIterator<Item = (&'a str, &'a str)>) {
+    w.count(pairs.len());
+    for (k, v) in pairs {
+        w.string(k).string(v);
     }
 }
 

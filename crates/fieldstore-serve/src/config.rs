@@ -2,9 +2,10 @@
 //!
 //! The server keys (`type`, `serverPort`, `dataPortStart`,
 //! `dataPortCount`, `stores`, `fdbWipeSecret` (else `$FDB_WIPE_SECRET`),
-//! fieldstore's `maxPayload` and `pendingLimit`, and FDB5's
-//! `serverThreaded`, accepted and ignored: fieldstore always runs a thread
-//! per connection) are taken out;
+//! fieldstore's `maxPayload`, `pendingLimit` and the bounds of [`Limits`],
+//! and FDB5's `serverThreaded`, accepted and ignored: fieldstore always
+//! runs a thread per connection, their number bounded by
+//! `maxConnections`) are taken out;
 //! everything else is an ordinary fieldstore/FDB5 store configuration
 //! (`engine`, `store`, `schema`, `spaces`, `daos:`, `rados:` …) read by
 //! [`fieldstore::Config::from_yaml`].
@@ -26,44 +27,146 @@
 
 use std::net::IpAddr;
 use std::path::Path;
+use std::time::Duration;
 
 use fieldstore::{Config, Error, ErrorKind, Result};
 
 /// FDB5's default port.
-pub(crate) const DEFAULT_PORT: u16 = 7654;
+pub const DEFAULT_PORT: u16 = 7654;
 
 /// A server's configuration.
 #[derive(Debug, Clone)]
-pub(crate) struct ServeConfig {
+pub struct ServeConfig {
     /// The store served.
-    pub(crate) store: Config,
+    pub store: Config,
     /// The control port (`serverPort`; 0: any free port).
-    pub(crate) port: u16,
+    pub port: u16,
     /// Data ports to choose from (`dataPortStart`, `dataPortCount`); none:
     /// a port the system picks.
-    pub(crate) data_ports: Option<(u16, u16)>,
+    pub data_ports: Option<(u16, u16)>,
     /// Where to listen.
-    pub(crate) listen: IpAddr,
+    pub listen: IpAddr,
     /// Which of FDB5's roles this server plays.
-    pub(crate) role: Role,
+    pub role: Role,
     /// The store's host announced to clients, if the config names one
     /// (`stores: [{default: host:port}]`); else the host each client
     /// dialled.
-    pub(crate) store_host: Option<String>,
+    pub store_host: Option<String>,
     /// The store's port (from `stores:`; 0: one the system picks).
-    pub(crate) store_port: u16,
+    pub store_port: u16,
     /// Largest frame payload accepted.
-    pub(crate) max_payload: u32,
+    pub max_payload: u32,
     /// Most bytes of fields held between a store blob and its catalogue
     /// entry, over all connections.
-    pub(crate) pending_limit: u64,
+    pub pending_limit: u64,
     /// FDB5's wipe secret (`$FDB_WIPE_SECRET` / `fdbWipeSecret`).
-    pub(crate) wipe_secret: Option<String>,
+    pub wipe_secret: Option<String>,
+    /// What a client may hold and how long it may take.
+    pub limits: Limits,
+}
+
+/// The bounds that keep one client from deciding what others get: each a
+/// config key of the same name (times in seconds, sizes in bytes).
+///
+/// With the defaults, what the server holds is bounded by about
+/// `memoryLimit` plus 128 KiB of read buffers per connection (1 GiB at
+/// 1,024 connections), and two threads per connection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limits {
+    /// `maxConnections`: connections served at once; one more is closed
+    /// at once, its refusal logged (default 1,024).
+    pub max_connections: usize,
+    /// `handshakeTimeout`: the whole startup exchange, data connection
+    /// included (default 10 s).
+    pub handshake: Duration,
+    /// `idleTimeout`: a connection that starts no frame for this long is
+    /// closed, unless it watches (default 3,600 s: a model writes once per
+    /// output step).
+    pub idle: Duration,
+    /// `frameTimeout`: a frame, once its first byte arrived, must be whole
+    /// within this (default 120 s).
+    pub frame: Duration,
+    /// `writeTimeout`: a write to a client that does not read ends its
+    /// connection after this (default 60 s).
+    pub write: Duration,
+    /// `memoryLimit`: bytes of large frames held at once over all
+    /// connections, read or parked; a reader waits for room (the client
+    /// is not read meanwhile: back-pressure). Default 768 MiB.
+    pub memory: u64,
+    /// `connectionMemoryLimit`: the same for one connection (default
+    /// 256 MiB, at least `maxPayload`).
+    pub connection_memory: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            max_connections: 1024,
+            handshake: Duration::from_secs(10),
+            idle: Duration::from_secs(3600),
+            frame: Duration::from_secs(120),
+            write: Duration::from_secs(60),
+            memory: 768 << 20,
+            connection_memory: 256 << 20,
+        }
+    }
+}
+
+impl Limits {
+    /// Take the limits' keys out of `map`.
+    fn take(map: &mut serde_yaml_ng::Mapping, source: &str) -> Result<Limits> {
+        let mut l = Limits::default();
+        let number = |map: &mut serde_yaml_ng::Mapping, key: &str| -> Result<Option<u64>> {
+            match map.remove(key) {
+                None => Ok(None),
+                Some(v) => v.as_u64().map(Some).ok_or_else(|| {
+                    invalid(source, format!("{key}: expected a whole number, got {v:?}"))
+                }),
+            }
+        };
+        let seconds = |n: u64, key: &str| -> Result<Duration> {
+            if n == 0 {
+                return Err(invalid(
+                    source,
+                    format!("{key}: 0 would refuse every client"),
+                ));
+            }
+            Ok(Duration::from_secs(n))
+        };
+        if let Some(n) = number(map, "maxConnections")? {
+            if n == 0 {
+                return Err(invalid(
+                    source,
+                    "maxConnections: 0 would refuse every client",
+                ));
+            }
+            l.max_connections = usize::try_from(n).unwrap_or(usize::MAX);
+        }
+        if let Some(n) = number(map, "handshakeTimeout")? {
+            l.handshake = seconds(n, "handshakeTimeout")?;
+        }
+        if let Some(n) = number(map, "idleTimeout")? {
+            l.idle = seconds(n, "idleTimeout")?;
+        }
+        if let Some(n) = number(map, "frameTimeout")? {
+            l.frame = seconds(n, "frameTimeout")?;
+        }
+        if let Some(n) = number(map, "writeTimeout")? {
+            l.write = seconds(n, "writeTimeout")?;
+        }
+        if let Some(n) = number(map, "memoryLimit")? {
+            l.memory = n;
+        }
+        if let Some(n) = number(map, "connectionMemoryLimit")? {
+            l.connection_memory = n;
+        }
+        Ok(l)
+    }
 }
 
 /// The roles of a server.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Role {
+pub enum Role {
     /// Catalogue and store, on two ports (fieldstore's own shape).
     Both,
     /// A catalogue whose stores are these other servers (`host`, `port`).
@@ -94,7 +197,7 @@ impl ServeConfig {
     /// `NotFound`/`PermissionDenied` reading it; `InvalidConfig` for a
     /// shape fieldstore does not serve (saying which key), or whatever
     /// [`Config::from_yaml`] refuses.
-    pub(crate) fn from_file(path: &Path, listen: IpAddr) -> Result<ServeConfig> {
+    pub fn from_file(path: &Path, listen: IpAddr) -> Result<ServeConfig> {
         let text = fieldstore::config::read_text_file(path, "server config")?;
         let base = path.parent().unwrap_or(Path::new("."));
         ServeConfig::from_yaml(&text, base, &path.display().to_string(), listen)
@@ -104,12 +207,7 @@ impl ServeConfig {
     ///
     /// # Errors
     /// As [`ServeConfig::from_file`].
-    pub(crate) fn from_yaml(
-        text: &str,
-        base: &Path,
-        source: &str,
-        listen: IpAddr,
-    ) -> Result<ServeConfig> {
+    pub fn from_yaml(text: &str, base: &Path, source: &str, listen: IpAddr) -> Result<ServeConfig> {
         let value: serde_yaml_ng::Value =
             serde_yaml_ng::from_str(text).map_err(|e| invalid(source, e))?;
         let serde_yaml_ng::Value::Mapping(mut map) = value else {
@@ -233,6 +331,19 @@ impl ServeConfig {
                 .as_u64()
                 .ok_or_else(|| invalid(source, "pendingLimit: expected bytes"))?,
         };
+        let limits = Limits::take(&mut map, source)?;
+        if limits.connection_memory < u64::from(max_payload)
+            || limits.memory < limits.connection_memory
+        {
+            return Err(invalid(
+                source,
+                format!(
+                    "maxPayload {max_payload} <= connectionMemoryLimit {} <= memoryLimit {} \
+                     does not hold: a frame of maxPayload could never be read",
+                    limits.connection_memory, limits.memory
+                ),
+            ));
+        }
         let secret_in_config = map
             .remove("fdbWipeSecret")
             .and_then(|v| v.as_str().map(str::to_string));
@@ -254,6 +365,7 @@ impl ServeConfig {
             max_payload,
             pending_limit,
             wipe_secret,
+            limits,
         })
     }
 }

@@ -1,88 +1,25 @@
-//! `fieldstore serve`: FDB5's remote protocol, server side, over any
-//! fieldstore backend (docs/serve.md).
-//!
-//! By default one process plays both of FDB5's server roles, catalogue
-//! and store, on two ports (why two: [`ServeConfig`]): FDB5's client asks
-//! the catalogue for its stores and is told this server's store port, so
-//! archive, list, axes, inspect and read all come here. Configured so, it
-//! plays one role, as FDB5's servers do: a catalogue whose stores are other
-//! servers, or a store. A thread per connection (plus one
-//! reading its data connection); every
-//! connection's memory is bounded by the largest frame accepted and the
-//! server-wide limit on fields between the two archive steps
-//! ([`pending`]).
-
-mod config;
-mod connection;
-mod pending;
-mod wire;
+//! The server's ports: binding them, and accepting connections, each on
+//! its own thread, at most `maxConnections` at once.
 
 use std::net::{SocketAddr, TcpListener};
-use std::sync::atomic::{AtomicU16, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
-use fieldstore::{Error, FieldStore, Result};
-use fieldstore_remote::session::SessionId;
-use fieldstore_remote::Writer;
+use fieldstore::{Error, Result};
 
-pub(crate) use config::{Role, ServeConfig};
-use pending::Pending;
-
-/// What every connection of a server shares.
-pub(crate) struct Server {
-    config: ServeConfig,
-    /// The handle list, axes, inspect and read go through (archives use
-    /// one handle per client, so that one client's flush never publishes
-    /// another's fields).
-    reader: FieldStore,
-    pending: Pending,
-    session: SessionId,
-    next_connection: AtomicU64,
-    /// The store listener's port, once bound.
-    store_port: AtomicU16,
-    /// The schema as FDB5 serialises it, encoded once.
-    schema_payload: Vec<u8>,
-    /// Clients told of every flush (fieldstore's `Watch` extension).
-    watchers: connection::Watchers,
-}
+use crate::config::Role;
+use crate::conn::Port;
+use crate::handshake;
+use crate::shared::Server;
 
 impl Server {
-    /// A server over the store `config` describes.
-    ///
-    /// # Errors
-    /// As [`FieldStore::open`].
-    pub(crate) fn new(config: ServeConfig) -> Result<Arc<Server>> {
-        let reader = open(&config)?;
-        let mut w = Writer::new();
-        wire::schema(reader.schema()).encode(&mut w);
-        let host = fieldstore_remote::session::hostname();
-        let session = SessionId {
-            host,
-            pid: i32::try_from(std::process::id()).unwrap_or(0),
-            time: std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_secs())
-                .unwrap_or(0),
-            random: i32::try_from(std::process::id() ^ 0x5eed).unwrap_or(0),
-        };
-        Ok(Arc::new(Server {
-            pending: Pending::new(config.pending_limit),
-            config,
-            reader,
-            session,
-            next_connection: AtomicU64::new(1),
-            store_port: AtomicU16::new(0),
-            schema_payload: w.into_bytes(),
-            watchers: connection::Watchers::default(),
-        }))
-    }
-
     /// Bind the ports of this server's roles: the catalogue's, the
     /// store's, or both.
     ///
     /// # Errors
     /// A port is taken or not allowed.
-    pub(crate) fn bind(&self) -> Result<Listeners> {
+    pub fn bind(&self) -> Result<Listeners> {
         let bind = |port| {
             let addr = SocketAddr::new(self.config.listen, port);
             TcpListener::bind(addr).map_err(|e| Error::io(format_args!("listening on {addr}"), e))
@@ -105,14 +42,9 @@ impl Server {
         Ok(Listeners { catalogue, store })
     }
 
-    /// The store's port, as bound (0 for a catalogue only).
-    pub(crate) fn store_port(&self) -> u16 {
-        self.store_port.load(Ordering::Relaxed)
-    }
-
-    /// Accept connections on the bound ports until killed, each
+    /// Accept connections on the bound ports until the process ends, each
     /// connection on its own thread.
-    pub(crate) fn run(self: &Arc<Server>, listeners: Listeners) {
+    pub fn run(self: &Arc<Server>, listeners: Listeners) {
         match listeners {
             Listeners {
                 catalogue: Some(catalogue),
@@ -121,21 +53,21 @@ impl Server {
                 let server = Arc::clone(self);
                 let store_thread = std::thread::Builder::new()
                     .name("serve-store".into())
-                    .spawn(move || server.accept(store, connection::Port::Store));
+                    .spawn(move || server.accept(store, Port::Store));
                 if let Err(e) = store_thread {
                     eprintln!("fieldstore serve: no thread for the store port: {e}");
                     return;
                 }
-                self.accept(catalogue, connection::Port::Catalogue);
+                self.accept(catalogue, Port::Catalogue);
             }
             Listeners {
                 catalogue: Some(catalogue),
                 store: None,
-            } => self.accept(catalogue, connection::Port::Catalogue),
+            } => self.accept(catalogue, Port::Catalogue),
             Listeners {
                 catalogue: None,
                 store: Some(store),
-            } => self.accept(store, connection::Port::Store),
+            } => self.accept(store, Port::Store),
             Listeners {
                 catalogue: None,
                 store: None,
@@ -143,7 +75,8 @@ impl Server {
         }
     }
 
-    fn accept(self: &Arc<Server>, listener: TcpListener, port: connection::Port) {
+    fn accept(self: &Arc<Server>, listener: TcpListener, port: Port) {
+        let refusals = Refusals::default();
         loop {
             let (stream, peer) = match listener.accept() {
                 Ok(s) => s,
@@ -152,15 +85,23 @@ impl Server {
                 // lost, the server goes on.
                 Err(e) => {
                     eprintln!("fieldstore serve: accept failed: {e}");
-                    std::thread::sleep(std::time::Duration::from_millis(100));
+                    std::thread::sleep(Duration::from_millis(100));
                     continue;
                 }
+            };
+            let Some(slot) = Slot::take(self) else {
+                refusals.refuse(peer, self.config.limits.max_connections);
+                drop(stream);
+                continue;
             };
             let id = self.next_connection.fetch_add(1, Ordering::Relaxed);
             let server = Arc::clone(self);
             let spawned = std::thread::Builder::new()
                 .name(format!("serve-{id}"))
-                .spawn(move || connection::serve(server, stream, peer, id, port));
+                .spawn(move || {
+                    let _slot = slot;
+                    handshake::serve(server, stream, peer, id, port);
+                });
             if let Err(e) = spawned {
                 eprintln!("fieldstore serve: no thread for connection from {peer}: {e}");
             }
@@ -168,19 +109,53 @@ impl Server {
     }
 }
 
-/// The listening sockets of a server's roles.
-pub(crate) struct Listeners {
-    /// The catalogue's (`serverPort`), unless a store only.
-    pub(crate) catalogue: Option<TcpListener>,
-    /// The store's, unless a catalogue only.
-    pub(crate) store: Option<TcpListener>,
+/// A connection's place among the `maxConnections`, given back when the
+/// connection's thread ends.
+struct Slot(Arc<Server>);
+
+impl Slot {
+    fn take(server: &Arc<Server>) -> Option<Slot> {
+        let max = server.config.limits.max_connections;
+        server
+            .connections
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < max).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| Slot(Arc::clone(server)))
+    }
 }
 
-/// A handle on the served store, resolving parameter names as the CLI does.
-fn open(config: &ServeConfig) -> Result<FieldStore> {
-    let mut store = config.store.clone();
-    store.schema = store
-        .schema
-        .with_param_names(fieldstore_grib::param_names());
-    FieldStore::open(store)
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.connections.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Connections refused at the limit, logged at most once a second with
+/// their count (a flood of them must not flood the log).
+#[derive(Default)]
+struct Refusals(Mutex<(Option<Instant>, u64)>);
+
+impl Refusals {
+    fn refuse(&self, peer: SocketAddr, max: usize) {
+        let mut g = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        g.1 += 1;
+        if g.0.is_none_or(|t| t.elapsed() >= Duration::from_secs(1)) {
+            eprintln!(
+                "fieldstore serve: refused {} connection(s), the last from {peer}: {max} \
+                 connections are served already (maxConnections)",
+                g.1
+            );
+            *g = (Some(Instant::now()), 0);
+        }
+    }
+}
+
+/// The listening sockets of a server's roles.
+pub struct Listeners {
+    /// The catalogue's (`serverPort`), unless a store only.
+    pub catalogue: Option<TcpListener>,
+    /// The store's, unless a catalogue only.
+    pub store: Option<TcpListener>,
 }

@@ -3,7 +3,7 @@
 use fieldstore::schema::{Matcher, Rule};
 use fieldstore::{Error, FieldLocation, Key, Level, Request, Result, Schema};
 use fieldstore_remote::key::Key as WireKey;
-use fieldstore_remote::location::{FieldLocation as WireLocation, Uri};
+use fieldstore_remote::location::{FieldLocation as WireLocation, Uri, TOC_FIELD_LOCATION};
 use fieldstore_remote::request::MarsRequest;
 use fieldstore_remote::schema as ws;
 
@@ -114,11 +114,28 @@ pub(crate) fn from_wire_location(loc: &WireLocation) -> Result<FieldLocation> {
         u64::try_from(loc.offset).map_err(|_| Error::invalid_input("negative offset"))?,
         u64::try_from(loc.length).map_err(|_| Error::invalid_input("negative length"))?,
     );
-    Ok(FieldLocation::new(uri, offset, length))
+    let location = FieldLocation::new(uri, offset, length);
+    Ok(match loc.uri.checksum() {
+        Some(c) => location.with_checksum(c),
+        None => location,
+    })
+}
+
+/// A location as a store answers an archived field: the `file` URI of the
+/// data as this store sees it, with the field's checksum.
+pub(crate) fn store_location(location: &FieldLocation) -> WireLocation {
+    WireLocation {
+        class: TOC_FIELD_LOCATION.into(),
+        uri: Uri::new("file", location_name(location)).with_checksum(location.checksum),
+        offset: i64::try_from(location.offset).unwrap_or(i64::MAX),
+        length: i64::try_from(location.length).unwrap_or(i64::MAX),
+        remap_key: WireKey::default(),
+    }
 }
 
 /// A location as list and inspect replies carry it: the `fdb` URI of this
-/// server's store endpoint, the inner scheme `file` in the query.
+/// server's store endpoint, the inner scheme `file` and the field's
+/// checksum in the query.
 pub(crate) fn remote_location(
     class: &str,
     location: &FieldLocation,
@@ -132,7 +149,8 @@ pub(crate) fn remote_location(
             port: i32::from(port),
             query: vec![("internalScheme".into(), "file".into())],
             ..Uri::new("fdb", location_name(location))
-        },
+        }
+        .with_checksum(location.checksum),
         offset: i64::try_from(location.offset).unwrap_or(i64::MAX),
         length: i64::try_from(location.length).unwrap_or(i64::MAX),
         remap_key: WireKey::default(),

@@ -257,7 +257,7 @@ impl<'a> Watch<'a> {
         let waiter = if options.polling {
             Box::new(PollingWaiter::new(Duration::from_millis(50)))
         } else {
-            fs.catalogue().waiter()?
+            fs.catalogue().waiter_for(request)?
         };
         let mut w = Watch {
             fs,

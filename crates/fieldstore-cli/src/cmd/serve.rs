@@ -7,7 +7,7 @@ use std::io::Write;
 use fieldstore::{Error, ErrorKind, Result};
 
 use crate::args::{GlobalArgs, ServeArgs};
-use crate::serve::{Listeners, ServeConfig, Server};
+use fieldstore_serve::{Listeners, ServeConfig, Server};
 
 /// Run the server until it is killed.
 ///
@@ -25,6 +25,12 @@ pub(crate) fn run(args: &ServeArgs, global: &GlobalArgs) -> Result<()> {
     if let Some(p) = args.port {
         config.port = p;
     }
+    // Requests may name parameters by short name, as on the command line.
+    config.store.schema = config
+        .store
+        .schema
+        .clone()
+        .with_param_names(fieldstore_grib::param_names());
     let server = Server::new(config)?;
     let listeners = server.bind()?;
     let addr = listeners

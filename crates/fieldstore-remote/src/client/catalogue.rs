@@ -140,16 +140,14 @@ impl Catalogue for RemoteCatalogue {
     /// Told by the server (`fieldstore serve`'s `Watch`), else polling
     /// (FDB5's servers have no notifications).
     fn waiter(&self) -> Result<Box<dyn ChangeWaiter>> {
-        if !self.0.pushes_flushes() {
-            return Ok(Box::new(PollingWaiter::new(POLL_MAX)));
-        }
-        let mut client = self.0.query_client()?;
-        let (request, _) = client.call(Message::Watch, &[])?;
-        Ok(Box::new(PushedWaiter {
-            client,
-            request,
-            endpoint: self.0.endpoint(),
-        }))
+        self.watch(&[])
+    }
+
+    /// Told by the server only of the flushes `request` names.
+    fn waiter_for(&self, request: &Request) -> Result<Box<dyn ChangeWaiter>> {
+        let mut w = crate::Writer::new();
+        super::convert::tool_request(request).encode(&mut w);
+        self.watch(w.bytes())
     }
 
     fn maintenance(&self) -> Option<&dyn CatalogueMaintenance> {
@@ -166,6 +164,24 @@ impl Catalogue for RemoteCatalogue {
 
     fn queries(&self) -> Option<&dyn CatalogueQueries> {
         Some(self)
+    }
+}
+
+impl RemoteCatalogue {
+    /// A waiter registered with `Watch` (its payload: the request, or
+    /// nothing for every flush), else polling (FDB5's servers have no
+    /// notifications).
+    fn watch(&self, payload: &[u8]) -> Result<Box<dyn ChangeWaiter>> {
+        if !self.0.pushes_flushes() {
+            return Ok(Box::new(PollingWaiter::new(POLL_MAX)));
+        }
+        let mut client = self.0.query_client()?;
+        let (request, _) = client.call(Message::Watch, payload)?;
+        Ok(Box::new(PushedWaiter {
+            client,
+            request,
+            endpoint: self.0.endpoint(),
+        }))
     }
 }
 

@@ -130,14 +130,19 @@ const INNER: &str = "internalScheme";
 /// for one behind a store server (what catalogues hand out), as is for
 /// any other.
 pub fn location(l: &WireLocation) -> FieldLocation {
-    FieldLocation::new(
+    let location = FieldLocation::new(
         uri_text(&l.uri),
         u64::try_from(l.offset).unwrap_or(0),
         u64::try_from(l.length).unwrap_or(0),
-    )
+    );
+    match l.uri.checksum() {
+        Some(c) => location.with_checksum(c),
+        None => location,
+    }
 }
 
-/// A wire URI as fieldstore writes URIs.
+/// A wire URI as fieldstore writes URIs (a field's checksum is its
+/// location's, not part of the URI).
 fn uri_text(u: &Uri) -> String {
     let mut uri = format!("{}://", u.scheme);
     if !u.host.is_empty() {
@@ -147,7 +152,11 @@ fn uri_text(u: &Uri) -> String {
         }
     }
     uri.push_str(&u.name);
-    for (i, (k, v)) in u.query.iter().enumerate() {
+    let query = u
+        .query
+        .iter()
+        .filter(|(k, _)| k != crate::location::CHECKSUM_QUERY);
+    for (i, (k, v)) in query.enumerate() {
         uri.push(if i == 0 { '?' } else { '&' });
         uri.push_str(&format!("{k}={v}"));
     }
@@ -163,8 +172,11 @@ fn uri_text(u: &Uri) -> String {
 pub(crate) struct ElementDecoder {
     db: (Vec<u8>, Option<DatasetKey>),
     idx: (Vec<u8>, Option<CollocationKey>),
-    /// A location's class and URI, and the URI as fieldstore writes it.
+    /// A location's class and URI but its query, and the URI as
+    /// fieldstore writes it (no checksum: that is the location's own).
     head: (Vec<u8>, std::sync::Arc<str>),
+    /// The last URI decoded, with the query its fields share.
+    uri: Uri,
 }
 
 impl ElementDecoder {
@@ -208,9 +220,8 @@ impl ElementDecoder {
         let location = if datum.is_empty() {
             None
         } else {
-            let uri = if r.skip_if(&self.head.0) {
-                self.head.1.clone()
-            } else {
+            let same_head = r.skip_if(&self.head.0);
+            if !same_head {
                 let start = r.position();
                 let class = r.start_object().map_err(corrupt)?;
                 if !class.ends_with("FieldLocation") {
@@ -218,20 +229,40 @@ impl ElementDecoder {
                         "server {endpoint}: {class} is not a field location"
                     )));
                 }
-                let u = Uri::decode(&mut r).map_err(corrupt)?;
-                let text: std::sync::Arc<str> = uri_text(&u).into();
-                self.head = (r.since(start).to_vec(), text.clone());
-                text
-            };
+                self.uri = Uri::decode_head(&mut r).map_err(corrupt)?;
+                self.head.0 = r.since(start).to_vec();
+            }
+            // The query: the field's checksum, and what the file's
+            // fields share (the URI's text is made again only when that
+            // changes).
+            let n = r.count(10).map_err(corrupt)?;
+            let mut checksum = None;
+            let mut query = Vec::with_capacity(n);
+            for _ in 0..n {
+                let (k, v) = (r.string().map_err(corrupt)?, r.string().map_err(corrupt)?);
+                if k == crate::location::CHECKSUM_QUERY {
+                    checksum = u32::from_str_radix(&v, 16).ok();
+                } else {
+                    query.push((k, v));
+                }
+            }
+            if !same_head || query != self.uri.query {
+                self.uri.query = query;
+                self.head.1 = uri_text(&self.uri).into();
+            }
             let offset = r.long_long().map_err(corrupt)?;
             let length = r.long_long().map_err(corrupt)?;
             WireKey::decode(&mut r).map_err(corrupt)?;
             r.end_object().map_err(corrupt)?;
-            Some(FieldLocation::new(
-                uri,
+            let location = FieldLocation::new(
+                self.head.1.clone(),
                 u64::try_from(offset).unwrap_or(0),
                 u64::try_from(length).unwrap_or(0),
-            ))
+            );
+            Some(match checksum {
+                Some(c) => location.with_checksum(c),
+                None => location,
+            })
         };
         r.long().map_err(corrupt)?;
         Ok(ListElement {
@@ -269,9 +300,12 @@ pub fn store_of(l: &FieldLocation) -> Result<(String, u16, WireLocation)> {
         .find(|(k, _)| *k == INNER)
         .map_or("file", |(_, v)| v);
     let range = |v: u64| i64::try_from(v).map_err(|_| bad());
+    // The location's own checksum, not its URI's: a range of a field
+    // (same URI) has none.
+    let checksum = l.checksum;
     let wire = WireLocation {
         class: crate::location::TOC_FIELD_LOCATION.into(),
-        uri: Uri::new(inner, path),
+        uri: Uri::new(inner, path).with_checksum(checksum),
         offset: range(l.offset)?,
         length: range(l.length)?,
         remap_key: WireKey::default(),
@@ -290,7 +324,8 @@ pub fn wrapped(store: &WireLocation, host: &str, port: u16) -> WireLocation {
             port: i32::from(port),
             query: vec![(INNER.into(), store.uri.scheme.clone())],
             ..Uri::new("fdb", store.uri.name.clone())
-        },
+        }
+        .with_checksum(store.uri.checksum()),
         offset: store.offset,
         length: store.length,
         remap_key: WireKey::default(),

@@ -241,6 +241,16 @@ impl Remote {
                 out.len()
             )));
         }
+        // End to end: what arrived is what was archived.
+        if let Some(want) = location.checksum {
+            let got = crc32c::crc32c(out);
+            if got != want {
+                return Err(Error::corrupt(format!(
+                    "{location}: checksum mismatch (stored {want:08x}, received {got:08x}): \
+                     the field was damaged on the server or on the way"
+                )));
+            }
+        }
         Ok(())
     }
 }

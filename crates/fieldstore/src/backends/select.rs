@@ -197,6 +197,15 @@ impl Catalogue for SelectCatalogue {
         Ok(SelectWaiter::over(waiters))
     }
 
+    /// The lanes' own waiters for `request`, all at once.
+    fn waiter_for(&self, request: &fieldstore_core::Request) -> Result<Box<dyn ChangeWaiter>> {
+        let mut waiters = Vec::new();
+        for (_, c, _) in &self.0.lanes {
+            waiters.push(c.waiter_for(request)?);
+        }
+        Ok(SelectWaiter::over(waiters))
+    }
+
     fn maintenance(&self) -> Option<&dyn CatalogueMaintenance> {
         Some(self)
     }
