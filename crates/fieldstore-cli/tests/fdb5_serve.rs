@@ -17,21 +17,18 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::io::{Read, Write};
-use std::net::TcpStream;
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use common::raw::Raw;
 use common::servers::{client_config, run, start_fdb5, start_fieldstore, Wheels, FILES, REQUESTS};
 use common::{fdb5, repo};
 use fieldstore_remote::archive::{CatalogueBlob, StoreBlob};
-use fieldstore_remote::frame::{encode_frame, read_frame};
+use fieldstore_remote::frame::encode_frame;
 use fieldstore_remote::key::Key;
 use fieldstore_remote::location::FieldLocation;
-use fieldstore_remote::session::{Endpoint, SessionId};
-use fieldstore_remote::startup::ClientStartup;
-use fieldstore_remote::value::Value;
 use fieldstore_remote::{Message, Reader, Writer};
 
 /// One side of the comparison.
@@ -327,69 +324,6 @@ fn pyfdb_agrees_between_fdb_server_and_fieldstore_serve() {
         fs, fdb5,
         "pyfdb through fieldstore serve, then FDB5's server"
     );
-}
-
-/// A raw client: one connection (single-connection mode), handshake done.
-struct Raw {
-    s: TcpStream,
-}
-
-impl Raw {
-    fn connect(port: u16) -> Raw {
-        let s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
-        s.set_read_timeout(Some(Duration::from_secs(20)))
-            .expect("timeout");
-        Raw { s }
-    }
-
-    fn send(&mut self, m: Message, control: bool, client: u32, request: u32, payload: &[u8]) {
-        let f = encode_frame(m, control, client, request, payload).expect("frame");
-        self.s.write_all(&f).expect("send");
-    }
-
-    fn recv(&mut self) -> (fieldstore_remote::Header, Vec<u8>) {
-        read_frame(&mut self.s, 1 << 30).expect("a frame")
-    }
-
-    fn startup(port: u16) -> Raw {
-        let mut raw = Raw::connect(port);
-        let startup = ClientStartup {
-            session: SessionId {
-                host: "test".into(),
-                pid: 1,
-                time: 2,
-                random: 3,
-            },
-            endpoint: Endpoint {
-                host: "localhost".into(),
-                port: i32::from(port),
-            },
-            protocol_version: 3,
-            config: Value::Map(vec![(
-                Value::String("NumberOfConnections".into()),
-                Value::List(vec![Value::Number(1)]),
-            )]),
-        };
-        let mut w = Writer::new();
-        startup.encode(&mut w);
-        raw.send(Message::Startup, true, 0, 0, w.bytes());
-        let (h, _) = raw.recv();
-        assert_eq!(h.message, Message::Startup);
-        raw
-    }
-
-    /// Whether the server closed the connection (reads end).
-    fn closed(&mut self) -> bool {
-        let mut b = [0u8; 64];
-        loop {
-            match self.s.read(&mut b) {
-                Ok(0) => return true,
-                Ok(_) => continue,
-                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return true,
-                Err(_) => return false,
-            }
-        }
-    }
 }
 
 fn key(pairs: &[(&str, &str)]) -> Key {

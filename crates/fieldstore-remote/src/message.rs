@@ -1,7 +1,7 @@
 //! The message types a frame header names (FDB5's `remote::Message`).
 //!
 //! Numbers are FDB5's, which groups them: 0–6 connection management,
-//! 100–115 API calls, 150–154 the steps of a remote wipe, 200–201 replies,
+//! 100–115 API calls, 150–154 the steps of a remote wipe, 200–202 replies,
 //! 300–301 data.
 
 use std::fmt;
@@ -72,6 +72,9 @@ pub enum Message {
     Received = 200,
     /// The last blob of a streamed reply was sent.
     Complete = 201,
+    /// FDB5 5.25's refusal of a call the server did not enable: the
+    /// payload is the text `Unauthorized message: NAME(N)`, not a stream.
+    Unauthorised = 202,
     /// One element of data.
     Blob = 300,
     /// Several blob frames in one payload.
@@ -115,6 +118,7 @@ const ALL: &[Message] = &[
     Message::DoUnsafeFullWipe,
     Message::Received,
     Message::Complete,
+    Message::Unauthorised,
     Message::Blob,
     Message::MultiBlob,
     Message::Watch,
@@ -137,6 +141,21 @@ impl Message {
     }
 }
 
+impl Message {
+    /// Whether a call of this message is allowed under `features`, the
+    /// agreed [`EnabledFeatures`](crate::startup::feature) mask, by FDB5
+    /// 5.25's rule: an API call (100–149) needs its own bit, a wipe step
+    /// (150–154) the `Wipe` bit, anything else is always allowed.
+    pub fn enabled(self, features: i64) -> bool {
+        let n = self.code();
+        match n {
+            100..=149 => features & crate::startup::feature(self) != 0,
+            150..=154 => features & crate::startup::feature(Message::Wipe) != 0,
+            _ => true,
+        }
+    }
+}
+
 impl fmt::Display for Message {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{self:?}({})", self.code())
@@ -156,5 +175,18 @@ mod tests {
         assert_eq!(Message::from_u16(116), None);
         assert_eq!(Message::Store.code(), 113);
         assert_eq!(Message::Axes.code(), 114);
+        assert_eq!(Message::Unauthorised.code(), 202);
+    }
+
+    #[test]
+    fn calls_are_enabled_by_their_bit_and_wipe_steps_by_wipe() {
+        let no_wipe = crate::startup::DEFAULT_FEATURES;
+        let wipe = no_wipe | crate::startup::feature(Message::Wipe);
+        assert!(!Message::Wipe.enabled(no_wipe));
+        assert!(!Message::DoWipeUris.enabled(no_wipe));
+        assert!(Message::DoUnsafeFullWipe.enabled(wipe));
+        assert!(Message::List.enabled(no_wipe));
+        assert!(!Message::Stats.enabled(0));
+        assert!(Message::Stores.enabled(0) && Message::Watch.enabled(0));
     }
 }

@@ -197,7 +197,8 @@ impl Agreed {
 /// intersected, the highest common one chosen, except that a client's
 /// `PreferSingleConnection` picks 1 (or `false` picks 2) when both are
 /// common. A client that sends no `NumberOfConnections` accepts both; one
-/// that sends no `EnabledFeatures` gets this server's.
+/// that sends no `EnabledFeatures` asks for FDB5's defaults
+/// ([`DEFAULT_FEATURES`], without wipe).
 ///
 /// # Errors
 /// A message for the client when nothing is common.
@@ -237,9 +238,11 @@ pub fn negotiate(client: &Value, connections: &[i64], features: i64) -> Result<A
             chosen = wanted;
         }
     }
+    // As FDB5 5.25's server: a client that says nothing asks for FDB5's
+    // defaults (no wipe).
     let client_features = match client.get("EnabledFeatures") {
         Some(Value::Number(n)) => *n,
-        _ => features,
+        _ => DEFAULT_FEATURES,
     };
     Ok(Agreed {
         single_connection: chosen == 1,

@@ -2,6 +2,7 @@
 //!
 //! The server keys (`type`, `serverPort`, `dataPortStart`,
 //! `dataPortCount`, `stores`, `fdbWipeSecret` (else `$FDB_WIPE_SECRET`),
+//! FDB5 5.25's `wipe` (false: remote wipes refused as `Unauthorised`),
 //! fieldstore's `maxPayload`, `pendingLimit` and the bounds of [`Limits`],
 //! and FDB5's `serverThreaded`, accepted and ignored: fieldstore always
 //! runs a thread per connection, their number bounded by
@@ -61,6 +62,10 @@ pub struct ServeConfig {
     pub pending_limit: u64,
     /// FDB5's wipe secret (`$FDB_WIPE_SECRET` / `fdbWipeSecret`).
     pub wipe_secret: Option<String>,
+    /// Whether remote wipes are enabled at all (FDB5 5.25's `wipe` key,
+    /// default true): without, `Wipe` is left out of the features
+    /// announced and answered `Unauthorised`.
+    pub wipe: bool,
     /// What a client may hold and how long it may take.
     pub limits: Limits,
 }
@@ -344,6 +349,12 @@ impl ServeConfig {
                 ),
             ));
         }
+        let wipe = match map.remove("wipe") {
+            None => true,
+            Some(v) => v
+                .as_bool()
+                .ok_or_else(|| invalid(source, "wipe: expected true or false"))?,
+        };
         let secret_in_config = map
             .remove("fdbWipeSecret")
             .and_then(|v| v.as_str().map(str::to_string));
@@ -365,6 +376,7 @@ impl ServeConfig {
             max_payload,
             pending_limit,
             wipe_secret,
+            wipe,
             limits,
         })
     }

@@ -16,7 +16,7 @@
 
 use std::collections::HashMap;
 use std::io::Write;
-use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::net::{Shutdown, SocketAddr};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, Weak};
 
@@ -28,6 +28,7 @@ use fieldstore_remote::Message;
 
 use crate::budget::Budget;
 pub(crate) use crate::frames::End;
+use crate::frames::Socket;
 use crate::pending::Owner;
 use crate::shared::Server;
 use crate::watch::{Flushed, Signal};
@@ -175,11 +176,11 @@ pub(crate) struct Conn {
     pub(crate) peer: SocketAddr,
     /// The client process, owner of what this connection parks.
     pub(crate) owner: Owner,
-    pub(crate) control: Mutex<TcpStream>,
+    pub(crate) control: Mutex<Socket>,
     /// The data connection's writing side; `None` with one connection.
-    pub(crate) data: Option<Mutex<TcpStream>>,
-    /// Handles of the sockets for closing them without their locks.
-    pub(crate) shutdown: Vec<TcpStream>,
+    pub(crate) data: Option<Mutex<Socket>>,
+    /// The sockets, for closing them without their locks.
+    pub(crate) shutdown: Vec<Socket>,
     pub(crate) clients: Mutex<HashMap<u32, Client>>,
     /// Signalled when a client's archived count or failure changes.
     pub(crate) archived: Condvar,
@@ -188,6 +189,8 @@ pub(crate) struct Conn {
     pub(crate) store: Endpoint,
     /// The port the connection came in on.
     pub(crate) port: Port,
+    /// The API calls agreed at startup (`EnabledFeatures`).
+    pub(crate) features: i64,
     /// Wipes announced on this (catalogue) connection, by dataset key.
     pub(crate) wipes: Mutex<HashMap<String, PendingWipe>>,
     /// Bytes of large frames this connection holds at once.
@@ -229,7 +232,7 @@ impl Conn {
     pub(crate) fn close(&self) {
         self.closing.store(true, Ordering::Relaxed);
         for s in &self.shutdown {
-            let _ = s.shutdown(Shutdown::Both);
+            let _ = s.stream().shutdown(Shutdown::Both);
         }
         self.signal.close();
         self.archived.notify_all();
@@ -302,7 +305,7 @@ impl Conn {
 
     /// The socket of the channel `control` picks: with one connection the
     /// control socket carries both.
-    pub(crate) fn socket(&self, control: bool) -> &Mutex<TcpStream> {
+    pub(crate) fn socket(&self, control: bool) -> &Mutex<Socket> {
         match (&self.data, control) {
             (Some(d), false) => d,
             _ => &self.control,

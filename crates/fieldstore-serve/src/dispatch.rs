@@ -90,6 +90,18 @@ impl Conn {
         payload: &[u8],
     ) -> std::result::Result<(), End> {
         let (client, request) = (h.client_id, h.request_id);
+        // A call not agreed at startup: refused as FDB5 5.25's server
+        // refuses it (its clients refuse such calls before sending).
+        if !h.message.enabled(self.features) {
+            let why = format!("Unauthorized message: {}", h.message);
+            eprintln!(
+                "fieldstore serve: connection {} from {}: client {client} request {request}: {why}",
+                self.id, self.peer
+            );
+            return self
+                .send(true, Message::Unauthorised, client, request, why.as_bytes())
+                .map_err(|e| End::Bad(e.to_string()));
+        }
         let outcome = match h.message {
             Message::Stop => {
                 if let Some(mut c) = lock(&self.clients).remove(&client) {

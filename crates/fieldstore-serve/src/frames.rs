@@ -23,10 +23,52 @@ use crate::budget::{Budget, Permit};
 pub(crate) const SMALL: usize = 64 << 10;
 /// Room taken from the budgets per step of a large frame.
 const CHUNK: usize = 1 << 20;
+/// Bytes of a large frame read at once straight into its payload (zeroed
+/// just before: memory a client's claim alone never touches more of).
+const STRAIGHT: usize = 256 << 10;
 /// Bytes a connection's readers buffer (two readers per connection at
 /// most: this and [`SMALL`] bound what a connection holds outside the
 /// budgets).
 pub(crate) const READ_BUFFER: usize = 64 << 10;
+
+/// A connected socket, shared by its reader, its writer and whoever
+/// closes it: one descriptor per connection (reads and writes go through
+/// `&TcpStream`; writers serialise on a lock of their own, and shutting it
+/// down needs none).
+#[derive(Debug, Clone)]
+pub(crate) struct Socket(Arc<TcpStream>);
+
+impl Socket {
+    /// Share `stream`.
+    pub(crate) fn new(stream: TcpStream) -> Socket {
+        Socket(Arc::new(stream))
+    }
+
+    /// The socket.
+    pub(crate) fn stream(&self) -> &TcpStream {
+        &self.0
+    }
+}
+
+impl Read for Socket {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        (&*self.0).read(buf)
+    }
+}
+
+impl io::Write for Socket {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        (&*self.0).write(buf)
+    }
+
+    fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        (&*self.0).write_vectored(bufs)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        (&*self.0).flush()
+    }
+}
 
 /// Why a connection ends.
 #[derive(Debug)]
@@ -61,7 +103,7 @@ pub(crate) struct Frame {
 
 /// A socket's frames, read within deadlines and budgets.
 pub(crate) struct FrameReader {
-    inner: BufReader<TcpStream>,
+    inner: BufReader<Socket>,
     /// Largest payload accepted.
     limit: u32,
     /// The connection's budget, then the server's.
@@ -70,6 +112,9 @@ pub(crate) struct FrameReader {
     idle: Duration,
     /// How long a frame may take once it starts.
     frame: Duration,
+    /// The config keys of the two, for the log (the handshake's are
+    /// `handshakeTimeout`).
+    keys: (&'static str, &'static str),
     /// The read time-out the socket has now (set only when it changes).
     timeout: Option<Duration>,
 }
@@ -78,7 +123,7 @@ impl FrameReader {
     /// Frames of `stream`, at most `limit` bytes of payload each, large
     /// ones within `budgets` (the connection's, then the server's).
     pub(crate) fn new(
-        stream: TcpStream,
+        stream: Socket,
         limit: u32,
         budgets: [Arc<Budget>; 2],
         idle: Duration,
@@ -90,15 +135,18 @@ impl FrameReader {
             budgets,
             idle,
             frame,
+            keys: ("handshakeTimeout", "handshakeTimeout"),
             timeout: None,
         }
     }
 
-    /// Change the bounds (the handshake's are shorter).
+    /// The bounds after the handshake (whose are shorter): `idleTimeout`
+    /// and `frameTimeout`.
     pub(crate) fn set_bounds(&mut self, limit: u32, idle: Duration, frame: Duration) {
         self.limit = limit;
         self.idle = idle;
         self.frame = frame;
+        self.keys = ("idleTimeout", "frameTimeout");
     }
 
     fn set_timeout(&mut self, d: Duration) -> io::Result<()> {
@@ -107,7 +155,7 @@ impl FrameReader {
             .timeout
             .is_none_or(|t| t.abs_diff(d) > Duration::from_millis(250));
         if differs {
-            self.inner.get_ref().set_read_timeout(Some(d))?;
+            self.inner.get_ref().stream().set_read_timeout(Some(d))?;
             self.timeout = Some(d);
         }
         Ok(())
@@ -133,8 +181,9 @@ impl FrameReader {
                 Err(e) if timed_out(&e) => {
                     if !watching() {
                         return Err(End::Bad(format!(
-                            "idle for {} s (idleTimeout)",
-                            self.idle.as_secs()
+                            "idle for {} s ({})",
+                            self.idle.as_secs(),
+                            self.keys.0
                         )));
                     }
                 }
@@ -152,28 +201,18 @@ impl FrameReader {
             payload.resize(size, 0);
             self.read_within(&mut payload, deadline, "payload")?;
         } else {
+            // Room is taken a chunk ahead; memory grows only as bytes
+            // arrive (copied out of the read buffer: nothing is allocated
+            // for bytes a client only claims).
+            let mut room = 0;
             while payload.len() < size {
-                let step = CHUNK.min(size - payload.len());
-                let budgets = [&self.budgets[0], &self.budgets[1]];
-                permit
-                    .grow(&budgets, step as u64, deadline)
-                    .map_err(|full| {
-                        End::Bad(format!(
-                            "no room for a frame of {size} bytes within {} s (frameTimeout): \
-                             {} of {} bytes ({}) held",
-                            self.frame.as_secs(),
-                            full.in_use(),
-                            full.limit(),
-                            if Arc::ptr_eq(&full, &self.budgets[0]) {
-                                "connectionMemoryLimit"
-                            } else {
-                                "memoryLimit"
-                            }
-                        ))
-                    })?;
-                let at = payload.len();
-                payload.resize(at + step, 0);
-                self.read_within(&mut payload[at..], deadline, "payload")?;
+                if payload.len() == room {
+                    let step = CHUNK.min(size - room);
+                    self.take_room(&mut permit, step, size, deadline)?;
+                    room += step;
+                    payload.reserve(step);
+                }
+                self.append_within(&mut payload, room, deadline)?;
             }
         }
         let mut tail = [0u8; 4];
@@ -186,6 +225,76 @@ impl FrameReader {
             payload,
             permit,
         })
+    }
+
+    /// Take `step` more bytes of room for a frame of `size`, by
+    /// `deadline`.
+    fn take_room(
+        &self,
+        permit: &mut Permit,
+        step: usize,
+        size: usize,
+        deadline: Instant,
+    ) -> Result<(), End> {
+        let budgets = [&self.budgets[0], &self.budgets[1]];
+        permit
+            .grow(&budgets, step as u64, deadline)
+            .map_err(|full| {
+                End::Bad(format!(
+                "no room for a frame of {size} bytes within {} s ({}): {} of {} bytes ({}) held",
+                self.frame.as_secs(),
+                self.keys.1,
+                full.in_use(),
+                full.limit(),
+                if Arc::ptr_eq(&full, &self.budgets[0]) {
+                    "connectionMemoryLimit"
+                } else {
+                    "memoryLimit"
+                }
+            ))
+            })
+    }
+
+    /// Append to `payload` what arrives, up to `upto` bytes in all, by
+    /// `deadline`: what the read buffer holds, else one read straight into
+    /// the payload (at most [`STRAIGHT`] bytes zeroed ahead of it).
+    fn append_within(
+        &mut self,
+        payload: &mut Vec<u8>,
+        upto: usize,
+        deadline: Instant,
+    ) -> Result<(), End> {
+        let buffered = self.inner.buffer();
+        if !buffered.is_empty() {
+            let n = buffered.len().min(upto - payload.len());
+            payload.extend_from_slice(&buffered[..n]);
+            self.inner.consume(n);
+            return Ok(());
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(self.late("payload"));
+        }
+        self.set_timeout(left).map_err(io_end)?;
+        let at = payload.len();
+        payload.resize(at + (upto - at).min(STRAIGHT), 0);
+        loop {
+            // The buffer is empty: reading past it loses nothing.
+            match self.inner.get_mut().read(&mut payload[at..]) {
+                Ok(0) => {
+                    return Err(End::Bad(
+                        "connection closed inside a frame (payload)".into(),
+                    ))
+                }
+                Ok(n) => {
+                    payload.truncate(at + n);
+                    return Ok(());
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if timed_out(&e) => return Err(self.late("payload")),
+                Err(e) => return Err(io_end(e)),
+            }
+        }
     }
 
     /// Fill `buf` by `deadline`.
@@ -217,8 +326,9 @@ impl FrameReader {
 
     fn late(&self, what: &str) -> End {
         End::Bad(format!(
-            "frame not whole within {} s (frameTimeout), waiting for its {what}",
-            self.frame.as_secs()
+            "frame not whole within {} s ({}), waiting for its {what}",
+            self.frame.as_secs(),
+            self.keys.1
         ))
     }
 }
@@ -255,13 +365,16 @@ mod tests {
     }
 
     fn reader(s: TcpStream, budget: u64, frame: Duration) -> FrameReader {
-        FrameReader::new(
-            s,
+        let idle = Duration::from_millis(200);
+        let mut r = FrameReader::new(
+            Socket::new(s),
             256 << 20,
             [Budget::new(budget), Budget::new(budget)],
-            Duration::from_millis(200),
+            idle,
             frame,
-        )
+        );
+        r.set_bounds(256 << 20, idle, frame);
+        r
     }
 
     #[test]

@@ -22,15 +22,17 @@ use fieldstore_remote::{Message, Reader, Writer};
 
 use crate::budget::Budget;
 use crate::conn::{Conn, Port};
-use crate::frames::{End, FrameReader};
+use crate::frames::{End, FrameReader, Socket};
 use crate::pending::Owner;
 use crate::shared::Server;
 use crate::watch::Signal;
 
 /// Largest startup payload (FDB5's are about 600 bytes).
 const STARTUP_LIMIT: u32 = 64 << 10;
-/// The API messages this server serves, enabled at startup: FDB5's client
-/// refuses the others itself, naming them ("not enabled by server").
+/// The API messages this server serves, enabled at startup (less `Wipe`
+/// with `wipe: false`): FDB5's client refuses the others itself, naming
+/// them ("not enabled by server"); a client that sends one anyway is
+/// answered `Unauthorised`.
 const SERVED: i64 = bit(Message::Flush)
     | bit(Message::Archive)
     | bit(Message::List)
@@ -98,7 +100,7 @@ fn handshake(
     let limits = &server.config.limits;
     let memory = Budget::new(limits.connection_memory);
     let budgets = || [Arc::clone(&memory), Arc::clone(&server.memory)];
-    let frames = |s: TcpStream| {
+    let frames = |s: Socket| {
         FrameReader::new(
             s,
             STARTUP_LIMIT,
@@ -108,8 +110,8 @@ fn handshake(
         )
     };
     stream.set_write_timeout(Some(limits.write)).map_err(text)?;
-    let mut reader = frames(stream.try_clone().map_err(text)?);
-    let mut writer = stream;
+    let mut writer = Socket::new(stream);
+    let mut reader = frames(writer.clone());
     let f = reader.next(&|| false).map_err(ended)?;
     let h = f.header;
     if h.message != Message::Startup || !h.control || h.request_id != 0 {
@@ -120,7 +122,7 @@ fn handshake(
     }
     let startup = ClientStartup::decode(&mut Reader::new(&f.payload))
         .map_err(|e| format!("undecodable Startup: {e}"))?;
-    let refuse = |writer: &mut TcpStream, why: String| {
+    let refuse = |writer: &mut Socket, why: String| {
         let _ = frame::write_frame(writer, Message::Error, true, 0, 0, why.as_bytes());
         why
     };
@@ -134,8 +136,13 @@ fn handshake(
             ),
         ));
     }
+    let served = if server.config.wipe {
+        SERVED
+    } else {
+        SERVED & !bit(Message::Wipe)
+    };
     let mut agreed =
-        negotiate(&startup.config, &[1, 2], SERVED).map_err(|e| refuse(&mut writer, e))?;
+        negotiate(&startup.config, &[1, 2], served).map_err(|e| refuse(&mut writer, e))?;
     // fieldstore's clients may ask to be told of flushes (FDB5's ignore it).
     agreed.watch = port == Port::Catalogue;
     let host = startup.endpoint.host.clone();
@@ -165,7 +172,8 @@ fn handshake(
         let stream = accept_within(&listener, limits.handshake)?;
         let _ = stream.set_nodelay(true);
         stream.set_write_timeout(Some(limits.write)).map_err(text)?;
-        let mut data_reader = frames(stream.try_clone().map_err(text)?);
+        let stream = Socket::new(stream);
+        let mut data_reader = frames(stream.clone());
         let f = data_reader
             .next(&|| false)
             .map_err(|e| format!("data connection: {}", ended(e)))?;
@@ -188,10 +196,10 @@ fn handshake(
         host: server.config.store_host.clone().unwrap_or(host),
         port: i32::from(server.store_port()),
     };
-    let mut shutdown = vec![writer.try_clone().map_err(text)?];
+    let mut shutdown = vec![writer.clone()];
     let (data_writer, data_reader) = match data {
         Some((w, r)) => {
-            shutdown.push(w.try_clone().map_err(text)?);
+            shutdown.push(w.clone());
             (Some(Mutex::new(w)), Some(r))
         }
         None => (None, None),
@@ -215,6 +223,7 @@ fn handshake(
             closing: AtomicBool::new(false),
             store,
             port,
+            features: agreed.features,
             wipes: Mutex::new(HashMap::new()),
             memory,
             signal: Arc::new(Signal::default()),

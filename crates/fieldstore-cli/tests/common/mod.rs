@@ -150,6 +150,7 @@ pub fn run(c: &mut Command) -> Run {
 }
 
 pub mod fdb5;
+pub mod raw;
 pub mod servers;
 
 /// The repository's root.

@@ -532,6 +532,16 @@ impl Mailbox {
                 match h.message {
                     Message::Received => return Ok((request, p)),
                     Message::Error => return Err(server_error(&self.connection.endpoint, &p)),
+                    Message::Unauthorised => {
+                        return Err(Error::new(
+                            ErrorKind::PermissionDenied,
+                            format!(
+                                "server {}: {message} not enabled: {}",
+                                self.connection.endpoint,
+                                String::from_utf8_lossy(&p)
+                            ),
+                        ))
+                    }
                     _ => {}
                 }
             }
