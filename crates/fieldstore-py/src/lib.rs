@@ -255,7 +255,7 @@ impl Store {
         let found = py
             .detach(|| extract(&self.fs, &request, kind, data, points))
             .or_raise(py)?;
-        let (fields, cost) = found;
+        let (fields, cost, notice) = found;
         let fields = fields
             .into_iter()
             .map(|(key, indices, values, method)| {
@@ -263,7 +263,7 @@ impl Store {
                 (key, indices, PyBytes::new(py, &bytes), method)
             })
             .collect();
-        Ok((fields, cost))
+        Ok((fields, cost, notice))
     }
 
     /// Make everything archived durable and visible.
@@ -283,14 +283,16 @@ impl Store {
     }
 
     /// The fields `selection` names, in request order; with `wait`
-    /// (seconds), once every one of them exists.
+    /// (seconds), once every one of them exists. With them, a notice of
+    /// what the request names and the store lacks ([`notice`]), for the
+    /// Python layer to warn of.
     #[pyo3(signature = (selection, wait=None))]
     fn retrieve(
         &self,
         py: Python<'_>,
         selection: Selection,
         wait: Option<f64>,
-    ) -> PyResult<Reader> {
+    ) -> PyResult<(Reader, Option<String>)> {
         let request = request(py, &self.fs, &selection)?;
         let wait = wait
             .map(|s| {
@@ -299,14 +301,19 @@ impl Store {
                 })
             })
             .transpose()?;
-        let reader = py
-            .detach(|| match wait {
-                Some(w) => self.fs.retrieve_wait(&request, w),
-                None => self.fs.retrieve(&request),
+        let (reader, notice) = py
+            .detach(|| {
+                let reader = match wait {
+                    Some(w) => self.fs.retrieve_wait(&request, w),
+                    None => self.fs.retrieve(&request),
+                }?;
+                let found: Vec<&Key> = reader.fields().iter().map(|(k, _)| k).collect();
+                let notice = notice(&self.fs, &request, &found);
+                Ok::<_, Error>((reader, notice))
             })
             .or_raise(py)?;
         let fields = reader.fields().iter().map(|(_, l)| l.clone()).collect();
-        Ok(Reader::new(self.fs.clone(), fields))
+        Ok((Reader::new(self.fs.clone(), fields), notice))
     }
 
     /// A watch of what `selection` names (see `FieldStore::watch`).
@@ -518,14 +525,39 @@ fn archive_grib(
     ))
 }
 
-/// What `Store.extract` returns.
+/// What `Store.extract` returns: the fields, the cost, and a notice of
+/// what the request names and the store lacks ([`notice`]).
 type Extracted<'py> = (
     Vec<(Vec<(String, String)>, Vec<u64>, Bound<'py, PyBytes>, String)>,
     (u64, u64, u64),
+    Option<String>,
 );
+
+/// What the Python layer warns of after a retrieve or extract of `request`
+/// that found `found`: a request naming no complete key (the keywords the
+/// nearest rule requires), or the fields it names that are missing (how
+/// many, the first). `None` when everything named was found or it cannot
+/// be told cheaply ([`FieldStore::shortfall`]).
+fn notice(fs: &FieldStore, request: &Request, found: &[&Key]) -> Option<String> {
+    if found.is_empty() && fs.names_no_key(request) {
+        let what = fs.schema().incomplete(request).map_or_else(
+            || "give a value to every keyword of a rule".to_string(),
+            |i| i.to_string(),
+        );
+        return Some(format!(
+            "the request names no complete key: {what}; list partial requests with FDB.list"
+        ));
+    }
+    let shortfall = fs.shortfall(request, found.iter().copied()).ok()??;
+    Some(shortfall.summary())
+}
 
 /// One field's extraction before it becomes Python objects.
 type FieldOut = (Vec<(String, String)>, Vec<u64>, Vec<f64>, String);
+
+/// An extraction before it becomes Python objects: the fields, the cost
+/// (bytes read, reads, the fields' bytes) and the notice.
+type ExtractOut = (Vec<FieldOut>, (u64, u64, u64), Option<String>);
 
 #[cfg(feature = "grib")]
 fn extract(
@@ -534,7 +566,7 @@ fn extract(
     kind: &str,
     data: Vec<u64>,
     points: Vec<(f64, f64)>,
-) -> fieldstore::Result<(Vec<FieldOut>, (u64, u64, u64))> {
+) -> fieldstore::Result<ExtractOut> {
     use fieldstore_grib::{ExtractGrib as _, Method, Selection as S};
     let selection = match kind {
         "ranges" if data.len() % 2 == 0 => {
@@ -550,6 +582,8 @@ fn extract(
         }
     };
     let got = fs.extract(request, &selection)?;
+    let found: Vec<&Key> = got.fields.iter().map(|f| &f.key).collect();
+    let notice = notice(fs, request, &found);
     let fields = got
         .fields
         .into_iter()
@@ -567,7 +601,11 @@ fn extract(
             (key, f.indices, f.values, method)
         })
         .collect();
-    Ok((fields, (got.read.bytes, got.read.reads, got.field_bytes)))
+    Ok((
+        fields,
+        (got.read.bytes, got.read.reads, got.field_bytes),
+        notice,
+    ))
 }
 
 #[cfg(not(feature = "grib"))]
@@ -577,7 +615,7 @@ fn extract(
     _kind: &str,
     _data: Vec<u64>,
     _points: Vec<(f64, f64)>,
-) -> fieldstore::Result<(Vec<FieldOut>, (u64, u64, u64))> {
+) -> fieldstore::Result<ExtractOut> {
     Err(Error::new(
         ErrorKind::Unsupported,
         "this build of fieldstore has no GRIB support (Cargo feature `grib`): extract needs it",

@@ -29,6 +29,7 @@ pub mod readahead;
 pub mod resolve;
 pub mod retrieve;
 pub mod routing;
+pub mod shortfall;
 mod stream;
 mod walk;
 pub mod watch;
@@ -57,6 +58,7 @@ pub use manage::{
     WipeReport,
 };
 pub use retrieve::DataReader;
+pub use shortfall::Shortfall;
 pub use stream::FieldStream;
 pub use watch::{Since, Watch, WatchEvent, WatchOptions};
 

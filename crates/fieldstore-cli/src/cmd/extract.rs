@@ -6,7 +6,9 @@
 //! (`key`, `indices`, `values`, `method`; missing values `null`); `--csv`:
 //! a header, then one row per field and point. A summary on standard error
 //! says how many fields, bytes read against the fields' bytes, and how
-//! many fields were decoded whole.
+//! many fields were decoded whole, and how many fields the request names
+//! are missing, with the first (`--json`: `{"missing": {key}}` after the
+//! fields, one per missing field).
 
 use std::collections::BTreeMap;
 
@@ -91,6 +93,13 @@ struct JsonField<'a> {
     method: String,
 }
 
+/// A field the request names and the store lacks, after the fields
+/// (`--json`).
+#[derive(Serialize)]
+struct JsonMissing<'a> {
+    missing: BTreeMap<&'a str, &'a str>,
+}
+
 fn method(m: &Method) -> String {
     match m {
         Method::Stored => "jump info".into(),
@@ -110,11 +119,16 @@ pub(crate) fn extract(
     let options = ExtractOptions::default().parallelism(args.parallelism);
     let got = fs.extract_with(request, selection, options)?;
     if got.fields.is_empty() {
+        let hint = crate::cmd::retrieve::incomplete_hint(fs, request).unwrap_or_default();
         return Err(Error::new(
             ErrorKind::NotFound,
-            "no stored field matches the request",
+            format!("no stored field matches the request{hint}"),
         ));
     }
+    let shortfall = fs
+        .shortfall(request, got.fields.iter().map(|f| &f.key))
+        .ok()
+        .flatten();
     let points = match selection {
         Selection::Points(p) => Some(p),
         _ => None,
@@ -178,5 +192,15 @@ pub(crate) fn extract(
             .as_ref()
             .map_or(String::new(), |why| format!(": not kept: {why}")),
     ));
+    if let Some(shortfall) = shortfall {
+        if args.json {
+            for point in &shortfall.missing {
+                ui.json(&JsonMissing {
+                    missing: fieldstore::shortfall::pairs(point).collect(),
+                })?;
+            }
+        }
+        ui.note(&shortfall.summary());
+    }
     Ok(())
 }

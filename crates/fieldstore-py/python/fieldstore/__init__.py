@@ -45,6 +45,7 @@ from .errors import (
     InvalidConfigError,
     InvalidInputError,
     LockedError,
+    MissingFieldsWarning,
     NotFoundError,
     PermissionDeniedError,
     StorageFullError,

@@ -13,7 +13,7 @@ from typing import Any, Dict, Generator, List, Optional, Tuple, Union
 from urllib import parse
 
 from . import _fieldstore
-from .errors import DuplicateKeyWarning, InvalidInputError, UnsupportedError
+from .errors import DuplicateKeyWarning, InvalidInputError, MissingFieldsWarning, UnsupportedError
 
 __all__ = [
     "FDB",
@@ -241,7 +241,9 @@ class FDB:
                 out.extend(_extract.gribjump_results(got, item_ranges))
             return out
         kind, data, pts = _extract.selection_args(ranges, indices, mask, points)
-        raw, _cost = self._store.extract(_selection(mars_selection), kind, data, pts)
+        raw, _cost, notice = self._store.extract(_selection(mars_selection), kind, data, pts)
+        if notice:
+            warnings.warn(notice, MissingFieldsWarning, stacklevel=2)
         return _extract.fields(raw)
 
     def flush(self) -> None:
@@ -260,8 +262,11 @@ class FDB:
     def retrieve(self, mars_selection: MarsSelection, wait: float | None = None) -> DataHandle:
         """The fields ``mars_selection`` names, as one stream of bytes in
         request order (``step=[12, 0]`` gives step 12 first). Fields that do
-        not exist are absent, which is not an error. Every keyword a rule
-        needs must have values (``list`` takes partial selections).
+        not exist are absent, which is not an error: a
+        :class:`MissingFieldsWarning` says how many and names the first. Every
+        keyword a rule needs must have values (``list`` takes partial
+        selections); a selection that leaves one out finds nothing, and the
+        warning names the keywords the nearest rule requires.
 
         With ``wait`` (seconds, fieldstore only): first wait until every
         field the selection names has been flushed; :class:`TimedOutError`
@@ -269,10 +274,12 @@ class FDB:
         passes."""
         if len(mars_selection) == 0:
             raise TypeError("FDB.retrieve: Wildcard selection aren't support for retrieving.")
-        return DataHandle(
-            self._store.retrieve(_selection(mars_selection), None if wait is None else float(wait)),
-            _internal=True,
+        reader, notice = self._store.retrieve(
+            _selection(mars_selection), None if wait is None else float(wait)
         )
+        if notice:
+            warnings.warn(notice, MissingFieldsWarning, stacklevel=2)
+        return DataHandle(reader, _internal=True)
 
     def watch(
         self,

@@ -29,6 +29,7 @@ __all__ = [
     "FieldStoreIOError",
     "InternalError",
     "DuplicateKeyWarning",
+    "MissingFieldsWarning",
 ]
 
 
@@ -117,3 +118,11 @@ class DuplicateKeyWarning(UserWarning):
     """Two GRIB messages of one :meth:`FDB.archive` call have one key: both
     are archived and the last wins (FDB5's rule); the warning names both
     messages (index in the input and byte offset) and the key."""
+
+
+class MissingFieldsWarning(UserWarning):
+    """A retrieve or extract found only part of what its request names:
+    the warning says how many fields are missing and names the first; or
+    the request names no complete key (it leaves out a keyword every rule
+    that could hold it requires), and the warning names the keywords and
+    the nearest rule."""
