@@ -77,7 +77,16 @@ fn selection(args: &ExtractArgs) -> Result<Selection> {
             }
             None => {
                 let i = part.parse::<u64>().map_err(|_| bad())?;
-                (i, i + 1)
+                // The range [i, i + 1) must be representable: no grid has
+                // 2^64 - 1 points, so the largest index is refused here
+                // rather than wrapping to an empty range.
+                let end = i.checked_add(1).ok_or_else(|| {
+                    usage(format!(
+                        "--index {part}: no grid has that many points (an index is at most {})",
+                        u64::MAX - 1
+                    ))
+                })?;
+                (i, end)
             }
         };
         ranges.push(range);
@@ -203,4 +212,40 @@ pub(crate) fn extract(
         ui.note(&shortfall.summary());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn indices(list: &str) -> Result<Selection> {
+        selection(&ExtractArgs {
+            request: String::new(),
+            points: Vec::new(),
+            indices: vec![list.to_string()],
+            parallelism: 1,
+            json: false,
+            csv: false,
+        })
+    }
+
+    /// The largest index is refused naming it, not wrapped into an empty
+    /// range ("range 18446744073709551615..0 ends before it starts").
+    #[test]
+    fn the_largest_index_is_refused_naming_it() {
+        let e = indices("18446744073709551615").unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidInput);
+        assert_eq!(
+            e.to_string(),
+            "--index 18446744073709551615: no grid has that many points (an index is at most 18446744073709551614)"
+        );
+        match indices("18446744073709551614,0-18446744073709551615").expect("selection") {
+            Selection::Ranges(r) => assert_eq!(
+                r,
+                [(u64::MAX - 1, u64::MAX), (0, u64::MAX)],
+                "the largest representable ranges"
+            ),
+            other => panic!("{other:?}"),
+        }
+    }
 }
