@@ -237,7 +237,7 @@ fn translate_local(map: &mut Mapping, fdb_home: Option<&str>, source: &str) -> R
 /// `InvalidConfig` naming the problem; `Unsupported` for what fieldstore
 /// does not do (see the module documentation).
 pub fn from_fdb5_yaml(text: &str, base: &Path, source: &str) -> Result<Option<Config>, CError> {
-    let value: Value = serde_yaml_ng::from_str(text).map_err(|e| invalid(source, e))?;
+    let value: Value = fieldstore::config::parse_yaml(text, source)?;
     let mut map = match value {
         Value::Null => return Ok(None),
         Value::Mapping(m) if m.is_empty() => return Ok(None),

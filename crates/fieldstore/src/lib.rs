@@ -33,6 +33,7 @@ pub mod shortfall;
 mod stream;
 mod walk;
 pub mod watch;
+mod yaml;
 
 /// The catalogue traits (defined in `fieldstore-core`).
 pub mod catalogue {
