@@ -128,8 +128,8 @@ struct Store {
 impl Store {
     /// Open the store `yaml` (config text, relative paths resolved against
     /// `base`) or `path` (a config file) describes, or with neither the
-    /// environment's default (`FIELDSTORE_CONFIG`, `FIELDSTORE_ROOT`,
-    /// `./fieldstore-data`).
+    /// environment's ([`environment`]: `FIELDSTORE_CONFIG`,
+    /// `FIELDSTORE_ROOT`, FDB5's variables, `./fieldstore-data`).
     #[new]
     #[pyo3(signature = (yaml=None, path=None, base=None))]
     fn new(
@@ -146,7 +146,7 @@ impl Store {
                         Config::from_yaml(&text, &base, "config")?
                     }
                     (None, Some(path)) => Config::from_file(&path)?,
-                    (None, None) => Config::from_env()?,
+                    (None, None) => environment()?,
                 };
                 let fs = FieldStore::open(config)?;
                 // Parameter names in requests and keys (`param="2t"`),
@@ -157,6 +157,13 @@ impl Store {
             })
             .or_raise(py)?;
         Ok(Store { fs: Arc::new(fs) })
+    }
+
+    /// "the store looked in holds no dataset: …" when it holds none
+    /// ([`FieldStore::empty_store_notice`]), for the Python layer to warn
+    /// of after an answer that found nothing.
+    fn empty_store_notice(&self, py: Python<'_>) -> Option<String> {
+        py.detach(|| self.fs.empty_store_notice())
     }
 
     /// Where the configuration came from.
@@ -292,7 +299,7 @@ impl Store {
         py: Python<'_>,
         selection: Selection,
         wait: Option<f64>,
-    ) -> PyResult<(Reader, Option<String>)> {
+    ) -> PyResult<(Reader, Option<Notice>)> {
         let request = request(py, &self.fs, &selection)?;
         let wait = wait
             .map(|s| {
@@ -525,39 +532,63 @@ fn archive_grib(
     ))
 }
 
+/// The configuration of the environment, as the CLI and the C API read
+/// it: fieldstore's variables, else FDB5's (a root holding FDB5's own
+/// format refused by name), else the embedded store.
+fn environment() -> fieldstore::Result<Config> {
+    let config = fieldstore::fdb5_config::from_environment()?;
+    if fieldstore::fdb5_config::fdb5_variable().is_some() {
+        fieldstore::fdb5_config::refuse_fdb5_roots(&config)?;
+    }
+    Ok(config)
+}
+
 /// What `Store.extract` returns: the fields, the cost, and a notice of
 /// what the request names and the store lacks ([`notice`]).
 type Extracted<'py> = (
     Vec<(Vec<(String, String)>, Vec<u64>, Bound<'py, PyBytes>, String)>,
     (u64, u64, u64),
-    Option<String>,
+    Option<Notice>,
 );
 
 /// What the Python layer warns of after a retrieve or extract of `request`
-/// that found `found`: a request naming no complete key (the keywords the
+/// that found `found`: a store holding no dataset (which store), a request
+/// naming no complete key (the keywords the
 /// nearest rule requires), or the fields it names that are missing (how
 /// many, the first). `None` when everything named was found or it cannot
 /// be told cheaply ([`FieldStore::shortfall`]).
-fn notice(fs: &FieldStore, request: &Request, found: &[&Key]) -> Option<String> {
+fn notice(fs: &FieldStore, request: &Request, found: &[&Key]) -> Option<Notice> {
+    if found.is_empty() {
+        if let Some(empty) = fs.empty_store_notice() {
+            return Some(("empty store", empty));
+        }
+    }
     if found.is_empty() && fs.names_no_key(request) {
         let what = fs.schema().incomplete(request).map_or_else(
             || "give a value to every keyword of a rule".to_string(),
             |i| i.to_string(),
         );
-        return Some(format!(
-            "the request names no complete key: {what}; list partial requests with FDB.list"
+        return Some((
+            "missing fields",
+            format!(
+                "the request names no complete key: {what}; list partial requests with FDB.list"
+            ),
         ));
     }
     let shortfall = fs.shortfall(request, found.iter().copied()).ok()??;
-    Some(shortfall.summary())
+    Some(("missing fields", shortfall.summary()))
 }
+
+/// What the Python layer warns of: its kind (`missing fields`, `empty
+/// store`: the warning's class) and text.
+type Notice = (&'static str, String);
 
 /// One field's extraction before it becomes Python objects.
 type FieldOut = (Vec<(String, String)>, Vec<u64>, Vec<f64>, String);
 
 /// An extraction before it becomes Python objects: the fields, the cost
 /// (bytes read, reads, the fields' bytes) and the notice.
-type ExtractOut = (Vec<FieldOut>, (u64, u64, u64), Option<String>);
+type ExtractOut = (Vec<FieldOut>, (u64, u64, u64), Option<Notice>);
 
 #[cfg(feature = "grib")]
 fn extract(

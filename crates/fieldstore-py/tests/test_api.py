@@ -128,8 +128,41 @@ def test_a_missing_root_named_by_the_environment_is_not_found_and_not_created(
     assert not typo.exists()
     monkeypatch.delenv("FIELDSTORE_ROOT")
     monkeypatch.chdir(tmp_path)
-    assert list(fieldstore.FDB().list({"class": "od"})) == []
+    with pytest.warns(fieldstore.EmptyStoreWarning, match="holds no dataset: embedded store at fieldstore-data"):
+        assert list(fieldstore.FDB().list({"class": "od"})) == []
     assert not (tmp_path / "fieldstore-data").exists()
+
+
+FDB5_VARIABLES = ("FDB_CONFIG", "FDB5_CONFIG", "FDB_CONFIG_FILE", "FDB5_CONFIG_FILE", "FDB_HOME", "FDB5_HOME")
+
+
+def test_fdb5_variables_are_read_when_fieldstores_are_unset(
+    tmp_path: Path, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 42, item 2: FDB5_CONFIG_FILE (or FDB_HOME) names the store, as
+    the C API reads it; an empty store says which it is."""
+    for var in ("FIELDSTORE_CONFIG", "FIELDSTORE_ROOT", *FDB5_VARIABLES):
+        monkeypatch.delenv(var, raising=False)
+    with fieldstore.FDB(config(root)) as fdb:
+        fdb.archive(b"GRIB-1-7777", key())
+    text = f"type: local\nengine: toc\nschema: {SCHEMA}\nspaces:\n- roots:\n  - path: {root}\n"
+    (tmp_path / "fdb5.yaml").write_text(text)
+    monkeypatch.setenv("FDB5_CONFIG_FILE", str(tmp_path / "fdb5.yaml"))
+    assert len(list(fieldstore.FDB().list({"class": "od"}))) == 1
+    assert "FDB5_CONFIG_FILE" in fieldstore.FDB().config()[0]["source"]
+    monkeypatch.delenv("FDB5_CONFIG_FILE")
+    home = tmp_path / "home"
+    (home / "etc" / "fdb").mkdir(parents=True)
+    (home / "etc" / "fdb" / "config.yaml").write_text(text)
+    monkeypatch.setenv("FDB_HOME", str(home))
+    assert len(list(fieldstore.FDB().list({"class": "od"}))) == 1
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (home / "etc" / "fdb" / "config.yaml").write_text(text.replace(str(root), str(empty)))
+    with pytest.warns(fieldstore.EmptyStoreWarning, match="the store looked in holds no dataset: .*FDB_HOME"):
+        assert list(fieldstore.FDB().list({"class": "od"})) == []
+    with pytest.warns(fieldstore.EmptyStoreWarning, match="holds no dataset"):
+        assert fieldstore.FDB().retrieve(key()).size() == 0
 
 
 def test_a_handle_inherited_across_fork_refuses_to_write_in_the_child(root: Path) -> None:
@@ -230,8 +263,9 @@ def test_flush_makes_fields_visible_to_other_handles(root: Path) -> None:
     writer = fieldstore.FDB(config(root))
     reader = fieldstore.FDB(config(root))
     writer.archive(b"GRIB-1-7777", key())
-    assert list(reader.list({})) == []
-    with pytest.warns(fieldstore.MissingFieldsWarning):
+    with pytest.warns(fieldstore.EmptyStoreWarning, match="the store looked in holds no dataset"):
+        assert list(reader.list({})) == []
+    with pytest.warns(fieldstore.EmptyStoreWarning):
         assert reader.retrieve(key()).size() == 0
     writer.flush()
     assert reader.retrieve(key()).readall() == b"GRIB-1-7777"

@@ -20,6 +20,7 @@ pub mod backends;
 pub mod config;
 mod dataset_schema;
 mod failpoint;
+pub mod fdb5_config;
 mod handle;
 pub mod list;
 pub mod manage;

@@ -49,6 +49,33 @@ pub fn pairs(point: &str) -> impl Iterator<Item = (&str, &str)> + '_ {
 }
 
 impl FieldStore {
+    /// For an answer that found nothing: "the store looked in holds no
+    /// dataset: <where it is>", when it holds none, so that a store other
+    /// than the one meant (a default chosen because a variable was not
+    /// set) is not taken for one without the data. The implicit default
+    /// store (`./fieldstore-data`, nothing configured) says how to name
+    /// another. `None` when the store holds a dataset, or answers requests
+    /// itself (a server's datasets are its own to count).
+    pub fn empty_store_notice(&self) -> Option<String> {
+        if self.catalogue.queries().is_some() {
+            return None;
+        }
+        if !self.catalogue.datasets().ok()?.is_empty() {
+            return None;
+        }
+        let implicit = self.config().roots.iter().any(|r| r.implicit);
+        Some(format!(
+            "the store looked in holds no dataset: {}{}",
+            self.config().source,
+            if implicit {
+                " (the default: no --config, FIELDSTORE_CONFIG, FIELDSTORE_ROOT, nor FDB5's \
+                 FDB_CONFIG, FDB5_CONFIG, FDB_CONFIG_FILE, FDB5_CONFIG_FILE or FDB_HOME is set)"
+            } else {
+                ""
+            }
+        ))
+    }
+
     /// Whether `request` names no complete key: no chain of rules has a
     /// value for each keyword it requires (a request with `all` names what
     /// is stored, so it does not count). Such a request finds nothing;
@@ -170,6 +197,21 @@ mod tests {
         assert_eq!(
             two.summary(),
             "all 2 fields the request names are missing, the first: class=od,type=fc,step=12,param=167"
+        );
+    }
+
+    #[test]
+    fn an_empty_store_says_which_it_is() {
+        let fs = store();
+        assert_eq!(fs.empty_store_notice(), None);
+        let dir = tempfile::tempdir().expect("tempdir");
+        let empty = FieldStore::open(Config::embedded(dir.path())).expect("open");
+        assert_eq!(
+            empty.empty_store_notice(),
+            Some(format!(
+                "the store looked in holds no dataset: embedded store at {}",
+                dir.path().display()
+            ))
         );
     }
 

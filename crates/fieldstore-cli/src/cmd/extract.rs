@@ -128,6 +128,7 @@ pub(crate) fn extract(
     let options = ExtractOptions::default().parallelism(args.parallelism);
     let got = fs.extract_with(request, selection, options)?;
     if got.fields.is_empty() {
+        crate::context::note_empty_store(fs, ui);
         let hint = crate::cmd::retrieve::incomplete_hint(fs, request).unwrap_or_default();
         return Err(Error::new(
             ErrorKind::NotFound,

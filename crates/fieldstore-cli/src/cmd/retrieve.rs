@@ -83,6 +83,9 @@ pub(crate) fn retrieve(
         }
     }
     ui.note(&note);
+    if fields == 0 {
+        crate::context::note_empty_store(fs, ui);
+    }
     if let Some(shortfall) = shortfall.filter(|_| fields > 0) {
         ui.note(&shortfall.summary());
     }

@@ -39,6 +39,7 @@ from ._fieldstore import __version__
 from .errors import (
     CorruptDataError,
     DuplicateKeyWarning,
+    EmptyStoreWarning,
     FieldStoreError,
     FieldStoreIOError,
     InternalError,

@@ -30,6 +30,7 @@ __all__ = [
     "InternalError",
     "DuplicateKeyWarning",
     "MissingFieldsWarning",
+    "EmptyStoreWarning",
 ]
 
 
@@ -126,3 +127,10 @@ class MissingFieldsWarning(UserWarning):
     the request names no complete key (it leaves out a keyword every rule
     that could hold it requires), and the warning names the keywords and
     the nearest rule."""
+
+
+class EmptyStoreWarning(UserWarning):
+    """An answer found nothing in a store that holds no dataset at all: the
+    warning names the store looked in (a config file, FDB5's variable that
+    chose it, or the default ``./fieldstore-data``), so that a store other
+    than the one meant is not taken for one without the data."""
