@@ -133,7 +133,9 @@ wipe
 PARAMS=$("$PY" "$HELPER" params --config "$FDB_CONFIG" --nparams 64 | tail -1)
 [ -n "$PARAMS" ] || die "no valid params found"
 
-DROP=()
+# Cold reads (the method of docs/benchmarks.md): both harnesses drop the page
+# cache only when asked.
+DROP=(--drop-caches)
 [ "$DROP_CACHES" = 1 ] || DROP=(--no-drop-caches)
 
 {

@@ -832,6 +832,9 @@ def main():
         p.add_argument("--batch", choices=["step", "all"], default="step")
         p.add_argument("--repetitions", type=int, default=1)
         p.add_argument("--no-drop-caches", action="store_true")
+        # fieldstore-hammer's opt-in spelling, accepted so that one argument list
+        # serves both harnesses (this one drops unless --no-drop-caches).
+        p.add_argument("--drop-caches", action="store_true")
         p.add_argument("--json")
     hs = sub.add_parser("hammer-setup")
     hs.add_argument("--out", required=True)
@@ -848,6 +851,7 @@ def main():
     hr.add_argument("--expver", default="hamm")
     hr.add_argument("--repetitions", type=int, default=1)
     hr.add_argument("--no-drop-caches", action="store_true")
+    hr.add_argument("--drop-caches", action="store_true")
     hr.add_argument("--json", required=True)
     s = sub.add_parser("summarise")
     s.add_argument("--csv", required=True)

@@ -77,7 +77,7 @@ for ((r = 1; r <= REPS; r++)); do
             drop; er=$(fio_phase easy read); drop; hr=$(fio_phase hard read)
         else
             "$HAMMER" --root "$DIR" --scenario raw --processes "$PROCS" --raw-bytes "$BYTES" \
-                --raw-transfer "$TRANSFER" --json >"$OUT/h.json"
+                --raw-transfer "$TRANSFER" --drop-caches --json >"$OUT/h.json"
             read -r ew hw er hr < <(python3 -c "
 import json; rows={r['phase']: r['gtb_mib_s'] for r in json.load(open('$OUT/h.json'))['repetitions'][0]['rows']}
 print(rows['raw-easy-write'], rows['raw-hard-write'], rows['raw-easy-read'], rows['raw-hard-read'])")

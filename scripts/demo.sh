@@ -38,6 +38,8 @@ ls -l target/demo/out.grib
 step "where are they"
 "$fs" where 'class=e6,expver=5659,stream=oper,date=20161230,time=1800,type=fc,levtype=sfc,step=6/12,param=167'
 
+# Without --drop-caches: the read is warm, and nothing outside the demo is
+# touched (--drop-caches empties the whole machine's page cache).
 step "a short hammer run: 2 processes, 64 KiB fields, write then read then list (pattern A)"
 mkdir -p target/demo/hammer
 "$fs" hammer --root target/demo/hammer --scenario a --processes 2 --nsteps 3 --nensembles 2 --nlevels 5 \

@@ -2,6 +2,11 @@
 # benchmarks): installs a single node's Ceph daemons and tools when missing.
 # Not part of scripts/setup.sh, so that the main job on the embedded store
 # (scripts/demo.sh) installs nothing it does not use.
+#
+# Sourced by people too (docs/benchmarks.md): it leaves the caller's shell
+# options as they were, installing in a subshell under `set -euo pipefail`
+# whose failure makes the `source` command fail (as scripts/setup.sh).
+(
 set -euo pipefail
 # --- Ceph (crates/fieldstore-rados) -- begin ------------------------------------
 # A throwaway single-node cluster for the RADOS tests (scripts/ceph-start.sh):
@@ -21,3 +26,4 @@ if ! command -v ceph-mon >/dev/null 2>&1 || ! command -v ceph-osd >/dev/null 2>&
     fi
 fi
 # --- Ceph -- end -----------------------------------------------------------------
+)

@@ -6,9 +6,7 @@ use std::ffi::{c_char, c_int};
 use std::path::Path;
 use std::sync::Arc;
 
-use fieldstore::{
-    Config, ErrorKind, FieldStore, Item, Key, Level, ListOptions, Request, SplitKey, Values,
-};
+use fieldstore::{Config, FieldStore, Item, Key, Level, ListOptions, Request, SplitKey, Values};
 use fieldstore_grib::ArchiveGrib;
 
 use crate::error::{entry, CError, FDB_SUCCESS};
@@ -132,8 +130,7 @@ pub unsafe extern "C" fn fdb_new_handle_from_yaml(
             text(system_config, "system_config")?,
             text(user_config, "user_config")?,
         );
-        serde_yaml_ng::from_str::<serde_yaml_ng::Value>(user)
-            .map_err(|e| CError::new(ErrorKind::InvalidConfig, format!("user_config: {e}")))?;
+        fieldstore::config::parse_yaml(user, "user_config")?;
         let config = match crate::config::from_fdb5_yaml(system, Path::new("."), "system_config")? {
             Some(c) => c,
             None => crate::config::from_environment()?,

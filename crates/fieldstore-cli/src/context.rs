@@ -4,7 +4,7 @@
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use fieldstore::{Config, Error, ErrorKind, FieldStore, Request, Result};
+use fieldstore::{fdb5_config, Config, Error, ErrorKind, FieldStore, Request, Result};
 
 use crate::args::GlobalArgs;
 
@@ -19,6 +19,9 @@ pub(crate) enum Origin {
     EnvRoot(PathBuf),
     /// The embedded store under `./fieldstore-data`.
     Default,
+    /// FDB5's environment: the variable that chose it (`FDB5_CONFIG_FILE`,
+    /// …), read as the C API reads it ([`fieldstore::fdb5_config`]).
+    Fdb5(&'static str),
 }
 
 impl Origin {
@@ -29,6 +32,7 @@ impl Origin {
             Origin::EnvConfig(_) => "FIELDSTORE_CONFIG".to_string(),
             Origin::EnvRoot(_) => "FIELDSTORE_ROOT".to_string(),
             Origin::Default => "default".to_string(),
+            Origin::Fdb5(var) => (*var).to_string(),
         }
     }
 }
@@ -58,7 +62,9 @@ pub(crate) struct Context {
 }
 
 impl Context {
-    /// `--config FILE`, else [`Config::from_env`].
+    /// `--config FILE`, else fieldstore's variables ([`Config::from_env`]),
+    /// else FDB5's ([`fdb5_config::from_environment`]), else the embedded
+    /// store under `./fieldstore-data`.
     ///
     /// # Errors
     /// The config file cannot be read (`NotFound`, `PermissionDenied`) or is
@@ -68,6 +74,16 @@ impl Context {
             return Ok(Context {
                 config: with_param_names(Config::from_file(path)?),
                 origin: Origin::Flag(path.clone()),
+            });
+        }
+        if let Some(var) = fdb5_config::fdb5_variable() {
+            let config = fdb5_config::from_environment()?;
+            // A root holding FDB5's own format is refused by name, never
+            // listed as empty.
+            fdb5_config::refuse_fdb5_roots(&config)?;
+            return Ok(Context {
+                config: with_param_names(config),
+                origin: Origin::Fdb5(var),
             });
         }
         let origin = if let Some(p) = env_path("FIELDSTORE_CONFIG") {
@@ -113,6 +129,15 @@ impl Context {
         let request: Request = text.parse()?;
         request.validate(&self.config.schema)?;
         Ok(request)
+    }
+}
+
+/// After an answer that found nothing, say on standard error which store
+/// was looked in if it holds no dataset at all
+/// ([`FieldStore::empty_store_notice`]).
+pub(crate) fn note_empty_store(fs: &FieldStore, ui: &mut Ui<'_>) {
+    if let Some(notice) = fs.empty_store_notice() {
+        ui.note(&notice);
     }
 }
 

@@ -48,8 +48,8 @@ pub use maintenance::{Control, Locks, Operation};
 pub use params::ParamNames;
 pub use request::{Item, Request, RequestError, Values};
 pub use schema::{
-    Expansion, Level, Matcher, Predicate, RequestOrder, RequestPosition, Rule, RuleId, Schema,
-    SchemaError, Selector, SplitKey, ValueSet, ECMWF_SCHEMA, MAX_VALUE_BYTES,
+    Expansion, Incomplete, Level, Matcher, Predicate, RequestOrder, RequestPosition, Rule, RuleId,
+    Schema, SchemaError, Selector, SplitKey, ValueSet, ECMWF_SCHEMA, MAX_VALUE_BYTES,
 };
 pub use store::{Store, StoreMaintenance, StoreWriter};
 pub use types::{KeywordType, TypeError, ValueRange};

@@ -185,8 +185,16 @@ pub struct HammerArgs {
     /// Repeat the run; medians and spreads are reported.
     #[arg(long, default_value_t = 1)]
     pub repetitions: u32,
-    /// Do not drop the page cache before read phases (dropping needs root).
+    /// Drop the whole machine's page cache before each read phase, so
+    /// that reads are cold (the papers' method: pattern A's read, w+r's
+    /// readers, the raw and Field I/O reads). Needs root; affects every
+    /// process on the machine, so it is never done unless asked.
     #[arg(long)]
+    pub drop_caches: bool,
+    /// The default now (the page cache is dropped only with
+    /// `--drop-caches`); accepted for scripts written when dropping was the
+    /// default for root.
+    #[arg(long, hide = true, conflicts_with = "drop_caches")]
     pub no_drop_caches: bool,
     /// Measure the physical limits of the store's file system in the same
     /// run: sequential write + fdatasync (1 and N streams), O_DIRECT read.

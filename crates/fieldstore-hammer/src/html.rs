@@ -256,7 +256,7 @@ pub fn write(report: &Report, dir: &Path) -> Result<PathBuf> {
         fields = report.fields_per_process,
         bytes = report.field_bytes,
         check = esc(&report.check),
-        data = if report.randomised { "randomised" } else { "not randomised" },
+        data = crate::report::data_kind(report.randomised),
         batch = esc(&report.batch),
         cpus = report.cpus,
         lb = esc(&report.load_before),

@@ -54,10 +54,10 @@
 //!
 //! # Scenarios
 //! - default: write (fdb-hammer); `--read`, `--list`: one phase;
-//! - `--scenario a`: write, drop caches, read, list;
+//! - `--scenario a`: write, drop caches (with `--drop-caches`), read, list;
 //! - `--scenario wr`: populate `read-multiplier × nsteps` steps; writers
 //!   alone write `nsteps` new steps (the uncontended reference); drop
-//!   caches; writers write `nsteps` more steps while readers read the
+//!   caches (with `--drop-caches`); writers write `nsteps` more steps while readers read the
 //!   populated steps;
 //! - `--scenario follow`: writers alone (the reference), then writers
 //!   flushing step by step while readers follow them: each reader reads
@@ -144,6 +144,20 @@ pub struct Group {
     /// that hands freed memory back to its host, that time decides what
     /// a cold read costs: docs/benchmarks.md, Method.)
     pub drop_caches: bool,
+}
+
+/// Whether read phases start with the page cache dropped: only when asked
+/// (`--drop-caches`), never by default, since it empties the cache of
+/// every process on the machine.
+fn drops_caches(args: &HammerArgs) -> bool {
+    args.drop_caches && !args.no_drop_caches
+}
+
+/// Whether this run writes the fields it reads or lists: a run of only
+/// `--read` or only `--list` reads what an earlier run wrote, so whether
+/// the bytes are randomised is that run's to say.
+fn writes_fields(args: &HammerArgs) -> bool {
+    args.scenario.is_some() || !(args.read || args.list)
 }
 
 /// `date + days` for a YYYYMMDD date.
@@ -275,7 +289,7 @@ pub fn plan(args: &HammerArgs, rep: u32, writers: u32, readers: u32) -> Result<V
             .collect(),
         drop_caches,
     };
-    let drop = !args.no_drop_caches;
+    let drop = drops_caches(args);
     let mut groups = match args.scenario {
         None if args.read => vec![group("read", Role::Read, range(s0, ns), drop)],
         None if args.list => vec![group("list", Role::List, range(s0, ns), false)],
@@ -403,7 +417,7 @@ fn raw_groups(args: &HammerArgs, procs: u32, like: &Task) -> Result<Vec<Group>> 
             drop_caches: drop,
         }
     };
-    let drop = !args.no_drop_caches;
+    let drop = drops_caches(args);
     use raw::Pattern::{Easy, Hard};
     Ok(vec![
         phase("raw-easy-write", Easy, Role::RawWrite, false),
@@ -478,7 +492,7 @@ fn base_report(args: &HammerArgs, launcher: String, writers: u32, readers: u32) 
         } else {
             "none".into()
         },
-        randomised: !args.no_randomise_data,
+        randomised: writes_fields(args).then_some(!args.no_randomise_data),
         batch: format!("{:?}", args.batch).to_lowercase(),
         raw_target: if runs_raw(args) {
             raw::describe(&store_spec(args))
@@ -815,6 +829,59 @@ mod tests {
         );
     }
 
+    /// The page cache is dropped before read phases only with
+    /// `--drop-caches` (issue 42: the demo, run as root, emptied the
+    /// machine's cache), and never before writes.
+    #[test]
+    fn caches_are_dropped_only_when_asked() {
+        let dropped = |a: &HammerArgs| -> Vec<(&'static str, bool)> {
+            plan(a, 0, 1, 1)
+                .unwrap()
+                .iter()
+                .map(|g| (g.name, g.drop_caches))
+                .collect()
+        };
+        let mut a = HammerArgs {
+            scenario: Some(Scenario::A),
+            ..HammerArgs::default()
+        };
+        assert_eq!(
+            dropped(&a),
+            [("write", false), ("read", false), ("list", false)]
+        );
+        a.drop_caches = true;
+        assert_eq!(
+            dropped(&a),
+            [("write", false), ("read", true), ("list", false)]
+        );
+        let old = HammerArgs {
+            read: true,
+            no_drop_caches: true,
+            ..HammerArgs::default()
+        };
+        assert_eq!(dropped(&old), [("read", false)]);
+    }
+
+    /// A run that only reads or lists says nothing of randomised bytes it
+    /// did not write (issue 42: a read of data written with
+    /// `--no-randomise-data` reported "data: randomised").
+    #[test]
+    fn a_read_alone_does_not_claim_randomised_data() {
+        let data = |a: &HammerArgs| base_report(a, String::new(), 1, 0).randomised;
+        let read = HammerArgs {
+            read: true,
+            ..HammerArgs::default()
+        };
+        assert_eq!(data(&read), None);
+        assert!(report::data_kind(data(&read)).starts_with("as written earlier"));
+        assert_eq!(data(&HammerArgs::default()), Some(true));
+        let plain = HammerArgs {
+            no_randomise_data: true,
+            ..HammerArgs::default()
+        };
+        assert_eq!(data(&plain), Some(false));
+    }
+
     #[test]
     fn plans_give_each_process_its_members_and_wr_its_steps() {
         let mut a = HammerArgs {
@@ -841,7 +908,7 @@ mod tests {
             vec![1, 2],
             "reader 2 reads writer 0's data"
         );
-        assert!(g[2].drop_caches);
+        assert!(!g[2].drop_caches, "not dropped unless asked");
         let date = &g[0].tasks[0]
             .base
             .iter()

@@ -215,8 +215,9 @@ pub struct Report {
     pub store: String,
     /// `none`, `metadata`, `full`.
     pub check: String,
-    /// Randomised field bytes.
-    pub randomised: bool,
+    /// Randomised field bytes; `None` when the run writes no fields
+    /// (`--read`, `--list`: the data is as an earlier run wrote it).
+    pub randomised: Option<bool>,
     /// Fields per retrieve.
     pub batch: String,
     /// `/proc/loadavg` before and after: others' load makes numbers noisy.
@@ -426,11 +427,7 @@ impl Report {
             "store: {}; check: {}; data: {}; retrieve batch: {}",
             self.store,
             self.check,
-            if self.randomised {
-                "randomised"
-            } else {
-                "not randomised"
-            },
+            data_kind(self.randomised),
             self.batch
         );
         let dropped = self
@@ -684,5 +681,15 @@ impl Report {
             }
         }
         s
+    }
+}
+
+/// The report's words for the fields' bytes: `randomised`, `not
+/// randomised`, or, for a run that writes none, `as written earlier`.
+pub(crate) fn data_kind(randomised: Option<bool>) -> &'static str {
+    match randomised {
+        Some(true) => "randomised",
+        Some(false) => "not randomised",
+        None => "as written earlier (this run writes none)",
     }
 }

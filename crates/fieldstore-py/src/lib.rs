@@ -128,8 +128,8 @@ struct Store {
 impl Store {
     /// Open the store `yaml` (config text, relative paths resolved against
     /// `base`) or `path` (a config file) describes, or with neither the
-    /// environment's default (`FIELDSTORE_CONFIG`, `FIELDSTORE_ROOT`,
-    /// `./fieldstore-data`).
+    /// environment's ([`environment`]: `FIELDSTORE_CONFIG`,
+    /// `FIELDSTORE_ROOT`, FDB5's variables, `./fieldstore-data`).
     #[new]
     #[pyo3(signature = (yaml=None, path=None, base=None))]
     fn new(
@@ -146,7 +146,7 @@ impl Store {
                         Config::from_yaml(&text, &base, "config")?
                     }
                     (None, Some(path)) => Config::from_file(&path)?,
-                    (None, None) => Config::from_env()?,
+                    (None, None) => environment()?,
                 };
                 let fs = FieldStore::open(config)?;
                 // Parameter names in requests and keys (`param="2t"`),
@@ -157,6 +157,13 @@ impl Store {
             })
             .or_raise(py)?;
         Ok(Store { fs: Arc::new(fs) })
+    }
+
+    /// "the store looked in holds no dataset: …" when it holds none
+    /// ([`FieldStore::empty_store_notice`]), for the Python layer to warn
+    /// of after an answer that found nothing.
+    fn empty_store_notice(&self, py: Python<'_>) -> Option<String> {
+        py.detach(|| self.fs.empty_store_notice())
     }
 
     /// Where the configuration came from.
@@ -255,7 +262,7 @@ impl Store {
         let found = py
             .detach(|| extract(&self.fs, &request, kind, data, points))
             .or_raise(py)?;
-        let (fields, cost) = found;
+        let (fields, cost, notice) = found;
         let fields = fields
             .into_iter()
             .map(|(key, indices, values, method)| {
@@ -263,7 +270,7 @@ impl Store {
                 (key, indices, PyBytes::new(py, &bytes), method)
             })
             .collect();
-        Ok((fields, cost))
+        Ok((fields, cost, notice))
     }
 
     /// Make everything archived durable and visible.
@@ -283,14 +290,16 @@ impl Store {
     }
 
     /// The fields `selection` names, in request order; with `wait`
-    /// (seconds), once every one of them exists.
+    /// (seconds), once every one of them exists. With them, a notice of
+    /// what the request names and the store lacks ([`notice`]), for the
+    /// Python layer to warn of.
     #[pyo3(signature = (selection, wait=None))]
     fn retrieve(
         &self,
         py: Python<'_>,
         selection: Selection,
         wait: Option<f64>,
-    ) -> PyResult<Reader> {
+    ) -> PyResult<(Reader, Option<Notice>)> {
         let request = request(py, &self.fs, &selection)?;
         let wait = wait
             .map(|s| {
@@ -299,14 +308,19 @@ impl Store {
                 })
             })
             .transpose()?;
-        let reader = py
-            .detach(|| match wait {
-                Some(w) => self.fs.retrieve_wait(&request, w),
-                None => self.fs.retrieve(&request),
+        let (reader, notice) = py
+            .detach(|| {
+                let reader = match wait {
+                    Some(w) => self.fs.retrieve_wait(&request, w),
+                    None => self.fs.retrieve(&request),
+                }?;
+                let found: Vec<&Key> = reader.fields().iter().map(|(k, _)| k).collect();
+                let notice = notice(&self.fs, &request, &found);
+                Ok::<_, Error>((reader, notice))
             })
             .or_raise(py)?;
         let fields = reader.fields().iter().map(|(_, l)| l.clone()).collect();
-        Ok(Reader::new(self.fs.clone(), fields))
+        Ok((Reader::new(self.fs.clone(), fields), notice))
     }
 
     /// A watch of what `selection` names (see `FieldStore::watch`).
@@ -518,14 +532,63 @@ fn archive_grib(
     ))
 }
 
-/// What `Store.extract` returns.
+/// The configuration of the environment, as the CLI and the C API read
+/// it: fieldstore's variables, else FDB5's (a root holding FDB5's own
+/// format refused by name), else the embedded store.
+fn environment() -> fieldstore::Result<Config> {
+    let config = fieldstore::fdb5_config::from_environment()?;
+    if fieldstore::fdb5_config::fdb5_variable().is_some() {
+        fieldstore::fdb5_config::refuse_fdb5_roots(&config)?;
+    }
+    Ok(config)
+}
+
+/// What `Store.extract` returns: the fields, the cost, and a notice of
+/// what the request names and the store lacks ([`notice`]).
 type Extracted<'py> = (
     Vec<(Vec<(String, String)>, Vec<u64>, Bound<'py, PyBytes>, String)>,
     (u64, u64, u64),
+    Option<Notice>,
 );
+
+/// What the Python layer warns of after a retrieve or extract of `request`
+/// that found `found`: a store holding no dataset (which store), a request
+/// naming no complete key (the keywords the
+/// nearest rule requires), or the fields it names that are missing (how
+/// many, the first). `None` when everything named was found or it cannot
+/// be told cheaply ([`FieldStore::shortfall`]).
+fn notice(fs: &FieldStore, request: &Request, found: &[&Key]) -> Option<Notice> {
+    if found.is_empty() {
+        if let Some(empty) = fs.empty_store_notice() {
+            return Some(("empty store", empty));
+        }
+    }
+    if found.is_empty() && fs.names_no_key(request) {
+        let what = fs.schema().incomplete(request).map_or_else(
+            || "give a value to every keyword of a rule".to_string(),
+            |i| i.to_string(),
+        );
+        return Some((
+            "missing fields",
+            format!(
+                "the request names no complete key: {what}; list partial requests with FDB.list"
+            ),
+        ));
+    }
+    let shortfall = fs.shortfall(request, found.iter().copied()).ok()??;
+    Some(("missing fields", shortfall.summary()))
+}
+
+/// What the Python layer warns of: its kind (`missing fields`, `empty
+/// store`: the warning's class) and text.
+type Notice = (&'static str, String);
 
 /// One field's extraction before it becomes Python objects.
 type FieldOut = (Vec<(String, String)>, Vec<u64>, Vec<f64>, String);
+
+/// An extraction before it becomes Python objects: the fields, the cost
+/// (bytes read, reads, the fields' bytes) and the notice.
+type ExtractOut = (Vec<FieldOut>, (u64, u64, u64), Option<Notice>);
 
 #[cfg(feature = "grib")]
 fn extract(
@@ -534,7 +597,7 @@ fn extract(
     kind: &str,
     data: Vec<u64>,
     points: Vec<(f64, f64)>,
-) -> fieldstore::Result<(Vec<FieldOut>, (u64, u64, u64))> {
+) -> fieldstore::Result<ExtractOut> {
     use fieldstore_grib::{ExtractGrib as _, Method, Selection as S};
     let selection = match kind {
         "ranges" if data.len() % 2 == 0 => {
@@ -550,6 +613,8 @@ fn extract(
         }
     };
     let got = fs.extract(request, &selection)?;
+    let found: Vec<&Key> = got.fields.iter().map(|f| &f.key).collect();
+    let notice = notice(fs, request, &found);
     let fields = got
         .fields
         .into_iter()
@@ -567,7 +632,11 @@ fn extract(
             (key, f.indices, f.values, method)
         })
         .collect();
-    Ok((fields, (got.read.bytes, got.read.reads, got.field_bytes)))
+    Ok((
+        fields,
+        (got.read.bytes, got.read.reads, got.field_bytes),
+        notice,
+    ))
 }
 
 #[cfg(not(feature = "grib"))]
@@ -577,7 +646,7 @@ fn extract(
     _kind: &str,
     _data: Vec<u64>,
     _points: Vec<(f64, f64)>,
-) -> fieldstore::Result<(Vec<FieldOut>, (u64, u64, u64))> {
+) -> fieldstore::Result<ExtractOut> {
     Err(Error::new(
         ErrorKind::Unsupported,
         "this build of fieldstore has no GRIB support (Cargo feature `grib`): extract needs it",

@@ -128,8 +128,41 @@ def test_a_missing_root_named_by_the_environment_is_not_found_and_not_created(
     assert not typo.exists()
     monkeypatch.delenv("FIELDSTORE_ROOT")
     monkeypatch.chdir(tmp_path)
-    assert list(fieldstore.FDB().list({"class": "od"})) == []
+    with pytest.warns(fieldstore.EmptyStoreWarning, match="holds no dataset: embedded store at fieldstore-data"):
+        assert list(fieldstore.FDB().list({"class": "od"})) == []
     assert not (tmp_path / "fieldstore-data").exists()
+
+
+FDB5_VARIABLES = ("FDB_CONFIG", "FDB5_CONFIG", "FDB_CONFIG_FILE", "FDB5_CONFIG_FILE", "FDB_HOME", "FDB5_HOME")
+
+
+def test_fdb5_variables_are_read_when_fieldstores_are_unset(
+    tmp_path: Path, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 42, item 2: FDB5_CONFIG_FILE (or FDB_HOME) names the store, as
+    the C API reads it; an empty store says which it is."""
+    for var in ("FIELDSTORE_CONFIG", "FIELDSTORE_ROOT", *FDB5_VARIABLES):
+        monkeypatch.delenv(var, raising=False)
+    with fieldstore.FDB(config(root)) as fdb:
+        fdb.archive(b"GRIB-1-7777", key())
+    text = f"type: local\nengine: toc\nschema: {SCHEMA}\nspaces:\n- roots:\n  - path: {root}\n"
+    (tmp_path / "fdb5.yaml").write_text(text)
+    monkeypatch.setenv("FDB5_CONFIG_FILE", str(tmp_path / "fdb5.yaml"))
+    assert len(list(fieldstore.FDB().list({"class": "od"}))) == 1
+    assert "FDB5_CONFIG_FILE" in fieldstore.FDB().config()[0]["source"]
+    monkeypatch.delenv("FDB5_CONFIG_FILE")
+    home = tmp_path / "home"
+    (home / "etc" / "fdb").mkdir(parents=True)
+    (home / "etc" / "fdb" / "config.yaml").write_text(text)
+    monkeypatch.setenv("FDB_HOME", str(home))
+    assert len(list(fieldstore.FDB().list({"class": "od"}))) == 1
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (home / "etc" / "fdb" / "config.yaml").write_text(text.replace(str(root), str(empty)))
+    with pytest.warns(fieldstore.EmptyStoreWarning, match="the store looked in holds no dataset: .*FDB_HOME"):
+        assert list(fieldstore.FDB().list({"class": "od"})) == []
+    with pytest.warns(fieldstore.EmptyStoreWarning, match="holds no dataset"):
+        assert fieldstore.FDB().retrieve(key()).size() == 0
 
 
 def test_a_handle_inherited_across_fork_refuses_to_write_in_the_child(root: Path) -> None:
@@ -230,8 +263,10 @@ def test_flush_makes_fields_visible_to_other_handles(root: Path) -> None:
     writer = fieldstore.FDB(config(root))
     reader = fieldstore.FDB(config(root))
     writer.archive(b"GRIB-1-7777", key())
-    assert list(reader.list({})) == []
-    assert reader.retrieve(key()).size() == 0
+    with pytest.warns(fieldstore.EmptyStoreWarning, match="the store looked in holds no dataset"):
+        assert list(reader.list({})) == []
+    with pytest.warns(fieldstore.EmptyStoreWarning):
+        assert reader.retrieve(key()).size() == 0
     writer.flush()
     assert reader.retrieve(key()).readall() == b"GRIB-1-7777"
     # Archiving again replaces the field; include_masked shows the old one.
@@ -251,7 +286,8 @@ def test_with_block_flushes_and_discard_drops(root: Path) -> None:
     fdb.archive(b"GRIB-2-7777", key(step="2"))
     fdb.discard()
     fdb.flush()
-    assert other.retrieve(key(step="2")).size() == 0
+    with pytest.warns(fieldstore.MissingFieldsWarning):
+        assert other.retrieve(key(step="2")).size() == 0
 
 
 # ---------------------------------------------------------------- retrieve
@@ -284,7 +320,8 @@ def test_retrieve_errors(three: fieldstore.FDB) -> None:
     # A keyword left out names no field (as in pyfdb); `all` names them all.
     partial = key()
     del partial["step"]
-    assert three.retrieve(partial).size() == 0
+    with pytest.warns(fieldstore.MissingFieldsWarning, match="names no complete key: it leaves out the keyword step, "):
+        assert three.retrieve(partial).size() == 0
     assert three.retrieve(key(step="all")).count() == 3
     with pytest.raises(ValueError, match="not valid"):
         three.retrieve(key(step={"a": 1}))  # type: ignore[arg-type]
@@ -293,9 +330,15 @@ def test_retrieve_errors(three: fieldstore.FDB) -> None:
 
 
 def test_missing_fields_are_not_an_error(three: fieldstore.FDB) -> None:
-    dh = three.retrieve(key(step=24))
+    with pytest.warns(fieldstore.MissingFieldsWarning, match="the one field the request names is missing: "):
+        dh = three.retrieve(key(step=24))
     assert dh.size() == 0 and dh.read() == b"" and dh.readall() == b""
-    assert three.retrieve(key(step=[24, 6])).readall() == b"GRIB-step-  6-7777"
+    with pytest.warns(fieldstore.MissingFieldsWarning) as caught:
+        assert three.retrieve(key(step=[24, 6, 36])).readall() == b"GRIB-step-  6-7777"
+    assert len(caught) == 1
+    message = str(caught[0].message)
+    assert message.startswith("2 of the 3 fields the request names are missing, the first: "), message
+    assert "step=24" in message and "step=36" not in message, message
 
 
 def test_data_handle_reads_like_a_file(three: fieldstore.FDB) -> None:

@@ -116,7 +116,21 @@ def test_bad_selections_are_named(fdb):
         fdb.extract(request, points=[(95.0, 0.0)])
     with pytest.raises(ValueError, match=r"\(request, ranges\) tuple"):
         fdb.extract([request])
-    assert fdb.extract({**request, "step": "6"}, indices=[0]) == []
+    with pytest.warns(fieldstore.MissingFieldsWarning, match="the one field the request names is missing: "):
+        assert fdb.extract({**request, "step": "6"}, indices=[0]) == []
+
+
+def test_missing_fields_are_warned_of(fdb):
+    """A request naming fields beside the one stored extracts that one and
+    warns how many are missing, naming the first in request order."""
+    request = archive(fdb, GRIB / "extract" / "simple-g2.grib")
+    steps = ["6", request["step"], "12"]
+    with pytest.warns(fieldstore.MissingFieldsWarning) as caught:
+        got = fdb.extract({**request, "step": steps}, indices=[0])
+    assert len(got) == 1
+    message = str(caught[0].message)
+    assert message.startswith("2 of the 3 fields the request names are missing, the first: "), message
+    assert "step=6," in message, message
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

@@ -25,6 +25,8 @@ use std::path::{Path, PathBuf};
 use fieldstore_core::{Error, ErrorKind, Key, Locks, Operation, Result, Schema};
 use serde::Deserialize;
 
+pub use crate::yaml::{check_yaml, parse_yaml, parse_yaml_as, YAML_MAX_BYTES, YAML_MAX_DEPTH};
+
 use crate::placement::{self, Placement, Space};
 use crate::routing::{self, Lane, Matcher};
 
@@ -542,8 +544,7 @@ impl Config {
     /// # Errors
     /// [`ErrorKind::InvalidConfig`] naming the problem and where.
     pub fn from_yaml(text: &str, base: &Path, source: &str) -> Result<Config> {
-        let value: serde_yaml_ng::Value =
-            serde_yaml_ng::from_str(text).map_err(|e| invalid(source, e))?;
+        let value = parse_yaml(text, source)?;
         match value.get("type").and_then(serde_yaml_ng::Value::as_str) {
             Some("select") => return Config::select_from_yaml(value, base, source),
             Some("remote") => return Config::remote_from_yaml(value, source),
@@ -551,7 +552,7 @@ impl Config {
         }
         // From the text again, not the value: serde's messages then say
         // where (`spaces[0].roots[1]: unknown field …, at line 4`).
-        let raw: RawConfig = serde_yaml_ng::from_str(text).map_err(|e| invalid(source, e))?;
+        let raw: RawConfig = parse_yaml_as(text, source)?;
         if let Some(kind) = raw.kind.as_deref() {
             if kind != "local" {
                 return Err(invalid(

@@ -20,6 +20,7 @@ pub mod backends;
 pub mod config;
 mod dataset_schema;
 mod failpoint;
+pub mod fdb5_config;
 mod handle;
 pub mod list;
 pub mod manage;
@@ -29,9 +30,11 @@ pub mod readahead;
 pub mod resolve;
 pub mod retrieve;
 pub mod routing;
+pub mod shortfall;
 mod stream;
 mod walk;
 pub mod watch;
+mod yaml;
 
 /// The catalogue traits (defined in `fieldstore-core`).
 pub mod catalogue {
@@ -57,6 +60,7 @@ pub use manage::{
     WipeReport,
 };
 pub use retrieve::DataReader;
+pub use shortfall::Shortfall;
 pub use stream::FieldStream;
 pub use watch::{Since, Watch, WatchEvent, WatchOptions};
 

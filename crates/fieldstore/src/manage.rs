@@ -642,7 +642,7 @@ impl FieldStore {
             let bytes_in = inside.units.get(&uri).map(|u| u.bytes);
             if outside.units.contains_key(&uri) {
                 kept.push(Kept {
-                    item: Item::new(ItemKind::Data, uri, None),
+                    item: Item::new(ItemKind::Data, unit_name(&uri), None),
                     reason: "also holds fields of collocations that stay; purge reclaims it once \
                              nothing visible points into it"
                         .into(),
@@ -651,13 +651,13 @@ impl FieldStore {
             }
             match self.unit_state(&uri, bytes_in) {
                 (UnitState::InUse, bytes) => kept.push(Kept {
-                    item: Item::new(ItemKind::Data, uri, bytes),
+                    item: Item::new(ItemKind::Data, unit_name(&uri), bytes),
                     reason: "a live writer still appends to it; a later wipe or purge removes it"
                         .into(),
                 }),
                 (UnitState::Missing, _) => remove.push(uri),
                 (UnitState::Idle, bytes) => {
-                    items.push(Item::new(ItemKind::Data, uri.clone(), bytes));
+                    items.push(Item::new(ItemKind::Data, unit_name(&uri), bytes));
                     remove.push(uri);
                 }
             }
@@ -851,7 +851,7 @@ impl FieldStore {
                 }
                 if u.live > 0 {
                     kept.push(Kept {
-                        item: Item::new(ItemKind::Data, uri.clone(), Some(u.dead_bytes)),
+                        item: Item::new(ItemKind::Data, unit_name(uri), Some(u.dead_bytes)),
                         reason: format!(
                             "{} replaced fields share it with {} newest ones",
                             u.dead, u.live
@@ -874,12 +874,12 @@ impl FieldStore {
             for (uri, fallback) in candidates {
                 match self.unit_state(&uri, fallback) {
                     (UnitState::InUse, bytes) => kept.push(Kept {
-                        item: Item::new(ItemKind::Data, uri, bytes),
+                        item: Item::new(ItemKind::Data, unit_name(&uri), bytes),
                         reason: "a live writer still appends to it".into(),
                     }),
                     (UnitState::Missing, _) => remove.push(uri),
                     (UnitState::Idle, bytes) => {
-                        items.push(Item::new(ItemKind::Data, uri.clone(), bytes));
+                        items.push(Item::new(ItemKind::Data, unit_name(&uri), bytes));
                         remove.push(uri);
                     }
                 }
@@ -1131,7 +1131,8 @@ impl FieldStore {
 
 /// Move `uri` from the report's items to `kept`, with the reason.
 fn keep(report: &mut DatasetWipe, uri: &str, reason: &str) {
-    let item = match report.items.iter().position(|i| i.name == uri) {
+    let name = unit_name(uri);
+    let item = match report.items.iter().position(|i| i.name == name) {
         Some(i) => report.items.remove(i),
         None => return,
     };
@@ -1144,4 +1145,12 @@ fn keep(report: &mut DatasetWipe, uri: &str, reason: &str) {
 /// Total bytes of a wipe report's deleted items (for summaries).
 pub fn wiped_bytes(report: &WipeReport) -> u64 {
     report.datasets.iter().map(|d| sum_bytes(&d.items)).sum()
+}
+
+/// How a report names a data unit: a file by its path, as the POSIX
+/// backend names index and data files it lists itself (so that one
+/// report never mixes `file://` URIs and paths); other units by their URI
+/// (`daos://`, `rados://`).
+fn unit_name(uri: &str) -> String {
+    uri.strip_prefix("file://").unwrap_or(uri).to_string()
 }

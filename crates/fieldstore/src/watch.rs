@@ -217,7 +217,7 @@ impl FieldStore {
     /// leaves empty counts as its default (`domain?g`: absent is `g`), as
     /// the expansion of a request treats it; a keyword its key lacks is
     /// empty.
-    fn point(&self, request: &Request, key: &SplitKey) -> String {
+    pub(crate) fn point(&self, request: &Request, key: &SplitKey) -> String {
         let rules = self.schema().chain(key.rule);
         let mut out = String::new();
         for kw in request.keywords() {

@@ -45,6 +45,12 @@ pub(crate) fn axes(
 ) -> Result<()> {
     let depth = Level::from_depth(args.depth).unwrap_or(Level::Element);
     let axes = fs.axes(request, depth)?;
+    if axes
+        .values()
+        .all(|values| values.iter().all(String::is_empty))
+    {
+        crate::context::note_empty_store(fs, ui);
+    }
     if args.json {
         return ui.json(&axes);
     }

@@ -6,7 +6,9 @@
 //! (`key`, `indices`, `values`, `method`; missing values `null`); `--csv`:
 //! a header, then one row per field and point. A summary on standard error
 //! says how many fields, bytes read against the fields' bytes, and how
-//! many fields were decoded whole.
+//! many fields were decoded whole, and how many fields the request names
+//! are missing, with the first (`--json`: `{"missing": {key}}` after the
+//! fields, one per missing field).
 
 use std::collections::BTreeMap;
 
@@ -75,7 +77,16 @@ fn selection(args: &ExtractArgs) -> Result<Selection> {
             }
             None => {
                 let i = part.parse::<u64>().map_err(|_| bad())?;
-                (i, i + 1)
+                // The range [i, i + 1) must be representable: no grid has
+                // 2^64 - 1 points, so the largest index is refused here
+                // rather than wrapping to an empty range.
+                let end = i.checked_add(1).ok_or_else(|| {
+                    usage(format!(
+                        "--index {part}: no grid has that many points (an index is at most {})",
+                        u64::MAX - 1
+                    ))
+                })?;
+                (i, end)
             }
         };
         ranges.push(range);
@@ -89,6 +100,13 @@ struct JsonField<'a> {
     indices: &'a [u64],
     values: Vec<Option<f64>>,
     method: String,
+}
+
+/// A field the request names and the store lacks, after the fields
+/// (`--json`).
+#[derive(Serialize)]
+struct JsonMissing<'a> {
+    missing: BTreeMap<&'a str, &'a str>,
 }
 
 fn method(m: &Method) -> String {
@@ -110,11 +128,17 @@ pub(crate) fn extract(
     let options = ExtractOptions::default().parallelism(args.parallelism);
     let got = fs.extract_with(request, selection, options)?;
     if got.fields.is_empty() {
+        crate::context::note_empty_store(fs, ui);
+        let hint = crate::cmd::retrieve::incomplete_hint(fs, request).unwrap_or_default();
         return Err(Error::new(
             ErrorKind::NotFound,
-            "no stored field matches the request",
+            format!("no stored field matches the request{hint}"),
         ));
     }
+    let shortfall = fs
+        .shortfall(request, got.fields.iter().map(|f| &f.key))
+        .ok()
+        .flatten();
     let points = match selection {
         Selection::Points(p) => Some(p),
         _ => None,
@@ -178,5 +202,51 @@ pub(crate) fn extract(
             .as_ref()
             .map_or(String::new(), |why| format!(": not kept: {why}")),
     ));
+    if let Some(shortfall) = shortfall {
+        if args.json {
+            for point in &shortfall.missing {
+                ui.json(&JsonMissing {
+                    missing: fieldstore::shortfall::pairs(point).collect(),
+                })?;
+            }
+        }
+        ui.note(&shortfall.summary());
+    }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn indices(list: &str) -> Result<Selection> {
+        selection(&ExtractArgs {
+            request: String::new(),
+            points: Vec::new(),
+            indices: vec![list.to_string()],
+            parallelism: 1,
+            json: false,
+            csv: false,
+        })
+    }
+
+    /// The largest index is refused naming it, not wrapped into an empty
+    /// range ("range 18446744073709551615..0 ends before it starts").
+    #[test]
+    fn the_largest_index_is_refused_naming_it() {
+        let e = indices("18446744073709551615").unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidInput);
+        assert_eq!(
+            e.to_string(),
+            "--index 18446744073709551615: no grid has that many points (an index is at most 18446744073709551614)"
+        );
+        match indices("18446744073709551614,0-18446744073709551615").expect("selection") {
+            Selection::Ranges(r) => assert_eq!(
+                r,
+                [(u64::MAX - 1, u64::MAX), (0, u64::MAX)],
+                "the largest representable ranges"
+            ),
+            other => panic!("{other:?}"),
+        }
+    }
 }

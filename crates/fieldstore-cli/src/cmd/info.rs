@@ -83,7 +83,7 @@ fn gather(ctx: &Context) -> Info {
     let c = &ctx.config;
     let config = match &ctx.origin {
         Origin::Flag(p) | Origin::EnvConfig(p) => p.display().to_string(),
-        Origin::EnvRoot(_) | Origin::Default => c.source.clone(),
+        Origin::EnvRoot(_) | Origin::Default | Origin::Fdb5(_) => c.source.clone(),
     };
     Info {
         version: env!("CARGO_PKG_VERSION"),

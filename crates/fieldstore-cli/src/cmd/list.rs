@@ -102,7 +102,9 @@ pub(crate) fn list(
     };
     // Entries are written as they are found (`list | head` stops early).
     let mut result = Ok(());
+    let mut listed = 0usize;
     fs.visit(request, options, &mut |e| {
+        listed += 1;
         result = if args.json {
             ui.json(&json_entry(&e, depth))
         } else {
@@ -110,6 +112,9 @@ pub(crate) fn list(
         };
         result.is_ok()
     })?;
+    if listed == 0 {
+        crate::context::note_empty_store(fs, ui);
+    }
     result
 }
 

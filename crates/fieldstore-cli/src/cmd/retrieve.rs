@@ -4,7 +4,7 @@
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
-use fieldstore::{DataReader, Error, FieldStore, Request, Result};
+use fieldstore::{DataReader, Error, FieldStore, Request, Result, Shortfall};
 
 use crate::args::RetrieveArgs;
 use crate::context::{display, stdout_error, usage, Context, Ui};
@@ -52,6 +52,7 @@ pub(crate) fn retrieve(
         None => fs.retrieve(request)?,
     };
     let (fields, bytes) = (reader.len(), reader.size());
+    let shortfall = shortfall(fs, request, &reader);
     match output.filter(|p| *p != Path::new("-")) {
         None => copy(reader, &mut *ui.out, ui.progress, &stdout_error)?,
         Some(path) => {
@@ -77,20 +78,44 @@ pub(crate) fn retrieve(
     );
     if fields == 0 {
         note.push_str(": no stored field matches the request");
-        let names_keys = request.has_all()
-            || fs
-                .schema()
-                .expand(request)
-                .is_ok_and(|keys| keys.names_keys());
-        if !names_keys {
-            note.push_str(
-                " (it names no complete key: give a value to every keyword of a rule, \
-                 or list partial requests with `fieldstore list`)",
-            );
+        if let Some(hint) = incomplete_hint(fs, request) {
+            note.push_str(&hint);
         }
     }
     ui.note(&note);
+    if fields == 0 {
+        crate::context::note_empty_store(fs, ui);
+    }
+    if let Some(shortfall) = shortfall.filter(|_| fields > 0) {
+        ui.note(&shortfall.summary());
+    }
     Ok(())
+}
+
+/// What the store did not find of what `request` names, if that can be
+/// told ([`FieldStore::shortfall`]); a failure to tell is no failure of the
+/// retrieve, which has succeeded.
+fn shortfall(fs: &FieldStore, request: &Request, reader: &DataReader) -> Option<Shortfall> {
+    let found = reader.fields().iter().map(|(key, _)| key);
+    fs.shortfall(request, found).ok().flatten()
+}
+
+/// " (it names no complete key: …)" for a request that names none, naming
+/// the keywords the nearest rule requires when there is such a rule;
+/// `None` for a request that names complete keys.
+pub(crate) fn incomplete_hint(fs: &FieldStore, request: &Request) -> Option<String> {
+    if !fs.names_no_key(request) {
+        return None;
+    }
+    Some(match fs.schema().incomplete(request) {
+        Some(incomplete) => format!(
+            " (it names no complete key: {incomplete}; \
+             or list partial requests with `fieldstore list`)"
+        ),
+        None => " (it names no complete key: give a value to every keyword of a rule, \
+                 or list partial requests with `fieldstore list`)"
+            .to_string(),
+    })
 }
 
 /// Copy every field to `out`, one whole (verified) field at a time.
@@ -176,12 +201,17 @@ mod tests {
         assert_eq!(out, b"s12s0s6");
         assert_eq!(
             err,
-            "fieldstore: retrieved 3 fields (7 bytes) to standard output\n"
+            "fieldstore: retrieved 3 fields (7 bytes) to standard output\n\
+             fieldstore: 1 of the 4 fields the request names is missing, \
+             the first: class=od,type=fc,step=18,param=167\n"
         );
         let (out, err) =
             run(&fs, "class=od,type=fc,step=0/to/12/by/6,param=167", None).expect("retrieve");
         assert_eq!(out, b"s0s6s12");
-        assert!(err.starts_with("fieldstore: retrieved 3 fields"), "{err}");
+        assert_eq!(
+            err, "fieldstore: retrieved 3 fields (7 bytes) to standard output\n",
+            "nothing missing, nothing more said"
+        );
     }
 
     #[test]
@@ -203,7 +233,22 @@ mod tests {
         assert_eq!(
             err,
             "fieldstore: retrieved 0 fields (0 bytes) to standard output: no stored field matches the request \
-             (it names no complete key: give a value to every keyword of a rule, or list partial requests with `fieldstore list`)\n"
+             (it names no complete key: it leaves out the keywords step, param, which the nearest rule requires: \
+             [ class [ type [ step, param ]]] (line 1); or list partial requests with `fieldstore list`)\n"
+        );
+    }
+
+    #[test]
+    fn fields_missing_from_a_complete_request_are_counted_and_the_first_named() {
+        let fs = store();
+        let (out, err) =
+            run(&fs, "class=od,type=fc,step=0/to/24/by/6,param=167", None).expect("retrieve");
+        assert_eq!(out, b"s0s6s12");
+        assert_eq!(
+            err,
+            "fieldstore: retrieved 3 fields (7 bytes) to standard output\n\
+             fieldstore: 2 of the 5 fields the request names are missing, \
+             the first: class=od,type=fc,step=18,param=167\n"
         );
     }
 

@@ -23,6 +23,7 @@
 
 mod admit;
 mod expand;
+mod incomplete;
 mod names;
 mod order;
 mod parser;
@@ -32,6 +33,7 @@ mod split;
 mod values;
 
 pub use expand::Expansion;
+pub use incomplete::Incomplete;
 pub use order::{RequestOrder, RequestPosition};
 pub use rule::{Level, Matcher, Predicate, Rule, RuleId};
 pub use select::{Selector, ValueSet};

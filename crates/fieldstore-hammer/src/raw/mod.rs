@@ -15,8 +15,8 @@
 //! committed, so there is nothing more to do); reads are reordered so that
 //! no process reads what it wrote (`-C`: process `p` reads process
 //! `(p+1) mod P`'s transfers; with one process that is unavoidable); the
-//! page cache is dropped before the reads (root only; the report says
-//! whether it was). Every transfer carries its own offset in its first 8
+//! page cache is dropped before the reads with `--drop-caches` (root only;
+//! the report says whether it was). Every transfer carries its own offset in its first 8
 //! bytes, and every read checks it: a read that returns other bytes, or
 //! fewer, is a failure, not bandwidth.
 

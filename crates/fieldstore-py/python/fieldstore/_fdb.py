@@ -13,7 +13,13 @@ from typing import Any, Dict, Generator, List, Optional, Tuple, Union
 from urllib import parse
 
 from . import _fieldstore
-from .errors import DuplicateKeyWarning, InvalidInputError, UnsupportedError
+from .errors import (
+    DuplicateKeyWarning,
+    EmptyStoreWarning,
+    InvalidInputError,
+    MissingFieldsWarning,
+    UnsupportedError,
+)
 
 __all__ = [
     "FDB",
@@ -109,6 +115,16 @@ def _identifier(identifier: MarsIdentifier) -> list[tuple[str, str]]:
             )
         seen[str(k)] = v
     return list(seen.items())
+
+
+def _warn(notice: tuple[str, str] | None) -> None:
+    """Warn of what a retrieve or extract did not find: a
+    :class:`EmptyStoreWarning` (the store holds no dataset: which store) or
+    a :class:`MissingFieldsWarning`, at the caller of the FDB method."""
+    if notice:
+        kind, text = notice
+        category = EmptyStoreWarning if kind == "empty store" else MissingFieldsWarning
+        warnings.warn(text, category, stacklevel=3)
 
 
 def _open_store(config: ConfigLike) -> Any:
@@ -241,7 +257,8 @@ class FDB:
                 out.extend(_extract.gribjump_results(got, item_ranges))
             return out
         kind, data, pts = _extract.selection_args(ranges, indices, mask, points)
-        raw, _cost = self._store.extract(_selection(mars_selection), kind, data, pts)
+        raw, _cost, notice = self._store.extract(_selection(mars_selection), kind, data, pts)
+        _warn(notice)
         return _extract.fields(raw)
 
     def flush(self) -> None:
@@ -260,8 +277,11 @@ class FDB:
     def retrieve(self, mars_selection: MarsSelection, wait: float | None = None) -> DataHandle:
         """The fields ``mars_selection`` names, as one stream of bytes in
         request order (``step=[12, 0]`` gives step 12 first). Fields that do
-        not exist are absent, which is not an error. Every keyword a rule
-        needs must have values (``list`` takes partial selections).
+        not exist are absent, which is not an error: a
+        :class:`MissingFieldsWarning` says how many and names the first. Every
+        keyword a rule needs must have values (``list`` takes partial
+        selections); a selection that leaves one out finds nothing, and the
+        warning names the keywords the nearest rule requires.
 
         With ``wait`` (seconds, fieldstore only): first wait until every
         field the selection names has been flushed; :class:`TimedOutError`
@@ -269,10 +289,11 @@ class FDB:
         passes."""
         if len(mars_selection) == 0:
             raise TypeError("FDB.retrieve: Wildcard selection aren't support for retrieving.")
-        return DataHandle(
-            self._store.retrieve(_selection(mars_selection), None if wait is None else float(wait)),
-            _internal=True,
+        reader, notice = self._store.retrieve(
+            _selection(mars_selection), None if wait is None else float(wait)
         )
+        _warn(notice)
+        return DataHandle(reader, _internal=True)
 
     def watch(
         self,
@@ -315,8 +336,19 @@ class FDB:
         ``include_masked`` also yields fields archived again under the same
         key (newest first)."""
         entries = self._store.list(_selection(mars_selection), bool(include_masked), int(level))
+        if len(entries) == 0:
+            self._warn_if_empty_store()
         for entry in entries:
             yield ListElement(entry, _internal=True)
+
+    def _warn_if_empty_store(self) -> None:
+        """After an answer that found nothing: an :class:`EmptyStoreWarning`
+        naming the store looked in, if it holds no dataset at all (a default
+        store chosen because no configuration was found is not taken for one
+        without the data)."""
+        notice = self._store.empty_store_notice()
+        if notice:
+            warnings.warn(notice, EmptyStoreWarning, stacklevel=3)
 
     def inspect(self, mars_selection: MarsSelection) -> Generator[ListElement, None, None]:
         """The stored fields a fully specified ``mars_selection`` names,
@@ -328,7 +360,10 @@ class FDB:
         """The values present per keyword (levels 1 to ``level``) among what
         ``mars_selection`` names; keywords and values sorted as strings, an
         absent optional keyword as ``""``."""
-        return IndexAxis(dict(self._store.axes(_selection(mars_selection), int(level))))
+        axes = dict(self._store.axes(_selection(mars_selection), int(level)))
+        if not any(v for values in axes.values() for v in values):
+            self._warn_if_empty_store()
+        return IndexAxis(axes)
 
     def config(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """The system configuration in force (FDB5's shape, plus ``source``:

@@ -29,6 +29,8 @@ __all__ = [
     "FieldStoreIOError",
     "InternalError",
     "DuplicateKeyWarning",
+    "MissingFieldsWarning",
+    "EmptyStoreWarning",
 ]
 
 
@@ -117,3 +119,18 @@ class DuplicateKeyWarning(UserWarning):
     """Two GRIB messages of one :meth:`FDB.archive` call have one key: both
     are archived and the last wins (FDB5's rule); the warning names both
     messages (index in the input and byte offset) and the key."""
+
+
+class MissingFieldsWarning(UserWarning):
+    """A retrieve or extract found only part of what its request names:
+    the warning says how many fields are missing and names the first; or
+    the request names no complete key (it leaves out a keyword every rule
+    that could hold it requires), and the warning names the keywords and
+    the nearest rule."""
+
+
+class EmptyStoreWarning(UserWarning):
+    """An answer found nothing in a store that holds no dataset at all: the
+    warning names the store looked in (a config file, FDB5's variable that
+    chose it, or the default ``./fieldstore-data``), so that a store other
+    than the one meant is not taken for one without the data."""
