@@ -213,8 +213,8 @@ impl ServeConfig {
     /// # Errors
     /// As [`ServeConfig::from_file`].
     pub fn from_yaml(text: &str, base: &Path, source: &str, listen: IpAddr) -> Result<ServeConfig> {
-        let value: serde_yaml_ng::Value =
-            serde_yaml_ng::from_str(text).map_err(|e| invalid(source, e))?;
+        // Nesting and size bounded before parsing: refused in linear time.
+        let value: serde_yaml_ng::Value = fieldstore::config::parse_yaml(text, source)?;
         let serde_yaml_ng::Value::Mapping(mut map) = value else {
             return Err(invalid(source, "expected a mapping"));
         };
@@ -431,6 +431,34 @@ mod tests {
         assert_eq!(c.role, Role::Catalogue(vec![("a".into(), 1)]));
         let c = parse(&format!("type: catalogue\n{roots}")).unwrap();
         assert_eq!(c.role, Role::Both);
+    }
+
+    #[test]
+    fn deeply_nested_input_is_refused_in_linear_time() {
+        let text = format!("type: catalogue\nstores: {}\n", "[".repeat(400_000));
+        let started = std::time::Instant::now();
+        let e = parse(&text).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidConfig);
+        assert!(e.to_string().contains("test.yaml"), "{e}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(1));
+    }
+
+    #[test]
+    fn limits_are_read_and_checked_against_each_other() {
+        let roots = "spaces: [{handler: Default, roots: [{path: /tmp/r}]}]\n";
+        let c = parse(&format!(
+            "maxConnections: 10\nidleTimeout: 5\nwriteTimeout: 7\nmemoryLimit: 536870912\n\
+             wipe: false\n{roots}"
+        ))
+        .unwrap();
+        assert_eq!(c.limits.max_connections, 10);
+        assert_eq!(c.limits.idle.as_secs(), 5);
+        assert_eq!(c.limits.write.as_secs(), 7);
+        assert!(!c.wipe);
+        let e = parse(&format!("connectionMemoryLimit: 1024\n{roots}")).unwrap_err();
+        assert!(e.to_string().contains("maxPayload"), "{e}");
+        let e = parse(&format!("frameTimeout: 0\n{roots}")).unwrap_err();
+        assert!(e.to_string().contains("frameTimeout"), "{e}");
     }
 
     #[test]
