@@ -25,8 +25,10 @@ fn setup() -> (Env, Vec<u8>) {
     (env, m)
 }
 
-/// ecCodes' value at the grid point nearest to (lat, lon), and its index.
-fn oracle(m: &[u8], lat: f64, lon: f64) -> (usize, f64) {
+/// ecCodes' value at the grid point nearest to (lat, lon), its index, and
+/// the grid point's latitude, longitude and great-circle distance (km, on
+/// a sphere of 6,371.229 km) from (lat, lon).
+fn oracle_at(m: &[u8], lat: f64, lon: f64) -> (usize, f64, (f64, f64, f64)) {
     let lats = fieldstore_grib::read_array(m, "latitudes").unwrap();
     let lons = fieldstore_grib::read_array(m, "longitudes").unwrap();
     let i = (0..lats.len())
@@ -37,7 +39,11 @@ fn oracle(m: &[u8], lat: f64, lon: f64) -> (usize, f64) {
         .unwrap();
     let mut v = vec![0f64; lats.len()];
     fieldstore_grib::decode_values(m, &mut v).unwrap();
-    (i, v[i])
+    let (p1, p2) = (lat.to_radians(), lats[i].to_radians());
+    let dl = (lons[i] - lon).to_radians();
+    // Spherical law of cosines: another formula than the haversine.
+    let c = (p1.sin() * p2.sin() + p1.cos() * p2.cos() * dl.cos()).clamp(-1.0, 1.0);
+    (i, v[i], (lats[i], lons[i], 6371.229 * c.acos()))
 }
 
 #[test]
@@ -54,13 +60,14 @@ fn points_in_text_json_and_csv() {
     let out = env.run(&text).ok();
     let line = out.out();
     for &(lat, lon) in &points {
-        let (i, v) = oracle(&m, lat, lon);
+        let (i, v, (glat, glon, d)) = oracle_at(&m, lat, lon);
         let want = if v.is_nan() {
-            format!("{lat},{lon}→{i}=NaN")
+            format!("{lat},{lon}→{i} ({glat},{glon} {d:.1} km)=NaN")
         } else {
-            format!("{lat},{lon}→{i}={v}")
+            format!("{lat},{lon}→{i} ({glat},{glon} {d:.1} km)={v}")
         };
         assert!(line.contains(&want), "{want} not in {line}");
+        assert!(d < 25.0, "the points sit near the grid: {d} km");
     }
     assert!(
         out.stderr.contains("extracted from 1 field"),
@@ -75,8 +82,16 @@ fn points_in_text_json_and_csv() {
     assert_eq!(v["key"]["param"], "130");
     assert_eq!(v["method"], "jump info");
     for (n, &(lat, lon)) in points.iter().enumerate() {
-        let (i, want) = oracle(&m, lat, lon);
+        let (i, want, (glat, glon, d)) = oracle_at(&m, lat, lon);
         assert_eq!(v["indices"][n], i as u64);
+        let at = &v["nearest"][n];
+        assert_eq!(at["latitude"].as_f64(), Some(glat));
+        assert_eq!(at["longitude"].as_f64(), Some(glon));
+        let got = at["distance_km"].as_f64().unwrap();
+        assert!(
+            (got - d).abs() < 1e-6,
+            "distance {got} km, {d} km by another formula"
+        );
         if want.is_nan() {
             assert!(v["values"][n].is_null());
         } else {
@@ -87,8 +102,17 @@ fn points_in_text_json_and_csv() {
     let mut csv = text.clone();
     csv.push("--csv");
     let lines = env.run(&csv).ok().lines();
-    assert_eq!(lines[0], "key,latitude,longitude,index,value");
+    assert_eq!(
+        lines[0],
+        "key,latitude,longitude,index,grid_latitude,grid_longitude,distance_km,value"
+    );
     assert_eq!(lines.len(), 1 + points.len());
+    let (i, _, (glat, glon, d)) = oracle_at(&m, points[0].0, points[0].1);
+    assert!(
+        lines[1].contains(&format!(",{i},{glat},{glon},{d:.3},")),
+        "{}",
+        lines[1]
+    );
 }
 
 #[test]

@@ -46,6 +46,23 @@ pub enum Method {
     Decoded(String),
 }
 
+/// The grid point a point asked for was answered from: the nearest one.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GridPoint {
+    /// Its latitude (degrees), as ecCodes gives it.
+    pub latitude: f64,
+    /// Its longitude (degrees), as ecCodes gives it.
+    pub longitude: f64,
+    /// Its great-circle distance from the point asked for, in km, on the
+    /// sphere ecCodes' nearest-point lookup uses (radius
+    /// [`EARTH_RADIUS_KM`]).
+    pub distance_km: f64,
+}
+
+/// The radius of the sphere distances are measured on (ecCodes' nearest
+/// point lookup's).
+pub const EARTH_RADIUS_KM: f64 = 6371.229;
+
 /// One field's extracted values.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FieldValues {
@@ -54,6 +71,9 @@ pub struct FieldValues {
     /// The grid indices the values are at (for points: the nearest
     /// grid points).
     pub indices: Vec<u64>,
+    /// For a selection of points: the grid point each was answered from,
+    /// in the order asked (empty for other selections).
+    pub nearest: Vec<GridPoint>,
     /// The values, NaN where the field has no value (bitmap).
     pub values: Vec<f64>,
     /// How they were found.
@@ -385,7 +405,7 @@ fn one_field(
     };
     match info {
         Ok(info) => {
-            let indices = resolve(selection, info.points, Some(info.grid), &mut |_| {
+            let (indices, nearest) = resolve(selection, info.points, Some(info.grid), &mut |_| {
                 let mut whole = vec![0u8; loc.length as usize];
                 store.read_into(loc, &mut whole)?;
                 Ok(whole)
@@ -400,6 +420,7 @@ fn one_field(
                 FieldValues {
                     key: key.clone(),
                     indices,
+                    nearest,
                     values,
                     method,
                 },
@@ -416,13 +437,14 @@ fn one_field(
             let n = crate::decode::number_of_values(&whole).map_err(context)?;
             let mut all = vec![0f64; n];
             crate::decode_values(&whole, &mut all).map_err(context)?;
-            let indices =
+            let (indices, nearest) =
                 resolve(selection, n as u64, None, &mut |_| Ok(whole.clone())).map_err(context)?;
             let values = indices.iter().map(|&i| all[i as usize]).collect();
             Ok((
                 FieldValues {
                     key: key.clone(),
                     indices,
+                    nearest,
                     values,
                     method: Method::Decoded(why),
                 },
@@ -434,15 +456,38 @@ fn one_field(
 }
 
 /// The grid indices of `selection` on a grid of `points` points whose
-/// identity is `grid` (`None`: unknown, coordinates not cached);
-/// `message` gives the whole field when coordinates are needed and not
-/// cached.
+/// identity is `grid` (`None`: unknown, coordinates not cached), and for
+/// points the grid point each was answered from; `message` gives the whole
+/// field when coordinates are needed and not cached.
 fn resolve(
     selection: &Selection,
     points: u64,
     grid: Option<u64>,
     message: &mut dyn FnMut(()) -> Result<Vec<u8>>,
-) -> Result<Vec<u64>> {
+) -> Result<(Vec<u64>, Vec<GridPoint>)> {
+    if let Selection::Points(p) = selection {
+        let geometry = geometry(grid, message)?;
+        if geometry.lat.len() as u64 != points {
+            return Err(Error::invalid_input(format!(
+                "ecCodes gives {} coordinates for a field of {points} points",
+                geometry.lat.len()
+            )));
+        }
+        let mut indices = Vec::with_capacity(p.len());
+        let mut nearest = Vec::with_capacity(p.len());
+        for &(lat, lon) in p {
+            let (i, g) = geometry.nearest(lat, lon)?;
+            indices.push(i);
+            nearest.push(g);
+        }
+        return Ok((indices, nearest));
+    }
+    Ok((indices_of(selection, points)?, Vec::new()))
+}
+
+/// The grid indices of a selection of indices, ranges or a mask on a grid
+/// of `points` points.
+fn indices_of(selection: &Selection, points: u64) -> Result<Vec<u64>> {
     let out_of_range = |i: u64| {
         Error::invalid_input(format!(
             "index {i} is out of range: the field has {points} points"
@@ -479,17 +524,10 @@ fn resolve(
             }
             (0..points).filter(|&i| m[i as usize]).collect()
         }
-        Selection::Points(p) => {
-            let geometry = geometry(grid, message)?;
-            if geometry.lat.len() as u64 != points {
-                return Err(Error::invalid_input(format!(
-                    "ecCodes gives {} coordinates for a field of {points} points",
-                    geometry.lat.len()
-                )));
-            }
-            p.iter()
-                .map(|&(lat, lon)| geometry.nearest(lat, lon))
-                .collect::<Result<_>>()?
+        Selection::Points(_) => {
+            return Err(Error::internal(
+                "points are resolved with their grid's coordinates",
+            ))
         }
     })
 }
@@ -501,9 +539,9 @@ pub(crate) struct Geometry {
 }
 
 impl Geometry {
-    /// The index of the grid point nearest (great circle) to `lat`, `lon`;
-    /// the first of equals.
-    fn nearest(&self, lat: f64, lon: f64) -> Result<u64> {
+    /// The index of the grid point nearest (great circle) to `lat`, `lon`,
+    /// the first of equals, and where it is.
+    fn nearest(&self, lat: f64, lon: f64) -> Result<(u64, GridPoint)> {
         if !(-90.0..=90.0).contains(&lat) || !lon.is_finite() {
             return Err(Error::invalid_input(format!(
                 "point ({lat}, {lon}): latitude must be within -90..90 and longitude finite"
@@ -511,7 +549,7 @@ impl Geometry {
         }
         let (p1, l1) = (lat.to_radians(), lon.to_radians());
         let cp1 = p1.cos();
-        let mut best = (f64::INFINITY, 0u64);
+        let mut best = (f64::INFINITY, 0usize);
         for (i, (&la, &lo)) in self.lat.iter().zip(&self.lon).enumerate() {
             let cp2 = la.to_radians().cos();
             // Haversine: monotonic in the distance.
@@ -519,10 +557,16 @@ impl Geometry {
             let dp = (la.to_radians() - p1) / 2.0;
             let h = dp.sin().powi(2) + cp1 * cp2 * (dl / 2.0).sin().powi(2);
             if h < best.0 {
-                best = (h, i as u64);
+                best = (h, i);
             }
         }
-        Ok(best.1)
+        let (h, i) = best;
+        let at = GridPoint {
+            latitude: self.lat.get(i).copied().unwrap_or(f64::NAN),
+            longitude: self.lon.get(i).copied().unwrap_or(f64::NAN),
+            distance_km: 2.0 * EARTH_RADIUS_KM * h.clamp(0.0, 1.0).sqrt().asin(),
+        };
+        Ok((i as u64, at))
     }
 }
 

@@ -68,8 +68,8 @@ pub use eccodes::{
 };
 pub use error::{GribError, Problem};
 pub use extract::{
-    extract_fields, extract_listed, ExtractGrib, ExtractOptions, Extraction, FieldValues, Method,
-    Selection,
+    extract_fields, extract_listed, ExtractGrib, ExtractOptions, Extraction, FieldValues,
+    GridPoint, Method, Selection, EARTH_RADIUS_KM,
 };
 pub use params::{param_names, EcCodesParamNames};
 pub use split::{split_messages, Message, Messages};

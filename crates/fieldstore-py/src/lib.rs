@@ -248,7 +248,9 @@ impl Store {
     /// start, end…), `indices`, `mask` (`data`: 0/1 per point) or `points`
     /// (`points`: latitude, longitude pairs). Per field, in the request's
     /// order: `(key pairs, indices, values as native-endian f64 bytes,
-    /// method)`; then `(bytes read, reads, fields' bytes)`.
+    /// method, for points the grid point answering each: (latitude,
+    /// longitude, distance in km))`; then `(bytes read, reads, fields'
+    /// bytes)`.
     #[pyo3(signature = (selection, kind, data=Vec::new(), points=Vec::new()))]
     fn extract<'py>(
         &self,
@@ -265,9 +267,9 @@ impl Store {
         let (fields, cost, notice) = found;
         let fields = fields
             .into_iter()
-            .map(|(key, indices, values, method)| {
+            .map(|(key, indices, values, method, nearest)| {
                 let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_ne_bytes()).collect();
-                (key, indices, PyBytes::new(py, &bytes), method)
+                (key, indices, PyBytes::new(py, &bytes), method, nearest)
             })
             .collect();
         Ok((fields, cost, notice))
@@ -546,7 +548,13 @@ fn environment() -> fieldstore::Result<Config> {
 /// What `Store.extract` returns: the fields, the cost, and a notice of
 /// what the request names and the store lacks ([`notice`]).
 type Extracted<'py> = (
-    Vec<(Vec<(String, String)>, Vec<u64>, Bound<'py, PyBytes>, String)>,
+    Vec<(
+        Vec<(String, String)>,
+        Vec<u64>,
+        Bound<'py, PyBytes>,
+        String,
+        Vec<(f64, f64, f64)>,
+    )>,
     (u64, u64, u64),
     Option<Notice>,
 );
@@ -583,8 +591,16 @@ fn notice(fs: &FieldStore, request: &Request, found: &[&Key]) -> Option<Notice> 
 /// store`: the warning's class) and text.
 type Notice = (&'static str, String);
 
-/// One field's extraction before it becomes Python objects.
-type FieldOut = (Vec<(String, String)>, Vec<u64>, Vec<f64>, String);
+/// One field's extraction before it becomes Python objects: key, indices,
+/// values, method, and for points the grid point answering each
+/// (latitude, longitude, distance in km).
+type FieldOut = (
+    Vec<(String, String)>,
+    Vec<u64>,
+    Vec<f64>,
+    String,
+    Vec<(f64, f64, f64)>,
+);
 
 /// An extraction before it becomes Python objects: the fields, the cost
 /// (bytes read, reads, the fields' bytes) and the notice.
@@ -629,7 +645,12 @@ fn extract(
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect();
-            (key, f.indices, f.values, method)
+            let nearest = f
+                .nearest
+                .iter()
+                .map(|g| (g.latitude, g.longitude, g.distance_km))
+                .collect();
+            (key, f.indices, f.values, method, nearest)
         })
         .collect();
     Ok((

@@ -68,6 +68,15 @@ def test_every_selection_form_bit_identical_to_eccodes(fdb, name):
         assert list(f.indices) == indices, kwargs
         assert f.values.dtype == np.float64
         np.testing.assert_array_equal(f.values.view(np.uint64), want[indices].view(np.uint64))
+        if "points" in kwargs:
+            # Where each point was answered from: the grid point's
+            # coordinates as ecCodes gives them, and how far it is.
+            np.testing.assert_array_equal(f.grid_latitudes, lats[indices])
+            np.testing.assert_array_equal(f.grid_longitudes, lons[indices])
+            assert f.distances_km[0] == 0.0
+            assert 0.0 < f.distances_km[1] < 2.0, f.distances_km
+        else:
+            assert f.grid_latitudes is None and f.distances_km is None
         if name == "complex-g2.grib":
             assert f.method.startswith("decoded whole: "), f.method
         else:

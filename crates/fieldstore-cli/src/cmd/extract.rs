@@ -2,9 +2,12 @@
 //! names, reading only the bytes that hold them (`docs/extract.md`).
 //!
 //! Text: one line per field, its key then `index=value` per point (for
-//! `--point`, `lat,lon→index=value`); `--json`: one object per field
-//! (`key`, `indices`, `values`, `method`; missing values `null`); `--csv`:
-//! a header, then one row per field and point. A summary on standard error
+//! `--point`, `lat,lon→index (grid lat,lon, distance km)=value`: the grid
+//! point answering, as ecCodes' nearest-point lookup finds it); `--json`:
+//! one object per field (`key`, `indices`, `values`, `method`, and for
+//! points `nearest`: each grid point's `latitude`, `longitude` and
+//! `distance_km`; missing values `null`); `--csv`: a header, then one row
+//! per field and point. A summary on standard error
 //! says how many fields, bytes read against the fields' bytes, and how
 //! many fields were decoded whole, and how many fields the request names
 //! are missing, with the first (`--json`: `{"missing": {key}}` after the
@@ -100,6 +103,16 @@ struct JsonField<'a> {
     indices: &'a [u64],
     values: Vec<Option<f64>>,
     method: String,
+    /// For points: where each was answered from.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    nearest: Vec<JsonGridPoint>,
+}
+
+#[derive(Serialize)]
+struct JsonGridPoint {
+    latitude: f64,
+    longitude: f64,
+    distance_km: f64,
 }
 
 /// A field the request names and the store lacks, after the fields
@@ -145,7 +158,7 @@ pub(crate) fn extract(
     };
     if args.csv {
         ui.line(if points.is_some() {
-            "key,latitude,longitude,index,value"
+            "key,latitude,longitude,index,grid_latitude,grid_longitude,distance_km,value"
         } else {
             "key,index,value"
         })?;
@@ -161,6 +174,15 @@ pub(crate) fn extract(
                     .map(|v| (!v.is_nan()).then_some(*v))
                     .collect(),
                 method: method(&f.method),
+                nearest: f
+                    .nearest
+                    .iter()
+                    .map(|g| JsonGridPoint {
+                        latitude: g.latitude,
+                        longitude: g.longitude,
+                        distance_km: g.distance_km,
+                    })
+                    .collect(),
             })?;
         } else if args.csv {
             for (n, (i, v)) in f.indices.iter().zip(&f.values).enumerate() {
@@ -169,17 +191,23 @@ pub(crate) fn extract(
                 } else {
                     v.to_string()
                 };
-                let line = match points {
-                    Some(p) => format!("\"{}\",{},{},{i},{value}", f.key, p[n].0, p[n].1),
-                    None => format!("\"{}\",{i},{value}", f.key),
+                let line = match (points, f.nearest.get(n)) {
+                    (Some(p), Some(g)) => format!(
+                        "\"{}\",{},{},{i},{},{},{:.3},{value}",
+                        f.key, p[n].0, p[n].1, g.latitude, g.longitude, g.distance_km
+                    ),
+                    _ => format!("\"{}\",{i},{value}", f.key),
                 };
                 ui.line(&line)?;
             }
         } else {
             let mut line = f.key.braced();
             for (n, (i, v)) in f.indices.iter().zip(&f.values).enumerate() {
-                if let Some(p) = points {
-                    line.push_str(&format!(" {},{}→{i}={v}", p[n].0, p[n].1));
+                if let (Some(p), Some(g)) = (points, f.nearest.get(n)) {
+                    line.push_str(&format!(
+                        " {},{}→{i} ({},{} {:.1} km)={v}",
+                        p[n].0, p[n].1, g.latitude, g.longitude, g.distance_km
+                    ));
                 } else {
                     line.push_str(&format!(" {i}={v}"));
                 }

@@ -29,12 +29,19 @@ class ExtractedField:
     ``method``: ``"jump info"``, ``"jump info computed"`` (a field's
     first extraction: its jump info is then kept with its entry) or
     ``"decoded whole: <why>"`` (a packing without jump info).
+    For ``points=``: ``grid_latitudes``, ``grid_longitudes`` (degrees) and
+    ``distances_km`` say, per point asked, where the grid point answering
+    it is and how far (great circle, as ecCodes' nearest-point lookup);
+    ``None`` for the other selections.
     """
 
     key: dict
     indices: Any
     values: Any
     method: str
+    grid_latitudes: Any = None
+    grid_longitudes: Any = None
+    distances_km: Any = None
 
 
 @dataclass(frozen=True)
@@ -79,14 +86,21 @@ def selection_args(
 def fields(raw: list) -> List[ExtractedField]:
     """The native answer as ``ExtractedField``s."""
     np = _numpy()
+
+    def column(nearest: list, i: int) -> Any:
+        return np.asarray([p[i] for p in nearest], dtype=np.float64) if nearest else None
+
     return [
         ExtractedField(
             key=dict(key),
             indices=np.asarray(indices, dtype=np.uint64),
             values=np.frombuffer(values, dtype=np.float64).copy(),
             method=method,
+            grid_latitudes=column(nearest, 0),
+            grid_longitudes=column(nearest, 1),
+            distances_km=column(nearest, 2),
         )
-        for key, indices, values, method in raw
+        for key, indices, values, method, nearest in raw
     ]
 
 
