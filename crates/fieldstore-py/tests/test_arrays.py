@@ -316,3 +316,23 @@ def test_the_wheels_ecCodes_decodes_on_several_threads() -> None:
     except ImportError:
         pytest.skip("not linked against the eccodeslib wheel")
     assert _fieldstore.parallel_decoding()
+
+
+def test_a_time_span_is_no_dimension_where_cfgrib_has_none(store: fieldstore.FDB) -> None:
+    """timespan.grib holds an instant t2m and a 1-hour accumulation (cp):
+    the view has no ``timespan`` dimension (each variable's fields name one
+    time span; it is in their step range), and each variable is what
+    cfgrib gives for its step type, with no NaN-filled half."""
+    path = GRIB / "timespan.grib"
+    store.archive(path.read_bytes())
+    store.flush()
+    ds = fieldstore.open_dataset({"class": "e6"}, fdb=store)
+    assert "timespan" not in ds.dims and "timespan" not in ds.coords
+    for var, step_type in (("t2m", "instant"), ("cp", "accum")):
+        want = cfgrib(path, {"stepType": step_type})
+        assert ds[var].dims == want[var].dims, var
+        same_bits(ds[var].values, want[var].values, var)
+        assert not np.isnan(ds[var].values).any(), var
+    # Naming the time spans changes nothing.
+    named = fieldstore.open_dataset({"class": "e6", "timespan": ["none", "1h"]}, fdb=store)
+    assert dict(named.sizes) == dict(ds.sizes)

@@ -280,6 +280,11 @@ class Cube:
                   for k in keywords}
         if dims is None:
             chosen = [k for k in keywords if len(values[k]) > 1]
+            # A statistically processed field's time span is in its step
+            # range (cfgrib has no such dimension): no dimension while each
+            # variable's fields name it alone.
+            if "timespan" in chosen and _determined(keys, "timespan"):
+                chosen.remove("timespan")
             if combine and ("date" in chosen or "time" in chosen):
                 chosen = [k for k in chosen if k not in ("date", "time")] + ["date", "time"]
         else:
@@ -728,6 +733,17 @@ class Cube:
         if drop:
             values = values.reshape(tuple(s for i, s in enumerate(values.shape) if i not in drop))
         return values
+
+
+def _determined(keys: list[dict[str, str]], keyword: str) -> bool:
+    """Whether ``keyword``'s value follows from the rest of each key: no
+    two keys differ in it alone (so it need not be a dimension)."""
+    seen: dict[tuple[tuple[str, str], ...], str] = {}
+    for key in keys:
+        rest = tuple(sorted((k, v) for k, v in key.items() if k != keyword))
+        if seen.setdefault(rest, key.get(keyword, "")) != key.get(keyword, ""):
+            return False
+    return True
 
 
 def _geometry(entry: Any, meta: Mapping[str, Any]) -> Geometry:
