@@ -25,11 +25,9 @@ use std::time::Duration;
 use common::raw::Raw;
 use common::servers::{client_config, run, start_fdb5, start_fieldstore, Wheels, FILES, REQUESTS};
 use common::{fdb5, repo};
-use fieldstore_remote::archive::{CatalogueBlob, StoreBlob};
 use fieldstore_remote::frame::encode_frame;
 use fieldstore_remote::key::Key;
-use fieldstore_remote::location::FieldLocation;
-use fieldstore_remote::{Message, Reader, Writer};
+use fieldstore_remote::{Message, Reader};
 
 /// One side of the comparison.
 struct Side<'a> {
@@ -395,34 +393,9 @@ fn bad_clients_lose_their_connection_and_the_server_carries_on() {
         fieldstore_remote::elements::Stores::decode(&mut Reader::new(&stores)).expect("stores");
     let store_port = u16::try_from(stores.stores[0].1[0].port).expect("port");
     let mut store = Raw::startup(store_port);
-    store.send(Message::Store, true, 2, 1, b"");
-    assert_eq!(store.recv().0.message, Message::Received);
-    let mut w = Writer::new();
-    StoreBlob {
-        db_key: db.clone(),
-        idx_key: idx.clone(),
-        data: &grib,
-    }
-    .encode(&mut w);
-    store.send(Message::Blob, false, 2, 1, w.bytes());
-    let (h, loc) = store.recv();
-    assert_eq!(h.message, Message::Store);
-    let location = FieldLocation::decode(&mut Reader::new(&loc)).expect("location");
+    let location = store.park(2, &db, &idx, &grib);
     // The catalogue step.
-    let mut w = Writer::new();
-    db.encode(&mut w);
-    cat.send(Message::Schema, true, 3, 2, w.bytes());
-    assert_eq!(cat.recv().0.message, Message::Received);
-    cat.send(Message::Archive, true, 3, 3, b"");
-    assert_eq!(cat.recv().0.message, Message::Received);
-    let mut w = Writer::new();
-    CatalogueBlob {
-        idx_key: idx,
-        datum_key: datum,
-        location,
-    }
-    .encode(&mut w);
-    cat.send(Message::Blob, false, 3, 3, w.bytes());
+    cat.index(3, &db, idx, datum, location);
     // Gone, mid-archive: half a frame, then nothing.
     cat.s.write_all(b"SF").expect("send");
     drop(cat);

@@ -28,9 +28,7 @@ use std::time::{Duration, Instant};
 use common::raw::Raw;
 use common::servers::{client_config, run, start_fieldstore, Wheels};
 use common::{fdb5, repo};
-use fieldstore_remote::archive::{CatalogueBlob, StoreBlob};
 use fieldstore_remote::key::Key;
-use fieldstore_remote::location::FieldLocation;
 use fieldstore_remote::{Message, Reader, Writer};
 
 fn key(pairs: &[(&str, &str)]) -> Key {
@@ -73,36 +71,11 @@ fn a_parked_field_is_taken_only_by_the_process_that_parked_it() {
     let datum = key(&[("step", "12"), ("param", "166")]);
     // Process 1 parks a field at the store.
     let mut store = Raw::startup_as(store_port(port), 1);
-    store.send(Message::Store, true, 2, 1, b"");
-    assert_eq!(store.recv().0.message, Message::Received);
-    let mut w = Writer::new();
-    StoreBlob {
-        db_key: db.clone(),
-        idx_key: idx.clone(),
-        data: &grib,
-    }
-    .encode(&mut w);
-    store.send(Message::Blob, false, 2, 1, w.bytes());
-    let (h, loc) = store.recv();
-    assert_eq!(h.message, Message::Store);
-    let location = FieldLocation::decode(&mut Reader::new(&loc)).expect("location");
+    let location = store.park(2, &db, &idx, &grib);
     // The catalogue step of a process: Schema, Archive, the blob, Flush.
     let catalogue_step = |pid: i32| -> (Message, String) {
         let mut cat = Raw::startup_as(port, pid);
-        let mut w = Writer::new();
-        db.encode(&mut w);
-        cat.send(Message::Schema, true, 3, 2, w.bytes());
-        assert_eq!(cat.recv().0.message, Message::Received);
-        cat.send(Message::Archive, true, 3, 3, b"");
-        assert_eq!(cat.recv().0.message, Message::Received);
-        let mut w = Writer::new();
-        CatalogueBlob {
-            idx_key: idx.clone(),
-            datum_key: datum.clone(),
-            location: location.clone(),
-        }
-        .encode(&mut w);
-        cat.send(Message::Blob, false, 3, 3, w.bytes());
+        cat.index(3, &db, idx.clone(), datum.clone(), location.clone());
         let mut w = Writer::new();
         fieldstore_remote::archive::encode_flush(&mut w, 1);
         cat.send(Message::Flush, true, 3, 4, w.bytes());

@@ -128,11 +128,7 @@ impl Conn {
         let c = g
             .get_mut(&client)
             .ok_or_else(|| Error::internal("archive for a client that stopped"))?;
-        let db_key = c
-            .db_key
-            .clone()
-            .ok_or_else(|| Error::invalid_input("archive before the dataset was named (Schema)"))?;
-        let key = wire::join_keys([&db_key, &blob.idx_key, &blob.datum_key])?;
+        let key = c.key_of(blob)?;
         let fs = &self.server.reader;
         let split = fs.schema().split(&key)?;
         let location = fieldstore_remote::client::convert::location(&blob.location);
@@ -160,11 +156,7 @@ impl Conn {
         let c = g
             .get_mut(&client)
             .ok_or_else(|| Error::internal("archive for a client that stopped"))?;
-        let db_key = c
-            .db_key
-            .clone()
-            .ok_or_else(|| Error::invalid_input("archive before the dataset was named (Schema)"))?;
-        let key = wire::join_keys([&db_key, &blob.idx_key, &blob.datum_key])?;
+        let key = c.key_of(blob)?;
         if c.writer.is_none() {
             c.writer = Some(open(&self.server.config)?);
         }

@@ -21,6 +21,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, Weak};
 
 use fieldstore::{Error, FieldStore, Result};
+use fieldstore_remote::archive::CatalogueBlob;
 use fieldstore_remote::frame::{self, FrameError};
 use fieldstore_remote::key::Key as WireKey;
 use fieldstore_remote::session::Endpoint;
@@ -150,6 +151,20 @@ impl Client {
             store_writers: HashMap::new(),
             catalogue_writers: HashMap::new(),
         }
+    }
+
+    /// The full key of a catalogue step: the dataset its last `Schema`
+    /// named, then the blob's collocation and element keys.
+    ///
+    /// # Errors
+    /// `InvalidInput` before `Schema` named the dataset, or for keys that
+    /// do not join.
+    pub(crate) fn key_of(&self, blob: &CatalogueBlob) -> Result<fieldstore::Key> {
+        let db_key = self
+            .db_key
+            .as_ref()
+            .ok_or_else(|| Error::invalid_input("archive before the dataset was named (Schema)"))?;
+        crate::wire::join_keys([db_key, &blob.idx_key, &blob.datum_key])
     }
 
     /// Drop what was archived and not flushed (writers dropped unflushed

@@ -5,11 +5,14 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
+use fieldstore_remote::archive::{CatalogueBlob, StoreBlob};
 use fieldstore_remote::frame::{encode_frame, read_frame};
+use fieldstore_remote::key::Key;
+use fieldstore_remote::location::FieldLocation;
 use fieldstore_remote::session::{Endpoint, SessionId};
 use fieldstore_remote::startup::ClientStartup;
 use fieldstore_remote::value::Value;
-use fieldstore_remote::{Message, Writer};
+use fieldstore_remote::{Message, Reader, Writer};
 
 /// A raw client: one connection (single-connection mode), handshake done.
 pub struct Raw {
@@ -72,6 +75,43 @@ impl Raw {
         let (h, _) = raw.recv();
         assert_eq!(h.message, Message::Startup);
         raw
+    }
+
+    /// FDB5's store step for `client` on a store connection: `Store`,
+    /// then the field's bytes; the location the store answers.
+    pub fn park(&mut self, client: u32, db: &Key, idx: &Key, data: &[u8]) -> FieldLocation {
+        self.send(Message::Store, true, client, 1, b"");
+        assert_eq!(self.recv().0.message, Message::Received);
+        let mut w = Writer::new();
+        StoreBlob {
+            db_key: db.clone(),
+            idx_key: idx.clone(),
+            data,
+        }
+        .encode(&mut w);
+        self.send(Message::Blob, false, client, 1, w.bytes());
+        let (h, loc) = self.recv();
+        assert_eq!(h.message, Message::Store);
+        FieldLocation::decode(&mut Reader::new(&loc)).expect("location")
+    }
+
+    /// FDB5's catalogue step for `client` on a catalogue connection, up to
+    /// its flush: `Schema` naming the dataset, `Archive`, the blob.
+    pub fn index(&mut self, client: u32, db: &Key, idx: Key, datum: Key, location: FieldLocation) {
+        let mut w = Writer::new();
+        db.encode(&mut w);
+        self.send(Message::Schema, true, client, 2, w.bytes());
+        assert_eq!(self.recv().0.message, Message::Received);
+        self.send(Message::Archive, true, client, 3, b"");
+        assert_eq!(self.recv().0.message, Message::Received);
+        let mut w = Writer::new();
+        CatalogueBlob {
+            idx_key: idx,
+            datum_key: datum,
+            location,
+        }
+        .encode(&mut w);
+        self.send(Message::Blob, false, client, 3, w.bytes());
     }
 
     /// Whether the server closed the connection (reads end).
