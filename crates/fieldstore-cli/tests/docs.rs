@@ -1,9 +1,10 @@
 //! Every shell block of the READMEs and `docs/` runs (issue 28), with this
 //! build's `fieldstore` first on `PATH`, in a fresh directory, against a
 //! temporary store (`/tmp/fs` in a block is replaced by the test's own).
-//! The directory holds `forecast.grib` and `analysis.grib` (the
-//! repository's `levtypes.grib` and `rd-fc.grib`) and `t2m.grib` (bytes
-//! archived under an explicit key).
+//! The directory holds `forecast.grib` (`tests/fixtures/docs/forecast.grib`:
+//! the fields the Python blocks' test writes under that name, so that one
+//! request works in both), `analysis.grib` (the repository's `rd-fc.grib`)
+//! and `t2m.grib` (`synth11.grib`: bytes archived under an explicit key).
 //!
 //! A block not meant to run says why on the line before its fence,
 //! `<!-- docs-test: no-run: why -->` (a page, before its first block:
@@ -142,11 +143,11 @@ fn the_shell_blocks_of_the_docs_run() {
             .expect("symlink");
         let work = dir.path().join("work");
         std::fs::create_dir(&work).expect("work");
-        let fixtures = repo().join("tests/fixtures/grib");
+        let fixtures = repo().join("tests/fixtures");
         for (name, from) in [
-            ("forecast.grib", "levtypes.grib"),
-            ("analysis.grib", "rd-fc.grib"),
-            ("t2m.grib", "synth11.grib"),
+            ("forecast.grib", "docs/forecast.grib"),
+            ("analysis.grib", "grib/rd-fc.grib"),
+            ("t2m.grib", "grib/synth11.grib"),
         ] {
             std::fs::copy(fixtures.join(from), work.join(name)).expect("copy");
         }
