@@ -19,7 +19,10 @@ unset, so that a developer can still choose.
   identifier) and a warning says so.
 - ``CARGO_TARGET_DIR``: ``target/python`` in the workspace, so that the
   release build of the extension (linked against this ecCodes) neither
-  rebuilds nor is rebuilt by the workspace's own builds.
+  rebuilds nor is rebuilt by the workspace's own builds; in a checkout the
+  user cannot write (a read-only one), ``fieldstore/python-target`` under
+  the user's cache directory instead: installing writes nothing into the
+  checkout.
 """
 
 from __future__ import annotations
@@ -54,10 +57,21 @@ def _system_eccodes(workspace: Path | None) -> bool:
     )
 
 
+def target_dir(workspace: Path) -> Path:
+    """Where the extension is built: the workspace's ``target/python``
+    when the user may write there, else under the user's cache."""
+    wanted = workspace / "target" / "python"
+    existing = next(p for p in (wanted, wanted.parent, workspace) if p.exists())
+    if os.access(existing, os.W_OK):
+        return wanted
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return cache / "fieldstore" / "python-target"
+
+
 def _prepare() -> None:
     workspace = _workspace()
     if workspace is not None and "CARGO_TARGET_DIR" not in os.environ:
-        os.environ["CARGO_TARGET_DIR"] = str(workspace / "target" / "python")
+        os.environ["CARGO_TARGET_DIR"] = str(target_dir(workspace))
     if "ECCODES_DIR" in os.environ:
         return
     try:
