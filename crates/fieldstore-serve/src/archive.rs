@@ -139,7 +139,7 @@ impl Conn {
             }
         };
         w.insert(&split.collocation, &split.element, &location)?;
-        c.flushed.add(&key);
+        c.flushed.add(fs.schema(), &key, self.server.watchers.any());
         Ok(())
     }
 
@@ -164,7 +164,11 @@ impl Conn {
             Some(w) => w.archive(&key, field.bytes())?,
             None => return Err(Error::internal("no writer")),
         }
-        c.flushed.add(&key);
+        c.flushed.add(
+            self.server.reader.schema(),
+            &key,
+            self.server.watchers.any(),
+        );
         Ok(())
     }
 

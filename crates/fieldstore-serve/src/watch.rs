@@ -11,8 +11,10 @@
 //! until the write time-out ends its connection.
 
 use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
+use fieldstore::schema::SplitKey;
 use fieldstore::{Key, Request, Schema};
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -72,9 +74,11 @@ struct Watch {
 /// What a flush made visible, as far as its watchers need to know.
 #[derive(Debug, Default)]
 pub(crate) struct Flushed {
-    /// The keys archived, while at most [`Flushed::KEPT`].
-    keys: Vec<Key>,
-    /// More were archived than kept: every watcher is told.
+    /// The keys archived, split (once, here, not once per watcher), while
+    /// at most [`Flushed::KEPT`].
+    keys: Vec<SplitKey>,
+    /// More were archived than kept, or one did not split: every watcher
+    /// is told.
     overflow: bool,
 }
 
@@ -84,12 +88,17 @@ impl Flushed {
     /// missing one would be a wrong answer).
     const KEPT: usize = 1024;
 
-    /// Note an archived key.
-    pub(crate) fn add(&mut self, key: &Key) {
-        if self.keys.len() < Self::KEPT {
-            self.keys.push(key.clone());
-        } else {
+    /// Note a key archived under `schema`; `watched`: whether the server
+    /// has watchers now (without, nothing is split or kept, and the flush
+    /// tells whoever watches by then: no cost when nobody watches).
+    pub(crate) fn add(&mut self, schema: &Schema, key: &Key, watched: bool) {
+        if !watched || self.overflow {
             self.overflow = true;
+            return;
+        }
+        match schema.split(key) {
+            Ok(split) if self.keys.len() < Self::KEPT => self.keys.push(split),
+            _ => self.overflow = true,
         }
     }
 
@@ -98,28 +107,28 @@ impl Flushed {
         self.keys.is_empty() && !self.overflow
     }
 
-    /// Whether a watch of `filter` may care.
+    /// Whether a watch of `filter` may care. A request the schema cannot
+    /// read is told: when unsure, tell.
     fn concerns(&self, schema: &Schema, filter: &Request) -> bool {
-        self.overflow || self.keys.iter().any(|k| names(schema, filter, k))
+        if self.overflow {
+            return true;
+        }
+        let Ok(selector) = schema.selector(filter) else {
+            return true;
+        };
+        self.keys.iter().any(|split| {
+            selector
+                .match_dataset(split.dataset.key())
+                .and_then(|d| selector.match_collocation(&d, split.collocation.key()))
+                .is_some_and(|c| selector.element_filter(&c).matches(split.element.key()))
+        })
     }
 }
 
-/// Whether `request` names `key` as a listing of it would (a keyword it
-/// leaves out matches anything). A key the schema cannot split is named:
-/// when unsure, tell.
-fn names(schema: &Schema, request: &Request, key: &Key) -> bool {
-    let (Ok(selector), Ok(split)) = (schema.selector(request), schema.split(key)) else {
-        return true;
-    };
-    selector
-        .match_dataset(split.dataset.key())
-        .and_then(|d| selector.match_collocation(&d, split.collocation.key()))
-        .is_some_and(|c| selector.element_filter(&c).matches(split.element.key()))
-}
-
-/// Every watch of a server.
+/// Every watch of a server, and their number (read without the lock on
+/// every archived field).
 #[derive(Debug, Default)]
-pub(crate) struct Watchers(Mutex<Vec<Watch>>);
+pub(crate) struct Watchers(Mutex<Vec<Watch>>, AtomicUsize);
 
 impl Watchers {
     /// Register the watch of `client` on `connection`, told through
@@ -133,35 +142,48 @@ impl Watchers {
         filter: Option<Request>,
         signal: Arc<Signal>,
     ) {
-        lock(&self.0).push(Watch {
+        let mut g = lock(&self.0);
+        g.push(Watch {
             connection,
             client,
             request,
             filter,
             signal,
         });
+        self.1.store(g.len(), Ordering::Release);
     }
 
-    /// Raise every watch `flushed` may concern. Never blocks on a client.
+    /// Whether anyone watches.
+    pub(crate) fn any(&self) -> bool {
+        self.1.load(Ordering::Acquire) > 0
+    }
+
+    /// Raise every watch `flushed` may concern. Never blocks on a client,
+    /// nor holds the registry while it matches.
     pub(crate) fn notify(&self, schema: &Schema, flushed: &Flushed) {
-        for w in lock(&self.0).iter() {
-            if w.filter
-                .as_ref()
-                .is_none_or(|f| flushed.concerns(schema, f))
-            {
-                w.signal.raise(w.client, w.request);
+        let watches: Vec<(Option<Request>, u32, u32, Arc<Signal>)> = lock(&self.0)
+            .iter()
+            .map(|w| (w.filter.clone(), w.client, w.request, Arc::clone(&w.signal)))
+            .collect();
+        for (filter, client, request, signal) in watches {
+            if filter.as_ref().is_none_or(|f| flushed.concerns(schema, f)) {
+                signal.raise(client, request);
             }
         }
     }
 
     /// Forget a client's watch (it stopped).
     pub(crate) fn remove(&self, connection: u64, client: u32) {
-        lock(&self.0).retain(|w| !(w.connection == connection && w.client == client));
+        let mut g = lock(&self.0);
+        g.retain(|w| !(w.connection == connection && w.client == client));
+        self.1.store(g.len(), Ordering::Release);
     }
 
     /// Forget a connection's watches (it ended).
     pub(crate) fn forget(&self, connection: u64) {
-        lock(&self.0).retain(|w| w.connection != connection);
+        let mut g = lock(&self.0);
+        g.retain(|w| w.connection != connection);
+        self.1.store(g.len(), Ordering::Release);
     }
 
     /// Whether `connection` watches.
@@ -192,11 +214,17 @@ mod tests {
         w.add(2, 1, 20, Some("step=12".parse().unwrap()), Arc::clone(&b));
         w.add(2, 2, 30, None, Arc::clone(&b));
         let mut f = Flushed::default();
-        f.add(&key("6"));
+        f.add(&schema, &key("6"), w.any());
         w.notify(&schema, &f);
         w.notify(&schema, &f);
         assert_eq!(a.wait(), Some(vec![(1, 10)]), "coalesced");
         assert_eq!(b.wait(), Some(vec![(2, 30)]), "step=12 not told");
+        // Keys archived while nobody watched: whoever watches at the flush
+        // is told.
+        let mut unwatched = Flushed::default();
+        unwatched.add(&schema, &key("99"), false);
+        w.notify(&schema, &unwatched);
+        assert_eq!(a.wait(), Some(vec![(1, 10)]));
         assert!(w.watching(2));
         w.forget(2);
         assert!(!w.watching(2));
