@@ -29,12 +29,24 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 src=${FDB5_SOURCE:-}
 test_cc=${src:+$src/tests/fdb/api/test_fdb_c.cc}
+etc=${src:+$src/tests/fdb/etc/fdb}
+# The test kept beside the repository for CI (../shared/peer, its README):
+# the test and its schema; its config is written here (FDB5's test
+# config's shape: a writable root and a second one read, listed and wiped).
+peer=$PWD/../shared/peer
+if [ -z "$src" ] && [ -f "$peer/fdb5_capi_test/test_fdb_c.cc" ] && [ -f "$peer/fdb5_capi_test/schema" ]; then
+    src=$peer/fdb5_capi_test
+    test_cc=$src/test_fdb_c.cc
+    etc=""
+    : "${FDB5_TEST_DATA:=$peer/pyfdb-0.1.3/tests/data}"
+fi
 if [ -z "$src" ]; then
     echo "test-fdb5-capi-suite: SKIPPED FDB5's tests/fdb/api/test_fdb_c.cc: FDB5_SOURCE is not set" \
-        "(no package on PyPI or Debian that CI reaches carries FDB5's test sources; see this script)" >&2
+        "and ../shared/peer/fdb5_capi_test is absent (no package on PyPI or Debian that CI reaches" \
+        "carries FDB5's test sources; see this script)" >&2
     exit 0
 fi
-if [ ! -f "$test_cc" ] || [ ! -f "$src/tests/fdb/etc/fdb/config.yaml" ] || [ ! -f "$src/tests/fdb/etc/fdb/schema" ]; then
+if [ ! -f "$test_cc" ] || { [ -n "$etc" ] && { [ ! -f "$etc/config.yaml" ] || [ ! -f "$etc/schema" ]; }; }; then
     echo "test-fdb5-capi-suite: FDB5_SOURCE=$src lacks tests/fdb/api/test_fdb_c.cc or tests/fdb/etc/fdb/{config.yaml,schema}" >&2
     exit 2
 fi
@@ -81,9 +93,23 @@ prefix="$work/prefix"
 build="$work/build"
 rm -rf "$build"
 mkdir -p "$build/etc/fdb" "$build/tests/fdb/root" "$build/tests/fdb/root2" "$build/tests/fdb/api"
-for f in config.yaml schema; do
-    sed "s|@PROJECT_BINARY_DIR@|$build|g" "$src/tests/fdb/etc/fdb/$f" >"$build/etc/fdb/$f"
-done
+if [ -n "$etc" ]; then
+    for f in config.yaml schema; do
+        sed "s|@PROJECT_BINARY_DIR@|$build|g" "$etc/$f" >"$build/etc/fdb/$f"
+    done
+else
+    cp "$src/schema" "$build/etc/fdb/schema"
+    cat >"$build/etc/fdb/config.yaml" <<EOF
+type: local
+engine: toc
+schema: $build/etc/fdb/schema
+spaces:
+- handler: Default
+  roots:
+  - {path: $build/tests/fdb/root, writable: true, visit: true}
+  - {path: $build/tests/fdb/root2, wipe: true, archive: false, list: true, retrieve: true}
+EOF
+fi
 cp "$data"/x138-300.grib "$data"/x138-400.grib "$data"/y138-400.grib "$build/tests/fdb/api/"
 # fieldstore's fdb_c.h first: the test is compiled against fieldstore's header.
 c++ -std=c++17 -o "$build/tests/fdb/api/fdb_test_api_fdb_c" "$test_cc" \

@@ -49,6 +49,11 @@ echo "== pyfdb 0.1.3's own tests, unchanged"
 # (tests/util.py: GitPython's rev-parse --show-toplevel).
 has_suite() { [ -f "$1/conftest.py" ] && [ -f "$1/tests/util.py" ] && [ -f "$1/tests/data/x138-300.grib" ]; }
 src=${PYFDB_SOURCE:-}
+# The suite kept beside the repository for CI (../shared/peer, its README).
+peer=$(cd "$(dirname "$0")/.." && pwd)/../shared/peer/pyfdb-0.1.3
+if [ -z "$src" ] && has_suite "$peer"; then
+    src=$peer
+fi
 if [ -z "$src" ]; then
     sdist="$work/sdist"
     rm -rf "$sdist"
