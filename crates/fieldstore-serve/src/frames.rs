@@ -149,14 +149,23 @@ impl FrameReader {
         self.keys = ("idleTimeout", "frameTimeout");
     }
 
-    fn set_timeout(&mut self, d: Duration) -> io::Result<()> {
-        let d = d.max(Duration::from_millis(1));
-        let differs = self
-            .timeout
-            .is_none_or(|t| t.abs_diff(d) > Duration::from_millis(250));
-        if differs {
-            self.inner.get_ref().stream().set_read_timeout(Some(d))?;
-            self.timeout = Some(d);
+    /// Bound the next blocking read by `left` (at most the shorter of the
+    /// two bounds: a wait longer than that is made of several reads). The
+    /// socket's time-out is changed only when it must be: in the steady
+    /// state a frame costs no system call for its deadlines.
+    fn set_timeout(&mut self, left: Duration) -> io::Result<()> {
+        let tick = self.idle.min(self.frame);
+        let want = left.clamp(Duration::from_millis(1), tick);
+        let keep = self.timeout.is_some_and(|t| {
+            if want == tick {
+                t == tick
+            } else {
+                t.abs_diff(want) <= Duration::from_millis(250)
+            }
+        });
+        if !keep {
+            self.inner.get_ref().stream().set_read_timeout(Some(want))?;
+            self.timeout = Some(want);
         }
         Ok(())
     }
@@ -169,22 +178,28 @@ impl FrameReader {
     /// the bound or the protocol rule broken.
     pub(crate) fn next(&mut self, watching: &dyn Fn() -> bool) -> Result<Frame, End> {
         // Wait for the frame's first byte, up to the idle time-out.
+        let mut waiting = Instant::now();
         loop {
             if !self.inner.buffer().is_empty() {
                 break;
             }
-            self.set_timeout(self.idle).map_err(io_end)?;
+            let left = self.idle.saturating_sub(waiting.elapsed());
+            self.set_timeout(left).map_err(io_end)?;
             match self.inner.fill_buf() {
                 Ok([]) => return Err(End::Done),
                 Ok(_) => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) if timed_out(&e) => {
-                    if !watching() {
-                        return Err(End::Bad(format!(
-                            "idle for {} s ({})",
-                            self.idle.as_secs(),
-                            self.keys.0
-                        )));
+                    if waiting.elapsed() >= self.idle {
+                        if !watching() {
+                            return Err(End::Bad(format!(
+                                "idle for {} s ({})",
+                                self.idle.as_secs(),
+                                self.keys.0
+                            )));
+                        }
+                        // A watcher only listens: another idle period.
+                        waiting = Instant::now();
                     }
                 }
                 Err(e) => return Err(io_end(e)),
