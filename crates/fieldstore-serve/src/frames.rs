@@ -216,9 +216,9 @@ impl FrameReader {
             payload.resize(size, 0);
             self.read_within(&mut payload, deadline, "payload")?;
         } else {
-            // Room is taken a chunk ahead; memory grows only as bytes
-            // arrive (copied out of the read buffer: nothing is allocated
-            // for bytes a client only claims).
+            // Room is taken a chunk ahead; memory is written only as
+            // bytes arrive (capacity reserved ahead is not touched until
+            // then): bytes a client only claims cost no memory.
             let mut room = 0;
             while payload.len() < size {
                 if payload.len() == room {
