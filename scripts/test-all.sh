@@ -18,6 +18,8 @@ source scripts/setup-capi.sh
 # mpirun (openmpi-bin) for the hammer's real-MPI test, chromium for its HTML report's.
 source scripts/setup-bench.sh
 # --- hammer benchmark tools -- end ---------------------------------------------
+# socat and openssl for docs/serve.md's TLS recipe, which the docs test runs.
+source scripts/setup-docs.sh
 
 echo "== cargo fmt --check"
 cargo fmt --all --check
