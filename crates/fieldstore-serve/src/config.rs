@@ -75,7 +75,8 @@ pub struct ServeConfig {
 ///
 /// With the defaults, what the server holds is bounded by about
 /// `memoryLimit` plus 128 KiB of read buffers per connection (1 GiB at
-/// 1,024 connections), and two threads per connection.
+/// 1,024 connections), and at most two threads per connection (three for
+/// one that watches).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Limits {
     /// `maxConnections`: connections served at once; one more is closed

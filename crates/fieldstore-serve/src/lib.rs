@@ -24,7 +24,8 @@
 //! whole frame once it starts, an idle connection, every write), every
 //! buffer is bounded before its bytes arrive (per connection and in total,
 //! with back-pressure), the number of connections is capped (so are the
-//! threads: two per connection at most), a watcher is told of flushes by
+//! threads: at most two per connection, and one more for a connection
+//! that watches), a watcher is told of flushes by
 //! its own thread, never by the flushing client's, and what a client parks
 //! or watches is its own. The bounds and their defaults: [`Limits`];
 //! the threat model: docs/serve.md.
