@@ -205,7 +205,6 @@ fn handshake(
         None => (None, None),
     };
     let owner = Owner {
-        peer: peer.ip(),
         host: startup.session.host.clone(),
         pid: startup.session.pid,
     };

@@ -12,16 +12,18 @@
 //! it is refused, so a client that never sends the catalogue step cannot
 //! make the server grow), and they keep the room their frame took in the
 //! budgets until taken; each entry belongs to its [`Owner`] — only a
-//! connection of the same client process (peer address, host and process
-//! id of its session: FDB5's client opens the store and the catalogue
-//! connections separately) can take it — and is dropped when the
-//! connection that parked it ends; a token is taken at most once, and
-//! tokens are not guessable (a keyed hash of a counter, the key random per
-//! server).
+//! connection of the same client process (host and process id of its
+//! session: FDB5's client opens the store and the catalogue connections
+//! separately, each with a session of its own, and a client with several
+//! network addresses may reach them from different ones) can take it —
+//! and is dropped when the connection that parked it ends; a token is
+//! taken at most once, and tokens are not guessable (a keyed hash of a
+//! counter, the key random per server): a token is only ever sent to the
+//! connection that parked its field, so the owner check is a second
+//! fence, not the first.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, RandomState};
-use std::net::IpAddr;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -36,8 +38,6 @@ pub(crate) const PREFIX: &str = "/.fieldstore-pending/";
 /// Who may take a parked field: the client process that parked it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct Owner {
-    /// The peer's address.
-    pub(crate) peer: IpAddr,
     /// The host its session names.
     pub(crate) host: String,
     /// The process id its session names.
@@ -212,7 +212,6 @@ mod tests {
 
     fn owner(pid: i32) -> Owner {
         Owner {
-            peer: IpAddr::from([127, 0, 0, 1]),
             host: "h".into(),
             pid,
         }
