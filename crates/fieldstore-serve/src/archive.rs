@@ -37,30 +37,23 @@ impl Conn {
             Some(Role::Store) => {
                 let blob = StoreBlob::decode(&mut Reader::new(payload))
                     .map_err(|e| bad("store Blob", e))?;
-                if self.server.config.role == ServeRole::Store {
-                    return self.store_blob(client, request, &blob);
-                }
-                let at = crate::frames::offset_in(&frame.payload, blob.data);
-                let field = Parked::new(Arc::clone(frame), at..at + blob.data.len());
-                match self.server.pending.park(self.id, &self.owner, field) {
-                    Ok(path) => {
-                        let loc = WireLocation {
+                let stored = if self.server.config.role == ServeRole::Store {
+                    self.store_blob(client, &blob)
+                } else {
+                    let at = crate::frames::offset_in(&frame.payload, blob.data);
+                    let field = Parked::new(Arc::clone(frame), at..at + blob.data.len());
+                    self.server
+                        .pending
+                        .park(self.id, &self.owner, field)
+                        .map(|path| WireLocation {
                             class: TOC_FIELD_LOCATION.into(),
                             uri: Uri::new("file", path),
                             offset: 0,
                             length: i64::try_from(blob.data.len()).unwrap_or(i64::MAX),
                             remap_key: WireKey::default(),
-                        };
-                        let mut w = Writer::new();
-                        loc.encode(&mut w);
-                        self.send(true, Message::Store, client, request, w.bytes())
-                            .map_err(|e| End::Bad(e.to_string()))
-                    }
-                    Err(e) => {
-                        self.error(true, client, request, &e);
-                        Ok(())
-                    }
-                }
+                        })
+                };
+                self.answer_store(client, request, stored)
             }
             Some(Role::Catalogue) => {
                 let mut r = Reader::new(payload);
@@ -84,30 +77,34 @@ impl Conn {
     }
 
     /// A store-only server's store step: the bytes written to this
-    /// server's store, their location (with their checksum) sent back.
-    fn store_blob(
+    /// server's store; their location, with their checksum.
+    fn store_blob(&self, client: u32, blob: &StoreBlob<'_>) -> Result<WireLocation> {
+        let dataset = fieldstore::DatasetKey(wire::key(&blob.db_key)?);
+        let collocation = fieldstore::CollocationKey(wire::key(&blob.idx_key)?);
+        let mut g = lock(&self.clients);
+        let c = g
+            .get_mut(&client)
+            .ok_or_else(|| Error::internal("store blob for a client that stopped"))?;
+        let w = match c.store_writers.entry(dataset.clone()) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(self.server.reader.store().writer(&dataset)?)
+            }
+        };
+        let l = w.archive(&collocation, blob.data)?;
+        Ok(wire::store_location(&l))
+    }
+
+    /// Answer a store step: the field's location (`Store`), or `Error`
+    /// and the connection goes on. Only a failed write to the client ends
+    /// it.
+    fn answer_store(
         &self,
         client: u32,
         request: u32,
-        blob: &StoreBlob<'_>,
+        stored: Result<WireLocation>,
     ) -> std::result::Result<(), End> {
-        let written = (|| -> Result<WireLocation> {
-            let dataset = fieldstore::DatasetKey(wire::key(&blob.db_key)?);
-            let collocation = fieldstore::CollocationKey(wire::key(&blob.idx_key)?);
-            let mut g = lock(&self.clients);
-            let c = g
-                .get_mut(&client)
-                .ok_or_else(|| Error::internal("store blob for a client that stopped"))?;
-            let w = match c.store_writers.entry(dataset.clone()) {
-                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-                std::collections::hash_map::Entry::Vacant(e) => {
-                    e.insert(self.server.reader.store().writer(&dataset)?)
-                }
-            };
-            let l = w.archive(&collocation, blob.data)?;
-            Ok(wire::store_location(&l))
-        })();
-        match written {
+        match stored {
             Ok(loc) => {
                 let mut w = Writer::new();
                 loc.encode(&mut w);
