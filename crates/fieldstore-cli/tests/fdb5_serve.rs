@@ -22,12 +22,11 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use common::raw::Raw;
+use common::raw::{rd_fc_field, Raw};
 use common::servers::{client_config, run, start_fdb5, start_fieldstore, Wheels, FILES, REQUESTS};
 use common::{fdb5, repo};
 use fieldstore_remote::frame::encode_frame;
-use fieldstore_remote::key::Key;
-use fieldstore_remote::{Message, Reader};
+use fieldstore_remote::Message;
 
 /// One side of the comparison.
 struct Side<'a> {
@@ -324,10 +323,6 @@ fn pyfdb_agrees_between_fdb_server_and_fieldstore_serve() {
     );
 }
 
-fn key(pairs: &[(&str, &str)]) -> Key {
-    Key::new(pairs.iter().copied())
-}
-
 #[test]
 fn bad_clients_lose_their_connection_and_the_server_carries_on() {
     if fdb5::skipped() {
@@ -374,24 +369,10 @@ fn bad_clients_lose_their_connection_and_the_server_carries_on() {
 
     // A client that archives a field (both steps, as FDB5's client does)
     // and disconnects before its flush.
-    let grib = std::fs::read(repo().join("tests/fixtures/grib/rd-fc.grib")).expect("grib");
-    let db = key(&[
-        ("class", "rd"),
-        ("expver", "xxxx"),
-        ("stream", "oper"),
-        ("date", "20201102"),
-        ("time", "0000"),
-        ("domain", "g"),
-    ]);
-    let idx = key(&[("type", "fc"), ("levtype", "sfc")]);
-    let datum = key(&[("step", "12"), ("param", "166")]);
+    let (grib, db, idx, datum) = rd_fc_field();
     // The store step, on the store port (from the catalogue's Stores).
     let mut cat = Raw::startup(port);
-    cat.send(Message::Stores, true, 1, 1, b"");
-    let (_, stores) = cat.recv();
-    let stores =
-        fieldstore_remote::elements::Stores::decode(&mut Reader::new(&stores)).expect("stores");
-    let store_port = u16::try_from(stores.stores[0].1[0].port).expect("port");
+    let store_port = cat.store_port();
     let mut store = Raw::startup(store_port);
     let location = store.park(2, &db, &idx, &grib);
     // The catalogue step.

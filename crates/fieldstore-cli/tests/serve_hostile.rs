@@ -25,25 +25,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::raw::Raw;
+use common::raw::{rd_fc_field, Raw};
 use common::servers::{client_config, run, start_fieldstore, Wheels};
 use common::{fdb5, repo};
-use fieldstore_remote::key::Key;
-use fieldstore_remote::{Message, Reader, Writer};
-
-fn key(pairs: &[(&str, &str)]) -> Key {
-    Key::new(pairs.iter().copied())
-}
-
-/// The catalogue port's `Stores` reply: the store's port.
-fn store_port(port: u16) -> u16 {
-    let mut cat = Raw::startup(port);
-    cat.send(Message::Stores, true, 1, 1, b"");
-    let (_, stores) = cat.recv();
-    let stores =
-        fieldstore_remote::elements::Stores::decode(&mut Reader::new(&stores)).expect("stores");
-    u16::try_from(stores.stores[0].1[0].port).expect("port")
-}
+use fieldstore_remote::{Message, Writer};
 
 /// `fieldstore` with `config`.
 fn fieldstore(config: &Path) -> Command {
@@ -58,19 +43,9 @@ const GRIB: &str = "tests/fixtures/grib/rd-fc.grib";
 fn a_parked_field_is_taken_only_by_the_process_that_parked_it() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let (_serve, port, _log) = start_fieldstore(tmp.path(), "", false);
-    let grib = std::fs::read(repo().join(GRIB)).expect("grib");
-    let db = key(&[
-        ("class", "rd"),
-        ("expver", "xxxx"),
-        ("stream", "oper"),
-        ("date", "20201102"),
-        ("time", "0000"),
-        ("domain", "g"),
-    ]);
-    let idx = key(&[("type", "fc"), ("levtype", "sfc")]);
-    let datum = key(&[("step", "12"), ("param", "166")]);
+    let (grib, db, idx, datum) = rd_fc_field();
     // Process 1 parks a field at the store.
-    let mut store = Raw::startup_as(store_port(port), 1);
+    let mut store = Raw::startup_as(Raw::startup(port).store_port(), 1);
     let location = store.park(2, &db, &idx, &grib);
     // The catalogue step of a process: Schema, Archive, the blob, Flush.
     let catalogue_step = |pid: i32| -> (Message, String) {

@@ -77,6 +77,15 @@ impl Raw {
         raw
     }
 
+    /// The store's port, from this catalogue connection's `Stores` reply.
+    pub fn store_port(&mut self) -> u16 {
+        self.send(Message::Stores, true, 1, 1, b"");
+        let (_, stores) = self.recv();
+        let stores =
+            fieldstore_remote::elements::Stores::decode(&mut Reader::new(&stores)).expect("stores");
+        u16::try_from(stores.stores[0].1[0].port).expect("port")
+    }
+
     /// FDB5's store step for `client` on a store connection: `Store`,
     /// then the field's bytes; the location the store answers.
     pub fn park(&mut self, client: u32, db: &Key, idx: &Key, data: &[u8]) -> FieldLocation {
@@ -126,4 +135,21 @@ impl Raw {
             }
         }
     }
+}
+
+/// A field the raw tests archive: `rd-fc.grib`'s bytes and its dataset,
+/// collocation and element keys as FDB5's client sends them.
+pub fn rd_fc_field() -> (Vec<u8>, Key, Key, Key) {
+    let grib = std::fs::read(super::repo().join("tests/fixtures/grib/rd-fc.grib")).expect("grib");
+    let db = Key::new([
+        ("class", "rd"),
+        ("expver", "xxxx"),
+        ("stream", "oper"),
+        ("date", "20201102"),
+        ("time", "0000"),
+        ("domain", "g"),
+    ]);
+    let idx = Key::new([("type", "fc"), ("levtype", "sfc")]);
+    let datum = Key::new([("step", "12"), ("param", "166")]);
+    (grib, db, idx, datum)
 }
