@@ -77,7 +77,7 @@ impl Conn {
                     (e.collocation.key().as_str(), || {
                         wire::wire_key(e.collocation.key())
                     }),
-                    &wire::wire_key(e.element.key()),
+                    &wire::datum_key(e.element.key()),
                     location,
                     0,
                 );

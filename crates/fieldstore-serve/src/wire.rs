@@ -12,6 +12,14 @@ pub(crate) fn wire_key(key: &Key) -> WireKey {
     WireKey::new(key.iter())
 }
 
+/// An element's (datum's) key as FDB5's list replies carry it: only the
+/// keywords the field has. FDB5 keeps the empty values of absent optional
+/// keywords in dataset and collocation keys, not in datum keys, and
+/// pyfdb's `keys()` and `combined_key()` show what was sent.
+pub(crate) fn datum_key(key: &Key) -> WireKey {
+    WireKey::new(key.iter().filter(|(_, v)| !v.is_empty()))
+}
+
 /// A wire key as a fieldstore key, every pair (empty values of absent
 /// optional keywords included), in order.
 ///

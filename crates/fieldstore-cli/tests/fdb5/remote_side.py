@@ -50,7 +50,9 @@ def main() -> int:
         )
     for element in fdb.list({}, level=3):
         levels = element.keys()
-        field = {"key": braced(levels)}
+        # The keys as pyfdb gives them, empty values included: FDB5's
+        # listings carry only the keywords a field's rule used.
+        field = {"key": braced(levels), "keys": levels, "combined_key": element.combined_key()}
         with element.data_handle as handle:
             field["md5_list"] = hashlib.md5(handle.readall()).hexdigest()
         key = {k: v for level in levels for k, v in level.items() if v}
