@@ -63,6 +63,34 @@ def test_soil_layers(store: fieldstore.FDB) -> None:
                 assert got[v].attrs[level] == want[level].item(), (v, level)
 
 
+def _scalars(ds) -> tuple:  # type: ignore[no-untyped-def]
+    """A dataset's variables and its scalar level and member coordinates."""
+    return (tuple(sorted(ds.data_vars)),
+            tuple(sorted((c, ds[c].item()) for c in ds.coords
+                         if ds[c].ndim == 0 and c not in ("time", "step", "valid_time"))))
+
+
+@pytest.mark.parametrize(("name", "request_"), [("soil-surface-level-mix.grib", {"class": "ea"}),
+                                                ("t_on_different_level_types.grib", {"class": "od"})])
+def test_open_datasets_splits_as_cfgrib(store: fieldstore.FDB, name: str, request_: dict) -> None:
+    """Variables at one level each, not the same one: cfgrib's
+    ``open_datasets`` gives one dataset per level, the level a scalar
+    coordinate (``ds.t.hybrid``), and so does fieldstore's, with the same
+    names, labels and bits."""
+    path = archived(store, name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = {_scalars(ds): ds for ds in cfgrib_module.open_datasets(path, indexpath="")}
+    got = {_scalars(ds): ds for ds in fieldstore.open_datasets(request_, fdb=store)}
+    assert sorted(got) == sorted(want)
+    assert len(got) > 1
+    for k, ds in want.items():
+        same_dataset(got[k], ds, f"{name} {k}")
+        for v in ds.data_vars:
+            for c, value in k[1]:
+                assert got[k][v][c].item() == value, (v, c)
+
+
 def test_monthly_means(store: fieldstore.FDB) -> None:
     path = archived(store, "cams-egg4-monthly.grib")
     got = fieldstore.open_dataset({"stream": "moda", "param": 167}, fdb=store)

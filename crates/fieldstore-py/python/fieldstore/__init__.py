@@ -66,5 +66,15 @@ def open_dataset(request, **kwargs):  # type: ignore[no-untyped-def]
 
     return _open(request, **kwargs)
 
+
+def open_datasets(request, **kwargs):  # type: ignore[no-untyped-def]
+    """Lazy :class:`xarray.Dataset` s over the fields ``request`` names, split
+    as cfgrib's ``open_datasets`` splits a file (see
+    ``fieldstore.xarray_backend.open_datasets``; needs xarray)."""
+    from .xarray_backend import open_datasets as _open
+
+    return _open(request, **kwargs)
+
+
 # The pyfdb names, then this package's own, then its error classes.
-__all__ = [*_fdb.__all__, "HAS_GRIB", "open_dataset", "errors", *errors.__all__, "__version__"]
+__all__ = [*_fdb.__all__, "HAS_GRIB", "open_dataset", "open_datasets", "errors", *errors.__all__, "__version__"]

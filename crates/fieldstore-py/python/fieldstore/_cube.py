@@ -203,6 +203,12 @@ class Variable:
     fields: np.ndarray             # object array of native entries or None
     attrs: dict[str, Any]
     scalar_coords: dict[str, Any]  # coordinates of length 1 (squeezed)
+    # cfgrib's name: ``name`` without the ``_<levtype>`` that keeps two
+    # level types of one parameter apart in one dataset.
+    base: str = ""
+    # The attributes of a dataset of this variable alone (its first field's
+    # edition and centre).
+    globals: dict[str, Any] = field(default_factory=dict)
 
     @property
     def header_dims(self) -> tuple[str, ...]:
@@ -372,10 +378,13 @@ class Cube:
                 name = str(meta.get("shortName") or "unknown")
             if name == "unknown":
                 name = str(meta.get("paramId") or param)
+            base = name
             if name in self.variables:
                 name = f"{name}_{levtype}"
             grid_of[name] = grid
             self.variables[name] = self._variable(name, param, levtype, meta, grid, members, entries, keys)
+            self.variables[name].base = base
+            self.variables[name].globals = self._global_attrs(meta)
         self._params.save()
         if len(grids) > 1:
             why = grids[0].identity.difference(grids[1].identity)
@@ -388,16 +397,20 @@ class Cube:
         self._valid_time()
         self.scalar_coords = self._shared_scalars()
         assert first_meta is not None
-        self.attrs = {
-            "GRIB_edition": first_meta.get("edition"),
-            "GRIB_centre": first_meta.get("centre"),
-            "GRIB_centreDescription": first_meta.get("centreDescription"),
-            "GRIB_subCentre": first_meta.get("subCentre"),
+        self.attrs = self._global_attrs(first_meta)
+
+    def _global_attrs(self, meta: Mapping[str, Any]) -> dict[str, Any]:
+        """A dataset's attributes, as cfgrib's: from its first field."""
+        attrs = {
+            "GRIB_edition": meta.get("edition"),
+            "GRIB_centre": meta.get("centre"),
+            "GRIB_centreDescription": meta.get("centreDescription"),
+            "GRIB_subCentre": meta.get("subCentre"),
             "Conventions": "CF-1.7",
-            "institution": first_meta.get("centreDescription"),
+            "institution": meta.get("centreDescription"),
             "history": f"fieldstore {_fieldstore.__version__}: {_show(self.request)}",
         }
-        self.attrs = {k: v for k, v in self.attrs.items() if v is not None}
+        return {k: v for k, v in attrs.items() if v is not None}
 
     def _metadata(self, entry: Any, param: str) -> dict[str, Any]:
         """The keys of a variable's first field; the parameter's names from

@@ -49,30 +49,58 @@ class FieldArray(BackendArray):
 def to_dataset(cube: Cube, drop_variables: Iterable[str] | None = None) -> xr.Dataset:
     """The cube as a lazy dataset."""
     drop = set(drop_variables or ())
-    grid = cube.grid
-    assert grid is not None
-    data_vars = {}
+    return _dataset(cube, {n: n for n in cube.variables if n not in drop}, {}, drop)
+
+
+def to_datasets(cube: Cube, drop_variables: Iterable[str] | None = None) -> list[xr.Dataset]:
+    """The cube as cfgrib's ``open_datasets`` splits a file: one lazy
+    dataset per set of scalar coordinates. Variables whose level (or
+    member) is one value each, but not the same value for all (soil layers
+    ``stl1``-``stl4``, ``t`` on ``hybrid`` and on ``isobaricInhPa``), share
+    one dataset with those that have the same; there the level is a scalar
+    coordinate, not an attribute, and each variable has cfgrib's name
+    (``t``, not ``t_pl``)."""
+    drop = set(drop_variables or ())
+    groups: dict[tuple[tuple[str, Any], ...], dict[str, str]] = {}
     for name, var in cube.variables.items():
         if name in drop:
             continue
-        data = indexing.LazilyIndexedArray(FieldArray(cube, name))
-        v = xr.Variable(var.dims, data, attrs=dict(var.attrs))
+        own = tuple((c, v) for c, v in var.scalar_coords.items() if c not in cube.scalar_coords)
+        names = groups.setdefault(own, {})
+        names[var.base if var.base and var.base not in names else name] = name
+    return [_dataset(cube, names, dict(own), drop) for own, names in groups.items()]
+
+
+def _dataset(cube: Cube, names: Mapping[str, str], scalars: Mapping[str, Any], drop: set[str]) -> xr.Dataset:
+    """The dataset of the cube's variables ``names`` (dataset name -> the
+    cube's), with the cube's coordinates their dimensions use, its shared
+    scalar coordinates and ``scalars``."""
+    grid = cube.grid
+    assert grid is not None
+    data_vars = {}
+    used: set[str] = set()
+    for name, own in names.items():
+        var = cube.variables[own]
+        data = indexing.LazilyIndexedArray(FieldArray(cube, own))
+        v = xr.Variable(var.dims, data, attrs={k: a for k, a in var.attrs.items() if k not in scalars})
         v.encoding["preferred_chunks"] = {
             **{d: 1 for d in var.header_dims},
             **dict(zip(grid.dims, grid.shape)),
         }
         v.encoding["dtype"] = cube.dtype
         data_vars[name] = v
+        used |= set(var.dims)
     coords: dict[str, Any] = {}
     for c, (dims, values, attrs) in cube.coords.items():
-        if c in drop:
+        if c in drop or not set(dims) <= used:
             continue
         coords[c] = xr.Variable(dims, values, attrs=dict(attrs))
-    for c, value in cube.scalar_coords.items():
-        if c not in coords:
+    for c, value in {**cube.scalar_coords, **scalars}.items():
+        if c not in coords and c not in drop:
             attrs = COORD_ATTRS.get(c, {"long_name": f"original GRIB coordinate for key: level({c})", "units": "1"})
             coords[c] = xr.Variable((), value, attrs=dict(attrs))
-    ds = xr.Dataset(data_vars, coords=coords, attrs=dict(cube.attrs))
+    first = cube.variables[next(iter(names.values()))] if scalars else None
+    ds = xr.Dataset(data_vars, coords=coords, attrs=dict(first.globals if first else cube.attrs))
     ds.encoding["source"] = cube.request
     return ds
 
@@ -103,6 +131,27 @@ def open_dataset(
         threads=threads,
         **kwargs,
     )
+
+
+def open_datasets(
+    request: Mapping[str, Any],
+    *,
+    fdb: Any = None,
+    config: Any = None,
+    dims: Any = None,
+    combine_date_time: bool = True,
+    dtype: Any = "float32",
+    threads: int | None = None,
+    drop_variables: Iterable[str] | None = None,
+    chunks: Any = None,
+) -> list[xr.Dataset]:
+    """Lazy datasets over the fields ``request`` names, split as cfgrib's
+    ``open_datasets`` splits a file (:func:`to_datasets`); ``chunks`` as
+    :meth:`xarray.Dataset.chunk` takes it (dask)."""
+    cube = Cube(request, fdb=fdb, config=config, dims=dims,
+                combine_date_time=combine_date_time, dtype=dtype, threads=threads)
+    out = to_datasets(cube, drop_variables)
+    return out if chunks is None else [ds.chunk(chunks) for ds in out]
 
 
 class FieldStoreBackend(BackendEntrypoint):
