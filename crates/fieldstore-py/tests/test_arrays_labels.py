@@ -480,8 +480,8 @@ def test_alternating_rows_of_a_polar_stereographic_grid_are_cfgribs(store: field
     """cfgrib reverses every other row of the grids it gives in 2-D
     (regular, rotated, Lambert, polar stereographic…) and of no other
     (Mercator: cfgrib's ds.waveh.5.grib, test_cfgrib_samples.py). A polar
-    stereographic field (a ``values`` dimension here, ``y``/``x`` in cfgrib)
-    has cfgrib's values in cfgrib's order."""
+    stereographic field is ``y``/``x`` with 2-D latitude and longitude, as
+    cfgrib's, with cfgrib's values in cfgrib's order."""
     path = write(tmp_path / "polar.grib", [
         ("polar_stereographic_pl_grib2", [("bitsPerValue", 16), ("alternativeRowScanning", 1)], wave(N))])
     # The sample has no ECMWF local section: no MARS class.
@@ -491,8 +491,8 @@ def test_alternating_rows_of_a_polar_stereographic_grid_are_cfgribs(store: field
     want = cfgrib(path, {})
     (name,) = want.data_vars
     assert want[name].dims == ("y", "x")
-    assert got[name].dims == ("values",)
-    same_bits(got[name].values, want[name].values.reshape(-1), "polar stereographic")
+    assert got[name].dims == ("y", "x")
+    same_dataset(got, want, "polar stereographic")
 
 
 @pytest.mark.parametrize("edition", [1, 2])

@@ -150,10 +150,13 @@ def test_grib_without_a_mars_class_archives_with_defaults(store: fieldstore.FDB,
     assert len(list(store.list({"class": "od"}))) == messages
 
 
-@pytest.mark.parametrize("name", ["regular_ll_msl.grib", "regular_ll_wrong_increment.grib", "ds.waveh.5.grib"])
+@pytest.mark.parametrize("name", ["regular_ll_msl.grib", "regular_ll_wrong_increment.grib", "ds.waveh.5.grib",
+                                  "lambert_grid.grib", "step_60m.grib"])
 def test_grib_from_other_centres_opens_as_cfgrib_opens_it(store: fieldstore.FDB, name: str) -> None:
     """Archived with defaults, the view is cfgrib's (ds.waveh.5: a Mercator
-    grid in alternating rows, which cfgrib leaves as ecCodes gives them)."""
+    grid in alternating rows, which cfgrib leaves as ecCodes gives them;
+    lambert_grid: ``y`` x ``x`` with 2-D latitude and longitude; step_60m:
+    steps in minutes, ``GRIB_stepUnits`` 1 as cfgrib reads them)."""
     store.archive((SAMPLES / name).read_bytes(), defaults=DEFAULTS)
     store.flush()
     same_dataset(fieldstore.open_dataset({"class": "od"}, fdb=store), cfgrib(SAMPLES / name, {}), name)
@@ -169,3 +172,30 @@ def test_an_inconsistent_grid_is_refused_as_cfgrib_refuses_it(store: fieldstore.
         cfgrib(path, {})
     with pytest.raises(fieldstore.InvalidInputError, match=r"Ni\*Nj!=numberOfDataPoints \(192\*64!=18432\)"):
         fieldstore.open_dataset({"class": "od"}, fdb=store)
+
+
+@pytest.mark.parametrize("name", ["cfrzr_and_cprat.grib", "cfrzr_and_cprat_0s.grib"])
+def test_mixed_step_types_are_refused_by_open_dataset_and_split_by_open_datasets(store: fieldstore.FDB,
+                                                                                 name: str) -> None:
+    """cfrzr and cpr, each instant and averaged (MARS keys them apart by
+    timespan alone): cfgrib's ``open_dataset`` refuses the file, and so
+    does fieldstore's, naming the step types; ``open_datasets`` gives one
+    dataset per step type, as cfgrib's."""
+    path = SAMPLES / name
+    store.archive(path.read_bytes(), defaults=DEFAULTS)
+    store.flush()
+    with pytest.raises(Exception, match="multiple values for"):
+        cfgrib(path, {})
+    with pytest.raises(fieldstore.InvalidInputError, match=r"several step types \(timespan '' and 'none'\)"):
+        fieldstore.open_dataset({"class": "od"}, fdb=store)
+
+    def step_type(ds):  # type: ignore[no-untyped-def]
+        return tuple(sorted(ds.data_vars)), {ds[v].attrs["GRIB_stepType"] for v in ds.data_vars}.pop()
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = {step_type(ds): ds for ds in cfgrib_module.open_datasets(path, indexpath="")}
+    got = {step_type(ds): ds for ds in fieldstore.open_datasets({"class": "od"}, fdb=store)}
+    assert sorted(got) == sorted(want) == [(("cfrzr", "cpr"), "avg"), (("cfrzr", "cpr"), "instant")]
+    for k, ds in want.items():
+        same_dataset(got[k], ds, f"{name} {k}")

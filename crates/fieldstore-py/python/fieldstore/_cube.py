@@ -59,6 +59,11 @@ _LL = [
     "latitudeOfFirstGridPointInDegrees", "latitudeOfLastGridPointInDegrees",
     "longitudeOfFirstGridPointInDegrees", "longitudeOfLastGridPointInDegrees",
 ]
+_PROJECTED = [
+    "Nx", "Ny", "DxInMetres", "DyInMetres", "LaDInDegrees", "LoVInDegrees",
+    "iScansNegatively", "jScansPositively", "jPointsAreConsecutive",
+    "latitudeOfFirstGridPointInDegrees", "longitudeOfFirstGridPointInDegrees",
+]
 _GRID_KEYS: dict[str, list[str]] = {
     "regular_ll": _LL,
     "regular_gg": ["N", "Ni", "Nj", *[k for k in _LL if k not in ("Nx", "Ny", "jDirectionIncrementInDegrees")]],
@@ -66,7 +71,14 @@ _GRID_KEYS: dict[str, list[str]] = {
     "reduced_ll": ["Ny", "jDirectionIncrementInDegrees", "jPointsAreConsecutive", "jScansPositively",
                    "latitudeOfFirstGridPointInDegrees", "latitudeOfLastGridPointInDegrees"],
     "sh": ["M", "K", "J"],
+    # Projected grids (cfgrib's y/x grids): their projection's keys.
+    "lambert": [*_PROJECTED, "Latin1InDegrees", "Latin2InDegrees", "latitudeOfSouthernPoleInDegrees",
+                "longitudeOfSouthernPoleInDegrees"],
+    # cfgrib gives a polar stereographic grid none of its keys.
+    "polar_stereographic": [],
 }
+# Grids cfgrib gives as ``y`` x ``x`` with 2-D latitude and longitude.
+_YX_GRIDS = ("lambert", "polar_stereographic")
 # Array keys of the geometry (read with `field_array`).
 _GRID_ARRAYS = {"reduced_gg": ["pl"]}
 # Keys that say whether two fields are on the same grid: the kind, the
@@ -82,7 +94,7 @@ _GEOMETRY: dict[str, list[str]] = {
 # microdegree) are the same: one grid written in both editions.
 _ANGLE_TOLERANCE = 1e-3
 # Other keys the cube needs from the first field of a variable.
-_OTHER_KEYS = ["level", "number", "edition", "centre", "centreDescription", "subCentre"]
+_OTHER_KEYS = ["level", "number", "edition", "centre", "centreDescription", "subCentre", "Nx", "Ny"]
 
 # The values cfgrib asks ecCodes for where a bitmap says "missing".
 MISSING_VALUE = float(np.finfo(np.float32).max)
@@ -249,6 +261,7 @@ class Cube:
         combine_date_time: bool = True,
         dtype: Any = "float32",
         threads: int | None = None,
+        _entries: Sequence[Any] | None = None,
     ) -> None:
         if not hasattr(_fieldstore, "decode_into"):
             raise UnsupportedError(
@@ -263,7 +276,8 @@ class Cube:
         if self.dtype not in (np.dtype("float32"), np.dtype("float64")):
             raise InvalidInputError(f"dtype must be float32 or float64, not {self.dtype}")
         self.threads = default_threads() if threads is None else max(1, int(threads))
-        entries = list(self.fdb._store.list(_selection(self.request), False, 3))
+        # `_entries`: a part of the request's fields (open_datasets' step types).
+        entries = list(_entries) if _entries is not None else listed(self.fdb, self.request)
         if not entries:
             raise InvalidInputError(f"the request names no stored field: {_show(self.request)}")
         keys = [e.combined_key() for e in entries]
@@ -291,6 +305,14 @@ class Cube:
             # variable's fields name it alone.
             if "timespan" in chosen and _determined(keys, "timespan"):
                 chosen.remove("timespan")
+            elif "timespan" in chosen:
+                # One parameter both instant and processed (MARS keys them
+                # apart by timespan alone): one step type would label both.
+                raise InvalidInputError(
+                    "the request names fields of several step types (timespan "
+                    + " and ".join(repr(v) for v in values["timespan"]) + ") "
+                    "of the same parameters; cfgrib refuses them too: fieldstore.open_datasets opens one "
+                    "dataset per step type, or name one timespan in the request (or dims=[..., 'timespan'])")
             if combine and ("date" in chosen or "time" in chosen):
                 chosen = [k for k in chosen if k not in ("date", "time")] + ["date", "time"]
         else:
@@ -447,6 +469,13 @@ class Cube:
                 "latitude": (("latitude",), lat, lat_attrs),
                 "longitude": (("longitude",), lon, dict(COORD_ATTRS["longitude"])),
             })
+        if kind in _YX_GRIDS and int(meta.get("Nx", 0)) * int(meta.get("Ny", 0)) == points:
+            # Rows of Nx points, as ecCodes gives them (cfgrib's y/x).
+            shape = (int(meta["Ny"]), int(meta["Nx"]))
+            return Grid(("y", "x"), shape, points, identity, {
+                "latitude": (("y", "x"), array("latitudes").reshape(shape), dict(COORD_ATTRS["latitude"])),
+                "longitude": (("y", "x"), array("longitudes").reshape(shape), dict(COORD_ATTRS["longitude"])),
+            })
         coords = {}
         try:
             coords["latitude"] = (("values",), array("latitudes"), dict(COORD_ATTRS["latitude"]))
@@ -580,6 +609,9 @@ class Cube:
         for k in wanted:
             if k == "typeOfLevel" and len(levels) > 1:
                 attrs["GRIB_typeOfLevel"] = level_name  # the dimension's name, as cfgrib's
+            elif k == "stepUnits":
+                # Steps are read in hours whatever unit the message uses (cfgrib's).
+                attrs["GRIB_stepUnits"] = 1
             elif k == "missingValue":
                 attrs["GRIB_missingValue"] = MISSING_VALUE
             elif k in _GRID_ARRAYS.get(str(meta.get("gridType")), []):
@@ -746,6 +778,24 @@ class Cube:
         if drop:
             values = values.reshape(tuple(s for i, s in enumerate(values.shape) if i not in drop))
         return values
+
+
+def listed(fdb: FDB, request: Mapping[str, Any]) -> list[Any]:
+    """The stored fields ``request`` names (list entries)."""
+    return list(fdb._store.list(_selection(dict(request)), False, 3))
+
+
+def step_type_parts(entries: Sequence[Any]) -> list[list[Any]]:
+    """``entries`` split by step type where one parameter has several
+    (MARS keys them apart by ``timespan`` alone), in timespan order; else
+    all of them, whole."""
+    keys = [e.combined_key() for e in entries]
+    if _determined(keys, "timespan"):
+        return [list(entries)]
+    parts: dict[str, list[Any]] = {}
+    for e, key in zip(entries, keys):
+        parts.setdefault(key.get("timespan", ""), []).append(e)
+    return [parts[t] for t in sorted(parts)]
 
 
 def _determined(keys: list[dict[str, str]], keyword: str) -> bool:

@@ -21,7 +21,8 @@ import xarray as xr
 from xarray.backends import BackendArray, BackendEntrypoint
 from xarray.core import indexing
 
-from ._cube import COORD_ATTRS, Cube
+from ._cube import COORD_ATTRS, Cube, listed, step_type_parts
+from ._fdb import FDB
 
 
 class FieldArray(BackendArray):
@@ -148,9 +149,14 @@ def open_datasets(
     """Lazy datasets over the fields ``request`` names, split as cfgrib's
     ``open_datasets`` splits a file (:func:`to_datasets`); ``chunks`` as
     :meth:`xarray.Dataset.chunk` takes it (dask)."""
-    cube = Cube(request, fdb=fdb, config=config, dims=dims,
-                combine_date_time=combine_date_time, dtype=dtype, threads=threads)
-    out = to_datasets(cube, drop_variables)
+    fdb = fdb if fdb is not None else FDB(config)
+    # One cube per step type (cfgrib's split), listed once; the caller's
+    # dims may make the step type a dimension instead.
+    parts = [None] if dims is not None or not isinstance(request, Mapping) or not request \
+        else step_type_parts(listed(fdb, request))
+    cubes = [Cube(request, fdb=fdb, dims=dims, combine_date_time=combine_date_time, dtype=dtype,
+                  threads=threads, _entries=part) for part in parts]
+    out = [ds for c in cubes for ds in to_datasets(c, drop_variables)]
     return out if chunks is None else [ds.chunk(chunks) for ds in out]
 
 
