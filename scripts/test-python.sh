@@ -36,8 +36,28 @@ if [ ! -d "$samples" ]; then
     rm -rf "$tmp"
 fi
 [ -d "$samples" ] || echo "test-python: cfgrib's sample files are not available; test_cfgrib_samples.py skips" >&2
+# Other centres' real GRIB (NCEP, Environment Canada, DMI, ZAMG…), from
+# pygrib's sdist, fetched once from PyPI (pip cannot download an sdist it
+# cannot build here): test_foreign.py.
+pygrib_samples="$prefix/pygrib-2.1.8/sampledata"
+if [ ! -d "$pygrib_samples" ]; then
+    "$venv/bin/python" - "$prefix" <<'PY' || true
+import hashlib, io, json, sys, tarfile, urllib.request
+meta = json.load(urllib.request.urlopen("https://pypi.org/pypi/pygrib/json", timeout=60))
+files = meta.get("releases", {}).get("2.1.8") or meta["urls"]
+sdist = next(u for u in files if u["packagetype"] == "sdist" and u["filename"] == "pygrib-2.1.8.tar.gz")
+data = urllib.request.urlopen(sdist["url"], timeout=300).read()
+if hashlib.sha256(data).hexdigest() != sdist["digests"]["sha256"]:
+    sys.exit("pygrib sdist: sha256 does not match PyPI's")
+with tarfile.open(fileobj=io.BytesIO(data)) as t:
+    t.extractall(sys.argv[1], members=[m for m in t.getmembers()
+                                       if m.name.startswith("pygrib-2.1.8/sampledata/")], filter="data")
+PY
+fi
+[ -d "$pygrib_samples" ] || echo "test-python: pygrib's sample files are not available; test_foreign.py skips" >&2
 rc=0
 FIELDSTORE_CFGRIB_SAMPLES="$([ -d "$samples" ] && realpath "$samples")" \
+FIELDSTORE_PYGRIB_SAMPLES="$([ -d "$pygrib_samples" ] && realpath "$pygrib_samples")" \
 FIELDSTORE_PY_STRICT=1 FIELDSTORE_PYFDB_PYTHON="$pyfdb_python" \
     "$venv/bin/python" -m pytest crates/fieldstore-py/tests -q -p no:cacheprovider || rc=$?
 if [ "$rc" -eq 5 ]; then

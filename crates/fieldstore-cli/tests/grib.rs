@@ -403,8 +403,15 @@ fn defaults_fill_what_ecmwfs_schema_needs_and_duplicates_are_reported() {
         "{r:?}"
     );
 
-    // The config's archive-defaults (FDB5's YAML shape).
-    let schema = repo().join("docs/schemas/foreign.schema");
+    // The config's archive-defaults (FDB5's YAML shape), with a schema of
+    // MARS keywords (docs/schemas/foreign.schema keys such data by its
+    // GRIB identity instead: crates/fieldstore-py/tests/test_foreign.py).
+    let schema = env.write(
+        "mars.schema",
+        "param: Param;\nstep: Step;\ndate: Date;\ntime: Time;\nexpver: Expver;\nlevelist: Double;\n\
+         [ class, expver, stream, date, time, origin?\n\
+         [ type, levtype, timespan?\n[ step, levelist?, param ]]]\n",
+    );
     let config = env.config_with_schema(&schema);
     let mut text = std::fs::read_to_string(&config).expect("config");
     text.push_str("archive-defaults:\n  class: rd\n  expver: xxxx\n  stream: oper\n  type: fc\n  origin: kwbc\n");

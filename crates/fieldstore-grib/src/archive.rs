@@ -6,6 +6,7 @@ use std::io::{BufReader, Read};
 use fieldstore::{Error, FieldStore, Key, Result, SplitKey};
 
 use crate::error::{GribError, Problem};
+use crate::identity::IdentityKeys;
 use crate::split::{split_messages, Message};
 use crate::stream::{MessageReader, DEFAULT_MAX_MESSAGE_SIZE};
 
@@ -266,12 +267,13 @@ impl ArchiveGrib for FieldStore {
         // nothing.
         let mut ready: Vec<((usize, usize), SplitKey, &[u8])> = Vec::new();
         let mut any = false;
+        let extra = IdentityKeys::of(self.schema());
         for message in messages {
             any = true;
             let field = message.and_then(|m| {
                 Ok((
                     (m.index(), m.offset()),
-                    split_key(self, &m, &options.defaults)?,
+                    split_key(self, &m, &options.defaults, &extra)?,
                     m.bytes(),
                 ))
             });
@@ -308,10 +310,11 @@ impl ArchiveGrib for FieldStore {
         }
         let mut any = false;
         let mut seen = Seen::new(options.record_keys);
+        let extra = IdentityKeys::of(self.schema());
         for message in messages {
             any = true;
             let archived = message.and_then(|m| {
-                let split = split_key(self, &m.as_message(), &options.defaults)?;
+                let split = split_key(self, &m.as_message(), &options.defaults, &extra)?;
                 self.archive_extended(&split, m.bytes(), extension(&options, m.bytes()))
                     .map_err(|e| e.context(format!("archiving GRIB message {}", m.index())))?;
                 Ok((m.bytes().len() as u64, split, (m.index(), m.offset())))
@@ -336,8 +339,20 @@ impl ArchiveGrib for FieldStore {
 /// The key of `m`, with `defaults` and then the store's
 /// `archive-defaults` where ecCodes gives a keyword none, split by the
 /// store's schema; an error names the message.
-fn split_key(fs: &FieldStore, m: &Message<'_>, defaults: &Key) -> Result<SplitKey> {
-    let mut key = m.mars_key()?;
+fn split_key(
+    fs: &FieldStore,
+    m: &Message<'_>,
+    defaults: &Key,
+    extra: &IdentityKeys,
+) -> Result<SplitKey> {
+    let mut key = m.key_with(extra)?;
+    if !extra.is_empty() {
+        // A schema keyed by the GRIB's own identity: the MARS keys it does
+        // not name are not part of it (NCEP's `levtype=unknown,param=0`).
+        let schema = fs.schema();
+        key = Key::from_pairs(key.iter().filter(|(k, _)| schema.knows(k)))
+            .map_err(|e| Error::new(fieldstore::ErrorKind::InvalidInput, e.to_string()))?;
+    }
     for (keyword, value) in defaults.iter().chain(fs.config().archive_defaults.iter()) {
         if !key.contains(keyword) {
             // Both were checked when made: a valid keyword and value.
@@ -578,12 +593,16 @@ mod tests {
         assert!(listed.iter().any(|l| l.contains("{class=rd,")));
     }
 
-    fn foreign() -> Vec<u8> {
+    fn foreign_file(name: &str) -> Vec<u8> {
         let path = format!(
-            "{}/../../tests/fixtures/grib-foreign/kwbc-t.grib",
+            "{}/../../tests/fixtures/grib-foreign/{name}",
             env!("CARGO_MANIFEST_DIR")
         );
         std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+    }
+
+    fn foreign() -> Vec<u8> {
+        foreign_file("kwbc-t.grib")
     }
 
     fn foreign_schema() -> Schema {
@@ -600,29 +619,78 @@ mod tests {
     #[test]
     fn defaults_fill_the_keys_ecmwfs_schema_needs_and_eccodes_gives_none() {
         // NCEP's GRIB2: ecCodes gives no class, expver, stream, type.
-        for schema in [Schema::ecmwf(), foreign_schema()] {
-            let fs = FieldStore::open(Config::memory(schema)).expect("open");
-            let e = fs.archive_grib(&foreign()).expect_err("no class");
-            assert!(e.to_string().contains("missing keyword 'class'"), "{e}");
-            let defaults: Key = "class=od,expver=1,stream=oper,type=fc,step=99"
-                .parse()
-                .expect("key");
-            let summary = fs
-                .archive_grib_with(&foreign(), GribOptions::default().defaults(defaults))
-                .expect("archive");
-            assert_eq!((summary.fields, summary.duplicates.len()), (2, 0));
-            fs.flush().expect("flush");
-            let listed = listed(&fs);
-            // Canonicalised by the schema (expver=1 is 0001); ecCodes'
-            // step wins over the default.
-            assert_eq!(listed.len(), 2, "{listed:?}");
-            assert!(
-                listed.iter().all(|l| l
-                    .starts_with("{class=od,expver=0001,stream=oper,date=20240115,time=0000")
-                    && (l.contains("step=0,") || l.contains("step=6,"))),
-                "{listed:?}"
-            );
+        let fs = FieldStore::open(Config::memory(Schema::ecmwf())).expect("open");
+        let e = fs.archive_grib(&foreign()).expect_err("no class");
+        assert!(e.to_string().contains("missing keyword 'class'"), "{e}");
+        let defaults: Key = "class=od,expver=1,stream=oper,type=fc,step=99"
+            .parse()
+            .expect("key");
+        let summary = fs
+            .archive_grib_with(&foreign(), GribOptions::default().defaults(defaults))
+            .expect("archive");
+        assert_eq!((summary.fields, summary.duplicates.len()), (2, 0));
+        fs.flush().expect("flush");
+        let listed = listed(&fs);
+        // Canonicalised by the schema (expver=1 is 0001); ecCodes'
+        // step wins over the default.
+        assert_eq!(listed.len(), 2, "{listed:?}");
+        assert!(
+            listed.iter().all(|l| l
+                .starts_with("{class=od,expver=0001,stream=oper,date=20240115,time=0000")
+                && (l.contains("step=0,") || l.contains("step=6,"))),
+            "{listed:?}"
+        );
+    }
+
+    #[test]
+    fn the_foreign_schema_keys_other_centres_fields_by_their_grib_identity() {
+        // Four fields of NCEP's GFS whose MARS keys collide two by two:
+        // soil temperature in two layers (`levelist` absent), two
+        // parameters ecCodes knows no MARS param for (`param=0`).
+        let file = foreign_file("gfs-mars-collisions.grib2");
+        let messages: Vec<&[u8]> = split_messages(&file)
+            .map(|m| m.expect("message").bytes())
+            .collect();
+        assert_eq!(messages.len(), 4);
+        let defaults: Key = "class=od,expver=1,stream=oper,type=fc"
+            .parse()
+            .expect("key");
+        let mars = store();
+        let summary = mars
+            .archive_grib_with(&file, GribOptions::default().defaults(defaults))
+            .expect("archive");
+        assert_eq!(summary.duplicates.len(), 2, "MARS keys collapse them");
+
+        // The foreign schema needs no defaults and keeps all four apart,
+        // each retrievable by its own keys.
+        let fs = FieldStore::open(Config::memory(foreign_schema())).expect("open");
+        let summary = fs.archive_grib(&file).expect("archive");
+        assert_eq!((summary.fields, summary.duplicates.len()), (4, 0));
+        fs.flush().expect("flush");
+        let listed = fs
+            .list(&Request::new(), ListOptions::default())
+            .expect("list");
+        assert_eq!(listed.len(), 4);
+        for e in &listed {
+            let key = e.full_key();
+            let request: Request = key.without_empty().to_string().parse().expect("request");
+            let got = fs
+                .retrieve(&request)
+                .expect("retrieve")
+                .read_all()
+                .expect("read");
+            assert!(messages.contains(&got.as_slice()), "{key}");
         }
+        let layers: Request = "centre=kwbc,typeOfLevel=depthBelowLandLayer,topLevel=0.1"
+            .parse()
+            .expect("request");
+        let got = fs.list(&layers, ListOptions::default()).expect("list");
+        assert_eq!(got.len(), 1, "one layer starts at 0.1 m");
+        assert!(
+            got[0].braced().contains("topLevel=0.1,bottomLevel=0.4"),
+            "{}",
+            got[0].braced()
+        );
     }
 
     #[test]

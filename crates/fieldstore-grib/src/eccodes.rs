@@ -37,6 +37,7 @@ use fieldstore_core::Key;
 
 use crate::error::Problem;
 use crate::ffi;
+use crate::identity::{real_value, IdentityKeys};
 
 /// Serialises calls into ecCodes (see the module docs): exclusive for key
 /// extraction, shared for decoding with a thread-safe library.
@@ -482,7 +483,15 @@ fn lookup(sample: &CStr, key: &CStr, value: &CStr) -> Option<(i64, String)> {
 }
 
 /// The MARS key of one complete GRIB message (see [`crate::mars_key`]).
+#[cfg(test)]
 pub(crate) fn mars_key(message: &[u8]) -> Result<Key, Problem> {
+    key_with(message, &IdentityKeys::default())
+}
+
+/// The MARS key of one complete GRIB message and the keys of `extra` it
+/// has (a key the message lacks is left out: the schema says whether it
+/// may be).
+pub(crate) fn key_with(message: &[u8], extra: &IdentityKeys) -> Result<Key, Problem> {
     let session = enter().map_err(|reason| Problem::NoEccodes { reason })?;
     let handle = Handle::new(&session, message).ok_or_else(|| Problem::Undecodable {
         reason: session.said(|| "no handle (not a valid GRIB message)".to_string()),
@@ -515,6 +524,33 @@ pub(crate) fn mars_key(message: &[u8]) -> Result<Key, Problem> {
     }
     if key.is_empty() {
         return Err(Problem::NoMarsKeys);
+    }
+    for k in extra.iter() {
+        if key.contains(&k.keyword) {
+            continue;
+        }
+        let value = if k.real {
+            let mut v = 0.0;
+            // SAFETY: the handle is live; the name is NUL-terminated; `v`
+            // is a valid out-pointer.
+            let code = unsafe { ffi::codes_get_double(handle.raw, k.name.as_ptr(), &mut v) };
+            (code == ffi::CODES_SUCCESS).then(|| real_value(v))
+        } else {
+            handle
+                .get_string(&k.name, &mut buf)
+                .ok()
+                .map(|v| String::from_utf8_lossy(v).into_owned())
+        };
+        let Some(value) = value.filter(|v| !v.is_empty()) else {
+            continue;
+        };
+        if let Err(source) = key.push(&k.keyword, &value) {
+            return Err(Problem::BadKey {
+                keyword: k.keyword.clone(),
+                value,
+                source,
+            });
+        }
     }
     if let Some(errors) = session.errors() {
         // ecCodes says what it could not decode, yet returns a handle and a

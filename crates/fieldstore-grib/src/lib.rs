@@ -49,6 +49,7 @@ mod eccodes;
 mod error;
 mod extract;
 mod ffi;
+mod identity;
 pub mod jump;
 mod jump_codec;
 mod params;
@@ -71,6 +72,7 @@ pub use extract::{
     extract_fields, extract_listed, ExtractGrib, ExtractOptions, Extraction, FieldValues,
     GridPoint, Method, Selection, EARTH_RADIUS_KM,
 };
+pub use identity::IdentityKeys;
 pub use params::{param_names, EcCodesParamNames};
 pub use split::{split_messages, Message, Messages};
 pub use stream::{MessageReader, OwnedMessage, DEFAULT_MAX_MESSAGE_SIZE};

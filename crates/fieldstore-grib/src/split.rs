@@ -34,6 +34,7 @@ use std::iter::FusedIterator;
 use fieldstore_core::{Key, Result};
 
 use crate::error::{show_bytes, GribError, Problem};
+use crate::identity::IdentityKeys;
 
 /// Padding after a message is shorter than this (MARS pads to multiples of
 /// 120 bytes).
@@ -85,15 +86,24 @@ impl<'a> Message<'a> {
     /// # Errors
     /// [`fieldstore_core::ErrorKind::InvalidInput`] (see [`crate::mars_key`]).
     pub fn mars_key(&self) -> Result<Key> {
+        self.key_with(&IdentityKeys::default())
+    }
+
+    /// The message's MARS key and the keys of `extra` it has (keys beyond
+    /// MARS a schema names; see [`IdentityKeys`]). Errors as
+    /// [`Message::mars_key`]'s.
+    ///
+    /// # Errors
+    /// [`fieldstore_core::ErrorKind::InvalidInput`] (see [`crate::mars_key`]).
+    pub fn key_with(&self, extra: &IdentityKeys) -> Result<Key> {
         let headers = match self.edition {
             2 => grib2_headers(self.bytes),
             _ => None,
         };
         let key = match &headers {
-            Some(headers) => {
-                crate::eccodes::mars_key(headers).or_else(|_| crate::eccodes::mars_key(self.bytes))
-            }
-            None => crate::eccodes::mars_key(self.bytes),
+            Some(headers) => crate::eccodes::key_with(headers, extra)
+                .or_else(|_| crate::eccodes::key_with(self.bytes, extra)),
+            None => crate::eccodes::key_with(self.bytes, extra),
         };
         key.map_err(|problem| self.error(problem).into())
     }

@@ -71,6 +71,8 @@ _GRID_KEYS: dict[str, list[str]] = {
     "reduced_ll": ["Ny", "jDirectionIncrementInDegrees", "jPointsAreConsecutive", "jScansPositively",
                    "latitudeOfFirstGridPointInDegrees", "latitudeOfLastGridPointInDegrees"],
     "sh": ["M", "K", "J"],
+    "rotated_ll": [*_LL, "angleOfRotationInDegrees", "latitudeOfSouthernPoleInDegrees",
+                   "longitudeOfSouthernPoleInDegrees"],
     # Projected grids (cfgrib's y/x grids): their projection's keys.
     "lambert": [*_PROJECTED, "Latin1InDegrees", "Latin2InDegrees", "latitudeOfSouthernPoleInDegrees",
                 "longitudeOfSouthernPoleInDegrees"],
@@ -78,7 +80,7 @@ _GRID_KEYS: dict[str, list[str]] = {
     "polar_stereographic": [],
 }
 # Grids cfgrib gives as ``y`` x ``x`` with 2-D latitude and longitude.
-_YX_GRIDS = ("lambert", "polar_stereographic")
+_YX_GRIDS = ("lambert", "polar_stereographic", "rotated_ll")
 # Array keys of the geometry (read with `field_array`).
 _GRID_ARRAYS = {"reduced_gg": ["pl"]}
 # Keys that say whether two fields are on the same grid: the kind, the
@@ -128,6 +130,12 @@ _SAME_GRID_KEYWORDS = {"date", "time", "step", "number", "levelist", "param", "l
 _FEW_LENGTHS = 8
 # Keywords that never become dimensions: they make the variable.
 _VARIABLE_KEYWORDS = {"param", "levtype", "levelist"}
+# Keywords of a schema keyed by the GRIB's own identity
+# (docs/schemas/foreign.schema) that the view reads in MARS's roles
+# (_mars_roles): the parameter by its GRIB code, the level type and level.
+_IDENTITY_KEYWORDS = {"centre", "edition", "typeOfLevel", "stepType", "discipline", "parameterCategory",
+                      "parameterNumber", "table2Version", "indicatorOfParameter", "topLevel",
+                      "bottomLevel", "startStep"}
 
 
 def default_threads() -> int:
@@ -281,6 +289,7 @@ class Cube:
         if not entries:
             raise InvalidInputError(f"the request names no stored field: {_show(self.request)}")
         keys = [e.combined_key() for e in entries]
+        keys = [_mars_roles(k) for k in keys]
         _untimed(entries, keys)
         monthly = _monthly(entries, keys, self.threads)
         # What the request names explicitly is in the coordinates, stored or
@@ -385,6 +394,8 @@ class Cube:
         with ThreadPoolExecutor(max_workers=min(self.threads, len(ordered))) as pool:
             metas = list(pool.map(lambda g: self._metadata(entries[g[1][0]], g[0][0]), ordered))
         grids: list[Grid] = []
+        unknowns = sum(1 for m in metas if (m.get("cfVarName") or "unknown") == (m.get("shortName") or "unknown")
+                       == "unknown")
         for ((param, levtype), members), meta in zip(ordered, metas):
             first = entries[members[0]]
             if first_meta is None:
@@ -398,7 +409,9 @@ class Cube:
             name = str(meta.get("cfVarName") or "unknown")
             if name == "unknown":
                 name = str(meta.get("shortName") or "unknown")
-            if name == "unknown":
+            if name == "unknown" and unknowns > 1:
+                # Parameters ecCodes has no name for, told apart by their
+                # GRIB code (cfgrib calls each "unknown" and merges them).
                 name = str(meta.get("paramId") or param)
             base = name
             if name in self.variables:
@@ -647,22 +660,27 @@ class Cube:
         return out
 
     def _shared_scalars(self) -> dict[str, Any]:
-        """The scalar coordinates of the view: those every variable has,
-        with one value. A dataset's coordinates belong to all its
-        variables, so a scalar that variables disagree on (soil layers
+        """The scalar coordinates of the view. Where no two variables
+        disagree on one, all of them, as cfgrib merges them (``surface``
+        beside ``sigmaLayer`` in NCEP's files). Where some do (soil layers
         ``stl1``-``stl4``, each at its own ``depthBelowLandLayer`` with one
-        ``levtype=sfc``), or that only some have (``surface`` beside
-        ``isobaricInhPa``), would label the others wrongly; it stays with
-        each variable that has it, as an attribute of its name (cfgrib puts
-        such variables in separate datasets). The variables' own
-        ``scalar_coords`` are left whole (the Zarr view, a variable alone)."""
+        ``levtype=sfc``: cfgrib refuses such a view, ``open_datasets``
+        splits it), only those every variable has with one value: any
+        other would label some variables wrongly, so it stays with each
+        variable that has it, as an attribute of its name. The variables'
+        own ``scalar_coords`` are left whole (the Zarr view, a variable
+        alone)."""
         scalars: dict[str, list[Any]] = {}
         for var in self.variables.values():
             for c, value in var.scalar_coords.items():
                 scalars.setdefault(c, []).append(value)
         shared: dict[str, Any] = {}
+        agree = {c: all(np.array_equal(v, values[0]) for v in values) for c, values in scalars.items()}
+        # Where cfgrib opens the view (no two values of one scalar), it
+        # merges every scalar; else only those all variables share.
+        merge = all(agree.values())
         for c, values in scalars.items():
-            if len(values) == len(self.variables) and all(np.array_equal(v, values[0]) for v in values):
+            if c not in self.coords and agree[c] and (merge or len(values) == len(self.variables)):
                 shared[c] = values[0]
                 continue
             for var in self.variables.values():
@@ -783,6 +801,24 @@ class Cube:
 def listed(fdb: FDB, request: Mapping[str, Any]) -> list[Any]:
     """The stored fields ``request`` names (list entries)."""
     return list(fdb._store.list(_selection(dict(request)), False, 3))
+
+
+def _mars_roles(key: dict[str, str]) -> dict[str, str]:
+    """A key of a schema keyed by the GRIB's identity (no ``levtype``, a
+    ``typeOfLevel``) in MARS's roles, for the view: ``param`` the
+    parameter's GRIB code and step type, ``levtype`` the level type,
+    ``levelist`` the level (its top); the other identity keywords are no
+    dimensions. Any other key as it is."""
+    if "levtype" in key or "typeOfLevel" not in key:
+        return key
+    out = {k: v for k, v in key.items() if k not in _IDENTITY_KEYWORDS}
+    code = [key[k] for k in ("discipline", "parameterCategory", "parameterNumber", "table2Version",
+                             "indicatorOfParameter") if k in key]
+    step_type = key.get("stepType", "instant")
+    out["param"] = ".".join(code) + ("" if step_type == "instant" else f".{step_type}")
+    out["levtype"] = key["typeOfLevel"]
+    out["levelist"] = key.get("topLevel", "")
+    return out
 
 
 def step_type_parts(entries: Sequence[Any]) -> list[list[Any]]:

@@ -50,32 +50,42 @@ class FieldArray(BackendArray):
 def to_dataset(cube: Cube, drop_variables: Iterable[str] | None = None) -> xr.Dataset:
     """The cube as a lazy dataset."""
     drop = set(drop_variables or ())
-    return _dataset(cube, {n: n for n in cube.variables if n not in drop}, {}, drop)
+    return _dataset(cube, {n: n for n in cube.variables if n not in drop}, None, drop)
 
 
 def to_datasets(cube: Cube, drop_variables: Iterable[str] | None = None) -> list[xr.Dataset]:
-    """The cube as cfgrib's ``open_datasets`` splits a file: one lazy
-    dataset per set of scalar coordinates. Variables whose level (or
-    member) is one value each, but not the same value for all (soil layers
-    ``stl1``-``stl4``, ``t`` on ``hybrid`` and on ``isobaricInhPa``), share
-    one dataset with those that have the same; there the level is a scalar
-    coordinate, not an attribute, and each variable has cfgrib's name
-    (``t``, not ``t_pl``)."""
+    """The cube as cfgrib's ``open_datasets`` splits a file: the whole
+    view as one dataset, unless labels would conflict in it (variables at
+    one level each, not the same one: soil layers ``stl1``-``stl4``; ``t``
+    on ``hybrid`` and on ``isobaricInhPa``, named ``t`` and ``t_pl`` side
+    by side). Then one dataset per level of those variables, the level a
+    scalar coordinate, not an attribute, and each variable with cfgrib's
+    name (``t`` in both)."""
     drop = set(drop_variables or ())
+    kept = {n: v for n, v in cube.variables.items() if n not in drop}
+    conflict = any(v.base and v.base != n for n, v in kept.items()) or any(
+        c in v.attrs for v in kept.values() for c in v.scalar_coords)
+    if not conflict:
+        return [to_dataset(cube, drop)]
     groups: dict[tuple[tuple[str, Any], ...], dict[str, str]] = {}
-    for name, var in cube.variables.items():
-        if name in drop:
-            continue
-        own = tuple((c, v) for c, v in var.scalar_coords.items() if c not in cube.scalar_coords)
-        names = groups.setdefault(own, {})
+    for name, var in kept.items():
+        level = tuple((c, v) for c, v in var.scalar_coords.items() if c not in ("number", "time", "step"))
+        names = groups.setdefault(level, {})
         names[var.base if var.base and var.base not in names else name] = name
-    return [_dataset(cube, names, dict(own), drop) for own, names in groups.items()]
+    out = []
+    for names in groups.values():
+        # The scalars of the dataset's own variables (a `surface` of some
+        # other variables is none of theirs).
+        scalars = {c: v for n in names.values() for c, v in cube.variables[n].scalar_coords.items()}
+        out.append(_dataset(cube, names, scalars, drop))
+    return out
 
 
-def _dataset(cube: Cube, names: Mapping[str, str], scalars: Mapping[str, Any], drop: set[str]) -> xr.Dataset:
+def _dataset(cube: Cube, names: Mapping[str, str], scalars: Mapping[str, Any] | None,
+             drop: set[str]) -> xr.Dataset:
     """The dataset of the cube's variables ``names`` (dataset name -> the
-    cube's), with the cube's coordinates their dimensions use, its shared
-    scalar coordinates and ``scalars``."""
+    cube's), with the cube's coordinates their dimensions use and the
+    scalar coordinates ``scalars`` (None: the cube's shared ones)."""
     grid = cube.grid
     assert grid is not None
     data_vars = {}
@@ -83,7 +93,7 @@ def _dataset(cube: Cube, names: Mapping[str, str], scalars: Mapping[str, Any], d
     for name, own in names.items():
         var = cube.variables[own]
         data = indexing.LazilyIndexedArray(FieldArray(cube, own))
-        v = xr.Variable(var.dims, data, attrs={k: a for k, a in var.attrs.items() if k not in scalars})
+        v = xr.Variable(var.dims, data, attrs={k: a for k, a in var.attrs.items() if k not in (scalars or ())})
         v.encoding["preferred_chunks"] = {
             **{d: 1 for d in var.header_dims},
             **dict(zip(grid.dims, grid.shape)),
@@ -96,11 +106,11 @@ def _dataset(cube: Cube, names: Mapping[str, str], scalars: Mapping[str, Any], d
         if c in drop or not set(dims) <= used:
             continue
         coords[c] = xr.Variable(dims, values, attrs=dict(attrs))
-    for c, value in {**cube.scalar_coords, **scalars}.items():
+    for c, value in (cube.scalar_coords if scalars is None else scalars).items():
         if c not in coords and c not in drop:
             attrs = COORD_ATTRS.get(c, {"long_name": f"original GRIB coordinate for key: level({c})", "units": "1"})
             coords[c] = xr.Variable((), value, attrs=dict(attrs))
-    first = cube.variables[next(iter(names.values()))] if scalars else None
+    first = cube.variables[next(iter(names.values()))] if scalars is not None else None
     ds = xr.Dataset(data_vars, coords=coords, attrs=dict(first.globals if first else cube.attrs))
     ds.encoding["source"] = cube.request
     return ds
