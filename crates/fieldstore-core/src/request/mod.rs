@@ -110,7 +110,11 @@ impl Request {
     }
 
     /// Build from `(keyword, value strings)` pairs, as from a dict. Each
-    /// string may itself hold `/`-separated values and ranges.
+    /// string may itself hold `/`-separated values and ranges. One empty
+    /// string as a keyword's only value names the keyword's absence: pyfdb's
+    /// `combined_key()` gives an absent optional keyword so, and pyfdb's
+    /// users (earthkit-data's lazy FDB source) retrieve with that key as it
+    /// is. (Request text stays strict: `class=` is a syntax error.)
     ///
     /// # Errors
     /// As for parsing.
@@ -125,7 +129,11 @@ impl Request {
         let mut req = Request::new();
         for (k, values) in pairs {
             let joined: Vec<String> = values.into_iter().map(|v| v.as_ref().to_string()).collect();
-            let parsed = parse::parse_values(k.as_ref(), &joined.join("/"), 0)?;
+            let parsed = if joined.len() == 1 && joined[0].is_empty() {
+                Values::Items(vec![Item::Value(String::new())])
+            } else {
+                parse::parse_values(k.as_ref(), &joined.join("/"), 0)?
+            };
             req.insert(k.as_ref(), parsed)?;
         }
         Ok(req)

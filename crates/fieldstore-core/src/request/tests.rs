@@ -30,6 +30,19 @@ fn from_pairs_accepts_dict_shapes() {
 }
 
 #[test]
+fn an_empty_string_from_a_dict_names_an_absent_keyword() {
+    // pyfdb's combined_key() shape: `timespan: ''` for an absent one.
+    let r = Request::from_pairs([("class", vec!["od"]), ("timespan", vec![""])]).unwrap();
+    assert_eq!(
+        r.get("timespan"),
+        Some(&Values::Items(vec![Item::Value(String::new())]))
+    );
+    // Within a list, or in request text, an empty value is still an error.
+    assert!(Request::from_pairs([("step", vec!["0", ""])]).is_err());
+    assert!("class=od,timespan=".parse::<Request>().is_err());
+}
+
+#[test]
 fn malformed_requests_are_refused_verbatim() {
     let cases = [
         ("class=od,,step=1", "malformed request at character 9: empty item (two commas in a row?)"),
