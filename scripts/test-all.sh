@@ -41,3 +41,7 @@ bash scripts/test-pyfdb-suite.sh
 echo "== C API: FDB5's own tests/fdb/api/test_fdb_c.cc on fieldstore's library (given FDB5_SOURCE)"
 bash scripts/test-fdb5-capi-suite.sh
 # --- C API from Python -- end ---------------------------------------------------
+# --- ML clients (crates/fieldstore-cli/tests/ml) -- begin ----------------------
+echo "== ML clients: earthkit-data 1.3 (pyfdb 5.25) and anemoi-datasets 0.5.47 (pyfdb 0.1.3) on fieldstore serve and fdb-server"
+bash scripts/test-ml-clients.sh
+# --- ML clients -- end ----------------------------------------------------------
