@@ -244,6 +244,29 @@ fn purge_reclaims_only_what_killed_writers_left() {
     );
 }
 
+/// Issue 38's first row: a writer stopped (SIGSTOP) past its lease
+/// between its store flush and its catalogue flush while `purge --doit`
+/// destroys its arrays must not acknowledge its flush.
+fn writer_paused_across_its_commit_while_purge_runs() {
+    const LEASE: u64 = 6;
+    let pool = fresh_pool("pau");
+    let mut section = common::section(&pool);
+    section["writer_lease"] = LEASE.into();
+    let s = Streams {
+        expver: "dpa1".into(),
+        writers: 2,
+        fields: 4,
+        flush_every: 4,
+        min_len: 600 << 10,
+        max_len: 700 << 10,
+    };
+    processes::writer_paused_across_its_commit_while_purge_runs(
+        &launcher_with(&pool, section),
+        &s,
+        Duration::from_millis(2 * LEASE * 1000 + 500),
+    );
+}
+
 fn main() -> ExitCode {
     if let Some(code) = processes::worker_from_args() {
         return code;
@@ -272,6 +295,10 @@ fn main() -> ExitCode {
         (
             "purge_reclaims_only_what_killed_writers_left",
             purge_reclaims_only_what_killed_writers_left,
+        ),
+        (
+            "writer_paused_across_its_commit_while_purge_runs",
+            writer_paused_across_its_commit_while_purge_runs,
         ),
     ];
     let code = processes::run_tests(tests);

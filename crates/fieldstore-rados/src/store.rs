@@ -572,6 +572,23 @@ impl StoreWriter for RadosStoreWriter {
     /// object): nothing more to say once indexed.
     fn indexed(&mut self) {}
 
+    /// The watch held, unbroken, from the flush through the catalogue's
+    /// publish: [`Liveness::confirm`] again, now that the entries are
+    /// visible. A writer stopped past its lease in between finds its watch
+    /// dropped by the OSD (the purge that removed its objects got no answer
+    /// from it) and fails the flush instead of acknowledging fields that
+    /// are gone.
+    fn confirm_published(&mut self) -> Result<()> {
+        if let Some(l) = &self.liveness {
+            if let Err(e) = l.confirm() {
+                // Every later flush of this writer fails too.
+                self.failed = Some(Error::new(e.kind(), e.to_string()));
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
     /// The bytes of a failed flush stay in the writer's objects until it
     /// closes them; purge removes an object once no newest entry points
     /// into it, wipe with the dataset.
