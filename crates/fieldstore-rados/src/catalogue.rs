@@ -134,9 +134,82 @@ fn last_segment(pool: &Pool, base: &str) -> Result<Option<(u32, Seal)>> {
         }
         match seal_of(pool, &obj)? {
             Seal::Next(n) => k = n,
-            other => return Ok(Some((k, other))),
+            Seal::Open => {
+                // The next segment exists, though this one is not marked
+                // sealed: its sealer died between creating the next one
+                // and sealing this one, or its `!sealed` key was lost
+                // (damage; its SEAL record is there). Seal it (again), so
+                // that nothing is appended after a SEAL, and go on.
+                let next = segment_object(base, k + 1);
+                match pool.stat(&next) {
+                    Ok(_) => match seal_segment(pool, base, k)? {
+                        Some(n) => k = n,
+                        None => return Ok(Some((k, Seal::Wiped))),
+                    },
+                    Err(e) if e == ENOENT => return Ok(Some((k, Seal::Open))),
+                    Err(e) => return Err(e.error(format!("reading {}", pool.what(&next)))),
+                }
+            }
+            Seal::Wiped => return Ok(Some((k, Seal::Wiped))),
         }
     }
+}
+
+/// Seal log segment `segment` of the log whose segment 0 is `base` (unless
+/// another writer did) and return the segment the log goes on in (`None`:
+/// the dataset is wiped): create the next segment, then, atomically on
+/// this one, mark it sealed and append a SEAL record naming the next.
+/// Once sealed, no flush can be appended to a segment, so every record of
+/// segment k precedes every record of segment k + 1.
+fn seal_segment(pool: &Pool, base: &str, segment: u32) -> Result<Option<u32>> {
+    let obj = segment_object(base, segment);
+    let next = segment + 1;
+    let next_obj = segment_object(base, next);
+    let mut p = Enc::default();
+    p.u32(next);
+    let mut rec = Vec::new();
+    format::FRAMING.frame(&mut rec, format::SEAL, &p.0);
+    for _ in 0..1000 {
+        // The next segment inherits the archive lock; the seal applies
+        // only if the lock did not change meanwhile.
+        let lock: Vec<u8> = pool
+            .omap_get(&obj, &[ARCHIVE_LOCKED])
+            .map_err(|e| e.error(format!("reading the locks of {}", pool.what(&obj))))?
+            .into_iter()
+            .next()
+            .map(|(_, v)| v)
+            .unwrap_or_default();
+        let mut create = WriteOp::new()?;
+        create.create();
+        if lock.is_empty() {
+            create.omap_rm_keys(&[ARCHIVE_LOCKED]);
+        } else {
+            create.omap_set(&[(ARCHIVE_LOCKED, &lock)]);
+        }
+        pool.operate(&next_obj, &create)
+            .map_err(|e| e.error(format!("creating {}", pool.what(&next_obj))))?;
+        let mut op = WriteOp::new()?;
+        op.assert_exists();
+        op.omap_cmp_eq(SEALED, b"");
+        op.omap_cmp_eq(ARCHIVE_LOCKED, &lock);
+        op.omap_set(&[(SEALED, next.to_string().as_bytes())]);
+        op.append(&rec);
+        match pool.operate(&obj, &op) {
+            Ok(()) => return Ok(Some(next)),
+            Err(e) if e == ECANCELED => match seal_of(pool, &obj)? {
+                Seal::Next(n) => return Ok(Some(n)),
+                Seal::Wiped => return Ok(None),
+                // The lock changed: copy it again.
+                Seal::Open => {}
+            },
+            Err(e) if e == ENOENT => return Ok(None),
+            Err(e) => return Err(e.error(format!("sealing {}", pool.what(&obj)))),
+        }
+    }
+    Err(Error::internal(format!(
+        "{}: the seal kept failing",
+        pool.what(&obj)
+    )))
 }
 
 /// Append a record to the end of the log, with `more` added to the same
@@ -432,6 +505,7 @@ impl Catalogue for RadosCatalogue {
             notify: self.notify,
             object,
             segment: 0,
+            located: false,
             segment_size: self.log_segment_size,
             since_stat: 0,
             writer: fieldstore_core::writer_id::next(),
@@ -753,6 +827,8 @@ struct RadosCatalogueWriter {
     object: String,
     /// The log segment this writer appends to (the last one it knows).
     segment: u32,
+    /// Whether `segment` was found by [`last_segment`] (at the first flush).
+    located: bool,
     /// Seal a segment once it is this large.
     segment_size: u64,
     /// Flushes since the segment's size was last checked.
@@ -846,67 +922,15 @@ impl RadosCatalogueWriter {
     }
 
     /// Seal the current segment (unless another writer did) and move to
-    /// the next: create it, then, atomically on the current one, mark it
-    /// sealed and append a SEAL record naming the next. Once sealed, no
-    /// flush can be appended to a segment, so every record of segment k
-    /// precedes every record of segment k + 1.
+    /// the next ([`seal_segment`]).
     fn seal(&mut self) -> Result<()> {
-        let obj = segment_object(&self.object, self.segment);
-        let next = self.segment + 1;
-        let next_obj = segment_object(&self.object, next);
-        let mut p = Enc::default();
-        p.u32(next);
-        let mut rec = Vec::new();
-        format::FRAMING.frame(&mut rec, format::SEAL, &p.0);
-        for _ in 0..1000 {
-            // The next segment inherits the archive lock; the seal applies
-            // only if the lock did not change meanwhile.
-            let lock: Vec<u8> = self
-                .pool
-                .omap_get(&obj, &[ARCHIVE_LOCKED])
-                .map_err(|e| e.error(format!("reading the locks of {}", self.pool.what(&obj))))?
-                .into_iter()
-                .next()
-                .map(|(_, v)| v)
-                .unwrap_or_default();
-            let mut create = WriteOp::new()?;
-            create.create();
-            if lock.is_empty() {
-                create.omap_rm_keys(&[ARCHIVE_LOCKED]);
-            } else {
-                create.omap_set(&[(ARCHIVE_LOCKED, &lock)]);
+        match seal_segment(&self.pool, &self.object, self.segment)? {
+            Some(n) => {
+                self.segment = n;
+                Ok(())
             }
-            self.pool
-                .operate(&next_obj, &create)
-                .map_err(|e| e.error(format!("creating {}", self.pool.what(&next_obj))))?;
-            let mut op = WriteOp::new()?;
-            op.assert_exists();
-            op.omap_cmp_eq(SEALED, b"");
-            op.omap_cmp_eq(ARCHIVE_LOCKED, &lock);
-            op.omap_set(&[(SEALED, next.to_string().as_bytes())]);
-            op.append(&rec);
-            match self.pool.operate(&obj, &op) {
-                Ok(()) => {
-                    self.segment = next;
-                    return Ok(());
-                }
-                Err(e) if e == ECANCELED => match seal_of(&self.pool, &obj)? {
-                    Seal::Next(n) => {
-                        self.segment = n;
-                        return Ok(());
-                    }
-                    Seal::Wiped => return Err(wiped_while_writing(&self.key)),
-                    // The lock changed: copy it again.
-                    Seal::Open => {}
-                },
-                Err(e) if e == ENOENT => return Err(wiped_while_writing(&self.key)),
-                Err(e) => return Err(e.error(format!("sealing {}", self.pool.what(&obj)))),
-            }
+            None => Err(wiped_while_writing(&self.key)),
         }
-        Err(Error::internal(format!(
-            "{}: the seal kept failing",
-            self.pool.what(&obj)
-        )))
     }
 }
 
@@ -968,6 +992,16 @@ impl CatalogueWriter for RadosCatalogueWriter {
         // appends the record, which makes them all visible at once. Every
         // operation requires the segment not to be sealed; if it is, the
         // flush goes again to the next segment.
+        if !self.located {
+            // The first flush finds the last segment by its seals, and
+            // finishes a seal that is unfinished or lost its `!sealed` key
+            // ([`last_segment`]), rather than append after a SEAL record.
+            match last_segment(&self.pool, &self.object)? {
+                Some((k, Seal::Open)) => self.segment = k,
+                _ => return Err(wiped_while_writing(&self.key)),
+            }
+            self.located = true;
+        }
         let mut hops = 0;
         while !self.flush_to_segment(&blocks, &rec)? {
             hops += 1;
@@ -1034,6 +1068,9 @@ struct ReaderState {
     /// The log ended in WIPED, or the dataset object is gone: nothing is
     /// visible, until a dataset is created anew under the same name.
     gone: bool,
+    /// Whether the end of the log was checked against its segment's seal
+    /// once (a reader's first refresh does; see `refresh_locked`).
+    looked_past_end: bool,
 }
 
 impl ReaderState {
@@ -1046,6 +1083,7 @@ impl ReaderState {
             pos,
             index: DatasetIndex::default(),
             gone: false,
+            looked_past_end: false,
         }
     }
 }
@@ -1261,7 +1299,25 @@ impl RadosReader {
                         st.gone = true;
                         return Ok(());
                     }
-                    Vec::new()
+                    // A wipe removes segments from the last down: with
+                    // the next one still there, this one was removed
+                    // behind fieldstore's back. Damage; read on after it.
+                    let next = segment_object(&self.object, st.segment + 1);
+                    if self.pool.stat(&next).is_ok() {
+                        st.index.damaged_region(
+                            log_at(st.segment, 0),
+                            format!(
+                                "{}: log segment missing, though {} exists (removed behind \
+                                 fieldstore's back); reading on in the next segment",
+                                self.pool.what(&obj),
+                                self.pool.what(&next)
+                            ),
+                        );
+                        st.segment += 1;
+                        st.pos = 0;
+                        continue 'segments;
+                    }
+                    return Ok(());
                 }
                 Err(e) => {
                     return Err(e.error(format!("reading the log of {}", self.pool.what(&obj))))
@@ -1332,6 +1388,27 @@ impl RadosReader {
                                 st.segment + 1
                             )));
                         }
+                        // Nothing follows a SEAL but another SEAL (a seal
+                        // finished again after its `!sealed` key was lost):
+                        // anything else was appended after the seal, when
+                        // the key was gone, and is out of the log's order.
+                        let rest = &buf[used + n..];
+                        let resealed = matches!(
+                            format::FRAMING.unframe(rest, &what),
+                            Ok(Framed::Record(format::SEAL, ..))
+                        );
+                        if !rest.is_empty() && !resealed {
+                            st.index.damaged_region(
+                                log_at(st.segment, at + n as u64),
+                                format!(
+                                    "{}: {} bytes after the SEAL record at offset {at} (appended \
+                                     after the segment was sealed, its `!sealed` key lost): not \
+                                     read",
+                                    self.pool.what(&obj),
+                                    rest.len()
+                                ),
+                            );
+                        }
                         st.segment = next;
                         st.pos = 0;
                         continue 'segments;
@@ -1348,6 +1425,35 @@ impl RadosReader {
                 used += n;
             }
             st.pos += used as u64;
+            // The end of this segment's records: the end of the log, unless
+            // the segment is sealed and its SEAL record was cut off (checked
+            // when something new was read, and at a reader's first refresh:
+            // an idle refresh costs one read, as before).
+            if used > 0 || !st.looked_past_end {
+                st.looked_past_end = true;
+                if let Seal::Next(n) = seal_of(&self.pool, &obj)? {
+                    // Sealed since the read above (the SEAL record is there
+                    // now), or the record is gone.
+                    let more = read_from(&self.pool, &obj, st.pos).map_err(|e| {
+                        e.error(format!("reading the log of {}", self.pool.what(&obj)))
+                    })?;
+                    if more.is_empty() {
+                        st.index.damaged_region(
+                            log_at(st.segment, st.pos),
+                            format!(
+                                "{}: sealed (its `!sealed` key names segment {n}), but its log \
+                                 ends at offset {} without a SEAL record: cut short behind \
+                                 fieldstore's back; reading on in segment {n}",
+                                self.pool.what(&obj),
+                                st.pos
+                            ),
+                        );
+                        st.segment = n;
+                        st.pos = 0;
+                    }
+                    continue 'segments;
+                }
+            }
             return Ok(());
         }
     }
