@@ -98,6 +98,16 @@ pub trait StoreMaintenance: Send + Sync {
     /// `InvalidInput` for a URI of another store; I/O errors.
     fn inspect(&self, uri: &str) -> Result<Unit>;
 
+    /// [`StoreMaintenance::inspect`] of many units at once, in their
+    /// order. A store that asks others about its units (RADOS: whether
+    /// their writers are alive, which a dead writer's watch may leave
+    /// unanswered for a whole lease) asks about all of them together, so
+    /// that `stats` and `purge` wait at most once (a lease), not once per
+    /// writer. The default inspects one after another.
+    fn inspect_all(&self, uris: &[String]) -> Vec<Result<Unit>> {
+        uris.iter().map(|u| self.inspect(u)).collect()
+    }
+
     /// Hold a unit for removal, unless a live writer still appends to it.
     ///
     /// # Errors

@@ -311,6 +311,30 @@ impl StoreMaintenance for RadosStore {
         })
     }
 
+    /// The writers of all these units asked at once ([`liveness::states`]:
+    /// at most one lease in total, when writers were killed less than a
+    /// lease ago or their watches outlived them), then each unit inspected
+    /// with what is now known (done writers are remembered).
+    fn inspect_all(&self, uris: &[String]) -> Vec<Result<Unit>> {
+        let mut by_pool: HashMap<String, (Arc<Pool>, Vec<&str>)> = HashMap::new();
+        for uri in uris {
+            if let Ok((pool, object)) = self.unit(uri) {
+                if let Some(prefix) = writer_prefix(object) {
+                    by_pool
+                        .entry(pool.to_string())
+                        .or_insert_with(|| (pool.clone(), Vec::new()))
+                        .1
+                        .push(prefix);
+                }
+            }
+        }
+        for (pool, prefixes) in by_pool.values() {
+            // Errors show again in the inspections below.
+            let _ = self.done_writers(pool, prefixes.iter().copied());
+        }
+        uris.iter().map(|u| self.inspect(u)).collect()
+    }
+
     fn claim(&self, uri: &str) -> Result<Claim<'_>> {
         // A closed writer's objects get no more appends and no new
         // references (its flushes all came before it closed them); a dead

@@ -30,7 +30,13 @@ fn key(x: &str, step: u32) -> Key {
 /// Flush steps `0..n` (version 1), one flush each, through one handle:
 /// the log spans several segments. Returns the fields, the dataset
 /// object's name and, per flush, the segment its record went to.
-fn fill(open: &dyn Fn() -> FieldStore, c: &common::Cluster, ns: &str, x: &str, n: u32) -> (Vec<Stored>, String, Vec<u32>) {
+fn fill(
+    open: &dyn Fn() -> FieldStore,
+    c: &common::Cluster,
+    ns: &str,
+    x: &str,
+    n: u32,
+) -> (Vec<Stored>, String, Vec<u32>) {
     let w = open();
     let mut fields = Vec::new();
     for s in 0..n {
@@ -53,7 +59,11 @@ fn fill(open: &dyn Fn() -> FieldStore, c: &common::Cluster, ns: &str, x: &str, n
     // Flush i's block keys end in `.<i + 1, 8 digits>.00000`.
     let mut segment_of = vec![u32::MAX; n as usize];
     for k in 0.. {
-        let obj = if k == 0 { object.clone() } else { format!("{object}.{k}") };
+        let obj = if k == 0 {
+            object.clone()
+        } else {
+            format!("{object}.{k}")
+        };
         let listed = c.rados(ns, &["ls"]);
         if !String::from_utf8_lossy(&listed).lines().any(|l| l == obj) {
             break;
@@ -77,7 +87,12 @@ fn read(fs: &FieldStore, k: &Key) -> fieldstore::Result<Vec<u8>> {
 
 fn exact(fs: &FieldStore, what: &str, want: &Stored) {
     match read(fs, &want.key) {
-        Ok(b) => assert!(b == want.data, "{what}: other bytes ({} of {})", b.len(), want.data.len()),
+        Ok(b) => assert!(
+            b == want.data,
+            "{what}: other bytes ({} of {})",
+            b.len(),
+            want.data.len()
+        ),
         Err(e) => panic!("{what}: {e}"),
     }
 }
@@ -85,15 +100,22 @@ fn exact(fs: &FieldStore, what: &str, want: &Stored) {
 /// Exact, or `Corrupt`: never other bytes, never nothing.
 fn exact_or_corrupt(fs: &FieldStore, what: &str, want: &Stored) {
     match read(fs, &want.key) {
-        Ok(b) => assert!(b == want.data, "{what}: {} bytes that are not its newest version", b.len()),
+        Ok(b) => assert!(
+            b == want.data,
+            "{what}: {} bytes that are not its newest version",
+            b.len()
+        ),
         Err(e) => assert_eq!(e.kind(), ErrorKind::Corrupt, "{what}: {e}"),
     }
 }
 
 fn damaged(fs: &FieldStore, x: &str) -> bool {
-    must(fs.status(&request(&format!("class=od,expver={x}"))), "status")
-        .iter()
-        .any(|s| !s.damage.is_empty())
+    must(
+        fs.status(&request(&format!("class=od,expver={x}"))),
+        "status",
+    )
+    .iter()
+    .any(|s| !s.damage.is_empty())
 }
 
 /// `!sealed` removed from sealed segment 0: a later writer must not append
@@ -104,20 +126,30 @@ fn removed_seal_marker_loses_no_later_flush() {
     let (ns, open) = setup(c, "unsealed");
     let x = "ldm1";
     let (fields, object, segment_of) = fill(&open, c, &ns, x, 40);
-    assert!(segment_of.iter().any(|s| *s >= 1), "one segment only: {segment_of:?}");
+    assert!(
+        segment_of.iter().any(|s| *s >= 1),
+        "one segment only: {segment_of:?}"
+    );
     c.rados(&ns, &["rmomapkey", &object, "!sealed"]);
     let w = open();
     let late: Vec<Stored> = (100..103)
         .map(|s| {
             let f = archive_payload(&w, &key(x, s), 1, 200, 400);
-            must(w.flush(), format_args!("flush of step {s} after the key was removed"));
+            must(
+                w.flush(),
+                format_args!("flush of step {s} after the key was removed"),
+            );
             f
         })
         .collect();
     drop(w);
     let r = open();
     for f in &late {
-        exact(&r, &format!("{} flushed after `!sealed` was removed", f.key), f);
+        exact(
+            &r,
+            &format!("{} flushed after `!sealed` was removed", f.key),
+            f,
+        );
     }
     for f in &fields {
         exact(&r, &format!("{}", f.key), f);
@@ -169,7 +201,10 @@ fn sealed_segment_cut_short_is_damage() {
         }
     }
     assert!(damaged(&r, x), "status does not report the cut segment");
-    let report = must(r.purge(&request(&format!("class=od,expver={x}")), true), "purge");
+    let report = must(
+        r.purge(&request(&format!("class=od,expver={x}")), true),
+        "purge",
+    );
     assert!(
         report.datasets.iter().all(|d| d.items.is_empty()),
         "purge removed units of a dataset with a cut log: {report:?}"
@@ -184,18 +219,29 @@ fn removed_log_segment_is_damage() {
     let (ns, open) = setup(c, "gone");
     let x = "ldm3";
     let (fields, object, segment_of) = fill(&open, c, &ns, x, 70);
-    assert!(segment_of.iter().any(|s| *s >= 2), "fewer than three segments: {segment_of:?}");
+    assert!(
+        segment_of.iter().any(|s| *s >= 2),
+        "fewer than three segments: {segment_of:?}"
+    );
     c.rados(&ns, &["rm", &format!("{object}.1")]);
 
     let r = open();
     for (f, seg) in fields.iter().zip(&segment_of) {
         match seg {
             1 => match read(&r, &f.key) {
-                Ok(b) => panic!("{} (in the removed segment) answered {} bytes", f.key, b.len()),
+                Ok(b) => panic!(
+                    "{} (in the removed segment) answered {} bytes",
+                    f.key,
+                    b.len()
+                ),
                 Err(e) => assert_eq!(e.kind(), ErrorKind::Corrupt, "{}: {e}", f.key),
             },
             0 => exact_or_corrupt(&r, &format!("{} (segment 0)", f.key), f),
-            _ => exact(&r, &format!("{} (segment {seg}, after the removed one)", f.key), f),
+            _ => exact(
+                &r,
+                &format!("{} (segment {seg}, after the removed one)", f.key),
+                f,
+            ),
         }
     }
     assert!(damaged(&r, x), "status does not report the removed segment");

@@ -298,7 +298,9 @@ pub fn remove_slot(pool: &str, dataset: &fieldstore::DatasetKey, n: usize) {
         "no slot {key} in {label}"
     );
     assert!(
-        kv.get(&format!("f.{}", n + 1)).expect("reading the next slot").is_some(),
+        kv.get(&format!("f.{}", n + 1))
+            .expect("reading the next slot")
+            .is_some(),
         "no slot after {key} in {label}: removing it would not leave a gap"
     );
     kv.remove(&key).expect("removing the slot");

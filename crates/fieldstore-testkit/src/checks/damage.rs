@@ -213,7 +213,10 @@ pub fn missing_log_record_is_damage(open: Open<'_>, remove_record: crate::Damage
     let mut flushed = Vec::new();
     for (s, version) in [(0, 1), (6, 1), (0, 2), (6, 2), (12, 1)] {
         flushed.push(archive_payload(&w, &step(s), version, 500, 3000));
-        must(w.flush(), format_args!("flush of step {s} version {version}"));
+        must(
+            w.flush(),
+            format_args!("flush of step {s} version {version}"),
+        );
     }
     drop(w);
     let probe = opened(open, "probe");
