@@ -21,7 +21,7 @@
 //! dataset in the root object's omap only if its key is absent.
 
 use std::borrow::Cow;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use fieldstore_core::catalogue::visit_newest_first;
@@ -1282,6 +1282,64 @@ impl RadosReader {
 }
 
 impl RadosReader {
+    /// The collocations of the index blocks in the omaps of the segments
+    /// read so far that no FLUSH record read names: those of damaged
+    /// records (and of flushes whose last operation never applied, and of
+    /// wiped collocations: more, never fewer). `None` when one of them
+    /// does not decode (it may hold anything). One omap listing per
+    /// segment: paid only by lookups of unknown collocations in a dataset
+    /// with a damaged region.
+    ///
+    /// # Errors
+    /// RADOS errors reading the omaps.
+    fn unnamed_collocations(&self, st: &ReaderState) -> Result<Option<BTreeSet<CollocationKey>>> {
+        let named: HashSet<&Place> = st
+            .index
+            .all_blocks()
+            .flat_map(|(_, blocks, _)| blocks.iter().map(|b| &b.place))
+            .collect();
+        let mut out = BTreeSet::new();
+        for segment in 0..=st.segment {
+            let obj = segment_object(&self.object, segment);
+            let mut after = String::new();
+            loop {
+                let (page, more) = match self.pool.omap_page(&obj, &after, "", PAGE) {
+                    Ok(p) => p,
+                    Err(e) if e == ENOENT => break,
+                    Err(e) => {
+                        return Err(e.error(format!(
+                            "reading the index blocks of {}",
+                            self.pool.what(&obj)
+                        )))
+                    }
+                };
+                for (k, v) in &page {
+                    let key = String::from_utf8_lossy(k).into_owned();
+                    if !key.starts_with('!') && !named.contains(&(segment, key.clone())) {
+                        let what = || format!("{} omap key '{key}'", self.pool.what(&obj));
+                        let collocation = match format::FRAMING.unframe(v, &what) {
+                            Ok(Framed::Record(format::BLOCK, p, n)) if n == v.len() => {
+                                Dec::new(p, &what).key().ok().map(CollocationKey)
+                            }
+                            _ => None,
+                        };
+                        match collocation {
+                            Some(c) => {
+                                out.insert(c);
+                            }
+                            None => return Ok(None),
+                        }
+                    }
+                    after = key;
+                }
+                if !more || page.is_empty() {
+                    break;
+                }
+            }
+        }
+        Ok(Some(out))
+    }
+
     fn refresh_locked(&self, st: &mut ReaderState) -> Result<()> {
         if st.gone && !self.restart(st)? {
             return Ok(());
@@ -1481,6 +1539,10 @@ impl DatasetReader for RadosReader {
         Ok(lock(&self.state).index.collocations())
     }
 
+    /// A collocation this reader does not know is answered despite a
+    /// damaged region when no index block the log does not name holds it
+    /// (`unnamed_collocations`): a damaged FLUSH record's blocks are intact
+    /// in the omap, so they tell what it may have held.
     fn lookup(
         &self,
         collocation: &CollocationKey,
@@ -1488,7 +1550,16 @@ impl DatasetReader for RadosReader {
     ) -> Result<Option<FieldLocation>> {
         let mut st = lock(&self.state);
         self.load(&mut st, collocation, &|_| true)?;
-        st.index.lookup(collocation, element, None)
+        let may_hold =
+            if st.index.has_damaged_regions() && st.index.collocation(collocation).is_none() {
+                self.unnamed_collocations(&st)?
+                    .is_none_or(|held| held.contains(collocation))
+            } else {
+                true
+            };
+        let mut unknown_may_hold = || may_hold;
+        st.index
+            .lookup(collocation, element, Some(&mut unknown_may_hold))
     }
 
     fn scan(

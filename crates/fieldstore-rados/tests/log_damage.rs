@@ -8,7 +8,7 @@
 mod common;
 
 use fieldstore::{ErrorKind, FieldStore, Key, ListOptions};
-use fieldstore_testkit::support::{archive_payload, must, request, Spec, Stored, PL};
+use fieldstore_testkit::support::{archive_payload, must, request, Spec, Stored, PL, SFC};
 
 /// A handle factory on a fresh namespace, with 4 KiB log segments.
 fn setup(c: &'static common::Cluster, name: &str) -> (String, impl Fn() -> FieldStore) {
@@ -245,4 +245,47 @@ fn removed_log_segment_is_damage() {
         }
     }
     assert!(damaged(&r, x), "status does not report the removed segment");
+}
+
+/// One flipped bit in a FLUSH record costs only the keys it may hold
+/// (issue 38, third row): a lookup in a collocation nobody wrote answers
+/// nothing, as without the damage, since the damaged record's index blocks
+/// (intact in the omap) hold another collocation; a field flushed after
+/// the damage reads back; one whose record may be the damaged one fails
+/// `Corrupt` or reads back exactly.
+#[test]
+fn damaged_flush_record_costs_only_its_keys() {
+    let Some(c) = common::cluster() else { return };
+    let (ns, open) = setup(c, "bitflip");
+    let x = "ldm4";
+    let (fields, object, segment_of) = fill(&open, c, &ns, x, 6);
+    assert!(segment_of.iter().all(|s| *s == 0), "{segment_of:?}");
+    // Record 0 is INIT, record 1 the first flush (step 0): flip a bit in
+    // the middle of the second flush's record (step 1).
+    let mut bytes = c.rados(&ns, &["get", &object, "-"]);
+    let mut at = 0usize;
+    for _ in 0..2 {
+        let len = u32::from_le_bytes(bytes[at + 8..at + 12].try_into().expect("4 bytes"));
+        at += 20 + len as usize;
+    }
+    let len = u32::from_le_bytes(bytes[at + 8..at + 12].try_into().expect("4 bytes"));
+    bytes[at + 20 + len as usize / 2] ^= 0x08;
+    let tmp = tempfile::NamedTempFile::new().expect("a temporary file");
+    std::fs::write(tmp.path(), &bytes).expect("writing the damaged copy");
+    c.rados(&ns, &["put", &object, &tmp.path().display().to_string()]);
+
+    let r = open();
+    let nobody = SFC.key(x);
+    match read(&r, &nobody) {
+        Ok(b) => assert!(b.is_empty(), "{nobody}: {} bytes of a field nobody wrote", b.len()),
+        Err(e) => panic!(
+            "{nobody}, of a collocation nobody wrote and the damaged record's blocks do not \
+             hold, failed: {e}"
+        ),
+    }
+    for f in &fields[2..] {
+        exact(&r, &format!("{} (flushed after the damaged record)", f.key), f);
+    }
+    exact_or_corrupt(&r, "step 0 (before the damaged record)", &fields[0]);
+    assert!(damaged(&r, x), "status does not report the damaged record");
 }
