@@ -277,14 +277,22 @@ fn damaged_flush_record_costs_only_its_keys() {
     let r = open();
     let nobody = SFC.key(x);
     match read(&r, &nobody) {
-        Ok(b) => assert!(b.is_empty(), "{nobody}: {} bytes of a field nobody wrote", b.len()),
+        Ok(b) => assert!(
+            b.is_empty(),
+            "{nobody}: {} bytes of a field nobody wrote",
+            b.len()
+        ),
         Err(e) => panic!(
             "{nobody}, of a collocation nobody wrote and the damaged record's blocks do not \
              hold, failed: {e}"
         ),
     }
     for f in &fields[2..] {
-        exact(&r, &format!("{} (flushed after the damaged record)", f.key), f);
+        exact(
+            &r,
+            &format!("{} (flushed after the damaged record)", f.key),
+            f,
+        );
     }
     exact_or_corrupt(&r, "step 0 (before the damaged record)", &fields[0]);
     assert!(damaged(&r, x), "status does not report the damaged record");
