@@ -106,17 +106,25 @@ enum Seal {
 
 /// The seal of segment `object`.
 fn seal_of(pool: &Pool, object: &str) -> Result<Seal> {
-    let v = pool
-        .omap_get(object, &[SEALED])
-        .map_err(|e| e.error(format!("reading the seal of {}", pool.what(object))))?;
+    seal_if_any(pool, object)?
+        .ok_or_else(|| ENOENT.error(format!("reading the seal of {}", pool.what(object))))
+}
+
+/// The seal of segment `object`; `None` if the segment is gone (a wipe).
+fn seal_if_any(pool: &Pool, object: &str) -> Result<Option<Seal>> {
+    let v = match pool.omap_get(object, &[SEALED]) {
+        Ok(v) => v,
+        Err(e) if e == ENOENT => return Ok(None),
+        Err(e) => return Err(e.error(format!("reading the seal of {}", pool.what(object)))),
+    };
     match v.into_iter().next() {
-        None => Ok(Seal::Open),
-        Some((_, v)) if v.is_empty() => Ok(Seal::Open),
-        Some((_, v)) if v == WIPED_SEAL => Ok(Seal::Wiped),
+        None => Ok(Some(Seal::Open)),
+        Some((_, v)) if v.is_empty() => Ok(Some(Seal::Open)),
+        Some((_, v)) if v == WIPED_SEAL => Ok(Some(Seal::Wiped)),
         Some((_, v)) => std::str::from_utf8(&v)
             .ok()
             .and_then(|t| t.parse().ok())
-            .map(Seal::Next)
+            .map(|n| Some(Seal::Next(n)))
             .ok_or_else(|| Error::corrupt(format!("{}: bad seal {v:?}", pool.what(object)))),
     }
 }
@@ -1489,12 +1497,19 @@ impl RadosReader {
             // an idle refresh costs one read, as before).
             if used > 0 || !st.looked_past_end {
                 st.looked_past_end = true;
-                if let Seal::Next(n) = seal_of(&self.pool, &obj)? {
+                if let Some(Seal::Next(n)) = seal_if_any(&self.pool, &obj)? {
                     // Sealed since the read above (the SEAL record is there
                     // now), or the record is gone.
-                    let more = read_from(&self.pool, &obj, st.pos).map_err(|e| {
-                        e.error(format!("reading the log of {}", self.pool.what(&obj)))
-                    })?;
+                    let more = match read_from(&self.pool, &obj, st.pos) {
+                        Ok(m) => m,
+                        // Removed meanwhile (a wipe): the next refresh sees it.
+                        Err(e) if e == ENOENT => return Ok(()),
+                        Err(e) => {
+                            return Err(
+                                e.error(format!("reading the log of {}", self.pool.what(&obj)))
+                            )
+                        }
+                    };
                     if more.is_empty() {
                         st.index.damaged_region(
                             log_at(st.segment, st.pos),
