@@ -98,6 +98,16 @@ pub trait StoreMaintenance: Send + Sync {
     /// `InvalidInput` for a URI of another store; I/O errors.
     fn inspect(&self, uri: &str) -> Result<Unit>;
 
+    /// [`StoreMaintenance::inspect`] of many units at once, in their
+    /// order. A store that asks others about its units (RADOS: whether
+    /// their writers are alive, which a dead writer's watch may leave
+    /// unanswered for a whole lease) asks about all of them together, so
+    /// that `stats` and `purge` wait at most once (a lease), not once per
+    /// writer. The default inspects one after another.
+    fn inspect_all(&self, uris: &[String]) -> Vec<Result<Unit>> {
+        uris.iter().map(|u| self.inspect(u)).collect()
+    }
+
     /// Hold a unit for removal, unless a live writer still appends to it.
     ///
     /// # Errors
@@ -205,4 +215,31 @@ pub trait StoreWriter: Send {
     /// each (or one writer's fields only) may do nothing: they become
     /// orphans a purge removes once the writer is gone.
     fn abandon(&mut self);
+
+    /// The catalogue's flush has just made the entries of the last
+    /// [`StoreWriter::flush`] visible: succeed only if no purge can have
+    /// reclaimed the units they point into at any instant between that
+    /// flush and now, the publish included. The handle acknowledges the
+    /// flush only then; on an error the entries are visible but may point
+    /// at nothing (the fields were not acknowledged, and a retrieve of them
+    /// fails rather than answering an older version).
+    ///
+    /// Why after the publish, not only before it: a writer stopped past its
+    /// lease (SIGSTOP, a VM paused, swap) between its check and its publish
+    /// resumes and publishes; only a check that covers the publish itself
+    /// sees that its liveness lapsed meanwhile. Together with purge's order
+    /// (verdict on the writer, then a fresh reading of the catalogue, then
+    /// removal: `manage.rs`), every publish either precedes that reading
+    /// (its units are kept) or follows the verdict (this check fails).
+    ///
+    /// A store whose units are held by the writer's open files or locks
+    /// (POSIX), or that reclaims no writer's units by a verdict on its
+    /// liveness, has nothing to check (the default).
+    ///
+    /// # Errors
+    /// `Unavailable` when the writer's liveness lapsed (its lease ended or
+    /// its watch broke) since the flush.
+    fn confirm_published(&mut self) -> Result<()> {
+        Ok(())
+    }
 }

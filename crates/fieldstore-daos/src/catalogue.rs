@@ -257,6 +257,7 @@ impl Catalogue for DaosCatalogue {
             cont: RwLock::new(Some(cont)),
             refresh: Mutex::new(ReadState {
                 next: 0,
+                looked_past_end: false,
                 buf: Vec::with_capacity(format::MAX_INLINE),
             }),
             index: RwLock::new(Index::default()),
@@ -672,6 +673,9 @@ type Index = DatasetIndex<()>;
 struct ReadState {
     /// The next log slot to read.
     next: u64,
+    /// Whether the end of the log was looked past once (the first refresh
+    /// of a reader of this incarnation does; see [`DaosDataset::follow`]).
+    looked_past_end: bool,
     /// A buffer that holds any inline slot value.
     buf: Vec<u8>,
 }
@@ -716,6 +720,7 @@ impl DaosDataset {
         *self.cont.write().unwrap_or_else(|p| p.into_inner()) = cont;
         *self.index.write().unwrap_or_else(|p| p.into_inner()) = Index::default();
         st.next = 0;
+        st.looked_past_end = false;
     }
 
     /// The container under the dataset's label now, if it holds the
@@ -815,9 +820,24 @@ impl DaosDataset {
     }
 
     /// Read new slots of `cont`'s log.
+    ///
+    /// **Gaps.** Slots are inserted only after the slot before them was
+    /// seen to exist, so a missing slot with a slot after it was removed
+    /// behind fieldstore's back: a gap, which is damage (a region that may
+    /// have held any record: lookups it may change fail, never answering
+    /// an older version with success), and reading goes on after it (the
+    /// flushes after a gap stay visible). Telling the end of the log from
+    /// a gap costs a size-only `kv_get` of the next slot, paid when a
+    /// refresh read something new, and at a reader's first refresh: an
+    /// idle refresh (every retrieve of a reader that is up to date) costs
+    /// one `kv_get` as before. Not seen: a gap of two or more slots, and
+    /// a gap right after where an idle reader stopped (a new reader sees
+    /// it), and a lost tail (the last slots removed: nothing after them
+    /// tells).
     fn follow(&self, st: &mut ReadState, cont: &Cont) -> Result<()> {
         let oid = cont.kv_oid(layout::DATASET_KV_LO, self.kv_class)?;
         let kv = cont.c.kv(oid, true).map_err(class_error)?;
+        let mut read_some = false;
         loop {
             let slot = st.next;
             let mut buf = std::mem::take(&mut st.buf);
@@ -826,6 +846,24 @@ impl DaosDataset {
                 Ok(true) => buf,
                 Ok(false) => {
                     st.buf = buf;
+                    if (read_some || !st.looked_past_end) && kv.exists(&slot_key(slot + 1))? {
+                        self.index
+                            .write()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .damaged_region(
+                                slot,
+                                format!(
+                                    "daos://{}/{}: log slot missing, though {} exists (a gap \
+                                     in the log: a slot removed behind fieldstore's back)",
+                                    cont.c.name(),
+                                    slot_key(slot),
+                                    slot_key(slot + 1)
+                                ),
+                            );
+                        st.next = slot + 1;
+                        continue;
+                    }
+                    st.looked_past_end = true;
                     break;
                 }
                 Err(e) => {
@@ -847,6 +885,7 @@ impl DaosDataset {
                 Err(e) => return Err(e),
             }
             st.next = slot + 1;
+            read_some = true;
             cont.saw_slot(slot);
         }
         Ok(())

@@ -32,6 +32,10 @@
 //! the writer's next successful renewal, which that read did not see, is
 //! more than half a lease after its previous one and ends the lease;
 //! without such a renewal its flushes stop within half a lease.
+//! The check runs twice, before the catalogue's slot insert and after it
+//! (`StoreWriter::confirm_published`): a writer stopped past its lease
+//! between the first check and its insert finds its lease ended at the
+//! second, and its flush fails instead of being acknowledged.
 
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};

@@ -81,6 +81,9 @@ struct DaosStoreWriter {
     /// The lease generation of the first array archived since the last
     /// flush: the flush is acknowledged only while it holds.
     batch: Option<u64>,
+    /// The lease generation of the last flush's arrays, until the
+    /// catalogue has published them ([`StoreWriter::confirm_published`]).
+    published: Option<u64>,
     /// The arrays archived since the last flush: nothing can point to them
     /// until the store's flush returns, so a writer dropped before it
     /// destroys them (a long-lived process that drops a handle with
@@ -140,6 +143,7 @@ impl Store for DaosStore {
             lease: self.cfg.writer_lease,
             kv_class: self.cfg.kv_class,
             batch: None,
+            published: None,
             unflushed: Vec::new(),
             pool: self.cfg.store_pool.clone(),
             label: label.clone(),
@@ -387,6 +391,7 @@ impl StoreWriter for DaosStoreWriter {
                 // catalogue's flush fails); what follows is under the new
                 // container's lease.
                 self.batch = None;
+                self.published = None;
                 self.unflushed.clear();
                 self.archive_once(data)
             }
@@ -402,9 +407,22 @@ impl StoreWriter for DaosStoreWriter {
         if let Some(generation) = self.batch {
             self.cont.lease.confirm(generation)?;
         }
-        self.batch = None;
+        self.published = self.batch.take();
         self.unflushed.clear();
         Ok(())
+    }
+
+    /// The lease held, unbroken, from the flush through the catalogue's
+    /// publish: [`lease::Lease::confirm`] again, now that the entries are
+    /// visible. A writer stopped past its lease in between finds its lease
+    /// ended (renewed too late, or its key removed by the purge that
+    /// destroyed its arrays) and fails the flush instead of acknowledging
+    /// fields that are gone.
+    fn confirm_published(&mut self) -> Result<()> {
+        match self.published.take() {
+            Some(generation) => self.cont.lease.confirm(generation),
+            None => Ok(()),
+        }
     }
 
     /// Arrays are complete once written: nothing is held until indexed.
@@ -415,6 +433,7 @@ impl StoreWriter for DaosStoreWriter {
     /// dataset (see [`StoreMaintenance::orphans`]).
     fn abandon(&mut self) {
         self.batch = None;
+        self.published = None;
         self.unflushed.clear();
     }
 }

@@ -34,6 +34,22 @@ fn damaged_log_record_costs_only_itself() {
     });
 }
 
+/// A missing log slot (a gap: a later slot exists) is damage: lookups it
+/// may answer fail, what follows it stays visible, purge refuses the
+/// dataset (issue 38).
+#[test]
+fn missing_log_record_is_damage() {
+    let pool = common::standin().fresh_pool("gaplog");
+    let schema = support::schema();
+    let open = {
+        let pool = pool.clone();
+        move || FieldStore::open(common::config(&pool, schema.clone()))
+    };
+    fieldstore_testkit::missing_log_record_is_damage(&open, &|d, n| {
+        common::remove_slot(&pool, d, n)
+    });
+}
+
 fn mixed_pair(engine: Engine, store: StoreKind) {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let pool = common::standin().fresh_pool("mixed");

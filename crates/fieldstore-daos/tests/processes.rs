@@ -210,11 +210,13 @@ fn conformance_on_the_directory_backend() {
         move || FieldStore::open(common::config(&pool, schema()))
     };
     let damage_record = |d: &fieldstore::DatasetKey, n: usize| common::damage_slot(&pool, d, n);
+    let remove_record = |d: &fieldstore::DatasetKey, n: usize| common::remove_slot(&pool, d, n);
     fieldstore_testkit::run_all(
         &open,
         &fieldstore_testkit::Capabilities {
             corrupt: Some(&common::corrupt),
             damage_record: Some(&damage_record),
+            remove_record: Some(&remove_record),
         },
     );
 }
@@ -238,6 +240,29 @@ fn purge_reclaims_only_what_killed_writers_left() {
         max_len: 700 << 10,
     };
     processes::purge_reclaims_only_what_killed_writers_left(
+        &launcher_with(&pool, section),
+        &s,
+        Duration::from_millis(2 * LEASE * 1000 + 500),
+    );
+}
+
+/// Issue 38's first row: a writer stopped (SIGSTOP) past its lease
+/// between its store flush and its catalogue flush while `purge --doit`
+/// destroys its arrays must not acknowledge its flush.
+fn writer_paused_across_its_commit_while_purge_runs() {
+    const LEASE: u64 = 6;
+    let pool = fresh_pool("pau");
+    let mut section = common::section(&pool);
+    section["writer_lease"] = LEASE.into();
+    let s = Streams {
+        expver: "dpa1".into(),
+        writers: 2,
+        fields: 4,
+        flush_every: 4,
+        min_len: 600 << 10,
+        max_len: 700 << 10,
+    };
+    processes::writer_paused_across_its_commit_while_purge_runs(
         &launcher_with(&pool, section),
         &s,
         Duration::from_millis(2 * LEASE * 1000 + 500),
@@ -272,6 +297,10 @@ fn main() -> ExitCode {
         (
             "purge_reclaims_only_what_killed_writers_left",
             purge_reclaims_only_what_killed_writers_left,
+        ),
+        (
+            "writer_paused_across_its_commit_while_purge_runs",
+            writer_paused_across_its_commit_while_purge_runs,
         ),
     ];
     let code = processes::run_tests(tests);

@@ -21,7 +21,7 @@
 //! dataset in the root object's omap only if its key is absent.
 
 use std::borrow::Cow;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use fieldstore_core::catalogue::visit_newest_first;
@@ -106,17 +106,25 @@ enum Seal {
 
 /// The seal of segment `object`.
 fn seal_of(pool: &Pool, object: &str) -> Result<Seal> {
-    let v = pool
-        .omap_get(object, &[SEALED])
-        .map_err(|e| e.error(format!("reading the seal of {}", pool.what(object))))?;
+    seal_if_any(pool, object)?
+        .ok_or_else(|| ENOENT.error(format!("reading the seal of {}", pool.what(object))))
+}
+
+/// The seal of segment `object`; `None` if the segment is gone (a wipe).
+fn seal_if_any(pool: &Pool, object: &str) -> Result<Option<Seal>> {
+    let v = match pool.omap_get(object, &[SEALED]) {
+        Ok(v) => v,
+        Err(e) if e == ENOENT => return Ok(None),
+        Err(e) => return Err(e.error(format!("reading the seal of {}", pool.what(object)))),
+    };
     match v.into_iter().next() {
-        None => Ok(Seal::Open),
-        Some((_, v)) if v.is_empty() => Ok(Seal::Open),
-        Some((_, v)) if v == WIPED_SEAL => Ok(Seal::Wiped),
+        None => Ok(Some(Seal::Open)),
+        Some((_, v)) if v.is_empty() => Ok(Some(Seal::Open)),
+        Some((_, v)) if v == WIPED_SEAL => Ok(Some(Seal::Wiped)),
         Some((_, v)) => std::str::from_utf8(&v)
             .ok()
             .and_then(|t| t.parse().ok())
-            .map(Seal::Next)
+            .map(|n| Some(Seal::Next(n)))
             .ok_or_else(|| Error::corrupt(format!("{}: bad seal {v:?}", pool.what(object)))),
     }
 }
@@ -134,9 +142,82 @@ fn last_segment(pool: &Pool, base: &str) -> Result<Option<(u32, Seal)>> {
         }
         match seal_of(pool, &obj)? {
             Seal::Next(n) => k = n,
-            other => return Ok(Some((k, other))),
+            Seal::Open => {
+                // The next segment exists, though this one is not marked
+                // sealed: its sealer died between creating the next one
+                // and sealing this one, or its `!sealed` key was lost
+                // (damage; its SEAL record is there). Seal it (again), so
+                // that nothing is appended after a SEAL, and go on.
+                let next = segment_object(base, k + 1);
+                match pool.stat(&next) {
+                    Ok(_) => match seal_segment(pool, base, k)? {
+                        Some(n) => k = n,
+                        None => return Ok(Some((k, Seal::Wiped))),
+                    },
+                    Err(e) if e == ENOENT => return Ok(Some((k, Seal::Open))),
+                    Err(e) => return Err(e.error(format!("reading {}", pool.what(&next)))),
+                }
+            }
+            Seal::Wiped => return Ok(Some((k, Seal::Wiped))),
         }
     }
+}
+
+/// Seal log segment `segment` of the log whose segment 0 is `base` (unless
+/// another writer did) and return the segment the log goes on in (`None`:
+/// the dataset is wiped): create the next segment, then, atomically on
+/// this one, mark it sealed and append a SEAL record naming the next.
+/// Once sealed, no flush can be appended to a segment, so every record of
+/// segment k precedes every record of segment k + 1.
+fn seal_segment(pool: &Pool, base: &str, segment: u32) -> Result<Option<u32>> {
+    let obj = segment_object(base, segment);
+    let next = segment + 1;
+    let next_obj = segment_object(base, next);
+    let mut p = Enc::default();
+    p.u32(next);
+    let mut rec = Vec::new();
+    format::FRAMING.frame(&mut rec, format::SEAL, &p.0);
+    for _ in 0..1000 {
+        // The next segment inherits the archive lock; the seal applies
+        // only if the lock did not change meanwhile.
+        let lock: Vec<u8> = pool
+            .omap_get(&obj, &[ARCHIVE_LOCKED])
+            .map_err(|e| e.error(format!("reading the locks of {}", pool.what(&obj))))?
+            .into_iter()
+            .next()
+            .map(|(_, v)| v)
+            .unwrap_or_default();
+        let mut create = WriteOp::new()?;
+        create.create();
+        if lock.is_empty() {
+            create.omap_rm_keys(&[ARCHIVE_LOCKED]);
+        } else {
+            create.omap_set(&[(ARCHIVE_LOCKED, &lock)]);
+        }
+        pool.operate(&next_obj, &create)
+            .map_err(|e| e.error(format!("creating {}", pool.what(&next_obj))))?;
+        let mut op = WriteOp::new()?;
+        op.assert_exists();
+        op.omap_cmp_eq(SEALED, b"");
+        op.omap_cmp_eq(ARCHIVE_LOCKED, &lock);
+        op.omap_set(&[(SEALED, next.to_string().as_bytes())]);
+        op.append(&rec);
+        match pool.operate(&obj, &op) {
+            Ok(()) => return Ok(Some(next)),
+            Err(e) if e == ECANCELED => match seal_of(pool, &obj)? {
+                Seal::Next(n) => return Ok(Some(n)),
+                Seal::Wiped => return Ok(None),
+                // The lock changed: copy it again.
+                Seal::Open => {}
+            },
+            Err(e) if e == ENOENT => return Ok(None),
+            Err(e) => return Err(e.error(format!("sealing {}", pool.what(&obj)))),
+        }
+    }
+    Err(Error::internal(format!(
+        "{}: the seal kept failing",
+        pool.what(&obj)
+    )))
 }
 
 /// Append a record to the end of the log, with `more` added to the same
@@ -432,6 +513,7 @@ impl Catalogue for RadosCatalogue {
             notify: self.notify,
             object,
             segment: 0,
+            located: false,
             segment_size: self.log_segment_size,
             since_stat: 0,
             writer: fieldstore_core::writer_id::next(),
@@ -753,6 +835,8 @@ struct RadosCatalogueWriter {
     object: String,
     /// The log segment this writer appends to (the last one it knows).
     segment: u32,
+    /// Whether `segment` was found by [`last_segment`] (at the first flush).
+    located: bool,
     /// Seal a segment once it is this large.
     segment_size: u64,
     /// Flushes since the segment's size was last checked.
@@ -846,67 +930,15 @@ impl RadosCatalogueWriter {
     }
 
     /// Seal the current segment (unless another writer did) and move to
-    /// the next: create it, then, atomically on the current one, mark it
-    /// sealed and append a SEAL record naming the next. Once sealed, no
-    /// flush can be appended to a segment, so every record of segment k
-    /// precedes every record of segment k + 1.
+    /// the next ([`seal_segment`]).
     fn seal(&mut self) -> Result<()> {
-        let obj = segment_object(&self.object, self.segment);
-        let next = self.segment + 1;
-        let next_obj = segment_object(&self.object, next);
-        let mut p = Enc::default();
-        p.u32(next);
-        let mut rec = Vec::new();
-        format::FRAMING.frame(&mut rec, format::SEAL, &p.0);
-        for _ in 0..1000 {
-            // The next segment inherits the archive lock; the seal applies
-            // only if the lock did not change meanwhile.
-            let lock: Vec<u8> = self
-                .pool
-                .omap_get(&obj, &[ARCHIVE_LOCKED])
-                .map_err(|e| e.error(format!("reading the locks of {}", self.pool.what(&obj))))?
-                .into_iter()
-                .next()
-                .map(|(_, v)| v)
-                .unwrap_or_default();
-            let mut create = WriteOp::new()?;
-            create.create();
-            if lock.is_empty() {
-                create.omap_rm_keys(&[ARCHIVE_LOCKED]);
-            } else {
-                create.omap_set(&[(ARCHIVE_LOCKED, &lock)]);
+        match seal_segment(&self.pool, &self.object, self.segment)? {
+            Some(n) => {
+                self.segment = n;
+                Ok(())
             }
-            self.pool
-                .operate(&next_obj, &create)
-                .map_err(|e| e.error(format!("creating {}", self.pool.what(&next_obj))))?;
-            let mut op = WriteOp::new()?;
-            op.assert_exists();
-            op.omap_cmp_eq(SEALED, b"");
-            op.omap_cmp_eq(ARCHIVE_LOCKED, &lock);
-            op.omap_set(&[(SEALED, next.to_string().as_bytes())]);
-            op.append(&rec);
-            match self.pool.operate(&obj, &op) {
-                Ok(()) => {
-                    self.segment = next;
-                    return Ok(());
-                }
-                Err(e) if e == ECANCELED => match seal_of(&self.pool, &obj)? {
-                    Seal::Next(n) => {
-                        self.segment = n;
-                        return Ok(());
-                    }
-                    Seal::Wiped => return Err(wiped_while_writing(&self.key)),
-                    // The lock changed: copy it again.
-                    Seal::Open => {}
-                },
-                Err(e) if e == ENOENT => return Err(wiped_while_writing(&self.key)),
-                Err(e) => return Err(e.error(format!("sealing {}", self.pool.what(&obj)))),
-            }
+            None => Err(wiped_while_writing(&self.key)),
         }
-        Err(Error::internal(format!(
-            "{}: the seal kept failing",
-            self.pool.what(&obj)
-        )))
     }
 }
 
@@ -968,6 +1000,16 @@ impl CatalogueWriter for RadosCatalogueWriter {
         // appends the record, which makes them all visible at once. Every
         // operation requires the segment not to be sealed; if it is, the
         // flush goes again to the next segment.
+        if !self.located {
+            // The first flush finds the last segment by its seals, and
+            // finishes a seal that is unfinished or lost its `!sealed` key
+            // ([`last_segment`]), rather than append after a SEAL record.
+            match last_segment(&self.pool, &self.object)? {
+                Some((k, Seal::Open)) => self.segment = k,
+                _ => return Err(wiped_while_writing(&self.key)),
+            }
+            self.located = true;
+        }
         let mut hops = 0;
         while !self.flush_to_segment(&blocks, &rec)? {
             hops += 1;
@@ -1034,6 +1076,9 @@ struct ReaderState {
     /// The log ended in WIPED, or the dataset object is gone: nothing is
     /// visible, until a dataset is created anew under the same name.
     gone: bool,
+    /// Whether the end of the log was checked against its segment's seal
+    /// once (a reader's first refresh does; see `refresh_locked`).
+    looked_past_end: bool,
 }
 
 impl ReaderState {
@@ -1046,6 +1091,7 @@ impl ReaderState {
             pos,
             index: DatasetIndex::default(),
             gone: false,
+            looked_past_end: false,
         }
     }
 }
@@ -1244,6 +1290,64 @@ impl RadosReader {
 }
 
 impl RadosReader {
+    /// The collocations of the index blocks in the omaps of the segments
+    /// read so far that no FLUSH record read names: those of damaged
+    /// records (and of flushes whose last operation never applied, and of
+    /// wiped collocations: more, never fewer). `None` when one of them
+    /// does not decode (it may hold anything). One omap listing per
+    /// segment: paid only by lookups of unknown collocations in a dataset
+    /// with a damaged region.
+    ///
+    /// # Errors
+    /// RADOS errors reading the omaps.
+    fn unnamed_collocations(&self, st: &ReaderState) -> Result<Option<BTreeSet<CollocationKey>>> {
+        let named: HashSet<&Place> = st
+            .index
+            .all_blocks()
+            .flat_map(|(_, blocks, _)| blocks.iter().map(|b| &b.place))
+            .collect();
+        let mut out = BTreeSet::new();
+        for segment in 0..=st.segment {
+            let obj = segment_object(&self.object, segment);
+            let mut after = String::new();
+            loop {
+                let (page, more) = match self.pool.omap_page(&obj, &after, "", PAGE) {
+                    Ok(p) => p,
+                    Err(e) if e == ENOENT => break,
+                    Err(e) => {
+                        return Err(e.error(format!(
+                            "reading the index blocks of {}",
+                            self.pool.what(&obj)
+                        )))
+                    }
+                };
+                for (k, v) in &page {
+                    let key = String::from_utf8_lossy(k).into_owned();
+                    if !key.starts_with('!') && !named.contains(&(segment, key.clone())) {
+                        let what = || format!("{} omap key '{key}'", self.pool.what(&obj));
+                        let collocation = match format::FRAMING.unframe(v, &what) {
+                            Ok(Framed::Record(format::BLOCK, p, n)) if n == v.len() => {
+                                Dec::new(p, &what).key().ok().map(CollocationKey)
+                            }
+                            _ => None,
+                        };
+                        match collocation {
+                            Some(c) => {
+                                out.insert(c);
+                            }
+                            None => return Ok(None),
+                        }
+                    }
+                    after = key;
+                }
+                if !more || page.is_empty() {
+                    break;
+                }
+            }
+        }
+        Ok(Some(out))
+    }
+
     fn refresh_locked(&self, st: &mut ReaderState) -> Result<()> {
         if st.gone && !self.restart(st)? {
             return Ok(());
@@ -1261,7 +1365,25 @@ impl RadosReader {
                         st.gone = true;
                         return Ok(());
                     }
-                    Vec::new()
+                    // A wipe removes segments from the last down: with
+                    // the next one still there, this one was removed
+                    // behind fieldstore's back. Damage; read on after it.
+                    let next = segment_object(&self.object, st.segment + 1);
+                    if self.pool.stat(&next).is_ok() {
+                        st.index.damaged_region(
+                            log_at(st.segment, 0),
+                            format!(
+                                "{}: log segment missing, though {} exists (removed behind \
+                                 fieldstore's back); reading on in the next segment",
+                                self.pool.what(&obj),
+                                self.pool.what(&next)
+                            ),
+                        );
+                        st.segment += 1;
+                        st.pos = 0;
+                        continue 'segments;
+                    }
+                    return Ok(());
                 }
                 Err(e) => {
                     return Err(e.error(format!("reading the log of {}", self.pool.what(&obj))))
@@ -1332,6 +1454,27 @@ impl RadosReader {
                                 st.segment + 1
                             )));
                         }
+                        // Nothing follows a SEAL but another SEAL (a seal
+                        // finished again after its `!sealed` key was lost):
+                        // anything else was appended after the seal, when
+                        // the key was gone, and is out of the log's order.
+                        let rest = &buf[used + n..];
+                        let resealed = matches!(
+                            format::FRAMING.unframe(rest, &what),
+                            Ok(Framed::Record(format::SEAL, ..))
+                        );
+                        if !rest.is_empty() && !resealed {
+                            st.index.damaged_region(
+                                log_at(st.segment, at + n as u64),
+                                format!(
+                                    "{}: {} bytes after the SEAL record at offset {at} (appended \
+                                     after the segment was sealed, its `!sealed` key lost): not \
+                                     read",
+                                    self.pool.what(&obj),
+                                    rest.len()
+                                ),
+                            );
+                        }
                         st.segment = next;
                         st.pos = 0;
                         continue 'segments;
@@ -1348,6 +1491,42 @@ impl RadosReader {
                 used += n;
             }
             st.pos += used as u64;
+            // The end of this segment's records: the end of the log, unless
+            // the segment is sealed and its SEAL record was cut off (checked
+            // when something new was read, and at a reader's first refresh:
+            // an idle refresh costs one read, as before).
+            if used > 0 || !st.looked_past_end {
+                st.looked_past_end = true;
+                if let Some(Seal::Next(n)) = seal_if_any(&self.pool, &obj)? {
+                    // Sealed since the read above (the SEAL record is there
+                    // now), or the record is gone.
+                    let more = match read_from(&self.pool, &obj, st.pos) {
+                        Ok(m) => m,
+                        // Removed meanwhile (a wipe): the next refresh sees it.
+                        Err(e) if e == ENOENT => return Ok(()),
+                        Err(e) => {
+                            return Err(
+                                e.error(format!("reading the log of {}", self.pool.what(&obj)))
+                            )
+                        }
+                    };
+                    if more.is_empty() {
+                        st.index.damaged_region(
+                            log_at(st.segment, st.pos),
+                            format!(
+                                "{}: sealed (its `!sealed` key names segment {n}), but its log \
+                                 ends at offset {} without a SEAL record: cut short behind \
+                                 fieldstore's back; reading on in segment {n}",
+                                self.pool.what(&obj),
+                                st.pos
+                            ),
+                        );
+                        st.segment = n;
+                        st.pos = 0;
+                    }
+                    continue 'segments;
+                }
+            }
             return Ok(());
         }
     }
@@ -1375,6 +1554,10 @@ impl DatasetReader for RadosReader {
         Ok(lock(&self.state).index.collocations())
     }
 
+    /// A collocation this reader does not know is answered despite a
+    /// damaged region when no index block the log does not name holds it
+    /// (`unnamed_collocations`): a damaged FLUSH record's blocks are intact
+    /// in the omap, so they tell what it may have held.
     fn lookup(
         &self,
         collocation: &CollocationKey,
@@ -1382,7 +1565,16 @@ impl DatasetReader for RadosReader {
     ) -> Result<Option<FieldLocation>> {
         let mut st = lock(&self.state);
         self.load(&mut st, collocation, &|_| true)?;
-        st.index.lookup(collocation, element, None)
+        let may_hold =
+            if st.index.has_damaged_regions() && st.index.collocation(collocation).is_none() {
+                self.unnamed_collocations(&st)?
+                    .is_none_or(|held| held.contains(collocation))
+            } else {
+                true
+            };
+        let mut unknown_may_hold = || may_hold;
+        st.index
+            .lookup(collocation, element, Some(&mut unknown_may_hold))
     }
 
     fn scan(

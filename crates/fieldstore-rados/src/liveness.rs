@@ -25,7 +25,11 @@
 //! lease without an answer; a writer that answered the OSD's pings within
 //! the last half lease would have answered the purge's notify: the two
 //! cannot both hold, as long as the flush that follows the confirmation
-//! completes within half a lease (seconds against 15 s by default).
+//! completes within half a lease (seconds against 15 s by default). A
+//! writer stopped longer between the confirmation and its log append is
+//! caught by the same confirmation run again after the append
+//! (`StoreWriter::confirm_published`): its watch was dropped by the OSD,
+//! and its flush fails instead of being acknowledged.
 //!
 //! A writer of an older version wrote neither object before `.closed`:
 //! its objects without `.closed` count as in use, as before (a wipe of

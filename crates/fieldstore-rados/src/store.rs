@@ -311,6 +311,30 @@ impl StoreMaintenance for RadosStore {
         })
     }
 
+    /// The writers of all these units asked at once ([`liveness::states`]:
+    /// at most one lease in total, when writers were killed less than a
+    /// lease ago or their watches outlived them), then each unit inspected
+    /// with what is now known (done writers are remembered).
+    fn inspect_all(&self, uris: &[String]) -> Vec<Result<Unit>> {
+        let mut by_pool: HashMap<String, (Arc<Pool>, Vec<&str>)> = HashMap::new();
+        for uri in uris {
+            if let Ok((pool, object)) = self.unit(uri) {
+                if let Some(prefix) = writer_prefix(object) {
+                    by_pool
+                        .entry(pool.to_string())
+                        .or_insert_with(|| (pool.clone(), Vec::new()))
+                        .1
+                        .push(prefix);
+                }
+            }
+        }
+        for (pool, prefixes) in by_pool.values() {
+            // Errors show again in the inspections below.
+            let _ = self.done_writers(pool, prefixes.iter().copied());
+        }
+        uris.iter().map(|u| self.inspect(u)).collect()
+    }
+
     fn claim(&self, uri: &str) -> Result<Claim<'_>> {
         // A closed writer's objects get no more appends and no new
         // references (its flushes all came before it closed them); a dead
@@ -571,6 +595,23 @@ impl StoreWriter for RadosStoreWriter {
     /// Objects are in use until the writer closes them (its marker
     /// object): nothing more to say once indexed.
     fn indexed(&mut self) {}
+
+    /// The watch held, unbroken, from the flush through the catalogue's
+    /// publish: [`Liveness::confirm`] again, now that the entries are
+    /// visible. A writer stopped past its lease in between finds its watch
+    /// dropped by the OSD (the purge that removed its objects got no answer
+    /// from it) and fails the flush instead of acknowledging fields that
+    /// are gone.
+    fn confirm_published(&mut self) -> Result<()> {
+        if let Some(l) = &self.liveness {
+            if let Err(e) = l.confirm() {
+                // Every later flush of this writer fails too.
+                self.failed = Some(Error::new(e.kind(), e.to_string()));
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
 
     /// The bytes of a failed flush stay in the writer's objects until it
     /// closes them; purge removes an object once no newest entry points

@@ -102,6 +102,7 @@ fn toc_catalogue_with_rados_store() {
         &Capabilities {
             corrupt: Some(&corrupt),
             damage_record: None,
+            remove_record: None,
         },
     );
 }

@@ -122,6 +122,31 @@ fn purge_reclaims_only_what_killed_writers_left() -> Outcome {
     Outcome::Passed
 }
 
+/// Issue 38's first row: a writer stopped (SIGSTOP) past its lease
+/// between its store flush and its catalogue flush while `purge --doit`
+/// removes its objects must not acknowledge its flush.
+fn writer_paused_across_its_commit_while_purge_runs() -> Outcome {
+    let Some((launcher, _dir)) = setup("writer_paused_across_its_commit_while_purge_runs") else {
+        return Outcome::Skipped(NO_CEPH.into());
+    };
+    let s = Streams {
+        expver: "pau1".into(),
+        writers: 2,
+        fields: 4,
+        flush_every: 4,
+        min_len: 600 << 10,
+        max_len: 700 << 10,
+    };
+    // Stopped a lease (12 s) before the purge, which then waits another
+    // lease for its answer: the OSD has dropped its watch by then.
+    processes::writer_paused_across_its_commit_while_purge_runs(
+        &launcher,
+        &s,
+        Duration::from_secs(12),
+    );
+    Outcome::Passed
+}
+
 fn main() -> ExitCode {
     if let Some(code) = processes::worker_from_args() {
         return code;
@@ -142,6 +167,10 @@ fn main() -> ExitCode {
         (
             "purge_reclaims_only_what_killed_writers_left",
             purge_reclaims_only_what_killed_writers_left,
+        ),
+        (
+            "writer_paused_across_its_commit_while_purge_runs",
+            writer_paused_across_its_commit_while_purge_runs,
         ),
     ];
     processes::run_tests(tests)

@@ -64,6 +64,11 @@ pub struct Capabilities<'a> {
     /// first record after the one that created it) in place, bypassing the
     /// backend. `None` for a backend without a log (memory).
     pub damage_record: Option<DamageRecord<'a>>,
+    /// Remove record `n` of a dataset's log after its creation (numbered
+    /// as for `damage_record`), leaving the records after it, bypassing
+    /// the backend: a gap in the log. `None` where a record cannot be
+    /// removed alone (a POSIX or RADOS log is one file or object).
+    pub remove_record: Option<DamageRecord<'a>>,
 }
 
 /// A hook that damages record `n` of a dataset's log
@@ -75,6 +80,7 @@ impl std::fmt::Debug for Capabilities<'_> {
         f.debug_struct("Capabilities")
             .field("corrupt", &self.corrupt.is_some())
             .field("damage_record", &self.damage_record.is_some())
+            .field("remove_record", &self.remove_record.is_some())
             .finish()
     }
 }
@@ -146,6 +152,10 @@ pub fn run_all(open: Open<'_>, caps: &Capabilities<'_>) {
     if let Some(damage) = caps.damage_record {
         println!("conformance check damaged_log_record_costs_only_itself");
         damaged_log_record_costs_only_itself(open, damage);
+    }
+    if let Some(remove) = caps.remove_record {
+        println!("conformance check missing_log_record_is_damage");
+        missing_log_record_is_damage(open, remove);
     }
 }
 

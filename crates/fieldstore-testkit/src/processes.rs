@@ -33,6 +33,7 @@
 //!   prints such a line only after its flush returned.
 
 mod scenarios;
+mod stop;
 pub mod worker;
 
 use std::ffi::{OsStr, OsString};
@@ -48,7 +49,8 @@ use fieldstore::{Config, FieldStore};
 
 pub use scenarios::{
     purge_reclaims_only_what_killed_writers_left, watchers_see_exactly_what_is_flushed,
-    writers_and_readers, writers_killed_at_random_instants,
+    writer_paused_across_its_commit_while_purge_runs, writers_and_readers,
+    writers_killed_at_random_instants,
 };
 pub use worker::{worker_main, USAGE};
 
@@ -414,6 +416,41 @@ impl Worker {
                 }
             }
         }
+    }
+
+    /// Wait until the worker has stopped itself (SIGSTOP: state `T` in
+    /// `/proc/<pid>/stat`), as `write-hold --stop-after-store-flush 1`
+    /// does between its store's flush and its catalogue's.
+    ///
+    /// # Panics
+    /// At the deadline, or if it exits instead.
+    pub fn wait_stopped(&mut self) {
+        let stat = format!("/proc/{}/stat", self.child.id());
+        loop {
+            let state = std::fs::read_to_string(&stat).ok().and_then(|t| {
+                // The state follows the command name, which is in parentheses.
+                t.rsplit_once(')')
+                    .and_then(|(_, rest)| rest.trim_start().chars().next())
+            });
+            if state == Some('T') {
+                return;
+            }
+            if !self.is_running() {
+                let out = self.lines.try_iter().collect::<String>();
+                panic!("{} exited instead of stopping: {out}", self.what);
+            }
+            if Instant::now() > self.deadline {
+                self.hung("stop");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Resume a stopped worker (SIGCONT).
+    pub fn resume(&self) {
+        let _ = Command::new("kill")
+            .args(["-CONT", &self.child.id().to_string()])
+            .status();
     }
 
     /// Let a held worker start its workload (close its stdin); nothing for

@@ -31,6 +31,7 @@ fn run_all_on_one_root() {
             &fieldstore_testkit::Capabilities {
                 corrupt: Some(&corrupt),
                 damage_record: Some(&damage_record),
+                remove_record: None,
             },
         );
     });

@@ -308,7 +308,10 @@ impl FieldStore {
                 crate::failpoint::hit("flush.store_done");
                 w.catalogue
                     .flush()
-                    .map_err(|e| (e, w.catalogue.last_flush_invisible()))
+                    .map_err(|e| (e, w.catalogue.last_flush_invisible()))?;
+                // Visible now; acknowledged only if the store's units
+                // cannot have been reclaimed across the publish.
+                w.store.confirm_published().map_err(|e| (e, false))
             });
             match r {
                 Ok(()) => {

@@ -638,6 +638,7 @@ impl FieldStore {
         let mut kept = Vec::new();
         let mut remove = Vec::new();
         let candidates: BTreeSet<String> = inside.units.keys().cloned().chain(pending).collect();
+        let mut asked = Vec::new();
         for uri in candidates {
             let bytes_in = inside.units.get(&uri).map(|u| u.bytes);
             if outside.units.contains_key(&uri) {
@@ -649,7 +650,11 @@ impl FieldStore {
                 });
                 continue;
             }
-            match self.unit_state(&uri, bytes_in) {
+            asked.push((uri, bytes_in));
+        }
+        let states = self.unit_states(&asked);
+        for ((uri, _), state) in asked.into_iter().zip(states) {
+            match state {
                 (UnitState::InUse, bytes) => kept.push(Kept {
                     item: Item::new(ItemKind::Data, unit_name(&uri), bytes),
                     reason: "a live writer still appends to it; a later wipe or purge removes it"
@@ -689,12 +694,24 @@ impl FieldStore {
         }))
     }
 
-    /// A unit's state and size (the store's, else `fallback`).
-    fn unit_state(&self, uri: &str, fallback: Option<u64>) -> (UnitState, Option<u64>) {
-        match self.store_maintenance("purge").and_then(|m| m.inspect(uri)) {
-            Ok(u) => (u.state, u.bytes.or(fallback)),
-            Err(_) => (UnitState::InUse, fallback),
-        }
+    /// Units' states and sizes (the store's, else their fallback), asked
+    /// all at once ([`StoreMaintenance::inspect_all`](crate::StoreMaintenance::inspect_all)):
+    /// dead writers cost one wait in total, not one each. A unit the store
+    /// cannot inspect counts as in use.
+    fn unit_states(&self, units: &[(String, Option<u64>)]) -> Vec<(UnitState, Option<u64>)> {
+        let uris: Vec<String> = units.iter().map(|(u, _)| u.clone()).collect();
+        let inspected = match self.store_maintenance("purge") {
+            Ok(m) => m.inspect_all(&uris),
+            Err(_) => return units.iter().map(|(_, f)| (UnitState::InUse, *f)).collect(),
+        };
+        units
+            .iter()
+            .zip(inspected)
+            .map(|((_, fallback), r)| match r {
+                Ok(u) => (u.state, u.bytes.or(*fallback)),
+                Err(_) => (UnitState::InUse, *fallback),
+            })
+            .collect()
     }
 
     fn do_wipe(&self, plan: &mut WipePlan, options: WipeOptions) -> Result<()> {
@@ -871,8 +888,10 @@ impl FieldStore {
             }
             let mut items = Vec::new();
             let mut remove = Vec::new();
-            for (uri, fallback) in candidates {
-                match self.unit_state(&uri, fallback) {
+            let candidates: Vec<(String, Option<u64>)> = candidates.into_iter().collect();
+            let states = self.unit_states(&candidates);
+            for ((uri, _), state) in candidates.into_iter().zip(states) {
+                match state {
                     (UnitState::InUse, bytes) => kept.push(Kept {
                         item: Item::new(ItemKind::Data, unit_name(&uri), bytes),
                         reason: "a live writer still appends to it".into(),
@@ -985,11 +1004,15 @@ impl FieldStore {
     /// The bytes a purge of `dataset` would free now (its census taken).
     fn reclaimable(&self, dataset: &DatasetKey, census: &Census) -> Result<u64> {
         let mut reclaimable = 0;
-        for (uri, u) in &census.units {
-            if u.live == 0 {
-                if let (UnitState::Idle, Some(b)) = self.unit_state(uri, Some(u.dead_bytes)) {
-                    reclaimable += b;
-                }
+        let unused: Vec<(String, Option<u64>)> = census
+            .units
+            .iter()
+            .filter(|(_, u)| u.live == 0)
+            .map(|(uri, u)| (uri.clone(), Some(u.dead_bytes)))
+            .collect();
+        for state in self.unit_states(&unused) {
+            if let (UnitState::Idle, Some(b)) = state {
+                reclaimable += b;
             }
         }
         let referenced: HashSet<String> = census.units.keys().cloned().collect();

@@ -274,3 +274,34 @@ pub fn damage_slot(pool: &str, dataset: &fieldstore::DatasetKey, n: usize) {
     value[at] ^= 0x08;
     kv.put(&key, &value).expect("writing the damaged slot");
 }
+
+/// Remove log slot `n` of `dataset`'s KV in `pool` (the slots after it
+/// stay), through libdaos itself (behind the catalogue's back).
+pub fn remove_slot(pool: &str, dataset: &fieldstore::DatasetKey, n: usize) {
+    use fieldstore_daos::client::Daos;
+    let daos = Daos::get(Some(&standin().path)).expect("libdaos");
+    let pool = Arc::new(daos.connect(pool).expect("pool"));
+    let label = fieldstore_daos::layout::dataset_label(dataset);
+    let cont = pool.open(&label, true).expect("the dataset's container");
+    let oid = cont
+        .generate_oid(
+            0,
+            1,
+            fieldstore_daos::ffi::DAOS_OT_KV_HASHED,
+            fieldstore_daos::config::OC_S1,
+        )
+        .expect("the dataset KV's OID");
+    let kv = cont.kv(oid, true).expect("the dataset KV");
+    let key = format!("f.{n}");
+    assert!(
+        kv.get(&key).expect("reading the slot").is_some(),
+        "no slot {key} in {label}"
+    );
+    assert!(
+        kv.get(&format!("f.{}", n + 1))
+            .expect("reading the next slot")
+            .is_some(),
+        "no slot after {key} in {label}: removing it would not leave a gap"
+    );
+    kv.remove(&key).expect("removing the slot");
+}

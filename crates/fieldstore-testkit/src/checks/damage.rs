@@ -190,3 +190,90 @@ pub fn damaged_log_record_costs_only_itself(
         "the field flushed after the damage read back other bytes"
     );
 }
+
+/// A gap in the log is damage, never an older answer (issue 38): five
+/// flushes into one dataset — step 0, step 6, step 0 again, step 6 again,
+/// step 12 — then `remove_record(dataset, 2)` removes the record of the
+/// second flush of step 0 behind the backend's back, leaving those after
+/// it. A fresh handle then
+/// - fails step 0 with `Corrupt` (the missing record held its newest
+///   version: the older one must not be answered as if it were);
+/// - reads steps 6 and 12 (flushed after the gap) exactly: what follows a
+///   gap does not vanish;
+/// - reports the damage in `status`;
+/// - purges nothing of the dataset (`doit`): the missing record may
+///   reference units that look unused (step 6's first version is replaced
+///   and would otherwise go), and every field still reads as before;
+/// - archives and flushes into the dataset, and reads that back: a write
+///   after a gap does not vanish either.
+pub fn missing_log_record_is_damage(open: Open<'_>, remove_record: crate::DamageRecord<'_>) {
+    let x = "gap1";
+    let w = opened(open, "writer");
+    let step = |s: u32| Spec { step: s, ..PL }.key(x);
+    let mut flushed = Vec::new();
+    for (s, version) in [(0, 1), (6, 1), (0, 2), (6, 2), (12, 1)] {
+        flushed.push(archive_payload(&w, &step(s), version, 500, 3000));
+        must(
+            w.flush(),
+            format_args!("flush of step {s} version {version}"),
+        );
+    }
+    drop(w);
+    let probe = opened(open, "probe");
+    let request = crate::support::request(&format!("class=od,expver={x}"));
+    let datasets = must(
+        probe.list(
+            &request,
+            fieldstore::ListOptions {
+                depth: fieldstore::Level::Dataset,
+                duplicates: false,
+            },
+        ),
+        "list of the datasets",
+    );
+    assert_eq!(datasets.len(), 1, "datasets of expver={x}: {datasets:?}");
+    let dataset = datasets[0].dataset.clone();
+    drop(probe);
+    remove_record(&dataset, 2);
+
+    let r = opened(open, "reader after the removal");
+    let exact = |r: &fieldstore::FieldStore, what: &str, want: &Stored| match retrieve_outcome(
+        r, &want.key,
+    ) {
+        Ok(bytes) => assert!(bytes == want.data, "{what} read back other bytes"),
+        Err(e) => panic!("{what} failed: {e}"),
+    };
+    match retrieve_outcome(&r, &flushed[0].key) {
+        Ok(bytes) if bytes == flushed[0].data => panic!(
+            "step 0 answered its older version with success, though the missing record held \
+             the newest"
+        ),
+        Ok(_) => panic!("step 0 read back bytes of no version"),
+        Err(e) => assert_eq!(e.kind(), ErrorKind::Corrupt, "step 0 behind the gap: {e}"),
+    }
+    exact(&r, "step 6, flushed after the gap,", &flushed[3]);
+    exact(&r, "step 12, flushed after the gap,", &flushed[4]);
+    let status = must(r.status(&request), "status of the dataset with a gap");
+    assert!(
+        status.iter().any(|s| !s.damage.is_empty()),
+        "status does not report the missing record: {status:?}"
+    );
+    let report = must(r.purge(&request, true), "purge of the dataset with a gap");
+    let removed: Vec<_> = report.datasets.iter().flat_map(|d| &d.items).collect();
+    assert!(
+        removed.is_empty(),
+        "purge removed units of a dataset whose log has a gap: {report:?}"
+    );
+    drop(r);
+    let r = opened(open, "reader after the purge");
+    exact(&r, "step 6 after the purge", &flushed[3]);
+    exact(&r, "step 12 after the purge", &flushed[4]);
+    drop(r);
+
+    let w = opened(open, "writer after the removal");
+    let late = archive_payload(&w, &step(18), 1, 500, 3000);
+    must(w.flush(), "flush after the gap");
+    drop(w);
+    let r = opened(open, "reader of the late flush");
+    exact(&r, "the field flushed after the gap", &late);
+}

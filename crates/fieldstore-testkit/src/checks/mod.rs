@@ -15,7 +15,9 @@ pub use concurrency::{
     abandoned_writer_keeps_flushed, concurrent_writers, readers_during_writes,
     shared_handle_across_threads,
 };
-pub use damage::{damaged_field_detected, damaged_log_record_costs_only_itself};
+pub use damage::{
+    damaged_field_detected, damaged_log_record_costs_only_itself, missing_log_record_is_damage,
+};
 pub use keys::{bad_input_rejected, keys_are_canonicalised};
 pub use list::{axes_partial_requests, list_partial_requests};
 pub use manage::{

@@ -367,3 +367,97 @@ pub fn purge_reclaims_only_what_killed_writers_left(
     let after = must(fs.stats(&dataset), "stats");
     assert_eq!(after[0].reclaimable_bytes, 0, "{after:?}");
 }
+
+/// A writer stopped past its lease across its commit while purge runs
+/// (issue 38's first row): writer 0 flushes a first batch; writer 1
+/// archives its fields, flushes its store and stops (SIGSTOP, every
+/// thread) before its catalogue flush; after `dead_after` (when the
+/// backend counts it dead) a purge (`doit`) runs and reclaims the stopped
+/// writer's units, which nothing points into yet. Then writer 1 resumes
+/// and publishes. Its flush must not be acknowledged unless every one of
+/// its fields reads back: either `flushed` and all readable, or `failed`
+/// (then each of its fields reads back whole or fails, never wrong bytes).
+/// Writer 0's fields stay readable throughout.
+///
+/// The purge must remove something (the stopped writer's units): else the
+/// race was not run, and the test says so.
+///
+/// # Panics
+/// On an acknowledged field that does not read back, or anything else
+/// above broken.
+pub fn writer_paused_across_its_commit_while_purge_runs(
+    launcher: &Launcher,
+    s: &Streams,
+    dead_after: Duration,
+) {
+    assert!(s.writers >= 2, "a first writer and a stopped one");
+    let flags = |w: usize| {
+        let mut f = streams_args(s);
+        f.push(("writer", w.to_string()));
+        f
+    };
+    launcher.spawn("writer 0", "write", &flags(0)).finish_done();
+    let mut stopped_flags = flags(1);
+    stopped_flags.push(("stop-after-store-flush", "1".into()));
+    let mut stopped = launcher.spawn_held("writer 1", "write-hold", &stopped_flags);
+    stopped.wait_for_line(&format!("archived {}", s.fields));
+    stopped.release();
+    stopped.wait_stopped();
+    std::thread::sleep(dead_after);
+
+    let fs = must(launcher.open(), "open");
+    let dataset = crate::support::request(&format!("expver={}", s.expver));
+    let report = must(fs.purge(&dataset, true), "purge");
+    let removed: Vec<_> = report.datasets.iter().flat_map(|d| &d.items).collect();
+    assert!(
+        !removed.is_empty(),
+        "purge removed nothing of the writer stopped for {dead_after:?}: the race was not \
+         run: {report:?}"
+    );
+
+    stopped.resume();
+    let f = stopped.finish_done();
+    let acknowledged = f.out.lines().any(|l| l == format!("flushed {}", s.fields));
+    let failed = f.out.lines().find(|l| l.starts_with("failed "));
+    assert!(
+        acknowledged != failed.is_some(),
+        "writer 1 said neither flushed nor failed: {}",
+        f.out
+    );
+
+    let fs = must(launcher.open(), "open after the resumed writer");
+    // Ok: read back whole; Err((true, why)): bytes that are not the
+    // field's; Err((false, why)): not found or not readable.
+    let read = |w: usize, i: usize| -> Result<(), (bool, String)> {
+        let key = s.key(w, i).to_string();
+        let mut r = fs
+            .retrieve(&crate::support::request(&key))
+            .map_err(|e| (false, format!("retrieve: {e}")))?;
+        let mut buf = Vec::new();
+        match r.next_field(&mut buf) {
+            Ok(Some(_)) => crate::payload::verify(&buf, &key)
+                .map(|_| ())
+                .map_err(|e| (true, e)),
+            Ok(None) => Err((false, "not found".into())),
+            Err(e) => Err((false, format!("reading: {e}"))),
+        }
+    };
+    for i in 0..s.fields {
+        if let Err((_, e)) = read(0, i) {
+            panic!("writer 0's field {i}, flushed before the pause: {e}");
+        }
+    }
+    for i in 0..s.fields {
+        match read(1, i) {
+            Ok(()) => {}
+            Err((_, e)) if acknowledged => panic!(
+                "writer 1's flush was acknowledged after a purge reclaimed its units while it \
+                 was stopped, and its field {i} is lost: {e} (purge: {report:?})"
+            ),
+            Err((wrong, e)) => assert!(
+                !wrong,
+                "writer 1's field {i}, not acknowledged ({failed:?}), reads wrong bytes: {e}"
+            ),
+        }
+    }
+}

@@ -5,7 +5,7 @@
 //! <worker> write --config F --expver E --writer I --writers W --fields N --flush-every K [--min-len A] [--max-len B]
 //! <worker> write-each --config F --expver E --writer I --writers W --fields N --flush-every K
 //! <worker> write-groups --config F --expver E --writer I --writers W --fields N --flush-every K [--handle-per-flush 1]
-//! <worker> write-hold --config F --expver E --writer I --writers W --fields N --flush-every K [--min-len A] [--max-len B]
+//! <worker> write-hold --config F --expver E --writer I --writers W --fields N --flush-every K [--min-len A] [--max-len B] [--stop-after-store-flush 1]
 //! <worker> read  --config F --expver E --writers W --fields N --flush-every K --until-fields M [--timeout-secs T]
 //! <worker> read-steady --config F --expver E --writers W --fields N --flush-every K --stop FILE
 //! <worker> watch --config F --request Q [--timeout-secs T]
@@ -43,7 +43,10 @@
 //! prints `archived <N>`, waits for a line on standard input (or its end),
 //! then flushes and prints `flushed <N>` and `done`: a writer holding
 //! archived, unflushed fields for as long as a test wants (to be killed,
-//! or to flush after maintenance ran).
+//! or to flush after maintenance ran). With `--stop-after-store-flush 1`
+//! the process stops itself (SIGSTOP) between the store's flush and the
+//! catalogue's, until the test resumes it; a failed flush then prints
+//! `failed <kind>: <message>` instead (and `done`, status 0).
 //!
 //! `read-steady` retrieves every field of the workload over and over with
 //! one handle until the file `FILE` exists, checking that a field once
@@ -101,7 +104,7 @@ use crate::support::{posix_config, schema};
 
 /// The usage text, printed with a bad command line.
 pub const USAGE: &str = "\
-usage: <worker> write|write-each|write-groups|write-hold|read|read-steady --config F --expver E [--writer I] --writers W --fields N --flush-every K [--until-fields M] [--min-len A] [--max-len B] [--timeout-secs T] [--handle-per-flush 1] [--stop FILE]
+usage: <worker> write|write-each|write-groups|write-hold|read|read-steady --config F --expver E [--writer I] --writers W --fields N --flush-every K [--until-fields M] [--min-len A] [--max-len B] [--timeout-secs T] [--handle-per-flush 1] [--stop-after-store-flush 1] [--stop FILE]
        <worker> watch --config F --request Q [--timeout-secs T]
        <worker> wipe|purge|move --config F --request Q [--unsafe 1] [--to ROOT]
        <worker> churn-write|churn-read --config F --expver E [--writer I] --per-round K --stop FILE
@@ -201,7 +204,15 @@ fn write(args: &Args) -> Result<(), String> {
 fn write_hold(args: &Args) -> Result<(), String> {
     let s = streams(args)?;
     let writer = args.number("writer", None)?;
-    let fs = open_or_say(args)?;
+    let stop = args.number("stop-after-store-flush", Some(0))? == 1;
+    let mut fs = open_or_say(args)?;
+    if stop {
+        fs = FieldStore::with_backends(
+            fs.config().clone(),
+            fs.catalogue().clone(),
+            std::sync::Arc::new(super::stop::StopAfterStoreFlush(fs.store().clone())),
+        );
+    }
     let mut out = std::io::stdout().lock();
     for i in 0..s.fields {
         fs.archive(&s.key(writer, i), &s.payload(&fs, writer, i))
@@ -211,8 +222,14 @@ fn write_hold(args: &Args) -> Result<(), String> {
     let _ = out.flush();
     let mut line = String::new();
     let _ = std::io::stdin().lock().read_line(&mut line);
-    fs.flush()
-        .map_err(|e| format!("writer {writer}, flush: {e}"))?;
+    if let Err(e) = fs.flush() {
+        if !stop {
+            return Err(format!("writer {writer}, flush: {e}"));
+        }
+        let _ = writeln!(out, "failed {:?}: {e}", e.kind());
+        let _ = writeln!(out, "done");
+        return Ok(());
+    }
     let _ = writeln!(out, "flushed {}", s.fields);
     let _ = writeln!(out, "done");
     Ok(())

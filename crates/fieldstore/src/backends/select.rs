@@ -409,6 +409,33 @@ impl StoreMaintenance for SelectStore {
         store_maintenance(&self.0, uri, "purge")?.inspect(uri)
     }
 
+    /// Each lane's units asked together, by that lane's store.
+    fn inspect_all(&self, uris: &[String]) -> Vec<Result<Unit>> {
+        let mut out: Vec<Option<Result<Unit>>> = uris.iter().map(|_| None).collect();
+        let mut lanes: Vec<(&dyn StoreMaintenance, Vec<usize>)> = Vec::new();
+        for (i, uri) in uris.iter().enumerate() {
+            match store_maintenance(&self.0, uri, "purge") {
+                Ok(m) => match lanes
+                    .iter_mut()
+                    .find(|(l, _)| std::ptr::addr_eq(*l as *const _, m as *const _))
+                {
+                    Some((_, ix)) => ix.push(i),
+                    None => lanes.push((m, vec![i])),
+                },
+                Err(e) => out[i] = Some(Err(e)),
+            }
+        }
+        for (m, ix) in lanes {
+            let asked: Vec<String> = ix.iter().map(|&i| uris[i].clone()).collect();
+            for (i, r) in ix.into_iter().zip(m.inspect_all(&asked)) {
+                out[i] = Some(r);
+            }
+        }
+        out.into_iter()
+            .map(|r| r.unwrap_or_else(|| Err(crate::Error::internal("a unit not inspected"))))
+            .collect()
+    }
+
     fn claim(&self, uri: &str) -> Result<Claim<'_>> {
         store_maintenance(&self.0, uri, "purge")?.claim(uri)
     }
