@@ -41,3 +41,7 @@ bash scripts/test-pyfdb-suite.sh
 echo "== C API: FDB5's own tests/fdb/api/test_fdb_c.cc on fieldstore's library (given FDB5_SOURCE)"
 bash scripts/test-fdb5-capi-suite.sh
 # --- C API from Python -- end ---------------------------------------------------
+# --- libgribjump: pygribjump and Polytope (crates/fieldstore-gribjump) -- begin --
+echo "== libgribjump: Polytope (polytope-mars 0.3.14) and pygribjump 0.13.1 on fieldstore vs FDB5 + GribJump 0.13"
+bash scripts/test-gribjump-python.sh
+# --- libgribjump: pygribjump and Polytope -- end ---------------------------------
