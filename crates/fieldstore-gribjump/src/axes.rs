@@ -132,7 +132,7 @@ pub unsafe extern "C" fn gribjump_axes_keys(
     })
 }
 
-fn values_of<'a>(a: &'a AxesObj, key: *const c_char) -> Result<&'a [CString], CError> {
+fn values_of(a: &AxesObj, key: *const c_char) -> Result<&[CString], CError> {
     // SAFETY: the caller of the entry point promises a NUL-terminated
     // string or NULL.
     let key = unsafe { c_str(key, "key") }?;

@@ -693,7 +693,7 @@ mod tests {
         v[65] = f64::NAN;
         let r = ResultData::new(v, &[(0, 66), (100, 104)]);
         assert_eq!(r.masks.len(), 2 + 1);
-        assert_eq!(r.masks[0], !0u64 & !(1 << 2));
+        assert_eq!(r.masks[0], !(1u64 << 2));
         assert_eq!(r.masks[1], 0b01);
         assert_eq!(r.masks[2], 0b1111);
     }

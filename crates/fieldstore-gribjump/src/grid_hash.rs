@@ -34,7 +34,7 @@ pub trait ReadAt {
     /// The medium's, or a range past the message.
     fn read_at(&mut self, offset: u64, out: &mut [u8]) -> Result<(), CError>;
     /// The message's length in bytes.
-    fn len(&self) -> u64;
+    fn size(&self) -> u64;
 }
 
 /// A field in a store, read through [`Store::read_range`].
@@ -49,7 +49,7 @@ impl ReadAt for InStore<'_> {
     fn read_at(&mut self, offset: u64, out: &mut [u8]) -> Result<(), CError> {
         Ok(self.store.read_range(self.location, offset, out)?)
     }
-    fn len(&self) -> u64 {
+    fn size(&self) -> u64 {
         self.location.length
     }
 }
@@ -65,16 +65,16 @@ impl ReadAt for &[u8] {
         out.copy_from_slice(bytes);
         Ok(())
     }
-    fn len(&self) -> u64 {
+    fn size(&self) -> u64 {
         <[u8]>::len(self) as u64
     }
 }
 
 fn bytes(src: &mut dyn ReadAt, offset: u64, n: u64) -> Result<Vec<u8>, CError> {
-    if offset.saturating_add(n) > src.len() {
+    if offset.saturating_add(n) > src.size() {
         return Err(CError::new(format!(
             "the GRIB message's sections run past its end ({} bytes) at byte {offset}",
-            src.len()
+            src.size()
         )));
     }
     let mut out = vec![0u8; usize::try_from(n).unwrap_or(usize::MAX)];
@@ -162,4 +162,52 @@ pub fn of_field(store: &dyn Store, location: &FieldLocation) -> Result<Arc<str>,
     }
     cache.insert(key, hash.clone());
     Ok(hash)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The hash is ecCodes' `md5GridSection`, for GRIB1 and GRIB2 fields
+    /// of every fixture (regular, reduced Gaussian, with and without a
+    /// bitmap).
+    #[test]
+    fn the_hash_is_eccodes_md5_grid_section() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/grib");
+        let mut files: Vec<_> = std::fs::read_dir(format!("{dir}/extract"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        files.push(format!("{dir}/rd-fc.grib").into());
+        files.push(format!("{dir}/levtypes.grib").into());
+        let mut checked = [0usize; 3];
+        for file in files {
+            let bytes = std::fs::read(&file).unwrap();
+            for m in fieldstore_grib::split_messages(&bytes) {
+                let m = m.unwrap();
+                let want =
+                    match &fieldstore_grib::read_keys(m.bytes(), &["md5GridSection"]).unwrap()[0] {
+                        Some(fieldstore_grib::KeyValue::Str(s)) => s.clone(),
+                        other => panic!("{}: md5GridSection is {other:?}", file.display()),
+                    };
+                let have = of_message(&mut m.bytes()).unwrap();
+                assert_eq!(have, want, "{} message {}", file.display(), m.index());
+                checked[usize::from(m.edition())] += 1;
+            }
+        }
+        assert!(checked[1] > 0 && checked[2] > 0, "{checked:?}");
+    }
+
+    #[test]
+    fn a_message_cut_short_is_an_error_not_a_panic() {
+        let dir = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/fixtures/grib/extract"
+        );
+        let bytes = std::fs::read(format!("{dir}/simple-g2.grib")).unwrap();
+        for cut in [0, 4, 8, 20, 40] {
+            assert!(of_message(&mut &bytes[..cut]).is_err(), "cut at {cut}");
+        }
+        assert!(of_message(&mut &b"GRIB\0\0\0\x03xxxxxxxxxxxx"[..]).is_err());
+    }
 }

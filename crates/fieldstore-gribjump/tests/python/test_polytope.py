@@ -303,3 +303,19 @@ os._exit(0)
     p = subprocess.run([sys.executable, str(script), stores["hashes"]["regular"]], env=stores["fieldstore"],
                        capture_output=True, text=True, timeout=120)
     assert p.stdout.strip() == "0", (p.stdout, p.stderr[-2000:])
+
+
+def test_the_library_exports_gribjumps_functions():
+    """`nm -D`: the functions GribJump 0.13's wheel exports, no more (but
+    fieldstore's own, named so)."""
+
+    def exported(lib):
+        out = subprocess.run(["nm", "-D", "--defined-only", str(lib)], check=True, capture_output=True,
+                             text=True).stdout
+        return {line.split()[-1] for line in out.splitlines() if line.split()[1:2] == ["T"]}
+
+    theirs = {s for s in exported(Path(ORACLE) / "gribjumplib/lib64/libgribjump.so") if s.startswith("gribjump_")}
+    ours = exported(Path(PREFIX) / "lib/libgribjump.so")
+    assert len(theirs) == 27
+    assert {s for s in ours if s.startswith("gribjump_")} == theirs
+    assert all(s.startswith(("gribjump_", "fieldstore_")) for s in ours), sorted(ours - theirs)
