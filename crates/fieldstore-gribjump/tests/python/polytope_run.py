@@ -16,6 +16,9 @@ import time
 def options(grid, md5):
     if grid == "regular":
         mapper = {"name": "mapper", "type": "regular", "resolution": 18, "axes": ["latitude", "longitude"]}
+    elif grid == "bench":
+        # bench/gribjump: the 0.25° grid of bench/extract/make_fields.py.
+        mapper = {"name": "mapper", "type": "regular", "resolution": 360, "axes": ["latitude", "longitude"]}
     else:
         mapper = {"name": "mapper", "type": "octahedral", "resolution": 32, "axes": ["latitude", "longitude"]}
     if md5 is not None:
@@ -31,7 +34,7 @@ def options(grid, md5):
         ],
         "compressed_axes_config": ["longitude", "latitude", "levtype", "step", "date", "domain", "expver",
                                    "param", "class", "stream", "type", "levelist"],
-        "pre_path": {"class": "od", "expver": "0001" if grid == "regular" else "0002", "stream": "oper",
+        "pre_path": {"class": "od", "expver": "0002" if grid == "octahedral" else "0001", "stream": "oper",
                      "type": "fc"},
     }
 
