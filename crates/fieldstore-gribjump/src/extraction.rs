@@ -147,16 +147,26 @@ fn extract(
     single: bool,
 ) -> Result<Vec<ResultData>, CError> {
     // Find every item's fields.
-    let mut found: Vec<Vec<ListElement>> = Vec::with_capacity(items.len());
-    let mut missing = Vec::new();
-    for item in items {
-        let listed = fs.list(item.request, ListOptions::default())?;
-        let listed = in_request_order(fs, item.request, listed)?;
-        if listed.is_empty() || single && listed.len() != 1 {
-            missing.push(item.text);
-        }
-        found.push(listed);
-    }
+    let requests: Vec<&Request> = items.iter().map(|i| i.request).collect();
+    let found: Vec<Vec<ListElement>> = if single {
+        crate::finding::fields_of(fs, &requests)?
+    } else {
+        requests
+            .iter()
+            .map(|r| fs.list(r, ListOptions::default()))
+            .collect::<Result<_, _>>()?
+    };
+    let found = found
+        .into_iter()
+        .zip(&requests)
+        .map(|(listed, r)| in_request_order(fs, r, listed))
+        .collect::<Result<Vec<_>, _>>()?;
+    let missing: Vec<&str> = items
+        .iter()
+        .zip(&found)
+        .filter(|(_, f)| f.is_empty() || single && f.len() != 1)
+        .map(|(i, _)| i.text)
+        .collect();
     if !missing.is_empty() {
         let matched = found.iter().filter(|f| !f.is_empty()).count();
         return Err(CError::new(format!(

@@ -34,6 +34,7 @@
 //!   the grid hashes' lock too).
 //! - `handle`: `gribjump_handle_t`, the library-level calls.
 //! - `axes`: `gribjump_axes_t`.
+//! - `finding`: the fields of many one-field requests, from one listing.
 //! - `extraction`: requests, results, the iterator, the extraction.
 #![deny(rustdoc::broken_intra_doc_links)]
 #![cfg_attr(not(test), warn(clippy::unwrap_used))]
@@ -42,6 +43,7 @@ pub mod axes;
 pub mod config;
 pub mod error;
 pub mod extraction;
+pub mod finding;
 pub mod grid_hash;
 pub mod handle;
 pub mod registry;
