@@ -4,7 +4,9 @@
 //! field each. Listing each alone costs a catalogue walk per field; as
 //! GribJump does, the requests that name the same keywords are listed once,
 //! as their union (each keyword's values across the requests), and each
-//! request's field is then found in what the union listed: by the
+//! request's field is then found in what the union listed: by its
+//! keyword-value pairs when they are a listed key's (values in canonical
+//! form, as Polytope gives the ones `axes` answered), else by the
 //! canonical keys the schema expands the request to
 //! ([`fieldstore::Schema::expand`]: with and without optional keywords,
 //! under each rule that fits), looked up among the listed keys in the
@@ -50,12 +52,25 @@ pub fn fields_of(fs: &FieldStore, requests: &[&Request]) -> Result<Vec<Vec<ListE
                 continue;
             };
             let listed = fs.list(&union, ListOptions::default())?;
-            let by_key: HashMap<String, &ListElement> = listed
+            let stored: Vec<&ListElement> =
+                listed.iter().filter(|e| e.location.is_some()).collect();
+            let by_key: HashMap<String, &ListElement> = stored
                 .iter()
-                .filter(|e| e.location.is_some())
-                .map(|e| (e.full_key().to_string(), e))
+                .map(|e| (e.full_key().to_string(), *e))
+                .collect();
+            let by_pairs: HashMap<String, &ListElement> = stored
+                .iter()
+                .map(|e| (signature(e.full_key().iter()), *e))
                 .collect();
             for i in members {
+                // The common case first: the request gives every keyword of
+                // the key, in its canonical form (Polytope gives the values
+                // `axes` answered).
+                let given = requests[i].iter().map(|(k, v)| (k, v.to_string()));
+                if let Some(e) = by_pairs.get(&signature(given)) {
+                    found[i] = Some(vec![(*e).clone()]);
+                    continue;
+                }
                 let Ok(keys) = fs.schema().expand(requests[i]) else {
                     continue;
                 };
@@ -79,6 +94,16 @@ pub fn fields_of(fs: &FieldStore, requests: &[&Request]) -> Result<Vec<Vec<ListE
             None => Ok(fs.list(r, ListOptions::default())?),
         })
         .collect()
+}
+
+/// `k=v` pairs in keyword order: the same for a key and a request that
+/// give the same keywords the same values, in any order.
+fn signature<K: AsRef<str>, V: AsRef<str>>(pairs: impl Iterator<Item = (K, V)>) -> String {
+    let mut pairs: Vec<String> = pairs
+        .map(|(k, v)| format!("{}={}", k.as_ref(), v.as_ref()))
+        .collect();
+    pairs.sort_unstable();
+    pairs.join(",")
 }
 
 /// The request naming, for each keyword, every value the requests give it
@@ -115,6 +140,10 @@ mod tests {
         let b: Request = "class=od,step=6,param=167".parse().unwrap();
         let u = union_of(&["class", "step", "param"], [&a, &b].into_iter()).unwrap();
         assert_eq!(u.to_string(), "class=od,step=0/6,param=167");
+        assert_eq!(
+            signature([("step", "0"), ("class", "od")].into_iter()),
+            signature([("class", "od"), ("step", "0")].into_iter())
+        );
         let c: Request = "class=od,step=0/to/6,param=167".parse().unwrap();
         assert!(union_of(&["class", "step", "param"], [&a, &c].into_iter()).is_none());
     }
