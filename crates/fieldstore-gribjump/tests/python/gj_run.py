@@ -7,6 +7,7 @@ Operations (a JSON list):
   {"op": "extract", "requests": [[request, [[start, end], ...], hash], ...]}
   {"op": "extract_single", "request": {...}, "ranges": [...], "hash": "..."}
   {"op": "axes", "request": {...}, "level": 3}
+  {"op": "extract_from_paths", "requests": [[path, offset, [[start, end], ...], hash], ...]}
 
 Usage: gj_run.py OPS.json OUT.json
 """
@@ -35,6 +36,9 @@ def main() -> int:
             else:
                 if op["op"] == "extract":
                     it = gj.extract([(r, [tuple(x) for x in rg], h) for r, rg, h in op["requests"]])
+                elif op["op"] == "extract_from_paths":
+                    it = gj.extract_from_paths([pygribjump.PathExtractionRequest(
+                        path, "file", offset, "", 0, [tuple(x) for x in rg], h) for path, offset, rg, h in op["requests"]])
                 else:
                     it = gj.extract_single(op["request"], [tuple(x) for x in op["ranges"]], op.get("hash"))
                 results = []

@@ -319,3 +319,26 @@ def test_the_library_exports_gribjumps_functions():
     assert len(theirs) == 27
     assert {s for s in ours if s.startswith("gribjump_")} == theirs
     assert all(s.startswith(("gribjump_", "fieldstore_")) for s in ours), sorted(ours - theirs)
+
+
+def test_ignore_grid_hash_and_local_paths_as_gribjump(stores):
+    """GRIBJUMP_IGNORE_GRID=1: a request without a grid hash is extracted by
+    both; gribjump_extract_from_paths on a local GRIB file gives the same
+    values and masks."""
+    grib = stores["grib"]
+    data = grib.read_bytes()
+    second = data.index(b"GRIB", 4)  # the second message's offset
+    reg = stores["hashes"]["regular"]
+    ops = [
+        {"op": "extract", "requests": [[sfc("0001", date="20240102", param="228", step="9"), [[0, 40], [2000, 2100]],
+                                        None]]},
+        {"op": "extract_from_paths", "requests": [[str(grib), 0, [[0, 10], [2580, 2592]], reg],
+                                                  [str(grib), second, [[0, 40], [2000, 2100]], reg]]},
+    ]
+    a = {side: run(stores, side, "gj_run.py", ops, env=dict(stores[side], GRIBJUMP_IGNORE_GRID="1"))
+         for side in ("oracle", "fieldstore")}
+    assert a["fieldstore"]["library"].startswith("fieldstore ")
+    for i in range(len(ops)):
+        assert "results" in a["oracle"]["answers"][i], a["oracle"]["answers"][i]
+        assert a["fieldstore"]["answers"][i] == a["oracle"]["answers"][i], i
+    assert any(v == "NaN" for part in a["fieldstore"]["answers"][1]["results"][1]["values"] for v in part)
