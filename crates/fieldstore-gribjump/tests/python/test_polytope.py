@@ -245,9 +245,9 @@ def test_axes_are_gribjumps(direct_answers):
         assert ours == theirs
 
 
-def test_replaced_and_wiped_fields_through_the_library(stores, tmp_path):
-    """A field archived again is extracted with its new values; a wiped one
-    is not found (fieldstore only: the jump info kept on first extraction
+def test_replaced_purged_and_wiped_fields_through_the_library(stores, tmp_path):
+    """A field archived again is extracted with its new values, also after a
+    purge; a wiped one is not found (fieldstore only: the jump info kept on first extraction
     must follow the field)."""
     grib = stores["grib"]
     root = tmp_path / "fs"
@@ -273,6 +273,10 @@ with open(sys.argv[1], 'rb') as f, open(sys.argv[2], 'wb') as out:
     after = run(stores, "fieldstore", "gj_run.py", ops, env=env)["answers"][0]["results"][0]["values"][0]
     assert len(after) == len(before) == 2592
     assert all(abs(a - b - 100.0) < 0.01 for a, b in zip(after, before)), (before[:3], after[:3])
+    # Purge what the replacement left: the new field is still the one read.
+    subprocess.run([CLI, "purge", "-q", "--doit"], check=True, env=env)
+    purged = run(stores, "fieldstore", "gj_run.py", ops, env=env)["answers"][0]["results"][0]["values"][0]
+    assert purged == after
     # Wipe the dataset: the field is gone.
     ds = "class=od,stream=oper,expver=0001,date=20240101,time=0000,domain=g"
     subprocess.run([CLI, "wipe", "-q", "--doit", ds], check=True, env=env)
