@@ -31,8 +31,9 @@
 //! - `config`: GribJump's settings that apply here.
 //! - `grid_hash`: the grid hash (`md5GridSection`) of a field.
 //! - `registry`: the table of live objects, the fork handlers (which hold
-//!   the grid hashes' lock too).
-//! - `handle`: `gribjump_handle_t`, the library-level calls.
+//!   the grid hashes' and the shared stores' locks too).
+//! - `handle`: `gribjump_handle_t` (handles on one configuration share one
+//!   open store per process), the library-level calls.
 //! - `axes`: `gribjump_axes_t`.
 //! - `finding`: the fields of many one-field requests, from one listing.
 //! - `extraction`: requests, results, the iterator, the extraction.

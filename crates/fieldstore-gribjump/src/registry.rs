@@ -8,8 +8,8 @@
 //! another type, one deleted, or one this library never issued is
 //! recognised and named in an error, never dereferenced.
 //!
-//! The fork handlers ([`install_fork_handlers`]) hold the table's lock and
-//! ecCodes' around `fork()`, so that a child never inherits a lock held by a
+//! The fork handlers ([`install_fork_handlers`]) hold the table's lock,
+//! the shared stores', the grid hashes' and ecCodes' around `fork()`, so that a child never inherits a lock held by a
 //! thread that does not exist in it.
 
 use std::any::Any;
@@ -154,10 +154,17 @@ thread_local! {
 }
 
 extern "C" fn prepare() {
-    // Always in the same order: ecCodes', the grid hashes, then the table
-    // (no code path takes one of them while holding a later one).
+    // Always in the same order: the shared stores, ecCodes', the grid
+    // hashes, then the table. A code path holding one of them may take a
+    // later one (opening a store under the first calls ecCodes), never an
+    // earlier one.
     let _ = std::panic::catch_unwind(|| {
         let held: Vec<Box<dyn Any>> = vec![
+            Box::new(
+                crate::handle::opened_lock()
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner()),
+            ),
             Box::new(fieldstore_grib::hold_for_fork()),
             Box::new(
                 crate::grid_hash::cache_lock()

@@ -346,3 +346,42 @@ def test_ignore_grid_hash_and_local_paths_as_gribjump(stores):
         assert "results" in a["oracle"]["answers"][i], a["oracle"]["answers"][i]
         assert a["fieldstore"]["answers"][i] == a["oracle"]["answers"][i], i
     assert any(v == "NaN" for part in a["fieldstore"]["answers"][1]["results"][1]["values"] for v in part)
+
+
+def test_a_long_lived_process_sees_fields_archived_after_it_opened_the_store(stores, tmp_path):
+    """Handles on one store share it within a process (Polytope makes one per
+    request): a field archived by another process afterwards is found by the
+    next handle, and by the same one."""
+    grib, root = stores["grib"], tmp_path / "fs"
+    env = dict(base_env(), GRIBJUMP_DIR=PREFIX, FIELDSTORE_ROOT=str(root))
+    subprocess.run([CLI, "archive", "-q", str(grib)], check=True, env=env)
+    later = tmp_path / "later.grib"
+    subprocess.run([sys.executable, "-c", """
+import sys, eccodes
+with open(sys.argv[1], 'rb') as f, open(sys.argv[2], 'wb') as out:
+    h = eccodes.codes_grib_new_from_file(f)
+    eccodes.codes_set(h, 'step', 15)
+    out.write(eccodes.codes_get_message(h))
+""", str(grib), str(later)], check=True)
+    script = tmp_path / "later.py"
+    script.write_text("""
+import os, subprocess, sys, pygribjump
+req = {"class": "od", "expver": "0001", "stream": "oper", "type": "fc", "date": "20240101", "time": "0000",
+       "domain": "g", "levtype": "sfc", "param": "167", "step": "15"}
+first = pygribjump.GribJump()
+assert list(first.extract([(dict(req, step="0"), [(0, 3)], sys.argv[1])]))
+try:
+    list(first.extract([(req, [(0, 3)], sys.argv[1])]))
+    print("found before it was archived"); os._exit(1)
+except Exception as e:
+    assert "DataNotFound" in str(e), e
+subprocess.run([sys.argv[2], "archive", "-q", sys.argv[3]], check=True)
+for gj in (pygribjump.GribJump(), first):
+    (r,) = list(gj.extract([(req, [(0, 3)], sys.argv[1])]))
+    assert len(r.values[0]) == 3
+print("ok")
+os._exit(0)
+""")
+    p = subprocess.run([sys.executable, str(script), stores["hashes"]["regular"], CLI, str(later)], env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert p.stdout.strip().endswith("ok"), (p.stdout, p.stderr[-2000:])
