@@ -45,3 +45,7 @@ bash scripts/test-fdb5-capi-suite.sh
 echo "== ML clients: earthkit-data 1.3 (pyfdb 5.25) and anemoi-datasets 0.5.47 (pyfdb 0.1.3) on fieldstore serve and fdb-server"
 bash scripts/test-ml-clients.sh
 # --- ML clients -- end ----------------------------------------------------------
+# --- libgribjump: pygribjump and Polytope (crates/fieldstore-gribjump) -- begin --
+echo "== libgribjump: Polytope (polytope-mars 0.3.14) and pygribjump 0.13.1 on fieldstore vs FDB5 + GribJump 0.13"
+bash scripts/test-gribjump-python.sh
+# --- libgribjump: pygribjump and Polytope -- end ---------------------------------
