@@ -385,3 +385,40 @@ os._exit(0)
     p = subprocess.run([sys.executable, str(script), stores["hashes"]["regular"], CLI, str(later)], env=env,
                        capture_output=True, text=True, timeout=120)
     assert p.stdout.strip().endswith("ok"), (p.stdout, p.stderr[-2000:])
+
+
+def test_fields_archived_through_serve_are_extracted_as_those_archived_by_the_cli(stores, tmp_path):
+    """pyfdb 5.25 (FDB5's own remote client) archives the fields into
+    `fieldstore serve`; the drop-in then extracts them from that root (jump
+    info made on first extraction) exactly as from the CLI's store."""
+    root = tmp_path / "served"
+    root.mkdir()
+    config = tmp_path / "serve.yaml"
+    config.write_text(f"type: catalogue\nengine: toc\nstore: file\nschema: {REPO}/tests/fixtures/schema/ecmwf.schema\n"
+                      f"serverPort: 0\nspaces: [{{handler: Default, roots: [{{path: {root}}}]}}]\n")
+    serve = subprocess.Popen([CLI, "--config", str(config), "serve"], env=base_env(), stdin=subprocess.DEVNULL,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        line = serve.stderr.readline()
+        assert "listening on 127.0.0.1:" in line, line
+        port = int(line.split("listening on 127.0.0.1:")[1].split()[0])
+        client = tmp_path / "client.yaml"
+        client.write_text(f"type: remote\nengine: remote\nstore: remote\nhost: localhost\nport: {port}\n")
+        (tmp_path / "home").mkdir()
+        subprocess.run([sys.executable, "-c",
+                        "import pyfdb, sys; f = pyfdb.FDB(); f.archive(open(sys.argv[1], 'rb').read()); f.flush()",
+                        str(stores["grib"])], check=True, timeout=300,
+                       env=dict(base_env(), FDB5_CONFIG_FILE=str(client), FDB_HOME=str(tmp_path / "home")))
+    finally:
+        serve.kill()
+        serve.wait()
+    reg = stores["hashes"]["regular"]
+    ops = [{"op": "extract", "requests": [[sfc("0001", date="20240101", param="167", step=str(s)), [[0, 2592]], reg]
+                                          for s in (0, 3)]},
+           {"op": "axes", "request": sfc("0001"), "level": 3}]
+    served = run(stores, "fieldstore", "gj_run.py", ops,
+                 env=dict(base_env(), GRIBJUMP_DIR=PREFIX, FIELDSTORE_ROOT=str(root)))["answers"]
+    cli = run(stores, "fieldstore", "gj_run.py", ops)["answers"]
+    assert "error" not in served[0], served[0]
+    assert len(served[0]["results"]) == 2 and len(served[0]["results"][0]["values"][0]) == 2592
+    assert served == cli
