@@ -41,3 +41,7 @@ bash scripts/test-pyfdb-suite.sh
 echo "== C API: FDB5's own tests/fdb/api/test_fdb_c.cc on fieldstore's library (given FDB5_SOURCE)"
 bash scripts/test-fdb5-capi-suite.sh
 # --- C API from Python -- end ---------------------------------------------------
+# --- Aviso notifications (crates/fieldstore-aviso) -- begin ---------------------
+echo "== Aviso: fieldstore notify with aviso-server 0.13.1 and pyaviso 2.4.2's aviso listen"
+bash scripts/test-aviso.sh
+# --- Aviso notifications -- end -------------------------------------------------

@@ -48,8 +48,9 @@ pub struct Pending {
     pub fields: Vec<(String, String)>,
     /// Its number in the state file, once its intent was recorded.
     pub seq: Option<u64>,
-    /// It names a field the state file recorded as posted but not
-    /// acknowledged before a restart: it may reach listeners twice.
+    /// It may reach listeners twice: it names a field the state file
+    /// recorded as posted but not acknowledged before a restart, or an
+    /// attempt to post it got no reply.
     pub maybe_duplicate: bool,
 }
 

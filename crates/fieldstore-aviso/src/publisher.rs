@@ -55,8 +55,9 @@ pub struct PublishStats {
     pub already_notified: u64,
     /// Notifications the server accepted.
     pub posted: u64,
-    /// Of those, how many name a field posted before a restart but never
-    /// acknowledged: listeners may have had them already.
+    /// Of those, how many may have reached listeners before: posted
+    /// before a restart but never acknowledged, or posted again after an
+    /// attempt that got no reply.
     pub possible_duplicates: u64,
     /// Attempts to post that failed (each retried).
     pub failed_attempts: u64,
@@ -360,6 +361,10 @@ impl Poster<'_> {
                 }
                 Err(e) => {
                     self.stats.failed_attempts += 1;
+                    if matches!(e, PostError::NoReply(_)) {
+                        // The server may have it already.
+                        head.maybe_duplicate = true;
+                    }
                     let now = Instant::now();
                     let say = match &outage {
                         None => true,

@@ -8,9 +8,11 @@ use crate::notification::Notification;
 /// Why a notification was not accepted. Either way it stays pending.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PostError {
-    /// No reply: the server cannot be reached, or it did not answer in
-    /// time.
+    /// The server cannot be reached: nothing was sent.
     Unreachable(String),
+    /// Sent, but no reply came (a timeout, a connection cut): the server
+    /// may have taken it, so posting it again may duplicate it.
+    NoReply(String),
     /// The server answered, and not with 2xx.
     Refused {
         /// The HTTP status.
@@ -24,6 +26,7 @@ impl fmt::Display for PostError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             PostError::Unreachable(why) => write!(f, "no answer: {why}"),
+            PostError::NoReply(why) => write!(f, "no reply: {why}"),
             PostError::Refused { status, body } => write!(f, "refused with HTTP {status}: {body}"),
         }
     }
@@ -99,7 +102,22 @@ impl Sink for AvisoHttp {
             .post(&self.url)
             .header("Content-Type", "application/json")
             .send(&body[..])
-            .map_err(|e| PostError::Unreachable(e.to_string()))?;
+            .map_err(|e| {
+                let refused = matches!(
+                    &e,
+                    ureq::Error::ConnectionFailed
+                        | ureq::Error::HostNotFound
+                        | ureq::Error::BadUri(_)
+                ) || matches!(&e, ureq::Error::Io(io) if matches!(
+                    io.kind(),
+                    std::io::ErrorKind::ConnectionRefused | std::io::ErrorKind::AddrNotAvailable
+                ));
+                if refused {
+                    PostError::Unreachable(e.to_string())
+                } else {
+                    PostError::NoReply(e.to_string())
+                }
+            })?;
         let status = reply.status().as_u16();
         let text = reply
             .body_mut()

@@ -9,6 +9,8 @@
 //!
 //! The tests of bad input need no server and always run.
 
+#[cfg(target_os = "linux")]
+mod bench;
 #[path = "../common/mod.rs"]
 mod common;
 mod listener;
