@@ -3,7 +3,7 @@ the direct poster of its floor.
 
 listen URL OUT: a pyaviso 2.4.2 listener (`Client.listen` with a
 `Trigger.function` callback) of every `mars` notification of class od; the
-callback notes `expver/step time_ns` in OUT, one line each, as it is called.
+callback notes `expver/date/step time_ns` in OUT, one line each, as it is called.
 
 post URL OUT EXPVER N INTERVAL_MS: posts N notifications (steps 0..N-1)
 with pyaviso's `Client.notify`, one every INTERVAL_MS, noting the time just
@@ -14,11 +14,11 @@ server.
 import sys
 import time
 
-from pyaviso import Anonymous, Client, MemoryStore, Trigger
+from pyaviso import Anonymous, AvisoClient, MemoryStore, Trigger
 
 
 def client(url):
-    return Client(base_url=url, auth=Anonymous(), state_store=MemoryStore())
+    return AvisoClient(base_url=url, auth=Anonymous(), state_store=MemoryStore())
 
 
 def listen(url, out):
@@ -27,7 +27,7 @@ def listen(url, out):
     def called(n):
         t = time.time_ns()
         i = n.identifier
-        f.write(f"{i['expver']}/{i['step']} {t}\n")
+        f.write(f"{i['expver']}/{i['date']}/{i['step']} {t}\n")
 
     for _ in client(url).listen("mars", filter={"class": "od"}, triggers=[Trigger.function(called)]):
         pass
@@ -52,7 +52,7 @@ def post(url, out, expver, n, interval_ms):
                 },
                 payload={"count": 1},
             )
-            f.write(f"{expver}/{step} {t}\n")
+            f.write(f"{expver}/20231201/{step} {t}\n")
             pause = start + (step + 1) * interval_ms / 1000 - time.monotonic()
             if pause > 0:
                 time.sleep(pause)

@@ -11,6 +11,7 @@
 # Knobs (environment) [defaults]:
 #   FLUSHES      flushes per writer [2500]
 #   INTERVAL_MS  pause of each writer after each flush [10]
+#   STEPS_PER_DATE  steps of a forecast, each forecast (date) a dataset; 0: one dataset per writer [100]
 #   OUT          the report (JSON) [<repo>/docs/bench/aviso.json]
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
@@ -23,6 +24,7 @@ OUT=${OUT:-$REPO/docs/bench/aviso.json}
 FIELDSTORE_AVISO_SERVER=$AVISO_SERVER_BIN FIELDSTORE_AVISO_CLIENT=$AVISO_CLIENT_BIN \
 FIELDSTORE_AVISO_PYTHON=$(dirname "$AVISO_CLIENT_BIN")/python \
 FIELDSTORE_AVISO_BENCH_FLUSHES=${FLUSHES:-2500} FIELDSTORE_AVISO_BENCH_INTERVAL_MS=${INTERVAL_MS:-10} \
+FIELDSTORE_AVISO_BENCH_STEPS_PER_DATE=${STEPS_PER_DATE:-100} \
 FIELDSTORE_AVISO_BENCH_OUT=$OUT \
-    cargo test --release --locked -p fieldstore-cli --test aviso -- --ignored --exact bench_flush_to_listener --nocapture
+    cargo test --release --locked -p fieldstore-cli --test aviso -- --ignored --exact bench::bench_flush_to_listener --nocapture
 echo "report: $OUT"

@@ -34,7 +34,7 @@ fn times(path: &Path) -> HashMap<String, u128> {
         .collect()
 }
 
-/// A writer's identifier line (`class=…,expver=E,step=S,…`) as `E/S`.
+/// A writer's identifier line (`class=…,expver=E,step=S,…`) as `E/D/S`.
 fn short(identifier: &str) -> String {
     let get = |k: &str| {
         identifier
@@ -43,7 +43,7 @@ fn short(identifier: &str) -> String {
             .unwrap_or("")
             .to_string()
     };
-    format!("{}/{}", get("expver"), get("step"))
+    format!("{}/{}/{}", get("expver"), get("date"), get("step"))
 }
 
 /// p50, p99, max in milliseconds of `sent` → `got`, and how many of `sent`
@@ -76,6 +76,9 @@ fn bench_flush_to_listener() {
     let python = std::env::var("FIELDSTORE_AVISO_PYTHON").expect("FIELDSTORE_AVISO_PYTHON");
     let per_writer = var("FIELDSTORE_AVISO_BENCH_FLUSHES", 2500) as u32;
     let interval = Duration::from_millis(var("FIELDSTORE_AVISO_BENCH_INTERVAL_MS", 10));
+    // Steps per day (each day a dataset); 0: all in one dataset.
+    let per_date =
+        Some(var("FIELDSTORE_AVISO_BENCH_STEPS_PER_DATE", 100) as u32).filter(|n| *n > 0);
     let writers = 4;
     let env = Env::new();
     std::fs::create_dir_all(env.root()).expect("root");
@@ -92,7 +95,7 @@ fn bench_flush_to_listener() {
         .expect("start the listener");
     // Until the listener hears: post a warm-up notification every 0.5 s.
     let deadline = Instant::now() + Duration::from_secs(30);
-    while !times(&listened).contains_key("9999/0") {
+    while !times(&listened).contains_key("9999/20231201/0") {
         assert!(Instant::now() < deadline, "the listener hears nothing");
         let ok = Command::new(&client)
             .args(["--base-url", &url, "notify"])
@@ -120,6 +123,7 @@ fn bench_flush_to_listener() {
                 interval,
                 1,
                 &env.path(&format!("flushed-{w}")),
+                per_date,
             )
         })
         .collect();
@@ -171,10 +175,11 @@ fn bench_flush_to_listener() {
         "{{\"flushes\": {}, \"writers\": {writers}, \"interval_ms\": {}, \"seconds\": {:.1}, \
          \"flush_to_listener_ms\": {{\"p50\": {p50:.2}, \"p99\": {p99:.2}, \"max\": {max:.1}, \"lost\": {lost}}}, \
          \"direct_post_to_listener_ms\": {{\"p50\": {f50:.2}, \"p99\": {f99:.2}, \"max\": {fmax:.1}, \"lost\": {flost}}}, \
-         \"publisher_cpu_s\": {cpu:.2}, \"publisher_cpu_us_per_flush\": {:.0}}}",
+         \"steps_per_dataset\": {}, \"publisher_cpu_s\": {cpu:.2}, \"publisher_cpu_us_per_flush\": {:.0}}}",
         flushed.len(),
         interval.as_millis(),
         wrote.as_secs_f64(),
+        per_date.unwrap_or(per_writer),
         cpu * 1e6 / flushed.len() as f64
     );
     println!("{report}");

@@ -159,6 +159,7 @@ fn write_steps(env: &Env, steps: std::ops::Range<u32>) -> BTreeSet<String> {
                 Duration::from_millis(20),
                 2,
                 &env.path(&format!("times-{e}-{}", steps.start)),
+                None,
             )
         })
         .collect();
