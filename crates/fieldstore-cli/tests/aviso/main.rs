@@ -503,3 +503,100 @@ fn bad_input_is_refused_before_anything_runs() {
     // No state file was written by refused runs.
     assert!(!env.path("state").exists());
 }
+
+#[test]
+fn through_type_remote_the_publisher_follows_a_fieldstore_server() {
+    let Some((server_bin, client)) = aviso() else {
+        return;
+    };
+    let env = Env::new();
+    std::fs::create_dir_all(env.root()).expect("root");
+    let server = Server::start(&server_bin, env.dir.path());
+    let listener = Listener::start(&client, &server.url(), "class=od", &[("class", "od")], None);
+    // A fieldstore server of the store, and a client config of it.
+    let serve_config = env.write(
+        "serve.yaml",
+        format!(
+            "type: catalogue\nengine: toc\nstore: file\nserverPort: 0\nspaces: [{{roots: [{{path: {}}}]}}]\n",
+            env.root().display()
+        ),
+    );
+    let mut serve = env
+        .command()
+        .arg("--config")
+        .arg(&serve_config)
+        .arg("serve")
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("fieldstore serve");
+    let mut lines = BufReader::new(serve.stderr.take().expect("stderr")).lines();
+    let first = lines.next().expect("a line").expect("utf-8");
+    let port = first
+        .split("listening on 127.0.0.1:")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .unwrap_or_else(|| panic!("no port in {first:?}"))
+        .to_string();
+    std::thread::spawn(move || for _ in lines {});
+    let remote = env.write(
+        "remote.yaml",
+        format!("type: remote\nhost: 127.0.0.1\nport: {port}\n"),
+    );
+    let mut publisher = env
+        .command()
+        .arg("--config")
+        .arg(&remote)
+        .args([
+            "notify",
+            "--aviso",
+            &server.url(),
+            "--state",
+            "remote.state",
+        ])
+        .args(["--timeout", "20"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("fieldstore notify");
+    let perr = publisher.stderr.take().expect("stderr");
+    let said = Arc::new(Mutex::new(String::new()));
+    let s = said.clone();
+    std::thread::spawn(move || {
+        for line in BufReader::new(perr).lines().map_while(Result::ok) {
+            s.lock().expect("lock").push_str(&(line + "\n"));
+        }
+    });
+    wait_until(
+        30,
+        || said.lock().expect("lock").clone(),
+        || {
+            said.lock()
+                .expect("lock")
+                .contains("told of flushes by 127.0.0.1")
+        },
+    );
+    let f = env.write("f.bin", b"abc");
+    for step in [3, 9] {
+        common::run(
+            env.command()
+                .arg("--config")
+                .arg(&remote)
+                .args(["archive", "--key", &writer::key("0001", step, 167)])
+                .arg(&f),
+        )
+        .ok();
+    }
+    let want: BTreeSet<String> = [3, 9]
+        .iter()
+        .map(|s| writer::identifier("0001", *s))
+        .collect();
+    wait_until(
+        30,
+        || format!("{:?}\n{}", listener.received(), said.lock().expect("lock")),
+        || identifiers(&listener.received()) == want,
+    );
+    let _ = publisher.kill();
+    let _ = publisher.wait();
+    let _ = serve.kill();
+    let _ = serve.wait();
+}
