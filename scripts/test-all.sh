@@ -49,3 +49,7 @@ bash scripts/test-ml-clients.sh
 echo "== libgribjump: Polytope (polytope-mars 0.3.14) and pygribjump 0.13.1 on fieldstore vs FDB5 + GribJump 0.13"
 bash scripts/test-gribjump-python.sh
 # --- libgribjump: pygribjump and Polytope -- end ---------------------------------
+# --- Aviso notifications (crates/fieldstore-aviso) -- begin ---------------------
+echo "== Aviso: fieldstore notify with aviso-server 0.13.1 and pyaviso 2.4.2's aviso listen"
+bash scripts/test-aviso.sh
+# --- Aviso notifications -- end -------------------------------------------------

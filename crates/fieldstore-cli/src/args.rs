@@ -56,6 +56,10 @@ pub(crate) enum Command {
     /// fdb-read, fdb-axes, fdb-wipe, pyfdb with a `type: remote` config); --config
     /// names a server config in FDB5's shape (docs/serve.md).
     Serve(ServeArgs),
+    /// Tell an Aviso server of each flush that makes fields visible: one
+    /// notification per identifier, none lost across restarts
+    /// (docs/watch.md, "Notifications beyond the machine").
+    Notify(NotifyArgs),
     /// Where fields are stored, or where the datasets a request names live.
     Where(WhereArgs),
     /// Values at points of the GRIB fields a request names, reading only
@@ -283,6 +287,49 @@ pub(crate) struct ServeArgs {
     /// port, printed on standard error).
     #[arg(long, value_name = "PORT")]
     pub(crate) port: Option<u16>,
+}
+
+/// `fieldstore notify`.
+#[derive(Debug, Args)]
+pub(crate) struct NotifyArgs {
+    /// The Aviso server: `http://HOST:PORT`.
+    #[arg(long, value_name = "URL")]
+    pub(crate) aviso: String,
+    /// The Aviso event type posted.
+    #[arg(long, value_name = "TYPE", default_value = "mars")]
+    pub(crate) event: String,
+    /// The identifier keys, comma-separated, each `name` (from the keyword
+    /// of that name) or `name=keyword`; default the `mars` schema's:
+    /// class,expver,domain,date,time,stream,step.
+    #[arg(long, value_name = "KEYS")]
+    pub(crate) identifier: Option<String>,
+    /// The state file that keeps the publisher's position (created if
+    /// absent; one per publisher).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) state: PathBuf,
+    /// With no state file yet: `now` announces only what is flushed from
+    /// now on; `start` (default) the fields already there too.
+    #[arg(long, value_name = "WHEN", default_value = "start",
+          value_parser = ["start", "now"])]
+    pub(crate) since: String,
+    /// Poll the store instead of using its notifications.
+    #[arg(long)]
+    pub(crate) poll: bool,
+    /// Stop following the store after S seconds (then post what is pending).
+    #[arg(long, value_name = "S")]
+    pub(crate) timeout: Option<f64>,
+    /// Stop reading the store while N notifications are pending.
+    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    pub(crate) max_pending: usize,
+    /// The longest wait between two attempts to post, in seconds.
+    #[arg(long, value_name = "S", default_value_t = 5.0)]
+    pub(crate) max_backoff: f64,
+    /// What the payloads name as the store (default: the config in force).
+    #[arg(long, value_name = "TEXT")]
+    pub(crate) store_name: Option<String>,
+    /// A MARS request; keywords left out match anything.
+    #[arg(value_name = "REQUEST")]
+    pub(crate) request: Option<String>,
 }
 
 /// `fieldstore watch`.

@@ -38,6 +38,7 @@ fn run(cli: &Cli, ui: &mut Ui<'_>) -> Result<()> {
         Command::List(a) => cmd::list::run(a, &ctx, ui),
         Command::Retrieve(a) => cmd::retrieve::run(a, &ctx, ui),
         Command::Watch(a) => cmd::watch::run(a, &ctx, ui),
+        Command::Notify(a) => cmd::notify::run(a, &ctx, ui),
         Command::Axes(a) => cmd::axes::run(a, &ctx, ui),
         Command::Where(a) => cmd::r#where::run(a, &ctx, ui),
         Command::Extract(a) => cmd::extract::run(a, &ctx, ui),

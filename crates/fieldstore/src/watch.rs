@@ -290,6 +290,15 @@ impl Watch<'_> {
         self.waiter.mechanism()
     }
 
+    /// How many fields the last look found that `next` has not yielded
+    /// yet: while it is not zero, `next` returns at once. Right after
+    /// [`FieldStore::watch`] (with `since: Start`) it is the number of
+    /// fields already there; a caller that takes events until it is zero
+    /// takes one look's worth, the fields of the flushes that look found.
+    pub fn queued(&self) -> usize {
+        self.queue.len()
+    }
+
     /// With `until_complete`: the request's points no field was reported
     /// for yet, as `keyword=value,…` over the request's keywords.
     pub fn missing(&self) -> Vec<String> {

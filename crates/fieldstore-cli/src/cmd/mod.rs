@@ -11,6 +11,7 @@ pub(crate) mod hammer;
 pub(crate) mod info;
 pub(crate) mod list;
 pub(crate) mod r#move;
+pub(crate) mod notify;
 pub(crate) mod purge;
 pub(crate) mod retrieve;
 pub(crate) mod schema;
