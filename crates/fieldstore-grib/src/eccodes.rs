@@ -27,6 +27,48 @@
 //! still go to stderr. ecCodes sometimes logs an error (an unknown template,
 //! a damaged section) and still returns a handle with a partial key; an
 //! extraction during which ecCodes logged an error fails with what it said.
+//!
+//! # Assertions
+//! ecCodes checks some of its invariants with `ECCODES_ASSERT`, which calls
+//! `codes_assertion_failed`: by default that prints the assertion and calls
+//! `abort()`, so a bad message (a GRIB1 seasonal mean whose
+//! `forecastMonth` disagrees with its `verifyingMonth`: `G1ForecastMonth.cc`)
+//! would kill the whole process — a CLI, a Python interpreter, a C
+//! program. A process-wide assertion procedure replaces it
+//! (`codes_set_codes_assertion_failed_proc`, installed with the logging
+//! procedure and again at every exclusive session, since ecCodes' own
+//! `GribFromSpec` installs one of its own while it runs):
+//! - inside a session (a fieldstore call into ecCodes on this thread), it
+//!   records the assertion in a thread-local and **returns**; every
+//!   function of this crate checks [`Session::assertion`] after each
+//!   ecCodes call and fails that message with
+//!   [`Problem::EccodesAssertion`] (an `InvalidInput` error: a CLI exit
+//!   code, a Python exception, a C error code), making no further call on
+//!   the handle but its deletion;
+//! - outside (another library's ecCodes call in this process), it does what
+//!   ecCodes does by default: print, and abort unless `ECCODES_NO_ABORT` is
+//!   set.
+//!
+//! Why return rather than jump out: the handler is called from deep inside
+//! ecCodes, which is C++ with lock guards, RAII buffers and handle state.
+//! A `longjmp` back to a `setjmp` in a shim would skip their destructors
+//! (a mutex left locked deadlocks the next call; the handle would be half
+//! built and could not be deleted) and would cross Rust frames, which Rust
+//! does not allow; throwing a C++ exception needs a C++ shim and still
+//! leaves ecCodes' C-style state (malloc'd buffers, counters) half updated.
+//! Returning is the continuation ecCodes itself offers: with
+//! `ECCODES_NO_ABORT=1` (documented among its environment variables) its
+//! default procedure prints and returns, and its unit test of this very
+//! hook (`tests/unit_tests.cc`, `test_assertion_catching`) installs a
+//! procedure that returns and checks that the function goes on to fail
+//! cleanly. The assertion reached by bad input here is of that kind: after
+//! `gribForecastMonth == fcmonth` fails, `G1ForecastMonth::unpack_long`
+//! returns the month it computed, and the key read then fails. What ecCodes
+//! does after an assertion is its code's business, not a documented
+//! contract, so this crate treats the handle as suspect (no further reads,
+//! the message fails) and the GRIB fuzz test (`tests/damaged.rs`) and fuzz
+//! target (`fuzz/fuzz_targets/grib.rs`) feed ecCodes-made messages damaged
+//! in every way to keep checking that no input kills the process.
 
 use std::cell::RefCell;
 use std::ffi::{c_char, c_int, CStr, CString};
@@ -47,6 +89,56 @@ thread_local! {
     /// What ecCodes logged during the current extraction on this thread
     /// (`None`: not capturing).
     static CAPTURED: RefCell<Option<Vec<(c_int, String)>>> = const { RefCell::new(None) };
+    /// The first ecCodes assertion that failed during the current session
+    /// on this thread (see the module's "Assertions").
+    static ASSERTED: RefCell<Option<String>> = const { RefCell::new(None) };
+    /// Whether this thread is inside a session (a fieldstore call into
+    /// ecCodes).
+    static IN_SESSION: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// The assertion procedure installed into ecCodes (see the module's
+/// "Assertions"): records and returns inside a session, aborts as ecCodes
+/// would outside. Never unwinds.
+unsafe extern "C" fn assertion_proc(message: *const c_char) {
+    let text = if message.is_null() {
+        "ecCodes assertion failed".to_string()
+    } else {
+        // SAFETY: ecCodes passes a NUL-terminated buffer valid for this call.
+        unsafe { CStr::from_ptr(message) }
+            .to_string_lossy()
+            .into_owned()
+    };
+    let in_session = IN_SESSION.try_with(std::cell::Cell::get).unwrap_or(false);
+    if in_session {
+        let _ = ASSERTED.try_with(|a| {
+            if let Ok(mut a) = a.try_borrow_mut() {
+                a.get_or_insert(text);
+            }
+        });
+        return;
+    }
+    // Not fieldstore's call: ecCodes' default behaviour.
+    let _ = writeln!(std::io::stderr(), "{text}");
+    let no_abort = std::env::var("ECCODES_NO_ABORT")
+        .ok()
+        .and_then(|v| v.trim().parse::<i64>().ok())
+        .is_some_and(|v| v != 0);
+    if !no_abort {
+        std::process::abort();
+    }
+}
+
+/// Install [`assertion_proc`] (if the library has the hook).
+fn install_assertion_proc() {
+    if let Some(set) = ffi::load()
+        .ok()
+        .and_then(|api| api.codes_set_codes_assertion_failed_proc)
+    {
+        // SAFETY: `assertion_proc` has the C signature ecCodes expects,
+        // lives for the process and never unwinds.
+        unsafe { set(Some(assertion_proc)) };
+    }
 }
 
 /// The logging procedure installed into ecCodes' default context.
@@ -126,7 +218,11 @@ pub(crate) fn enter() -> Result<Session, String> {
     // way the lock protects (each extraction owns its handle), so a poisoned
     // lock is still usable.
     let guard = ECCODES.write().unwrap_or_else(|e| e.into_inner());
-    Ok(start(Guard::Exclusive(guard)))
+    let session = start(Guard::Exclusive(guard));
+    // Again at every exclusive session: another user of ecCodes in this
+    // process may have installed its own (see the module docs).
+    install_assertion_proc();
+    Ok(session)
 }
 
 /// Take the lock for work on a handle of this thread's own: shared if
@@ -154,8 +250,11 @@ fn start(guard: Guard) -> Session {
                 ffi::codes_context_set_logging_proc(ctx, log_proc);
             }
         }
+        install_assertion_proc();
     });
     CAPTURED.with(|c| *c.borrow_mut() = Some(Vec::new()));
+    ASSERTED.with(|a| *a.borrow_mut() = None);
+    IN_SESSION.with(|s| s.set(true));
     Session { _guard: guard }
 }
 
@@ -172,6 +271,21 @@ pub(crate) struct Session {
 }
 
 impl Session {
+    /// The ecCodes assertion that failed during this session, if one did:
+    /// the message it was working on must fail, and its handle must not be
+    /// read further (see the module's "Assertions").
+    pub(crate) fn assertion(&self) -> Option<String> {
+        ASSERTED.with(|a| a.borrow().clone())
+    }
+
+    /// `Err` with [`Problem::EccodesAssertion`] if an assertion failed.
+    pub(crate) fn check(&self) -> Result<(), Problem> {
+        match self.assertion() {
+            Some(message) => Err(Problem::EccodesAssertion { message }),
+            None => Ok(()),
+        }
+    }
+
     /// What ecCodes logged so far, joined, or `fallback`.
     pub(crate) fn said(&self, fallback: impl FnOnce() -> String) -> String {
         let lines = CAPTURED.with(|c| c.borrow_mut().as_mut().map(std::mem::take));
@@ -199,6 +313,8 @@ impl Session {
 impl Drop for Session {
     fn drop(&mut self) {
         CAPTURED.with(|c| *c.borrow_mut() = None);
+        IN_SESSION.with(|s| s.set(false));
+        ASSERTED.with(|a| *a.borrow_mut() = None);
     }
 }
 
@@ -476,6 +592,9 @@ fn lookup(sample: &CStr, key: &CStr, value: &CStr) -> Option<(i64, String)> {
     };
     drop(handle);
     let _ = session.errors();
+    if session.assertion().is_some() {
+        return None;
+    }
     // `c_long` is `i64` here, `i32` on some platforms.
     #[allow(clippy::useless_conversion)]
     (found && id > 0).then_some((i64::from(id), cf))
@@ -484,22 +603,29 @@ fn lookup(sample: &CStr, key: &CStr, value: &CStr) -> Option<(i64, String)> {
 /// The MARS key of one complete GRIB message (see [`crate::mars_key`]).
 pub(crate) fn mars_key(message: &[u8]) -> Result<Key, Problem> {
     let session = enter().map_err(|reason| Problem::NoEccodes { reason })?;
-    let handle = Handle::new(&session, message).ok_or_else(|| Problem::Undecodable {
+    let handle = Handle::new(&session, message);
+    session.check()?;
+    let handle = handle.ok_or_else(|| Problem::Undecodable {
         reason: session.said(|| "no handle (not a valid GRIB message)".to_string()),
     })?;
-    let mut iter = KeysIter::new(&handle, c"mars").ok_or_else(|| Problem::Undecodable {
+    let iter = KeysIter::new(&handle, c"mars");
+    session.check()?;
+    let mut iter = iter.ok_or_else(|| Problem::Undecodable {
         reason: session.said(|| "cannot iterate over the 'mars' namespace".to_string()),
     })?;
     let mut key = Key::new();
     let mut buf = vec![0u8; 128];
-    while let Some(name) = iter.next_name() {
+    loop {
+        let name = iter.next_name();
+        session.check()?;
+        let Some(name) = name else { break };
         let keyword = name.to_string_lossy();
-        let value = handle
-            .get_string(&name, &mut buf)
-            .map_err(|code| Problem::KeyUnreadable {
-                keyword: keyword.to_string(),
-                reason: session.said(|| error_text(code)),
-            })?;
+        let value = handle.get_string(&name, &mut buf);
+        session.check()?;
+        let value = value.map_err(|code| Problem::KeyUnreadable {
+            keyword: keyword.to_string(),
+            reason: session.said(|| error_text(code)),
+        })?;
         let value = String::from_utf8_lossy(value);
         if key.contains(&keyword) {
             // ecCodes may list a key twice; by name it has one value.

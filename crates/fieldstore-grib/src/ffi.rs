@@ -29,6 +29,12 @@ pub(crate) struct CodesKeysIterator {
 pub(crate) type CodesLogProc =
     unsafe extern "C" fn(ctx: *const CodesContext, level: c_int, message: *const c_char);
 
+/// `codes_assertion_failed_proc`: `void (*)(const char* message)`.
+pub(crate) type CodesAssertionProc = unsafe extern "C" fn(message: *const c_char);
+
+/// `codes_set_codes_assertion_failed_proc(codes_assertion_failed_proc)`.
+pub(crate) type CodesSetAssertionProc = unsafe extern "C" fn(proc_: Option<CodesAssertionProc>);
+
 /// `GRIB_SUCCESS`.
 pub(crate) const CODES_SUCCESS: c_int = 0;
 /// `GRIB_BUFFER_TOO_SMALL`.
@@ -79,6 +85,9 @@ pub(crate) struct Api {
         unsafe extern "C" fn(*const CodesHandle, *const c_char, *mut f32, *mut usize) -> c_int,
     /// `codes_get_features` (ecCodes ≥ 2.34), absent from older libraries.
     pub(crate) codes_get_features: Option<CodesGetFeatures>,
+    /// `codes_set_codes_assertion_failed_proc` (ecCodes ≥ 2.3), absent
+    /// from older libraries (which then abort on a failed assertion).
+    pub(crate) codes_set_codes_assertion_failed_proc: Option<CodesSetAssertionProc>,
     /// Where the library came from, for messages.
     pub(crate) origin: String,
 }
@@ -356,6 +365,11 @@ fn from_handle(lib: *mut c_void, origin: String) -> Result<Api, String> {
             codes_get_double_array: sym(lib, c"codes_get_double_array")?,
             codes_get_float_array: sym(lib, c"codes_get_float_array")?,
             codes_get_features: sym(lib, c"codes_get_features").ok(),
+            codes_set_codes_assertion_failed_proc: sym(
+                lib,
+                c"codes_set_codes_assertion_failed_proc",
+            )
+            .ok(),
             origin,
         })
     }
