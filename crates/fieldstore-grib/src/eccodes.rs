@@ -39,9 +39,9 @@
 //! procedure and again at every exclusive session, since ecCodes' own
 //! `GribFromSpec` installs one of its own while it runs):
 //! - inside a session (a fieldstore call into ecCodes on this thread), it
-//!   records the assertion in a thread-local and **returns**; every
-//!   function of this crate checks [`Session::assertion`] after each
-//!   ecCodes call and fails that message with
+//!   records the assertion in a thread-local and stops the failed ecCodes
+//!   call (below); every function of this crate checks
+//!   [`Session::check`] after each ecCodes call and fails that message with
 //!   [`Problem::EccodesAssertion`] (an `InvalidInput` error: a CLI exit
 //!   code, a Python exception, a C error code), making no further call on
 //!   the handle but its deletion;
@@ -49,29 +49,31 @@
 //!   ecCodes does by default: print, and abort unless `ECCODES_NO_ABORT` is
 //!   set.
 //!
-//! Why return rather than jump out: the handler is called from deep inside
-//! ecCodes, which is C++ with lock guards, RAII buffers and handle state.
-//! A `longjmp` back to a `setjmp` in a shim would skip their destructors
-//! (a mutex left locked deadlocks the next call; the handle would be half
-//! built and could not be deleted) and would cross Rust frames, which Rust
-//! does not allow; throwing a C++ exception needs a C++ shim and still
-//! leaves ecCodes' C-style state (malloc'd buffers, counters) half updated.
-//! Returning is the continuation ecCodes itself offers: with
-//! `ECCODES_NO_ABORT=1` (documented among its environment variables) its
-//! default procedure prints and returns, and its unit test of this very
-//! hook (`tests/unit_tests.cc`, `test_assertion_catching`) installs a
-//! procedure that returns and checks that the function goes on to fail
-//! cleanly. The assertion reached by bad input here is of that kind: after
-//! `gribForecastMonth == fcmonth` fails, `G1ForecastMonth::unpack_long`
-//! returns the month it computed, and the key read then fails. What ecCodes
-//! does after an assertion is its code's business, not a documented
-//! contract, so this crate treats the handle as suspect (no further reads,
-//! the message fails) and the GRIB fuzz test (`tests/damaged.rs`) and fuzz
-//! target (`fuzz/fuzz_targets/grib.rs`) feed ecCodes-made messages damaged
-//! in every way to keep checking that no input kills the process.
+//! How the failed call stops. If the procedure returns, ecCodes goes on
+//! after the failed assertion (what `ECCODES_NO_ABORT=1` does, and what its
+//! unit test of this hook, `test_assertion_catching`, expects). That is
+//! safe at some assertions — after `gribForecastMonth == fcmonth` fails,
+//! `G1ForecastMonth::unpack_long` returns the month it computed — and not
+//! at others: after `Bitmap::compute_size` asserts on a GRIB1 bitmap
+//! section of length 0, going on makes a section size that crashes
+//! `grib_section_adjust_sizes` (found by `tests/damaged.rs`). A `longjmp`
+//! out of the procedure would skip the destructors of ecCodes' C++ frames
+//! (lock guards left locked deadlock the next call) and cross Rust frames,
+//! which Rust does not allow. So the procedure **throws a C++ exception**
+//! ([`Throw`]): from ecCodes 2.44 on, every API function runs its body in
+//! `eccodes::ExceptionHandler`, which catches anything and returns an error
+//! code (or NULL); the exception unwinds ecCodes' own frames only, running
+//! their destructors, and the call returns an error at once. ECMWF's own
+//! `GribFromSpec` installs a procedure that throws for the same reason.
+//! With an older ecCodes (no such handler: an exception would escape into
+//! Rust), the procedure returns instead — then it is as safe as ecCodes'
+//! own `ECCODES_NO_ABORT`, and no safer. The GRIB fuzz test
+//! (`tests/damaged.rs`) and fuzz target (`fuzz/fuzz_targets/grib.rs`) feed
+//! ecCodes-made messages damaged in every way through every entry point to
+//! keep checking that no input kills the process.
 
 use std::cell::RefCell;
-use std::ffi::{c_char, c_int, CStr, CString};
+use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::io::Write as _;
 use std::sync::{Once, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
@@ -98,9 +100,11 @@ thread_local! {
 }
 
 /// The assertion procedure installed into ecCodes (see the module's
-/// "Assertions"): records and returns inside a session, aborts as ecCodes
-/// would outside. Never unwinds.
-unsafe extern "C" fn assertion_proc(message: *const c_char) {
+/// "Assertions"): inside a session, records the assertion, then throws
+/// out of the failed call when ecCodes converts exceptions into error
+/// codes at its API ([`Throw`]), else returns; outside a session, aborts
+/// as ecCodes would.
+unsafe extern "C-unwind" fn assertion_proc(message: *const c_char) {
     let text = if message.is_null() {
         "ecCodes assertion failed".to_string()
     } else {
@@ -116,6 +120,13 @@ unsafe extern "C" fn assertion_proc(message: *const c_char) {
                 a.get_or_insert(text);
             }
         });
+        if let Some(throw) = Throw::get() {
+            // SAFETY: called from ecCodes' `codes_assertion_failed`, inside
+            // one of its API functions, which catch every exception
+            // (`ExceptionHandler`, ecCodes ≥ 2.44: see [`Throw`]). Nothing
+            // of this frame needs dropping.
+            unsafe { throw.throw() }
+        }
         return;
     }
     // Not fieldstore's call: ecCodes' default behaviour.
@@ -126,6 +137,87 @@ unsafe extern "C" fn assertion_proc(message: *const c_char) {
         .is_some_and(|v| v != 0);
     if !no_abort {
         std::process::abort();
+    }
+}
+
+/// Throwing a C++ exception (an `int`) out of [`assertion_proc`], with the
+/// C++ runtime ecCodes itself runs on (`libstdc++`'s
+/// `__cxa_allocate_exception`, `__cxa_throw`, and `typeinfo for int`).
+///
+/// Only where it is safe: from ecCodes 2.44 on, every API function this
+/// crate calls runs its body in `eccodes::ExceptionHandler`, which catches
+/// any exception (`catch (...)`), logs "Unknown exception occurred." and
+/// returns `GRIB_RUNTIME_ERROR` (or NULL): the exception unwinds ecCodes'
+/// own C++ frames only — their destructors run, its lock guards are
+/// released — and never reaches a Rust frame but this procedure's
+/// (declared "C-unwind" for that). It stops the failed call where the
+/// assertion failed, where returning would go on past it: ecCodes 2.50's
+/// `Bitmap::compute_size` asserts on a GRIB1 bitmap section of length 0
+/// and, if the procedure returns, makes a section size from it that
+/// crashes `grib_section_adjust_sizes` (found by `tests/damaged.rs`).
+/// ecCodes' own `GribFromSpec` installs a procedure that throws, too. What
+/// the unwinding leaves behind is at worst the partial handle, leaked.
+///
+/// Before 2.44 an exception would escape ecCodes' `extern "C"` functions
+/// into Rust, so the procedure returns instead (ecCodes' own
+/// `ECCODES_NO_ABORT` behaviour).
+#[derive(Clone, Copy)]
+struct Throw {
+    allocate: unsafe extern "C" fn(usize) -> *mut c_void,
+    throw: unsafe extern "C-unwind" fn(*mut c_void, *const c_void, *const c_void) -> !,
+    int_type: *const c_void,
+}
+
+// SAFETY: function pointers and the address of a static type_info.
+unsafe impl Send for Throw {}
+// SAFETY: as above; never written after it is made.
+unsafe impl Sync for Throw {}
+
+impl Throw {
+    /// The C++ runtime's functions, if ecCodes is 2.44 or later and they
+    /// are found; looked up once.
+    fn get() -> Option<Throw> {
+        static THROW: OnceLock<Option<Throw>> = OnceLock::new();
+        *THROW.get_or_init(|| {
+            let api = ffi::load().ok()?;
+            // SAFETY: no arguments, no state.
+            if unsafe { ffi::codes_get_api_version() } < 24400 {
+                return None;
+            }
+            let find = |name: &CStr| {
+                // SAFETY: ecCodes' live handle (never closed) and a
+                // NUL-terminated name; with a handle, dlsym also searches
+                // the library's dependencies (its libstdc++).
+                let p = unsafe { libc::dlsym(api.handle as *mut c_void, name.as_ptr()) };
+                (!p.is_null()).then_some(p)
+            };
+            let allocate = find(c"__cxa_allocate_exception")?;
+            let throw = find(c"__cxa_throw")?;
+            let int_type = find(c"_ZTIi")?;
+            // SAFETY: the Itanium C++ ABI's prototypes of these functions.
+            unsafe {
+                Some(Throw {
+                    allocate: std::mem::transmute::<*mut c_void, _>(allocate),
+                    throw: std::mem::transmute::<*mut c_void, _>(throw),
+                    int_type: int_type.cast_const(),
+                })
+            }
+        })
+    }
+
+    /// Throw an `int` (1).
+    ///
+    /// # Safety
+    /// Only from a frame that a C++ `catch` will be reached from by
+    /// unwinding through "C-unwind" or C++ frames only.
+    unsafe fn throw(self) -> ! {
+        // SAFETY: the Itanium ABI: allocate the exception object, fill it,
+        // throw it with its type_info and no destructor.
+        unsafe {
+            let object = (self.allocate)(std::mem::size_of::<c_int>());
+            object.cast::<c_int>().write(1);
+            (self.throw)(object, self.int_type, std::ptr::null())
+        }
     }
 }
 

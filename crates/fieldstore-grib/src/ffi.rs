@@ -29,8 +29,9 @@ pub(crate) struct CodesKeysIterator {
 pub(crate) type CodesLogProc =
     unsafe extern "C" fn(ctx: *const CodesContext, level: c_int, message: *const c_char);
 
-/// `codes_assertion_failed_proc`: `void (*)(const char* message)`.
-pub(crate) type CodesAssertionProc = unsafe extern "C" fn(message: *const c_char);
+/// `codes_assertion_failed_proc`: `void (*)(const char* message)`; may
+/// throw (a C++ exception unwinds through it: "C-unwind").
+pub(crate) type CodesAssertionProc = unsafe extern "C-unwind" fn(message: *const c_char);
 
 /// `codes_set_codes_assertion_failed_proc(codes_assertion_failed_proc)`.
 pub(crate) type CodesSetAssertionProc = unsafe extern "C" fn(proc_: Option<CodesAssertionProc>);
@@ -90,6 +91,9 @@ pub(crate) struct Api {
     pub(crate) codes_set_codes_assertion_failed_proc: Option<CodesSetAssertionProc>,
     /// Where the library came from, for messages.
     pub(crate) origin: String,
+    /// The library's `dlopen` handle (as an address), to look up symbols
+    /// of its dependencies (the C++ runtime, `crate::eccodes::Throw`).
+    pub(crate) handle: usize,
 }
 
 /// The sonames ecCodes' library goes by: the wheel's and a build's
@@ -371,6 +375,7 @@ fn from_handle(lib: *mut c_void, origin: String) -> Result<Api, String> {
             )
             .ok(),
             origin,
+            handle: lib as usize,
         })
     }
 }
