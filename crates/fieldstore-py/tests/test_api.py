@@ -716,7 +716,7 @@ def test_bytes_that_are_not_grib_are_skipped_with_one_warning_as_ecCodes_skips_t
     with open(path, "rb") as f:
         while (h := eccodes.codes_grib_new_from_file(f)) is not None:
             try:
-                read.append((eccodes.codes_get(h, "offset"), eccodes.codes_get_message(h)))
+                read.append((int(eccodes.codes_get_long(h, "offset")), eccodes.codes_get_message(h)))
             finally:
                 eccodes.codes_release(h)
     assert [o for o, _ in read] == [12_000, 13_560, 3120 + 12_000 + 12]
@@ -735,7 +735,7 @@ def test_bytes_that_are_not_grib_are_skipped_with_one_warning_as_ecCodes_skips_t
     # Every message ecCodes read is archived, byte for byte.
     back = set()
     for entry in fdb.list({"class": "od/rd"}):
-        back.add(fdb.retrieve(entry.combined_key()).read())
+        back.add(fdb.retrieve({k: v for k, v in entry.combined_key().items() if v}).read())
     assert back == {m for _, m in read}
     # A message that starts with GRIB but does not end with 7777: an error.
     damaged = bytearray(data)
