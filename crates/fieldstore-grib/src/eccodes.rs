@@ -428,22 +428,46 @@ pub(crate) fn error_text(code: c_int) -> String {
 pub(crate) struct Handle<'a> {
     pub(crate) raw: *mut ffi::CodesHandle,
     _message: std::marker::PhantomData<&'a [u8]>,
+    /// The bytes ecCodes parses (see [`SLACK`]); freed after the handle
+    /// (its `Drop` deletes the handle first).
+    _bytes: Option<Vec<u8>>,
 }
+
+/// Zero bytes that follow the copy of a message ecCodes parses, inside the
+/// same allocation.
+///
+/// ecCodes reads past the end of a message whose section is shorter than
+/// its template says ("Invalid size 33 found for section_4, assuming 34"
+/// and reading on), and what it reads there steers its parsing: valgrind
+/// showed reads just past the end of the buffer given to
+/// `codes_handle_new_from_message`, and a later crash in
+/// `grib_section_adjust_sizes` (`tests/damaged.rs`). A message given to
+/// ecCodes is therefore copied with this much zeroed memory after it, so
+/// that such reads stay within memory this crate owns and read zeros,
+/// whoever's buffer the message came from. (Templates are a few hundred
+/// bytes; the copy costs a `memcpy` of the message, small beside ecCodes'
+/// parsing.)
+const SLACK: usize = 16 * 1024;
 
 impl<'a> Handle<'a> {
     pub(crate) fn new(_session: &Session, message: &'a [u8]) -> Option<Self> {
-        // SAFETY: `message` is valid for reads of its length for `'a`, which
-        // outlives the handle (the handle borrows it); ecCodes only reads it.
+        let mut bytes = Vec::with_capacity(message.len() + SLACK);
+        bytes.extend_from_slice(message);
+        bytes.resize(message.len() + SLACK, 0);
+        // SAFETY: `bytes` holds the message and the slack; it is owned by
+        // the handle and freed only after the handle is deleted; ecCodes
+        // only reads it.
         let raw = unsafe {
             ffi::codes_handle_new_from_message(
                 std::ptr::null_mut(),
-                message.as_ptr().cast(),
+                bytes.as_ptr().cast(),
                 message.len(),
             )
         };
         (!raw.is_null()).then_some(Handle {
             raw,
             _message: std::marker::PhantomData,
+            _bytes: Some(bytes),
         })
     }
 
@@ -663,6 +687,7 @@ fn lookup(sample: &CStr, key: &CStr, value: &CStr) -> Option<(i64, String)> {
     let handle: Handle<'static> = Handle {
         raw,
         _message: std::marker::PhantomData,
+        _bytes: None,
     };
     let mut len = value.to_bytes().len();
     // SAFETY: the handle is live; key and value are NUL-terminated; `len`
