@@ -373,7 +373,9 @@ fn bytes_that_are_not_grib_are_skipped_as_eccodes_skips_them() {
     // As Météo-France's ecoclimap: a 12,000-byte record header first; then
     // junk between two files' messages, padding to a 4 KiB block after
     // `7777`, and a trailer.
-    let header: Vec<u8> = (0..12_000u32).map(|i| b"record header "[i as usize % 14]).collect();
+    let header: Vec<u8> = (0..12_000u32)
+        .map(|i| b"record header "[i as usize % 14])
+        .collect();
     let mut bytes = header;
     bytes.extend(fixture("levtypes.grib"));
     bytes.extend_from_slice(b"junk between files");
@@ -414,7 +416,10 @@ fn bytes_that_are_not_grib_are_skipped_as_eccodes_skips_them() {
     let mut split = fieldstore_grib::split_messages(&bytes);
     let ours: Vec<(usize, usize)> = split
         .by_ref()
-        .map(|m| m.map(|m| (m.offset(), m.bytes().len())).expect("no damaged message"))
+        .map(|m| {
+            m.map(|m| (m.offset(), m.bytes().len()))
+                .expect("no damaged message")
+        })
         .collect();
     assert_eq!(ours, eccodes);
     let ranges: Vec<String> = split

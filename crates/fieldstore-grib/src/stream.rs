@@ -576,8 +576,8 @@ mod tests {
             }
             // NULs after a good message.
             let good = fixture("rd-fc.grib");
-            let reader = MessageReader::new(good.as_slice().chain(io::repeat(0)))
-                .max_message_size(limit);
+            let reader =
+                MessageReader::new(good.as_slice().chain(io::repeat(0))).max_message_size(limit);
             let reader = if resync { reader.resync() } else { reader };
             let items: Vec<_> = reader.collect();
             assert_eq!(items.len(), 2, "{items:?}");

@@ -109,8 +109,9 @@ fn sections(m: &[u8]) -> Vec<(usize, usize, usize)> {
         }
     } else {
         let u24 = |at: usize| -> usize {
-            m.get(at..at + 3)
-                .map_or(0, |b| (b[0] as usize) << 16 | (b[1] as usize) << 8 | b[2] as usize)
+            m.get(at..at + 3).map_or(0, |b| {
+                (b[0] as usize) << 16 | (b[1] as usize) << 8 | b[2] as usize
+            })
         };
         let s1 = u24(8);
         out.push((8, 3, s1));

@@ -51,7 +51,10 @@ fn split_all(bytes: &[u8]) -> (Vec<(usize, usize)>, Vec<std::ops::Range<u64>>) {
     let mut split = split_messages(bytes);
     let at = split
         .by_ref()
-        .map(|m| m.map(|m| (m.index(), m.offset())).expect("no damaged message"))
+        .map(|m| {
+            m.map(|m| (m.index(), m.offset()))
+                .expect("no damaged message")
+        })
         .collect();
     (at, split.skipped().ranges().to_vec())
 }

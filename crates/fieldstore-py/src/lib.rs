@@ -689,7 +689,11 @@ fn extract(
 }
 
 #[cfg(not(feature = "grib"))]
-fn archive_grib(_fs: &FieldStore, _data: &[u8], _defaults: Key) -> fieldstore::Result<GribArchived> {
+fn archive_grib(
+    _fs: &FieldStore,
+    _data: &[u8],
+    _defaults: Key,
+) -> fieldstore::Result<GribArchived> {
     Err(Error::new(
         ErrorKind::Unsupported,
         "this build of fieldstore has no GRIB support (Cargo feature `grib`): \

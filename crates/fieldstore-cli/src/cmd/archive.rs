@@ -273,9 +273,11 @@ fn archive(fs: &FieldStore, source: &Source, progress: bool) -> Result<Totals> {
                 totals.bytes += summary.bytes;
                 totals.files += 1;
                 if !summary.skipped_bytes.is_empty() {
-                    totals
-                        .skipped_bytes
-                        .push(format!("{}: {}", display(path), summary.skipped_bytes));
+                    totals.skipped_bytes.push(format!(
+                        "{}: {}",
+                        display(path),
+                        summary.skipped_bytes
+                    ));
                 }
                 totals.skipped.extend(
                     summary
