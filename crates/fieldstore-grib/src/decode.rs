@@ -188,6 +188,43 @@ fn missing_marker<T: Sample>(handle: &Handle<'_>) -> Option<T> {
     (code == ffi::CODES_SUCCESS).then(|| T::from_f64(reported))
 }
 
+/// Refuse a message whose bitmap marks more points present than its data
+/// section holds values: ecCodes 2.50 (`DataApplyBitmap::unpack`) fills
+/// every present point from the coded values without checking their
+/// count, reading past its own buffer (found by `tests/damaged.rs` under
+/// valgrind, on a GRIB1 bitmap section grown by a byte). Costs reading the
+/// bitmap once more, for messages that have one.
+fn bitmap_fits(handle: &Handle<'_>) -> std::result::Result<(), String> {
+    if get_long(handle, c"bitmapPresent") != Some(1) {
+        return Ok(());
+    }
+    let Some(coded) = get_long(handle, c"numberOfCodedValues") else {
+        return Err("the message has a bitmap but no readable number of coded values".into());
+    };
+    let n = get_size(handle, c"bitmap")
+        .map_err(|code| format!("cannot read the message's bitmap: {}", error_text(code)))?;
+    let mut bits = vec![0f64; n];
+    let mut len = n;
+    // SAFETY: the handle is live; `bits` is writable for `len` elements.
+    let code = unsafe {
+        ffi::codes_get_double_array(handle.raw, c"bitmap".as_ptr(), bits.as_mut_ptr(), &mut len)
+    };
+    if code != ffi::CODES_SUCCESS {
+        return Err(format!(
+            "cannot read the message's bitmap: {}",
+            error_text(code)
+        ));
+    }
+    let present = bits[..len.min(n)].iter().filter(|b| **b != 0.0).count();
+    if present as i64 > coded {
+        return Err(format!(
+            "damaged GRIB message: its bitmap marks {present} points present, its data section \
+             holds {coded} values"
+        ));
+    }
+    Ok(())
+}
+
 /// Decode the values of the GRIB `message` into `out`, which must hold
 /// exactly as many elements as the message has points.
 ///
@@ -223,6 +260,8 @@ pub fn decode_values<T: Sample>(message: &[u8], out: &mut [T]) -> Result<()> {
         )));
     }
     let marker = missing_marker::<T>(&handle);
+    checked(&session)?;
+    bitmap_fits(&handle).map_err(invalid)?;
     checked(&session)?;
     let mut len = out.len();
     // cfgrib unpacks in double precision and rounds to float32. ecCodes'

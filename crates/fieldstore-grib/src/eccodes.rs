@@ -163,10 +163,15 @@ unsafe extern "C-unwind" fn assertion_proc(message: *const c_char) {
 /// `ECCODES_NO_ABORT` behaviour).
 #[derive(Clone, Copy)]
 struct Throw {
-    allocate: unsafe extern "C" fn(usize) -> *mut c_void,
-    throw: unsafe extern "C-unwind" fn(*mut c_void, *const c_void, *const c_void) -> !,
+    allocate: AllocateException,
+    throw: CxaThrow,
     int_type: *const c_void,
 }
+
+/// `void* __cxa_allocate_exception(size_t)`.
+type AllocateException = unsafe extern "C" fn(usize) -> *mut c_void;
+/// `void __cxa_throw(void* object, std::type_info* type, void (*destructor)(void*))`.
+type CxaThrow = unsafe extern "C-unwind" fn(*mut c_void, *const c_void, *const c_void) -> !;
 
 // SAFETY: function pointers and the address of a static type_info.
 unsafe impl Send for Throw {}
@@ -197,8 +202,8 @@ impl Throw {
             // SAFETY: the Itanium C++ ABI's prototypes of these functions.
             unsafe {
                 Some(Throw {
-                    allocate: std::mem::transmute::<*mut c_void, _>(allocate),
-                    throw: std::mem::transmute::<*mut c_void, _>(throw),
+                    allocate: std::mem::transmute::<*mut c_void, AllocateException>(allocate),
+                    throw: std::mem::transmute::<*mut c_void, CxaThrow>(throw),
                     int_type: int_type.cast_const(),
                 })
             }
