@@ -1,5 +1,7 @@
 //! Bad input: garbage, truncation, damaged messages, messages ecCodes reads
 //! but FDB cannot index. Every bad input is made here from fixture bytes.
+// Lists of skipped byte ranges that happen to hold one range.
+#![allow(clippy::single_range_in_vec_init)]
 
 use std::path::PathBuf;
 
