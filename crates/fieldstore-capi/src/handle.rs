@@ -218,12 +218,66 @@ pub unsafe extern "C" fn fdb_archive_multiple(
         }
         // SAFETY: the caller's promise.
         let data = unsafe { bytes(data, length) }?;
-        match request {
-            None => {
-                fs.archive_grib(data)?;
-            }
+        SKIPPED.with(|s| s.borrow_mut().clear());
+        let skipped = match request {
+            None => fs.archive_grib(data)?.skipped_bytes,
             Some(request) => archive_checked(&fs, &request, data)?,
+        };
+        note_skipped("fdb_archive_multiple", &skipped);
+        Ok(FDB_SUCCESS)
+    })
+}
+
+thread_local! {
+    /// The byte ranges (start, end, start, end…) the calling thread's last
+    /// `fdb_archive_multiple` skipped as not GRIB.
+    static SKIPPED: std::cell::RefCell<Vec<u64>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Bytes that are not GRIB were skipped: one warning on stderr (where FDB5
+/// logs its warnings), and the ranges kept for
+/// [`fieldstore_skipped_bytes`].
+fn note_skipped(function: &str, skipped: &fieldstore_grib::SkippedBytes) {
+    if skipped.is_empty() {
+        return;
+    }
+    SKIPPED.with(|s| {
+        let mut s = s.borrow_mut();
+        for r in skipped.ranges() {
+            s.extend([r.start, r.end]);
         }
+    });
+    use std::io::Write as _;
+    // A failing stderr is no reason to fail the archive.
+    let _ = writeln!(
+        std::io::stderr(),
+        "fieldstore: warning: {function}: {skipped}"
+    );
+}
+
+/// fieldstore extension: the byte ranges of its data that the calling
+/// thread's last `fdb_archive_multiple` skipped as not GRIB (a record
+/// header, padding, junk between messages), as `*count` pairs of
+/// `(start, end)` (end exclusive) at `*ranges`; `*count` is 0 when it
+/// skipped none. Valid until the thread's next `fdb_archive_multiple`.
+///
+/// # Safety
+/// `ranges` and `count` are NULL (an error) or writable.
+#[no_mangle]
+pub unsafe extern "C" fn fieldstore_skipped_bytes(
+    ranges: *mut *const u64,
+    count: *mut usize,
+) -> c_int {
+    entry("fieldstore_skipped_bytes", || {
+        // SAFETY: the caller's promise.
+        let ranges = unsafe { out(ranges, "ranges") }?;
+        // SAFETY: the caller's promise.
+        let count = unsafe { out(count, "count") }?;
+        SKIPPED.with(|s| {
+            let s = s.borrow();
+            *ranges = s.as_ptr();
+            *count = s.len() / 2;
+        });
         Ok(FDB_SUCCESS)
     })
 }
@@ -236,11 +290,16 @@ const CUBE_LIMIT: u64 = 10_000_000;
 /// names and every field it names is there (FDB5's hypercube check: over
 /// the request's keywords, each combination of their values must be
 /// present). Nothing is archived otherwise.
-fn archive_checked(fs: &FieldStore, request: &Request, data: &[u8]) -> Result<(), CError> {
+fn archive_checked(
+    fs: &FieldStore,
+    request: &Request,
+    data: &[u8],
+) -> Result<fieldstore_grib::SkippedBytes, CError> {
     let schema = fs.schema();
     let selector = schema.selector(request)?;
     let mut ready: Vec<(SplitKey, &[u8])> = Vec::new();
-    for field in fieldstore_grib::fields(data) {
+    let mut fields = fieldstore_grib::fields(data);
+    for field in fields.by_ref() {
         let field = field?;
         let split = schema.split(&field.key).map_err(|e| {
             CError::invalid(format!(
@@ -321,7 +380,7 @@ fn archive_checked(fs: &FieldStore, request: &Request, data: &[u8]) -> Result<()
         fs.archive_split(split, bytes)
             .map_err(|e| e.context(format!("archiving GRIB message {i}")))?;
     }
-    Ok(())
+    Ok(fields.skipped().clone())
 }
 
 /// List what `req` names (NULL: everything) down to `depth` (outside 1–3:

@@ -77,7 +77,11 @@ const FDB5_FUNCTIONS: [&str; 47] = [
 ];
 
 /// fieldstore's own additions.
-const EXTENSIONS: [&str; 2] = ["fieldstore_last_error_kind", "fieldstore_live_objects"];
+const EXTENSIONS: [&str; 3] = [
+    "fieldstore_last_error_kind",
+    "fieldstore_live_objects",
+    "fieldstore_skipped_bytes",
+];
 
 fn header() -> PathBuf {
     crate_dir().join("include/fdb5/api/fdb_c.h")
@@ -135,6 +139,20 @@ fn the_c_test_program_calls_every_function() {
             "tests/c/test_fdb_c.c does not call {name}"
         );
     }
+}
+
+/// Issue 41: bytes around GRIB messages are skipped as ecCodes skips them
+/// (`fieldstore_skipped_bytes` gives their ranges), a damaged message is an
+/// error, and ecCodes' assertion is an error code, not the end of the
+/// program.
+#[test]
+fn grib_input_junk_is_skipped_and_an_eccodes_assertion_is_an_error_code() {
+    let dir = scratch("grib_input");
+    let exe = dir.join("grib_input");
+    compile_c(&crate_dir().join("tests/c/grib_input.c"), &exe, &[]);
+    let out = run(&exe, &[&dir, &repo().join("tests/fixtures")], false);
+    assert!(out.contains(", 0 failed"), "{out}");
+    eprint!("{out}");
 }
 
 #[test]

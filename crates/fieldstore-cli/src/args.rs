@@ -205,6 +205,8 @@ pub(crate) struct ArchiveArgs {
     /// GRIB: skip bad messages (damaged, without MARS keys, fitting no
     /// rule of the schema), archive the others, and say what was skipped.
     /// Without it, a bad message fails the command and nothing is archived.
+    /// (Bytes that are not GRIB around or between messages are always
+    /// skipped, as ecCodes skips them, with a warning naming their ranges.)
     #[arg(long, conflicts_with = "key")]
     pub(crate) skip_bad: bool,
     /// GRIB: build each field's jump info at archive and keep it with its

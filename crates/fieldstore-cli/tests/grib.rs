@@ -169,6 +169,12 @@ fn bad_files(env: &Env) -> Vec<(&'static str, String)> {
     damaged[1476 - 1] = b'X';
     env.write("damaged.grib", &damaged);
     env.write("notes.txt", "hello world\n");
+    // ecCodes fails an assertion on it (and by default aborts the process).
+    env.write(
+        "assert.grib",
+        std::fs::read(repo().join("tests/fixtures/grib-assert/msmm-bad-fcmonth.grib"))
+            .expect("fixture"),
+    );
     env.write("empty.grib", "");
     // rd-fc.grib without ECMWF's local section and from another centre:
     // ecCodes reads it, but it carries no MARS labelling (no class, stream,
@@ -196,8 +202,14 @@ fn bad_files(env: &Env) -> Vec<(&'static str, String)> {
         ),
         (
             "notes.txt",
-            "GRIB message 0 at byte offset 0: expected 'GRIB', found 'hello wo' (garbage \
-             between messages, or a damaged message before)"
+            "GRIB message 0 at byte offset 0: no GRIB message: none of the input's 12 bytes \
+             starts one (not a GRIB file?)"
+                .to_string(),
+        ),
+        (
+            "assert.grib",
+            "GRIB message 0 at byte offset 0: ecCodes cannot decode the message: ecCodes \
+             assertion failed: `gribForecastMonth == fcmonth' in "
                 .to_string(),
         ),
         (
@@ -227,8 +239,15 @@ fn a_bad_message_fails_the_run_and_archives_nothing() {
     let rd = repo().join("tests/fixtures/grib/rd-fc.grib");
     for (name, problem) in bad_files(&env) {
         // A good file first: it is archived, then discarded with the run.
-        env.run(&["archive", path(&rd), name])
-            .fails(2, &format!("archiving {name}: {problem}"));
+        let r = env.run(&["archive", path(&rd), name]);
+        if name == "assert.grib" {
+            // Where ecCodes was built is in the message: its start only.
+            assert_eq!(r.code, 2, "{r:?}");
+            let want = format!("fieldstore: error: archiving {name}: {problem}");
+            assert!(r.stderr.starts_with(&want), "{r:?}");
+        } else {
+            r.fails(2, &format!("archiving {name}: {problem}"));
+        }
         assert_eq!(
             listed(&env),
             before,
@@ -297,9 +316,18 @@ fn skip_bad_archives_the_rest_and_says_what_was_skipped() {
         .collect();
     // rd-fc.grib, message 0 of cut.grib, message 1 of damaged.grib.
     want.push_str(
-        "fieldstore: archived 3 fields (4428 bytes) from 6 files; skipped 5 bad messages\n",
+        "fieldstore: archived 3 fields (4428 bytes) from 7 files; skipped 6 bad messages\n",
     );
-    assert_eq!(r.stderr, want);
+    // Where ecCodes was built (its assertion names its source file) aside.
+    let stderr: String = r
+        .stderr
+        .lines()
+        .map(|l| match l.find("fcmonth' in ") {
+            Some(at) => format!("{}\n", &l[..at + "fcmonth' in ".len()]),
+            None => format!("{l}\n"),
+        })
+        .collect();
+    assert_eq!(stderr, want);
     let listed = listed(&env);
     assert_eq!(listed.len(), 3, "{listed:?}");
     assert!(listed.iter().any(|l| l.contains("{class=rd,")));
@@ -316,19 +344,153 @@ fn skip_bad_archives_the_rest_and_says_what_was_skipped() {
     );
 }
 
+/// An ecCodes tool (`grib_get`, `grib_copy`): the wheel's of
+/// `scripts/setup.sh` (next to the library directory it names), else one on
+/// the `PATH`.
+fn eccodes_tool(name: &str) -> std::path::PathBuf {
+    let dirs = std::fs::read_to_string(repo().join("target/eccodes/lib-dirs")).unwrap_or_default();
+    let from_wheel = dirs
+        .lines()
+        .find(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|lib| std::path::Path::new(lib).join("../bin").join(name))
+        .filter(|p| p.exists());
+    from_wheel.unwrap_or_else(|| {
+        let found = std::process::Command::new("sh")
+            .args(["-c", &format!("command -v {name}")])
+            .output()
+            .expect("sh");
+        assert!(
+            found.status.success(),
+            "ecCodes' {name} not found (scripts/setup.sh installs it with the eccodeslib wheel)"
+        );
+        String::from_utf8_lossy(&found.stdout).trim().into()
+    })
+}
+
 #[test]
-fn skip_bad_resumes_after_garbage_inside_a_file() {
+fn bytes_that_are_not_grib_are_skipped_as_eccodes_skips_them() {
+    let env = Env::new();
+    // As Météo-France's ecoclimap: a 12,000-byte record header first; then
+    // junk between two files' messages, padding to a 4 KiB block after
+    // `7777`, and a trailer.
+    let header: Vec<u8> = (0..12_000u32)
+        .map(|i| b"record header "[i as usize % 14])
+        .collect();
+    let mut bytes = header;
+    bytes.extend(fixture("levtypes.grib"));
+    bytes.extend_from_slice(b"junk between files");
+    bytes.extend(fixture("timespan.grib"));
+    let block = bytes.len().next_multiple_of(4096);
+    bytes.resize(block, 0);
+    bytes.extend(fixture("rd-fc.grib"));
+    bytes.extend_from_slice(b"trailer\n");
+    let file = env.write("ecoclimap-like.grib", &bytes);
+
+    // What ecCodes itself reads from the file: each message's offset and
+    // length, and the messages' bytes.
+    let got = std::process::Command::new(eccodes_tool("grib_get"))
+        .args(["-p", "offset,totalLength", path(&file)])
+        .output()
+        .expect("grib_get");
+    assert!(got.status.success(), "{got:?}");
+    let eccodes: Vec<(usize, usize)> = String::from_utf8_lossy(&got.stdout)
+        .lines()
+        .map(|l| {
+            let v: Vec<usize> = l
+                .split_whitespace()
+                .map(|x| x.parse().expect("number"))
+                .collect();
+            (v[0], v[1])
+        })
+        .collect();
+    let copy = env.path("copy.grib");
+    let status = std::process::Command::new(eccodes_tool("grib_copy"))
+        .args([path(&file), path(&copy)])
+        .status()
+        .expect("grib_copy");
+    assert!(status.success());
+    let eccodes_bytes = std::fs::read(&copy).expect("copy");
+    assert_eq!(eccodes.len(), 9, "{eccodes:?}");
+
+    // fieldstore's split: the same messages at the same places.
+    let mut split = fieldstore_grib::split_messages(&bytes);
+    let ours: Vec<(usize, usize)> = split
+        .by_ref()
+        .map(|m| {
+            m.map(|m| (m.offset(), m.bytes().len()))
+                .expect("no damaged message")
+        })
+        .collect();
+    assert_eq!(ours, eccodes);
+    let ranges: Vec<String> = split
+        .skipped()
+        .ranges()
+        .iter()
+        .map(|r| format!("{}..{}", r.start, r.end))
+        .collect();
+    let skipped: u64 = split.skipped().total();
+    assert_eq!(ranges.len(), 4, "{ranges:?}");
+    assert!(ranges[0] == "0..12000", "{ranges:?}");
+
+    // Archived: every message ecCodes reads, byte for byte, with one
+    // warning naming the ranges skipped.
+    let r = env.run(&["archive", "ecoclimap-like.grib"]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert_eq!(
+        r.stderr,
+        format!(
+            "fieldstore: warning: ecoclimap-like.grib: skipped {skipped} bytes that are not GRIB \
+             (as ecCodes does): bytes {}\n\
+             fieldstore: archived 9 fields ({} bytes) from 1 file\n",
+            ranges.join(", "),
+            eccodes_bytes.len()
+        )
+    );
+    let listed = listed(&env);
+    assert_eq!(listed.len(), 9, "{listed:?}");
+    let mut back = Vec::new();
+    for key in &listed {
+        let request = key.replace("}{", ",").replace(['{', '}'], "");
+        let r = env.run(&["retrieve", &request]).ok();
+        back.extend(r.stdout);
+    }
+    let mut want: Vec<Vec<u8>> = messages(&eccodes_bytes);
+    let mut have: Vec<Vec<u8>> = messages(&back);
+    want.sort();
+    have.sort();
+    assert!(have == want, "the messages ecCodes reads, byte for byte");
+
+    // A message that starts with `GRIB` but is damaged is still an error.
+    let mut damaged = bytes.clone();
+    let at = ours[2].0;
+    damaged[at + ours[2].1 - 1] = b'X';
+    env.write("damaged.grib", &damaged);
+    let r = env.run(&["archive", "damaged.grib"]);
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(
+        r.stderr.starts_with(&format!(
+            "fieldstore: error: archiving damaged.grib: GRIB message 2 at byte offset {at}: no \
+             '7777' end marker"
+        )),
+        "{r:?}"
+    );
+}
+
+#[test]
+fn skip_bad_resumes_after_a_damaged_message_inside_a_file() {
     let env = Env::new();
     let mut bytes = fixture("rd-fc.grib");
-    let garbage_at = bytes.len();
+    let junk_at = bytes.len();
+    // Junk (skipped), then a `GRIB` that starts no message (an error).
     bytes.extend_from_slice(b"some garbage, then GRIB but not a message");
+    let damaged_at = junk_at + "some garbage, then ".len();
     bytes.extend(fixture("template.grib"));
     env.write("mixed.grib", &bytes);
     env.run(&["archive", "mixed.grib"]).fails(
         2,
         &format!(
-            "archiving mixed.grib: GRIB message 1 at byte offset {garbage_at}: expected 'GRIB', \
-             found 'some gar' (garbage between messages, or a damaged message before)"
+            "archiving mixed.grib: GRIB message 1 at byte offset {damaged_at}: unsupported GRIB \
+             edition 116 (only 1 and 2 are supported)"
         ),
     );
     let r = env.run(&["archive", "--skip-bad", "mixed.grib"]);
@@ -338,9 +500,10 @@ fn skip_bad_resumes_after_garbage_inside_a_file() {
     assert_eq!(
         r.stderr,
         format!(
-            "fieldstore: warning: skipped mixed.grib: GRIB message 1 at byte offset {garbage_at}: \
-             expected 'GRIB', found 'some gar' (garbage between messages, or a damaged message \
-             before)\n\
+            "fieldstore: warning: mixed.grib: skipped 19 bytes that are not GRIB (as ecCodes \
+             does): bytes {junk_at}..{damaged_at}\n\
+             fieldstore: warning: skipped mixed.grib: GRIB message 1 at byte offset {damaged_at}: \
+             unsupported GRIB edition 116 (only 1 and 2 are supported)\n\
              fieldstore: archived 2 fields ({archived} bytes) from 1 file; skipped 1 bad message\n"
         )
     );

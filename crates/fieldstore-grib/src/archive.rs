@@ -7,6 +7,7 @@ use fieldstore::{Error, FieldStore, Key, Result, SplitKey};
 
 use crate::error::{GribError, Problem};
 use crate::identity::IdentityKeys;
+use crate::skipped::SkippedBytes;
 use crate::split::{split_messages, Message};
 use crate::stream::{MessageReader, DEFAULT_MAX_MESSAGE_SIZE};
 
@@ -45,12 +46,18 @@ pub trait ArchiveGrib {
     /// archived and the error names the message's index, its byte offset and
     /// the problem. Like [`FieldStore::archive`], this does not flush.
     ///
+    /// Bytes that are not GRIB before, between and after the messages are
+    /// skipped, as ecCodes skips them, and reported in
+    /// [`GribSummary::skipped_bytes`] for the caller to warn about (see
+    /// [`SkippedBytes`]); a `GRIB` that does not frame as a message is an
+    /// error.
+    ///
     /// # Errors
     /// `InvalidInput` with a [`GribError`] source: no message at all, a
-    /// damaged or truncated message, garbage between messages, a message
-    /// ecCodes cannot decode or that has no MARS keys, a key that does not
-    /// fit the schema. Storage errors while archiving (then some messages
-    /// may be archived: [`FieldStore::discard`] drops them).
+    /// damaged or truncated message, a message ecCodes cannot decode (or
+    /// fails one of its assertions on) or that has no MARS keys, a key that
+    /// does not fit the schema. Storage errors while archiving (then some
+    /// messages may be archived: [`FieldStore::discard`] drops them).
     fn archive_grib(&self, bytes: &[u8]) -> Result<GribSummary> {
         self.archive_grib_with(bytes, GribOptions::default())
     }
@@ -184,6 +191,12 @@ pub struct GribSummary {
     /// With [`GribOptions::record_keys`]: every archived message's key (as
     /// in [`Duplicate::key`]) and its index and byte offset, in input order.
     pub keys: Vec<(String, (usize, usize))>,
+    /// Bytes of the input that are not GRIB, skipped (a record header,
+    /// padding, junk between messages): one warning's worth, which callers
+    /// print (`Display`) or pass on with its ranges. Empty when there were
+    /// none, and when the input held no message at all (that is the error,
+    /// or the one [`GribSummary::skipped`] message).
+    pub skipped_bytes: SkippedBytes,
 }
 
 /// A message archived under the same key as an earlier one of the same
@@ -268,7 +281,7 @@ impl ArchiveGrib for FieldStore {
         let mut ready: Vec<((usize, usize), SplitKey, &[u8])> = Vec::new();
         let mut any = false;
         let extra = IdentityKeys::of(self.schema());
-        for message in messages {
+        for message in messages.by_ref() {
             any = true;
             let field = message.and_then(|m| {
                 Ok((
@@ -283,6 +296,7 @@ impl ArchiveGrib for FieldStore {
                 Err(error) => return Err(error),
             }
         }
+        summary.skipped_bytes = messages.skipped().clone();
         if !any {
             summary.no_message(options.skip_bad)?;
         }
@@ -311,7 +325,7 @@ impl ArchiveGrib for FieldStore {
         let mut any = false;
         let mut seen = Seen::new(options.record_keys);
         let extra = IdentityKeys::of(self.schema());
-        for message in messages {
+        for message in messages.by_ref() {
             any = true;
             let archived = message.and_then(|m| {
                 let split = split_key(self, &m.as_message(), &options.defaults, &extra)?;
@@ -329,6 +343,7 @@ impl ArchiveGrib for FieldStore {
                 Err(error) => return Err(error),
             }
         }
+        summary.skipped_bytes = messages.skipped().clone();
         if !any {
             summary.no_message(options.skip_bad)?;
         }
@@ -403,12 +418,18 @@ impl GribSummary {
     }
 
     /// The input held no message at all: an error, or, when skipping bad
-    /// messages, a skipped one.
+    /// messages, a skipped one. Its bytes, if any, were all skipped: that
+    /// is this error, not a warning besides.
     fn no_message(&mut self, skip_bad: bool) -> Result<()> {
+        let len = std::mem::take(&mut self.skipped_bytes).total();
         let error = Error::from(GribError {
             index: 0,
             offset: 0,
-            problem: Problem::Empty,
+            problem: if len == 0 {
+                Problem::Empty
+            } else {
+                Problem::NotGrib { len }
+            },
         });
         if !skip_bad {
             return Err(error);

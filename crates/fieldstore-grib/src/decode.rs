@@ -116,8 +116,19 @@ fn invalid(what: impl std::fmt::Display) -> Error {
     Error::new(ErrorKind::InvalidInput, what.to_string())
 }
 
+/// `InvalidInput` if ecCodes failed an assertion in this session (see the
+/// `eccodes` module's "Assertions"): the message fails, its handle is not
+/// read further.
+fn checked(session: &Session) -> Result<()> {
+    session
+        .check()
+        .map_err(|problem| invalid(format_args!("GRIB message: {problem}")))
+}
+
 fn open<'a>(session: &Session, message: &'a [u8]) -> Result<Handle<'a>> {
-    Handle::new(session, message).ok_or_else(|| {
+    let handle = Handle::new(session, message);
+    checked(session)?;
+    handle.ok_or_else(|| {
         invalid(format!(
             "not a GRIB message ecCodes can decode: {}",
             session.said(|| "no handle".to_string())
@@ -177,6 +188,43 @@ fn missing_marker<T: Sample>(handle: &Handle<'_>) -> Option<T> {
     (code == ffi::CODES_SUCCESS).then(|| T::from_f64(reported))
 }
 
+/// Refuse a message whose bitmap marks more points present than its data
+/// section holds values: ecCodes 2.50 (`DataApplyBitmap::unpack`) fills
+/// every present point from the coded values without checking their
+/// count, reading past its own buffer (found by `tests/damaged.rs` under
+/// valgrind, on a GRIB1 bitmap section grown by a byte). Costs reading the
+/// bitmap once more, for messages that have one.
+fn bitmap_fits(handle: &Handle<'_>) -> std::result::Result<(), String> {
+    if get_long(handle, c"bitmapPresent") != Some(1) {
+        return Ok(());
+    }
+    let Some(coded) = get_long(handle, c"numberOfCodedValues") else {
+        return Err("the message has a bitmap but no readable number of coded values".into());
+    };
+    let n = get_size(handle, c"bitmap")
+        .map_err(|code| format!("cannot read the message's bitmap: {}", error_text(code)))?;
+    let mut bits = vec![0f64; n];
+    let mut len = n;
+    // SAFETY: the handle is live; `bits` is writable for `len` elements.
+    let code = unsafe {
+        ffi::codes_get_double_array(handle.raw, c"bitmap".as_ptr(), bits.as_mut_ptr(), &mut len)
+    };
+    if code != ffi::CODES_SUCCESS {
+        return Err(format!(
+            "cannot read the message's bitmap: {}",
+            error_text(code)
+        ));
+    }
+    let present = bits[..len.min(n)].iter().filter(|b| **b != 0.0).count();
+    if present as i64 > coded {
+        return Err(format!(
+            "damaged GRIB message: its bitmap marks {present} points present, its data section \
+             holds {coded} values"
+        ));
+    }
+    Ok(())
+}
+
 /// Decode the values of the GRIB `message` into `out`, which must hold
 /// exactly as many elements as the message has points.
 ///
@@ -197,7 +245,9 @@ fn missing_marker<T: Sample>(handle: &Handle<'_>) -> Option<T> {
 pub fn decode_values<T: Sample>(message: &[u8], out: &mut [T]) -> Result<()> {
     let session = enter_shared().map_err(no_eccodes)?;
     let handle = open(&session, message)?;
-    let n = get_size(&handle, c"values").map_err(|code| {
+    let n = get_size(&handle, c"values");
+    checked(&session)?;
+    let n = n.map_err(|code| {
         invalid(format!(
             "cannot read the values of the GRIB message: {}",
             session.said(|| error_text(code))
@@ -210,6 +260,9 @@ pub fn decode_values<T: Sample>(message: &[u8], out: &mut [T]) -> Result<()> {
         )));
     }
     let marker = missing_marker::<T>(&handle);
+    checked(&session)?;
+    bitmap_fits(&handle).map_err(invalid)?;
+    checked(&session)?;
     let mut len = out.len();
     // cfgrib unpacks in double precision and rounds to float32. ecCodes'
     // single-precision unpacking gives the same bits when the decimal
@@ -217,6 +270,7 @@ pub fn decode_values<T: Sample>(message: &[u8], out: &mut [T]) -> Result<()> {
     // and second-order packing, GRIB1 and GRIB2), not otherwise (a value
     // in 5 one bit off with D=1: 2.1000001 for 2.1): then double, rounded.
     let scaled = T::SINGLE && get_long(&handle, c"decimalScaleFactor").is_some_and(|d| d != 0);
+    checked(&session)?;
     let code = if scaled {
         let mut wide = vec![0f64; out.len()];
         // SAFETY: the handle is live; `wide` is writable for `len`
@@ -245,6 +299,7 @@ pub fn decode_values<T: Sample>(message: &[u8], out: &mut [T]) -> Result<()> {
             )
         }
     };
+    checked(&session)?;
     if code != ffi::CODES_SUCCESS || len != out.len() {
         return Err(invalid(format!(
             "cannot decode the values of the GRIB message: {}",
@@ -266,7 +321,9 @@ pub fn decode_values<T: Sample>(message: &[u8], out: &mut [T]) -> Result<()> {
     // those: any other grid (Mercator…), one `values` dimension, keeps
     // ecCodes' order.
     let mut kind = vec![0u8; 64];
-    let two_d = handle.get_string(c"gridType", &mut kind).is_ok_and(|k| {
+    let grid_type = handle.get_string(c"gridType", &mut kind);
+    checked(&session)?;
+    let two_d = grid_type.is_ok_and(|k| {
         [
             &b"regular_ll"[..],
             b"regular_gg",
@@ -281,13 +338,14 @@ pub fn decode_values<T: Sample>(message: &[u8], out: &mut [T]) -> Result<()> {
     });
     if two_d && get_long(&handle, c"alternativeRowScanning") == Some(1) {
         let nx = get_long(&handle, c"Nx").unwrap_or(0);
+        checked(&session)?;
         if nx > 0 {
             for row in out.chunks_mut(nx as usize).skip(1).step_by(2) {
                 row.reverse();
             }
         }
     }
-    Ok(())
+    checked(&session)
 }
 
 /// The number of values ecCodes decodes the GRIB `message` to (the length
@@ -298,7 +356,9 @@ pub fn decode_values<T: Sample>(message: &[u8], out: &mut [T]) -> Result<()> {
 pub fn number_of_values(message: &[u8]) -> Result<usize> {
     let session = enter_shared().map_err(no_eccodes)?;
     let handle = open(&session, message)?;
-    get_size(&handle, c"values").map_err(|code| {
+    let n = get_size(&handle, c"values");
+    checked(&session)?;
+    n.map_err(|code| {
         invalid(format!(
             "cannot read the values of the GRIB message: {}",
             session.said(|| error_text(code))
@@ -342,9 +402,9 @@ pub fn read_keys(message: &[u8], keys: &[&str]) -> Result<Vec<Option<KeyValue>>>
     let session = enter_shared().map_err(no_eccodes)?;
     let handle = open(&session, message)?;
     let mut buf = vec![0u8; 128];
-    let values = names
-        .iter()
-        .map(|name| {
+    let mut values = Vec::with_capacity(names.len());
+    for name in &names {
+        let mut read = || {
             let mut kind: c_int = 0;
             // SAFETY: the handle is live; `name` is NUL-terminated; `kind`
             // is a valid out-pointer.
@@ -368,8 +428,11 @@ pub fn read_keys(message: &[u8], keys: &[&str]) -> Result<Vec<Option<KeyValue>>>
                     .ok()
                     .map(|v| KeyValue::Str(String::from_utf8_lossy(v).into_owned()))
             })
-        })
-        .collect();
+        };
+        let value = read();
+        checked(&session)?;
+        values.push(value);
+    }
     // What ecCodes said about keys the message lacks is not an error here.
     let _ = session.errors();
     Ok(values)
@@ -392,13 +455,16 @@ pub fn read_array(message: &[u8], key: &str) -> Result<Vec<f64>> {
             session.said(|| error_text(code))
         ))
     };
-    let n = get_size(&handle, &name).map_err(unreadable)?;
+    let n = get_size(&handle, &name);
+    checked(&session)?;
+    let n = n.map_err(unreadable)?;
     let mut out = vec![0f64; n];
     let mut len = n;
     // SAFETY: the handle is live; `out` is writable for `len` elements.
     let code = unsafe {
         ffi::codes_get_double_array(handle.raw, name.as_ptr(), out.as_mut_ptr(), &mut len)
     };
+    checked(&session)?;
     if code != ffi::CODES_SUCCESS {
         return Err(unreadable(code));
     }

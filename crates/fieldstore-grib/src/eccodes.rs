@@ -27,9 +27,53 @@
 //! still go to stderr. ecCodes sometimes logs an error (an unknown template,
 //! a damaged section) and still returns a handle with a partial key; an
 //! extraction during which ecCodes logged an error fails with what it said.
+//!
+//! # Assertions
+//! ecCodes checks some of its invariants with `ECCODES_ASSERT`, which calls
+//! `codes_assertion_failed`: by default that prints the assertion and calls
+//! `abort()`, so a bad message (a GRIB1 seasonal mean whose
+//! `forecastMonth` disagrees with its `verifyingMonth`: `G1ForecastMonth.cc`)
+//! would kill the whole process — a CLI, a Python interpreter, a C
+//! program. A process-wide assertion procedure replaces it
+//! (`codes_set_codes_assertion_failed_proc`, installed with the logging
+//! procedure and again at every exclusive session, since ecCodes' own
+//! `GribFromSpec` installs one of its own while it runs):
+//! - inside a session (a fieldstore call into ecCodes on this thread), it
+//!   records the assertion in a thread-local and stops the failed ecCodes
+//!   call (below); every function of this crate checks
+//!   [`Session::check`] after each ecCodes call and fails that message with
+//!   [`Problem::EccodesAssertion`] (an `InvalidInput` error: a CLI exit
+//!   code, a Python exception, a C error code), making no further call on
+//!   the handle but its deletion;
+//! - outside (another library's ecCodes call in this process), it does what
+//!   ecCodes does by default: print, and abort unless `ECCODES_NO_ABORT` is
+//!   set.
+//!
+//! How the failed call stops. If the procedure returns, ecCodes goes on
+//! after the failed assertion (what `ECCODES_NO_ABORT=1` does, and what its
+//! unit test of this hook, `test_assertion_catching`, expects). That is
+//! safe at some assertions — after `gribForecastMonth == fcmonth` fails,
+//! `G1ForecastMonth::unpack_long` returns the month it computed — and not
+//! at others: after `Bitmap::compute_size` asserts on a GRIB1 bitmap
+//! section of length 0, going on makes a section size that crashes
+//! `grib_section_adjust_sizes` (found by `tests/damaged.rs`). A `longjmp`
+//! out of the procedure would skip the destructors of ecCodes' C++ frames
+//! (lock guards left locked deadlock the next call) and cross Rust frames,
+//! which Rust does not allow. So the procedure **throws a C++ exception**
+//! ([`Throw`]): from ecCodes 2.44 on, every API function runs its body in
+//! `eccodes::ExceptionHandler`, which catches anything and returns an error
+//! code (or NULL); the exception unwinds ecCodes' own frames only, running
+//! their destructors, and the call returns an error at once. ECMWF's own
+//! `GribFromSpec` installs a procedure that throws for the same reason.
+//! With an older ecCodes (no such handler: an exception would escape into
+//! Rust), the procedure returns instead — then it is as safe as ecCodes'
+//! own `ECCODES_NO_ABORT`, and no safer. The GRIB fuzz test
+//! (`tests/damaged.rs`) and fuzz target (`fuzz/fuzz_targets/grib.rs`) feed
+//! ecCodes-made messages damaged in every way through every entry point to
+//! keep checking that no input kills the process.
 
 use std::cell::RefCell;
-use std::ffi::{c_char, c_int, CStr, CString};
+use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::io::Write as _;
 use std::sync::{Once, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
@@ -48,6 +92,151 @@ thread_local! {
     /// What ecCodes logged during the current extraction on this thread
     /// (`None`: not capturing).
     static CAPTURED: RefCell<Option<Vec<(c_int, String)>>> = const { RefCell::new(None) };
+    /// The first ecCodes assertion that failed during the current session
+    /// on this thread (see the module's "Assertions").
+    static ASSERTED: RefCell<Option<String>> = const { RefCell::new(None) };
+    /// Whether this thread is inside a session (a fieldstore call into
+    /// ecCodes).
+    static IN_SESSION: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// The assertion procedure installed into ecCodes (see the module's
+/// "Assertions"): inside a session, records the assertion, then throws
+/// out of the failed call when ecCodes converts exceptions into error
+/// codes at its API ([`Throw`]), else returns; outside a session, aborts
+/// as ecCodes would.
+unsafe extern "C-unwind" fn assertion_proc(message: *const c_char) {
+    let text = if message.is_null() {
+        "ecCodes assertion failed".to_string()
+    } else {
+        // SAFETY: ecCodes passes a NUL-terminated buffer valid for this call.
+        unsafe { CStr::from_ptr(message) }
+            .to_string_lossy()
+            .into_owned()
+    };
+    let in_session = IN_SESSION.try_with(std::cell::Cell::get).unwrap_or(false);
+    if in_session {
+        let _ = ASSERTED.try_with(|a| {
+            if let Ok(mut a) = a.try_borrow_mut() {
+                a.get_or_insert(text);
+            }
+        });
+        if let Some(throw) = Throw::get() {
+            // SAFETY: called from ecCodes' `codes_assertion_failed`, inside
+            // one of its API functions, which catch every exception
+            // (`ExceptionHandler`, ecCodes ≥ 2.44: see [`Throw`]). Nothing
+            // of this frame needs dropping.
+            unsafe { throw.throw() }
+        }
+        return;
+    }
+    // Not fieldstore's call: ecCodes' default behaviour.
+    let _ = writeln!(std::io::stderr(), "{text}");
+    let no_abort = std::env::var("ECCODES_NO_ABORT")
+        .ok()
+        .and_then(|v| v.trim().parse::<i64>().ok())
+        .is_some_and(|v| v != 0);
+    if !no_abort {
+        std::process::abort();
+    }
+}
+
+/// Throwing a C++ exception (an `int`) out of [`assertion_proc`], with the
+/// C++ runtime ecCodes itself runs on (`libstdc++`'s
+/// `__cxa_allocate_exception`, `__cxa_throw`, and `typeinfo for int`).
+///
+/// Only where it is safe: from ecCodes 2.44 on, every API function this
+/// crate calls runs its body in `eccodes::ExceptionHandler`, which catches
+/// any exception (`catch (...)`), logs "Unknown exception occurred." and
+/// returns `GRIB_RUNTIME_ERROR` (or NULL): the exception unwinds ecCodes'
+/// own C++ frames only — their destructors run, its lock guards are
+/// released — and never reaches a Rust frame but this procedure's
+/// (declared "C-unwind" for that). It stops the failed call where the
+/// assertion failed, where returning would go on past it: ecCodes 2.50's
+/// `Bitmap::compute_size` asserts on a GRIB1 bitmap section of length 0
+/// and, if the procedure returns, makes a section size from it that
+/// crashes `grib_section_adjust_sizes` (found by `tests/damaged.rs`).
+/// ecCodes' own `GribFromSpec` installs a procedure that throws, too. What
+/// the unwinding leaves behind is at worst the partial handle, leaked.
+///
+/// Before 2.44 an exception would escape ecCodes' `extern "C"` functions
+/// into Rust, so the procedure returns instead (ecCodes' own
+/// `ECCODES_NO_ABORT` behaviour).
+#[derive(Clone, Copy)]
+struct Throw {
+    allocate: AllocateException,
+    throw: CxaThrow,
+    int_type: *const c_void,
+}
+
+/// `void* __cxa_allocate_exception(size_t)`.
+type AllocateException = unsafe extern "C" fn(usize) -> *mut c_void;
+/// `void __cxa_throw(void* object, std::type_info* type, void (*destructor)(void*))`.
+type CxaThrow = unsafe extern "C-unwind" fn(*mut c_void, *const c_void, *const c_void) -> !;
+
+// SAFETY: function pointers and the address of a static type_info.
+unsafe impl Send for Throw {}
+// SAFETY: as above; never written after it is made.
+unsafe impl Sync for Throw {}
+
+impl Throw {
+    /// The C++ runtime's functions, if ecCodes is 2.44 or later and they
+    /// are found; looked up once.
+    fn get() -> Option<Throw> {
+        static THROW: OnceLock<Option<Throw>> = OnceLock::new();
+        *THROW.get_or_init(|| {
+            let api = ffi::load().ok()?;
+            // SAFETY: no arguments, no state.
+            if unsafe { ffi::codes_get_api_version() } < 24400 {
+                return None;
+            }
+            let find = |name: &CStr| {
+                // SAFETY: ecCodes' live handle (never closed) and a
+                // NUL-terminated name; with a handle, dlsym also searches
+                // the library's dependencies (its libstdc++).
+                let p = unsafe { libc::dlsym(api.handle as *mut c_void, name.as_ptr()) };
+                (!p.is_null()).then_some(p)
+            };
+            let allocate = find(c"__cxa_allocate_exception")?;
+            let throw = find(c"__cxa_throw")?;
+            let int_type = find(c"_ZTIi")?;
+            // SAFETY: the Itanium C++ ABI's prototypes of these functions.
+            unsafe {
+                Some(Throw {
+                    allocate: std::mem::transmute::<*mut c_void, AllocateException>(allocate),
+                    throw: std::mem::transmute::<*mut c_void, CxaThrow>(throw),
+                    int_type: int_type.cast_const(),
+                })
+            }
+        })
+    }
+
+    /// Throw an `int` (1).
+    ///
+    /// # Safety
+    /// Only from a frame that a C++ `catch` will be reached from by
+    /// unwinding through "C-unwind" or C++ frames only.
+    unsafe fn throw(self) -> ! {
+        // SAFETY: the Itanium ABI: allocate the exception object, fill it,
+        // throw it with its type_info and no destructor.
+        unsafe {
+            let object = (self.allocate)(std::mem::size_of::<c_int>());
+            object.cast::<c_int>().write(1);
+            (self.throw)(object, self.int_type, std::ptr::null())
+        }
+    }
+}
+
+/// Install [`assertion_proc`] (if the library has the hook).
+fn install_assertion_proc() {
+    if let Some(set) = ffi::load()
+        .ok()
+        .and_then(|api| api.codes_set_codes_assertion_failed_proc)
+    {
+        // SAFETY: `assertion_proc` has the C signature ecCodes expects,
+        // lives for the process and never unwinds.
+        unsafe { set(Some(assertion_proc)) };
+    }
 }
 
 /// The logging procedure installed into ecCodes' default context.
@@ -127,7 +316,11 @@ pub(crate) fn enter() -> Result<Session, String> {
     // way the lock protects (each extraction owns its handle), so a poisoned
     // lock is still usable.
     let guard = ECCODES.write().unwrap_or_else(|e| e.into_inner());
-    Ok(start(Guard::Exclusive(guard)))
+    let session = start(Guard::Exclusive(guard));
+    // Again at every exclusive session: another user of ecCodes in this
+    // process may have installed its own (see the module docs).
+    install_assertion_proc();
+    Ok(session)
 }
 
 /// Take the lock for work on a handle of this thread's own: shared if
@@ -155,8 +348,11 @@ fn start(guard: Guard) -> Session {
                 ffi::codes_context_set_logging_proc(ctx, log_proc);
             }
         }
+        install_assertion_proc();
     });
     CAPTURED.with(|c| *c.borrow_mut() = Some(Vec::new()));
+    ASSERTED.with(|a| *a.borrow_mut() = None);
+    IN_SESSION.with(|s| s.set(true));
     Session { _guard: guard }
 }
 
@@ -173,6 +369,21 @@ pub(crate) struct Session {
 }
 
 impl Session {
+    /// The ecCodes assertion that failed during this session, if one did:
+    /// the message it was working on must fail, and its handle must not be
+    /// read further (see the module's "Assertions").
+    pub(crate) fn assertion(&self) -> Option<String> {
+        ASSERTED.with(|a| a.borrow().clone())
+    }
+
+    /// `Err` with [`Problem::EccodesAssertion`] if an assertion failed.
+    pub(crate) fn check(&self) -> Result<(), Problem> {
+        match self.assertion() {
+            Some(message) => Err(Problem::EccodesAssertion { message }),
+            None => Ok(()),
+        }
+    }
+
     /// What ecCodes logged so far, joined, or `fallback`.
     pub(crate) fn said(&self, fallback: impl FnOnce() -> String) -> String {
         let lines = CAPTURED.with(|c| c.borrow_mut().as_mut().map(std::mem::take));
@@ -200,6 +411,8 @@ impl Session {
 impl Drop for Session {
     fn drop(&mut self) {
         CAPTURED.with(|c| *c.borrow_mut() = None);
+        IN_SESSION.with(|s| s.set(false));
+        ASSERTED.with(|a| *a.borrow_mut() = None);
     }
 }
 
@@ -221,22 +434,46 @@ pub(crate) fn error_text(code: c_int) -> String {
 pub(crate) struct Handle<'a> {
     pub(crate) raw: *mut ffi::CodesHandle,
     _message: std::marker::PhantomData<&'a [u8]>,
+    /// The bytes ecCodes parses (see [`SLACK`]); freed after the handle
+    /// (its `Drop` deletes the handle first).
+    _bytes: Option<Vec<u8>>,
 }
+
+/// Zero bytes that follow the copy of a message ecCodes parses, inside the
+/// same allocation.
+///
+/// ecCodes reads past the end of a message whose section is shorter than
+/// its template says ("Invalid size 33 found for section_4, assuming 34"
+/// and reading on), and what it reads there steers its parsing: valgrind
+/// showed reads just past the end of the buffer given to
+/// `codes_handle_new_from_message`, and a later crash in
+/// `grib_section_adjust_sizes` (`tests/damaged.rs`). A message given to
+/// ecCodes is therefore copied with this much zeroed memory after it, so
+/// that such reads stay within memory this crate owns and read zeros,
+/// whoever's buffer the message came from. (Templates are a few hundred
+/// bytes; the copy costs a `memcpy` of the message, small beside ecCodes'
+/// parsing.)
+const SLACK: usize = 16 * 1024;
 
 impl<'a> Handle<'a> {
     pub(crate) fn new(_session: &Session, message: &'a [u8]) -> Option<Self> {
-        // SAFETY: `message` is valid for reads of its length for `'a`, which
-        // outlives the handle (the handle borrows it); ecCodes only reads it.
+        let mut bytes = Vec::with_capacity(message.len() + SLACK);
+        bytes.extend_from_slice(message);
+        bytes.resize(message.len() + SLACK, 0);
+        // SAFETY: `bytes` holds the message and the slack; it is owned by
+        // the handle and freed only after the handle is deleted; ecCodes
+        // only reads it.
         let raw = unsafe {
             ffi::codes_handle_new_from_message(
                 std::ptr::null_mut(),
-                message.as_ptr().cast(),
+                bytes.as_ptr().cast(),
                 message.len(),
             )
         };
         (!raw.is_null()).then_some(Handle {
             raw,
             _message: std::marker::PhantomData,
+            _bytes: Some(bytes),
         })
     }
 
@@ -456,6 +693,7 @@ fn lookup(sample: &CStr, key: &CStr, value: &CStr) -> Option<(i64, String)> {
     let handle: Handle<'static> = Handle {
         raw,
         _message: std::marker::PhantomData,
+        _bytes: None,
     };
     let mut len = value.to_bytes().len();
     // SAFETY: the handle is live; key and value are NUL-terminated; `len`
@@ -477,6 +715,9 @@ fn lookup(sample: &CStr, key: &CStr, value: &CStr) -> Option<(i64, String)> {
     };
     drop(handle);
     let _ = session.errors();
+    if session.assertion().is_some() {
+        return None;
+    }
     // `c_long` is `i64` here, `i32` on some platforms.
     #[allow(clippy::useless_conversion)]
     (found && id > 0).then_some((i64::from(id), cf))
@@ -493,22 +734,29 @@ pub(crate) fn mars_key(message: &[u8]) -> Result<Key, Problem> {
 /// may be).
 pub(crate) fn key_with(message: &[u8], extra: &IdentityKeys) -> Result<Key, Problem> {
     let session = enter().map_err(|reason| Problem::NoEccodes { reason })?;
-    let handle = Handle::new(&session, message).ok_or_else(|| Problem::Undecodable {
+    let handle = Handle::new(&session, message);
+    session.check()?;
+    let handle = handle.ok_or_else(|| Problem::Undecodable {
         reason: session.said(|| "no handle (not a valid GRIB message)".to_string()),
     })?;
-    let mut iter = KeysIter::new(&handle, c"mars").ok_or_else(|| Problem::Undecodable {
+    let iter = KeysIter::new(&handle, c"mars");
+    session.check()?;
+    let mut iter = iter.ok_or_else(|| Problem::Undecodable {
         reason: session.said(|| "cannot iterate over the 'mars' namespace".to_string()),
     })?;
     let mut key = Key::new();
     let mut buf = vec![0u8; 128];
-    while let Some(name) = iter.next_name() {
+    loop {
+        let name = iter.next_name();
+        session.check()?;
+        let Some(name) = name else { break };
         let keyword = name.to_string_lossy();
-        let value = handle
-            .get_string(&name, &mut buf)
-            .map_err(|code| Problem::KeyUnreadable {
-                keyword: keyword.to_string(),
-                reason: session.said(|| error_text(code)),
-            })?;
+        let value = handle.get_string(&name, &mut buf);
+        session.check()?;
+        let value = value.map_err(|code| Problem::KeyUnreadable {
+            keyword: keyword.to_string(),
+            reason: session.said(|| error_text(code)),
+        })?;
         let value = String::from_utf8_lossy(value);
         if key.contains(&keyword) {
             // ecCodes may list a key twice; by name it has one value.
@@ -541,6 +789,7 @@ pub(crate) fn key_with(message: &[u8], extra: &IdentityKeys) -> Result<Key, Prob
                 .ok()
                 .map(|v| String::from_utf8_lossy(v).into_owned())
         };
+        session.check()?;
         let Some(value) = value.filter(|v| !v.is_empty()) else {
             continue;
         };

@@ -28,19 +28,13 @@ pub struct GribError {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum Problem {
-    /// The bytes where a message should start are not `GRIB`.
-    #[error(
-        "expected 'GRIB', found {found} (garbage between messages, or a damaged message before)"
-    )]
+    /// The bytes where the one message expected should start are not
+    /// `GRIB` ([`crate::mars_key`]; files and streams skip such bytes
+    /// instead, see [`crate::SkippedBytes`]).
+    #[error("expected 'GRIB', found {found}")]
     Garbage {
         /// The first bytes found, printed for humans.
         found: String,
-    },
-    /// More NUL bytes after a message than GRIB padding explains.
-    #[error("{len} NUL bytes after the previous message (GRIB padding is under 120 bytes)")]
-    LongPadding {
-        /// How many NUL bytes follow the previous message.
-        len: usize,
     },
     /// The input ends before the message does.
     #[error("truncated: the message is {declared} bytes long but only {available} bytes are left")]
@@ -136,6 +130,20 @@ pub enum Problem {
     /// The input holds no GRIB message at all (it is empty).
     #[error("no GRIB message: the input is empty")]
     Empty,
+    /// The input holds no GRIB message at all: none of its bytes starts
+    /// one (it is not GRIB).
+    #[error("no GRIB message: none of the input's {len} bytes starts one (not a GRIB file?)")]
+    NotGrib {
+        /// The input's length.
+        len: u64,
+    },
+    /// ecCodes failed one of its own assertions on the message (it would
+    /// have aborted the process: see the `eccodes` module's documentation).
+    #[error("ecCodes cannot decode the message: {message}")]
+    EccodesAssertion {
+        /// What ecCodes said: `ecCodes assertion failed: `…' in file:line`.
+        message: String,
+    },
     /// The message's MARS key does not fit the store's schema (no rule
     /// matches it, a keyword is missing or unknown, a value is refused).
     #[error("MARS key {key} does not fit the schema: {source}")]

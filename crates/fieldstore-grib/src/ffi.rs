@@ -29,6 +29,13 @@ pub(crate) struct CodesKeysIterator {
 pub(crate) type CodesLogProc =
     unsafe extern "C" fn(ctx: *const CodesContext, level: c_int, message: *const c_char);
 
+/// `codes_assertion_failed_proc`: `void (*)(const char* message)`; may
+/// throw (a C++ exception unwinds through it: "C-unwind").
+pub(crate) type CodesAssertionProc = unsafe extern "C-unwind" fn(message: *const c_char);
+
+/// `codes_set_codes_assertion_failed_proc(codes_assertion_failed_proc)`.
+pub(crate) type CodesSetAssertionProc = unsafe extern "C" fn(proc_: Option<CodesAssertionProc>);
+
 /// `GRIB_SUCCESS`.
 pub(crate) const CODES_SUCCESS: c_int = 0;
 /// `GRIB_BUFFER_TOO_SMALL`.
@@ -79,8 +86,14 @@ pub(crate) struct Api {
         unsafe extern "C" fn(*const CodesHandle, *const c_char, *mut f32, *mut usize) -> c_int,
     /// `codes_get_features` (ecCodes ≥ 2.34), absent from older libraries.
     pub(crate) codes_get_features: Option<CodesGetFeatures>,
+    /// `codes_set_codes_assertion_failed_proc` (ecCodes ≥ 2.3), absent
+    /// from older libraries (which then abort on a failed assertion).
+    pub(crate) codes_set_codes_assertion_failed_proc: Option<CodesSetAssertionProc>,
     /// Where the library came from, for messages.
     pub(crate) origin: String,
+    /// The library's `dlopen` handle (as an address), to look up symbols
+    /// of its dependencies (the C++ runtime, `crate::eccodes::Throw`).
+    pub(crate) handle: usize,
 }
 
 /// The sonames ecCodes' library goes by: the wheel's and a build's
@@ -356,7 +369,13 @@ fn from_handle(lib: *mut c_void, origin: String) -> Result<Api, String> {
             codes_get_double_array: sym(lib, c"codes_get_double_array")?,
             codes_get_float_array: sym(lib, c"codes_get_float_array")?,
             codes_get_features: sym(lib, c"codes_get_features").ok(),
+            codes_set_codes_assertion_failed_proc: sym(
+                lib,
+                c"codes_set_codes_assertion_failed_proc",
+            )
+            .ok(),
             origin,
+            handle: lib as usize,
         })
     }
 }

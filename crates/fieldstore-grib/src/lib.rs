@@ -53,6 +53,7 @@ mod identity;
 pub mod jump;
 mod jump_codec;
 mod params;
+mod skipped;
 mod split;
 mod stream;
 mod unpack;
@@ -74,6 +75,7 @@ pub use extract::{
 };
 pub use identity::IdentityKeys;
 pub use params::{param_names, EcCodesParamNames};
+pub use skipped::SkippedBytes;
 pub use split::{split_messages, Message, Messages};
 pub use stream::{MessageReader, OwnedMessage, DEFAULT_MAX_MESSAGE_SIZE};
 pub use unpack::{values_at, ReadCost};
@@ -85,31 +87,39 @@ pub use unpack::{values_at, ReadCost};
 /// Only the message's metadata is decoded (ecCodes parses the message in
 /// place, without copying it or unpacking its values). Errors name message
 /// index 0 at offset 0; use [`Message::mars_key`] for messages of a file.
+/// Unlike a file, the bytes must be the message and nothing else (MARS's
+/// NUL padding after it aside): bytes before it or after it are an error,
+/// not skipped.
 ///
 /// # Errors
-/// [`fieldstore_core::ErrorKind::InvalidInput`] if ecCodes cannot decode the
-/// message, its `mars` namespace is empty, or a key cannot be read or held.
+/// [`fieldstore_core::ErrorKind::InvalidInput`] if the bytes are not one
+/// message, ecCodes cannot decode it, its `mars` namespace is empty, or a
+/// key cannot be read or held.
 pub fn mars_key(message: &[u8]) -> Result<Key> {
+    let error = |problem| -> fieldstore_core::Error {
+        GribError {
+            index: 0,
+            offset: 0,
+            problem,
+        }
+        .into()
+    };
+    if !message.starts_with(b"GRIB") && !b"GRIB".starts_with(message) {
+        return Err(error(Problem::Garbage {
+            found: error::show_bytes(message),
+        }));
+    }
     let mut messages = split_messages(message);
     let first = messages.next().unwrap_or_else(|| {
-        Err(GribError {
-            index: 0,
-            offset: 0,
-            problem: Problem::Truncated {
-                declared: 8,
-                available: 0,
-            },
-        }
-        .into())
+        Err(error(Problem::Truncated {
+            declared: 8,
+            available: message.len(),
+        }))
     })?;
-    if messages.next().is_some() {
+    let rest = messages.by_ref().count();
+    if rest > 0 || !messages.skipped().is_empty() {
         let len = message.len() - first.bytes().len();
-        return Err(GribError {
-            index: 0,
-            offset: 0,
-            problem: Problem::TrailingBytes { len },
-        }
-        .into());
+        return Err(error(Problem::TrailingBytes { len }));
     }
     first.mars_key()
 }
@@ -133,8 +143,9 @@ pub struct Field<'a> {
 ///
 /// An error in a message's key (no MARS keys, undecodable) is yielded for
 /// that message and the iteration goes on with the next one, so a caller can
-/// skip bad messages; a framing error (garbage, truncation) ends the
-/// iteration, as in [`split_messages`].
+/// skip bad messages; a framing error (a damaged message, truncation) ends
+/// the iteration, as in [`split_messages`]. Bytes that are not GRIB are
+/// skipped and kept in [`Fields::skipped`].
 pub fn fields(bytes: &[u8]) -> Fields<'_> {
     Fields {
         messages: split_messages(bytes),
@@ -148,6 +159,12 @@ pub struct Fields<'a> {
 }
 
 impl Fields<'_> {
+    /// The bytes that are not GRIB skipped so far (see
+    /// [`Messages::skipped`]).
+    pub fn skipped(&self) -> &SkippedBytes {
+        self.messages.skipped()
+    }
+
     /// After a framing error, go on with the next well-formed message
     /// instead of ending (see [`Messages::resync`]).
     #[must_use]

@@ -26,8 +26,11 @@
 //! MARS pads GRIB1 messages to a multiple of 120 bytes with NULs, so NUL
 //! bytes after a message (fewer than 120) are padding, not part of the
 //! message: [`Message::bytes`] is exactly the message, as ecCodes and FDB5
-//! see it. Anything else between messages is an error: a message is never
-//! silently skipped.
+//! see it. Any other bytes before, between or after messages that are not
+//! GRIB are skipped up to the next `GRIB`, as ecCodes skips them, and
+//! reported as byte ranges ([`Messages::skipped`], see [`crate::SkippedBytes`]).
+//! A stretch that starts with `GRIB` but does not frame as a message is an
+//! error: a damaged message is never silently skipped.
 
 use std::iter::FusedIterator;
 
@@ -35,6 +38,7 @@ use fieldstore_core::{Key, Result};
 
 use crate::error::{show_bytes, GribError, Problem};
 use crate::identity::IdentityKeys;
+use crate::skipped::SkippedBytes;
 
 /// Padding after a message is shorter than this (MARS pads to multiples of
 /// 120 bytes).
@@ -150,9 +154,14 @@ pub(crate) fn grib2_headers(message: &[u8]) -> Option<Vec<u8>> {
 ///
 /// Every message is checked for a complete length and its `7777` end marker.
 /// NUL padding after a message (under 120 bytes, as MARS writes GRIB1) is
-/// skipped; any other byte that does not start a message is an error naming
-/// the message index and byte offset, after which the iterator ends (where
-/// the next message starts is unknown). An empty input holds no messages.
+/// skipped; other bytes before the first `GRIB`, between messages and after
+/// the last are skipped as ecCodes skips them, and their ranges kept in
+/// [`Messages::skipped`] for the caller to report. A `GRIB` that does not
+/// frame as a message (truncated, a wrong length, no `7777`, sections that
+/// do not add up) is an error naming the message index and byte offset,
+/// after which the iterator ends (where the next message starts is
+/// unknown; see [`Messages::resync`]). An input without `GRIB` holds no
+/// messages.
 ///
 /// This only reads section 0 (and, for GRIB1 messages of 8 MiB and more, the
 /// section lengths): it does not call ecCodes.
@@ -167,6 +176,14 @@ pub(crate) fn grib2_headers(message: &[u8]) -> Option<Vec<u8>> {
 /// assert_eq!(messages.len(), 6);
 /// assert_eq!(messages[1].offset(), 1800);
 /// assert_eq!(messages[1].edition(), 2);
+///
+/// // A record header before the first message, junk after the last.
+/// let mut wrapped = vec![b'x'; 12_000];
+/// wrapped.extend_from_slice(&file);
+/// wrapped.extend_from_slice(b"trailer");
+/// let mut split = fieldstore_grib::split_messages(&wrapped);
+/// assert_eq!(split.by_ref().count(), 6);
+/// assert_eq!(split.skipped().ranges(), [0..12_000, 22_872..22_879]);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn split_messages(bytes: &[u8]) -> Messages<'_> {
@@ -176,6 +193,7 @@ pub fn split_messages(bytes: &[u8]) -> Messages<'_> {
         index: 0,
         done: false,
         resync: false,
+        skipped: SkippedBytes::new(),
     }
 }
 
@@ -187,9 +205,16 @@ pub struct Messages<'a> {
     index: usize,
     done: bool,
     resync: bool,
+    skipped: SkippedBytes,
 }
 
 impl<'a> Messages<'a> {
+    /// The bytes that are not GRIB skipped so far (all of them once the
+    /// iteration has ended): iterate with `by_ref()` to ask afterwards.
+    pub fn skipped(&self) -> &SkippedBytes {
+        &self.skipped
+    }
+
     /// After a framing error, go on with the next well-formed message
     /// instead of ending (for callers that skip bad messages).
     ///
@@ -238,11 +263,22 @@ impl<'a> Messages<'a> {
     }
 }
 
+/// Where the next `GRIB` in `bytes` starts.
+pub(crate) fn find_magic(bytes: &[u8]) -> Option<usize> {
+    memchr::memmem::find(bytes, b"GRIB")
+}
+
+/// Whether `stretch`, found right after a message (`after_message`), is
+/// the NUL padding MARS writes (fewer than 120 NULs), not junk to report.
+pub(crate) fn is_padding(stretch_len: usize, all_nul: bool, after_message: bool) -> bool {
+    after_message && all_nul && stretch_len < MAX_PADDING
+}
+
 /// Where the first well-formed message at or after `from` starts.
 fn next_message(input: &[u8], from: usize) -> Option<usize> {
     let mut at = from;
     while at < input.len() {
-        let found = input[at..].windows(4).position(|w| w == b"GRIB")?;
+        let found = find_magic(&input[at..])?;
         at += found;
         if frame(&input[at..]).is_ok() {
             return Some(at);
@@ -259,21 +295,24 @@ impl<'a> Iterator for Messages<'a> {
         if self.done {
             return None;
         }
-        if self.index > 0 {
-            let padding = self.input[self.pos..]
-                .iter()
-                .take_while(|b| **b == 0)
-                .count();
-            if padding >= MAX_PADDING {
-                return self.fail(self.pos, Problem::LongPadding { len: padding });
-            }
-            self.pos += padding;
+        // Up to the next `GRIB`: padding, or junk to report.
+        let from = self.pos;
+        let next = find_magic(&self.input[from..]).map(|k| from + k);
+        let end = next.unwrap_or(self.input.len());
+        let stretch = &self.input[from..end];
+        if !is_padding(
+            stretch.len(),
+            stretch.iter().all(|b| *b == 0),
+            self.index > 0,
+        ) {
+            self.skipped.push(from as u64..end as u64);
         }
-        let rest = &self.input[self.pos..];
-        if rest.is_empty() {
+        self.pos = end;
+        if next.is_none() {
             self.done = true;
             return None;
         }
+        let rest = &self.input[self.pos..];
         match frame(rest) {
             Ok((len, edition)) => {
                 let message = Message {

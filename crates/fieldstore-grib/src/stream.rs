@@ -7,24 +7,26 @@
 //! reads only what framing needs: section 0 (8 or 16 bytes), the section
 //! headers of a large GRIB1 message, then the declared length, which is
 //! refused *before it is read* when it is above the limit
-//! ([`Problem::TooLarge`]). It applies the same checks as `split_messages`
-//! and reports the same problems at the same byte offsets (the tests compare
-//! the two), so that non-GRIB input is refused at the offset where it
-//! starts (`/dev/zero`: byte 0, `expected 'GRIB', found bytes 00 00 …`).
+//! ([`Problem::TooLarge`]). It applies the same checks as `split_messages`,
+//! skips the same bytes that are not GRIB ([`MessageReader::skipped`]) and
+//! reports the same problems at the same byte offsets (the tests compare
+//! the two).
 //!
-//! What a reader holds is bounded by the limit: one message, plus, after a
-//! framing error when resyncing, a window of the input being searched for the
-//! next well-formed message. Searches that could go on for ever are bounded
-//! too: NULs after a message, or a damaged stretch being skipped, longer
-//! than the limit end the reading with [`Problem::NoMessageAhead`], also
-//! when bad messages are skipped.
+//! What a reader holds is bounded by the limit: one message, plus a window
+//! of the input being searched for the next `GRIB` (junk being skipped) or,
+//! after a framing error when resyncing, for the next well-formed message.
+//! Searches that could go on for ever are bounded too: a stretch without a
+//! message longer than the limit (`/dev/zero`, junk, a damaged stretch being
+//! skipped) ends the reading with [`Problem::NoMessageAhead`], naming where
+//! it starts, also when bad messages are skipped.
 
 use std::io::{self, Read};
 
 use fieldstore_core::{Error, Key, Result};
 
 use crate::error::{GribError, Problem};
-use crate::split::{frame, Message, MAX_PADDING};
+use crate::skipped::SkippedBytes;
+use crate::split::{find_magic, frame, is_padding, Message};
 
 /// The default largest message a [`MessageReader`] accepts: 1 GiB.
 ///
@@ -120,12 +122,14 @@ impl From<io::Error> for Stop {
 /// assert_eq!(messages.len(), 6);
 /// assert_eq!(messages[1].offset(), 1800);
 ///
-/// // Endless input that is not GRIB is refused at its first byte.
+/// // Endless input that is not GRIB is refused after the limit, naming
+/// // where it starts.
 /// let e = fieldstore_grib::MessageReader::new(std::io::repeat(0))
+///     .max_message_size(1 << 20)
 ///     .next()
 ///     .expect("an error")
 ///     .unwrap_err();
-/// assert!(e.to_string().starts_with("GRIB message 0 at byte offset 0: expected 'GRIB'"));
+/// assert!(e.to_string().starts_with("GRIB message 0 at byte offset 0: no GRIB message in the "));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug)]
@@ -143,6 +147,18 @@ pub struct MessageReader<R> {
     max: usize,
     /// A failure of the search after an error, reported after that error.
     pending: Option<Stop>,
+    /// Bytes that are not GRIB skipped so far.
+    skipped: SkippedBytes,
+}
+
+/// What [`MessageReader::skip_to_magic`] passed over.
+struct Scan {
+    /// How many bytes.
+    len: usize,
+    /// Whether they were all NULs.
+    all_nul: bool,
+    /// Whether a `GRIB` follows (else the input ended).
+    found: bool,
 }
 
 impl<R: Read> MessageReader<R> {
@@ -160,7 +176,14 @@ impl<R: Read> MessageReader<R> {
             resync: false,
             max: DEFAULT_MAX_MESSAGE_SIZE,
             pending: None,
+            skipped: SkippedBytes::new(),
         }
+    }
+
+    /// The bytes that are not GRIB skipped so far (all of them once the
+    /// iteration has ended): iterate with `by_ref()` to ask afterwards.
+    pub fn skipped(&self) -> &SkippedBytes {
+        &self.skipped
     }
 
     /// Accept messages of up to `max` bytes (at least 1); a message
@@ -236,55 +259,65 @@ impl<R: Read> MessageReader<R> {
                         }
                     }
                 }
+                // Framed from what a search read ahead: still refused.
+                Ok((len, _)) if len > self.max => {
+                    return Ok(Err(Problem::TooLarge {
+                        declared: len as u64,
+                        limit: self.max,
+                    }))
+                }
                 r => return Ok(r),
             }
         }
     }
 
-    /// Consume NULs (padding after a message), counting them; stop after
-    /// more than the limit.
-    fn skip_nuls(&mut self) -> io::Result<usize> {
-        let mut count = 0;
-        while count <= self.max {
-            if self.data().is_empty() {
-                self.fill(CHUNK)?;
-                if self.data().is_empty() {
-                    break;
-                }
+    /// Consume the bytes up to the next `GRIB` or the end of the input,
+    /// giving up after more than the limit ([`Problem::NoMessageAhead`],
+    /// naming where the stretch starts).
+    fn skip_to_magic(&mut self) -> std::result::Result<Scan, Stop> {
+        let from = self.start;
+        let mut all_nul = true;
+        loop {
+            let scanned = self.start - from;
+            if scanned > self.max {
+                return Err(Stop::Bad {
+                    offset: from,
+                    problem: Problem::NoMessageAhead {
+                        scanned: scanned as u64,
+                    },
+                });
             }
-            let available = self.data().len();
-            let nuls = self.data().iter().take_while(|b| **b == 0).count();
-            self.consume(nuls);
-            count += nuls;
-            if nuls < available {
-                break;
+            if self.data().len() < 4 {
+                self.fill(CHUNK)?;
+            }
+            let data = self.data();
+            let (n, found) = match find_magic(data) {
+                Some(k) => (k, true),
+                None if self.eof => (data.len(), false),
+                // Keep what may be the start of a `GRIB` cut by the read.
+                None => (data.len() - 3, false),
+            };
+            all_nul &= data[..n].iter().all(|b| *b == 0);
+            self.consume(n);
+            if found || self.eof && self.data().is_empty() {
+                return Ok(Scan {
+                    len: self.start - from,
+                    all_nul,
+                    found,
+                });
             }
         }
-        Ok(count)
     }
 
     /// The next message, `None` at the end of the input.
     fn step(&mut self) -> std::result::Result<Option<OwnedMessage>, Stop> {
-        if self.index > 0 {
-            let offset = self.start;
-            let padding = self.skip_nuls()?;
-            if padding > self.max {
-                return Err(Stop::Bad {
-                    offset,
-                    problem: Problem::NoMessageAhead {
-                        scanned: padding as u64,
-                    },
-                });
-            }
-            if padding >= MAX_PADDING {
-                return Err(Stop::Bad {
-                    offset,
-                    problem: Problem::LongPadding { len: padding },
-                });
-            }
+        // Up to the next `GRIB`: padding, or junk to report.
+        let from = self.start;
+        let scan = self.skip_to_magic()?;
+        if !is_padding(scan.len, scan.all_nul, self.index > 0) {
+            self.skipped.push(from as u64..self.start as u64);
         }
-        self.fill(1)?;
-        if self.data().is_empty() {
+        if !scan.found {
             return Ok(None);
         }
         let offset = self.start;
@@ -344,7 +377,7 @@ impl<R: Read> MessageReader<R> {
                     return Ok(false);
                 }
             }
-            match self.data().windows(4).position(|w| w == b"GRIB") {
+            match find_magic(self.data()) {
                 None => {
                     let keep = 3;
                     let n = self.data().len() - keep;
@@ -522,49 +555,66 @@ mod tests {
     }
 
     #[test]
-    fn endless_zeros_are_refused_at_byte_0() {
-        let mut reader = MessageReader::new(io::repeat(0));
-        let e = reader.next().expect("an item").unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "GRIB message 0 at byte offset 0: expected 'GRIB', found bytes 00 00 00 00 00 00 00 00 \
-             (garbage between messages, or a damaged message before)"
-        );
-        assert!(reader.next().is_none());
+    fn endless_input_that_is_not_grib_ends_after_the_limit_naming_its_start() {
+        let limit = 1 << 20;
+        for resync in [false, true] {
+            // From byte 0 (`/dev/zero`, junk), whether skipping bad
+            // messages or not.
+            for byte in [0, b'x'] {
+                let reader = MessageReader::new(io::repeat(byte)).max_message_size(limit);
+                let reader = if resync { reader.resync() } else { reader };
+                let items: Vec<_> = reader.collect();
+                assert_eq!(items.len(), 1, "{items:?}");
+                let e = items[0].as_ref().unwrap_err().to_string();
+                assert!(
+                    e.starts_with("GRIB message 0 at byte offset 0: no GRIB message in the ")
+                        && e.ends_with(
+                            "bytes from here (more than the largest message allowed): giving up"
+                        ),
+                    "{e}"
+                );
+            }
+            // NULs after a good message.
+            let good = fixture("rd-fc.grib");
+            let reader =
+                MessageReader::new(good.as_slice().chain(io::repeat(0))).max_message_size(limit);
+            let reader = if resync { reader.resync() } else { reader };
+            let items: Vec<_> = reader.collect();
+            assert_eq!(items.len(), 2, "{items:?}");
+            assert!(items[0].is_ok());
+            let e = items[1].as_ref().unwrap_err().to_string();
+            assert!(
+                e.starts_with(&format!(
+                    "GRIB message 1 at byte offset {}: no GRIB message in the ",
+                    good.len()
+                )),
+                "{e}"
+            );
+        }
     }
 
     #[test]
-    fn endless_input_ends_when_resyncing_and_after_a_message() {
-        // Skipping bad messages: the search gives up after the limit.
-        let limit = 1 << 20;
-        let items: Vec<_> = MessageReader::new(io::repeat(b'x'))
-            .max_message_size(limit)
-            .resync()
-            .collect();
-        assert_eq!(items.len(), 2, "{items:?}");
-        let e = items[1].as_ref().unwrap_err().to_string();
-        assert!(
-            e.starts_with("GRIB message 1 at byte offset 1: no GRIB message in the ")
-                && e.ends_with(
-                    "bytes from here (more than the largest message allowed): giving up"
-                ),
-            "{e}"
-        );
-        // NULs after a good message.
-        let good = fixture("rd-fc.grib");
-        let items: Vec<_> = MessageReader::new(good.as_slice().chain(io::repeat(0)))
-            .max_message_size(limit)
-            .resync()
-            .collect();
-        assert_eq!(items.len(), 2, "{items:?}");
-        assert!(items[0].is_ok());
-        let e = items[1].as_ref().unwrap_err().to_string();
-        assert!(
-            e.starts_with(&format!(
-                "GRIB message 1 at byte offset {}: no GRIB message in the ",
-                good.len()
-            )),
-            "{e}"
+    fn junk_is_skipped_and_reported_as_from_a_buffer() {
+        let mut input = vec![b'h'; 12_000];
+        input.extend(fixture("levtypes.grib"));
+        input.extend_from_slice(b"between");
+        input.extend(fixture("rd-fc.grib"));
+        input.extend_from_slice(&[0; 4096]);
+        let mut buffer = split_messages(&input);
+        let want: Vec<_> = buffer.by_ref().map(|m| m.expect("ok").offset()).collect();
+        assert_eq!(want, [12_000, 13_560, 15_127]);
+        for trickle in [1, 7, 4096, usize::MAX] {
+            let mut reader = MessageReader::new(Trickle {
+                data: &input,
+                n: trickle,
+            });
+            let got: Vec<_> = reader.by_ref().map(|m| m.expect("ok").offset()).collect();
+            assert_eq!(got, want);
+            assert_eq!(reader.skipped(), buffer.skipped(), "reads of {trickle}");
+        }
+        assert_eq!(
+            buffer.skipped().ranges(),
+            [0..12_000, 15_036..15_127, 16_603..20_699]
         );
     }
 

@@ -1,5 +1,7 @@
 //! Bad input: garbage, truncation, damaged messages, messages ecCodes reads
 //! but FDB cannot index. Every bad input is made here from fixture bytes.
+// Lists of skipped byte ranges that happen to hold one range.
+#![allow(clippy::single_range_in_vec_init)]
 
 use std::path::PathBuf;
 
@@ -45,52 +47,60 @@ fn located(e: &Error, index: usize, offset: usize) -> Problem {
     g.problem.clone()
 }
 
-#[test]
-fn garbage_before_the_first_message() {
-    let mut bytes = b"not a GRIB file".to_vec();
-    bytes.extend(fixture("rd-fc.grib"));
-    let (ok, e) = split_until_error(&bytes);
-    assert_eq!(ok, 0);
-    let p = located(&e, 0, 0);
-    assert!(matches!(p, Problem::Garbage { .. }), "{p:?}");
-    assert!(
-        e.to_string().contains("expected 'GRIB', found 'not a GR'"),
-        "{e}"
-    );
+/// Every message of `bytes` (which must hold no damaged one), as
+/// `(index, offset)`, and the ranges skipped as not GRIB.
+fn split_all(bytes: &[u8]) -> (Vec<(usize, usize)>, Vec<std::ops::Range<u64>>) {
+    let mut split = split_messages(bytes);
+    let at = split
+        .by_ref()
+        .map(|m| {
+            m.map(|m| (m.index(), m.offset()))
+                .expect("no damaged message")
+        })
+        .collect();
+    (at, split.skipped().ranges().to_vec())
 }
 
 #[test]
-fn garbage_between_messages() {
+fn junk_before_the_first_message_is_skipped_and_reported() {
+    // A record header, as Météo-France's ecoclimap files have (12,000 bytes).
+    let mut bytes = vec![b'h'; 12_000];
+    bytes.extend(fixture("rd-fc.grib"));
+    assert_eq!(split_all(&bytes), (vec![(0, 12_000)], vec![0..12_000]));
+    // The message is the same bytes, and has the same key.
+    let m = split_messages(&bytes).next().expect("one").expect("ok");
+    assert!(m.bytes() == fixture("rd-fc.grib").as_slice());
+    assert_eq!(
+        m.mars_key().expect("key"),
+        mars_key(&fixture("rd-fc.grib")).expect("key")
+    );
+    // Leading NULs are junk too (padding only follows a message).
+    let mut leading = vec![0; 8];
+    leading.extend(fixture("rd-fc.grib"));
+    assert_eq!(split_all(&leading), (vec![(0, 8)], vec![0..8]));
+}
+
+#[test]
+fn junk_between_and_after_messages_is_skipped_and_reported() {
     let file = fixture("timespan.grib");
     let mut bytes = file[..1800].to_vec();
     bytes.extend_from_slice(&[0xde, 0xad, 0xbe, 0xef]);
     bytes.extend_from_slice(&file[1800..]);
-    let (ok, e) = split_until_error(&bytes);
-    assert_eq!(ok, 1);
-    let p = located(&e, 1, 1800);
-    assert!(matches!(p, Problem::Garbage { .. }), "{p:?}");
-    assert!(
-        e.to_string().contains("bytes de ad be ef 47 52 49 42"),
-        "{e}"
-    );
-    // The iterator ends after a framing error: no message is skipped silently.
-    let mut it = split_messages(&bytes);
-    assert!(it.next().is_some_and(|m| m.is_ok()));
-    assert!(it.next().is_some_and(|m| m.is_err()));
-    assert!(it.next().is_none());
-}
-
-#[test]
-fn garbage_after_the_last_message() {
-    let mut bytes = fixture("synth11.grib");
     bytes.extend_from_slice(b"\n");
-    let (ok, e) = split_until_error(&bytes);
-    assert_eq!(ok, 1);
-    located(&e, 1, 660);
+    let (at, ranges) = split_all(&bytes);
+    assert_eq!(at.len(), 6);
+    assert_eq!(at[1], (1, 1804), "indices count messages, not junk");
+    assert_eq!(ranges, [1800..1804, 10_876..10_877]);
+    // A trailing `GRI` is junk, not a truncated message (as in ecCodes).
+    let mut cut = fixture("synth11.grib");
+    cut.extend_from_slice(b"GRI");
+    assert_eq!(split_all(&cut), (vec![(0, 0)], vec![660..663]));
+    // Only junk: no message, all of it skipped.
+    assert_eq!(split_all(b"hello world"), (vec![], vec![0..11]));
 }
 
 #[test]
-fn nul_padding_is_not_a_message_but_long_runs_are_refused() {
+fn nul_padding_is_silent_but_longer_runs_are_reported() {
     // MARS pads GRIB1 to multiples of 120 bytes: levtypes.grib has 84 NULs
     // after each message, which are not part of the messages.
     let bytes = fixture("levtypes.grib");
@@ -98,23 +108,41 @@ fn nul_padding_is_not_a_message_but_long_runs_are_refused() {
         .map(|m| m.expect("ok").bytes().len())
         .collect();
     assert_eq!(lens, [1476, 1476]);
+    assert_eq!(split_all(&bytes).1, []);
 
     let mut padded = fixture("rd-fc.grib");
     padded.extend_from_slice(&[0; 119]);
-    assert_eq!(split_messages(&padded).count(), 1);
+    assert_eq!(split_all(&padded), (vec![(0, 0)], vec![]));
     assert!(mars_key(&padded).is_ok(), "one message and its padding");
 
+    // Padding to a 4 KiB block after `7777`: reported, not an error.
     let mut long = fixture("rd-fc.grib");
     long.extend_from_slice(&[0; 200]);
-    let (ok, e) = split_until_error(&long);
-    assert_eq!(ok, 1);
-    assert_eq!(located(&e, 1, 1476), Problem::LongPadding { len: 200 });
+    assert_eq!(split_all(&long), (vec![(0, 0)], vec![1476..1676]));
+    // A single message may not carry it.
+    let e = mars_key(&long).expect_err("trailing bytes");
+    assert_eq!(located(&e, 0, 0), Problem::TrailingBytes { len: 200 });
+}
 
-    // Padding before the first message is garbage.
-    let mut leading = vec![0; 8];
-    leading.extend(fixture("rd-fc.grib"));
-    let (_, e) = split_until_error(&leading);
-    located(&e, 0, 0);
+#[test]
+fn a_grib_that_does_not_frame_is_an_error_not_junk() {
+    // `GRIB` then a length that holds no message: damaged, as in ecCodes
+    // ("unreadable message"), after junk that is skipped.
+    let mut bytes = b"junk ".to_vec();
+    bytes.extend_from_slice(b"GRIB\x00\x00\x10\x01 and more junk");
+    bytes.extend(fixture("rd-fc.grib"));
+    let (ok, e) = split_until_error(&bytes);
+    assert_eq!(ok, 0);
+    assert_eq!(located(&e, 0, 5), Problem::BadLength { declared: 16 });
+    // The single-message reader refuses what is not one message.
+    let mut lead = b"not a GRIB".to_vec();
+    lead.extend(fixture("rd-fc.grib"));
+    let e = mars_key(&lead).expect_err("leading bytes");
+    assert!(matches!(located(&e, 0, 0), Problem::Garbage { .. }), "{e}");
+    assert!(
+        e.to_string().ends_with("expected 'GRIB', found 'not a GR'"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -144,9 +172,12 @@ fn truncated_file() {
             available: 10
         }
     );
-    // Cut inside the magic number.
-    let (_, e) = split_until_error(&file[..3602]);
-    assert!(matches!(located(&e, 2, 3600), Problem::Truncated { .. }));
+    // Cut inside the magic number: `GR` starts no message, and is skipped
+    // as ecCodes skips it.
+    assert_eq!(
+        split_all(&file[..3602]),
+        (vec![(0, 0), (1, 1800)], vec![3600..3602])
+    );
     // GRIB1, cut in the data section.
     let file = fixture("x138-300.grib");
     let (_, e) = split_until_error(&file[..1_000_000]);
@@ -403,7 +434,8 @@ fn resync_goes_on_after_garbage_with_one_error_per_damaged_stretch() {
     let items = resynced(&bytes);
     assert_eq!(items.len(), 7, "{items:?}");
     assert_eq!(items[0], Ok((0, 0)));
-    assert_eq!(items[1], Err((1, 1800)));
+    // "junk " is skipped; "GRIB junk" is a damaged message.
+    assert_eq!(items[1], Err((1, 1805)));
     assert_eq!(items[2], Ok((2, 1800 + 14)));
     assert!(items[2..].iter().all(Result::is_ok), "{items:?}");
     // Without resync the same input ends at the garbage.
@@ -427,7 +459,10 @@ fn resync_skips_a_damaged_message_and_ends_after_a_truncated_one() {
 }
 
 #[test]
-fn resync_on_input_without_any_message_is_one_error() {
-    assert_eq!(resynced(b"hello, world"), [Err((0, 0))]);
+fn resync_on_input_without_any_message_is_no_item_and_skipped_bytes() {
+    assert!(resynced(b"hello, world").is_empty());
+    let mut split = split_messages(b"hello, world").resync();
+    assert_eq!(split.by_ref().count(), 0);
+    assert_eq!(split.skipped().ranges(), [0..12]);
     assert!(resynced(b"").is_empty());
 }

@@ -227,16 +227,18 @@ impl Store {
 
     /// Archive every GRIB message of `data` under its own MARS key, with
     /// `defaults` (`(keyword, value)` pairs) where ecCodes gives a keyword
-    /// none; all or nothing. Returns the number of messages and, for each
+    /// none; all or nothing. Returns the number of messages; for each
     /// message archived under the key of an earlier one (the last wins),
-    /// the text saying so.
+    /// the text saying so; and, if bytes that are not GRIB were skipped
+    /// (a record header, padding, junk between messages), the warning's
+    /// text and their `(start, end)` byte ranges.
     #[pyo3(signature = (data, defaults=Vec::new()))]
     fn archive_grib(
         &self,
         py: Python<'_>,
         data: &[u8],
         defaults: Vec<(String, String)>,
-    ) -> PyResult<(usize, Vec<String>)> {
+    ) -> PyResult<GribArchived> {
         let defaults = Key::from_pairs(defaults)
             .map_err(|e| to_py(py, &Error::from(e).context("archive defaults")))?;
         py.detach(|| archive_grib(&self.fs, data, defaults))
@@ -520,17 +522,29 @@ fn json<T: serde::Serialize>(py: Python<'_>, value: &T) -> PyResult<String> {
         .map_err(|e| to_py(py, &Error::internal(format!("report to JSON: {e}"))))
 }
 
+/// What `Store.archive_grib` returns: messages archived, duplicate-key
+/// warnings, and the skipped bytes' warning with its ranges.
+type GribArchived = (usize, Vec<String>, Option<(String, Vec<(u64, u64)>)>);
+
 #[cfg(feature = "grib")]
-fn archive_grib(
-    fs: &FieldStore,
-    data: &[u8],
-    defaults: Key,
-) -> fieldstore::Result<(usize, Vec<String>)> {
+fn archive_grib(fs: &FieldStore, data: &[u8], defaults: Key) -> fieldstore::Result<GribArchived> {
     use fieldstore_grib::{ArchiveGrib as _, GribOptions};
     let summary = fs.archive_grib_with(data, GribOptions::default().defaults(defaults))?;
+    let skipped = (!summary.skipped_bytes.is_empty()).then(|| {
+        (
+            summary.skipped_bytes.to_string(),
+            summary
+                .skipped_bytes
+                .ranges()
+                .iter()
+                .map(|r| (r.start, r.end))
+                .collect(),
+        )
+    });
     Ok((
         summary.fields,
         summary.duplicates.iter().map(ToString::to_string).collect(),
+        skipped,
     ))
 }
 
@@ -679,7 +693,7 @@ fn archive_grib(
     _fs: &FieldStore,
     _data: &[u8],
     _defaults: Key,
-) -> fieldstore::Result<(usize, Vec<String>)> {
+) -> fieldstore::Result<GribArchived> {
     Err(Error::new(
         ErrorKind::Unsupported,
         "this build of fieldstore has no GRIB support (Cargo feature `grib`): \

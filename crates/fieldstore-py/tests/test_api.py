@@ -693,3 +693,74 @@ def test_two_messages_with_one_key_warn_and_the_last_wins(fdb: fieldstore.FDB) -
     with warnings.catch_warnings():
         warnings.simplefilter("error", fieldstore.DuplicateKeyWarning)
         fdb.archive(one)
+
+
+def test_bytes_that_are_not_grib_are_skipped_with_one_warning_as_ecCodes_skips_them(
+        fdb: fieldstore.FDB, tmp_path: Path) -> None:
+    """A record header before the first message (as Météo-France's
+    ecoclimap files have, 12,000 bytes), junk between messages and padding
+    after the last are skipped as ecCodes skips them: the messages archived
+    are those ecCodes' own reader (``codes_grib_new_from_file``) reads, and
+    one SkippedBytesWarning names the byte ranges. A message that starts
+    with GRIB but is damaged is still an error."""
+    if not fieldstore.HAS_GRIB:
+        pytest.skip("no GRIB support in this build")
+    from test_earthkit import need
+
+    eccodes = need("eccodes")
+    import warnings
+
+    levtypes = (GRIB / "levtypes.grib").read_bytes()
+    rd = (GRIB / "rd-fc.grib").read_bytes()
+    data = b"record header " * 857 + b"xx" + levtypes + b"junk between" + rd + b"\0" * 4000
+    assert data.index(b"GRIB") == 12_000
+    path = tmp_path / "ecoclimap-like.grib"
+    path.write_bytes(data)
+    # What ecCodes reads from the file.
+    read = []
+    with open(path, "rb") as f:
+        while (h := eccodes.codes_grib_new_from_file(f)) is not None:
+            try:
+                read.append((int(eccodes.codes_get_long(h, "offset")), eccodes.codes_get_message(h)))
+            finally:
+                eccodes.codes_release(h)
+    assert [o for o, _ in read] == [12_000, 13_560, 3120 + 12_000 + 12]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fdb.archive(data)
+    fdb.flush()
+    skipped = [w.message for w in caught if issubclass(w.category, fieldstore.SkippedBytesWarning)]
+    assert len(skipped) == 1, [str(w.message) for w in caught]
+    end = read[-1][0] + len(read[-1][1])
+    ends = [m_off + len(m) for m_off, m in read]
+    assert skipped[0].ranges == [(0, 12_000), (ends[1], read[2][0]), (end, len(data))], skipped[0].ranges
+    assert str(skipped[0]) == (f"skipped {12_000 + read[2][0] - ends[1] + len(data) - end} bytes that are not "
+                               f"GRIB (as ecCodes does): bytes 0..12000, {ends[1]}..{read[2][0]}, "
+                               f"{end}..{len(data)}")
+    # Every message ecCodes read is archived, byte for byte.
+    back = set()
+    for entry in fdb.list({"class": "od/rd"}):
+        back.add(fdb.retrieve({k: v for k, v in entry.combined_key().items() if v}).read())
+    assert back == {m for _, m in read}
+    # A message that starts with GRIB but does not end with 7777: an error.
+    damaged = bytearray(data)
+    damaged[read[1][0] + len(read[1][1]) - 1] = ord("X")
+    with pytest.raises(fieldstore.InvalidInputError, match="GRIB message 1 at byte offset 13560: no '7777'"):
+        fdb.archive(bytes(damaged))
+
+
+def test_an_eccodes_assertion_is_an_exception_not_the_end_of_the_interpreter(fdb: fieldstore.FDB) -> None:
+    """ecCodes fails an assertion on this message (and by default aborts the
+    process: ``grib_ls -m`` does); here it is an InvalidInputError naming
+    it, and the interpreter goes on archiving."""
+    if not fieldstore.HAS_GRIB:
+        pytest.skip("no GRIB support in this build")
+    bad = (REPO / "tests" / "fixtures" / "grib-assert" / "msmm-bad-fcmonth.grib").read_bytes()
+    for _ in range(2):
+        with pytest.raises(fieldstore.InvalidInputError,
+                           match="GRIB message 0 at byte offset 0: ecCodes cannot decode the message: "
+                                 "ecCodes assertion failed: `gribForecastMonth == fcmonth'"):
+            fdb.archive(bad)
+    fdb.archive((GRIB / "rd-fc.grib").read_bytes())
+    fdb.flush()
+    assert len(list(fdb.list({"class": "rd"}))) == 1

@@ -648,6 +648,12 @@ static void test_archive_multiple(const char* work, const char* gribdir) {
     char* rd = read_file(gribdir, "rd-fc.grib", &len2);
 
     OK(fdb_archive_multiple(fdb, NULL, levtypes, len1));
+    {
+        const unsigned long long* ranges = NULL;
+        size_t skipped = 9;
+        OK(fieldstore_skipped_bytes(&ranges, &skipped));
+        CHECK(skipped == 0);
+    }
     FAILS(fdb_archive_multiple(fdb, NULL, NULL, 10), FIELDSTORE_INVALID_INPUT, "data is NULL");
     FAILS(fdb_archive_multiple(fdb, NULL, levtypes, (size_t)-1), FIELDSTORE_INVALID_INPUT, "is larger than");
     FAILS(fdb_archive_multiple(fdb, NULL, "not grib at all", 15), FIELDSTORE_INVALID_INPUT, "GRIB");

@@ -9,7 +9,10 @@
 //! Either way the run is all or nothing: after an error, nothing it archived
 //! becomes visible ([`FieldStore::discard`]). With `--skip-bad`, bad GRIB
 //! messages are skipped instead, reported one line each, and the others are
-//! archived and flushed.
+//! archived and flushed. Bytes of a GRIB file that are not GRIB (a record
+//! header, padding after the last message, junk between messages) are
+//! skipped as ecCodes skips them, with one warning per file naming their
+//! byte ranges; they are not "bad messages".
 //!
 //! What any input can make the command hold in memory is bounded by
 //! `--max-field-size` ([`fieldstore_grib::DEFAULT_MAX_MESSAGE_SIZE`] unless
@@ -164,6 +167,10 @@ pub(crate) struct Totals {
     /// same file (the last wins), one line each: `FILE: GRIB message N at
     /// byte offset M has the key … of GRIB message …`.
     pub(crate) duplicates: Vec<String>,
+    /// Bytes that are not GRIB skipped, one line per file that had any:
+    /// `FILE: skipped N bytes that are not GRIB (as ecCodes does): bytes
+    /// 0..12000, …` ([`fieldstore_grib::SkippedBytes`]).
+    pub(crate) skipped_bytes: Vec<String>,
 }
 
 fn plural(n: u64, one: &str, many: &str) -> String {
@@ -190,7 +197,10 @@ pub(crate) fn run(args: &ArchiveArgs, ctx: &Context, ui: &mut Ui<'_>) -> Result<
         }
     };
     drop(fs);
-    // Skipped messages are warnings: printed even with --quiet.
+    // Skipped bytes and messages are warnings: printed even with --quiet.
+    for line in &totals.skipped_bytes {
+        let _ = writeln!(ui.err, "fieldstore: warning: {line}");
+    }
     for line in &totals.skipped {
         let _ = writeln!(ui.err, "fieldstore: warning: skipped {line}");
     }
@@ -262,6 +272,13 @@ fn archive(fs: &FieldStore, source: &Source, progress: bool) -> Result<Totals> {
                 totals.fields += summary.fields as u64;
                 totals.bytes += summary.bytes;
                 totals.files += 1;
+                if !summary.skipped_bytes.is_empty() {
+                    totals.skipped_bytes.push(format!(
+                        "{}: {}",
+                        display(path),
+                        summary.skipped_bytes
+                    ));
+                }
                 totals.skipped.extend(
                     summary
                         .skipped

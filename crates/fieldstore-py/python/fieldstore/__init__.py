@@ -49,6 +49,7 @@ from .errors import (
     MissingFieldsWarning,
     NotFoundError,
     PermissionDeniedError,
+    SkippedBytesWarning,
     StorageFullError,
     TimedOutError,
     UnavailableError,

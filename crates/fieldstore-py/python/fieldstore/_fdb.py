@@ -18,6 +18,7 @@ from .errors import (
     EmptyStoreWarning,
     InvalidInputError,
     MissingFieldsWarning,
+    SkippedBytesWarning,
     UnsupportedError,
 )
 
@@ -191,6 +192,11 @@ class FDB:
         "type": "fc"}``); before the config's ``archive-defaults``. Two
         messages of ``data`` with one key are both archived and the last
         wins, as in FDB5, with a :class:`DuplicateKeyWarning` naming both.
+        Bytes of ``data`` that are not GRIB (a record header before the first
+        message, padding after the last, junk between messages) are skipped
+        as ecCodes skips them, with one :class:`SkippedBytesWarning` naming
+        their byte ranges (its ``ranges``); a message that starts with
+        ``GRIB`` but is damaged is an error.
 
         The fields become visible to readers at :meth:`flush`.
         """
@@ -199,7 +205,7 @@ class FDB:
         if identifier is None:
             pairs = _identifier(defaults) if defaults is not None else []
             try:
-                _, duplicates = self._store.archive_grib(data, pairs)
+                _, duplicates, skipped = self._store.archive_grib(data, pairs)
             except InvalidInputError as e:
                 if "missing keyword 'class'" not in str(e):
                     raise
@@ -207,6 +213,9 @@ class FDB:
                     f"{e}; ecCodes gives this message no MARS class (GRIB from another centre?): give "
                     "the keys it lacks with defaults={'class': 'od', 'expver': '0001', 'stream': 'oper', "
                     "'type': 'fc'} or archive-defaults in the config") from e
+            if skipped is not None:
+                text, ranges = skipped
+                warnings.warn(SkippedBytesWarning(text, ranges), stacklevel=2)
             for text in duplicates:
                 warnings.warn(text, DuplicateKeyWarning, stacklevel=2)
         elif defaults is not None:

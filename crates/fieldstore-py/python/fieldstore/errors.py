@@ -29,6 +29,7 @@ __all__ = [
     "FieldStoreIOError",
     "InternalError",
     "DuplicateKeyWarning",
+    "SkippedBytesWarning",
     "MissingFieldsWarning",
     "EmptyStoreWarning",
 ]
@@ -119,6 +120,18 @@ class DuplicateKeyWarning(UserWarning):
     """Two GRIB messages of one :meth:`FDB.archive` call have one key: both
     are archived and the last wins (FDB5's rule); the warning names both
     messages (index in the input and byte offset) and the key."""
+
+
+class SkippedBytesWarning(UserWarning):
+    """Bytes of the GRIB data given to :meth:`FDB.archive` that are not GRIB
+    (a record header before the first message, padding after the last, junk
+    between messages) were skipped, as ecCodes skips them: one warning per
+    call. Its text names the byte ranges; ``ranges`` holds them as
+    ``(start, end)`` pairs (end exclusive), in input order."""
+
+    def __init__(self, message: str, ranges: list[tuple[int, int]]) -> None:
+        super().__init__(message)
+        self.ranges = [tuple(r) for r in ranges]
 
 
 class MissingFieldsWarning(UserWarning):

@@ -179,7 +179,10 @@ int fdb_new_handle_from_yaml(fdb_handle_t** fdb, const char* system_config, cons
 int fdb_archive(fdb_handle_t* fdb, fdb_key_t* key, const char* data, size_t length);
 /* Archives every GRIB message of data under the MARS key ecCodes reads from
  * it; all or nothing. With a request (not NULL), every message must be one
- * the request names, and every field it names must be there. */
+ * the request names, and every field it names must be there. Bytes that are
+ * not GRIB around or between the messages are skipped with a warning (see
+ * fieldstore_skipped_bytes); a damaged message, or one on which ecCodes fails
+ * an assertion, is an error (ecCodes would abort the process). */
 int fdb_archive_multiple(fdb_handle_t* fdb, fdb_request_t* req, const char* data, size_t length);
 /* Lists what req names (NULL: everything) down to depth 1 (datasets),
  * 2 (collocations) or 3 (fields; any other depth means 3). As in FDB5,
@@ -253,6 +256,15 @@ enum FieldstoreErrorKind {
 
 /* The kind (enum FieldstoreErrorKind) of the calling thread's last error. */
 int fieldstore_last_error_kind(void);
+
+/* The byte ranges of its data that the calling thread's last
+ * fdb_archive_multiple skipped as not GRIB (a record header before the first
+ * message, padding after the last, junk between messages; skipped as ecCodes
+ * skips them, with a warning on stderr): *count pairs (start, end), end
+ * exclusive, at *ranges; *count is 0 when none were skipped. Valid until the
+ * thread's next fdb_archive_multiple. A message that starts with GRIB but is
+ * damaged is an error, not skipped. */
+int fieldstore_skipped_bytes(const unsigned long long** ranges, size_t* count);
 
 /* How many objects created through this library are not yet deleted (all
  * types together): lets a program check that it releases what it creates. */
