@@ -22,36 +22,8 @@
 # to itself.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-profile=release
-built=""
-while [ $# -gt 0 ]; do
-    case "$1" in
-    --debug) profile=debug ;;
-    --from)
-        built=$2
-        shift
-        ;;
-    -*)
-        echo "install-capi: unknown option $1" >&2
-        exit 2
-        ;;
-    *) break ;;
-    esac
-    shift
-done
-prefix=${1:-target/fieldstore-capi}
-mkdir -p "$prefix"
-prefix=$(cd "$prefix" && pwd)
-
-if [ -z "$built" ]; then
-    source scripts/setup.sh
-    if [ "$profile" = release ]; then
-        cargo build --release --locked -p fieldstore-capi
-    else
-        cargo build --locked -p fieldstore-capi
-    fi
-    built="${CARGO_TARGET_DIR:-target}/$profile"
-fi
+source scripts/install-lib.sh
+install_lib_args install-capi fieldstore-capi "$@"
 
 install -d "$prefix/lib/pkgconfig" "$prefix/include/fdb5/api"
 # Copy then rename, so that a process using the old library keeps it.

@@ -18,36 +18,8 @@
 # DIR (target/<profile>) without building (the tests use it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-profile=release
-built=""
-while [ $# -gt 0 ]; do
-    case "$1" in
-    --debug) profile=debug ;;
-    --from)
-        built=$2
-        shift
-        ;;
-    -*)
-        echo "install-gribjump: unknown option $1" >&2
-        exit 2
-        ;;
-    *) break ;;
-    esac
-    shift
-done
-prefix=${1:-target/fieldstore-capi}
-mkdir -p "$prefix"
-prefix=$(cd "$prefix" && pwd)
-
-if [ -z "$built" ]; then
-    source scripts/setup.sh
-    if [ "$profile" = release ]; then
-        cargo build --release --locked -p fieldstore-gribjump
-    else
-        cargo build --locked -p fieldstore-gribjump
-    fi
-    built="${CARGO_TARGET_DIR:-target}/$profile"
-fi
+source scripts/install-lib.sh
+install_lib_args install-gribjump fieldstore-gribjump "$@"
 
 install -d "$prefix/lib/pkgconfig" "$prefix/include/gribjump"
 # Copy then rename, so that a process using the old library keeps it.
