@@ -188,7 +188,7 @@ impl ExtractGrib for FieldStore {
 ///
 /// # Errors
 /// As [`FieldStore::list`] for a request the schema refuses.
-fn in_request_order(
+pub fn in_request_order(
     fs: &FieldStore,
     request: &Request,
     listed: Vec<ListElement>,

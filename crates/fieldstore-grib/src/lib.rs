@@ -70,8 +70,8 @@ pub use eccodes::{
 };
 pub use error::{GribError, Problem};
 pub use extract::{
-    extract_fields, extract_listed, ExtractGrib, ExtractOptions, Extraction, FieldValues,
-    GridPoint, Method, Selection, EARTH_RADIUS_KM,
+    extract_fields, extract_listed, in_request_order, ExtractGrib, ExtractOptions, Extraction,
+    FieldValues, GridPoint, Method, Selection, EARTH_RADIUS_KM,
 };
 pub use identity::IdentityKeys;
 pub use params::{param_names, EcCodesParamNames};

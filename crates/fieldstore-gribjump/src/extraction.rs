@@ -233,8 +233,9 @@ fn extract(
     Ok(out.into_iter().flatten().collect())
 }
 
-/// A listing in the order the request gives its values (`step=12/6`: 12,
-/// then 6), as fieldstore's `extract` answers.
+/// The fields of a listing (entries with a location) in the order the
+/// request gives its values (`step=12/6`: 12, then 6), as fieldstore's
+/// `extract` answers.
 fn in_request_order(
     fs: &FieldStore,
     request: &Request,
@@ -247,20 +248,7 @@ fn in_request_order(
     if listed.len() < 2 {
         return Ok(listed);
     }
-    let order = fs.schema().listing_order(request)?;
-    let mut placed: Vec<_> = listed
-        .into_iter()
-        .map(|e| {
-            let at = fs
-                .schema()
-                .split(&e.full_key())
-                .ok()
-                .and_then(|split| order.position(&split));
-            (at.is_none(), at, e)
-        })
-        .collect();
-    placed.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
-    Ok(placed.into_iter().map(|(_, _, e)| e).collect())
+    Ok(fieldstore_grib::in_request_order(fs, request, listed)?)
 }
 
 fn iterator(results: Vec<ResultData>) -> *mut gribjump_extractioniterator_t {
