@@ -34,16 +34,7 @@ if [ "$(cat "$prefix/venv.deps" 2>/dev/null)" != "${deps[*]}" ]; then
     echo "${deps[*]}" >"$prefix/venv.deps"
 fi
 # One ecCodes per process: the venv's eccodeslib/eckitlib become the build's.
-site=$("$prefix/venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-if grep -qv '^#' target/eccodes/lib-dirs 2>/dev/null; then
-    built=$(cd target/eccodes/venv && "$PWD/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-    for pkg in eccodeslib eckitlib eckitlib.libs; do
-        if [ -e "$built/$pkg" ] && [ "$(readlink -f "$site/$pkg")" != "$(readlink -f "$built/$pkg")" ]; then
-            rm -rf "${site:?}/$pkg"
-            ln -s "$built/$pkg" "$site/$pkg"
-        fi
-    done
-fi
+fieldstore_share_eccodes "$prefix/venv"
 # fieldstore's library (the debug build: cargo test --workspace built it).
 cargo build --locked -p fieldstore-capi
 bash scripts/install-capi.sh --from "${CARGO_TARGET_DIR:-target}/debug" "$prefix/prefix" 2>/dev/null

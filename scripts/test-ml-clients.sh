@@ -43,18 +43,8 @@ for spec in anemoi local_; do
         "${base[@]}" "${anemoi_deps[@]}"
     echo "${s[*]}" >"$cache/${s[0]}.deps"
 done
-# One ecCodes per process in the no-server venv: its eccodeslib and eckitlib
-# become the very files fieldstore's library links (as test-capi-python.sh).
-local_site=$("$cache/${local_[0]}/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-if grep -qv '^#' target/eccodes/lib-dirs 2>/dev/null; then
-    built=$(cd target/eccodes/venv && "$PWD/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-    for pkg in eccodeslib eckitlib eckitlib.libs; do
-        if [ -e "$built/$pkg" ] && [ "$(readlink -f "$local_site/$pkg")" != "$(readlink -f "$built/$pkg")" ]; then
-            rm -rf "${local_site:?}/$pkg"
-            ln -s "$built/$pkg" "$local_site/$pkg"
-        fi
-    done
-fi
+# One ecCodes per process in the no-server venv (as test-capi-python.sh).
+fieldstore_share_eccodes "$cache/${local_[0]}"
 cargo build --locked -q -p fieldstore-cli -p fieldstore-capi
 target=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
 bin=$target/debug/fieldstore

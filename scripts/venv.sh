@@ -1,4 +1,6 @@
-# Sourced by scripts/setup-eccodes.sh and scripts/setup-fdb5.sh:
+# Sourced by the scripts that make Python venvs (setup-eccodes.sh,
+# setup-fdb5.sh, the test-*.sh of Python clients). Also
+# fieldstore_share_eccodes (below).
 # fieldstore_venv DIR PACKAGE... creates the Python venv DIR (if it has no
 # pip yet) and pip-installs binary wheels of PACKAGE... from PyPI into it.
 #
@@ -30,4 +32,22 @@ fieldstore_venv() {
         fi
     fi
     "${pip[@]}" install --quiet --disable-pip-version-check --only-binary=:all: "$@"
+}
+
+# fieldstore_share_eccodes VENV: one ecCodes per process. The venv's
+# eccodeslib and eckitlib packages become links to the very files
+# fieldstore's libraries were linked against (scripts/setup.sh's wheel, when
+# it used one), so that Python's eccodes and fieldstore's library load the
+# same copies (eckit aborts when two copies register).
+fieldstore_share_eccodes() {
+    local site built pkg
+    site=$("$1/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+    grep -qv '^#' target/eccodes/lib-dirs 2>/dev/null || return 0
+    built=$(cd target/eccodes/venv && "$PWD/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+    for pkg in eccodeslib eckitlib eckitlib.libs; do
+        if [ -e "$built/$pkg" ] && [ "$(readlink -f "$site/$pkg")" != "$(readlink -f "$built/$pkg")" ]; then
+            rm -rf "${site:?}/$pkg"
+            ln -s "$built/$pkg" "$site/$pkg"
+        fi
+    done
 }
