@@ -46,7 +46,7 @@ done
 # One ecCodes per process in the no-server venv (as test-capi-python.sh).
 fieldstore_share_eccodes "$cache/${local_[0]}"
 cargo build --locked -q -p fieldstore-cli -p fieldstore-capi
-target=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
+target=$(cd "${CARGO_TARGET_DIR:-target}" && pwd)
 bin=$target/debug/fieldstore
 mkdir -p target/ml
 bash scripts/install-capi.sh --from "$target/debug" "$PWD/target/ml/prefix" 2>/dev/null
