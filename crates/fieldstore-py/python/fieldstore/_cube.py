@@ -288,8 +288,7 @@ class Cube:
         entries = list(_entries) if _entries is not None else listed(self.fdb, self.request)
         if not entries:
             raise InvalidInputError(f"the request names no stored field: {_show(self.request)}")
-        keys = [e.combined_key() for e in entries]
-        keys = [_mars_roles(k) for k in keys]
+        keys = [_mars_roles(e.combined_key()) for e in entries]
         _untimed(entries, keys)
         monthly = _monthly(entries, keys, self.threads)
         # What the request names explicitly is in the coordinates, stored or
@@ -394,8 +393,7 @@ class Cube:
         with ThreadPoolExecutor(max_workers=min(self.threads, len(ordered))) as pool:
             metas = list(pool.map(lambda g: self._metadata(entries[g[1][0]], g[0][0]), ordered))
         grids: list[Grid] = []
-        unknowns = sum(1 for m in metas if (m.get("cfVarName") or "unknown") == (m.get("shortName") or "unknown")
-                       == "unknown")
+        unknowns = sum(1 for m in metas if _grib_name(m) == "unknown")
         for ((param, levtype), members), meta in zip(ordered, metas):
             first = entries[members[0]]
             if first_meta is None:
@@ -406,9 +404,7 @@ class Cube:
                 grid = self._grid(first, meta, identity)
                 grids.append(grid)
             self._same_grid(f"{meta.get('shortName', param)} ({levtype})", grid, members, entries, keys)
-            name = str(meta.get("cfVarName") or "unknown")
-            if name == "unknown":
-                name = str(meta.get("shortName") or "unknown")
+            name = _grib_name(meta)
             if name == "unknown" and unknowns > 1:
                 # Parameters ecCodes has no name for, told apart by their
                 # GRIB code (cfgrib calls each "unknown" and merges them).
@@ -796,6 +792,16 @@ class Cube:
         if drop:
             values = values.reshape(tuple(s for i, s in enumerate(values.shape) if i not in drop))
         return values
+
+
+def _grib_name(meta: Mapping[str, Any]) -> str:
+    """A variable's name as cfgrib's: ecCodes' ``cfVarName``, else its
+    ``shortName``, else ``unknown``."""
+    for k in ("cfVarName", "shortName"):
+        name = str(meta.get(k) or "unknown")
+        if name != "unknown":
+            return name
+    return "unknown"
 
 
 def listed(fdb: FDB, request: Mapping[str, Any]) -> list[Any]:
