@@ -219,7 +219,7 @@ pub trait CatalogueMaintenance: Send + Sync {
     /// Hide `collocations` of `dataset` (all their entries, replaced ones
     /// included) from every reader, atomically, and record `units` — store
     /// units only they point into — as to be removed (see
-    /// [`DatasetReader::pending_units`]). Entries flushed afterwards
+    /// [`DatasetCondition::pending_units`]). Entries flushed afterwards
     /// under the same collocation keys are visible as usual.
     ///
     /// # Errors
@@ -422,26 +422,6 @@ pub trait DatasetReader: Send + Sync + Debug {
         element: &ElementKey,
     ) -> Result<Option<FieldLocation>>;
 
-    /// Visit the entries of a collocation, newest first, masked (older)
-    /// entries included; `visit` returns `false` to stop.
-    fn scan(
-        &self,
-        collocation: &CollocationKey,
-        visit: &mut dyn FnMut(&ElementKey, &FieldLocation) -> bool,
-    ) -> Result<()>;
-
-    /// As [`DatasetReader::scan`], but a backend may skip groups of entries
-    /// (index blocks) whose axes `admits` refuses: `admits` is given the
-    /// values each element keyword takes in the group, and refuses only
-    /// groups that cannot hold an entry the caller wants (a backend
-    /// without such groups scans everything).
-    fn scan_where(
-        &self,
-        collocation: &CollocationKey,
-        admits: &dyn Fn(&Axes) -> bool,
-        visit: &mut dyn FnMut(&ElementKey, &FieldLocation) -> bool,
-    ) -> Result<()>;
-
     /// How far this reader has followed the dataset's log: a number that
     /// only grows, in one process, across every reader and every
     /// incarnation of the dataset (wiped and created anew). `0` means the
@@ -449,10 +429,17 @@ pub trait DatasetReader: Send + Sync + Debug {
     /// everything.
     fn log_position(&self) -> u64;
 
-    /// As [`DatasetReader::scan_where`], but a backend may skip what it
-    /// had applied by `position` (a [`DatasetReader::log_position`] of this
-    /// reader): what `watch` looks at when it looks again. It may visit
-    /// more (a backend without positions visits everything); never less.
+    /// Visit the entries of a collocation, newest first, masked (older)
+    /// entries included, until `visit` returns `false`. A backend may skip
+    /// groups of entries (index blocks) whose axes `admits` refuses:
+    /// `admits` is given the values each element keyword takes in the
+    /// group, and refuses only groups that cannot hold an entry the caller
+    /// wants (a backend without such groups scans everything). It may skip
+    /// what it had applied by `position` (a
+    /// [`DatasetReader::log_position`] of this reader; `0` for everything):
+    /// what `watch` looks at when it looks again. It may visit more (a
+    /// backend without positions visits everything); never less.
+    /// [`DatasetReaderExt`] scans everything.
     fn scan_since(
         &self,
         collocation: &CollocationKey,
@@ -466,35 +453,72 @@ pub trait DatasetReader: Send + Sync + Debug {
     /// [`Catalogue::maintenance`]).
     fn locks(&self) -> Locks;
 
-    /// Damage this reader met and stepped over, each naming the file or
-    /// object and the offset: damage of the dataset's log (records it could
-    /// not read), and, with `collocation`, of that collocation's index
-    /// blocks it has read. Damage costs only what it damaged: the rest of
-    /// the dataset stays readable, and a lookup of a key that a damaged
-    /// block may hold in a newer version than the one found is an error
-    /// rather than an older answer.
-    fn damage(&self, collocation: Option<&CollocationKey>) -> Vec<String>;
+    /// What this reader met in its dataset that status and maintenance
+    /// report ([`DatasetCondition`]), with, given `collocation`, the damage
+    /// of that collocation's index blocks it has read.
+    fn condition(&self, collocation: Option<&CollocationKey>) -> DatasetCondition;
+}
 
-    /// Appends cut short that this reader stepped over (a full disk): the
-    /// flushes they belonged to failed and were never visible, so readers
-    /// lose nothing and maintenance goes on (status reports them). Only a
-    /// record cut short by truncating the log, which nothing in fieldstore
-    /// does, would look the same.
-    fn torn(&self) -> Vec<String>;
-
-    /// Damaged records of the log that this reader recovered whole (what
-    /// they said is proven by what they name, e.g. index blocks that check
-    /// and match them): nothing is lost, but the damage is there, so status
-    /// reports it and purge leaves the dataset alone.
-    fn recovered(&self) -> Vec<String>;
-
+/// What a reader met in its dataset that status and maintenance report.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DatasetCondition {
+    /// Damage met and stepped over, each naming the file or object and the
+    /// offset: of the dataset's log (records that could not be read), and
+    /// of the asked collocation's index blocks read so far. Damage costs
+    /// only what it damaged: the rest of the dataset stays readable, and a
+    /// lookup of a key that a damaged block may hold in a newer version
+    /// than the one found is an error rather than an older answer.
+    pub damage: Vec<String>,
+    /// Appends cut short that were stepped over (a full disk): the flushes
+    /// they belonged to failed and were never visible, so readers lose
+    /// nothing and maintenance goes on (status reports them). Only a record
+    /// cut short by truncating the log, which nothing in fieldstore does,
+    /// would look the same.
+    pub torn: Vec<String>,
+    /// Damaged records of the log recovered whole (what they said is
+    /// proven by what they name, e.g. index blocks that check and match
+    /// them): nothing is lost, but the damage is there, so status reports it
+    /// and purge leaves the dataset alone.
+    pub recovered: Vec<String>,
     /// Store units that a collocation wipe recorded as to be removed and
     /// that no reclaim has recorded as removed yet (a wipe interrupted, or a
     /// unit a live writer still used).
-    fn pending_units(&self) -> Vec<String>;
+    pub pending_units: Vec<String>,
 }
 
-/// [`DatasetReader::scan`] over a collocation's index blocks as a backend
+/// Scans of every entry, for any [`DatasetReader`].
+pub trait DatasetReaderExt: DatasetReader {
+    /// Visit the entries of a collocation, newest first, masked (older)
+    /// entries included; `visit` returns `false` to stop.
+    ///
+    /// # Errors
+    /// As [`DatasetReader::scan_since`].
+    fn scan(
+        &self,
+        collocation: &CollocationKey,
+        visit: &mut dyn FnMut(&ElementKey, &FieldLocation) -> bool,
+    ) -> Result<()> {
+        self.scan_since(collocation, 0, &|_| true, visit)
+    }
+
+    /// As [`DatasetReaderExt::scan`], skipping groups of entries whose axes
+    /// `admits` refuses (see [`DatasetReader::scan_since`]).
+    ///
+    /// # Errors
+    /// As [`DatasetReader::scan_since`].
+    fn scan_where(
+        &self,
+        collocation: &CollocationKey,
+        admits: &dyn Fn(&Axes) -> bool,
+        visit: &mut dyn FnMut(&ElementKey, &FieldLocation) -> bool,
+    ) -> Result<()> {
+        self.scan_since(collocation, 0, admits, visit)
+    }
+}
+
+impl<R: DatasetReader + ?Sized> DatasetReaderExt for R {}
+
+/// [`DatasetReaderExt::scan`] over a collocation's index blocks as a backend
 /// holds them: `blocks` oldest first, each block's entries in the order
 /// they were written (by [`order_block`] since blocks are written for FDB5's
 /// list order). Visits the newest entry first (the last block's last) and

@@ -3,12 +3,15 @@
 //! (FLUSH, WIPE, RECLAIM, CONTROL records and damage), whatever the medium
 //! the records and blocks live on (POSIX files, RADOS objects, DAOS KVs).
 //!
-//! A backend's reader reads its records, decodes them, and tells a
-//! [`DatasetIndex`] what they say ([`DatasetIndex::add_block`],
-//! [`DatasetIndex::wipe`], [`DatasetIndex::reclaim`],
-//! [`DatasetIndex::damaged_region`], …); it loads the blocks the index asks
-//! for ([`DatasetIndex::to_load`], [`DatasetIndex::set_loaded`]). The index
-//! answers lookups and scans with the same guarantees on every backend:
+//! Every such catalogue's reader is one [`LogReader`], the one
+//! `DatasetReader` implementation of the log-structured catalogues; a
+//! medium gives it only what differs ([`LogMedium`]): it reads its records,
+//! decodes them, and tells a [`DatasetIndex`] what they say
+//! ([`DatasetIndex::add_block`], [`DatasetIndex::wipe`],
+//! [`DatasetIndex::reclaim`], [`DatasetIndex::damaged_region`], …); it loads
+//! the blocks the index asks for ([`DatasetIndex::to_load`],
+//! [`DatasetIndex::set_loaded`]). The index answers lookups and scans with
+//! the same guarantees on every backend:
 //!
 //! - **Damage costs only what it damaged.** A block that cannot be read is
 //!   kept as damaged; the others stay readable. A region of the log that
@@ -32,6 +35,9 @@ use std::sync::Arc;
 use crate::catalogue::{Axes, CollocationInfo};
 use crate::maintenance::Locks;
 use crate::{CollocationKey, ElementKey, Error, FieldLocation, Result};
+
+mod log_reader;
+pub use log_reader::{Log, LogMedium, LogOf, LogReader};
 
 /// Units (store URIs) a RECLAIM record removed: their entries are skipped.
 pub type RemovedUnits = Arc<HashSet<Arc<str>>>;

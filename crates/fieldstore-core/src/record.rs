@@ -287,6 +287,29 @@ impl Framing {
         let payload = Self::payload(&h, &buf[HEADER..], what)?;
         Ok((h.kind, payload))
     }
+
+    /// As [`Framing::unframe_exact`], for a buffer that must hold one
+    /// record of type `kind` (an index block, a spilled FLUSH): its payload.
+    /// `name` names the type in the error.
+    ///
+    /// # Errors
+    /// As [`Framing::unframe_exact`]; `Corrupt` for a record of another
+    /// type.
+    pub fn unframe_kind<'a>(
+        &self,
+        buf: &'a [u8],
+        kind: u16,
+        name: &str,
+        what: &dyn Fn() -> String,
+    ) -> Result<&'a [u8]> {
+        match self.unframe_exact(buf, what)? {
+            (k, payload) if k == kind => Ok(payload),
+            (k, _) => Err(Error::corrupt(format!(
+                "{}: record type {k} where {name} was expected",
+                what()
+            ))),
+        }
+    }
 }
 
 /// Entry flag bit 0: the entry's CRC-32C is valid.
@@ -365,6 +388,19 @@ impl Enc {
         );
         self.u16(s.len() as u16);
         self.0.extend_from_slice(s.as_bytes());
+    }
+    /// A block's axes (`axes` in the format documents): a `u32` count of
+    /// keywords, then each keyword as a `str` with a `u32` count of its
+    /// values and each value as a `str`.
+    pub fn axes(&mut self, axes: &crate::Axes) {
+        self.u32(axes.len() as u32);
+        for (kw, values) in axes {
+            self.str(kw);
+            self.u32(values.len() as u32);
+            for v in values {
+                self.str(v);
+            }
+        }
     }
 }
 
@@ -468,6 +504,21 @@ impl<'a, 'w> Dec<'a, 'w> {
         let s = self.str()?;
         s.parse()
             .map_err(|e| self.err(&format!("bad key {s:?}: {e}"), at))
+    }
+    /// A block's axes, as [`Enc::axes`] writes them.
+    pub fn axes(&mut self) -> Result<crate::Axes> {
+        let n = self.u32()?;
+        let mut axes = crate::Axes::new();
+        for _ in 0..n {
+            let kw = self.str()?.to_string();
+            let nv = self.u32()?;
+            let mut values = std::collections::BTreeSet::new();
+            for _ in 0..nv {
+                values.insert(self.str()?.to_string());
+            }
+            axes.insert(kw, values);
+        }
+        Ok(axes)
     }
     /// Whether the whole payload has been read.
     pub fn done(&self) -> bool {

@@ -18,16 +18,15 @@
 //! per flush, each bringing all of that flush's entries.
 
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::Arc;
 
-use fieldstore_core::catalogue::visit_newest_first;
-use fieldstore_core::engine::DatasetIndex;
+use fieldstore_core::engine::{DatasetIndex, Log, LogMedium, LogReader};
 use fieldstore_core::maintenance::{locked, wiped_while_writing, Item, ItemKind};
-use fieldstore_core::record::maintenance as records;
+use fieldstore_core::record::maintenance::{self as records, now_ns};
 use fieldstore_core::{
-    Axes, Catalogue, CatalogueMaintenance, CatalogueWriter, ChangeWaiter, CollocationInfo,
-    CollocationKey, Control, DamagedDatasets, DatasetKey, DatasetMover, DatasetReader, ElementKey,
-    Error, ErrorKind, FieldLocation, Locks, Operation, PollingWaiter, Result, Schema,
+    Catalogue, CatalogueMaintenance, CatalogueWriter, ChangeWaiter, CollocationKey, Control,
+    DamagedDatasets, DatasetKey, DatasetMover, DatasetReader, ElementKey, Error, ErrorKind,
+    FieldLocation, Locks, Operation, PollingWaiter, Result, Schema,
 };
 
 use crate::client::{Inserted, Kv};
@@ -35,13 +34,6 @@ use crate::config::DaosConfig;
 use crate::format::{self, Flush, Meta};
 use crate::layout::{self, dataset_label, slot_key};
 use crate::session::{class_error, is_gone, Cont, Session};
-
-fn now_ns() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0)
-}
 
 /// The DAOS catalogue.
 #[derive(Debug)]
@@ -249,21 +241,13 @@ impl Catalogue for DaosCatalogue {
         let Some(cont) = self.existing(dataset)? else {
             return Ok(None);
         };
-        let r = DaosDataset {
+        let medium = DaosLog {
             kv_class: self.cfg.kv_class,
             session: self.session,
             pool: self.cfg.catalogue_pool.clone(),
             key: dataset.clone(),
-            cont: RwLock::new(Some(cont)),
-            refresh: Mutex::new(ReadState {
-                next: 0,
-                looked_past_end: false,
-                buf: Vec::with_capacity(format::MAX_INLINE),
-            }),
-            index: RwLock::new(Index::default()),
         };
-        r.refresh()?;
-        Ok(Some(Arc::new(r)))
+        Ok(Some(Arc::new(LogReader::open(medium, log_of(Some(cont)))?)))
     }
 
     fn describe(&self, dataset: &DatasetKey) -> String {
@@ -665,19 +649,35 @@ impl CatalogueWriter for DaosCatalogueWriter {
     }
 }
 
-/// What a reader knows of its dataset: the engine's index. Blocks come
-/// with their entries (inline in FLUSH records), so they have no place.
-type Index = DatasetIndex<()>;
+/// What a reader knows of its dataset. Blocks come with their entries
+/// (inline in FLUSH records), so they have no place.
+type ReaderLog = Log<(), DaosCursor>;
 
+/// Where a DAOS reader stopped in its dataset's log.
 #[derive(Debug)]
-struct ReadState {
+struct DaosCursor {
+    /// The dataset's container; `None`: the dataset is gone.
+    cont: Option<Arc<Cont>>,
     /// The next log slot to read.
     next: u64,
     /// Whether the end of the log was looked past once (the first refresh
-    /// of a reader of this incarnation does; see [`DaosDataset::follow`]).
+    /// of a reader of this incarnation does; see [`DaosLog::follow_cont`]).
     looked_past_end: bool,
     /// A buffer that holds any inline slot value.
     buf: Vec<u8>,
+}
+
+/// A log at its start in `cont` (`None`: the dataset is gone).
+fn log_of(cont: Option<Arc<Cont>>) -> ReaderLog {
+    Log::new(
+        Arc::from(""),
+        DaosCursor {
+            cont,
+            next: 0,
+            looked_past_end: false,
+            buf: Vec::with_capacity(format::MAX_INLINE),
+        },
+    )
 }
 
 /// What a log slot holds.
@@ -690,39 +690,33 @@ enum LogRecord {
     Unknown,
 }
 
-/// A reader of one dataset: the log read so far, merged in memory. When the
-/// dataset's container is destroyed (a wipe), the reader becomes empty, and
-/// follows a container created anew under the same label.
+/// One dataset's log in DAOS, as the engine's reader follows it: the
+/// slots of its container's KV. When the container is destroyed (a wipe),
+/// the reader becomes empty, and follows a container created anew under
+/// the same label.
 #[derive(Debug)]
-struct DaosDataset {
+struct DaosLog {
     kv_class: u32,
     session: &'static Session,
     pool: String,
     key: DatasetKey,
-    /// `None`: the dataset is gone.
-    cont: RwLock<Option<Arc<Cont>>>,
-    /// Held while reading new slots, so concurrent refreshes apply each once.
-    refresh: Mutex<ReadState>,
-    index: RwLock<Index>,
 }
 
-impl DaosDataset {
-    fn index(&self) -> std::sync::RwLockReadGuard<'_, Index> {
-        self.index.read().unwrap_or_else(|p| p.into_inner())
+fn apply(index: &mut DatasetIndex<()>, slot: u64, record: LogRecord) {
+    match record {
+        LogRecord::Flush(flush) => {
+            for block in flush.blocks {
+                index.add_loaded_block(block.collocation, (), block.axes, block.entries);
+            }
+        }
+        LogRecord::Control(locks) => index.set_locks(locks),
+        LogRecord::Wipe(cols, units) => index.wipe(slot, &cols, units),
+        LogRecord::Reclaim(units) => index.reclaim(units, &|_| false),
+        LogRecord::Unknown => {}
     }
+}
 
-    fn cont(&self) -> Option<Arc<Cont>> {
-        self.cont.read().unwrap_or_else(|p| p.into_inner()).clone()
-    }
-
-    /// Forget everything: the dataset is gone, or a new one replaced it.
-    fn reset(&self, st: &mut ReadState, cont: Option<Arc<Cont>>) {
-        *self.cont.write().unwrap_or_else(|p| p.into_inner()) = cont;
-        *self.index.write().unwrap_or_else(|p| p.into_inner()) = Index::default();
-        st.next = 0;
-        st.looked_past_end = false;
-    }
-
+impl DaosLog {
     /// The container under the dataset's label now, if it holds the
     /// dataset (after a destroy, possibly a new one).
     fn reopen(&self) -> Result<Option<Arc<Cont>>> {
@@ -788,10 +782,7 @@ impl DaosDataset {
                         }
                     )));
                 }
-                let (k, p) = format::FRAMING.unframe_exact(&buf, &awhat)?;
-                if k != format::FLUSH {
-                    return Err(Error::corrupt(format!("{}: record type {k}", awhat())));
-                }
+                let p = format::FRAMING.unframe_kind(&buf, format::FLUSH, "a FLUSH", &awhat)?;
                 format::decode_flush(p, &awhat).map(LogRecord::Flush)
             }
             // Record types of newer versions are skipped, as on every
@@ -801,21 +792,6 @@ impl DaosDataset {
                 what()
             ))),
             _ => Ok(LogRecord::Unknown),
-        }
-    }
-
-    fn apply(&self, slot: u64, record: LogRecord) {
-        let mut index = self.index.write().unwrap_or_else(|p| p.into_inner());
-        match record {
-            LogRecord::Flush(flush) => {
-                for block in flush.blocks {
-                    index.add_loaded_block(block.collocation, (), block.axes, block.entries);
-                }
-            }
-            LogRecord::Control(locks) => index.set_locks(locks),
-            LogRecord::Wipe(cols, units) => index.wipe(slot, &cols, units),
-            LogRecord::Reclaim(units) => index.reclaim(units, &|_| false),
-            LogRecord::Unknown => {}
         }
     }
 
@@ -834,7 +810,8 @@ impl DaosDataset {
     /// a gap right after where an idle reader stopped (a new reader sees
     /// it), and a lost tail (the last slots removed: nothing after them
     /// tells).
-    fn follow(&self, st: &mut ReadState, cont: &Cont) -> Result<()> {
+    fn follow_cont(&self, log: &mut ReaderLog, cont: &Cont) -> Result<()> {
+        let st = &mut log.cursor;
         let oid = cont.kv_oid(layout::DATASET_KV_LO, self.kv_class)?;
         let kv = cont.c.kv(oid, true).map_err(class_error)?;
         let mut read_some = false;
@@ -847,19 +824,16 @@ impl DaosDataset {
                 Ok(false) => {
                     st.buf = buf;
                     if (read_some || !st.looked_past_end) && kv.exists(&slot_key(slot + 1))? {
-                        self.index
-                            .write()
-                            .unwrap_or_else(|p| p.into_inner())
-                            .damaged_region(
-                                slot,
-                                format!(
-                                    "daos://{}/{}: log slot missing, though {} exists (a gap \
+                        log.index.damaged_region(
+                            slot,
+                            format!(
+                                "daos://{}/{}: log slot missing, though {} exists (a gap \
                                      in the log: a slot removed behind fieldstore's back)",
-                                    cont.c.name(),
-                                    slot_key(slot),
-                                    slot_key(slot + 1)
-                                ),
-                            );
+                                cont.c.name(),
+                                slot_key(slot),
+                                slot_key(slot + 1)
+                            ),
+                        );
                         st.next = slot + 1;
                         continue;
                     }
@@ -874,14 +848,12 @@ impl DaosDataset {
             let record = self.decode(cont, slot, &value);
             st.buf = value;
             match record {
-                Ok(r) => self.apply(slot, r),
+                Ok(r) => apply(&mut log.index, slot, r),
                 // A slot that does not decode costs only itself: lookups
                 // it may change fail, the rest stays readable.
-                Err(e) if e.kind() == ErrorKind::Corrupt => self
-                    .index
-                    .write()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .damaged_region(slot, format!("{e}; slot skipped")),
+                Err(e) if e.kind() == ErrorKind::Corrupt => {
+                    log.index.damaged_region(slot, format!("{e}; slot skipped"))
+                }
                 Err(e) => return Err(e),
             }
             st.next = slot + 1;
@@ -892,30 +864,28 @@ impl DaosDataset {
     }
 }
 
-impl DatasetReader for DaosDataset {
-    fn schema_text(&self) -> Option<Arc<str>> {
-        self.cont().and_then(|c| c.schema.get().cloned())
-    }
+impl LogMedium for DaosLog {
+    type Place = ();
+    type Cursor = DaosCursor;
 
-    fn refresh(&self) -> Result<()> {
-        let mut st = self.refresh.lock().unwrap_or_else(|p| p.into_inner());
-        let cont = match self.cont() {
+    fn follow(&self, log: &mut ReaderLog) -> Result<()> {
+        let cont = match log.cursor.cont.clone() {
             Some(c) => c,
             None => match self.reopen()? {
                 Some(c) => {
-                    self.reset(&mut st, Some(c.clone()));
+                    *log = log_of(Some(c.clone()));
                     c
                 }
                 None => return Ok(()),
             },
         };
-        match self.follow(&mut st, &cont) {
+        match self.follow_cont(log, &cont) {
             Err(e) if is_gone(&e) => {
                 // Destroyed by a wipe: empty, or a dataset created anew.
                 let now = self.reopen()?;
-                self.reset(&mut st, now.clone());
+                *log = log_of(now.clone());
                 match now {
-                    Some(c) => self.follow(&mut st, &c),
+                    Some(c) => self.follow_cont(log, &c),
                     None => Ok(()),
                 }
             }
@@ -923,82 +893,10 @@ impl DatasetReader for DaosDataset {
         }
     }
 
-    fn locks(&self) -> Locks {
-        self.index().locks()
-    }
-
-    fn pending_units(&self) -> Vec<String> {
-        self.index().pending_units()
-    }
-
-    fn collocations(&self) -> Result<Vec<CollocationInfo>> {
-        Ok(self.index().collocations())
-    }
-
-    fn lookup(
-        &self,
-        collocation: &CollocationKey,
-        element: &ElementKey,
-    ) -> Result<Option<FieldLocation>> {
-        {
-            let index = self.index();
-            if index.is_merged(collocation) {
-                return index.lookup_merged(collocation, element, None);
-            }
-        }
-        let mut index = self.index.write().unwrap_or_else(|p| p.into_inner());
-        index.lookup(collocation, element, None)
-    }
-
-    fn scan(
-        &self,
-        collocation: &CollocationKey,
-        visit: &mut dyn FnMut(&ElementKey, &FieldLocation) -> bool,
-    ) -> Result<()> {
-        self.scan_since(collocation, 0, &|_| true, visit)
-    }
-
-    fn scan_where(
-        &self,
-        collocation: &CollocationKey,
-        admits: &dyn Fn(&Axes) -> bool,
-        visit: &mut dyn FnMut(&ElementKey, &FieldLocation) -> bool,
-    ) -> Result<()> {
-        self.scan_since(collocation, 0, admits, visit)
-    }
-
-    fn log_position(&self) -> u64 {
-        self.index().log_position()
-    }
-
-    fn scan_since(
-        &self,
-        collocation: &CollocationKey,
-        position: u64,
-        admits: &dyn Fn(&Axes) -> bool,
-        visit: &mut dyn FnMut(&ElementKey, &FieldLocation) -> bool,
-    ) -> Result<()> {
-        // Copy the block list and let go of the lock: `visit` may call
-        // back into this reader.
-        let (blocks, removed) = self
-            .index()
-            .blocks_where(collocation, &|b| b.position > position && admits(&b.axes));
-        visit_newest_first(blocks.iter().map(|b| b.entries.as_slice()), &removed, visit);
-        Ok(())
-    }
-
-    /// Slots stepped over because they did not decode.
-    fn damage(&self, collocation: Option<&CollocationKey>) -> Vec<String> {
-        self.index().damage(collocation)
-    }
-
-    /// A slot is written whole by one KV insert: no append can be torn.
-    fn torn(&self) -> Vec<String> {
-        Vec::new()
-    }
-
-    /// Slots are not recovered: a damaged one is stepped over.
-    fn recovered(&self) -> Vec<String> {
-        Vec::new()
+    fn schema_text(&self, log: &ReaderLog) -> Option<Arc<str>> {
+        log.cursor
+            .cont
+            .as_ref()
+            .and_then(|c| c.schema.get().cloned())
     }
 }

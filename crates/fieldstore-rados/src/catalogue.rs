@@ -22,18 +22,17 @@
 
 use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap, HashSet};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
-use fieldstore_core::catalogue::visit_newest_first;
-use fieldstore_core::engine::{Block as EngineBlock, BlockSlot, DatasetIndex};
+use fieldstore_core::engine::{Block as EngineBlock, BlockSlot, Log, LogMedium, LogReader};
 use fieldstore_core::maintenance::{locked, wiped_while_writing, Item, ItemKind};
 use fieldstore_core::record::block::{self, BlockFormat, ValueLen};
 use fieldstore_core::record::maintenance as records;
 use fieldstore_core::record::pending::PendingEntries;
 use fieldstore_core::{
-    Axes, Catalogue, CatalogueMaintenance, CatalogueWriter, CollocationInfo, CollocationKey,
-    Control, DamagedDatasets, DatasetKey, DatasetMover, DatasetReader, ElementKey, Error,
-    ErrorKind, FieldLocation, Key, Locks, Operation, Result, Schema,
+    Catalogue, CatalogueMaintenance, CatalogueWriter, CollocationKey, Control, DamagedDatasets,
+    DatasetKey, DatasetMover, DatasetReader, ElementKey, Error, ErrorKind, FieldLocation, Key,
+    Locks, Operation, Result, Schema,
 };
 
 use crate::config::RadosConfig;
@@ -266,12 +265,7 @@ fn append_log(
 /// A framed record of `kind` with a timestamp and then `body`.
 fn record(kind: u16, body: &dyn Fn(&mut Enc)) -> Vec<u8> {
     let mut p = Enc::default();
-    p.u64(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(0),
-    );
+    p.u64(records::now_ns());
     body(&mut p);
     let mut rec = Vec::new();
     format::FRAMING.frame(&mut rec, kind, &p.0);
@@ -285,10 +279,6 @@ fn segment_object(base: &str, k: u32) -> String {
     } else {
         format!("{base}.{k}")
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// The RADOS catalogue (`engine: rados`).
@@ -565,14 +555,13 @@ impl Catalogue for RadosCatalogue {
             return Ok(None);
         };
         check_key(&self.pool, &object, &stored, dataset)?;
-        let reader = RadosReader {
+        let medium = RadosLog {
             pool: self.pool.clone(),
             object,
             key: dataset.clone(),
-            state: Mutex::new(ReaderState::at(pos, schema)),
         };
-        reader.refresh()?;
-        if lock(&reader.state).gone {
+        let reader = LogReader::open(medium, log_from(pos, schema))?;
+        if reader.read().cursor.gone {
             return Ok(None);
         }
         Ok(Some(Arc::new(reader)))
@@ -967,12 +956,7 @@ impl CatalogueWriter for RadosCatalogueWriter {
         // BLOCK_ENTRIES entries each.
         let mut blocks: Vec<(String, Vec<u8>)> = Vec::new();
         let mut record = Enc::default();
-        record.u64(
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos() as u64)
-                .unwrap_or(0),
-        );
+        record.u64(records::now_ns());
         record.str(&self.writer);
         let mut described = Enc::default();
         for (collocation, entries) in pending.groups_at_most(BLOCK_ENTRIES) {
@@ -982,14 +966,7 @@ impl CatalogueWriter for RadosCatalogueWriter {
             described.str(&key);
             described.u32(entries.len() as u32);
             described.str(&collocation.to_string());
-            described.u32(axes.len() as u32);
-            for (kw, values) in &axes {
-                described.str(kw);
-                described.u32(values.len() as u32);
-                for v in values {
-                    described.str(v);
-                }
-            }
+            described.axes(&axes);
             blocks.push((key, framed));
         }
         record.u32(blocks.len() as u32);
@@ -1063,52 +1040,61 @@ fn log_at(segment: u32, offset: u64) -> u64 {
     (u64::from(segment) << 40) | offset
 }
 
+/// Where a RADOS reader stopped in its dataset's log.
 #[derive(Debug)]
-struct ReaderState {
-    /// The schema the dataset was created under (its INIT record's).
-    schema: Arc<str>,
+pub struct RadosCursor {
     /// The log segment being followed.
     segment: u32,
     /// Bytes of that segment consumed.
     pos: u64,
-    /// What the records read so far say (the engine's index).
-    index: DatasetIndex<Place>,
     /// The log ended in WIPED, or the dataset object is gone: nothing is
     /// visible, until a dataset is created anew under the same name.
     gone: bool,
     /// Whether the end of the log was checked against its segment's seal
-    /// once (a reader's first refresh does; see `refresh_locked`).
+    /// once (a reader's first refresh does; see `follow`).
     looked_past_end: bool,
 }
 
-impl ReaderState {
-    /// A reader at `pos` of segment 0 (just after INIT) of a dataset
-    /// created under `schema` (empty: unknown).
-    fn at(pos: u64, schema: Arc<str>) -> ReaderState {
-        ReaderState {
-            schema,
+/// What a RADOS reader knows of its dataset.
+type ReaderLog = Log<Place, RadosCursor>;
+
+/// A log read from `pos` of segment 0 (just after INIT) of a dataset
+/// created under `schema` (empty: unknown).
+fn log_from(pos: u64, schema: Arc<str>) -> ReaderLog {
+    Log::new(
+        schema,
+        RadosCursor {
             segment: 0,
             pos,
-            index: DatasetIndex::default(),
             gone: false,
             looked_past_end: false,
-        }
-    }
+        },
+    )
+}
+
+/// The log of a dataset that is gone.
+fn gone_log() -> ReaderLog {
+    let mut log = log_from(0, Arc::from(""));
+    log.cursor.gone = true;
+    log
+}
+
+/// One dataset's log in RADOS, as the engine's reader follows it: the
+/// dataset object's segments, and the index blocks in their omaps.
+#[derive(Debug)]
+pub struct RadosLog {
+    pool: Arc<Pool>,
+    object: String,
+    key: DatasetKey,
 }
 
 /// A read view of one dataset that follows its log, and the dataset itself
 /// when it is wiped (it becomes empty, then shows the dataset created anew).
-#[derive(Debug)]
-pub struct RadosReader {
-    pool: Arc<Pool>,
-    object: String,
-    key: DatasetKey,
-    state: Mutex<ReaderState>,
-}
+pub type RadosReader = LogReader<RadosLog>;
 
-impl RadosReader {
+impl RadosLog {
     fn apply_wipe(
-        st: &mut ReaderState,
+        st: &mut ReaderLog,
         payload: &[u8],
         at: u64,
         what: &dyn Fn() -> String,
@@ -1118,22 +1104,14 @@ impl RadosReader {
         Ok(())
     }
 
-    fn apply_reclaim(
-        st: &mut ReaderState,
-        payload: &[u8],
-        what: &dyn Fn() -> String,
-    ) -> Result<()> {
+    fn apply_reclaim(st: &mut ReaderLog, payload: &[u8], what: &dyn Fn() -> String) -> Result<()> {
         let reclaim = records::decode_reclaim(payload, what)?;
         // Blocks live in the log's omaps, which are never reclaimed.
         st.index.reclaim(reclaim.units, &|_| false);
         Ok(())
     }
 
-    fn apply_control(
-        st: &mut ReaderState,
-        payload: &[u8],
-        what: &dyn Fn() -> String,
-    ) -> Result<()> {
+    fn apply_control(st: &mut ReaderLog, payload: &[u8], what: &dyn Fn() -> String) -> Result<()> {
         let bits = records::decode_control(payload, what)?;
         st.index.set_locks(Locks::from_bits(bits));
         Ok(())
@@ -1141,22 +1119,21 @@ impl RadosReader {
 
     /// Read the log again from the start (a dataset created anew, or one
     /// whose objects a wipe is removing).
-    fn restart(&self, st: &mut ReaderState) -> Result<bool> {
+    fn restart(&self, st: &mut ReaderLog) -> Result<bool> {
         match read_init(&self.pool, &self.object)? {
             Some((stored, pos, schema)) => {
                 check_key(&self.pool, &self.object, &stored, &self.key)?;
-                *st = ReaderState::at(pos, schema);
+                *st = log_from(pos, schema);
                 Ok(true)
             }
             None => {
-                *st = ReaderState::at(0, Arc::from(""));
-                st.gone = true;
+                *st = gone_log();
                 Ok(false)
             }
         }
     }
 
-    fn apply_flush(st: &mut ReaderState, payload: &[u8], what: &dyn Fn() -> String) -> Result<()> {
+    fn apply_flush(st: &mut ReaderLog, payload: &[u8], what: &dyn Fn() -> String) -> Result<()> {
         let mut d = Dec::new(payload, what);
         let _timestamp = d.u64()?;
         let _writer = d.str()?;
@@ -1168,22 +1145,13 @@ impl RadosReader {
             let key = d.str()?.to_string();
             let _count = d.u32()?;
             let collocation = CollocationKey(d.key()?);
-            let naxes = d.u32()?;
-            let mut axes = Axes::new();
-            for _ in 0..naxes {
-                let kw = d.str()?.to_string();
-                let nv = d.u32()?;
-                let mut values = BTreeSet::new();
-                for _ in 0..nv {
-                    values.insert(d.str()?.to_string());
-                }
-                axes.insert(kw, values);
-            }
+            let axes = d.axes()?;
             blocks.push((collocation, key, axes));
         }
         d.end_of("FLUSH record")?;
         for (collocation, key, axes) in blocks {
-            st.index.add_block(collocation, (st.segment, key), axes);
+            st.index
+                .add_block(collocation, (st.cursor.segment, key), axes);
         }
         Ok(())
     }
@@ -1191,15 +1159,15 @@ impl RadosReader {
     /// Load the blocks of `collocation` that `want` selects and are not
     /// loaded yet. A segment that vanished (a wipe this reader has not
     /// seen yet) makes the reader catch up and try again.
-    fn load(
+    fn load_blocks(
         &self,
-        st: &mut ReaderState,
+        st: &mut ReaderLog,
         collocation: &CollocationKey,
         want: &dyn Fn(&BlockSlot<Place>) -> bool,
     ) -> Result<()> {
         match self.load_once(st, collocation, want) {
             Err(e) if e.kind() == ErrorKind::NotFound => {
-                self.refresh_locked(st)?;
+                self.follow_log(st)?;
                 self.load_once(st, collocation, want)
             }
             r => r,
@@ -1211,7 +1179,7 @@ impl RadosReader {
     /// damaged: the others stay readable.
     fn load_once(
         &self,
-        st: &mut ReaderState,
+        st: &mut ReaderLog,
         collocation: &CollocationKey,
         want: &dyn Fn(&BlockSlot<Place>) -> bool,
     ) -> Result<()> {
@@ -1259,37 +1227,13 @@ impl RadosReader {
         value: &[u8],
     ) -> Result<Vec<(ElementKey, FieldLocation)>> {
         let what = || format!("{} omap key '{key}'", self.pool.what(object));
-        let payload = match format::FRAMING.unframe(value, &what)? {
-            Framed::Record(format::BLOCK, p, n) if n == value.len() => p,
-            Framed::Record(kind, ..) => {
-                return Err(Error::corrupt(format!(
-                    "{}: record type {kind}, not an index block",
-                    what()
-                )))
-            }
-            Framed::Incomplete => {
-                return Err(Error::corrupt(format!(
-                    "{}: index block is cut short",
-                    what()
-                )))
-            }
-        };
+        let payload =
+            format::FRAMING.unframe_kind(value, format::BLOCK, "an index block", &what)?;
         Ok(block::decode(&Blocks, payload, &what)?.entries)
-    }
-
-    /// The loaded blocks of `collocation` that `want` selects.
-    fn blocks_where(
-        &self,
-        collocation: &CollocationKey,
-        want: &dyn Fn(&BlockSlot<Place>) -> bool,
-    ) -> Result<(Vec<Arc<EngineBlock>>, fieldstore_core::engine::RemovedUnits)> {
-        let mut st = lock(&self.state);
-        self.load(&mut st, collocation, want)?;
-        Ok(st.index.blocks_where(collocation, want))
     }
 }
 
-impl RadosReader {
+impl RadosLog {
     /// The collocations of the index blocks in the omaps of the segments
     /// read so far that no FLUSH record read names: those of damaged
     /// records (and of flushes whose last operation never applied, and of
@@ -1300,14 +1244,14 @@ impl RadosReader {
     ///
     /// # Errors
     /// RADOS errors reading the omaps.
-    fn unnamed_collocations(&self, st: &ReaderState) -> Result<Option<BTreeSet<CollocationKey>>> {
+    fn unnamed_collocations(&self, st: &ReaderLog) -> Result<Option<BTreeSet<CollocationKey>>> {
         let named: HashSet<&Place> = st
             .index
             .all_blocks()
             .flat_map(|(_, blocks, _)| blocks.iter().map(|b| &b.place))
             .collect();
         let mut out = BTreeSet::new();
-        for segment in 0..=st.segment {
+        for segment in 0..=st.cursor.segment {
             let obj = segment_object(&self.object, segment);
             let mut after = String::new();
             loop {
@@ -1348,30 +1292,29 @@ impl RadosReader {
         Ok(Some(out))
     }
 
-    fn refresh_locked(&self, st: &mut ReaderState) -> Result<()> {
-        if st.gone && !self.restart(st)? {
+    fn follow_log(&self, st: &mut ReaderLog) -> Result<()> {
+        if st.cursor.gone && !self.restart(st)? {
             return Ok(());
         }
         'segments: loop {
-            let obj = segment_object(&self.object, st.segment);
-            let buf = match read_from(&self.pool, &obj, st.pos) {
+            let obj = segment_object(&self.object, st.cursor.segment);
+            let buf = match read_from(&self.pool, &obj, st.cursor.pos) {
                 Ok(b) => b,
                 // Segment 0 gone: the dataset was wiped. A later segment
                 // missing: being removed by a wipe (a segment is created
                 // before the seal that names it).
                 Err(e) if e == ENOENT => {
-                    if st.segment == 0 || self.pool.stat(&self.object) == Err(ENOENT) {
-                        *st = ReaderState::at(0, Arc::from(""));
-                        st.gone = true;
+                    if st.cursor.segment == 0 || self.pool.stat(&self.object) == Err(ENOENT) {
+                        *st = gone_log();
                         return Ok(());
                     }
                     // A wipe removes segments from the last down: with
                     // the next one still there, this one was removed
                     // behind fieldstore's back. Damage; read on after it.
-                    let next = segment_object(&self.object, st.segment + 1);
+                    let next = segment_object(&self.object, st.cursor.segment + 1);
                     if self.pool.stat(&next).is_ok() {
                         st.index.damaged_region(
-                            log_at(st.segment, 0),
+                            log_at(st.cursor.segment, 0),
                             format!(
                                 "{}: log segment missing, though {} exists (removed behind \
                                  fieldstore's back); reading on in the next segment",
@@ -1379,8 +1322,8 @@ impl RadosReader {
                                 self.pool.what(&next)
                             ),
                         );
-                        st.segment += 1;
-                        st.pos = 0;
+                        st.cursor.segment += 1;
+                        st.cursor.pos = 0;
                         continue 'segments;
                     }
                     return Ok(());
@@ -1391,7 +1334,7 @@ impl RadosReader {
             };
             let mut used = 0;
             while used < buf.len() {
-                let at = st.pos + used as u64;
+                let at = st.cursor.pos + used as u64;
                 let what = || format!("{} at offset {at}", self.pool.what(&obj));
                 let (kind, payload, n) = match format::FRAMING.unframe(&buf[used..], &what) {
                     Ok(Framed::Record(kind, payload, n)) => (kind, payload, n),
@@ -1407,7 +1350,7 @@ impl RadosReader {
                             Some(skip) => {
                                 let skip = skip + 1;
                                 st.index.damaged_region(
-                                    log_at(st.segment, at),
+                                    log_at(st.cursor.segment, at),
                                     format!(
                                         "{problem}; {skip} bytes skipped, reading on at offset {}",
                                         at + skip as u64
@@ -1418,7 +1361,7 @@ impl RadosReader {
                             }
                             None => {
                                 st.index.damaged_region(
-                                    log_at(st.segment, at),
+                                    log_at(st.cursor.segment, at),
                                     format!(
                                         "{problem}; nothing readable after it (the last {} bytes)",
                                         buf.len() - used
@@ -1431,27 +1374,26 @@ impl RadosReader {
                     }
                 };
                 let applied = match kind {
-                    format::FLUSH => RadosReader::apply_flush(st, payload, &what),
+                    format::FLUSH => RadosLog::apply_flush(st, payload, &what),
                     format::WIPE => {
-                        RadosReader::apply_wipe(st, payload, log_at(st.segment, at), &what)
+                        RadosLog::apply_wipe(st, payload, log_at(st.cursor.segment, at), &what)
                     }
-                    format::RECLAIM => RadosReader::apply_reclaim(st, payload, &what),
-                    format::CONTROL => RadosReader::apply_control(st, payload, &what),
+                    format::RECLAIM => RadosLog::apply_reclaim(st, payload, &what),
+                    format::CONTROL => RadosLog::apply_control(st, payload, &what),
                     format::WIPED => {
                         // Everything before is wiped. The objects are being
                         // removed; a dataset may be created anew after.
-                        *st = ReaderState::at(0, Arc::from(""));
-                        st.gone = true;
+                        *st = gone_log();
                         return Ok(());
                     }
                     format::SEAL => {
                         let mut d = Dec::new(payload, &what);
                         let next = d.u32()?;
-                        if next != st.segment + 1 {
+                        if next != st.cursor.segment + 1 {
                             return Err(Error::corrupt(format!(
                                 "{}: seal names segment {next}, not {}",
                                 what(),
-                                st.segment + 1
+                                st.cursor.segment + 1
                             )));
                         }
                         // Nothing follows a SEAL but another SEAL (a seal
@@ -1465,7 +1407,7 @@ impl RadosReader {
                         );
                         if !rest.is_empty() && !resealed {
                             st.index.damaged_region(
-                                log_at(st.segment, at + n as u64),
+                                log_at(st.cursor.segment, at + n as u64),
                                 format!(
                                     "{}: {} bytes after the SEAL record at offset {at} (appended \
                                      after the segment was sealed, its `!sealed` key lost): not \
@@ -1475,8 +1417,8 @@ impl RadosReader {
                                 ),
                             );
                         }
-                        st.segment = next;
-                        st.pos = 0;
+                        st.cursor.segment = next;
+                        st.cursor.pos = 0;
                         continue 'segments;
                     }
                     // Unknown record types from newer versions are skipped.
@@ -1485,22 +1427,24 @@ impl RadosReader {
                 if let Err(e) = applied {
                     // Checksums hold but the payload does not decode: a
                     // writer's bug, not a torn write. Skip the record.
-                    st.index
-                        .damaged_region(log_at(st.segment, at), format!("{e}; record skipped"));
+                    st.index.damaged_region(
+                        log_at(st.cursor.segment, at),
+                        format!("{e}; record skipped"),
+                    );
                 }
                 used += n;
             }
-            st.pos += used as u64;
+            st.cursor.pos += used as u64;
             // The end of this segment's records: the end of the log, unless
             // the segment is sealed and its SEAL record was cut off (checked
             // when something new was read, and at a reader's first refresh:
             // an idle refresh costs one read, as before).
-            if used > 0 || !st.looked_past_end {
-                st.looked_past_end = true;
+            if used > 0 || !st.cursor.looked_past_end {
+                st.cursor.looked_past_end = true;
                 if let Some(Seal::Next(n)) = seal_if_any(&self.pool, &obj)? {
                     // Sealed since the read above (the SEAL record is there
                     // now), or the record is gone.
-                    let more = match read_from(&self.pool, &obj, st.pos) {
+                    let more = match read_from(&self.pool, &obj, st.cursor.pos) {
                         Ok(m) => m,
                         // Removed meanwhile (a wipe): the next refresh sees it.
                         Err(e) if e == ENOENT => return Ok(()),
@@ -1512,17 +1456,17 @@ impl RadosReader {
                     };
                     if more.is_empty() {
                         st.index.damaged_region(
-                            log_at(st.segment, st.pos),
+                            log_at(st.cursor.segment, st.cursor.pos),
                             format!(
                                 "{}: sealed (its `!sealed` key names segment {n}), but its log \
                                  ends at offset {} without a SEAL record: cut short behind \
                                  fieldstore's back; reading on in segment {n}",
                                 self.pool.what(&obj),
-                                st.pos
+                                st.cursor.pos
                             ),
                         );
-                        st.segment = n;
-                        st.pos = 0;
+                        st.cursor.segment = n;
+                        st.cursor.pos = 0;
                     }
                     continue 'segments;
                 }
@@ -1532,99 +1476,28 @@ impl RadosReader {
     }
 }
 
-impl DatasetReader for RadosReader {
-    fn schema_text(&self) -> Option<Arc<str>> {
-        Some(lock(&self.state).schema.clone()).filter(|s| !s.is_empty())
+impl LogMedium for RadosLog {
+    type Place = Place;
+    type Cursor = RadosCursor;
+
+    fn follow(&self, log: &mut ReaderLog) -> Result<()> {
+        self.follow_log(log)
     }
 
-    fn refresh(&self) -> Result<()> {
-        let mut st = lock(&self.state);
-        self.refresh_locked(&mut st)
-    }
-
-    fn locks(&self) -> Locks {
-        lock(&self.state).index.locks()
-    }
-
-    fn pending_units(&self) -> Vec<String> {
-        lock(&self.state).index.pending_units()
-    }
-
-    fn collocations(&self) -> Result<Vec<CollocationInfo>> {
-        Ok(lock(&self.state).index.collocations())
-    }
-
-    /// A collocation this reader does not know is answered despite a
-    /// damaged region when no index block the log does not name holds it
-    /// (`unnamed_collocations`): a damaged FLUSH record's blocks are intact
-    /// in the omap, so they tell what it may have held.
-    fn lookup(
+    fn load(
         &self,
+        log: &mut ReaderLog,
         collocation: &CollocationKey,
-        element: &ElementKey,
-    ) -> Result<Option<FieldLocation>> {
-        let mut st = lock(&self.state);
-        self.load(&mut st, collocation, &|_| true)?;
-        let may_hold =
-            if st.index.has_damaged_regions() && st.index.collocation(collocation).is_none() {
-                self.unnamed_collocations(&st)?
-                    .is_none_or(|held| held.contains(collocation))
-            } else {
-                true
-            };
-        let mut unknown_may_hold = || may_hold;
-        st.index
-            .lookup(collocation, element, Some(&mut unknown_may_hold))
-    }
-
-    fn scan(
-        &self,
-        collocation: &CollocationKey,
-        visit: &mut dyn FnMut(&ElementKey, &FieldLocation) -> bool,
+        want: &dyn Fn(&BlockSlot<Place>) -> bool,
     ) -> Result<()> {
-        self.scan_since(collocation, 0, &|_| true, visit)
+        self.load_blocks(log, collocation, want)
     }
 
-    fn scan_where(
-        &self,
-        collocation: &CollocationKey,
-        admits: &dyn Fn(&Axes) -> bool,
-        visit: &mut dyn FnMut(&ElementKey, &FieldLocation) -> bool,
-    ) -> Result<()> {
-        self.scan_since(collocation, 0, admits, visit)
-    }
-
-    fn log_position(&self) -> u64 {
-        lock(&self.state).index.log_position()
-    }
-
-    fn scan_since(
-        &self,
-        collocation: &CollocationKey,
-        position: u64,
-        admits: &dyn Fn(&Axes) -> bool,
-        visit: &mut dyn FnMut(&ElementKey, &FieldLocation) -> bool,
-    ) -> Result<()> {
-        // The lock is let go before `visit`, which may call back.
-        let (blocks, removed) =
-            self.blocks_where(collocation, &|b| b.position > position && admits(&b.axes))?;
-        visit_newest_first(blocks.iter().map(|b| b.entries.as_slice()), &removed, visit);
-        Ok(())
-    }
-
-    /// Log records and index blocks stepped over because they did not
-    /// decode.
-    fn damage(&self, collocation: Option<&CollocationKey>) -> Vec<String> {
-        lock(&self.state).index.damage(collocation)
-    }
-
-    /// Appends are atomic RADOS operations: none can be torn.
-    fn torn(&self) -> Vec<String> {
-        Vec::new()
-    }
-
-    /// Damaged records are stepped over, not recovered.
-    fn recovered(&self) -> Vec<String> {
-        Vec::new()
+    /// A damaged FLUSH record's blocks are intact in the omap, so they
+    /// tell what it may have held (`unnamed_collocations`).
+    fn unknown_may_hold(&self, log: &mut ReaderLog, collocation: &CollocationKey) -> Result<bool> {
+        Ok(self
+            .unnamed_collocations(log)?
+            .is_none_or(|held| held.contains(collocation)))
     }
 }

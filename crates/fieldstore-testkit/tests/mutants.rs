@@ -11,7 +11,8 @@ use std::sync::{Arc, Mutex};
 use fieldstore::backends::memory::MemoryBackend;
 use fieldstore::{
     Catalogue, CatalogueWriter, CollocationInfo, CollocationKey, Config, DatasetKey, DatasetReader,
-    ElementKey, Error, ErrorKind, FieldLocation, FieldStore, Result, Schema, Store, StoreWriter,
+    DatasetReaderExt, ElementKey, Error, ErrorKind, FieldLocation, FieldStore, Result, Schema,
+    Store, StoreWriter,
 };
 use fieldstore_testkit::{support, Check, Open};
 
@@ -202,9 +203,13 @@ impl DatasetReader for MutantReader {
             h => Ok(h.map(|(_, l)| l)),
         }
     }
-    fn scan(
+    /// Everything is scanned (admits and positions ignored), so that the
+    /// defects show.
+    fn scan_since(
         &self,
         c: &CollocationKey,
+        _position: u64,
+        _admits: &dyn Fn(&fieldstore::Axes) -> bool,
         visit: &mut dyn FnMut(&ElementKey, &FieldLocation) -> bool,
     ) -> Result<()> {
         let mut entries = self.entries(c)?;
@@ -225,27 +230,8 @@ impl DatasetReader for MutantReader {
         }
         Ok(())
     }
-    // The rest goes through `scan` (so that its defects show) or to the
-    // inner reader.
-    fn scan_where(
-        &self,
-        c: &CollocationKey,
-        _admits: &dyn Fn(&fieldstore::Axes) -> bool,
-        visit: &mut dyn FnMut(&ElementKey, &FieldLocation) -> bool,
-    ) -> Result<()> {
-        self.scan(c, visit)
-    }
     fn log_position(&self) -> u64 {
         0
-    }
-    fn scan_since(
-        &self,
-        c: &CollocationKey,
-        _position: u64,
-        _admits: &dyn Fn(&fieldstore::Axes) -> bool,
-        visit: &mut dyn FnMut(&ElementKey, &FieldLocation) -> bool,
-    ) -> Result<()> {
-        self.scan(c, visit)
     }
     fn schema_text(&self) -> Option<Arc<str>> {
         self.inner.schema_text()
@@ -253,17 +239,8 @@ impl DatasetReader for MutantReader {
     fn locks(&self) -> fieldstore::Locks {
         self.inner.locks()
     }
-    fn damage(&self, c: Option<&CollocationKey>) -> Vec<String> {
-        self.inner.damage(c)
-    }
-    fn torn(&self) -> Vec<String> {
-        self.inner.torn()
-    }
-    fn recovered(&self) -> Vec<String> {
-        self.inner.recovered()
-    }
-    fn pending_units(&self) -> Vec<String> {
-        self.inner.pending_units()
+    fn condition(&self, c: Option<&CollocationKey>) -> fieldstore::DatasetCondition {
+        self.inner.condition(c)
     }
 }
 

@@ -19,7 +19,7 @@ use fieldstore_core::{
 };
 use serde::Serialize;
 
-use crate::catalogue::DatasetReader;
+use crate::catalogue::{DatasetReader, DatasetReaderExt};
 use crate::handle::FieldStore;
 
 /// Settings of [`FieldStore::wipe`].
@@ -246,15 +246,16 @@ impl Census {
 /// unit, which would then look unused (a recovered record is left too:
 /// removing an index file it names would make it unrecoverable).
 fn damage_met(reader: &dyn DatasetReader) -> Result<Vec<String>> {
-    let mut out = reader.damage(None);
+    let condition = reader.condition(None);
+    let mut out = condition.damage;
     for c in reader.collocations()? {
-        for d in reader.damage(Some(&c.key)) {
+        for d in reader.condition(Some(&c.key)).damage {
             if !out.contains(&d) {
                 out.push(d);
             }
         }
     }
-    out.extend(reader.recovered());
+    out.extend(condition.recovered);
     Ok(out)
 }
 
@@ -623,7 +624,7 @@ impl FieldStore {
                 )));
             }
         }
-        let pending = reader.pending_units();
+        let pending = reader.condition(None).pending_units;
         if targets.is_empty() && pending.is_empty() {
             return Ok(None);
         }
@@ -878,7 +879,7 @@ impl FieldStore {
                     candidates.insert(uri.clone(), Some(u.dead_bytes));
                 }
             }
-            for uri in reader.pending_units() {
+            for uri in reader.condition(None).pending_units {
                 if census.units.get(&uri).is_none_or(|u| u.live == 0) {
                     candidates.entry(uri).or_insert(None);
                 }
@@ -1040,7 +1041,7 @@ impl FieldStore {
                         // Index blocks are read too: their damage counts.
                         Census::of_dataset(r.as_ref())?;
                         let mut damage = damage_met(r.as_ref())?;
-                        damage.extend(r.torn());
+                        damage.extend(r.condition(None).torn);
                         damage
                     }
                     Ok(None) => Vec::new(),

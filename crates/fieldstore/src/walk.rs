@@ -65,7 +65,7 @@ impl FieldStore {
                 }
                 None => (selector, dm),
             };
-            damage.extend(reader.damage(None));
+            damage.extend(reader.condition(None).damage);
             // Before the scans: entries learnt of while scanning are after
             // it, and the next walk sees them.
             let from = match since.as_deref_mut() {
@@ -139,9 +139,9 @@ impl FieldStore {
                     };
                 match from {
                     Some(position) => reader.scan_since(&info.key, position, &admits, &mut each)?,
-                    None => reader.scan_where(&info.key, &admits, &mut each)?,
+                    None => reader.scan_since(&info.key, 0, &admits, &mut each)?,
                 }
-                damage.extend(reader.damage(Some(&info.key)));
+                damage.extend(reader.condition(Some(&info.key)).damage);
                 if stop {
                     return Ok(false);
                 }

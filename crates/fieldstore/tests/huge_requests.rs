@@ -9,7 +9,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use fieldstore::backends::memory::MemoryBackend;
-use fieldstore::catalogue::{Axes, Catalogue, CatalogueWriter, CollocationInfo, DatasetReader};
+use fieldstore::catalogue::{
+    Axes, Catalogue, CatalogueWriter, CollocationInfo, DatasetCondition, DatasetReader,
+};
 use fieldstore::resolve::POINT_LOOKUP_LIMIT;
 use fieldstore::{
     CollocationKey, Config, DatasetKey, ElementKey, FieldLocation, FieldStore, Key, Locks, Request,
@@ -87,21 +89,6 @@ impl DatasetReader for CountingReader {
         self.counts.lookups.fetch_add(1, Ordering::Relaxed);
         self.inner.lookup(collocation, element)
     }
-    fn scan(
-        &self,
-        collocation: &CollocationKey,
-        visit: &mut dyn FnMut(&ElementKey, &FieldLocation) -> bool,
-    ) -> Result<()> {
-        self.inner.scan(collocation, visit)
-    }
-    fn scan_where(
-        &self,
-        collocation: &CollocationKey,
-        admits: &dyn Fn(&Axes) -> bool,
-        visit: &mut dyn FnMut(&ElementKey, &FieldLocation) -> bool,
-    ) -> Result<()> {
-        self.inner.scan_where(collocation, admits, visit)
-    }
     fn locks(&self) -> Locks {
         self.inner.locks()
     }
@@ -120,17 +107,8 @@ impl DatasetReader for CountingReader {
     ) -> Result<()> {
         self.inner.scan_since(collocation, position, admits, visit)
     }
-    fn damage(&self, collocation: Option<&CollocationKey>) -> Vec<String> {
-        self.inner.damage(collocation)
-    }
-    fn torn(&self) -> Vec<String> {
-        self.inner.torn()
-    }
-    fn recovered(&self) -> Vec<String> {
-        self.inner.recovered()
-    }
-    fn pending_units(&self) -> Vec<String> {
-        self.inner.pending_units()
+    fn condition(&self, collocation: Option<&CollocationKey>) -> DatasetCondition {
+        self.inner.condition(collocation)
     }
 }
 

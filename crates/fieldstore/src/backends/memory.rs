@@ -18,7 +18,9 @@ use fieldstore_core::{
     Result, Schema, StoreMaintenance,
 };
 
-use crate::catalogue::{Axes, AxesExt, Catalogue, CatalogueWriter, CollocationInfo, DatasetReader};
+use crate::catalogue::{
+    Axes, AxesExt, Catalogue, CatalogueWriter, CollocationInfo, DatasetCondition, DatasetReader,
+};
 use crate::store::{Store, StoreWriter};
 
 /// A catalogue and a store in memory, shared by every handle made from it.
@@ -640,9 +642,22 @@ impl DatasetReader for MemoryReader {
             }))
     }
 
-    fn scan(
+    fn locks(&self) -> Locks {
+        self.dataset().read().locks
+    }
+
+    /// No positions are kept: `scan_since` scans everything.
+    fn log_position(&self) -> u64 {
+        0
+    }
+
+    /// Entries are not grouped and no positions are kept: everything is
+    /// scanned.
+    fn scan_since(
         &self,
         collocation: &CollocationKey,
+        _position: u64,
+        _admits: &dyn Fn(&Axes) -> bool,
         visit: &mut dyn FnMut(&ElementKey, &FieldLocation) -> bool,
     ) -> Result<()> {
         let entries = {
@@ -661,51 +676,11 @@ impl DatasetReader for MemoryReader {
         Ok(())
     }
 
-    fn locks(&self) -> Locks {
-        self.dataset().read().locks
-    }
-
-    fn pending_units(&self) -> Vec<String> {
-        self.dataset().read().pending.iter().cloned().collect()
-    }
-
-    /// Entries are not grouped: everything is scanned.
-    fn scan_where(
-        &self,
-        collocation: &CollocationKey,
-        _admits: &dyn Fn(&Axes) -> bool,
-        visit: &mut dyn FnMut(&ElementKey, &FieldLocation) -> bool,
-    ) -> Result<()> {
-        self.scan(collocation, visit)
-    }
-
-    /// No positions are kept: `scan_since` scans everything.
-    fn log_position(&self) -> u64 {
-        0
-    }
-
-    fn scan_since(
-        &self,
-        collocation: &CollocationKey,
-        _position: u64,
-        admits: &dyn Fn(&Axes) -> bool,
-        visit: &mut dyn FnMut(&ElementKey, &FieldLocation) -> bool,
-    ) -> Result<()> {
-        self.scan_where(collocation, admits, visit)
-    }
-
-    /// Memory is never damaged.
-    fn damage(&self, _collocation: Option<&CollocationKey>) -> Vec<String> {
-        Vec::new()
-    }
-
-    /// Nothing is appended: nothing can be torn.
-    fn torn(&self) -> Vec<String> {
-        Vec::new()
-    }
-
-    /// Never damaged, so nothing is recovered.
-    fn recovered(&self) -> Vec<String> {
-        Vec::new()
+    /// Memory is never damaged, and nothing is appended that could be torn.
+    fn condition(&self, _collocation: Option<&CollocationKey>) -> DatasetCondition {
+        DatasetCondition {
+            pending_units: self.dataset().read().pending.iter().cloned().collect(),
+            ..DatasetCondition::default()
+        }
     }
 }

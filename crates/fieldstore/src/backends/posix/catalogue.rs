@@ -16,7 +16,7 @@
 //! visible record always points at synced index blocks and data.
 
 use std::borrow::Cow;
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::fd::AsRawFd;
@@ -37,10 +37,8 @@ use super::format::{self, Dec, Enc, Framed};
 use super::layout::{self, TOC};
 use super::manage;
 use super::open_dir::OpenDir;
-use crate::catalogue::{
-    visit_newest_first, Axes, Catalogue, CatalogueWriter, CollocationInfo, DatasetReader,
-};
-use fieldstore_core::engine::{Block, BlockSlot, DatasetIndex, RemovedUnits};
+use crate::catalogue::{Axes, Catalogue, CatalogueWriter, DatasetReader};
+use fieldstore_core::engine::{Block, BlockSlot, Log, LogMedium, LogReader};
 
 /// A block as the engine's index keeps it for POSIX.
 type Slot = BlockSlot<BlockPlace>;
@@ -359,18 +357,17 @@ impl Catalogue for TocCatalogue {
         let Some(dir) = layout::find_dataset(&self.roots, dataset) else {
             return Ok(None);
         };
-        match TocReader::open_at(&self.roots, &dir, dataset) {
+        match open_reader(&self.roots, &dir, dataset) {
             Ok(r) => Ok(Some(Arc::new(r))),
             // Wiped or moved between finding and opening it: a reader of
             // whatever is there now.
             Err(e) if e.kind() == ErrorKind::NotFound => {
-                let reader = TocReader {
+                let medium = TocLog {
                     roots: self.roots.clone(),
                     key: dataset.clone(),
-                    state: Mutex::new(ReaderState::gone(&dir)),
                 };
-                reader.refresh()?;
-                if reader.state().toc.is_none() {
+                let reader = LogReader::open(medium, TocCursor::gone(&dir))?;
+                if reader.read().cursor.toc.is_none() {
                     return Ok(None);
                 }
                 Ok(Some(Arc::new(reader)))
@@ -923,14 +920,7 @@ impl TocWriter {
             p.u32(framed.len() as u32);
             p.u32(*count);
             p.str(&collocation.to_string());
-            p.u32(axes.len() as u32);
-            for (kw, values) in axes {
-                p.str(kw);
-                p.u32(values.len() as u32);
-                for v in values {
-                    p.str(v);
-                }
-            }
+            p.axes(axes);
             offset += framed.len() as u64;
         }
         let mut rec = Vec::new();
@@ -982,17 +972,19 @@ impl TocWriter {
 /// A block's place in an index file, as the table of contents gives it
 /// (the engine's `P` for POSIX).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(super) struct BlockPlace {
+pub struct BlockPlace {
     pub(super) file: String,
     offset: u64,
     length: u32,
 }
 
-/// What a reader knows of its dataset.
+/// What a POSIX reader knows of its dataset.
+pub(super) type ReaderLog = Log<BlockPlace, TocCursor>;
+
+/// Where a POSIX reader stopped in its dataset's table of contents, and
+/// the files it holds open.
 #[derive(Debug)]
-pub(super) struct ReaderState {
-    /// The schema the dataset was created under (its INIT record's).
-    schema: Arc<str>,
+pub struct TocCursor {
     pub(super) dir: PathBuf,
     pub(super) abs_dir: PathBuf,
     toc_path: PathBuf,
@@ -1006,8 +998,6 @@ pub(super) struct ReaderState {
     /// starts with the same bytes is this log, moved (see
     /// [`ReaderState::same_log`]).
     digest: u32,
-    /// What the records read so far say (the engine's index).
-    pub(super) index: DatasetIndex<BlockPlace>,
     index_files: HashMap<String, Arc<File>>,
     /// The dataset directory, open: index files are opened through it, so
     /// that a rename of the dataset (a move within one file system) does
@@ -1015,31 +1005,24 @@ pub(super) struct ReaderState {
     open_dir: Option<OpenDir>,
     /// Index files a RECLAIM record says are removed.
     pub(super) removed_index: HashSet<String>,
-    /// Torn appends stepped over: the start of a record and nothing else,
-    /// followed by whole records (a writer's append cut short by a full
-    /// disk; that flush failed and was never visible). Not damage to what
-    /// readers saw: lookups, lists and purge go on; status reports them.
-    pub(super) torn: Vec<String>,
-    /// Damage at `pos` with no whole record after it yet: reported, and
-    /// looked at again at the next refresh (more records may follow).
-    pub(super) damage_at_end: Option<String>,
-    /// What recovering damaged records needs, and what was recovered.
-    pub(super) log: LogDamage,
+    /// What recovering damaged records needs.
+    log: LogDamage,
 }
 
-/// What recovering damaged records of the log needs, and what was
-/// recovered. (Damaged regions themselves, and what lookups they fail, are
-/// the engine's: [`DatasetIndex::damaged_region`].)
+/// What recovering damaged records of the log needs. (Damaged regions
+/// themselves, what lookups they fail, and what was recovered are the
+/// engine's: [`DatasetIndex::damaged_region`], [`Log::recovered`]. A torn
+/// append stepped over, [`Log::torn`], is the start of a record and nothing
+/// else, followed by whole records: a writer's append cut short by a full
+/// disk, whose flush failed and was never visible; lookups, lists and purge
+/// go on.)
 #[derive(Debug, Default)]
-pub(super) struct LogDamage {
+struct LogDamage {
     /// Per index file, the end of the blocks the records read so far name.
     /// A writer appends its blocks, then names them in one record, flush
     /// after flush, and is dropped after a failed flush: the blocks of its
     /// next record start exactly there.
     index_ends: HashMap<String, u64>,
-    /// Damaged records recovered whole (status reports them; purge leaves
-    /// the dataset alone).
-    pub(super) recovered: Vec<String>,
     /// The collocations the blocks in the dataset's index files hold, read
     /// when a lookup of an unknown collocation meets damage; forgotten when
     /// new damage is met (a damaged record names blocks written before it,
@@ -1136,17 +1119,7 @@ fn decode_flush(payload: &[u8], what: &dyn Fn() -> String) -> Result<Vec<FlushBl
         let length = d.u32()?;
         let count = d.u32()?;
         let collocation = CollocationKey(d.key()?);
-        let naxes = d.u32()?;
-        let mut axes = Axes::new();
-        for _ in 0..naxes {
-            let kw = d.str()?.to_string();
-            let nv = d.u32()?;
-            let mut values = BTreeSet::new();
-            for _ in 0..nv {
-                values.insert(d.str()?.to_string());
-            }
-            axes.insert(kw, values);
-        }
+        let axes = d.axes()?;
         blocks.push(FlushBlock {
             file,
             offset,
@@ -1160,8 +1133,8 @@ fn decode_flush(payload: &[u8], what: &dyn Fn() -> String) -> Result<Vec<FlushBl
     Ok(blocks)
 }
 
-impl ReaderState {
-    fn open(dir: &Path, key: &DatasetKey) -> Result<ReaderState> {
+impl TocCursor {
+    fn open(dir: &Path, key: &DatasetKey) -> Result<ReaderLog> {
         let toc_path = dir.join(TOC);
         let toc = File::open(&toc_path).map_err(|e| Error::io(toc_path.display(), e))?;
         let meta = toc
@@ -1184,23 +1157,20 @@ impl ReaderState {
         let digest = prefix_digest(&toc, pos)
             .map_err(|e| Error::io(toc_path.display(), e))?
             .unwrap_or(0);
-        Ok(ReaderState {
+        let cursor = TocCursor {
             digest,
             open_dir: Some(open_dir),
-            schema,
             abs_dir: std::path::absolute(dir).map_err(|e| Error::io(dir.display(), e))?,
             dir: dir.to_path_buf(),
             toc_path,
             toc: Some(toc),
             ident: layout::identity(&meta),
             pos,
-            index: DatasetIndex::default(),
             index_files: HashMap::new(),
             removed_index: HashSet::new(),
-            torn: Vec::new(),
-            damage_at_end: None,
             log: LogDamage::default(),
-        })
+        };
+        Ok(Log::new(schema, cursor))
     }
 
     /// Whether `other` (just opened elsewhere) is this reader's log moved
@@ -1208,7 +1178,7 @@ impl ReaderState {
     /// copy. It then starts with every byte this reader consumed (a
     /// dataset created anew differs: its FLUSH records carry other times
     /// and writers).
-    fn same_log(&self, other: &ReaderState) -> bool {
+    fn same_log(&self, other: &TocCursor) -> bool {
         let Some(toc) = other.toc.as_ref() else {
             return false;
         };
@@ -1218,10 +1188,8 @@ impl ReaderState {
     }
 
     /// The state of a dataset that is gone: nothing in it.
-    fn gone(dir: &Path) -> ReaderState {
-        ReaderState {
-            // Unknown: nothing is there to split.
-            schema: Arc::from(""),
+    fn gone(dir: &Path) -> ReaderLog {
+        let cursor = TocCursor {
             abs_dir: dir.to_path_buf(),
             dir: dir.to_path_buf(),
             toc_path: dir.join(TOC),
@@ -1229,25 +1197,40 @@ impl ReaderState {
             ident: (0, 0),
             pos: 0,
             digest: 0,
-            index: DatasetIndex::default(),
             index_files: HashMap::new(),
             open_dir: None,
             removed_index: HashSet::new(),
-            torn: Vec::new(),
-            damage_at_end: None,
             log: LogDamage::default(),
-        }
+        };
+        // The schema is unknown: nothing is there to split.
+        Log::new(Arc::from(""), cursor)
     }
+}
+
+/// One dataset's table of contents, as the engine's reader follows it:
+/// found again in the roots when the dataset is wiped, created anew or
+/// moved.
+#[derive(Debug)]
+pub struct TocLog {
+    roots: Vec<Root>,
+    key: DatasetKey,
 }
 
 /// A read view of one dataset that follows its table of contents, and the
 /// dataset itself when it is wiped (it becomes empty, then shows the new
 /// dataset if one is created) or moved to another root.
-#[derive(Debug)]
-pub struct TocReader {
-    roots: Vec<Root>,
-    key: DatasetKey,
-    state: Mutex<ReaderState>,
+pub type TocReader = LogReader<TocLog>;
+
+/// A reader of the dataset `key` in `dir`, caught up.
+///
+/// # Errors
+/// `NotFound` if it is not there (anymore); as [`TocLog::follow`].
+pub(super) fn open_reader(roots: &[Root], dir: &Path, key: &DatasetKey) -> Result<TocReader> {
+    let medium = TocLog {
+        roots: roots.to_vec(),
+        key: key.clone(),
+    };
+    LogReader::open(medium, TocCursor::open(dir, key)?)
 }
 
 /// Append one record to a dataset's table of contents in one `O_APPEND`
@@ -1276,28 +1259,18 @@ pub(super) fn append_record(dir: &Path, kind: u16, payload: &[u8]) -> Result<()>
     layout::sync_data(&toc, &path)
 }
 
-impl TocReader {
-    pub(super) fn open_at(roots: &[Root], dir: &Path, key: &DatasetKey) -> Result<TocReader> {
-        let reader = TocReader {
-            roots: roots.to_vec(),
-            key: key.clone(),
-            state: Mutex::new(ReaderState::open(dir, key)?),
-        };
-        reader.refresh()?;
-        Ok(reader)
-    }
-
-    fn apply_flush(&self, st: &mut ReaderState, payload: &[u8], at: u64) -> Result<()> {
-        let what = || format!("{} at offset {at}", st.toc_path.display());
+impl TocLog {
+    fn apply_flush(&self, st: &mut ReaderLog, payload: &[u8], at: u64) -> Result<()> {
+        let what = || format!("{} at offset {at}", st.cursor.toc_path.display());
         let blocks = decode_flush(payload, &what)?;
-        TocReader::apply_blocks(st, blocks);
+        TocLog::apply_blocks(st, blocks);
         Ok(())
     }
 
     /// Add the blocks of one FLUSH record, in order.
-    fn apply_blocks(st: &mut ReaderState, blocks: Vec<FlushBlock>) {
+    fn apply_blocks(st: &mut ReaderLog, blocks: Vec<FlushBlock>) {
         for b in blocks {
-            let end = st.log.index_ends.entry(b.file.clone()).or_default();
+            let end = st.cursor.log.index_ends.entry(b.file.clone()).or_default();
             *end = (*end).max(b.offset + u64::from(b.length));
             let place = BlockPlace {
                 file: b.file,
@@ -1310,12 +1283,12 @@ impl TocReader {
 
     /// Step over bytes of the log that are not a whole record, with whole
     /// records after them: a torn append (no damage), or damage.
-    fn skip_region(&self, st: &mut ReaderState, region: &[u8], at: u64, problem: String) {
+    fn skip_region(&self, st: &mut ReaderLog, region: &[u8], at: u64, problem: String) {
         if is_torn_append(region) {
             st.torn.push(format!(
                 "{} at offset {at}: {} bytes of an append cut short (a full disk: that flush \
                  failed and was never visible), skipped",
-                st.toc_path.display(),
+                st.cursor.toc_path.display(),
                 region.len()
             ));
         } else {
@@ -1325,40 +1298,40 @@ impl TocReader {
 
     /// Step over a damaged region of the log that is not a torn append:
     /// recovered as the FLUSH record it was if every block it names proves
-    /// it ([`TocReader::recover_flush`]), else kept as a region that may
+    /// it ([`TocLog::recover_flush`]), else kept as a region that may
     /// have held anything ([`LogDamage`]).
-    fn step_over_damage(&self, st: &mut ReaderState, region: &[u8], at: u64, problem: String) {
+    fn step_over_damage(&self, st: &mut ReaderLog, region: &[u8], at: u64, problem: String) {
         match self.recover_flush(st, region) {
-            Some(blocks) => TocReader::recovered(st, blocks, &problem),
-            None => TocReader::damaged_region(st, at, problem),
+            Some(blocks) => TocLog::recovered(st, blocks, &problem),
+            None => TocLog::damaged_region(st, at, problem),
         }
     }
 
     /// Damage with nothing readable after it: recovered (and `true`) if it
     /// is one FLUSH record that its blocks prove.
-    fn recover_at_end(&self, st: &mut ReaderState, region: &[u8], problem: &str) -> bool {
+    fn recover_at_end(&self, st: &mut ReaderLog, region: &[u8], problem: &str) -> bool {
         let Some(blocks) = self.recover_flush(st, region) else {
             return false;
         };
-        TocReader::recovered(st, blocks, problem);
+        TocLog::recovered(st, blocks, problem);
         true
     }
 
     /// Apply the blocks of a recovered FLUSH record and note it.
-    fn recovered(st: &mut ReaderState, blocks: Vec<FlushBlock>, problem: &str) {
+    fn recovered(st: &mut ReaderLog, blocks: Vec<FlushBlock>, problem: &str) {
         let n = blocks.len();
-        TocReader::apply_blocks(st, blocks);
-        st.log.recovered.push(format!(
+        TocLog::apply_blocks(st, blocks);
+        st.recovered.push(format!(
             "{problem}; recovered: a FLUSH record whose {n} index block{} check whole and match it",
             if n == 1 { "" } else { "s" }
         ));
     }
 
     /// A damaged region that was not recovered, at this point of the log.
-    fn damaged_region(st: &mut ReaderState, at: u64, problem: String) {
+    fn damaged_region(st: &mut ReaderLog, at: u64, problem: String) {
         // The blocks it may name were written before it: read the index
         // files again.
-        st.log.index_collocations = None;
+        st.cursor.log.index_collocations = None;
         st.index.damaged_region(at, problem);
     }
 
@@ -1369,7 +1342,7 @@ impl TocReader {
     /// cannot point at an older or unnamed block), and each block's own
     /// frame checks whole and holds the record's collocation, entry count,
     /// length and axes (the values each element keyword takes).
-    fn recover_flush(&self, st: &ReaderState, region: &[u8]) -> Option<Vec<FlushBlock>> {
+    fn recover_flush(&self, st: &ReaderLog, region: &[u8]) -> Option<Vec<FlushBlock>> {
         let payload = region.get(fieldstore_core::record::HEADER..)?;
         let blocks = decode_flush(payload, &String::new).ok()?;
         if blocks.is_empty() {
@@ -1379,8 +1352,8 @@ impl TocReader {
         for b in &blocks {
             let end = ends
                 .entry(b.file.as_str())
-                .or_insert_with(|| st.log.index_ends.get(&b.file).copied().unwrap_or(0));
-            if b.offset != *end || !block_proves(&st.dir, &st.abs_dir, b) {
+                .or_insert_with(|| st.cursor.log.index_ends.get(&b.file).copied().unwrap_or(0));
+            if b.offset != *end || !block_proves(&st.cursor.dir, &st.cursor.abs_dir, b) {
                 return None;
             }
             *end += u64::from(b.length);
@@ -1388,56 +1361,52 @@ impl TocReader {
         Some(blocks)
     }
 
-    fn apply_wipe(st: &mut ReaderState, payload: &[u8], at: u64) -> Result<()> {
-        let what = || format!("{} at offset {at}", st.toc_path.display());
+    fn apply_wipe(st: &mut ReaderLog, payload: &[u8], at: u64) -> Result<()> {
+        let what = || format!("{} at offset {at}", st.cursor.toc_path.display());
         let wipe = records::decode_wipe(payload, &what)?;
         let units = wipe
             .units
             .iter()
-            .map(|u| data_uri(&st.abs_dir, u))
+            .map(|u| data_uri(&st.cursor.abs_dir, u))
             .collect();
         st.index.wipe(at, &wipe.collocations, units);
         Ok(())
     }
 
-    fn apply_reclaim(st: &mut ReaderState, payload: &[u8], at: u64) -> Result<()> {
-        let what = || format!("{} at offset {at}", st.toc_path.display());
+    fn apply_reclaim(st: &mut ReaderLog, payload: &[u8], at: u64) -> Result<()> {
+        let what = || format!("{} at offset {at}", st.cursor.toc_path.display());
         let reclaim = records::decode_reclaim(payload, &what)?;
         let units = reclaim
             .units
             .iter()
-            .map(|u| data_uri(&st.abs_dir, u))
+            .map(|u| data_uri(&st.cursor.abs_dir, u))
             .collect();
         for f in reclaim.index_files.into_iter().flatten() {
-            st.index_files.remove(&f);
-            st.removed_index.insert(f);
+            st.cursor.index_files.remove(&f);
+            st.cursor.removed_index.insert(f);
         }
         // Blocks not loaded yet in removed index files hold only entries in
         // removed units: the index forgets them (loaded blocks stay; scans
         // filter them).
-        let removed_index = &st.removed_index;
+        let removed_index = &st.cursor.removed_index;
         st.index
             .reclaim(units, &|p: &BlockPlace| removed_index.contains(&p.file));
         Ok(())
     }
 
-    fn apply_control(st: &mut ReaderState, payload: &[u8], at: u64) -> Result<()> {
-        let what = || format!("{} at offset {at}", st.toc_path.display());
+    fn apply_control(st: &mut ReaderLog, payload: &[u8], at: u64) -> Result<()> {
+        let what = || format!("{} at offset {at}", st.cursor.toc_path.display());
         let bits = records::decode_control(payload, &what)?;
         st.index.set_locks(Locks::from_bits(bits));
         Ok(())
     }
 
-    fn state(&self) -> MutexGuard<'_, ReaderState> {
-        lock(&self.state)
-    }
-
     /// Load the blocks of `collocation` not loaded yet. An index file that
     /// vanished (reclaimed by a purge this reader has not seen yet, or its
     /// dataset wiped or moved) makes the reader catch up and try again.
-    pub(super) fn load(
+    fn load_blocks(
         &self,
-        st: &mut ReaderState,
+        st: &mut ReaderLog,
         collocation: &CollocationKey,
         want: &dyn Fn(&Slot) -> bool,
     ) -> Result<()> {
@@ -1448,9 +1417,9 @@ impl TocReader {
                     // Moved again meanwhile (it was found elsewhere): look
                     // there; else the file is missing for good.
                     tries += 1;
-                    let before = st.ident;
-                    self.refresh_locked(st)?;
-                    if st.ident == before || tries >= 4 {
+                    let before = st.cursor.ident;
+                    self.follow_toc(st)?;
+                    if st.cursor.ident == before || tries >= 4 {
                         return self.load_once(st, collocation, want, true);
                     }
                 }
@@ -1465,7 +1434,7 @@ impl TocReader {
     /// (after catching up found no RECLAIM record explaining it).
     fn load_once(
         &self,
-        st: &mut ReaderState,
+        st: &mut ReaderLog,
         collocation: &CollocationKey,
         want: &dyn Fn(&Slot) -> bool,
         missing_is_damage: bool,
@@ -1484,34 +1453,23 @@ impl TocReader {
         Ok(())
     }
 
-    /// The blocks of `collocation` that `want` selects, newest last.
-    fn blocks_where(
-        &self,
-        collocation: &CollocationKey,
-        want: &dyn Fn(&Slot) -> bool,
-    ) -> Result<(Vec<Arc<Block>>, RemovedUnits)> {
-        let mut st = self.state();
-        self.load(&mut st, collocation, want)?;
-        Ok(st.index.blocks_where(collocation, want))
-    }
-
     fn read_block(
         &self,
-        st: &mut ReaderState,
+        st: &mut ReaderLog,
         b: &BlockPlace,
     ) -> Result<Vec<(ElementKey, FieldLocation)>> {
-        let path = st.dir.join(&b.file);
-        let file = match st.index_files.get(&b.file) {
+        let path = st.cursor.dir.join(&b.file);
+        let file = match st.cursor.index_files.get(&b.file) {
             Some(f) => f.clone(),
             None => {
-                let opened = match &st.open_dir {
+                let opened = match &st.cursor.open_dir {
                     Some(dir) => dir.open_read(&b.file),
                     None => File::open(&path),
                 };
                 let f = Arc::new(
                     opened.map_err(|e| Error::io(format!("index file {}", path.display()), e))?,
                 );
-                st.index_files.insert(b.file.clone(), f.clone());
+                st.cursor.index_files.insert(b.file.clone(), f.clone());
                 f
             }
         };
@@ -1528,30 +1486,17 @@ impl TocReader {
             }
         })?;
         let what = || format!("{} at offset {}", path.display(), b.offset);
-        let payload = match format::FRAMING.unframe(&buf, &what)? {
-            Framed::Record(format::BLOCK, p, _) => p,
-            Framed::Record(kind, ..) => {
-                return Err(Error::corrupt(format!(
-                    "{}: record type {kind} where an index block was expected",
-                    what()
-                )))
-            }
-            Framed::Incomplete => {
-                return Err(Error::corrupt(format!(
-                    "{}: index block is incomplete",
-                    what()
-                )))
-            }
-        };
-        Ok(block::decode(&DataFiles(&st.abs_dir), payload, &what)?.entries)
+        let payload = format::FRAMING.unframe_kind(&buf, format::BLOCK, "an index block", &what)?;
+        Ok(block::decode(&DataFiles(&st.cursor.abs_dir), payload, &what)?.entries)
     }
 
     /// Catch up: follow the dataset if it was wiped, moved or created anew,
     /// read its lock state, then the records appended since the last time.
-    pub(super) fn refresh_locked(&self, st: &mut ReaderState) -> Result<()> {
+    fn follow_toc(&self, st: &mut ReaderLog) -> Result<()> {
         let mut carried = None;
-        let meta = std::fs::metadata(&st.toc_path);
-        let same = st.toc.is_some() && matches!(&meta, Ok(m) if layout::identity(m) == st.ident);
+        let meta = std::fs::metadata(&st.cursor.toc_path);
+        let same = st.cursor.toc.is_some()
+            && matches!(&meta, Ok(m) if layout::identity(m) == st.cursor.ident);
         let len = if same {
             meta.map(|m| m.len()).unwrap_or(0)
         } else {
@@ -1565,7 +1510,7 @@ impl TocReader {
                 else {
                     break;
                 };
-                match ReaderState::open(&dir, &self.key) {
+                match TocCursor::open(&dir, &self.key) {
                     Ok(new) => {
                         opened = Some(new);
                         break;
@@ -1580,51 +1525,53 @@ impl TocReader {
                     // this reader gave them, so that `scan_since` (what
                     // `watch` reads) does not report them again. Blocks
                     // are read again from where the dataset is now.
-                    if st.same_log(&new) {
+                    if st.cursor.same_log(&new.cursor) {
                         carried = Some(st.index.positions());
                     }
                     *st = new;
                     let toc = st
+                        .cursor
                         .toc
                         .as_ref()
                         .ok_or_else(|| Error::internal("table of contents not open"))?;
                     toc.metadata()
-                        .map_err(|e| Error::io(st.toc_path.display(), e))?
+                        .map_err(|e| Error::io(st.cursor.toc_path.display(), e))?
                         .len()
                 }
                 None => {
-                    if st.toc.is_some() {
-                        *st = ReaderState::gone(&st.dir);
+                    if st.cursor.toc.is_some() {
+                        *st = TocCursor::gone(&st.cursor.dir);
                     }
                     return Ok(());
                 }
             }
         };
-        if len <= st.pos {
+        if len <= st.cursor.pos {
             return Ok(());
         }
-        let mut buf = vec![0u8; (len - st.pos) as usize];
+        let mut buf = vec![0u8; (len - st.cursor.pos) as usize];
         {
             let toc = st
+                .cursor
                 .toc
                 .as_ref()
                 .ok_or_else(|| Error::internal("table of contents not open"))?;
-            toc.read_exact_at(&mut buf, st.pos)
-                .map_err(|e| Error::io(st.toc_path.display(), e))?;
+            toc.read_exact_at(&mut buf, st.cursor.pos)
+                .map_err(|e| Error::io(st.cursor.toc_path.display(), e))?;
         }
         let mut used = 0usize;
         let damage_at_end = st.damage_at_end.take();
         while used < buf.len() {
-            let at = st.pos + used as u64;
-            let toc_path = st.toc_path.clone();
+            let at = st.cursor.pos + used as u64;
+            let toc_path = st.cursor.toc_path.clone();
             let what = || format!("{} at offset {at}", toc_path.display());
             match format::FRAMING.unframe(&buf[used..], &what) {
                 Ok(Framed::Record(kind, payload, n)) => {
                     let applied = match kind {
                         format::FLUSH => self.apply_flush(st, payload, at),
-                        format::WIPE => TocReader::apply_wipe(st, payload, at),
-                        format::RECLAIM => TocReader::apply_reclaim(st, payload, at),
-                        format::CONTROL => TocReader::apply_control(st, payload, at),
+                        format::WIPE => TocLog::apply_wipe(st, payload, at),
+                        format::RECLAIM => TocLog::apply_reclaim(st, payload, at),
+                        format::CONTROL => TocLog::apply_control(st, payload, at),
                         // Unknown record types from newer versions are
                         // skipped.
                         _ => Ok(()),
@@ -1632,7 +1579,7 @@ impl TocReader {
                     if let Err(e) = applied {
                         // Checksums hold but the payload does not decode:
                         // a writer's bug, not a torn write. Skip the record.
-                        TocReader::damaged_region(st, at, format!("{e}; record skipped"));
+                        TocLog::damaged_region(st, at, format!("{e}; record skipped"));
                     }
                     used += n;
                 }
@@ -1679,7 +1626,7 @@ impl TocReader {
                                 used = buf.len();
                             } else {
                                 if damage_at_end.as_ref() != Some(&problem) {
-                                    st.log.index_collocations = None;
+                                    st.cursor.log.index_collocations = None;
                                 }
                                 st.damage_at_end = Some(problem);
                             }
@@ -1689,8 +1636,8 @@ impl TocReader {
                 }
             }
         }
-        st.digest = crc32c::crc32c_append(st.digest, &buf[..used]);
-        st.pos += used as u64;
+        st.cursor.digest = crc32c::crc32c_append(st.cursor.digest, &buf[..used]);
+        st.cursor.pos += used as u64;
         if let Some((blocks, log)) = carried {
             st.index.carry(&blocks, &log);
         }
@@ -1703,8 +1650,8 @@ impl TocReader {
     /// open directory, without looking in every root (a look can miss a
     /// dataset renamed from a root not looked at yet into one already
     /// looked at).
-    fn renamed(&self, st: &ReaderState) -> Option<PathBuf> {
-        let now = st.open_dir.as_ref()?.current_path()?;
+    fn renamed(&self, st: &ReaderLog) -> Option<PathBuf> {
+        let now = st.cursor.open_dir.as_ref()?.current_path()?;
         let name = now.file_name()?.to_string_lossy();
         if name.starts_with('.') {
             return None;
@@ -1715,128 +1662,47 @@ impl TocReader {
             .iter()
             .filter(|r| r.visit)
             .any(|r| std::fs::canonicalize(&r.path).is_ok_and(|c| c == parent));
-        let same = std::fs::metadata(now.join(TOC)).is_ok_and(|m| layout::identity(&m) == st.ident);
+        let same =
+            std::fs::metadata(now.join(TOC)).is_ok_and(|m| layout::identity(&m) == st.cursor.ident);
         (in_root && same).then_some(now)
-    }
-
-    /// Load every block of every collocation; for reclaim.
-    pub(super) fn load_all(&self) -> Result<MutexGuard<'_, ReaderState>> {
-        let mut st = self.state();
-        let cols = st.index.order().to_vec();
-        for c in &cols {
-            self.load(&mut st, c, &|_| true)?;
-        }
-        Ok(st)
     }
 }
 
-impl DatasetReader for TocReader {
-    fn schema_text(&self) -> Option<Arc<str>> {
-        Some(self.state().schema.clone()).filter(|s| !s.is_empty())
+impl LogMedium for TocLog {
+    type Place = BlockPlace;
+    type Cursor = TocCursor;
+
+    fn follow(&self, log: &mut ReaderLog) -> Result<()> {
+        self.follow_toc(log)
     }
 
-    fn refresh(&self) -> Result<()> {
-        let mut st = self.state();
-        self.refresh_locked(&mut st)
-    }
-
-    fn collocations(&self) -> Result<Vec<CollocationInfo>> {
-        Ok(self.state().index.collocations())
-    }
-
-    fn lookup(
+    fn load(
         &self,
+        log: &mut ReaderLog,
         collocation: &CollocationKey,
-        element: &ElementKey,
-    ) -> Result<Option<FieldLocation>> {
-        let mut guard = self.state();
-        self.load(&mut guard, collocation, &|_| true)?;
-        let st: &mut ReaderState = &mut guard;
-        // A collocation this reader does not know was never named by a
-        // record it read; a damaged one may have named it only if an index
-        // file holds a block of it (a FLUSH names blocks written before it).
-        let dir = st.dir.clone();
-        let log = &mut st.log;
-        let mut in_index_files = || {
-            log.index_collocations
-                .get_or_insert_with(|| IndexCollocations::read(&dir))
-                .may_hold(collocation)
-        };
-        let found = st
-            .index
-            .lookup(collocation, element, Some(&mut in_index_files))?;
-        // Damage at the end of the log with nothing after it yet may be
-        // newer than anything found.
-        if let Some(problem) = &st.damage_at_end {
-            let known = st.index.collocation(collocation).is_some();
-            if found.is_some() || known || in_index_files() {
-                return Err(Error::corrupt(format!(
-                    "{problem}; that damaged part of the log may hold the newest version of {}{}",
-                    collocation.braced(),
-                    element.braced()
-                )));
-            }
-        }
-        Ok(found)
-    }
-
-    fn scan(
-        &self,
-        collocation: &CollocationKey,
-        visit: &mut dyn FnMut(&ElementKey, &FieldLocation) -> bool,
+        want: &dyn Fn(&Slot) -> bool,
     ) -> Result<()> {
-        self.scan_where(collocation, &|_| true, visit)
+        self.load_blocks(log, collocation, want)
     }
 
-    fn scan_where(
-        &self,
-        collocation: &CollocationKey,
-        admits: &dyn Fn(&Axes) -> bool,
-        visit: &mut dyn FnMut(&ElementKey, &FieldLocation) -> bool,
-    ) -> Result<()> {
-        self.scan_since(collocation, 0, admits, visit)
+    /// A collocation this reader does not know was never named by a record
+    /// it read; a damaged one may have named it only if an index file holds
+    /// a block of it (a FLUSH names blocks written before it).
+    fn unknown_may_hold(&self, log: &mut ReaderLog, collocation: &CollocationKey) -> Result<bool> {
+        let cursor = &mut log.cursor;
+        let dir = &cursor.dir;
+        Ok(cursor
+            .log
+            .index_collocations
+            .get_or_insert_with(|| IndexCollocations::read(dir))
+            .may_hold(collocation))
     }
 
-    fn locks(&self) -> Locks {
-        let st = self.state();
-        let root = layout::root_of(&self.roots, &st.dir).map_or(Locks::NONE, Root::disabled);
-        st.index.locks().union(root)
-    }
-
-    fn pending_units(&self) -> Vec<String> {
-        self.state().index.pending_units()
-    }
-
-    fn torn(&self) -> Vec<String> {
-        self.state().torn.clone()
-    }
-
-    fn recovered(&self) -> Vec<String> {
-        self.state().log.recovered.clone()
-    }
-
-    fn log_position(&self) -> u64 {
-        self.state().index.log_position()
-    }
-
-    fn scan_since(
-        &self,
-        collocation: &CollocationKey,
-        position: u64,
-        admits: &dyn Fn(&Axes) -> bool,
-        visit: &mut dyn FnMut(&ElementKey, &FieldLocation) -> bool,
-    ) -> Result<()> {
-        let (blocks, removed) =
-            self.blocks_where(collocation, &|b| b.position > position && admits(&b.axes))?;
-        visit_newest_first(blocks.iter().map(|b| b.entries.as_slice()), &removed, visit);
-        Ok(())
-    }
-
-    fn damage(&self, collocation: Option<&CollocationKey>) -> Vec<String> {
-        let st = self.state();
-        let mut out = st.index.damage(collocation);
-        out.extend(st.damage_at_end.iter().cloned());
-        out
+    /// The CONTROL records' locks, and those of the dataset's root.
+    fn locks(&self, log: &ReaderLog) -> Locks {
+        let root =
+            layout::root_of(&self.roots, &log.cursor.dir).map_or(Locks::NONE, Root::disabled);
+        log.index.locks().union(root)
     }
 }
 

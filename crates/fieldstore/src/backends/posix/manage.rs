@@ -30,7 +30,7 @@ use fieldstore_core::maintenance::{Item, ItemKind};
 use fieldstore_core::record::maintenance as records;
 use fieldstore_core::{CollocationKey, DatasetKey, Error, ErrorKind, Result};
 
-use super::catalogue::{append_record, data_name, read_init, TocCatalogue, TocReader};
+use super::catalogue::{append_record, data_name, open_reader, read_init, TocCatalogue};
 use super::format;
 use super::layout::{self, FileKind, MOVED_FROM, MOVING, RETIRED, TOC, TOMBSTONE};
 
@@ -331,7 +331,7 @@ pub(super) fn reclaim(
         }
     }
     // 2. Read the table of contents now.
-    let reader = TocReader::open_at(&cat.roots, &dir, dataset)?;
+    let reader = open_reader(&cat.roots, &dir, dataset)?;
     let st = reader.load_all()?;
     let gone: HashSet<&str> = st
         .index
@@ -363,11 +363,10 @@ pub(super) fn reclaim(
     // A skipped record may name any index file, and a recovered one names
     // files it needs to stay recoverable: keep them all. (A torn append
     // named nothing that became visible.)
-    if st.index.has_damaged_regions() || !st.log.recovered.is_empty() || st.damage_at_end.is_some()
-    {
+    if st.index.has_damaged_regions() || !st.recovered.is_empty() || st.damage_at_end.is_some() {
         held.clear();
     }
-    let abs = st.abs_dir.clone();
+    let abs = st.cursor.abs_dir.clone();
     drop(st);
     // 3. What goes: held and not needed.
     held.retain(|(name, _, _)| !needed.contains(name));

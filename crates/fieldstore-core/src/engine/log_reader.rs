@@ -1,0 +1,285 @@
+//! The one [`DatasetReader`] of the log-structured catalogues: a
+//! [`LogReader`] holds what a reader knows of a dataset (a [`Log`]) and
+//! answers every reader call from it; the medium the log lives on (POSIX
+//! files, RADOS objects, DAOS KVs) supplies only what differs, as a
+//! [`LogMedium`]: how to read the records past where the reader stopped, and
+//! how to load the blocks the records name.
+//!
+//! # Locking
+//! A reader is shared between threads. Its [`Log`] sits behind one
+//! read-write lock: lookups of a collocation whose blocks are all loaded
+//! and merged, and scans whose blocks are all loaded, run together under
+//! the shared lock; catching up ([`DatasetReader::refresh`]) and loading
+//! blocks take it exclusively. The lock is let go before a scan visits
+//! entries, since `visit` may call back into the reader.
+
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use super::{BlockSlot, DatasetIndex};
+use crate::catalogue::{
+    visit_newest_first, Axes, CollocationInfo, DatasetCondition, DatasetReader,
+};
+use crate::maintenance::Locks;
+use crate::{CollocationKey, ElementKey, Error, FieldLocation, Result};
+
+/// What a reader knows of one dataset: the index its log's records built,
+/// where the medium stopped reading (`cursor`), and what it stepped over.
+#[derive(Debug)]
+pub struct Log<P, C> {
+    /// The schema the dataset was created under; empty when unknown (the
+    /// dataset is gone, or the medium keeps it elsewhere).
+    pub schema: Arc<str>,
+    /// What the records read so far say.
+    pub index: DatasetIndex<P>,
+    /// The medium's own reading state: how far it read, open handles.
+    pub cursor: C,
+    /// Appends cut short that were stepped over ([`DatasetCondition::torn`]).
+    pub torn: Vec<String>,
+    /// Damaged records recovered whole ([`DatasetCondition::recovered`]).
+    pub recovered: Vec<String>,
+    /// Damage at the end of the log with nothing readable after it yet: it
+    /// may be the newest record of anything, so every lookup it may change
+    /// fails, and the medium looks at it again at the next refresh.
+    pub damage_at_end: Option<String>,
+}
+
+impl<P, C> Log<P, C> {
+    /// A log read up to `cursor`, created under `schema`, nothing known.
+    pub fn new(schema: Arc<str>, cursor: C) -> Log<P, C> {
+        Log {
+            schema,
+            index: DatasetIndex::default(),
+            cursor,
+            torn: Vec::new(),
+            recovered: Vec::new(),
+            damage_at_end: None,
+        }
+    }
+}
+
+/// The [`Log`] of a medium.
+pub type LogOf<M> = Log<<M as LogMedium>::Place, <M as LogMedium>::Cursor>;
+
+/// What a medium gives the engine's reader.
+///
+/// # Contract
+/// - [`LogMedium::follow`] reads the records past `log.cursor` and tells
+///   `log.index` what they say, each once, in log order. A dataset wiped or
+///   created anew replaces the whole `log` (`*log = Log::new(..)`). A region
+///   that cannot be read is damage ([`DatasetIndex::damaged_region`]), never
+///   skipped in silence; reading goes on after it where the medium can
+///   tell where the next record starts.
+/// - [`LogMedium::load`] loads the blocks of `collocation` that `want`
+///   selects and are not loaded yet ([`DatasetIndex::to_load`]); a block
+///   that cannot be read is loaded as damaged, so that the others stay
+///   readable. Media whose blocks arrive with their records load nothing.
+/// - Every method is called with the reader's lock held exclusively.
+pub trait LogMedium: Send + Sync + std::fmt::Debug + 'static {
+    /// The medium's name for where a block lives.
+    type Place: Clone + std::fmt::Debug + Send + Sync + 'static;
+    /// The medium's reading state.
+    type Cursor: std::fmt::Debug + Send + Sync + 'static;
+
+    /// Catch up with the records appended since `log.cursor`.
+    ///
+    /// # Errors
+    /// The medium's I/O errors; `Corrupt` only for what makes the whole
+    /// log unreadable.
+    fn follow(&self, log: &mut LogOf<Self>) -> Result<()>;
+
+    /// Load the wanted blocks of `collocation` not loaded yet.
+    ///
+    /// # Errors
+    /// The medium's I/O errors (damage is a damaged block, not an error).
+    fn load(
+        &self,
+        log: &mut LogOf<Self>,
+        collocation: &CollocationKey,
+        want: &dyn Fn(&BlockSlot<Self::Place>) -> bool,
+    ) -> Result<()> {
+        let _ = (log, collocation, want);
+        Ok(())
+    }
+
+    /// Whether damage met so far may have named `collocation`, which no
+    /// record read names: a medium that can tell from its blocks (those a
+    /// damaged record named are still there) answers; the default, `true`,
+    /// fails every such lookup while damage is known.
+    ///
+    /// # Errors
+    /// The medium's I/O errors.
+    fn unknown_may_hold(
+        &self,
+        log: &mut LogOf<Self>,
+        collocation: &CollocationKey,
+    ) -> Result<bool> {
+        let _ = (log, collocation);
+        Ok(true)
+    }
+
+    /// The operations the dataset is locked against: its CONTROL records',
+    /// and what else the medium locks (a POSIX root's own settings).
+    fn locks(&self, log: &LogOf<Self>) -> Locks {
+        log.index.locks()
+    }
+
+    /// The schema the dataset was created under, if known.
+    fn schema_text(&self, log: &LogOf<Self>) -> Option<Arc<str>> {
+        Some(log.schema.clone()).filter(|s| !s.is_empty())
+    }
+}
+
+/// A read view of one dataset of a log-structured catalogue, shared between
+/// threads: the [`DatasetReader`] of every such catalogue.
+#[derive(Debug)]
+pub struct LogReader<M: LogMedium> {
+    medium: M,
+    log: RwLock<LogOf<M>>,
+}
+
+impl<M: LogMedium> LogReader<M> {
+    /// A reader of `medium` that starts at `log` and has caught up once.
+    ///
+    /// # Errors
+    /// As [`LogMedium::follow`].
+    pub fn open(medium: M, log: LogOf<M>) -> Result<LogReader<M>> {
+        let reader = LogReader {
+            medium,
+            log: RwLock::new(log),
+        };
+        reader.refresh()?;
+        Ok(reader)
+    }
+
+    /// The medium.
+    pub fn medium(&self) -> &M {
+        &self.medium
+    }
+
+    /// The log, shared.
+    pub fn read(&self) -> RwLockReadGuard<'_, LogOf<M>> {
+        self.log.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The log, exclusively: for maintenance that reads it as a whole.
+    pub fn write(&self) -> RwLockWriteGuard<'_, LogOf<M>> {
+        self.log.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The log with every block of every collocation loaded (for reclaim,
+    /// which must see every entry).
+    ///
+    /// # Errors
+    /// As [`LogMedium::load`].
+    pub fn load_all(&self) -> Result<RwLockWriteGuard<'_, LogOf<M>>> {
+        let mut log = self.write();
+        let collocations = log.index.order().to_vec();
+        for c in &collocations {
+            self.medium.load(&mut log, c, &|_| true)?;
+        }
+        Ok(log)
+    }
+}
+
+impl<M: LogMedium> DatasetReader for LogReader<M> {
+    fn refresh(&self) -> Result<()> {
+        self.medium.follow(&mut self.write())
+    }
+
+    fn collocations(&self) -> Result<Vec<CollocationInfo>> {
+        Ok(self.read().index.collocations())
+    }
+
+    fn schema_text(&self) -> Option<Arc<str>> {
+        self.medium.schema_text(&self.read())
+    }
+
+    fn lookup(
+        &self,
+        collocation: &CollocationKey,
+        element: &ElementKey,
+    ) -> Result<Option<FieldLocation>> {
+        {
+            // Blocks loaded and merged, and nothing for the medium to say:
+            // answer under the shared lock.
+            let log = self.read();
+            let known = log.index.collocation(collocation).is_some();
+            if log.damage_at_end.is_none()
+                && log.index.is_merged(collocation)
+                && (known || !log.index.has_damaged_regions())
+            {
+                return log.index.lookup_merged(collocation, element, None);
+            }
+        }
+        let mut log = self.write();
+        self.medium.load(&mut log, collocation, &|_| true)?;
+        let known = log.index.collocation(collocation).is_some();
+        let may_hold = if !known && (log.index.has_damaged_regions() || log.damage_at_end.is_some())
+        {
+            self.medium.unknown_may_hold(&mut log, collocation)?
+        } else {
+            true
+        };
+        let found = log
+            .index
+            .lookup(collocation, element, Some(&mut || may_hold))?;
+        if let Some(problem) = &log.damage_at_end {
+            if found.is_some() || known || may_hold {
+                return Err(Error::corrupt(format!(
+                    "{problem}; that damaged part of the log may hold the newest version of {}{}",
+                    collocation.braced(),
+                    element.braced()
+                )));
+            }
+        }
+        Ok(found)
+    }
+
+    fn log_position(&self) -> u64 {
+        self.read().index.log_position()
+    }
+
+    fn scan_since(
+        &self,
+        collocation: &CollocationKey,
+        position: u64,
+        admits: &dyn Fn(&Axes) -> bool,
+        visit: &mut dyn FnMut(&ElementKey, &FieldLocation) -> bool,
+    ) -> Result<()> {
+        let want = |b: &BlockSlot<M::Place>| b.position > position && admits(&b.axes);
+        let shared = {
+            let log = self.read();
+            log.index
+                .to_load(collocation, &want)
+                .is_empty()
+                .then(|| log.index.blocks_where(collocation, &want))
+        };
+        let (blocks, removed) = match shared {
+            Some(found) => found,
+            None => {
+                let mut log = self.write();
+                self.medium.load(&mut log, collocation, &want)?;
+                log.index.blocks_where(collocation, &want)
+            }
+        };
+        // The lock is let go: `visit` may call back into this reader.
+        visit_newest_first(blocks.iter().map(|b| b.entries.as_slice()), &removed, visit);
+        Ok(())
+    }
+
+    fn locks(&self) -> Locks {
+        self.medium.locks(&self.read())
+    }
+
+    fn condition(&self, collocation: Option<&CollocationKey>) -> DatasetCondition {
+        let log = self.read();
+        let mut damage = log.index.damage(collocation);
+        damage.extend(log.damage_at_end.iter().cloned());
+        DatasetCondition {
+            damage,
+            torn: log.torn.clone(),
+            recovered: log.recovered.clone(),
+            pending_units: log.index.pending_units(),
+        }
+    }
+}
