@@ -21,7 +21,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::{ElementKey, FieldLocation};
+use crate::key::ElementKey;
+use crate::location::FieldLocation;
 
 /// One held annotation: its key and location.
 type Held<'a> = (&'a ElementKey, &'a FieldLocation);

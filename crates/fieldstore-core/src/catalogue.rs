@@ -4,15 +4,18 @@
 //! that backend crates (DAOS, RADOS) implement them without depending on
 //! the `fieldstore` crate that dispatches to them.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::HashSet;
 use std::fmt::Debug;
 use std::sync::Arc;
 
+use crate::error::Result;
+use crate::key::{CollocationKey, DatasetKey, ElementKey};
+use crate::location::FieldLocation;
 use crate::maintenance::{Control, Item, Locks};
-use crate::{CollocationKey, DatasetKey, ElementKey, FieldLocation, Request, Result, Schema};
+use crate::request::Request;
+use crate::schema::Schema;
 
-/// Values present per keyword, sorted.
-pub type Axes = BTreeMap<String, BTreeSet<String>>;
+pub use crate::axes::{Axes, AxesExt};
 
 /// The metadata side of a backend: which fields exist, and where.
 ///
@@ -119,9 +122,9 @@ pub trait CatalogueQueries: Send + Sync {
     /// or `TimedOut` when it cannot be reached.
     fn list(
         &self,
-        request: &crate::Request,
-        depth: crate::Level,
-        visit: &mut dyn FnMut(crate::ListElement) -> bool,
+        request: &crate::request::Request,
+        depth: crate::schema::Level,
+        visit: &mut dyn FnMut(crate::list_element::ListElement) -> bool,
     ) -> Result<()>;
 
     /// The values present per keyword among what `request` names, down to
@@ -129,13 +132,16 @@ pub trait CatalogueQueries: Send + Sync {
     ///
     /// # Errors
     /// As [`CatalogueQueries::list`].
-    fn axes(&self, request: &crate::Request, depth: crate::Level) -> Result<Axes>;
+    fn axes(&self, request: &crate::request::Request, depth: crate::schema::Level) -> Result<Axes>;
 
     /// The fields `request` names, each with its newest location.
     ///
     /// # Errors
     /// As [`CatalogueQueries::list`].
-    fn inspect(&self, request: &crate::Request) -> Result<Vec<crate::ListElement>>;
+    fn inspect(
+        &self,
+        request: &crate::request::Request,
+    ) -> Result<Vec<crate::list_element::ListElement>>;
 }
 
 /// The data-management side of a catalogue ([`crate::maintenance`]).
@@ -145,7 +151,7 @@ pub trait CatalogueQueries: Send + Sync {
 ///   process: by [`CatalogueMaintenance::locks`] at once, by readers at
 ///   their next refresh ([`DatasetReader::locks`]), by writers at their
 ///   creation and at their next flush, which fails with
-///   [`ErrorKind::Locked`](crate::ErrorKind::Locked). A catalogue without
+///   [`ErrorKind::Locked`](crate::error::ErrorKind::Locked). A catalogue without
 ///   maintenance has no locks: nothing can set them.
 /// - [`CatalogueMaintenance::wipe`] makes the dataset invisible to every
 ///   reader in one atomic step before anything is deleted; a reader sees
@@ -375,7 +381,7 @@ pub trait CatalogueWriter: Send {
     /// failed or came back short). `false` when unknown (the step may have
     /// succeeded, e.g. its sync failed): the handle then keeps the store's
     /// bytes, which entries may point at. When `true` the handle lets the
-    /// store give back the failed fields' space ([`StoreWriter::abandon`](crate::StoreWriter::abandon)).
+    /// store give back the failed fields' space ([`StoreWriter::abandon`](crate::store::StoreWriter::abandon)).
     fn last_flush_invisible(&self) -> bool;
 
     /// The text of the schema in force when the dataset was created, as
@@ -544,50 +550,6 @@ pub fn visit_newest_first<'a>(
             }
             if !visit(k, &pending.apply(k, l)) {
                 return;
-            }
-        }
-    }
-}
-
-/// Order one flush's entries of one collocation (a block, or the run a
-/// writer cuts into blocks) as they are written: by
-/// [`Key::cmp_fingerprint`](crate::Key::cmp_fingerprint), descending, and
-/// several entries of one key in the order they were inserted. Visited
-/// backwards ([`visit_newest_first`]), a flush then comes in FDB5's order
-/// for one index (one flush of one collocation: its B-tree's key order,
-/// measured with FDB5 5.25), and every key's entries still newest first
-/// (what lookups and masking rely on: a later entry of a key is newer). The
-/// cost is the writer's, once per flush, not every listing's: each key's
-/// fingerprint is made once, and a run already in order is left as it is.
-pub fn order_block(entries: &mut [(ElementKey, FieldLocation)]) {
-    use std::cmp::Ordering;
-    let ordered = entries
-        .windows(2)
-        .all(|w| w[0].0.cmp_fingerprint(&w[1].0) != Ordering::Less);
-    if !ordered {
-        // Stable: one key's entries keep their insertion order.
-        entries.sort_by_cached_key(|(k, _)| std::cmp::Reverse(k.fingerprint()));
-    }
-}
-
-/// Helpers on [`Axes`].
-pub trait AxesExt {
-    /// Add every `keyword=value` of `key`.
-    fn add_key(&mut self, key: &crate::Key);
-}
-
-impl AxesExt for Axes {
-    fn add_key(&mut self, key: &crate::Key) {
-        for (k, v) in key.iter() {
-            match self.get_mut(k) {
-                Some(set) => {
-                    if !set.contains(v) {
-                        set.insert(v.to_string());
-                    }
-                }
-                None => {
-                    self.insert(k.to_string(), BTreeSet::from([v.to_string()]));
-                }
             }
         }
     }

@@ -33,8 +33,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::catalogue::{Axes, CollocationInfo};
+use crate::error::{Error, Result};
+use crate::key::{CollocationKey, ElementKey};
+use crate::location::FieldLocation;
 use crate::maintenance::Locks;
-use crate::{CollocationKey, ElementKey, Error, FieldLocation, Result};
 
 mod log_reader;
 pub use log_reader::{Log, LogMedium, LogOf, LogReader};
@@ -582,7 +584,7 @@ fn newest_in<P>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalogue::AxesExt;
+    use crate::axes::AxesExt;
 
     fn col(s: &str) -> CollocationKey {
         CollocationKey(s.parse().unwrap())
@@ -701,7 +703,7 @@ mod tests {
         ix.add_block(col("type=fc"), 2, a);
         ix.set_loaded(&col("type=fc"), 1, Block::damaged("bad block 2".into()));
         let e = ix.lookup(&col("type=fc"), &el("step=6"), None).unwrap_err();
-        assert_eq!(e.kind(), crate::ErrorKind::Corrupt);
+        assert_eq!(e.kind(), crate::error::ErrorKind::Corrupt);
         assert!(e.to_string().contains("bad block 2"), "{e}");
         // step=0 is not in the damaged block's axes: its answer stands.
         assert_eq!(

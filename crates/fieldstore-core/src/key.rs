@@ -10,7 +10,7 @@
 //!   each appears at most once. Their case is kept: FDB5's keywords are
 //!   case-sensitive and a schema may spell one in camelCase
 //!   (`generatingProcessIdentifier`); a schema gives keys its own spelling
-//!   when it splits them ([`crate::Schema::resolve_key`]).
+//!   when it splits them ([`crate::schema::Schema::resolve_key`]).
 //! - Values contain no `,`, `=`, `{`, `}`, whitespace or control characters.
 //!   A value may be empty (an optional keyword the field did not carry).
 //! - The canonical string form (`class=od,expver=0001,...`) keeps insertion

@@ -16,11 +16,33 @@
 //!   every backend;
 //! - the backend traits [`Catalogue`] and [`Store`], with their contracts;
 //! - [`Error`] and [`ErrorKind`]: the one public error type.
+//!
+//! # Layers
+//! Each module names only modules listed before it, never an item of the
+//! crate root (the `layers` test of `fieldstore-testkit` checks the code
+//! against this list).
+//! - `error`: the one error type and its kinds.
+//! - `types`: keyword types and the canonical forms of values.
+//! - `params`: parameter names a caller may give ids for.
+//! - `key`: keys and their levels.
+//! - `location`: where a store put a field's bytes.
+//! - `axes`: the values each keyword takes in a group of keys.
+//! - `annotation`: extensions that annotate an older entry.
+//! - `list_element`: what a listing yields.
+//! - `request`: the MARS request subset.
+//! - `schema`: FDB5's schema language: split, expand, select, validate.
+//! - `maintenance`: locks, control, data-management items.
+//! - `writer_id`: names of writers.
+//! - `record`: record framing, payload encoding, index blocks.
+//! - `catalogue`: the catalogue traits and their contracts.
+//! - `store`: the store traits and their contracts.
+//! - `engine`: the log-structured catalogues' reader.
 #![deny(rustdoc::broken_intra_doc_links)]
 // Library code reports errors; it does not panic on them. Tests may unwrap.
 #![cfg_attr(not(test), warn(clippy::unwrap_used))]
 
 pub mod annotation;
+pub mod axes;
 pub mod catalogue;
 pub mod engine;
 pub mod error;

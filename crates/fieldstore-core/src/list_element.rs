@@ -1,6 +1,7 @@
 //! What a listing yields, one element per dataset, collocation or field.
 
-use crate::{CollocationKey, DatasetKey, ElementKey, FieldLocation, Key};
+use crate::key::{CollocationKey, DatasetKey, ElementKey, Key};
+use crate::location::FieldLocation;
 
 /// One result of `list`: the keys down to the requested depth, and at the
 /// element level the field's location.

@@ -87,11 +87,11 @@ impl FieldLocation {
 
     /// The bytes `offset..offset + len` of this field, as a location of
     /// their own without a checksum (the field's checksum covers the whole
-    /// field): what [`Store::read_range`](crate::Store::read_range) reads.
+    /// field): what [`Store::read_range`](crate::store::Store::read_range) reads.
     ///
     /// # Errors
     /// `InvalidInput` if the range is not inside the field.
-    pub fn range(&self, offset: u64, len: u64) -> crate::Result<FieldLocation> {
+    pub fn range(&self, offset: u64, len: u64) -> crate::error::Result<FieldLocation> {
         match offset.checked_add(len) {
             Some(end) if end <= self.length => Ok(FieldLocation {
                 uri: self.uri.clone(),
@@ -101,7 +101,7 @@ impl FieldLocation {
                 extension: None,
                 annotates: false,
             }),
-            _ => Err(crate::Error::invalid_input(format!(
+            _ => Err(crate::error::Error::invalid_input(format!(
                 "bytes {offset}..{} are outside the {}-byte field at {self}",
                 offset.saturating_add(len),
                 self.length

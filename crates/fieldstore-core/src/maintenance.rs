@@ -24,17 +24,18 @@
 //!   so that listings of replaced fields stop showing entries whose bytes
 //!   are gone.
 //!
-//! [`Catalogue`]: crate::Catalogue
-//! [`CatalogueMaintenance`]: crate::CatalogueMaintenance
-//! [`DamagedDatasets`]: crate::DamagedDatasets
-//! [`DatasetMover`]: crate::DatasetMover
-//! [`DatasetReader`]: crate::DatasetReader
-//! [`Store`]: crate::Store
-//! [`StoreMaintenance`]: crate::StoreMaintenance
+//! [`Catalogue`]: crate::catalogue::Catalogue
+//! [`CatalogueMaintenance`]: crate::catalogue::CatalogueMaintenance
+//! [`DamagedDatasets`]: crate::catalogue::DamagedDatasets
+//! [`DatasetMover`]: crate::catalogue::DatasetMover
+//! [`DatasetReader`]: crate::catalogue::DatasetReader
+//! [`Store`]: crate::store::Store
+//! [`StoreMaintenance`]: crate::store::StoreMaintenance
 
 use std::fmt;
 
-use crate::{CollocationKey, DatasetKey, Error, ErrorKind, Result};
+use crate::error::{Error, ErrorKind, Result};
+use crate::key::{CollocationKey, DatasetKey};
 
 /// An operation a dataset can be locked against (`control`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -283,7 +284,7 @@ pub enum UnitState {
     Missing,
 }
 
-/// One unit, as [`StoreMaintenance::inspect`](crate::StoreMaintenance::inspect) reports it.
+/// One unit, as [`StoreMaintenance::inspect`](crate::store::StoreMaintenance::inspect) reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Unit {
     /// Its URI (the `uri` of the locations in it).
@@ -294,7 +295,7 @@ pub struct Unit {
     pub state: UnitState,
 }
 
-/// What [`StoreMaintenance::remove`](crate::StoreMaintenance::remove) did.
+/// What [`StoreMaintenance::remove`](crate::store::StoreMaintenance::remove) did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Removed {
     /// Removed now.
@@ -305,7 +306,7 @@ pub enum Removed {
     Missing,
 }
 
-/// A unit held by a maintenance operation ([`StoreMaintenance::claim`](crate::StoreMaintenance::claim)).
+/// A unit held by a maintenance operation ([`StoreMaintenance::claim`](crate::store::StoreMaintenance::claim)).
 ///
 /// # Contract
 /// While a unit is held, no writer appends to it and none can start to: a
@@ -323,7 +324,7 @@ pub trait HeldUnit {
     fn remove(self: Box<Self>) -> Result<()>;
 }
 
-/// What [`StoreMaintenance::claim`](crate::StoreMaintenance::claim) found.
+/// What [`StoreMaintenance::claim`](crate::store::StoreMaintenance::claim) found.
 pub enum Claim<'a> {
     /// Held: nobody appends to it now or later, until the hold is dropped or
     /// the unit removed.

@@ -2,10 +2,10 @@
 //!
 //! People write parameters as short names (`t`, `2t`), paramIds (`167`) or
 //! `number.table` (`167.128`). The numeric spellings are the type's job
-//! ([`crate::KeywordType::Param`]: `167.128` → `167`, `3.228` → `228003`);
+//! ([`crate::types::KeywordType::Param`]: `167.128` → `167`, `3.228` → `228003`);
 //! names need a parameter database, which the core, doing no I/O and
 //! linking nothing, does not have. A [`ParamNames`] is that database, given
-//! to a schema ([`crate::Schema::with_param_names`]) by the crates that
+//! to a schema ([`crate::schema::Schema::with_param_names`]) by the crates that
 //! have one (the CLI, the Python package and the C API install ecCodes'
 //! through `fieldstore_grib::param_names`).
 //!

@@ -27,7 +27,7 @@
 //! - Any damage — another magic, a header or payload checksum mismatch,
 //!   a version the framing does not read, a payload that does not decode, and for
 //!   [`Framing::unframe_exact`] a value that is not exactly one record — is
-//!   an [`ErrorKind::Corrupt`](crate::ErrorKind::Corrupt) error whose message
+//!   an [`ErrorKind::Corrupt`](crate::error::ErrorKind::Corrupt) error whose message
 //!   starts with `what()`, the caller's name for the record's place (a file
 //!   and offset, an object, a KV key).
 //! - `what` is called only to build an error.
@@ -43,7 +43,8 @@ pub mod kind;
 pub mod maintenance;
 pub mod pending;
 
-use crate::{Error, Key, Result};
+use crate::error::{Error, Result};
+use crate::key::Key;
 
 /// Bytes in a record's header.
 pub const HEADER: usize = 20;
@@ -218,7 +219,7 @@ impl Framing {
     /// for the payload the header announces, is [`Framed::Incomplete`].
     ///
     /// # Errors
-    /// [`ErrorKind::Corrupt`](crate::ErrorKind::Corrupt), naming `what`, for
+    /// [`ErrorKind::Corrupt`](crate::error::ErrorKind::Corrupt), naming `what`, for
     /// another magic, a checksum mismatch or another version.
     pub fn unframe<'a>(&self, buf: &'a [u8], what: &dyn Fn() -> String) -> Result<Framed<'a>> {
         if buf.len() < HEADER {
@@ -261,7 +262,7 @@ impl Framing {
     /// that it cannot be torn): its type and payload.
     ///
     /// # Errors
-    /// [`ErrorKind::Corrupt`](crate::ErrorKind::Corrupt), naming `what`, as
+    /// [`ErrorKind::Corrupt`](crate::error::ErrorKind::Corrupt), naming `what`, as
     /// for [`unframe`](Self::unframe), and for a buffer shorter than the
     /// header or of another length than the header announces.
     pub fn unframe_exact<'a>(
@@ -315,10 +316,10 @@ impl Framing {
 /// Entry flag bit 0: the entry's CRC-32C is valid.
 pub const ENTRY_CHECKSUM: u8 = 1;
 /// Entry flag bit 1: an extension (`bytes`) follows the CRC-32C
-/// ([`FieldLocation::extension`](crate::FieldLocation::extension)).
+/// ([`FieldLocation::extension`](crate::location::FieldLocation::extension)).
 pub const ENTRY_EXTENSION: u8 = 2;
 /// Entry flag bit 2: the entry is an annotation
-/// ([`FieldLocation::annotates`](crate::FieldLocation::annotates)); it
+/// ([`FieldLocation::annotates`](crate::location::FieldLocation::annotates)); it
 /// always has an extension (bit 1). A reader that predates it refuses the
 /// entry's block as damaged ("unknown entry flags"), never taking the
 /// annotation for a field.
@@ -359,7 +360,7 @@ impl Enc {
     /// `extension` if flag bit 1 is set: see [`ENTRY_CHECKSUM`],
     /// [`ENTRY_EXTENSION`] and [`ENTRY_ANNOTATION`]): how every catalogue
     /// writes a location's checksum, extension and annotation flag.
-    pub fn entry_tail(&mut self, loc: &crate::FieldLocation) {
+    pub fn entry_tail(&mut self, loc: &crate::location::FieldLocation) {
         let mut flags = 0;
         if loc.checksum.is_some() {
             flags |= ENTRY_CHECKSUM;
@@ -379,7 +380,7 @@ impl Enc {
     }
     /// A `u16` length and the string's bytes (`sstr`): for short values,
     /// such as a key's values, which `Schema::split` keeps within
-    /// [`MAX_VALUE_BYTES`](crate::MAX_VALUE_BYTES).
+    /// [`MAX_VALUE_BYTES`](crate::schema::MAX_VALUE_BYTES).
     pub fn short_str(&mut self, s: &str) {
         debug_assert!(
             s.len() <= usize::from(u16::MAX),
@@ -392,7 +393,7 @@ impl Enc {
     /// A block's axes (`axes` in the format documents): a `u32` count of
     /// keywords, then each keyword as a `str` with a `u32` count of its
     /// values and each value as a `str`.
-    pub fn axes(&mut self, axes: &crate::Axes) {
+    pub fn axes(&mut self, axes: &crate::axes::Axes) {
         self.u32(axes.len() as u32);
         for (kw, values) in axes {
             self.str(kw);
@@ -405,7 +406,7 @@ impl Enc {
 }
 
 /// A payload being read. Every error is
-/// [`ErrorKind::Corrupt`](crate::ErrorKind::Corrupt):
+/// [`ErrorKind::Corrupt`](crate::error::ErrorKind::Corrupt):
 /// `"<what>: <problem> at payload byte <N>"`, N being where the value that
 /// failed to decode starts (for trailing bytes, where they start).
 pub struct Dec<'a, 'w> {
@@ -472,7 +473,7 @@ impl<'a, 'w> Dec<'a, 'w> {
     /// # Errors
     /// `Corrupt` for flags this version does not know (a newer writer's:
     /// refused rather than misread) or a payload that ends early.
-    pub fn entry_tail(&mut self, loc: &mut crate::FieldLocation) -> Result<()> {
+    pub fn entry_tail(&mut self, loc: &mut crate::location::FieldLocation) -> Result<()> {
         let at = self.pos;
         let flags = self.u8()?;
         if flags & !(ENTRY_CHECKSUM | ENTRY_EXTENSION | ENTRY_ANNOTATION) != 0 {
@@ -506,9 +507,9 @@ impl<'a, 'w> Dec<'a, 'w> {
             .map_err(|e| self.err(&format!("bad key {s:?}: {e}"), at))
     }
     /// A block's axes, as [`Enc::axes`] writes them.
-    pub fn axes(&mut self) -> Result<crate::Axes> {
+    pub fn axes(&mut self) -> Result<crate::axes::Axes> {
         let n = self.u32()?;
-        let mut axes = crate::Axes::new();
+        let mut axes = crate::axes::Axes::new();
         for _ in 0..n {
             let kw = self.str()?.to_string();
             let nv = self.u32()?;
@@ -553,7 +554,7 @@ impl<'a, 'w> Dec<'a, 'w> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ErrorKind;
+    use crate::error::ErrorKind;
 
     const F: Framing = Framing::new(*b"FSR1");
 

@@ -2,8 +2,10 @@
 
 use std::fmt::Debug;
 
+use crate::error::Result;
+use crate::key::{CollocationKey, DatasetKey};
+use crate::location::FieldLocation;
 use crate::maintenance::{Claim, Item, Removed, Unit};
-use crate::{CollocationKey, DatasetKey, FieldLocation, Result};
 
 /// Bulk field bytes.
 ///
@@ -17,7 +19,7 @@ use crate::{CollocationKey, DatasetKey, FieldLocation, Result};
 ///   the store's flush returned, so a visible index entry never points at
 ///   bytes that a crash could lose.
 /// - Stored bytes are immutable. A damaged field is reported as
-///   [`ErrorKind::Corrupt`](crate::ErrorKind::Corrupt), never
+///   [`ErrorKind::Corrupt`](crate::error::ErrorKind::Corrupt), never
 ///   returned as data.
 /// - Writers of different processes and threads never coordinate: each gets
 ///   its own writer with its own files or objects.
@@ -179,7 +181,7 @@ pub fn read_into_by_copy(
     let mut buf = Vec::new();
     store.read(location, &mut buf)?;
     if buf.len() != out.len() {
-        return Err(crate::Error::corrupt(format!(
+        return Err(crate::error::Error::corrupt(format!(
             "{location}: read {} bytes, the index says {}",
             buf.len(),
             out.len()
@@ -206,7 +208,7 @@ pub trait StoreWriter: Send {
 
     /// The flush that just failed made nothing visible, for certain (the
     /// store's own flush failed, or the catalogue writer says so:
-    /// [`CatalogueWriter::last_flush_invisible`](crate::CatalogueWriter::last_flush_invisible)):
+    /// [`CatalogueWriter::last_flush_invisible`](crate::catalogue::CatalogueWriter::last_flush_invisible)):
     /// the fields archived since the last [`StoreWriter::indexed`] will never
     /// be visible. Give back their space now, if only this writer could:
     /// after a full disk, the bytes of a failed flush must not keep the file

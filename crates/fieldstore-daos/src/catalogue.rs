@@ -29,11 +29,12 @@ use fieldstore_core::{
     FieldLocation, Locks, Operation, PollingWaiter, Result, Schema,
 };
 
+use crate::client::class_error;
 use crate::client::{Inserted, Kv};
 use crate::config::DaosConfig;
 use crate::format::{self, Flush, Meta};
 use crate::layout::{self, dataset_label, slot_key};
-use crate::session::{class_error, is_gone, Cont, Session};
+use crate::session::{is_gone, Cont, Session};
 
 /// The DAOS catalogue.
 #[derive(Debug)]

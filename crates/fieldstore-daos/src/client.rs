@@ -906,3 +906,19 @@ impl Array<'_> {
         daos.check(rc, "daos_array_destroy", || self.what())
     }
 }
+
+/// `-DER_INVAL` from OID generation or object open means the configured
+/// class does not fit the pool or the container's redundancy factor.
+pub(crate) fn class_error(e: DaosError) -> Error {
+    if e.is(der::INVAL) {
+        return Error::new(
+            ErrorKind::InvalidConfig,
+            format!(
+                "DAOS: {e}: the object class does not fit the pool or the container's \
+                 redundancy factor (set daos.kv_class / daos.array_class)"
+            ),
+        )
+        .with_source(e);
+    }
+    e.into()
+}

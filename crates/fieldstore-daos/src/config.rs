@@ -29,6 +29,9 @@ pub const OC_S1: u32 = 0x0100_0001;
 /// The default chunk size of field arrays (FDB5's): 1 MiB.
 pub const DEFAULT_CHUNK: u64 = 1 << 20;
 
+/// The default lease of a writer on a container (`daos.writer_lease`).
+pub(crate) const DEFAULT_LEASE: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// The parsed `daos:` section.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DaosConfig {
@@ -69,7 +72,7 @@ impl Default for DaosConfig {
             chunk_size: DEFAULT_CHUNK,
             container_redundancy: None,
             library: None,
-            writer_lease: crate::lease::DEFAULT_LEASE,
+            writer_lease: DEFAULT_LEASE,
         }
     }
 }

@@ -144,7 +144,7 @@ pub(crate) fn blocks(pending: Vec<(CollocationKey, ElementKey, FieldLocation)>) 
         out[i].entries.push((e, l));
     }
     for block in &mut out {
-        fieldstore_core::catalogue::order_block(&mut block.entries);
+        fieldstore_core::record::block::order_block(&mut block.entries);
     }
     out
 }

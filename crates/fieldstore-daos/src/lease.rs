@@ -37,7 +37,7 @@
 //! between the first check and its insert finds its lease ended at the
 //! second, and its flush fails instead of being acknowledged.
 
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use fieldstore_core::{Error, ErrorKind, Result};
@@ -49,9 +49,6 @@ use crate::ffi::{der, DaosObjId, DAOS_OT_KV_HASHED};
 /// and dataset KVs' 0 and 1; arrays have another object type, so their
 /// OIDs never meet a KV's).
 pub(crate) const LEASE_KV_LO: u64 = 2;
-
-/// The default lease.
-pub(crate) const DEFAULT_LEASE: Duration = Duration::from_secs(30);
 
 /// What a process knows of its lease on one container.
 #[derive(Debug, Default)]
@@ -165,7 +162,7 @@ impl Lease {
     }
 
     /// Renew the lease if a quarter lease passed since the last renewal.
-    fn renew(&self, c: &Container) {
+    pub(crate) fn renew(&self, c: &Container) {
         let mut s = self.state();
         if s.key.is_none() || s.renewed.is_some_and(|t| t.elapsed() < s.lease / 4) {
             return;
@@ -300,7 +297,7 @@ impl Recorded {
 /// writers and purge must agree, as for the dataset KV).
 pub(crate) fn lease_kv(c: &Container, class: u32) -> Result<DaosObjId> {
     c.generate_oid(0, LEASE_KV_LO, DAOS_OT_KV_HASHED, class)
-        .map_err(crate::session::class_error)
+        .map_err(crate::client::class_error)
 }
 
 fn now_ms() -> u64 {
@@ -308,47 +305,4 @@ fn now_ms() -> u64 {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0)
-}
-
-/// Containers holding a lease, renewed by [`renewer`].
-static HELD: Mutex<Vec<Weak<crate::session::Cont>>> = Mutex::new(Vec::new());
-
-/// Keep renewing the lease of `cont` (from its first recorded range on) in
-/// this process's renewal thread, for as long as the container is open.
-pub(crate) fn hold(cont: &Arc<crate::session::Cont>) {
-    // The process that started the renewal thread: a child of `fork`
-    // inherits the memory but not the thread, and starts its own.
-    static STARTED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    {
-        let mut held = HELD.lock().unwrap_or_else(|p| p.into_inner());
-        held.retain(|w| w.strong_count() > 0);
-        if !held
-            .iter()
-            .any(|w| std::ptr::eq(w.as_ptr(), Arc::as_ptr(cont)))
-        {
-            held.push(Arc::downgrade(cont));
-        }
-    }
-    let me = std::process::id();
-    if STARTED.swap(me, std::sync::atomic::Ordering::Relaxed) != me {
-        let _ = std::thread::Builder::new()
-            .name("fieldstore-daos-lease".into())
-            .spawn(renewer);
-    }
-}
-
-/// Every 100 ms, renew the leases due (a quarter lease old).
-fn renewer() {
-    loop {
-        std::thread::sleep(Duration::from_millis(100));
-        let held: Vec<Arc<crate::session::Cont>> = HELD
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .iter()
-            .filter_map(Weak::upgrade)
-            .collect();
-        for cont in held {
-            cont.lease.renew(&cont.c);
-        }
-    }
 }

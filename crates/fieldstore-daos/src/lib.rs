@@ -16,6 +16,20 @@
 //! written together, as one value in the dataset KV's log, instead of one
 //! KV put per field into per-collocation index KVs and axis KVs. See
 //! `docs/format/daos.md` for the bytes and `docs/backends.md` for the why.
+//!
+//! # Layers
+//! Each module names only modules listed before it (the `layers` test of
+//! `fieldstore-testkit` checks the code against this list).
+//! - `ffi`: libdaos's C functions and types, loaded at run time.
+//! - `format`: the catalogue's record framing and payloads.
+//! - `config`: the `daos:` section and its defaults.
+//! - `layout`: container labels and KV keys.
+//! - `client`: safe pool, container, KV and array handles over `ffi`.
+//! - `lease`: a writer's lease on a container, and telling a dead writer's.
+//! - `session`: the process's open pools and containers, and the thread
+//!   renewing their leases.
+//! - `store`: `store: daos`.
+//! - `catalogue`: `engine: daos`.
 #![deny(rustdoc::broken_intra_doc_links)]
 #![cfg_attr(not(test), warn(clippy::unwrap_used))]
 

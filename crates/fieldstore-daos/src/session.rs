@@ -4,11 +4,12 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::time::Duration;
 
 use fieldstore_core::{Error, ErrorKind, Result};
 
-use crate::client::{Container, Daos, DaosError, Pool};
+use crate::client::{class_error, Container, Daos, DaosError, Pool};
 use crate::ffi::{der, DaosObjId, DAOS_OT_KV_HASHED};
 
 /// An open container and what the process knows about it.
@@ -90,22 +91,6 @@ impl Cont {
     pub(crate) fn saw_slot(&self, slot: u64) {
         self.known_tail.fetch_max(slot + 1, Ordering::Relaxed);
     }
-}
-
-/// `-DER_INVAL` from OID generation or object open means the configured
-/// class does not fit the pool or the container's redundancy factor.
-pub(crate) fn class_error(e: DaosError) -> Error {
-    if e.is(der::INVAL) {
-        return Error::new(
-            ErrorKind::InvalidConfig,
-            format!(
-                "DAOS: {e}: the object class does not fit the pool or the container's \
-                 redundancy factor (set daos.kv_class / daos.array_class)"
-            ),
-        )
-        .with_source(e);
-    }
-    e.into()
 }
 
 /// The process's pools and containers.
@@ -230,4 +215,47 @@ pub(crate) fn is_gone(e: &Error) -> bool {
         source = s.source();
     }
     false
+}
+
+/// Containers holding a lease, renewed by [`renewer`].
+static HELD: Mutex<Vec<Weak<Cont>>> = Mutex::new(Vec::new());
+
+/// Keep renewing the lease of `cont` (from its first recorded range on) in
+/// this process's renewal thread, for as long as the container is open.
+pub(crate) fn hold(cont: &Arc<Cont>) {
+    // The process that started the renewal thread: a child of `fork`
+    // inherits the memory but not the thread, and starts its own.
+    static STARTED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    {
+        let mut held = HELD.lock().unwrap_or_else(|p| p.into_inner());
+        held.retain(|w| w.strong_count() > 0);
+        if !held
+            .iter()
+            .any(|w| std::ptr::eq(w.as_ptr(), Arc::as_ptr(cont)))
+        {
+            held.push(Arc::downgrade(cont));
+        }
+    }
+    let me = std::process::id();
+    if STARTED.swap(me, std::sync::atomic::Ordering::Relaxed) != me {
+        let _ = std::thread::Builder::new()
+            .name("fieldstore-daos-lease".into())
+            .spawn(renewer);
+    }
+}
+
+/// Every 100 ms, renew the leases due (a quarter lease old).
+fn renewer() {
+    loop {
+        std::thread::sleep(Duration::from_millis(100));
+        let held: Vec<Arc<Cont>> = HELD
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .filter_map(Weak::upgrade)
+            .collect();
+        for cont in held {
+            cont.lease.renew(&cont.c);
+        }
+    }
 }

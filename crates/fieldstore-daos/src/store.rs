@@ -29,12 +29,13 @@ use fieldstore_core::{
     StoreWriter,
 };
 
+use crate::client::class_error;
 use crate::client::{oid_hex, parse_oid_hex};
 use crate::config::{DaosConfig, DEFAULT_CHUNK};
 use crate::ffi::DAOS_OT_ARRAY_BYTE;
 use crate::layout::dataset_label;
 use crate::lease::{self, Recorded};
-use crate::session::{class_error, is_gone, Cont, Session};
+use crate::session::{is_gone, Cont, Session};
 
 /// The DAOS store.
 #[derive(Debug)]
@@ -137,7 +138,7 @@ impl Store for DaosStore {
                 Some(self.cfg.container_redundancy),
             )?
             .ok_or_else(|| Error::internal("store container neither opened nor created"))?;
-        lease::hold(&cont);
+        crate::session::hold(&cont);
         Ok(Box::new(DaosStoreWriter {
             session: self.session,
             lease: self.cfg.writer_lease,
@@ -386,7 +387,7 @@ impl StoreWriter for DaosStoreWriter {
                     .session
                     .container(&self.pool, &self.label, Some(self.redundancy))?
                     .ok_or_else(|| Error::internal("store container neither opened nor created"))?;
-                lease::hold(&self.cont);
+                crate::session::hold(&self.cont);
                 // What was archived before is gone with the container (the
                 // catalogue's flush fails); what follows is under the new
                 // container's lease.

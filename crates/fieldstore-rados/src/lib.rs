@@ -20,6 +20,21 @@
 //! in `FIELDSTORE_LIBRADOS`): building needs no Ceph, and a missing library
 //! is reported as an `Unsupported` error when a RADOS backend is opened.
 //! Object and byte layout: `docs/format/rados.md`.
+//!
+//! # Layers
+//! Each module names only modules listed before it (the `layers` test of
+//! `fieldstore-testkit` checks the code against this list).
+//! - `ffi`: librados's C functions, loaded at run time.
+//! - `format`: the catalogue's record framing and numbering.
+//! - `naming`: object names of datasets, segments and writers.
+//! - `rados`: a safe pool handle over `ffi`.
+//! - `liveness`: writers' watches, and telling a dead writer's.
+//! - `config`: the `rados:` section.
+//! - `waiter`: watch/notify for `watch` and `retrieve --wait`.
+//! - `raw`: the hammer's raw object reads and writes.
+//! - `store`: `store: rados`.
+//! - `catalogue`: `engine: rados`.
+//! - `layout_bench`: a test-only measurement of object layouts.
 #![deny(rustdoc::broken_intra_doc_links)]
 #![cfg_attr(not(test), warn(clippy::unwrap_used))]
 

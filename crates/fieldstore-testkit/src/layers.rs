@@ -103,15 +103,15 @@ fn named(text: &str) -> BTreeSet<String> {
     names
 }
 
-/// The files of module `name`: `src/name.rs`, or everything under
-/// `src/name/`.
+/// The files of module `name`: `src/name.rs` and everything under
+/// `src/name/` (either may be missing).
 fn files_of(src: &Path, name: &str) -> Vec<PathBuf> {
     let file = src.join(format!("{name}.rs"));
-    if file.is_file() {
-        return vec![file];
-    }
-    let mut files = Vec::new();
-    let mut dirs = vec![src.join(name)];
+    let mut files: Vec<PathBuf> = Some(file).filter(|f| f.is_file()).into_iter().collect();
+    let mut dirs: Vec<PathBuf> = Some(src.join(name))
+        .filter(|d| d.is_dir())
+        .into_iter()
+        .collect();
     while let Some(dir) = dirs.pop() {
         for entry in std::fs::read_dir(&dir).unwrap() {
             let path = entry.unwrap().path();

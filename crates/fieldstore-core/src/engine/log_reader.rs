@@ -19,8 +19,10 @@ use super::{BlockSlot, DatasetIndex};
 use crate::catalogue::{
     visit_newest_first, Axes, CollocationInfo, DatasetCondition, DatasetReader,
 };
+use crate::error::{Error, Result};
+use crate::key::{CollocationKey, ElementKey};
+use crate::location::FieldLocation;
 use crate::maintenance::Locks;
-use crate::{CollocationKey, ElementKey, Error, FieldLocation, Result};
 
 /// What a reader knows of one dataset: the index its log's records built,
 /// where the medium stopped reading (`cursor`), and what it stepped over.

@@ -37,7 +37,7 @@
 //!   [`decode`] returns the entries in block order.
 //! - [`decode`] reads the whole payload: damage (too short, a unit number
 //!   out of range, an invalid key, bytes left over) is an
-//!   [`ErrorKind::Corrupt`](crate::ErrorKind::Corrupt) error whose message
+//!   [`ErrorKind::Corrupt`](crate::error::ErrorKind::Corrupt) error whose message
 //!   starts with `what()`, never a panic; a count is never trusted for
 //!   more memory than the payload could hold.
 
@@ -46,7 +46,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::{Dec, Enc};
-use crate::{Axes, AxesExt, CollocationKey, ElementKey, Error, FieldLocation, Key, Result};
+use crate::axes::{Axes, AxesExt};
+use crate::error::{Error, Result};
+use crate::key::{CollocationKey, ElementKey, Key};
+use crate::location::FieldLocation;
 
 /// The length before each element value in a block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -139,7 +142,7 @@ pub fn encode<F: BlockFormat>(
 /// Decode a block's payload; `what` names the block for errors.
 ///
 /// # Errors
-/// [`ErrorKind::Corrupt`](crate::ErrorKind::Corrupt), starting with
+/// [`ErrorKind::Corrupt`](crate::error::ErrorKind::Corrupt), starting with
 /// `what()`: [`Dec`]'s errors (`payload ends early`, `string is not
 /// UTF-8`, each `at payload byte N`), `<unit> index out of range`, an
 /// invalid element key, `trailing bytes in index block`.
@@ -209,11 +212,32 @@ pub fn decode<'a, F: BlockFormat>(
     })
 }
 
+/// Order one flush's entries of one collocation (a block, or the run a
+/// writer cuts into blocks) as they are written: by
+/// [`Key::cmp_fingerprint`], descending, and
+/// several entries of one key in the order they were inserted. Visited
+/// backwards ([`visit_newest_first`](crate::catalogue::visit_newest_first)), a flush then comes in FDB5's order
+/// for one index (one flush of one collocation: its B-tree's key order,
+/// measured with FDB5 5.25), and every key's entries still newest first
+/// (what lookups and masking rely on: a later entry of a key is newer). The
+/// cost is the writer's, once per flush, not every listing's: each key's
+/// fingerprint is made once, and a run already in order is left as it is.
+pub fn order_block(entries: &mut [(ElementKey, FieldLocation)]) {
+    use std::cmp::Ordering;
+    let ordered = entries
+        .windows(2)
+        .all(|w| w[0].0.cmp_fingerprint(&w[1].0) != Ordering::Less);
+    if !ordered {
+        // Stable: one key's entries keep their insertion order.
+        entries.sort_by_cached_key(|(k, _)| std::cmp::Reverse(k.fingerprint()));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::ErrorKind;
     use crate::record::Framing;
-    use crate::ErrorKind;
 
     /// POSIX-like: short values, data files in `/ds` named `./<name>`.
     struct Files;

@@ -12,7 +12,8 @@
 //! ```
 
 use super::{Dec, Enc};
-use crate::{CollocationKey, Result};
+use crate::error::Result;
+use crate::key::CollocationKey;
 
 /// What a WIPE record says.
 #[derive(Debug, Clone, PartialEq, Eq)]

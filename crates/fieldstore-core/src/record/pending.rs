@@ -17,7 +17,7 @@
 //!   is empty.
 //! - Entries keep their insertion order within a collocation until
 //!   [`PendingEntries::take`], which orders them for listing
-//!   ([`crate::catalogue::order_block`]); either way a later entry for the same element
+//!   ([`crate::record::block::order_block`]); either way a later entry for the same element
 //!   (same collocation, so same keyword list) is newer and comes after the
 //!   earlier one, in the same group or a later one.
 //! - A keyword list may begin more than one group of a collocation: when
@@ -26,7 +26,8 @@
 
 use std::collections::HashMap;
 
-use crate::{CollocationKey, ElementKey, FieldLocation};
+use crate::key::{CollocationKey, ElementKey};
+use crate::location::FieldLocation;
 
 /// Entries inserted since the last flush, per collocation in first-insert
 /// order.
@@ -83,12 +84,12 @@ impl PendingEntries {
     }
 
     /// All entries, leaving none, each collocation's put in the order its
-    /// blocks are written ([`crate::catalogue::order_block`]: FDB5's list
+    /// blocks are written ([`crate::record::block::order_block`]: FDB5's list
     /// order when read backwards; one key's entries keep their order).
     pub fn take(&mut self) -> PendingEntries {
         let mut all = std::mem::take(self);
         for (_, entries) in &mut all.collocations {
-            crate::catalogue::order_block(entries);
+            crate::record::block::order_block(entries);
         }
         all
     }

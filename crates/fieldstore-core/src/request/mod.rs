@@ -9,8 +9,8 @@
 //! Keywords left out match anything (a partial request).
 //!
 //! A [`Request`] keeps the values as written; they are canonicalised with the
-//! schema's types when matched ([`crate::Selector`]) or expanded
-//! ([`crate::Schema::expand`]), because one keyword may have different types
+//! schema's types when matched ([`crate::schema::Selector`]) or expanded
+//! ([`crate::schema::Schema::expand`]), because one keyword may have different types
 //! in different rules. Ranges are never materialised.
 
 mod parse;
@@ -205,7 +205,7 @@ impl Request {
     }
 
     /// A request that names exactly one key.
-    pub fn from_key(key: &crate::Key) -> Request {
+    pub fn from_key(key: &crate::key::Key) -> Request {
         Request {
             entries: key
                 .iter()
@@ -217,56 +217,6 @@ impl Request {
                 })
                 .collect(),
         }
-    }
-
-    /// Check every keyword against `schema` and every value against the
-    /// types its keyword has there, so that mistakes are reported before any
-    /// I/O: first against any type of the keyword, then against the types it
-    /// has in the rules the request can still match (`class=od,date=20230230`
-    /// is refused although a `class=cs` rule takes any text as a date;
-    /// `date=20230230` alone is not, since a `class=cs` field may hold it).
-    ///
-    /// # Errors
-    /// [`RequestError::UnknownKeyword`], or [`RequestError::InvalidValue`] when
-    /// a value fits none of its keyword's types in those rules.
-    pub fn validate(&self, schema: &crate::Schema) -> Result<(), RequestError> {
-        // Keywords named in another case than the schema's are its own.
-        schema.spell_request(self).validate_spelled(schema)
-    }
-
-    /// [`Request::validate`] of a request whose keywords are spelled as in
-    /// `schema`.
-    fn validate_spelled(&self, schema: &crate::Schema) -> Result<(), RequestError> {
-        for (kw, values) in self.iter() {
-            if !schema.knows(kw) {
-                return Err(RequestError::UnknownKeyword {
-                    keyword: kw.to_string(),
-                });
-            }
-            let Values::Items(items) = values else {
-                continue;
-            };
-            let types = schema.types_of(kw);
-            for item in items {
-                let mut first_err = None;
-                let ok = types.iter().any(|ty| {
-                    let r = match item {
-                        Item::Value(v) => ty.canonical(v).map(drop),
-                        Item::Range { from, to, by } => ty.range(from, to, by.as_deref()).map(drop),
-                    };
-                    r.map_err(|e| first_err.get_or_insert(e).clone()).is_ok()
-                });
-                if !ok {
-                    if let Some(source) = first_err {
-                        return Err(RequestError::InvalidValue {
-                            keyword: kw.to_string(),
-                            source,
-                        });
-                    }
-                }
-            }
-        }
-        schema.check_values(self)
     }
 }
 

@@ -30,6 +30,7 @@ mod parser;
 mod rule;
 mod select;
 mod split;
+mod validate;
 mod values;
 
 pub use expand::Expansion;

@@ -6,9 +6,10 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use super::{Schema, SchemaError};
+use crate::key::Key;
 use crate::params::{is_name, ParamNames};
 use crate::request::{Item, Request, RequestError, Values};
-use crate::{Key, KeywordType};
+use crate::types::KeywordType;
 
 impl Schema {
     /// This schema with `names` resolving parameter names (`2t` → `167`)

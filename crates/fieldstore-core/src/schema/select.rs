@@ -283,7 +283,7 @@ impl ElementFilter<'_> {
     /// values per element keyword are `axes` can hold a matching element.
     /// A constrained keyword missing from `axes` refuses: no entry there
     /// has it, so none can match.
-    pub fn admits_axes(&self, axes: &crate::catalogue::Axes) -> bool {
+    pub fn admits_axes(&self, axes: &crate::axes::Axes) -> bool {
         self.pending.iter().all(|&(kw, set, empty_ok)| {
             axes.get(kw).is_some_and(|values| {
                 values

@@ -155,7 +155,7 @@ fn one_keyword_typed_differently_per_level() {
     assert_eq!(k.full_key().get("hdate"), Some("20001215"));
 }
 
-fn request(s: &str) -> crate::Request {
+fn request(s: &str) -> crate::request::Request {
     s.parse().unwrap()
 }
 
@@ -258,7 +258,7 @@ fn selector_matches_levels_with_each_rules_types() {
     // The filter constrains step, levelist and param.
     let axes = |steps: &[&str]| {
         let set = |v: &[&str]| v.iter().map(|s| s.to_string()).collect();
-        crate::catalogue::Axes::from([
+        crate::axes::Axes::from([
             ("step".to_string(), set(steps)),
             ("levelist".to_string(), set(&["500", "850"])),
             ("param".to_string(), set(&["130"])),
@@ -267,7 +267,7 @@ fn selector_matches_levels_with_each_rules_types() {
     assert!(f.admits_axes(&axes(&["3", "12"])));
     assert!(!f.admits_axes(&axes(&["3", "9"])));
     assert!(
-        !f.admits_axes(&crate::catalogue::Axes::new()),
+        !f.admits_axes(&crate::axes::Axes::new()),
         "no step axis: nothing matches"
     );
     let sel = s.selector(&request("class=od,time=0000")).unwrap();
@@ -291,7 +291,7 @@ fn selector_matches_levels_with_each_rules_types() {
 #[derive(Debug)]
 struct Names;
 
-impl crate::ParamNames for Names {
+impl crate::params::ParamNames for Names {
     fn param_id(&self, name: &str) -> Option<u64> {
         assert_eq!(name, name.to_ascii_lowercase(), "names arrive lower-cased");
         match name {
@@ -315,7 +315,7 @@ fn parameter_names_resolve_through_the_table_everywhere() {
     assert_eq!(k.element.get("param"), Some("167"));
     // expand: names, ids and number.table name the same keys.
     let expand = |params: &str| -> Vec<String> {
-        let r: crate::Request = format!("{base},param={params}").parse().unwrap();
+        let r: crate::request::Request = format!("{base},param={params}").parse().unwrap();
         s.expand(&r)
             .unwrap()
             .map(|k| k.full_key().to_string())
@@ -326,7 +326,7 @@ fn parameter_names_resolve_through_the_table_everywhere() {
     assert!(named.iter().any(|k| k.ends_with("param=167")), "{named:?}");
     // selector: a stored 167 is matched by `2t`.
     let stored = s.split(&key(&format!("{base},param=167"))).unwrap();
-    let r: crate::Request = "class=od,param=2t".parse().unwrap();
+    let r: crate::request::Request = "class=od,param=2t".parse().unwrap();
     let sel = s.selector(&r).unwrap();
     let dm = sel.match_dataset(&stored.dataset).unwrap();
     let cm = sel.match_collocation(&dm, &stored.collocation).unwrap();
@@ -334,13 +334,13 @@ fn parameter_names_resolve_through_the_table_everywhere() {
     assert_eq!(sel.request().to_string(), "class=od,param=167");
     // An unknown name is an error naming it and the keyword, in requests
     // and in keys.
-    let r: crate::Request = "class=od,param=2t/nosuchname".parse().unwrap();
+    let r: crate::request::Request = "class=od,param=2t/nosuchname".parse().unwrap();
     for e in [
         s.selector(&r).map(drop).unwrap_err(),
         s.expand(&r).map(drop).unwrap_err(),
     ] {
         assert!(
-            matches!(&e, crate::RequestError::UnknownParameter { keyword, name }
+            matches!(&e, crate::request::RequestError::UnknownParameter { keyword, name }
                 if keyword == "param" && name == "nosuchname"),
             "{e}"
         );
@@ -353,7 +353,10 @@ fn parameter_names_resolve_through_the_table_everywhere() {
         .split(&key(&format!("{base},param=nosuchname")))
         .unwrap_err();
     assert!(matches!(e, SchemaError::UnknownParameter { .. }), "{e}");
-    assert_eq!(crate::Error::from(e).kind(), crate::ErrorKind::InvalidInput);
+    assert_eq!(
+        crate::error::Error::from(e).kind(),
+        crate::error::ErrorKind::InvalidInput
+    );
     // Without a table a name is text: kept lower-cased, matched as written.
     let k = plain.split(&key(&format!("{base},param=2T"))).unwrap();
     assert_eq!(k.element.get("param"), Some("2t"));
@@ -407,14 +410,14 @@ fn camel_case_keywords_take_the_schemas_spelling() {
         .split(&key(&format!("{base},generatingProcessIdentifier=1")))
         .unwrap();
     for spelled in ["generatingProcessIdentifier", "generatingprocessidentifier"] {
-        let request: crate::Request = format!("class=od,{spelled}=1").parse().unwrap();
+        let request: crate::request::Request = format!("class=od,{spelled}=1").parse().unwrap();
         let sel = s.selector(&request).unwrap();
         let dm = sel.match_dataset(&stored.dataset).expect("dataset");
         assert!(
             sel.match_collocation(&dm, &stored.collocation).is_some(),
             "{spelled}"
         );
-        let request: crate::Request = format!("class=od,{spelled}=2").parse().unwrap();
+        let request: crate::request::Request = format!("class=od,{spelled}=2").parse().unwrap();
         let sel = s.selector(&request).unwrap();
         let dm = sel.match_dataset(&stored.dataset).expect("dataset");
         assert!(
@@ -433,4 +436,52 @@ fn camel_case_keywords_take_the_schemas_spelling() {
         "keyword 'generatingProcessIdentifier' is given twice, as 'generatingProcessIdentifier' \
          and 'generatingprocessidentifier' (keywords are matched ignoring case)"
     );
+}
+
+#[test]
+fn values_are_checked_in_the_types_of_the_rules_the_request_can_match() {
+    let schema = Schema::ecmwf();
+    let check = |text: &str| {
+        text.parse::<crate::request::Request>()
+            .unwrap()
+            .validate(&schema)
+            .map_err(|e| e.to_string())
+    };
+    // As archive checks them: class=od dates are Dates.
+    assert_eq!(
+        check("class=od,date=20230230").unwrap_err(),
+        "keyword 'date' in request: '20230230' is not a valid Date: no such day in the calendar"
+    );
+    assert_eq!(
+        check("class=od,expver=0001,date=abc").unwrap_err(),
+        "keyword 'date' in request: 'abc' is not a valid Date: expected YYYYMMDD, YYYY-MM-DD, or a relative day such as 0 or -1"
+    );
+    assert_eq!(
+        check("class=od,date=20230101/to/20230230").unwrap_err(),
+        "keyword 'date' in request: '20230230' is not a valid Date: no such day in the calendar"
+    );
+    // Every form the Date type takes.
+    for ok in [
+        "class=od,date=20230228",
+        "class=od,date=2023-02-28",
+        "class=od,date=0",
+        "class=od,date=-1",
+        "class=od,date=20230101/to/20230131",
+        "class=od,date=20230101/to/20230131/by/7",
+        "class=od,date=20230101/20230102,step=0/to/12/by/6",
+        "class=od,date=all",
+    ] {
+        check(ok).unwrap_or_else(|e| panic!("{ok}: {e}"));
+    }
+    // A class=cs rule takes any text as a date (`date:Default`), as archive
+    // does: without a class the request may name such a field.
+    check("date=abc").expect("class=cs dates are text");
+    check("class=cs,date=abc").expect("class=cs dates are text");
+    // Negative steps name the value.
+    assert_eq!(
+        check("step=-6").unwrap_err(),
+        "keyword 'step' in request: '-6' is not a valid Step: a step cannot be negative (a step range is written from-to, e.g. 0-6)"
+    );
+    // Keywords of different rules: nothing can match, nothing to refuse.
+    check("class=od,country=de").expect("matches nothing");
 }

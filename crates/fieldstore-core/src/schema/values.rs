@@ -56,7 +56,7 @@ impl Schema {
 /// `items` in type `ty`, enumerated.
 fn enumerate(
     keyword: &str,
-    ty: crate::KeywordType,
+    ty: crate::types::KeywordType,
     items: &[Item],
 ) -> Result<Vec<String>, RequestError> {
     let invalid = |source| RequestError::InvalidValue {

@@ -6,7 +6,7 @@ use super::{KeywordType, TypeError};
 /// `228.228` → `228228`; `3.0` → `3`. Other spellings (short names such as
 /// `2t`) are lower-cased and kept: resolving names needs a parameter
 /// database, which the schema consults before types see a value when it
-/// has one ([`crate::ParamNames`]).
+/// has one ([`crate::params::ParamNames`]).
 pub(crate) fn canonical_param(ty: KeywordType, value: &str) -> Result<String, TypeError> {
     let bad = |reason: &str| TypeError::new(ty, value, reason);
     let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
