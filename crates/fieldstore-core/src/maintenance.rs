@@ -368,6 +368,26 @@ pub enum WipeScope {
     Collocations(Vec<CollocationKey>),
 }
 
+/// The prefix under which a catalogue that lists datasets from one root
+/// index (RADOS's root omap, DAOS's root KV) marks the datasets locked
+/// against `list`, so that a listing reads the root only. A dataset key
+/// never starts with `!`, so markers and datasets never collide.
+pub const LIST_LOCK_PREFIX: &str = "!list-locked ";
+
+/// The root index key marking `dataset` as locked against `list`.
+pub fn list_lock_marker(dataset: &DatasetKey) -> String {
+    format!("{LIST_LOCK_PREFIX}{dataset}")
+}
+
+/// The dataset a root index key marks as locked against `list`, if it is
+/// such a marker (and names a dataset key).
+pub fn list_locked_dataset(key: &str) -> Option<DatasetKey> {
+    key.strip_prefix(LIST_LOCK_PREFIX)?
+        .parse()
+        .ok()
+        .map(DatasetKey)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

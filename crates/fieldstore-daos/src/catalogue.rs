@@ -21,7 +21,10 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use fieldstore_core::engine::{DatasetIndex, Log, LogMedium, LogReader};
-use fieldstore_core::maintenance::{locked, wiped_while_writing, Item, ItemKind};
+use fieldstore_core::maintenance::{
+    list_lock_marker, list_locked_dataset, locked, wiped_while_writing, Item, ItemKind,
+    LIST_LOCK_PREFIX,
+};
 use fieldstore_core::record::maintenance::{self as records, now_ns};
 use fieldstore_core::{
     Catalogue, CatalogueMaintenance, CatalogueWriter, ChangeWaiter, CollocationKey, Control,
@@ -223,7 +226,7 @@ impl Catalogue for DaosCatalogue {
         let kv = self.root_kv()?;
         let mut out = Vec::new();
         for k in kv.keys()? {
-            if k.starts_with(LIST_LOCKED) {
+            if k.starts_with(LIST_LOCK_PREFIX) {
                 continue;
             }
             let key = k.parse().map_err(|e| {
@@ -294,11 +297,7 @@ impl CatalogueMaintenance for DaosCatalogue {
     fn list_locked(&self) -> Result<Option<Vec<DatasetKey>>> {
         let mut out = Vec::new();
         for k in self.root_kv()?.keys()? {
-            if let Some(key) = k.strip_prefix(LIST_LOCKED) {
-                if let Ok(key) = key.parse() {
-                    out.push(DatasetKey(key));
-                }
-            }
+            out.extend(list_locked_dataset(&k));
         }
         Ok(Some(out))
     }
@@ -321,7 +320,7 @@ impl CatalogueMaintenance for DaosCatalogue {
         publish(&cont, &kv, &value, &mut || Ok(()))?;
         // Listings of datasets list the root KV only: they find list locks
         // there.
-        let marker = format!("{LIST_LOCKED}{dataset}");
+        let marker = list_lock_marker(dataset);
         let root = self.root_kv()?;
         if locks.contains(Operation::List) {
             root.put(&marker, &value)?;
@@ -380,7 +379,7 @@ impl CatalogueMaintenance for DaosCatalogue {
         // 3. The registration. A writer may have created the dataset anew
         //    meanwhile: it is then registered again.
         let root = self.root_kv()?;
-        root.remove(&format!("{LIST_LOCKED}{dataset}"))?;
+        root.remove(&list_lock_marker(dataset))?;
         root.remove(&dataset.to_string())?;
         if let Some(cont) = self.existing(dataset)? {
             let value = format::encode_dataset(cont.c.label(), now_ns());
@@ -413,10 +412,6 @@ impl CatalogueMaintenance for DaosCatalogue {
         Ok(Vec::new())
     }
 }
-
-/// Prefix of the root KV keys marking list-locked datasets (a dataset key
-/// never starts with it).
-const LIST_LOCKED: &str = "!list-locked ";
 
 fn not_found(dataset: &DatasetKey) -> Error {
     Error::new(

@@ -25,7 +25,10 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use fieldstore_core::engine::{Block as EngineBlock, BlockSlot, Log, LogMedium, LogReader};
-use fieldstore_core::maintenance::{locked, wiped_while_writing, Item, ItemKind};
+use fieldstore_core::maintenance::{
+    list_lock_marker, list_locked_dataset, locked, wiped_while_writing, Item, ItemKind,
+    LIST_LOCK_PREFIX,
+};
 use fieldstore_core::record::block::{self, BlockFormat, ValueLen};
 use fieldstore_core::record::maintenance as records;
 use fieldstore_core::record::pending::PendingEntries;
@@ -62,8 +65,6 @@ const WIPED_SEAL: &[u8] = b"wiped";
 const ARCHIVE_LOCKED: &[u8] = b"!archive-locked";
 /// The omap key, on segment 0, holding the dataset's locks (one byte).
 const LOCKS: &[u8] = b"!locks";
-/// Prefix of the root omap keys of list-locked datasets.
-const LIST_LOCKED: &str = "!list-locked ";
 /// How long librados keeps a writer's notify open waiting for watchers'
 /// acknowledgements (a watcher that died keeps its watch until the OSD
 /// times it out, 30 s by default). The writer never waits for it, but
@@ -613,16 +614,14 @@ impl CatalogueMaintenance for RadosCatalogue {
         let mut out = Vec::new();
         let mut after = String::new();
         loop {
-            let (page, more) = match self.pool.omap_page(ROOT, &after, LIST_LOCKED, PAGE) {
+            let (page, more) = match self.pool.omap_page(ROOT, &after, LIST_LOCK_PREFIX, PAGE) {
                 Ok(p) => p,
                 Err(e) if e == ENOENT => return Ok(Some(out)),
                 Err(e) => return Err(e.error(format!("reading {}", self.pool.what(ROOT)))),
             };
             for (k, _) in &page {
                 let text = String::from_utf8_lossy(k).into_owned();
-                if let Some(key) = text.strip_prefix(LIST_LOCKED).and_then(|k| k.parse().ok()) {
-                    out.push(DatasetKey(key));
-                }
+                out.extend(list_locked_dataset(&text));
                 after = text;
             }
             if !more || page.is_empty() {
@@ -668,7 +667,7 @@ impl CatalogueMaintenance for RadosCatalogue {
         })?;
         notify(&self.pool, &object, self.notify);
         // 3. Dataset listings read the root only.
-        let marker = format!("{LIST_LOCKED}{dataset}");
+        let marker = list_lock_marker(dataset);
         let mut op = WriteOp::new()?;
         if locks.contains(Operation::List) {
             op.omap_set(&[(marker.as_bytes(), b"1")]);
@@ -754,7 +753,7 @@ impl CatalogueMaintenance for RadosCatalogue {
             }
         }
         let k = dataset.to_string();
-        let marker = format!("{LIST_LOCKED}{dataset}");
+        let marker = list_lock_marker(dataset);
         let mut op = WriteOp::new()?;
         op.omap_rm_keys(&[k.as_bytes(), marker.as_bytes()]);
         match self.pool.operate(ROOT, &op) {
