@@ -36,7 +36,7 @@ pub struct Stream(FieldStream);
 impl Stream {
     /// A stream over `fields`, read through `fs`'s store.
     pub fn new(fs: Arc<FieldStore>, fields: Vec<FieldLocation>) -> Stream {
-        Stream(FieldStream::new(fs, fields))
+        Stream(FieldStream::new(fs.store().clone(), fields))
     }
 
     /// Total bytes.

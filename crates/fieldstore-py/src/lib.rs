@@ -868,7 +868,7 @@ struct Reader(FieldStream);
 
 impl Reader {
     fn new(fs: Arc<FieldStore>, fields: Vec<FieldLocation>) -> Self {
-        Reader(FieldStream::new(fs, fields))
+        Reader(FieldStream::new(fs.store().clone(), fields))
     }
 
     fn wanted(&self, n: i64) -> usize {

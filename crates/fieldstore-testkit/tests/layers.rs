@@ -21,3 +21,8 @@ fn rados_keeps_its_layers() {
 fn daos_keeps_its_layers() {
     fieldstore_testkit::layers::check(&crate_dir("fieldstore-daos"));
 }
+
+#[test]
+fn the_front_crate_keeps_its_layers() {
+    fieldstore_testkit::layers::check(&crate_dir("fieldstore"));
+}

@@ -15,7 +15,8 @@ use std::sync::Arc;
 
 use fieldstore_core::{CollocationKey, DatasetKey, ElementKey, FieldLocation, Result};
 
-use crate::{FieldStore, ListElement};
+use crate::handle::FieldStore;
+use crate::list::ListElement;
 
 impl FieldStore {
     /// Annotate each listed field with an extension (`(field, extension)`,

@@ -22,9 +22,11 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use fieldstore_core::{Error, ErrorKind, Key, Locks, Operation, Result, Schema};
+use fieldstore_core::{Error, ErrorKind, Key, Result, Schema};
 use serde::Deserialize;
 
+pub use crate::root::Root;
+pub use crate::text_file::{read_text_file, TEXT_FILE_LIMIT};
 pub use crate::yaml::{check_yaml, parse_yaml, parse_yaml_as, YAML_MAX_BYTES, YAML_MAX_DEPTH};
 
 use crate::placement::{self, Placement, Space};
@@ -67,71 +69,6 @@ pub enum StoreKind {
     Remote,
 }
 
-/// A root directory of the POSIX backend, with FDB5's four flags.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Root {
-    /// The directory.
-    pub path: PathBuf,
-    /// New datasets may be created here, and its datasets archived into
-    /// (FDB5's `archive`, by default `writable`).
-    pub writable: bool,
-    /// Its datasets are found, listed and read (FDB5's `list`, by default
-    /// `visit`).
-    pub visit: bool,
-    /// Its datasets' fields may be retrieved (FDB5's `retrieve`, by
-    /// default `visit`).
-    pub retrieve: bool,
-    /// Its datasets may be wiped, purged and moved (FDB5's `wipe`, by
-    /// default `writable`).
-    pub wipe: bool,
-    /// The index of its space in [`Config::spaces`].
-    pub space: usize,
-    /// Create the directory, if missing, when the first dataset is
-    /// created in it (the embedded store's root: `FIELDSTORE_ROOT` or the
-    /// default; configured roots must exist). Opening a store and reading
-    /// never create a root: a missing one is `NotFound` for readers, unless
-    /// it is [`Root::implicit`].
-    pub create: bool,
-    /// The implicit default root (`./fieldstore-data`: no configuration
-    /// and no `FIELDSTORE_ROOT`): missing, it reads as empty. A root the
-    /// user named (a config, `FIELDSTORE_ROOT`) that is missing is an error
-    /// for readers, so that a typo is not taken for an empty store.
-    pub implicit: bool,
-}
-
-impl Root {
-    /// A writable, visited root that must exist, in the first space.
-    pub fn new(path: impl Into<PathBuf>) -> Root {
-        Root {
-            path: path.into(),
-            writable: true,
-            visit: true,
-            retrieve: true,
-            wipe: true,
-            space: 0,
-            create: false,
-            implicit: false,
-        }
-    }
-
-    /// The operations its flags disable for every dataset in it (as FDB5
-    /// adds a root's disabled operations to its databases' locks).
-    pub fn disabled(&self) -> Locks {
-        let mut locks = Locks::NONE;
-        for (on, op) in [
-            (self.writable, Operation::Archive),
-            (self.retrieve, Operation::Retrieve),
-            (self.visit, Operation::List),
-            (self.wipe, Operation::Wipe),
-        ] {
-            if !on {
-                locks = locks.with(op);
-            }
-        }
-        locks
-    }
-}
-
 /// An opened configuration.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -154,7 +91,7 @@ pub struct Config {
     pub backends: BTreeMap<String, serde_json::Value>,
     /// `type: select`: the sub-stores, in order (`routing.rs`); empty for
     /// a local store.
-    pub lanes: Vec<Lane>,
+    pub lanes: Vec<Lane<Config>>,
     /// `archive-defaults:`: keywords and values given to a GRIB message's
     /// MARS key where ecCodes gives the keyword none (GRIB from other
     /// centres has no `class`), before the schema splits it; empty unless
@@ -233,48 +170,6 @@ struct RawRoot {
     archive: Option<bool>,
     #[serde(default)]
     wipe: Option<bool>,
-}
-
-/// The most bytes [`read_text_file`] reads: far above any real
-/// configuration, schema (ECMWF's is 40 KiB) or expver map.
-pub const TEXT_FILE_LIMIT: u64 = 16 << 20;
-
-/// The text of a configuration, schema or map file, `label` naming it in
-/// errors (`config /etc/fs.yaml`). At most [`TEXT_FILE_LIMIT`] bytes are
-/// read, so a device (`/dev/zero`), a FIFO fed forever or a huge file given
-/// by mistake ends with an error at once instead of filling the memory.
-///
-/// # Errors
-/// As [`Error::io`] if it cannot be opened or read (`NotFound`,
-/// `PermissionDenied`, `Io` for a directory); `InvalidConfig` if it holds
-/// more than the limit or is not UTF-8 text (a binary file given by
-/// mistake is a configuration error, not damaged data).
-pub fn read_text_file(path: &Path, label: &str) -> Result<String> {
-    use std::io::Read;
-    let file = std::fs::File::open(path).map_err(|e| Error::io(label, e))?;
-    let mut bytes = Vec::new();
-    file.take(TEXT_FILE_LIMIT + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| Error::io(label, e))?;
-    if bytes.len() as u64 > TEXT_FILE_LIMIT {
-        return Err(Error::new(
-            ErrorKind::InvalidConfig,
-            format!(
-                "{label}: larger than {} MiB, the limit for a configuration, schema or map file: \
-                 is it the right file?",
-                TEXT_FILE_LIMIT >> 20
-            ),
-        ));
-    }
-    String::from_utf8(bytes).map_err(|e| {
-        Error::new(
-            ErrorKind::InvalidConfig,
-            format!(
-                "{label}: not UTF-8 text (invalid byte at offset {}): is it the right file?",
-                e.utf8_error().valid_up_to()
-            ),
-        )
-    })
 }
 
 /// `archive-defaults:`, a mapping of keywords to scalar values (FDB5's

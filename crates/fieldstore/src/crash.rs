@@ -27,7 +27,11 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use crate::{failpoint, Config, FieldStore, Key, ListOptions, Request};
+use crate::config::Config;
+use crate::failpoint;
+use crate::handle::FieldStore;
+use crate::list::ListOptions;
+use fieldstore_core::{Key, Request};
 
 /// One file as a crash point saw it.
 #[derive(Clone)]

@@ -31,7 +31,7 @@ use std::path::{Path, PathBuf};
 use fieldstore_core::{Error, ErrorKind, Result};
 use serde_yaml_ng::{Mapping, Value};
 
-use crate::Config;
+use crate::config::Config;
 
 /// A YAML value in a message: `'text'`, or its YAML form.
 fn show(v: &Value) -> String {
@@ -146,7 +146,7 @@ pub fn from_environment() -> Result<Config> {
 
 fn from_fdb5_file(path: &Path, via: &str) -> Result<Config> {
     let source = format!("{} (from {via})", path.display());
-    let text = crate::config::read_text_file(path, &format!("config {source}"))?;
+    let text = crate::text_file::read_text_file(path, &format!("config {source}"))?;
     let base = path.parent().unwrap_or(Path::new("."));
     from_fdb5_yaml(&text, base, &source)?
         .ok_or_else(|| invalid(&source, "the configuration is empty"))

@@ -9,12 +9,12 @@ use fieldstore_core::{
     Request, Result, Schema, SplitKey, Values,
 };
 
-use crate::catalogue::{Axes, Catalogue, CatalogueWriter, DatasetReader};
 use crate::config::Config;
 use crate::dataset_schema::{resplit, DatasetSchemas};
 use crate::list::{ListElement, ListOptions};
 use crate::retrieve::DataReader;
-use crate::store::{Store, StoreWriter};
+use fieldstore_core::catalogue::{Axes, Catalogue, CatalogueWriter, DatasetReader};
+use fieldstore_core::store::{Store, StoreWriter};
 
 /// A handle on a field store: archive, flush, retrieve, list, axes.
 ///

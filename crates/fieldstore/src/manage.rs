@@ -19,8 +19,8 @@ use fieldstore_core::{
 };
 use serde::Serialize;
 
-use crate::catalogue::{DatasetReader, DatasetReaderExt};
 use crate::handle::FieldStore;
+use fieldstore_core::catalogue::{DatasetReader, DatasetReaderExt};
 
 /// Settings of [`FieldStore::wipe`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

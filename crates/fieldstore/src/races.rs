@@ -6,7 +6,12 @@
 
 use std::path::Path;
 
-use crate::{failpoint, Config, FieldStore, Key, ListOptions, Request, WipeOptions};
+use crate::config::Config;
+use crate::failpoint;
+use crate::handle::FieldStore;
+use crate::list::ListOptions;
+use crate::manage::WipeOptions;
+use fieldstore_core::{Key, Request};
 
 const SFC: &str =
     "class=od,expver=0001,stream=oper,date=20231201,time=1200,domain=g,type=fc,levtype=sfc";
@@ -71,7 +76,7 @@ fn purge_keeps_a_data_file_flushed_after_it_read_the_catalogue() {
     let data: Vec<_> = report.datasets[0]
         .items
         .iter()
-        .filter(|i| i.kind == crate::maintenance::ItemKind::Data)
+        .filter(|i| i.kind == fieldstore_core::maintenance::ItemKind::Data)
         .collect();
     assert_eq!(data.len(), 1, "{report:?}");
     assert!(
@@ -167,7 +172,7 @@ fn two_roots(
     std::path::PathBuf,
     impl Fn() -> FieldStore,
 ) {
-    use crate::Root;
+    use crate::root::Root;
     let (a, b) = (dir.join("a"), dir.join("b"));
     std::fs::create_dir_all(&a).unwrap();
     std::fs::create_dir_all(&b).unwrap();
@@ -393,7 +398,7 @@ fn a_flush_after_a_copy_move_fails_cleanly_and_the_next_goes_to_the_copy() {
     });
     let e = writer.flush().unwrap_err();
     failpoint::clear();
-    assert_eq!(e.kind(), crate::ErrorKind::NotFound, "{e}");
+    assert_eq!(e.kind(), fieldstore_core::ErrorKind::NotFound, "{e}");
     assert!(
         e.to_string().contains("moved to another file system"),
         "{e}"
@@ -462,7 +467,7 @@ fn a_watch_reports_nothing_again_across_moves() {
     }
     w.flush().unwrap();
     let watcher = open();
-    let options = crate::WatchOptions {
+    let options = crate::watch::WatchOptions {
         timeout: Some(std::time::Duration::from_secs(4)),
         ..Default::default()
     };
@@ -562,7 +567,8 @@ fn a_nameless_tombstone_is_removed_by_the_next_wipe() {
 #[test]
 fn memory_purge_between_the_store_and_catalogue_flush_keeps_the_blobs() {
     use crate::backends::memory::MemoryBackend;
-    let schema: crate::Schema = "[ class, expver [ type [ step, param ]]]".parse().unwrap();
+    let schema: fieldstore_core::Schema =
+        "[ class, expver [ type [ step, param ]]]".parse().unwrap();
     let backend = MemoryBackend::new();
     let open = {
         let backend = backend.clone();
@@ -664,7 +670,7 @@ fn a_flush_refused_at_its_append_gives_its_bytes_back() {
     });
     let e = w.flush().unwrap_err();
     failpoint::clear();
-    assert_eq!(e.kind(), crate::ErrorKind::Locked, "{e}");
+    assert_eq!(e.kind(), fieldstore_core::ErrorKind::Locked, "{e}");
     assert_eq!(sizes(), before, "the failed flush's bytes are given back");
     assert_eq!(read(&root, &sfc(0)).as_deref(), Some(&[1u8; 1000][..]));
     assert_eq!(read(&root, &sfc(1)), None);
@@ -708,7 +714,7 @@ fn a_live_moves_new_directory_is_not_taken_for_an_interrupted_one() {
     failpoint::set("move.dir_made", move || {
         // Finishes interrupted moves first, then finds nothing to move.
         let e = other.move_datasets(&Request::default(), &here).unwrap_err();
-        assert_eq!(e.kind(), crate::ErrorKind::InvalidInput, "{e}");
+        assert_eq!(e.kind(), fieldstore_core::ErrorKind::InvalidInput, "{e}");
     });
     copy_move(&a.join(DATASET_DIR), &b.join(DATASET_DIR)).unwrap();
     failpoint::clear();

@@ -2,7 +2,7 @@
 
 use fieldstore_core::FieldLocation;
 
-use crate::store::Store;
+use fieldstore_core::store::Store;
 
 /// How far ahead of the field being read the store is told what comes next:
 /// enough to keep a few reads in flight, little enough not to crowd the
@@ -77,7 +77,7 @@ mod tests {
     use fieldstore_core::{DatasetKey, Error, Result};
 
     use super::*;
-    use crate::store::StoreWriter;
+    use fieldstore_core::store::StoreWriter;
 
     /// Records the offsets hinted (field `i` is at offset `i`).
     #[derive(Debug, Default)]

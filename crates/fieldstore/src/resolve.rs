@@ -27,10 +27,10 @@ use fieldstore_core::{
     DatasetKey, ErrorKind, Operation, Request, RequestPosition, Result, Schema, SplitKey,
 };
 
-use crate::catalogue::DatasetReader;
 use crate::dataset_schema::resplit;
 use crate::handle::FieldStore;
 use crate::list::{ListElement, ListOptions};
+use fieldstore_core::catalogue::DatasetReader;
 
 /// The most keys a request may name to be resolved by point lookups. At
 /// about a microsecond per lookup in memory, this many cost tens of

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use fieldstore_core::{Error, FieldLocation, Key, Result};
 
 use crate::readahead::Readahead;
-use crate::store::Store;
+use fieldstore_core::store::Store;
 
 /// Looks a field up again (its newest location, or `None` if it no longer
 /// exists).
@@ -228,7 +228,7 @@ mod tests {
 
     use super::*;
     use crate::readahead::PREFETCH_BYTES;
-    use crate::store::StoreWriter;
+    use fieldstore_core::store::StoreWriter;
 
     #[derive(Debug, PartialEq)]
     enum Event {

@@ -28,8 +28,6 @@
 
 use fieldstore_core::{DatasetKey, Error, ErrorKind, Result, Schema};
 
-use crate::config::Config;
-
 /// One `keyword=regex,…` of a `select` or an `excludes` entry.
 #[derive(Debug, Clone)]
 pub struct Matcher {
@@ -81,7 +79,7 @@ impl Matcher {
 
 /// A lane of a `select` configuration.
 #[derive(Debug, Clone)]
-pub struct Lane {
+pub struct Lane<C> {
     /// Where it is in the configuration (`fdbs[1]`), for messages.
     pub at: String,
     /// Its `select`.
@@ -90,14 +88,14 @@ pub struct Lane {
     pub excludes: Vec<Matcher>,
     /// The sub-store's configuration: its schema is its own (`schema:` in
     /// the sub-store, the same first level as the parent's) or the parent's.
-    pub config: Config,
+    pub config: C,
     /// Whether the sub-store names a schema of its own: its new datasets
     /// are then created with it; else with the handle's (whatever schema
     /// the handle was given after the configuration was read).
     pub own_schema: bool,
 }
 
-impl Lane {
+impl<C> Lane<C> {
     /// Whether a new dataset `key` goes to this lane (its selection
     /// matches and no exclusion does).
     pub fn takes(&self, key: &DatasetKey) -> bool {
@@ -109,7 +107,7 @@ impl Lane {
 ///
 /// # Errors
 /// `InvalidConfig` naming every lane's selection when none takes it.
-pub fn lane_for<'l>(lanes: &'l [Lane], key: &DatasetKey) -> Result<(usize, &'l Lane)> {
+pub fn lane_for<'l, C>(lanes: &'l [Lane<C>], key: &DatasetKey) -> Result<(usize, &'l Lane<C>)> {
     lanes
         .iter()
         .enumerate()

@@ -9,8 +9,9 @@
 
 use std::collections::HashSet;
 
+use crate::handle::FieldStore;
 use crate::resolve::POINT_LOOKUP_LIMIT;
-use crate::{FieldStore, Key, Request, Result};
+use fieldstore_core::{Key, Request, Result};
 
 /// The points of a request that no field found gives, in request order.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -134,7 +135,8 @@ impl FieldStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Config, Schema};
+    use crate::config::Config;
+    use fieldstore_core::Schema;
 
     fn store() -> FieldStore {
         let schema: Schema = "step: Step; [ class [ type [ step, param ]]]"

@@ -11,8 +11,8 @@ use std::sync::Arc;
 
 use fieldstore_core::{Error, FieldLocation, Result};
 
-use crate::handle::FieldStore;
 use crate::readahead::Readahead;
+use fieldstore_core::store::Store;
 
 /// Whether a field of `len` bytes is read straight into the caller's
 /// buffer with `room` bytes left: when it fits and the buffer is not much
@@ -32,7 +32,7 @@ pub(crate) fn reads_direct(len: u64, room: usize) -> bool {
 /// and `starts[fields.len()]` the total size; when `current == Some(i)`,
 /// `buf` holds field `i`'s bytes, verified.
 pub struct FieldStream {
-    fs: Arc<FieldStore>,
+    store: Arc<dyn Store>,
     fields: Vec<FieldLocation>,
     starts: Vec<u64>,
     pos: u64,
@@ -52,8 +52,9 @@ impl std::fmt::Debug for FieldStream {
 }
 
 impl FieldStream {
-    /// A stream over `fields`, read through `fs`'s store.
-    pub fn new(fs: Arc<FieldStore>, fields: Vec<FieldLocation>) -> FieldStream {
+    /// A stream over `fields`, read through `store` (a handle's
+    /// [`FieldStore::store`](crate::handle::FieldStore::store)).
+    pub fn new(store: Arc<dyn Store>, fields: Vec<FieldLocation>) -> FieldStream {
         let mut starts = Vec::with_capacity(fields.len() + 1);
         let mut at = 0u64;
         starts.push(0);
@@ -62,7 +63,7 @@ impl FieldStream {
             starts.push(at);
         }
         FieldStream {
-            fs,
+            store,
             fields,
             starts,
             pos: 0,
@@ -135,7 +136,7 @@ impl FieldStream {
                 // there before any of it counts as read.
                 let span = &mut out[done..done + len as usize];
                 self.hint(i);
-                self.fs.store().read_into(&self.fields[i], span)?;
+                self.store.read_into(&self.fields[i], span)?;
                 done += len as usize;
                 self.pos += len;
                 continue;
@@ -156,13 +157,13 @@ impl FieldStream {
     fn hint(&mut self, i: usize) {
         let fields = &self.fields;
         self.readahead
-            .before_read(&**self.fs.store(), i, fields.len(), |j| &fields[j]);
+            .before_read(&*self.store, i, fields.len(), |j| &fields[j]);
     }
 
     fn load(&mut self, i: usize) -> Result<()> {
         self.hint(i);
         self.current = None;
-        self.fs.store().read(&self.fields[i], &mut self.buf)?;
+        self.store.read(&self.fields[i], &mut self.buf)?;
         if self.buf.len() as u64 != self.fields[i].length {
             return Err(Error::corrupt(format!(
                 "{}: read {} bytes, the index says {}",

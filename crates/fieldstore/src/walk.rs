@@ -15,9 +15,9 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 
 use fieldstore_core::{DatasetKey, Level, Result, Selector};
 
-use crate::catalogue::DatasetReader;
 use crate::handle::FieldStore;
 use crate::list::{ListElement, ListOptions};
+use fieldstore_core::catalogue::DatasetReader;
 
 impl FieldStore {
     /// Visit what `selector` admits down to `options.depth` (collocation
@@ -118,7 +118,7 @@ impl FieldStore {
                     HashSet::default();
                 let mut stop = false;
                 // Skip index blocks whose own axes exclude the request.
-                let admits = |axes: &crate::catalogue::Axes| filter.admits_axes(axes);
+                let admits = |axes: &fieldstore_core::catalogue::Axes| filter.admits_axes(axes);
                 let mut each =
                     |element: &fieldstore_core::ElementKey,
                      location: &fieldstore_core::FieldLocation| {

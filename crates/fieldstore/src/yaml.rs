@@ -12,7 +12,7 @@ use serde::de::DeserializeOwned;
 /// The largest YAML input taken, in bytes: the limit on configuration
 /// files (a config of thousands of roots is some hundred kilobytes), for
 /// texts that come from elsewhere (Python, the C API's strings).
-pub const YAML_MAX_BYTES: usize = crate::config::TEXT_FILE_LIMIT as usize;
+pub const YAML_MAX_BYTES: usize = crate::text_file::TEXT_FILE_LIMIT as usize;
 
 /// The deepest nesting taken: block levels (indentation, `- ` items) and
 /// flow levels (`[`, `{`) together. FDB5's configs nest about 6 deep.
@@ -209,8 +209,9 @@ mod tests {
     fn configs_are_guarded() {
         let text = "[".repeat(400_000);
         let started = Instant::now();
-        let e = crate::Config::from_yaml(&text, std::path::Path::new("."), "/etc/deep.yaml")
-            .expect_err("refused");
+        let e =
+            crate::config::Config::from_yaml(&text, std::path::Path::new("."), "/etc/deep.yaml")
+                .expect_err("refused");
         assert!(
             started.elapsed() < Duration::from_millis(200),
             "{:?}",

@@ -420,7 +420,7 @@ fn a_damaged_field_read_straight_into_the_callers_buffer_is_refused_and_not_left
         .iter()
         .map(|(_, l)| l.clone())
         .collect();
-    let mut stream = fieldstore::FieldStream::new(fresh, locations);
+    let mut stream = fieldstore::FieldStream::new(fresh.store().clone(), locations);
     // A field at a time (the C API's reads): straight in.
     let mut buf = vec![0u8; 4096];
     assert_eq!(stream.read(&mut buf).unwrap(), 4096);

@@ -18,10 +18,10 @@ use fieldstore_core::{
     Result, Schema, StoreMaintenance,
 };
 
-use crate::catalogue::{
+use fieldstore_core::catalogue::{
     Axes, AxesExt, Catalogue, CatalogueWriter, CollocationInfo, DatasetCondition, DatasetReader,
 };
-use crate::store::{Store, StoreWriter};
+use fieldstore_core::store::{Store, StoreWriter};
 
 /// A catalogue and a store in memory, shared by every handle made from it.
 #[derive(Debug, Clone, Default)]

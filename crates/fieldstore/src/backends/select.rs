@@ -22,10 +22,11 @@ use fieldstore_core::{
 };
 
 use super::select_waiter::SelectWaiter;
+use crate::config::Config;
 use crate::routing::{lane_for, Lane};
 
 /// A lane and its backends.
-type Opened = (Lane, Arc<dyn Catalogue>, Arc<dyn Store>);
+type Opened = (Lane<Config>, Arc<dyn Catalogue>, Arc<dyn Store>);
 
 /// The lanes, opened.
 #[derive(Debug)]
@@ -38,7 +39,7 @@ impl Lanes {
     ///
     /// # Errors
     /// As the lanes' backends, naming the lane.
-    pub(crate) fn open(lanes: &[Lane]) -> Result<Arc<Lanes>> {
+    pub(crate) fn open(lanes: &[Lane<Config>]) -> Result<Arc<Lanes>> {
         let mut opened = Vec::new();
         for lane in lanes {
             let (c, s) = super::open(&lane.config)
@@ -50,7 +51,7 @@ impl Lanes {
 
     /// The catalogue of the lane a new dataset `key` goes to.
     fn for_new(&self, key: &DatasetKey) -> Result<usize> {
-        let lanes: Vec<Lane> = self.lanes.iter().map(|(l, _, _)| l.clone()).collect();
+        let lanes: Vec<Lane<Config>> = self.lanes.iter().map(|(l, _, _)| l.clone()).collect();
         lane_for(&lanes, key).map(|(i, _)| i)
     }
 
@@ -432,7 +433,9 @@ impl StoreMaintenance for SelectStore {
             }
         }
         out.into_iter()
-            .map(|r| r.unwrap_or_else(|| Err(crate::Error::internal("a unit not inspected"))))
+            .map(|r| {
+                r.unwrap_or_else(|| Err(fieldstore_core::Error::internal("a unit not inspected")))
+            })
             .collect()
     }
 

@@ -5,7 +5,7 @@
 use fieldstore_core::{DatasetKey, Error, ErrorKind, Result};
 
 use super::{root_named, RootHandler};
-use crate::config::Root;
+use crate::root::Root;
 
 /// Places a new dataset in the root an environment variable names.
 #[derive(Debug, Clone)]

@@ -18,7 +18,7 @@ use fieldstore_core::{DatasetKey, Error, ErrorKind, Result};
 
 use super::strategy::Strategy;
 use super::{root_named, writable, RootHandler};
-use crate::config::Root;
+use crate::root::Root;
 
 /// Places datasets by expver, remembering each expver's root.
 #[derive(Debug)]
@@ -64,7 +64,7 @@ impl Expver {
 
     /// The map's `expver → root` lines.
     fn read(&self) -> Result<Vec<(String, PathBuf)>> {
-        let text = crate::config::read_text_file(
+        let text = crate::text_file::read_text_file(
             &self.map,
             &format!("the expver handler's map {}", self.map.display()),
         )?;

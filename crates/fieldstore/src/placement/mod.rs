@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use fieldstore_core::{DatasetKey, Error, ErrorKind, Result};
 
-use crate::config::Root;
+use crate::root::Root;
 
 /// How a space chooses the root of a new dataset (FDB5's
 /// `FileSpaceHandler`).

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use fieldstore_core::{DatasetKey, Result};
 
 use super::{no_writable_root, writable, RootHandler};
-use crate::config::Root;
+use crate::root::Root;
 
 /// `Default` / `First`: the first writable root, in configuration order.
 #[derive(Debug, Clone, Copy)]

@@ -37,7 +37,7 @@ use super::format::{self, Dec, Enc, Framed};
 use super::layout::{self, TOC};
 use super::manage;
 use super::open_dir::OpenDir;
-use crate::catalogue::{Axes, Catalogue, CatalogueWriter, DatasetReader};
+use fieldstore_core::catalogue::{Axes, Catalogue, CatalogueWriter, DatasetReader};
 use fieldstore_core::engine::{Block, BlockSlot, Log, LogMedium, LogReader};
 
 /// A block as the engine's index keeps it for POSIX.
@@ -996,7 +996,7 @@ pub struct TocCursor {
     pos: u64,
     /// CRC-32C of those bytes: a table of contents found elsewhere that
     /// starts with the same bytes is this log, moved (see
-    /// [`ReaderState::same_log`]).
+    /// [`TocCursor::same_log`]).
     digest: u32,
     index_files: HashMap<String, Arc<File>>,
     /// The dataset directory, open: index files are opened through it, so
@@ -1737,7 +1737,7 @@ fn is_torn_append(region: &[u8]) -> bool {
 }
 
 /// Whether the block a damaged FLUSH record names is there and is the one
-/// it describes (see [`TocReader::recover_flush`]). Lengths are checked
+/// it describes (see [`TocLog::recover_flush`]). Lengths are checked
 /// against the file before anything is allocated.
 fn block_proves(dir: &Path, abs_dir: &Path, b: &FlushBlock) -> bool {
     if b.file.contains('/') || layout::classify(&b.file) != layout::FileKind::Index {

@@ -915,7 +915,10 @@ pub(super) fn finish_moves(cat: &TocCatalogue) -> Result<Vec<PathBuf>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Config, ErrorKind, FieldStore, Request, Root};
+    use crate::config::Config;
+    use crate::handle::FieldStore;
+    use crate::root::Root;
+    use fieldstore_core::{ErrorKind, Request};
 
     fn key(step: u32) -> fieldstore_core::Key {
         format!(

@@ -30,7 +30,7 @@ pub use super::staging::DataWrites;
 use super::staging::Staging;
 use crate::config::Root;
 use crate::placement::Placement;
-use crate::store::{Store, StoreWriter};
+use fieldstore_core::store::{Store, StoreWriter};
 
 /// Open data files kept by a reader.
 const MAX_OPEN: usize = 512;
