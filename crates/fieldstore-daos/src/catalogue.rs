@@ -26,6 +26,7 @@ use fieldstore_core::maintenance::{
     LIST_LOCK_PREFIX,
 };
 use fieldstore_core::record::maintenance::{self as records, now_ns};
+use fieldstore_core::record::pending::PendingEntries;
 use fieldstore_core::{
     Catalogue, CatalogueMaintenance, CatalogueWriter, ChangeWaiter, CollocationKey, Control,
     DamagedDatasets, DatasetKey, DatasetMover, DatasetReader, ElementKey, Error, ErrorKind,
@@ -218,7 +219,7 @@ impl Catalogue for DaosCatalogue {
             key: dataset.clone(),
             cont,
             id: fieldstore_core::writer_id::next(),
-            pending: Vec::new(),
+            pending: PendingEntries::new(),
         }))
     }
 
@@ -448,7 +449,7 @@ struct DaosCatalogueWriter {
     key: DatasetKey,
     cont: Arc<Cont>,
     id: String,
-    pending: Vec<(CollocationKey, ElementKey, FieldLocation)>,
+    pending: PendingEntries,
 }
 
 impl DaosCatalogueWriter {
@@ -584,8 +585,7 @@ impl CatalogueWriter for DaosCatalogueWriter {
         element: &ElementKey,
         location: &FieldLocation,
     ) -> Result<()> {
-        self.pending
-            .push((collocation.clone(), element.clone(), location.clone()));
+        self.pending.insert(collocation, element, location);
         Ok(())
     }
 

@@ -20,6 +20,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use fieldstore_core::record::maintenance as records;
+use fieldstore_core::record::pending::PendingEntries;
 use fieldstore_core::record::{kind, Dec, Enc, Framing, Older};
 use fieldstore_core::{
     Axes, AxesExt, CollocationKey, DatasetKey, ElementKey, Error, FieldLocation, Key, Result,
@@ -123,30 +124,26 @@ pub(crate) struct Flush {
     pub(crate) blocks: Vec<Block>,
 }
 
-/// Group `(collocation, element, location)` inserts into blocks: one per
-/// collocation and element keyword list, in order of first appearance,
-/// entries as `order_block` orders them (FDB5's list order read backwards;
-/// one key's entries in insertion order).
-pub(crate) fn blocks(pending: Vec<(CollocationKey, ElementKey, FieldLocation)>) -> Vec<Block> {
-    let mut out: Vec<Block> = Vec::new();
-    let mut index: HashMap<(CollocationKey, Vec<String>), usize> = HashMap::new();
-    for (c, e, l) in pending {
-        let kws: Vec<String> = e.keywords().map(str::to_string).collect();
-        let i = *index.entry((c.clone(), kws)).or_insert_with(|| {
-            out.push(Block {
-                collocation: c,
-                entries: Vec::new(),
-                axes: Axes::new(),
-            });
-            out.len() - 1
-        });
-        out[i].axes.add_key(&e);
-        out[i].entries.push((e, l));
-    }
-    for block in &mut out {
-        fieldstore_core::record::block::order_block(&mut block.entries);
-    }
-    out
+/// The blocks of a writer's pending entries: one per run of one collocation
+/// and element keyword list ([`PendingEntries::groups`]), entries as
+/// `order_block` orders them (FDB5's list order read backwards; one key's
+/// entries in insertion order), each with its axes.
+pub(crate) fn blocks(mut pending: PendingEntries) -> Vec<Block> {
+    pending
+        .take()
+        .groups()
+        .map(|(collocation, entries)| {
+            let mut axes = Axes::new();
+            for (e, _) in entries {
+                axes.add_key(e);
+            }
+            Block {
+                collocation: collocation.clone(),
+                entries: entries.to_vec(),
+                axes,
+            }
+        })
+        .collect()
 }
 
 /// Split a URI into the prefix shared by a data file or container (up to
@@ -365,20 +362,15 @@ mod tests {
         let e1: ElementKey = "step=0,param=167".parse().unwrap();
         let e2: ElementKey = "step=6,param=167".parse().unwrap();
         let e3: ElementKey = "step=,param=2".parse().unwrap();
-        let pending = vec![
-            (c.clone(), e1.clone(), loc("daos://p/c/0d01", 0)),
-            (c.clone(), e2.clone(), loc("daos://p/c/0d02", 0)),
-            (
-                c.clone(),
-                e1.clone(),
-                FieldLocation::new("file:///x/y.data", 3, 4),
-            ),
-            (
-                c.clone(),
-                e3,
-                loc("daos://p/c/0d03", 0).with_extension(&[0x4a, 1, 2][..]),
-            ),
-        ];
+        let mut pending = PendingEntries::new();
+        pending.insert(&c, &e1, &loc("daos://p/c/0d01", 0));
+        pending.insert(&c, &e2, &loc("daos://p/c/0d02", 0));
+        pending.insert(&c, &e1, &FieldLocation::new("file:///x/y.data", 3, 4));
+        pending.insert(
+            &c,
+            &e3,
+            &loc("daos://p/c/0d03", 0).with_extension(&[0x4a, 1, 2][..]),
+        );
         let f = Flush {
             timestamp_ns: 42,
             writer: "w".into(),
@@ -485,15 +477,11 @@ mod tests {
     /// Valid payloads of every record type.
     fn valid_payloads() -> Vec<Vec<u8>> {
         let c: CollocationKey = "type=fc,levtype=sfc".parse().unwrap();
-        let pending = (0..5u64)
-            .map(|i| {
-                (
-                    c.clone(),
-                    format!("step={i},param=167").parse().unwrap(),
-                    loc(&format!("daos://p/c/0d{i:02}"), i),
-                )
-            })
-            .collect();
+        let mut pending = PendingEntries::new();
+        for i in 0..5u64 {
+            let e: ElementKey = format!("step={i},param=167").parse().unwrap();
+            pending.insert(&c, &e, &loc(&format!("daos://p/c/0d{i:02}"), i));
+        }
         let flush = Flush {
             timestamp_ns: 1,
             writer: "w".into(),
