@@ -37,6 +37,7 @@ use crate::error::{Error, Result};
 use crate::key::{CollocationKey, ElementKey};
 use crate::location::FieldLocation;
 use crate::maintenance::Locks;
+use crate::record::maintenance::MaintenanceRecord;
 
 mod log_reader;
 pub use log_reader::{Log, LogMedium, LogOf, LogReader};
@@ -267,6 +268,26 @@ impl<P: Clone> DatasetIndex<P> {
     /// A CONTROL record: the dataset's locks.
     pub fn set_locks(&mut self, locks: Locks) {
         self.locks = locks;
+    }
+
+    /// A maintenance record at `at` in the log: [`DatasetIndex::wipe`],
+    /// [`DatasetIndex::reclaim`] or [`DatasetIndex::set_locks`]. `unit_uri`
+    /// turns the units it names, as the medium names them, into the URIs
+    /// locations carry (the identity where they are URIs); `dropped` is as
+    /// for [`DatasetIndex::reclaim`].
+    pub fn apply_maintenance(
+        &mut self,
+        at: u64,
+        record: MaintenanceRecord,
+        unit_uri: &dyn Fn(&str) -> String,
+        dropped: &dyn Fn(&P) -> bool,
+    ) {
+        let uris = |units: Vec<String>| units.iter().map(|u| unit_uri(u)).collect();
+        match record {
+            MaintenanceRecord::Wipe(w) => self.wipe(at, &w.collocations, uris(w.units)),
+            MaintenanceRecord::Reclaim(r) => self.reclaim(uris(r.units), dropped),
+            MaintenanceRecord::Control(bits) => self.set_locks(Locks::from_bits(bits)),
+        }
     }
 
     /// A region of the log at `at` that could not be read (and was not

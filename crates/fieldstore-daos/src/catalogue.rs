@@ -25,7 +25,7 @@ use fieldstore_core::maintenance::{
     list_lock_marker, list_locked_dataset, locked, wiped_while_writing, Item, ItemKind,
     LIST_LOCK_PREFIX,
 };
-use fieldstore_core::record::maintenance::{self as records, now_ns};
+use fieldstore_core::record::maintenance::{self as records, now_ns, MaintenanceRecord};
 use fieldstore_core::record::pending::PendingEntries;
 use fieldstore_core::{
     Catalogue, CatalogueMaintenance, CatalogueWriter, ChangeWaiter, CollocationKey, Control,
@@ -679,9 +679,7 @@ fn log_of(cont: Option<Arc<Cont>>) -> ReaderLog {
 /// What a log slot holds.
 enum LogRecord {
     Flush(Flush),
-    Wipe(Vec<CollocationKey>, Vec<String>),
-    Reclaim(Vec<String>),
-    Control(Locks),
+    Maintenance(MaintenanceRecord),
     /// A record type of a newer version: skipped.
     Unknown,
 }
@@ -705,9 +703,8 @@ fn apply(index: &mut DatasetIndex<()>, slot: u64, record: LogRecord) {
                 index.add_loaded_block(block.collocation, (), block.axes, block.entries);
             }
         }
-        LogRecord::Control(locks) => index.set_locks(locks),
-        LogRecord::Wipe(cols, units) => index.wipe(slot, &cols, units),
-        LogRecord::Reclaim(units) => index.reclaim(units, &|_| false),
+        // Blocks are inline in their FLUSH records: none is reclaimed.
+        LogRecord::Maintenance(r) => index.apply_maintenance(slot, r, &str::to_string, &|_| false),
         LogRecord::Unknown => {}
     }
 }
@@ -739,13 +736,10 @@ impl DaosLog {
         let (kind, payload) = format::FRAMING.unframe_exact(value, &what)?;
         match kind {
             format::FLUSH => format::decode_flush(payload, &what).map(LogRecord::Flush),
-            format::WIPE => records::decode_wipe(payload, &what)
-                .map(|w| LogRecord::Wipe(w.collocations, w.units)),
-            format::RECLAIM => {
-                records::decode_reclaim(payload, &what).map(|r| LogRecord::Reclaim(r.units))
+            format::WIPE | format::RECLAIM | format::CONTROL => {
+                MaintenanceRecord::decode(kind, payload, &what)
+                    .map(|r| r.map_or(LogRecord::Unknown, LogRecord::Maintenance))
             }
-            format::CONTROL => records::decode_control(payload, &what)
-                .map(|b| LogRecord::Control(Locks::from_bits(b))),
             format::INDIRECT => {
                 let ind = format::decode_indirect(payload, &what)?;
                 let oid = crate::ffi::DaosObjId {
@@ -802,7 +796,9 @@ impl DaosLog {
     /// a gap costs a size-only `kv_get` of the next slot, paid when a
     /// refresh read something new, and at a reader's first refresh: an
     /// idle refresh (every retrieve of a reader that is up to date) costs
-    /// one `kv_get` as before. Not seen: a gap of two or more slots, and
+    /// one `kv_get` as before. A slot found missing while the next exists
+    /// is looked at once more before it is called a gap: a writer may have
+    /// inserted both after it was read. Not seen: a gap of two or more slots, and
     /// a gap right after where an idle reader stopped (a new reader sees
     /// it), and a lost tail (the last slots removed: nothing after them
     /// tells).
@@ -820,6 +816,13 @@ impl DaosLog {
                 Ok(false) => {
                     st.buf = buf;
                     if (read_some || !st.looked_past_end) && kv.exists(&slot_key(slot + 1))? {
+                        // The next slot is inserted only once this one was
+                        // seen to exist: both may have been inserted since
+                        // this one was read. Still missing now, it was
+                        // removed.
+                        if kv.exists(&slot_key(slot))? {
+                            continue;
+                        }
                         log.index.damaged_region(
                             slot,
                             format!(

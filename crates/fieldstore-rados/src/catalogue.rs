@@ -30,7 +30,7 @@ use fieldstore_core::maintenance::{
     LIST_LOCK_PREFIX,
 };
 use fieldstore_core::record::block::{self, BlockFormat, ValueLen};
-use fieldstore_core::record::maintenance as records;
+use fieldstore_core::record::maintenance::{self as records, MaintenanceRecord};
 use fieldstore_core::record::pending::PendingEntries;
 use fieldstore_core::{
     Catalogue, CatalogueMaintenance, CatalogueWriter, CollocationKey, Control, DamagedDatasets,
@@ -1092,30 +1092,6 @@ pub struct RadosLog {
 pub type RadosReader = LogReader<RadosLog>;
 
 impl RadosLog {
-    fn apply_wipe(
-        st: &mut ReaderLog,
-        payload: &[u8],
-        at: u64,
-        what: &dyn Fn() -> String,
-    ) -> Result<()> {
-        let wipe = records::decode_wipe(payload, what)?;
-        st.index.wipe(at, &wipe.collocations, wipe.units);
-        Ok(())
-    }
-
-    fn apply_reclaim(st: &mut ReaderLog, payload: &[u8], what: &dyn Fn() -> String) -> Result<()> {
-        let reclaim = records::decode_reclaim(payload, what)?;
-        // Blocks live in the log's omaps, which are never reclaimed.
-        st.index.reclaim(reclaim.units, &|_| false);
-        Ok(())
-    }
-
-    fn apply_control(st: &mut ReaderLog, payload: &[u8], what: &dyn Fn() -> String) -> Result<()> {
-        let bits = records::decode_control(payload, what)?;
-        st.index.set_locks(Locks::from_bits(bits));
-        Ok(())
-    }
-
     /// Read the log again from the start (a dataset created anew, or one
     /// whose objects a wipe is removing).
     fn restart(&self, st: &mut ReaderLog) -> Result<bool> {
@@ -1374,11 +1350,17 @@ impl RadosLog {
                 };
                 let applied = match kind {
                     format::FLUSH => RadosLog::apply_flush(st, payload, &what),
-                    format::WIPE => {
-                        RadosLog::apply_wipe(st, payload, log_at(st.cursor.segment, at), &what)
+                    format::WIPE | format::RECLAIM | format::CONTROL => {
+                        MaintenanceRecord::decode(kind, payload, &what).map(|record| {
+                            if let Some(r) = record {
+                                // Blocks live in the log's omaps, which are
+                                // never reclaimed.
+                                let at = log_at(st.cursor.segment, at);
+                                st.index
+                                    .apply_maintenance(at, r, &str::to_string, &|_| false);
+                            }
+                        })
                     }
-                    format::RECLAIM => RadosLog::apply_reclaim(st, payload, &what),
-                    format::CONTROL => RadosLog::apply_control(st, payload, &what),
                     format::WIPED => {
                         // Everything before is wiped. The objects are being
                         // removed; a dataset may be created anew after.

@@ -34,6 +34,38 @@ pub struct Reclaim {
     pub index_files: Option<Vec<String>>,
 }
 
+/// A maintenance record of a catalogue's log, decoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MaintenanceRecord {
+    /// A WIPE record.
+    Wipe(Wipe),
+    /// A RECLAIM record.
+    Reclaim(Reclaim),
+    /// A CONTROL record: the locked operations' bits.
+    Control(u8),
+}
+
+impl MaintenanceRecord {
+    /// Decode a record of type `kind` (the core's numbering,
+    /// [`super::kind`]) if it is a maintenance record; `None` if it is
+    /// another.
+    ///
+    /// # Errors
+    /// `Corrupt`, naming `what`, if its payload does not decode whole.
+    pub fn decode(
+        kind: u16,
+        payload: &[u8],
+        what: &dyn Fn() -> String,
+    ) -> Result<Option<MaintenanceRecord>> {
+        Ok(Some(match kind {
+            super::kind::WIPE => MaintenanceRecord::Wipe(decode_wipe(payload, what)?),
+            super::kind::RECLAIM => MaintenanceRecord::Reclaim(decode_reclaim(payload, what)?),
+            super::kind::CONTROL => MaintenanceRecord::Control(decode_control(payload, what)?),
+            _ => return Ok(None),
+        }))
+    }
+}
+
 /// The time written into records: nanoseconds since the Unix epoch.
 pub fn now_ns() -> u64 {
     std::time::SystemTime::now()

@@ -269,7 +269,8 @@ pub fn watchers_see_exactly_what_is_flushed(launcher: &Launcher, s: &Streams, ki
         );
         assert_eq!(
             unique, truth,
-            "watcher {i} ({request}) saw other fields than are flushed"
+            "watcher {i} ({request}) saw other fields than are flushed (it ended {}; its stderr: {})",
+            rest.status, rest.err
         );
         assert!(extra.is_empty(), "watcher {i} reported more: {extra:?}");
         println!("watcher {i}: {} fields, each once", keys.len());

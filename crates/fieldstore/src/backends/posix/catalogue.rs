@@ -26,7 +26,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use fieldstore_core::maintenance::{locked, wiped_while_writing, DamagedDataset, Item};
 use fieldstore_core::record::block::{self, BlockFormat, ValueLen};
-use fieldstore_core::record::maintenance as records;
+use fieldstore_core::record::maintenance::{self as records, MaintenanceRecord};
 use fieldstore_core::record::pending::PendingEntries;
 use fieldstore_core::{
     AxesExt, CatalogueMaintenance, CollocationKey, Control, DamagedDatasets, DatasetKey,
@@ -1361,44 +1361,27 @@ impl TocLog {
         Some(blocks)
     }
 
-    fn apply_wipe(st: &mut ReaderLog, payload: &[u8], at: u64) -> Result<()> {
-        let what = || format!("{} at offset {at}", st.cursor.toc_path.display());
-        let wipe = records::decode_wipe(payload, &what)?;
-        let units = wipe
-            .units
-            .iter()
-            .map(|u| data_uri(&st.cursor.abs_dir, u))
-            .collect();
-        st.index.wipe(at, &wipe.collocations, units);
-        Ok(())
-    }
-
-    fn apply_reclaim(st: &mut ReaderLog, payload: &[u8], at: u64) -> Result<()> {
-        let what = || format!("{} at offset {at}", st.cursor.toc_path.display());
-        let reclaim = records::decode_reclaim(payload, &what)?;
-        let units = reclaim
-            .units
-            .iter()
-            .map(|u| data_uri(&st.cursor.abs_dir, u))
-            .collect();
-        for f in reclaim.index_files.into_iter().flatten() {
-            st.cursor.index_files.remove(&f);
-            st.cursor.removed_index.insert(f);
+    /// A WIPE, RECLAIM or CONTROL record (none: another record type). Its
+    /// units are data files named relative to the dataset; a RECLAIM's
+    /// removed index files are closed, and blocks not loaded yet in them
+    /// hold only entries in removed units: the index forgets them (loaded
+    /// blocks stay; scans filter them).
+    fn apply_maintenance(st: &mut ReaderLog, record: Option<MaintenanceRecord>, at: u64) {
+        let Some(record) = record else {
+            return;
+        };
+        if let MaintenanceRecord::Reclaim(r) = &record {
+            for f in r.index_files.iter().flatten() {
+                st.cursor.index_files.remove(f);
+                st.cursor.removed_index.insert(f.clone());
+            }
         }
-        // Blocks not loaded yet in removed index files hold only entries in
-        // removed units: the index forgets them (loaded blocks stay; scans
-        // filter them).
+        let abs_dir = &st.cursor.abs_dir;
         let removed_index = &st.cursor.removed_index;
         st.index
-            .reclaim(units, &|p: &BlockPlace| removed_index.contains(&p.file));
-        Ok(())
-    }
-
-    fn apply_control(st: &mut ReaderLog, payload: &[u8], at: u64) -> Result<()> {
-        let what = || format!("{} at offset {at}", st.cursor.toc_path.display());
-        let bits = records::decode_control(payload, &what)?;
-        st.index.set_locks(Locks::from_bits(bits));
-        Ok(())
+            .apply_maintenance(at, record, &|u| data_uri(abs_dir, u), &|p: &BlockPlace| {
+                removed_index.contains(&p.file)
+            });
     }
 
     /// Load the blocks of `collocation` not loaded yet. An index file that
@@ -1569,9 +1552,10 @@ impl TocLog {
                 Ok(Framed::Record(kind, payload, n)) => {
                     let applied = match kind {
                         format::FLUSH => self.apply_flush(st, payload, at),
-                        format::WIPE => TocLog::apply_wipe(st, payload, at),
-                        format::RECLAIM => TocLog::apply_reclaim(st, payload, at),
-                        format::CONTROL => TocLog::apply_control(st, payload, at),
+                        format::WIPE | format::RECLAIM | format::CONTROL => {
+                            MaintenanceRecord::decode(kind, payload, &what)
+                                .map(|r| TocLog::apply_maintenance(st, r, at))
+                        }
                         // Unknown record types from newer versions are
                         // skipped.
                         _ => Ok(()),

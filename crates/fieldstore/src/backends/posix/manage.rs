@@ -498,6 +498,19 @@ fn taken(dst: &Path) -> Error {
     ))
 }
 
+/// [`copy_tail`] of a file a listing named, where a file that is gone
+/// since is no error when `may_vanish` says so: a writer's private file
+/// (`.`-named) published under its own name or dropped meanwhile, or, before
+/// the seal, any file (the pass under the seal lists the directory again).
+fn copy_listed(name: &str, from: &Path, to: &Path, start: u64, may_vanish: bool) -> Result<()> {
+    match copy_tail(from, to, start, None) {
+        Err(e) if e.kind() == ErrorKind::NotFound && (may_vanish || name.starts_with('.')) => {
+            Ok(())
+        }
+        r => r.map(drop),
+    }
+}
+
 /// Copy `from[start..]` (a file only ever appended to) onto the end of
 /// `to`, creating it; returns the bytes copied.
 fn copy_tail(from: &Path, to: &Path, start: u64, end: Option<u64>) -> Result<u64> {
@@ -626,7 +639,7 @@ pub(crate) fn copy_move(src: &Path, dst: &Path) -> Result<()> {
             if name == TOC || !path.is_file() {
                 continue;
             }
-            copy_tail(&path, &tmp.join(&name), 0, None)?;
+            copy_listed(&name, &path, &tmp.join(&name), 0, true)?;
         }
         copy_tail(&src.join(TOC), &tmp.join(TOC), 0, Some(toc_len))?;
         crate::failpoint::hit("move.before_seal");
@@ -691,7 +704,7 @@ fn copy_appended(from: &Path, to: &Path, toc_len: u64) -> Result<u64> {
             continue;
         }
         let have = std::fs::metadata(to.join(&name)).map_or(0, |m| m.len());
-        copy_tail(&path, &to.join(&name), have, None)?;
+        copy_listed(&name, &path, &to.join(&name), have, false)?;
     }
     if !from.join(layout::CONTROL).exists() {
         layout::remove_file(&to.join(layout::CONTROL))?;
