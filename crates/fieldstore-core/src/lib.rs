@@ -38,7 +38,8 @@ pub mod writer_id;
 
 pub use catalogue::{
     Axes, AxesExt, Catalogue, CatalogueMaintenance, CatalogueQueries, CatalogueWriter,
-    ChangeWaiter, CollocationInfo, DamagedDatasets, DatasetMover, DatasetReader, PollingWaiter,
+    ChangeWaiter, Changes, CollocationInfo, DamagedDatasets, DatasetMover, DatasetReader,
+    PollingWaiter,
 };
 pub use error::{Error, ErrorKind, Result};
 pub use key::{CollocationKey, DatasetKey, ElementKey, Key, KeyError};

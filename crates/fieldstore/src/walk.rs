@@ -37,11 +37,31 @@ impl FieldStore {
         fresh: &mut HashSet<DatasetKey>,
         damage: &mut BTreeSet<String>,
         admit: &mut dyn FnMut(&DatasetKey, &dyn DatasetReader) -> Result<bool>,
-        mut since: Option<&mut HashMap<DatasetKey, u64>>,
+        since: Option<&mut HashMap<DatasetKey, u64>>,
         visit: &mut dyn FnMut(ListElement) -> bool,
     ) -> Result<bool> {
         let mut datasets = self.catalogue().datasets()?;
         datasets.sort_by(|a, b| a.cmp_fingerprint(b));
+        self.walk_datasets(
+            datasets, selector, options, fresh, damage, admit, since, visit,
+        )
+    }
+
+    /// [`FieldStore::walk`] over `datasets` (in that order) instead of
+    /// every dataset of the catalogue: `watch`'s looks at the datasets its
+    /// waiter saw change. A dataset that does not exist is skipped.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn walk_datasets(
+        &self,
+        datasets: impl IntoIterator<Item = DatasetKey>,
+        selector: &Selector<'_>,
+        options: ListOptions,
+        fresh: &mut HashSet<DatasetKey>,
+        damage: &mut BTreeSet<String>,
+        admit: &mut dyn FnMut(&DatasetKey, &dyn DatasetReader) -> Result<bool>,
+        mut since: Option<&mut HashMap<DatasetKey, u64>>,
+        visit: &mut dyn FnMut(ListElement) -> bool,
+    ) -> Result<bool> {
         for dataset in datasets {
             let Some(dm) = selector.match_dataset(&dataset) else {
                 continue;
