@@ -935,6 +935,11 @@ impl DatasetReader for DaosDataset {
         Ok(self.index().collocations())
     }
 
+    fn visit_collocations(&self, visit: &mut dyn FnMut(&CollocationKey, &Axes)) -> Result<()> {
+        self.index().visit_collocations(visit);
+        Ok(())
+    }
+
     fn lookup(
         &self,
         collocation: &CollocationKey,

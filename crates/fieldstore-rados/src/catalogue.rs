@@ -1554,6 +1554,11 @@ impl DatasetReader for RadosReader {
         Ok(lock(&self.state).index.collocations())
     }
 
+    fn visit_collocations(&self, visit: &mut dyn FnMut(&CollocationKey, &Axes)) -> Result<()> {
+        lock(&self.state).index.visit_collocations(visit);
+        Ok(())
+    }
+
     /// A collocation this reader does not know is answered despite a
     /// damaged region when no index block the log does not name holds it
     /// (`unnamed_collocations`): a damaged FLUSH record's blocks are intact

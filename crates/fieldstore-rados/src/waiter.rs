@@ -180,8 +180,9 @@ pub struct RadosWaiter {
     /// The root object did not exist at the last try: try again each wait.
     root_missing: bool,
     /// When a wait last returned `Unknown`: one does at least every
-    /// [`POLL`].
+    /// `unknown_every` ([`POLL`]).
     unknown_at: Instant,
+    unknown_every: Duration,
     /// The cluster refused a watch (not `ENOENT`): why.
     refused: Option<String>,
     last: Wake,
@@ -212,6 +213,7 @@ impl RadosWaiter {
             scanned: Instant::now(),
             root_missing: false,
             unknown_at: Instant::now(),
+            unknown_every: POLL,
             refused: None,
             last: Wake::Created,
         };
@@ -227,6 +229,13 @@ impl RadosWaiter {
     /// Why the last wait returned.
     pub fn last_wake(&self) -> Wake {
         self.last
+    }
+
+    /// Say `Unknown` at least every `period` instead of every [`POLL`]
+    /// (a test hook: with a long period, what a notification names is
+    /// what a wait returns). Lost notifications then cost up to `period`.
+    pub fn set_unknown_every(&mut self, period: Duration) {
+        self.unknown_every = period;
     }
 
     /// Objects watched now (the root and head objects).
@@ -413,7 +422,7 @@ impl ChangeWaiter for RadosWaiter {
         if self.last == Wake::Notified
             && !flags.root
             && !flags.unnamed
-            && self.unknown_at.elapsed() < POLL
+            && self.unknown_at.elapsed() < self.unknown_every
         {
             return Ok(Changes::Datasets(flags.datasets));
         }

@@ -104,24 +104,28 @@ impl FieldStore {
                 }
                 None => None,
             };
-            let mut collocations = reader.collocations()?;
+            // The collocations the selector and their axes admit, their
+            // axes read in place (not copied: a look costs what is new).
+            let mut collocations = Vec::new();
+            reader.visit_collocations(&mut |key, axes| {
+                let Some(cm) = selector.match_collocation(&dm, key) else {
+                    return;
+                };
+                let filter = selector.element_filter(&cm);
+                if !filter.is_impossible() && filter.admits_axes(axes) {
+                    collocations.push((key.clone(), filter));
+                }
+            })?;
             if from.is_none() {
                 // FDB5's order for listings; `watch` (with `since`) keeps
                 // the reader's, which it reverses into flush order.
-                collocations.sort_by(|a, b| b.key.cmp_as_dict(&a.key));
+                collocations.sort_by(|a, b| b.0.cmp_as_dict(&a.0));
             }
-            for info in collocations {
-                let Some(cm) = selector.match_collocation(&dm, &info.key) else {
-                    continue;
-                };
-                let filter = selector.element_filter(&cm);
-                if filter.is_impossible() || !filter.admits_axes(&info.axes) {
-                    continue;
-                }
+            for (key, filter) in collocations {
                 if options.depth == Level::Collocation {
                     let e = ListElement {
                         dataset: dataset.clone(),
-                        collocation: info.key.clone(),
+                        collocation: key.clone(),
                         element: Default::default(),
                         location: None,
                     };
@@ -150,7 +154,7 @@ impl FieldStore {
                         }
                         let e = ListElement {
                             dataset: dataset.clone(),
-                            collocation: info.key.clone(),
+                            collocation: key.clone(),
                             element: element.clone(),
                             location: Some(location.clone()),
                         };
@@ -158,10 +162,10 @@ impl FieldStore {
                         !stop
                     };
                 match from {
-                    Some(position) => reader.scan_since(&info.key, position, &admits, &mut each)?,
-                    None => reader.scan_where(&info.key, &admits, &mut each)?,
+                    Some(position) => reader.scan_since(&key, position, &admits, &mut each)?,
+                    None => reader.scan_where(&key, &admits, &mut each)?,
                 }
-                damage.extend(reader.damage(Some(&info.key)));
+                damage.extend(reader.damage(Some(&key)));
                 if stop {
                     return Ok(false);
                 }

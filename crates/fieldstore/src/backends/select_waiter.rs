@@ -185,6 +185,60 @@ mod tests {
         );
     }
 
+    /// A waiter that returns `says` once `fire` is set, else says nothing
+    /// changed at its time-out.
+    struct Named(Arc<AtomicBool>, Changes);
+
+    impl ChangeWaiter for Named {
+        fn wait(&mut self, timeout: Duration) -> Result<Changes> {
+            let end = Instant::now() + timeout;
+            while Instant::now() < end {
+                if self.0.swap(false, Ordering::SeqCst) {
+                    return Ok(self.1.clone());
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Ok(Changes::none())
+        }
+
+        fn mechanism(&self) -> String {
+            "named".into()
+        }
+
+        fn found(&mut self) {}
+    }
+
+    #[test]
+    fn what_the_lanes_name_is_what_the_caller_gets_and_quiet_lanes_wake_no_one() {
+        let dataset = |d: &str| {
+            fieldstore_core::DatasetKey(format!("class=od,date={d}").parse().expect("key"))
+        };
+        let (a, b) = (
+            Arc::new(AtomicBool::new(false)),
+            Arc::new(AtomicBool::new(false)),
+        );
+        let mut w = SelectWaiter::over(vec![
+            Box::new(Named(a.clone(), Changes::Datasets([dataset("1")].into()))),
+            Box::new(Named(b.clone(), Changes::Unknown)),
+        ]);
+        // The lanes time out every LANE_SLICE saying nothing changed: the
+        // caller sleeps through that.
+        let start = Instant::now();
+        let quiet = w.wait(LANE_SLICE * 3).expect("wait");
+        assert!(quiet.is_none(), "{quiet:?}");
+        assert!(start.elapsed() >= LANE_SLICE * 3, "{:?}", start.elapsed());
+        a.store(true, Ordering::SeqCst);
+        assert_eq!(
+            w.wait(Duration::from_secs(10)).expect("wait"),
+            Changes::Datasets([dataset("1")].into())
+        );
+        b.store(true, Ordering::SeqCst);
+        assert_eq!(
+            w.wait(Duration::from_secs(10)).expect("wait"),
+            Changes::Unknown
+        );
+    }
+
     #[test]
     fn a_lane_that_fails_fails_the_wait() {
         // Flag errs at its time-out: the lane's thread reports the error.

@@ -1752,6 +1752,11 @@ impl DatasetReader for TocReader {
         Ok(self.state().index.collocations())
     }
 
+    fn visit_collocations(&self, visit: &mut dyn FnMut(&CollocationKey, &Axes)) -> Result<()> {
+        self.state().index.visit_collocations(visit);
+        Ok(())
+    }
+
     fn lookup(
         &self,
         collocation: &CollocationKey,
