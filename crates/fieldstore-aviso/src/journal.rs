@@ -305,6 +305,26 @@ mod tests {
     }
 
     #[test]
+    fn one_journal_per_state_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("state");
+        let (first, _) = Journal::open(&path).expect("open");
+        // flock: a second open file description conflicts, in this process
+        // as in another.
+        let e = Journal::open(&path).expect_err("refused while the first is open");
+        assert_eq!(e.kind(), ErrorKind::Unavailable, "{e}");
+        assert!(
+            e.to_string().contains(&format!(
+                "in use by another publisher (process {}",
+                std::process::id()
+            )),
+            "{e}"
+        );
+        drop(first);
+        Journal::open(&path).expect("open once the first is gone");
+    }
+
+    #[test]
     fn a_torn_last_line_is_ignored_a_torn_middle_refused() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("state");
