@@ -109,7 +109,7 @@ pub struct Watch<'a> {
     datasets: HashSet<DatasetKey>,
     /// How far each dataset's log was looked at: a look scans only what
     /// came after (`DatasetReader::scan_since`), so it costs what is new.
-    marks: HashMap<DatasetKey, u64>,
+    marks: crate::walk::Marks,
     /// With `until_complete`: the request's points (its keywords' values,
     /// one combination each) no reported field has yet.
     missing: Option<HashSet<String>>,
@@ -276,7 +276,7 @@ impl<'a> Watch<'a> {
             queue: VecDeque::new(),
             seen: HashMap::new(),
             datasets: HashSet::new(),
-            marks: HashMap::new(),
+            marks: crate::walk::Marks::default(),
             missing,
             reported: 0,
             looked: false,
