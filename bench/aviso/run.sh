@@ -13,6 +13,9 @@
 #   INTERVAL_MS  pause of each writer after each flush [10]
 #   STEPS_PER_DATE  steps of a forecast, each forecast (date) a dataset; 0: one dataset per writer [100]
 #   OUT          the report (JSON) [<repo>/docs/bench/aviso.json]
+#   SERVER_NODELAY  1: an experiment, not the benchmark -- aviso-server with TCP_NODELAY forced on
+#                the connections it accepts (LD_PRELOAD of bench/aviso/nodelay.c, built with cc), to
+#                tell how much of the latency is Nagle's algorithm on its event stream [0]
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$REPO"
@@ -21,7 +24,16 @@ source scripts/venv.sh
 source scripts/setup-aviso.sh
 aviso_setup
 OUT=${OUT:-$REPO/docs/bench/aviso.json}
-FIELDSTORE_AVISO_SERVER=$AVISO_SERVER_BIN FIELDSTORE_AVISO_CLIENT=$AVISO_CLIENT_BIN \
+SERVER=$AVISO_SERVER_BIN
+if [ "${SERVER_NODELAY:-0}" = 1 ]; then
+    SHIM=$(mktemp -d)
+    trap 'rm -rf "$SHIM"' EXIT
+    cc -shared -fPIC -O2 -o "$SHIM/nodelay.so" bench/aviso/nodelay.c -ldl
+    printf '#!/bin/sh\nLD_PRELOAD=%s exec %s "$@"\n' "$SHIM/nodelay.so" "$AVISO_SERVER_BIN" >"$SHIM/aviso_server"
+    chmod +x "$SHIM/aviso_server"
+    SERVER=$SHIM/aviso_server
+fi
+FIELDSTORE_AVISO_SERVER=$SERVER FIELDSTORE_AVISO_CLIENT=$AVISO_CLIENT_BIN \
 FIELDSTORE_AVISO_PYTHON=$(dirname "$AVISO_CLIENT_BIN")/python \
 FIELDSTORE_AVISO_BENCH_FLUSHES=${FLUSHES:-2500} FIELDSTORE_AVISO_BENCH_INTERVAL_MS=${INTERVAL_MS:-10} \
 FIELDSTORE_AVISO_BENCH_STEPS_PER_DATE=${STEPS_PER_DATE:-100} \

@@ -12,10 +12,20 @@
 //! let it count). Opening the file compacts it: the notified fields in one
 //! intent and its `d` line, written to a temporary file that replaces the
 //! old one atomically.
+//!
+//! One publisher per state file: two would each compact, post and record
+//! the same notifications, and one's compaction would drop the other's
+//! lines. The [`Journal`] holds an exclusive `flock` on `<state>.lock`
+//! (beside it: the state file itself is replaced by each compaction, so a
+//! lock on it would not outlive the first) from before the file is read
+//! until the publisher ends — the kernel lets go when the process dies,
+//! SIGKILL included. A second publisher is refused at start, naming the
+//! process that holds it.
 
 use std::collections::{HashMap, HashSet};
 use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Seek, Write};
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
 use fieldstore::{Error, ErrorKind, Result};
@@ -34,12 +44,62 @@ pub struct Recovered {
     pub unacknowledged: HashSet<String>,
 }
 
-/// The state file, open for appending.
+/// The state file, open for appending, and its lock.
 #[derive(Debug)]
 pub struct Journal {
     path: PathBuf,
     file: File,
     next: u64,
+    /// `<state>.lock`, locked (`flock`, exclusive) while this lives.
+    _lock: File,
+}
+
+/// Lock `<path>.lock` for this process: exclusive, not waiting.
+///
+/// # Errors
+/// `Unavailable`, naming the holder, when another publisher holds it;
+/// `Io` when it cannot be created or locked.
+fn lock(path: &Path) -> Result<File> {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".lock");
+    let lock_path = PathBuf::from(name);
+    let mut f = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&lock_path)
+        .map_err(|e| io_error(&lock_path, "cannot open the lock of", e))?;
+    // SAFETY: a valid descriptor; flock takes no pointers.
+    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EWOULDBLOCK) {
+            return Err(io_error(&lock_path, "cannot lock", e));
+        }
+        let mut holder = String::new();
+        let _ = f.read_to_string(&mut holder);
+        let holder = holder.trim();
+        return Err(Error::new(
+            ErrorKind::Unavailable,
+            format!(
+                "the notify state file {} is in use by another publisher ({}, holding {}): \
+                 one publisher per state file — stop that one, or give this one its own \
+                 --state",
+                path.display(),
+                if holder.is_empty() {
+                    "process unknown".to_string()
+                } else {
+                    format!("process {holder}")
+                },
+                lock_path.display()
+            ),
+        ));
+    }
+    // Name the holder for the next one refused (best effort).
+    let _ = f.set_len(0);
+    let _ = f.rewind();
+    let _ = write!(f, "{}", std::process::id());
+    Ok(f)
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -64,10 +124,12 @@ impl Journal {
     /// and compact it.
     ///
     /// # Errors
-    /// `Io` when it cannot be read or written; `Corrupt` for a line that is
+    /// `Unavailable` when another publisher has it open (see the module
+    /// documentation); `Io` when it cannot be read or written; `Corrupt` for a line that is
     /// not the publisher's (a torn last line, from a write cut short, is
     /// ignored: its intent or acknowledgement did not happen).
     pub fn open(path: &Path) -> Result<(Journal, Recovered)> {
+        let lock = lock(path)?;
         let mut recovered = Recovered::default();
         let mut intents: HashMap<u64, Vec<(String, String)>> = HashMap::new();
         match File::open(path) {
@@ -111,12 +173,12 @@ impl Journal {
                 }
             }
         }
-        let journal = Journal::compact(path, &recovered)?;
+        let journal = Journal::compact(path, &recovered, lock)?;
         Ok((journal, recovered))
     }
 
     /// Rewrite the file with what `recovered` holds as notified.
-    fn compact(path: &Path, recovered: &Recovered) -> Result<Journal> {
+    fn compact(path: &Path, recovered: &Recovered, lock: File) -> Result<Journal> {
         let mut tmp = path.as_os_str().to_owned();
         tmp.push(".tmp");
         let tmp = PathBuf::from(tmp);
@@ -153,6 +215,7 @@ impl Journal {
             path: path.to_path_buf(),
             file,
             next: 1,
+            _lock: lock,
         })
     }
 
@@ -239,6 +302,26 @@ mod tests {
         keys.sort();
         assert_eq!(keys, ["a", "b", "d"]);
         assert!(r.unacknowledged.is_empty());
+    }
+
+    #[test]
+    fn one_journal_per_state_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("state");
+        let (first, _) = Journal::open(&path).expect("open");
+        // flock: a second open file description conflicts, in this process
+        // as in another.
+        let e = Journal::open(&path).expect_err("refused while the first is open");
+        assert_eq!(e.kind(), ErrorKind::Unavailable, "{e}");
+        assert!(
+            e.to_string().contains(&format!(
+                "in use by another publisher (process {}",
+                std::process::id()
+            )),
+            "{e}"
+        );
+        drop(first);
+        Journal::open(&path).expect("open once the first is gone");
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! that backend crates (DAOS, RADOS) implement them without depending on
 //! the `fieldstore` crate that dispatches to them.
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 use std::fmt::Debug;
 use std::sync::Arc;
 
@@ -295,6 +295,50 @@ pub trait DatasetMover: Send + Sync {
     fn unfinished(&self) -> Result<Vec<(DatasetKey, String)>>;
 }
 
+/// What a [`ChangeWaiter`] can tell of the changes it returned for: which
+/// datasets to look at again.
+///
+/// # Contract
+/// `Datasets(set)` says: since the previous wait returned (or the waiter
+/// was created), the catalogue changed by appends to the logs of the
+/// datasets in `set` only — flushes, wipes of collocations, purges'
+/// records; a dataset that came into being may be named too. No other
+/// dataset changed, none was wiped, moved in or out, or locked; a waiter
+/// that cannot rule that out answers `Unknown`. An empty set: nothing
+/// changed (the wait timed out, and the waiter knows that nothing it
+/// could have missed happened meanwhile). `Unknown` is always a correct
+/// answer: a caller then looks at everything, as if every dataset had
+/// changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Changes {
+    /// Anything may have changed.
+    Unknown,
+    /// Only these datasets changed (see the type's contract).
+    Datasets(BTreeSet<DatasetKey>),
+}
+
+impl Changes {
+    /// Nothing changed: `Datasets` of none.
+    pub fn none() -> Changes {
+        Changes::Datasets(BTreeSet::new())
+    }
+
+    /// Whether this says that nothing changed.
+    pub fn is_none(&self) -> bool {
+        matches!(self, Changes::Datasets(d) if d.is_empty())
+    }
+
+    /// The changes of `self` and `other` together (two waits, or two
+    /// lanes): `Unknown` if either is.
+    pub fn merge(&mut self, other: Changes) {
+        match (&mut *self, other) {
+            (Changes::Unknown, _) => {}
+            (_, Changes::Unknown) => *self = Changes::Unknown,
+            (Changes::Datasets(a), Changes::Datasets(b)) => a.extend(b),
+        }
+    }
+}
+
 /// Waits for a catalogue to change: what `watch` blocks on between looks
 /// at the catalogue.
 ///
@@ -305,12 +349,17 @@ pub trait DatasetMover: Send + Sync {
 /// `timeout` has passed. Returning without a change is allowed (the caller
 /// looks and waits again); sleeping through a change that happened after
 /// the waiter was created is not — a backend without notifications polls.
+/// What it returns says which datasets may have changed, as
+/// [`Changes`]'s contract says: a caller may then look at those datasets
+/// only, so a waiter that names datasets must name every one that changed;
+/// one that cannot tell answers [`Changes::Unknown`].
 pub trait ChangeWaiter: Send {
-    /// Block until the catalogue may have changed, or `timeout` passes.
+    /// Block until the catalogue may have changed, or `timeout` passes;
+    /// which datasets may have changed since the previous return.
     ///
     /// # Errors
     /// I/O errors of the notification mechanism.
-    fn wait(&mut self, timeout: std::time::Duration) -> Result<()>;
+    fn wait(&mut self, timeout: std::time::Duration) -> Result<Changes>;
 
     /// How the waiter learns of changes, for reports: `inotify`, `polling
     /// every 1–50 ms`.
@@ -348,10 +397,11 @@ impl ChangeWaiter for PollingWaiter {
         self.delay = std::time::Duration::from_millis(1).min(self.max);
     }
 
-    fn wait(&mut self, timeout: std::time::Duration) -> Result<()> {
+    /// Polling cannot tell what changed: always `Unknown`.
+    fn wait(&mut self, timeout: std::time::Duration) -> Result<Changes> {
         std::thread::sleep(self.delay.min(timeout));
         self.delay = (self.delay * 2).min(self.max);
-        Ok(())
+        Ok(Changes::Unknown)
     }
 
     fn mechanism(&self) -> String {
@@ -407,8 +457,17 @@ pub trait DatasetReader: Send + Sync + Debug {
     /// follow the catalogue incrementally: nothing already seen is re-read.
     fn refresh(&self) -> Result<()>;
 
-    /// The collocations seen so far, with their axes (no index is opened).
-    fn collocations(&self) -> Result<Vec<CollocationInfo>>;
+    /// Visit the collocations seen so far, in the order they were first
+    /// named, each with its axes, by reference (no index is opened):
+    /// [`DatasetReaderExt::collocations`] copies them; a walk that looks
+    /// again (`watch`'s looks) does not (copying every axis of a dataset
+    /// with thousands of steps per look cost a third of a publisher's CPU,
+    /// bench/aviso). `visit` must not call back into this reader (an
+    /// implementation may hold its lock meanwhile).
+    ///
+    /// # Errors
+    /// The backend's errors reading what it knows.
+    fn visit_collocations(&self, visit: &mut dyn FnMut(&CollocationKey, &Axes)) -> Result<()>;
 
     /// As [`CatalogueWriter::schema_text`]: the schema the dataset was
     /// created under, which splits and matches its keys below level 1.
@@ -492,8 +551,24 @@ pub struct DatasetCondition {
     pub pending_units: Vec<String>,
 }
 
-/// Scans of every entry, for any [`DatasetReader`].
+/// Copies and scans of everything, for any [`DatasetReader`].
 pub trait DatasetReaderExt: DatasetReader {
+    /// The collocations seen so far, with their axes, in the order they
+    /// were first named.
+    ///
+    /// # Errors
+    /// As [`DatasetReader::visit_collocations`].
+    fn collocations(&self) -> Result<Vec<CollocationInfo>> {
+        let mut out = Vec::new();
+        self.visit_collocations(&mut |key, axes| {
+            out.push(CollocationInfo {
+                key: key.clone(),
+                axes: axes.clone(),
+            })
+        })?;
+        Ok(out)
+    }
+
     /// Visit the entries of a collocation, newest first, masked (older)
     /// entries included; `visit` returns `false` to stop.
     ///

@@ -332,6 +332,16 @@ impl<P: Clone> DatasetIndex<P> {
             .collect()
     }
 
+    /// Each collocation's key and axes, by reference, in the order of
+    /// [`DatasetIndex::collocations`].
+    pub fn visit_collocations(&self, visit: &mut dyn FnMut(&CollocationKey, &Axes)) {
+        for k in &self.order {
+            if let Some(c) = self.collocations.get(k) {
+                visit(k, &c.axes);
+            }
+        }
+    }
+
     /// One collocation, if named and not wiped.
     pub fn collocation(&self, key: &CollocationKey) -> Option<&Collocation<P>> {
         self.collocations.get(key)

@@ -60,8 +60,8 @@ pub mod writer_id;
 
 pub use catalogue::{
     Axes, AxesExt, Catalogue, CatalogueMaintenance, CatalogueQueries, CatalogueWriter,
-    ChangeWaiter, CollocationInfo, DamagedDatasets, DatasetCondition, DatasetMover, DatasetReader,
-    DatasetReaderExt, PollingWaiter,
+    ChangeWaiter, Changes, CollocationInfo, DamagedDatasets, DatasetCondition, DatasetMover,
+    DatasetReader, DatasetReaderExt, PollingWaiter,
 };
 pub use error::{Error, ErrorKind, Result};
 pub use key::{CollocationKey, DatasetKey, ElementKey, Key, KeyError};

@@ -20,17 +20,26 @@
 //! root was notified, and at least every [`RESCAN`]); if it did either it
 //! returns at once, since a change may have come before the watch.
 //!
+//! What changed ([`Changes`]): a wait woken by notifications of head
+//! objects alone names their datasets (each watch knows the dataset whose
+//! head it watches, from the root's listing), so that a watch looks at
+//! those datasets only. A notification of the root, a watch added or
+//! re-established, and a wait that ran out say `Unknown`; so does any
+//! wait [`POLL`] after the last `Unknown`, so that flushes whose notify
+//! was lost are found within [`POLL`] even while other datasets' notifies
+//! keep the waiter busy.
+//!
 //! A client the cluster refuses a watch (watch is a write operation in
 //! Ceph: a user with read-only caps) waits by polling alone;
 //! `mechanism()` says so.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::ffi::{c_int, c_void, CString};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use fieldstore_core::{ChangeWaiter, Result};
+use fieldstore_core::{ChangeWaiter, Changes, DatasetKey, Key, Result};
 
 use crate::naming::ROOT;
 use crate::rados::{Pool, ENOENT};
@@ -66,6 +75,10 @@ struct Flags {
     changed: bool,
     /// One of them was for the root.
     root: bool,
+    /// The datasets whose head objects were notified.
+    datasets: BTreeSet<DatasetKey>,
+    /// A head object whose dataset is not known was notified.
+    unnamed: bool,
     /// A watch reported an error.
     broken: bool,
 }
@@ -98,6 +111,10 @@ struct WatchArg {
     pool: Arc<Pool>,
     oid: CString,
     root: bool,
+    /// The dataset whose head object this is (`None` for the root, or a
+    /// key the root's listing did not parse: then its notifications say
+    /// `Unknown`).
+    dataset: Option<DatasetKey>,
     broken: AtomicBool,
 }
 
@@ -128,6 +145,12 @@ unsafe extern "C" fn on_notify(
         a.shared.signal(|f| {
             f.changed = true;
             f.root |= root;
+            match &a.dataset {
+                Some(d) => {
+                    f.datasets.insert(d.clone());
+                }
+                None => f.unnamed |= !root,
+            }
         });
     }));
 }
@@ -156,6 +179,10 @@ pub struct RadosWaiter {
     scanned: Instant,
     /// The root object did not exist at the last try: try again each wait.
     root_missing: bool,
+    /// When a wait last returned `Unknown`: one does at least every
+    /// `unknown_every` ([`POLL`]).
+    unknown_at: Instant,
+    unknown_every: Duration,
     /// The cluster refused a watch (not `ENOENT`): why.
     refused: Option<String>,
     last: Wake,
@@ -185,6 +212,8 @@ impl RadosWaiter {
             rescan: true,
             scanned: Instant::now(),
             root_missing: false,
+            unknown_at: Instant::now(),
+            unknown_every: POLL,
             refused: None,
             last: Wake::Created,
         };
@@ -202,13 +231,21 @@ impl RadosWaiter {
         self.last
     }
 
+    /// Say `Unknown` at least every `period` instead of every [`POLL`]
+    /// (a test hook: with a long period, what a notification names is
+    /// what a wait returns). Lost notifications then cost up to `period`.
+    pub fn set_unknown_every(&mut self, period: Duration) {
+        self.unknown_every = period;
+    }
+
     /// Objects watched now (the root and head objects).
     pub fn watched(&self) -> usize {
         self.watches.len()
     }
 
-    /// Watch `oid`; whether the watch was added.
-    fn add(&mut self, oid: &str, root: bool) -> bool {
+    /// Watch `oid` (the head object of `dataset`, or the root); whether
+    /// the watch was added.
+    fn add(&mut self, oid: &str, root: bool, dataset: Option<DatasetKey>) -> bool {
         let Ok(c) = CString::new(oid) else {
             return false;
         };
@@ -217,6 +254,7 @@ impl RadosWaiter {
             pool: self.pool.clone(),
             oid: c,
             root,
+            dataset,
             broken: AtomicBool::new(false),
         });
         let p: *const WatchArg = &*arg;
@@ -258,7 +296,7 @@ impl RadosWaiter {
         self.scanned = Instant::now();
         let mut added = false;
         if !self.watches.contains_key(ROOT) {
-            added |= self.add(ROOT, true);
+            added |= self.add(ROOT, true, None);
         }
         let mut after = String::new();
         loop {
@@ -279,7 +317,8 @@ impl RadosWaiter {
                     continue;
                 };
                 if !object.is_empty() && !self.watches.contains_key(object) {
-                    added |= self.add(object, false);
+                    let dataset = after.parse::<Key>().ok().map(DatasetKey);
+                    added |= self.add(object, false, dataset);
                 }
             }
             if !more || page.is_empty() {
@@ -302,14 +341,16 @@ impl RadosWaiter {
             return false;
         }
         let mut retired = Vec::new();
+        let mut again = Vec::new();
         for oid in &broken {
             if let Some(w) = self.watches.remove(oid) {
+                again.push((oid, w.arg.dataset.clone()));
                 retired.push(w);
             }
         }
         self.retire(retired);
-        for oid in &broken {
-            self.add(oid, oid == ROOT);
+        for (oid, dataset) in again {
+            self.add(oid, oid == ROOT, dataset);
         }
         self.rescan = true;
         true
@@ -331,18 +372,26 @@ impl RadosWaiter {
     }
 }
 
+impl RadosWaiter {
+    /// `Unknown`, noting when.
+    fn unknown(&mut self) -> Changes {
+        self.unknown_at = Instant::now();
+        Changes::Unknown
+    }
+}
+
 impl ChangeWaiter for RadosWaiter {
-    fn wait(&mut self, timeout: Duration) -> Result<()> {
+    fn wait(&mut self, timeout: Duration) -> Result<Changes> {
         let start = Instant::now();
         if self.repair() {
             self.last = Wake::Rewatched;
-            return Ok(());
+            return Ok(self.unknown());
         }
         let root_unwatched =
             !self.watches.contains_key(ROOT) && self.root_missing && self.refused.is_none();
         if (self.rescan || root_unwatched || self.scanned.elapsed() >= RESCAN) && self.scan()? {
             self.last = Wake::Added;
-            return Ok(());
+            return Ok(self.unknown());
         }
         let deadline = start + timeout.min(POLL);
         let mut f = self.shared.flags();
@@ -368,7 +417,16 @@ impl ChangeWaiter for RadosWaiter {
         } else {
             Wake::Polled
         };
-        Ok(())
+        // Head objects' notifications alone, and an `Unknown` recent
+        // enough that a lost notification is still within its [`POLL`].
+        if self.last == Wake::Notified
+            && !flags.root
+            && !flags.unnamed
+            && self.unknown_at.elapsed() < self.unknown_every
+        {
+            return Ok(Changes::Datasets(flags.datasets));
+        }
+        Ok(self.unknown())
     }
 
     fn mechanism(&self) -> String {

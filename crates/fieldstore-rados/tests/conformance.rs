@@ -327,6 +327,22 @@ fn wait_for(waiter: &mut fieldstore_rados::RadosWaiter, want: fieldstore_rados::
     wait_for_any(waiter, &[want]).is_some()
 }
 
+/// As [`wait_for`]; what the wait that returned for `want` said changed.
+fn wait_for_changes(
+    waiter: &mut fieldstore_rados::RadosWaiter,
+    want: fieldstore_rados::Wake,
+) -> Option<fieldstore::Changes> {
+    use fieldstore::ChangeWaiter;
+    let start = std::time::Instant::now();
+    while start.elapsed() < std::time::Duration::from_secs(20) {
+        let changes = must(waiter.wait(std::time::Duration::from_secs(30)), "wait");
+        if waiter.last_wake() == want {
+            return Some(changes);
+        }
+    }
+    None
+}
+
 /// As [`wait_for`], for any of `wants`; which one.
 fn wait_for_any(
     waiter: &mut fieldstore_rados::RadosWaiter,
@@ -392,14 +408,20 @@ fn flushes_wake_watchers_by_notify() {
         "rados watch/notify"
     );
 
-    // Flushes of a watched dataset, many segments on.
+    // Flushes of a watched dataset, many segments on; what the notify
+    // wakes the waiter with names that dataset (polls, a full look, are
+    // made rare for this).
+    waiter.set_unknown_every(std::time::Duration::from_secs(3600));
+    let not1 = must(fs.schema().split(&PL.key("not1")), "split").dataset;
     for step in 1..=40u32 {
         let before = waiter.notifies();
         archive_payload(&writer, &Spec { step, ..PL }.key("not1"), 1, 100, 100);
         must(writer.flush(), "flush");
-        assert!(
-            wait_for(&mut waiter, Wake::Notified),
-            "flush {step}: no notification within 20 s"
+        let changes = wait_for_changes(&mut waiter, Wake::Notified);
+        assert_eq!(
+            changes,
+            Some(fieldstore::Changes::Datasets([not1.clone()].into())),
+            "flush {step}: a notification naming the dataset within 20 s"
         );
         assert!(waiter.notifies() > before);
     }
@@ -409,11 +431,12 @@ fn flushes_wake_watchers_by_notify() {
         "the log continued in new segments:\n{segments}"
     );
 
-    // A new dataset: the root's notification, then its watch.
+    // A new dataset: the root's notification (unknown), then its watch.
     archive_payload(&writer, &PL.key("not2"), 1, 100, 100);
     must(writer.flush(), "flush of a new dataset");
-    assert!(
-        wait_for(&mut waiter, Wake::Added),
+    assert_eq!(
+        wait_for_changes(&mut waiter, Wake::Added),
+        Some(fieldstore::Changes::Unknown),
         "the new dataset watched"
     );
     assert_eq!(waiter.watched(), 3);

@@ -132,6 +132,7 @@ pub const CHECKS: &[(&str, Check)] = &[
         "watch_reports_each_field_once",
         watch_reports_each_field_once,
     ),
+    ("watch_follows_each_dataset", watch_follows_each_dataset),
     (
         "retrieve_waits_for_complete_requests",
         retrieve_waits_for_complete_requests,
@@ -200,6 +201,7 @@ macro_rules! conformance_tests {
             stats_counts,
             locks_honoured,
             watch_reports_each_field_once,
+            watch_follows_each_dataset,
             retrieve_waits_for_complete_requests,
         );
     };

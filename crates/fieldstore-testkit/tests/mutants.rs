@@ -173,7 +173,10 @@ impl DatasetReader for MutantReader {
     fn refresh(&self) -> Result<()> {
         self.inner.refresh()
     }
-    fn collocations(&self) -> Result<Vec<CollocationInfo>> {
+    fn visit_collocations(
+        &self,
+        visit: &mut dyn FnMut(&CollocationKey, &fieldstore::Axes),
+    ) -> Result<()> {
         let mut infos = match &self.frozen {
             Some(f) => f.iter().map(|(i, _)| i.clone()).collect(),
             None => self.inner.collocations()?,
@@ -187,7 +190,10 @@ impl DatasetReader for MutantReader {
                 }
             }
         }
-        Ok(infos)
+        for info in &infos {
+            visit(&info.key, &info.axes);
+        }
+        Ok(())
     }
     fn lookup(&self, c: &CollocationKey, e: &ElementKey) -> Result<Option<FieldLocation>> {
         let mut found = self.entries(c)?.into_iter().filter(|(k, _)| k == e);

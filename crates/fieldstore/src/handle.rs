@@ -13,7 +13,9 @@ use crate::config::Config;
 use crate::dataset_schema::{resplit, DatasetSchemas};
 use crate::list::{ListElement, ListOptions};
 use crate::retrieve::DataReader;
-use fieldstore_core::catalogue::{Axes, Catalogue, CatalogueWriter, DatasetReader};
+use fieldstore_core::catalogue::{
+    Axes, Catalogue, CatalogueWriter, DatasetReader, DatasetReaderExt,
+};
 use fieldstore_core::store::{Store, StoreWriter};
 
 /// A handle on a field store: archive, flush, retrieve, list, axes.

@@ -13,13 +13,21 @@
 //! notifications (DAOS, memory) poll with a backoff from 1 to 50 ms. The waiter is made
 //! before the first look, so no flush after it is missed; a field is
 //! reported only once a look has seen it, that is once `retrieve` finds it.
+//!
+//! A look after a wait visits what the waiter says changed
+//! ([`Changes`]): the datasets it names (inotify knows which `toc` was
+//! appended to, RADOS which head object was notified), so that a look costs
+//! what changed, not the number of datasets the request names; or, when
+//! the waiter cannot tell (polling, a dataset created, wiped or moved, lost
+//! events), every dataset the request names. The first look visits every
+//! one.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::{Duration, Instant};
 
 use fieldstore_core::{
-    ChangeWaiter, CollocationKey, DatasetKey, ElementKey, Error, ErrorKind, FieldLocation, Matcher,
-    PollingWaiter, Request, Result, SplitKey,
+    ChangeWaiter, Changes, CollocationKey, DatasetKey, ElementKey, Error, ErrorKind, FieldLocation,
+    Matcher, PollingWaiter, Request, Result, SplitKey,
 };
 
 use crate::handle::FieldStore;
@@ -101,7 +109,7 @@ pub struct Watch<'a> {
     datasets: HashSet<DatasetKey>,
     /// How far each dataset's log was looked at: a look scans only what
     /// came after (`DatasetReader::scan_since`), so it costs what is new.
-    marks: HashMap<DatasetKey, u64>,
+    marks: crate::walk::Marks,
     /// With `until_complete`: the request's points (its keywords' values,
     /// one combination each) no reported field has yet.
     missing: Option<HashSet<String>>,
@@ -268,7 +276,7 @@ impl<'a> Watch<'a> {
             queue: VecDeque::new(),
             seen: HashMap::new(),
             datasets: HashSet::new(),
-            marks: HashMap::new(),
+            marks: crate::walk::Marks::default(),
             missing,
             reported: 0,
             looked: false,
@@ -276,7 +284,7 @@ impl<'a> Watch<'a> {
         };
         // What is there when the watch begins: reported first (`Start`),
         // or only remembered (`Now`).
-        w.look()?;
+        w.look(Changes::Unknown)?;
         if w.options.since == Since::Now {
             w.queue.clear();
         }
@@ -320,9 +328,13 @@ impl Watch<'_> {
         }
     }
 
-    /// List what the request names and queue what is new.
-    fn look(&mut self) -> Result<()> {
+    /// List what the request names in the datasets that `changes` names
+    /// (all of them: `Unknown`) and queue what is new.
+    fn look(&mut self, changes: Changes) -> Result<()> {
         self.looked = true;
+        if changes.is_none() {
+            return Ok(());
+        }
         let mut new = Vec::new();
         let mut present = HashSet::new();
         let mut damage = std::collections::BTreeSet::new();
@@ -350,17 +362,33 @@ impl Watch<'_> {
                 present.insert(e.dataset.clone());
                 note(e)
             })?,
-            None => {
-                fs.walk(
-                    &selector,
-                    ListOptions::default(),
-                    &mut HashSet::new(),
-                    &mut damage,
-                    &mut admit,
-                    Some(&mut self.marks),
-                    &mut note,
-                )?;
-            }
+            None => match &changes {
+                Changes::Unknown => {
+                    fs.walk(
+                        &selector,
+                        ListOptions::default(),
+                        &mut HashSet::new(),
+                        &mut damage,
+                        &mut admit,
+                        Some(&mut self.marks),
+                        &mut note,
+                    )?;
+                }
+                // Only these changed: the others have nothing new, and
+                // none was wiped (that would be `Unknown`).
+                Changes::Datasets(changed) => {
+                    fs.walk_datasets(
+                        changed.iter().cloned(),
+                        &selector,
+                        ListOptions::default(),
+                        &mut HashSet::new(),
+                        &mut damage,
+                        &mut admit,
+                        Some(&mut self.marks),
+                        &mut note,
+                    )?;
+                }
+            },
         }
         if !damage.is_empty() {
             let list: Vec<String> = damage.into_iter().collect();
@@ -372,7 +400,13 @@ impl Watch<'_> {
         let seen_at = std::time::SystemTime::now();
         // Newest first within a collocation: oldest first is flush order.
         new.reverse();
-        if let Some(gone) = self.datasets.iter().find(|d| !present.contains(*d)) {
+        // A look at some datasets only says nothing of the others.
+        let everything = changes == Changes::Unknown;
+        if let Some(gone) = self
+            .datasets
+            .iter()
+            .find(|d| everything && !present.contains(*d))
+        {
             if !self.fs.catalogue().datasets()?.contains(gone) {
                 return Err(Error::new(
                     ErrorKind::NotFound,
@@ -425,13 +459,18 @@ impl Iterator for Watch<'_> {
                 self.ended = true;
                 return None;
             }
-            if self.looked {
-                if let Err(e) = self.waiter.wait(self.remaining()) {
-                    self.ended = true;
-                    return Some(Err(e));
+            let changes = if self.looked {
+                match self.waiter.wait(self.remaining()) {
+                    Ok(c) => c,
+                    Err(e) => {
+                        self.ended = true;
+                        return Some(Err(e));
+                    }
                 }
-            }
-            if let Err(e) = self.look() {
+            } else {
+                Changes::Unknown
+            };
+            if let Err(e) = self.look(changes) {
                 self.ended = true;
                 return Some(Err(e));
             }

@@ -9,9 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use fieldstore::backends::memory::MemoryBackend;
-use fieldstore::catalogue::{
-    Axes, Catalogue, CatalogueWriter, CollocationInfo, DatasetCondition, DatasetReader,
-};
+use fieldstore::catalogue::{Axes, Catalogue, CatalogueWriter, DatasetCondition, DatasetReader};
 use fieldstore::resolve::POINT_LOOKUP_LIMIT;
 use fieldstore::{
     CollocationKey, Config, DatasetKey, ElementKey, FieldLocation, FieldStore, Key, Locks, Request,
@@ -78,8 +76,8 @@ impl DatasetReader for CountingReader {
     fn refresh(&self) -> Result<()> {
         self.inner.refresh()
     }
-    fn collocations(&self) -> Result<Vec<CollocationInfo>> {
-        self.inner.collocations()
+    fn visit_collocations(&self, visit: &mut dyn FnMut(&CollocationKey, &Axes)) -> Result<()> {
+        self.inner.visit_collocations(visit)
     }
     fn lookup(
         &self,

@@ -504,3 +504,71 @@ fn a_root_listed_twice_is_refused_naming_both_entries() {
         1
     );
 }
+
+/// The POSIX waiter (inotify) says which datasets changed: a flush names
+/// the datasets it appended to and no other; a dataset created (a root and
+/// a dataset directory changed) makes it `Unknown`, and once watched that
+/// dataset is named too; a wait with nothing happening says nothing
+/// changed.
+#[test]
+fn inotify_waiter_names_the_datasets_flushed_into() {
+    use fieldstore::{ChangeWaiter, Changes, DatasetKey};
+    use std::time::Duration;
+    let on = |date: u32, step: u32| -> Key {
+        format!(
+            "class=od,expver=0001,stream=oper,date={date},time=1200,domain=g,type=fc,levtype=sfc,step={step},param=167"
+        )
+        .parse()
+        .unwrap()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let fs = FieldStore::open(Config::embedded(dir.path())).unwrap();
+    let dataset = |date: u32| -> DatasetKey { fs.schema().split(&on(date, 0)).unwrap().dataset };
+    fs.archive(&on(20231201, 0), b"a").unwrap();
+    fs.archive(&on(20231202, 0), b"b").unwrap();
+    fs.flush().unwrap();
+    let mut waiter = fs.catalogue().waiter().unwrap();
+    assert_eq!(waiter.mechanism(), "inotify");
+    // What the waits say until one says nothing (the events of a flush
+    // are queued when it returns, so the first wait drains them).
+    let settle = |waiter: &mut Box<dyn ChangeWaiter>| {
+        let mut all = Changes::none();
+        loop {
+            let c = waiter.wait(Duration::from_millis(100)).unwrap();
+            if c.is_none() {
+                return all;
+            }
+            all.merge(c);
+        }
+    };
+    assert_eq!(settle(&mut waiter), Changes::none(), "nothing happened");
+    fs.archive(&on(20231201, 6), b"a6").unwrap();
+    fs.flush().unwrap();
+    assert_eq!(
+        settle(&mut waiter),
+        Changes::Datasets([dataset(20231201)].into()),
+        "a flush into one dataset names it alone"
+    );
+    fs.archive(&on(20231201, 12), b"a12").unwrap();
+    fs.archive(&on(20231202, 12), b"b12").unwrap();
+    fs.flush().unwrap();
+    assert_eq!(
+        settle(&mut waiter),
+        Changes::Datasets([dataset(20231201), dataset(20231202)].into()),
+        "a flush into two datasets names both"
+    );
+    fs.archive(&on(20231203, 0), b"c").unwrap();
+    fs.flush().unwrap();
+    assert_eq!(
+        settle(&mut waiter),
+        Changes::Unknown,
+        "a dataset created: unknown"
+    );
+    fs.archive(&on(20231203, 6), b"c6").unwrap();
+    fs.flush().unwrap();
+    assert_eq!(
+        settle(&mut waiter),
+        Changes::Datasets([dataset(20231203)].into()),
+        "the new dataset, once watched, is named"
+    );
+}

@@ -440,6 +440,70 @@ fn a_server_that_does_not_answer_keeps_everything_pending() {
     );
 }
 
+/// One publisher per state file: a second one, a process of its own, is
+/// refused at start naming the first (whose lock it found), and the first
+/// goes on; once the first is killed (SIGKILL: the kernel lets go of its
+/// lock) a new one takes the state file over.
+#[test]
+fn a_second_publisher_on_one_state_file_is_refused() {
+    let env = Env::new();
+    env.archive(&writer::key("0001", 0, 167), b"zero");
+    // A port nothing listens on: the publishers keep what they have pending.
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("port");
+        l.local_addr().expect("addr").port()
+    };
+    let url = format!("http://127.0.0.1:{port}");
+    let state = env.path("notify.state");
+    let mut first = Publisher::start(&env, &url, &state, &[]);
+    wait_until(
+        30,
+        || first.stderr(),
+        || first.stderr().contains("following the store"),
+    );
+    let second = |extra: &[&str]| {
+        let mut c = env.command();
+        c.args(["notify", "--aviso", &url, "--state"])
+            .arg(&state)
+            .args(["--timeout", "0.3", "--max-backoff", "0.1"])
+            .args(extra);
+        common::run(&mut c)
+    };
+    let r = second(&[]);
+    assert_eq!(r.code, 9, "{r:?}");
+    let said = format!(
+        "the notify state file {} is in use by another publisher (process {}",
+        state.display(),
+        first.child.id()
+    );
+    assert!(r.stderr.contains(&said), "{}", r.stderr);
+    assert!(
+        !r.stderr.contains("resuming"),
+        "refused before reading the state file: {}",
+        r.stderr
+    );
+    assert!(
+        first.child.try_wait().expect("try_wait").is_none(),
+        "the first publisher goes on: {}",
+        first.stderr()
+    );
+    first.kill();
+    let r = second(&[]);
+    assert!(!r.stderr.contains("in use"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("resuming after 0 notified fields"),
+        "{}",
+        r.stderr
+    );
+    // Pending (nothing answers), kept for the next run.
+    assert_eq!(r.code, 9, "{r:?}");
+    assert!(
+        r.stderr.contains("1 notification still pending"),
+        "{}",
+        r.stderr
+    );
+}
+
 #[test]
 fn bad_input_is_refused_before_anything_runs() {
     let env = Env::new();

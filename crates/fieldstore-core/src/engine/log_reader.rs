@@ -16,9 +16,7 @@
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use super::{BlockSlot, DatasetIndex};
-use crate::catalogue::{
-    visit_newest_first, Axes, CollocationInfo, DatasetCondition, DatasetReader,
-};
+use crate::catalogue::{visit_newest_first, Axes, DatasetCondition, DatasetReader};
 use crate::error::{Error, Result};
 use crate::key::{CollocationKey, ElementKey};
 use crate::location::FieldLocation;
@@ -188,8 +186,9 @@ impl<M: LogMedium> DatasetReader for LogReader<M> {
         self.medium.follow(&mut self.write())
     }
 
-    fn collocations(&self) -> Result<Vec<CollocationInfo>> {
-        Ok(self.read().index.collocations())
+    fn visit_collocations(&self, visit: &mut dyn FnMut(&CollocationKey, &Axes)) -> Result<()> {
+        self.read().index.visit_collocations(visit);
+        Ok(())
     }
 
     fn schema_text(&self) -> Option<Arc<str>> {

@@ -37,7 +37,7 @@ pub use expand::Expansion;
 pub use incomplete::Incomplete;
 pub use order::{RequestOrder, RequestPosition};
 pub use rule::{Level, Matcher, Predicate, Rule, RuleId};
-pub use select::{Selector, ValueSet};
+pub use select::{DatasetMatch, Selector, ValueSet};
 pub use split::SplitKey;
 pub use values::REQUESTED_VALUES_LIMIT;
 

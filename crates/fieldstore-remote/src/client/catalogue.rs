@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use fieldstore_core::catalogue::CatalogueQueries;
 use fieldstore_core::{
-    Axes, Catalogue, CatalogueMaintenance, CatalogueWriter, ChangeWaiter, CollocationKey,
+    Axes, Catalogue, CatalogueMaintenance, CatalogueWriter, ChangeWaiter, Changes, CollocationKey,
     DamagedDatasets, DatasetKey, DatasetMover, DatasetReader, ElementKey, Error, ErrorKind,
     FieldLocation, Level, ListElement, PollingWaiter, Request, Result, Schema,
 };
@@ -195,7 +195,9 @@ struct PushedWaiter {
 }
 
 impl ChangeWaiter for PushedWaiter {
-    fn wait(&mut self, timeout: std::time::Duration) -> Result<()> {
+    /// The server's word names no dataset (and the watch lists through
+    /// the server, one request per look, whatever changed): `Unknown`.
+    fn wait(&mut self, timeout: std::time::Duration) -> Result<Changes> {
         let mut told = false;
         let mut wait = timeout;
         // Every word already here counts as one change.
@@ -213,7 +215,7 @@ impl ChangeWaiter for PushedWaiter {
                 wait = std::time::Duration::ZERO;
             }
         }
-        Ok(())
+        Ok(Changes::Unknown)
     }
 
     fn mechanism(&self) -> String {

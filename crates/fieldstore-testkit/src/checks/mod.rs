@@ -31,7 +31,9 @@ pub use retrieve::{
 };
 pub use schema::{datasets_keep_their_schema, OpenWithSchema, SCHEMA_NEW, SCHEMA_OLD};
 pub use visibility::{archive_copies_data, flush_makes_visible, flush_publishes_only_own_writes};
-pub use watch::{retrieve_waits_for_complete_requests, watch_reports_each_field_once};
+pub use watch::{
+    retrieve_waits_for_complete_requests, watch_follows_each_dataset, watch_reports_each_field_once,
+};
 
 use std::collections::BTreeSet;
 

@@ -193,6 +193,89 @@ pub fn watch_reports_each_field_once(open: Open<'_>) {
     assert!(err.to_string().contains("wiped"), "{err}");
 }
 
+/// A watch of several datasets reports a flush into one of them while the
+/// others stay quiet, flushes into two datasets by two writers at once, a
+/// dataset created while it runs, and a dataset quiet since the watch began
+/// flushed again: a look at the datasets the waiter says changed (not at
+/// all of them) misses nothing, and a new dataset is found.
+pub fn watch_follows_each_dataset(open: Open<'_>) {
+    let x = "wat3";
+    let writer = opened(open, "writer");
+    let second = opened(open, "a second writer");
+    let day = |d: u32, step: u32| Spec {
+        date: 20231200 + d,
+        step,
+        ..PL
+    };
+    // Three datasets (a date each) before the watch.
+    for d in 1..=3 {
+        archive_payload(&writer, &day(d, 0).key(x), 1, 50, 300);
+    }
+    must(writer.flush(), "the first flush");
+    let watcher = opened(open, "watcher");
+    let mut expected = Vec::new();
+    let total = 9;
+    let got = std::thread::scope(|scope| {
+        let watch = must(
+            watcher.watch(
+                &request_of(x),
+                WatchOptions {
+                    since: Since::Now,
+                    count: Some(total),
+                    timeout: Some(Duration::from_secs(60)),
+                    ..WatchOptions::default()
+                },
+            ),
+            "watch",
+        );
+        let reader = &watcher;
+        let t = scope.spawn(move || {
+            watch
+                .map(|e| canonical(reader, &must(e, "a watch event").element.full_key()))
+                .collect::<Vec<_>>()
+        });
+        // Pauses let the watcher look between flushes: what it looks at
+        // then is one dataset, the others quiet.
+        let pause = || std::thread::sleep(Duration::from_millis(20));
+        // One dataset, flush after flush.
+        for step in 1..=4 {
+            expected.push(archive_payload(&writer, &day(2, step).key(x), 1, 50, 300));
+            must(writer.flush(), "a flush into one dataset");
+            pause();
+        }
+        // A dataset created under the watch, then flushed into again.
+        for step in [0, 6] {
+            expected.push(archive_payload(&writer, &day(4, step).key(x), 1, 50, 300));
+            must(writer.flush(), "a flush into a new dataset");
+            pause();
+        }
+        // Two datasets by two writers at once.
+        expected.push(archive_payload(&writer, &day(1, 6).key(x), 1, 50, 300));
+        expected.push(archive_payload(&second, &day(3, 6).key(x), 1, 50, 300));
+        must(writer.flush(), "the first writer's flush");
+        must(second.flush(), "the second writer's flush");
+        pause();
+        // The first dataset again, quiet since.
+        expected.push(archive_payload(&second, &day(1, 12).key(x), 1, 50, 300));
+        must(second.flush(), "a flush into the first dataset again");
+        t.join().expect("the watcher thread")
+    });
+    let want: BTreeMap<&str, ()> = expected
+        .iter()
+        .map(|s| (s.canonical.as_str(), ()))
+        .collect();
+    let have: BTreeMap<&str, ()> = got.iter().map(|k| (k.as_str(), ())).collect();
+    assert_eq!(
+        got.len(),
+        total,
+        "each flushed field once within 60 s: reported {got:?}, never reported {:?}",
+        want.keys()
+            .filter(|k| !have.contains_key(*k))
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(have, want, "what the watch reported");
+}
+
 /// `retrieve_wait` returns a complete request's fields once the last one
 /// is flushed, and times out naming what is missing.
 pub fn retrieve_waits_for_complete_requests(open: Open<'_>) {

@@ -19,7 +19,7 @@ use fieldstore_core::{
 };
 
 use fieldstore_core::catalogue::{
-    Axes, AxesExt, Catalogue, CatalogueWriter, CollocationInfo, DatasetCondition, DatasetReader,
+    Axes, AxesExt, Catalogue, CatalogueWriter, DatasetCondition, DatasetReader,
 };
 use fieldstore_core::store::{Store, StoreWriter};
 
@@ -611,16 +611,12 @@ impl DatasetReader for MemoryReader {
         Ok(())
     }
 
-    fn collocations(&self) -> Result<Vec<CollocationInfo>> {
+    fn visit_collocations(&self, visit: &mut dyn FnMut(&CollocationKey, &Axes)) -> Result<()> {
         let d = self.dataset();
-        let c = d.read();
-        Ok(c.collocations
-            .iter()
-            .map(|(k, a, _)| CollocationInfo {
-                key: k.clone(),
-                axes: a.clone(),
-            })
-            .collect())
+        for (k, a, _) in &d.read().collocations {
+            visit(k, a);
+        }
+        Ok(())
     }
 
     fn lookup(

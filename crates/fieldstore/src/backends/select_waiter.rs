@@ -2,18 +2,19 @@
 //! (inotify, RADOS watch/notify, polling) waited on at once, so that watch
 //! behind select is woken as it would be by each lane alone.
 //!
-//! A [`ChangeWaiter`] blocks its caller, so each lane's waiter after the
-//! first runs in a thread of its own that waits in slices of
-//! [`LANE_SLICE`] and reports every return as a possible change (the trait
-//! cannot tell a change from a time-out: a spurious wake costs the caller
-//! one look, which the contract allows). A waiter over one lane is that
-//! lane's waiter itself.
+//! A [`ChangeWaiter`] blocks its caller, so each lane's waiter runs in a
+//! thread of its own that waits in slices of [`LANE_SLICE`] and reports
+//! what each return says changed ([`Changes`]; a return that says nothing
+//! changed, a lane's quiet time-out, wakes no one). The caller gets what
+//! the lanes reported since its last wait, merged: the datasets they
+//! named, or `Unknown` if any lane could not tell. A waiter over one lane
+//! is that lane's waiter itself.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use fieldstore_core::{ChangeWaiter, Error, Result};
+use fieldstore_core::{ChangeWaiter, Changes, Error, Result};
 
 /// How long a lane's thread waits before it looks at whether the select
 /// waiter is still wanted: the longest a dropped waiter's threads live on.
@@ -22,8 +23,9 @@ const LANE_SLICE: Duration = Duration::from_millis(500);
 /// What the lanes' threads report.
 #[derive(Default)]
 struct Reports {
-    /// A lane's waiter returned since the last [`ChangeWaiter::wait`].
-    changed: bool,
+    /// What the lanes' waiters said changed since the last
+    /// [`ChangeWaiter::wait`] returned (nothing: `None`).
+    changes: Option<Changes>,
     /// A lane's waiter failed (its thread has stopped).
     failed: Option<Error>,
 }
@@ -72,7 +74,11 @@ impl SelectWaiter {
                     let waited = w.wait(LANE_SLICE);
                     let mut r = shared.reports();
                     match waited {
-                        Ok(()) => r.changed = true,
+                        Ok(c) if c.is_none() => continue,
+                        Ok(c) => match &mut r.changes {
+                            Some(all) => all.merge(c),
+                            None => r.changes = Some(c),
+                        },
                         Err(e) => {
                             r.failed = Some(e);
                             drop(r);
@@ -90,13 +96,13 @@ impl SelectWaiter {
 }
 
 impl ChangeWaiter for SelectWaiter {
-    fn wait(&mut self, timeout: Duration) -> Result<()> {
+    fn wait(&mut self, timeout: Duration) -> Result<Changes> {
         let deadline = Instant::now() + timeout;
         let mut r = self.shared.reports();
-        while !r.changed && r.failed.is_none() {
+        while r.changes.is_none() && r.failed.is_none() {
             let now = Instant::now();
             if now >= deadline {
-                return Ok(());
+                return Ok(Changes::none());
             }
             r = self
                 .shared
@@ -105,10 +111,10 @@ impl ChangeWaiter for SelectWaiter {
                 .unwrap_or_else(|p| p.into_inner())
                 .0;
         }
-        r.changed = false;
+        let changes = r.changes.take();
         match r.failed.take() {
             Some(e) => Err(e),
-            None => Ok(()),
+            None => Ok(changes.unwrap_or_else(Changes::none)),
         }
     }
 
@@ -134,11 +140,11 @@ mod tests {
     struct Flag(Arc<AtomicBool>, &'static str);
 
     impl ChangeWaiter for Flag {
-        fn wait(&mut self, timeout: Duration) -> Result<()> {
+        fn wait(&mut self, timeout: Duration) -> Result<Changes> {
             let end = Instant::now() + timeout;
             while Instant::now() < end {
                 if self.0.swap(false, Ordering::SeqCst) {
-                    return Ok(());
+                    return Ok(Changes::Unknown);
                 }
                 std::thread::sleep(Duration::from_millis(1));
             }
@@ -176,6 +182,60 @@ mod tests {
             start.elapsed() < Duration::from_millis(400),
             "a change in the second lane took {:?} to wake the caller",
             start.elapsed()
+        );
+    }
+
+    /// A waiter that returns `says` once `fire` is set, else says nothing
+    /// changed at its time-out.
+    struct Named(Arc<AtomicBool>, Changes);
+
+    impl ChangeWaiter for Named {
+        fn wait(&mut self, timeout: Duration) -> Result<Changes> {
+            let end = Instant::now() + timeout;
+            while Instant::now() < end {
+                if self.0.swap(false, Ordering::SeqCst) {
+                    return Ok(self.1.clone());
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Ok(Changes::none())
+        }
+
+        fn mechanism(&self) -> String {
+            "named".into()
+        }
+
+        fn found(&mut self) {}
+    }
+
+    #[test]
+    fn what_the_lanes_name_is_what_the_caller_gets_and_quiet_lanes_wake_no_one() {
+        let dataset = |d: &str| {
+            fieldstore_core::DatasetKey(format!("class=od,date={d}").parse().expect("key"))
+        };
+        let (a, b) = (
+            Arc::new(AtomicBool::new(false)),
+            Arc::new(AtomicBool::new(false)),
+        );
+        let mut w = SelectWaiter::over(vec![
+            Box::new(Named(a.clone(), Changes::Datasets([dataset("1")].into()))),
+            Box::new(Named(b.clone(), Changes::Unknown)),
+        ]);
+        // The lanes time out every LANE_SLICE saying nothing changed: the
+        // caller sleeps through that.
+        let start = Instant::now();
+        let quiet = w.wait(LANE_SLICE * 3).expect("wait");
+        assert!(quiet.is_none(), "{quiet:?}");
+        assert!(start.elapsed() >= LANE_SLICE * 3, "{:?}", start.elapsed());
+        a.store(true, Ordering::SeqCst);
+        assert_eq!(
+            w.wait(Duration::from_secs(10)).expect("wait"),
+            Changes::Datasets([dataset("1")].into())
+        );
+        b.store(true, Ordering::SeqCst);
+        assert_eq!(
+            w.wait(Duration::from_secs(10)).expect("wait"),
+            Changes::Unknown
         );
     }
 

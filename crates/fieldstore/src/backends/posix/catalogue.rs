@@ -173,10 +173,18 @@ pub(super) fn read_init_with_schema(
         .metadata()
         .map_err(|e| Error::io(path.display(), e))?
         .len();
-    let mut head = vec![0u8; len.min(1 << 20) as usize];
-    toc.read_exact_at(&mut head, 0)
-        .map_err(|e| Error::io(path.display(), e))?;
     let what = || format!("{} at offset 0", path.display());
+    // The first 64 KiB hold the INIT record unless its schema is long:
+    // then up to 1 MiB (a large table of contents is not read whole).
+    let mut head = Vec::new();
+    for limit in [64 << 10, 1 << 20] {
+        head.resize(len.min(limit) as usize, 0);
+        toc.read_exact_at(&mut head, 0)
+            .map_err(|e| Error::io(path.display(), e))?;
+        if len <= limit || !matches!(format::FRAMING.unframe(&head, &what)?, Framed::Incomplete) {
+            break;
+        }
+    }
     match format::FRAMING.unframe(&head, &what)? {
         Framed::Record(format::INIT, payload, used) => {
             let mut d = Dec::new(payload, &what);

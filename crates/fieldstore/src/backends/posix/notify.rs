@@ -11,6 +11,15 @@
 //! returns at once (a flush may have come before the watch), so nothing is
 //! slept through. Appends to a `toc` cost no such look.
 //!
+//! What changed ([`Changes`]): a wait that saw only appends to (or
+//! attribute changes of) tables of contents names their datasets — the key
+//! read once from each `toc`'s `INIT` record, the first time it changes —
+//! so that a watch looks at those datasets only. Any other event (a root
+//! or a dataset directory changed, a `toc` renamed or removed, lost
+//! events, a `toc` whose key cannot be read) makes it `Unknown`; a wait
+//! that timed out with no event says nothing changed, since the kernel
+//! queues every event of a watched file (overflow is itself an event).
+//!
 //! inotify sees changes made through this kernel only: on NFS or Lustre a
 //! writer on another node is not seen. There, and when the kernel refuses
 //! a watch (`max_user_watches`), the waiter polls instead; `watch` can also
@@ -21,7 +30,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use fieldstore_core::{ChangeWaiter, Error, PollingWaiter, Result};
+use fieldstore_core::{ChangeWaiter, Changes, DatasetKey, Error, PollingWaiter, Result};
 
 use super::layout::TOC;
 
@@ -40,8 +49,8 @@ pub(crate) struct InotifyWaiter {
     /// path is another inode, watched again) and the watch descriptor.
     watched: HashMap<PathBuf, ((u64, u64), i32)>,
     /// The path of each watch descriptor, to forget it when the kernel
-    /// drops it, and whether it is a table of contents.
-    paths: HashMap<i32, (PathBuf, bool)>,
+    /// drops it, and what it is.
+    paths: HashMap<i32, (PathBuf, Watched)>,
     /// An event said something may need a watch it lacks (a root or a
     /// dataset directory changed, a watch was dropped, events were lost):
     /// look for it before blocking again. Appends to a `toc`, the events of
@@ -49,6 +58,17 @@ pub(crate) struct InotifyWaiter {
     rescan: bool,
     /// Set when the kernel refused a watch: poll from then on.
     fallback: Option<PollingWaiter>,
+    /// What the events drained since the last wait returned say changed.
+    changes: Changes,
+}
+
+/// What one watch descriptor watches.
+enum Watched {
+    /// A root or a dataset directory.
+    Directory,
+    /// A dataset's table of contents, with the dataset's key once an
+    /// event of it was seen (`Some(None)`: its `INIT` could not be read).
+    Toc(Option<Option<DatasetKey>>),
 }
 
 impl InotifyWaiter {
@@ -71,6 +91,7 @@ impl InotifyWaiter {
             paths: HashMap::new(),
             rescan: false,
             fallback: None,
+            changes: Changes::none(),
         };
         w.add_new();
         Ok(w)
@@ -127,8 +148,12 @@ impl InotifyWaiter {
             return false;
         }
         self.watched.insert(path.to_path_buf(), (ident, wd));
-        self.paths
-            .insert(wd, (path.to_path_buf(), mask == TOC_EVENTS));
+        let what = if mask == TOC_EVENTS {
+            Watched::Toc(None)
+        } else {
+            Watched::Directory
+        };
+        self.paths.insert(wd, (path.to_path_buf(), what));
         true
     }
 
@@ -154,12 +179,18 @@ impl InotifyWaiter {
                 let ev: libc::inotify_event =
                     unsafe { std::ptr::read_unaligned(buf[at..].as_ptr().cast()) };
                 let (wd, mask, len) = (ev.wd, ev.mask, ev.len);
-                let of_toc = self.paths.get(&wd).is_some_and(|(_, toc)| *toc);
-                if mask & libc::IN_Q_OVERFLOW != 0
-                    || !of_toc
-                    || mask & (libc::IN_IGNORED | libc::IN_MOVE_SELF | libc::IN_DELETE_SELF) != 0
-                {
+                let of_toc = matches!(self.paths.get(&wd), Some((_, Watched::Toc(_))));
+                let gone = libc::IN_IGNORED | libc::IN_MOVE_SELF | libc::IN_DELETE_SELF;
+                if mask & libc::IN_Q_OVERFLOW != 0 || !of_toc || mask & gone != 0 {
                     self.rescan = true;
+                    self.changes = Changes::Unknown;
+                } else {
+                    // An append to (or attributes of) a watched `toc`.
+                    let key = self.toc_key(wd);
+                    match key {
+                        Some(k) => self.changes.merge(Changes::Datasets([k].into())),
+                        None => self.changes = Changes::Unknown,
+                    }
                 }
                 if mask & (libc::IN_IGNORED | libc::IN_MOVE_SELF) != 0 {
                     if let Some((p, _)) = self.paths.remove(&wd) {
@@ -179,13 +210,31 @@ impl InotifyWaiter {
     }
 }
 
+impl InotifyWaiter {
+    /// The key of the dataset whose `toc` watch `wd` is: read from its
+    /// `INIT` record the first time it is asked for. `None` when it cannot
+    /// be read (then what changed is unknown).
+    fn toc_key(&mut self, wd: i32) -> Option<DatasetKey> {
+        let (path, Watched::Toc(key)) = self.paths.get_mut(&wd)? else {
+            return None;
+        };
+        if key.is_none() {
+            let read = std::fs::File::open(&*path)
+                .ok()
+                .and_then(|f| super::catalogue::read_init(&f, path.as_path()).ok());
+            *key = Some(read.map(|(k, _)| k));
+        }
+        key.clone().flatten()
+    }
+}
+
 impl ChangeWaiter for InotifyWaiter {
-    fn wait(&mut self, timeout: Duration) -> Result<()> {
+    fn wait(&mut self, timeout: Duration) -> Result<Changes> {
         // Something new to watch: it may have changed before its watch.
         if self.rescan {
             self.rescan = false;
             if self.add_new() {
-                return Ok(());
+                return Ok(Changes::Unknown);
             }
         }
         if let Some(p) = &mut self.fallback {
@@ -206,7 +255,7 @@ impl ChangeWaiter for InotifyWaiter {
             }
         }
         self.drain();
-        Ok(())
+        Ok(std::mem::replace(&mut self.changes, Changes::none()))
     }
 
     fn mechanism(&self) -> String {
