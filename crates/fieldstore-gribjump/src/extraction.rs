@@ -19,7 +19,7 @@ use std::collections::{HashMap, VecDeque};
 use std::ffi::{c_char, c_int, c_ulong, c_void};
 use std::sync::Mutex;
 
-use fieldstore::{FieldStore, ListElement, ListOptions, Request};
+use fieldstore::{FieldStore, ListElement, ListOptions};
 use fieldstore_grib::{extract_listed, ExtractOptions, Selection};
 
 use crate::config::Settings;
@@ -30,6 +30,7 @@ use crate::error::{
 use crate::grid_hash;
 use crate::handle::{gribjump_handle_t, HandleObj};
 use crate::registry::{self, Kind, Object};
+use crate::request_text::RequestText;
 use crate::util::{c_str, opt_str, out, ranges, slice, slice_mut};
 
 macro_rules! opaque {
@@ -52,10 +53,8 @@ opaque!(
 /// `gribjump_extraction_request_t`: a MARS request, ranges, a grid hash.
 #[derive(Debug)]
 pub struct RequestObj {
-    /// The request as given, for messages.
-    pub text: String,
-    /// The request parsed.
-    pub request: Request,
+    /// The request.
+    pub request: RequestText,
     /// Half-open ranges of grid indices.
     pub ranges: Vec<(u64, u64)>,
     /// The grid hash the field must have.
@@ -131,8 +130,7 @@ impl Object for IteratorObj {
 /// One extraction: what to list, the ranges, the hash, and whether it must
 /// name exactly one field.
 struct Item<'a> {
-    request: &'a Request,
-    text: &'a str,
+    request: &'a RequestText,
     ranges: &'a [(u64, u64)],
     hash: Option<&'a str>,
 }
@@ -147,13 +145,13 @@ fn extract(
     single: bool,
 ) -> Result<Vec<ResultData>, CError> {
     // Find every item's fields.
-    let requests: Vec<&Request> = items.iter().map(|i| i.request).collect();
+    let requests: Vec<&RequestText> = items.iter().map(|i| i.request).collect();
     let found: Vec<Vec<ListElement>> = if single {
         crate::finding::fields_of(fs, &requests)?
     } else {
         requests
             .iter()
-            .map(|r| fs.list(r, ListOptions::default()))
+            .map(|r| fs.list(r.request(), ListOptions::default()))
             .collect::<Result<_, _>>()?
     };
     let found = found
@@ -165,7 +163,7 @@ fn extract(
         .iter()
         .zip(&found)
         .filter(|(_, f)| f.is_empty() || single && f.len() != 1)
-        .map(|(i, _)| i.text)
+        .map(|(i, _)| i.request.text())
         .collect();
     if !missing.is_empty() {
         let matched = found.iter().filter(|f| !f.is_empty()).count();
@@ -198,7 +196,7 @@ fn extract(
                         "Bad value: Grid hash was not specified in request but is required \
                          (extraction item {n}, {}; set GRIBJUMP_IGNORE_GRID=1 or \
                          ignoreGridHash: true to extract without one)",
-                        item.text
+                        item.request.text()
                     )))
                 }
                 None => {}
@@ -238,7 +236,7 @@ fn extract(
 /// `extract` answers.
 fn in_request_order(
     fs: &FieldStore,
-    request: &Request,
+    request: &RequestText,
     listed: Vec<ListElement>,
 ) -> Result<Vec<ListElement>, CError> {
     let listed: Vec<ListElement> = listed
@@ -248,16 +246,15 @@ fn in_request_order(
     if listed.len() < 2 {
         return Ok(listed);
     }
-    Ok(fieldstore_grib::in_request_order(fs, request, listed)?)
+    Ok(fieldstore_grib::in_request_order(
+        fs,
+        request.request(),
+        listed,
+    )?)
 }
 
 fn iterator(results: Vec<ResultData>) -> *mut gribjump_extractioniterator_t {
     registry::insert(IteratorObj(Mutex::new(results.into()))).cast()
-}
-
-fn parse_request(text: &str) -> Result<Request, CError> {
-    text.parse::<Request>()
-        .map_err(|e| CError::new(format!("the request {text:?}: {e}")))
 }
 
 /// A request: `reqstr` (a MARS request naming one field), `n_ranges`
@@ -285,8 +282,7 @@ pub unsafe extern "C" fn gribjump_new_request(
         // SAFETY: as above.
         let hash = unsafe { opt_str(gridhash, "gridhash") }?.map(str::to_string);
         let obj = RequestObj {
-            text: text.to_string(),
-            request: parse_request(text)?,
+            request: RequestText::new(text)?,
             ranges,
             hash,
         };
@@ -398,7 +394,6 @@ pub unsafe extern "C" fn gribjump_extract(
             .iter()
             .map(|r| Item {
                 request: &r.request,
-                text: &r.text,
                 ranges: &r.ranges,
                 hash: r.hash.as_deref(),
             })
@@ -435,10 +430,9 @@ pub unsafe extern "C" fn gribjump_extract_single(
         let ranges = unsafe { ranges(range_arr, range_arr_size) }?;
         // SAFETY: as above.
         let hash = unsafe { opt_str(gridhash, "gridhash") }?;
-        let parsed = parse_request(text)?;
+        let parsed = RequestText::new(text)?;
         let item = Item {
             request: &parsed,
-            text,
             ranges: &ranges,
             hash,
         };
