@@ -173,6 +173,11 @@ fn extract(
             missing.join("; ")
         )));
     }
+    if !single {
+        for (item, fields) in items.iter().zip(&found) {
+            whole_request(fs, item.request, fields)?;
+        }
+    }
     // The grid hashes.
     let store = fs.store();
     let mut n = 0usize;
@@ -229,6 +234,59 @@ fn extract(
         }
     }
     Ok(out.into_iter().flatten().collect())
+}
+
+/// That `fields` are every field `request` names, as GribJump 0.13 wants
+/// of `gribjump_extract_single`: its request names the cross product of
+/// its values (ranges enumerated as listing does), and each must be a
+/// stored field's whole key. So some of them missing fails the call
+/// (`DataNotFound. Matched 2 fields but 3 were requested`), and so does a
+/// request that leaves out a keyword of the fields it matches (GribJump
+/// matches no key with it: `Matched 0 fields`). A request with `all` is
+/// not counted.
+fn whole_request(
+    fs: &FieldStore,
+    request: &RequestText,
+    fields: &[ListElement],
+) -> Result<(), CError> {
+    let r = request.request();
+    if r.iter().any(|(_, v)| matches!(v, fieldstore::Values::All)) {
+        return Ok(());
+    }
+    let named = fs
+        .schema()
+        .requested_values(r)
+        .map_err(|e| CError::new(format!("the request {:?}: {e}", request.text())))?;
+    let wanted = named
+        .iter()
+        .fold(1u64, |n, (_, v)| n.saturating_mul(v.len() as u64));
+    if fields.len() as u64 == wanted {
+        return Ok(());
+    }
+    let keywords: Vec<&str> = r.keywords().collect();
+    let mut unnamed: Vec<String> = Vec::new();
+    for f in fields {
+        for k in f.full_key().keywords() {
+            if !keywords.contains(&k) && !unnamed.iter().any(|u| u == k) {
+                unnamed.push(k.to_string());
+            }
+        }
+    }
+    if fields.len() as u64 > wanted || !unnamed.is_empty() {
+        return Err(CError::new(format!(
+            "DataNotFound. Matched 0 fields but {wanted} were requested: the request names no \
+             value of {} ({} stored fields match it in part; GribJump matches whole keys): {}",
+            unnamed.join(", "),
+            fields.len(),
+            request.text()
+        )));
+    }
+    Err(CError::new(format!(
+        "DataNotFound. Matched {} fields but {wanted} were requested; some of the fields {} \
+         names are not stored",
+        fields.len(),
+        request.text()
+    )))
 }
 
 /// The fields of a listing (entries with a location) in the order the
