@@ -50,8 +50,11 @@ bash scripts/install-gribjump.sh --from "$target/debug" "$prefix" 2>/dev/null
 bash scripts/install-capi.sh --from "$target/debug" target/gribjump-python/capi 2>/dev/null
 # fieldstore's Python package, where scripts/test-python.sh built it (an
 # earlier stage of scripts/test-all.sh): a test archives through it.
+# FIELDSTORE_PY_PYTHON set beforehand names another.
 py=target/fieldstore-py/venv/bin/python
-if [ -x "$py" ] && "$py" -c 'import fieldstore' 2>/dev/null; then
+if [ -n "${FIELDSTORE_PY_PYTHON:-}" ]; then
+    :
+elif [ -x "$py" ] && "$py" -c 'import fieldstore' 2>/dev/null; then
     export FIELDSTORE_PY_PYTHON="$PWD/$py"
 else
     echo "test-gribjump-python: fieldstore's Python package is not built (scripts/test-python.sh): its test skips" >&2
