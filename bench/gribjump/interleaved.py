@@ -12,8 +12,8 @@ rest of the wall time is the client's Python (pygribjump's objects, NumPy,
 Polytope), the same code on both sides.
 
 Output (JSON lines, one per case): per side the 25th percentile, median
-and 75th percentile of the wall time, the library time and the client's
-(wall − library); of the per-repetition ratios GribJump ÷ fieldstore; the
+and 75th percentile of the wall time, the library time, the client's
+(wall − library) and the process's CPU time (all threads); of the per-repetition ratios GribJump ÷ fieldstore; the
 number of repetitions where fieldstore's wall time was the longer; and the
 ratio's ceiling (GribJump's wall ÷ the client's own time on fieldstore's
 side: what a library taking no time would reach).
@@ -101,15 +101,16 @@ def worker(n, md5, cases_path, hashes_path):
     for line in sys.stdin:
         name = line.strip()
         repeat = 25 if raw.get(name, ("",))[0] == "one" else 1
-        walls, inside = [], []
+        walls, inside, cpu = [], [], []
         for _ in range(repeat):
             spent[0] = 0.0
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
             check = run(name)
             walls.append(time.perf_counter() - t)
+            cpu.append(time.process_time() - c)
             inside.append(spent[0])
         print(json.dumps({"wall": statistics.median(walls), "library": statistics.median(inside),
-                          "check": check}), file=reply, flush=True)
+                          "cpu": statistics.median(cpu), "check": check}), file=reply, flush=True)
     os._exit(0)  # GribJump 0.13's wheel aborts in an exit-time destructor
 
 
@@ -173,11 +174,15 @@ def main():
                 row[f"{side}_{key}_ms"] = [round(x * 1e3, 3) for x in quartiles([m[key] for m in xs])]
             # The client's own time: the wall time outside the library.
             row[f"{side}_client_ms"] = [round(x * 1e3, 3) for x in quartiles([m["wall"] - m["library"] for m in xs])]
-        # The best wall ratio a library taking no time at all would reach.
-        row["ratio_wall_ceiling"] = round(row["gribjump_wall_ms"][1] / row["fieldstore_client_ms"][1], 2)
-        for key in ("wall", "library"):
+            # The CPU time of the process, every thread: what load on a
+            # shared machine barely moves.
+            row[f"{side}_cpu_ms"] = [round(x * 1e3, 3) for x in quartiles([m["cpu"] for m in xs])]
+        for key in ("wall", "library", "cpu"):
             row[f"ratio_{key}"] = [round(x, 2) for x in quartiles([a[key] / b[key] for a, b in zip(o, f)])]
         row["fieldstore_slower_wall_reps"] = sum(b["wall"] > a["wall"] for a, b in zip(o, f))
+        row["fieldstore_more_cpu_reps"] = sum(b["cpu"] > a["cpu"] for a, b in zip(o, f))
+        # The best wall ratio a library taking no time at all would reach.
+        row["ratio_wall_ceiling"] = round(row["gribjump_wall_ms"][1] / row["fieldstore_client_ms"][1], 2)
         print(json.dumps(row), flush=True)
     return 0
 

@@ -38,8 +38,8 @@ def main() -> int:
     pf = json.loads((work / "polytope-ours.json").read_text())
     measured = [x for x in rows if "reps" in x]
     print(f"{measured[0]['reps']} repetitions, interleaved; median [25th–75th percentile]; ms\n")
-    print("| case | GribJump wall | fieldstore wall | ÷ wall | GribJump in library | fieldstore in library | "
-          "÷ in library | client's own (fieldstore) | ÷ ceiling | fieldstore slower | same answers |")
+    print("| case | wall: GribJump | fieldstore | ÷ | in library: GribJump → fieldstore | ÷ | CPU ÷ | "
+          "fieldstore slower (wall, CPU) | client's own time | ÷ ceiling | same answers |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for x in measured:
         name = RAW.get(x["what"], f"Polytope: {x['what']}")
@@ -47,9 +47,9 @@ def main() -> int:
         if x["what"] in po:
             same = same and po[x["what"]].get("covjson") == pf[x["what"]].get("covjson") and "covjson" in po[x["what"]]
         print(f"| {name} | {q(x['gribjump_wall_ms'])} | {q(x['fieldstore_wall_ms'])} | {r(x['ratio_wall'])} | "
-              f"{q(x['gribjump_library_ms'])} | {q(x['fieldstore_library_ms'])} | {r(x['ratio_library'])} | "
-              f"{q(x['fieldstore_client_ms'])} | {x['ratio_wall_ceiling']:.1f}× | "
-              f"{x['fieldstore_slower_wall_reps']}/{x['reps']} | {'yes' if same else 'NO'} |")
+              f"{x['gribjump_library_ms'][1]:,.1f} → {x['fieldstore_library_ms'][1]:,.1f} | {r(x['ratio_library'])} | "
+              f"{r(x['ratio_cpu'])} | {x['fieldstore_slower_wall_reps']}, {x['fieldstore_more_cpu_reps']} of {x['reps']} | "
+              f"{x['fieldstore_client_ms'][1]:,.1f} | {x['ratio_wall_ceiling']:.1f}× | {'yes' if same else 'NO'} |")
     return 0
 
 
