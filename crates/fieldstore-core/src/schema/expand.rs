@@ -506,7 +506,10 @@ mod position_tests {
     #[test]
     fn indexed_positions_are_the_scans() {
         let mut parts: Vec<Part> = (0..30).map(|i| Part::Value((i * 3).to_string())).collect();
-        parts.insert(5, Part::Range(KeywordType::Integer.range("40", "50", None).unwrap()));
+        parts.insert(
+            5,
+            Part::Range(KeywordType::Integer.range("40", "50", None).unwrap()),
+        );
         parts.push(Part::Value("3".into()));
         parts.push(Part::Value("1000".into()));
         let scanned = |c: &Candidates, v: &str| {
@@ -523,7 +526,10 @@ mod position_tests {
             index: std::sync::OnceLock::new(),
         };
         for round in 0..2 {
-            for v in (0..120).map(|i| i.to_string()).chain(["1000".to_string(), "x".to_string()]) {
+            for v in (0..120)
+                .map(|i| i.to_string())
+                .chain(["1000".to_string(), "x".to_string()])
+            {
                 assert_eq!(c.position(&v), scanned(&c, &v), "{v}");
             }
             c.parts.insert(20, Part::Any);
