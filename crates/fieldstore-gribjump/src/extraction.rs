@@ -216,7 +216,10 @@ fn extract(
         groups.entry(item.ranges).or_default().push(i);
     }
     let mut out: Vec<Vec<ResultData>> = (0..items.len()).map(|_| Vec::new()).collect();
-    let options = ExtractOptions::default().parallelism(settings.threads);
+    // Each result's indices are the ranges asked for: not given back.
+    let options = ExtractOptions::default()
+        .parallelism(settings.threads)
+        .indices(false);
     for (ranges, members) in groups {
         let listed: Vec<ListElement> = members
             .iter()
