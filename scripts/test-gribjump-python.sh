@@ -41,13 +41,27 @@ if [ "$(cat "$cache/installed" 2>/dev/null)" != "$want" ]; then
     ) 9>"$cache/.lock"
 fi
 # fieldstore's library and CLI (debug builds), the library installed as
-# libgribjump.so under target/gribjump-python/prefix.
-cargo build --locked -p fieldstore-gribjump -p fieldstore-cli
+# libgribjump.so under target/gribjump-python/prefix; the C API (libfdb5.so,
+# which a test archives through) under target/gribjump-python/capi.
+cargo build --locked -p fieldstore-gribjump -p fieldstore-cli -p fieldstore-capi
 target=${CARGO_TARGET_DIR:-target}
 prefix=target/gribjump-python/prefix
 bash scripts/install-gribjump.sh --from "$target/debug" "$prefix" 2>/dev/null
+bash scripts/install-capi.sh --from "$target/debug" target/gribjump-python/capi 2>/dev/null
+# fieldstore's Python package, where scripts/test-python.sh built it (an
+# earlier stage of scripts/test-all.sh): a test archives through it.
+# FIELDSTORE_PY_PYTHON set beforehand names another.
+py=target/fieldstore-py/venv/bin/python
+if [ -n "${FIELDSTORE_PY_PYTHON:-}" ]; then
+    :
+elif [ -x "$py" ] && "$py" -c 'import fieldstore' 2>/dev/null; then
+    export FIELDSTORE_PY_PYTHON="$PWD/$py"
+else
+    echo "test-gribjump-python: fieldstore's Python package is not built (scripts/test-python.sh): its test skips" >&2
+fi
 rc=0
 FIELDSTORE_GRIBJUMP_PREFIX="$PWD/$prefix" FIELDSTORE_GRIBJUMP_ORACLE="$cache/oracle" \
+    FIELDSTORE_CAPI_PREFIX="$PWD/target/gribjump-python/capi" \
     FIELDSTORE_CLI="$(cd "$target/debug" && pwd)/fieldstore" \
     "$cache/venv/bin/python" -m pytest crates/fieldstore-gribjump/tests/python -q -p no:cacheprovider "$@" || rc=$?
 if [ "$rc" -eq 5 ]; then

@@ -3,17 +3,19 @@
 # GribJump 0.13 (docs/benchmarks.md, "pygribjump and Polytope"): the same
 # N CCSDS fields on the 0.25° grid (bench/extract/make_fields.py) archived
 # into FDB5 (GribJump's jump info by gribjump-scan) and fieldstore; then,
-# warm, the same pygribjump client on both libraries
-# (pygribjump_bench.py), and Polytope's requests end to end with the time
-# spent inside the library (polytope_run.py --time). GRIBJUMP_THREADS=4 for
-# both. Python packages: scripts/test-gribjump-python.sh's cache.
+# warm, the same pygribjump client and Polytope's requests on both
+# libraries, interleaved request by request (interleaved.py: wall time and
+# time inside the library, medians and quartiles over REPS). Both sides:
+# GRIBJUMP_THREADS=4, OPENBLAS_NUM_THREADS=1 (NumPy's spinning BLAS threads
+# take a core of this 2-core machine from whichever side runs). Python
+# packages: scripts/test-gribjump-python.sh's cache.
 #
-#   bench/gribjump/run.sh              # N=1000, REPS=3
-#   N=200 REPS=2 bench/gribjump/run.sh
+#   bench/gribjump/run.sh              # N=1000, REPS=15
+#   N=200 REPS=3 bench/gribjump/run.sh
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 N=${N:-1000}
-REPS=${REPS:-3}
+REPS=${REPS:-15}
 WORK=${WORK:-${TMPDIR:-/tmp}/fieldstore-gribjump-bench}
 cache=${FIELDSTORE_CACHE:-$HOME/.cache/fieldstore}/gribjump-python
 cd "$REPO"
@@ -42,7 +44,7 @@ YAML
 echo "type: local" >"$WORK/gribjump.yaml"
 (cd "$WORK" && "$PY" "$REPO/bench/gribjump/polytope_cases.py" "$N" "$MD5" >cases.json)
 clean_env=(env -u FIELDSTORE_CONFIG -u FIELDSTORE_ROOT -u FDB_HOME -u FDB5_HOME -u FDB5_CONFIG_FILE
-    -u FDB_CONFIG_FILE -u GRIBJUMP_CONFIG_FILE -u GRIBJUMP_DIR -u PYTHONPATH GRIBJUMP_THREADS=4)
+    -u FDB_CONFIG_FILE -u GRIBJUMP_CONFIG_FILE -u GRIBJUMP_DIR -u PYTHONPATH GRIBJUMP_THREADS=4 OPENBLAS_NUM_THREADS=1)
 oracle=("${clean_env[@]}" PYTHONPATH="$cache/oracle" FDB5_CONFIG_FILE="$WORK/fdb5.yaml"
     GRIBJUMP_CONFIG_FILE="$WORK/gribjump.yaml")
 ours=("${clean_env[@]}" GRIBJUMP_DIR="$WORK/prefix" FIELDSTORE_ROOT="$WORK/fieldstore")
@@ -60,12 +62,21 @@ echo "== fieldstore archive" >&2
 t3=$(date +%s.%N)
 python3 -c "import json, sys; a = [float(x) for x in sys.argv[1:]]; print(json.dumps({'what': 'archive', 'fdb5_s': round(a[1]-a[0], 3), 'gribjump_scan_s': round(a[2]-a[1], 3), 'fieldstore_s': round(a[3]-a[2], 3)}))" \
     "$t0" "$t1" "$t2" "$t3" >"$WORK/results.jsonl"
+# Identical answers first: Polytope's CoverageJSON on both (compared in
+# summary.py), pygribjump's values (checked per repetition below).
 for side in oracle ours; do
     eval "run=(\"\${${side}[@]}\")"
-    echo "== pygribjump on $side" >&2
-    "${run[@]}" "$PY" bench/gribjump/pygribjump_bench.py "$N" "$MD5" "$REPS" | sed "s/^{/{\"side\": \"$side\", /" >>"$WORK/results.jsonl"
-    echo "== Polytope on $side" >&2
+    echo "== Polytope on $side (answers)" >&2
     (cd "$WORK" && "${run[@]}" "$PY" "$REPO/crates/fieldstore-gribjump/tests/python/polytope_run.py" cases.json hashes.json \
-        "polytope-$side.json" --time "$REPS" >/dev/null 2>&1)
+        "polytope-$side.json" >/dev/null 2>&1)
 done
+# Then the measurements, interleaved request by request (interleaved.py).
+echo "== pygribjump and Polytope, interleaved, $REPS repetitions (load $(cut -d' ' -f1-3 /proc/loadavg))" >&2
+env_words() { local skip=1; for w in "$@"; do [ "$w" = env ] && continue; case "$w" in -u) skip=2; continue;; esac
+    if [ "$skip" = 2 ]; then skip=1; continue; fi; [[ "$w" == *=* ]] && printf '%s\n' "$w"; done; }
+mapfile -t oracle_env < <(env_words "${oracle[@]}")
+mapfile -t ours_env < <(env_words "${ours[@]}")
+"$PY" bench/gribjump/interleaved.py "$REPS" "$N" "$MD5" "$WORK/cases.json" "$WORK/hashes.json" \
+    -- "${oracle_env[@]}" -- "${ours_env[@]}" >>"$WORK/results.jsonl"
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 "$PY" bench/gribjump/summary.py "$WORK"

@@ -1,46 +1,55 @@
 #!/usr/bin/env python3
-"""The table of bench/gribjump/run.sh from its WORK directory
-(results.jsonl, polytope-oracle.json, polytope-ours.json), as Markdown.
+"""The tables of bench/gribjump/run.sh from its WORK directory
+(results.jsonl: the archive times and interleaved.py's rows;
+polytope-oracle.json, polytope-ours.json: the CoverageJSON compared), as
+Markdown.
 
 Usage: summary.py WORK
 """
 import json
-import math
 import sys
 from pathlib import Path
+
+RAW = {
+    "series_1_point": "one point, a request a field (Polytope's way)",
+    "series_1_point_single": "one point, one request",
+    "series_100_point_region": "100-point region (10 ranges of 10)",
+    "series_10000_range": "10,000-index range",
+    "one_point_one_field": "one point of one field (median of 25)",
+}
+
+
+def q(v):
+    """median [p25–p75]"""
+    return f"{v[1]:,.1f} [{v[0]:,.1f}–{v[2]:,.1f}]"
+
+
+def r(v):
+    return f"{v[1]:.2f}× [{v[0]:.2f}–{v[2]:.2f}]"
 
 
 def main() -> int:
     work = Path(sys.argv[1])
     rows = [json.loads(line) for line in (work / "results.jsonl").read_text().splitlines() if line.startswith("{")]
-    by = {(r.get("side"), r["what"]): r for r in rows}
-    a = by[(None, "archive")]
+    a = next(x for x in rows if x["what"] == "archive")
     print(f"archive: FDB5 {a['fdb5_s']} s + gribjump-scan {a['gribjump_scan_s']} s; fieldstore {a['fieldstore_s']} s "
           "(jump info on first extraction)\n")
-    print("| pygribjump (same client) | GribJump 0.13 fields/s | fieldstore fields/s | fieldstore ÷ GribJump | same values |")
-    print("|---|---|---|---|---|")
-    for what in ("series_1_point", "series_1_point_single", "series_100_point_region", "series_10000_range"):
-        o, f = by[("oracle", what)], by[("ours", what)]
-        same = math.isclose(o["checksum"], f["checksum"], rel_tol=0, abs_tol=0) and o["fields"] == f["fields"]
-        print(f"| {what} ({o['fields']} fields) | {o['fields_per_s']:,.0f} | {f['fields_per_s']:,.0f} | "
-              f"{f['fields_per_s'] / o['fields_per_s']:.1f}× | {'yes' if same else 'NO'} |")
-    o, f = by[("oracle", "one_point_one_field")], by[("ours", "one_point_one_field")]
-    print(f"| one point of one field, p50 (p90) | {o['p50_ms']} ms ({o['p90_ms']}) | {f['p50_ms']} ms ({f['p90_ms']}) | "
-          f"{o['p50_ms'] / f['p50_ms']:.1f}× | |")
     po = json.loads((work / "polytope-oracle.json").read_text())
     pf = json.loads((work / "polytope-ours.json").read_text())
-    print("\n| Polytope (polytope-mars 0.3.14) | GribJump: wall / in library | fieldstore: wall / in library | "
-          "wall ÷ | in library ÷ | same CoverageJSON |")
-    print("|---|---|---|---|---|---|")
-    for name, o in po.items():
-        f = pf[name]
-        if "wall_s" not in o or "wall_s" not in f:
-            print(f"| {name} | {o.get('error', '')[:60]} | {f.get('error', '')[:60]} | | | |")
-            continue
-        same = o.get("covjson") == f.get("covjson")
-        print(f"| {name} | {o['wall_s'] * 1e3:,.1f} / {o['library_s'] * 1e3:,.1f} ms | "
-              f"{f['wall_s'] * 1e3:,.1f} / {f['library_s'] * 1e3:,.1f} ms | {o['wall_s'] / f['wall_s']:.2f}× | "
-              f"{o['library_s'] / f['library_s']:.1f}× | {'yes' if same else 'NO'} |")
+    measured = [x for x in rows if "reps" in x]
+    print(f"{measured[0]['reps']} repetitions, interleaved; median [25th–75th percentile]; ms\n")
+    print("| case | wall: GribJump | fieldstore | ÷ | in library: GribJump → fieldstore | ÷ | CPU ÷ | "
+          "fieldstore slower (wall, CPU) | client's own time | ÷ ceiling | same answers |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for x in measured:
+        name = RAW.get(x["what"], f"Polytope: {x['what']}")
+        same = x["same_values"]
+        if x["what"] in po:
+            same = same and po[x["what"]].get("covjson") == pf[x["what"]].get("covjson") and "covjson" in po[x["what"]]
+        print(f"| {name} | {q(x['gribjump_wall_ms'])} | {q(x['fieldstore_wall_ms'])} | {r(x['ratio_wall'])} | "
+              f"{x['gribjump_library_ms'][1]:,.1f} → {x['fieldstore_library_ms'][1]:,.1f} | {r(x['ratio_library'])} | "
+              f"{r(x['ratio_cpu'])} | {x['fieldstore_slower_wall_reps']}, {x['fieldstore_more_cpu_reps']} of {x['reps']} | "
+              f"{x['fieldstore_client_ms'][1]:,.1f} | {x['ratio_wall_ceiling']:.1f}× | {'yes' if same else 'NO'} |")
     return 0
 
 

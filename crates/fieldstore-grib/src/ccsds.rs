@@ -296,6 +296,9 @@ pub(crate) fn values(
         ));
     }
     let sb = sample_bytes(info.bits_per_value);
+    let scale = info.scale();
+    // One buffer for every RSI's samples.
+    let mut decoded: Vec<u8> = Vec::new();
     let mut i = 0;
     while i < packed.len() {
         let n = packed[i].1 / per_rsi;
@@ -316,7 +319,8 @@ pub(crate) fn values(
         let first = n * per_rsi;
         // Samples up to the last one wanted: libaec stops there.
         let count = (packed[j - 1].1 - first + 1).min(info.coded - first);
-        let mut decoded = vec![0u8; count as usize * sb];
+        decoded.clear();
+        decoded.resize(count as usize * sb, 0);
         {
             let mut stream = Stream::new(info, &bytes, &mut decoded)?;
             // A fresh stream expects an RSI's first block: skip to its
@@ -342,7 +346,7 @@ pub(crate) fn values(
                 2 => u64::from(u16::from_le_bytes([b[0], b[1]])),
                 _ => u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]])),
             };
-            out[s] = info.value(x);
+            out[s] = scale.value(x);
         }
         i = j;
     }

@@ -288,10 +288,40 @@ impl JumpInfo {
     /// reference value itself, unscaled, as ecCodes gives it.
     #[inline]
     pub fn value(&self, x: u64) -> f64 {
-        if self.bits_per_value == 0 {
-            return self.reference;
+        self.scale().value(x)
+    }
+
+    /// [`JumpInfo::value`] with its factors computed once, for the values
+    /// of one field (two `power` calls per value cost more than the
+    /// unpacking of a long range).
+    pub fn scale(&self) -> Scale {
+        Scale {
+            constant: (self.bits_per_value == 0).then_some(self.reference),
+            binary: self.binary_factor(),
+            reference: self.reference,
+            decimal: self.decimal_factor(),
         }
-        ((x as f64) * self.binary_factor() + self.reference) * self.decimal_factor()
+    }
+}
+
+/// A field's packed integer to value: [`JumpInfo::scale`].
+#[derive(Debug, Clone, Copy)]
+pub struct Scale {
+    constant: Option<f64>,
+    binary: f64,
+    reference: f64,
+    decimal: f64,
+}
+
+impl Scale {
+    /// The value of packed integer `x` (the very expression of
+    /// [`JumpInfo::value`], so bit-identical).
+    #[inline]
+    pub fn value(&self, x: u64) -> f64 {
+        match self.constant {
+            Some(c) => c,
+            None => ((x as f64) * self.binary + self.reference) * self.decimal,
+        }
     }
 }
 

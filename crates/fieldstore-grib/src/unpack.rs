@@ -87,20 +87,47 @@ pub fn values_at(
         src,
         cost: ReadCost::default(),
     };
-    let mut order: Vec<usize> = (0..indices.len()).collect();
-    order.sort_unstable_by_key(|&s| indices[s]);
+    // The working vectors are the thread's, kept between fields: a long
+    // range's are hundreds of KiB, and allocating them for each of a
+    // thousand fields cost their pages' faults each time.
+    let (mut order, mut packed) = SCRATCH.with(|s| std::mem::take(&mut *s.borrow_mut()));
+    order.clear();
+    order.extend(0..indices.len());
+    // Ranges come in order: no sort then.
+    if !indices.windows(2).all(|w| w[0] <= w[1]) {
+        order.sort_unstable_by_key(|&s| indices[s]);
+    }
     // (slot in `out`, rank among packed values), ranks ascending.
-    let mut packed: Vec<(usize, u64)> = Vec::with_capacity(order.len());
+    packed.clear();
+    packed.reserve(order.len());
+    let result = packed_values(info, &mut src, indices, &order, &mut packed, out);
+    cost.add(src.cost);
+    SCRATCH.with(|s| *s.borrow_mut() = (order, packed));
+    result
+}
+
+thread_local! {
+    /// [`values_at`]'s working vectors (sort order, packed ranks).
+    #[allow(clippy::type_complexity)]
+    static SCRATCH: std::cell::RefCell<(Vec<usize>, Vec<(usize, u64)>)> =
+        const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
+}
+
+/// [`values_at`] once the order is known: the ranks of the present
+/// points, then their values.
+fn packed_values(
+    info: &JumpInfo,
+    src: &mut Counted<'_>,
+    indices: &[u64],
+    order: &[usize],
+    packed: &mut Vec<(usize, u64)>,
+    out: &mut [f64],
+) -> Result<()> {
     match info.bitmap_offset {
         None => packed.extend(order.iter().map(|&s| (s, indices[s]))),
-        Some(at) => crate::bitmap::ranks(
-            &mut src,
-            at,
-            info.bitmap_counts.as_ref(),
-            indices,
-            &order,
-            &mut packed,
-        )?,
+        Some(at) => {
+            crate::bitmap::ranks(src, at, info.bitmap_counts.as_ref(), indices, order, packed)?
+        }
     }
     if let Some(&(_, k)) = packed.last() {
         if k >= info.coded {
@@ -111,18 +138,15 @@ pub fn values_at(
         }
     }
     if info.bits_per_value == 0 {
-        for &(s, _) in &packed {
+        for &(s, _) in packed.iter() {
             out[s] = info.value(0);
         }
-        cost.add(src.cost);
         return Ok(());
     }
     match &info.packing {
-        Packing::Simple => simple(info, &mut src, &packed, out)?,
-        Packing::Ccsds { .. } => crate::ccsds::values(info, &mut src, &packed, out)?,
+        Packing::Simple => simple(info, src, packed, out),
+        Packing::Ccsds { .. } => crate::ccsds::values(info, src, packed, out),
     }
-    cost.add(src.cost);
-    Ok(())
 }
 
 /// Simple packing: each value's bits read where they are.
@@ -133,6 +157,7 @@ fn simple(
     out: &mut [f64],
 ) -> Result<()> {
     let bpv = u64::from(info.bits_per_value);
+    let scale = info.scale();
     let mut i = 0;
     while i < packed.len() {
         // One read for a run of values whose bytes are close.
@@ -150,7 +175,7 @@ fn simple(
         let buf = src.read(info.data_offset + lo, (hi - lo) as usize)?;
         for &(s, k) in &packed[i..j] {
             let x = bits_at(&buf, k * bpv - lo * 8, info.bits_per_value);
-            out[s] = info.value(x);
+            out[s] = scale.value(x);
         }
         i = j;
     }

@@ -219,6 +219,30 @@ fn without_persisting_every_extraction_computes() {
     assert!(got.read.bytes < m.len() as u64, "{:?}", got.read);
 }
 
+/// `indices(false)`: the same values, no indices given back; a range past
+/// the field's points is still its error.
+#[test]
+fn without_indices_the_values_are_the_same() {
+    let fs = FieldStore::open(Config::memory(Schema::ecmwf())).unwrap();
+    let m = fixture("extract/ccsds-g2-bitmap.grib");
+    fs.archive_grib_with(&m, options(false)).unwrap();
+    fs.flush().unwrap();
+    let sel = Selection::Ranges(vec![(0, 10), (15_000, 15_100)]);
+    let with = fs.extract(&request_of(&m), &sel).unwrap();
+    let opts = fieldstore_grib::ExtractOptions::default().indices(false);
+    let without = fs.extract_with(&request_of(&m), &sel, opts).unwrap();
+    assert_eq!(with.fields[0].indices.len(), 110);
+    assert!(without.fields[0].indices.is_empty());
+    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    assert_eq!(
+        bits(&with.fields[0].values),
+        bits(&without.fields[0].values)
+    );
+    let past = Selection::Ranges(vec![(0, 10), (u64::MAX - 1, u64::MAX)]);
+    let err = fs.extract_with(&request_of(&m), &past, opts).unwrap_err();
+    assert!(err.to_string().contains("out of range"), "{err}");
+}
+
 #[test]
 fn many_fields_in_request_order() {
     let fs = FieldStore::open(Config::memory(Schema::ecmwf())).unwrap();

@@ -19,7 +19,7 @@ use std::collections::{HashMap, VecDeque};
 use std::ffi::{c_char, c_int, c_ulong, c_void};
 use std::sync::Mutex;
 
-use fieldstore::{FieldStore, ListElement, ListOptions, Request};
+use fieldstore::{FieldStore, ListElement, ListOptions};
 use fieldstore_grib::{extract_listed, ExtractOptions, Selection};
 
 use crate::config::Settings;
@@ -30,6 +30,7 @@ use crate::error::{
 use crate::grid_hash;
 use crate::handle::{gribjump_handle_t, HandleObj};
 use crate::registry::{self, Kind, Object};
+use crate::request_text::RequestText;
 use crate::util::{c_str, opt_str, out, ranges, slice, slice_mut};
 
 macro_rules! opaque {
@@ -52,10 +53,8 @@ opaque!(
 /// `gribjump_extraction_request_t`: a MARS request, ranges, a grid hash.
 #[derive(Debug)]
 pub struct RequestObj {
-    /// The request as given, for messages.
-    pub text: String,
-    /// The request parsed.
-    pub request: Request,
+    /// The request.
+    pub request: RequestText,
     /// Half-open ranges of grid indices.
     pub ranges: Vec<(u64, u64)>,
     /// The grid hash the field must have.
@@ -131,8 +130,7 @@ impl Object for IteratorObj {
 /// One extraction: what to list, the ranges, the hash, and whether it must
 /// name exactly one field.
 struct Item<'a> {
-    request: &'a Request,
-    text: &'a str,
+    request: &'a RequestText,
     ranges: &'a [(u64, u64)],
     hash: Option<&'a str>,
 }
@@ -147,13 +145,13 @@ fn extract(
     single: bool,
 ) -> Result<Vec<ResultData>, CError> {
     // Find every item's fields.
-    let requests: Vec<&Request> = items.iter().map(|i| i.request).collect();
+    let requests: Vec<&RequestText> = items.iter().map(|i| i.request).collect();
     let found: Vec<Vec<ListElement>> = if single {
         crate::finding::fields_of(fs, &requests)?
     } else {
         requests
             .iter()
-            .map(|r| fs.list(r, ListOptions::default()))
+            .map(|r| fs.list(r.request(), ListOptions::default()))
             .collect::<Result<_, _>>()?
     };
     let found = found
@@ -165,7 +163,7 @@ fn extract(
         .iter()
         .zip(&found)
         .filter(|(_, f)| f.is_empty() || single && f.len() != 1)
-        .map(|(i, _)| i.text)
+        .map(|(i, _)| i.request.text())
         .collect();
     if !missing.is_empty() {
         let matched = found.iter().filter(|f| !f.is_empty()).count();
@@ -174,6 +172,11 @@ fn extract(
             items.len(),
             missing.join("; ")
         )));
+    }
+    if !single {
+        for (item, fields) in items.iter().zip(&found) {
+            whole_request(fs, item.request, fields)?;
+        }
     }
     // The grid hashes.
     let store = fs.store();
@@ -198,7 +201,7 @@ fn extract(
                         "Bad value: Grid hash was not specified in request but is required \
                          (extraction item {n}, {}; set GRIBJUMP_IGNORE_GRID=1 or \
                          ignoreGridHash: true to extract without one)",
-                        item.text
+                        item.request.text()
                     )))
                 }
                 None => {}
@@ -213,7 +216,10 @@ fn extract(
         groups.entry(item.ranges).or_default().push(i);
     }
     let mut out: Vec<Vec<ResultData>> = (0..items.len()).map(|_| Vec::new()).collect();
-    let options = ExtractOptions::default().parallelism(settings.threads);
+    // Each result's indices are the ranges asked for: not given back.
+    let options = ExtractOptions::default()
+        .parallelism(settings.threads)
+        .indices(false);
     for (ranges, members) in groups {
         let listed: Vec<ListElement> = members
             .iter()
@@ -233,12 +239,65 @@ fn extract(
     Ok(out.into_iter().flatten().collect())
 }
 
+/// That `fields` are every field `request` names, as GribJump 0.13 wants
+/// of `gribjump_extract_single`: its request names the cross product of
+/// its values (ranges enumerated as listing does), and each must be a
+/// stored field's whole key. So some of them missing fails the call
+/// (`DataNotFound. Matched 2 fields but 3 were requested`), and so does a
+/// request that leaves out a keyword of the fields it matches (GribJump
+/// matches no key with it: `Matched 0 fields`). A request with `all` is
+/// not counted.
+fn whole_request(
+    fs: &FieldStore,
+    request: &RequestText,
+    fields: &[ListElement],
+) -> Result<(), CError> {
+    let r = request.request();
+    if r.iter().any(|(_, v)| matches!(v, fieldstore::Values::All)) {
+        return Ok(());
+    }
+    let named = fs
+        .schema()
+        .requested_values(r)
+        .map_err(|e| CError::new(format!("the request {:?}: {e}", request.text())))?;
+    let wanted = named
+        .iter()
+        .fold(1u64, |n, (_, v)| n.saturating_mul(v.len() as u64));
+    if fields.len() as u64 == wanted {
+        return Ok(());
+    }
+    let keywords: Vec<&str> = r.keywords().collect();
+    let mut unnamed: Vec<String> = Vec::new();
+    for f in fields {
+        for k in f.full_key().keywords() {
+            if !keywords.contains(&k) && !unnamed.iter().any(|u| u == k) {
+                unnamed.push(k.to_string());
+            }
+        }
+    }
+    if fields.len() as u64 > wanted || !unnamed.is_empty() {
+        return Err(CError::new(format!(
+            "DataNotFound. Matched 0 fields but {wanted} were requested: the request names no \
+             value of {} ({} stored fields match it in part; GribJump matches whole keys): {}",
+            unnamed.join(", "),
+            fields.len(),
+            request.text()
+        )));
+    }
+    Err(CError::new(format!(
+        "DataNotFound. Matched {} fields but {wanted} were requested; some of the fields {} \
+         names are not stored",
+        fields.len(),
+        request.text()
+    )))
+}
+
 /// The fields of a listing (entries with a location) in the order the
 /// request gives its values (`step=12/6`: 12, then 6), as fieldstore's
 /// `extract` answers.
 fn in_request_order(
     fs: &FieldStore,
-    request: &Request,
+    request: &RequestText,
     listed: Vec<ListElement>,
 ) -> Result<Vec<ListElement>, CError> {
     let listed: Vec<ListElement> = listed
@@ -248,16 +307,15 @@ fn in_request_order(
     if listed.len() < 2 {
         return Ok(listed);
     }
-    Ok(fieldstore_grib::in_request_order(fs, request, listed)?)
+    Ok(fieldstore_grib::in_request_order(
+        fs,
+        request.request(),
+        listed,
+    )?)
 }
 
 fn iterator(results: Vec<ResultData>) -> *mut gribjump_extractioniterator_t {
     registry::insert(IteratorObj(Mutex::new(results.into()))).cast()
-}
-
-fn parse_request(text: &str) -> Result<Request, CError> {
-    text.parse::<Request>()
-        .map_err(|e| CError::new(format!("the request {text:?}: {e}")))
 }
 
 /// A request: `reqstr` (a MARS request naming one field), `n_ranges`
@@ -285,8 +343,7 @@ pub unsafe extern "C" fn gribjump_new_request(
         // SAFETY: as above.
         let hash = unsafe { opt_str(gridhash, "gridhash") }?.map(str::to_string);
         let obj = RequestObj {
-            text: text.to_string(),
-            request: parse_request(text)?,
+            request: RequestText::new(text)?,
             ranges,
             hash,
         };
@@ -398,7 +455,6 @@ pub unsafe extern "C" fn gribjump_extract(
             .iter()
             .map(|r| Item {
                 request: &r.request,
-                text: &r.text,
                 ranges: &r.ranges,
                 hash: r.hash.as_deref(),
             })
@@ -435,10 +491,9 @@ pub unsafe extern "C" fn gribjump_extract_single(
         let ranges = unsafe { ranges(range_arr, range_arr_size) }?;
         // SAFETY: as above.
         let hash = unsafe { opt_str(gridhash, "gridhash") }?;
-        let parsed = parse_request(text)?;
+        let parsed = RequestText::new(text)?;
         let item = Item {
             request: &parsed,
-            text,
             ranges: &ranges,
             hash,
         };

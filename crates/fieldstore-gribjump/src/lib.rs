@@ -35,6 +35,7 @@
 //! - `handle`: `gribjump_handle_t` (handles on one configuration share one
 //!   open store per process), the library-level calls.
 //! - `axes`: `gribjump_axes_t`.
+//! - `request_text`: a request's text, read in place when plain.
 //! - `finding`: the fields of many one-field requests, from one listing.
 //! - `extraction`: requests, results, the iterator, the extraction.
 #![deny(rustdoc::broken_intra_doc_links)]
@@ -48,4 +49,5 @@ pub mod finding;
 pub mod grid_hash;
 pub mod handle;
 pub mod registry;
+pub mod request_text;
 mod util;

@@ -42,8 +42,12 @@ pub(super) fn parse_values(
     let mut i = 0;
     while i < tokens.len() {
         let (pos, token) = tokens[i];
-        let lower = token.to_ascii_lowercase();
-        match lower.as_str() {
+        // The words, in any case (compared in place: a request is parsed
+        // for every extraction request a client makes).
+        let word = ["to", "by", "all"]
+            .into_iter()
+            .find(|w| token.eq_ignore_ascii_case(w));
+        match word.unwrap_or("") {
             "to" => {
                 let Some(Item::Value(from)) = items.pop() else {
                     return Err(syntax(
@@ -122,7 +126,9 @@ pub(super) fn parse_request(s: &str) -> Result<Request, RequestError> {
         match item.split_once('=') {
             Some((k, v)) => {
                 let k = k.trim();
-                if !crate::key::is_valid_keyword(&k.to_ascii_lowercase()) {
+                // Validity does not depend on case (ASCII letters, digits,
+                // `_`, `.`): checked before `insert` lower-cases it.
+                if !crate::key::is_valid_keyword(k) {
                     return Err(syntax(pos + lead, format!("invalid keyword '{k}'")));
                 }
                 let voff = pos + raw.find('=').map_or(0, |i| i + 1);

@@ -262,7 +262,23 @@ pub(super) struct Candidates {
     pub(super) parts: Vec<Part>,
     /// The finest level hides the keyword: its stored value is always empty.
     pub(super) hidden: bool,
+    /// For [`Candidates::position`] over many parts: each value's first
+    /// part, and the parts that are not single values (made at the first
+    /// lookup).
+    pub(super) index: std::sync::OnceLock<PartIndex>,
 }
+
+/// [`Candidates::index`].
+#[derive(Debug, Clone)]
+pub(super) struct PartIndex {
+    first: std::collections::HashMap<String, usize>,
+    others: Vec<usize>,
+}
+
+/// Parts at or below which [`Candidates::position`] searches them in
+/// order (a step list of a thousand values looked up for each of a
+/// thousand listed fields was a million comparisons).
+const SCANNED: usize = 16;
 
 /// One item of [`Candidates`], in request order.
 #[derive(Debug, Clone)]
@@ -306,11 +322,36 @@ impl Candidates {
     /// Where `canonical` comes among the candidates: (part, place within
     /// the part), for the first part that holds it.
     pub(super) fn position(&self, canonical: &str) -> Option<(u64, u64)> {
-        self.parts.iter().enumerate().find_map(|(i, p)| match p {
+        let at = |i: usize| match &self.parts[i] {
             Part::Value(v) => (v == canonical).then_some((i as u64, 0)),
             Part::Range(r) => r.position(canonical).map(|at| (i as u64, at)),
             Part::Any => Some((i as u64, 0)),
-        })
+        };
+        if self.parts.len() <= SCANNED {
+            return (0..self.parts.len()).find_map(at);
+        }
+        let index = self.index.get_or_init(|| {
+            let mut first = std::collections::HashMap::new();
+            let mut others = Vec::new();
+            for (i, p) in self.parts.iter().enumerate() {
+                match p {
+                    Part::Value(v) => {
+                        first.entry(v.clone()).or_insert(i);
+                    }
+                    _ => others.push(i),
+                }
+            }
+            PartIndex { first, others }
+        });
+        // The first part holding it: a range or `Any` before its first
+        // value part, else that value part.
+        let value = index.first.get(canonical).copied();
+        index
+            .others
+            .iter()
+            .take_while(|&&i| value.is_none_or(|v| i < v))
+            .find_map(|&i| at(i))
+            .or_else(|| value.map(|v| (v as u64, 0)))
     }
 }
 
@@ -402,6 +443,7 @@ pub(super) fn candidates_of(
             keyword: p.keyword.clone(),
             parts,
             hidden: matches!(finest.matcher, Matcher::Hidden(_)),
+            index: std::sync::OnceLock::new(),
         });
     }
     Some(dims)
@@ -449,6 +491,50 @@ impl Iterator for Expansion<'_> {
             let id = *self.chains.get(self.next_chain)?;
             self.next_chain += 1;
             self.current = self.odometer(id);
+        }
+    }
+}
+
+#[cfg(test)]
+mod position_tests {
+    use super::*;
+    use crate::KeywordType;
+
+    /// Over many parts, the index gives the place the scan in order gives:
+    /// the first part holding a value, a range or `Any` before a repeated
+    /// value included.
+    #[test]
+    fn indexed_positions_are_the_scans() {
+        let mut parts: Vec<Part> = (0..30).map(|i| Part::Value((i * 3).to_string())).collect();
+        parts.insert(
+            5,
+            Part::Range(KeywordType::Integer.range("40", "50", None).unwrap()),
+        );
+        parts.push(Part::Value("3".into()));
+        parts.push(Part::Value("1000".into()));
+        let scanned = |c: &Candidates, v: &str| {
+            c.parts.iter().enumerate().find_map(|(i, p)| match p {
+                Part::Value(x) => (x == v).then_some((i as u64, 0)),
+                Part::Range(r) => r.position(v).map(|at| (i as u64, at)),
+                Part::Any => Some((i as u64, 0)),
+            })
+        };
+        let mut c = Candidates {
+            keyword: "step".into(),
+            parts,
+            hidden: false,
+            index: std::sync::OnceLock::new(),
+        };
+        for round in 0..2 {
+            for v in (0..120)
+                .map(|i| i.to_string())
+                .chain(["1000".to_string(), "x".to_string()])
+            {
+                assert_eq!(c.position(&v), scanned(&c, &v), "{v}");
+            }
+            c.parts.insert(20, Part::Any);
+            c.index = std::sync::OnceLock::new();
+            let _ = round;
         }
     }
 }

@@ -6,7 +6,11 @@ Run by scripts/test-gribjump-python.sh, which provides:
   (lib/libgribjump.so), found by pygribjump through GRIBJUMP_DIR;
 - FIELDSTORE_GRIBJUMP_ORACLE: a directory holding the gribjumplib wheel,
   put on PYTHONPATH for GribJump's side (findlibs takes the package first);
-- FIELDSTORE_CLI: fieldstore's command line, which archives the fields.
+- FIELDSTORE_CLI: fieldstore's command line, which archives the fields;
+- FIELDSTORE_CAPI_PREFIX: fieldstore's libfdb5.so and fdb_c.h installed
+  (scripts/install-capi.sh), to archive through the C API;
+- FIELDSTORE_PY_PYTHON (when the Python package's venv exists: CI builds
+  it in an earlier stage): a Python with fieldstore's package.
 
 Each side runs in its own process (one libgribjump per process):
 `polytope_run.py` (polytope-mars feature requests → CoverageJSON) and
@@ -198,6 +202,97 @@ def direct_ops(h):
         {"op": "axes", "request": {"class": "od", "expver": "0001"}},
         {"op": "axes", "request": {"class": "od", "expver": "0002", "levtype": "pl"}},
     ]
+
+
+def partial_ops(h):
+    """Some but not all of the requested fields stored (step 15 is not)."""
+    reg, octa = h["regular"], h["octahedral"]
+    one = lambda step: [sfc("0001", date="20240101", param="167", step=step), [[0, 3]], reg]  # noqa: E731
+    single = lambda **kw: {"op": "extract_single", "ranges": [[10, 20]], "hash": octa,  # noqa: E731
+                           "request": sfc("0002", date="20240101", param="167", **kw)}
+    return [
+        {"op": "extract", "requests": [one("0"), one("15"), one("3")]},
+        {"op": "extract", "requests": [one("0"), one("3"), one("6"), one("15"), one("9")]},
+        single(step=["0", "15", "6"]),
+        single(step="0/to/15/by/3"),
+        single(step="0/to/12/by/3"),
+        {**single(step="0"), "request": dict(sfc("0002", date="20240101", step="0"), param=["167", "130"])},
+        # no step: GribJump matches whole keys, so none
+        {**single(), "request": sfc("0002", date="20240101", param="167")},
+    ]
+
+
+def test_some_requested_fields_missing_fail_as_gribjumps(stores):
+    """gribjump_extract and gribjump_extract_single when some (not all) of
+    the fields asked for are stored: GribJump 0.13 fails the whole call
+    ("Matched M fields but N were requested"), and so does the drop-in; what
+    is all there is extracted, the same on both."""
+    ops = partial_ops(stores["hashes"])
+    a = {side: run(stores, side, "gj_run.py", ops)["answers"] for side in ("oracle", "fieldstore")}
+    for i, op in enumerate(ops):
+        theirs, ours = a["oracle"][i], a["fieldstore"][i]
+        if "results" in theirs:
+            assert ours == theirs, (op, ours)
+            continue
+        assert "error" in ours, (op, theirs["error"][:300], ours)
+        matched = theirs["error"].split("DataNotFound. ")[1].split(" were requested")[0]
+        assert f"DataNotFound. {matched} were requested" in ours["error"], (op, theirs["error"], ours["error"])
+    assert [("error" in x) for x in a["oracle"]] == [True, True, True, True, False, True, True], a["oracle"]
+    assert len(a["fieldstore"][4]["results"]) == 5
+
+
+def extracted_ops(h):
+    reg, octa = h["regular"], h["octahedral"]
+    return [{"op": "extract", "requests": [[sfc("0001", date="20240101", param=p, step=str(s)), [[0, 2592]], reg]
+                                           for s in (0, 3) for p in ("167", "228")]},
+            {"op": "extract", "requests": [[sfc("0002", date="20240102", param="167", step="12"),
+                                            [[0, 5248]], octa]]},
+            {"op": "extract_single", "request": pl("0002", date="20240101", param="130", step="6",
+                                                   levelist=["1000", "850", "500"]),
+             "ranges": [[0, 100], [5000, 5248]], "hash": octa},
+            {"op": "axes", "request": sfc("0001"), "level": 3}]
+
+
+def test_fields_archived_through_the_c_api_are_extracted_as_those_archived_by_the_cli(stores, tmp_path):
+    """A C program archives the fields through fieldstore's libfdb5.so
+    (fdb_c.h's fdb_archive_multiple, fdb_flush); the drop-in extracts them
+    (jump info made on first extraction) exactly as from the CLI's store."""
+    prefix = os.environ.get("FIELDSTORE_CAPI_PREFIX")
+    assert prefix, "scripts/test-gribjump-python.sh installs fieldstore's libfdb5 (FIELDSTORE_CAPI_PREFIX)"
+    exe = tmp_path / "archive_capi"
+    subprocess.run([os.environ.get("CC", "cc"), str(HERE / "archive_capi.c"), "-o", str(exe),
+                    f"-I{prefix}/include", f"-L{prefix}/lib", "-lfdb5", f"-Wl,-rpath,{prefix}/lib"],
+                   check=True, timeout=300)
+    root = tmp_path / "capi-root"
+    p = subprocess.run([str(exe), str(stores["grib"])], env=dict(base_env(), FIELDSTORE_ROOT=str(root)),
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0 and "archived" in p.stdout, (p.stdout, p.stderr[-2000:])
+    ops = extracted_ops(stores["hashes"])
+    via_c = run(stores, "fieldstore", "gj_run.py", ops,
+                env=dict(base_env(), GRIBJUMP_DIR=PREFIX, FIELDSTORE_ROOT=str(root)))["answers"]
+    cli = run(stores, "fieldstore", "gj_run.py", ops)["answers"]
+    assert all("error" not in x for x in via_c), via_c
+    assert len(via_c[0]["results"]) == 4 and len(via_c[2]["results"]) == 3
+    assert via_c == cli
+
+
+def test_fields_archived_through_the_python_package_are_extracted_as_those_archived_by_the_cli(stores, tmp_path):
+    """fieldstore's Python package (`fieldstore.FDB().archive`) writes the
+    fields; the drop-in extracts them exactly as from the CLI's store."""
+    python = os.environ.get("FIELDSTORE_PY_PYTHON")
+    if not python:
+        pytest.skip("fieldstore's Python package is not built (scripts/test-python.sh builds it; "
+                    "FIELDSTORE_PY_PYTHON names its venv's python)")
+    root = tmp_path / "py-root"
+    subprocess.run([python, "-c", "import fieldstore, sys; f = fieldstore.FDB(); "
+                    "f.archive(open(sys.argv[1], 'rb').read()); f.flush()", str(stores["grib"])],
+                   check=True, timeout=300, env=dict(base_env(), FIELDSTORE_ROOT=str(root)))
+    ops = extracted_ops(stores["hashes"])
+    via_py = run(stores, "fieldstore", "gj_run.py", ops,
+                 env=dict(base_env(), GRIBJUMP_DIR=PREFIX, FIELDSTORE_ROOT=str(root)))["answers"]
+    cli = run(stores, "fieldstore", "gj_run.py", ops)["answers"]
+    assert all("error" not in x for x in via_py), via_py
+    assert via_py == cli
 
 
 @pytest.fixture(scope="session")
