@@ -61,6 +61,8 @@ pub enum StoreKind {
     Daos,
     /// Ceph RADOS objects (crate `fieldstore-rados`, feature `rados`).
     Rados,
+    /// S3 objects (crate `fieldstore-s3`, feature `s3`).
+    S3,
     /// `type: select`: the lanes' stores ([`Config::lanes`]).
     Select,
     /// `type: remote`: the store servers the catalogue server names.
@@ -149,7 +151,7 @@ pub struct Config {
     pub spaces: Vec<Space>,
     /// Where the configuration came from, for messages.
     pub source: String,
-    /// Backend sections (`daos:`, `rados:`, `file:`), as given; each
+    /// Backend sections (`daos:`, `rados:`, `s3:`, `file:`), as given; each
     /// backend reads its own.
     pub backends: BTreeMap<String, serde_json::Value>,
     /// `type: select`: the sub-stores, in order (`routing.rs`); empty for
@@ -194,6 +196,8 @@ struct RawConfig {
     daos: Option<serde_json::Value>,
     #[serde(default)]
     rados: Option<serde_json::Value>,
+    #[serde(default)]
+    s3: Option<serde_json::Value>,
     #[serde(default)]
     file: Option<serde_json::Value>,
     #[serde(default, rename = "archive-defaults")]
@@ -590,14 +594,13 @@ impl Config {
             "memory" => StoreKind::Memory,
             "daos" => StoreKind::Daos,
             "rados" => StoreKind::Rados,
-            other => {
-                return Err(invalid(
-                    source,
-                    format!(
-                        "store '{other}' is not supported (expected file, daos, rados or memory)"
-                    ),
-                ))
-            }
+            "s3" => StoreKind::S3,
+            other => return Err(invalid(
+                source,
+                format!(
+                    "store '{other}' is not supported (expected file, daos, rados, s3 or memory)"
+                ),
+            )),
         };
         let schema = schema_at(raw.schema.as_deref(), base, source)?;
         let fdb_home = raw.fdb_home.as_deref().map(|h| base.join(h));
@@ -608,6 +611,9 @@ impl Config {
         }
         if let Some(v) = raw.rados {
             backends.insert("rados".to_string(), v);
+        }
+        if let Some(v) = raw.s3 {
+            backends.insert("s3".to_string(), v);
         }
         if let Some(v) = raw.file {
             backends.insert("file".to_string(), v);
