@@ -110,11 +110,12 @@ fn start() -> Option<Server> {
     // gone, then SIGKILL what still runs a few seconds later.
     let script = format!(
         "{} >'{}' 2>&1 & w=$!; while kill -0 {} 2>/dev/null && kill -0 $w 2>/dev/null; do sleep 0.5; done; \
-         kill $w 2>/dev/null; sleep 3; kill -9 $w 2>/dev/null; rm -rf '{}'",
+         kill $w 2>/dev/null; sleep 3; kill -9 $w 2>/dev/null; rm -rf '{}'; for p in {}; do rm -f /tmp/seaweedfs-*-$p.sock; done",
         quoted.join(" "),
         dir.join("weed.log").display(),
         std::process::id(),
-        dir.display()
+        dir.display(),
+        p.iter().map(u16::to_string).collect::<Vec<_>>().join(" ")
     );
     Command::new("sh")
         .args(["-c", &script])
