@@ -595,12 +595,14 @@ impl Config {
             "daos" => StoreKind::Daos,
             "rados" => StoreKind::Rados,
             "s3" => StoreKind::S3,
-            other => return Err(invalid(
-                source,
-                format!(
+            other => {
+                return Err(invalid(
+                    source,
+                    format!(
                     "store '{other}' is not supported (expected file, daos, rados, s3 or memory)"
                 ),
-            )),
+                ))
+            }
         };
         let schema = schema_at(raw.schema.as_deref(), base, source)?;
         let fdb_home = raw.fdb_home.as_deref().map(|h| base.join(h));

@@ -117,6 +117,8 @@ fn start() -> Option<Server> {
         dir.display(),
         p.iter().map(u16::to_string).collect::<Vec<_>>().join(" ")
     );
+    // Not waited for: it runs until this process exits (and watches for that).
+    #[allow(clippy::zombie_processes)]
     Command::new("sh")
         .args(["-c", &script])
         .stdin(Stdio::null())
