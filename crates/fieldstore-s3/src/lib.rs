@@ -7,6 +7,8 @@
 //!   (`lease`), with `confirm_published` fencing a writer stopped past its
 //!   lease. The layout: `docs/format/s3.md`.
 //! - [`S3Config`]: the `s3:` section.
+//! - [`RawObjects`]: whole objects with none of the store's format, for
+//!   the hammer's raw (IOR-style) baseline.
 //!
 //! **Why rusty-s3 over ureq.** The `Store` traits are synchronous;
 //! rusty-s3 signs requests (SigV4) and parses S3's XML without doing any
@@ -18,7 +20,9 @@ mod client;
 mod config;
 mod lease;
 mod naming;
+mod raw;
 mod store;
 
 pub use config::{S3Config, DEFAULT_LEASE};
+pub use raw::RawObjects;
 pub use store::S3Store;
