@@ -27,7 +27,7 @@ EOF2
 "$FIELDSTORE_WEED" server -dir="$dir/data" -ip=127.0.0.1 -ip.bind=127.0.0.1 \
     -master.port="${p[0]}" -master.port.grpc="${p[1]}" -volume.port="${p[2]}" -volume.port.grpc="${p[3]}" \
     -filer -filer.port="${p[4]}" -filer.port.grpc="${p[5]}" -s3 -s3.port="${p[6]}" -s3.port.grpc="${p[7]}" \
-    -s3.config="$dir/s3.json" -master.telemetry=false -master.volumeSizeLimitMB=1024 -volume.max=0 \
+    -s3.config="$dir/s3.json" -s3.port.iceberg=0 -s3.port.lance=0 -master.telemetry=false -master.volumeSizeLimitMB=256 -volume.max=1000 \
     >"$dir/weed.log" 2>&1 &
 weed=$!
 trap 'kill $weed 2>/dev/null; sleep 2; kill -9 $weed 2>/dev/null; rm -rf "$dir"; for q in "${p[@]}"; do rm -f /tmp/seaweedfs-*-$q.sock; done' EXIT

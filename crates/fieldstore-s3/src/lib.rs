@@ -20,6 +20,7 @@ mod client;
 mod config;
 mod lease;
 mod naming;
+mod prefetch;
 mod raw;
 mod store;
 

@@ -71,6 +71,9 @@ impl RawObjects {
 
     /// The endpoint and bucket, for reports.
     pub fn describe(&self) -> String {
-        format!("S3 objects in bucket {} at {}", self.bucket, self.client.endpoint)
+        format!(
+            "S3 objects in bucket {} at {}",
+            self.bucket, self.client.endpoint
+        )
     }
 }

@@ -28,12 +28,15 @@ use crate::client::{Client, Listing};
 use crate::config::S3Config;
 use crate::lease::Lease;
 use crate::naming;
+use crate::prefetch::Prefetcher;
 
 /// The S3 store (`store: s3`).
 #[derive(Debug)]
 pub struct S3Store {
     client: Arc<Client>,
     cfg: S3Config,
+    /// Fields hinted by `prefetch`, fetched ahead (`crate::prefetch`).
+    ahead: Prefetcher,
 }
 
 impl S3Store {
@@ -59,6 +62,7 @@ impl S3Store {
             client.create_bucket(&cfg.bucket)?;
         }
         Ok(S3Store {
+            ahead: Prefetcher::new(client.clone(), cfg.timeout),
             client,
             cfg: cfg.clone(),
         })
@@ -88,7 +92,11 @@ impl S3Store {
             )));
         }
         let (bucket, key) = naming::parse_uri(&location.uri)?;
-        let got = self.client.get_range(bucket, key, location.offset, buf)?;
+        let got = if self.ahead.take(location, buf) {
+            buf.len()
+        } else {
+            self.client.get_range(bucket, key, location.offset, buf)?
+        };
         if got < buf.len() {
             return Err(Error::corrupt(format!(
                 "{location}: the S3 object ends {got} bytes into the field (truncated?)"
@@ -198,8 +206,11 @@ impl Store for S3Store {
         self.read_once(&location.range(offset, out.len() as u64)?, out)
     }
 
-    /// S3 has no read-ahead hint.
-    fn prefetch(&self, _locations: &[FieldLocation]) {}
+    /// Fetch them in the background, neighbours in one object by one
+    /// ranged GET (`crate::prefetch`).
+    fn prefetch(&self, locations: &[FieldLocation]) {
+        self.ahead.hint(locations);
+    }
 
     fn scheme(&self) -> &'static str {
         "s3"

@@ -98,9 +98,16 @@ fn start() -> Option<Server> {
         format!("-s3.port={}", p[6]),
         format!("-s3.port.grpc={}", p[7]),
         format!("-s3.config={}", dir.join("s3.json").display()),
+        // Its Iceberg and Lance listeners have fixed ports: off.
+        "-s3.port.iceberg=0".into(),
+        "-s3.port.lance=0".into(),
         "-master.telemetry=false".into(),
         "-master.volumeSizeLimitMB=64".into(),
-        "-volume.max=0".into(),
+        // Each bucket is a collection that grows 7 volumes at once; the
+        // default count (free space / volume size) runs out after a few
+        // dozen buckets on a full disk. Volumes are sparse: a count costs
+        // no space.
+        "-volume.max=1000".into(),
     ];
     let quoted: Vec<String> = std::iter::once(weed.display().to_string())
         .chain(args)
@@ -110,9 +117,11 @@ fn start() -> Option<Server> {
     // gone, then SIGKILL what still runs a few seconds later.
     let script = format!(
         "{} >'{}' 2>&1 & w=$!; while kill -0 {} 2>/dev/null && kill -0 $w 2>/dev/null; do sleep 0.5; done; \
-         kill $w 2>/dev/null; sleep 3; kill -9 $w 2>/dev/null; rm -rf '{}'; for p in {}; do rm -f /tmp/seaweedfs-*-$p.sock; done",
+         kill $w 2>/dev/null; sleep 3; kill -9 $w 2>/dev/null; kill -0 {} 2>/dev/null || rm -rf '{}'; \
+         for p in {}; do rm -f /tmp/seaweedfs-*-$p.sock; done",
         quoted.join(" "),
         dir.join("weed.log").display(),
+        std::process::id(),
         std::process::id(),
         dir.display(),
         p.iter().map(u16::to_string).collect::<Vec<_>>().join(" ")
