@@ -54,10 +54,13 @@ impl Drop for Span {
     }
 }
 
+/// A hinted field: its location's URI, offset and length.
+type FieldId = (Arc<str>, u64, u64);
+
 /// The fields hinted and not read yet, and the threads fetching them.
 pub(crate) struct Prefetcher {
     client: Arc<Client>,
-    fields: Mutex<HashMap<(Arc<str>, u64, u64), (Arc<Span>, Instant)>>,
+    fields: Mutex<HashMap<FieldId, (Arc<Span>, Instant)>>,
     held: Arc<AtomicU64>,
     queue: Mutex<Option<Sender<Weak<Span>>>>,
     /// Request time-out: how long a read waits for its span at most.
