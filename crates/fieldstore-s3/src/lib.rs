@@ -15,6 +15,17 @@
 //! I/O, so the blocking `ureq` already in the tree sends them, with every
 //! wait bounded by its time-outs — where `object_store` or `aws-sdk-s3`
 //! would bring an async runtime to block on in every call.
+//!
+//! # Layers
+//! Each module names only modules listed before it (the `layers` test
+//! checks the code against this list):
+//! - `config`: the `s3:` section.
+//! - `naming`: object keys and location URIs.
+//! - `client`: the S3 requests (rusty-s3 signing, ureq sending, errors).
+//! - `lease`: writer leases and their renewal thread.
+//! - `prefetch`: read-ahead of hinted fields.
+//! - `store`: the store, its writers and its maintenance.
+//! - `raw`: whole objects for the hammer's raw baseline.
 
 mod client;
 mod config;

@@ -28,9 +28,9 @@ impl RawObjects {
     /// missing, as the store does).
     ///
     /// # Errors
-    /// As [`crate::S3Store::open`].
+    /// As [`crate::store::S3Store::open`].
     pub fn open(cfg: &S3Config) -> Result<RawObjects> {
-        crate::S3Store::open(cfg)?;
+        crate::store::S3Store::open(cfg)?;
         Ok(RawObjects {
             client: Client::new(cfg)?,
             bucket: cfg.bucket.clone(),
