@@ -178,7 +178,7 @@ impl Lease {
 
     /// The writer is done: stop renewing and delete the lease object (its
     /// objects are published or orphans now). Best effort: a lease left
-    /// behind dies, and purge removes it.
+    /// behind dies (a killed writer's too), and a wipe of the dataset removes it.
     pub(crate) fn end(&self) {
         let taken = {
             let mut s = self.state();
