@@ -11,7 +11,10 @@
 //! | `QuotaExceeded`, 507 | `StorageFull` |
 //! | any other status | `Io` |
 //!
-//! Each names the endpoint and what was asked.
+//! Each names the endpoint and what was asked. Requests that another try
+//! may mend (`Unavailable` but for a time-out) are sent up to three more
+//! times after a short pause (all are idempotent: objects are PUT whole,
+//! under names no other writer uses).
 
 use std::io::Read;
 
@@ -146,7 +149,8 @@ impl Client {
         let mut list = ListObjectsV2::new(&b, self.creds());
         list.with_max_keys(1);
         let what = format!("listing bucket '{bucket}'");
-        match self.call(self.agent.get(list.sign(SIGNED_FOR).as_str()).call(), &what) {
+        let url = list.sign(SIGNED_FOR);
+        match self.call(&what, true, || self.agent.get(url.as_str()).call()) {
             Ok(_) => Ok(true),
             Err(e) if e.kind() == ErrorKind::NotFound => Ok(false),
             Err(e) => Err(e),
@@ -170,10 +174,8 @@ impl Client {
             )
         })?);
         let what = format!("creating bucket '{bucket}'");
-        match self.call(
-            self.agent.put(url.sign(SIGNED_FOR).as_str()).send_empty(),
-            &what,
-        ) {
+        let url = url.sign(SIGNED_FOR);
+        match self.call(&what, true, || self.agent.put(url.as_str()).send_empty()) {
             Ok(_) => Ok(()),
             // Created meanwhile by another process.
             Err(e) if e.to_string().contains("BucketAlreadyOwnedByYou") => Ok(()),
@@ -195,12 +197,16 @@ impl Client {
     ) -> Result<()> {
         let b = self.bucket(bucket)?;
         let url = b.put_object(self.creds(), key).sign(SIGNED_FOR);
-        let mut req = self.agent.put(url.as_str());
-        if let Some(t) = timeout {
-            req = req.config().timeout_global(Some(t)).build();
-        }
-        self.call(req.send(data), &format!("writing s3://{bucket}/{key}"))
-            .map(|_| ())
+        let what = format!("writing s3://{bucket}/{key}");
+        // A lease's renewal is not tried again: its thread tries anew soon.
+        self.call(&what, timeout.is_none(), || {
+            let mut req = self.agent.put(url.as_str());
+            if let Some(t) = timeout {
+                req = req.config().timeout_global(Some(t)).build();
+            }
+            req.send(data)
+        })
+        .map(|_| ())
     }
 
     /// Read `out.len()` bytes of object `key` from `offset` (a ranged
@@ -221,18 +227,17 @@ impl Client {
         let b = self.bucket(bucket)?;
         let url = b.get_object(self.creds(), key).sign(SIGNED_FOR);
         let what = format!("reading s3://{bucket}/{key}");
-        let r = self
-            .agent
-            .get(url.as_str())
-            .header(
-                "Range",
-                format!("bytes={offset}-{}", offset + out.len() as u64 - 1),
-            )
-            .call();
-        let mut resp = match r {
-            Ok(resp) if resp.status().as_u16() == 416 => return Ok(0),
-            r => self.call(r, &what)?,
-        };
+        let range = format!("bytes={offset}-{}", offset + out.len() as u64 - 1);
+        let mut resp = self.call(&what, true, || {
+            self.agent
+                .get(url.as_str())
+                .header("Range", range.as_str())
+                .call()
+        })?;
+        if resp.status().as_u16() == 416 {
+            // The object ends before the range starts.
+            return Ok(0);
+        }
         if resp.status().as_u16() == 200 && offset > 0 {
             return Err(Error::new(
                 ErrorKind::Io,
@@ -263,7 +268,7 @@ impl Client {
         let b = self.bucket(bucket)?;
         let url = b.head_object(self.creds(), key).sign(SIGNED_FOR);
         let what = format!("looking up s3://{bucket}/{key}");
-        match self.call(self.agent.head(url.as_str()).call(), &what) {
+        match self.call(&what, true, || self.agent.head(url.as_str()).call()) {
             Ok(resp) => Ok(resp
                 .headers()
                 .get("content-length")
@@ -290,8 +295,8 @@ impl Client {
             if let Some(t) = &token {
                 list.with_continuation_token(t.as_str());
             }
-            let mut resp =
-                self.call(self.agent.get(list.sign(SIGNED_FOR).as_str()).call(), &what)?;
+            let url = list.sign(SIGNED_FOR);
+            let mut resp = self.call(&what, true, || self.agent.get(url.as_str()).call())?;
             let server_now_ms = resp
                 .headers()
                 .get("date")
@@ -352,7 +357,7 @@ impl Client {
         let b = self.bucket(bucket)?;
         let url = b.delete_object(self.creds(), key).sign(SIGNED_FOR);
         let what = format!("removing s3://{bucket}/{key}");
-        match self.call(self.agent.delete(url.as_str()).call(), &what) {
+        match self.call(&what, true, || self.agent.delete(url.as_str()).call()) {
             Ok(_) => Ok(()),
             Err(e) if e.kind() == ErrorKind::NotFound => Ok(()),
             Err(e) => Err(e),
@@ -375,13 +380,12 @@ impl Client {
             let url = action.sign(SIGNED_FOR);
             let (body, md5) = action.body_with_md5();
             let what = format!("removing {} objects of s3://{bucket}", chunk.len());
-            let mut resp = self.call(
+            let mut resp = self.call(&what, true, || {
                 self.agent
                     .post(url.as_str())
-                    .header("Content-MD5", md5)
-                    .send(body.as_bytes()),
-                &what,
-            )?;
+                    .header("Content-MD5", md5.as_str())
+                    .send(body.as_bytes())
+            })?;
             let text = resp
                 .body_mut()
                 .with_config()
@@ -400,16 +404,46 @@ impl Client {
         Ok(())
     }
 
-    /// The response of a request, or the error its status or transport
-    /// failure means.
+    /// The response of a request `send` makes, or the error its status
+    /// or transport failure means (a 416 is a response: only ranged GETs
+    /// get one). With `retry`, a request that failed in a way another try
+    /// may mend (5xx, `SlowDown`, a connection refused or cut) is sent up
+    /// to three more times, after 50, 200 and 800 ms — never after a
+    /// time-out, which already waited a whole `timeout`.
     fn call(
         &self,
-        r: std::result::Result<ureq::http::Response<ureq::Body>, ureq::Error>,
         what: &str,
+        retry: bool,
+        send: impl Fn() -> std::result::Result<ureq::http::Response<ureq::Body>, ureq::Error>,
+    ) -> Result<ureq::http::Response<ureq::Body>> {
+        let mut pause = Duration::from_millis(50);
+        let mut tries = 0;
+        loop {
+            let started = std::time::Instant::now();
+            match self.call_once(what, send()) {
+                Err(e)
+                    if retry
+                        && tries < 3
+                        && e.kind() == ErrorKind::Unavailable
+                        && started.elapsed() < self.timeout / 2 =>
+                {
+                    tries += 1;
+                    std::thread::sleep(pause);
+                    pause *= 4;
+                }
+                r => return r,
+            }
+        }
+    }
+
+    fn call_once(
+        &self,
+        what: &str,
+        r: std::result::Result<ureq::http::Response<ureq::Body>, ureq::Error>,
     ) -> Result<ureq::http::Response<ureq::Body>> {
         let mut resp = r.map_err(|e| self.transport(what, e))?;
         let status = resp.status().as_u16();
-        if status < 300 {
+        if status < 300 || status == 416 {
             return Ok(resp);
         }
         let body = resp
