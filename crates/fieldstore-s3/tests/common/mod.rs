@@ -6,7 +6,9 @@
 //! the test process exits, however it ends.
 //!
 //! Without `weed` the tests skip, except under `CI=true`, where that is a
-//! failure.
+//! failure. With `FIELDSTORE_S3_ENDPOINT` set, the tests run on that
+//! server instead, which has the same identity: Ceph's RADOS Gateway, as
+//! `scripts/test-s3-radosgw.sh` starts it (`scripts/radosgw-start.sh`).
 #![allow(dead_code, unreachable_pub, unused_imports)]
 
 use std::net::TcpListener;
@@ -61,6 +63,14 @@ pub fn server() -> Option<&'static Server> {
 }
 
 fn start() -> Option<Server> {
+    if let Some(endpoint) = std::env::var_os("FIELDSTORE_S3_ENDPOINT") {
+        // A server started by the caller (Ceph's RADOS Gateway:
+        // scripts/radosgw-start.sh), with the same identity.
+        return Some(Server {
+            endpoint: endpoint.to_string_lossy().into_owned(),
+            dir: std::env::temp_dir(),
+        });
+    }
     let Some(weed) = weed() else {
         if std::env::var("CI").is_ok_and(|v| v == "true") {
             panic!(
