@@ -30,9 +30,9 @@ use std::time::Duration;
 use fieldstore_testkit::processes::{self, Launcher, Outcome};
 use fieldstore_testkit::streams::Streams;
 
-/// The writers' lease (seconds): renewed every second; dead to purge two
+/// The writers' lease (seconds): renewed every 1.5 s; dead to purge two
 /// leases and a second after its last renewal.
-const LEASE: f64 = 4.0;
+const LEASE: f64 = 6.0;
 
 /// Workers on a fresh bucket and POSIX root, and the directory of their
 /// config file; `None` without SeaweedFS.

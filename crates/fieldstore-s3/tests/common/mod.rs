@@ -212,11 +212,13 @@ impl Server {
     }
 
     /// A config with the hammer schema: the POSIX catalogue under `root`,
-    /// the S3 store in `bucket`.
+    /// the S3 store in `bucket`, with the default 30 s lease (no check here
+    /// waits for a writer to die; a long lease keeps a loaded machine's
+    /// slow renewals from failing flushes).
     pub fn config(&self, bucket: &str, root: &Path) -> Config {
         let yaml = format!(
             "engine: toc\nstore: s3\n{}spaces:\n- roots:\n  - path: {}\n",
-            self.section(bucket, 4.0),
+            self.section(bucket, 30.0),
             root.display()
         );
         let mut c = Config::from_yaml(&yaml, Path::new("/"), "test config")
