@@ -104,24 +104,12 @@ impl Prefetcher {
                 continue;
             };
             locs.sort_by_key(|l| l.offset);
-            let mut i = 0;
-            while i < locs.len() {
-                let start = locs[i].offset;
-                let mut end = start + locs[i].length;
-                let mut j = i + 1;
-                while j < locs.len()
-                    && locs[j].offset <= end + MAX_GAP
-                    && locs[j].offset + locs[j].length - start <= MAX_SPAN
-                {
-                    end = end.max(locs[j].offset + locs[j].length);
-                    j += 1;
-                }
+            for (start, end, range) in runs(&locs) {
                 let len = end - start;
                 if self.held.load(Ordering::Relaxed) + len > MAX_HELD {
                     return;
                 }
-                let run = &locs[i..j];
-                i = j;
+                let run = &locs[range];
                 if run
                     .iter()
                     .all(|l| fields.contains_key(&(l.uri.clone(), l.offset, l.length)))
@@ -208,6 +196,30 @@ impl Prefetcher {
     }
 }
 
+/// The runs of neighbours among the fields `locs` of one object (sorted
+/// by offset): each the bytes `[start, end)` one GET fetches, and the
+/// fields it covers. Neighbours are at most [`MAX_GAP`] apart, and a run
+/// spans at most [`MAX_SPAN`] bytes.
+fn runs(locs: &[&FieldLocation]) -> Vec<(u64, u64, std::ops::Range<usize>)> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < locs.len() {
+        let start = locs[i].offset;
+        let mut end = start + locs[i].length;
+        let mut j = i + 1;
+        while j < locs.len()
+            && locs[j].offset <= end + MAX_GAP
+            && locs[j].offset + locs[j].length - start <= MAX_SPAN
+        {
+            end = end.max(locs[j].offset + locs[j].length);
+            j += 1;
+        }
+        out.push((start, end, i..j));
+        i = j;
+    }
+    out
+}
+
 /// A fetching thread: GET each span still wanted, until the store is gone.
 fn fetch_loop(client: &Client, rx: &Mutex<Receiver<Weak<Span>>>) {
     loop {
@@ -222,5 +234,29 @@ fn fetch_loop(client: &Client, rx: &Mutex<Receiver<Weak<Span>>>) {
             .map(|_| buf);
         *span.bytes.lock().unwrap_or_else(|p| p.into_inner()) = Some(got);
         span.done.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn neighbours_share_a_get_within_the_gap_and_the_span() {
+        let at =
+            |offset: u64, length: u64| FieldLocation::new(Arc::from("s3://b/k"), offset, length);
+        // Packed 64 KiB fields, a gap of 64 KiB (still neighbours), one of
+        // 64 KiB + 1 (not), then a run that would pass 8 MiB.
+        let k = 64 << 10;
+        let mut locs = vec![at(0, k), at(k, k), at(3 * k, k), at(5 * k + 1, k)];
+        let big = 10 * k;
+        locs.extend((0..14).map(|i| at(big + i * (1 << 20), 1 << 20)));
+        let refs: Vec<&FieldLocation> = locs.iter().collect();
+        let got = runs(&refs);
+        assert_eq!(got[0], (0, 4 * k, 0..3));
+        assert_eq!(got[1], (5 * k + 1, 6 * k + 1, 3..4));
+        assert_eq!(got[2], (big, big + 8 * (1 << 20), 4..12));
+        assert_eq!(got[3], (big + 8 * (1 << 20), big + 14 * (1 << 20), 12..18));
+        assert_eq!(got.len(), 4);
     }
 }
