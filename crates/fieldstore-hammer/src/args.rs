@@ -214,8 +214,8 @@ pub struct HammerArgs {
     #[arg(long, default_value_t = 600, hide = true)]
     pub barrier_timeout: u64,
     /// After the scenario's phases, measure the raw bandwidth of the
-    /// store's backend IOR-style (POSIX files, DAOS arrays or RADOS
-    /// objects, no store): easy (an object per process, sequential
+    /// store's backend IOR-style (POSIX files, DAOS arrays, RADOS
+    /// objects or S3 objects — one per transfer —, no store): easy (an object per process, sequential
     /// transfers) and hard (one shared object, interleaved 47008-byte
     /// transfers) writes, synced, then reads of another process's data
     /// after dropping the page cache.

@@ -63,6 +63,8 @@ pub enum StoreKind {
     Daos,
     /// Ceph RADOS objects (crate `fieldstore-rados`, feature `rados`).
     Rados,
+    /// S3 objects (crate `fieldstore-s3`, feature `s3`).
+    S3,
     /// `type: select`: the lanes' stores ([`Config::lanes`]).
     Select,
     /// `type: remote`: the store servers the catalogue server names.
@@ -86,7 +88,7 @@ pub struct Config {
     pub spaces: Vec<Space>,
     /// Where the configuration came from, for messages.
     pub source: String,
-    /// Backend sections (`daos:`, `rados:`, `file:`), as given; each
+    /// Backend sections (`daos:`, `rados:`, `s3:`, `file:`), as given; each
     /// backend reads its own.
     pub backends: BTreeMap<String, serde_json::Value>,
     /// `type: select`: the sub-stores, in order (`routing.rs`); empty for
@@ -131,6 +133,8 @@ struct RawConfig {
     daos: Option<serde_json::Value>,
     #[serde(default)]
     rados: Option<serde_json::Value>,
+    #[serde(default)]
+    s3: Option<serde_json::Value>,
     #[serde(default)]
     file: Option<serde_json::Value>,
     #[serde(default, rename = "archive-defaults")]
@@ -485,12 +489,13 @@ impl Config {
             "memory" => StoreKind::Memory,
             "daos" => StoreKind::Daos,
             "rados" => StoreKind::Rados,
+            "s3" => StoreKind::S3,
             other => {
                 return Err(invalid(
                     source,
                     format!(
-                        "store '{other}' is not supported (expected file, daos, rados or memory)"
-                    ),
+                    "store '{other}' is not supported (expected file, daos, rados, s3 or memory)"
+                ),
                 ))
             }
         };
@@ -503,6 +508,9 @@ impl Config {
         }
         if let Some(v) = raw.rados {
             backends.insert("rados".to_string(), v);
+        }
+        if let Some(v) = raw.s3 {
+            backends.insert("s3".to_string(), v);
         }
         if let Some(v) = raw.file {
             backends.insert("file".to_string(), v);

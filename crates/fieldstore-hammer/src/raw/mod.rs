@@ -1,7 +1,8 @@
 //! Raw bandwidth, IOR-style (`--raw`, `--scenario raw`): the ceiling the
 //! store's backend can reach, measured with none of the store in between,
 //! over the same backend the store writes its field bytes to — POSIX
-//! files, DAOS byte arrays or RADOS objects.
+//! files, DAOS byte arrays, RADOS objects or S3 objects (one per transfer:
+//! S3 writes whole objects).
 //!
 //! Two patterns, as IO500 runs IOR:
 //! - **easy**: one object per process, written sequentially in transfers of
@@ -23,6 +24,7 @@
 mod daos;
 mod posix;
 mod rados;
+mod s3;
 mod target;
 
 use std::time::Instant;
@@ -43,6 +45,7 @@ pub use daos::DAOS_CONTAINER;
 pub(crate) use daos::{daos_container, name_hash};
 use posix::PosixTarget;
 use rados::RadosTarget;
+use s3::S3Target;
 pub use target::RawTarget;
 
 /// IO500's ior-hard transfer size, bytes.
@@ -128,6 +131,9 @@ pub fn open(store: &StoreSpec) -> Result<Box<dyn RawTarget>> {
         StoreKind::Rados => Ok(Box::new(RadosTarget::open(&RadosConfig::from_value(
             config.backend("rados"),
         )?)?)),
+        StoreKind::S3 => Ok(Box::new(S3Target::open(
+            &fieldstore_s3::S3Config::from_value(config.backend("s3"))?,
+        )?)),
         _ => Err(Error::invalid_input(format!(
             "--raw measures the backend a store writes its bytes to; {} keeps them in memory",
             config.source

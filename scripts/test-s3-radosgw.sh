@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The S3 store's conformance, damage, bad-input and process tests
+# (crates/fieldstore-s3/tests) on a second real S3 server: Ceph's RADOS
+# Gateway (radosgw 16.2, Debian's) on a throwaway single-node Ceph
+# (scripts/radosgw-start.sh), the tests pointed at it by FIELDSTORE_S3_ENDPOINT.
+# Installs radosgw when missing (Debian). ~2 minutes.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/setup.sh
+source scripts/setup-ceph.sh
+if ! command -v radosgw >/dev/null 2>&1; then
+    [ -e /usr/sbin/policy-rc.d ] || { printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d; chmod +x /usr/sbin/policy-rc.d; }
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends radosgw >/dev/null
+fi
+dir=$(mktemp -d "${TMPDIR:-/tmp}/fieldstore-radosgw.XXXXXX")
+trap 'scripts/ceph-stop.sh "$dir/ceph" >/dev/null 2>&1 || true; rm -rf "$dir"' EXIT
+CEPH_OWNER_PID=$$ scripts/radosgw-start.sh "$dir" >/dev/null
+source "$dir/s3.env"
+export FIELDSTORE_S3_ENDPOINT
+cargo test --locked -p fieldstore-s3 --test conformance --test processes
