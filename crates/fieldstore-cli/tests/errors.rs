@@ -142,7 +142,7 @@ fn unreadable_and_malformed_configs() {
     env.write("typo.yaml", "enigne: toc\n");
     env.run(&["info", "--config", "typo.yaml"]).fails(
         3,
-        "typo.yaml: unknown field `enigne`, expected one of `type`, `engine`, `store`, `schema`, `fdb_home`, `spaces`, `daos`, `rados`, `file`, `archive-defaults`",
+        "typo.yaml: unknown field `enigne`, expected one of `type`, `engine`, `store`, `schema`, `fdb_home`, `spaces`, `daos`, `rados`, `s3`, `file`, `archive-defaults`",
     );
     env.write("lmdb.yaml", "engine: lmdb\n");
     env.run(&["list", "--config", "lmdb.yaml"]).fails(
