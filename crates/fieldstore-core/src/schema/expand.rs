@@ -498,7 +498,7 @@ impl Iterator for Expansion<'_> {
 #[cfg(test)]
 mod position_tests {
     use super::*;
-    use crate::KeywordType;
+    use crate::types::KeywordType;
 
     /// Over many parts, the index gives the place the scan in order gives:
     /// the first part holding a value, a range or `Any` before a repeated
