@@ -218,13 +218,18 @@ fn create_dataset(
     may_create: bool,
 ) -> Result<Arc<str>> {
     let toc = dir.join(TOC);
-    if !toc.exists() && !may_create {
+    // Looked at once: a dataset found (not `may_create`) that a move or
+    // wipe takes away after this look must not be created again where it
+    // was, outside the namespace lock (a second dataset of the key, which
+    // the next move finds in its way); opening it below fails instead.
+    let exists = toc.exists();
+    if !exists && !may_create {
         return Err(Error::new(
             ErrorKind::NotFound,
             format!("{} moved or wiped while it was opened", dir.display()),
         ));
     }
-    if !toc.exists() {
+    if !exists {
         layout::ensure_dir(dir)?;
         let tmp = dir.join(format!(".toc.{}", layout::writer_id()));
         let mut payload = Enc::default();
