@@ -168,6 +168,29 @@ pub fn remove_claimed(claim: Claim<'_>) -> Result<Removed> {
     })
 }
 
+/// [`Store::read`] through [`Store::read_into`], for stores that read
+/// straight into a caller's buffer: `buf` is sized to the field, and left
+/// empty when the read fails.
+///
+/// # Errors
+/// As [`Store::read_into`]; `Corrupt` if the field's length does not fit
+/// in memory.
+pub fn read_by_resize(
+    store: &dyn Store,
+    location: &FieldLocation,
+    buf: &mut Vec<u8>,
+) -> Result<()> {
+    let len = usize::try_from(location.length)
+        .map_err(|_| crate::error::Error::corrupt(format!("{location}: length out of range")))?;
+    buf.clear();
+    buf.resize(len, 0);
+    let read = store.read_into(location, buf);
+    if read.is_err() {
+        buf.clear();
+    }
+    read
+}
+
 /// [`Store::read_into`] through [`Store::read`] and a copy, for stores
 /// whose reads produce an owned buffer anyway.
 ///

@@ -183,15 +183,7 @@ impl Store for S3Store {
     }
 
     fn read(&self, location: &FieldLocation, buf: &mut Vec<u8>) -> Result<()> {
-        let len = usize::try_from(location.length)
-            .map_err(|_| Error::corrupt(format!("{location}: length out of range")))?;
-        buf.clear();
-        buf.resize(len, 0);
-        let read = self.read_once(location, buf);
-        if read.is_err() {
-            buf.clear();
-        }
-        read
+        fieldstore_core::store::read_by_resize(self, location, buf)
     }
 
     fn read_into(&self, location: &FieldLocation, out: &mut [u8]) -> Result<()> {
