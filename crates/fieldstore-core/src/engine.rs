@@ -41,6 +41,7 @@ use crate::record::maintenance::MaintenanceRecord;
 
 mod log_reader;
 pub use log_reader::{Log, LogMedium, LogOf, LogReader};
+pub mod slots;
 
 /// Units (store URIs) a RECLAIM record removed: their entries are skipped.
 pub type RemovedUnits = Arc<HashSet<Arc<str>>>;

@@ -39,6 +39,7 @@
 //! grouped into those blocks, by [`pending`].
 
 pub mod block;
+pub mod inline;
 pub mod kind;
 pub mod maintenance;
 pub mod pending;

@@ -20,7 +20,8 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use fieldstore_core::engine::{DatasetIndex, Log, LogMedium, LogReader};
+use fieldstore_core::engine::slots::{self, SlotCursor, SlotLog, SlotRecord};
+use fieldstore_core::engine::{Log, LogMedium, LogReader};
 use fieldstore_core::maintenance::{
     list_lock_marker, list_locked_dataset, locked, wiped_while_writing, Item, ItemKind,
     LIST_LOCK_PREFIX,
@@ -507,10 +508,33 @@ impl DaosCatalogueWriter {
     }
 }
 
-/// Insert `value` into the first free log slot; returns the slot. When the
-/// guessed slot is taken (someone else appended since this process last
-/// looked), `check` runs before the next attempt: that is where a writer
-/// learns of an archive lock, whose CONTROL record is such an append.
+/// A dataset KV's log slots, as the engine's slot log sees them.
+struct KvSlots<'a> {
+    kv: &'a Kv<'a>,
+    cont: &'a Cont,
+}
+
+impl SlotLog for KvSlots<'_> {
+    fn get(&self, n: u64, buf: &mut Vec<u8>) -> Result<bool> {
+        Ok(self.kv.get_into(&slot_key(n), buf)?)
+    }
+
+    fn exists(&self, n: u64) -> Result<bool> {
+        Ok(self.kv.exists(&slot_key(n))?)
+    }
+
+    fn insert(&self, n: u64, value: &[u8]) -> Result<bool> {
+        Ok(self.kv.insert(&slot_key(n), value)? == Inserted::Yes)
+    }
+
+    fn name(&self, n: u64) -> String {
+        format!("daos://{}/{}", self.cont.c.name(), slot_key(n))
+    }
+}
+
+/// Insert `value` into the first free log slot ([`slots::publish`]),
+/// starting from what this process saw, or cold from the tail hint;
+/// returns the slot.
 fn publish(
     cont: &Cont,
     kv: &Kv<'_>,
@@ -526,52 +550,12 @@ fn publish(
             }
         }
     }
-    let mut checked = false;
-    loop {
-        match kv.insert(&slot_key(slot), value)? {
-            Inserted::Yes => break,
-            Inserted::Exists => {
-                if !checked {
-                    check()?;
-                    checked = true;
-                }
-                slot = first_free(kv, slot + 1)?;
-            }
-        }
-    }
+    let slot = slots::publish(&KvSlots { kv, cont }, slot, value, check)?;
     cont.saw_slot(slot);
     if slot > 0 && slot % layout::TAIL_EVERY == 0 {
         kv.put(layout::TAIL_KEY, &slot.to_le_bytes())?;
     }
     Ok(slot)
-}
-
-/// The first free log slot at or after `from`, knowing that every slot
-/// before `from` exists (slots fill without gaps): gallop, then bisect, with
-/// size-only `kv_get`s.
-fn first_free(kv: &Kv<'_>, from: u64) -> Result<u64> {
-    let mut lo = from;
-    let mut step = 1u64;
-    let mut hi;
-    loop {
-        let probe = lo + step - 1;
-        if kv.exists(&slot_key(probe))? {
-            lo = probe + 1;
-            step = step.saturating_mul(2);
-        } else {
-            hi = probe;
-            break;
-        }
-    }
-    while lo < hi {
-        let mid = lo + (hi - lo) / 2;
-        if kv.exists(&slot_key(mid))? {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
-    }
-    Ok(lo)
 }
 
 impl CatalogueWriter for DaosCatalogueWriter {
@@ -654,13 +638,8 @@ type ReaderLog = Log<(), DaosCursor>;
 struct DaosCursor {
     /// The dataset's container; `None`: the dataset is gone.
     cont: Option<Arc<Cont>>,
-    /// The next log slot to read.
-    next: u64,
-    /// Whether the end of the log was looked past once (the first refresh
-    /// of a reader of this incarnation does; see [`DaosLog::follow_cont`]).
-    looked_past_end: bool,
-    /// A buffer that holds any inline slot value.
-    buf: Vec<u8>,
+    /// Where in the container's log slots.
+    slots: SlotCursor,
 }
 
 /// A log at its start in `cont` (`None`: the dataset is gone).
@@ -669,19 +648,12 @@ fn log_of(cont: Option<Arc<Cont>>) -> ReaderLog {
         Arc::from(""),
         DaosCursor {
             cont,
-            next: 0,
-            looked_past_end: false,
-            buf: Vec::with_capacity(format::MAX_INLINE),
+            slots: SlotCursor {
+                buf: Vec::with_capacity(format::MAX_INLINE),
+                ..SlotCursor::default()
+            },
         },
     )
-}
-
-/// What a log slot holds.
-enum LogRecord {
-    Flush(Flush),
-    Maintenance(MaintenanceRecord),
-    /// A record type of a newer version: skipped.
-    Unknown,
 }
 
 /// One dataset's log in DAOS, as the engine's reader follows it: the
@@ -694,19 +666,6 @@ struct DaosLog {
     session: &'static Session,
     pool: String,
     key: DatasetKey,
-}
-
-fn apply(index: &mut DatasetIndex<()>, slot: u64, record: LogRecord) {
-    match record {
-        LogRecord::Flush(flush) => {
-            for block in flush.blocks {
-                index.add_loaded_block(block.collocation, (), block.axes, block.entries);
-            }
-        }
-        // Blocks are inline in their FLUSH records: none is reclaimed.
-        LogRecord::Maintenance(r) => index.apply_maintenance(slot, r, &str::to_string, &|_| false),
-        LogRecord::Unknown => {}
-    }
 }
 
 impl DaosLog {
@@ -731,14 +690,14 @@ impl DaosLog {
     }
 
     /// Decode a slot's value (following an INDIRECT record).
-    fn decode(&self, cont: &Cont, slot: u64, value: &[u8]) -> Result<LogRecord> {
+    fn decode(&self, cont: &Cont, slot: u64, value: &[u8]) -> Result<SlotRecord> {
         let what = || format!("daos://{}/{}", cont.c.name(), slot_key(slot));
         let (kind, payload) = format::FRAMING.unframe_exact(value, &what)?;
         match kind {
-            format::FLUSH => format::decode_flush(payload, &what).map(LogRecord::Flush),
+            format::FLUSH => format::decode_flush(payload, &what).map(SlotRecord::Flush),
             format::WIPE | format::RECLAIM | format::CONTROL => {
                 MaintenanceRecord::decode(kind, payload, &what)
-                    .map(|r| r.map_or(LogRecord::Unknown, LogRecord::Maintenance))
+                    .map(|r| r.map_or(SlotRecord::Unknown, SlotRecord::Maintenance))
             }
             format::INDIRECT => {
                 let ind = format::decode_indirect(payload, &what)?;
@@ -773,7 +732,7 @@ impl DaosLog {
                     )));
                 }
                 let p = format::FRAMING.unframe_kind(&buf, format::FLUSH, "a FLUSH", &awhat)?;
-                format::decode_flush(p, &awhat).map(LogRecord::Flush)
+                format::decode_flush(p, &awhat).map(SlotRecord::Flush)
             }
             // Record types of newer versions are skipped, as on every
             // backend (META and DATASET are never log slots: damage).
@@ -781,83 +740,21 @@ impl DaosLog {
                 "{}: record type {kind}, expected a log record",
                 what()
             ))),
-            _ => Ok(LogRecord::Unknown),
+            _ => Ok(SlotRecord::Unknown),
         }
     }
 
-    /// Read new slots of `cont`'s log.
-    ///
-    /// **Gaps.** Slots are inserted only after the slot before them was
-    /// seen to exist, so a missing slot with a slot after it was removed
-    /// behind fieldstore's back: a gap, which is damage (a region that may
-    /// have held any record: lookups it may change fail, never answering
-    /// an older version with success), and reading goes on after it (the
-    /// flushes after a gap stay visible). Telling the end of the log from
-    /// a gap costs a size-only `kv_get` of the next slot, paid when a
-    /// refresh read something new, and at a reader's first refresh: an
-    /// idle refresh (every retrieve of a reader that is up to date) costs
-    /// one `kv_get` as before. A slot found missing while the next exists
-    /// is looked at once more before it is called a gap: a writer may have
-    /// inserted both after it was read. Not seen: a gap of two or more slots, and
-    /// a gap right after where an idle reader stopped (a new reader sees
-    /// it), and a lost tail (the last slots removed: nothing after them
-    /// tells).
+    /// Read new slots of `cont`'s log ([`slots::follow`]).
     fn follow_cont(&self, log: &mut ReaderLog, cont: &Cont) -> Result<()> {
-        let st = &mut log.cursor;
         let oid = cont.kv_oid(layout::DATASET_KV_LO, self.kv_class)?;
         let kv = cont.c.kv(oid, true).map_err(class_error)?;
-        let mut read_some = false;
-        loop {
-            let slot = st.next;
-            let mut buf = std::mem::take(&mut st.buf);
-            let found = kv.get_into(&slot_key(slot), &mut buf);
-            let value = match found {
-                Ok(true) => buf,
-                Ok(false) => {
-                    st.buf = buf;
-                    if (read_some || !st.looked_past_end) && kv.exists(&slot_key(slot + 1))? {
-                        // The next slot is inserted only once this one was
-                        // seen to exist: both may have been inserted since
-                        // this one was read. Still missing now, it was
-                        // removed.
-                        if kv.exists(&slot_key(slot))? {
-                            continue;
-                        }
-                        log.index.damaged_region(
-                            slot,
-                            format!(
-                                "daos://{}/{}: log slot missing, though {} exists (a gap \
-                                     in the log: a slot removed behind fieldstore's back)",
-                                cont.c.name(),
-                                slot_key(slot),
-                                slot_key(slot + 1)
-                            ),
-                        );
-                        st.next = slot + 1;
-                        continue;
-                    }
-                    st.looked_past_end = true;
-                    break;
-                }
-                Err(e) => {
-                    st.buf = Vec::with_capacity(format::MAX_INLINE);
-                    return Err(e.into());
-                }
-            };
-            let record = self.decode(cont, slot, &value);
-            st.buf = value;
-            match record {
-                Ok(r) => apply(&mut log.index, slot, r),
-                // A slot that does not decode costs only itself: lookups
-                // it may change fail, the rest stays readable.
-                Err(e) if e.kind() == ErrorKind::Corrupt => {
-                    log.index.damaged_region(slot, format!("{e}; slot skipped"))
-                }
-                Err(e) => return Err(e),
-            }
-            st.next = slot + 1;
-            read_some = true;
-            cont.saw_slot(slot);
+        let slots = KvSlots { kv: &kv, cont };
+        let cursor = &mut log.cursor.slots;
+        slots::follow(&slots, &mut log.index, cursor, &mut |slot, value| {
+            self.decode(cont, slot, value)
+        })?;
+        if cursor.next > 0 {
+            cont.saw_slot(cursor.next - 1);
         }
         Ok(())
     }

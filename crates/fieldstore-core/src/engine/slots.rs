@@ -1,0 +1,221 @@
+//! Logs that are a row of numbered slots, each holding one whole record:
+//! DAOS's dataset KV (`f.0`, `f.1`, …) and S3's log objects. The commit is
+//! a conditional insert into the first free slot, which fails when the
+//! slot is taken, so two writers never share a slot and the slots fill
+//! without gaps, in the order flushes became visible, with no lock between
+//! writers. This module holds what every such medium does the same way:
+//! finding the first free slot, publishing, and following the log with
+//! gaps told from the end.
+//!
+//! A medium gives a [`SlotLog`] (four requests) and how to decode a slot's
+//! value into a [`SlotRecord`]; FLUSH records carry their blocks inline
+//! ([`crate::record::inline`]), so a reader needs no block loader.
+
+use super::DatasetIndex;
+use crate::error::{ErrorKind, Result};
+use crate::record::inline::Flush;
+use crate::record::maintenance::MaintenanceRecord;
+
+/// One dataset's row of slots on a medium.
+///
+/// # Contract
+/// [`SlotLog::insert`] writes a slot only if no value is there, atomically
+/// with the test (DAOS `DAOS_COND_KEY_INSERT`, S3 `If-None-Match: *`): of
+/// racing inserts into one slot exactly one returns `true`. A slot's value
+/// is never changed afterwards.
+pub trait SlotLog {
+    /// Read slot `n` into `buf` (its old content replaced); `false` if the
+    /// slot holds nothing.
+    ///
+    /// # Errors
+    /// The medium's I/O errors.
+    fn get(&self, n: u64, buf: &mut Vec<u8>) -> Result<bool>;
+
+    /// Whether slot `n` holds a value (a cheap look: no value read).
+    ///
+    /// # Errors
+    /// The medium's I/O errors.
+    fn exists(&self, n: u64) -> Result<bool>;
+
+    /// Put `value` into slot `n` if it is free; `false` if it was taken.
+    ///
+    /// # Errors
+    /// The medium's I/O errors (the insert may then have happened).
+    fn insert(&self, n: u64, value: &[u8]) -> Result<bool>;
+
+    /// Slot `n`'s name, for messages (`daos://pool/cont/f.12`).
+    fn name(&self, n: u64) -> String;
+}
+
+/// What a slot holds, decoded.
+#[derive(Debug)]
+pub enum SlotRecord {
+    /// A writer's flush, its blocks inline.
+    Flush(Flush),
+    /// A WIPE, RECLAIM or CONTROL record.
+    Maintenance(MaintenanceRecord),
+    /// The dataset was wiped here: nothing after it belongs to this
+    /// incarnation (the medium reopens the dataset).
+    Wiped,
+    /// A record type of a newer version: skipped.
+    Unknown,
+}
+
+/// Where a reader stopped in a slot log.
+#[derive(Debug, Default)]
+pub struct SlotCursor {
+    /// The next slot to read.
+    pub next: u64,
+    /// Whether the end of the log was looked past once (see [`follow`]).
+    pub looked_past_end: bool,
+    /// A buffer for slot values, kept between reads.
+    pub buf: Vec<u8>,
+}
+
+/// How [`follow`] stopped.
+#[derive(Debug, PartialEq, Eq)]
+pub enum FollowEnd {
+    /// At the end of the log.
+    End,
+    /// At a [`SlotRecord::Wiped`] record, in slot `.0`.
+    Wiped(u64),
+}
+
+/// Tell `index` what one decoded slot says.
+pub fn apply(index: &mut DatasetIndex<()>, slot: u64, record: SlotRecord) {
+    match record {
+        SlotRecord::Flush(flush) => {
+            for block in flush.blocks {
+                index.add_loaded_block(block.collocation, (), block.axes, block.entries);
+            }
+        }
+        // Blocks are inline in their FLUSH records: none is reclaimed.
+        SlotRecord::Maintenance(r) => index.apply_maintenance(slot, r, &str::to_string, &|_| false),
+        SlotRecord::Wiped | SlotRecord::Unknown => {}
+    }
+}
+
+/// Read the slots past `cursor` into `index`, each once, in order.
+///
+/// **Gaps.** A slot is inserted only after the slot before it was seen to
+/// exist, so a missing slot with a slot after it was removed behind
+/// fieldstore's back: a gap, which is damage (a region that may have held
+/// any record: lookups it may change fail, never answering an older version
+/// with success), and reading goes on after it. Telling the end from a gap
+/// costs a look at the next slot, paid when this call read something new
+/// and at a reader's first call: an idle reader's call costs one read. A
+/// slot found missing while the next exists is looked at once more before
+/// it is called a gap (a writer may have inserted both since). Not seen: a
+/// gap of two or more slots, a gap right after where an idle reader
+/// stopped (a new reader sees it), and a lost tail (nothing after it tells).
+///
+/// A slot that does not decode (`Corrupt`) costs only itself: it is a
+/// damaged region, and reading goes on.
+///
+/// # Errors
+/// The medium's I/O errors, and `decode`'s other than `Corrupt`.
+pub fn follow(
+    log: &dyn SlotLog,
+    index: &mut DatasetIndex<()>,
+    cursor: &mut SlotCursor,
+    decode: &mut dyn FnMut(u64, &[u8]) -> Result<SlotRecord>,
+) -> Result<FollowEnd> {
+    let mut read_some = false;
+    loop {
+        let slot = cursor.next;
+        let mut buf = std::mem::take(&mut cursor.buf);
+        if !log.get(slot, &mut buf)? {
+            cursor.buf = buf;
+            if (read_some || !cursor.looked_past_end) && log.exists(slot + 1)? {
+                if log.exists(slot)? {
+                    continue;
+                }
+                index.damaged_region(
+                    slot,
+                    format!(
+                        "{}: log slot missing, though {} exists (a gap in the log: a slot \
+                         removed behind fieldstore's back)",
+                        log.name(slot),
+                        log.name(slot + 1)
+                    ),
+                );
+                cursor.next = slot + 1;
+                continue;
+            }
+            cursor.looked_past_end = true;
+            return Ok(FollowEnd::End);
+        }
+        let record = decode(slot, &buf);
+        cursor.buf = buf;
+        cursor.next = slot + 1;
+        read_some = true;
+        match record {
+            Ok(SlotRecord::Wiped) => return Ok(FollowEnd::Wiped(slot)),
+            Ok(r) => apply(index, slot, r),
+            Err(e) if e.kind() == ErrorKind::Corrupt => {
+                index.damaged_region(slot, format!("{e}; slot skipped"))
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// The first free slot at or after `from`, knowing that every slot before
+/// `from` exists (slots fill without gaps): gallop, then bisect, with
+/// [`SlotLog::exists`] looks.
+///
+/// # Errors
+/// The medium's I/O errors.
+pub fn first_free(log: &dyn SlotLog, from: u64) -> Result<u64> {
+    let mut lo = from;
+    let mut step = 1u64;
+    let mut hi;
+    loop {
+        let probe = lo + step - 1;
+        if log.exists(probe)? {
+            lo = probe + 1;
+            step = step.saturating_mul(2);
+        } else {
+            hi = probe;
+            break;
+        }
+    }
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if log.exists(mid)? {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    Ok(lo)
+}
+
+/// Insert `value` into the first free slot, starting the search at `hint`
+/// (a slot every slot before which exists); returns the slot. When the
+/// guessed slot is taken (someone else appended since this process last
+/// looked), `check` runs once before the next attempt: that is where a
+/// writer learns of an archive lock, whose CONTROL record is such an
+/// append.
+///
+/// # Errors
+/// The medium's I/O errors; `check`'s.
+pub fn publish(
+    log: &dyn SlotLog,
+    hint: u64,
+    value: &[u8],
+    check: &mut dyn FnMut() -> Result<()>,
+) -> Result<u64> {
+    let mut slot = hint;
+    let mut checked = false;
+    loop {
+        if log.insert(slot, value)? {
+            return Ok(slot);
+        }
+        if !checked {
+            check()?;
+            checked = true;
+        }
+        slot = first_free(log, slot + 1)?;
+    }
+}

@@ -1,0 +1,222 @@
+//! FLUSH records whose blocks ride inline: one writer's whole flush, every
+//! entry of every collocation it flushed, in one record. The codec of the
+//! media whose log is a row of whole records, one per flush (DAOS's KV
+//! slots, S3's log objects), where a reader fetches a flush in one request
+//! and needs no block loader.
+//!
+//! A FLUSH payload (`docs/format/daos.md`, `docs/format/s3.md`):
+//! timestamp, writer id, then per block its collocation key, element
+//! keywords, axes (each keyword's values), the URI prefixes its entries
+//! share, and its entries (prefix number, rest of the URI, offset, length,
+//! the shared entry tail, the element's values).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::pending::PendingEntries;
+use super::{Dec, Enc};
+use crate::axes::{Axes, AxesExt};
+use crate::error::{Error, Result};
+use crate::key::{CollocationKey, ElementKey, Key};
+use crate::location::FieldLocation;
+
+/// One collocation's entries in a flush, oldest first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Block {
+    /// The collocation the entries belong to.
+    pub collocation: CollocationKey,
+    /// The entries, oldest first.
+    pub entries: Vec<(ElementKey, FieldLocation)>,
+    /// Values per element keyword over the entries (filled by decoding;
+    /// computed when encoding).
+    pub axes: Axes,
+}
+
+/// One writer's flush.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Flush {
+    /// When the writer flushed (its clock, ns since the epoch).
+    pub timestamp_ns: u64,
+    /// The writer's id (`crate::writer_id`).
+    pub writer: String,
+    /// The flush's entries, a block per collocation and keyword list.
+    pub blocks: Vec<Block>,
+}
+
+/// The blocks of a writer's pending entries: one per run of one collocation
+/// and element keyword list ([`PendingEntries::groups`]), entries as
+/// `order_block` orders them (FDB5's list order read backwards; one key's
+/// entries in insertion order), each with its axes.
+pub fn blocks(mut pending: PendingEntries) -> Vec<Block> {
+    pending
+        .take()
+        .groups()
+        .map(|(collocation, entries)| {
+            let mut axes = Axes::new();
+            for (e, _) in entries {
+                axes.add_key(e);
+            }
+            Block {
+                collocation: collocation.clone(),
+                entries: entries.to_vec(),
+                axes,
+            }
+        })
+        .collect()
+}
+
+/// Split a URI into the prefix shared by a data file or container (up to
+/// and including the last `/`) and the rest.
+fn split_uri(uri: &str) -> (&str, &str) {
+    match uri.rfind('/') {
+        Some(i) => (&uri[..=i], &uri[i + 1..]),
+        None => ("", uri),
+    }
+}
+
+/// Encode a FLUSH payload.
+pub fn encode_flush(f: &Flush) -> Vec<u8> {
+    let mut e = Enc::default();
+    e.u64(f.timestamp_ns);
+    e.str(&f.writer);
+    e.u32(f.blocks.len() as u32);
+    for b in &f.blocks {
+        e.str(&b.collocation.to_string());
+        let kws: Vec<&str> = b
+            .entries
+            .first()
+            .map(|(k, _)| k.keywords().collect())
+            .unwrap_or_default();
+        e.u32(kws.len() as u32);
+        for k in &kws {
+            e.str(k);
+        }
+        // The block's axes: the values each keyword takes, so that readers
+        // merge a few values per block instead of every entry's key.
+        let mut axes: Vec<std::collections::BTreeSet<&str>> = vec![Default::default(); kws.len()];
+        for (k, _) in &b.entries {
+            for (i, v) in k.values().enumerate() {
+                if let Some(a) = axes.get_mut(i) {
+                    a.insert(v);
+                }
+            }
+        }
+        for values in &axes {
+            e.u32(values.len() as u32);
+            for v in values {
+                e.short_str(v);
+            }
+        }
+        let mut prefixes: Vec<&str> = Vec::new();
+        let mut ids: HashMap<&str, u32> = HashMap::new();
+        for (_, l) in &b.entries {
+            let (p, _) = split_uri(&l.uri);
+            if !ids.contains_key(p) {
+                ids.insert(p, prefixes.len() as u32);
+                prefixes.push(p);
+            }
+        }
+        e.u32(prefixes.len() as u32);
+        for p in &prefixes {
+            e.str(p);
+        }
+        e.u32(b.entries.len() as u32);
+        for (k, l) in &b.entries {
+            let (p, rest) = split_uri(&l.uri);
+            e.u32(ids[p]);
+            e.str(rest);
+            e.u64(l.offset);
+            e.u64(l.length);
+            e.entry_tail(l);
+            for v in k.values() {
+                e.short_str(v);
+            }
+        }
+    }
+    e.0
+}
+
+/// Decode a FLUSH payload.
+pub fn decode_flush(p: &[u8], what: &dyn Fn() -> String) -> Result<Flush> {
+    let mut d = Dec::new(p, what);
+    let timestamp_ns = d.u64()?;
+    let writer = d.str()?.to_string();
+    let nblocks = d.u32()? as usize;
+    let mut blocks = Vec::with_capacity(nblocks.min(4096));
+    for _ in 0..nblocks {
+        let collocation = CollocationKey(d.key()?);
+        let nk = d.u32()? as usize;
+        let mut kws = Vec::with_capacity(nk.min(64));
+        for _ in 0..nk {
+            kws.push(d.str()?.to_string());
+        }
+        let mut axes = Axes::new();
+        for k in &kws {
+            let nv = d.u32()? as usize;
+            let set = axes.entry(k.clone()).or_default();
+            for _ in 0..nv {
+                set.insert(d.short_str()?.to_string());
+            }
+        }
+        let np = d.u32()? as usize;
+        let mut prefixes = Vec::with_capacity(np.min(4096));
+        for _ in 0..np {
+            prefixes.push(d.str()?);
+        }
+        let ne = d.u32()? as usize;
+        let mut entries = Vec::with_capacity(ne.min(1 << 20));
+        // Consecutive entries of one data file share their URI.
+        let mut last: Option<(u32, &str, Arc<str>)> = None;
+        for _ in 0..ne {
+            let pid = d.u32()?;
+            let rest = d.str()?;
+            let offset = d.u64()?;
+            let length = d.u64()?;
+            let mut tail = FieldLocation::new("", 0, 0);
+            d.entry_tail(&mut tail)?;
+            let uri = match &last {
+                Some((lp, lr, u)) if *lp == pid && *lr == rest => u.clone(),
+                _ => {
+                    let prefix = prefixes.get(pid as usize).ok_or_else(|| {
+                        Error::corrupt(format!("{}: URI prefix {pid} out of range", what()))
+                    })?;
+                    let u: Arc<str> = Arc::from(format!("{prefix}{rest}"));
+                    last = Some((pid, rest, u.clone()));
+                    u
+                }
+            };
+            let mut loc = FieldLocation::new(uri, offset, length);
+            loc.checksum = tail.checksum;
+            loc.extension = tail.extension;
+            loc.annotates = tail.annotates;
+            let mut pairs = Vec::with_capacity(kws.len());
+            for k in &kws {
+                pairs.push((k.as_str(), d.short_str()?));
+            }
+            let key = Key::from_pairs(pairs)
+                .map_err(|e| Error::corrupt(format!("{}: bad element key: {e}", what())))?;
+            entries.push((ElementKey(key), loc));
+        }
+        for (e, _) in &entries {
+            for (k, v) in e.iter() {
+                if !axes.get(k).is_some_and(|a| a.contains(v)) {
+                    return Err(Error::corrupt(format!(
+                        "{}: element {e} is not in its block's axes",
+                        what()
+                    )));
+                }
+            }
+        }
+        blocks.push(Block {
+            collocation,
+            entries,
+            axes,
+        });
+    }
+    d.end()?;
+    Ok(Flush {
+        timestamp_ns,
+        writer,
+        blocks,
+    })
+}
