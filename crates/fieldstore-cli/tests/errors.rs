@@ -147,7 +147,7 @@ fn unreadable_and_malformed_configs() {
     env.write("lmdb.yaml", "engine: lmdb\n");
     env.run(&["list", "--config", "lmdb.yaml"]).fails(
         3,
-        "lmdb.yaml: engine 'lmdb' is not supported (expected toc, daos, rados or memory)",
+        "lmdb.yaml: engine 'lmdb' is not supported (expected toc, daos, rados, s3 or memory)",
     );
     still_intact(&env);
 }

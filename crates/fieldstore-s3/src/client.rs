@@ -125,6 +125,30 @@ impl Client {
         }))
     }
 
+    /// A client of the configured endpoint whose bucket exists: checked,
+    /// and created when missing and `create_bucket` allows.
+    ///
+    /// # Errors
+    /// `Unavailable` naming the endpoint if it does not answer within the
+    /// time-outs; `NotFound` if the bucket does not exist (and may not be
+    /// created); `PermissionDenied` if the credentials are refused.
+    pub(crate) fn connect(cfg: &S3Config) -> Result<Arc<Client>> {
+        let client = Client::new(cfg)?;
+        if !client.bucket_exists(&cfg.bucket)? {
+            if !cfg.create_bucket {
+                return Err(Error::new(
+                    ErrorKind::NotFound,
+                    format!(
+                        "S3 bucket '{}' does not exist at {} (s3.create_bucket is false)",
+                        cfg.bucket, cfg.endpoint
+                    ),
+                ));
+            }
+            client.create_bucket(&cfg.bucket)?;
+        }
+        Ok(client)
+    }
+
     fn bucket(&self, name: &str) -> Result<Bucket> {
         Bucket::new(
             self.url.clone(),
@@ -207,6 +231,51 @@ impl Client {
             req.send(data)
         })
         .map(|_| ())
+    }
+
+    /// PUT `data` as object `key` only if there is none
+    /// (`If-None-Match: *`, checked and written in one step by the server);
+    /// `false` when there was one. The catalogue's commit
+    /// ([`fieldstore_core::engine::slots`]).
+    ///
+    /// # Errors
+    /// As any request; a conflict with another conditional write of the
+    /// same key in progress (409) is `Unavailable`, tried again.
+    pub(crate) fn put_new(&self, bucket: &str, key: &str, data: &[u8]) -> Result<bool> {
+        let b = self.bucket(bucket)?;
+        let url = b.put_object(self.creds(), key).sign(SIGNED_FOR);
+        let what = format!("creating s3://{bucket}/{key}");
+        let resp = self.call(&what, true, || {
+            self.agent
+                .put(url.as_str())
+                .header("If-None-Match", "*")
+                .send(data)
+        })?;
+        Ok(resp.status().as_u16() != 412)
+    }
+
+    /// The whole object `key` into `out` (its old content replaced);
+    /// `false` if there is none.
+    ///
+    /// # Errors
+    /// As any request.
+    pub(crate) fn get(&self, bucket: &str, key: &str, out: &mut Vec<u8>) -> Result<bool> {
+        let b = self.bucket(bucket)?;
+        let url = b.get_object(self.creds(), key).sign(SIGNED_FOR);
+        let what = format!("reading s3://{bucket}/{key}");
+        let mut resp = match self.call(&what, true, || self.agent.get(url.as_str()).call()) {
+            Ok(r) => r,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(false),
+            Err(e) => return Err(e),
+        };
+        out.clear();
+        resp.body_mut()
+            .with_config()
+            .limit(1 << 30)
+            .reader()
+            .read_to_end(out)
+            .map_err(|e| self.io_error(&what, &e))?;
+        Ok(true)
     }
 
     /// Read `out.len()` bytes of object `key` from `offset` (a ranged
@@ -443,7 +512,9 @@ impl Client {
     ) -> Result<ureq::http::Response<ureq::Body>> {
         let mut resp = r.map_err(|e| self.transport(what, e))?;
         let status = resp.status().as_u16();
-        if status < 300 || status == 416 {
+        // 416 and 412 are answers: only ranged GETs get the one, and
+        // conditional PUTs the other.
+        if status < 300 || status == 416 || status == 412 {
             return Ok(resp);
         }
         let body = resp
@@ -481,7 +552,9 @@ impl Client {
                 " (check s3.credentials, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)",
             ),
             (_, "QuotaExceeded") | (507, _) => (ErrorKind::StorageFull, ""),
-            (_, "SlowDown") | (500..=599, _) => (ErrorKind::Unavailable, ""),
+            (_, "SlowDown" | "ConditionalRequestConflict") | (500..=599, _) => {
+                (ErrorKind::Unavailable, "")
+            }
             _ => (ErrorKind::Io, ""),
         };
         Error::new(

@@ -1,11 +1,14 @@
-//! fieldstore's S3 store (`store: s3`): field bytes in S3 objects, the
-//! catalogue elsewhere (POSIX, as FDB5's S3 branch does).
+//! fieldstore on S3: the store (`store: s3`), field bytes in S3 objects,
+//! and the catalogue (`engine: s3`), each dataset's log a row of objects
+//! created by conditional PUTs. Either pairs with any other backend's
+//! half (FDB5's S3 branch keeps its catalogue on POSIX).
 //!
 //! - [`S3Store`]: one object per writer flush (`write_buffer` bounds a
 //!   writer's memory: past it the writer PUTs early), reads by ranged GET,
 //!   CRC-32C checked; units, orphans and wipe through writer leases
 //!   (`lease`), with `confirm_published` fencing a writer stopped past its
 //!   lease. The layout: `docs/format/s3.md`.
+//! - [`S3Catalogue`]: the engine's slot log on S3 objects (`catalogue`).
 //! - [`S3Config`]: the `s3:` section.
 //! - [`RawObjects`]: whole objects with none of the store's format, for
 //!   the hammer's raw (IOR-style) baseline.
@@ -26,7 +29,9 @@
 //! - `prefetch`: read-ahead of hinted fields.
 //! - `store`: the store, its writers and its maintenance.
 //! - `raw`: whole objects for the hammer's raw baseline.
+//! - `catalogue`: the catalogue, on the engine's slot log.
 
+mod catalogue;
 mod client;
 mod config;
 mod lease;
@@ -35,6 +40,7 @@ mod prefetch;
 mod raw;
 mod store;
 
+pub use catalogue::S3Catalogue;
 pub use config::{S3Config, DEFAULT_LEASE};
 pub use raw::RawObjects;
 pub use store::S3Store;

@@ -3,7 +3,14 @@
 //! - data: `<dataset>/data/<writer id>.<n>`, the `n`th object of a writer
 //!   (from 1): the fields of one flush, or of one part of it;
 //! - lease: `<dataset>/lease/<writer id>.<lease ms>`, renewed while the
-//!   writer lives (`crate::lease`).
+//!   writer lives (`crate::lease`);
+//! - the catalogue's (`engine: s3`, `crate::catalogue`): `<dataset>/meta`
+//!   naming the dataset's incarnation `<inc>` (a writer id), its log slots
+//!   `<dataset>/<inc>/log/<slot, 20 digits>` and locks
+//!   `<dataset>/<inc>/control`; the registry of datasets
+//!   `%datasets/<dataset key>` and list-lock markers
+//!   `%list-locked/<dataset key>`, which no dataset's prefix can start
+//!   with (a `%` in a name is written `%25`).
 //!
 //! `<dataset>` is the dataset key's values joined by `:` (FDB5's database
 //! naming), `%` written `%25` and `/` written `%2F`; a name over 200 bytes
@@ -47,6 +54,27 @@ pub(crate) fn data_prefix(dataset: &str) -> String {
 pub(crate) fn lease_prefix(dataset: &str) -> String {
     format!("{dataset}lease/")
 }
+
+/// The key of a dataset's META record.
+pub(crate) fn meta_key(dataset: &str) -> String {
+    format!("{dataset}meta")
+}
+
+/// The prefix of everything of one incarnation of a dataset's catalogue.
+pub(crate) fn incarnation_prefix(dataset: &str, inc: &str) -> String {
+    format!("{dataset}{inc}/")
+}
+
+/// The key of log slot `n` of an incarnation (under its prefix).
+pub(crate) fn slot_key(incarnation: &str, n: u64) -> String {
+    format!("{incarnation}log/{n:020}")
+}
+
+/// The prefix of the registry of datasets.
+pub(crate) const REGISTRY: &str = "%datasets/";
+
+/// The prefix of the markers of datasets locked against `list`.
+pub(crate) const LIST_LOCKED: &str = "%list-locked/";
 
 /// The key of data object `n` of writer `writer`.
 pub(crate) fn data_key(dataset: &str, writer: &str, n: u64) -> String {

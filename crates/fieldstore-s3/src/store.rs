@@ -48,19 +48,7 @@ impl S3Store {
     /// time-outs; `NotFound` if the bucket does not exist (and may not be
     /// created); `PermissionDenied` if the credentials are refused.
     pub fn open(cfg: &S3Config) -> Result<S3Store> {
-        let client = Client::new(cfg)?;
-        if !client.bucket_exists(&cfg.bucket)? {
-            if !cfg.create_bucket {
-                return Err(Error::new(
-                    fieldstore_core::ErrorKind::NotFound,
-                    format!(
-                        "S3 bucket '{}' does not exist at {} (s3.create_bucket is false)",
-                        cfg.bucket, cfg.endpoint
-                    ),
-                ));
-            }
-            client.create_bucket(&cfg.bucket)?;
-        }
+        let client = Client::connect(cfg)?;
         Ok(S3Store {
             ahead: Prefetcher::new(client.clone(), cfg.timeout),
             client,

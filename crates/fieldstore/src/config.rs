@@ -44,6 +44,8 @@ pub enum Engine {
     Daos,
     /// Ceph RADOS omaps (crate `fieldstore-rados`, feature `rados`).
     Rados,
+    /// S3 objects, one per log record (crate `fieldstore-s3`, feature `s3`).
+    S3,
     /// `type: select`: the lanes' catalogues ([`Config::lanes`]).
     Select,
     /// `type: remote`: a catalogue server (FDB5's `fdb-server` or
@@ -467,20 +469,20 @@ impl Config {
             "memory" => Engine::Memory,
             "daos" => Engine::Daos,
             "rados" => Engine::Rados,
-            other => {
-                return Err(invalid(
-                    source,
-                    format!(
-                        "engine '{other}' is not supported (expected toc, daos, rados or memory)"
-                    ),
-                ))
-            }
+            "s3" => Engine::S3,
+            other => return Err(invalid(
+                source,
+                format!(
+                    "engine '{other}' is not supported (expected toc, daos, rados, s3 or memory)"
+                ),
+            )),
         };
         let default_store = match engine {
             Engine::Toc => "file",
             Engine::Memory => "memory",
             Engine::Daos => "daos",
             Engine::Rados => "rados",
+            Engine::S3 => "s3",
             // Not spelt in a local config.
             Engine::Select | Engine::Remote => "file",
         };
@@ -801,7 +803,7 @@ mod tests {
         let cases = [
             (
                 "engine: lmdb\n",
-                "c.yaml: engine 'lmdb' is not supported (expected toc, daos, rados or memory)",
+                "c.yaml: engine 'lmdb' is not supported (expected toc, daos, rados, s3 or memory)",
             ),
             (
                 "type: random\n",

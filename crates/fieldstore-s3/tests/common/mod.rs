@@ -216,8 +216,14 @@ impl Server {
     /// waits for a writer to die; a long lease keeps a loaded machine's
     /// slow renewals from failing flushes).
     pub fn config(&self, bucket: &str, root: &Path) -> Config {
+        self.config_of("toc", "s3", bucket, root)
+    }
+
+    /// A config with the hammer schema, `engine` and `store` (either may
+    /// be `s3`, the others under `root`).
+    pub fn config_of(&self, engine: &str, store: &str, bucket: &str, root: &Path) -> Config {
         let yaml = format!(
-            "engine: toc\nstore: s3\n{}spaces:\n- roots:\n  - path: {}\n",
+            "engine: {engine}\nstore: {store}\n{}spaces:\n- roots:\n  - path: {}\n",
             self.section(bucket, 30.0),
             root.display()
         );

@@ -1,5 +1,5 @@
 //! Backends: POSIX files and memory built in; DAOS and RADOS from their own
-//! crates behind the `daos` and `rados` features, the S3 store behind `s3`.
+//! crates behind the `daos`, `rados` and `s3` features.
 
 pub mod memory;
 pub mod posix;
@@ -74,6 +74,13 @@ pub(crate) fn open(config: &Config) -> Result<(Arc<dyn Catalogue>, Arc<dyn Store
         #[cfg(not(feature = "rados"))]
         #[allow(unreachable_patterns)]
         Engine::Rados => return Err(not_built("engine 'rados'", "rados")),
+        #[cfg(feature = "s3")]
+        Engine::S3 => Arc::new(fieldstore_s3::S3Catalogue::from_config(
+            config.backend("s3"),
+        )?),
+        #[cfg(not(feature = "s3"))]
+        #[allow(unreachable_patterns)]
+        Engine::S3 => return Err(not_built("engine 's3'", "s3")),
     };
     let store: Arc<dyn Store> = match config.store {
         StoreKind::File => Arc::new(posix::FileStore::open(

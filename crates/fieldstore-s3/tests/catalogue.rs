@@ -1,0 +1,200 @@
+//! The S3 catalogue (`engine: s3`) on a real S3 server (SeaweedFS, started
+//! by `common`, or radosgw through `FIELDSTORE_S3_ENDPOINT`): the whole
+//! conformance suite with the S3 store, the mixed pairs (S3 catalogue with
+//! the POSIX file store), damage behind the catalogue's back (a flipped
+//! byte in a log object, a removed log object), and racing writers'
+//! slots.
+
+mod common;
+
+use std::io::Read;
+use std::time::Duration;
+
+use fieldstore::{DatasetKey, FieldStore};
+use fieldstore_testkit::support::{self, must, Spec, PL};
+use fieldstore_testkit::Open;
+use rusty_s3::actions::ListObjectsV2;
+use rusty_s3::{Bucket, Credentials, S3Action, UrlStyle};
+
+fn with_s3_catalogue(check: &dyn Fn(Open<'_>)) {
+    let Some(s) = common::server() else { return };
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let config = s.config_of("s3", "s3", &common::bucket("cat"), dir.path());
+    let open = move || FieldStore::open(config.clone());
+    check(&open);
+}
+
+fieldstore_testkit::conformance_tests!(with_s3_catalogue);
+
+/// Objects of one bucket, reached without fieldstore.
+struct Raw {
+    bucket: Bucket,
+    creds: Credentials,
+}
+
+impl Raw {
+    fn new(bucket: &str) -> Raw {
+        let s = common::server().expect("a server");
+        let url = url::Url::parse(&s.endpoint).expect("the endpoint");
+        Raw {
+            bucket: Bucket::new(url, UrlStyle::Path, bucket.to_string(), "us-east-1")
+                .expect("a bucket"),
+            creds: Credentials::new(common::ACCESS, common::SECRET),
+        }
+    }
+
+    fn keys(&self) -> Vec<String> {
+        let mut list = ListObjectsV2::new(&self.bucket, Some(&self.creds));
+        list.with_max_keys(1000);
+        let url = list.sign(Duration::from_secs(60));
+        let text = ureq::get(url.as_str())
+            .call()
+            .expect("a listing")
+            .body_mut()
+            .read_to_string()
+            .expect("its text");
+        let page = ListObjectsV2::parse_response(&text).expect("a listing");
+        page.contents.into_iter().map(|c| c.key).collect()
+    }
+
+    /// The key of log slot `n` of `dataset` (its current incarnation).
+    fn slot(&self, dataset: &DatasetKey, n: usize) -> String {
+        let name: Vec<&str> = dataset.iter().map(|(_, v)| v).collect();
+        let prefix = format!("{}/", name.join(":"));
+        let suffix = format!("/log/{n:020}");
+        let found: Vec<String> = self
+            .keys()
+            .into_iter()
+            .filter(|k| k.starts_with(&prefix) && k.ends_with(&suffix))
+            .collect();
+        assert_eq!(found.len(), 1, "log slot {n} of {prefix}: {found:?}");
+        found[0].clone()
+    }
+
+    fn get(&self, key: &str) -> Vec<u8> {
+        let url = self
+            .bucket
+            .get_object(Some(&self.creds), key)
+            .sign(Duration::from_secs(60));
+        let mut bytes = Vec::new();
+        ureq::get(url.as_str())
+            .call()
+            .expect("GET")
+            .body_mut()
+            .as_reader()
+            .read_to_end(&mut bytes)
+            .expect("its bytes");
+        bytes
+    }
+
+    fn put(&self, key: &str, bytes: &[u8]) {
+        let url = self
+            .bucket
+            .put_object(Some(&self.creds), key)
+            .sign(Duration::from_secs(60));
+        ureq::put(url.as_str()).send(bytes).expect("PUT");
+    }
+
+    fn delete(&self, key: &str) {
+        let url = self
+            .bucket
+            .delete_object(Some(&self.creds), key)
+            .sign(Duration::from_secs(60));
+        ureq::delete(url.as_str()).call().expect("DELETE");
+    }
+}
+
+/// A store with the S3 catalogue and store in a bucket of its own, and
+/// that bucket's objects.
+fn fresh(what: &str) -> Option<(impl Fn() -> fieldstore::Result<FieldStore> + Sync, Raw)> {
+    let s = common::server()?;
+    let bucket = common::bucket(what);
+    let dir = tempfile::tempdir().expect("a temporary directory").keep();
+    let config = s.config_of("s3", "s3", &bucket, &dir);
+    Some((move || FieldStore::open(config.clone()), Raw::new(&bucket)))
+}
+
+/// A flipped byte in one log object costs only the keys it may hold.
+#[test]
+fn damaged_log_record_costs_only_itself() {
+    let Some((open, raw)) = fresh("dmglog") else {
+        return;
+    };
+    fieldstore_testkit::damaged_log_record_costs_only_itself(&open, &|d, n| {
+        let key = raw.slot(d, n);
+        let mut bytes = raw.get(&key);
+        let at = bytes.len() / 2;
+        bytes[at] ^= 0x08;
+        raw.put(&key, &bytes);
+    });
+}
+
+/// A removed log object (a later one exists) is damage: lookups it may
+/// answer fail, what follows stays visible, purge refuses the dataset.
+#[test]
+fn missing_log_record_is_damage() {
+    let Some((open, raw)) = fresh("gaplog") else {
+        return;
+    };
+    fieldstore_testkit::missing_log_record_is_damage(&open, &|d, n| raw.delete(&raw.slot(d, n)));
+}
+
+/// The S3 catalogue with the POSIX file store, and the POSIX catalogue
+/// with the S3 store: the conformance checks that need no damage hooks.
+#[test]
+fn s3_catalogue_with_file_store() {
+    let Some(s) = common::server() else { return };
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let config = s.config_of("s3", "file", &common::bucket("mixed"), dir.path());
+    let open = move || FieldStore::open(config.clone());
+    fieldstore_testkit::run_all(&open, &fieldstore_testkit::Capabilities::default());
+}
+
+/// Writers racing into one dataset take every slot once, in one order:
+/// all their fields are visible, and the log has no gap.
+#[test]
+fn racing_writers_fill_slots_without_gaps() {
+    let Some((open, raw)) = fresh("race") else {
+        return;
+    };
+    let (writers, flushes) = (6u32, 8u32);
+    std::thread::scope(|s| {
+        for w in 0..writers {
+            let open = &open;
+            s.spawn(move || {
+                let fs = must(open(), "open");
+                for f in 0..flushes {
+                    let key = Spec {
+                        step: f,
+                        number: Some(w + 1),
+                        ..PL
+                    }
+                    .key("race");
+                    must(fs.archive(&key, format!("w{w}f{f}").as_bytes()), "archive");
+                    must(fs.flush(), "flush");
+                }
+            });
+        }
+    });
+    let fs = must(open(), "open");
+    for w in 0..writers {
+        for f in 0..flushes {
+            let key = Spec {
+                step: f,
+                number: Some(w + 1),
+                ..PL
+            }
+            .key("race");
+            let got = support::retrieve_one(&fs, &key).expect("every flushed field");
+            assert_eq!(got, format!("w{w}f{f}").as_bytes());
+        }
+    }
+    let mut slots: Vec<u64> = raw
+        .keys()
+        .iter()
+        .filter_map(|k| k.split("/log/").nth(1)?.parse().ok())
+        .collect();
+    slots.sort_unstable();
+    let want: Vec<u64> = (0..u64::from(writers * flushes)).collect();
+    assert_eq!(slots, want, "one slot per flush, none skipped");
+}
