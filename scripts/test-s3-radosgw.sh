@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The S3 store's conformance, damage, bad-input and process tests
+# The S3 store's and catalogue's conformance, damage, bad-input and process tests
 # (crates/fieldstore-s3/tests) on a second real S3 server: Ceph's RADOS
 # Gateway (radosgw 16.2, Debian's) on a throwaway single-node Ceph
 # (scripts/radosgw-start.sh), the tests pointed at it by FIELDSTORE_S3_ENDPOINT.
@@ -18,4 +18,4 @@ trap 'scripts/ceph-stop.sh "$dir/ceph" >/dev/null 2>&1 || true; rm -rf "$dir"' E
 CEPH_OWNER_PID=$$ scripts/radosgw-start.sh "$dir" >/dev/null
 source "$dir/s3.env"
 export FIELDSTORE_S3_ENDPOINT
-cargo test --locked -p fieldstore-s3 --test conformance --test processes
+cargo test --locked -p fieldstore-s3 --test conformance --test catalogue --test processes

@@ -1,5 +1,6 @@
-//! Clauses 7 and 8 with real processes, the POSIX catalogue over the S3
-//! store on a real S3 server (SeaweedFS, `common`):
+//! Clauses 7 and 8 with real processes on a real S3 server (SeaweedFS,
+//! `common`), each scenario twice: the POSIX catalogue over the S3 store,
+//! then the S3 catalogue (`engine: s3`) over it:
 //!
 //! - four writer processes × 1,000 fields into one dataset while two reader
 //!   processes poll list and retrieve: every flushed field is found with its
@@ -19,7 +20,7 @@
 //! (`fieldstore_testkit::processes`), shared with POSIX, RADOS and DAOS.
 //! This binary is its own worker (`harness = false`). What stays here is
 //! the server: started once for this binary, one bucket and one POSIX root
-//! per test. Writers PUT once they hold 1 MiB (`write_buffer`), so that a
+//! per scenario and engine. Writers PUT once they hold 1 MiB (`write_buffer`), so that a
 //! writer killed before its flush has left objects behind.
 
 mod common;
@@ -34,15 +35,19 @@ use fieldstore_testkit::streams::Streams;
 /// leases and a second after its last renewal.
 const LEASE: f64 = 6.0;
 
-/// Workers on a fresh bucket and POSIX root, and the directory of their
-/// config file; `None` without SeaweedFS.
-fn setup(name: &str) -> Option<(Launcher, tempfile::TempDir)> {
+/// The catalogues each scenario runs with, over the S3 store.
+const ENGINES: [&str; 2] = ["toc", "s3"];
+
+/// Workers with catalogue `engine` on a fresh bucket and POSIX root, and
+/// the directory of their config file; `None` without SeaweedFS.
+fn setup(name: &str, engine: &str) -> Option<(Launcher, tempfile::TempDir)> {
     let server = common::server()?;
+    eprintln!("-- engine: {engine}");
     let dir = tempfile::tempdir().expect("a temporary directory");
     let root = dir.path().join("root");
     std::fs::create_dir(&root).expect("the root");
     let yaml = format!(
-        "engine: toc\nstore: s3\n{}  write_buffer: 1048576\nspaces:\n- roots:\n  - path: {}\n",
+        "engine: {engine}\nstore: s3\n{}  write_buffer: 1048576\nspaces:\n- roots:\n  - path: {}\n",
         server.section(&common::bucket(name), LEASE),
         root.display()
     );
@@ -59,75 +64,83 @@ fn dead_after() -> Duration {
 }
 
 fn four_writer_processes_two_reader_processes() -> Outcome {
-    let Some((launcher, _dir)) = setup("four-writers") else {
-        return Outcome::Skipped(NO_S3.into());
-    };
-    let s = Streams {
-        expver: "prc1".into(),
-        writers: 4,
-        fields: 1000,
-        flush_every: 10,
-        min_len: 28,
-        max_len: 1024,
-    };
-    processes::writers_and_readers(&launcher, &launcher, &s, 2);
+    for engine in ENGINES {
+        let Some((launcher, _dir)) = setup("four-writers", engine) else {
+            return Outcome::Skipped(NO_S3.into());
+        };
+        let s = Streams {
+            expver: "prc1".into(),
+            writers: 4,
+            fields: 1000,
+            flush_every: 10,
+            min_len: 28,
+            max_len: 1024,
+        };
+        processes::writers_and_readers(&launcher, &launcher, &s, 2);
+    }
     Outcome::Passed
 }
 
 fn writers_killed_at_random_instants_lose_nothing_flushed() -> Outcome {
     const TRIALS: usize = 25;
-    let Some((launcher, _dir)) = setup("killed") else {
-        return Outcome::Skipped(NO_S3.into());
-    };
-    let s = Streams {
-        expver: "kil1".into(),
-        writers: TRIALS + 1,
-        fields: 100,
-        flush_every: 5,
-        min_len: 28,
-        max_len: 2048,
-    };
-    processes::writers_killed_at_random_instants(
-        &launcher,
-        &s,
-        TRIALS,
-        Duration::from_micros(3000),
-    );
+    for engine in ENGINES {
+        let Some((launcher, _dir)) = setup("killed", engine) else {
+            return Outcome::Skipped(NO_S3.into());
+        };
+        let s = Streams {
+            expver: "kil1".into(),
+            writers: TRIALS + 1,
+            fields: 100,
+            flush_every: 5,
+            min_len: 28,
+            max_len: 2048,
+        };
+        processes::writers_killed_at_random_instants(
+            &launcher,
+            &s,
+            TRIALS,
+            Duration::from_micros(3000),
+        );
+    }
     Outcome::Passed
 }
 
 fn watchers_see_exactly_what_writers_flush() -> Outcome {
-    let Some((launcher, _dir)) = setup("watchers") else {
-        return Outcome::Skipped(NO_S3.into());
-    };
-    for (expver, kill) in [("wch1", false), ("wch2", true)] {
-        let s = Streams {
-            expver: expver.into(),
-            writers: 4,
-            fields: 100,
-            flush_every: 10,
-            min_len: 28,
-            max_len: 2048,
+    for engine in ENGINES {
+        let Some((launcher, _dir)) = setup("watchers", engine) else {
+            return Outcome::Skipped(NO_S3.into());
         };
-        processes::watchers_see_exactly_what_is_flushed(&launcher, &s, kill);
+        for (expver, kill) in [("wch1", false), ("wch2", true)] {
+            let s = Streams {
+                expver: expver.into(),
+                writers: 4,
+                fields: 100,
+                flush_every: 10,
+                min_len: 28,
+                max_len: 2048,
+            };
+            processes::watchers_see_exactly_what_is_flushed(&launcher, &s, kill);
+        }
     }
     Outcome::Passed
 }
 
 /// The orphan clause: killed writers' objects go, a live writer's stay.
 fn purge_reclaims_only_what_killed_writers_left() -> Outcome {
-    let Some((launcher, _dir)) = setup("orphans") else {
-        return Outcome::Skipped(NO_S3.into());
-    };
-    let s = Streams {
-        expver: "orp1".into(),
-        writers: 4,
-        fields: 3,
-        flush_every: 3,
-        min_len: 600 << 10,
-        max_len: 700 << 10,
-    };
-    processes::purge_reclaims_only_what_killed_writers_left(&launcher, &s, dead_after());
+    for engine in ENGINES {
+        let Some((launcher, _dir)) = setup("orphans", engine) else {
+            return Outcome::Skipped(NO_S3.into());
+        };
+        let s = Streams {
+            expver: "orp1".into(),
+            writers: 4,
+            fields: 3,
+            flush_every: 3,
+            min_len: 600 << 10,
+            max_len: 700 << 10,
+        };
+        processes::purge_reclaims_only_what_killed_writers_left(&launcher, &s, dead_after());
+    }
     Outcome::Passed
 }
 
@@ -135,18 +148,20 @@ fn purge_reclaims_only_what_killed_writers_left() -> Outcome {
 /// between its store flush and its catalogue flush while `purge --doit`
 /// removes its objects must not acknowledge its flush.
 fn writer_paused_across_its_commit_while_purge_runs() -> Outcome {
-    let Some((launcher, _dir)) = setup("paused") else {
-        return Outcome::Skipped(NO_S3.into());
-    };
-    let s = Streams {
-        expver: "pau1".into(),
-        writers: 2,
-        fields: 4,
-        flush_every: 4,
-        min_len: 600 << 10,
-        max_len: 700 << 10,
-    };
-    processes::writer_paused_across_its_commit_while_purge_runs(&launcher, &s, dead_after());
+    for engine in ENGINES {
+        let Some((launcher, _dir)) = setup("paused", engine) else {
+            return Outcome::Skipped(NO_S3.into());
+        };
+        let s = Streams {
+            expver: "pau1".into(),
+            writers: 2,
+            fields: 4,
+            flush_every: 4,
+            min_len: 600 << 10,
+            max_len: 700 << 10,
+        };
+        processes::writer_paused_across_its_commit_while_purge_runs(&launcher, &s, dead_after());
+    }
     Outcome::Passed
 }
 

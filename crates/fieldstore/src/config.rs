@@ -470,12 +470,14 @@ impl Config {
             "daos" => Engine::Daos,
             "rados" => Engine::Rados,
             "s3" => Engine::S3,
-            other => return Err(invalid(
-                source,
-                format!(
+            other => {
+                return Err(invalid(
+                    source,
+                    format!(
                     "engine '{other}' is not supported (expected toc, daos, rados, s3 or memory)"
                 ),
-            )),
+                ))
+            }
         };
         let default_store = match engine {
             Engine::Toc => "file",
