@@ -1,8 +1,9 @@
 //! The `s3:` section of a fieldstore configuration (FDB5's S3 branch keeps
-//! one too: an endpoint, a bucket, credentials).
+//! one too: an endpoint, a bucket, credentials), shared by the S3
+//! catalogue and store.
 //!
 //! ```yaml
-//! engine: toc
+//! engine: s3                          # or toc, rados, daos
 //! store: s3
 //! s3:
 //!   endpoint: http://127.0.0.1:8333   # required; `host:port` means http://host:port
