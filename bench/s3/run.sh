@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# bench/s3/run.sh — fieldstore hammer on the S3 store (engine: toc, store: s3)
-# next to raw S3 PUT/GET of the same sizes and concurrency (the hammer's
-# --raw, one object per transfer), on one SeaweedFS started on loopback, in
-# one run (docs/benchmarks.md, "S3").
+# bench/s3/run.sh — fieldstore hammer on the S3 store with each catalogue
+# (engine: toc, then engine: s3) next to raw S3 PUT/GET of the same sizes
+# and concurrency (the hammer's --raw, one object per transfer), then list
+# of LIST_FLUSHES x 100 fields cold and warm on the S3 catalogue beside
+# the POSIX one (examples/s3_list_speed.rs), on one SeaweedFS started on
+# loopback, in one run (docs/benchmarks.md, "S3").
 #
 #   bench/s3/run.sh [PROCESSES] [NSTEPS]   defaults: 2 processes, 4 steps
 #
@@ -32,8 +34,10 @@ EOF2
 weed=$!
 trap 'kill $weed 2>/dev/null; sleep 2; kill -9 $weed 2>/dev/null; rm -rf "$dir"; for q in "${p[@]}"; do rm -f /tmp/seaweedfs-*-$q.sock; done' EXIT
 cargo build --release -q -p fieldstore-hammer
-cat >"$dir/config.yaml" <<EOF2
-engine: toc
+cargo build --release -q -p fieldstore-s3 --example s3_list_speed
+for engine in toc s3; do
+cat >"$dir/config-$engine.yaml" <<EOF2
+engine: $engine
 store: s3
 schema: $PWD/tests/fixtures/schema/hammer.schema
 spaces:
@@ -44,17 +48,23 @@ s3:
   bucket: hammer
   credentials: {access_key_id: bench, secret_access_key: bench-secret}
 EOF2
+done
 for _ in $(seq 120); do
     curl -s -o /dev/null "http://127.0.0.1:${p[6]}/" && break
     sleep 0.5
 done
 echo "== machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); $("$FIELDSTORE_WEED" version | head -1); fieldstore $(git rev-parse --short HEAD)"
-hammer() { # field size, nsteps, tag
-    "${CARGO_TARGET_DIR:-target}/release/fieldstore-hammer" --config "$dir/config.yaml" --scenario a --raw \
+hammer() { # field size, nsteps, tag, engine
+    "${CARGO_TARGET_DIR:-target}/release/fieldstore-hammer" --config "$dir/config-$4.yaml" --scenario a --raw \
         --raw-transfer "$1" --processes "$procs" --nsteps "$2" --nlevels 10 --nparams 10 \
         --field-size "$1" --expver "$3" --no-drop-caches --no-randomise-data 2>&1
 }
-echo "-- $procs processes, 1 MiB fields"
-hammer 1048576 "$nsteps" s3mb
-echo "-- $procs processes, 64 KiB fields"
-hammer 65536 $((nsteps * 4)) s3kb
+for engine in toc s3; do
+    echo "-- engine: $engine, $procs processes, 1 MiB fields"
+    hammer 1048576 "$nsteps" "mb${engine:0:1}1" "$engine"
+    echo "-- engine: $engine, $procs processes, 64 KiB fields"
+    hammer 65536 $((nsteps * 4)) "kb${engine:0:1}1" "$engine"
+done
+echo "-- list, engine: s3 against engine: toc"
+S3_ENDPOINT="http://127.0.0.1:${p[6]}" S3_ACCESS=bench S3_SECRET=bench-secret \
+    "${CARGO_TARGET_DIR:-target}/release/examples/s3_list_speed" "${LIST_FLUSHES:-100}" 100 5

@@ -79,6 +79,15 @@ impl SlotLog for Slots<'_> {
         Ok(self.cat.client.head(&self.cat.bucket, &key)?.is_some())
     }
 
+    /// One listing of at most one key: a gap of any length is found.
+    fn next_after(&self, n: u64) -> Result<Option<u64>> {
+        let after = naming::slot_key(&self.prefix, n);
+        let log = naming::slot_key(&self.prefix, 0);
+        let log = &log[..log.len() - 20];
+        let next = self.cat.client.first_after(&self.cat.bucket, log, &after)?;
+        Ok(next.and_then(|k| k[log.len()..].parse().ok()))
+    }
+
     fn insert(&self, n: u64, value: &[u8]) -> Result<bool> {
         let key = naming::slot_key(&self.prefix, n);
         self.cat.client.put_new(&self.cat.bucket, &key, value)

@@ -418,6 +418,40 @@ impl Client {
         }
     }
 
+    /// The first key under `prefix` after `after`, if any (one listing of
+    /// at most one key).
+    ///
+    /// # Errors
+    /// As any request; `Io` for an answer that is not a listing.
+    pub(crate) fn first_after(
+        &self,
+        bucket: &str,
+        prefix: &str,
+        after: &str,
+    ) -> Result<Option<String>> {
+        let b = self.bucket(bucket)?;
+        let what = format!("listing s3://{bucket}/{prefix} after {after}");
+        let mut list = ListObjectsV2::new(&b, self.creds());
+        list.with_prefix(prefix);
+        list.with_start_after(after);
+        list.with_max_keys(1);
+        let url = list.sign(SIGNED_FOR);
+        let mut resp = self.call(&what, true, || self.agent.get(url.as_str()).call())?;
+        let text = resp
+            .body_mut()
+            .with_config()
+            .limit(1 << 20)
+            .read_to_string()
+            .map_err(|e| self.transport(&what, e))?;
+        let page = ListObjectsV2::parse_response(&text).map_err(|e| {
+            Error::new(
+                ErrorKind::Io,
+                format!("{what}: not a listing ({e}) from {}", self.endpoint),
+            )
+        })?;
+        Ok(page.contents.into_iter().next().map(|c| c.key))
+    }
+
     /// Delete object `key` (a missing one is no error: S3 answers 204).
     ///
     /// # Errors

@@ -198,3 +198,36 @@ fn racing_writers_fill_slots_without_gaps() {
     let want: Vec<u64> = (0..u64::from(writers * flushes)).collect();
     assert_eq!(slots, want, "one slot per flush, none skipped");
 }
+
+/// Two log objects removed together (the second-newest version of one
+/// field and another field's only flush, with a later flush after them):
+/// S3 lists its slots, so the gap is found whatever its length. The field
+/// the gap may have replaced fails `Corrupt` (never its older version with
+/// success); what follows the gap stays visible.
+#[test]
+fn a_gap_of_two_log_objects_is_damage() {
+    let Some((open, raw)) = fresh("gap2") else {
+        return;
+    };
+    let w = must(open(), "open");
+    let key = |s: u32| Spec { step: s, ..PL }.key("gap2");
+    for (s, bytes) in [(0, "a-v1"), (0, "a-v2"), (6, "b"), (12, "c")] {
+        must(w.archive(&key(s), bytes.as_bytes()), "archive");
+        must(w.flush(), "flush");
+    }
+    let dataset = must(w.schema().split(&key(0)), "the dataset").dataset;
+    raw.delete(&raw.slot(&dataset, 1));
+    raw.delete(&raw.slot(&dataset, 2));
+    let r = must(open(), "open after the damage");
+    let e = r
+        .retrieve(&fieldstore::Request::from_key(&key(0)))
+        .and_then(|d| d.read_all())
+        .expect_err("a field the gap may have replaced");
+    assert_eq!(e.kind(), fieldstore::ErrorKind::Corrupt, "{e}");
+    assert!(e.to_string().contains("2 log slots missing"), "{e}");
+    assert_eq!(
+        support::retrieve_one(&r, &key(12)).as_deref(),
+        Some(&b"c"[..]),
+        "the flush after the gap"
+    );
+}

@@ -37,6 +37,17 @@ pub trait SlotLog {
     /// The medium's I/O errors.
     fn exists(&self, n: u64) -> Result<bool>;
 
+    /// The first slot after `n` that holds a value, if any. A medium that
+    /// can list its slots in order (S3) answers across any run of missing
+    /// slots, so [`follow`] finds a gap of any length; the default looks
+    /// at slot `n + 1` only.
+    ///
+    /// # Errors
+    /// The medium's I/O errors.
+    fn next_after(&self, n: u64) -> Result<Option<u64>> {
+        Ok(self.exists(n + 1)?.then_some(n + 1))
+    }
+
     /// Put `value` into slot `n` if it is free; `false` if it was taken.
     ///
     /// # Errors
@@ -102,12 +113,13 @@ pub fn apply(index: &mut DatasetIndex<()>, slot: u64, record: SlotRecord) {
 /// fieldstore's back: a gap, which is damage (a region that may have held
 /// any record: lookups it may change fail, never answering an older version
 /// with success), and reading goes on after it. Telling the end from a gap
-/// costs a look at the next slot, paid when this call read something new
-/// and at a reader's first call: an idle reader's call costs one read. A
-/// slot found missing while the next exists is looked at once more before
-/// it is called a gap (a writer may have inserted both since). Not seen: a
-/// gap of two or more slots, a gap right after where an idle reader
-/// stopped (a new reader sees it), and a lost tail (nothing after it tells).
+/// costs a look past it ([`SlotLog::next_after`]), paid when this call read
+/// something new and at a reader's first call: an idle reader's call costs
+/// one read. A slot found missing while a later one exists is looked at
+/// once more before it is called a gap (a writer may have inserted both
+/// since). Not seen: a gap right after where an idle reader stopped (a new
+/// reader sees it), a lost tail (nothing after it tells), and, on a medium
+/// that cannot list its slots (DAOS), a gap of two or more slots.
 ///
 /// A slot that does not decode (`Corrupt`) costs only itself: it is a
 /// damaged region, and reading goes on.
@@ -126,20 +138,29 @@ pub fn follow(
         let mut buf = std::mem::take(&mut cursor.buf);
         if !log.get(slot, &mut buf)? {
             cursor.buf = buf;
-            if (read_some || !cursor.looked_past_end) && log.exists(slot + 1)? {
+            let later = if read_some || !cursor.looked_past_end {
+                log.next_after(slot)?
+            } else {
+                None
+            };
+            if let Some(later) = later {
                 if log.exists(slot)? {
                     continue;
                 }
+                let missing = match later - slot {
+                    1 => "log slot missing".to_string(),
+                    n => format!("{n} log slots missing from here"),
+                };
                 index.damaged_region(
                     slot,
                     format!(
-                        "{}: log slot missing, though {} exists (a gap in the log: a slot \
-                         removed behind fieldstore's back)",
+                        "{}: {missing}, though {} exists (a gap in the log: removed behind \
+                         fieldstore's back)",
                         log.name(slot),
-                        log.name(slot + 1)
+                        log.name(later)
                     ),
                 );
-                cursor.next = slot + 1;
+                cursor.next = later;
                 continue;
             }
             cursor.looked_past_end = true;
