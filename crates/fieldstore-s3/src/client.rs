@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use fieldstore_core::{Error, ErrorKind, Result};
-use rusty_s3::actions::{ListObjectsV2, ObjectIdentifier};
+use rusty_s3::actions::{ListObjectsV2, ListObjectsV2Response, ObjectIdentifier};
 use rusty_s3::{Bucket, Credentials, S3Action, UrlStyle};
 
 use crate::config::S3Config;
@@ -364,29 +364,11 @@ impl Client {
             if let Some(t) = &token {
                 list.with_continuation_token(t.as_str());
             }
-            let url = list.sign(SIGNED_FOR);
-            let mut resp = self.call(&what, true, || self.agent.get(url.as_str()).call())?;
-            let server_now_ms = resp
-                .headers()
-                .get("date")
-                .and_then(|d| d.to_str().ok())
-                .and_then(parse_http_date)
-                .ok_or_else(|| {
-                    Error::new(
-                        ErrorKind::Io,
-                        format!("{what}: the answer has no Date header"),
-                    )
-                })?;
-            let text = resp
-                .body_mut()
-                .with_config()
-                .limit(64 << 20)
-                .read_to_string()
-                .map_err(|e| self.transport(&what, e))?;
-            let page = ListObjectsV2::parse_response(&text).map_err(|e| {
+            let (page, date) = self.list_page(&what, &list.sign(SIGNED_FOR))?;
+            let server_now_ms = date.ok_or_else(|| {
                 Error::new(
                     ErrorKind::Io,
-                    format!("{what}: not a listing ({e}) from {}", self.endpoint),
+                    format!("{what}: the answer has no Date header"),
                 )
             })?;
             for c in page.contents {
@@ -435,21 +417,36 @@ impl Client {
         list.with_prefix(prefix);
         list.with_start_after(after);
         list.with_max_keys(1);
-        let url = list.sign(SIGNED_FOR);
-        let mut resp = self.call(&what, true, || self.agent.get(url.as_str()).call())?;
+        let (page, _) = self.list_page(&what, &list.sign(SIGNED_FOR))?;
+        Ok(page.contents.into_iter().next().map(|c| c.key))
+    }
+
+    /// One page of the listing `url` asks for, and the server's `Date`
+    /// (Unix ms) if it sent one.
+    fn list_page(
+        &self,
+        what: &str,
+        url: &url::Url,
+    ) -> Result<(ListObjectsV2Response, Option<i64>)> {
+        let mut resp = self.call(what, true, || self.agent.get(url.as_str()).call())?;
+        let date = resp
+            .headers()
+            .get("date")
+            .and_then(|d| d.to_str().ok())
+            .and_then(parse_http_date);
         let text = resp
             .body_mut()
             .with_config()
-            .limit(1 << 20)
+            .limit(64 << 20)
             .read_to_string()
-            .map_err(|e| self.transport(&what, e))?;
+            .map_err(|e| self.transport(what, e))?;
         let page = ListObjectsV2::parse_response(&text).map_err(|e| {
             Error::new(
                 ErrorKind::Io,
                 format!("{what}: not a listing ({e}) from {}", self.endpoint),
             )
         })?;
-        Ok(page.contents.into_iter().next().map(|c| c.key))
+        Ok((page, date))
     }
 
     /// Delete object `key` (a missing one is no error: S3 answers 204).
