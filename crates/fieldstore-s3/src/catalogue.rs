@@ -22,7 +22,8 @@
 //!
 //! **Locks** are `<dataset>/<inc>/control` (read by writers when they start
 //! and whenever another append took the slot they tried) and a CONTROL
-//! record in the log (for readers); list locks also mark the registry.
+//! record in the log (for readers); list locks also put a marker under
+//! `%list-locked/`, which listings of datasets read.
 
 use std::sync::Arc;
 
@@ -81,10 +82,14 @@ impl SlotLog for Slots<'_> {
 
     /// One listing of at most one key: a gap of any length is found.
     fn next_after(&self, n: u64) -> Result<Option<u64>> {
-        let after = naming::slot_key(&self.prefix, n);
-        let log = naming::slot_key(&self.prefix, 0);
-        let log = &log[..log.len() - 20];
-        let next = self.cat.client.first_after(&self.cat.bucket, log, &after)?;
+        let (log, after) = (
+            naming::log_prefix(&self.prefix),
+            naming::slot_key(&self.prefix, n),
+        );
+        let next = self
+            .cat
+            .client
+            .first_after(&self.cat.bucket, &log, &after)?;
         Ok(next.and_then(|k| k[log.len()..].parse().ok()))
     }
 

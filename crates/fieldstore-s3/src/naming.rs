@@ -65,7 +65,13 @@ pub(crate) fn incarnation_prefix(dataset: &str, inc: &str) -> String {
     format!("{dataset}{inc}/")
 }
 
-/// The key of log slot `n` of an incarnation (under its prefix).
+/// The prefix of an incarnation's log slots (under its prefix).
+pub(crate) fn log_prefix(incarnation: &str) -> String {
+    format!("{incarnation}log/")
+}
+
+/// The key of log slot `n` of an incarnation (under its prefix): 20
+/// digits, so that listings give slots in order.
 pub(crate) fn slot_key(incarnation: &str, n: u64) -> String {
     format!("{incarnation}log/{n:020}")
 }
