@@ -67,10 +67,59 @@ struct Slots<'a> {
     cat: &'a S3Catalogue,
     /// `<dataset>/<inc>/`.
     prefix: String,
+    /// Slots fetched ahead ([`Slots::fetch_all`]), taken by `get`.
+    ahead: std::sync::Mutex<std::collections::HashMap<u64, Vec<u8>>>,
+}
+
+impl Slots<'_> {
+    /// A cold reader's catch-up: list the log once and GET its slots eight
+    /// at a time (objects never change, so a slot fetched ahead is the
+    /// slot `get` would read; one deleted meanwhile is read again, and
+    /// found missing). 100 flushes: 254 → ~40 ms on SeaweedFS
+    /// (`docs/benchmarks.md`, S3).
+    fn fetch_all(&self) -> Result<()> {
+        let listing = self
+            .cat
+            .client
+            .list(&self.cat.bucket, &naming::log_prefix(&self.prefix))?;
+        let keys: Vec<String> = listing.objects.into_iter().map(|o| o.key).collect();
+        let fetched = std::sync::Mutex::new(Vec::with_capacity(keys.len()));
+        std::thread::scope(|s| {
+            let fetched = &fetched;
+            for part in keys.chunks(keys.len().div_ceil(8).max(1)) {
+                s.spawn(move || {
+                    for key in part {
+                        let mut buf = Vec::new();
+                        let n = key.rsplit('/').next().and_then(|n| n.parse::<u64>().ok());
+                        if let (Some(n), Ok(true)) =
+                            (n, self.cat.client.get(&self.cat.bucket, key, &mut buf))
+                        {
+                            fetched
+                                .lock()
+                                .unwrap_or_else(|e| e.into_inner())
+                                .push((n, buf));
+                        }
+                    }
+                });
+            }
+        });
+        let mut ahead = self.ahead.lock().unwrap_or_else(|e| e.into_inner());
+        ahead.extend(fetched.into_inner().unwrap_or_else(|e| e.into_inner()));
+        Ok(())
+    }
 }
 
 impl SlotLog for Slots<'_> {
     fn get(&self, n: u64, buf: &mut Vec<u8>) -> Result<bool> {
+        let ahead = self
+            .ahead
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&n);
+        if let Some(v) = ahead {
+            *buf = v;
+            return Ok(true);
+        }
         let key = naming::slot_key(&self.prefix, n);
         self.cat.client.get(&self.cat.bucket, &key, buf)
     }
@@ -126,7 +175,12 @@ impl S3Catalogue {
 
     fn slots(&self, dataset: &DatasetKey, inc: &str) -> Slots<'_> {
         let prefix = naming::incarnation_prefix(&dataset_prefix(dataset), inc);
-        Slots { cat: self, prefix }
+        let ahead = Default::default();
+        Slots {
+            cat: self,
+            prefix,
+            ahead,
+        }
     }
 
     /// The dataset's `meta`, if it exists (checked to name this dataset).
@@ -576,6 +630,9 @@ impl LogMedium for S3Log {
             };
             let slots = self.cat.slots(&self.key, &inc);
             let before = log.cursor.slots.next;
+            if before == 0 {
+                slots.fetch_all()?;
+            }
             let end = slots::follow(
                 &slots,
                 &mut log.index,
