@@ -10,6 +10,11 @@
 //! - A registered function takes its locks always in the same order, one
 //!   no code path takes in the other order (else a fork can deadlock); the
 //!   guards it returns are released in the reverse order.
+//! - No two registered functions take the same lock (the locks are not
+//!   reentrant: the second would wait for the first forever). Each C
+//!   library links its own copy of its dependencies, so two libraries in
+//!   one process never share one; a single program linking both crates
+//!   would.
 //! - Functions registered earlier run first. At most [`SLOTS`] functions are
 //!   registered per copy of this crate (each C library links its own); the
 //!   same function registered twice runs once.
