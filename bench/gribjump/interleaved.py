@@ -18,6 +18,10 @@ number of repetitions where fieldstore's wall time was the longer; and the
 ratio's ceiling (GribJump's wall ÷ the client's own time on fieldstore's
 side: what a library taking no time would reach).
 
+FIELDSTORE_BENCH_HEAP_BUMP=B among both sides' ENV words: each worker
+first mallocs and frees B bytes (see worker()), so that both start from the
+same glibc malloc state; the rows then say "heap": "same".
+
 Usage:
   interleaved.py REPS N MD5 CASES.json HASHES.json -- ORACLE_ENV... -- OURS_ENV...
   (the ENV lists are VAR=value words; the worker role is internal)
@@ -54,6 +58,20 @@ def worker(n, md5, cases_path, hashes_path):
     # it (GribJump's and Polytope's prints) goes to standard error.
     reply = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
+    # FIELDSTORE_BENCH_HEAP_BUMP=B: one B-byte block malloc'ed and freed
+    # first. glibc then serves blocks up to B from the heap and trims the
+    # heap's top only beyond 2B (its dynamic mmap and trim thresholds). In
+    # GribJump's process, metkit's static initialiser frees a 15,659,008-byte
+    # block when the library loads, which does the same; fieldstore's
+    # library frees no such block, so its process keeps glibc's 128 KiB
+    # thresholds, and covjsonkit's ~17 MB of JSON decoding per Polytope
+    # request is given back to the kernel and faulted in again each time
+    # (docs/benchmarks.md). With the same B on both sides, both processes
+    # start from the same allocator state.
+    bump = int(os.environ.get("FIELDSTORE_BENCH_HEAP_BUMP", "0"))
+    if bump:
+        block = bytearray(bump)
+        del block
     import pygribjump
     from pygribjump import pygribjump as module
 
@@ -143,6 +161,7 @@ def main():
                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                        text=True, env=env, cwd=os.path.dirname(os.path.abspath(cases_path)))
     names = list(pygribjump_cases(n, md5)) + [c["name"] for c in json.load(open(cases_path))]
+    heap = "same" if any(w.startswith("FIELDSTORE_BENCH_HEAP_BUMP=") for w in envs["ours"]) else "as loaded"
 
     def ask(side, name):
         p = procs[side]
@@ -167,7 +186,7 @@ def main():
         p.wait(timeout=60)
     for name in names:
         o, f = got[name]["oracle"], got[name]["ours"]
-        row = {"what": name, "reps": reps,
+        row = {"what": name, "reps": reps, "heap": heap,
                "same_values": all(a["check"] == b["check"] for a, b in zip(o, f))}
         for side, xs in (("gribjump", o), ("fieldstore", f)):
             for key in ("wall", "library"):

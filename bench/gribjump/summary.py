@@ -37,7 +37,17 @@ def main() -> int:
     po = json.loads((work / "polytope-oracle.json").read_text())
     pf = json.loads((work / "polytope-ours.json").read_text())
     measured = [x for x in rows if "reps" in x]
-    print(f"{measured[0]['reps']} repetitions, interleaved; median [25th–75th percentile]; ms\n")
+    for heap in ("as loaded", "same"):
+        part = [x for x in measured if x.get("heap", "as loaded") == heap]
+        if part:
+            table(part, heap, po, pf)
+    return 0
+
+
+def table(measured, heap, po, pf):
+    print(f"{measured[0]['reps']} repetitions, interleaved; median [25th–75th percentile]; ms; "
+          + ("each process's malloc state as its library leaves it" if heap == "as loaded" else
+             "both processes in the same malloc state (FIELDSTORE_BENCH_HEAP_BUMP)") + "\n")
     print("| case | wall: GribJump | fieldstore | ÷ | in library: GribJump → fieldstore | ÷ | CPU ÷ | "
           "fieldstore slower (wall, CPU) | client's own time | ÷ ceiling | same answers |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
@@ -50,7 +60,7 @@ def main() -> int:
               f"{x['gribjump_library_ms'][1]:,.1f} → {x['fieldstore_library_ms'][1]:,.1f} | {r(x['ratio_library'])} | "
               f"{r(x['ratio_cpu'])} | {x['fieldstore_slower_wall_reps']}, {x['fieldstore_more_cpu_reps']} of {x['reps']} | "
               f"{x['fieldstore_client_ms'][1]:,.1f} | {x['ratio_wall_ceiling']:.1f}× | {'yes' if same else 'NO'} |")
-    return 0
+    print()
 
 
 if __name__ == "__main__":

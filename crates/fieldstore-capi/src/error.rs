@@ -2,13 +2,12 @@
 //! wrapper every entry point runs its body in ([`entry`]).
 //!
 //! FDB5 keeps one error string for the whole process, so a thread can read
-//! another thread's message; here each thread has its own (a thread-local
-//! `CString`), which no client written for FDB5 can tell apart except by
-//! getting the right message.
+//! another thread's message; here each thread has its own
+//! (`fieldstore_cabi::last_error`), which no client written for FDB5 can
+//! tell apart except by getting the right message. Panics are caught by
+//! `fieldstore_cabi::panic_guard`.
 
-use std::cell::RefCell;
-use std::ffi::{c_char, c_int, c_void, CStr, CString};
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::ffi::{c_char, c_int, c_void, CStr};
 use std::sync::Mutex;
 
 use fieldstore::ErrorKind;
@@ -85,18 +84,6 @@ pub fn kind_code(kind: ErrorKind) -> c_int {
     }
 }
 
-struct LastError {
-    message: CString,
-    kind: c_int,
-}
-
-thread_local! {
-    static LAST: RefCell<LastError> = RefCell::new(LastError {
-        message: CString::from(c"no error recorded on this thread"),
-        kind: 0,
-    });
-}
-
 /// The failure handler and its context (as an address: the context is the
 /// caller's, and only passed back to it).
 type Handler = Option<(unsafe extern "C" fn(*mut c_void, c_int), usize)>;
@@ -109,15 +96,7 @@ pub(crate) fn handler_lock() -> &'static Mutex<Handler> {
 }
 
 fn record(code: c_int, kind: c_int, message: String) {
-    // A message cannot hold NUL: replace any, so that C sees all of it.
-    let message = CString::new(message.replace('\0', "\\0")).unwrap_or_default();
-    // `try_with`: a call from a thread-local destructor after ours is gone
-    // still returns its code.
-    let _ = LAST.try_with(|l| {
-        let mut l = l.borrow_mut();
-        l.message = message;
-        l.kind = kind;
-    });
+    fieldstore_cabi::last_error::record(message, kind);
     let handler = *HANDLER.lock().unwrap_or_else(|p| p.into_inner());
     if let Some((f, context)) = handler {
         // SAFETY: the caller registered `f` with `fdb_set_failure_handler`
@@ -131,7 +110,7 @@ fn record(code: c_int, kind: c_int, message: String) {
 /// `FDB_ERROR_GENERAL_EXCEPTION`; a panic becomes
 /// `FDB_ERROR_UNKNOWN_EXCEPTION`. Messages start with the function's name.
 pub fn entry(function: &'static str, body: impl FnOnce() -> CResult) -> c_int {
-    match catch_unwind(AssertUnwindSafe(body)) {
+    match fieldstore_cabi::panic_guard::catch(body) {
         Ok(Ok(code)) => code,
         Ok(Err(e)) => {
             record(
@@ -142,17 +121,10 @@ pub fn entry(function: &'static str, body: impl FnOnce() -> CResult) -> c_int {
             FDB_ERROR_GENERAL_EXCEPTION
         }
         Err(panic) => {
-            let what = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".to_string());
             record(
                 FDB_ERROR_UNKNOWN_EXCEPTION,
                 kind_code(ErrorKind::Internal),
-                format!(
-                    "{function}: internal error (a bug in fieldstore, please report it): {what}"
-                ),
+                format!("{function}: {panic}"),
             );
             FDB_ERROR_UNKNOWN_EXCEPTION
         }
@@ -170,11 +142,7 @@ pub extern "C" fn fdb_error_string(err: c_int) -> *const c_char {
         FDB_SUCCESS => c"Success",
         FDB_ITERATION_COMPLETE => c"Iteration complete",
         FDB_ERROR_GENERAL_EXCEPTION | FDB_ERROR_UNKNOWN_EXCEPTION => {
-            return catch_unwind(|| {
-                LAST.try_with(|l| l.borrow().message.as_ptr())
-                    .unwrap_or(c"the thread is exiting".as_ptr())
-            })
-            .unwrap_or(c"internal error".as_ptr());
+            return fieldstore_cabi::last_error::message();
         }
         _ => c"<unknown>",
     };
@@ -202,6 +170,5 @@ pub unsafe extern "C" fn fdb_set_failure_handler(
 /// `FieldstoreErrorKind`); 0 if no call has failed on this thread.
 #[no_mangle]
 pub extern "C" fn fieldstore_last_error_kind() -> c_int {
-    catch_unwind(|| LAST.try_with(|l| l.borrow().kind).unwrap_or(0))
-        .unwrap_or(kind_code(ErrorKind::Internal))
+    fieldstore_cabi::last_error::kind(kind_code(ErrorKind::Internal))
 }

@@ -65,3 +65,17 @@ impl Kind {
         })
     }
 }
+
+impl fieldstore_cabi::token::Kind for Kind {
+    fn tag(self) -> u8 {
+        self as u8
+    }
+
+    fn from_tag(tag: u8) -> Option<Kind> {
+        Kind::from_tag(u64::from(tag))
+    }
+
+    fn c_name(self) -> &'static str {
+        Kind::c_name(self)
+    }
+}

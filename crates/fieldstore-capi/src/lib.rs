@@ -9,6 +9,9 @@
 //! where fieldstore's semantics differ from FDB5's, and why.
 //!
 //! # Invariants of every entry point
+//! The C boundary's machinery (tokens and their table, the per-thread last
+//! error, the panic guard, the fork guard) is `fieldstore_cabi`'s, shared
+//! with `fieldstore-gribjump`'s `libgribjump.so`.
 //! - **No panic crosses the boundary**: each function runs its body under
 //!   [`std::panic::catch_unwind`] ([`error::entry`]); a panic becomes
 //!   `FDB_ERROR_UNKNOWN_EXCEPTION` with a message.

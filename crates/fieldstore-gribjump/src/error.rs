@@ -1,9 +1,8 @@
 //! Return codes, the per-thread last error, and the wrapper every entry
-//! point runs its body in ([`entry`]): no panic crosses the boundary.
+//! point runs its body in ([`entry`]): no panic crosses the boundary
+//! (`fieldstore_cabi`'s last error and panic guard, with GribJump's codes).
 
-use std::cell::RefCell;
-use std::ffi::{c_char, c_int, CString};
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::ffi::{c_char, c_int};
 
 /// `GRIBJUMP_SUCCESS`.
 pub const GRIBJUMP_SUCCESS: c_int = 0;
@@ -40,25 +39,9 @@ impl From<fieldstore::RequestError> for CError {
     }
 }
 
-thread_local! {
-    static LAST: RefCell<CString> = RefCell::new(CString::from(c"no error recorded on this thread"));
-}
-
 /// Record `message` as the calling thread's last error.
 pub fn record(message: String) {
-    // A message cannot hold NUL: replace any, so that C sees all of it.
-    let message = CString::new(message.replace('\0', "\\0")).unwrap_or_default();
-    // `try_with`: a call from a thread-local destructor after ours is gone
-    // still returns its code.
-    let _ = LAST.try_with(|l| *l.borrow_mut() = message);
-}
-
-fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
-    panic
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic".to_string())
+    fieldstore_cabi::last_error::record(message, 0);
 }
 
 /// Run an entry point's body: `ok` on success; on an error or a panic, the
@@ -70,18 +53,15 @@ pub fn guarded(
     failed: c_int,
     body: impl FnOnce() -> Result<c_int, CError>,
 ) -> c_int {
-    match catch_unwind(AssertUnwindSafe(body)) {
+    let _ = ok;
+    match fieldstore_cabi::panic_guard::catch(body) {
         Ok(Ok(code)) => code,
         Ok(Err(e)) => {
             record(format!("{function}: {}", e.0));
             failed
         }
         Err(panic) => {
-            record(format!(
-                "{function}: internal error (a bug in fieldstore, please report it): {}",
-                panic_text(panic.as_ref())
-            ));
-            let _ = ok;
+            record(format!("{function}: {panic}"));
             failed
         }
     }
@@ -98,9 +78,5 @@ pub fn entry(function: &'static str, body: impl FnOnce() -> Result<(), CError>) 
 /// the thread's next failing call (or its exit).
 #[no_mangle]
 pub extern "C" fn gribjump_error_string() -> *const c_char {
-    catch_unwind(|| {
-        LAST.try_with(|l| l.borrow().as_ptr())
-            .unwrap_or(c"the thread is exiting".as_ptr())
-    })
-    .unwrap_or(c"internal error".as_ptr())
+    fieldstore_cabi::last_error::message()
 }

@@ -12,6 +12,9 @@
 //! installs both with a pkg-config file.
 //!
 //! # Invariants of every entry point
+//! The C boundary's machinery (tokens and their table, the per-thread last
+//! error, the panic guard, the fork guard) is `fieldstore_cabi`'s, shared
+//! with `fieldstore-capi`'s `libfdb5.so`.
 //! - **No panic crosses the boundary**: each body runs under
 //!   [`std::panic::catch_unwind`] ([`error::guarded`]); a panic is an error
 //!   code with a message.

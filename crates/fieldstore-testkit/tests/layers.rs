@@ -26,3 +26,8 @@ fn daos_keeps_its_layers() {
 fn the_front_crate_keeps_its_layers() {
     fieldstore_testkit::layers::check(&crate_dir("fieldstore"));
 }
+
+#[test]
+fn the_c_boundary_keeps_its_layers() {
+    fieldstore_testkit::layers::check(&crate_dir("fieldstore-cabi"));
+}
