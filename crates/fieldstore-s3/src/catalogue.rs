@@ -67,59 +67,10 @@ struct Slots<'a> {
     cat: &'a S3Catalogue,
     /// `<dataset>/<inc>/`.
     prefix: String,
-    /// Slots fetched ahead ([`Slots::fetch_all`]), taken by `get`.
-    ahead: std::sync::Mutex<std::collections::HashMap<u64, Vec<u8>>>,
-}
-
-impl Slots<'_> {
-    /// A cold reader's catch-up: list the log once and GET its slots eight
-    /// at a time (objects never change, so a slot fetched ahead is the
-    /// slot `get` would read; one deleted meanwhile is read again, and
-    /// found missing). 100 flushes: 254 → ~40 ms on SeaweedFS
-    /// (`docs/benchmarks.md`, S3).
-    fn fetch_all(&self) -> Result<()> {
-        let listing = self
-            .cat
-            .client
-            .list(&self.cat.bucket, &naming::log_prefix(&self.prefix))?;
-        let keys: Vec<String> = listing.objects.into_iter().map(|o| o.key).collect();
-        let fetched = std::sync::Mutex::new(Vec::with_capacity(keys.len()));
-        std::thread::scope(|s| {
-            let fetched = &fetched;
-            for part in keys.chunks(keys.len().div_ceil(8).max(1)) {
-                s.spawn(move || {
-                    for key in part {
-                        let mut buf = Vec::new();
-                        let n = key.rsplit('/').next().and_then(|n| n.parse::<u64>().ok());
-                        if let (Some(n), Ok(true)) =
-                            (n, self.cat.client.get(&self.cat.bucket, key, &mut buf))
-                        {
-                            fetched
-                                .lock()
-                                .unwrap_or_else(|e| e.into_inner())
-                                .push((n, buf));
-                        }
-                    }
-                });
-            }
-        });
-        let mut ahead = self.ahead.lock().unwrap_or_else(|e| e.into_inner());
-        ahead.extend(fetched.into_inner().unwrap_or_else(|e| e.into_inner()));
-        Ok(())
-    }
 }
 
 impl SlotLog for Slots<'_> {
     fn get(&self, n: u64, buf: &mut Vec<u8>) -> Result<bool> {
-        let ahead = self
-            .ahead
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&n);
-        if let Some(v) = ahead {
-            *buf = v;
-            return Ok(true);
-        }
         let key = naming::slot_key(&self.prefix, n);
         self.cat.client.get(&self.cat.bucket, &key, buf)
     }
@@ -140,6 +91,17 @@ impl SlotLog for Slots<'_> {
             .client
             .first_after(&self.cat.bucket, &log, &after)?;
         Ok(next.and_then(|k| k[log.len()..].parse().ok()))
+    }
+
+    /// One listing per 1,000 slots: a cold reader fetches them in parallel.
+    fn listed(&self) -> Result<Option<Vec<u64>>> {
+        let log = naming::log_prefix(&self.prefix);
+        let listing = self.cat.client.list(&self.cat.bucket, &log)?;
+        let slots = listing
+            .objects
+            .iter()
+            .filter_map(|o| o.key[log.len()..].parse().ok());
+        Ok(Some(slots.collect()))
     }
 
     fn insert(&self, n: u64, value: &[u8]) -> Result<bool> {
@@ -175,12 +137,7 @@ impl S3Catalogue {
 
     fn slots(&self, dataset: &DatasetKey, inc: &str) -> Slots<'_> {
         let prefix = naming::incarnation_prefix(&dataset_prefix(dataset), inc);
-        let ahead = Default::default();
-        Slots {
-            cat: self,
-            prefix,
-            ahead,
-        }
+        Slots { cat: self, prefix }
     }
 
     /// The dataset's `meta`, if it exists (checked to name this dataset).
@@ -253,12 +210,19 @@ impl S3Catalogue {
         Ok(Locks::from_bits(records::decode_control(payload, &what)?))
     }
 
-    /// Append a maintenance record to the current incarnation's log.
-    fn append(&self, dataset: &DatasetKey, kind: u16, payload: &[u8]) -> Result<()> {
-        let meta = self.meta(dataset)?.ok_or_else(|| not_found(dataset))?;
-        let log = self.slots(dataset, &meta.incarnation);
+    /// Append a maintenance record to incarnation `inc`'s log.
+    fn append(&self, dataset: &DatasetKey, inc: &str, kind: u16, payload: &[u8]) -> Result<()> {
+        let log = self.slots(dataset, inc);
         let from = slots::first_free(&log, 0)?;
         slots::publish(&log, from, &FRAMING.framed(kind, payload), &mut || Ok(())).map(|_| ())
+    }
+
+    /// The dataset's current incarnation, which must exist.
+    fn current(&self, dataset: &DatasetKey) -> Result<String> {
+        Ok(self
+            .meta(dataset)?
+            .ok_or_else(|| not_found(dataset))?
+            .incarnation)
     }
 }
 
@@ -370,16 +334,14 @@ impl CatalogueMaintenance for S3Catalogue {
     }
 
     fn control(&self, dataset: &DatasetKey, action: Control, operations: Locks) -> Result<Locks> {
-        let meta = self.meta(dataset)?.ok_or_else(|| not_found(dataset))?;
-        let locks = self
-            .control_of(dataset, &meta.incarnation)?
-            .apply(action, operations);
+        let inc = self.current(dataset)?;
+        let locks = self.control_of(dataset, &inc)?.apply(action, operations);
         let payload = records::encode_control(locks.bits(), now_ns());
         // Writers read the object; readers follow the log.
-        let key = self.slots(dataset, &meta.incarnation).prefix + "control";
+        let key = self.slots(dataset, &inc).prefix + "control";
         let value = FRAMING.framed(kind::CONTROL, &payload);
         self.client.put(&self.bucket, &key, &value, None)?;
-        self.append(dataset, kind::CONTROL, &payload)?;
+        self.append(dataset, &inc, kind::CONTROL, &payload)?;
         let marker = format!("{LIST_LOCKED}{dataset}");
         if locks.contains(Operation::List) {
             self.client.put(&self.bucket, &marker, b"", None)?;
@@ -434,14 +396,7 @@ impl CatalogueMaintenance for S3Catalogue {
             .delete(&self.bucket, &naming::meta_key(&prefix))?;
         // 2. Readers following the log stop at WIPED, and see nothing.
         if let Some(m) = &old {
-            let log = self.slots(dataset, &m.incarnation);
-            let from = slots::first_free(&log, 0)?;
-            slots::publish(
-                &log,
-                from,
-                &FRAMING.framed(kind::WIPED, &[]),
-                &mut || Ok(()),
-            )?;
+            self.append(dataset, &m.incarnation, kind::WIPED, &[])?;
         }
         // 3. The store's part, then the catalogue's: the old incarnation's
         //    objects (with `unsafe_wipe_all`, also what fieldstore did not
@@ -481,7 +436,7 @@ impl CatalogueMaintenance for S3Catalogue {
         units: &[String],
     ) -> Result<()> {
         let payload = records::encode_wipe(collocations, units, now_ns());
-        self.append(dataset, kind::WIPE, &payload)
+        self.append(dataset, &self.current(dataset)?, kind::WIPE, &payload)
     }
 
     fn reclaim(
@@ -495,7 +450,7 @@ impl CatalogueMaintenance for S3Catalogue {
         // gaps): only the data objects are reclaimed, by the store.
         if !dry_run && !units.is_empty() {
             let payload = records::encode_reclaim(units, None, now_ns());
-            self.append(dataset, kind::RECLAIM, &payload)?;
+            self.append(dataset, &self.current(dataset)?, kind::RECLAIM, &payload)?;
         }
         Ok(Vec::new())
     }
@@ -630,9 +585,6 @@ impl LogMedium for S3Log {
             };
             let slots = self.cat.slots(&self.key, &inc);
             let before = log.cursor.slots.next;
-            if before == 0 {
-                slots.fetch_all()?;
-            }
             let end = slots::follow(
                 &slots,
                 &mut log.index,

@@ -11,6 +11,9 @@
 //! value into a [`SlotRecord`]; FLUSH records carry their blocks inline
 //! ([`crate::record::inline`]), so a reader needs no block loader.
 
+use std::collections::HashMap;
+use std::sync::Mutex;
+
 use super::DatasetIndex;
 use crate::error::{ErrorKind, Result};
 use crate::record::inline::Flush;
@@ -23,7 +26,7 @@ use crate::record::maintenance::MaintenanceRecord;
 /// with the test (DAOS `DAOS_COND_KEY_INSERT`, S3 `If-None-Match: *`): of
 /// racing inserts into one slot exactly one returns `true`. A slot's value
 /// is never changed afterwards.
-pub trait SlotLog {
+pub trait SlotLog: Sync {
     /// Read slot `n` into `buf` (its old content replaced); `false` if the
     /// slot holds nothing.
     ///
@@ -46,6 +49,16 @@ pub trait SlotLog {
     /// The medium's I/O errors.
     fn next_after(&self, n: u64) -> Result<Option<u64>> {
         Ok(self.exists(n + 1)?.then_some(n + 1))
+    }
+
+    /// The slots that hold a value, in order, if the medium lists them in
+    /// a request or a few (S3: 1,000 keys a listing); `None` (the
+    /// default) if it cannot, and a cold reader reads slot after slot.
+    ///
+    /// # Errors
+    /// The medium's I/O errors.
+    fn listed(&self) -> Result<Option<Vec<u64>>> {
+        Ok(None)
     }
 
     /// Put `value` into slot `n` if it is free; `false` if it was taken.
@@ -124,6 +137,12 @@ pub fn apply(index: &mut DatasetIndex<()>, slot: u64, record: SlotRecord) {
 /// A slot that does not decode (`Corrupt`) costs only itself: it is a
 /// damaged region, and reading goes on.
 ///
+/// **Catching up.** A reader at the start of a log whose medium lists its
+/// slots ([`SlotLog::listed`]) fetches them [`AHEAD`] at a time, in
+/// parallel, then reads them in order from memory: slots never change, so
+/// a slot fetched ahead is what a read in turn would give (one removed
+/// meanwhile is read again, and found missing).
+///
 /// # Errors
 /// The medium's I/O errors, and `decode`'s other than `Corrupt`.
 pub fn follow(
@@ -133,10 +152,22 @@ pub fn follow(
     decode: &mut dyn FnMut(u64, &[u8]) -> Result<SlotRecord>,
 ) -> Result<FollowEnd> {
     let mut read_some = false;
+    let mut ahead = if cursor.next == 0 {
+        fetch_ahead(log)?
+    } else {
+        HashMap::new()
+    };
     loop {
         let slot = cursor.next;
         let mut buf = std::mem::take(&mut cursor.buf);
-        if !log.get(slot, &mut buf)? {
+        let found = match ahead.remove(&slot) {
+            Some(v) => {
+                buf = v;
+                true
+            }
+            None => log.get(slot, &mut buf)?,
+        };
+        if !found {
             cursor.buf = buf;
             let later = if read_some || !cursor.looked_past_end {
                 log.next_after(slot)?
@@ -179,6 +210,35 @@ pub fn follow(
             Err(e) => return Err(e),
         }
     }
+}
+
+/// How many slots a catching-up reader fetches at once.
+pub const AHEAD: usize = 8;
+
+/// Every listed slot's value, fetched [`AHEAD`] at a time (errors and
+/// slots gone meanwhile are left to the reads in turn).
+fn fetch_ahead(log: &dyn SlotLog) -> Result<HashMap<u64, Vec<u8>>> {
+    let Some(slots) = log.listed()? else {
+        return Ok(HashMap::new());
+    };
+    let fetched = Mutex::new(HashMap::with_capacity(slots.len()));
+    std::thread::scope(|s| {
+        let fetched = &fetched;
+        for part in slots.chunks(slots.len().div_ceil(AHEAD).max(1)) {
+            s.spawn(move || {
+                for &n in part {
+                    let mut buf = Vec::new();
+                    if let Ok(true) = log.get(n, &mut buf) {
+                        fetched
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .insert(n, buf);
+                    }
+                }
+            });
+        }
+    });
+    Ok(fetched.into_inner().unwrap_or_else(|e| e.into_inner()))
 }
 
 /// The first free slot at or after `from`, knowing that every slot before
