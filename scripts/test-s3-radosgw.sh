@@ -18,4 +18,4 @@ trap 'scripts/ceph-stop.sh "$dir/ceph" >/dev/null 2>&1 || true; rm -rf "$dir"' E
 CEPH_OWNER_PID=$$ scripts/radosgw-start.sh "$dir" >/dev/null
 source "$dir/s3.env"
 export FIELDSTORE_S3_ENDPOINT
-cargo test --locked -p fieldstore-s3 --test conformance --test catalogue --test processes
+cargo test --locked -p fieldstore-s3 --test conformance --test catalogue --test format_v1 --test processes

@@ -7,14 +7,10 @@
 
 mod common;
 
-use std::io::Read;
-use std::time::Duration;
-
-use fieldstore::{DatasetKey, FieldStore};
+use common::Raw;
+use fieldstore::FieldStore;
 use fieldstore_testkit::support::{self, must, Spec, PL};
 use fieldstore_testkit::Open;
-use rusty_s3::actions::ListObjectsV2;
-use rusty_s3::{Bucket, Credentials, S3Action, UrlStyle};
 
 fn with_s3_catalogue(check: &dyn Fn(Open<'_>)) {
     let Some(s) = common::server() else { return };
@@ -25,84 +21,6 @@ fn with_s3_catalogue(check: &dyn Fn(Open<'_>)) {
 }
 
 fieldstore_testkit::conformance_tests!(with_s3_catalogue);
-
-/// Objects of one bucket, reached without fieldstore.
-struct Raw {
-    bucket: Bucket,
-    creds: Credentials,
-}
-
-impl Raw {
-    fn new(bucket: &str) -> Raw {
-        let s = common::server().expect("a server");
-        let url = url::Url::parse(&s.endpoint).expect("the endpoint");
-        Raw {
-            bucket: Bucket::new(url, UrlStyle::Path, bucket.to_string(), "us-east-1")
-                .expect("a bucket"),
-            creds: Credentials::new(common::ACCESS, common::SECRET),
-        }
-    }
-
-    fn keys(&self) -> Vec<String> {
-        let mut list = ListObjectsV2::new(&self.bucket, Some(&self.creds));
-        list.with_max_keys(1000);
-        let url = list.sign(Duration::from_secs(60));
-        let text = ureq::get(url.as_str())
-            .call()
-            .expect("a listing")
-            .body_mut()
-            .read_to_string()
-            .expect("its text");
-        let page = ListObjectsV2::parse_response(&text).expect("a listing");
-        page.contents.into_iter().map(|c| c.key).collect()
-    }
-
-    /// The key of log slot `n` of `dataset` (its current incarnation).
-    fn slot(&self, dataset: &DatasetKey, n: usize) -> String {
-        let name: Vec<&str> = dataset.iter().map(|(_, v)| v).collect();
-        let prefix = format!("{}/", name.join(":"));
-        let suffix = format!("/log/{n:020}");
-        let found: Vec<String> = self
-            .keys()
-            .into_iter()
-            .filter(|k| k.starts_with(&prefix) && k.ends_with(&suffix))
-            .collect();
-        assert_eq!(found.len(), 1, "log slot {n} of {prefix}: {found:?}");
-        found[0].clone()
-    }
-
-    fn get(&self, key: &str) -> Vec<u8> {
-        let url = self
-            .bucket
-            .get_object(Some(&self.creds), key)
-            .sign(Duration::from_secs(60));
-        let mut bytes = Vec::new();
-        ureq::get(url.as_str())
-            .call()
-            .expect("GET")
-            .body_mut()
-            .as_reader()
-            .read_to_end(&mut bytes)
-            .expect("its bytes");
-        bytes
-    }
-
-    fn put(&self, key: &str, bytes: &[u8]) {
-        let url = self
-            .bucket
-            .put_object(Some(&self.creds), key)
-            .sign(Duration::from_secs(60));
-        ureq::put(url.as_str()).send(bytes).expect("PUT");
-    }
-
-    fn delete(&self, key: &str) {
-        let url = self
-            .bucket
-            .delete_object(Some(&self.creds), key)
-            .sign(Duration::from_secs(60));
-        ureq::delete(url.as_str()).call().expect("DELETE");
-    }
-}
 
 /// A store with the S3 catalogue and store in a bucket of its own, and
 /// that bucket's objects.

@@ -233,3 +233,104 @@ impl Server {
         c
     }
 }
+
+/// Objects of one bucket on the server, reached without fieldstore (to
+/// damage them, or load and dump fixtures).
+pub struct Raw {
+    bucket: rusty_s3::Bucket,
+    creds: rusty_s3::Credentials,
+}
+
+impl Raw {
+    /// The objects of `bucket`.
+    pub fn new(bucket: &str) -> Raw {
+        let s = server().expect("a server");
+        let url = url::Url::parse(&s.endpoint).expect("the endpoint");
+        Raw {
+            bucket: rusty_s3::Bucket::new(
+                url,
+                rusty_s3::UrlStyle::Path,
+                bucket.to_string(),
+                "us-east-1",
+            )
+            .expect("a bucket"),
+            creds: rusty_s3::Credentials::new(ACCESS, SECRET),
+        }
+    }
+
+    fn signed<'a>(&self, action: impl rusty_s3::S3Action<'a>) -> url::Url {
+        action.sign(Duration::from_secs(60))
+    }
+
+    /// Every key of the bucket, in order (all pages).
+    pub fn keys(&self) -> Vec<String> {
+        use rusty_s3::actions::ListObjectsV2;
+        let mut keys = Vec::new();
+        let mut token: Option<String> = None;
+        loop {
+            let mut list = ListObjectsV2::new(&self.bucket, Some(&self.creds));
+            if let Some(t) = &token {
+                list.with_continuation_token(t.as_str());
+            }
+            let text = ureq::get(self.signed(list).as_str())
+                .call()
+                .expect("a listing")
+                .body_mut()
+                .read_to_string()
+                .expect("its text");
+            let page = ListObjectsV2::parse_response(&text).expect("a listing");
+            keys.extend(page.contents.into_iter().map(|c| c.key));
+            match page.next_continuation_token {
+                Some(t) if !t.is_empty() => token = Some(t),
+                _ => return keys,
+            }
+        }
+    }
+
+    /// The key of log slot `n` of `dataset`'s current incarnation.
+    pub fn slot(&self, dataset: &fieldstore::DatasetKey, n: usize) -> String {
+        let name: Vec<&str> = dataset.iter().map(|(_, v)| v).collect();
+        let prefix = format!("{}/", name.join(":"));
+        let suffix = format!("/log/{n:020}");
+        let found: Vec<String> = self
+            .keys()
+            .into_iter()
+            .filter(|k| k.starts_with(&prefix) && k.ends_with(&suffix))
+            .collect();
+        assert_eq!(found.len(), 1, "log slot {n} of {prefix}: {found:?}");
+        found[0].clone()
+    }
+
+    /// The bytes of object `key`.
+    pub fn get(&self, key: &str) -> Vec<u8> {
+        use std::io::Read;
+        let url = self.signed(self.bucket.get_object(Some(&self.creds), key));
+        let mut bytes = Vec::new();
+        ureq::get(url.as_str())
+            .call()
+            .expect("GET")
+            .body_mut()
+            .as_reader()
+            .read_to_end(&mut bytes)
+            .expect("its bytes");
+        bytes
+    }
+
+    /// PUT `bytes` as object `key`.
+    pub fn put(&self, key: &str, bytes: &[u8]) {
+        let url = self.signed(self.bucket.put_object(Some(&self.creds), key));
+        ureq::put(url.as_str()).send(bytes).expect("PUT");
+    }
+
+    /// Create the bucket (an error if it exists is ignored).
+    pub fn create_bucket(&self) {
+        let url = self.signed(self.bucket.create_bucket(&self.creds));
+        let _ = ureq::put(url.as_str()).send_empty();
+    }
+
+    /// DELETE object `key`.
+    pub fn delete(&self, key: &str) {
+        let url = self.signed(self.bucket.delete_object(Some(&self.creds), key));
+        ureq::delete(url.as_str()).call().expect("DELETE");
+    }
+}
