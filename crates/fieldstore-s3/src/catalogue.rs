@@ -42,7 +42,7 @@ use fieldstore_core::{
 
 use crate::client::Client;
 use crate::config::S3Config;
-use crate::naming::{self, dataset_prefix, LIST_LOCKED, REGISTRY};
+use crate::naming::{self, dataset_prefix, LIST_LOCKED, PROBE, REGISTRY};
 
 /// The framing of every catalogue object: magic `FSS3`, format version 1.
 const FRAMING: Framing = Framing::new(*b"FSS3");
@@ -121,10 +121,34 @@ impl S3Catalogue {
     /// # Errors
     /// As [`crate::S3Store::open`].
     pub fn open(cfg: &S3Config) -> Result<S3Catalogue> {
-        Ok(S3Catalogue {
+        let cat = S3Catalogue {
             client: Client::connect(cfg)?,
             bucket: cfg.bucket.clone(),
-        })
+        };
+        cat.check_conditional_put()?;
+        Ok(cat)
+    }
+
+    /// Refuse a server that ignores `If-None-Match: *`: there two writers
+    /// would replace each other's flushes in one slot, losing one in
+    /// silence. A probe object is created twice (the second must be
+    /// refused), then removed: three requests per open.
+    fn check_conditional_put(&self) -> Result<()> {
+        let probe = format!("{PROBE}{}", fieldstore_core::writer_id::next());
+        let first = self.client.put_new(&self.bucket, &probe, b"")?;
+        let second = self.client.put_new(&self.bucket, &probe, b"")?;
+        self.client.delete(&self.bucket, &probe)?;
+        if first && !second {
+            return Ok(());
+        }
+        Err(Error::new(
+            ErrorKind::Unsupported,
+            format!(
+                "the S3 server at {} does not honour If-None-Match: * on PUT, which the S3 \
+                 catalogue's commit needs (engine: toc with store: s3 works without it)",
+                self.client.endpoint
+            ),
+        ))
     }
 
     /// Open the catalogue an `s3:` configuration section describes.

@@ -82,6 +82,10 @@ pub(crate) const REGISTRY: &str = "%datasets/";
 /// The prefix of the markers of datasets locked against `list`.
 pub(crate) const LIST_LOCKED: &str = "%list-locked/";
 
+/// The prefix of the objects that check, at open, that the server honours
+/// conditional PUTs (each removed at once).
+pub(crate) const PROBE: &str = "%probe/";
+
 /// The key of data object `n` of writer `writer`.
 pub(crate) fn data_key(dataset: &str, writer: &str, n: u64) -> String {
     format!("{dataset}data/{writer}.{n}")

@@ -2,8 +2,8 @@
 //! FDB5's S3 branch pairs them) on a real S3 server (SeaweedFS, started by
 //! `common`), one bucket and one root per check; damage written behind
 //! the store's back (a flipped byte, a truncated or removed object); and
-//! the errors of bad input: a missing bucket, refused credentials, an
-//! endpoint that does not answer.
+//! the errors of bad input, for the S3 store and the S3 catalogue alike: a
+//! missing bucket, refused credentials, an endpoint that does not answer.
 
 mod common;
 
@@ -159,63 +159,85 @@ fn writes_past_the_buffer_go_early() {
     );
 }
 
-fn open_err(yaml_s3: &str) -> (fieldstore::Error, Duration) {
+/// Open a config with this `s3:` section, which must fail, twice: the S3
+/// store under the POSIX catalogue, and the S3 catalogue over the POSIX
+/// store; the errors and how long each took.
+fn open_errs(yaml_s3: &str) -> Vec<(fieldstore::Error, Duration)> {
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let yaml = format!(
-        "engine: toc\nstore: s3\n{yaml_s3}spaces:\n- roots:\n  - path: {}\n",
-        dir.path().display()
-    );
-    let config = fieldstore::Config::from_yaml(&yaml, std::path::Path::new("/"), "bad config")
-        .expect("the config parses");
-    let t = Instant::now();
-    let e = FieldStore::open(config).expect_err("opening a bad S3 store succeeded");
-    (e, t.elapsed())
+    ["engine: toc\nstore: s3", "engine: s3\nstore: file"]
+        .iter()
+        .map(|pair| {
+            let yaml = format!(
+                "{pair}\n{yaml_s3}spaces:\n- roots:\n  - path: {}\n",
+                dir.path().display()
+            );
+            let config =
+                fieldstore::Config::from_yaml(&yaml, std::path::Path::new("/"), "bad config")
+                    .expect("the config parses");
+            let t = Instant::now();
+            let e = FieldStore::open(config).expect_err("opening a bad S3 backend succeeded");
+            (e, t.elapsed())
+        })
+        .collect()
+}
+
+/// As [`open_errs`], each checked by `check`.
+fn open_err(yaml_s3: &str, check: &dyn Fn(&fieldstore::Error, Duration)) {
+    for (e, took) in open_errs(yaml_s3) {
+        check(&e, took);
+    }
 }
 
 #[test]
 fn missing_bucket_is_named_when_it_may_not_be_created() {
     let Some(s) = common::server() else { return };
     let bucket = common::bucket("absent");
-    let (e, _) = open_err(&format!(
+    let yaml = format!(
         "s3:\n  endpoint: {}\n  bucket: {bucket}\n  create_bucket: false\n  credentials:\n    \
          access_key_id: {}\n    secret_access_key: {}\n",
         s.endpoint,
         common::ACCESS,
         common::SECRET
-    ));
-    assert_eq!(e.kind(), ErrorKind::NotFound, "{e}");
-    let text = e.to_string();
-    assert!(
-        text.contains(&bucket) && text.contains(&s.endpoint),
-        "{text}"
     );
+    open_err(&yaml, &|e, _| {
+        assert_eq!(e.kind(), ErrorKind::NotFound, "{e}");
+        let text = e.to_string();
+        assert!(
+            text.contains(&bucket) && text.contains(&s.endpoint),
+            "{text}"
+        );
+    });
 }
 
 #[test]
 fn wrong_credentials_are_refused_by_name() {
     let Some(s) = common::server() else { return };
     for (key, secret) in [(common::ACCESS, "not-the-secret"), ("nobody", "x")] {
-        let (e, _) = open_err(&format!(
+        let yaml = format!(
             "s3:\n  endpoint: {}\n  bucket: {}\n  credentials:\n    access_key_id: {key}\n    \
              secret_access_key: {secret}\n",
             s.endpoint,
             common::bucket("creds")
-        ));
-        assert_eq!(e.kind(), ErrorKind::PermissionDenied, "{e}");
-        assert!(
-            e.to_string().contains(&s.endpoint) && e.to_string().contains("credentials"),
-            "{e}"
         );
+        open_err(&yaml, &|e, _| {
+            assert_eq!(e.kind(), ErrorKind::PermissionDenied, "{e}");
+            assert!(
+                e.to_string().contains(&s.endpoint) && e.to_string().contains("credentials"),
+                "{e}"
+            );
+        });
     }
     // Anonymous requests too (no credentials in the config or the
     // environment).
     if std::env::var_os("AWS_ACCESS_KEY_ID").is_none() {
-        let (e, _) = open_err(&format!(
+        let yaml = format!(
             "s3:\n  endpoint: {}\n  bucket: {}\n",
             s.endpoint,
             common::bucket("anon")
-        ));
-        assert_eq!(e.kind(), ErrorKind::PermissionDenied, "{e}");
+        );
+        open_err(&yaml, &|e, _| {
+            assert_eq!(e.kind(), ErrorKind::PermissionDenied, "{e}")
+        });
     }
 }
 
@@ -228,26 +250,28 @@ fn an_endpoint_that_does_not_answer_is_named_within_the_timeout() {
         let l = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
         l.local_addr().expect("its address").port()
     };
-    let (e, took) = open_err(&format!(
-        "s3:\n  endpoint: http://127.0.0.1:{closed}\n  bucket: nothing-there\n"
-    ));
-    assert_eq!(e.kind(), ErrorKind::Unavailable, "{e}");
-    assert!(
-        e.to_string().contains(&format!("127.0.0.1:{closed}")),
-        "{e}"
-    );
-    assert!(took < Duration::from_secs(10), "{took:?}: {e}");
+    let yaml = format!("s3:\n  endpoint: http://127.0.0.1:{closed}\n  bucket: nothing-there\n");
+    open_err(&yaml, &|e, took| {
+        assert_eq!(e.kind(), ErrorKind::Unavailable, "{e}");
+        assert!(
+            e.to_string().contains(&format!("127.0.0.1:{closed}")),
+            "{e}"
+        );
+        assert!(took < Duration::from_secs(10), "{took:?}: {e}");
+    });
 
     let silent = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
     let port = silent.local_addr().expect("its address").port();
-    let (e, took) = open_err(&format!(
+    let yaml = format!(
         "s3:\n  endpoint: http://127.0.0.1:{port}\n  bucket: nothing-there\n  timeout: 1.5\n"
-    ));
-    drop(silent);
-    assert_eq!(e.kind(), ErrorKind::Unavailable, "{e}");
-    assert!(e.to_string().contains(&format!("127.0.0.1:{port}")), "{e}");
-    assert!(
-        took >= Duration::from_millis(1400) && took < Duration::from_secs(10),
-        "{took:?}: {e}"
     );
+    open_err(&yaml, &|e, took| {
+        assert_eq!(e.kind(), ErrorKind::Unavailable, "{e}");
+        assert!(e.to_string().contains(&format!("127.0.0.1:{port}")), "{e}");
+        assert!(
+            took >= Duration::from_millis(1400) && took < Duration::from_secs(10),
+            "{took:?}: {e}"
+        );
+    });
+    drop(silent);
 }
