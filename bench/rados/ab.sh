@@ -4,6 +4,11 @@
 # 1 MiB fields, 2 processes (docs/experiments/2026-11-rados-liveness.md).
 #
 #   bench/rados/ab.sh HAMMER_A HAMMER_B [ROUNDS]
+#
+# SCENARIO=a runs the hammer's scenario A (write, read, list) instead of the
+# write phase alone; ORDER="B A" runs B first in each round (whichever runs
+# second writes into a fuller OSD: run both orders and pool the pairs,
+# docs/experiments/2026-11-engine-and-traits.md).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/setup-ceph.sh
@@ -24,11 +29,11 @@ rados:
 EOC
 echo "== machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 run() { # binary tag size nsteps
-  "$1" --config "$dir/config.yaml" --processes $procs --nsteps "$4" --nlevels 10 --nparams 10 \
+  "$1" --config "$dir/config.yaml" ${SCENARIO:+--scenario "$SCENARIO"} --processes $procs --nsteps "$4" --nlevels 10 --nparams 10 \
      --field-size "$3" --expver "$2" --no-drop-caches --no-randomise-data 2>&1 | grep -E '^(phase|write|read|list) ' | head -8
 }
 for r in $(seq "$rounds"); do
-  for v in A B; do
+  for v in ${ORDER:-A B}; do
     bin=$A; [ $v = B ] && bin=$B
     echo "-- round $r $v 64KiB"; run "$bin" "k${v}${r}" 65536 16
     echo "-- round $r $v 1MiB"; run "$bin" "m${v}${r}" 1048576 4
