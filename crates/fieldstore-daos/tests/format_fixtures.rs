@@ -23,6 +23,11 @@
 //! annotations) appear only in entries that have them, which the fixture's
 //! do not.
 //!
+//! Checked against a build of be36f9c^, the last to write version 1: it
+//! lists and retrieves the version-1 fixture exactly and refuses the
+//! version-2 one naming version 2 (`scripts/check-format-v1-fixtures.sh`,
+//! by hand: it builds that commit).
+//!
 //! Regenerate them only with a new format version, keeping the old ones:
 //! `FIELDSTORE_WRITE_FIXTURE=1 cargo test -p fieldstore-daos --test
 //! format_fixtures -- --ignored write_fixtures`.
