@@ -1,11 +1,14 @@
 //! Raw objects: bytes at offsets of named objects in the configured pool
 //! and namespace, with none of the store's format — what a benchmark
-//! measures the store against (`fieldstore hammer --raw`, IOR-style).
+//! measures the store against (`fieldstore hammer --raw`, IOR-style) — and
+//! whole objects with their omaps, listed, read and written as they are
+//! (the format tests' dumps of a namespace,
+//! `crates/fieldstore-rados/tests/format_fixtures.rs`).
 
-use fieldstore_core::Result;
+use fieldstore_core::{Error, Result};
 
 use crate::config::RadosConfig;
-use crate::rados::{Pool, ENOENT};
+use crate::rados::{Pool, WriteOp, ENOENT};
 
 /// The configured pool, for raw object I/O.
 ///
@@ -64,5 +67,86 @@ impl RawObjects {
             Err(ENOENT) => Ok(()),
             r => r.map_err(|e| e.error(format!("removing {}", self.pool.what(oid)))),
         }
+    }
+
+    /// The names of every object in the namespace, sorted (one listing of
+    /// the pool: its time grows with the pool).
+    ///
+    /// # Errors
+    /// As librados.
+    pub fn list(&self) -> Result<Vec<String>> {
+        let mut names = self
+            .pool
+            .list_objects(|_| true)
+            .map_err(|e| e.error(format!("listing the objects of {}", self.pool)))?;
+        names.sort();
+        Ok(names)
+    }
+
+    /// The whole data of `oid`.
+    ///
+    /// # Errors
+    /// As librados, naming the object (`NotFound` for a missing object).
+    pub fn read_all(&self, oid: &str) -> Result<Vec<u8>> {
+        let size = self
+            .pool
+            .stat(oid)
+            .map_err(|e| e.error(format!("sizing {}", self.pool.what(oid))))?;
+        let mut buf = vec![0u8; size as usize];
+        let n = self.read(oid, 0, &mut buf)?;
+        if n != buf.len() {
+            return Err(Error::corrupt(format!(
+                "{}: read {n} bytes of {size} (changed meanwhile?)",
+                self.pool.what(oid)
+            )));
+        }
+        Ok(buf)
+    }
+
+    /// Every omap pair of `oid`, in key order (none for an object without
+    /// an omap). Keys are UTF-8, as every key fieldstore writes.
+    ///
+    /// # Errors
+    /// As librados, naming the object.
+    pub fn omap(&self, oid: &str) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        let mut out: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+        loop {
+            let after = match out.last() {
+                None => String::new(),
+                Some((k, _)) => String::from_utf8(k.clone()).map_err(|_| {
+                    Error::invalid_input(format!(
+                        "{}: an omap key that is not UTF-8",
+                        self.pool.what(oid)
+                    ))
+                })?,
+            };
+            let (page, more) = self
+                .pool
+                .omap_page(oid, &after, "", 1000)
+                .map_err(|e| e.error(format!("reading the omap of {}", self.pool.what(oid))))?;
+            out.extend(page);
+            if !more {
+                return Ok(out);
+            }
+        }
+    }
+
+    /// Create `oid` holding `data` and the omap pairs `omap`, in one
+    /// operation (atomic); an existing object is refused (EEXIST).
+    ///
+    /// # Errors
+    /// As librados, naming the object.
+    pub fn create(&self, oid: &str, data: &[u8], omap: &[(&[u8], &[u8])]) -> Result<()> {
+        let mut op = WriteOp::new()?;
+        op.create_exclusive();
+        if !data.is_empty() {
+            op.append(data);
+        }
+        if !omap.is_empty() {
+            op.omap_set(omap);
+        }
+        self.pool
+            .operate(oid, &op)
+            .map_err(|e| e.error(format!("creating {}", self.pool.what(oid))))
     }
 }
