@@ -7,8 +7,9 @@
 //! finding the first free slot, publishing, and following the log with
 //! gaps told from the end.
 //!
-//! A medium gives a [`SlotLog`] (four requests) and how to decode a slot's
-//! value into a [`SlotRecord`]; FLUSH records carry their blocks inline
+//! A medium gives a [`SlotLog`] (four methods, and two optional ones for a
+//! medium that can list its slots) and how to decode a slot's value into
+//! a [`SlotRecord`]; FLUSH records carry their blocks inline
 //! ([`crate::record::inline`]), so a reader needs no block loader.
 
 use std::collections::HashMap;
