@@ -260,13 +260,17 @@ fn not_found(dataset: &DatasetKey) -> Error {
 impl Catalogue for S3Catalogue {
     fn writer(&self, dataset: &DatasetKey, schema: &Schema) -> Result<Box<dyn CatalogueWriter>> {
         let meta = self.meta_or_create(dataset, schema)?;
+        // The end of the log first, then the locks: a lock set after this
+        // look appends its CONTROL record at `next` or later, so this
+        // writer's first publish finds its slot taken and reads the locks
+        // again; one set before it is in the `control` object already.
+        let next = slots::first_free(&self.slots(dataset, &meta.incarnation), 0)?;
         if self
             .control_of(dataset, &meta.incarnation)?
             .contains(Operation::Archive)
         {
             return Err(locked(dataset, Operation::Archive));
         }
-        let next = slots::first_free(&self.slots(dataset, &meta.incarnation), 0)?;
         Ok(Box::new(S3CatalogueWriter {
             registered: false,
             cat: self.clone(),
