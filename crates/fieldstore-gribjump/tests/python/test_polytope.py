@@ -322,10 +322,15 @@ def test_pygribjump_errors_as_gribjumps(direct_answers):
     _, a = direct_answers
     theirs, ours = a["oracle"]["answers"], a["fieldstore"]["answers"]
     for i, words in [(3, ["DataNotFound"]), (5, ["Grid hash mismatch", "0" * 32]),
-                     (6, ["Grid hash was not specified"]), (7, [])]:
+                     (6, ["Grid hash was not specified"])]:
         assert "error" in theirs[i] and "error" in ours[i], (i, theirs[i], ours[i])
         for w in words:
             assert w in theirs[i]["error"] and w in ours[i]["error"], (i, w, ours[i]["error"])
+    # A range past the grid: fieldstore names it. GribJump 0.13 fails in
+    # most runs but answered NaNs with an all-zero mask in one CI run (it
+    # reads past the field), so only fieldstore's answer is pinned.
+    assert "out of range" in ours[7].get("error", ""), ours[7]
+    assert "error" in theirs[7] or theirs[7]["results"][0]["masks"] == [[0]], theirs[7]
     # A key the store does not have: GribJump finds no field; fieldstore
     # names the keyword.
     assert "DataNotFound" in theirs[4]["error"]
