@@ -59,7 +59,7 @@ bash scripts/test-gribjump-python.sh
 echo "== Aviso: fieldstore notify with aviso-server 0.13.1 and pyaviso 2.4.2's aviso listen"
 bash scripts/test-aviso.sh
 # --- Aviso notifications -- end -------------------------------------------------
-# --- S3 store on Ceph's RADOS Gateway (crates/fieldstore-s3) -- begin -----------
-echo "== S3 store: conformance, damage, bad input and process tests on radosgw 16.2 (a second real S3 server)"
+# --- S3 catalogue and store on Ceph's RADOS Gateway (crates/fieldstore-s3) -- begin
+echo "== S3 catalogue and store: conformance, damage, fixtures, bad input and process tests on radosgw 16.2 (a second real S3 server)"
 bash scripts/test-s3-radosgw.sh
-# --- S3 store on Ceph's RADOS Gateway -- end -------------------------------------
+# --- S3 catalogue and store on Ceph's RADOS Gateway -- end -----------------------
