@@ -2,9 +2,11 @@
 //! per-writer index files.
 //!
 //! Flush protocol (one writer, one dataset):
-//! 1. the store has synced the data (the handle flushes the store first);
-//! 2. the writer appends one block per collocation to its own index file,
-//!    in one write, and syncs it;
+//! 1. the writer appends one block per collocation to its own index file,
+//!    in one write, and starts its write-back (`prepare_flush`, before the
+//!    handle flushes the store: the data file's sync then commits the
+//!    blocks' allocation in the same journal commit);
+//! 2. the store has synced the data; the writer syncs the index file;
 //! 3. it appends one `FLUSH` record, naming those blocks and carrying their
 //!    axes, to the shared table of contents in one `O_APPEND` write, and
 //!    syncs it.
