@@ -425,6 +425,25 @@ pub trait CatalogueWriter: Send {
     /// Make every inserted entry durable and visible, atomically.
     fn flush(&mut self) -> Result<()>;
 
+    /// Optional, before the store's flush: write ahead what the next
+    /// [`CatalogueWriter::flush`] will publish, where it stays invisible
+    /// until then, so that the store's sync may carry it to the disk along
+    /// with the fields. POSIX writes its index blocks here and starts their
+    /// write-back: the data file's `fdatasync` then commits them in the same
+    /// journal commit, and the index's own sync finds nothing left to do
+    /// (one commit per flush fewer, `docs/benchmarks.md`). `flush` must
+    /// work without it (it writes ahead itself then). A failure leaves
+    /// nothing visible, as a failed `flush` whose
+    /// [`CatalogueWriter::last_flush_invisible`] is `true`; a writer
+    /// dropped after it and before `flush` publishes nothing of it. The
+    /// default does nothing.
+    ///
+    /// # Errors
+    /// The backend's write errors; the dataset locked against archive.
+    fn prepare_flush(&mut self) -> Result<()> {
+        Ok(())
+    }
+
     /// After a [`CatalogueWriter::flush`] that failed: whether it made
     /// nothing visible, for certain — it failed before the step that makes
     /// entries visible, or that step failed whole (POSIX: the `toc` append

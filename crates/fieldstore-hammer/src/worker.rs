@@ -223,6 +223,7 @@ fn write(
                     if task.detailed {
                         if detailed.as_ref().is_none_or(|w| w.dataset != split.dataset) {
                             if let Some(mut old) = detailed.take() {
+                                old.catalogue.prepare_flush()?;
                                 old.store.flush()?;
                                 old.catalogue.flush()?;
                             }
@@ -252,6 +253,9 @@ fn write(
             }
             let t = Instant::now();
             if let Some(w) = detailed.as_mut() {
+                // In the handle's order (`FieldStore::flush`).
+                w.catalogue.prepare_flush()?;
+                let t = ops.add("catalogue.prepare", t);
                 w.store.flush()?;
                 let t = ops.add("store.flush", t);
                 w.catalogue.flush()?;

@@ -306,15 +306,24 @@ impl FieldStore {
         let mut first_error = None;
         let mut failed = Vec::new();
         for (dataset, w) in writers.iter_mut().filter(|(_, w)| w.dirty) {
-            let r = w.store.flush().map_err(|e| (e, true)).and_then(|()| {
-                crate::failpoint::hit("flush.store_done");
-                w.catalogue
-                    .flush()
-                    .map_err(|e| (e, w.catalogue.last_flush_invisible()))?;
-                // Visible now; acknowledged only if the store's units
-                // cannot have been reclaimed across the publish.
-                w.store.confirm_published().map_err(|e| (e, false))
-            });
+            crate::failpoint::hit("flush.start");
+            // The catalogue writes ahead what it will publish, so that the
+            // store's sync carries it to the disk too
+            // (`CatalogueWriter::prepare_flush`); nothing is visible yet.
+            let r = w
+                .catalogue
+                .prepare_flush()
+                .map_err(|e| (e, true))
+                .and_then(|()| w.store.flush().map_err(|e| (e, true)))
+                .and_then(|()| {
+                    crate::failpoint::hit("flush.store_done");
+                    w.catalogue
+                        .flush()
+                        .map_err(|e| (e, w.catalogue.last_flush_invisible()))?;
+                    // Visible now; acknowledged only if the store's units
+                    // cannot have been reclaimed across the publish.
+                    w.store.confirm_published().map_err(|e| (e, false))
+                });
             match r {
                 Ok(()) => {
                     w.store.indexed();

@@ -311,17 +311,26 @@ fn an_interrupted_move_leaves_one_dataset_and_moving_again_finishes_it() {
 }
 
 /// A writer whose dataset is renamed into another root (a move within one
-/// file system) between its data's flush and its catalogue's: its index
-/// file goes into the moved dataset, not into a new directory where the
-/// dataset was, and its flush stands. Its next flush goes there too.
+/// file system) as its flush starts (before its catalogue writes its index
+/// blocks ahead: the index file is created after the move) or between its
+/// data's flush and its catalogue's publish (the blocks were written
+/// before the move): its index file goes into the moved dataset, not into
+/// a new directory where the dataset was, and its flush stands. Its next
+/// flush goes there too.
 #[test]
 fn a_writer_follows_its_dataset_renamed_into_another_root() {
+    for point in ["flush.start", "flush.store_done"] {
+        follows_a_rename_at(point);
+    }
+}
+
+fn follows_a_rename_at(point: &'static str) {
     let (_dir, a, b, open) = one_field_in_a();
     let writer = open();
     writer.archive(&sfc(1), b"during").unwrap();
     let mover = open();
     let to = b.clone();
-    failpoint::set("flush.store_done", move || {
+    failpoint::set(point, move || {
         mover.move_datasets(&Request::default(), &to).unwrap();
     });
     writer.flush().unwrap();
@@ -341,9 +350,74 @@ fn a_writer_follows_its_dataset_renamed_into_another_root() {
     for step in 0..3 {
         assert!(
             get(&fs, &sfc(step)).is_some(),
-            "step {step} after moving back"
+            "step {step} after moving back ({point})"
         );
     }
+}
+
+/// The lengths of the index files in `dir`, by name.
+fn index_lengths(dir: &Path) -> std::collections::BTreeMap<String, u64> {
+    names_in(dir)
+        .into_iter()
+        .filter(|n| n.ends_with(".index"))
+        .map(|n| {
+            let len = std::fs::metadata(dir.join(&n)).unwrap().len();
+            (n, len)
+        })
+        .collect()
+}
+
+/// A flush whose catalogue wrote its index blocks ahead and whose writer
+/// was then dropped (the store's flush failed, and the handle drops a
+/// failed dataset's writers) publishes nothing, and its blocks are cut
+/// off the index file; written ahead and flushed, it is visible.
+#[test]
+fn a_flush_written_ahead_and_never_published_leaves_nothing() {
+    let (_dir, a, _b, open) = one_field_in_a();
+    let dataset = a.join(DATASET_DIR);
+    let before = index_lengths(&dataset);
+    let fs = open();
+    let split = fs.schema().split(&sfc(1)).unwrap();
+    let mut store = fs.store().writer(&split.dataset).unwrap();
+    let mut catalogue = fs.catalogue().writer(&split.dataset, fs.schema()).unwrap();
+    let at = store.archive(&split.collocation, b"never").unwrap();
+    catalogue
+        .insert(&split.collocation, &split.element, &at)
+        .unwrap();
+    catalogue.prepare_flush().unwrap();
+    let ahead = index_lengths(&dataset);
+    let new: Vec<_> = ahead
+        .iter()
+        .filter(|(n, _)| !before.contains_key(*n))
+        .collect();
+    assert!(
+        matches!(new.as_slice(), [(_, len)] if **len > 0),
+        "blocks written ahead to a new index file: {ahead:?}"
+    );
+    drop(catalogue);
+    store.abandon();
+    let after = index_lengths(&dataset);
+    assert!(
+        after
+            .iter()
+            .all(|(n, len)| before.get(n) == Some(len) || *len == 0),
+        "the blocks written ahead are cut off: {after:?}"
+    );
+    assert_eq!(get(&open(), &sfc(1)), None, "nothing published");
+    // Written ahead, then flushed (the handle's order): visible.
+    let mut catalogue = fs.catalogue().writer(&split.dataset, fs.schema()).unwrap();
+    let at = store.archive(&split.collocation, b"now").unwrap();
+    catalogue
+        .insert(&split.collocation, &split.element, &at)
+        .unwrap();
+    catalogue.prepare_flush().unwrap();
+    store.flush().unwrap();
+    catalogue.flush().unwrap();
+    assert_eq!(get(&open(), &sfc(1)).as_deref(), Some(&b"now"[..]));
+    assert_eq!(get(&open(), &sfc(0)).as_deref(), Some(&b"before"[..]));
+    assert!(open().status(&Request::default()).unwrap()[0]
+        .damage
+        .is_empty());
 }
 
 /// A writer whose catalogue and store opened the dataset under two paths

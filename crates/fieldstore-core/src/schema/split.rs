@@ -2,7 +2,7 @@
 
 use super::rule::{Matcher, Rule, RuleId};
 use super::{Schema, SchemaError};
-use crate::key::{CollocationKey, DatasetKey, ElementKey, Key};
+use crate::key::{CollocationKey, DatasetKey, ElementKey, Key, KeyText};
 
 /// A field's key split by a schema into its three levels, in canonical form.
 ///
@@ -55,8 +55,8 @@ enum FailureKind {
 }
 
 /// Match one level's predicates against `key`, producing the level key.
-fn match_level(rule: &Rule, key: &Key) -> Result<Key, Failure> {
-    let mut out = Key::new();
+fn match_level(rule: &Rule, key: &Key, out: &mut KeyText) -> Result<Key, Failure> {
+    out.clear();
     for (i, p) in rule.predicates.iter().enumerate() {
         let value = match (key.get(&p.keyword), &p.matcher) {
             (_, Matcher::Hidden(_)) => String::new(),
@@ -84,9 +84,9 @@ fn match_level(rule: &Rule, key: &Key) -> Result<Key, Failure> {
                 canonical
             }
         };
-        out.push_unchecked(p.keyword.clone(), value);
+        out.push_unchecked(&p.keyword, &value);
     }
-    Ok(out)
+    Ok(out.finish())
 }
 
 impl Schema {
@@ -122,6 +122,8 @@ impl Schema {
                 bytes: v.len(),
             });
         }
+        // One text for every level's key, allocated once per split.
+        let mut text = KeyText::default();
         let mut best: Option<(usize, RuleId, &Rule, Failure)> = None;
         let mut consider = |score: usize, id: RuleId, rule: &'s Rule, f: Failure| {
             if best.as_ref().is_none_or(|(s, ..)| score > *s) {
@@ -134,7 +136,7 @@ impl Schema {
                 collocation: 0,
                 element: 0,
             };
-            let dk = match match_level(d, key) {
+            let dk = match match_level(d, key, &mut text) {
                 Ok(k) => k,
                 Err(f) => {
                     consider(f.matched, id, d, f);
@@ -146,7 +148,7 @@ impl Schema {
                     collocation: ci as u32,
                     ..id
                 };
-                let ck = match match_level(c, key) {
+                let ck = match match_level(c, key, &mut text) {
                     Ok(k) => k,
                     Err(f) => {
                         consider(d.predicates.len() + f.matched, id, c, f);
@@ -158,7 +160,7 @@ impl Schema {
                         element: ei as u32,
                         ..id
                     };
-                    let ek = match match_level(e, key) {
+                    let ek = match match_level(e, key, &mut text) {
                         Ok(k) => k,
                         Err(f) => {
                             consider(

@@ -2,9 +2,11 @@
 //! per-writer index files.
 //!
 //! Flush protocol (one writer, one dataset):
-//! 1. the store has synced the data (the handle flushes the store first);
-//! 2. the writer appends one block per collocation to its own index file,
-//!    in one write, and syncs it;
+//! 1. the writer appends one block per collocation to its own index file,
+//!    in one write, and starts its write-back (`prepare_flush`, before the
+//!    handle flushes the store: the data file's sync then commits the
+//!    blocks' allocation in the same journal commit);
+//! 2. the store has synced the data; the writer syncs the index file;
 //! 3. it appends one `FLUSH` record, naming those blocks and carrying their
 //!    axes, to the shared table of contents in one `O_APPEND` write, and
 //!    syncs it.
@@ -344,6 +346,10 @@ impl Catalogue for TocCatalogue {
             &toc.metadata()
                 .map_err(|e| Error::io(toc_path.display(), e))?,
         );
+        let toc_lock = Arc::new(
+            toc.try_clone()
+                .map_err(|e| Error::io(toc_path.display(), e))?,
+        );
         Ok(Box::new(TocWriter {
             schema: stored_schema,
             key: dataset.clone(),
@@ -353,10 +359,12 @@ impl Catalogue for TocCatalogue {
             open_dir,
             dir,
             toc,
+            toc_lock,
             toc_path,
             index: None,
             same_dir: HashMap::new(),
             pending: PendingEntries::new(),
+            staged: None,
             invisible: false,
         }))
     }
@@ -605,6 +613,11 @@ struct TocWriter {
     abs_dir: PathBuf,
     open_dir: OpenDir,
     toc: File,
+    /// A second descriptor of `toc` (one open file description, so the
+    /// same `flock`), made once per writer rather than once per flush: the
+    /// append lock is taken on it, leaving `self` free to update while it
+    /// is held.
+    toc_lock: Arc<File>,
     toc_path: PathBuf,
     index: Option<IndexFile>,
     /// Data file URIs under another path of the same directory, with their
@@ -612,9 +625,23 @@ struct TocWriter {
     same_dir: HashMap<Arc<str>, String>,
     /// Entries since the last flush.
     pending: PendingEntries,
+    /// A flush written ahead ([`CatalogueWriter::prepare_flush`]) and not
+    /// yet published.
+    staged: Option<StagedFlush>,
     /// The last flush failed before its record could be visible
     /// ([`CatalogueWriter::last_flush_invisible`]).
     invisible: bool,
+}
+
+/// A flush whose index blocks are written (their write-back started, not
+/// yet synced) and named by no record yet.
+struct StagedFlush {
+    /// Where its blocks start in the index file: what a flush that fails
+    /// before its record is in cuts the file back to.
+    base: u64,
+    /// Per block, in file order: its framed length, collocation, axes and
+    /// number of entries.
+    blocks: Vec<(u32, CollocationKey, Axes, u32)>,
 }
 
 /// A shared `flock` on a writer's `toc`, held from before it checks where
@@ -826,33 +853,63 @@ impl CatalogueWriter for TocWriter {
         Ok(())
     }
 
-    fn flush(&mut self) -> Result<()> {
-        if self.pending.is_empty() {
+    /// Write the index blocks of the entries pending now and start their
+    /// write-back, so that a sync of any file of this file system that
+    /// follows (the store's `fdatasync` of its data file) may commit them
+    /// too; [`CatalogueWriter::flush`] then syncs and publishes them.
+    fn prepare_flush(&mut self) -> Result<()> {
+        if self.staged.is_some() || self.pending.is_empty() {
             return Ok(());
         }
+        // Until the FLUSH record is appended whole, a failure leaves
+        // nothing visible.
+        self.invisible = true;
         let base = self.index.as_ref().map_or(0, |idx| idx.len);
-        match self.flush_pending() {
+        match self.write_blocks() {
+            Ok(staged) => {
+                self.staged = Some(staged);
+                Ok(())
+            }
+            Err(e) => {
+                // No record names what was appended to the index file: it
+                // goes.
+                self.cut_index(base);
+                Err(self.explain(e))
+            }
+        }
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        self.prepare_flush()?;
+        let Some(staged) = self.staged.take() else {
+            return Ok(());
+        };
+        match self.publish(&staged) {
             Ok(()) => Ok(()),
             Err(e) => {
                 if self.invisible {
                     // No record names what this flush appended to the
                     // index file: it goes.
-                    self.cut_index(base);
+                    self.cut_index(staged.base);
                 }
-                // Failing because the dataset was wiped or moved away under
-                // the writer (its directory gone) says so.
-                Err(match self.whereabouts() {
-                    Whereabouts::Here(_) => e,
-                    Whereabouts::Moved => moved_while_writing(&self.key),
-                    Whereabouts::Other => gone_while_writing(&self.key),
-                    Whereabouts::Wiped => wiped_while_writing(&self.key),
-                })
+                Err(self.explain(e))
             }
         }
     }
 
     fn last_flush_invisible(&self) -> bool {
         self.invisible
+    }
+}
+
+impl Drop for TocWriter {
+    /// A flush written ahead and never published (the store's flush failed
+    /// after [`CatalogueWriter::prepare_flush`], and the handle dropped the
+    /// writer): its blocks go, as a failed flush's do.
+    fn drop(&mut self) {
+        if let Some(staged) = self.staged.take() {
+            self.cut_index(staged.base);
+        }
     }
 }
 
@@ -869,10 +926,22 @@ impl TocWriter {
         }
     }
 
-    fn flush_pending(&mut self) -> Result<()> {
-        // Until the FLUSH record is appended whole, a failure leaves
-        // nothing visible.
-        self.invisible = true;
+    /// A failed flush's error, saying so when it failed because the
+    /// dataset was wiped or moved away under the writer (its directory
+    /// gone).
+    fn explain(&self, e: Error) -> Error {
+        match self.whereabouts() {
+            Whereabouts::Here(_) => e,
+            Whereabouts::Moved => moved_while_writing(&self.key),
+            Whereabouts::Other => gone_while_writing(&self.key),
+            Whereabouts::Wiped => wiped_while_writing(&self.key),
+        }
+    }
+
+    /// Steps 1 and 2 of a flush: the pending entries' index blocks, one
+    /// write to the index file, their write-back started (not waited for:
+    /// [`TocWriter::publish`] syncs them). Named by nothing yet.
+    fn write_blocks(&mut self) -> Result<StagedFlush> {
         let pending = self.pending.take();
         if self.locks()?.contains(Operation::Archive) {
             return Err(locked(&self.key, Operation::Archive));
@@ -886,30 +955,44 @@ impl TocWriter {
             abs_dir: &self.abs_dir,
             same_dir: &self.same_dir,
         };
-        // Blocks: per collocation, runs of one keyword list.
+        // 1. Blocks: per collocation, runs of one keyword list.
+        let mut all = Vec::new();
         let mut blocks = Vec::new();
-        let mut described = Vec::new();
         for (collocation, entries) in pending.groups() {
             let (payload, axes) = block::encode(&files, collocation, entries);
-            let mut framed = Vec::new();
+            let from = all.len();
             if entries.iter().any(|(_, l)| l.extension.is_some()) {
                 // Version 2: a version-1 reader would misread the entry
                 // flags; it refuses the block by name instead.
-                format::FRAMING.frame(&mut framed, format::BLOCK, &payload);
+                format::FRAMING.frame(&mut all, format::BLOCK, &payload);
             } else {
-                format::frame(&mut framed, format::BLOCK, &payload);
+                format::frame(&mut all, format::BLOCK, &payload);
             }
-            blocks.push(framed);
-            described.push((collocation.clone(), axes, entries.len() as u32));
+            let framed = (all.len() - from) as u32;
+            blocks.push((framed, collocation.clone(), axes, entries.len() as u32));
         }
-        // 2. Index blocks, one write, synced.
+        // 2. Index blocks, one write, their write-back started: on a
+        // journalling file system the blocks are allocated now, and the
+        // next sync of the file system (the store's, of its data file)
+        // commits them; `publish`'s own sync then only waits.
         let idx = self.index_file()?;
         let base = idx.len;
-        let all: Vec<u8> = blocks.concat();
         idx.file
             .write_all(&all)
             .map_err(|e| Error::io(format!("writing {}", idx.path.display()), e))?;
         idx.len += all.len() as u64;
+        super::staging::start_writeback(&idx.file, base, all.len());
+        Ok(StagedFlush { base, blocks })
+    }
+
+    /// Steps 2 (its sync) and 3 of a flush: the staged blocks synced, then
+    /// one FLUSH record naming them appended to the table of contents,
+    /// synced.
+    fn publish(&mut self, staged: &StagedFlush) -> Result<()> {
+        let idx = self
+            .index
+            .as_mut()
+            .ok_or_else(|| Error::internal("index file not open"))?;
         layout::sync_data(&idx.file, &idx.path)?;
         let need_dir_sync = !idx.synced_dir;
         idx.synced_dir = true;
@@ -925,26 +1008,21 @@ impl TocWriter {
                 .map(|d| d.as_nanos() as u64)
                 .unwrap_or(0),
         );
-        p.u32(blocks.len() as u32);
-        let mut offset = base;
-        for (framed, (collocation, axes, count)) in blocks.iter().zip(&described) {
+        p.u32(staged.blocks.len() as u32);
+        let mut offset = staged.base;
+        for (len, collocation, axes, count) in &staged.blocks {
             p.str(&index_name);
             p.u64(offset);
-            p.u32(framed.len() as u32);
+            p.u32(*len);
             p.u32(*count);
             p.str(&collocation.to_string());
             p.axes(axes);
-            offset += framed.len() as u64;
+            offset += u64::from(*len);
         }
         let mut rec = Vec::new();
         format::frame(&mut rec, format::FLUSH, &p.0);
-        // The lock is taken on a clone of the descriptor (one open file
-        // description: the same lock) so that `self` stays free to update.
-        let toc = self
-            .toc
-            .try_clone()
-            .map_err(|e| Error::io(self.toc_path.display(), e))?;
-        let _lock = AppendLock::take(&toc, &self.toc_path)?;
+        let toc_lock = self.toc_lock.clone();
+        let _lock = AppendLock::take(&toc_lock, &self.toc_path)?;
         crate::failpoint::hit("flush.before_append");
         self.follow()?;
         if self.locks()?.contains(Operation::Archive) {

@@ -563,6 +563,13 @@ impl Staging {
     }
 }
 
+/// Start writing back `len` bytes at `offset` of `file`, not waiting for
+/// it (see [`writeback`]): the catalogue's index blocks before the data
+/// file's sync, which then commits their allocation too.
+pub(crate) fn start_writeback(file: &File, offset: u64, len: usize) {
+    writeback(file, offset, len, false);
+}
+
 /// Start writing back `len` bytes at `offset` of `file` (`wait`: and wait
 /// until they are written). A hint only: errors are ignored here, because
 /// `fdatasync` at the flush writes what is left and reports failures, and
