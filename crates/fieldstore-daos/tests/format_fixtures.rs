@@ -40,9 +40,8 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
-use fieldstore::{FieldStore, Key, ListOptions, Request, Schema};
-
-const SCHEMA: &str = "[ class, expver, stream, date, time [ type, levtype [ step, param ]]]";
+use fieldstore::{FieldStore, ListOptions};
+use fieldstore_testkit::fixture;
 
 /// The record header's magic.
 const MAGIC: &[u8; 4] = b"FSD1";
@@ -82,40 +81,8 @@ fn root() -> &'static Path {
     .path()
 }
 
-/// The fields of the fixtures: three steps of two params, the last step
-/// archived twice (the second flush replaces it), and a wiped collocation
-/// (as in the POSIX fixture, `crates/fieldstore/tests/format_v1.rs`).
-fn fields() -> Vec<(Key, Vec<u8>)> {
-    let mut out = Vec::new();
-    for step in [0, 6, 12] {
-        for param in [130, 167] {
-            let key: Key = format!(
-                "class=od,expver=0001,stream=oper,date=20231201,time=1200,type=fc,levtype=sfc,step={step},param={param}"
-            )
-            .parse()
-            .unwrap();
-            let version = if step == 12 { 2 } else { 1 };
-            out.push((
-                key.clone(),
-                format!("field {key} version {version}").into_bytes(),
-            ));
-        }
-    }
-    out
-}
-
-fn wiped() -> Key {
-    "class=od,expver=0001,stream=oper,date=20231201,time=1200,type=an,levtype=sfc,step=0,param=130"
-        .parse()
-        .unwrap()
-}
-
 fn open(pool: &str) -> FieldStore {
-    FieldStore::open(common::config(
-        pool,
-        Schema::parse("fixture", SCHEMA).unwrap(),
-    ))
-    .unwrap()
+    FieldStore::open(common::config(pool, fixture::schema())).unwrap()
 }
 
 /// Copy a directory tree, symbolic links as links (the pool's labels).
@@ -157,36 +124,7 @@ fn write_store(pool: &str) {
     let _ = root();
     common::standin().pool_create(pool);
     let fs = open(pool);
-    // Step 12 first with version 1 bytes, replaced by a later flush.
-    for (key, data) in fields() {
-        let first = String::from_utf8(data.clone())
-            .unwrap()
-            .replace("version 2", "version 1");
-        fs.archive(&key, first.as_bytes()).unwrap();
-    }
-    fs.flush().unwrap();
-    for (key, data) in fields()
-        .into_iter()
-        .filter(|(k, _)| k.get("step") == Some("12"))
-    {
-        fs.archive(&key, &data).unwrap();
-    }
-    fs.flush().unwrap();
-    // A collocation archived, then wiped.
-    fs.archive(&wiped(), b"wiped").unwrap();
-    fs.flush().unwrap();
-    let request: Request =
-        "class=od,expver=0001,stream=oper,date=20231201,time=1200,type=an,levtype=sfc"
-            .parse()
-            .unwrap();
-    fs.wipe(
-        &request,
-        fieldstore::WipeOptions {
-            doit: true,
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    fieldstore_testkit::fixture::write(&fs);
 }
 
 /// Every KV value file of a pool directory (`conts/<uuid>/obj/<oid>/<key
@@ -311,35 +249,7 @@ fn write_fixtures() {
 }
 
 fn lists_and_retrieves_exactly(version: u16) {
-    let fs = load(version);
-    let listed = fs
-        .list(&"class=od".parse().unwrap(), ListOptions::default())
-        .unwrap();
-    let mut got: Vec<String> = listed.iter().map(|e| e.full_key().to_string()).collect();
-    let mut want: Vec<String> = fields().iter().map(|(k, _)| k.to_string()).collect();
-    got.sort();
-    want.sort();
-    assert_eq!(got, want, "version {version}");
-    for (key, data) in &fields() {
-        let got = fs
-            .retrieve(&Request::from_key(key))
-            .unwrap()
-            .read_all()
-            .unwrap();
-        assert_eq!(
-            String::from_utf8_lossy(&got),
-            String::from_utf8_lossy(data),
-            "version {version}: {key}"
-        );
-    }
-    assert!(
-        fs.retrieve(&Request::from_key(&wiped()))
-            .unwrap()
-            .read_all()
-            .unwrap()
-            .is_empty(),
-        "version {version}: the wiped field"
-    );
+    fixture::check_exactly(&load(version), &format!("the version-{version} fixture"));
 }
 
 #[test]

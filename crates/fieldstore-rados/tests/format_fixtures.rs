@@ -41,10 +41,9 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use fieldstore::{FieldStore, Key, ListOptions, Request, Schema};
+use fieldstore::{FieldStore, ListOptions};
 use fieldstore_rados::{RadosConfig, RawObjects};
-
-const SCHEMA: &str = "[ class, expver, stream, date, time [ type, levtype [ step, param ]]]";
+use fieldstore_testkit::fixture;
 
 /// The record header's magic.
 const MAGIC: &[u8; 4] = b"FSRR";
@@ -71,37 +70,9 @@ fn fixture(version: u16) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/fixtures/store-v{version}"))
 }
 
-/// The fields of the fixtures: three steps of two params, the last step
-/// archived twice (the second flush replaces it), and a wiped collocation
-/// (as in the POSIX fixture, `crates/fieldstore/tests/format_v1.rs`).
-fn fields() -> Vec<(Key, Vec<u8>)> {
-    let mut out = Vec::new();
-    for step in [0, 6, 12] {
-        for param in [130, 167] {
-            let key: Key = format!(
-                "class=od,expver=0001,stream=oper,date=20231201,time=1200,type=fc,levtype=sfc,step={step},param={param}"
-            )
-            .parse()
-            .unwrap();
-            let version = if step == 12 { 2 } else { 1 };
-            out.push((
-                key.clone(),
-                format!("field {key} version {version}").into_bytes(),
-            ));
-        }
-    }
-    out
-}
-
-fn wiped() -> Key {
-    "class=od,expver=0001,stream=oper,date=20231201,time=1200,type=an,levtype=sfc,step=0,param=130"
-        .parse()
-        .unwrap()
-}
-
 fn open(cluster: &common::Cluster, namespace: &str) -> FieldStore {
     let mut c = common::config(cluster, "rados", "rados", namespace, None);
-    c.schema = Schema::parse("fixture", SCHEMA).unwrap();
+    c.schema = fixture::schema();
     FieldStore::open(c).unwrap()
 }
 
@@ -275,36 +246,7 @@ fn rewrite_headers(objects: &mut [Object], f: &dyn Fn(u16, u16) -> (u16, u16)) -
 /// `namespace`.
 fn write_store(cluster: &common::Cluster, namespace: &str) {
     let fs = open(cluster, namespace);
-    // Step 12 first with version 1 bytes, replaced by a later flush.
-    for (key, data) in fields() {
-        let first = String::from_utf8(data.clone())
-            .unwrap()
-            .replace("version 2", "version 1");
-        fs.archive(&key, first.as_bytes()).unwrap();
-    }
-    fs.flush().unwrap();
-    for (key, data) in fields()
-        .into_iter()
-        .filter(|(k, _)| k.get("step") == Some("12"))
-    {
-        fs.archive(&key, &data).unwrap();
-    }
-    fs.flush().unwrap();
-    // A collocation archived, then wiped.
-    fs.archive(&wiped(), b"wiped").unwrap();
-    fs.flush().unwrap();
-    let request: Request =
-        "class=od,expver=0001,stream=oper,date=20231201,time=1200,type=an,levtype=sfc"
-            .parse()
-            .unwrap();
-    fs.wipe(
-        &request,
-        fieldstore::WipeOptions {
-            doit: true,
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    fieldstore_testkit::fixture::write(&fs);
 }
 
 /// Write both fixtures: a version-2 store, and a version-2 store converted
@@ -356,34 +298,7 @@ fn lists_and_retrieves_exactly(version: u16) {
         return;
     };
     let fs = load(cluster, version);
-    let listed = fs
-        .list(&"class=od".parse().unwrap(), ListOptions::default())
-        .unwrap();
-    let mut got: Vec<String> = listed.iter().map(|e| e.full_key().to_string()).collect();
-    let mut want: Vec<String> = fields().iter().map(|(k, _)| k.to_string()).collect();
-    got.sort();
-    want.sort();
-    assert_eq!(got, want, "version {version}");
-    for (key, data) in &fields() {
-        let got = fs
-            .retrieve(&Request::from_key(key))
-            .unwrap()
-            .read_all()
-            .unwrap();
-        assert_eq!(
-            String::from_utf8_lossy(&got),
-            String::from_utf8_lossy(data),
-            "version {version}: {key}"
-        );
-    }
-    assert!(
-        fs.retrieve(&Request::from_key(&wiped()))
-            .unwrap()
-            .read_all()
-            .unwrap()
-            .is_empty(),
-        "version {version}: the wiped field"
-    );
+    fixture::check_exactly(&fs, &format!("the version-{version} fixture"));
 }
 
 #[test]

@@ -2,7 +2,8 @@
 //! (`docs/format/s3.md`), checked in under `tests/fixtures/s3-v1` (one file
 //! per object, its key as its path), stays readable: every change to the
 //! S3 catalogue, the engine or the store must still list and retrieve it
-//! exactly. The test loads the objects into bucket `fixture-v1` (locations
+//! exactly (the content of every fixture: `fieldstore_testkit::fixture`).
+//! The test loads the objects into bucket `fixture-v1` (locations
 //! name their bucket) on the test's server. Regenerate it only with a new
 //! format version, keeping the old one: `FIELDSTORE_WRITE_FIXTURE=1 cargo
 //! test -p fieldstore-s3 --test format_v1 -- --ignored write_fixture`.
@@ -12,46 +13,20 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::Raw;
-use fieldstore::{Config, FieldStore, Key, ListOptions, Request};
+use fieldstore::{Config, FieldStore};
+use fieldstore_testkit::fixture;
 
-const SCHEMA: &str = "[ class, expver, stream, date, time [ type, levtype [ step, param ]]]";
 const BUCKET: &str = "fixture-v1";
 
 fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/s3-v1")
 }
 
-/// The fields of the fixture, as the POSIX one's: three steps of two
-/// params, the last step archived twice (the second flush replaces it).
-fn fields() -> Vec<(Key, Vec<u8>)> {
-    let mut out = Vec::new();
-    for step in [0, 6, 12] {
-        for param in [130, 167] {
-            let key: Key = format!(
-                "class=od,expver=0001,stream=oper,date=20231201,time=1200,type=fc,levtype=sfc,step={step},param={param}"
-            )
-            .parse()
-            .expect("a key");
-            let version = if step == 12 { 2 } else { 1 };
-            let data = format!("field {key} version {version}").into_bytes();
-            out.push((key, data));
-        }
-    }
-    out
-}
-
-/// A collocation archived, then wiped.
-fn wiped() -> Key {
-    "class=od,expver=0001,stream=oper,date=20231201,time=1200,type=an,levtype=sfc,step=0,param=130"
-        .parse()
-        .expect("a key")
-}
-
 fn open() -> Option<FieldStore> {
     let s = common::server()?;
     let yaml = format!("engine: s3\nstore: s3\n{}", s.section(BUCKET, 30.0));
     let mut c = Config::from_yaml(&yaml, Path::new("/"), "fixture config").expect("a config");
-    c.schema = fieldstore::Schema::parse("fixture", SCHEMA).expect("the schema");
+    c.schema = fixture::schema();
     Some(FieldStore::open(c).expect("open"))
 }
 
@@ -75,31 +50,7 @@ fn write_fixture() {
         return;
     }
     let Some(fs) = open() else { return };
-    for (key, data) in fields() {
-        let first = String::from_utf8(data)
-            .expect("text")
-            .replace("version 2", "version 1");
-        fs.archive(&key, first.as_bytes()).expect("archive");
-    }
-    fs.flush().expect("flush");
-    for (key, data) in fields()
-        .into_iter()
-        .filter(|(k, _)| k.get("step") == Some("12"))
-    {
-        fs.archive(&key, &data).expect("archive");
-    }
-    fs.flush().expect("flush");
-    fs.archive(&wiped(), b"wiped").expect("archive");
-    fs.flush().expect("flush");
-    let request: Request =
-        "class=od,expver=0001,stream=oper,date=20231201,time=1200,type=an,levtype=sfc"
-            .parse()
-            .expect("a request");
-    let options = fieldstore::WipeOptions {
-        doit: true,
-        ..Default::default()
-    };
-    fs.wipe(&request, options).expect("wipe");
+    fixture::write(&fs);
     drop(fs);
     let raw = Raw::new(BUCKET);
     let root = fixture();
@@ -127,27 +78,7 @@ fn a_version_1_store_lists_and_retrieves_exactly() {
     for (key, path) in &objects {
         raw.put(key, &std::fs::read(path).expect("the object"));
     }
-    let fs = open().expect("a server");
-    let listed = fs
-        .list(
-            &"class=od".parse().expect("a request"),
-            ListOptions::default(),
-        )
-        .expect("list");
-    let want = fields();
-    assert_eq!(listed.len(), want.len(), "{listed:?}");
-    for (key, data) in &want {
-        let got = fs
-            .retrieve(&Request::from_key(key))
-            .and_then(|r| r.read_all())
-            .expect("retrieve");
-        assert_eq!(got, *data, "{key}");
-    }
-    let gone = fs
-        .retrieve(&Request::from_key(&wiped()))
-        .and_then(|r| r.read_all())
-        .expect("retrieve");
-    assert!(gone.is_empty(), "the wiped field");
+    fixture::check_exactly(&open().expect("a server"), "the version-1 S3 fixture");
 }
 
 #[test]

@@ -34,6 +34,7 @@
 pub mod ceph;
 mod checks;
 pub mod churn;
+pub mod fixture;
 pub mod layers;
 pub mod payload;
 pub mod processes;
