@@ -750,9 +750,13 @@ impl DaosLog {
         let kv = cont.c.kv(oid, true).map_err(class_error)?;
         let slots = KvSlots { kv: &kv, cont };
         let cursor = &mut log.cursor.slots;
-        slots::follow(&slots, &mut log.index, cursor, &mut |slot, value| {
-            self.decode(cont, slot, value)
-        })?;
+        slots::follow(
+            &slots,
+            &mut log.index,
+            &mut log.torn,
+            cursor,
+            &mut |slot, value| self.decode(cont, slot, value),
+        )?;
         if cursor.next > 0 {
             cont.saw_slot(cursor.next - 1);
         }

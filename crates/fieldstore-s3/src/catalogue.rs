@@ -33,7 +33,7 @@ use fieldstore_core::maintenance::{locked, wiped_while_writing, Item, ItemKind};
 use fieldstore_core::record::inline::{self, Flush};
 use fieldstore_core::record::maintenance::{self as records, now_ns, MaintenanceRecord};
 use fieldstore_core::record::pending::PendingEntries;
-use fieldstore_core::record::{kind, Dec, Enc, Framing};
+use fieldstore_core::record::{kind, Dec, Enc, Framed, Framing};
 use fieldstore_core::{
     Catalogue, CatalogueMaintenance, CatalogueWriter, ChangeWaiter, CollocationKey, Control,
     DamagedDatasets, DatasetKey, DatasetMover, DatasetReader, ElementKey, Error, ErrorKind,
@@ -582,6 +582,9 @@ struct S3Log {
 
 impl S3Log {
     fn decode(&self, value: &[u8], what: &dyn Fn() -> String) -> Result<SlotRecord> {
+        if matches!(FRAMING.unframe(value, what)?, Framed::Incomplete) {
+            return Ok(SlotRecord::Incomplete);
+        }
         let (k, payload) = FRAMING.unframe_exact(value, what)?;
         Ok(match k {
             kind::FLUSH => SlotRecord::Flush(inline::decode_flush(payload, what)?),
@@ -616,6 +619,7 @@ impl LogMedium for S3Log {
             let end = slots::follow(
                 &slots,
                 &mut log.index,
+                &mut log.torn,
                 &mut log.cursor.slots,
                 &mut |n, v| self.decode(v, &|| slots.name(n)),
             )?;

@@ -149,3 +149,62 @@ fn a_gap_of_two_log_objects_is_damage() {
         "the flush after the gap"
     );
 }
+
+/// A log object that holds only the start of its record is an insert in
+/// flight while it is the last: readers stop before it, and see it once it
+/// is whole. With a later log object after it, it is a torn insert (its
+/// writer died in it, unacknowledged): stepped over and reported, as POSIX
+/// steps over a torn append; what follows stays visible.
+#[test]
+fn an_incomplete_log_object_is_in_flight_or_torn() {
+    let Some((open, raw)) = fresh("torn") else {
+        return;
+    };
+    let w = must(open(), "open");
+    let key = |s: u32| Spec { step: s, ..PL }.key("torn");
+    for s in [0, 6] {
+        must(w.archive(&key(s), format!("s{s}").as_bytes()), "archive");
+        must(w.flush(), "flush");
+    }
+    let dataset = must(w.schema().split(&key(0)), "the dataset").dataset;
+    let last = raw.slot(&dataset, 1);
+    let whole = raw.get(&last);
+    raw.put(&last, &whole[..10]);
+    let r = must(open(), "open");
+    assert_eq!(
+        support::retrieve_one(&r, &key(0)).as_deref(),
+        Some(&b"s0"[..])
+    );
+    assert_eq!(
+        support::retrieve_one(&r, &key(6)),
+        None,
+        "in flight: not yet"
+    );
+    raw.put(&last, &whole);
+    assert_eq!(
+        support::retrieve_one(&r, &key(6)).as_deref(),
+        Some(&b"s6"[..]),
+        "the same reader, once the insert is whole"
+    );
+    raw.put(&last, &whole[..10]);
+    let w2 = must(open(), "open");
+    must(w2.archive(&key(12), b"s12"), "archive");
+    must(w2.flush(), "flush");
+    let r = must(open(), "open");
+    assert_eq!(
+        support::retrieve_one(&r, &key(12)).as_deref(),
+        Some(&b"s12"[..])
+    );
+    assert_eq!(
+        support::retrieve_one(&r, &key(6)),
+        None,
+        "torn: stepped over"
+    );
+    assert_eq!(
+        support::retrieve_one(&r, &key(0)).as_deref(),
+        Some(&b"s0"[..])
+    );
+    let request: fieldstore::Request = "class=od,expver=torn".parse().expect("a request");
+    let status = must(r.status(&request), "status");
+    assert!(format!("{status:?}").contains("torn insert"), "{status:?}");
+}

@@ -82,6 +82,11 @@ pub enum SlotRecord {
     /// The dataset was wiped here: nothing after it belongs to this
     /// incarnation (the medium reopens the dataset).
     Wiped,
+    /// Only the start of a record: an insert still in flight, on a medium
+    /// that shows an object before its whole body is there (SeaweedFS
+    /// answers a GET with an empty body then). Read again later; see
+    /// [`follow`].
+    Incomplete,
     /// A record type of a newer version: skipped.
     Unknown,
 }
@@ -116,7 +121,7 @@ pub fn apply(index: &mut DatasetIndex<()>, slot: u64, record: SlotRecord) {
         }
         // Blocks are inline in their FLUSH records: none is reclaimed.
         SlotRecord::Maintenance(r) => index.apply_maintenance(slot, r, &str::to_string, &|_| false),
-        SlotRecord::Wiped | SlotRecord::Unknown => {}
+        SlotRecord::Wiped | SlotRecord::Incomplete | SlotRecord::Unknown => {}
     }
 }
 
@@ -138,6 +143,16 @@ pub fn apply(index: &mut DatasetIndex<()>, slot: u64, record: SlotRecord) {
 /// A slot that does not decode (`Corrupt`) costs only itself: it is a
 /// damaged region, and reading goes on.
 ///
+/// **Inserts in flight, and torn ones.** A slot that holds only the start
+/// of a record ([`SlotRecord::Incomplete`]) is an insert not acknowledged
+/// yet: this call stops before it (its writer has not been told it is
+/// visible, so nothing is lost by waiting), and the next call reads it
+/// again. If a later slot exists, the slot is read again after 10, 100 and
+/// 1,000 ms (a writer that lost the race for it may have moved on while
+/// the body was still arriving); still incomplete then, it is a torn
+/// insert — its writer died in it, unacknowledged — and is stepped over
+/// and reported in `torn`, as POSIX steps over a torn append.
+///
 /// **Catching up.** A reader at the start of a log whose medium lists its
 /// slots ([`SlotLog::listed`]) fetches them [`AHEAD`] at a time, in
 /// parallel, then reads them in order from memory: slots never change, so
@@ -149,6 +164,7 @@ pub fn apply(index: &mut DatasetIndex<()>, slot: u64, record: SlotRecord) {
 pub fn follow(
     log: &dyn SlotLog,
     index: &mut DatasetIndex<()>,
+    torn: &mut Vec<String>,
     cursor: &mut SlotCursor,
     decode: &mut dyn FnMut(u64, &[u8]) -> Result<SlotRecord>,
 ) -> Result<FollowEnd> {
@@ -198,11 +214,32 @@ pub fn follow(
             cursor.looked_past_end = true;
             return Ok(FollowEnd::End);
         }
-        let record = decode(slot, &buf);
+        let mut record = decode(slot, &buf);
+        if matches!(record, Ok(SlotRecord::Incomplete)) {
+            if log.next_after(slot)?.is_none() {
+                cursor.buf = buf;
+                return Ok(FollowEnd::End);
+            }
+            for pause in [10, 100, 1000] {
+                std::thread::sleep(std::time::Duration::from_millis(pause));
+                if log.get(slot, &mut buf)? {
+                    record = decode(slot, &buf);
+                    if !matches!(record, Ok(SlotRecord::Incomplete)) {
+                        break;
+                    }
+                }
+            }
+        }
         cursor.buf = buf;
         cursor.next = slot + 1;
         read_some = true;
         match record {
+            Ok(SlotRecord::Incomplete) => torn.push(format!(
+                "{}: the start of a record only ({} bytes), though a later slot exists: a torn \
+                 insert, stepped over",
+                log.name(slot),
+                cursor.buf.len()
+            )),
             Ok(SlotRecord::Wiped) => return Ok(FollowEnd::Wiped(slot)),
             Ok(r) => apply(index, slot, r),
             Err(e) if e.kind() == ErrorKind::Corrupt => {
