@@ -181,10 +181,7 @@ fn rewrite_headers(pool_dir: &Path, f: &dyn Fn(u16, u16) -> (u16, u16)) -> usize
             continue;
         };
         let (version, kind) = f(version, kind);
-        bytes[at + 4..at + 6].copy_from_slice(&version.to_le_bytes());
-        bytes[at + 6..at + 8].copy_from_slice(&kind.to_le_bytes());
-        let crc = crc32c::crc32c(&bytes[at..at + 16]);
-        bytes[at + 16..at + 20].copy_from_slice(&crc.to_le_bytes());
+        fixture::set_header(&mut bytes[at..], version, kind);
         std::fs::write(&path, &bytes).unwrap();
         n += 1;
     }
@@ -217,12 +214,7 @@ fn write_fixtures() {
         let written = root().join(&p);
         if version == 1 {
             let n = rewrite_headers(&written, &|v, kind| {
-                assert_eq!(v, 2, "a value of version {v}");
-                let old = V1_KINDS
-                    .iter()
-                    .find(|(_, now)| *now == kind)
-                    .unwrap_or_else(|| panic!("record type {kind} has no version-1 number"));
-                (1, old.0)
+                fixture::as_version_1(V1_KINDS, v, kind)
             });
             assert!(n >= 6, "{n} values converted");
         }

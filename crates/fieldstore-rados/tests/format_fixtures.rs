@@ -234,10 +234,7 @@ fn rewrite_headers(objects: &mut [Object], f: &dyn Fn(u16, u16) -> (u16, u16)) -
                 .1[..]
         };
         let (v, kind) = f(*v, *kind);
-        buf[4..6].copy_from_slice(&v.to_le_bytes());
-        buf[6..8].copy_from_slice(&kind.to_le_bytes());
-        let crc = crc32c::crc32c(&buf[..16]);
-        buf[16..20].copy_from_slice(&crc.to_le_bytes());
+        fixture::set_header(buf, v, kind);
     }
     found.len()
 }
@@ -265,12 +262,7 @@ fn write_fixtures() {
         let mut objects = dump(cluster, &namespace);
         if version == 1 {
             let n = rewrite_headers(&mut objects, &|v, kind| {
-                assert_eq!(v, 2, "a record of version {v}");
-                let old = V1_KINDS
-                    .iter()
-                    .find(|(_, now)| *now == kind)
-                    .unwrap_or_else(|| panic!("record type {kind} has no version-1 number"));
-                (1, old.0)
+                fixture::as_version_1(V1_KINDS, v, kind)
             });
             assert!(n >= 6, "{n} records converted");
         }

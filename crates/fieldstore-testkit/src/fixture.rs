@@ -113,3 +113,33 @@ pub fn check_exactly(fs: &FieldStore, what: &str) {
         .unwrap_or_else(|e| panic!("{what}: retrieve the wiped field: {e}"));
     assert!(gone.is_empty(), "{what}: the wiped field is back");
 }
+
+/// Rewrite the header of the framed record at the start of `record` to
+/// `version` and type `kind`, its CRC-32C recomputed (the 20-byte header of
+/// `fieldstore_core::record::Framing`: magic, version, type, length, payload
+/// CRC, header CRC). The fixture tests make a version-1 store from a
+/// version-2 one this way, and a store of a version no build reads.
+///
+/// # Panics
+/// If `record` is shorter than a header.
+pub fn set_header(record: &mut [u8], version: u16, kind: u16) {
+    record[4..6].copy_from_slice(&version.to_le_bytes());
+    record[6..8].copy_from_slice(&kind.to_le_bytes());
+    let crc = crc32c::crc32c(&record[..16]);
+    record[16..20].copy_from_slice(&crc.to_le_bytes());
+}
+
+/// The header a version-2 record of type `kind` had at version 1, by
+/// `older` — (version 1's number, today's number) per type, as the test
+/// keeps it apart from the code it tests.
+///
+/// # Panics
+/// If `version` is not 2, or `kind` has no version-1 number.
+pub fn as_version_1(older: &[(u16, u16)], version: u16, kind: u16) -> (u16, u16) {
+    assert_eq!(version, 2, "a record of version {version}");
+    let (old, _) = older
+        .iter()
+        .find(|(_, now)| *now == kind)
+        .unwrap_or_else(|| panic!("record type {kind} has no version-1 number"));
+    (1, *old)
+}
