@@ -203,19 +203,29 @@ impl S3Catalogue {
         if let Some(m) = self.meta(dataset)? {
             return Ok(m);
         }
+        let meta = Meta {
+            key: dataset.clone(),
+            schema: Arc::from(schema.text()),
+            incarnation: format!("i{}", fieldstore_core::writer_id::next()),
+        };
         let mut e = Enc::default();
         e.str(&dataset.to_string());
-        e.str(schema.text());
-        e.str(&format!("i{}", fieldstore_core::writer_id::next()));
+        e.str(&meta.schema);
+        e.str(&meta.incarnation);
         e.u64(now_ns());
         let key = naming::meta_key(&dataset_prefix(dataset));
-        self.client
-            .put_new(&self.bucket, &key, &FRAMING.framed(kind::INIT, &e.0))?;
+        if self
+            .client
+            .put_new(&self.bucket, &key, &FRAMING.framed(kind::INIT, &e.0))?
+        {
+            return Ok(meta);
+        }
+        // Another writer created it first: its `meta` is the one.
         self.meta(dataset)?.ok_or_else(|| {
             Error::new(
                 ErrorKind::NotFound,
                 format!(
-                    "{}: created, then gone (a wipe?)",
+                    "{}: created by another writer, then gone (a wipe?)",
                     naming::uri(&self.bucket, &key)
                 ),
             )
@@ -224,7 +234,7 @@ impl S3Catalogue {
 
     /// The locks of an incarnation, from its `control` object.
     fn control_of(&self, dataset: &DatasetKey, inc: &str) -> Result<Locks> {
-        let key = self.slots(dataset, inc).prefix + "control";
+        let key = naming::control_key(&self.slots(dataset, inc).prefix);
         let mut buf = Vec::new();
         if !self.client.get(&self.bucket, &key, &mut buf)? {
             return Ok(Locks::NONE);
@@ -366,7 +376,7 @@ impl CatalogueMaintenance for S3Catalogue {
         let locks = self.control_of(dataset, &inc)?.apply(action, operations);
         let payload = records::encode_control(locks.bits(), now_ns());
         // Writers read the object; readers follow the log.
-        let key = self.slots(dataset, &inc).prefix + "control";
+        let key = naming::control_key(&self.slots(dataset, &inc).prefix);
         let value = FRAMING.framed(kind::CONTROL, &payload);
         self.client.put(&self.bucket, &key, &value, None)?;
         self.append(dataset, &inc, kind::CONTROL, &payload)?;

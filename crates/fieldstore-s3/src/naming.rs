@@ -65,6 +65,11 @@ pub(crate) fn incarnation_prefix(dataset: &str, inc: &str) -> String {
     format!("{dataset}{inc}/")
 }
 
+/// The key of an incarnation's `control` object (under its prefix).
+pub(crate) fn control_key(incarnation: &str) -> String {
+    format!("{incarnation}control")
+}
+
 /// The prefix of an incarnation's log slots (under its prefix).
 pub(crate) fn log_prefix(incarnation: &str) -> String {
     format!("{incarnation}log/")
