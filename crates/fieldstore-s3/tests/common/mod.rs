@@ -85,11 +85,32 @@ fn start() -> Option<Server> {
         .tempdir()
         .expect("a temporary directory")
         .keep();
-    std::fs::create_dir_all(dir.join("data")).expect("the data directory");
     let identities = format!(
         r#"{{"identities":[{{"name":"fieldstore","credentials":[{{"accessKey":"{ACCESS}","secretKey":"{SECRET}"}}],"actions":["Admin","Read","Write","List","Tagging"]}}]}}"#
     );
     std::fs::write(dir.join("s3.json"), identities).expect("the S3 identities");
+    // A port picked free may be taken by the time weed binds it (the
+    // kernel hands out the same range to outgoing connections): weed then
+    // exits at once, saying so, and is started again on other ports, in a
+    // directory of its own.
+    let mut last = String::new();
+    for attempt in 0..3 {
+        match start_weed(&weed, &dir, attempt, &mut last) {
+            Some(server) => return Some(server),
+            None => eprintln!("SeaweedFS lost a port to another process; starting it again"),
+        }
+    }
+    panic!("SeaweedFS did not start in three tries: {last}");
+}
+
+/// Start weed in `dir/<attempt>` on free ports and wait until it serves;
+/// `None` if it lost a port to another process (the caller tries again).
+///
+/// # Panics
+/// If it does not start for another reason within 90 s.
+fn start_weed(weed: &Path, top: &Path, attempt: u32, last: &mut String) -> Option<Server> {
+    let dir = top.join(format!("try-{attempt}"));
+    std::fs::create_dir_all(dir.join("data")).expect("the data directory");
     // Eight ports: http and grpc of master, volume, filer and S3.
     let p: Vec<u16> = (0..8).map(|_| free_port()).collect();
     let args = [
@@ -107,7 +128,7 @@ fn start() -> Option<Server> {
         "-s3".into(),
         format!("-s3.port={}", p[6]),
         format!("-s3.port.grpc={}", p[7]),
-        format!("-s3.config={}", dir.join("s3.json").display()),
+        format!("-s3.config={}", top.join("s3.json").display()),
         // Its Iceberg and Lance listeners have fixed ports: off.
         "-s3.port.iceberg=0".into(),
         "-s3.port.lance=0".into(),
@@ -133,7 +154,7 @@ fn start() -> Option<Server> {
         dir.join("weed.log").display(),
         std::process::id(),
         std::process::id(),
-        dir.display(),
+        top.display(),
         p.iter().map(u16::to_string).collect::<Vec<_>>().join(" ")
     );
     // Not waited for: it runs until this process exits (and watches for that).
@@ -149,9 +170,9 @@ fn start() -> Option<Server> {
         endpoint: format!("http://127.0.0.1:{}", p[6]),
         dir,
     };
+    let log = || std::fs::read_to_string(server.dir.join("weed.log")).unwrap_or_default();
     // Ready once a bucket can be created and written to.
     let deadline = Instant::now() + Duration::from_secs(90);
-    let mut last = String::new();
     while Instant::now() < deadline {
         let cfg = server.s3_config("ready-check");
         match fieldstore_s3::S3Store::open(&cfg) {
@@ -163,11 +184,14 @@ fn start() -> Option<Server> {
                 );
                 return Some(server);
             }
-            Err(e) => last = e.to_string(),
+            Err(e) => *last = e.to_string(),
+        }
+        if log().contains("bind: address already in use") {
+            return None;
         }
         std::thread::sleep(Duration::from_millis(250));
     }
-    let log = std::fs::read_to_string(server.dir.join("weed.log")).unwrap_or_default();
+    let log = log();
     let tail: String = log.lines().rev().take(30).collect::<Vec<_>>().join("\n");
     panic!("SeaweedFS did not start in 90 s: {last}\nweed.log (last lines, newest first):\n{tail}");
 }
