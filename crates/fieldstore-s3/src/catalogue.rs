@@ -25,7 +25,8 @@
 //! record in the log (for readers); list locks also put a marker under
 //! `%list-locked/`, which listings of datasets read.
 
-use std::sync::Arc;
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
 
 use fieldstore_core::engine::slots::{self, FollowEnd, SlotCursor, SlotLog, SlotRecord};
 use fieldstore_core::engine::{Log, LogMedium, LogReader};
@@ -69,6 +70,23 @@ struct Slots<'a> {
     prefix: String,
 }
 
+impl Slots<'_> {
+    /// The first `max` slots after slot `n` (`None`: from the start) that
+    /// hold a value, in order: one listing.
+    fn after(&self, n: Option<u64>, max: usize) -> Result<Vec<u64>> {
+        let log = naming::log_prefix(&self.prefix);
+        let after = n.map_or_else(|| log.clone(), |n| naming::slot_key(&self.prefix, n));
+        let keys = self
+            .cat
+            .client
+            .keys_after(&self.cat.bucket, &log, &after, max)?;
+        Ok(keys
+            .iter()
+            .filter_map(|k| k[log.len()..].parse().ok())
+            .collect())
+    }
+}
+
 impl SlotLog for Slots<'_> {
     fn get(&self, n: u64, buf: &mut Vec<u8>) -> Result<bool> {
         let key = naming::slot_key(&self.prefix, n);
@@ -82,15 +100,7 @@ impl SlotLog for Slots<'_> {
 
     /// One listing of at most one key: a gap of any length is found.
     fn next_after(&self, n: u64) -> Result<Option<u64>> {
-        let (log, after) = (
-            naming::log_prefix(&self.prefix),
-            naming::slot_key(&self.prefix, n),
-        );
-        let next = self
-            .cat
-            .client
-            .first_after(&self.cat.bucket, &log, &after)?;
-        Ok(next.and_then(|k| k[log.len()..].parse().ok()))
+        Ok(self.after(Some(n), 1)?.first().copied())
     }
 
     /// One listing per 1,000 slots: a cold reader fetches them in parallel.
@@ -132,13 +142,27 @@ impl S3Catalogue {
     /// Refuse a server that ignores `If-None-Match: *`: there two writers
     /// would replace each other's flushes in one slot, losing one in
     /// silence. A probe object is created twice (the second must be
-    /// refused), then removed: three requests per open.
+    /// refused), then removed: three requests, at the first open of each
+    /// endpoint and bucket in a process.
     fn check_conditional_put(&self) -> Result<()> {
+        static CHECKED: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
+        let place = format!("{} {}", self.client.endpoint, self.bucket);
+        if CHECKED
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(&place)
+        {
+            return Ok(());
+        }
         let probe = format!("{PROBE}{}", fieldstore_core::writer_id::next());
         let first = self.client.put_new(&self.bucket, &probe, b"")?;
         let second = self.client.put_new(&self.bucket, &probe, b"")?;
         self.client.delete(&self.bucket, &probe)?;
         if first && !second {
+            CHECKED
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(place);
             return Ok(());
         }
         Err(Error::new(
@@ -614,8 +638,9 @@ impl LogMedium for S3Log {
     /// A WIPED record ends an incarnation: the reader then follows the one
     /// `meta` names now, from its start. A reader that looked at nothing
     /// between the WIPED record and the deletion of the old log finds the
-    /// last slot it read gone (one more look when nothing was new, so an
-    /// idle refresh costs two requests).
+    /// last slot it read gone. An idle reader asks both questions (is its
+    /// last slot still there, is there a slot after it) in one listing of
+    /// two keys: an idle refresh costs one request.
     fn follow(&self, log: &mut ReaderLog) -> Result<()> {
         for _ in 0..2 {
             if log.cursor.incarnation.is_none() {
@@ -626,6 +651,16 @@ impl LogMedium for S3Log {
             };
             let slots = self.cat.slots(&self.key, &inc);
             let before = log.cursor.slots.next;
+            if before > 0 && log.cursor.slots.looked_past_end {
+                let seen = slots.after(before.checked_sub(2), 2)?;
+                if seen.first() != Some(&(before - 1)) {
+                    *log = log_of(None);
+                    continue;
+                }
+                if seen.len() == 1 {
+                    return Ok(());
+                }
+            }
             let end = slots::follow(
                 &slots,
                 &mut log.index,

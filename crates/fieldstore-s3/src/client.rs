@@ -31,6 +31,19 @@ use crate::config::S3Config;
 /// How long a signed URL stays valid: longer than any request may take.
 const SIGNED_FOR: Duration = Duration::from_secs(3600);
 
+thread_local! {
+    /// Requests this thread sent, retries included ([`requests_sent`]).
+    static SENT: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// How many S3 requests the calling thread has sent (retries included):
+/// what request budgets are measured with. Requests sent on other threads
+/// (a cold reader's parallel catch-up, lease renewal, read-ahead) are not
+/// counted here.
+pub fn requests_sent() -> u64 {
+    SENT.with(std::cell::Cell::get)
+}
+
 /// One S3 server and the credentials to speak to it.
 pub(crate) struct Client {
     agent: ureq::Agent,
@@ -400,25 +413,26 @@ impl Client {
         }
     }
 
-    /// The first key under `prefix` after `after`, if any (one listing of
-    /// at most one key).
+    /// The first `max` keys under `prefix` after `after`, in order (one
+    /// listing).
     ///
     /// # Errors
     /// As any request; `Io` for an answer that is not a listing.
-    pub(crate) fn first_after(
+    pub(crate) fn keys_after(
         &self,
         bucket: &str,
         prefix: &str,
         after: &str,
-    ) -> Result<Option<String>> {
+        max: usize,
+    ) -> Result<Vec<String>> {
         let b = self.bucket(bucket)?;
         let what = format!("listing s3://{bucket}/{prefix} after {after}");
         let mut list = ListObjectsV2::new(&b, self.creds());
         list.with_prefix(prefix);
         list.with_start_after(after);
-        list.with_max_keys(1);
+        list.with_max_keys(max);
         let (page, _) = self.list_page(&what, &list.sign(SIGNED_FOR))?;
-        Ok(page.contents.into_iter().next().map(|c| c.key))
+        Ok(page.contents.into_iter().map(|c| c.key).collect())
     }
 
     /// One page of the listing `url` asks for, and the server's `Date`
@@ -520,6 +534,7 @@ impl Client {
         let mut tries = 0;
         loop {
             let started = std::time::Instant::now();
+            SENT.with(|n| n.set(n.get() + 1));
             match self.call_once(what, send()) {
                 Err(e)
                     if retry

@@ -41,6 +41,7 @@ mod raw;
 mod store;
 
 pub use catalogue::S3Catalogue;
+pub use client::requests_sent;
 pub use config::{S3Config, DEFAULT_LEASE};
 pub use raw::RawObjects;
 pub use store::S3Store;

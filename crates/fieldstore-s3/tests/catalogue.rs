@@ -208,3 +208,41 @@ fn an_incomplete_log_object_is_in_flight_or_torn() {
     let status = must(r.status(&request), "status");
     assert!(format!("{status:?}").contains("torn insert"), "{status:?}");
 }
+
+/// What a reader's refresh costs in requests (on the reader's thread):
+/// nothing new is one listing of two keys (is the last slot read still
+/// there, is there one after it), so `watch` polling an idle dataset costs
+/// one request a round; a new flush costs that listing, its slot, and the
+/// two looks past it that tell the end from a gap.
+#[test]
+fn an_idle_refresh_costs_one_request() {
+    let Some((open, _raw)) = fresh("idle") else {
+        return;
+    };
+    let key = |s: u32| Spec { step: s, ..PL }.key("idle");
+    let w = must(open(), "open");
+    must(w.archive(&key(0), b"s0"), "archive");
+    must(w.flush(), "flush");
+    let r = must(open(), "open");
+    // Caught up: the dataset's reader exists and has read slot 0.
+    assert_eq!(
+        support::retrieve_one(&r, &key(0)).as_deref(),
+        Some(&b"s0"[..])
+    );
+    let cost = |what: &str| {
+        let before = fieldstore_s3::requests_sent();
+        assert_eq!(support::retrieve_one(&r, &key(99)), None, "{what}");
+        fieldstore_s3::requests_sent() - before
+    };
+    let idle: Vec<u64> = (0..3).map(|_| cost("idle")).collect();
+    must(w.archive(&key(6), b"s6"), "archive");
+    must(w.flush(), "flush");
+    let after_flush = cost("after a flush");
+    println!("refresh: idle {idle:?}, after one flush {after_flush}");
+    assert_eq!(idle, [1, 1, 1], "an idle refresh: one listing");
+    assert!(after_flush <= 4, "after one flush: {after_flush} requests");
+    assert_eq!(
+        support::retrieve_one(&r, &key(6)).as_deref(),
+        Some(&b"s6"[..])
+    );
+}

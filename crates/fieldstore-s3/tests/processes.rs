@@ -35,8 +35,16 @@ use fieldstore_testkit::streams::Streams;
 /// leases and a second after its last renewal.
 const LEASE: f64 = 6.0;
 
-/// The catalogues each scenario runs with, over the S3 store.
-const ENGINES: [&str; 2] = ["toc", "s3"];
+/// The catalogues each scenario runs with, over the S3 store: both, or
+/// those `FIELDSTORE_S3_ENGINES` names (comma-separated; the radosgw stage
+/// runs `s3` only, which drives the S3 store as well).
+fn engines() -> Vec<String> {
+    std::env::var("FIELDSTORE_S3_ENGINES")
+        .unwrap_or_else(|_| "toc,s3".into())
+        .split(',')
+        .map(str::to_string)
+        .collect()
+}
 
 /// Workers with catalogue `engine` on a fresh bucket and POSIX root, and
 /// the directory of their config file; `None` without SeaweedFS.
@@ -64,8 +72,8 @@ fn dead_after() -> Duration {
 }
 
 fn four_writer_processes_two_reader_processes() -> Outcome {
-    for engine in ENGINES {
-        let Some((launcher, _dir)) = setup("four-writers", engine) else {
+    for engine in engines() {
+        let Some((launcher, _dir)) = setup("four-writers", &engine) else {
             return Outcome::Skipped(NO_S3.into());
         };
         let s = Streams {
@@ -83,8 +91,8 @@ fn four_writer_processes_two_reader_processes() -> Outcome {
 
 fn writers_killed_at_random_instants_lose_nothing_flushed() -> Outcome {
     const TRIALS: usize = 25;
-    for engine in ENGINES {
-        let Some((launcher, _dir)) = setup("killed", engine) else {
+    for engine in engines() {
+        let Some((launcher, _dir)) = setup("killed", &engine) else {
             return Outcome::Skipped(NO_S3.into());
         };
         let s = Streams {
@@ -106,8 +114,8 @@ fn writers_killed_at_random_instants_lose_nothing_flushed() -> Outcome {
 }
 
 fn watchers_see_exactly_what_writers_flush() -> Outcome {
-    for engine in ENGINES {
-        let Some((launcher, _dir)) = setup("watchers", engine) else {
+    for engine in engines() {
+        let Some((launcher, _dir)) = setup("watchers", &engine) else {
             return Outcome::Skipped(NO_S3.into());
         };
         for (expver, kill) in [("wch1", false), ("wch2", true)] {
@@ -127,8 +135,8 @@ fn watchers_see_exactly_what_writers_flush() -> Outcome {
 
 /// The orphan clause: killed writers' objects go, a live writer's stay.
 fn purge_reclaims_only_what_killed_writers_left() -> Outcome {
-    for engine in ENGINES {
-        let Some((launcher, _dir)) = setup("orphans", engine) else {
+    for engine in engines() {
+        let Some((launcher, _dir)) = setup("orphans", &engine) else {
             return Outcome::Skipped(NO_S3.into());
         };
         let s = Streams {
@@ -148,8 +156,8 @@ fn purge_reclaims_only_what_killed_writers_left() -> Outcome {
 /// between its store flush and its catalogue flush while `purge --doit`
 /// removes its objects must not acknowledge its flush.
 fn writer_paused_across_its_commit_while_purge_runs() -> Outcome {
-    for engine in ENGINES {
-        let Some((launcher, _dir)) = setup("paused", engine) else {
+    for engine in engines() {
+        let Some((launcher, _dir)) = setup("paused", &engine) else {
             return Outcome::Skipped(NO_S3.into());
         };
         let s = Streams {
