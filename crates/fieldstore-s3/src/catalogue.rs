@@ -103,6 +103,22 @@ impl SlotLog for Slots<'_> {
         Ok(self.after(Some(n), 1)?.first().copied())
     }
 
+    /// One listing per 1,000 slots after `from - 1` (no gap is filled: the
+    /// end is after the last slot listed).
+    fn end_from(&self, from: u64) -> Result<Option<u64>> {
+        let mut end = from;
+        loop {
+            let page = self.after(end.checked_sub(1), 1000)?;
+            match page.last() {
+                Some(&last) => end = last + 1,
+                None => return Ok(Some(end)),
+            }
+            if page.len() < 1000 {
+                return Ok(Some(end));
+            }
+        }
+    }
+
     /// One listing per 1,000 slots: a cold reader fetches them in parallel.
     fn listed(&self) -> Result<Option<Vec<u64>>> {
         let log = naming::log_prefix(&self.prefix);

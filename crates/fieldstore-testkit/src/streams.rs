@@ -12,7 +12,7 @@
 //! before; a `retrieve` that follows finds at least those fields (it looks
 //! fields up one by one while writers go on, so it may find more).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use fieldstore::{FieldLocation, FieldStore, Key, Request, Result};
 
@@ -124,6 +124,9 @@ pub struct Observer {
     /// Fields already read and verified, by canonical key, with their
     /// location.
     verified: HashMap<String, FieldLocation>,
+    /// Fields (writer, index) their writer may archive again
+    /// ([`Observer::may_move`]).
+    movable: HashSet<(usize, usize)>,
     /// Polls done.
     pub polls: usize,
 }
@@ -136,8 +139,22 @@ impl Observer {
             streams,
             last,
             verified: HashMap::new(),
+            movable: HashSet::new(),
             polls: 0,
         }
+    }
+
+    /// Let field `index` of `writer` show up at another location than where it was read
+    /// before: its writer archives it again (after a flush that failed,
+    /// and may have become visible all the same). Its bytes are checked
+    /// there too.
+    pub fn may_move(&mut self, writer: usize, index: usize) {
+        self.movable.insert((writer, index));
+    }
+
+    fn movable(&self, key: &str) -> bool {
+        let located = key.parse().ok().and_then(|k| self.streams.locate(&k));
+        located.is_some_and(|at| self.movable.contains(&at))
     }
 
     /// Fields seen per writer at the last poll.
@@ -157,6 +174,7 @@ impl Observer {
     ) -> std::result::Result<(), String> {
         match self.verified.get(key) {
             Some(known) if known == loc => return Ok(()),
+            Some(_) if self.movable(key) => {}
             Some(known) => {
                 return Err(format!(
                     "{key} moved from {known} to {loc}, but it was never archived again"

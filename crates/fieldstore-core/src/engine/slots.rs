@@ -62,6 +62,19 @@ pub trait SlotLog: Sync {
         Ok(None)
     }
 
+    /// The slot after the last one that holds a value, looking from
+    /// `from` on (every slot before `from` exists), if the medium finds it
+    /// in a request or a few (S3: a listing of up to 1,000 keys after
+    /// `from - 1`); `None` (the default) if it cannot. A writer that lost
+    /// the race for a slot moves there (see [`publish`]).
+    ///
+    /// # Errors
+    /// The medium's I/O errors.
+    fn end_from(&self, from: u64) -> Result<Option<u64>> {
+        let _ = from;
+        Ok(None)
+    }
+
     /// Put `value` into slot `n` if it is free; `false` if it was taken.
     ///
     /// # Errors
@@ -317,6 +330,11 @@ pub fn first_free(log: &dyn SlotLog, from: u64) -> Result<u64> {
 /// writer learns of an archive lock, whose CONTROL record is such an
 /// append.
 ///
+/// A writer that lost a race looks for the end again: in one request on a
+/// medium that lists its slots ([`SlotLog::end_from`]), else by galloping
+/// and bisecting ([`first_free`], ~2 log₂(slots appended since) looks),
+/// which writers appending meanwhile may outrun.
+///
 /// # Errors
 /// The medium's I/O errors; `check`'s.
 pub fn publish(
@@ -335,6 +353,9 @@ pub fn publish(
             check()?;
             checked = true;
         }
-        slot = first_free(log, slot + 1)?;
+        slot = match log.end_from(slot + 1)? {
+            Some(end) => end,
+            None => first_free(log, slot + 1)?,
+        };
     }
 }

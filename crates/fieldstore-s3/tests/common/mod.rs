@@ -30,8 +30,19 @@ pub const SECRET: &str = "fieldstore-secret";
 pub struct Server {
     /// `http://127.0.0.1:<port>`.
     pub endpoint: String,
-    /// Its directory (data, log).
+    /// Its directory (data, log, `weed.pid`).
     pub dir: PathBuf,
+    /// How it was started, to start it again ([`Server::restart`]); `None`
+    /// for a server started by the caller (radosgw).
+    started: Option<Started>,
+}
+
+/// What a SeaweedFS was started with.
+#[derive(Debug, Clone)]
+struct Started {
+    weed: PathBuf,
+    top: PathBuf,
+    ports: Vec<u16>,
 }
 
 /// Where `weed` is: `FIELDSTORE_WEED`, else where the setup script puts it.
@@ -69,8 +80,28 @@ fn start() -> Option<Server> {
         return Some(Server {
             endpoint: endpoint.to_string_lossy().into_owned(),
             dir: std::env::temp_dir(),
+            started: None,
         });
     }
+    start_own()
+}
+
+/// A SeaweedFS of the caller's own (not this binary's shared one), which
+/// it may kill and start again; `None` (skip) without `weed` outside CI,
+/// and with `FIELDSTORE_S3_ENDPOINT` set (a server started by the caller
+/// cannot be restarted here).
+///
+/// # Panics
+/// As [`server`].
+pub fn own_server() -> Option<Server> {
+    if std::env::var_os("FIELDSTORE_S3_ENDPOINT").is_some() {
+        eprintln!("FIELDSTORE_S3_ENDPOINT is set: a test that restarts its server skips");
+        return None;
+    }
+    start_own()
+}
+
+fn start_own() -> Option<Server> {
     let Some(weed) = weed() else {
         if std::env::var("CI").is_ok_and(|v| v == "true") {
             panic!(
@@ -95,7 +126,14 @@ fn start() -> Option<Server> {
     // directory of its own.
     let mut last = String::new();
     for attempt in 0..3 {
-        match start_weed(&weed, &dir, attempt, &mut last) {
+        let started = Started {
+            weed: weed.clone(),
+            top: dir.clone(),
+            // Eight ports: http and grpc of master, volume, filer and S3.
+            ports: (0..8).map(|_| free_port()).collect(),
+        };
+        let sub = dir.join(format!("try-{attempt}"));
+        match start_weed(&started, &sub, &mut last) {
             Some(server) => return Some(server),
             None => eprintln!("SeaweedFS lost a port to another process; starting it again"),
         }
@@ -103,16 +141,16 @@ fn start() -> Option<Server> {
     panic!("SeaweedFS did not start in three tries: {last}");
 }
 
-/// Start weed in `dir/<attempt>` on free ports and wait until it serves;
-/// `None` if it lost a port to another process (the caller tries again).
+/// Start weed in `dir` on the ports of `started` and wait until it
+/// serves; `None` if it lost a port to another process (the caller tries
+/// again). Its pid goes to `dir/weed.pid`.
 ///
 /// # Panics
 /// If it does not start for another reason within 90 s.
-fn start_weed(weed: &Path, top: &Path, attempt: u32, last: &mut String) -> Option<Server> {
-    let dir = top.join(format!("try-{attempt}"));
+fn start_weed(started: &Started, dir: &Path, last: &mut String) -> Option<Server> {
+    let (weed, top, p) = (&started.weed, &started.top, &started.ports);
+    let dir = dir.to_path_buf();
     std::fs::create_dir_all(dir.join("data")).expect("the data directory");
-    // Eight ports: http and grpc of master, volume, filer and S3.
-    let p: Vec<u16> = (0..8).map(|_| free_port()).collect();
     let args = [
         "server".to_string(),
         format!("-dir={}", dir.join("data").display()),
@@ -145,13 +183,16 @@ fn start_weed(weed: &Path, top: &Path, attempt: u32, last: &mut String) -> Optio
         .map(|a| format!("'{a}'"))
         .collect();
     // The watchdog: stop weed when this process (the shell's parent) is
-    // gone, then SIGKILL what still runs a few seconds later.
+    // gone, then SIGKILL what still runs a few seconds later, and remove
+    // its files. A weed that died while this process runs (killed by a
+    // test, which may start it again on the same ports) is left alone.
     let script = format!(
-        "{} >'{}' 2>&1 & w=$!; while kill -0 {} 2>/dev/null && kill -0 $w 2>/dev/null; do sleep 0.5; done; \
-         kill $w 2>/dev/null; sleep 3; kill -9 $w 2>/dev/null; kill -0 {} 2>/dev/null || rm -rf '{}'; \
+        "{} >>'{}' 2>&1 & w=$!; echo $w >'{}'; while kill -0 {} 2>/dev/null && kill -0 $w 2>/dev/null; do sleep 0.5; done; \
+         kill -0 {} 2>/dev/null && exit 0; kill $w 2>/dev/null; sleep 3; kill -9 $w 2>/dev/null; rm -rf '{}'; \
          for p in {}; do rm -f /tmp/seaweedfs-*-$p.sock; done",
         quoted.join(" "),
         dir.join("weed.log").display(),
+        dir.join("weed.pid").display(),
         std::process::id(),
         std::process::id(),
         top.display(),
@@ -169,6 +210,7 @@ fn start_weed(weed: &Path, top: &Path, attempt: u32, last: &mut String) -> Optio
     let server = Server {
         endpoint: format!("http://127.0.0.1:{}", p[6]),
         dir,
+        started: Some(started.clone()),
     };
     let log = || std::fs::read_to_string(server.dir.join("weed.log")).unwrap_or_default();
     // Ready once a bucket can be created and written to.
@@ -219,6 +261,43 @@ pub fn bucket(what: &str) -> String {
 }
 
 impl Server {
+    /// SIGKILL the server (a crash: what it acknowledged is in its files,
+    /// in the page cache), and wait until it is gone.
+    ///
+    /// # Panics
+    /// For a server started by the caller.
+    pub fn kill(&self) {
+        assert!(self.started.is_some(), "not a server of this test's own");
+        let pid = std::fs::read_to_string(self.dir.join("weed.pid")).expect("weed.pid");
+        let pid = pid.trim();
+        Command::new("kill")
+            .args(["-9", pid])
+            .status()
+            .expect("kill");
+        while Command::new("kill")
+            .args(["-0", pid])
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+        {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Start the server again on its ports and directory, after
+    /// [`Server::kill`], and wait until it serves.
+    ///
+    /// # Panics
+    /// If it does not start again within 90 s (a port taken meanwhile).
+    pub fn restart(&self) {
+        let started = self.started.as_ref().expect("a server of this test's own");
+        let mut last = String::new();
+        assert!(
+            start_weed(started, &self.dir, &mut last).is_some(),
+            "SeaweedFS lost a port while it was down: {last}"
+        );
+    }
+
     /// The `s3:` section for `bucket` on this server, as YAML lines.
     pub fn section(&self, bucket: &str, lease_secs: f64) -> String {
         format!(
