@@ -24,13 +24,15 @@ use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
+use fieldstore_core::engine::framed::{self, FramedRecords, Step};
 use fieldstore_core::engine::{Block as EngineBlock, BlockSlot, Log, LogMedium, LogReader};
 use fieldstore_core::maintenance::{
     list_lock_marker, list_locked_dataset, locked, wiped_while_writing, Item, ItemKind,
     LIST_LOCK_PREFIX,
 };
 use fieldstore_core::record::block::{self, BlockFormat, ValueLen};
-use fieldstore_core::record::maintenance::{self as records, MaintenanceRecord};
+use fieldstore_core::record::maintenance as records;
+use fieldstore_core::record::named;
 use fieldstore_core::record::pending::PendingEntries;
 use fieldstore_core::{
     Catalogue, CatalogueMaintenance, CatalogueWriter, CollocationKey, Control, DamagedDatasets,
@@ -39,7 +41,7 @@ use fieldstore_core::{
 };
 
 use crate::config::RadosConfig;
-use crate::format::{self, Dec, Enc, Framed};
+use crate::format::{self, Dec, Enc, Framed, Framing};
 use crate::naming::{self, ROOT};
 use crate::rados::{Pool, WriteOp, ECANCELED, EEXIST, EFBIG, ENOENT};
 use crate::waiter::RadosWaiter;
@@ -1108,29 +1110,6 @@ impl RadosLog {
         }
     }
 
-    fn apply_flush(st: &mut ReaderLog, payload: &[u8], what: &dyn Fn() -> String) -> Result<()> {
-        let mut d = Dec::new(payload, what);
-        let _timestamp = d.u64()?;
-        let _writer = d.str()?;
-        let n = d.u32()?;
-        // Decoded whole before anything is applied: a record that does not
-        // decode is damage, not half a flush.
-        let mut blocks = Vec::new();
-        for _ in 0..n {
-            let key = d.str()?.to_string();
-            let _count = d.u32()?;
-            let collocation = CollocationKey(d.key()?);
-            let axes = d.axes()?;
-            blocks.push((collocation, key, axes));
-        }
-        d.end_of("FLUSH record")?;
-        for (collocation, key, axes) in blocks {
-            st.index
-                .add_block(collocation, (st.cursor.segment, key), axes);
-        }
-        Ok(())
-    }
-
     /// Load the blocks of `collocation` that `want` selects and are not
     /// loaded yet. A segment that vanished (a wipe this reader has not
     /// seen yet) makes the reader catch up and try again.
@@ -1307,113 +1286,13 @@ impl RadosLog {
                     return Err(e.error(format!("reading the log of {}", self.pool.what(&obj))))
                 }
             };
-            let mut used = 0;
-            while used < buf.len() {
-                let at = st.cursor.pos + used as u64;
-                let what = || format!("{} at offset {at}", self.pool.what(&obj));
-                let (kind, payload, n) = match format::FRAMING.unframe(&buf[used..], &what) {
-                    Ok(Framed::Record(kind, payload, n)) => (kind, payload, n),
-                    // Appends are atomic: a record cut short, or bytes that
-                    // do not check, are damage. Records appended after them
-                    // are whole: step over to the next one that checks.
-                    other => {
-                        let problem = match other {
-                            Err(e) => e.to_string(),
-                            _ => format!("{}: record cut short", what()),
-                        };
-                        match format::FRAMING.resync(&buf[used + 1..]) {
-                            Some(skip) => {
-                                let skip = skip + 1;
-                                st.index.damaged_region(
-                                    log_at(st.cursor.segment, at),
-                                    format!(
-                                        "{problem}; {skip} bytes skipped, reading on at offset {}",
-                                        at + skip as u64
-                                    ),
-                                );
-                                used += skip;
-                                continue;
-                            }
-                            None => {
-                                st.index.damaged_region(
-                                    log_at(st.cursor.segment, at),
-                                    format!(
-                                        "{problem}; nothing readable after it (the last {} bytes)",
-                                        buf.len() - used
-                                    ),
-                                );
-                                used = buf.len();
-                                break;
-                            }
-                        }
-                    }
-                };
-                let applied = match kind {
-                    format::FLUSH => RadosLog::apply_flush(st, payload, &what),
-                    format::WIPE | format::RECLAIM | format::CONTROL => {
-                        MaintenanceRecord::decode(kind, payload, &what).map(|record| {
-                            if let Some(r) = record {
-                                // Blocks live in the log's omaps, which are
-                                // never reclaimed.
-                                let at = log_at(st.cursor.segment, at);
-                                st.index
-                                    .apply_maintenance(at, r, &str::to_string, &|_| false);
-                            }
-                        })
-                    }
-                    format::WIPED => {
-                        // Everything before is wiped. The objects are being
-                        // removed; a dataset may be created anew after.
-                        *st = gone_log();
-                        return Ok(());
-                    }
-                    format::SEAL => {
-                        let mut d = Dec::new(payload, &what);
-                        let next = d.u32()?;
-                        if next != st.cursor.segment + 1 {
-                            return Err(Error::corrupt(format!(
-                                "{}: seal names segment {next}, not {}",
-                                what(),
-                                st.cursor.segment + 1
-                            )));
-                        }
-                        // Nothing follows a SEAL but another SEAL (a seal
-                        // finished again after its `!sealed` key was lost):
-                        // anything else was appended after the seal, when
-                        // the key was gone, and is out of the log's order.
-                        let rest = &buf[used + n..];
-                        let resealed = matches!(
-                            format::FRAMING.unframe(rest, &what),
-                            Ok(Framed::Record(format::SEAL, ..))
-                        );
-                        if !rest.is_empty() && !resealed {
-                            st.index.damaged_region(
-                                log_at(st.cursor.segment, at + n as u64),
-                                format!(
-                                    "{}: {} bytes after the SEAL record at offset {at} (appended \
-                                     after the segment was sealed, its `!sealed` key lost): not \
-                                     read",
-                                    self.pool.what(&obj),
-                                    rest.len()
-                                ),
-                            );
-                        }
-                        st.cursor.segment = next;
-                        st.cursor.pos = 0;
-                        continue 'segments;
-                    }
-                    // Unknown record types from newer versions are skipped.
-                    _ => Ok(()),
-                };
-                if let Err(e) = applied {
-                    // Checksums hold but the payload does not decode: a
-                    // writer's bug, not a torn write. Skip the record.
-                    st.index.damaged_region(
-                        log_at(st.cursor.segment, at),
-                        format!("{e}; record skipped"),
-                    );
-                }
-                used += n;
+            let (start, segment) = (st.cursor.pos, st.cursor.segment);
+            let used = framed::walk(st, &buf, start, self)?;
+            if st.cursor.gone {
+                return Ok(()); // At a WIPED record.
+            }
+            if st.cursor.segment != segment {
+                continue 'segments; // At a SEAL record.
             }
             st.cursor.pos += used as u64;
             // The end of this segment's records: the end of the log, unless
@@ -1453,6 +1332,79 @@ impl RadosLog {
                 }
             }
             return Ok(());
+        }
+    }
+}
+
+/// The records of a log segment, as the engine's walk reads them.
+impl FramedRecords<Place, RadosCursor> for RadosLog {
+    fn framing(&self) -> &'static Framing {
+        &format::FRAMING
+    }
+
+    fn what(&self, st: &ReaderLog, at: u64) -> String {
+        let obj = segment_object(&self.object, st.cursor.segment);
+        format!("{} at offset {at}", self.pool.what(&obj))
+    }
+
+    fn place(&self, st: &ReaderLog, at: u64) -> u64 {
+        log_at(st.cursor.segment, at)
+    }
+
+    fn flush(&self, st: &mut ReaderLog, payload: &[u8], at: u64) -> Result<()> {
+        let what = || self.what(st, at);
+        let blocks = named::decode_flush(payload, &what, true, &|d| Ok(d.str()?.to_string()))?;
+        for b in blocks {
+            let place = (st.cursor.segment, b.place);
+            st.index.add_block(b.collocation, place, b.axes);
+        }
+        Ok(())
+    }
+
+    /// WIPED ends the incarnation; SEAL moves the cursor to the next
+    /// segment.
+    fn own(&self, st: &mut ReaderLog, kind: u16, p: &[u8], at: u64, rest: &[u8]) -> Result<Step> {
+        let what = || self.what(st, at);
+        match kind {
+            format::WIPED => {
+                // Everything before is wiped. The objects are being
+                // removed; a dataset may be created anew after.
+                *st = gone_log();
+                Ok(Step::Leave)
+            }
+            format::SEAL => {
+                let next = Dec::new(p, &what).u32()?;
+                if next != st.cursor.segment + 1 {
+                    return Err(Error::corrupt(format!(
+                        "{}: seal names segment {next}, not {}",
+                        what(),
+                        st.cursor.segment + 1
+                    )));
+                }
+                // Nothing follows a SEAL but another SEAL (a seal finished
+                // again after its `!sealed` key was lost): anything else was
+                // appended after the seal, when the key was gone, and is out
+                // of the log's order.
+                let resealed = matches!(
+                    format::FRAMING.unframe(rest, &what),
+                    Ok(Framed::Record(format::SEAL, ..))
+                );
+                if !rest.is_empty() && !resealed {
+                    let obj = segment_object(&self.object, st.cursor.segment);
+                    let problem = format!(
+                        "{}: {} bytes after the SEAL record at offset {at} (appended after the \
+                         segment was sealed, its `!sealed` key lost): not read",
+                        self.pool.what(&obj),
+                        rest.len(),
+                    );
+                    self.damaged(st, at + (format::HEADER + p.len()) as u64, problem);
+                }
+                st.cursor.segment = next;
+                st.cursor.pos = 0;
+                Ok(Step::Leave)
+            }
+            // Unknown record types from newer versions are skipped.
+            _ => Ok(Step::Read),
         }
     }
 }

@@ -1,40 +1,20 @@
-//! Logs that are bytes appended to a file or object, a row of framed
-//! records ([`Framing`]): POSIX's table of contents and RADOS's log
-//! segments. A reader reads the bytes past where it stopped and walks the
-//! records in them; this module holds that walk, which is the same on
-//! both: unframe, apply each record by its type, and step over damage to
-//! the next record that checks. A medium gives what differs as
-//! [`FramedRecords`]: how it decodes a FLUSH record, its own record types
-//! (RADOS's SEAL and WIPED), and what damage, and a record cut short at
-//! the end, mean on it.
+//! Logs of framed records ([`Framing`]) appended to a file or object:
+//! POSIX's table of contents, RADOS's log segments. [`walk`] reads the
+//! records of the bytes read past a reader's cursor, the same on both; a
+//! medium gives what differs ([`FramedRecords`]).
 
 use super::Log;
 use crate::error::{Error, Result};
 use crate::record::maintenance::MaintenanceRecord;
 use crate::record::{kind, Framed, Framing};
 
-/// A whole record of a type the walk does not apply itself.
-#[derive(Debug)]
-pub struct Record<'a> {
-    /// Its type ([`kind`]).
-    pub kind: u16,
-    /// Its payload.
-    pub payload: &'a [u8],
-    /// Its offset in the file or object read.
-    pub at: u64,
-    /// Its length, framed.
-    pub len: usize,
-    /// The bytes read after it.
-    pub rest: &'a [u8],
-}
-
-/// What the walk does after a medium's own record.
+/// What [`walk`] does after a medium's own record.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Step {
-    /// Read on after it.
+    /// Read on.
     Read,
-    /// Stop: the medium moved its cursor on (to the next segment) or
-    /// replaced the log (the dataset wiped); see [`Walked::left`].
+    /// Stop: the medium moved its cursor (to the next segment) or replaced
+    /// the log (the dataset wiped).
     Leave,
 }
 
@@ -57,34 +37,19 @@ impl Tail {
     }
 }
 
-/// How far [`walk`] went.
-#[derive(Debug, PartialEq, Eq)]
-pub struct Walked {
-    /// The bytes consumed (what is after them is read again next time).
-    pub used: usize,
-    /// Whether it stopped at a record after which the medium left
-    /// ([`Step::Leave`]), rather than at the end of the bytes read.
-    pub left: bool,
-}
-
-/// What a medium whose log is framed bytes does with the records of its
-/// log. `P` and `C` are its [`Log`]'s place and cursor.
+/// What a medium does with the records [`walk`] meets; `at` is an offset
+/// in the file or object read.
 ///
 /// # Contract
-/// Every method but [`FramedRecords::what`] and [`FramedRecords::place`]
-/// tells `log` what it met, each once, in log order; `at` is an offset in
-/// the file or object read (the one the walk started in). A record whose
-/// payload does not decode ([`FramedRecords::flush`] returns an error) is
-/// a damaged region, and costs only itself.
+/// Each method tells `log` what it met, once, in log order.
 pub trait FramedRecords<P: Clone, C> {
-    /// The framing of the medium's records.
+    /// The medium's framing.
     fn framing(&self) -> &'static Framing;
 
-    /// The name of offset `at`, for messages (`…/toc at offset 120`).
+    /// Offset `at`'s name, for messages (`…/toc at offset 120`).
     fn what(&self, log: &Log<P, C>, at: u64) -> String;
 
-    /// Offset `at`'s place in the whole log, for the index
-    /// ([`super::DatasetIndex::damaged_region`]): `at` itself by default.
+    /// Offset `at`'s place in the whole log (`at` by default).
     fn place(&self, log: &Log<P, C>, at: u64) -> u64 {
         let _ = log;
         at
@@ -93,49 +58,47 @@ pub trait FramedRecords<P: Clone, C> {
     /// Decode a FLUSH record and add its blocks to `log.index`.
     ///
     /// # Errors
-    /// `Corrupt` if the payload does not decode (nothing is added then).
+    /// `Corrupt` if it does not decode (nothing added): a damaged region.
     fn flush(&self, log: &mut Log<P, C>, payload: &[u8], at: u64) -> Result<()>;
 
-    /// Apply a WIPE, RECLAIM or CONTROL record. By default its units are
-    /// URIs and no block is reclaimed (blocks that live in the log).
+    /// A WIPE, RECLAIM or CONTROL record (by default: units are URIs, and
+    /// blocks live in the log, never reclaimed).
     fn maintenance(&self, log: &mut Log<P, C>, record: MaintenanceRecord, at: u64) {
         let at = self.place(log, at);
         log.index
             .apply_maintenance(at, record, &str::to_string, &|_| false);
     }
 
-    /// A record of another type: the medium's own, or one of a newer
-    /// version (skipped, the default).
+    /// A record of another type, `rest` the bytes after it: the medium's
+    /// own, or a newer version's (skipped, by default).
     ///
     /// # Errors
     /// The medium's; they end the walk.
-    fn own(&self, log: &mut Log<P, C>, record: Record<'_>) -> Result<Step> {
-        let _ = (log, record);
+    fn own(&self, log: &mut Log<P, C>, kind: u16, p: &[u8], at: u64, rest: &[u8]) -> Result<Step> {
+        let _ = (log, kind, p, at, rest);
         Ok(Step::Read)
     }
 
-    /// A damaged region at `at`: by default, one that may have held any
-    /// record ([`super::DatasetIndex::damaged_region`]).
+    /// A damaged region that may have held any record.
     fn damaged(&self, log: &mut Log<P, C>, at: u64, problem: String) {
         let at = self.place(log, at);
         log.index.damaged_region(at, problem);
     }
 
-    /// Bytes at `at` that are not a whole record, with a whole record
-    /// after them, stepped over: [`FramedRecords::damaged`] by default.
+    /// Bytes that are not a whole record, a whole record after them:
+    /// damaged, by default.
     fn skipped(&self, log: &mut Log<P, C>, region: &[u8], at: u64, problem: String) {
         let _ = region;
         self.damaged(log, at, problem);
     }
 
-    /// What ends the bytes read at `at` (`bytes`, with nothing readable
-    /// after them); whether it is consumed (else the next walk starts
-    /// there). By default it is damage, consumed: on a medium whose appends
-    /// are atomic, a record cut short is never an append in flight.
+    /// What ends the bytes read (`bytes`); whether it is consumed (else the
+    /// next walk starts there). By default it is damage: where appends are
+    /// atomic, a record cut short is no append in flight.
     fn tail(&self, log: &mut Log<P, C>, bytes: &[u8], at: u64, tail: Tail) -> bool {
+        let problem = tail.problem(&|| self.what(log, at));
         let problem = format!(
-            "{}; nothing readable after it (the last {} bytes)",
-            tail.problem(&|| self.what(log, at)),
+            "{problem}; nothing readable after it (the last {} bytes)",
             bytes.len()
         );
         self.damaged(log, at, problem);
@@ -143,18 +106,16 @@ pub trait FramedRecords<P: Clone, C> {
     }
 }
 
-/// Walk the records in `buf`, read from offset `start`, telling `log` what
-/// they say through `records`.
+/// Read the records of `buf`, read from offset `start`, into `log`; returns
+/// the bytes consumed, up to a record the medium leaves at ([`Step::Leave`]).
 ///
-/// A FLUSH record is [`FramedRecords::flush`]'s; WIPE, RECLAIM and CONTROL
-/// records are decoded here and applied by
-/// [`FramedRecords::maintenance`]; any other type is
-/// [`FramedRecords::own`]'s. Bytes that are not a whole record that
-/// checks (damage, or a record cut short) with a record that checks after
-/// them are stepped over to it ([`Framing::resync`]): records appended
-/// after damage are whole, so damage costs only itself
-/// ([`FramedRecords::skipped`]). With none after them, they are
-/// [`FramedRecords::tail`]'s.
+/// FLUSH records are [`FramedRecords::flush`]'s, WIPE, RECLAIM and CONTROL
+/// records [`FramedRecords::maintenance`]'s, others
+/// [`FramedRecords::own`]'s. A record whose payload does not decode is a
+/// damaged region. Bytes that are not a record that checks are stepped
+/// over to the next one that does ([`Framing::resync`]; records appended
+/// after damage are whole, so damage costs only itself); with none after
+/// them, they are [`FramedRecords::tail`]'s.
 ///
 /// # Errors
 /// [`FramedRecords::own`]'s.
@@ -163,44 +124,27 @@ pub fn walk<P: Clone, C>(
     buf: &[u8],
     start: u64,
     records: &dyn FramedRecords<P, C>,
-) -> Result<Walked> {
+) -> Result<usize> {
     let framing = records.framing();
     let mut used = 0;
     while used < buf.len() {
         let at = start + used as u64;
-        let unframed = framing.unframe(&buf[used..], &|| records.what(log, at));
-        let tail = match unframed {
+        let tail = match framing.unframe(&buf[used..], &|| records.what(log, at)) {
             Ok(Framed::Record(kind, payload, n)) => {
                 let applied = match kind {
                     kind::FLUSH => records.flush(log, payload, at),
                     kind::WIPE | kind::RECLAIM | kind::CONTROL => {
-                        let decoded =
-                            MaintenanceRecord::decode(kind, payload, &|| records.what(log, at));
-                        decoded.map(|r| {
-                            if let Some(r) = r {
-                                records.maintenance(log, r, at);
-                            }
-                        })
+                        let r = MaintenanceRecord::decode(kind, payload, &|| records.what(log, at));
+                        r.map(|r| r.map_or((), |r| records.maintenance(log, r, at)))
                     }
-                    _ => {
-                        let rest = &buf[used + n..];
-                        let record = Record {
-                            kind,
-                            payload,
-                            at,
-                            len: n,
-                            rest,
-                        };
-                        if records.own(log, record)? == Step::Leave {
-                            let used = used + n;
-                            return Ok(Walked { used, left: true });
-                        }
-                        Ok(())
-                    }
+                    _ => match records.own(log, kind, payload, at, &buf[used + n..])? {
+                        Step::Read => Ok(()),
+                        Step::Leave => return Ok(used + n),
+                    },
                 };
                 if let Err(e) = applied {
                     // Checksums hold but the payload does not decode: a
-                    // writer's bug, not a torn write. Skip the record.
+                    // writer's bug, not a torn write.
                     records.damaged(log, at, format!("{e}; record skipped"));
                 }
                 used += n;
@@ -209,20 +153,17 @@ pub fn walk<P: Clone, C>(
             Ok(Framed::Incomplete) => Tail::Cut,
             Err(e) => Tail::Damaged(e),
         };
-        let Some(skip) = framing.resync(&buf[used + 1..]) else {
+        let Some(skip) = framing.resync(&buf[used + 1..]).map(|s| s + 1) else {
             if records.tail(log, &buf[used..], at, tail) {
                 used = buf.len();
             }
             break;
         };
-        let skip = skip + 1;
-        let problem = format!(
-            "{}; {skip} bytes skipped, reading on at offset {}",
-            tail.problem(&|| records.what(log, at)),
-            at + skip as u64
-        );
+        let problem = tail.problem(&|| records.what(log, at));
+        let next = at + skip as u64;
+        let problem = format!("{problem}; {skip} bytes skipped, reading on at offset {next}");
         records.skipped(log, &buf[used..used + skip], at, problem);
         used += skip;
     }
-    Ok(Walked { used, left: false })
+    Ok(used)
 }

@@ -1,15 +1,12 @@
-//! FLUSH records that name their blocks: the codec of the media whose
-//! index blocks are stored apart from the log and named by place (POSIX:
-//! a range of an index file; RADOS: an omap key of a log segment), a
-//! reader loading only the blocks it needs. (Blocks that ride inline in
-//! their FLUSH record are [`super::inline`]'s.)
-//!
-//! A FLUSH payload (`docs/format/posix.md`, `docs/format/rados.md`):
+//! FLUSH records that name their blocks by place, stored apart from the
+//! log (POSIX: a range of an index file; RADOS: an omap key), so that a
+//! reader loads only the blocks it needs ([`super::inline`]: blocks that
+//! ride in the record). A FLUSH payload (`docs/format/posix.md`, `docs/format/rados.md`):
 //! timestamp (ns since the epoch), the writer's id (RADOS only), the
 //! number of blocks, then per block its place (the medium's encoding),
 //! its number of entries, its collocation key and its axes.
 
-use super::{Dec, Enc};
+use super::Dec;
 use crate::axes::Axes;
 use crate::error::Result;
 use crate::key::CollocationKey;
@@ -25,29 +22,6 @@ pub struct NamedBlock<Q> {
     pub collocation: CollocationKey,
     /// The values each element keyword takes in it.
     pub axes: Axes,
-}
-
-/// The payload of a FLUSH record naming `blocks`, written now, with the
-/// writer's id if the medium records one (`writer`); `place` writes a
-/// block's place.
-pub fn encode_flush<Q>(
-    writer: Option<&str>,
-    blocks: &[NamedBlock<Q>],
-    place: &dyn Fn(&mut Enc, &Q),
-) -> Vec<u8> {
-    let mut e = Enc::default();
-    e.u64(super::maintenance::now_ns());
-    if let Some(w) = writer {
-        e.str(w);
-    }
-    e.u32(blocks.len() as u32);
-    for b in blocks {
-        place(&mut e, &b.place);
-        e.u32(b.count);
-        e.str(&b.collocation.to_string());
-        e.axes(&b.axes);
-    }
-    e.0
 }
 
 /// The blocks a FLUSH payload names, decoded whole (a record that does not
@@ -85,38 +59,44 @@ pub fn decode_flush<'a, Q>(
 mod tests {
     use super::*;
     use crate::axes::AxesExt;
+    use crate::record::Enc;
 
-    fn block(file: &str, collocation: &str, step: &str) -> NamedBlock<(String, u64)> {
-        let mut axes = Axes::new();
-        axes.add_key(&format!("step={step}").parse().unwrap());
-        NamedBlock {
-            place: (file.to_string(), 7),
-            count: 3,
-            collocation: CollocationKey(collocation.parse().unwrap()),
-            axes,
-        }
-    }
-
-    /// What is encoded decodes to the same blocks, with a writer id or
-    /// without; a payload cut anywhere, or with a byte more, does not
-    /// decode.
+    /// A payload decodes to its blocks, with a writer id or without; cut
+    /// short, or with a byte more, it does not.
     #[test]
-    fn blocks_round_trip_and_damage_is_refused() {
-        let blocks = vec![block("a.index", "type=fc", "0"), block("b", "type=an", "6")];
-        let put = |e: &mut Enc, p: &(String, u64)| {
-            e.str(&p.0);
-            e.u64(p.1);
+    fn blocks_decode_whole_or_not_at_all() {
+        let mut axes = Axes::new();
+        axes.add_key(&"step=6".parse().unwrap());
+        let block = NamedBlock {
+            place: "k".to_string(),
+            count: 3,
+            collocation: CollocationKey("type=fc".parse().unwrap()),
+            axes: axes.clone(),
         };
-        let get = |d: &mut Dec<'_, '_>| Ok((d.str()?.to_string(), d.u64()?));
-        let what = || "FLUSH at 0".to_string();
-        for writer in [None, Some("host.1.2")] {
-            let p = encode_flush(writer, &blocks, &put);
-            assert_eq!(decode_flush(&p, &what, writer.is_some(), &get).unwrap(), blocks);
-            let e = decode_flush(&p[..p.len() - 1], &what, writer.is_some(), &get).unwrap_err();
-            assert!(e.to_string().starts_with("FLUSH at 0: "), "{e}");
-            let mut longer = p.clone();
-            longer.push(0);
-            assert!(decode_flush(&longer, &what, writer.is_some(), &get).is_err());
+        let (get, what) = (
+            |d: &mut Dec<'_, '_>| Ok(d.str()?.to_string()),
+            || "F".to_string(),
+        );
+        for writer in [false, true] {
+            let mut e = Enc::default();
+            e.u64(1);
+            if writer {
+                e.str("host.1");
+            }
+            e.u32(1);
+            e.str("k");
+            e.u32(3);
+            e.str("type=fc");
+            e.axes(&axes);
+            let p = e.0;
+            assert_eq!(
+                decode_flush(&p, &what, writer, &get).unwrap(),
+                vec![block.clone()]
+            );
+            let e = decode_flush(&p[..p.len() - 1], &what, writer, &get).unwrap_err();
+            assert!(e.to_string().starts_with("F: "), "{e}");
+            let longer = [&p[..], &[0]].concat();
+            assert!(decode_flush(&longer, &what, writer, &get).is_err());
         }
     }
 }

@@ -1543,7 +1543,7 @@ impl TocLog {
         }
         let damage_before = st.damage_at_end.take();
         let start = st.cursor.pos;
-        let used = framed::walk(st, &buf, start, self)?.used;
+        let used = framed::walk(st, &buf, start, self)?;
         if st.damage_at_end.is_some() && st.damage_at_end != damage_before {
             // New damage at the end: what it may name is read again.
             st.cursor.log.index_collocations = None;
