@@ -372,22 +372,7 @@ fn read_init(pool: &Pool, object: &str) -> Result<Option<(DatasetKey, u64, Arc<s
         let len = u32::from_le_bytes([buf[8], buf[9], buf[10], buf[11]]) as usize;
         buf = read(format::HEADER + len)?.unwrap_or_default();
     }
-    match format::FRAMING.unframe(&buf, &what)? {
-        Framed::Record(format::INIT, payload, used) => {
-            let mut d = Dec::new(payload, &what);
-            let key = DatasetKey(d.key()?);
-            let schema = Arc::from(d.str()?);
-            Ok(Some((key, used as u64, schema)))
-        }
-        Framed::Record(kind, ..) => Err(Error::corrupt(format!(
-            "{}: first record is type {kind}, not INIT",
-            what()
-        ))),
-        Framed::Incomplete => Err(Error::corrupt(format!(
-            "{}: the INIT record is incomplete",
-            what()
-        ))),
-    }
+    framed::init(&format::FRAMING, &buf, &what).map(Some)
 }
 
 fn check_key(pool: &Pool, object: &str, stored: &DatasetKey, key: &DatasetKey) -> Result<()> {

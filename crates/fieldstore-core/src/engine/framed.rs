@@ -1,12 +1,16 @@
 //! Logs of framed records ([`Framing`]) appended to a file or object:
-//! POSIX's table of contents, RADOS's log segments. [`walk`] reads the
-//! records of the bytes read past a reader's cursor, the same on both; a
-//! medium gives what differs ([`FramedRecords`]).
+//! POSIX's table of contents, RADOS's log segments. [`init`] reads the
+//! record that starts such a log; [`walk`] reads the records of the bytes
+//! read past a reader's cursor, the same on both, a medium giving what
+//! differs ([`FramedRecords`]).
+
+use std::sync::Arc;
 
 use super::Log;
 use crate::error::{Error, Result};
+use crate::key::DatasetKey;
 use crate::record::maintenance::MaintenanceRecord;
-use crate::record::{kind, Framed, Framing};
+use crate::record::{kind, Dec, Framed, Framing};
 
 /// What [`walk`] does after a medium's own record.
 #[derive(Debug, PartialEq, Eq)]
@@ -166,4 +170,103 @@ pub fn walk<P: Clone, C>(
         used += skip;
     }
     Ok(used)
+}
+
+/// The INIT record at the start of a log (`head`: its first bytes): the
+/// dataset's key, where the next record starts, and the text of the schema
+/// the dataset was created under.
+///
+/// # Errors
+/// `Corrupt`, naming `what`, unless `head` starts with a whole INIT record.
+pub fn init(
+    framing: &Framing,
+    head: &[u8],
+    what: &dyn Fn() -> String,
+) -> Result<(DatasetKey, u64, Arc<str>)> {
+    let problem = match framing.unframe(head, what)? {
+        Framed::Record(kind::INIT, payload, used) => {
+            let mut d = Dec::new(payload, what);
+            return Ok((DatasetKey(d.key()?), used as u64, Arc::from(d.str()?)));
+        }
+        Framed::Record(kind, ..) => format!("first record is type {kind}, not INIT"),
+        Framed::Incomplete => "the INIT record is incomplete".to_string(),
+    };
+    Err(Error::corrupt(format!("{}: {problem}", what())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::CollocationKey;
+
+    const FRAMING: Framing = Framing::new(*b"TEST");
+
+    /// A FLUSH record names one block: its payload is its collocation key.
+    /// Type 6 leaves.
+    struct Medium;
+
+    impl FramedRecords<u64, ()> for Medium {
+        fn framing(&self) -> &'static Framing {
+            &FRAMING
+        }
+        fn what(&self, _: &Log<u64, ()>, at: u64) -> String {
+            format!("log at offset {at}")
+        }
+        fn flush(&self, log: &mut Log<u64, ()>, payload: &[u8], at: u64) -> Result<()> {
+            let key = Dec::new(payload, &|| self.what(log, at)).key()?;
+            log.index
+                .add_block(CollocationKey(key), at, Default::default());
+            Ok(())
+        }
+        fn own(&self, _: &mut Log<u64, ()>, kind: u16, _: &[u8], _: u64, _: &[u8]) -> Result<Step> {
+            Ok(if kind == 6 { Step::Leave } else { Step::Read })
+        }
+    }
+
+    fn flush(c: &str) -> Vec<u8> {
+        let mut e = crate::record::Enc::default();
+        e.str(c);
+        FRAMING.framed(kind::FLUSH, &e.0)
+    }
+
+    /// Damage costs only itself: a record whose payload does not decode,
+    /// bytes that do not check, a record cut short at the end; records of
+    /// unknown types are skipped; a medium's own record can end the walk.
+    #[test]
+    fn damage_costs_only_itself_and_a_medium_may_leave() {
+        let cut = flush("type=xx");
+        let parts = [
+            flush("type=fc"),
+            FRAMING.framed(kind::FLUSH, b"\x01"),
+            b"junk".to_vec(),
+            FRAMING.framed(99, b"newer"),
+            flush("type=an"),
+            cut[..10].to_vec(),
+        ];
+        let buf = parts.concat();
+        let mut log = Log::new(Arc::from(""), ());
+        assert_eq!(walk(&mut log, &buf, 100, &Medium).unwrap(), buf.len());
+        let names: Vec<_> = log.index.order().iter().map(|c| c.to_string()).collect();
+        assert_eq!(names, ["type=fc", "type=an"]);
+        let (a, b) = (100 + parts[0].len(), 100 + parts[0].len() + parts[1].len());
+        let damage = log.index.damage(None);
+        assert!(
+            damage[0].starts_with(&format!("log at offset {a}: ")),
+            "{damage:?}"
+        );
+        assert!(damage[0].ends_with("; record skipped"), "{damage:?}");
+        assert!(damage[1].ends_with(&format!("4 bytes skipped, reading on at offset {}", b + 4)));
+        let end = 100 + buf.len() - 10;
+        let expected = format!(
+            "log at offset {end}: record cut short; nothing readable after it (the last 10 bytes)"
+        );
+        assert_eq!(damage[2], expected);
+        assert_eq!(damage.len(), 3);
+
+        let buf = [flush("type=fc"), FRAMING.framed(6, b""), flush("type=an")].concat();
+        let mut log = Log::new(Arc::from(""), ());
+        let used = walk(&mut log, &buf, 0, &Medium).unwrap();
+        assert_eq!(used, buf.len() - flush("type=an").len());
+        assert_eq!(log.index.order().len(), 1);
+    }
 }

@@ -189,22 +189,7 @@ pub(super) fn read_init_with_schema(
             break;
         }
     }
-    match format::FRAMING.unframe(&head, &what)? {
-        Framed::Record(format::INIT, payload, used) => {
-            let mut d = Dec::new(payload, &what);
-            let key = DatasetKey(d.key()?);
-            let schema = Arc::from(d.str()?);
-            Ok((key, used as u64, schema))
-        }
-        Framed::Record(kind, ..) => Err(Error::corrupt(format!(
-            "{}: first record is type {kind}, not INIT",
-            what()
-        ))),
-        Framed::Incomplete => Err(Error::corrupt(format!(
-            "{}: the INIT record is incomplete",
-            what()
-        ))),
-    }
+    framed::init(&format::FRAMING, &head, &what)
 }
 
 /// Create the dataset at `dir` if needed and `may_create`, race-free
@@ -1340,34 +1325,18 @@ impl TocLog {
         }
     }
 
-    /// Recover a damaged region as the FLUSH record it was, if every block
-    /// it names proves it ([`TocLog::recover_flush`]): its blocks are
-    /// applied and it is noted. Whether it was.
+    /// Recover a damaged region as the FLUSH record it may have been, its
+    /// frame checksums ignored, if what it names proves it: the index file
+    /// is a writer's, the blocks start where that file's blocks named so far
+    /// end and follow each other (so a damaged offset cannot point at an
+    /// older or unnamed block), and each block's own frame checks whole and
+    /// holds the record's collocation, entry count, length and axes. Its
+    /// blocks are then applied and it is noted; whether it was.
     fn recover(st: &mut ReaderLog, region: &[u8], problem: &str) -> bool {
-        let Some(blocks) = TocLog::recover_flush(st, region) else {
-            return false;
-        };
-        let n = blocks.len();
-        TocLog::apply_blocks(st, blocks);
-        st.recovered.push(format!(
-            "{problem}; recovered: a FLUSH record whose {n} index block{} check whole and match it",
-            if n == 1 { "" } else { "s" }
-        ));
-        true
-    }
-
-    /// Read a damaged region as the FLUSH record it may have been, its
-    /// frame checksums ignored, and accept it only if what it names proves
-    /// it: the index file is a writer's, the blocks start where that file's
-    /// blocks named so far end and follow each other (so a damaged offset
-    /// cannot point at an older or unnamed block), and each block's own
-    /// frame checks whole and holds the record's collocation, entry count,
-    /// length and axes (the values each element keyword takes).
-    fn recover_flush(st: &ReaderLog, region: &[u8]) -> Option<Vec<FlushBlock>> {
-        let payload = region.get(fieldstore_core::record::HEADER..)?;
-        let blocks = decode_flush(payload, &String::new).ok()?;
+        let payload = region.get(fieldstore_core::record::HEADER..).unwrap_or(&[]);
+        let blocks = decode_flush(payload, &String::new).unwrap_or_default();
         if blocks.is_empty() {
-            return None;
+            return false;
         }
         let mut ends: HashMap<&str, u64> = HashMap::new();
         for b in &blocks {
@@ -1376,11 +1345,17 @@ impl TocLog {
                 .entry(file)
                 .or_insert_with(|| st.cursor.log.index_ends.get(file).copied().unwrap_or(0));
             if b.place.offset != *end || !block_proves(&st.cursor.dir, &st.cursor.abs_dir, b) {
-                return None;
+                return false;
             }
             *end += u64::from(b.place.length);
         }
-        Some(blocks)
+        let n = blocks.len();
+        TocLog::apply_blocks(st, blocks);
+        st.recovered.push(format!(
+            "{problem}; recovered: a FLUSH record whose {n} index block{} check whole and match it",
+            if n == 1 { "" } else { "s" }
+        ));
+        true
     }
 
     /// Load the blocks of `collocation` not loaded yet. An index file that
@@ -1728,7 +1703,7 @@ fn is_torn_append(region: &[u8]) -> bool {
 }
 
 /// Whether the block a damaged FLUSH record names is there and is the one
-/// it describes (see [`TocLog::recover_flush`]). Lengths are checked
+/// it describes (see [`TocLog::recover`]). Lengths are checked
 /// against the file before anything is allocated.
 fn block_proves(dir: &Path, abs_dir: &Path, b: &FlushBlock) -> bool {
     let p = &b.place;
