@@ -32,7 +32,7 @@ use fieldstore_core::maintenance::{
 };
 use fieldstore_core::record::block::{self, BlockFormat, ValueLen};
 use fieldstore_core::record::maintenance as records;
-use fieldstore_core::record::named;
+use fieldstore_core::record::named::{self, NamedBlock};
 use fieldstore_core::record::pending::PendingEntries;
 use fieldstore_core::{
     Catalogue, CatalogueMaintenance, CatalogueWriter, CollocationKey, Control, DamagedDatasets,
@@ -940,25 +940,20 @@ impl CatalogueWriter for RadosCatalogueWriter {
         self.flushes += 1;
         // Blocks: per collocation, runs of one keyword list, at most
         // BLOCK_ENTRIES entries each.
-        let mut blocks: Vec<(String, Vec<u8>)> = Vec::new();
-        let mut record = Enc::default();
-        record.u64(records::now_ns());
-        record.str(&self.writer);
-        let mut described = Enc::default();
+        let (mut blocks, mut named) = (Vec::new(), Vec::new());
         for (collocation, entries) in pending.groups_at_most(BLOCK_ENTRIES) {
             let (payload, axes) = block::encode(&Blocks, collocation, entries);
-            let framed = format::FRAMING.framed(format::BLOCK, &payload);
             let key = format!("{}.{:08}.{:05}", self.writer, self.flushes, blocks.len());
-            described.str(&key);
-            described.u32(entries.len() as u32);
-            described.str(&collocation.to_string());
-            described.axes(&axes);
-            blocks.push((key, framed));
+            blocks.push((key.clone(), format::FRAMING.framed(format::BLOCK, &payload)));
+            named.push(NamedBlock {
+                place: key,
+                count: entries.len() as u32,
+                collocation: collocation.clone(),
+                axes,
+            });
         }
-        record.u32(blocks.len() as u32);
-        record.0.extend_from_slice(&described.0);
-        let mut rec = Vec::new();
-        format::FRAMING.frame(&mut rec, format::FLUSH, &record.0);
+        let record = named::encode_flush(Some(&self.writer), &named, &mut |e, key| e.str(key));
+        let rec = format::FRAMING.framed(format::FLUSH, &record);
         // The blocks, in operations of at most OP_BYTES; the last one also
         // appends the record, which makes them all visible at once. Every
         // operation requires the segment not to be sealed; if it is, the

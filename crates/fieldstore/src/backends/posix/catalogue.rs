@@ -626,9 +626,8 @@ struct StagedFlush {
     /// Where its blocks start in the index file: what a flush that fails
     /// before its record is in cuts the file back to.
     base: u64,
-    /// Per block, in file order: its framed length, collocation, axes and
-    /// number of entries.
-    blocks: Vec<(u32, CollocationKey, Axes, u32)>,
+    /// Its blocks, in file order, each placed by its framed length.
+    blocks: Vec<NamedBlock<u32>>,
 }
 
 /// A shared `flock` on a writer's `toc`, held from before it checks where
@@ -955,8 +954,12 @@ impl TocWriter {
             } else {
                 format::frame(&mut all, format::BLOCK, &payload);
             }
-            let framed = (all.len() - from) as u32;
-            blocks.push((framed, collocation.clone(), axes, entries.len() as u32));
+            blocks.push(NamedBlock {
+                place: (all.len() - from) as u32,
+                count: entries.len() as u32,
+                collocation: collocation.clone(),
+                axes,
+            });
         }
         // 2. Index blocks, one write, their write-back started: on a
         // journalling file system the blocks are allocated now, and the
@@ -988,26 +991,15 @@ impl TocWriter {
             self.open_dir.sync()?;
         }
         // 3. One FLUSH record in the table of contents, one write, synced.
-        let mut p = Enc::default();
-        p.u64(
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos() as u64)
-                .unwrap_or(0),
-        );
-        p.u32(staged.blocks.len() as u32);
         let mut offset = staged.base;
-        for (len, collocation, axes, count) in &staged.blocks {
-            p.str(&index_name);
-            p.u64(offset);
-            p.u32(*len);
-            p.u32(*count);
-            p.str(&collocation.to_string());
-            p.axes(axes);
-            offset += u64::from(*len);
-        }
+        let p = named::encode_flush(None, &staged.blocks, &mut |e, length| {
+            e.str(&index_name);
+            e.u64(offset);
+            e.u32(*length);
+            offset += u64::from(*length);
+        });
         let mut rec = Vec::new();
-        format::frame(&mut rec, format::FLUSH, &p.0);
+        format::frame(&mut rec, format::FLUSH, &p);
         let toc_lock = self.toc_lock.clone();
         let _lock = AppendLock::take(&toc_lock, &self.toc_path)?;
         crate::failpoint::hit("flush.before_append");
