@@ -41,7 +41,7 @@ use fieldstore_core::{
 };
 
 use crate::config::RadosConfig;
-use crate::format::{self, Dec, Enc, Framed, Framing};
+use crate::format::{self, Dec, Enc, Framed};
 use crate::naming::{self, ROOT};
 use crate::rados::{Pool, WriteOp, ECANCELED, EEXIST, EFBIG, ENOENT};
 use crate::waiter::RadosWaiter;
@@ -1267,7 +1267,7 @@ impl RadosLog {
                 }
             };
             let (start, segment) = (st.cursor.pos, st.cursor.segment);
-            let used = framed::walk(st, &buf, start, self)?;
+            let used = framed::walk(st, &format::FRAMING, &buf, start, self)?;
             if st.cursor.gone {
                 return Ok(()); // At a WIPED record.
             }
@@ -1318,10 +1318,6 @@ impl RadosLog {
 
 /// The records of a log segment, as the engine's walk reads them.
 impl FramedRecords<Place, RadosCursor> for RadosLog {
-    fn framing(&self) -> &'static Framing {
-        &format::FRAMING
-    }
-
     fn what(&self, st: &ReaderLog, at: u64) -> String {
         let obj = segment_object(&self.object, st.cursor.segment);
         format!("{} at offset {at}", self.pool.what(&obj))

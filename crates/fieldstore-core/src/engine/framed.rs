@@ -47,9 +47,6 @@ impl Tail {
 /// # Contract
 /// Each method tells `log` what it met, once, in log order.
 pub trait FramedRecords<P: Clone, C> {
-    /// The medium's framing.
-    fn framing(&self) -> &'static Framing;
-
     /// Offset `at`'s name, for messages (`…/toc at offset 120`).
     fn what(&self, log: &Log<P, C>, at: u64) -> String;
 
@@ -110,8 +107,9 @@ pub trait FramedRecords<P: Clone, C> {
     }
 }
 
-/// Read the records of `buf`, read from offset `start`, into `log`; returns
-/// the bytes consumed, up to a record the medium leaves at ([`Step::Leave`]).
+/// Read the records of `buf` (framed by `framing`), read from offset
+/// `start`, into `log`; returns the bytes consumed, up to a record the
+/// medium leaves at ([`Step::Leave`]).
 ///
 /// FLUSH records are [`FramedRecords::flush`]'s, WIPE, RECLAIM and CONTROL
 /// records [`FramedRecords::maintenance`]'s, others
@@ -125,11 +123,11 @@ pub trait FramedRecords<P: Clone, C> {
 /// [`FramedRecords::own`]'s.
 pub fn walk<P: Clone, C>(
     log: &mut Log<P, C>,
+    framing: &Framing,
     buf: &[u8],
     start: u64,
     records: &dyn FramedRecords<P, C>,
 ) -> Result<usize> {
-    let framing = records.framing();
     let mut used = 0;
     while used < buf.len() {
         let at = start + used as u64;
@@ -206,9 +204,6 @@ mod tests {
     struct Medium;
 
     impl FramedRecords<u64, ()> for Medium {
-        fn framing(&self) -> &'static Framing {
-            &FRAMING
-        }
         fn what(&self, _: &Log<u64, ()>, at: u64) -> String {
             format!("log at offset {at}")
         }
@@ -245,7 +240,10 @@ mod tests {
         ];
         let buf = parts.concat();
         let mut log = Log::new(Arc::from(""), ());
-        assert_eq!(walk(&mut log, &buf, 100, &Medium).unwrap(), buf.len());
+        assert_eq!(
+            walk(&mut log, &FRAMING, &buf, 100, &Medium).unwrap(),
+            buf.len()
+        );
         let names: Vec<_> = log.index.order().iter().map(|c| c.to_string()).collect();
         assert_eq!(names, ["type=fc", "type=an"]);
         let (a, b) = (100 + parts[0].len(), 100 + parts[0].len() + parts[1].len());
@@ -265,7 +263,7 @@ mod tests {
 
         let buf = [flush("type=fc"), FRAMING.framed(6, b""), flush("type=an")].concat();
         let mut log = Log::new(Arc::from(""), ());
-        let used = walk(&mut log, &buf, 0, &Medium).unwrap();
+        let used = walk(&mut log, &FRAMING, &buf, 0, &Medium).unwrap();
         assert_eq!(used, buf.len() - flush("type=an").len());
         assert_eq!(log.index.order().len(), 1);
     }

@@ -36,7 +36,7 @@ use fieldstore_core::{
     DatasetMover, ElementKey, Error, ErrorKind, FieldLocation, Locks, Operation, Result, Schema,
 };
 
-use super::format::{self, Dec, Enc, Framed, Framing};
+use super::format::{self, Dec, Enc, Framed};
 use super::layout::{self, TOC};
 use super::manage;
 use super::open_dir::OpenDir;
@@ -1510,7 +1510,7 @@ impl TocLog {
         }
         let damage_before = st.damage_at_end.take();
         let start = st.cursor.pos;
-        let used = framed::walk(st, &buf, start, self)?;
+        let used = framed::walk(st, &format::FRAMING, &buf, start, self)?;
         if st.damage_at_end.is_some() && st.damage_at_end != damage_before {
             // New damage at the end: what it may name is read again.
             st.cursor.log.index_collocations = None;
@@ -1549,10 +1549,6 @@ impl TocLog {
 
 /// The records of a table of contents, as the engine's walk reads them.
 impl FramedRecords<BlockPlace, TocCursor> for TocLog {
-    fn framing(&self) -> &'static Framing {
-        &format::FRAMING
-    }
-
     fn what(&self, st: &ReaderLog, at: u64) -> String {
         format!("{} at offset {at}", st.cursor.toc_path.display())
     }
@@ -1595,9 +1591,9 @@ impl FramedRecords<BlockPlace, TocCursor> for TocLog {
     fn skipped(&self, st: &mut ReaderLog, region: &[u8], at: u64, problem: String) {
         if is_torn_append(region) {
             st.torn.push(format!(
-                "{} at offset {at}: {} bytes of an append cut short (a full disk: that flush \
-                 failed and was never visible), skipped",
-                st.cursor.toc_path.display(),
+                "{}: {} bytes of an append cut short (a full disk: that flush failed and was \
+                 never visible), skipped",
+                self.what(st, at),
                 region.len()
             ));
         } else if !TocLog::recover(st, region, &problem) {
@@ -1618,11 +1614,11 @@ impl FramedRecords<BlockPlace, TocCursor> for TocLog {
             "{e}; nothing readable after it yet (the last {} bytes)",
             bytes.len()
         );
-        let recovered = TocLog::recover(st, bytes, &problem);
-        if !recovered {
-            st.damage_at_end = Some(problem);
+        if TocLog::recover(st, bytes, &problem) {
+            return true;
         }
-        recovered
+        st.damage_at_end = Some(problem);
+        false
     }
 }
 
