@@ -39,6 +39,7 @@ use crate::location::FieldLocation;
 use crate::maintenance::Locks;
 use crate::record::maintenance::MaintenanceRecord;
 
+pub mod framed;
 mod log_reader;
 pub use log_reader::{Log, LogMedium, LogOf, LogReader};
 pub mod slots;

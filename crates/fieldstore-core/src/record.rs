@@ -35,13 +35,15 @@
 //! The index blocks of the POSIX and RADOS catalogues, which differ only in
 //! a value's length and the naming of units, are encoded by [`block`]; the
 //! payloads of the WIPE, RECLAIM and CONTROL records of all three logs by
-//! [`maintenance`]; a writer's entries since its last flush are kept, and
-//! grouped into those blocks, by [`pending`].
+//! [`maintenance`]; the FLUSH records of POSIX and RADOS, which name
+//! their blocks by place, by [`named`]; a writer's entries since its last
+//! flush are kept, and grouped into those blocks, by [`pending`].
 
 pub mod block;
 pub mod inline;
 pub mod kind;
 pub mod maintenance;
+pub mod named;
 pub mod pending;
 
 use crate::error::{Error, Result};

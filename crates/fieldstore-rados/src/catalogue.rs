@@ -24,13 +24,15 @@ use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
+use fieldstore_core::engine::framed::{self, FramedRecords, Step};
 use fieldstore_core::engine::{Block as EngineBlock, BlockSlot, Log, LogMedium, LogReader};
 use fieldstore_core::maintenance::{
     list_lock_marker, list_locked_dataset, locked, wiped_while_writing, Item, ItemKind,
     LIST_LOCK_PREFIX,
 };
 use fieldstore_core::record::block::{self, BlockFormat, ValueLen};
-use fieldstore_core::record::maintenance::{self as records, MaintenanceRecord};
+use fieldstore_core::record::maintenance as records;
+use fieldstore_core::record::named::{self, NamedBlock};
 use fieldstore_core::record::pending::PendingEntries;
 use fieldstore_core::{
     Catalogue, CatalogueMaintenance, CatalogueWriter, CollocationKey, Control, DamagedDatasets,
@@ -370,22 +372,7 @@ fn read_init(pool: &Pool, object: &str) -> Result<Option<(DatasetKey, u64, Arc<s
         let len = u32::from_le_bytes([buf[8], buf[9], buf[10], buf[11]]) as usize;
         buf = read(format::HEADER + len)?.unwrap_or_default();
     }
-    match format::FRAMING.unframe(&buf, &what)? {
-        Framed::Record(format::INIT, payload, used) => {
-            let mut d = Dec::new(payload, &what);
-            let key = DatasetKey(d.key()?);
-            let schema = Arc::from(d.str()?);
-            Ok(Some((key, used as u64, schema)))
-        }
-        Framed::Record(kind, ..) => Err(Error::corrupt(format!(
-            "{}: first record is type {kind}, not INIT",
-            what()
-        ))),
-        Framed::Incomplete => Err(Error::corrupt(format!(
-            "{}: the INIT record is incomplete",
-            what()
-        ))),
-    }
+    framed::init(&format::FRAMING, &buf, &what).map(Some)
 }
 
 fn check_key(pool: &Pool, object: &str, stored: &DatasetKey, key: &DatasetKey) -> Result<()> {
@@ -953,25 +940,20 @@ impl CatalogueWriter for RadosCatalogueWriter {
         self.flushes += 1;
         // Blocks: per collocation, runs of one keyword list, at most
         // BLOCK_ENTRIES entries each.
-        let mut blocks: Vec<(String, Vec<u8>)> = Vec::new();
-        let mut record = Enc::default();
-        record.u64(records::now_ns());
-        record.str(&self.writer);
-        let mut described = Enc::default();
+        let (mut blocks, mut named) = (Vec::new(), Vec::new());
         for (collocation, entries) in pending.groups_at_most(BLOCK_ENTRIES) {
             let (payload, axes) = block::encode(&Blocks, collocation, entries);
-            let framed = format::FRAMING.framed(format::BLOCK, &payload);
             let key = format!("{}.{:08}.{:05}", self.writer, self.flushes, blocks.len());
-            described.str(&key);
-            described.u32(entries.len() as u32);
-            described.str(&collocation.to_string());
-            described.axes(&axes);
-            blocks.push((key, framed));
+            blocks.push((key.clone(), format::FRAMING.framed(format::BLOCK, &payload)));
+            named.push(NamedBlock {
+                place: key,
+                count: entries.len() as u32,
+                collocation: collocation.clone(),
+                axes,
+            });
         }
-        record.u32(blocks.len() as u32);
-        record.0.extend_from_slice(&described.0);
-        let mut rec = Vec::new();
-        format::FRAMING.frame(&mut rec, format::FLUSH, &record.0);
+        let record = named::encode_flush(Some(&self.writer), &named, &mut |e, key| e.str(key));
+        let rec = format::FRAMING.framed(format::FLUSH, &record);
         // The blocks, in operations of at most OP_BYTES; the last one also
         // appends the record, which makes them all visible at once. Every
         // operation requires the segment not to be sealed; if it is, the
@@ -1106,29 +1088,6 @@ impl RadosLog {
                 Ok(false)
             }
         }
-    }
-
-    fn apply_flush(st: &mut ReaderLog, payload: &[u8], what: &dyn Fn() -> String) -> Result<()> {
-        let mut d = Dec::new(payload, what);
-        let _timestamp = d.u64()?;
-        let _writer = d.str()?;
-        let n = d.u32()?;
-        // Decoded whole before anything is applied: a record that does not
-        // decode is damage, not half a flush.
-        let mut blocks = Vec::new();
-        for _ in 0..n {
-            let key = d.str()?.to_string();
-            let _count = d.u32()?;
-            let collocation = CollocationKey(d.key()?);
-            let axes = d.axes()?;
-            blocks.push((collocation, key, axes));
-        }
-        d.end_of("FLUSH record")?;
-        for (collocation, key, axes) in blocks {
-            st.index
-                .add_block(collocation, (st.cursor.segment, key), axes);
-        }
-        Ok(())
     }
 
     /// Load the blocks of `collocation` that `want` selects and are not
@@ -1307,113 +1266,13 @@ impl RadosLog {
                     return Err(e.error(format!("reading the log of {}", self.pool.what(&obj))))
                 }
             };
-            let mut used = 0;
-            while used < buf.len() {
-                let at = st.cursor.pos + used as u64;
-                let what = || format!("{} at offset {at}", self.pool.what(&obj));
-                let (kind, payload, n) = match format::FRAMING.unframe(&buf[used..], &what) {
-                    Ok(Framed::Record(kind, payload, n)) => (kind, payload, n),
-                    // Appends are atomic: a record cut short, or bytes that
-                    // do not check, are damage. Records appended after them
-                    // are whole: step over to the next one that checks.
-                    other => {
-                        let problem = match other {
-                            Err(e) => e.to_string(),
-                            _ => format!("{}: record cut short", what()),
-                        };
-                        match format::FRAMING.resync(&buf[used + 1..]) {
-                            Some(skip) => {
-                                let skip = skip + 1;
-                                st.index.damaged_region(
-                                    log_at(st.cursor.segment, at),
-                                    format!(
-                                        "{problem}; {skip} bytes skipped, reading on at offset {}",
-                                        at + skip as u64
-                                    ),
-                                );
-                                used += skip;
-                                continue;
-                            }
-                            None => {
-                                st.index.damaged_region(
-                                    log_at(st.cursor.segment, at),
-                                    format!(
-                                        "{problem}; nothing readable after it (the last {} bytes)",
-                                        buf.len() - used
-                                    ),
-                                );
-                                used = buf.len();
-                                break;
-                            }
-                        }
-                    }
-                };
-                let applied = match kind {
-                    format::FLUSH => RadosLog::apply_flush(st, payload, &what),
-                    format::WIPE | format::RECLAIM | format::CONTROL => {
-                        MaintenanceRecord::decode(kind, payload, &what).map(|record| {
-                            if let Some(r) = record {
-                                // Blocks live in the log's omaps, which are
-                                // never reclaimed.
-                                let at = log_at(st.cursor.segment, at);
-                                st.index
-                                    .apply_maintenance(at, r, &str::to_string, &|_| false);
-                            }
-                        })
-                    }
-                    format::WIPED => {
-                        // Everything before is wiped. The objects are being
-                        // removed; a dataset may be created anew after.
-                        *st = gone_log();
-                        return Ok(());
-                    }
-                    format::SEAL => {
-                        let mut d = Dec::new(payload, &what);
-                        let next = d.u32()?;
-                        if next != st.cursor.segment + 1 {
-                            return Err(Error::corrupt(format!(
-                                "{}: seal names segment {next}, not {}",
-                                what(),
-                                st.cursor.segment + 1
-                            )));
-                        }
-                        // Nothing follows a SEAL but another SEAL (a seal
-                        // finished again after its `!sealed` key was lost):
-                        // anything else was appended after the seal, when
-                        // the key was gone, and is out of the log's order.
-                        let rest = &buf[used + n..];
-                        let resealed = matches!(
-                            format::FRAMING.unframe(rest, &what),
-                            Ok(Framed::Record(format::SEAL, ..))
-                        );
-                        if !rest.is_empty() && !resealed {
-                            st.index.damaged_region(
-                                log_at(st.cursor.segment, at + n as u64),
-                                format!(
-                                    "{}: {} bytes after the SEAL record at offset {at} (appended \
-                                     after the segment was sealed, its `!sealed` key lost): not \
-                                     read",
-                                    self.pool.what(&obj),
-                                    rest.len()
-                                ),
-                            );
-                        }
-                        st.cursor.segment = next;
-                        st.cursor.pos = 0;
-                        continue 'segments;
-                    }
-                    // Unknown record types from newer versions are skipped.
-                    _ => Ok(()),
-                };
-                if let Err(e) = applied {
-                    // Checksums hold but the payload does not decode: a
-                    // writer's bug, not a torn write. Skip the record.
-                    st.index.damaged_region(
-                        log_at(st.cursor.segment, at),
-                        format!("{e}; record skipped"),
-                    );
-                }
-                used += n;
+            let (start, segment) = (st.cursor.pos, st.cursor.segment);
+            let used = framed::walk(st, &format::FRAMING, &buf, start, self)?;
+            if st.cursor.gone {
+                return Ok(()); // At a WIPED record.
+            }
+            if st.cursor.segment != segment {
+                continue 'segments; // At a SEAL record.
             }
             st.cursor.pos += used as u64;
             // The end of this segment's records: the end of the log, unless
@@ -1453,6 +1312,75 @@ impl RadosLog {
                 }
             }
             return Ok(());
+        }
+    }
+}
+
+/// The records of a log segment, as the engine's walk reads them.
+impl FramedRecords<Place, RadosCursor> for RadosLog {
+    fn what(&self, st: &ReaderLog, at: u64) -> String {
+        let obj = segment_object(&self.object, st.cursor.segment);
+        format!("{} at offset {at}", self.pool.what(&obj))
+    }
+
+    fn place(&self, st: &ReaderLog, at: u64) -> u64 {
+        log_at(st.cursor.segment, at)
+    }
+
+    fn flush(&self, st: &mut ReaderLog, payload: &[u8], at: u64) -> Result<()> {
+        let what = || self.what(st, at);
+        let blocks = named::decode_flush(payload, &what, true, &|d| Ok(d.str()?.to_string()))?;
+        for b in blocks {
+            let place = (st.cursor.segment, b.place);
+            st.index.add_block(b.collocation, place, b.axes);
+        }
+        Ok(())
+    }
+
+    /// WIPED ends the incarnation; SEAL moves the cursor to the next
+    /// segment.
+    fn own(&self, st: &mut ReaderLog, kind: u16, p: &[u8], at: u64, rest: &[u8]) -> Result<Step> {
+        let what = || self.what(st, at);
+        match kind {
+            format::WIPED => {
+                // Everything before is wiped. The objects are being
+                // removed; a dataset may be created anew after.
+                *st = gone_log();
+                Ok(Step::Leave)
+            }
+            format::SEAL => {
+                let next = Dec::new(p, &what).u32()?;
+                if next != st.cursor.segment + 1 {
+                    return Err(Error::corrupt(format!(
+                        "{}: seal names segment {next}, not {}",
+                        what(),
+                        st.cursor.segment + 1
+                    )));
+                }
+                // Nothing follows a SEAL but another SEAL (a seal finished
+                // again after its `!sealed` key was lost): anything else was
+                // appended after the seal, when the key was gone, and is out
+                // of the log's order.
+                let resealed = matches!(
+                    format::FRAMING.unframe(rest, &what),
+                    Ok(Framed::Record(format::SEAL, ..))
+                );
+                if !rest.is_empty() && !resealed {
+                    let obj = segment_object(&self.object, st.cursor.segment);
+                    let problem = format!(
+                        "{}: {} bytes after the SEAL record at offset {at} (appended after the \
+                         segment was sealed, its `!sealed` key lost): not read",
+                        self.pool.what(&obj),
+                        rest.len(),
+                    );
+                    self.damaged(st, at + (format::HEADER + p.len()) as u64, problem);
+                }
+                st.cursor.segment = next;
+                st.cursor.pos = 0;
+                Ok(Step::Leave)
+            }
+            // Unknown record types from newer versions are skipped.
+            _ => Ok(Step::Read),
         }
     }
 }

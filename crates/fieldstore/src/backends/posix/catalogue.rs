@@ -29,6 +29,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use fieldstore_core::maintenance::{locked, wiped_while_writing, DamagedDataset, Item};
 use fieldstore_core::record::block::{self, BlockFormat, ValueLen};
 use fieldstore_core::record::maintenance::{self as records, MaintenanceRecord};
+use fieldstore_core::record::named::{self, NamedBlock};
 use fieldstore_core::record::pending::PendingEntries;
 use fieldstore_core::{
     AxesExt, CatalogueMaintenance, CollocationKey, Control, DamagedDatasets, DatasetKey,
@@ -40,6 +41,7 @@ use super::layout::{self, TOC};
 use super::manage;
 use super::open_dir::OpenDir;
 use fieldstore_core::catalogue::{Axes, Catalogue, CatalogueWriter, DatasetReader};
+use fieldstore_core::engine::framed::{self, FramedRecords, Tail};
 use fieldstore_core::engine::{Block, BlockSlot, Log, LogMedium, LogReader};
 
 /// A block as the engine's index keeps it for POSIX.
@@ -187,22 +189,7 @@ pub(super) fn read_init_with_schema(
             break;
         }
     }
-    match format::FRAMING.unframe(&head, &what)? {
-        Framed::Record(format::INIT, payload, used) => {
-            let mut d = Dec::new(payload, &what);
-            let key = DatasetKey(d.key()?);
-            let schema = Arc::from(d.str()?);
-            Ok((key, used as u64, schema))
-        }
-        Framed::Record(kind, ..) => Err(Error::corrupt(format!(
-            "{}: first record is type {kind}, not INIT",
-            what()
-        ))),
-        Framed::Incomplete => Err(Error::corrupt(format!(
-            "{}: the INIT record is incomplete",
-            what()
-        ))),
-    }
+    framed::init(&format::FRAMING, &head, &what)
 }
 
 /// Create the dataset at `dir` if needed and `may_create`, race-free
@@ -639,9 +626,8 @@ struct StagedFlush {
     /// Where its blocks start in the index file: what a flush that fails
     /// before its record is in cuts the file back to.
     base: u64,
-    /// Per block, in file order: its framed length, collocation, axes and
-    /// number of entries.
-    blocks: Vec<(u32, CollocationKey, Axes, u32)>,
+    /// Its blocks, in file order, each placed by its framed length.
+    blocks: Vec<NamedBlock<u32>>,
 }
 
 /// A shared `flock` on a writer's `toc`, held from before it checks where
@@ -968,8 +954,12 @@ impl TocWriter {
             } else {
                 format::frame(&mut all, format::BLOCK, &payload);
             }
-            let framed = (all.len() - from) as u32;
-            blocks.push((framed, collocation.clone(), axes, entries.len() as u32));
+            blocks.push(NamedBlock {
+                place: (all.len() - from) as u32,
+                count: entries.len() as u32,
+                collocation: collocation.clone(),
+                axes,
+            });
         }
         // 2. Index blocks, one write, their write-back started: on a
         // journalling file system the blocks are allocated now, and the
@@ -1001,26 +991,15 @@ impl TocWriter {
             self.open_dir.sync()?;
         }
         // 3. One FLUSH record in the table of contents, one write, synced.
-        let mut p = Enc::default();
-        p.u64(
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos() as u64)
-                .unwrap_or(0),
-        );
-        p.u32(staged.blocks.len() as u32);
         let mut offset = staged.base;
-        for (len, collocation, axes, count) in &staged.blocks {
-            p.str(&index_name);
-            p.u64(offset);
-            p.u32(*len);
-            p.u32(*count);
-            p.str(&collocation.to_string());
-            p.axes(axes);
-            offset += u64::from(*len);
-        }
+        let p = named::encode_flush(None, &staged.blocks, &mut |e, length| {
+            e.str(&index_name);
+            e.u64(offset);
+            e.u32(*length);
+            offset += u64::from(*length);
+        });
         let mut rec = Vec::new();
-        format::frame(&mut rec, format::FLUSH, &p.0);
+        format::frame(&mut rec, format::FLUSH, &p);
         let toc_lock = self.toc_lock.clone();
         let _lock = AppendLock::take(&toc_lock, &self.toc_path)?;
         crate::failpoint::hit("flush.before_append");
@@ -1187,41 +1166,18 @@ impl IndexCollocations {
 }
 
 /// One block a FLUSH record names.
-#[derive(Debug)]
-struct FlushBlock {
-    file: String,
-    offset: u64,
-    length: u32,
-    count: u32,
-    collocation: CollocationKey,
-    axes: Axes,
-}
+type FlushBlock = NamedBlock<BlockPlace>;
 
 /// Decode a FLUSH record's payload (every length is bounds-checked by
 /// [`Dec`]).
 fn decode_flush(payload: &[u8], what: &dyn Fn() -> String) -> Result<Vec<FlushBlock>> {
-    let mut d = Dec::new(payload, what);
-    let _timestamp = d.u64()?;
-    let n = d.u32()?;
-    let mut blocks = Vec::new();
-    for _ in 0..n {
-        let file = d.str()?.to_string();
-        let offset = d.u64()?;
-        let length = d.u32()?;
-        let count = d.u32()?;
-        let collocation = CollocationKey(d.key()?);
-        let axes = d.axes()?;
-        blocks.push(FlushBlock {
-            file,
-            offset,
-            length,
-            count,
-            collocation,
-            axes,
-        });
-    }
-    d.end_of("FLUSH record")?;
-    Ok(blocks)
+    named::decode_flush(payload, what, false, &|d| {
+        Ok(BlockPlace {
+            file: d.str()?.to_string(),
+            offset: d.u64()?,
+            length: d.u32()?,
+        })
+    })
 }
 
 impl TocCursor {
@@ -1351,128 +1307,47 @@ pub(super) fn append_record(dir: &Path, kind: u16, payload: &[u8]) -> Result<()>
 }
 
 impl TocLog {
-    fn apply_flush(&self, st: &mut ReaderLog, payload: &[u8], at: u64) -> Result<()> {
-        let what = || format!("{} at offset {at}", st.cursor.toc_path.display());
-        let blocks = decode_flush(payload, &what)?;
-        TocLog::apply_blocks(st, blocks);
-        Ok(())
-    }
-
     /// Add the blocks of one FLUSH record, in order.
     fn apply_blocks(st: &mut ReaderLog, blocks: Vec<FlushBlock>) {
         for b in blocks {
-            let end = st.cursor.log.index_ends.entry(b.file.clone()).or_default();
-            *end = (*end).max(b.offset + u64::from(b.length));
-            let place = BlockPlace {
-                file: b.file,
-                offset: b.offset,
-                length: b.length,
-            };
-            st.index.add_block(b.collocation, place, b.axes);
+            let p = &b.place;
+            let end = st.cursor.log.index_ends.entry(p.file.clone()).or_default();
+            *end = (*end).max(p.offset + u64::from(p.length));
+            st.index.add_block(b.collocation, b.place, b.axes);
         }
     }
 
-    /// Step over bytes of the log that are not a whole record, with whole
-    /// records after them: a torn append (no damage), or damage.
-    fn skip_region(&self, st: &mut ReaderLog, region: &[u8], at: u64, problem: String) {
-        if is_torn_append(region) {
-            st.torn.push(format!(
-                "{} at offset {at}: {} bytes of an append cut short (a full disk: that flush \
-                 failed and was never visible), skipped",
-                st.cursor.toc_path.display(),
-                region.len()
-            ));
-        } else {
-            self.step_over_damage(st, region, at, problem);
-        }
-    }
-
-    /// Step over a damaged region of the log that is not a torn append:
-    /// recovered as the FLUSH record it was if every block it names proves
-    /// it ([`TocLog::recover_flush`]), else kept as a region that may
-    /// have held anything ([`LogDamage`]).
-    fn step_over_damage(&self, st: &mut ReaderLog, region: &[u8], at: u64, problem: String) {
-        match self.recover_flush(st, region) {
-            Some(blocks) => TocLog::recovered(st, blocks, &problem),
-            None => TocLog::damaged_region(st, at, problem),
-        }
-    }
-
-    /// Damage with nothing readable after it: recovered (and `true`) if it
-    /// is one FLUSH record that its blocks prove.
-    fn recover_at_end(&self, st: &mut ReaderLog, region: &[u8], problem: &str) -> bool {
-        let Some(blocks) = self.recover_flush(st, region) else {
+    /// Recover a damaged region as the FLUSH record it may have been, its
+    /// frame checksums ignored, if what it names proves it: the index file
+    /// is a writer's, the blocks start where that file's blocks named so far
+    /// end and follow each other (so a damaged offset cannot point at an
+    /// older or unnamed block), and each block's own frame checks whole and
+    /// holds the record's collocation, entry count, length and axes. Its
+    /// blocks are then applied and it is noted; whether it was.
+    fn recover(st: &mut ReaderLog, region: &[u8], problem: &str) -> bool {
+        let payload = region.get(fieldstore_core::record::HEADER..).unwrap_or(&[]);
+        let blocks = decode_flush(payload, &String::new).unwrap_or_default();
+        if blocks.is_empty() {
             return false;
-        };
-        TocLog::recovered(st, blocks, problem);
-        true
-    }
-
-    /// Apply the blocks of a recovered FLUSH record and note it.
-    fn recovered(st: &mut ReaderLog, blocks: Vec<FlushBlock>, problem: &str) {
+        }
+        let mut ends: HashMap<&str, u64> = HashMap::new();
+        for b in &blocks {
+            let file = b.place.file.as_str();
+            let end = ends
+                .entry(file)
+                .or_insert_with(|| st.cursor.log.index_ends.get(file).copied().unwrap_or(0));
+            if b.place.offset != *end || !block_proves(&st.cursor.dir, &st.cursor.abs_dir, b) {
+                return false;
+            }
+            *end += u64::from(b.place.length);
+        }
         let n = blocks.len();
         TocLog::apply_blocks(st, blocks);
         st.recovered.push(format!(
             "{problem}; recovered: a FLUSH record whose {n} index block{} check whole and match it",
             if n == 1 { "" } else { "s" }
         ));
-    }
-
-    /// A damaged region that was not recovered, at this point of the log.
-    fn damaged_region(st: &mut ReaderLog, at: u64, problem: String) {
-        // The blocks it may name were written before it: read the index
-        // files again.
-        st.cursor.log.index_collocations = None;
-        st.index.damaged_region(at, problem);
-    }
-
-    /// Read a damaged region as the FLUSH record it may have been, its
-    /// frame checksums ignored, and accept it only if what it names proves
-    /// it: the index file is a writer's, the blocks start where that file's
-    /// blocks named so far end and follow each other (so a damaged offset
-    /// cannot point at an older or unnamed block), and each block's own
-    /// frame checks whole and holds the record's collocation, entry count,
-    /// length and axes (the values each element keyword takes).
-    fn recover_flush(&self, st: &ReaderLog, region: &[u8]) -> Option<Vec<FlushBlock>> {
-        let payload = region.get(fieldstore_core::record::HEADER..)?;
-        let blocks = decode_flush(payload, &String::new).ok()?;
-        if blocks.is_empty() {
-            return None;
-        }
-        let mut ends: HashMap<&str, u64> = HashMap::new();
-        for b in &blocks {
-            let end = ends
-                .entry(b.file.as_str())
-                .or_insert_with(|| st.cursor.log.index_ends.get(&b.file).copied().unwrap_or(0));
-            if b.offset != *end || !block_proves(&st.cursor.dir, &st.cursor.abs_dir, b) {
-                return None;
-            }
-            *end += u64::from(b.length);
-        }
-        Some(blocks)
-    }
-
-    /// A WIPE, RECLAIM or CONTROL record (none: another record type). Its
-    /// units are data files named relative to the dataset; a RECLAIM's
-    /// removed index files are closed, and blocks not loaded yet in them
-    /// hold only entries in removed units: the index forgets them (loaded
-    /// blocks stay; scans filter them).
-    fn apply_maintenance(st: &mut ReaderLog, record: Option<MaintenanceRecord>, at: u64) {
-        let Some(record) = record else {
-            return;
-        };
-        if let MaintenanceRecord::Reclaim(r) = &record {
-            for f in r.index_files.iter().flatten() {
-                st.cursor.index_files.remove(f);
-                st.cursor.removed_index.insert(f.clone());
-            }
-        }
-        let abs_dir = &st.cursor.abs_dir;
-        let removed_index = &st.cursor.removed_index;
-        st.index
-            .apply_maintenance(at, record, &|u| data_uri(abs_dir, u), &|p: &BlockPlace| {
-                removed_index.contains(&p.file)
-            });
+        true
     }
 
     /// Load the blocks of `collocation` not loaded yet. An index file that
@@ -1633,83 +1508,12 @@ impl TocLog {
             toc.read_exact_at(&mut buf, st.cursor.pos)
                 .map_err(|e| Error::io(st.cursor.toc_path.display(), e))?;
         }
-        let mut used = 0usize;
-        let damage_at_end = st.damage_at_end.take();
-        while used < buf.len() {
-            let at = st.cursor.pos + used as u64;
-            let toc_path = st.cursor.toc_path.clone();
-            let what = || format!("{} at offset {at}", toc_path.display());
-            match format::FRAMING.unframe(&buf[used..], &what) {
-                Ok(Framed::Record(kind, payload, n)) => {
-                    let applied = match kind {
-                        format::FLUSH => self.apply_flush(st, payload, at),
-                        format::WIPE | format::RECLAIM | format::CONTROL => {
-                            MaintenanceRecord::decode(kind, payload, &what)
-                                .map(|r| TocLog::apply_maintenance(st, r, at))
-                        }
-                        // Unknown record types from newer versions are
-                        // skipped.
-                        _ => Ok(()),
-                    };
-                    if let Err(e) = applied {
-                        // Checksums hold but the payload does not decode:
-                        // a writer's bug, not a torn write. Skip the record.
-                        TocLog::damaged_region(st, at, format!("{e}; record skipped"));
-                    }
-                    used += n;
-                }
-                Ok(Framed::Incomplete) => {
-                    // An append in progress is the last thing in the file
-                    // (appends are whole `write(2)`s, one after the other):
-                    // whole records after a record cut short mean it was
-                    // torn (a full disk), and they are read.
-                    let Some(skip) = format::FRAMING.resync(&buf[used + 1..]) else {
-                        break;
-                    };
-                    let skip = skip + 1;
-                    let problem = format!(
-                        "{what}: record cut short; {skip} bytes skipped, reading on at offset {}",
-                        at + skip as u64,
-                        what = what()
-                    );
-                    self.skip_region(st, &buf[used..used + skip], at, problem);
-                    used += skip;
-                }
-                Err(e) => {
-                    // Damaged bytes (a short append on a full disk, a cut,
-                    // a flipped byte): records appended after them are
-                    // whole, so step over to the next one that checks.
-                    match format::FRAMING.resync(&buf[used + 1..]) {
-                        Some(skip) => {
-                            let skip = skip + 1;
-                            let problem = format!(
-                                "{e}; {skip} bytes skipped, reading on at offset {}",
-                                at + skip as u64
-                            );
-                            self.skip_region(st, &buf[used..used + skip], at, problem);
-                            used += skip;
-                        }
-                        None => {
-                            let problem = format!(
-                                "{e}; nothing readable after it yet (the last {} bytes)",
-                                buf.len() - used
-                            );
-                            // Recovered only if it is one whole FLUSH
-                            // record that its blocks prove; else looked at
-                            // again at the next refresh.
-                            if self.recover_at_end(st, &buf[used..], &problem) {
-                                used = buf.len();
-                            } else {
-                                if damage_at_end.as_ref() != Some(&problem) {
-                                    st.cursor.log.index_collocations = None;
-                                }
-                                st.damage_at_end = Some(problem);
-                            }
-                            break;
-                        }
-                    }
-                }
-            }
+        let damage_before = st.damage_at_end.take();
+        let start = st.cursor.pos;
+        let used = framed::walk(st, &format::FRAMING, &buf, start, self)?;
+        if st.damage_at_end.is_some() && st.damage_at_end != damage_before {
+            // New damage at the end: what it may name is read again.
+            st.cursor.log.index_collocations = None;
         }
         st.cursor.digest = crc32c::crc32c_append(st.cursor.digest, &buf[..used]);
         st.cursor.pos += used as u64;
@@ -1740,6 +1544,81 @@ impl TocLog {
         let same =
             std::fs::metadata(now.join(TOC)).is_ok_and(|m| layout::identity(&m) == st.cursor.ident);
         (in_root && same).then_some(now)
+    }
+}
+
+/// The records of a table of contents, as the engine's walk reads them.
+impl FramedRecords<BlockPlace, TocCursor> for TocLog {
+    fn what(&self, st: &ReaderLog, at: u64) -> String {
+        format!("{} at offset {at}", st.cursor.toc_path.display())
+    }
+
+    fn flush(&self, st: &mut ReaderLog, payload: &[u8], at: u64) -> Result<()> {
+        let blocks = decode_flush(payload, &|| self.what(st, at))?;
+        TocLog::apply_blocks(st, blocks);
+        Ok(())
+    }
+
+    /// Its units are data files named relative to the dataset; a
+    /// RECLAIM's removed index files are closed, and blocks not loaded yet
+    /// in them hold only entries in removed units: the index forgets them
+    /// (loaded blocks stay; scans filter them).
+    fn maintenance(&self, st: &mut ReaderLog, record: MaintenanceRecord, at: u64) {
+        if let MaintenanceRecord::Reclaim(r) = &record {
+            for f in r.index_files.iter().flatten() {
+                st.cursor.index_files.remove(f);
+                st.cursor.removed_index.insert(f.clone());
+            }
+        }
+        let abs_dir = &st.cursor.abs_dir;
+        let removed_index = &st.cursor.removed_index;
+        st.index
+            .apply_maintenance(at, record, &|u| data_uri(abs_dir, u), &|p: &BlockPlace| {
+                removed_index.contains(&p.file)
+            });
+    }
+
+    /// Not recovered: the blocks it may name were written before it, so
+    /// the index files are read again ([`LogDamage`]).
+    fn damaged(&self, st: &mut ReaderLog, at: u64, problem: String) {
+        st.cursor.log.index_collocations = None;
+        st.index.damaged_region(at, problem);
+    }
+
+    /// A torn append (no damage), or damage: recovered as the FLUSH record
+    /// it was if every block it names proves it, else a region that may
+    /// have held anything.
+    fn skipped(&self, st: &mut ReaderLog, region: &[u8], at: u64, problem: String) {
+        if is_torn_append(region) {
+            st.torn.push(format!(
+                "{}: {} bytes of an append cut short (a full disk: that flush failed and was \
+                 never visible), skipped",
+                self.what(st, at),
+                region.len()
+            ));
+        } else if !TocLog::recover(st, region, &problem) {
+            self.damaged(st, at, problem);
+        }
+    }
+
+    /// A record cut short at the end is an append in progress (appends are
+    /// whole `write(2)`s, one after the other), read again next time.
+    /// Damage is recovered if it is one whole FLUSH record that its blocks
+    /// prove; else it is looked at again at the next refresh
+    /// ([`Log::damage_at_end`]).
+    fn tail(&self, st: &mut ReaderLog, bytes: &[u8], _at: u64, tail: Tail) -> bool {
+        let Tail::Damaged(e) = tail else {
+            return false;
+        };
+        let problem = format!(
+            "{e}; nothing readable after it yet (the last {} bytes)",
+            bytes.len()
+        );
+        if TocLog::recover(st, bytes, &problem) {
+            return true;
+        }
+        st.damage_at_end = Some(problem);
+        false
     }
 }
 
@@ -1812,25 +1691,26 @@ fn is_torn_append(region: &[u8]) -> bool {
 }
 
 /// Whether the block a damaged FLUSH record names is there and is the one
-/// it describes (see [`TocLog::recover_flush`]). Lengths are checked
+/// it describes (see [`TocLog::recover`]). Lengths are checked
 /// against the file before anything is allocated.
 fn block_proves(dir: &Path, abs_dir: &Path, b: &FlushBlock) -> bool {
-    if b.file.contains('/') || layout::classify(&b.file) != layout::FileKind::Index {
+    let p = &b.place;
+    if p.file.contains('/') || layout::classify(&p.file) != layout::FileKind::Index {
         return false;
     }
-    let Ok(file) = File::open(dir.join(&b.file)) else {
+    let Ok(file) = File::open(dir.join(&p.file)) else {
         return false;
     };
     let fits = file.metadata().is_ok_and(|m| {
-        b.offset
-            .checked_add(u64::from(b.length))
+        p.offset
+            .checked_add(u64::from(p.length))
             .is_some_and(|e| e <= m.len())
     });
     if !fits {
         return false;
     }
-    let mut buf = vec![0u8; b.length as usize];
-    if file.read_exact_at(&mut buf, b.offset).is_err() {
+    let mut buf = vec![0u8; p.length as usize];
+    if file.read_exact_at(&mut buf, p.offset).is_err() {
         return false;
     }
     let Ok((format::BLOCK, payload)) = format::FRAMING.unframe_exact(&buf, &String::new) else {
