@@ -65,6 +65,10 @@ const WIPED_SEAL: &[u8] = b"wiped";
 const ARCHIVE_LOCKED: &[u8] = b"!archive-locked";
 /// The omap key, on segment 0, holding the dataset's locks (one byte).
 const LOCKS: &[u8] = b"!locks";
+/// The prefix of the root's omap key `!wiping <dataset key>`, present while
+/// a wipe removes the dataset's log segments: segment 0 missing while the
+/// dataset is registered is a wipe under way only with it ([`head_lost`]).
+const WIPING: &str = "!wiping ";
 /// How long librados keeps a writer's notify open waiting for watchers'
 /// acknowledgements (a watcher that died keeps its watch until the OSD
 /// times it out, 30 s by default). The writer never waits for it, but
@@ -132,12 +136,23 @@ fn seal_if_any(pool: &Pool, object: &str) -> Result<Option<Seal>> {
 /// The last segment of the log whose segment 0 is `base` and its seal
 /// (`Open`, or `Wiped`); `None` if the dataset object does not exist.
 fn last_segment(pool: &Pool, base: &str) -> Result<Option<(u32, Seal)>> {
-    let mut k = 0;
+    last_segment_from(pool, base, 0)
+}
+
+/// [`last_segment`], following the seals from segment `first`.
+fn last_segment_from(pool: &Pool, base: &str, first: u32) -> Result<Option<(u32, Seal)>> {
+    let mut k = first;
     loop {
         let obj = segment_object(base, k);
         match pool.stat(&obj) {
             Ok(_) => {}
-            Err(e) if e == ENOENT => return Ok(if k == 0 { None } else { Some((k, Seal::Open)) }),
+            Err(e) if e == ENOENT => {
+                return Ok(if k == first {
+                    None
+                } else {
+                    Some((k, Seal::Open))
+                })
+            }
             Err(e) => return Err(e.error(format!("reading {}", pool.what(&obj)))),
         }
         match seal_of(pool, &obj)? {
@@ -160,6 +175,30 @@ fn last_segment(pool: &Pool, base: &str) -> Result<Option<(u32, Seal)>> {
             }
             Seal::Wiped => return Ok(Some((k, Seal::Wiped))),
         }
+    }
+}
+
+/// Whether the log of `key` lost its segment 0 behind fieldstore's back:
+/// the dataset is still registered in the root, and no wipe marked it as
+/// being wiped ([`WIPING`]; a wipe removes segment 0, then the
+/// registration). One omap read of the root, paid only when segment 0 is
+/// missing.
+fn head_lost(pool: &Pool, key: &DatasetKey) -> Result<bool> {
+    let k = key.to_string();
+    let wiping = format!("{WIPING}{k}");
+    match pool.omap_get(ROOT, &[k.as_bytes(), wiping.as_bytes()]) {
+        Ok(v) => Ok(v.len() == 1 && v[0].0 == k.as_bytes()),
+        Err(e) if e == ENOENT => Ok(false),
+        Err(e) => Err(e.error(format!("reading {}", pool.what(ROOT)))),
+    }
+}
+
+/// The head's [`last_segment`] or, with segment 0 gone, the last of the
+/// segments after it ([`head_lost`]): what a wipe has to remove.
+fn last_of_any(pool: &Pool, base: &str) -> Result<Option<(u32, Seal)>> {
+    match last_segment(pool, base)? {
+        None => last_segment_from(pool, base, 1),
+        found => Ok(found),
     }
 }
 
@@ -414,6 +453,15 @@ fn ensure_dataset(
             check_key(pool, object, &stored, key)?;
             Ok(stored_schema)
         }
+        // Starting the log again would leave the records lost with segment
+        // 0 unreported (its later segments would follow the new one).
+        None if head_lost(pool, key)? => Err(Error::corrupt(format!(
+            "{} is missing, though dataset {key} is registered in {} and no wipe is under way: \
+             its log lost segment 0 behind fieldstore's back; wipe the dataset before writing it \
+             again",
+            pool.what(object),
+            pool.what(ROOT)
+        ))),
         None => {
             let mut p = Enc::default();
             p.str(&key.to_string());
@@ -552,10 +600,16 @@ impl Catalogue for RadosCatalogue {
 
     fn reader(&self, dataset: &DatasetKey) -> Result<Option<Arc<dyn DatasetReader>>> {
         let object = naming::dataset_object(dataset);
-        let Some((stored, pos, schema)) = read_init(&self.pool, &object)? else {
-            return Ok(None);
+        let (pos, schema) = match read_init(&self.pool, &object)? {
+            Some((stored, pos, schema)) => {
+                check_key(&self.pool, &object, &stored, dataset)?;
+                (pos, schema)
+            }
+            // Segment 0 removed behind fieldstore's back: a damaged log,
+            // read on from segment 1 (`follow_log`).
+            None if head_lost(&self.pool, dataset)? => (0, Arc::from("")),
+            None => return Ok(None),
         };
-        check_key(&self.pool, &object, &stored, dataset)?;
         let medium = RadosLog {
             pool: self.pool.clone(),
             object,
@@ -590,11 +644,43 @@ impl Catalogue for RadosCatalogue {
 }
 
 impl CatalogueMaintenance for RadosCatalogue {
-    /// None are hidden yet unfinished: a wipe seals the log as wiped and
-    /// unregisters the dataset last, so an interrupted wipe leaves it
-    /// listed (and empty) until a wipe finishes it.
+    /// The datasets whose segment 0 exists but that the root does not
+    /// list, found by one listing of the namespace (its cost grows with
+    /// the namespace: paid by `status` and `wipe`, never by `list`). A
+    /// wipe unregisters a dataset last, so such a log was unregistered
+    /// behind fieldstore's back: one that ends WIPED is returned (the next
+    /// wipe finishes it); one with something visible is registered again,
+    /// as its next writer's first flush would, and listed from then on.
     fn interrupted_wipes(&self) -> Result<Vec<DatasetKey>> {
-        Ok(Vec::new())
+        let listed: HashSet<String> = self
+            .datasets()?
+            .iter()
+            .map(naming::dataset_object)
+            .collect();
+        let heads = self
+            .pool
+            .list_objects(|n| n.ends_with(".catalogue") && !listed.contains(n))
+            .map_err(|e| e.error(format!("listing the objects of {}", self.pool)))?;
+        let mut out = Vec::new();
+        for object in heads {
+            let Some((key, ..)) = read_init(&self.pool, &object)? else {
+                continue;
+            };
+            if naming::dataset_object(&key) != object {
+                continue;
+            }
+            match self.reader(&key)? {
+                None => out.push(key),
+                Some(r) => {
+                    let mut visible = false;
+                    r.visit_collocations(&mut |_, _| visible = true)?;
+                    if visible && register(&self.pool, &object, &key)? {
+                        notify(&self.pool, ROOT, self.notify);
+                    }
+                }
+            }
+        }
+        Ok(out)
     }
 
     fn locks(&self, dataset: &DatasetKey) -> Result<Locks> {
@@ -683,7 +769,7 @@ impl CatalogueMaintenance for RadosCatalogue {
     fn inventory(&self, dataset: &DatasetKey) -> Result<Vec<Item>> {
         let object = naming::dataset_object(dataset);
         let mut items = Vec::new();
-        if let Some((last, _)) = last_segment(&self.pool, &object)? {
+        if let Some((last, _)) = last_of_any(&self.pool, &object)? {
             for k in 0..=last {
                 let obj = segment_object(&object, k);
                 if let Ok(size) = self.pool.stat(&obj) {
@@ -715,7 +801,7 @@ impl CatalogueMaintenance for RadosCatalogue {
         //    flushes, which require the segment unsealed, fail.
         let mut last = None;
         for _ in 0..10_000 {
-            let Some((k, seal)) = last_segment(&self.pool, &object)? else {
+            let Some((k, seal)) = last_of_any(&self.pool, &object)? else {
                 break;
             };
             last = Some(k);
@@ -740,8 +826,20 @@ impl CatalogueMaintenance for RadosCatalogue {
         // 2. The store's part.
         store_step()?;
         // 3. The log, segment 0 last (its INIT names the dataset until the
-        //    end), then the registration — set again if a writer created
-        //    the dataset anew meanwhile.
+        //    end), marked in the root as being wiped first (so that segment
+        //    0 missing is not taken for damage, `head_lost`), then the
+        //    registration and the mark — the registration set again if a
+        //    writer created the dataset anew meanwhile.
+        let k = dataset.to_string();
+        let wiping = format!("{WIPING}{k}");
+        let mut op = WriteOp::new()?;
+        op.omap_set(&[(wiping.as_bytes(), b"1")]);
+        self.pool.operate(ROOT, &op).map_err(|e| {
+            e.error(format!(
+                "marking {k} as being wiped in {}",
+                self.pool.what(ROOT)
+            ))
+        })?;
         if let Some(last) = last {
             for k in (0..=last).rev() {
                 let obj = segment_object(&object, k);
@@ -752,10 +850,9 @@ impl CatalogueMaintenance for RadosCatalogue {
                 }
             }
         }
-        let k = dataset.to_string();
         let marker = list_lock_marker(dataset);
         let mut op = WriteOp::new()?;
-        op.omap_rm_keys(&[k.as_bytes(), marker.as_bytes()]);
+        op.omap_rm_keys(&[k.as_bytes(), marker.as_bytes(), wiping.as_bytes()]);
         match self.pool.operate(ROOT, &op) {
             Ok(()) => notify(&self.pool, ROOT, self.notify),
             Err(e) if e == ENOENT => {}
@@ -1232,7 +1329,9 @@ impl RadosLog {
             loop {
                 let (page, more) = match self.pool.omap_page(&obj, &after, "", PAGE) {
                     Ok(p) => p,
-                    Err(e) if e == ENOENT => break,
+                    // Removed behind fieldstore's back: its blocks may
+                    // have held anything.
+                    Err(e) if e == ENOENT => return Ok(None),
                     Err(e) => {
                         return Err(e.error(format!(
                             "reading the index blocks of {}",
@@ -1275,26 +1374,37 @@ impl RadosLog {
             let obj = segment_object(&self.object, st.cursor.segment);
             let buf = match read_from(&self.pool, &obj, st.cursor.pos) {
                 Ok(b) => b,
-                // Segment 0 gone: the dataset was wiped. A later segment
-                // missing: being removed by a wipe (a segment is created
-                // before the seal that names it).
+                // Segment 0 gone: the dataset was wiped, unless it is
+                // still registered and not being wiped (`head_lost`). A
+                // later segment missing: being removed by a wipe (a
+                // segment is created before the seal that names it).
                 Err(e) if e == ENOENT => {
-                    if st.cursor.segment == 0 || self.pool.stat(&self.object) == Err(ENOENT) {
+                    let k = st.cursor.segment;
+                    if (k == 0 || self.pool.stat(&self.object) == Err(ENOENT))
+                        && !head_lost(&self.pool, &self.key)?
+                    {
                         *st = gone_log();
                         return Ok(());
                     }
                     // A wipe removes segments from the last down: with
                     // the next one still there, this one was removed
                     // behind fieldstore's back. Damage; read on after it.
-                    let next = segment_object(&self.object, st.cursor.segment + 1);
-                    if self.pool.stat(&next).is_ok() {
-                        st.index.damaged_region(
-                            log_at(st.cursor.segment, 0),
+                    let next = segment_object(&self.object, k + 1);
+                    if k == 0 || self.pool.stat(&next).is_ok() {
+                        let why = if k == 0 {
                             format!(
-                                "{}: log segment missing, though {} exists (removed behind \
+                                "the dataset is registered in {} and no wipe is under way",
+                                self.pool.what(ROOT)
+                            )
+                        } else {
+                            format!("{} exists", self.pool.what(&next))
+                        };
+                        st.index.damaged_region(
+                            log_at(k, 0),
+                            format!(
+                                "{}: log segment {k} missing, though {why} (removed behind \
                                  fieldstore's back); reading on in the next segment",
                                 self.pool.what(&obj),
-                                self.pool.what(&next)
                             ),
                         );
                         st.cursor.segment += 1;
