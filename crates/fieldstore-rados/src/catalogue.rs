@@ -1230,17 +1230,19 @@ impl RadosLog {
 
     /// Load the blocks of `collocation` that `want` selects and are not
     /// loaded yet. A segment that vanished (a wipe this reader has not
-    /// seen yet) makes the reader catch up and try again.
+    /// seen yet) makes the reader catch up and try again; still missing
+    /// then, it was removed behind fieldstore's back: its blocks are
+    /// damaged.
     fn load_blocks(
         &self,
         st: &mut ReaderLog,
         collocation: &CollocationKey,
         want: &dyn Fn(&BlockSlot<Place>) -> bool,
     ) -> Result<()> {
-        match self.load_once(st, collocation, want) {
+        match self.load_once(st, collocation, want, false) {
             Err(e) if e.kind() == ErrorKind::NotFound => {
                 self.follow_log(st)?;
-                self.load_once(st, collocation, want)
+                self.load_once(st, collocation, want, true)
             }
             r => r,
         }
@@ -1254,6 +1256,7 @@ impl RadosLog {
         st: &mut ReaderLog,
         collocation: &CollocationKey,
         want: &dyn Fn(&BlockSlot<Place>) -> bool,
+        caught_up: bool,
     ) -> Result<()> {
         let todo = st.index.to_load(collocation, want);
         let mut start = 0;
@@ -1268,9 +1271,14 @@ impl RadosLog {
             start = end;
             let obj = segment_object(&self.object, segment);
             let keys: Vec<&[u8]> = batch.iter().map(|(_, (_, k))| k.as_bytes()).collect();
-            let got = self.pool.omap_get(&obj, &keys).map_err(|e| {
-                e.error(format!("reading index blocks of {}", self.pool.what(&obj)))
-            })?;
+            let got = match self.pool.omap_get(&obj, &keys) {
+                Ok(got) => got,
+                Err(e) if e == ENOENT && caught_up => Vec::new(),
+                Err(e) => {
+                    let what = format!("reading index blocks of {}", self.pool.what(&obj));
+                    return Err(e.error(what));
+                }
+            };
             let mut got: HashMap<Vec<u8>, Vec<u8>> = got.into_iter().collect();
             for (i, (_, k)) in batch {
                 let block = match got.remove(k.as_bytes()) {

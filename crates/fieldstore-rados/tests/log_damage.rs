@@ -332,6 +332,16 @@ fn removed_head_segment_is_damage() {
         "one segment only: {segment_of:?}"
     );
     let (short, short_object, _) = fill(&open, c, &ns, "ldm6", 3);
+    // A reader that knows the short dataset's records, not its blocks.
+    let before = open();
+    let cols = ListOptions {
+        depth: fieldstore::Level::Collocation,
+        duplicates: false,
+    };
+    must(
+        before.list(&dataset_request("ldm6"), cols),
+        "list of collocations",
+    );
     c.rados(&ns, &["rm", &long_object]);
     c.rados(&ns, &["rm", &short_object]);
 
@@ -366,6 +376,14 @@ fn removed_head_segment_is_damage() {
             }
         }
     }
+    match read(&before, &short[0].key) {
+        Ok(b) => panic!(
+            "a reader opened before segment 0 was removed answered {} bytes",
+            b.len()
+        ),
+        Err(e) => assert_eq!(e.kind(), ErrorKind::Corrupt, "{e}"),
+    }
+    drop(before);
     for (x, object) in [("ldm5", &long_object), ("ldm6", &short_object)] {
         match r.list(&dataset_request(x), ListOptions::default()) {
             Ok(l) => panic!("{x}: listed {} fields with success", l.len()),
