@@ -34,8 +34,8 @@ use fieldstore_core::record::maintenance::{self as records, MaintenanceRecord};
 use fieldstore_core::record::pending::PendingEntries;
 use fieldstore_core::{
     Catalogue, CatalogueMaintenance, CatalogueWriter, CollocationKey, Control, DamagedDatasets,
-    DatasetKey, DatasetMover, DatasetReader, ElementKey, Error, ErrorKind, FieldLocation, Key,
-    Locks, Operation, Result, Schema,
+    DatasetKey, DatasetMover, DatasetReader, DatasetReaderExt, ElementKey, Error, ErrorKind,
+    FieldLocation, Key, Locks, Operation, Result, Schema,
 };
 
 use crate::config::RadosConfig;
@@ -134,25 +134,20 @@ fn seal_if_any(pool: &Pool, object: &str) -> Result<Option<Seal>> {
 }
 
 /// The last segment of the log whose segment 0 is `base` and its seal
-/// (`Open`, or `Wiped`); `None` if the dataset object does not exist.
+/// (`Open`, or `Wiped`); `None` if no segment exists. With segment 0 gone
+/// (a wipe's last step, or damage: [`head_lost`]), the last of the
+/// segments after it: what a wipe still has to remove.
 fn last_segment(pool: &Pool, base: &str) -> Result<Option<(u32, Seal)>> {
-    last_segment_from(pool, base, 0)
-}
-
-/// [`last_segment`], following the seals from segment `first`.
-fn last_segment_from(pool: &Pool, base: &str, first: u32) -> Result<Option<(u32, Seal)>> {
-    let mut k = first;
+    let (mut k, mut first) = (0, 0);
     loop {
         let obj = segment_object(base, k);
         match pool.stat(&obj) {
             Ok(_) => {}
-            Err(e) if e == ENOENT => {
-                return Ok(if k == first {
-                    None
-                } else {
-                    Some((k, Seal::Open))
-                })
+            Err(e) if e == ENOENT && k == 0 => {
+                (k, first) = (1, 1);
+                continue;
             }
+            Err(e) if e == ENOENT => return Ok((k != first).then_some((k, Seal::Open))),
             Err(e) => return Err(e.error(format!("reading {}", pool.what(&obj)))),
         }
         match seal_of(pool, &obj)? {
@@ -190,15 +185,6 @@ fn head_lost(pool: &Pool, key: &DatasetKey) -> Result<bool> {
         Ok(v) => Ok(v.len() == 1 && v[0].0 == k.as_bytes()),
         Err(e) if e == ENOENT => Ok(false),
         Err(e) => Err(e.error(format!("reading {}", pool.what(ROOT)))),
-    }
-}
-
-/// The head's [`last_segment`] or, with segment 0 gone, the last of the
-/// segments after it ([`head_lost`]): what a wipe has to remove.
-fn last_of_any(pool: &Pool, base: &str) -> Result<Option<(u32, Seal)>> {
-    match last_segment(pool, base)? {
-        None => last_segment_from(pool, base, 1),
-        found => Ok(found),
     }
 }
 
@@ -663,21 +649,18 @@ impl CatalogueMaintenance for RadosCatalogue {
             .map_err(|e| e.error(format!("listing the objects of {}", self.pool)))?;
         let mut out = Vec::new();
         for object in heads {
-            let Some((key, ..)) = read_init(&self.pool, &object)? else {
+            let init = read_init(&self.pool, &object)?;
+            let Some((key, ..)) = init.filter(|(k, ..)| naming::dataset_object(k) == object) else {
                 continue;
             };
-            if naming::dataset_object(&key) != object {
-                continue;
-            }
             match self.reader(&key)? {
                 None => out.push(key),
-                Some(r) => {
-                    let mut visible = false;
-                    r.visit_collocations(&mut |_, _| visible = true)?;
-                    if visible && register(&self.pool, &object, &key)? {
-                        notify(&self.pool, ROOT, self.notify);
-                    }
+                Some(r)
+                    if !r.collocations()?.is_empty() && register(&self.pool, &object, &key)? =>
+                {
+                    notify(&self.pool, ROOT, self.notify)
                 }
+                Some(_) => {}
             }
         }
         Ok(out)
@@ -769,7 +752,7 @@ impl CatalogueMaintenance for RadosCatalogue {
     fn inventory(&self, dataset: &DatasetKey) -> Result<Vec<Item>> {
         let object = naming::dataset_object(dataset);
         let mut items = Vec::new();
-        if let Some((last, _)) = last_of_any(&self.pool, &object)? {
+        if let Some((last, _)) = last_segment(&self.pool, &object)? {
             for k in 0..=last {
                 let obj = segment_object(&object, k);
                 if let Ok(size) = self.pool.stat(&obj) {
@@ -801,7 +784,7 @@ impl CatalogueMaintenance for RadosCatalogue {
         //    flushes, which require the segment unsealed, fail.
         let mut last = None;
         for _ in 0..10_000 {
-            let Some((k, seal)) = last_of_any(&self.pool, &object)? else {
+            let Some((k, seal)) = last_segment(&self.pool, &object)? else {
                 break;
             };
             last = Some(k);
