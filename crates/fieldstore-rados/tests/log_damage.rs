@@ -486,3 +486,58 @@ fn removed_root_entry_is_found_again() {
         exact(&r, &format!("{}", f.key), f);
     }
 }
+
+/// A log that ends WIPED whose root entry is gone (a wipe interrupted
+/// once its entry was removed behind its back): `status` reports an
+/// interrupted wipe without registering it again, and `wipe` finishes it.
+#[test]
+fn unregistered_wiped_log_is_an_interrupted_wipe() {
+    let Some(c) = common::cluster() else { return };
+    let (ns, open) = setup(c, "rootwiped");
+    let x = "ldm8";
+    let (_, object, segment_of) = fill(&open, c, &ns, x, 2);
+    assert!(segment_of.iter().all(|s| *s == 0), "{segment_of:?}");
+    let w = open();
+    let dataset = must(listed(&w, x), "list")[0].dataset.clone();
+    drop(w);
+    // What a wipe's first step does: `!sealed` → `wiped` and a WIPED
+    // record (type 7, a timestamp), appended to the last segment.
+    let payload = 1u64.to_le_bytes();
+    let mut rec = b"FSRR".to_vec();
+    rec.extend_from_slice(&2u16.to_le_bytes());
+    rec.extend_from_slice(&7u16.to_le_bytes());
+    rec.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    rec.extend_from_slice(&crc32c::crc32c(&payload).to_le_bytes());
+    let head = crc32c::crc32c(&rec);
+    rec.extend_from_slice(&head.to_le_bytes());
+    rec.extend_from_slice(&payload);
+    let tmp = tempfile::NamedTempFile::new().expect("a temporary file");
+    std::fs::write(tmp.path(), &rec).expect("writing the record");
+    c.rados(&ns, &["append", &object, &tmp.path().display().to_string()]);
+    c.rados(&ns, &["setomapval", &object, "!sealed", "wiped"]);
+    c.rados(&ns, &["rmomapkey", "fieldstore.root", &dataset.to_string()]);
+
+    let r = open();
+    let status = must(r.status(&dataset_request(x)), "status");
+    assert!(
+        status.iter().any(|s| s.dataset == dataset && s.interrupted),
+        "status does not report the interrupted wipe of {dataset}: {status:?}"
+    );
+    let l = must(listed(&r, x), "list after status");
+    assert!(l.is_empty(), "a wiped dataset registered again: {l:?}");
+    must(
+        r.wipe(
+            &dataset_request(x),
+            fieldstore::WipeOptions {
+                doit: true,
+                unsafe_wipe_all: false,
+            },
+        ),
+        "wipe",
+    );
+    let left = String::from_utf8_lossy(&c.rados(&ns, &["ls"])).into_owned();
+    assert!(
+        !left.lines().any(|l| l == object),
+        "{object} left after the wipe:\n{left}"
+    );
+}
