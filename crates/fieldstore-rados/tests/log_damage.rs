@@ -2,8 +2,9 @@
 //! or nothing with success (issue 38, second row), on a real cluster with
 //! 4 KiB log segments (a dataset's log spans several): a sealed segment
 //! whose `!sealed` key was removed, a sealed segment cut at a record
-//! boundary (its SEAL record lost), a middle segment removed. Each is done
-//! with the `rados` tool, behind the backend's back.
+//! boundary (its SEAL record lost), a middle segment removed, segment 0
+//! removed, a dataset's root entry removed. Each is done with the `rados`
+//! tool, behind the backend's back.
 
 mod common;
 
