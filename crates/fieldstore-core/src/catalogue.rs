@@ -199,7 +199,10 @@ pub trait CatalogueMaintenance: Send + Sync {
     fn inventory(&self, dataset: &DatasetKey) -> Result<Vec<Item>>;
 
     /// Datasets whose wipe was interrupted after they were hidden (so that
-    /// [`Catalogue::datasets`] no longer lists them).
+    /// [`Catalogue::datasets`] no longer lists them). A catalogue that
+    /// finds here a dataset it does not list though it was not wiped
+    /// (RADOS: its root entry removed) registers it again, so that
+    /// [`Catalogue::datasets`] called after lists it.
     ///
     /// # Errors
     /// I/O errors.

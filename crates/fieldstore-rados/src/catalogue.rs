@@ -36,8 +36,8 @@ use fieldstore_core::record::named::{self, NamedBlock};
 use fieldstore_core::record::pending::PendingEntries;
 use fieldstore_core::{
     Catalogue, CatalogueMaintenance, CatalogueWriter, CollocationKey, Control, DamagedDatasets,
-    DatasetKey, DatasetMover, DatasetReader, ElementKey, Error, ErrorKind, FieldLocation, Key,
-    Locks, Operation, Result, Schema,
+    DatasetKey, DatasetMover, DatasetReader, DatasetReaderExt, ElementKey, Error, ErrorKind,
+    FieldLocation, Key, Locks, Operation, Result, Schema,
 };
 
 use crate::config::RadosConfig;
@@ -67,6 +67,10 @@ const WIPED_SEAL: &[u8] = b"wiped";
 const ARCHIVE_LOCKED: &[u8] = b"!archive-locked";
 /// The omap key, on segment 0, holding the dataset's locks (one byte).
 const LOCKS: &[u8] = b"!locks";
+/// The prefix of the root's omap key `!wiping <dataset key>`, present while
+/// a wipe removes the dataset's log segments: segment 0 missing while the
+/// dataset is registered is a wipe under way only with it ([`head_lost`]).
+const WIPING: &str = "!wiping ";
 /// How long librados keeps a writer's notify open waiting for watchers'
 /// acknowledgements (a watcher that died keeps its watch until the OSD
 /// times it out, 30 s by default). The writer never waits for it, but
@@ -132,14 +136,20 @@ fn seal_if_any(pool: &Pool, object: &str) -> Result<Option<Seal>> {
 }
 
 /// The last segment of the log whose segment 0 is `base` and its seal
-/// (`Open`, or `Wiped`); `None` if the dataset object does not exist.
+/// (`Open`, or `Wiped`); `None` if no segment exists. With segment 0 gone
+/// (a wipe's last step, or damage: [`head_lost`]), the last of the
+/// segments after it: what a wipe still has to remove.
 fn last_segment(pool: &Pool, base: &str) -> Result<Option<(u32, Seal)>> {
-    let mut k = 0;
+    let (mut k, mut first) = (0, 0);
     loop {
         let obj = segment_object(base, k);
         match pool.stat(&obj) {
             Ok(_) => {}
-            Err(e) if e == ENOENT => return Ok(if k == 0 { None } else { Some((k, Seal::Open)) }),
+            Err(e) if e == ENOENT && k == 0 => {
+                (k, first) = (1, 1);
+                continue;
+            }
+            Err(e) if e == ENOENT => return Ok((k != first).then_some((k, Seal::Open))),
             Err(e) => return Err(e.error(format!("reading {}", pool.what(&obj)))),
         }
         match seal_of(pool, &obj)? {
@@ -162,6 +172,21 @@ fn last_segment(pool: &Pool, base: &str) -> Result<Option<(u32, Seal)>> {
             }
             Seal::Wiped => return Ok(Some((k, Seal::Wiped))),
         }
+    }
+}
+
+/// Whether the log of `key` lost its segment 0 behind fieldstore's back:
+/// the dataset is still registered in the root, and no wipe marked it as
+/// being wiped ([`WIPING`]; a wipe removes segment 0, then the
+/// registration). One omap read of the root, paid only when segment 0 is
+/// missing.
+fn head_lost(pool: &Pool, key: &DatasetKey) -> Result<bool> {
+    let k = key.to_string();
+    let wiping = format!("{WIPING}{k}");
+    match pool.omap_get(ROOT, &[k.as_bytes(), wiping.as_bytes()]) {
+        Ok(v) => Ok(v.len() == 1 && v[0].0 == k.as_bytes()),
+        Err(e) if e == ENOENT => Ok(false),
+        Err(e) => Err(e.error(format!("reading {}", pool.what(ROOT)))),
     }
 }
 
@@ -401,6 +426,15 @@ fn ensure_dataset(
             check_key(pool, object, &stored, key)?;
             Ok(stored_schema)
         }
+        // Starting the log again would leave the records lost with segment
+        // 0 unreported (its later segments would follow the new one).
+        None if head_lost(pool, key)? => Err(Error::corrupt(format!(
+            "{} is missing, though dataset {key} is registered in {} and no wipe is under way: \
+             its log lost segment 0 behind fieldstore's back; wipe the dataset before writing it \
+             again",
+            pool.what(object),
+            pool.what(ROOT)
+        ))),
         None => {
             let mut p = Enc::default();
             p.str(&key.to_string());
@@ -539,10 +573,16 @@ impl Catalogue for RadosCatalogue {
 
     fn reader(&self, dataset: &DatasetKey) -> Result<Option<Arc<dyn DatasetReader>>> {
         let object = naming::dataset_object(dataset);
-        let Some((stored, pos, schema)) = read_init(&self.pool, &object)? else {
-            return Ok(None);
+        let (pos, schema) = match read_init(&self.pool, &object)? {
+            Some((stored, pos, schema)) => {
+                check_key(&self.pool, &object, &stored, dataset)?;
+                (pos, schema)
+            }
+            // Segment 0 removed behind fieldstore's back: a damaged log,
+            // read on from segment 1 (`follow_log`).
+            None if head_lost(&self.pool, dataset)? => (0, Arc::from("")),
+            None => return Ok(None),
         };
-        check_key(&self.pool, &object, &stored, dataset)?;
         let medium = RadosLog {
             pool: self.pool.clone(),
             object,
@@ -577,11 +617,40 @@ impl Catalogue for RadosCatalogue {
 }
 
 impl CatalogueMaintenance for RadosCatalogue {
-    /// None are hidden yet unfinished: a wipe seals the log as wiped and
-    /// unregisters the dataset last, so an interrupted wipe leaves it
-    /// listed (and empty) until a wipe finishes it.
+    /// The datasets whose segment 0 exists but that the root does not
+    /// list, found by one listing of the namespace (its cost grows with
+    /// the namespace: paid by `status` and `wipe`, never by `list`). A
+    /// wipe unregisters a dataset last, so such a log was unregistered
+    /// behind fieldstore's back: one that ends WIPED is returned (the next
+    /// wipe finishes it); one with something visible is registered again,
+    /// as its next writer's first flush would, and listed from then on.
     fn interrupted_wipes(&self) -> Result<Vec<DatasetKey>> {
-        Ok(Vec::new())
+        let listed: HashSet<String> = self
+            .datasets()?
+            .iter()
+            .map(naming::dataset_object)
+            .collect();
+        let heads = self
+            .pool
+            .list_objects(|n| n.ends_with(".catalogue") && !listed.contains(n))
+            .map_err(|e| e.error(format!("listing the objects of {}", self.pool)))?;
+        let mut out = Vec::new();
+        for object in heads {
+            let init = read_init(&self.pool, &object)?;
+            let Some((key, ..)) = init.filter(|(k, ..)| naming::dataset_object(k) == object) else {
+                continue;
+            };
+            match self.reader(&key)? {
+                None => out.push(key),
+                Some(r)
+                    if !r.collocations()?.is_empty() && register(&self.pool, &object, &key)? =>
+                {
+                    notify(&self.pool, ROOT, self.notify)
+                }
+                Some(_) => {}
+            }
+        }
+        Ok(out)
     }
 
     fn locks(&self, dataset: &DatasetKey) -> Result<Locks> {
@@ -727,8 +796,20 @@ impl CatalogueMaintenance for RadosCatalogue {
         // 2. The store's part.
         store_step()?;
         // 3. The log, segment 0 last (its INIT names the dataset until the
-        //    end), then the registration — set again if a writer created
-        //    the dataset anew meanwhile.
+        //    end), marked in the root as being wiped first (so that segment
+        //    0 missing is not taken for damage, `head_lost`), then the
+        //    registration and the mark — the registration set again if a
+        //    writer created the dataset anew meanwhile.
+        let k = dataset.to_string();
+        let wiping = format!("{WIPING}{k}");
+        let mut op = WriteOp::new()?;
+        op.omap_set(&[(wiping.as_bytes(), b"1")]);
+        self.pool.operate(ROOT, &op).map_err(|e| {
+            e.error(format!(
+                "marking {k} as being wiped in {}",
+                self.pool.what(ROOT)
+            ))
+        })?;
         if let Some(last) = last {
             for k in (0..=last).rev() {
                 let obj = segment_object(&object, k);
@@ -739,10 +820,9 @@ impl CatalogueMaintenance for RadosCatalogue {
                 }
             }
         }
-        let k = dataset.to_string();
         let marker = list_lock_marker(dataset);
         let mut op = WriteOp::new()?;
-        op.omap_rm_keys(&[k.as_bytes(), marker.as_bytes()]);
+        op.omap_rm_keys(&[k.as_bytes(), marker.as_bytes(), wiping.as_bytes()]);
         match self.pool.operate(ROOT, &op) {
             Ok(()) => notify(&self.pool, ROOT, self.notify),
             Err(e) if e == ENOENT => {}
@@ -1092,17 +1172,19 @@ impl RadosLog {
 
     /// Load the blocks of `collocation` that `want` selects and are not
     /// loaded yet. A segment that vanished (a wipe this reader has not
-    /// seen yet) makes the reader catch up and try again.
+    /// seen yet) makes the reader catch up and try again; still missing
+    /// then, it was removed behind fieldstore's back: its blocks are
+    /// damaged.
     fn load_blocks(
         &self,
         st: &mut ReaderLog,
         collocation: &CollocationKey,
         want: &dyn Fn(&BlockSlot<Place>) -> bool,
     ) -> Result<()> {
-        match self.load_once(st, collocation, want) {
+        match self.load_once(st, collocation, want, false) {
             Err(e) if e.kind() == ErrorKind::NotFound => {
                 self.follow_log(st)?;
-                self.load_once(st, collocation, want)
+                self.load_once(st, collocation, want, true)
             }
             r => r,
         }
@@ -1116,6 +1198,7 @@ impl RadosLog {
         st: &mut ReaderLog,
         collocation: &CollocationKey,
         want: &dyn Fn(&BlockSlot<Place>) -> bool,
+        caught_up: bool,
     ) -> Result<()> {
         let todo = st.index.to_load(collocation, want);
         let mut start = 0;
@@ -1130,9 +1213,14 @@ impl RadosLog {
             start = end;
             let obj = segment_object(&self.object, segment);
             let keys: Vec<&[u8]> = batch.iter().map(|(_, (_, k))| k.as_bytes()).collect();
-            let got = self.pool.omap_get(&obj, &keys).map_err(|e| {
-                e.error(format!("reading index blocks of {}", self.pool.what(&obj)))
-            })?;
+            let got = match self.pool.omap_get(&obj, &keys) {
+                Ok(got) => got,
+                Err(e) if e == ENOENT && caught_up => Vec::new(),
+                Err(e) => {
+                    let what = format!("reading index blocks of {}", self.pool.what(&obj));
+                    return Err(e.error(what));
+                }
+            };
             let mut got: HashMap<Vec<u8>, Vec<u8>> = got.into_iter().collect();
             for (i, (_, k)) in batch {
                 let block = match got.remove(k.as_bytes()) {
@@ -1191,7 +1279,9 @@ impl RadosLog {
             loop {
                 let (page, more) = match self.pool.omap_page(&obj, &after, "", PAGE) {
                     Ok(p) => p,
-                    Err(e) if e == ENOENT => break,
+                    // Removed behind fieldstore's back: its blocks may
+                    // have held anything.
+                    Err(e) if e == ENOENT => return Ok(None),
                     Err(e) => {
                         return Err(e.error(format!(
                             "reading the index blocks of {}",
@@ -1234,26 +1324,37 @@ impl RadosLog {
             let obj = segment_object(&self.object, st.cursor.segment);
             let buf = match read_from(&self.pool, &obj, st.cursor.pos) {
                 Ok(b) => b,
-                // Segment 0 gone: the dataset was wiped. A later segment
-                // missing: being removed by a wipe (a segment is created
-                // before the seal that names it).
+                // Segment 0 gone: the dataset was wiped, unless it is
+                // still registered and not being wiped (`head_lost`). A
+                // later segment missing: being removed by a wipe (a
+                // segment is created before the seal that names it).
                 Err(e) if e == ENOENT => {
-                    if st.cursor.segment == 0 || self.pool.stat(&self.object) == Err(ENOENT) {
+                    let k = st.cursor.segment;
+                    if (k == 0 || self.pool.stat(&self.object) == Err(ENOENT))
+                        && !head_lost(&self.pool, &self.key)?
+                    {
                         *st = gone_log();
                         return Ok(());
                     }
                     // A wipe removes segments from the last down: with
                     // the next one still there, this one was removed
                     // behind fieldstore's back. Damage; read on after it.
-                    let next = segment_object(&self.object, st.cursor.segment + 1);
-                    if self.pool.stat(&next).is_ok() {
-                        st.index.damaged_region(
-                            log_at(st.cursor.segment, 0),
+                    let next = segment_object(&self.object, k + 1);
+                    if k == 0 || self.pool.stat(&next).is_ok() {
+                        let why = if k == 0 {
                             format!(
-                                "{}: log segment missing, though {} exists (removed behind \
+                                "the dataset is registered in {} and no wipe is under way",
+                                self.pool.what(ROOT)
+                            )
+                        } else {
+                            format!("{} exists", self.pool.what(&next))
+                        };
+                        st.index.damaged_region(
+                            log_at(k, 0),
+                            format!(
+                                "{}: log segment {k} missing, though {why} (removed behind \
                                  fieldstore's back); reading on in the next segment",
                                 self.pool.what(&obj),
-                                self.pool.what(&next)
                             ),
                         );
                         st.cursor.segment += 1;

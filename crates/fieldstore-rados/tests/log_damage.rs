@@ -2,8 +2,9 @@
 //! or nothing with success (issue 38, second row), on a real cluster with
 //! 4 KiB log segments (a dataset's log spans several): a sealed segment
 //! whose `!sealed` key was removed, a sealed segment cut at a record
-//! boundary (its SEAL record lost), a middle segment removed. Each is done
-//! with the `rados` tool, behind the backend's back.
+//! boundary (its SEAL record lost), a middle segment removed, segment 0
+//! removed, a dataset's root entry removed. Each is done with the `rados`
+//! tool, behind the backend's back.
 
 mod common;
 
@@ -296,4 +297,248 @@ fn damaged_flush_record_costs_only_its_keys() {
     }
     exact_or_corrupt(&r, "step 0 (before the damaged record)", &fields[0]);
     assert!(damaged(&r, x), "status does not report the damaged record");
+}
+
+/// The request naming dataset `x`.
+fn dataset_request(x: &str) -> fieldstore::Request {
+    request(&format!("class=od,expver={x}"))
+}
+
+/// The datasets a listing of dataset `x` shows.
+fn listed(fs: &FieldStore, x: &str) -> fieldstore::Result<Vec<fieldstore::ListElement>> {
+    fs.list(
+        &dataset_request(x),
+        ListOptions {
+            depth: fieldstore::Level::Dataset,
+            duplicates: false,
+        },
+    )
+}
+
+/// Segment 0 (the dataset object with its omap) removed behind
+/// fieldstore's back, the dataset still registered: damage naming the
+/// object, never an empty dataset with success. Fields flushed to later
+/// segments read back; the others fail `Corrupt`; a listing of the fields
+/// fails after listing what it can; `status` reports it; purge removes
+/// nothing; a writer does not create the object anew under the old log;
+/// a wipe removes what is left.
+#[test]
+fn removed_head_segment_is_damage() {
+    let Some(c) = common::cluster() else { return };
+    let (ns, open) = setup(c, "head");
+    // One dataset whose log spans segments, one whose log is segment 0 only.
+    let (long, long_object, segment_of) = fill(&open, c, &ns, "ldm5", 70);
+    assert!(
+        segment_of.iter().any(|s| *s >= 1),
+        "one segment only: {segment_of:?}"
+    );
+    let (short, short_object, _) = fill(&open, c, &ns, "ldm6", 3);
+    // A reader that knows the short dataset's records, not its blocks.
+    let before = open();
+    let cols = ListOptions {
+        depth: fieldstore::Level::Collocation,
+        duplicates: false,
+    };
+    must(
+        before.list(&dataset_request("ldm6"), cols),
+        "list of collocations",
+    );
+    c.rados(&ns, &["rm", &long_object]);
+    c.rados(&ns, &["rm", &short_object]);
+
+    let r = open();
+    for (f, seg) in long.iter().zip(&segment_of) {
+        if *seg >= 1 {
+            exact(&r, &format!("{} (segment {seg})", f.key), f);
+            continue;
+        }
+        match read(&r, &f.key) {
+            Ok(b) => panic!(
+                "{} (in the removed segment 0) answered {} bytes",
+                f.key,
+                b.len()
+            ),
+            Err(e) => {
+                assert_eq!(e.kind(), ErrorKind::Corrupt, "{}: {e}", f.key);
+                assert!(e.to_string().contains(&long_object), "{}: {e}", f.key);
+            }
+        }
+    }
+    for f in &short {
+        match read(&r, &f.key) {
+            Ok(b) => panic!(
+                "{} (its dataset object removed) answered {} bytes",
+                f.key,
+                b.len()
+            ),
+            Err(e) => {
+                assert_eq!(e.kind(), ErrorKind::Corrupt, "{}: {e}", f.key);
+                assert!(e.to_string().contains(&short_object), "{}: {e}", f.key);
+            }
+        }
+    }
+    match read(&before, &short[0].key) {
+        Ok(b) => panic!(
+            "a reader opened before segment 0 was removed answered {} bytes",
+            b.len()
+        ),
+        Err(e) => assert_eq!(e.kind(), ErrorKind::Corrupt, "{e}"),
+    }
+    drop(before);
+    for (x, object) in [("ldm5", &long_object), ("ldm6", &short_object)] {
+        match r.list(&dataset_request(x), ListOptions::default()) {
+            Ok(l) => panic!("{x}: listed {} fields with success", l.len()),
+            Err(e) => {
+                assert_eq!(e.kind(), ErrorKind::Corrupt, "{x}: {e}");
+                assert!(e.to_string().contains(object.as_str()), "{x}: {e}");
+            }
+        }
+        assert!(
+            damaged(&r, x),
+            "{x}: status does not report the removed segment 0"
+        );
+        let report = must(r.purge(&dataset_request(x), true), "purge");
+        assert!(
+            report.datasets.iter().all(|d| d.items.is_empty()),
+            "{x}: purge removed units of a dataset whose segment 0 is gone: {report:?}"
+        );
+    }
+    drop(r);
+
+    // A writer must not start the log again in a new segment 0 (the old
+    // segments would follow it, the lost records never reported).
+    let w = open();
+    let late = w
+        .archive(&key("ldm6", 50), &[7u8; 100])
+        .and_then(|()| w.flush());
+    match late {
+        Ok(()) => panic!("a flush to a dataset whose segment 0 is gone succeeded"),
+        Err(e) => assert_eq!(e.kind(), ErrorKind::Corrupt, "{e}"),
+    }
+    drop(w);
+
+    // A wipe removes what is left: no segment stays to be followed by a
+    // dataset created anew under the name.
+    let w = open();
+    for x in ["ldm5", "ldm6"] {
+        must(
+            w.wipe(
+                &dataset_request(x),
+                fieldstore::WipeOptions {
+                    doit: true,
+                    unsafe_wipe_all: false,
+                },
+            ),
+            format_args!("wipe of {x}"),
+        );
+        let l = must(listed(&w, x), "list after the wipe");
+        assert!(l.is_empty(), "{x} still listed after its wipe: {l:?}");
+    }
+    let left = String::from_utf8_lossy(&c.rados(&ns, &["ls"])).into_owned();
+    for object in [&long_object, &short_object] {
+        assert!(
+            !left.lines().any(|l| l.starts_with(object.as_str())
+                && l[object.len()..]
+                    .bytes()
+                    .all(|b| b == b'.' || b.is_ascii_digit())),
+            "log segments of {object} left after the wipe:\n{left}"
+        );
+    }
+    drop(w);
+    // And the name serves a new dataset, which reads exactly.
+    let w = open();
+    let again = archive_payload(&w, &key("ldm6", 0), 3, 200, 400);
+    must(w.flush(), "flush to the dataset created anew");
+    drop(w);
+    exact(&open(), "the dataset created anew", &again);
+}
+
+/// The dataset's entry in the root object's omap removed behind
+/// fieldstore's back: `status` finds the dataset (one listing of the
+/// namespace) and registers it again, as a writer's next flush would;
+/// listings show it from then on.
+#[test]
+fn removed_root_entry_is_found_again() {
+    let Some(c) = common::cluster() else { return };
+    let (ns, open) = setup(c, "rootkey");
+    let x = "ldm7";
+    let (fields, _, _) = fill(&open, c, &ns, x, 3);
+    let w = open();
+    let before = must(listed(&w, x), "list");
+    assert_eq!(before.len(), 1, "{before:?}");
+    let dataset = before[0].dataset.clone();
+    drop(w);
+    c.rados(&ns, &["rmomapkey", "fieldstore.root", &dataset.to_string()]);
+
+    let r = open();
+    let status = must(r.status(&dataset_request(x)), "status");
+    assert!(
+        status
+            .iter()
+            .any(|s| s.dataset == dataset && !s.interrupted),
+        "status does not show {dataset}, whose root entry was removed: {status:?}"
+    );
+    let after = must(listed(&r, x), "list after status");
+    assert!(
+        after.iter().any(|e| e.dataset == dataset),
+        "{dataset} not listed after status: {after:?}"
+    );
+    for f in &fields {
+        exact(&r, &format!("{}", f.key), f);
+    }
+}
+
+/// A log that ends WIPED whose root entry is gone (a wipe interrupted
+/// once its entry was removed behind its back): `status` reports an
+/// interrupted wipe without registering it again, and `wipe` finishes it.
+#[test]
+fn unregistered_wiped_log_is_an_interrupted_wipe() {
+    let Some(c) = common::cluster() else { return };
+    let (ns, open) = setup(c, "rootwiped");
+    let x = "ldm8";
+    let (_, object, segment_of) = fill(&open, c, &ns, x, 2);
+    assert!(segment_of.iter().all(|s| *s == 0), "{segment_of:?}");
+    let w = open();
+    let dataset = must(listed(&w, x), "list")[0].dataset.clone();
+    drop(w);
+    // What a wipe's first step does: `!sealed` → `wiped` and a WIPED
+    // record (type 7, a timestamp), appended to the last segment.
+    let payload = 1u64.to_le_bytes();
+    let mut rec = b"FSRR".to_vec();
+    rec.extend_from_slice(&2u16.to_le_bytes());
+    rec.extend_from_slice(&7u16.to_le_bytes());
+    rec.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    rec.extend_from_slice(&crc32c::crc32c(&payload).to_le_bytes());
+    let head = crc32c::crc32c(&rec);
+    rec.extend_from_slice(&head.to_le_bytes());
+    rec.extend_from_slice(&payload);
+    let tmp = tempfile::NamedTempFile::new().expect("a temporary file");
+    std::fs::write(tmp.path(), &rec).expect("writing the record");
+    c.rados(&ns, &["append", &object, &tmp.path().display().to_string()]);
+    c.rados(&ns, &["setomapval", &object, "!sealed", "wiped"]);
+    c.rados(&ns, &["rmomapkey", "fieldstore.root", &dataset.to_string()]);
+
+    let r = open();
+    let status = must(r.status(&dataset_request(x)), "status");
+    assert!(
+        status.iter().any(|s| s.dataset == dataset && s.interrupted),
+        "status does not report the interrupted wipe of {dataset}: {status:?}"
+    );
+    let l = must(listed(&r, x), "list after status");
+    assert!(l.is_empty(), "a wiped dataset registered again: {l:?}");
+    must(
+        r.wipe(
+            &dataset_request(x),
+            fieldstore::WipeOptions {
+                doit: true,
+                unsafe_wipe_all: false,
+            },
+        ),
+        "wipe",
+    );
+    let left = String::from_utf8_lossy(&c.rados(&ns, &["ls"])).into_owned();
+    assert!(
+        !left.lines().any(|l| l == object),
+        "{object} left after the wipe:\n{left}"
+    );
 }

@@ -368,20 +368,20 @@ impl FieldStore {
         selector: &Selector<'_>,
         interrupted: bool,
     ) -> Result<Vec<(DatasetKey, bool)>> {
+        // Interrupted wipes first: a catalogue that finds unregistered
+        // datasets there registers them again (RADOS), and they are listed.
+        let interrupted = match self.catalogue.maintenance() {
+            Some(m) if interrupted => m.interrupted_wipes()?,
+            _ => Vec::new(),
+        };
         let mut all: BTreeMap<DatasetKey, bool> = self
             .catalogue
             .datasets()?
             .into_iter()
             .map(|d| (d, false))
             .collect();
-        if interrupted {
-            let interrupted = match self.catalogue.maintenance() {
-                Some(m) => m.interrupted_wipes()?,
-                None => Vec::new(),
-            };
-            for d in interrupted {
-                all.entry(d).or_insert(true);
-            }
+        for d in interrupted {
+            all.entry(d).or_insert(true);
         }
         Ok(all
             .into_iter()
