@@ -47,34 +47,17 @@ fn write_with_retry(
     flushed: &AtomicUsize,
     errors: &Mutex<Vec<String>>,
 ) {
-    let mut i = flushed.load(Ordering::SeqCst);
     let mut retries = 0;
-    while i < s.fields {
-        let r = fs
-            .archive(&s.key(w, i), &s.payload(fs, w, i))
-            .and_then(|()| {
-                if (i + 1) % s.flush_every == 0 || i + 1 == s.fields {
-                    fs.flush()?;
-                    flushed.store(i + 1, Ordering::SeqCst);
-                }
-                Ok(())
-            });
-        match r {
-            Ok(()) => i += 1,
-            Err(e) => {
-                assert_eq!(
-                    e.kind(),
-                    ErrorKind::Unavailable,
-                    "writer {w}: not a clear error: {e}"
-                );
-                errors.lock().unwrap().push(format!("writer {w}: {e}"));
-                retries += 1;
-                assert!(retries < 20, "writer {w}: too many retries");
-                fs.discard().expect("discard");
-                i = flushed.load(Ordering::SeqCst);
-            }
-        }
-    }
+    s.write_retrying(fs, w, flushed, &mut |e, _, _| {
+        assert_eq!(
+            e.kind(),
+            ErrorKind::Unavailable,
+            "writer {w}: not a clear error: {e}"
+        );
+        errors.lock().unwrap().push(format!("writer {w}: {e}"));
+        retries += 1;
+        assert!(retries < 20, "writer {w}: too many retries");
+    });
 }
 
 #[test]

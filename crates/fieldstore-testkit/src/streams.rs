@@ -13,6 +13,7 @@
 //! fields up one by one while writers go on, so it may find more).
 
 use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use fieldstore::{FieldLocation, FieldStore, Key, Request, Result};
 
@@ -112,6 +113,43 @@ impl Streams {
             }
         }
         Ok(())
+    }
+
+    /// [`Streams::write`] through a failing server: on an error of archive
+    /// or flush, `failed(error, from, at)` runs (it panics to fail the
+    /// check; `from..=at` are the fields archived since the last flush
+    /// that returned, which the writer archives again: the failed flush
+    /// may have become visible all the same), then the writer discards
+    /// what it holds and archives again from field `from`. `flushed` holds
+    /// the count the last flush that returned covered.
+    pub fn write_retrying(
+        &self,
+        fs: &FieldStore,
+        writer: usize,
+        flushed: &AtomicUsize,
+        failed: &mut dyn FnMut(&fieldstore::Error, usize, usize),
+    ) {
+        let mut i = flushed.load(Ordering::SeqCst);
+        while i < self.fields {
+            let r = fs
+                .archive(&self.key(writer, i), &self.payload(fs, writer, i))
+                .and_then(|()| {
+                    if (i + 1) % self.flush_every == 0 || i + 1 == self.fields {
+                        fs.flush()?;
+                        flushed.store(i + 1, Ordering::SeqCst);
+                    }
+                    Ok(())
+                });
+            match r {
+                Ok(()) => i += 1,
+                Err(e) => {
+                    let from = flushed.load(Ordering::SeqCst);
+                    failed(&e, from, i);
+                    fs.discard().expect("discard");
+                    i = from;
+                }
+            }
+        }
     }
 }
 
