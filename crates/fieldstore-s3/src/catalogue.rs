@@ -171,8 +171,9 @@ impl S3Catalogue {
             return Ok(());
         }
         let probe = format!("{PROBE}{}", fieldstore_core::writer_id::next());
-        let first = self.client.put_new(&self.bucket, &probe, b"")?;
-        let second = self.client.put_new(&self.bucket, &probe, b"")?;
+        // Two bodies: `put_new` tells its own object by its bytes.
+        let first = self.client.put_new(&self.bucket, &probe, b"1")?;
+        let second = self.client.put_new(&self.bucket, &probe, b"2")?;
         self.client.delete(&self.bucket, &probe)?;
         if first && !second {
             CHECKED

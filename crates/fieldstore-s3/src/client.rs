@@ -31,6 +31,10 @@ use crate::config::S3Config;
 /// How long a signed URL stays valid: longer than any request may take.
 const SIGNED_FOR: Duration = Duration::from_secs(3600);
 
+/// How long a conditional PUT waits for its answer before it looks at the
+/// object instead ([`Client::put_new`]).
+const RACE_WAIT: Duration = Duration::from_millis(250);
+
 thread_local! {
     /// Requests this thread sent, retries included ([`requests_sent`]).
     static SENT: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
@@ -251,6 +255,17 @@ impl Client {
     /// `false` when there was one. The catalogue's commit
     /// ([`fieldstore_core::engine::slots`]).
     ///
+    /// An answer that does not come within [`RACE_WAIT`] of the request
+    /// being sent is not waited for: the object tells whose it is (`data`
+    /// itself, written by this PUT, or another's), and while there is none
+    /// the PUT is sent again (it, or one sent before, then writes it, or
+    /// finds it taken). So a writer that lost a race learns it in
+    /// [`RACE_WAIT`], not in the 1–2 s SeaweedFS takes to answer the
+    /// losers of a race for one key. An object, once written, is never
+    /// replaced, and a FLUSH record names its writer and time: the object
+    /// is `data` when this call wrote it (or when another wrote the very
+    /// same bytes, such as a WIPED record: the same record either way).
+    ///
     /// # Errors
     /// As any request; a conflict with another conditional write of the
     /// same key in progress (409) is `Unavailable`, tried again.
@@ -258,13 +273,48 @@ impl Client {
         let b = self.bucket(bucket)?;
         let url = b.put_object(self.creds(), key).sign(SIGNED_FOR);
         let what = format!("creating s3://{bucket}/{key}");
-        let resp = self.call(&what, true, || {
-            self.agent
-                .put(url.as_str())
-                .header("If-None-Match", "*")
-                .send(data)
-        })?;
-        Ok(resp.status().as_u16() != 412)
+        let deadline = std::time::Instant::now() + self.timeout;
+        let mut held_before = false;
+        loop {
+            let held = std::cell::Cell::new(false);
+            let sent = self.call(&what, true, || {
+                let put = self.agent.put(url.as_str()).config();
+                let put = put.timeout_recv_response(Some(RACE_WAIT)).build();
+                put.header("If-None-Match", "*")
+                    .send(data)
+                    .map_err(|e| match e {
+                        // Not an error `call` tries again after a pause:
+                        // the object is looked at instead.
+                        ureq::Error::Timeout(ureq::Timeout::RecvResponse) => {
+                            held.set(true);
+                            ureq::Error::Other(format!("no answer in {RACE_WAIT:?}").into())
+                        }
+                        e => e,
+                    })
+            });
+            match sent {
+                Ok(resp) if resp.status().as_u16() != 412 => return Ok(true),
+                Ok(_) if !held_before => return Ok(false),
+                // Taken, perhaps by a try of this call not waited for.
+                Ok(_) => {}
+                Err(_) if held.get() => held_before = true,
+                Err(e) => return Err(e),
+            }
+            let mut now = Vec::new();
+            if self.get(bucket, key, &mut now)? {
+                return Ok(now == data);
+            }
+            if std::time::Instant::now() > deadline {
+                return Err(Error::new(
+                    ErrorKind::Unavailable,
+                    format!(
+                        "{what}: the S3 endpoint {} answered no conditional PUT in {:?}, and \
+                         the object is not there",
+                        self.endpoint, self.timeout
+                    ),
+                ));
+            }
+        }
     }
 
     /// The whole object `key` into `out` (its old content replaced);
