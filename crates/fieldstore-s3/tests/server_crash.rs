@@ -101,8 +101,9 @@ fn server_killed_and_restarted_while_writers_flush() {
     let again = Mutex::new(Vec::new());
     let now = || -> Vec<usize> { flushed.iter().map(|f| f.load(Ordering::SeqCst)).collect() };
     // The dataset made before the writers start (its first flush, writer
-    // 0's): SeaweedFS answers the losers of a race to create `meta` 1-2 s
-    // late, a race of three writers' first flushes.
+    // 0's), so that the writers race for log slots from their first
+    // flush, not for creating `meta` (SeaweedFS's first writes to a new
+    // bucket make its volumes and are slow).
     let first = must(FieldStore::open(config.clone()), "open");
     let first_flush = Streams {
         fields: s.flush_every,
@@ -154,7 +155,8 @@ fn server_killed_and_restarted_while_writers_flush() {
             }
         });
         // Kill once every writer has flushed (they go on unevenly: each
-        // race for a slot costs its losers up to a second or two).
+        // race for a slot costs its losers a wait for its answer and a
+        // look at the slot, `Client::put_new`).
         let deadline = Instant::now() + Duration::from_secs(120);
         while now().iter().any(|&n| n < 2 * s.flush_every) {
             assert!(

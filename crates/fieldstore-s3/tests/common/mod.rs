@@ -274,12 +274,17 @@ impl Server {
             .args(["-9", pid])
             .status()
             .expect("kill");
+        let deadline = Instant::now() + Duration::from_secs(30);
         while Command::new("kill")
             .args(["-0", pid])
             .stderr(Stdio::null())
             .status()
             .is_ok_and(|s| s.success())
         {
+            assert!(
+                Instant::now() < deadline,
+                "weed {pid} still runs 30 s after SIGKILL"
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
     }
