@@ -42,6 +42,7 @@ use crate::record::maintenance::MaintenanceRecord;
 pub mod framed;
 mod log_reader;
 pub use log_reader::{Log, LogMedium, LogOf, LogReader};
+pub mod slot_catalogue;
 pub mod slots;
 
 /// Units (store URIs) a RECLAIM record removed: their entries are skipped.

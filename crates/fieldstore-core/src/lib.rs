@@ -36,7 +36,8 @@
 //! - `record`: record framing, payload encoding, index blocks.
 //! - `catalogue`: the catalogue traits and their contracts.
 //! - `store`: the store traits and their contracts.
-//! - `engine`: the log-structured catalogues' reader.
+//! - `engine`: the log-structured catalogues' reader, and the whole
+//!   catalogue of slot media.
 #![deny(rustdoc::broken_intra_doc_links)]
 // Library code reports errors; it does not panic on them. Tests may unwrap.
 #![cfg_attr(not(test), warn(clippy::unwrap_used))]

@@ -8,7 +8,7 @@
 //!   CRC-32C checked; units, orphans and wipe through writer leases
 //!   (`lease`), with `confirm_published` fencing a writer stopped past its
 //!   lease. The layout: `docs/format/s3.md`.
-//! - [`S3Catalogue`]: the engine's slot log on S3 objects (`catalogue`).
+//! - [`S3Catalogue`]: the engine's slot catalogue on S3 objects ([`S3Medium`], `catalogue`).
 //! - [`S3Config`]: the `s3:` section.
 //! - [`RawObjects`]: whole objects with none of the store's format, for
 //!   the hammer's raw (IOR-style) baseline.
@@ -40,7 +40,7 @@ mod prefetch;
 mod raw;
 mod store;
 
-pub use catalogue::S3Catalogue;
+pub use catalogue::{S3Catalogue, S3Medium};
 pub use client::requests_sent;
 pub use config::{S3Config, DEFAULT_LEASE};
 pub use raw::RawObjects;

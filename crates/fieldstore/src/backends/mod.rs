@@ -75,9 +75,9 @@ pub(crate) fn open(config: &Config) -> Result<(Arc<dyn Catalogue>, Arc<dyn Store
         #[allow(unreachable_patterns)]
         Engine::Rados => return Err(not_built("engine 'rados'", "rados")),
         #[cfg(feature = "s3")]
-        Engine::S3 => Arc::new(fieldstore_s3::S3Catalogue::from_config(
-            config.backend("s3"),
-        )?),
+        Engine::S3 => Arc::new(fieldstore_s3::S3Catalogue::new(
+            fieldstore_s3::S3Medium::from_config(config.backend("s3"))?,
+        )),
         #[cfg(not(feature = "s3"))]
         #[allow(unreachable_patterns)]
         Engine::S3 => return Err(not_built("engine 's3'", "s3")),
