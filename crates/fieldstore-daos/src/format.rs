@@ -16,9 +16,8 @@
 //! The framing and the payload reader and writer are
 //! [`fieldstore_core::record`]'s, shared with the other backends.
 
-use fieldstore_core::record::maintenance as records;
 use fieldstore_core::record::{kind, Dec, Enc, Framing, Older};
-use fieldstore_core::{CollocationKey, DatasetKey, Error, Result};
+use fieldstore_core::{DatasetKey, Error, Result};
 
 /// The framing of every value: one record, the whole value
 /// ([`Framing::unframe_exact`]), format version 2 (the shared numbering of
@@ -102,7 +101,7 @@ pub(crate) fn encode_dataset(label: &str, created_ns: u64) -> Vec<u8> {
 
 /// FLUSH payloads: the core's codec of flushes whose blocks ride inline
 /// in their record ([`fieldstore_core::record::inline`]), shared with S3.
-pub(crate) use fieldstore_core::record::inline::{blocks, decode_flush, encode_flush, Flush};
+pub(crate) use fieldstore_core::record::inline::decode_flush;
 
 /// An INDIRECT record: the flush is in a byte array.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -134,27 +133,30 @@ pub(crate) fn decode_indirect(p: &[u8], what: &dyn Fn() -> String) -> Result<Ind
     Ok(i)
 }
 
-/// A WIPE record, framed (payload: `fieldstore_core::record::maintenance`).
-pub(crate) fn encode_wipe(collocations: &[CollocationKey], units: &[String], now: u64) -> Vec<u8> {
-    FRAMING.framed(WIPE, &records::encode_wipe(collocations, units, now))
-}
-
-/// A RECLAIM record, framed.
-pub(crate) fn encode_reclaim(units: &[String], now: u64) -> Vec<u8> {
-    FRAMING.framed(RECLAIM, &records::encode_reclaim(units, None, now))
-}
-
-/// A CONTROL record (the locked operations, `Locks::bits`), framed.
-pub(crate) fn encode_control(bits: u8, now: u64) -> Vec<u8> {
-    FRAMING.framed(CONTROL, &records::encode_control(bits, now))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use fieldstore_core::record::inline::{blocks, encode_flush, Flush};
+    use fieldstore_core::record::maintenance as records;
     use fieldstore_core::record::pending::PendingEntries;
     use fieldstore_core::record::HEADER;
+    use fieldstore_core::CollocationKey;
     use fieldstore_core::{ElementKey, FieldLocation};
+
+    /// A WIPE record, framed (payload: `fieldstore_core::record::maintenance`).
+    fn encode_wipe(collocations: &[CollocationKey], units: &[String], now: u64) -> Vec<u8> {
+        FRAMING.framed(WIPE, &records::encode_wipe(collocations, units, now))
+    }
+
+    /// A RECLAIM record, framed.
+    fn encode_reclaim(units: &[String], now: u64) -> Vec<u8> {
+        FRAMING.framed(RECLAIM, &records::encode_reclaim(units, None, now))
+    }
+
+    /// A CONTROL record (the locked operations, `Locks::bits`), framed.
+    fn encode_control(bits: u8, now: u64) -> Vec<u8> {
+        FRAMING.framed(CONTROL, &records::encode_control(bits, now))
+    }
 
     fn loc(uri: &str, off: u64) -> FieldLocation {
         FieldLocation::new(uri, off, 10).with_checksum(7)

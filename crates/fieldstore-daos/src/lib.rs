@@ -43,6 +43,6 @@ mod lease;
 mod session;
 pub mod store;
 
-pub use catalogue::DaosCatalogue;
+pub use catalogue::{DaosCatalogue, DaosMedium};
 pub use config::DaosConfig;
 pub use store::DaosStore;

@@ -14,7 +14,7 @@ use crate::ffi::{der, DaosObjId, DAOS_OT_KV_HASHED};
 
 /// An open container and what the process knows about it.
 #[derive(Debug)]
-pub(crate) struct Cont {
+pub struct Cont {
     pub(crate) c: Container,
     /// OIDs reserved and not yet used: (next, how many left).
     oids: Mutex<(u64, u64)>,
@@ -31,10 +31,6 @@ pub(crate) struct Cont {
     /// The schema text of `meta`, shared by the readers and writers of
     /// the dataset (set with `meta_checked`).
     pub(crate) schema: OnceLock<Arc<str>>,
-    /// Bumped when this process changes the dataset's locks, so that its
-    /// own writers (whose log guesses that change does not upset) check
-    /// them again.
-    pub(crate) control_epoch: AtomicU64,
     /// This process's lease on the container, under which its store
     /// writers reserve the OIDs of field arrays (`crate::lease`).
     pub(crate) lease: crate::lease::Lease,
@@ -51,7 +47,6 @@ impl Cont {
             registered: AtomicBool::new(false),
             meta_checked: OnceLock::new(),
             schema: OnceLock::new(),
-            control_epoch: AtomicU64::new(0),
             lease: crate::lease::Lease::default(),
         }
     }

@@ -378,9 +378,10 @@ impl SlotMedium for S3Medium {
             .collect())
     }
 
-    fn mark_list_locked(&self, dataset: &DatasetKey, locked: bool) -> Result<()> {
+    /// An empty object: listings read its name only.
+    fn mark_list_locked(&self, dataset: &DatasetKey, control: Option<&[u8]>) -> Result<()> {
         let marker = format!("{LIST_LOCKED}{dataset}");
-        if locked {
+        if control.is_some() {
             self.client.put(&self.bucket, &marker, b"", None)
         } else {
             self.client.delete(&self.bucket, &marker)
@@ -457,7 +458,7 @@ impl SlotMedium for S3Medium {
         self.client.delete_many(&self.bucket, &doomed)?;
         // 4. The registration, kept if the dataset exists anew.
         let registry = format!("{REGISTRY}{dataset}");
-        self.mark_list_locked(dataset, false)?;
+        self.mark_list_locked(dataset, None)?;
         if now.is_none() {
             self.client.delete(&self.bucket, &registry)?;
             if self.open(dataset)?.is_some() {

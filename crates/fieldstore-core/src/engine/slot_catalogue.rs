@@ -84,6 +84,11 @@ pub trait SlotMedium: Send + Sync + Debug + 'static {
     /// The framing of log records.
     const FRAMING: Framing;
 
+    /// The size of a reader's buffer for slot values: a medium that reads
+    /// a value into a buffer too small for it in two requests (DAOS) gives
+    /// its largest inline value.
+    const SLOT_BUFFER: usize = 0;
+
     /// The dataset's current incarnation, if it exists (checked to be this
     /// dataset's: names may collide).
     ///
@@ -154,18 +159,27 @@ pub trait SlotMedium: Send + Sync + Debug + 'static {
         Ok(framed)
     }
 
+    /// A slot every slot before which this process knows to be taken (it
+    /// published or read them), without asking the medium; the default
+    /// knows nothing (0). A process's writers of one dataset start their
+    /// publish there, so they do not race each other for slots.
+    fn known_end(&self, dataset: &Self::Dataset) -> u64 {
+        let _ = dataset;
+        0
+    }
+
     /// A slot every slot before which is taken: where a writer or an
-    /// append starts. The default looks from slot 0 ([`slots::first_free`]).
+    /// append starts. The default looks from [`SlotMedium::known_end`]
+    /// ([`slots::first_free`]).
     ///
     /// # Errors
     /// The medium's I/O errors.
     fn start(&self, dataset: &Self::Dataset, log: &dyn SlotLog) -> Result<u64> {
-        let _ = dataset;
-        slots::first_free(log, 0)
+        slots::first_free(log, self.known_end(dataset))
     }
 
     /// This process published slot `slot` of `dataset`'s log (a medium may
-    /// remember it for [`SlotMedium::start`]).
+    /// remember it for [`SlotMedium::known_end`]).
     ///
     /// # Errors
     /// The medium's I/O errors.
@@ -212,12 +226,13 @@ pub trait SlotMedium: Send + Sync + Debug + 'static {
     /// The medium's I/O errors.
     fn list_locked(&self) -> Result<Vec<DatasetKey>>;
 
-    /// Mark (or unmark) the dataset list-locked where listings of
-    /// datasets look.
+    /// Mark the dataset list-locked where listings of datasets look, with
+    /// `control` (the framed CONTROL record that locked it), or unmark it
+    /// (`None`).
     ///
     /// # Errors
     /// The medium's I/O errors.
-    fn mark_list_locked(&self, key: &DatasetKey, locked: bool) -> Result<()>;
+    fn mark_list_locked(&self, key: &DatasetKey, control: Option<&[u8]>) -> Result<()>;
 
     /// What the dataset's catalogue part is made of
     /// ([`CatalogueMaintenance::inventory`]).
@@ -397,11 +412,12 @@ impl<M: SlotMedium> CatalogueMaintenance for SlotCatalogue<M> {
         let payload = records::encode_control(locks.bits(), now_ns());
         // Writers read the state; readers follow the log; listings of
         // datasets read the mark (the module's doc: the order matters).
-        self.medium
-            .set_locks(&d, &M::FRAMING.framed(kind::CONTROL, &payload))?;
+        let control = M::FRAMING.framed(kind::CONTROL, &payload);
+        self.medium.set_locks(&d, &control)?;
         self.append(&d, kind::CONTROL, &payload)?;
+        let list_locked = locks.contains(Operation::List);
         self.medium
-            .mark_list_locked(dataset, locks.contains(Operation::List))?;
+            .mark_list_locked(dataset, list_locked.then_some(&control[..]))?;
         Ok(locks)
     }
 
@@ -451,8 +467,8 @@ struct SlotWriter<M: SlotMedium> {
     medium: Arc<M>,
     key: DatasetKey,
     incarnation: M::Dataset,
-    /// The first slot not known to be taken: every slot before it was
-    /// taken when this writer looked, and its locks read since.
+    /// Where the next publish starts: every slot before it was taken when
+    /// this writer last read the locks (or was the writer's own).
     next: u64,
     /// Whether this writer registered the dataset.
     registered: bool,
@@ -467,13 +483,21 @@ impl<M: SlotMedium> SlotWriter<M> {
             m.register(key, d)?;
             self.registered = true;
         }
-        let log = m.slots(d)?;
-        let slot = slots::publish(&*log, self.next, value, &mut || {
+        let check = || {
             if m.locks(d)?.contains(Operation::Archive) {
                 return Err(locked(key, Operation::Archive));
             }
             Ok(())
-        })?;
+        };
+        // Slots another writer of this process saw taken: skipping them
+        // skips any CONTROL record among them, so the locks are read.
+        let known = m.known_end(d);
+        if known > self.next {
+            check()?;
+            self.next = known;
+        }
+        let log = m.slots(d)?;
+        let slot = slots::publish(&*log, self.next, value, &mut || check())?;
         self.next = slot + 1;
         m.published(d, &*log, slot)?;
         m.fence(key, d)
@@ -543,7 +567,10 @@ impl<M: SlotMedium> SlotReader<M> {
             schema,
             Incarnation {
                 dataset: incarnation,
-                slots: SlotCursor::default(),
+                slots: SlotCursor {
+                    buf: Vec::with_capacity(M::SLOT_BUFFER),
+                    ..SlotCursor::default()
+                },
             },
         )
     }

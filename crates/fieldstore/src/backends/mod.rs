@@ -61,9 +61,9 @@ pub(crate) fn open(config: &Config) -> Result<(Arc<dyn Catalogue>, Arc<dyn Store
         Engine::Remote => return Err(Error::internal("remote configurations are opened above")),
         // Backend crates add their arms here, behind their feature.
         #[cfg(feature = "daos")]
-        Engine::Daos => Arc::new(fieldstore_daos::DaosCatalogue::open(
-            config.backend("daos"),
-        )?),
+        Engine::Daos => Arc::new(fieldstore_daos::DaosCatalogue::new(
+            fieldstore_daos::DaosMedium::open(config.backend("daos"))?,
+        )),
         #[cfg(not(feature = "daos"))]
         #[allow(unreachable_patterns)]
         Engine::Daos => return Err(not_built("engine 'daos'", "daos")),
