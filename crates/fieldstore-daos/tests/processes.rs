@@ -269,11 +269,33 @@ fn writer_paused_across_its_commit_while_purge_runs() {
     );
 }
 
+/// An archive lock another process sets stops this process's writer, also
+/// after this process's reader learnt of the lock's slot (which once let
+/// the writer start past it, unchecked).
+fn a_lock_from_another_process_stops_a_writer_that_reads() {
+    let pool = fresh_pool("lck");
+    processes::a_lock_from_another_process_stops_a_writer_that_reads(
+        &launcher(&pool),
+        &Streams {
+            expver: "dlk1".into(),
+            writers: 1,
+            fields: 2,
+            flush_every: 1,
+            min_len: 28,
+            max_len: 1024,
+        },
+    );
+}
+
 fn main() -> ExitCode {
     if let Some(code) = processes::worker_from_args() {
         return code;
     }
     let tests: &[processes::Test] = &[
+        (
+            "a_lock_from_another_process_stops_a_writer_that_reads",
+            a_lock_from_another_process_stops_a_writer_that_reads,
+        ),
         (
             "four_writer_processes_two_reader_processes",
             four_writer_processes_two_reader_processes,

@@ -173,11 +173,35 @@ fn writer_paused_across_its_commit_while_purge_runs() -> Outcome {
     Outcome::Passed
 }
 
+/// An archive lock another process sets stops this process's writer, also
+/// after this process read the lock's record.
+fn a_lock_from_another_process_stops_a_writer_that_reads() -> Outcome {
+    for engine in engines() {
+        let Some((launcher, _dir)) = setup("locked", &engine) else {
+            return Outcome::Skipped(NO_S3.into());
+        };
+        let s = Streams {
+            expver: "lck1".into(),
+            writers: 1,
+            fields: 2,
+            flush_every: 1,
+            min_len: 28,
+            max_len: 1024,
+        };
+        processes::a_lock_from_another_process_stops_a_writer_that_reads(&launcher, &s);
+    }
+    Outcome::Passed
+}
+
 fn main() -> ExitCode {
     if let Some(code) = processes::worker_from_args() {
         return code;
     }
     let tests: &[processes::Test<Outcome>] = &[
+        (
+            "a_lock_from_another_process_stops_a_writer_that_reads",
+            a_lock_from_another_process_stops_a_writer_that_reads,
+        ),
         (
             "four_writer_processes_two_reader_processes",
             four_writer_processes_two_reader_processes,

@@ -48,6 +48,7 @@ use std::time::{Duration, Instant};
 use fieldstore::{Config, FieldStore};
 
 pub use scenarios::{
+    a_lock_from_another_process_stops_a_writer_that_reads,
     purge_reclaims_only_what_killed_writers_left, watchers_see_exactly_what_is_flushed,
     writer_paused_across_its_commit_while_purge_runs, writers_and_readers,
     writers_killed_at_random_instants,

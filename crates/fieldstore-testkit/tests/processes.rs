@@ -79,6 +79,24 @@ fn purge_reclaims_only_what_killed_writers_left() {
     );
 }
 
+/// An archive lock another process sets stops this process's writer, also
+/// after this process read the lock's record.
+#[test]
+fn a_lock_from_another_process_stops_a_writer_that_reads() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    processes::a_lock_from_another_process_stops_a_writer_that_reads(
+        &posix(&dir),
+        &Streams {
+            expver: "lck1".into(),
+            writers: 1,
+            fields: 2,
+            flush_every: 1,
+            min_len: 28,
+            max_len: 1024,
+        },
+    );
+}
+
 /// The workload of the orphan clause: writer 0 flushed, 1 and 2 killed, 3
 /// live; fields of their own units on every backend (RADOS gives a field
 /// of 512 KiB or more an object of its own).

@@ -462,3 +462,42 @@ pub fn writer_paused_across_its_commit_while_purge_runs(
         }
     }
 }
+
+/// An archive lock set by another process stops a writer whose own process
+/// reads the dataset meanwhile (its reader learns of the lock's record
+/// first, and may share what it learnt with the process's writers): a
+/// writer flushes field 0 of writer 0, a `lock` worker locks archiving,
+/// this process lists the dataset, then the writer's next flush (field 1)
+/// must fail `Locked`, and field 1 must not be listed.
+///
+/// # Panics
+/// If the flush after the lock is acknowledged, or fails otherwise.
+pub fn a_lock_from_another_process_stops_a_writer_that_reads(launcher: &Launcher, s: &Streams) {
+    let fs = must(launcher.open(), "open");
+    let archive = |i: usize| {
+        let data = s.payload(&fs, 0, i);
+        fs.archive(&s.key(0, i), &data).and_then(|()| fs.flush())
+    };
+    must(archive(0), "the flush before the lock");
+    let request = s.dataset_request().to_string();
+    launcher
+        .spawn("lock", "lock", &[("request", request)])
+        .finish_done();
+    let listed = must(fs.list(&s.full_request(), Default::default()), "list");
+    assert_eq!(listed.len(), 1, "field 0 only: {listed:?}");
+    match archive(1) {
+        Err(e) if e.kind() == fieldstore::ErrorKind::Locked => {}
+        Err(e) => panic!("the flush after another process's lock failed otherwise: {e}"),
+        Ok(()) => panic!(
+            "a flush after another process locked archiving was acknowledged (this process \
+             had read the lock's record)"
+        ),
+    }
+    let fresh = must(launcher.open(), "open again");
+    let listed = must(fresh.list(&s.full_request(), Default::default()), "list");
+    assert_eq!(
+        listed.len(),
+        1,
+        "field 1 is visible though refused: {listed:?}"
+    );
+}

@@ -12,6 +12,7 @@
 //! <worker> wipe  --config F --request Q [--unsafe 1]
 //! <worker> purge --config F --request Q
 //! <worker> move  --config F --request Q --to ROOT
+//! <worker> lock  --config F --request Q
 //! <worker> churn-write --config F --expver E --writer I --per-round K --stop FILE
 //! <worker> churn-read  --config F --expver E --per-round K --stop FILE
 //! <worker> open  --config F
@@ -75,7 +76,8 @@
 //!
 //! `wipe`, `purge` and `move` print `start` just before the operation
 //! (which is real: `doit`), then `done`; the SIGKILL tests kill them in
-//! between. A failed `move` says `<kind>: <message>` on stderr.
+//! between. A failed `move` says `<kind>: <message>` on stderr. `lock`
+//! locks archiving into the datasets `Q` names, the same way.
 //!
 //! `churn-write` and `churn-read` run the [`churn`](crate::churn) workload
 //! until the file `FILE` exists: the writer prints `flushed <round>` or
@@ -106,7 +108,7 @@ use crate::support::{posix_config, schema};
 pub const USAGE: &str = "\
 usage: <worker> write|write-each|write-groups|write-hold|read|read-steady --config F --expver E [--writer I] --writers W --fields N --flush-every K [--until-fields M] [--min-len A] [--max-len B] [--timeout-secs T] [--handle-per-flush 1] [--stop-after-store-flush 1] [--stop FILE]
        <worker> watch --config F --request Q [--timeout-secs T]
-       <worker> wipe|purge|move --config F --request Q [--unsafe 1] [--to ROOT]
+       <worker> wipe|purge|move|lock --config F --request Q [--unsafe 1] [--to ROOT]
        <worker> churn-write|churn-read --config F --expver E [--writer I] --per-round K --stop FILE
        <worker> open --config F
        (--root R instead of --config F: a POSIX store on the root R)";
@@ -431,6 +433,11 @@ fn maintenance(command: &str, args: &Args) -> Result<(), String> {
             };
             fs.wipe(&request, options).map_err(|e| e.to_string())?;
         }
+        "lock" => {
+            let archive = fieldstore::Locks::NONE.with(fieldstore::Operation::Archive);
+            fs.control(&request, fieldstore::Control::Lock, archive)
+                .map_err(|e| e.to_string())?;
+        }
         "move" => {
             let to = args.text("to")?;
             fs.move_datasets(&request, Path::new(&to))
@@ -517,7 +524,9 @@ pub fn worker_main(name: &str, args: &[String]) -> ExitCode {
         "read" => read(&args),
         "read-steady" => read_steady(&args),
         "watch" => watch(&args).map(|()| ExitCode::SUCCESS),
-        "wipe" | "purge" | "move" => maintenance(command, &args).map(|()| ExitCode::SUCCESS),
+        "wipe" | "purge" | "move" | "lock" => {
+            maintenance(command, &args).map(|()| ExitCode::SUCCESS)
+        }
         "churn-write" => churn_write(&args).map(|()| ExitCode::SUCCESS),
         "churn-read" => churn_read(&args).map(|()| ExitCode::SUCCESS),
         "open" => {
