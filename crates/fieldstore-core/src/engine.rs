@@ -40,6 +40,7 @@ use crate::maintenance::Locks;
 use crate::record::maintenance::MaintenanceRecord;
 
 pub mod framed;
+pub mod log_catalogue;
 mod log_reader;
 pub use log_reader::{Log, LogMedium, LogOf, LogReader};
 pub mod slot_catalogue;

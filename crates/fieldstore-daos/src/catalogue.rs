@@ -1,5 +1,5 @@
 //! The DAOS catalogue (`engine: daos`): [`DaosMedium`] is what DAOS gives
-//! the engine's slot catalogue ([`SlotCatalogue`]), which does the rest.
+//! the engine's catalogue ([`LogCatalogue`], through its slot catalogue), which does the rest.
 //!
 //! Layout (`docs/format/daos.md`): a root KV in the root container maps
 //! every dataset key to its container; each dataset has a container whose
@@ -20,9 +20,8 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use fieldstore_core::engine::slot_catalogue::{
-    follow_slots, Looked, SlotCatalogue, SlotMedium, SlotReaderLog,
-};
+use fieldstore_core::engine::log_catalogue::LogCatalogue;
+use fieldstore_core::engine::slot_catalogue::{follow_slots, Looked, SlotMedium, SlotReaderLog};
 use fieldstore_core::engine::slots::{SlotLog, SlotRecord};
 use fieldstore_core::maintenance::{
     list_lock_marker, list_locked_dataset, wiped_while_writing, Item, ItemKind, LIST_LOCK_PREFIX,
@@ -39,7 +38,7 @@ use crate::layout::{self, dataset_label, slot_key};
 use crate::session::{is_gone, Cont, Session};
 
 /// The DAOS catalogue.
-pub type DaosCatalogue = SlotCatalogue<DaosMedium>;
+pub type DaosCatalogue = LogCatalogue<DaosMedium>;
 
 /// What DAOS gives the engine's slot catalogue: a pool's root container
 /// and the datasets' containers.

@@ -1,6 +1,6 @@
 //! The S3 catalogue (`engine: s3`): a dataset's log is a row of S3
 //! objects, one whole record each; [`S3Medium`] is what S3 gives the
-//! engine's slot catalogue ([`SlotCatalogue`]), which does the rest.
+//! engine's catalogue ([`LogCatalogue`], through its slot catalogue), which does the rest.
 //! Layout and costs in `docs/format/s3.md`.
 //!
 //! **The commit.** A writer publishes a flush with one conditional PUT
@@ -25,9 +25,8 @@
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
-use fieldstore_core::engine::slot_catalogue::{
-    follow_slots, Looked, SlotCatalogue, SlotMedium, SlotReaderLog,
-};
+use fieldstore_core::engine::log_catalogue::LogCatalogue;
+use fieldstore_core::engine::slot_catalogue::{follow_slots, Looked, SlotMedium, SlotReaderLog};
 use fieldstore_core::engine::slots::{FollowEnd, SlotLog, SlotRecord};
 use fieldstore_core::maintenance::{wiped_while_writing, Item, ItemKind};
 use fieldstore_core::record::inline;
@@ -40,7 +39,7 @@ use crate::config::S3Config;
 use crate::naming::{self, dataset_prefix, LIST_LOCKED, PROBE, REGISTRY};
 
 /// The S3 catalogue.
-pub type S3Catalogue = SlotCatalogue<S3Medium>;
+pub type S3Catalogue = LogCatalogue<S3Medium>;
 
 /// What S3 gives the engine's slot catalogue: a bucket on an endpoint.
 #[derive(Debug)]

@@ -1,7 +1,8 @@
-//! The whole catalogue of a medium whose log is a row of slots (DAOS's
-//! dataset KV, S3's log objects): [`SlotCatalogue`] is the [`Catalogue`],
-//! its writers, its readers and its lock protocol, written once; a medium
-//! gives only what differs, as a [`SlotMedium`].
+//! The catalogue of a medium whose log is a row of slots (DAOS's dataset
+//! KV, S3's log objects): every [`SlotMedium`] is a [`CatalogueMedium`],
+//! so `LogCatalogue<M>` ([`super::log_catalogue`]) is its catalogue, and
+//! this module its writers' commit and its readers; the medium gives only
+//! what differs.
 //!
 //! **The commit** is the medium's conditional insert of a whole record
 //! into the first free slot ([`SlotLog::insert`], [`slots::publish`]): of
@@ -14,32 +15,28 @@
 //! fails rather than acknowledge a flush nobody will read
 //! ([`SlotMedium::fence`]).
 //!
-//! **Locks** ([`SlotCatalogue`]'s `control`), in one order on every
-//! medium: the state writers read ([`SlotMedium::set_locks`]), then a
-//! CONTROL record in the log for readers, then the mark listings of
-//! datasets read ([`SlotMedium::mark_list_locked`]). A writer reads the
-//! state when it starts, unless it starts at slot 0, and whenever a slot it
-//! tried was taken: a lock set later appends its record at or after the
-//! writer's next slot, so the writer's next insert meets it.
+//! **Locks**: the state writers read ([`SlotMedium::set_locks`]), then a
+//! CONTROL record in the log for readers. A writer reads the state when it
+//! starts, unless it starts at slot 0, whenever a slot it tried was taken,
+//! and before it skips slots other writers of its process saw: a lock set
+//! later appends its record at or after the writer's next slot, so the
+//! writer's next insert meets it.
 
 use std::fmt::Debug;
 use std::sync::Arc;
-use std::time::Duration;
 
+use super::log_catalogue::CatalogueMedium;
 use super::slots::{self, SlotCursor, SlotLog, SlotRecord};
 use super::{Log, LogMedium, LogReader};
-use crate::catalogue::{
-    Catalogue, CatalogueMaintenance, CatalogueQueries, CatalogueWriter, ChangeWaiter,
-    DamagedDatasets, DatasetMover, DatasetReader, PollingWaiter,
-};
+use crate::catalogue::DatasetReader;
 use crate::error::{Error, ErrorKind, Result};
-use crate::key::{CollocationKey, DatasetKey, ElementKey};
-use crate::location::FieldLocation;
-use crate::maintenance::{locked, Control, Item, Locks, Operation};
+use crate::key::DatasetKey;
+use crate::maintenance::{locked, Item, Locks, Operation};
 use crate::record::inline::{self, Flush};
-use crate::record::maintenance::{self as records, now_ns};
+use crate::record::kind;
+use crate::record::maintenance::now_ns;
 use crate::record::pending::PendingEntries;
-use crate::record::{kind, Framing};
+use crate::record::Framing;
 use crate::schema::Schema;
 
 /// What a reader knows of one dataset on a slot medium: its blocks are
@@ -274,278 +271,177 @@ pub fn follow_slots<M: SlotMedium + ?Sized>(
     )
 }
 
-/// The catalogue of a slot medium.
+/// Where a slot writer stands between flushes.
 #[derive(Debug)]
-pub struct SlotCatalogue<M: SlotMedium> {
-    medium: Arc<M>,
-}
-
-impl<M: SlotMedium> SlotCatalogue<M> {
-    /// The catalogue on `medium`.
-    pub fn new(medium: M) -> SlotCatalogue<M> {
-        SlotCatalogue {
-            medium: Arc::new(medium),
-        }
-    }
-
-    /// The medium.
-    pub fn medium(&self) -> &M {
-        &self.medium
-    }
-
-    fn current(&self, key: &DatasetKey) -> Result<M::Dataset> {
-        self.medium.open(key)?.ok_or_else(|| {
-            Error::new(
-                ErrorKind::NotFound,
-                format!(
-                    "no dataset {} in {}",
-                    key.braced(),
-                    self.medium.describe(key)
-                ),
-            )
-        })
-    }
-
-    /// Append a maintenance record to `dataset`'s log.
-    fn append(&self, dataset: &M::Dataset, kind: u16, payload: &[u8]) -> Result<()> {
-        let log = self.medium.slots(dataset)?;
-        let from = self.medium.start(dataset, &*log)?;
-        let value = M::FRAMING.framed(kind, payload);
-        let slot = slots::publish(&*log, from, &value, &mut || Ok(()))?;
-        self.medium.published(dataset, &*log, slot)
-    }
-}
-
-impl<M: SlotMedium> Catalogue for SlotCatalogue<M> {
-    fn writer(&self, dataset: &DatasetKey, schema: &Schema) -> Result<Box<dyn CatalogueWriter>> {
-        let incarnation = self.medium.create(dataset, schema)?;
-        // The end of the log first, then the locks: a lock set after this
-        // look appends its CONTROL record at `next` or later, which the
-        // writer's first publish meets. At slot 0 there is nothing before.
-        let next = self
-            .medium
-            .start(&incarnation, &*self.medium.slots(&incarnation)?)?;
-        if next > 0
-            && self
-                .medium
-                .locks(&incarnation)?
-                .contains(Operation::Archive)
-        {
-            return Err(locked(dataset, Operation::Archive));
-        }
-        Ok(Box::new(SlotWriter {
-            medium: self.medium.clone(),
-            key: dataset.clone(),
-            incarnation,
-            next,
-            registered: false,
-            id: crate::writer_id::next(),
-            pending: PendingEntries::new(),
-        }))
-    }
-
-    fn datasets(&self) -> Result<Vec<DatasetKey>> {
-        let mut out = self.medium.registered()?;
-        out.sort();
-        Ok(out)
-    }
-
-    fn reader(&self, dataset: &DatasetKey) -> Result<Option<Arc<dyn DatasetReader>>> {
-        let Some(incarnation) = self.medium.open(dataset)? else {
-            return Ok(None);
-        };
-        let reader = SlotReader {
-            medium: self.medium.clone(),
-            key: dataset.clone(),
-        };
-        let log = reader.start_of(Some(incarnation));
-        Ok(Some(Arc::new(LogReader::open(reader, log)?)))
-    }
-
-    fn describe(&self, dataset: &DatasetKey) -> String {
-        self.medium.describe(dataset)
-    }
-
-    fn waiter(&self) -> Result<Box<dyn ChangeWaiter>> {
-        // Slot media have no notifications: poll, backing off to 50 ms.
-        Ok(Box::new(PollingWaiter::new(Duration::from_millis(50))))
-    }
-
-    fn maintenance(&self) -> Option<&dyn CatalogueMaintenance> {
-        Some(self)
-    }
-
-    fn damaged_datasets(&self) -> Option<&dyn DamagedDatasets> {
-        None
-    }
-
-    fn mover(&self) -> Option<&dyn DatasetMover> {
-        None
-    }
-
-    fn queries(&self) -> Option<&dyn CatalogueQueries> {
-        None
-    }
-}
-
-impl<M: SlotMedium> CatalogueMaintenance for SlotCatalogue<M> {
-    /// None: a wipe removes the registration last, so an interrupted wipe
-    /// leaves its dataset listed (and empty) until a wipe finishes it.
-    fn interrupted_wipes(&self) -> Result<Vec<DatasetKey>> {
-        Ok(Vec::new())
-    }
-
-    fn list_locked(&self) -> Result<Option<Vec<DatasetKey>>> {
-        self.medium.list_locked().map(Some)
-    }
-
-    fn locks(&self, dataset: &DatasetKey) -> Result<Locks> {
-        match self.medium.open(dataset)? {
-            Some(d) => self.medium.locks(&d),
-            None => Ok(Locks::NONE),
-        }
-    }
-
-    fn control(&self, dataset: &DatasetKey, action: Control, operations: Locks) -> Result<Locks> {
-        let d = self.current(dataset)?;
-        let locks = self.medium.locks(&d)?.apply(action, operations);
-        let payload = records::encode_control(locks.bits(), now_ns());
-        // Writers read the state; readers follow the log; listings of
-        // datasets read the mark (the module's doc: the order matters).
-        let control = M::FRAMING.framed(kind::CONTROL, &payload);
-        self.medium.set_locks(&d, &control)?;
-        self.append(&d, kind::CONTROL, &payload)?;
-        let list_locked = locks.contains(Operation::List);
-        self.medium
-            .mark_list_locked(dataset, list_locked.then_some(&control[..]))?;
-        Ok(locks)
-    }
-
-    fn inventory(&self, dataset: &DatasetKey) -> Result<Vec<Item>> {
-        self.medium.inventory(dataset)
-    }
-
-    fn wipe(
-        &self,
-        dataset: &DatasetKey,
-        unsafe_wipe_all: bool,
-        store_step: &mut dyn FnMut() -> Result<()>,
-    ) -> Result<()> {
-        self.medium.wipe(dataset, unsafe_wipe_all, store_step)
-    }
-
-    fn wipe_collocations(
-        &self,
-        dataset: &DatasetKey,
-        collocations: &[CollocationKey],
-        units: &[String],
-    ) -> Result<()> {
-        let payload = records::encode_wipe(collocations, units, now_ns());
-        self.append(&self.current(dataset)?, kind::WIPE, &payload)
-    }
-
-    /// Log slots are never deleted (readers tell a gap from the end): only
-    /// the store's units are reclaimed, and the record makes readers stop
-    /// listing their entries.
-    fn reclaim(
-        &self,
-        dataset: &DatasetKey,
-        units: &[String],
-        _hidden: &[CollocationKey],
-        dry_run: bool,
-    ) -> Result<Vec<Item>> {
-        if !dry_run && !units.is_empty() {
-            let payload = records::encode_reclaim(units, None, now_ns());
-            self.append(&self.current(dataset)?, kind::RECLAIM, &payload)?;
-        }
-        Ok(Vec::new())
-    }
-}
-
-/// One writer's session with one incarnation of a dataset.
-struct SlotWriter<M: SlotMedium> {
-    medium: Arc<M>,
-    key: DatasetKey,
-    incarnation: M::Dataset,
+pub struct SlotWriter {
     /// Where the next publish starts: every slot before it was taken when
     /// this writer last read the locks (or was the writer's own).
     next: u64,
     /// Whether this writer registered the dataset.
     registered: bool,
     id: String,
-    pending: PendingEntries,
 }
 
-impl<M: SlotMedium> SlotWriter<M> {
-    fn publish(&mut self, value: &[u8]) -> Result<()> {
-        let (m, key, d) = (&*self.medium, &self.key, &self.incarnation);
-        if !self.registered {
-            m.register(key, d)?;
-            self.registered = true;
+/// Append a record to `dataset`'s log: its first free slot.
+fn append<M: SlotMedium>(
+    medium: &M,
+    dataset: &M::Dataset,
+    kind: u16,
+    payload: &[u8],
+) -> Result<()> {
+    let log = medium.slots(dataset)?;
+    let from = medium.start(dataset, &*log)?;
+    let value = M::FRAMING.framed(kind, payload);
+    let slot = slots::publish(&*log, from, &value, &mut || Ok(()))?;
+    medium.published(dataset, &*log, slot)
+}
+
+impl<M: SlotMedium> CatalogueMedium for M {
+    type Dataset = M::Dataset;
+    type Writer = SlotWriter;
+    /// The value the flush is published as.
+    type Staged = Vec<u8>;
+
+    fn open(&self, key: &DatasetKey) -> Result<Option<M::Dataset>> {
+        SlotMedium::open(self, key)
+    }
+
+    fn registered(&self) -> Result<Vec<DatasetKey>> {
+        SlotMedium::registered(self)
+    }
+
+    fn describe(&self, key: &DatasetKey) -> String {
+        SlotMedium::describe(self, key)
+    }
+
+    fn reader(
+        self: Arc<Self>,
+        key: &DatasetKey,
+        dataset: M::Dataset,
+    ) -> Result<Arc<dyn DatasetReader>> {
+        let reader = SlotReader {
+            medium: self,
+            key: key.clone(),
+        };
+        let log = reader.start_of(Some(dataset));
+        Ok(Arc::new(LogReader::open(reader, log)?))
+    }
+
+    /// The end of the log first, then the locks: a lock set after this
+    /// look appends its CONTROL record at `next` or later, which the
+    /// writer's first publish meets. At slot 0 there is nothing before.
+    fn writer(&self, key: &DatasetKey, schema: &Schema) -> Result<(M::Dataset, SlotWriter)> {
+        let incarnation = self.create(key, schema)?;
+        let next = self.start(&incarnation, &*self.slots(&incarnation)?)?;
+        if next > 0 && SlotMedium::locks(self, &incarnation)?.contains(Operation::Archive) {
+            return Err(locked(key, Operation::Archive));
         }
+        let writer = SlotWriter {
+            next,
+            registered: false,
+            id: crate::writer_id::next(),
+        };
+        Ok((incarnation, writer))
+    }
+
+    fn schema(&self, dataset: &M::Dataset) -> Arc<str> {
+        SlotMedium::schema(self, dataset)
+    }
+
+    /// The flush's value: its blocks inline ([`inline`]), framed, as the
+    /// medium publishes it ([`SlotMedium::flush_value`]).
+    fn stage(
+        &self,
+        key: &DatasetKey,
+        dataset: &M::Dataset,
+        writer: &mut SlotWriter,
+        pending: PendingEntries,
+    ) -> Result<Vec<u8>> {
+        let flush = Flush {
+            timestamp_ns: now_ns(),
+            writer: writer.id.clone(),
+            blocks: inline::blocks(pending),
+        };
+        let framed = M::FRAMING.framed(kind::FLUSH, &inline::encode_flush(&flush));
+        self.flush_value(dataset, framed)
+            .map_err(|e| self.flush_failed(key, dataset, e))
+    }
+
+    /// Register the dataset (a writer's first flush), insert the value at
+    /// the writer's next slot or the first free one after it, then fence.
+    fn publish(
+        &self,
+        key: &DatasetKey,
+        dataset: &M::Dataset,
+        writer: &mut SlotWriter,
+        value: Vec<u8>,
+    ) -> Result<()> {
         let check = || {
-            if m.locks(d)?.contains(Operation::Archive) {
+            if SlotMedium::locks(self, dataset)?.contains(Operation::Archive) {
                 return Err(locked(key, Operation::Archive));
             }
             Ok(())
         };
-        // Slots another writer of this process saw taken: skipping them
-        // skips any CONTROL record among them, so the locks are read.
-        let known = m.known_end(d);
-        if known > self.next {
-            check()?;
-            self.next = known;
-        }
-        let log = m.slots(d)?;
-        let slot = slots::publish(&*log, self.next, value, &mut || check())?;
-        self.next = slot + 1;
-        m.published(d, &*log, slot)?;
-        m.fence(key, d)
-    }
-}
-
-impl<M: SlotMedium> CatalogueWriter for SlotWriter<M> {
-    fn schema_text(&self) -> Option<Arc<str>> {
-        Some(self.medium.schema(&self.incarnation))
-    }
-
-    fn insert(
-        &mut self,
-        collocation: &CollocationKey,
-        element: &ElementKey,
-        location: &FieldLocation,
-    ) -> Result<()> {
-        self.pending.insert(collocation, element, location);
-        Ok(())
-    }
-
-    fn flush(&mut self) -> Result<()> {
-        if self.pending.is_empty() {
-            return Ok(());
-        }
-        let flush = Flush {
-            timestamp_ns: now_ns(),
-            writer: self.id.clone(),
-            blocks: inline::blocks(std::mem::take(&mut self.pending)),
-        };
-        let framed = M::FRAMING.framed(kind::FLUSH, &inline::encode_flush(&flush));
-        let result = self
-            .medium
-            .flush_value(&self.incarnation, framed)
-            .and_then(|value| self.publish(&value));
-        result.map_err(|e| {
-            if e.kind() == ErrorKind::Locked {
-                e
-            } else {
-                self.medium.flush_failed(&self.key, &self.incarnation, e)
+        let result = (|| {
+            if !writer.registered {
+                self.register(key, dataset)?;
+                writer.registered = true;
             }
+            // Slots another writer of this process saw taken: skipping
+            // them skips any CONTROL record among them, so the locks are
+            // read.
+            let known = self.known_end(dataset);
+            if known > writer.next {
+                check()?;
+                writer.next = known;
+            }
+            let log = self.slots(dataset)?;
+            let slot = slots::publish(&*log, writer.next, &value, &mut || check())?;
+            writer.next = slot + 1;
+            self.published(dataset, &*log, slot)?;
+            self.fence(key, dataset)
+        })();
+        result.map_err(|e| match e.kind() {
+            ErrorKind::Locked => e,
+            _ => self.flush_failed(key, dataset, e),
         })
     }
 
-    /// Unknown: the insert that publishes a flush may have taken effect
-    /// when it reports an error.
-    fn last_flush_invisible(&self) -> bool {
-        false
+    fn locks(&self, dataset: &M::Dataset) -> Result<Locks> {
+        SlotMedium::locks(self, dataset)
+    }
+
+    /// The state, then the CONTROL record in a slot of its own.
+    fn set_locks(&self, dataset: &M::Dataset, _: Locks, control: &[u8]) -> Result<()> {
+        SlotMedium::set_locks(self, dataset, &M::FRAMING.framed(kind::CONTROL, control))?;
+        append(self, dataset, kind::CONTROL, control)
+    }
+
+    fn list_locked(&self) -> Result<Option<Vec<DatasetKey>>> {
+        SlotMedium::list_locked(self).map(Some)
+    }
+
+    fn mark_list_locked(&self, key: &DatasetKey, control: Option<&[u8]>) -> Result<()> {
+        let framed = control.map(|c| M::FRAMING.framed(kind::CONTROL, c));
+        SlotMedium::mark_list_locked(self, key, framed.as_deref())
+    }
+
+    /// Log slots are never deleted (readers tell a gap from the end).
+    fn append(&self, dataset: &M::Dataset, kind: u16, payload: &[u8]) -> Result<()> {
+        append(self, dataset, kind, payload)
+    }
+
+    fn inventory(&self, key: &DatasetKey) -> Result<Vec<Item>> {
+        SlotMedium::inventory(self, key)
+    }
+
+    fn wipe(
+        &self,
+        key: &DatasetKey,
+        unsafe_wipe_all: bool,
+        store_step: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<()> {
+        SlotMedium::wipe(self, key, unsafe_wipe_all, store_step)
     }
 }
 
