@@ -177,6 +177,43 @@ pub trait CatalogueMedium: Send + Sync + Debug + 'static {
     /// The medium's I/O errors.
     fn append(&self, dataset: &Self::Dataset, kind: u16, payload: &[u8]) -> Result<()>;
 
+    /// [`CatalogueMaintenance::wipe_collocations`]; the default appends a
+    /// WIPE record.
+    ///
+    /// # Errors
+    /// The medium's I/O errors.
+    fn wipe_collocations(
+        &self,
+        dataset: &Self::Dataset,
+        collocations: &[CollocationKey],
+        units: &[String],
+    ) -> Result<()> {
+        let payload = records::encode_wipe(collocations, units, now_ns());
+        self.append(dataset, kind::WIPE, &payload)
+    }
+
+    /// [`CatalogueMaintenance::reclaim`] of a dataset that exists; the
+    /// default: the log is never rewritten, only the store's units are
+    /// reclaimed, and a RECLAIM record makes readers stop listing their
+    /// entries.
+    ///
+    /// # Errors
+    /// The medium's I/O errors.
+    fn reclaim(
+        &self,
+        dataset: &Self::Dataset,
+        units: &[String],
+        hidden: &[CollocationKey],
+        dry_run: bool,
+    ) -> Result<Vec<Item>> {
+        let _ = hidden;
+        if !dry_run && !units.is_empty() {
+            let payload = records::encode_reclaim(units, None, now_ns());
+            self.append(dataset, kind::RECLAIM, &payload)?;
+        }
+        Ok(Vec::new())
+    }
+
     /// [`CatalogueMaintenance::inventory`].
     ///
     /// # Errors
@@ -360,26 +397,22 @@ impl<M: CatalogueMedium> CatalogueMaintenance for LogCatalogue<M> {
         collocations: &[CollocationKey],
         units: &[String],
     ) -> Result<()> {
-        let payload = records::encode_wipe(collocations, units, now_ns());
         self.medium
-            .append(&self.current(dataset)?, kind::WIPE, &payload)
+            .wipe_collocations(&self.current(dataset)?, collocations, units)
     }
 
-    /// The log is never rewritten: only the store's units are reclaimed,
-    /// and the record makes readers stop listing their entries.
+    /// Nothing to reclaim in a dataset that does not exist.
     fn reclaim(
         &self,
         dataset: &DatasetKey,
         units: &[String],
-        _hidden: &[CollocationKey],
+        hidden: &[CollocationKey],
         dry_run: bool,
     ) -> Result<Vec<Item>> {
-        if !dry_run && !units.is_empty() {
-            let payload = records::encode_reclaim(units, None, now_ns());
-            self.medium
-                .append(&self.current(dataset)?, kind::RECLAIM, &payload)?;
+        match self.medium.open(dataset)? {
+            Some(d) => self.medium.reclaim(&d, units, hidden, dry_run),
+            None => Ok(Vec::new()),
         }
-        Ok(Vec::new())
     }
 }
 
