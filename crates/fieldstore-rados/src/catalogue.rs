@@ -25,6 +25,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use fieldstore_core::engine::framed::{self, FramedRecords, Step};
+use fieldstore_core::engine::log_catalogue::{CatalogueMedium, LogCatalogue};
 use fieldstore_core::engine::{Block as EngineBlock, BlockSlot, Log, LogMedium, LogReader};
 use fieldstore_core::maintenance::{
     list_lock_marker, list_locked_dataset, locked, wiped_while_writing, Item, ItemKind,
@@ -35,8 +36,7 @@ use fieldstore_core::record::maintenance as records;
 use fieldstore_core::record::named::{self, NamedBlock};
 use fieldstore_core::record::pending::PendingEntries;
 use fieldstore_core::{
-    Catalogue, CatalogueMaintenance, CatalogueWriter, CollocationKey, Control, DamagedDatasets,
-    DatasetKey, DatasetMover, DatasetReader, DatasetReaderExt, ElementKey, Error, ErrorKind,
+    CollocationKey, DatasetKey, DatasetReader, DatasetReaderExt, ElementKey, Error, ErrorKind,
     FieldLocation, Key, Locks, Operation, Result, Schema,
 };
 
@@ -310,30 +310,35 @@ fn segment_object(base: &str, k: u32) -> String {
 }
 
 /// The RADOS catalogue (`engine: rados`).
+pub type RadosCatalogue = LogCatalogue<RadosMedium>;
+
+/// What RADOS gives the engine's catalogue: a pool (and namespace) with
+/// the root object and the datasets' log segments.
 #[derive(Debug)]
-pub struct RadosCatalogue {
+pub struct RadosMedium {
     pool: Arc<Pool>,
     log_segment_size: u64,
     /// Notify watchers after each change (`rados.notify`).
     notify: bool,
 }
 
-impl RadosCatalogue {
+impl RadosMedium {
     /// Connect and open the configured pool.
     ///
     /// # Errors
     /// `Unavailable` if the cluster cannot be reached; `NotFound` if the
     /// pool does not exist; `Unsupported` without librados.
-    pub fn open(config: &RadosConfig) -> Result<RadosCatalogue> {
-        Ok(RadosCatalogue {
+    pub fn open(config: &RadosConfig) -> Result<RadosMedium> {
+        Ok(RadosMedium {
             pool: Arc::new(config.open_pool()?),
             log_segment_size: config.log_segment_size,
             notify: config.notify,
         })
     }
 
-    /// A [`RadosWaiter`]: what [`Catalogue::waiter`] gives, with its
-    /// counters (notifications received, why the last wait returned).
+    /// A [`RadosWaiter`]: what [`fieldstore_core::Catalogue::waiter`]
+    /// gives, with its counters (notifications received, why the last wait
+    /// returned).
     ///
     /// # Errors
     /// I/O errors listing the datasets.
@@ -341,13 +346,39 @@ impl RadosCatalogue {
         RadosWaiter::new(self.pool.clone())
     }
 
-    /// Open the catalogue a `rados:` configuration section describes.
+    /// Open the medium a `rados:` configuration section describes.
     ///
     /// # Errors
-    /// As [`RadosConfig::from_value`] and [`RadosCatalogue::open`].
-    pub fn from_config(section: &serde_json::Value) -> Result<RadosCatalogue> {
-        RadosCatalogue::open(&RadosConfig::from_value(section)?)
+    /// As [`RadosConfig::from_value`] and [`RadosMedium::open`].
+    pub fn from_config(section: &serde_json::Value) -> Result<RadosMedium> {
+        RadosMedium::open(&RadosConfig::from_value(section)?)
     }
+
+    /// A reader of the dataset `dataset` opened, `None` if its log ends
+    /// wiped.
+    fn open_reader(&self, dataset: RadosDataset) -> Result<Option<RadosReader>> {
+        let medium = RadosLog {
+            pool: self.pool.clone(),
+            object: dataset.object,
+            key: dataset.key,
+        };
+        let reader = LogReader::open(medium, log_from(dataset.pos, dataset.schema))?;
+        if reader.read().cursor.gone {
+            return Ok(None);
+        }
+        Ok(Some(reader))
+    }
+}
+
+/// A dataset as opened: its object (log segment 0), where its FLUSH
+/// records begin and the schema it was created under (both unknown, 0 and
+/// empty, when segment 0 was lost: the reader reads on from segment 1).
+#[derive(Debug, Clone)]
+pub struct RadosDataset {
+    key: DatasetKey,
+    object: String,
+    pos: u64,
+    schema: Arc<str>,
 }
 
 /// Read the log of `object` from `pos` to its end (as far as it is whole).
@@ -513,32 +544,35 @@ fn register(pool: &Pool, object: &str, key: &DatasetKey) -> Result<bool> {
     }
 }
 
-impl Catalogue for RadosCatalogue {
-    fn writer(&self, dataset: &DatasetKey, schema: &Schema) -> Result<Box<dyn CatalogueWriter>> {
-        let object = naming::dataset_object(dataset);
-        let stored_schema = ensure_dataset(&self.pool, &object, dataset, schema)?;
-        Ok(Box::new(RadosCatalogueWriter {
-            schema: stored_schema,
-            pool: self.pool.clone(),
-            key: dataset.clone(),
-            registered: false,
-            notify: self.notify,
+impl CatalogueMedium for RadosMedium {
+    type Dataset = RadosDataset;
+    type Writer = RadosWriter;
+    type Staged = RadosStaged;
+
+    /// One read of segment 0's INIT record (and, if it is missing, one of
+    /// the root: [`head_lost`]).
+    fn open(&self, key: &DatasetKey) -> Result<Option<RadosDataset>> {
+        let object = naming::dataset_object(key);
+        let (pos, schema) = match read_init(&self.pool, &object)? {
+            Some((stored, pos, schema)) => {
+                check_key(&self.pool, &object, &stored, key)?;
+                (pos, schema)
+            }
+            // Segment 0 removed behind fieldstore's back: a damaged log,
+            // read on from segment 1 (`follow_log`).
+            None if head_lost(&self.pool, key)? => (0, Arc::from("")),
+            None => return Ok(None),
+        };
+        Ok(Some(RadosDataset {
+            key: key.clone(),
             object,
-            segment: 0,
-            located: false,
-            segment_size: self.log_segment_size,
-            since_stat: 0,
-            writer: fieldstore_core::writer_id::next(),
-            flushes: 0,
-            pending: PendingEntries::new(),
+            pos,
+            schema,
         }))
     }
 
-    fn waiter(&self) -> Result<Box<dyn fieldstore_core::ChangeWaiter>> {
-        Ok(Box::new(self.change_waiter()?))
-    }
-
-    fn datasets(&self) -> Result<Vec<DatasetKey>> {
+    /// The root's omap, a page of [`PAGE`] keys per read.
+    fn registered(&self) -> Result<Vec<DatasetKey>> {
         let mut out = Vec::new();
         let mut after = String::new();
         loop {
@@ -551,18 +585,14 @@ impl Catalogue for RadosCatalogue {
             };
             for (k, _) in &page {
                 let text = String::from_utf8_lossy(k);
-                if text.starts_with('!') {
-                    // Lock markers (`!list-locked <key>`), not datasets.
-                    after = text.into_owned();
-                    continue;
+                // `!` keys are marks (`!list-locked <key>`), not datasets.
+                if !text.starts_with('!') {
+                    let key: Key = text.parse().map_err(|e| {
+                        let root = self.pool.what(ROOT);
+                        Error::corrupt(format!("{root}: bad dataset key {text:?}: {e}"))
+                    })?;
+                    out.push(DatasetKey(key));
                 }
-                let key: Key = text.parse().map_err(|e| {
-                    Error::corrupt(format!(
-                        "{}: bad dataset key {text:?}: {e}",
-                        self.pool.what(ROOT)
-                    ))
-                })?;
-                out.push(DatasetKey(key));
                 after = text.into_owned();
             }
             if !more || page.is_empty() {
@@ -571,101 +601,186 @@ impl Catalogue for RadosCatalogue {
         }
     }
 
-    fn reader(&self, dataset: &DatasetKey) -> Result<Option<Arc<dyn DatasetReader>>> {
-        let object = naming::dataset_object(dataset);
-        let (pos, schema) = match read_init(&self.pool, &object)? {
-            Some((stored, pos, schema)) => {
-                check_key(&self.pool, &object, &stored, dataset)?;
-                (pos, schema)
-            }
-            // Segment 0 removed behind fieldstore's back: a damaged log,
-            // read on from segment 1 (`follow_log`).
-            None if head_lost(&self.pool, dataset)? => (0, Arc::from("")),
-            None => return Ok(None),
-        };
-        let medium = RadosLog {
-            pool: self.pool.clone(),
+    fn describe(&self, key: &DatasetKey) -> String {
+        self.pool.what(&naming::dataset_object(key))
+    }
+
+    fn reader(
+        self: Arc<Self>,
+        key: &DatasetKey,
+        dataset: RadosDataset,
+    ) -> Result<Option<Arc<dyn DatasetReader>>> {
+        let _ = key;
+        let reader = self.open_reader(dataset)?;
+        Ok(reader.map(|r| Arc::new(r) as Arc<dyn DatasetReader>))
+    }
+
+    /// Creates the dataset object with its INIT record unless it exists.
+    /// Archive locks are checked in each flush's own operation.
+    fn writer(&self, key: &DatasetKey, schema: &Schema) -> Result<(RadosDataset, RadosWriter)> {
+        let object = naming::dataset_object(key);
+        let schema = ensure_dataset(&self.pool, &object, key, schema)?;
+        let dataset = RadosDataset {
+            key: key.clone(),
             object,
-            key: dataset.clone(),
+            pos: 0,
+            schema,
         };
-        let reader = LogReader::open(medium, log_from(pos, schema))?;
-        if reader.read().cursor.gone {
-            return Ok(None);
+        let writer = RadosWriter {
+            registered: false,
+            segment: 0,
+            located: false,
+            since_stat: 0,
+            writer: fieldstore_core::writer_id::next(),
+            flushes: 0,
+        };
+        Ok((dataset, writer))
+    }
+
+    fn schema(&self, dataset: &RadosDataset) -> Arc<str> {
+        dataset.schema.clone()
+    }
+
+    /// Blocks: per collocation, runs of one keyword list, at most
+    /// [`BLOCK_ENTRIES`] entries each, keyed by writer, flush and number;
+    /// the FLUSH record names them.
+    fn stage(
+        &self,
+        _: &DatasetKey,
+        _: &RadosDataset,
+        w: &mut RadosWriter,
+        pending: PendingEntries,
+    ) -> Result<RadosStaged> {
+        w.flushes += 1;
+        let (mut blocks, mut named) = (Vec::new(), Vec::new());
+        for (collocation, entries) in pending.groups_at_most(BLOCK_ENTRIES) {
+            let (payload, axes) = block::encode(&Blocks, collocation, entries);
+            let key = format!("{}.{:08}.{:05}", w.writer, w.flushes, blocks.len());
+            blocks.push((key.clone(), format::FRAMING.framed(format::BLOCK, &payload)));
+            named.push(NamedBlock {
+                place: key,
+                count: entries.len() as u32,
+                collocation: collocation.clone(),
+                axes,
+            });
         }
-        Ok(Some(Arc::new(reader)))
+        let record = named::encode_flush(Some(&w.writer), &named, &mut |e, key| e.str(key));
+        let record = format::FRAMING.framed(format::FLUSH, &record);
+        Ok(RadosStaged { blocks, record })
     }
 
-    fn describe(&self, dataset: &DatasetKey) -> String {
-        self.pool.what(&naming::dataset_object(dataset))
-    }
-
-    fn maintenance(&self) -> Option<&dyn CatalogueMaintenance> {
-        Some(self)
-    }
-
-    fn damaged_datasets(&self) -> Option<&dyn DamagedDatasets> {
-        None
-    }
-
-    fn mover(&self) -> Option<&dyn DatasetMover> {
-        None
-    }
-
-    fn queries(&self) -> Option<&dyn fieldstore_core::CatalogueQueries> {
-        None
-    }
-}
-
-impl CatalogueMaintenance for RadosCatalogue {
-    /// The datasets whose segment 0 exists but that the root does not
-    /// list, found by one listing of the namespace (its cost grows with
-    /// the namespace: paid by `status` and `wipe`, never by `list`). A
-    /// wipe unregisters a dataset last, so such a log was unregistered
-    /// behind fieldstore's back: one that ends WIPED is returned (the next
-    /// wipe finishes it); one with something visible is registered again,
-    /// as its next writer's first flush would, and listed from then on.
-    fn interrupted_wipes(&self) -> Result<Vec<DatasetKey>> {
-        let listed: HashSet<String> = self
-            .datasets()?
-            .iter()
-            .map(naming::dataset_object)
-            .collect();
-        let heads = self
-            .pool
-            .list_objects(|n| n.ends_with(".catalogue") && !listed.contains(n))
-            .map_err(|e| e.error(format!("listing the objects of {}", self.pool)))?;
-        let mut out = Vec::new();
-        for object in heads {
-            let init = read_init(&self.pool, &object)?;
-            let Some((key, ..)) = init.filter(|(k, ..)| naming::dataset_object(k) == object) else {
-                continue;
-            };
-            match self.reader(&key)? {
-                None => out.push(key),
-                Some(r)
-                    if !r.collocations()?.is_empty() && register(&self.pool, &object, &key)? =>
-                {
-                    notify(&self.pool, ROOT, self.notify)
-                }
-                Some(_) => {}
+    /// The blocks, in operations of at most [`OP_BYTES`]; the last one
+    /// also appends the record, which makes them all visible at once.
+    /// Every operation requires the segment not to be sealed and the
+    /// dataset not locked against archive; on a sealed segment the flush
+    /// goes again to the next.
+    fn publish(
+        &self,
+        key: &DatasetKey,
+        dataset: &RadosDataset,
+        w: &mut RadosWriter,
+        staged: RadosStaged,
+    ) -> Result<()> {
+        let object = &dataset.object;
+        if !w.located {
+            // The first flush finds the last segment by its seals, and
+            // finishes a seal that is unfinished or lost its `!sealed` key
+            // ([`last_segment`]), rather than append after a SEAL record.
+            match last_segment(&self.pool, object)? {
+                Some((k, Seal::Open)) => w.segment = k,
+                _ => return Err(wiped_while_writing(key)),
+            }
+            w.located = true;
+        }
+        let mut hops = 0;
+        while !self.flush_to_segment(key, object, w, &staged)? {
+            hops += 1;
+            if hops > 10_000 {
+                return Err(Error::internal(format!(
+                    "{}: no unsealed log segment found",
+                    self.pool.what(object)
+                )));
             }
         }
-        Ok(out)
+        // Visible now: wake the watchers of the dataset's head object
+        // (whatever segment the record went to), without waiting for them.
+        notify(&self.pool, object, self.notify);
+        w.since_stat += 1;
+        if w.since_stat >= STAT_EVERY || self.log_segment_size < (1 << 20) {
+            w.since_stat = 0;
+            let obj = segment_object(object, w.segment);
+            let size = match self.pool.stat(&obj) {
+                Ok(s) => s,
+                Err(e) if e == ENOENT => return Err(wiped_while_writing(key)),
+                Err(e) => {
+                    return Err(e.error(format!("checking the size of {}", self.pool.what(&obj))))
+                }
+            };
+            if size >= self.log_segment_size {
+                self.seal(key, object, w)?;
+            }
+        }
+        if !w.registered {
+            // A new dataset: the watchers of the root learn of it.
+            if register(&self.pool, object, key)? {
+                notify(&self.pool, ROOT, self.notify);
+            }
+            w.registered = true;
+        }
+        Ok(())
     }
 
-    fn locks(&self, dataset: &DatasetKey) -> Result<Locks> {
-        let object = naming::dataset_object(dataset);
-        match self.pool.omap_get(&object, &[LOCKS]) {
+    /// Segment 0's `!locks` key.
+    fn locks(&self, dataset: &RadosDataset) -> Result<Locks> {
+        match self.pool.omap_get(&dataset.object, &[LOCKS]) {
             Ok(v) => Ok(v
                 .into_iter()
                 .next()
                 .and_then(|(_, b)| b.first().copied())
                 .map_or(Locks::NONE, Locks::from_bits)),
             Err(e) if e == ENOENT => Ok(Locks::NONE),
-            Err(e) => Err(e.error(format!("reading the locks of {}", self.pool.what(&object)))),
+            Err(e) => Err(e.error(format!(
+                "reading the locks of {}",
+                self.pool.what(&dataset.object)
+            ))),
         }
     }
 
+    /// Segment 0 keeps the set (for `locks`); then, in one operation on
+    /// the last segment, the key flushes compare and the CONTROL record.
+    fn set_locks(&self, dataset: &RadosDataset, locks: Locks, control: &[u8]) -> Result<()> {
+        let object = &dataset.object;
+        let mut op = WriteOp::new()?;
+        op.assert_exists();
+        op.omap_set(&[(LOCKS, &[locks.bits()])]);
+        match self.pool.operate(object, &op) {
+            Ok(()) => {}
+            Err(e) if e == ENOENT => {
+                return Err(Error::new(
+                    ErrorKind::NotFound,
+                    format!(
+                        "no dataset {} in {}",
+                        dataset.key.braced(),
+                        self.pool.what(object)
+                    ),
+                ))
+            }
+            Err(e) => return Err(e.error(format!("locking {}", self.pool.what(object)))),
+        }
+        let archive = locks.contains(Operation::Archive);
+        let rec = format::FRAMING.framed(format::CONTROL, control);
+        append_log(&self.pool, object, &dataset.key, &rec, &|op| {
+            if archive {
+                op.omap_set(&[(ARCHIVE_LOCKED, b"1")]);
+            } else {
+                op.omap_rm_keys(&[ARCHIVE_LOCKED]);
+            }
+        })?;
+        notify(&self.pool, object, self.notify);
+        Ok(())
+    }
+
+    /// The root's `!list-locked ` keys, a page per read.
     fn list_locked(&self) -> Result<Option<Vec<DatasetKey>>> {
         let mut out = Vec::new();
         let mut after = String::new();
@@ -686,54 +801,65 @@ impl CatalogueMaintenance for RadosCatalogue {
         }
     }
 
-    fn control(&self, dataset: &DatasetKey, action: Control, operations: Locks) -> Result<Locks> {
-        let object = naming::dataset_object(dataset);
-        let locks = self.locks(dataset)?.apply(action, operations);
-        // 1. Segment 0 keeps the set (for `locks`).
+    /// Dataset listings read the root only.
+    fn mark_list_locked(&self, key: &DatasetKey, control: Option<&[u8]>) -> Result<()> {
+        let marker = list_lock_marker(key);
         let mut op = WriteOp::new()?;
-        op.assert_exists();
-        op.omap_set(&[(LOCKS, &[locks.bits()])]);
-        match self.pool.operate(&object, &op) {
-            Ok(()) => {}
-            Err(e) if e == ENOENT => {
-                return Err(Error::new(
-                    ErrorKind::NotFound,
-                    format!(
-                        "no dataset {} in {}",
-                        dataset.braced(),
-                        self.pool.what(&object)
-                    ),
-                ))
-            }
-            Err(e) => return Err(e.error(format!("locking {}", self.pool.what(&object)))),
-        }
-        // 2. The last segment: the key flushes compare, and a CONTROL
-        //    record for readers, in one operation.
-        let archive = locks.contains(Operation::Archive);
-        let rec = format::FRAMING.framed(
-            format::CONTROL,
-            &records::encode_control(locks.bits(), records::now_ns()),
-        );
-        append_log(&self.pool, &object, dataset, &rec, &|op| {
-            if archive {
-                op.omap_set(&[(ARCHIVE_LOCKED, b"1")]);
-            } else {
-                op.omap_rm_keys(&[ARCHIVE_LOCKED]);
-            }
-        })?;
-        notify(&self.pool, &object, self.notify);
-        // 3. Dataset listings read the root only.
-        let marker = list_lock_marker(dataset);
-        let mut op = WriteOp::new()?;
-        if locks.contains(Operation::List) {
-            op.omap_set(&[(marker.as_bytes(), b"1")]);
-        } else {
-            op.omap_rm_keys(&[marker.as_bytes()]);
+        match control {
+            Some(_) => op.omap_set(&[(marker.as_bytes(), b"1")]),
+            None => op.omap_rm_keys(&[marker.as_bytes()]),
         }
         self.pool
             .operate(ROOT, &op)
-            .map_err(|e| e.error(format!("marking a list lock in {}", self.pool.what(ROOT))))?;
-        Ok(locks)
+            .map_err(|e| e.error(format!("marking a list lock in {}", self.pool.what(ROOT))))
+    }
+
+    /// The log is never rewritten: a record at its end.
+    fn append(&self, dataset: &RadosDataset, kind: u16, payload: &[u8]) -> Result<()> {
+        let rec = format::FRAMING.framed(kind, payload);
+        append_log(&self.pool, &dataset.object, &dataset.key, &rec, &|_| {})?;
+        notify(&self.pool, &dataset.object, self.notify);
+        Ok(())
+    }
+
+    /// The datasets whose segment 0 exists but that the root does not
+    /// list, found by one listing of the namespace (its cost grows with
+    /// the namespace: paid by `status` and `wipe`, never by `list`). A
+    /// wipe unregisters a dataset last, so such a log was unregistered
+    /// behind fieldstore's back: one that ends WIPED is returned (the next
+    /// wipe finishes it); one with something visible is registered again,
+    /// as its next writer's first flush would, and listed from then on.
+    fn interrupted_wipes(&self) -> Result<Vec<DatasetKey>> {
+        let listed: HashSet<String> = self
+            .registered()?
+            .iter()
+            .map(naming::dataset_object)
+            .collect();
+        let heads = self
+            .pool
+            .list_objects(|n| n.ends_with(".catalogue") && !listed.contains(n))
+            .map_err(|e| e.error(format!("listing the objects of {}", self.pool)))?;
+        let mut out = Vec::new();
+        for object in heads {
+            let init = read_init(&self.pool, &object)?;
+            let Some((key, ..)) = init.filter(|(k, ..)| naming::dataset_object(k) == object) else {
+                continue;
+            };
+            let reader = match self.open(&key)? {
+                Some(d) => self.open_reader(d)?,
+                None => None,
+            };
+            match reader {
+                None => out.push(key),
+                Some(r)
+                    if !r.collocations()?.is_empty() && register(&self.pool, &object, &key)? =>
+                {
+                    notify(&self.pool, ROOT, self.notify)
+                }
+                Some(_) => {}
+            }
+        }
+        Ok(out)
     }
 
     fn inventory(&self, dataset: &DatasetKey) -> Result<Vec<Item>> {
@@ -838,68 +964,31 @@ impl CatalogueMaintenance for RadosCatalogue {
         Ok(())
     }
 
-    fn wipe_collocations(
-        &self,
-        dataset: &DatasetKey,
-        collocations: &[CollocationKey],
-        units: &[String],
-    ) -> Result<()> {
-        let object = naming::dataset_object(dataset);
-        let rec = format::FRAMING.framed(
-            format::WIPE,
-            &records::encode_wipe(collocations, units, records::now_ns()),
-        );
-        append_log(&self.pool, &object, dataset, &rec, &|_| {})?;
-        notify(&self.pool, &object, self.notify);
-        Ok(())
-    }
-
-    fn reclaim(
-        &self,
-        dataset: &DatasetKey,
-        units: &[String],
-        _hidden: &[CollocationKey],
-        dry_run: bool,
-    ) -> Result<Vec<Item>> {
-        // The log is never rewritten: only the store's objects are
-        // reclaimed; the record makes readers stop listing their entries.
-        if !dry_run && !units.is_empty() {
-            let object = naming::dataset_object(dataset);
-            let rec = format::FRAMING.framed(
-                format::RECLAIM,
-                &records::encode_reclaim(units, None, records::now_ns()),
-            );
-            append_log(&self.pool, &object, dataset, &rec, &|_| {})?;
-            notify(&self.pool, &object, self.notify);
-        }
-        Ok(Vec::new())
+    fn waiter(&self) -> Result<Box<dyn fieldstore_core::ChangeWaiter>> {
+        Ok(Box::new(self.change_waiter()?))
     }
 }
-
-/// One writer's session with one dataset object.
-struct RadosCatalogueWriter {
-    /// The schema the dataset was created under (its INIT record's).
-    schema: Arc<str>,
-    pool: Arc<Pool>,
-    key: DatasetKey,
+/// Where a writer stands between flushes.
+#[derive(Debug)]
+pub struct RadosWriter {
     /// Whether this writer saw the dataset registered in the root.
     registered: bool,
-    /// Notify watchers after each flush (`rados.notify`).
-    notify: bool,
-    /// The dataset object (log segment 0).
-    object: String,
     /// The log segment this writer appends to (the last one it knows).
     segment: u32,
     /// Whether `segment` was found by [`last_segment`] (at the first flush).
     located: bool,
-    /// Seal a segment once it is this large.
-    segment_size: u64,
     /// Flushes since the segment's size was last checked.
     since_stat: u32,
     writer: String,
     flushes: u64,
-    /// Entries since the last flush.
-    pending: PendingEntries,
+}
+
+/// A flush written ahead: its blocks (omap key, framed value) and its
+/// framed FLUSH record. Nothing is sent before the commit: the blocks go
+/// in the record's own operation (or the ones just before it).
+pub struct RadosStaged {
+    blocks: Vec<(String, Vec<u8>)>,
+    record: Vec<u8>,
 }
 
 /// The index blocks of this backend: values with a `u32` length, units
@@ -917,12 +1006,20 @@ impl BlockFormat for Blocks {
     }
 }
 
-impl RadosCatalogueWriter {
-    /// Send a flush to the current segment: `Ok(false)` if the segment
-    /// turned out to be sealed (the writer then moved to the next one).
-    fn flush_to_segment(&mut self, blocks: &[(String, Vec<u8>)], rec: &[u8]) -> Result<bool> {
-        let obj = segment_object(&self.object, self.segment);
-        let what = || format!("flushing to {}", self.pool.what(&obj));
+impl RadosMedium {
+    /// Send a flush to writer `w`'s current segment: `Ok(false)` if the
+    /// segment turned out to be sealed (the writer then moved to the next
+    /// one).
+    fn flush_to_segment(
+        &self,
+        key: &DatasetKey,
+        object: &str,
+        w: &mut RadosWriter,
+        staged: &RadosStaged,
+    ) -> Result<bool> {
+        let (pool, blocks) = (&self.pool, &staged.blocks);
+        let obj = segment_object(object, w.segment);
+        let what = || format!("flushing to {}", pool.what(&obj));
         let mut i = 0;
         loop {
             let mut size = 0;
@@ -944,24 +1041,20 @@ impl RadosCatalogueWriter {
             op.omap_set(&pairs);
             let last = j == blocks.len();
             if last {
-                op.append(rec);
+                op.append(&staged.record);
             }
-            match self.pool.operate(&obj, &op) {
+            match pool.operate(&obj, &op) {
                 Ok(()) => {}
                 Err(e) if e == ECANCELED => {
-                    match seal_of(&self.pool, &obj)? {
-                        Seal::Next(n) => self.segment = n,
-                        Seal::Wiped => return Err(wiped_while_writing(&self.key)),
+                    match seal_of(pool, &obj)? {
+                        Seal::Next(n) => w.segment = n,
+                        Seal::Wiped => return Err(wiped_while_writing(key)),
                         Seal::Open => {
-                            let lock =
-                                self.pool.omap_get(&obj, &[ARCHIVE_LOCKED]).map_err(|e| {
-                                    e.error(format!(
-                                        "reading the locks of {}",
-                                        self.pool.what(&obj)
-                                    ))
-                                })?;
+                            let lock = pool.omap_get(&obj, &[ARCHIVE_LOCKED]).map_err(|e| {
+                                e.error(format!("reading the locks of {}", pool.what(&obj)))
+                            })?;
                             if lock.iter().any(|(_, v)| !v.is_empty()) {
-                                return Err(locked(&self.key, Operation::Archive));
+                                return Err(locked(key, Operation::Archive));
                             }
                             // Unlocked meanwhile: try again.
                         }
@@ -970,11 +1063,11 @@ impl RadosCatalogueWriter {
                 }
                 Err(e) if e == EFBIG => {
                     // The segment reached the cluster's object size limit.
-                    self.seal()?;
+                    self.seal(key, object, w)?;
                     return Ok(false);
                 }
                 // The dataset's objects were removed: a wipe.
-                Err(e) if e == ENOENT => return Err(wiped_while_writing(&self.key)),
+                Err(e) if e == ENOENT => return Err(wiped_while_writing(key)),
                 Err(e) => return Err(e.error(what())),
             }
             if last {
@@ -984,112 +1077,16 @@ impl RadosCatalogueWriter {
         }
     }
 
-    /// Seal the current segment (unless another writer did) and move to
+    /// Seal writer `w`'s segment (unless another writer did) and move to
     /// the next ([`seal_segment`]).
-    fn seal(&mut self) -> Result<()> {
-        match seal_segment(&self.pool, &self.object, self.segment)? {
+    fn seal(&self, key: &DatasetKey, object: &str, w: &mut RadosWriter) -> Result<()> {
+        match seal_segment(&self.pool, object, w.segment)? {
             Some(n) => {
-                self.segment = n;
+                w.segment = n;
                 Ok(())
             }
-            None => Err(wiped_while_writing(&self.key)),
+            None => Err(wiped_while_writing(key)),
         }
-    }
-}
-
-impl CatalogueWriter for RadosCatalogueWriter {
-    fn schema_text(&self) -> Option<Arc<str>> {
-        Some(self.schema.clone())
-    }
-
-    fn insert(
-        &mut self,
-        collocation: &CollocationKey,
-        element: &ElementKey,
-        location: &FieldLocation,
-    ) -> Result<()> {
-        self.pending.insert(collocation, element, location);
-        Ok(())
-    }
-
-    fn flush(&mut self) -> Result<()> {
-        if self.pending.is_empty() {
-            return Ok(());
-        }
-        let pending = self.pending.take();
-        self.flushes += 1;
-        // Blocks: per collocation, runs of one keyword list, at most
-        // BLOCK_ENTRIES entries each.
-        let (mut blocks, mut named) = (Vec::new(), Vec::new());
-        for (collocation, entries) in pending.groups_at_most(BLOCK_ENTRIES) {
-            let (payload, axes) = block::encode(&Blocks, collocation, entries);
-            let key = format!("{}.{:08}.{:05}", self.writer, self.flushes, blocks.len());
-            blocks.push((key.clone(), format::FRAMING.framed(format::BLOCK, &payload)));
-            named.push(NamedBlock {
-                place: key,
-                count: entries.len() as u32,
-                collocation: collocation.clone(),
-                axes,
-            });
-        }
-        let record = named::encode_flush(Some(&self.writer), &named, &mut |e, key| e.str(key));
-        let rec = format::FRAMING.framed(format::FLUSH, &record);
-        // The blocks, in operations of at most OP_BYTES; the last one also
-        // appends the record, which makes them all visible at once. Every
-        // operation requires the segment not to be sealed; if it is, the
-        // flush goes again to the next segment.
-        if !self.located {
-            // The first flush finds the last segment by its seals, and
-            // finishes a seal that is unfinished or lost its `!sealed` key
-            // ([`last_segment`]), rather than append after a SEAL record.
-            match last_segment(&self.pool, &self.object)? {
-                Some((k, Seal::Open)) => self.segment = k,
-                _ => return Err(wiped_while_writing(&self.key)),
-            }
-            self.located = true;
-        }
-        let mut hops = 0;
-        while !self.flush_to_segment(&blocks, &rec)? {
-            hops += 1;
-            if hops > 10_000 {
-                return Err(Error::internal(format!(
-                    "{}: no unsealed log segment found",
-                    self.pool.what(&self.object)
-                )));
-            }
-        }
-        // Visible now: wake the watchers of the dataset's head object
-        // (whatever segment the record went to), without waiting for them.
-        notify(&self.pool, &self.object, self.notify);
-        self.since_stat += 1;
-        if self.since_stat >= STAT_EVERY || self.segment_size < (1 << 20) {
-            self.since_stat = 0;
-            let obj = segment_object(&self.object, self.segment);
-            let size = match self.pool.stat(&obj) {
-                Ok(s) => s,
-                Err(e) if e == ENOENT => return Err(wiped_while_writing(&self.key)),
-                Err(e) => {
-                    return Err(e.error(format!("checking the size of {}", self.pool.what(&obj))))
-                }
-            };
-            if size >= self.segment_size {
-                self.seal()?;
-            }
-        }
-        if !self.registered {
-            // A new dataset: the watchers of the root learn of it.
-            if register(&self.pool, &self.object, &self.key)? {
-                notify(&self.pool, ROOT, self.notify);
-            }
-            self.registered = true;
-        }
-        Ok(())
-    }
-
-    /// Unknown: the RADOS operation that appends the FLUSH record may have
-    /// been applied when it reports an error (a time-out).
-    fn last_flush_invisible(&self) -> bool {
-        false
     }
 }
 

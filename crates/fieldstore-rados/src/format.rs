@@ -42,7 +42,7 @@ pub(crate) const FRAMING: Framing = Framing::versioned(
 );
 
 /// Record types (`kind` has what each means).
-pub(crate) use kind::{BLOCK, CONTROL, FLUSH, INIT, RECLAIM, SEAL, WIPE, WIPED};
+pub(crate) use kind::{BLOCK, CONTROL, FLUSH, INIT, SEAL, WIPED};
 
 #[cfg(test)]
 mod tests {
@@ -61,8 +61,8 @@ mod tests {
             (1, INIT),
             (2, FLUSH),
             (3, SEAL),
-            (4, WIPE),
-            (5, RECLAIM),
+            (4, kind::WIPE),
+            (5, kind::RECLAIM),
             (6, CONTROL),
             (7, WIPED),
             (10, BLOCK),

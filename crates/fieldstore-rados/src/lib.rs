@@ -52,7 +52,7 @@ mod waiter;
 #[cfg(test)]
 mod layout_bench;
 
-pub use catalogue::{RadosCatalogue, RadosReader};
+pub use catalogue::{RadosCatalogue, RadosMedium, RadosReader};
 pub use config::RadosConfig;
 pub use raw::RawObjects;
 pub use store::RadosStore;

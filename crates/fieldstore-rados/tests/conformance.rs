@@ -359,9 +359,9 @@ fn wait_for_any(
     None
 }
 
-fn rados_catalogue(config: &fieldstore::Config) -> fieldstore_rados::RadosCatalogue {
+fn rados_catalogue(config: &fieldstore::Config) -> fieldstore_rados::RadosMedium {
     must(
-        fieldstore_rados::RadosCatalogue::from_config(config.backend("rados")),
+        fieldstore_rados::RadosMedium::from_config(config.backend("rados")),
         "open the RADOS catalogue",
     )
 }

@@ -68,7 +68,7 @@ pub trait CatalogueMedium: Send + Sync + Debug + 'static {
     fn describe(&self, key: &DatasetKey) -> String;
 
     /// A reader of `dataset` (the engine's [`super::LogReader`] on the
-    /// medium's log).
+    /// medium's log); `None` if the dataset turns out to be gone.
     ///
     /// # Errors
     /// The medium's I/O errors.
@@ -76,7 +76,7 @@ pub trait CatalogueMedium: Send + Sync + Debug + 'static {
         self: Arc<Self>,
         key: &DatasetKey,
         dataset: Self::Dataset,
-    ) -> Result<Arc<dyn DatasetReader>>;
+    ) -> Result<Option<Arc<dyn DatasetReader>>>;
 
     /// A writer of the dataset, created under `schema` if it does not
     /// exist; `Locked` if it is locked against archive.
@@ -316,7 +316,7 @@ impl<M: CatalogueMedium> Catalogue for LogCatalogue<M> {
 
     fn reader(&self, dataset: &DatasetKey) -> Result<Option<Arc<dyn DatasetReader>>> {
         match self.medium.open(dataset)? {
-            Some(d) => self.medium.clone().reader(dataset, d).map(Some),
+            Some(d) => self.medium.clone().reader(dataset, d),
             None => Ok(None),
         }
     }

@@ -318,13 +318,13 @@ impl<M: SlotMedium> CatalogueMedium for M {
         self: Arc<Self>,
         key: &DatasetKey,
         dataset: M::Dataset,
-    ) -> Result<Arc<dyn DatasetReader>> {
+    ) -> Result<Option<Arc<dyn DatasetReader>>> {
         let reader = SlotReader {
             medium: self,
             key: key.clone(),
         };
         let log = reader.start_of(Some(dataset));
-        Ok(Arc::new(LogReader::open(reader, log)?))
+        Ok(Some(Arc::new(LogReader::open(reader, log)?)))
     }
 
     /// The end of the log first, then the locks: a lock set after this

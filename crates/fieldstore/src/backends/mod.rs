@@ -68,9 +68,9 @@ pub(crate) fn open(config: &Config) -> Result<(Arc<dyn Catalogue>, Arc<dyn Store
         #[allow(unreachable_patterns)]
         Engine::Daos => return Err(not_built("engine 'daos'", "daos")),
         #[cfg(feature = "rados")]
-        Engine::Rados => Arc::new(fieldstore_rados::RadosCatalogue::from_config(
-            config.backend("rados"),
-        )?),
+        Engine::Rados => Arc::new(fieldstore_rados::RadosCatalogue::new(
+            fieldstore_rados::RadosMedium::from_config(config.backend("rados"))?,
+        )),
         #[cfg(not(feature = "rados"))]
         #[allow(unreachable_patterns)]
         Engine::Rados => return Err(not_built("engine 'rados'", "rados")),
