@@ -52,10 +52,10 @@ pub(crate) fn open(config: &Config) -> Result<(Arc<dyn Catalogue>, Arc<dyn Store
     }
     let memory = memory::MemoryBackend::new();
     let catalogue: Arc<dyn Catalogue> = match config.engine {
-        Engine::Toc => Arc::new(posix::TocCatalogue::open(
+        Engine::Toc => Arc::new(posix::TocCatalogue::new(posix::TocMedium::open(
             &config.roots,
             config.placement(),
-        )?),
+        )?)),
         Engine::Memory => Arc::new(memory.catalogue()),
         Engine::Select => return Err(no_lanes()),
         Engine::Remote => return Err(Error::internal("remote configurations are opened above")),

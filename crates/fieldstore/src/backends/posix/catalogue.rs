@@ -1,5 +1,6 @@
 //! `TocCatalogue`: an append-only table of contents per dataset, pointing at
-//! per-writer index files.
+//! per-writer index files; [`TocMedium`] is what POSIX gives the engine's
+//! catalogue ([`LogCatalogue`]).
 //!
 //! Flush protocol (one writer, one dataset):
 //! 1. the writer appends one block per collocation to its own index file,
@@ -28,20 +29,21 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use fieldstore_core::maintenance::{locked, wiped_while_writing, DamagedDataset, Item};
 use fieldstore_core::record::block::{self, BlockFormat, ValueLen};
-use fieldstore_core::record::maintenance::{self as records, MaintenanceRecord};
+use fieldstore_core::record::maintenance::MaintenanceRecord;
 use fieldstore_core::record::named::{self, NamedBlock};
 use fieldstore_core::record::pending::PendingEntries;
 use fieldstore_core::{
-    AxesExt, CatalogueMaintenance, CollocationKey, Control, DamagedDatasets, DatasetKey,
-    DatasetMover, ElementKey, Error, ErrorKind, FieldLocation, Locks, Operation, Result, Schema,
+    AxesExt, CollocationKey, DamagedDatasets, DatasetKey, DatasetMover, ElementKey, Error,
+    ErrorKind, FieldLocation, Locks, Operation, Result, Schema,
 };
 
 use super::format::{self, Dec, Enc, Framed};
 use super::layout::{self, TOC};
 use super::manage;
 use super::open_dir::OpenDir;
-use fieldstore_core::catalogue::{Axes, Catalogue, CatalogueWriter, DatasetReader};
+use fieldstore_core::catalogue::{Axes, DatasetReader};
 use fieldstore_core::engine::framed::{self, FramedRecords, Tail};
+use fieldstore_core::engine::log_catalogue::{CatalogueMedium, LogCatalogue};
 use fieldstore_core::engine::{Block, BlockSlot, Log, LogMedium, LogReader};
 
 /// A block as the engine's index keeps it for POSIX.
@@ -53,8 +55,12 @@ use crate::placement::Placement;
 type TocIdent = (PathBuf, (u64, u64));
 
 /// The POSIX catalogue (`engine: toc`).
+pub type TocCatalogue = LogCatalogue<TocMedium>;
+
+/// What POSIX gives the engine's catalogue: the roots, each dataset a
+/// directory with its table of contents.
 #[derive(Debug)]
-pub struct TocCatalogue {
+pub struct TocMedium {
     pub(super) roots: Vec<Root>,
     /// Where new datasets go.
     placement: Placement,
@@ -67,7 +73,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-impl TocCatalogue {
+impl TocMedium {
     /// The datasets of the visited roots (those something was flushed
     /// into), and those whose INIT record cannot be read. One pass serves
     /// `datasets()` and `damaged()`: each INIT is read once per table of
@@ -151,9 +157,9 @@ impl TocCatalogue {
     ///
     /// # Errors
     /// `NotFound` if a root does not exist.
-    pub fn open(roots: &[Root], placement: Placement) -> Result<TocCatalogue> {
+    pub fn open(roots: &[Root], placement: Placement) -> Result<TocMedium> {
         super::check_roots(roots)?;
-        Ok(TocCatalogue {
+        Ok(TocMedium {
             roots: roots.to_vec(),
             placement,
             known: Mutex::new(HashMap::new()),
@@ -262,8 +268,68 @@ fn create_dataset(
     Ok(stored_schema)
 }
 
-impl Catalogue for TocCatalogue {
-    fn writer(&self, dataset: &DatasetKey, schema: &Schema) -> Result<Box<dyn CatalogueWriter>> {
+/// A dataset as opened: its key and directory, and, for a writer's, the
+/// schema it was created under (empty when only opened).
+#[derive(Debug, Clone)]
+pub struct TocDataset {
+    key: DatasetKey,
+    dir: PathBuf,
+    schema: Arc<str>,
+}
+
+impl CatalogueMedium for TocMedium {
+    type Dataset = TocDataset;
+    type Writer = TocWriter;
+    type Staged = StagedFlush;
+
+    /// Where the dataset's directory is: no read beyond the roots'.
+    fn open(&self, key: &DatasetKey) -> Result<Option<TocDataset>> {
+        super::present(&self.roots)?;
+        Ok(
+            layout::find_dataset(&self.roots, key).map(|dir| TocDataset {
+                key: key.clone(),
+                dir,
+                schema: Arc::from(""),
+            }),
+        )
+    }
+
+    fn registered(&self) -> Result<Vec<DatasetKey>> {
+        Ok(self.scan()?.0)
+    }
+
+    fn describe(&self, dataset: &DatasetKey) -> String {
+        match layout::find_dataset(&self.roots, dataset) {
+            Some(d) => d.display().to_string(),
+            None => format!("{} (not created)", layout::dataset_dir_name(dataset)),
+        }
+    }
+
+    fn reader(
+        self: Arc<Self>,
+        key: &DatasetKey,
+        d: TocDataset,
+    ) -> Result<Option<Arc<dyn DatasetReader>>> {
+        match open_reader(&self.roots, &d.dir, key) {
+            Ok(r) => Ok(Some(Arc::new(r))),
+            // Wiped or moved between finding and opening it: a reader of
+            // whatever is there now.
+            Err(e) if e.kind() == ErrorKind::NotFound => {
+                let medium = TocLog {
+                    roots: self.roots.clone(),
+                    key: key.clone(),
+                };
+                let reader = LogReader::open(medium, TocCursor::gone(&d.dir))?;
+                if reader.read().cursor.toc.is_none() {
+                    return Ok(None);
+                }
+                Ok(Some(Arc::new(reader)))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn writer(&self, dataset: &DatasetKey, schema: &Schema) -> Result<(TocDataset, TocWriter)> {
         // A wipe or move racing with this may take the directory away
         // between finding and opening it: look again.
         // A move across file systems that a crash interrupted after it
@@ -337,8 +403,12 @@ impl Catalogue for TocCatalogue {
             toc.try_clone()
                 .map_err(|e| Error::io(toc_path.display(), e))?,
         );
-        Ok(Box::new(TocWriter {
+        let d = TocDataset {
+            key: dataset.clone(),
+            dir: dir.clone(),
             schema: stored_schema,
+        };
+        let writer = TocWriter {
             key: dataset.clone(),
             roots: self.roots.clone(),
             ident,
@@ -350,45 +420,124 @@ impl Catalogue for TocCatalogue {
             toc_path,
             index: None,
             same_dir: HashMap::new(),
-            pending: PendingEntries::new(),
-            staged: None,
             invisible: false,
-        }))
-    }
-
-    fn datasets(&self) -> Result<Vec<DatasetKey>> {
-        Ok(self.scan()?.0)
-    }
-
-    fn reader(&self, dataset: &DatasetKey) -> Result<Option<Arc<dyn DatasetReader>>> {
-        super::present(&self.roots)?;
-        let Some(dir) = layout::find_dataset(&self.roots, dataset) else {
-            return Ok(None);
         };
-        match open_reader(&self.roots, &dir, dataset) {
-            Ok(r) => Ok(Some(Arc::new(r))),
-            // Wiped or moved between finding and opening it: a reader of
-            // whatever is there now.
-            Err(e) if e.kind() == ErrorKind::NotFound => {
-                let medium = TocLog {
-                    roots: self.roots.clone(),
-                    key: dataset.clone(),
-                };
-                let reader = LogReader::open(medium, TocCursor::gone(&dir))?;
-                if reader.read().cursor.toc.is_none() {
-                    return Ok(None);
-                }
-                Ok(Some(Arc::new(reader)))
-            }
-            Err(e) => Err(e),
-        }
+        Ok((d, writer))
     }
 
-    fn describe(&self, dataset: &DatasetKey) -> String {
-        match layout::find_dataset(&self.roots, dataset) {
-            Some(d) => d.display().to_string(),
-            None => format!("{} (not created)", layout::dataset_dir_name(dataset)),
-        }
+    fn schema(&self, d: &TocDataset) -> Arc<str> {
+        d.schema.clone()
+    }
+
+    /// Steps 1 and 2 of a flush (the module's doc): the index blocks
+    /// written, their write-back started, so that a sync of any file of
+    /// this file system that follows (the store's `fdatasync` of its data
+    /// file) may commit them too. Until the FLUSH record is appended whole,
+    /// a failure leaves nothing visible.
+    fn stage(
+        &self,
+        _: &DatasetKey,
+        _: &TocDataset,
+        w: &mut TocWriter,
+        pending: PendingEntries,
+    ) -> Result<StagedFlush> {
+        w.invisible = true;
+        let base = w.index.as_ref().map_or(0, |idx| idx.len);
+        w.write_blocks(pending).map_err(|e| {
+            // No record names what was appended to the index file: it goes.
+            w.cut_index(base);
+            w.explain(e)
+        })
+    }
+
+    /// Step 3: the blocks synced, one FLUSH record appended, synced.
+    fn publish(
+        &self,
+        _: &DatasetKey,
+        _: &TocDataset,
+        w: &mut TocWriter,
+        staged: StagedFlush,
+    ) -> Result<()> {
+        w.publish(&staged).map_err(|e| {
+            if w.invisible {
+                // No record names what this flush appended to the index
+                // file: it goes.
+                w.cut_index(staged.base);
+            }
+            w.explain(e)
+        })
+    }
+
+    /// Its blocks go, as a failed flush's do.
+    fn abandon(&self, w: &mut TocWriter, staged: StagedFlush) {
+        w.cut_index(staged.base);
+    }
+
+    fn invisible(&self, w: &TocWriter) -> bool {
+        w.invisible
+    }
+
+    /// The `control` file.
+    fn locks(&self, d: &TocDataset) -> Result<Locks> {
+        layout::read_control(&d.dir)
+    }
+
+    /// The root's settings, with the `control` file's.
+    fn inherited_locks(&self, d: &TocDataset) -> Result<Locks> {
+        layout::dataset_locks(&self.roots, &d.dir)
+    }
+
+    /// Writers read the file; readers follow the table of contents.
+    fn set_locks(&self, d: &TocDataset, locks: Locks, control: &[u8]) -> Result<()> {
+        layout::write_control(&d.dir, locks)?;
+        append_record(&d.dir, format::CONTROL, control)
+    }
+
+    /// Asked per dataset: each keeps its locks in its own directory.
+    fn list_locked(&self) -> Result<Option<Vec<DatasetKey>>> {
+        Ok(None)
+    }
+
+    fn append(&self, d: &TocDataset, kind: u16, payload: &[u8]) -> Result<()> {
+        append_record(&d.dir, kind, payload)
+    }
+
+    /// Units are named relative to the dataset's directory.
+    fn wipe_collocations(
+        &self,
+        d: &TocDataset,
+        collocations: &[CollocationKey],
+        units: &[String],
+    ) -> Result<()> {
+        manage::wipe_collocations(self, &d.key, collocations, units)
+    }
+
+    /// Also removes the index files nothing visible needs any more.
+    fn reclaim(
+        &self,
+        d: &TocDataset,
+        units: &[String],
+        hidden: &[CollocationKey],
+        dry_run: bool,
+    ) -> Result<Vec<Item>> {
+        manage::reclaim(self, &d.key, units, hidden, dry_run)
+    }
+
+    fn inventory(&self, dataset: &DatasetKey) -> Result<Vec<Item>> {
+        manage::inventory(self, dataset)
+    }
+
+    fn wipe(
+        &self,
+        dataset: &DatasetKey,
+        unsafe_wipe_all: bool,
+        store_step: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<()> {
+        manage::wipe(self, dataset, unsafe_wipe_all, store_step)
+    }
+
+    fn interrupted_wipes(&self) -> Result<Vec<DatasetKey>> {
+        manage::interrupted_wipes(self)
     }
 
     fn waiter(&self) -> Result<Box<dyn fieldstore_core::ChangeWaiter>> {
@@ -402,10 +551,6 @@ impl Catalogue for TocCatalogue {
         Ok(Box::new(super::notify::InotifyWaiter::new(roots)?))
     }
 
-    fn maintenance(&self) -> Option<&dyn CatalogueMaintenance> {
-        Some(self)
-    }
-
     fn damaged_datasets(&self) -> Option<&dyn DamagedDatasets> {
         Some(self)
     }
@@ -413,83 +558,9 @@ impl Catalogue for TocCatalogue {
     fn mover(&self) -> Option<&dyn DatasetMover> {
         Some(self)
     }
-
-    fn queries(&self) -> Option<&dyn fieldstore_core::CatalogueQueries> {
-        None
-    }
 }
 
-impl CatalogueMaintenance for TocCatalogue {
-    /// Asked per dataset: each keeps its locks in its own directory.
-    fn list_locked(&self) -> Result<Option<Vec<DatasetKey>>> {
-        Ok(None)
-    }
-
-    fn locks(&self, dataset: &DatasetKey) -> Result<Locks> {
-        super::present(&self.roots)?;
-        match layout::find_dataset(&self.roots, dataset) {
-            Some(dir) => layout::dataset_locks(&self.roots, &dir),
-            None => Ok(Locks::NONE),
-        }
-    }
-
-    fn control(&self, dataset: &DatasetKey, action: Control, operations: Locks) -> Result<Locks> {
-        super::present(&self.roots)?;
-        let dir = layout::find_dataset(&self.roots, dataset).ok_or_else(|| {
-            Error::new(
-                ErrorKind::NotFound,
-                format!("no dataset {} in the roots", dataset.braced()),
-            )
-        })?;
-        let locks = layout::read_control(&dir)?.apply(action, operations);
-        // Writers read the file; readers follow the table of contents.
-        layout::write_control(&dir, locks)?;
-        append_record(
-            &dir,
-            format::CONTROL,
-            &records::encode_control(locks.bits(), records::now_ns()),
-        )?;
-        Ok(locks)
-    }
-
-    fn inventory(&self, dataset: &DatasetKey) -> Result<Vec<Item>> {
-        manage::inventory(self, dataset)
-    }
-
-    fn interrupted_wipes(&self) -> Result<Vec<DatasetKey>> {
-        manage::interrupted_wipes(self)
-    }
-
-    fn wipe(
-        &self,
-        dataset: &DatasetKey,
-        unsafe_wipe_all: bool,
-        store_step: &mut dyn FnMut() -> Result<()>,
-    ) -> Result<()> {
-        manage::wipe(self, dataset, unsafe_wipe_all, store_step)
-    }
-
-    fn wipe_collocations(
-        &self,
-        dataset: &DatasetKey,
-        collocations: &[CollocationKey],
-        units: &[String],
-    ) -> Result<()> {
-        manage::wipe_collocations(self, dataset, collocations, units)
-    }
-
-    fn reclaim(
-        &self,
-        dataset: &DatasetKey,
-        units: &[String],
-        hidden: &[CollocationKey],
-        dry_run: bool,
-    ) -> Result<Vec<Item>> {
-        manage::reclaim(self, dataset, units, hidden, dry_run)
-    }
-}
-
-impl DamagedDatasets for TocCatalogue {
+impl DamagedDatasets for TocMedium {
     fn damaged(&self) -> Result<Vec<DamagedDataset>> {
         Ok(self.scan()?.1)
     }
@@ -499,7 +570,7 @@ impl DamagedDatasets for TocCatalogue {
     }
 }
 
-impl DatasetMover for TocCatalogue {
+impl DatasetMover for TocMedium {
     fn unfinished(&self) -> Result<Vec<(DatasetKey, String)>> {
         manage::unfinished(self)
     }
@@ -586,9 +657,7 @@ struct IndexFile {
 /// descriptors, so a move within one file system (a rename of the
 /// directory) takes them along, and its index file is created in the
 /// directory it opened, wherever that is now.
-struct TocWriter {
-    /// The schema the dataset was created under (its INIT record's).
-    schema: Arc<str>,
+pub struct TocWriter {
     key: DatasetKey,
     roots: Vec<Root>,
     /// Device and inode of the table of contents it appends to.
@@ -610,11 +679,6 @@ struct TocWriter {
     /// Data file URIs under another path of the same directory, with their
     /// names in it (see [`WriterFiles`]).
     same_dir: HashMap<Arc<str>, String>,
-    /// Entries since the last flush.
-    pending: PendingEntries,
-    /// A flush written ahead ([`CatalogueWriter::prepare_flush`]) and not
-    /// yet published.
-    staged: Option<StagedFlush>,
     /// The last flush failed before its record could be visible
     /// ([`CatalogueWriter::last_flush_invisible`]).
     invisible: bool,
@@ -622,7 +686,7 @@ struct TocWriter {
 
 /// A flush whose index blocks are written (their write-back started, not
 /// yet synced) and named by no record yet.
-struct StagedFlush {
+pub struct StagedFlush {
     /// Where its blocks start in the index file: what a flush that fails
     /// before its record is in cuts the file back to.
     base: u64,
@@ -824,81 +888,6 @@ fn moved_while_writing(dataset: &DatasetKey) -> Error {
     )
 }
 
-impl CatalogueWriter for TocWriter {
-    fn schema_text(&self) -> Option<Arc<str>> {
-        Some(self.schema.clone())
-    }
-
-    fn insert(
-        &mut self,
-        collocation: &CollocationKey,
-        element: &ElementKey,
-        location: &FieldLocation,
-    ) -> Result<()> {
-        self.pending.insert(collocation, element, location);
-        Ok(())
-    }
-
-    /// Write the index blocks of the entries pending now and start their
-    /// write-back, so that a sync of any file of this file system that
-    /// follows (the store's `fdatasync` of its data file) may commit them
-    /// too; [`CatalogueWriter::flush`] then syncs and publishes them.
-    fn prepare_flush(&mut self) -> Result<()> {
-        if self.staged.is_some() || self.pending.is_empty() {
-            return Ok(());
-        }
-        // Until the FLUSH record is appended whole, a failure leaves
-        // nothing visible.
-        self.invisible = true;
-        let base = self.index.as_ref().map_or(0, |idx| idx.len);
-        match self.write_blocks() {
-            Ok(staged) => {
-                self.staged = Some(staged);
-                Ok(())
-            }
-            Err(e) => {
-                // No record names what was appended to the index file: it
-                // goes.
-                self.cut_index(base);
-                Err(self.explain(e))
-            }
-        }
-    }
-
-    fn flush(&mut self) -> Result<()> {
-        self.prepare_flush()?;
-        let Some(staged) = self.staged.take() else {
-            return Ok(());
-        };
-        match self.publish(&staged) {
-            Ok(()) => Ok(()),
-            Err(e) => {
-                if self.invisible {
-                    // No record names what this flush appended to the
-                    // index file: it goes.
-                    self.cut_index(staged.base);
-                }
-                Err(self.explain(e))
-            }
-        }
-    }
-
-    fn last_flush_invisible(&self) -> bool {
-        self.invisible
-    }
-}
-
-impl Drop for TocWriter {
-    /// A flush written ahead and never published (the store's flush failed
-    /// after [`CatalogueWriter::prepare_flush`], and the handle dropped the
-    /// writer): its blocks go, as a failed flush's do.
-    fn drop(&mut self) {
-        if let Some(staged) = self.staged.take() {
-            self.cut_index(staged.base);
-        }
-    }
-}
-
 impl TocWriter {
     /// Give back what a failed flush appended to the index file from
     /// `base` on (the file is this writer's alone, and no record names
@@ -927,8 +916,7 @@ impl TocWriter {
     /// Steps 1 and 2 of a flush: the pending entries' index blocks, one
     /// write to the index file, their write-back started (not waited for:
     /// [`TocWriter::publish`] syncs them). Named by nothing yet.
-    fn write_blocks(&mut self) -> Result<StagedFlush> {
-        let pending = self.pending.take();
+    fn write_blocks(&mut self, pending: PendingEntries) -> Result<StagedFlush> {
         if self.locks()?.contains(Operation::Archive) {
             return Err(locked(&self.key, Operation::Archive));
         }

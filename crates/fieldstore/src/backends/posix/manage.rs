@@ -30,7 +30,7 @@ use fieldstore_core::maintenance::{Item, ItemKind};
 use fieldstore_core::record::maintenance as records;
 use fieldstore_core::{CollocationKey, DatasetKey, Error, ErrorKind, Result};
 
-use super::catalogue::{append_record, data_name, open_reader, read_init, TocCatalogue};
+use super::catalogue::{append_record, data_name, open_reader, read_init, TocMedium};
 use super::format;
 use super::layout::{self, FileKind, MOVED_FROM, MOVING, RETIRED, TOC, TOMBSTONE};
 
@@ -69,7 +69,7 @@ fn size(path: &Path) -> Option<u64> {
 }
 
 /// Tombstones in the roots: their path and the dataset their `toc` names.
-fn tombstones(cat: &TocCatalogue) -> Result<Vec<(PathBuf, Option<DatasetKey>)>> {
+fn tombstones(cat: &TocMedium) -> Result<Vec<(PathBuf, Option<DatasetKey>)>> {
     let mut out = Vec::new();
     for root in &cat.roots {
         for (name, path) in entries(&root.path)? {
@@ -82,14 +82,14 @@ fn tombstones(cat: &TocCatalogue) -> Result<Vec<(PathBuf, Option<DatasetKey>)>> 
 }
 
 /// The dataset's directories (normally one), checked against their INIT.
-fn dirs_of(cat: &TocCatalogue, dataset: &DatasetKey) -> Vec<PathBuf> {
+fn dirs_of(cat: &TocMedium, dataset: &DatasetKey) -> Vec<PathBuf> {
     layout::dataset_dirs(&cat.roots, dataset)
         .into_iter()
         .filter(|d| stored_key(d).as_ref() == Some(dataset))
         .collect()
 }
 
-pub(super) fn inventory(cat: &TocCatalogue, dataset: &DatasetKey) -> Result<Vec<Item>> {
+pub(super) fn inventory(cat: &TocMedium, dataset: &DatasetKey) -> Result<Vec<Item>> {
     let mut items = Vec::new();
     for dir in dirs_of(cat, dataset) {
         for (name, path) in entries(&dir)? {
@@ -128,7 +128,7 @@ pub(super) fn inventory(cat: &TocCatalogue, dataset: &DatasetKey) -> Result<Vec<
     Ok(items)
 }
 
-pub(super) fn interrupted_wipes(cat: &TocCatalogue) -> Result<Vec<DatasetKey>> {
+pub(super) fn interrupted_wipes(cat: &TocMedium) -> Result<Vec<DatasetKey>> {
     let mut out = Vec::new();
     for (t, key) in tombstones(cat)? {
         match key {
@@ -165,7 +165,7 @@ fn remove_nameless_tombstone(t: &Path) {
 
 /// Wipe a damaged dataset by its directory: hide it with a rename to a
 /// tombstone, then delete what fieldstore created in it.
-pub(super) fn wipe_damaged(cat: &TocCatalogue, place: &str) -> Result<()> {
+pub(super) fn wipe_damaged(cat: &TocMedium, place: &str) -> Result<()> {
     let dir = PathBuf::from(place);
     let is_damaged = cat
         .scan()?
@@ -244,7 +244,7 @@ fn delete_tombstone(t: &Path, unsafe_wipe_all: bool) -> Result<()> {
 }
 
 pub(super) fn wipe(
-    cat: &TocCatalogue,
+    cat: &TocMedium,
     dataset: &DatasetKey,
     unsafe_wipe_all: bool,
     store_step: &mut dyn FnMut() -> Result<()>,
@@ -274,7 +274,7 @@ pub(super) fn wipe(
 }
 
 pub(super) fn wipe_collocations(
-    cat: &TocCatalogue,
+    cat: &TocMedium,
     dataset: &DatasetKey,
     collocations: &[CollocationKey],
     units: &[String],
@@ -309,7 +309,7 @@ fn not_found(dataset: &DatasetKey) -> Error {
 /// of contents, blocks of those collocations that a reader still knows
 /// came after it, and do.
 pub(super) fn reclaim(
-    cat: &TocCatalogue,
+    cat: &TocMedium,
     dataset: &DatasetKey,
     units: &[String],
     hidden: &[CollocationKey],
@@ -402,11 +402,7 @@ fn same_dir(a: &Path, b: &Path) -> bool {
     }
 }
 
-pub(super) fn move_dataset(
-    cat: &TocCatalogue,
-    dataset: &DatasetKey,
-    root: &Path,
-) -> Result<String> {
+pub(super) fn move_dataset(cat: &TocMedium, dataset: &DatasetKey, root: &Path) -> Result<String> {
     use std::os::unix::fs::MetadataExt;
     let target = cat
         .roots
@@ -839,7 +835,7 @@ fn remove_copy(dir: &Path) -> Result<()> {
 
 /// Moves that are not running any more (nobody holds their marker) and
 /// were interrupted: as `(copy, what is wrong)`.
-pub(super) fn interrupted_moves(cat: &TocCatalogue) -> Result<Vec<(PathBuf, String)>> {
+pub(super) fn interrupted_moves(cat: &TocMedium) -> Result<Vec<(PathBuf, String)>> {
     let mut out = Vec::new();
     for root in &cat.roots {
         for (name, dir) in entries(&root.path)? {
@@ -881,7 +877,7 @@ pub(super) fn interrupted_moves(cat: &TocCatalogue) -> Result<Vec<(PathBuf, Stri
 }
 
 /// Interrupted moves, by dataset.
-pub(super) fn unfinished(cat: &TocCatalogue) -> Result<Vec<(DatasetKey, String)>> {
+pub(super) fn unfinished(cat: &TocMedium) -> Result<Vec<(DatasetKey, String)>> {
     Ok(interrupted_moves(cat)?
         .into_iter()
         .filter_map(|(dir, what)| {
@@ -899,7 +895,7 @@ pub(super) fn unfinished(cat: &TocCatalogue) -> Result<Vec<(DatasetKey, String)>
 /// dataset); a copy whose source was retired gets the retired source's
 /// last appends, then is unmarked.
 /// Returns the copies it finished.
-pub(super) fn finish_moves(cat: &TocCatalogue) -> Result<Vec<PathBuf>> {
+pub(super) fn finish_moves(cat: &TocMedium) -> Result<Vec<PathBuf>> {
     let mut finished = Vec::new();
     for (dir, _) in interrupted_moves(cat)? {
         let marker = dir.join(MOVED_FROM);

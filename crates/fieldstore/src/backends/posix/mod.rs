@@ -20,7 +20,7 @@ mod store;
 
 use fieldstore_core::{Error, ErrorKind, Result};
 
-pub use catalogue::{TocCatalogue, TocReader};
+pub use catalogue::{TocCatalogue, TocMedium, TocReader};
 pub use store::{DataWrites, FileStore};
 
 use crate::config::Root;
