@@ -663,12 +663,16 @@ impl FieldStore {
             )?;
             return Ok(());
         }
-        let mut datasets = self.catalogue.datasets()?;
         // FDB5's order (walk.rs).
-        datasets.sort_by(|a, b| a.cmp_fingerprint(b));
+        let (datasets, pinned) = self.candidate_datasets(&selector)?;
         let hidden = self.list_locked()?;
+        let mut fresh = HashSet::new();
         for dataset in datasets {
             if selector.match_dataset(&dataset).is_none() {
+                continue;
+            }
+            // Named, not listed: shown if it exists, as the walk would.
+            if pinned && self.reader(&dataset, &mut fresh)?.is_none() {
                 continue;
             }
             if !self.listable(request, &dataset, self.dataset_locks(&dataset, &hidden)?)? {
@@ -726,11 +730,16 @@ impl FieldStore {
         } else {
             None
         };
-        for dataset in self.catalogue.datasets()? {
+        let (datasets, pinned) = self.candidate_datasets(&selector)?;
+        for dataset in datasets {
             let Some(dm) = selector.match_dataset(&dataset) else {
                 continue;
             };
             if depth == Level::Dataset {
+                // Named, not listed: counted if it exists.
+                if pinned && self.reader(&dataset, &mut fresh)?.is_none() {
+                    continue;
+                }
                 if self.listable(request, &dataset, self.dataset_locks(&dataset, &hidden)?)? {
                     add(&dataset, &mut axes);
                 }

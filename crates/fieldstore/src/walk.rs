@@ -20,6 +20,16 @@ use crate::handle::FieldStore;
 use crate::list::{ListElement, ListOptions};
 use fieldstore_core::catalogue::DatasetReader;
 
+/// The most dataset keys a request may name to have them opened one by
+/// one instead of listing the catalogue ([`FieldStore::candidate_datasets`]).
+/// Each costs one open (a RADOS or S3 round trip, a POSIX `open`), the
+/// same open a listed dataset that matches costs anyway: only keys that
+/// name no dataset cost extra, at most this many per walk (well under a
+/// second at a millisecond each), whatever the store holds. Requests over
+/// a day's runs of a few streams stay under it; one over a year of dates
+/// (730 keys at two runs a day) lists, as before.
+pub(crate) const PINNED_DATASETS_LIMIT: usize = 256;
+
 /// What a walk that looks again (`watch`'s looks) keeps per dataset
 /// between walks, all of them with one selector (one request, one
 /// handle): how far each dataset's log was looked at, and whether the
@@ -55,11 +65,36 @@ impl FieldStore {
         since: Option<&mut Marks>,
         visit: &mut dyn FnMut(ListElement) -> bool,
     ) -> Result<bool> {
-        let mut datasets = self.catalogue().datasets()?;
-        datasets.sort_by(|a, b| a.cmp_fingerprint(b));
+        let (datasets, _) = self.candidate_datasets(selector)?;
         self.walk_datasets(
             datasets, selector, options, fresh, damage, admit, since, visit,
         )
+    }
+
+    /// The datasets a walk over `selector` looks at, in the walk's order
+    /// (by fingerprint), and whether they were enumerated from the request
+    /// (`true`: each may not exist; open it to know) rather than listed.
+    ///
+    /// The rule: a request that gives every dataset keyword explicit values,
+    /// naming at most [`PINNED_DATASETS_LIMIT`] dataset keys
+    /// ([`Selector::pinned_datasets`]: built as archive builds them), has
+    /// exactly those looked at, each opened directly as `retrieve` opens
+    /// one; any other request lists every dataset of the catalogue and
+    /// matches each. Opening directly costs what the request names, not
+    /// what the store holds (a RADOS root's omap pages, an S3 registry
+    /// listing, a POSIX root scan on every list, axes or watch look), and
+    /// finds a dataset whose registration was lost (a RADOS root entry
+    /// removed) as `retrieve` does.
+    pub(crate) fn candidate_datasets(
+        &self,
+        selector: &Selector<'_>,
+    ) -> Result<(Vec<DatasetKey>, bool)> {
+        if let Some(keys) = selector.pinned_datasets(PINNED_DATASETS_LIMIT) {
+            return Ok((keys, true));
+        }
+        let mut datasets = self.catalogue().datasets()?;
+        datasets.sort_by(|a, b| a.cmp_fingerprint(b));
+        Ok((datasets, false))
     }
 
     /// [`FieldStore::walk`] over `datasets` (in that order) instead of
