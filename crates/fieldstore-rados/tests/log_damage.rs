@@ -493,7 +493,8 @@ fn removed_root_entry_is_found_again() {
 /// fully (every dataset keyword given) opens it directly, as `retrieve`
 /// of one field does, so `list` at every depth shows every field, `axes`
 /// and a walked retrieve give what they gave before, all without error,
-/// while a listing of the datasets (the root's) misses it.
+/// while a listing of the datasets (the root's) misses it; once wiped, it
+/// is gone for them.
 #[test]
 fn removed_root_entry_is_seen_by_a_pinned_request() {
     let Some(c) = common::cluster() else { return };
@@ -557,6 +558,21 @@ fn removed_root_entry_is_seen_by_a_pinned_request() {
     for f in &fields {
         exact(&r, &format!("{}", f.key), f);
     }
+
+    // Wiped by another handle (which finds it by listing the namespace):
+    // gone for `r` too, though `r` keeps a reader of it.
+    must(
+        open().wipe(
+            &request(&pinned),
+            fieldstore::WipeOptions {
+                doit: true,
+                unsafe_wipe_all: false,
+            },
+        ),
+        "wipe",
+    );
+    let gone = answers(&r);
+    assert_eq!(gone, "{}\n{}\n{}\n", "{dataset} still seen after its wipe");
 }
 
 /// A log that ends WIPED whose root entry is gone (a wipe interrupted

@@ -672,7 +672,7 @@ impl FieldStore {
                 continue;
             }
             // Named, not listed: shown if it exists, as the walk would.
-            if pinned && self.reader(&dataset, &mut fresh)?.is_none() {
+            if pinned && self.named_reader(&dataset, &mut fresh)?.is_none() {
                 continue;
             }
             if !self.listable(request, &dataset, self.dataset_locks(&dataset, &hidden)?)? {
@@ -737,7 +737,7 @@ impl FieldStore {
             };
             if depth == Level::Dataset {
                 // Named, not listed: counted if it exists.
-                if pinned && self.reader(&dataset, &mut fresh)?.is_none() {
+                if pinned && self.named_reader(&dataset, &mut fresh)?.is_none() {
                     continue;
                 }
                 if self.listable(request, &dataset, self.dataset_locks(&dataset, &hidden)?)? {

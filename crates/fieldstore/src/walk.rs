@@ -12,6 +12,7 @@
 //! caller reports it once everything readable was visited.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
 
 use fieldstore_core::schema::DatasetMatch;
 use fieldstore_core::{DatasetKey, Level, Result, Selector};
@@ -68,9 +69,9 @@ impl FieldStore {
         since: Option<&mut Marks>,
         visit: &mut dyn FnMut(ListElement) -> bool,
     ) -> Result<bool> {
-        let (datasets, _) = self.candidate_datasets(selector)?;
-        self.walk_datasets(
-            datasets, selector, options, fresh, damage, admit, since, visit,
+        let (datasets, named) = self.candidate_datasets(selector)?;
+        self.walk_over(
+            datasets, named, selector, options, fresh, damage, admit, since, visit,
         )
     }
 
@@ -100,6 +101,32 @@ impl FieldStore {
         Ok((datasets, false))
     }
 
+    /// The reader of `dataset`, named by a request rather than listed, if
+    /// the dataset exists. The handle's reader, unless it shows nothing: a
+    /// dataset wiped since the handle opened it shows nothing to its
+    /// reader, which cannot tell it from one whose collocations were all
+    /// wiped, so a fresh open decides (`None`: gone, and the handle forgets
+    /// its reader). That keeps a named dataset wiped by another process out
+    /// of dataset-level listings and axes, as listing keeps it, and lets a
+    /// watch see the wipe.
+    pub(crate) fn named_reader(
+        &self,
+        dataset: &DatasetKey,
+        fresh: &mut HashSet<DatasetKey>,
+    ) -> Result<Option<Arc<dyn DatasetReader>>> {
+        let Some(reader) = self.reader(dataset, fresh)? else {
+            return Ok(None);
+        };
+        let mut empty = true;
+        reader.visit_collocations(&mut |_, _| empty = false)?;
+        if !empty {
+            return Ok(Some(reader));
+        }
+        self.forget_reader(dataset);
+        fresh.remove(dataset);
+        self.reader(dataset, fresh)
+    }
+
     /// [`FieldStore::walk`] over `datasets` (in that order) instead of
     /// every dataset of the catalogue: `watch`'s looks at the datasets its
     /// waiter saw change. A dataset that does not exist is skipped.
@@ -107,6 +134,26 @@ impl FieldStore {
     pub(crate) fn walk_datasets(
         &self,
         datasets: impl IntoIterator<Item = DatasetKey>,
+        selector: &Selector<'_>,
+        options: ListOptions,
+        fresh: &mut HashSet<DatasetKey>,
+        damage: &mut BTreeSet<String>,
+        admit: &mut dyn FnMut(&DatasetKey, &dyn DatasetReader) -> Result<bool>,
+        since: Option<&mut Marks>,
+        visit: &mut dyn FnMut(ListElement) -> bool,
+    ) -> Result<bool> {
+        self.walk_over(
+            datasets, false, selector, options, fresh, damage, admit, since, visit,
+        )
+    }
+
+    /// [`FieldStore::walk_datasets`]; `named`: the datasets come from the
+    /// request, not the catalogue ([`FieldStore::named_reader`]).
+    #[allow(clippy::too_many_arguments)]
+    fn walk_over(
+        &self,
+        datasets: impl IntoIterator<Item = DatasetKey>,
+        named: bool,
         selector: &Selector<'_>,
         options: ListOptions,
         fresh: &mut HashSet<DatasetKey>,
@@ -127,7 +174,11 @@ impl FieldStore {
             let Some(dm) = dm else {
                 continue;
             };
-            let Some(reader) = self.reader(&dataset, fresh)? else {
+            let reader = match named {
+                true => self.named_reader(&dataset, fresh)?,
+                false => self.reader(&dataset, fresh)?,
+            };
+            let Some(reader) = reader else {
                 continue;
             };
             if !admit(&dataset, reader.as_ref())? {

@@ -393,3 +393,83 @@ fn memory_watch_finds_a_pinned_dataset_created_later() {
 fn posix_watch_finds_a_pinned_dataset_created_later() {
     watch_finds_a_dataset_created_later(posix);
 }
+
+/// A watch of a pinned request whose dataset is wiped ends with
+/// `NotFound` naming the wipe, as a watch of a listed one does.
+fn watch_of_a_wiped_dataset_ends(make: fn() -> (Open, Arc<Registry>, Option<tempfile::TempDir>)) {
+    let (open, _registry, _dir) = make();
+    let watcher = open();
+    let wiper = open();
+    fill(&wiper);
+    let pinned = "class=od,expver=1,stream=oper,date=20231201,time=1200,domain=g";
+    let watch = watcher
+        .watch(
+            &req(pinned),
+            WatchOptions {
+                timeout: Some(Duration::from_secs(30)),
+                ..WatchOptions::default()
+            },
+        )
+        .unwrap();
+    let err = std::thread::scope(|s| {
+        let t = s.spawn(move || watch.filter_map(|e| e.err()).next());
+        std::thread::sleep(Duration::from_millis(100));
+        wiper
+            .wipe(
+                &req(pinned),
+                fieldstore::WipeOptions {
+                    doit: true,
+                    unsafe_wipe_all: false,
+                },
+            )
+            .unwrap();
+        t.join().unwrap()
+    })
+    .expect("the watch ends with an error");
+    assert_eq!(err.kind(), ErrorKind::NotFound, "{err}");
+    assert!(err.to_string().contains("wiped"), "{err}");
+}
+
+#[test]
+fn memory_watch_of_a_wiped_pinned_dataset_ends() {
+    watch_of_a_wiped_dataset_ends(memory);
+}
+
+#[test]
+fn posix_watch_of_a_wiped_pinned_dataset_ends() {
+    watch_of_a_wiped_dataset_ends(posix);
+}
+
+/// A handle that read a dataset before another wiped it answers a pinned
+/// request as a listing does: the dataset is gone at every depth, though
+/// the handle keeps a reader of it.
+fn wiped_dataset_is_gone(make: fn() -> (Open, Arc<Registry>, Option<tempfile::TempDir>)) {
+    let (open, _registry, _dir) = make();
+    fill(&open());
+    let (pinned, listed) = PAIRS[0];
+    let fs = open();
+    assert!(answers(&fs, pinned).contains("Dataset false"));
+    open()
+        .wipe(
+            &req(pinned),
+            fieldstore::WipeOptions {
+                doit: true,
+                unsafe_wipe_all: false,
+            },
+        )
+        .unwrap();
+    let gone = answers(&fs, pinned);
+    assert_eq!(gone, answers(&fs, listed));
+    assert!(!gone.contains("Dataset false"), "{gone}");
+    assert!(!gone.contains("expver"), "{gone}");
+}
+
+#[test]
+fn memory_wiped_pinned_dataset_is_gone() {
+    wiped_dataset_is_gone(memory);
+}
+
+#[test]
+fn posix_wiped_pinned_dataset_is_gone() {
+    wiped_dataset_is_gone(posix);
+}
