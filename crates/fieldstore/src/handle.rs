@@ -13,6 +13,7 @@ use crate::config::Config;
 use crate::dataset_schema::{resplit, DatasetSchemas};
 use crate::list::{ListElement, ListOptions};
 use crate::retrieve::DataReader;
+use crate::walk::PINNED_DATASETS_LIMIT;
 use fieldstore_core::catalogue::{
     Axes, Catalogue, CatalogueWriter, DatasetReader, DatasetReaderExt,
 };
@@ -645,8 +646,13 @@ impl FieldStore {
             return q.list(request, options.depth, visit);
         }
         let selector = self.schema.selector(request)?;
-        for d in self.damaged_datasets(&selector)? {
-            damage.insert(format!("dataset {}: {}", d.1.place, d.1.problem));
+        // A pinned request's datasets are opened, each damaged one noted
+        // as it is met (`named_reader`, in the same words): no scan of the
+        // catalogue for them.
+        if selector.pinned_datasets(PINNED_DATASETS_LIMIT).is_none() {
+            for d in self.damaged_datasets(&selector)? {
+                damage.insert(format!("dataset {}: {}", d.1.place, d.1.problem));
+            }
         }
         if options.depth != Level::Dataset {
             let mut listable = |dataset: &DatasetKey, reader: &dyn DatasetReader| -> Result<bool> {
@@ -672,7 +678,7 @@ impl FieldStore {
                 continue;
             }
             // Named, not listed: shown if it exists, as the walk would.
-            if pinned && self.named_reader(&dataset, &mut fresh)?.is_none() {
+            if pinned && self.named_reader(&dataset, &mut fresh, damage)?.is_none() {
                 continue;
             }
             if !self.listable(request, &dataset, self.dataset_locks(&dataset, &hidden)?)? {
@@ -736,8 +742,13 @@ impl FieldStore {
                 continue;
             };
             if depth == Level::Dataset {
-                // Named, not listed: counted if it exists.
-                if pinned && self.named_reader(&dataset, &mut fresh)?.is_none() {
+                // Named, not listed: counted if it exists (a damaged one
+                // left out, as listing leaves it out).
+                if pinned
+                    && self
+                        .named_reader(&dataset, &mut fresh, &mut Default::default())?
+                        .is_none()
+                {
                     continue;
                 }
                 if self.listable(request, &dataset, self.dataset_locks(&dataset, &hidden)?)? {
@@ -745,7 +756,12 @@ impl FieldStore {
                 }
                 continue;
             }
-            let Some(reader) = self.reader(&dataset, &mut fresh)? else {
+            let reader = if pinned {
+                self.named_reader(&dataset, &mut fresh, &mut Default::default())?
+            } else {
+                self.reader(&dataset, &mut fresh)?
+            };
+            let Some(reader) = reader else {
                 continue;
             };
             if !self.listable(request, &dataset, reader.locks())? {

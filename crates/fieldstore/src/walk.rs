@@ -15,7 +15,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use fieldstore_core::schema::DatasetMatch;
-use fieldstore_core::{DatasetKey, Level, Result, Selector};
+use fieldstore_core::{DatasetKey, ErrorKind, Level, Result, Selector};
 
 use crate::handle::FieldStore;
 use crate::list::{ListElement, ListOptions};
@@ -109,13 +109,29 @@ impl FieldStore {
     /// its reader). That keeps a named dataset wiped by another process out
     /// of dataset-level listings and axes, as listing keeps it, and lets a
     /// watch see the wipe.
+    ///
+    /// A dataset that cannot be opened for damage (`Corrupt`: a damaged
+    /// INIT record, which listing leaves out and reports among the damaged
+    /// datasets) is stepped over and noted in `damage`, in the words of
+    /// that report (`dataset <place>: <problem>`).
     pub(crate) fn named_reader(
         &self,
         dataset: &DatasetKey,
         fresh: &mut HashSet<DatasetKey>,
+        damage: &mut BTreeSet<String>,
     ) -> Result<Option<Arc<dyn DatasetReader>>> {
-        let Some(reader) = self.reader(dataset, fresh)? else {
-            return Ok(None);
+        let damaged = |e: fieldstore_core::Error, damage: &mut BTreeSet<String>| {
+            if e.kind() != ErrorKind::Corrupt {
+                return Err(e);
+            }
+            let place = self.catalogue().describe(dataset);
+            damage.insert(format!("dataset {place}: {e}"));
+            Ok(None)
+        };
+        let reader = match self.reader(dataset, fresh) {
+            Ok(Some(r)) => r,
+            Ok(None) => return Ok(None),
+            Err(e) => return damaged(e, damage),
         };
         let mut empty = true;
         reader.visit_collocations(&mut |_, _| empty = false)?;
@@ -124,7 +140,7 @@ impl FieldStore {
         }
         self.forget_reader(dataset);
         fresh.remove(dataset);
-        self.reader(dataset, fresh)
+        self.reader(dataset, fresh).or_else(|e| damaged(e, damage))
     }
 
     /// [`FieldStore::walk`] over `datasets` (in that order) instead of
@@ -174,9 +190,10 @@ impl FieldStore {
             let Some(dm) = dm else {
                 continue;
             };
-            let reader = match named {
-                true => self.named_reader(&dataset, fresh)?,
-                false => self.reader(&dataset, fresh)?,
+            let reader = if named {
+                self.named_reader(&dataset, fresh, damage)?
+            } else {
+                self.reader(&dataset, fresh)?
             };
             let Some(reader) = reader else {
                 continue;

@@ -19,9 +19,10 @@ use fieldstore::{
     Locks, Operation, Request, Result, Schema, Since, WatchOptions,
 };
 
-/// A catalogue that counts its listings and leaves out of them the
-/// datasets it was told to forget (their logs intact), as a RADOS root
-/// that lost their entries does.
+/// A catalogue that counts its listings (`datasets()`, and asking for
+/// its damaged datasets, which POSIX answers by the same scan of its
+/// roots) and leaves out of them the datasets it was told to forget (their
+/// logs intact), as a RADOS root that lost their entries does.
 #[derive(Debug)]
 struct Registry {
     inner: Arc<dyn Catalogue>,
@@ -62,6 +63,8 @@ impl Catalogue for Registry {
         self.inner.maintenance()
     }
     fn damaged_datasets(&self) -> Option<&dyn fieldstore::DamagedDatasets> {
+        // POSIX: the same scan of the roots as `datasets()`.
+        self.listings.fetch_add(1, Ordering::Relaxed);
         self.inner.damaged_datasets()
     }
     fn mover(&self) -> Option<&dyn fieldstore::DatasetMover> {
@@ -472,4 +475,52 @@ fn memory_wiped_pinned_dataset_is_gone() {
 #[test]
 fn posix_wiped_pinned_dataset_is_gone() {
     wiped_dataset_is_gone(posix);
+}
+
+/// A dataset whose INIT record is damaged costs only itself under a
+/// pinned request too: the other datasets it names are listed, then the
+/// listing fails `Corrupt` naming the damaged file; axes leave it out;
+/// as a listing does (`tests/damage.rs`).
+#[test]
+fn posix_damaged_init_costs_only_its_dataset_under_a_pinned_request() {
+    let (open, registry, dir) = posix();
+    fill(&open());
+    let dir = dir.unwrap();
+    let toc = dir.path().join("od:0001:oper:20231201:1200:g").join("toc");
+    let mut bytes = std::fs::read(&toc).unwrap();
+    bytes[30] ^= 0x01;
+    std::fs::write(&toc, &bytes).unwrap();
+    let (pinned, listed) = PAIRS[1];
+    let outcome = |r: &str| -> Vec<String> {
+        let fs = open();
+        let mut out = Vec::new();
+        for depth in [Level::Dataset, Level::Collocation, Level::Element] {
+            let mut n = 0;
+            let end = fs.visit(
+                &req(r),
+                ListOptions {
+                    depth,
+                    duplicates: false,
+                },
+                &mut |_| {
+                    n += 1;
+                    true
+                },
+            );
+            out.push(format!(
+                "{depth:?}: {n} {:?}",
+                end.map_err(|e| (e.kind(), e.to_string()))
+            ));
+            out.push(format!(
+                "{:?}",
+                fs.axes(&req(r), depth).map_err(|e| e.to_string())
+            ));
+        }
+        out
+    };
+    let want = outcome(listed);
+    assert!(want[4].contains(&toc.display().to_string()), "{want:?}");
+    let before = registry.listings();
+    assert_eq!(outcome(pinned), want);
+    assert_eq!(registry.listings(), before);
 }
