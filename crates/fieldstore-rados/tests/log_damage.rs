@@ -488,6 +488,93 @@ fn removed_root_entry_is_found_again() {
     }
 }
 
+/// The dataset's entry in the root object's omap removed behind
+/// fieldstore's back, nothing else done: a request naming the dataset
+/// fully (every dataset keyword given) opens it directly, as `retrieve`
+/// of one field does, so `list` at every depth shows every field, `axes`
+/// and a walked retrieve give what they gave before, all without error,
+/// while a listing of the datasets (the root's) misses it; once wiped, it
+/// is gone for them.
+#[test]
+fn removed_root_entry_is_seen_by_a_pinned_request() {
+    let Some(c) = common::cluster() else { return };
+    let (ns, open) = setup(c, "rootpinned");
+    let x = "ldm9";
+    let (fields, _, _) = fill(&open, c, &ns, x, 3);
+    let pinned = format!("class=od,expver={x},stream=enfo,date=20231201,time=1200");
+    let answers = |fs: &FieldStore| -> String {
+        let mut out = String::new();
+        for depth in [
+            fieldstore::Level::Dataset,
+            fieldstore::Level::Collocation,
+            fieldstore::Level::Element,
+        ] {
+            let options = ListOptions {
+                depth,
+                duplicates: false,
+            };
+            for e in must(
+                fs.list(&request(&pinned), options),
+                format_args!("list {pinned}"),
+            ) {
+                out.push_str(&format!("{} {:?}\n", e.braced(), e.location));
+            }
+            let axes = must(
+                fs.axes(&request(&pinned), depth),
+                format_args!("axes {pinned}"),
+            );
+            out.push_str(&format!("{axes:?}\n"));
+        }
+        out
+    };
+    let walked = request(&format!(
+        "{pinned},type=pf,levtype=pl,step=0/to/100000000/by/1,number=1,levelist=500,param=130"
+    ));
+    let w = open();
+    let before = answers(&w);
+    let bytes = must(w.retrieve(&walked).and_then(|r| r.read_all()), "retrieve");
+    let dataset = must(listed(&w, x), "list")[0].dataset.clone();
+    drop(w);
+    assert_eq!(
+        before.lines().filter(|l| l.contains("step=")).count(),
+        fields.len(),
+        "{before}"
+    );
+    assert_eq!(
+        bytes,
+        fields
+            .iter()
+            .flat_map(|f| f.data.clone())
+            .collect::<Vec<u8>>()
+    );
+    c.rados(&ns, &["rmomapkey", "fieldstore.root", &dataset.to_string()]);
+
+    let r = open();
+    let l = must(listed(&r, x), "list of the datasets");
+    assert!(l.is_empty(), "the root still lists {dataset}: {l:?}");
+    assert_eq!(answers(&r), before);
+    let again = must(r.retrieve(&walked).and_then(|r| r.read_all()), "retrieve");
+    assert!(again == bytes, "a walked retrieve gave other bytes");
+    for f in &fields {
+        exact(&r, &format!("{}", f.key), f);
+    }
+
+    // Wiped by another handle (which finds it by listing the namespace):
+    // gone for `r` too, though `r` keeps a reader of it.
+    must(
+        open().wipe(
+            &request(&pinned),
+            fieldstore::WipeOptions {
+                doit: true,
+                unsafe_wipe_all: false,
+            },
+        ),
+        "wipe",
+    );
+    let gone = answers(&r);
+    assert_eq!(gone, "{}\n{}\n{}\n", "{dataset} still seen after its wipe");
+}
+
 /// A log that ends WIPED whose root entry is gone (a wipe interrupted
 /// once its entry was removed behind its back): `status` reports an
 /// interrupted wipe without registering it again, and `wipe` finishes it.

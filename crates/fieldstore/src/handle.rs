@@ -13,6 +13,7 @@ use crate::config::Config;
 use crate::dataset_schema::{resplit, DatasetSchemas};
 use crate::list::{ListElement, ListOptions};
 use crate::retrieve::DataReader;
+use crate::walk::PINNED_DATASETS_LIMIT;
 use fieldstore_core::catalogue::{
     Axes, Catalogue, CatalogueWriter, DatasetReader, DatasetReaderExt,
 };
@@ -645,8 +646,13 @@ impl FieldStore {
             return q.list(request, options.depth, visit);
         }
         let selector = self.schema.selector(request)?;
-        for d in self.damaged_datasets(&selector)? {
-            damage.insert(format!("dataset {}: {}", d.1.place, d.1.problem));
+        // A pinned request's datasets are opened, each damaged one noted
+        // as it is met (`named_reader`, in the same words): no scan of the
+        // catalogue for them.
+        if selector.pinned_datasets(PINNED_DATASETS_LIMIT).is_none() {
+            for d in self.damaged_datasets(&selector)? {
+                damage.insert(format!("dataset {}: {}", d.1.place, d.1.problem));
+            }
         }
         if options.depth != Level::Dataset {
             let mut listable = |dataset: &DatasetKey, reader: &dyn DatasetReader| -> Result<bool> {
@@ -663,12 +669,16 @@ impl FieldStore {
             )?;
             return Ok(());
         }
-        let mut datasets = self.catalogue.datasets()?;
         // FDB5's order (walk.rs).
-        datasets.sort_by(|a, b| a.cmp_fingerprint(b));
+        let (datasets, pinned) = self.candidate_datasets(&selector)?;
         let hidden = self.list_locked()?;
+        let mut fresh = HashSet::new();
         for dataset in datasets {
             if selector.match_dataset(&dataset).is_none() {
+                continue;
+            }
+            // Named, not listed: shown if it exists, as the walk would.
+            if pinned && self.named_reader(&dataset, &mut fresh, damage)?.is_none() {
                 continue;
             }
             if !self.listable(request, &dataset, self.dataset_locks(&dataset, &hidden)?)? {
@@ -726,17 +736,32 @@ impl FieldStore {
         } else {
             None
         };
-        for dataset in self.catalogue.datasets()? {
+        let (datasets, pinned) = self.candidate_datasets(&selector)?;
+        for dataset in datasets {
             let Some(dm) = selector.match_dataset(&dataset) else {
                 continue;
             };
             if depth == Level::Dataset {
+                // Named, not listed: counted if it exists (a damaged one
+                // left out, as listing leaves it out).
+                if pinned
+                    && self
+                        .named_reader(&dataset, &mut fresh, &mut Default::default())?
+                        .is_none()
+                {
+                    continue;
+                }
                 if self.listable(request, &dataset, self.dataset_locks(&dataset, &hidden)?)? {
                     add(&dataset, &mut axes);
                 }
                 continue;
             }
-            let Some(reader) = self.reader(&dataset, &mut fresh)? else {
+            let reader = if pinned {
+                self.named_reader(&dataset, &mut fresh, &mut Default::default())?
+            } else {
+                self.reader(&dataset, &mut fresh)?
+            };
+            let Some(reader) = reader else {
                 continue;
             };
             if !self.listable(request, &dataset, reader.locks())? {

@@ -16,7 +16,7 @@ use std::collections::HashSet;
 
 use super::rule::{Matcher, Predicate, Rule};
 use super::Schema;
-use crate::key::Key;
+use crate::key::{DatasetKey, Key};
 use crate::request::{Item, Request, RequestError, Values};
 use crate::types::{KeywordType, ValueRange};
 
@@ -197,6 +197,110 @@ impl<'s> Selector<'s> {
             })
             .collect();
         (!rules.is_empty()).then_some(DatasetMatch { rules })
+    }
+
+    /// The dataset keys this request can match, enumerated instead of
+    /// listed, when the request pins its datasets: `None` (list every
+    /// dataset and [`Selector::match_dataset`] each) unless, for every
+    /// dataset rule that some stored key could match, every keyword of the
+    /// rule is given explicit values (a hidden keyword is always stored
+    /// empty) and the keys they make are at most `limit`.
+    ///
+    /// Each key is built as archive builds it ([`Schema::split`]): the
+    /// rule's keywords in order, each value canonicalised in the rule's
+    /// type (`expver=1` is `0001`, `date=2023-12-01` is `20231201`), an
+    /// absent optional keyword empty. A value that does not canonicalise
+    /// in a rule's type is left out, as the selector leaves it out: no
+    /// stored key of that type can hold it. Every key returned passes
+    /// [`Selector::match_dataset`], and every stored dataset key that
+    /// passes it is among them, so opening each (a missing one is no
+    /// dataset) finds what listing would. In `cmp_fingerprint` order (the
+    /// walk's), ties by key.
+    pub fn pinned_datasets(&self, limit: usize) -> Option<Vec<DatasetKey>> {
+        let mut keys: Vec<DatasetKey> = Vec::new();
+        let mut seen = HashSet::new();
+        // Keys built so far, over every rule (at most `limit`).
+        let mut built = 0usize;
+        for rule in &self.schema.rules {
+            // Each keyword's candidate values; `open`: one takes values
+            // the request does not enumerate (unless another keyword
+            // rules the whole rule out).
+            let mut dims: Vec<(&str, Vec<String>)> = Vec::new();
+            let mut open = false;
+            let mut impossible = false;
+            for p in &rule.predicates {
+                let mut values: Vec<String> =
+                    match (&p.matcher, self.values(&p.keyword, p.keyword_type)) {
+                        (Matcher::Hidden(_), _) => vec![String::new()],
+                        (_, Some(set))
+                            if !set.any
+                                && set
+                                    .ranges
+                                    .iter()
+                                    .try_fold(0u64, |n, r| n.checked_add(r.len()))
+                                    .is_some_and(|n| n <= limit as u64) =>
+                        {
+                            let mut v: Vec<String> = set.values.iter().cloned().collect();
+                            v.extend(set.ranges.iter().flat_map(|r| r.iter()));
+                            if !p.is_required() {
+                                v.push(String::new());
+                            }
+                            v
+                        }
+                        _ => {
+                            open = true;
+                            continue;
+                        }
+                    };
+                // What `level_fits` and `level_admits` require of a stored value.
+                values.retain(|v| {
+                    (if v.is_empty() {
+                        !p.is_required()
+                    } else {
+                        p.accepts(v)
+                    }) && self.predicate_admits(p, v)
+                });
+                values.sort();
+                values.dedup();
+                if values.is_empty() {
+                    impossible = true;
+                    break;
+                }
+                dims.push((&p.keyword, values));
+            }
+            if impossible {
+                continue;
+            }
+            if open {
+                return None;
+            }
+            let n = dims
+                .iter()
+                .try_fold(1usize, |n, (_, v)| n.checked_mul(v.len()))?;
+            built = built.checked_add(n).filter(|&b| b <= limit)?;
+            let mut pos = vec![0usize; dims.len()];
+            for _ in 0..n {
+                let key = Key::from_pairs(
+                    dims.iter()
+                        .zip(&pos)
+                        .map(|((k, v), &i)| (*k, v[i].as_str())),
+                )
+                .ok()?;
+                if self.match_dataset(&key).is_some() && seen.insert(key.clone()) {
+                    keys.push(DatasetKey(key));
+                }
+                // Next combination, the last keyword fastest.
+                for d in (0..dims.len()).rev() {
+                    pos[d] += 1;
+                    if pos[d] < dims[d].1.len() {
+                        break;
+                    }
+                    pos[d] = 0;
+                }
+            }
+        }
+        keys.sort_by(|a, b| a.cmp_fingerprint(b).then_with(|| a.cmp(b)));
+        Some(keys)
     }
 
     /// Whether a stored collocation key, in a dataset that matched, passes.

@@ -485,3 +485,105 @@ fn values_are_checked_in_the_types_of_the_rules_the_request_can_match() {
     // Keywords of different rules: nothing can match, nothing to refuse.
     check("class=od,country=de").expect("matches nothing");
 }
+
+/// A request that gives every dataset keyword explicit values names its
+/// dataset keys: each one archive makes of a field with those values
+/// (canonical: `expver=1` is `0001`, `2023-12-01` is `20231201`; an absent
+/// optional keyword empty), in `cmp_fingerprint` order. Leaving a dataset
+/// keyword out, or naming more keys than the bound, asks for a listing.
+#[test]
+fn pinned_datasets_are_the_keys_archive_makes() {
+    let s = Schema::parse("small", SMALL).unwrap();
+    let dataset = |k: &str| {
+        s.split(&key(&format!("{k},type=pf,levtype=pl,step=0,param=130")))
+            .unwrap()
+            .dataset
+    };
+    let pinned = |r: &str, limit: usize| s.selector(&request(r)).unwrap().pinned_datasets(limit);
+
+    let one = pinned(
+        "class=od,expver=1,stream=oper,date=2023-12-01,time=12,domain=g",
+        256,
+    );
+    // `domain=g` is the default: fields archived without a domain match too.
+    let mut want = vec![
+        dataset("class=od,expver=0001,stream=oper,date=20231201,time=1200,domain=g"),
+        dataset("class=od,expver=0001,stream=oper,date=20231201,time=1200"),
+    ];
+    want.sort_by(|a, b| a.cmp_fingerprint(b));
+    assert_eq!(one, Some(want));
+    let other = pinned(
+        "class=od,expver=1,stream=oper,date=20231201,time=12,domain=f",
+        256,
+    );
+    assert_eq!(
+        other,
+        Some(vec![dataset(
+            "class=od,expver=0001,stream=oper,date=20231201,time=1200,domain=f"
+        )])
+    );
+
+    // Two streams (two rules), three dates, two domains.
+    let many = pinned(
+        "class=od,expver=1,stream=oper/enfo,date=20231201/to/20231203,time=12,domain=g",
+        256,
+    )
+    .unwrap();
+    assert_eq!(many.len(), 12, "{many:?}");
+    assert!(many.windows(2).all(|w| w[0].cmp_fingerprint(&w[1]).is_le()));
+    for d in &many {
+        // A field archived with these values (no domain: the empty one).
+        let k = d.to_string();
+        assert_eq!(*d, dataset(k.trim_end_matches(",domain=")), "{k}");
+    }
+    assert_eq!(
+        pinned(
+            "class=od,expver=1,stream=oper/enfo,date=20231201/to/20231203,time=12,domain=g",
+            11
+        ),
+        None
+    );
+
+    // A dataset keyword left out or `all`: any value; list.
+    assert_eq!(
+        pinned("class=od,expver=1,stream=oper,date=20231201,time=12", 256),
+        None
+    );
+    assert_eq!(
+        pinned(
+            "class=od,expver=1,stream=oper,date=all,time=12,domain=g",
+            256
+        ),
+        None
+    );
+    // A keyword of a rule the request rules out does not matter; nothing
+    // at all is a pinned answer.
+    assert_eq!(
+        pinned(
+            "class=od,expver=1,stream=wave,date=20231201,time=12,domain=g",
+            256
+        ),
+        Some(vec![])
+    );
+    // class=!od: rule 3, no domain; `number-` is below level 1.
+    assert_eq!(
+        pinned("class=rd,expver=xxxx,stream=oper,date=20231201,time=0", 256),
+        Some(vec![dataset(
+            "class=rd,expver=xxxx,stream=oper,date=20231201,time=0000"
+        )])
+    );
+
+    // The ECMWF schema: its `od`/`oper` datasets, with a domain.
+    let e = Schema::ecmwf();
+    let sel = e
+        .selector(&request(
+            "class=od,expver=1,stream=oper,date=20231201,time=1200,domain=g",
+        ))
+        .unwrap();
+    let keys = sel.pinned_datasets(256).unwrap();
+    let split = e
+        .split(&key("class=od,expver=1,stream=oper,date=20231201,time=1200,domain=g,type=fc,levtype=sfc,step=0,param=167"))
+        .unwrap();
+    assert!(keys.contains(&split.dataset), "{keys:?}");
+    assert!(keys.iter().all(|k| sel.match_dataset(k).is_some()));
+}
