@@ -11,9 +11,8 @@ use fieldstore_core::{
 
 use crate::config::Config;
 use crate::dataset_schema::{resplit, DatasetSchemas};
-use crate::list::{ListElement, ListOptions};
+use crate::list::{ListElement, ListOptions, PINNED_DATASETS_LIMIT};
 use crate::retrieve::DataReader;
-use crate::walk::PINNED_DATASETS_LIMIT;
 use fieldstore_core::catalogue::{
     Axes, Catalogue, CatalogueWriter, DatasetReader, DatasetReaderExt,
 };

@@ -18,21 +18,8 @@ use fieldstore_core::schema::DatasetMatch;
 use fieldstore_core::{DatasetKey, ErrorKind, Level, Result, Selector};
 
 use crate::handle::FieldStore;
-use crate::list::{ListElement, ListOptions};
+use crate::list::{ListElement, ListOptions, PINNED_DATASETS_LIMIT};
 use fieldstore_core::catalogue::DatasetReader;
-
-/// The most dataset keys a request may name to have them opened one by
-/// one instead of listing the catalogue ([`FieldStore::candidate_datasets`]).
-/// Each costs one open (RADOS: two reads; S3: a GET; POSIX: an `open`),
-/// the open a listed dataset that matches costs anyway: only keys that
-/// name no dataset cost extra, whatever the store holds — and a watch
-/// pays it at every look (RADOS: at least every 50 ms). Measured on a
-/// one-node memstore Ceph (release build): 64 absent keys cost 12.5 ms,
-/// about what listing a root of 2,000–3,000 datasets costs (2,000: 6.4
-/// ms; 10,000: 52 ms), while 256 absent keys cost 91 ms. A request naming
-/// a few runs of a few streams over a few weeks stays under it; more
-/// lists, as before.
-pub(crate) const PINNED_DATASETS_LIMIT: usize = 64;
 
 /// What a walk that looks again (`watch`'s looks) keeps per dataset
 /// between walks, all of them with one selector (one request, one
