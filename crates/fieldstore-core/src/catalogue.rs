@@ -623,7 +623,7 @@ impl<R: DatasetReader + ?Sized> DatasetReaderExt for R {}
 
 /// [`DatasetReaderExt::scan`] over a collocation's index blocks as a backend
 /// holds them: `blocks` oldest first, each block's entries in the order
-/// they were written (by [`order_block`] since blocks are written for FDB5's
+/// they were written (by `record::block::order_block`, since blocks are written for FDB5's
 /// list order). Visits the newest entry first (the last block's last) and
 /// skips entries whose unit (`FieldLocation::uri`) is in `removed` (units a
 /// reclaim removed, left out until the index forgets them), until `visit`

@@ -20,7 +20,7 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use fieldstore_core::engine::log_catalogue::LogCatalogue;
+use fieldstore_core::engine::log_catalogue::{LogCatalogue, MediumMaintenance};
 use fieldstore_core::engine::slot_catalogue::{follow_slots, Looked, SlotMedium, SlotReaderLog};
 use fieldstore_core::engine::slots::{SlotLog, SlotRecord};
 use fieldstore_core::maintenance::{
@@ -423,17 +423,22 @@ impl SlotMedium for DaosMedium {
     fn set_locks(&self, cont: &Arc<Cont>, control: &[u8]) -> Result<()> {
         Ok(self.kv_of(cont)?.put(layout::CONTROL_KEY, control)?)
     }
+}
 
-    fn list_locked(&self) -> Result<Vec<DatasetKey>> {
+impl MediumMaintenance for DaosMedium {
+    fn list_locked(&self) -> Result<Option<Vec<DatasetKey>>> {
         let keys = self.root_kv()?.keys()?;
-        Ok(keys.iter().filter_map(|k| list_locked_dataset(k)).collect())
+        Ok(Some(
+            keys.iter().filter_map(|k| list_locked_dataset(k)).collect(),
+        ))
     }
 
+    /// The root KV's `!list-locked <key>`, holding the CONTROL record.
     fn mark_list_locked(&self, dataset: &DatasetKey, control: Option<&[u8]>) -> Result<()> {
         let marker = list_lock_marker(dataset);
         let root = self.root_kv()?;
         match control {
-            Some(value) => root.put(&marker, value)?,
+            Some(c) => root.put(&marker, &format::FRAMING.framed(format::CONTROL, c))?,
             None => root.remove(&marker)?,
         }
         Ok(())

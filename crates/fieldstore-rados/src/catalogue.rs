@@ -25,7 +25,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use fieldstore_core::engine::framed::{self, FramedRecords, Step};
-use fieldstore_core::engine::log_catalogue::{CatalogueMedium, LogCatalogue};
+use fieldstore_core::engine::log_catalogue::{CatalogueMedium, LogCatalogue, MediumMaintenance};
 use fieldstore_core::engine::{Block as EngineBlock, BlockSlot, Log, LogMedium, LogReader};
 use fieldstore_core::maintenance::{
     list_lock_marker, list_locked_dataset, locked, wiped_while_writing, Item, ItemKind,
@@ -780,6 +780,20 @@ impl CatalogueMedium for RadosMedium {
         Ok(())
     }
 
+    /// The log is never rewritten: a record at its end.
+    fn append(&self, dataset: &RadosDataset, kind: u16, payload: &[u8]) -> Result<()> {
+        let rec = format::FRAMING.framed(kind, payload);
+        append_log(&self.pool, &dataset.object, &dataset.key, &rec, &|_| {})?;
+        notify(&self.pool, &dataset.object, self.notify);
+        Ok(())
+    }
+
+    fn waiter(&self) -> Result<Box<dyn fieldstore_core::ChangeWaiter>> {
+        Ok(Box::new(self.change_waiter()?))
+    }
+}
+
+impl MediumMaintenance for RadosMedium {
     /// The root's `!list-locked ` keys, a page per read.
     fn list_locked(&self) -> Result<Option<Vec<DatasetKey>>> {
         let mut out = Vec::new();
@@ -812,14 +826,6 @@ impl CatalogueMedium for RadosMedium {
         self.pool
             .operate(ROOT, &op)
             .map_err(|e| e.error(format!("marking a list lock in {}", self.pool.what(ROOT))))
-    }
-
-    /// The log is never rewritten: a record at its end.
-    fn append(&self, dataset: &RadosDataset, kind: u16, payload: &[u8]) -> Result<()> {
-        let rec = format::FRAMING.framed(kind, payload);
-        append_log(&self.pool, &dataset.object, &dataset.key, &rec, &|_| {})?;
-        notify(&self.pool, &dataset.object, self.notify);
-        Ok(())
     }
 
     /// The datasets whose segment 0 exists but that the root does not
@@ -962,10 +968,6 @@ impl CatalogueMedium for RadosMedium {
             }
         }
         Ok(())
-    }
-
-    fn waiter(&self) -> Result<Box<dyn fieldstore_core::ChangeWaiter>> {
-        Ok(Box::new(self.change_waiter()?))
     }
 }
 /// Where a writer stands between flushes.

@@ -25,7 +25,7 @@
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
-use fieldstore_core::engine::log_catalogue::LogCatalogue;
+use fieldstore_core::engine::log_catalogue::{LogCatalogue, MediumMaintenance};
 use fieldstore_core::engine::slot_catalogue::{follow_slots, Looked, SlotMedium, SlotReaderLog};
 use fieldstore_core::engine::slots::{FollowEnd, SlotLog, SlotRecord};
 use fieldstore_core::maintenance::{wiped_while_writing, Item, ItemKind};
@@ -368,13 +368,17 @@ impl SlotMedium for S3Medium {
         self.client
             .put(&self.bucket, &self.control_key(meta), control, None)
     }
+}
 
-    fn list_locked(&self) -> Result<Vec<DatasetKey>> {
+impl MediumMaintenance for S3Medium {
+    fn list_locked(&self) -> Result<Option<Vec<DatasetKey>>> {
         let listing = self.client.list(&self.bucket, LIST_LOCKED)?;
         let names = listing.objects.iter().map(|o| &o.key[LIST_LOCKED.len()..]);
-        Ok(names
-            .filter_map(|n| n.parse().ok().map(DatasetKey))
-            .collect())
+        Ok(Some(
+            names
+                .filter_map(|n| n.parse().ok().map(DatasetKey))
+                .collect(),
+        ))
     }
 
     /// An empty object: listings read its name only.

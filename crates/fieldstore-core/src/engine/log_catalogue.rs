@@ -9,7 +9,7 @@
 //! medium: the dataset's state that writers check at their commit and a
 //! CONTROL record for readers ([`CatalogueMedium::set_locks`], in one
 //! atomic step where the medium can), then the mark listings of datasets
-//! read ([`CatalogueMedium::mark_list_locked`]).
+//! read ([`MediumMaintenance::mark_list_locked`]).
 
 use std::fmt::Debug;
 use std::sync::Arc;
@@ -28,6 +28,59 @@ use crate::record::maintenance::{self as records, now_ns};
 use crate::record::pending::PendingEntries;
 use crate::schema::Schema;
 
+/// What data management asks of a medium beyond its log: the marks
+/// listings of datasets read, what a dataset is made of, and its wipe. A
+/// supertrait of [`CatalogueMedium`], apart so that a medium whose log
+/// the engine has (every [`super::slot_catalogue::SlotMedium`]) writes
+/// only this.
+pub trait MediumMaintenance {
+    /// The datasets marked list-locked, if the medium keeps such marks
+    /// where listings look (`None`: ask each dataset).
+    ///
+    /// # Errors
+    /// The medium's I/O errors.
+    fn list_locked(&self) -> Result<Option<Vec<DatasetKey>>>;
+
+    /// Mark the dataset list-locked where listings of datasets look, with
+    /// `control` (the CONTROL payload that locked it), or unmark it
+    /// (`None`). The default keeps no marks.
+    ///
+    /// # Errors
+    /// The medium's I/O errors.
+    fn mark_list_locked(&self, key: &DatasetKey, control: Option<&[u8]>) -> Result<()> {
+        let _ = (key, control);
+        Ok(())
+    }
+
+    /// [`CatalogueMaintenance::inventory`].
+    ///
+    /// # Errors
+    /// The medium's I/O errors.
+    fn inventory(&self, key: &DatasetKey) -> Result<Vec<Item>>;
+
+    /// [`CatalogueMaintenance::wipe`] (see the trait's contract for the
+    /// order).
+    ///
+    /// # Errors
+    /// The medium's I/O errors; `store_step`'s.
+    fn wipe(
+        &self,
+        key: &DatasetKey,
+        unsafe_wipe_all: bool,
+        store_step: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<()>;
+
+    /// [`CatalogueMaintenance::interrupted_wipes`]; the default: none (a
+    /// wipe removes the registration last, so an interrupted wipe leaves
+    /// its dataset listed until a wipe finishes it).
+    ///
+    /// # Errors
+    /// The medium's I/O errors.
+    fn interrupted_wipes(&self) -> Result<Vec<DatasetKey>> {
+        Ok(Vec::new())
+    }
+}
+
 /// What a log medium gives the engine's catalogue.
 ///
 /// # Contract
@@ -37,11 +90,11 @@ use crate::schema::Schema;
 ///   ([`crate::maintenance::locked`]).
 /// - [`CatalogueMedium::writer`] creates the dataset if it does not
 ///   exist; racing creators end up with one dataset.
-/// - [`CatalogueMedium::wipe`] hides the dataset before the store's step
+/// - [`MediumMaintenance::wipe`] hides the dataset before the store's step
 ///   (readers see the whole dataset or nothing) and removes the
 ///   registration last, keeping it if a writer created the dataset anew
 ///   meanwhile.
-pub trait CatalogueMedium: Send + Sync + Debug + 'static {
+pub trait CatalogueMedium: MediumMaintenance + Send + Sync + Debug + 'static {
     /// One incarnation of a dataset, as opened (S3: its `meta`; DAOS: its
     /// container; RADOS: its object name).
     type Dataset: Clone + Debug + Send + Sync + 'static;
@@ -153,24 +206,6 @@ pub trait CatalogueMedium: Send + Sync + Debug + 'static {
     /// The medium's I/O errors.
     fn set_locks(&self, dataset: &Self::Dataset, locks: Locks, control: &[u8]) -> Result<()>;
 
-    /// The datasets marked list-locked, if the medium keeps such marks
-    /// where listings look (`None`: ask each dataset).
-    ///
-    /// # Errors
-    /// The medium's I/O errors.
-    fn list_locked(&self) -> Result<Option<Vec<DatasetKey>>>;
-
-    /// Mark the dataset list-locked where listings of datasets look, with
-    /// `control` (the CONTROL payload that locked it), or unmark it
-    /// (`None`). The default keeps no marks.
-    ///
-    /// # Errors
-    /// The medium's I/O errors.
-    fn mark_list_locked(&self, key: &DatasetKey, control: Option<&[u8]>) -> Result<()> {
-        let _ = (key, control);
-        Ok(())
-    }
-
     /// Append a WIPE or RECLAIM record (`kind`, its payload) to the log.
     ///
     /// # Errors
@@ -211,34 +246,6 @@ pub trait CatalogueMedium: Send + Sync + Debug + 'static {
             let payload = records::encode_reclaim(units, None, now_ns());
             self.append(dataset, kind::RECLAIM, &payload)?;
         }
-        Ok(Vec::new())
-    }
-
-    /// [`CatalogueMaintenance::inventory`].
-    ///
-    /// # Errors
-    /// The medium's I/O errors.
-    fn inventory(&self, key: &DatasetKey) -> Result<Vec<Item>>;
-
-    /// [`CatalogueMaintenance::wipe`] (see the trait's contract for the
-    /// order).
-    ///
-    /// # Errors
-    /// The medium's I/O errors; `store_step`'s.
-    fn wipe(
-        &self,
-        key: &DatasetKey,
-        unsafe_wipe_all: bool,
-        store_step: &mut dyn FnMut() -> Result<()>,
-    ) -> Result<()>;
-
-    /// [`CatalogueMaintenance::interrupted_wipes`]; the default: none (a
-    /// wipe removes the registration last, so an interrupted wipe leaves
-    /// its dataset listed until a wipe finishes it).
-    ///
-    /// # Errors
-    /// The medium's I/O errors.
-    fn interrupted_wipes(&self) -> Result<Vec<DatasetKey>> {
         Ok(Vec::new())
     }
 

@@ -25,13 +25,13 @@
 use std::fmt::Debug;
 use std::sync::Arc;
 
-use super::log_catalogue::CatalogueMedium;
+use super::log_catalogue::{CatalogueMedium, MediumMaintenance};
 use super::slots::{self, SlotCursor, SlotLog, SlotRecord};
 use super::{Log, LogMedium, LogReader};
 use crate::catalogue::DatasetReader;
 use crate::error::{Error, ErrorKind, Result};
 use crate::key::DatasetKey;
-use crate::maintenance::{locked, Item, Locks, Operation};
+use crate::maintenance::{locked, Locks, Operation};
 use crate::record::inline::{self, Flush};
 use crate::record::kind;
 use crate::record::maintenance::now_ns;
@@ -69,11 +69,11 @@ pub enum Looked {
 ///   atomic, and a slot's value never changes.
 /// - [`SlotMedium::create`] is safe to race: racing creators of a dataset
 ///   end up with one incarnation.
-/// - [`SlotMedium::wipe`] ends the incarnation before the store's step (so
+/// - [`MediumMaintenance::wipe`] ends the incarnation before the store's step (so
 ///   readers see the whole dataset or nothing) and removes the
 ///   registration last, keeping it if a writer created the dataset anew
 ///   meanwhile.
-pub trait SlotMedium: Send + Sync + Debug + 'static {
+pub trait SlotMedium: MediumMaintenance + Send + Sync + Debug + 'static {
     /// One incarnation of a dataset, as opened (S3: its `meta`; DAOS: its
     /// container).
     type Dataset: Clone + Debug + Send + Sync + 'static;
@@ -216,39 +216,6 @@ pub trait SlotMedium: Send + Sync + Debug + 'static {
     /// # Errors
     /// The medium's I/O errors.
     fn set_locks(&self, dataset: &Self::Dataset, control: &[u8]) -> Result<()>;
-
-    /// The datasets marked list-locked.
-    ///
-    /// # Errors
-    /// The medium's I/O errors.
-    fn list_locked(&self) -> Result<Vec<DatasetKey>>;
-
-    /// Mark the dataset list-locked where listings of datasets look, with
-    /// `control` (the framed CONTROL record that locked it), or unmark it
-    /// (`None`).
-    ///
-    /// # Errors
-    /// The medium's I/O errors.
-    fn mark_list_locked(&self, key: &DatasetKey, control: Option<&[u8]>) -> Result<()>;
-
-    /// What the dataset's catalogue part is made of
-    /// ([`CatalogueMaintenance::inventory`]).
-    ///
-    /// # Errors
-    /// The medium's I/O errors.
-    fn inventory(&self, key: &DatasetKey) -> Result<Vec<Item>>;
-
-    /// Wipe the dataset ([`CatalogueMaintenance::wipe`]; see the trait's
-    /// contract for the order).
-    ///
-    /// # Errors
-    /// The medium's I/O errors; `store_step`'s.
-    fn wipe(
-        &self,
-        key: &DatasetKey,
-        unsafe_wipe_all: bool,
-        store_step: &mut dyn FnMut() -> Result<()>,
-    ) -> Result<()>;
 }
 
 /// [`slots::follow`] over `dataset`'s log into `log`, decoding with the
@@ -417,31 +384,9 @@ impl<M: SlotMedium> CatalogueMedium for M {
         append(self, dataset, kind::CONTROL, control)
     }
 
-    fn list_locked(&self) -> Result<Option<Vec<DatasetKey>>> {
-        SlotMedium::list_locked(self).map(Some)
-    }
-
-    fn mark_list_locked(&self, key: &DatasetKey, control: Option<&[u8]>) -> Result<()> {
-        let framed = control.map(|c| M::FRAMING.framed(kind::CONTROL, c));
-        SlotMedium::mark_list_locked(self, key, framed.as_deref())
-    }
-
     /// Log slots are never deleted (readers tell a gap from the end).
     fn append(&self, dataset: &M::Dataset, kind: u16, payload: &[u8]) -> Result<()> {
         append(self, dataset, kind, payload)
-    }
-
-    fn inventory(&self, key: &DatasetKey) -> Result<Vec<Item>> {
-        SlotMedium::inventory(self, key)
-    }
-
-    fn wipe(
-        &self,
-        key: &DatasetKey,
-        unsafe_wipe_all: bool,
-        store_step: &mut dyn FnMut() -> Result<()>,
-    ) -> Result<()> {
-        SlotMedium::wipe(self, key, unsafe_wipe_all, store_step)
     }
 }
 

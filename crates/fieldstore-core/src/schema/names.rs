@@ -155,7 +155,7 @@ impl Schema {
     }
 
     /// `key` with its keywords in the schema's spelling (see
-    /// [`Schema::spell_key`]) and parameter names replaced by paramIds;
+    /// `Schema::spell_key`) and parameter names replaced by paramIds;
     /// borrowed when there is nothing to change.
     ///
     /// # Errors

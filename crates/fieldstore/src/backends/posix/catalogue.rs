@@ -43,7 +43,7 @@ use super::manage;
 use super::open_dir::OpenDir;
 use fieldstore_core::catalogue::{Axes, DatasetReader};
 use fieldstore_core::engine::framed::{self, FramedRecords, Tail};
-use fieldstore_core::engine::log_catalogue::{CatalogueMedium, LogCatalogue};
+use fieldstore_core::engine::log_catalogue::{CatalogueMedium, LogCatalogue, MediumMaintenance};
 use fieldstore_core::engine::{Block, BlockSlot, Log, LogMedium, LogReader};
 
 /// A block as the engine's index keeps it for POSIX.
@@ -493,11 +493,6 @@ impl CatalogueMedium for TocMedium {
         append_record(&d.dir, format::CONTROL, control)
     }
 
-    /// Asked per dataset: each keeps its locks in its own directory.
-    fn list_locked(&self) -> Result<Option<Vec<DatasetKey>>> {
-        Ok(None)
-    }
-
     fn append(&self, d: &TocDataset, kind: u16, payload: &[u8]) -> Result<()> {
         append_record(&d.dir, kind, payload)
     }
@@ -523,23 +518,6 @@ impl CatalogueMedium for TocMedium {
         manage::reclaim(self, &d.key, units, hidden, dry_run)
     }
 
-    fn inventory(&self, dataset: &DatasetKey) -> Result<Vec<Item>> {
-        manage::inventory(self, dataset)
-    }
-
-    fn wipe(
-        &self,
-        dataset: &DatasetKey,
-        unsafe_wipe_all: bool,
-        store_step: &mut dyn FnMut() -> Result<()>,
-    ) -> Result<()> {
-        manage::wipe(self, dataset, unsafe_wipe_all, store_step)
-    }
-
-    fn interrupted_wipes(&self) -> Result<Vec<DatasetKey>> {
-        manage::interrupted_wipes(self)
-    }
-
     fn waiter(&self) -> Result<Box<dyn fieldstore_core::ChangeWaiter>> {
         super::present(&self.roots)?;
         let roots = self
@@ -557,6 +535,30 @@ impl CatalogueMedium for TocMedium {
 
     fn mover(&self) -> Option<&dyn DatasetMover> {
         Some(self)
+    }
+}
+
+impl MediumMaintenance for TocMedium {
+    /// Asked per dataset: each keeps its locks in its own directory.
+    fn list_locked(&self) -> Result<Option<Vec<DatasetKey>>> {
+        Ok(None)
+    }
+
+    fn inventory(&self, dataset: &DatasetKey) -> Result<Vec<Item>> {
+        manage::inventory(self, dataset)
+    }
+
+    fn wipe(
+        &self,
+        dataset: &DatasetKey,
+        unsafe_wipe_all: bool,
+        store_step: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<()> {
+        manage::wipe(self, dataset, unsafe_wipe_all, store_step)
+    }
+
+    fn interrupted_wipes(&self) -> Result<Vec<DatasetKey>> {
+        manage::interrupted_wipes(self)
     }
 }
 
