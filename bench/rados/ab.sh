@@ -30,7 +30,7 @@ EOC
 echo "== machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 run() { # binary tag size nsteps
   "$1" --config "$dir/config.yaml" ${SCENARIO:+--scenario "$SCENARIO"} --processes $procs --nsteps "$4" --nlevels 10 --nparams 10 \
-     --field-size "$3" --expver "$2" --no-drop-caches --no-randomise-data 2>&1 | grep -E '^(phase|write|read|list) ' | head -8
+     --field-size "$3" --expver "$2" --no-randomise-data 2>&1 | grep -E '^(phase|write|read|list) ' | head -8
 }
 for r in $(seq "$rounds"); do
   for v in ${ORDER:-A B}; do
