@@ -1,5 +1,6 @@
 //! The DAOS catalogue (`engine: daos`): [`DaosMedium`] is what DAOS gives
-//! the engine's catalogue ([`LogCatalogue`], through its slot catalogue), which does the rest.
+//! the engine (a `SlotMedium`); the engine's [`LogCatalogue`] does the
+//! rest.
 //!
 //! Layout (`docs/format/daos.md`): a root KV in the root container maps
 //! every dataset key to its container; each dataset has a container whose

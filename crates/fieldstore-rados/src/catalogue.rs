@@ -1,6 +1,7 @@
 //! `RadosCatalogue`: each dataset is one RADOS object whose data is an
 //! append-only log of flush records and whose omap holds the index blocks
-//! those records name. Layout: `docs/format/rados.md`.
+//! those records name. [`RadosMedium`] is what RADOS gives the engine's
+//! [`LogCatalogue`]. Layout: `docs/format/rados.md`.
 //!
 //! A writer's flush is **one** compound write operation on the dataset
 //! object: `omap_set` of this flush's index blocks (one per collocation and

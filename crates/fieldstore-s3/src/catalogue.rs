@@ -1,6 +1,6 @@
 //! The S3 catalogue (`engine: s3`): a dataset's log is a row of S3
-//! objects, one whole record each; [`S3Medium`] is what S3 gives the
-//! engine's catalogue ([`LogCatalogue`], through its slot catalogue), which does the rest.
+//! objects, one whole record each. [`S3Medium`] is what S3 gives the
+//! engine (a `SlotMedium`); the engine's [`LogCatalogue`] does the rest.
 //! Layout and costs in `docs/format/s3.md`.
 //!
 //! **The commit.** A writer publishes a flush with one conditional PUT

@@ -682,7 +682,7 @@ pub struct TocWriter {
     /// names in it (see [`WriterFiles`]).
     same_dir: HashMap<Arc<str>, String>,
     /// The last flush failed before its record could be visible
-    /// ([`CatalogueWriter::last_flush_invisible`]).
+    /// (`CatalogueWriter::last_flush_invisible`, through [`CatalogueMedium::invisible`]).
     invisible: bool,
 }
 
