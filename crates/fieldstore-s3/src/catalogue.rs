@@ -25,7 +25,7 @@
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
-use fieldstore_core::engine::log_catalogue::{LogCatalogue, MediumMaintenance};
+use fieldstore_core::engine::log_catalogue::{self, LogCatalogue, MediumMaintenance};
 use fieldstore_core::engine::slot_catalogue::{follow_slots, Looked, SlotMedium, SlotReaderLog};
 use fieldstore_core::engine::slots::{FollowEnd, SlotLog, SlotRecord};
 use fieldstore_core::maintenance::{wiped_while_writing, Item, ItemKind};
@@ -436,10 +436,7 @@ impl MediumMaintenance for S3Medium {
             .delete(&self.bucket, &naming::meta_key(&prefix))?;
         // 2. Readers following the log stop at WIPED, and see nothing.
         if let Some(m) = &old {
-            let log = self.slots_of(m);
-            let wiped = Self::FRAMING.framed(kind::WIPED, &[]);
-            let from = fieldstore_core::engine::slots::first_free(&log, 0)?;
-            fieldstore_core::engine::slots::publish(&log, from, &wiped, &mut || Ok(()))?;
+            log_catalogue::CatalogueMedium::append(self, m, kind::WIPED, &[])?;
         }
         // 3. The store's part, then the catalogue's: the old incarnation's
         //    objects (with `unsafe_wipe_all`, also what fieldstore did not

@@ -504,7 +504,7 @@ impl CatalogueMedium for TocMedium {
         collocations: &[CollocationKey],
         units: &[String],
     ) -> Result<()> {
-        manage::wipe_collocations(self, &d.key, collocations, units)
+        manage::wipe_collocations(&d.dir, collocations, units)
     }
 
     /// Also removes the index files nothing visible needs any more.
@@ -515,7 +515,7 @@ impl CatalogueMedium for TocMedium {
         hidden: &[CollocationKey],
         dry_run: bool,
     ) -> Result<Vec<Item>> {
-        manage::reclaim(self, &d.key, units, hidden, dry_run)
+        manage::reclaim(self, &d.key, &d.dir, units, hidden, dry_run)
     }
 
     fn waiter(&self) -> Result<Box<dyn fieldstore_core::ChangeWaiter>> {

@@ -273,17 +273,17 @@ pub(super) fn wipe(
     Ok(())
 }
 
+/// A WIPE record in the table of contents of the dataset in `dir`, its
+/// units named relative to that directory.
 pub(super) fn wipe_collocations(
-    cat: &TocMedium,
-    dataset: &DatasetKey,
+    dir: &Path,
     collocations: &[CollocationKey],
     units: &[String],
 ) -> Result<()> {
-    let dir = layout::find_dataset(&cat.roots, dataset).ok_or_else(|| not_found(dataset))?;
-    let abs = std::path::absolute(&dir).map_err(io_at(&dir))?;
+    let abs = std::path::absolute(dir).map_err(io_at(dir))?;
     let names: Vec<String> = units.iter().map(|u| data_name(&abs, u)).collect();
     append_record(
-        &dir,
+        dir,
         format::WIPE,
         &records::encode_wipe(collocations, &names, records::now_ns()),
     )
@@ -311,18 +311,16 @@ fn not_found(dataset: &DatasetKey) -> Error {
 pub(super) fn reclaim(
     cat: &TocMedium,
     dataset: &DatasetKey,
+    dir: &Path,
     units: &[String],
     hidden: &[CollocationKey],
     dry_run: bool,
 ) -> Result<Vec<Item>> {
-    let Some(dir) = layout::find_dataset(&cat.roots, dataset) else {
-        return Ok(Vec::new());
-    };
     // 1. Hold every index file no live writer holds: published ones, and
     //    the private `.new` name of a writer killed before publishing it.
     crate::failpoint::hit("reclaim.before_claim");
     let mut held = Vec::new();
-    for (name, path) in entries(&dir)? {
+    for (name, path) in entries(dir)? {
         if layout::classify(&name) != FileKind::Index {
             continue;
         }
@@ -331,7 +329,7 @@ pub(super) fn reclaim(
         }
     }
     // 2. Read the table of contents now.
-    let reader = open_reader(&cat.roots, &dir, dataset)?;
+    let reader = open_reader(&cat.roots, dir, dataset)?;
     let st = reader.load_all()?;
     let gone: HashSet<&str> = st
         .index
@@ -385,7 +383,7 @@ pub(super) fn reclaim(
         .collect();
     // Readers learn first; then the files go.
     append_record(
-        &dir,
+        dir,
         format::RECLAIM,
         &records::encode_reclaim(&unit_names, Some(&index_names), records::now_ns()),
     )?;
