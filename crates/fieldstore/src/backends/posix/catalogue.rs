@@ -482,9 +482,9 @@ impl CatalogueMedium for TocMedium {
         layout::read_control(&d.dir)
     }
 
-    /// The root's settings, with the `control` file's.
+    /// What the dataset's root disables.
     fn inherited_locks(&self, d: &TocDataset) -> Result<Locks> {
-        layout::dataset_locks(&self.roots, &d.dir)
+        Ok(layout::root_of(&self.roots, &d.dir).map_or(Locks::NONE, Root::disabled))
     }
 
     /// Writers read the file; readers follow the table of contents.
