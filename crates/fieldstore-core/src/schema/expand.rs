@@ -94,21 +94,25 @@ impl Odometer {
     }
 
     fn advance(&mut self) {
-        // Advance, last dimension fastest.
-        let mut d = self.dims.len();
-        loop {
-            if d == 0 {
-                self.done = true;
-                break;
-            }
-            d -= 1;
-            self.pos[d] += 1;
-            if self.pos[d] < self.dims[d].1.len() {
-                break;
-            }
-            self.pos[d] = 0;
+        let dims = &self.dims;
+        if !next_combination(&mut self.pos, |d| dims[d].1.len()) {
+            self.done = true;
         }
     }
+}
+
+/// Advance `pos` to the next combination of values, the last dimension
+/// fastest (`len(d)`: how many values dimension `d` has); `false` once
+/// every combination was visited (`pos` is back at all zeros).
+pub(super) fn next_combination(pos: &mut [usize], len: impl Fn(usize) -> usize) -> bool {
+    for d in (0..pos.len()).rev() {
+        pos[d] += 1;
+        if pos[d] < len(d) {
+            return true;
+        }
+        pos[d] = 0;
+    }
+    false
 }
 
 impl Schema {

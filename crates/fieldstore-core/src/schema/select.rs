@@ -14,6 +14,7 @@
 
 use std::collections::HashSet;
 
+use super::expand::next_combination;
 use super::rule::{Matcher, Predicate, Rule};
 use super::Schema;
 use crate::key::{DatasetKey, Key};
@@ -289,14 +290,7 @@ impl<'s> Selector<'s> {
                 if self.match_dataset(&key).is_some() && seen.insert(key.clone()) {
                     keys.push(DatasetKey(key));
                 }
-                // Next combination, the last keyword fastest.
-                for d in (0..dims.len()).rev() {
-                    pos[d] += 1;
-                    if pos[d] < dims[d].1.len() {
-                        break;
-                    }
-                    pos[d] = 0;
-                }
+                next_combination(&mut pos, |d| dims[d].1.len());
             }
         }
         keys.sort_by(|a, b| a.cmp_fingerprint(b).then_with(|| a.cmp(b)));
