@@ -218,8 +218,19 @@ impl Client {
         let url = url.sign(SIGNED_FOR);
         match self.call(&what, true, || self.agent.put(url.as_str()).send_empty()) {
             Ok(_) => Ok(()),
-            // Created meanwhile by another process.
-            Err(e) if e.to_string().contains("BucketAlreadyOwnedByYou") => Ok(()),
+            // Created meanwhile by another process (AWS says
+            // BucketAlreadyOwnedByYou, SeaweedFS BucketAlreadyExists, either
+            // may say OperationAborted while the other creation is under
+            // way): whether it is ours to use is what a listing says.
+            Err(e) if e.to_string().contains("HTTP 409") => {
+                for _ in 0..20 {
+                    if self.bucket_exists(bucket)? {
+                        return Ok(());
+                    }
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                Err(e)
+            }
             Err(e) => Err(e),
         }
     }

@@ -275,3 +275,31 @@ fn an_endpoint_that_does_not_answer_is_named_within_the_timeout() {
     });
     drop(silent);
 }
+
+/// Stores opened at once on a bucket that does not exist yet all open:
+/// the creations that lose the race are not errors (SeaweedFS answers them
+/// `BucketAlreadyExists`, AWS `BucketAlreadyOwnedByYou`).
+#[test]
+fn stores_opened_together_all_create_the_missing_bucket() {
+    let Some(s) = common::server() else { return };
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    for round in 0..5 {
+        let config = s.config(&common::bucket(&format!("race{round}")), dir.path());
+        let start = std::sync::Barrier::new(8);
+        std::thread::scope(|scope| {
+            let opened: Vec<_> = (0..8)
+                .map(|_| {
+                    scope.spawn(|| {
+                        start.wait();
+                        FieldStore::open(config.clone()).map(|_| ())
+                    })
+                })
+                .collect();
+            for (i, o) in opened.into_iter().enumerate() {
+                if let Err(e) = o.join().expect("the opener") {
+                    panic!("round {round}: opener {i} failed: {e}");
+                }
+            }
+        });
+    }
+}
