@@ -59,6 +59,10 @@ const PAGE: u64 = 1000;
 /// The omap key of a sealed log segment: the number of the next segment.
 /// (Block keys begin with a writer id, never with `!`.)
 const SEALED: &[u8] = b"!sealed";
+/// The omap key of a log segment naming its last record: the record's
+/// length and CRC-32C ([`witness`]), set by the operation that appends it,
+/// so that a log cut short at a record boundary is told from its end.
+const LAST: &[u8] = b"!last";
 /// A writer checks the size of the log segment every this many flushes.
 const STAT_EVERY: u32 = 16;
 /// The `!sealed` value of the last segment of a wiped dataset.
@@ -119,21 +123,78 @@ fn seal_of(pool: &Pool, object: &str) -> Result<Seal> {
 
 /// The seal of segment `object`; `None` if the segment is gone (a wipe).
 fn seal_if_any(pool: &Pool, object: &str) -> Result<Option<Seal>> {
-    let v = match pool.omap_get(object, &[SEALED]) {
+    Ok(segment_end(pool, object)?.map(|(seal, _)| seal))
+}
+
+/// The seal of segment `object` and its `!last` witness (`None` if no
+/// record was appended since INIT, or by a version before it), in one
+/// omap read; `None` if the segment is gone (a wipe).
+fn segment_end(pool: &Pool, object: &str) -> Result<Option<(Seal, Option<Vec<u8>>)>> {
+    let v = match pool.omap_get(object, &[SEALED, LAST]) {
         Ok(v) => v,
         Err(e) if e == ENOENT => return Ok(None),
         Err(e) => return Err(e.error(format!("reading the seal of {}", pool.what(object)))),
     };
-    match v.into_iter().next() {
-        None => Ok(Some(Seal::Open)),
-        Some((_, v)) if v.is_empty() => Ok(Some(Seal::Open)),
-        Some((_, v)) if v == WIPED_SEAL => Ok(Some(Seal::Wiped)),
-        Some((_, v)) => std::str::from_utf8(&v)
-            .ok()
-            .and_then(|t| t.parse().ok())
-            .map(|n| Some(Seal::Next(n)))
-            .ok_or_else(|| Error::corrupt(format!("{}: bad seal {v:?}", pool.what(object)))),
+    let (mut seal, mut last) = (Seal::Open, None);
+    for (k, v) in v {
+        if k == LAST {
+            last = Some(v);
+        } else if v == WIPED_SEAL {
+            seal = Seal::Wiped;
+        } else if !v.is_empty() {
+            seal = std::str::from_utf8(&v)
+                .ok()
+                .and_then(|t| t.parse().ok())
+                .map(Seal::Next)
+                .ok_or_else(|| Error::corrupt(format!("{}: bad seal {v:?}", pool.what(object))))?;
+        }
     }
+    Ok(Some((seal, last)))
+}
+
+/// What a segment's `!last` key holds for record `rec`: its length and
+/// CRC-32C, little-endian.
+fn witness(rec: &[u8]) -> [u8; 8] {
+    let mut w = [0u8; 8];
+    w[..4].copy_from_slice(&(rec.len() as u32).to_le_bytes());
+    w[4..].copy_from_slice(&crc32c::crc32c(rec).to_le_bytes());
+    w
+}
+
+/// Whether `log` (a segment's records, from where a reader stopped to
+/// what it read) ends with the record `last` witnesses.
+fn ends_with_witnessed(log: &[u8], last: &[u8]) -> bool {
+    let len = witnessed_len(last) as usize;
+    len <= log.len() && witness(&log[log.len() - len..])[..] == *last
+}
+
+/// The length of the record a `!last` value witnesses (0 if the value is
+/// too short: no record matches it).
+fn witnessed_len(last: &[u8]) -> u32 {
+    last.get(..4)
+        .and_then(|l| l.try_into().ok())
+        .map_or(0, u32::from_le_bytes)
+}
+
+/// Whether the framed records of segment bytes `log` (from its start)
+/// include the one `last` witnesses: a record cut off is not there, one
+/// that a writer of a version before `!last` appended after it is.
+fn holds_witnessed(log: &[u8], last: &[u8]) -> bool {
+    let mut at = 0;
+    while let Ok(Framed::Record(_, _, n)) = format::FRAMING.unframe(&log[at..], &String::new) {
+        if witness(&log[at..at + n])[..] == *last {
+            return true;
+        }
+        at += n;
+    }
+    false
+}
+
+/// Add to `op` the append of record `rec` to a log segment and the
+/// segment's `!last` witness of it, applied together.
+fn append_witnessed(op: &mut WriteOp, rec: &[u8]) {
+    op.omap_set(&[(LAST, &witness(rec))]);
+    op.append(rec);
 }
 
 /// The last segment of the log whose segment 0 is `base` and its seal
@@ -229,7 +290,7 @@ fn seal_segment(pool: &Pool, base: &str, segment: u32) -> Result<Option<u32>> {
         op.omap_cmp_eq(SEALED, b"");
         op.omap_cmp_eq(ARCHIVE_LOCKED, &lock);
         op.omap_set(&[(SEALED, next.to_string().as_bytes())]);
-        op.append(&rec);
+        append_witnessed(&mut op, &rec);
         match pool.operate(&obj, &op) {
             Ok(()) => return Ok(Some(next)),
             Err(e) if e == ECANCELED => match seal_of(pool, &obj)? {
@@ -273,7 +334,7 @@ fn append_log(
         op.assert_exists();
         op.omap_cmp_eq(SEALED, b"");
         more(&mut op);
-        op.append(rec);
+        append_witnessed(&mut op, rec);
         match pool.operate(&obj, &op) {
             Ok(()) => return Ok(()),
             Err(e) if e == ECANCELED => match seal_of(pool, &obj)? {
@@ -916,7 +977,7 @@ impl MediumMaintenance for RadosMedium {
             op.assert_exists();
             op.omap_cmp_eq(SEALED, b"");
             op.omap_set(&[(SEALED, WIPED_SEAL)]);
-            op.append(&record(format::WIPED, &|_| {}));
+            append_witnessed(&mut op, &record(format::WIPED, &|_| {}));
             match self.pool.operate(&obj, &op) {
                 Ok(()) => {
                     notify(&self.pool, &object, self.notify);
@@ -1044,7 +1105,7 @@ impl RadosMedium {
             op.omap_set(&pairs);
             let last = j == blocks.len();
             if last {
-                op.append(&staged.record);
+                append_witnessed(&mut op, &staged.record);
             }
             match pool.operate(&obj, &op) {
                 Ok(()) => {}
@@ -1221,14 +1282,16 @@ impl RadosLog {
                     return Err(e.error(what));
                 }
             };
-            let mut got: HashMap<Vec<u8>, Vec<u8>> = got.into_iter().collect();
+            // Not taken out: two records may name one block (a record
+            // appended twice behind fieldstore's back).
+            let got: HashMap<Vec<u8>, Vec<u8>> = got.into_iter().collect();
             for (i, (_, k)) in batch {
-                let block = match got.remove(k.as_bytes()) {
+                let block = match got.get(k.as_bytes()) {
                     None => EngineBlock::damaged(format!(
                         "{}: index block '{k}' named by the log is missing from the omap",
                         self.pool.what(&obj)
                     )),
-                    Some(value) => match self.decode_block(&obj, k, &value) {
+                    Some(value) => match self.decode_block(&obj, k, value) {
                         Ok(entries) => EngineBlock::new(entries),
                         Err(e) if e.kind() == ErrorKind::Corrupt => {
                             EngineBlock::damaged(e.to_string())
@@ -1382,7 +1445,38 @@ impl RadosLog {
             // an idle refresh costs one read, as before).
             if used > 0 || !st.cursor.looked_past_end {
                 st.cursor.looked_past_end = true;
-                if let Some(Seal::Next(n)) = seal_if_any(&self.pool, &obj)? {
+                let (seal, last) = segment_end(&self.pool, &obj)?.unzip();
+                // Unsealed, the record `!last` names is the last one read,
+                // unless it was appended since the read above, or a writer
+                // of a version before `!last` appended after it; else the
+                // log was cut (the whole segment is read: rare).
+                let last = last
+                    .flatten()
+                    .filter(|l| !ends_with_witnessed(&buf[..used], l));
+                if let (Some(Seal::Open), Some(last)) = (seal, last) {
+                    match read_from(&self.pool, &obj, 0) {
+                        Ok(all) if all.len() as u64 > st.cursor.pos => continue 'segments,
+                        Ok(all) if holds_witnessed(&all, &last) => {}
+                        Ok(_) => st.index.damaged_region(
+                            log_at(st.cursor.segment, st.cursor.pos),
+                            format!(
+                                "{}: its log ends at offset {} with another record than the one \
+                                 its `!last` key names ({} bytes): its last records were cut off \
+                                 or damaged behind fieldstore's back",
+                                self.pool.what(&obj),
+                                st.cursor.pos,
+                                witnessed_len(&last),
+                            ),
+                        ),
+                        Err(e) if e == ENOENT => return Ok(()),
+                        Err(e) => {
+                            return Err(
+                                e.error(format!("reading the log of {}", self.pool.what(&obj)))
+                            )
+                        }
+                    }
+                }
+                if let Some(Seal::Next(n)) = seal {
                     // Sealed since the read above (the SEAL record is there
                     // now), or the record is gone.
                     let more = match read_from(&self.pool, &obj, st.cursor.pos) {

@@ -212,6 +212,101 @@ fn sealed_segment_cut_short_is_damage() {
     );
 }
 
+/// The start of each framed record of a log segment's bytes (20-byte
+/// headers, the payload's length at bytes 8..12).
+fn record_starts(bytes: &[u8]) -> Vec<usize> {
+    let (mut at, mut starts) = (0usize, Vec::new());
+    while at + 20 <= bytes.len() {
+        starts.push(at);
+        let len = u32::from_le_bytes(bytes[at + 8..at + 12].try_into().expect("4 bytes"));
+        at += 20 + len as usize;
+    }
+    starts
+}
+
+/// The last segment of a dataset log whose segment 0 is `object`.
+fn last_segment(c: &common::Cluster, ns: &str, object: &str) -> String {
+    let listed = String::from_utf8_lossy(&c.rados(ns, &["ls"])).into_owned();
+    let mut last = object.to_string();
+    for k in 1.. {
+        let obj = format!("{object}.{k}");
+        if !listed.lines().any(|l| l == obj) {
+            return last;
+        }
+        last = obj;
+    }
+    unreachable!()
+}
+
+/// The last segment cut just before its last record (a flush of a newer
+/// version of step 0), at a record boundary: the log reads as whole, but
+/// its `!last` key names the record cut off. Step 0 fails `Corrupt`
+/// (never its older version with success), `status` reports it, purge
+/// removes nothing, the other fields read back.
+#[test]
+fn lost_tail_is_damage() {
+    let Some(c) = common::cluster() else { return };
+    let (ns, open) = setup(c, "tail");
+    let x = "ldm9";
+    let (fields, object, _) = fill(&open, c, &ns, x, 12);
+    let w = open();
+    let newer = archive_payload(&w, &key(x, 0), 2, 200, 400);
+    must(w.flush(), "flush of step 0 again");
+    drop(w);
+    let last = last_segment(c, &ns, &object);
+    let bytes = c.rados(&ns, &["get", &last, "-"]);
+    let cut = *record_starts(&bytes).last().expect("records");
+    c.rados(&ns, &["truncate", &last, &cut.to_string()]);
+
+    let r = open();
+    match read(&r, &newer.key) {
+        Ok(b) if b == fields[0].data => {
+            panic!("step 0 answered its older version with success: the lost tail went unseen")
+        }
+        Ok(b) => panic!("step 0 answered {} bytes from a record cut off", b.len()),
+        Err(e) => assert_eq!(e.kind(), ErrorKind::Corrupt, "step 0: {e}"),
+    }
+    for f in &fields[1..] {
+        exact_or_corrupt(&r, &format!("{}", f.key), f);
+    }
+    assert!(damaged(&r, x), "status does not report the lost tail");
+    let report = must(r.purge(&dataset_request(x), true), "purge");
+    assert!(
+        report.datasets.iter().all(|d| d.items.is_empty()),
+        "purge removed units of a dataset with a lost tail: {report:?}"
+    );
+}
+
+/// A record appended after the one `!last` names, as a writer of a
+/// version before `!last` does (here: a copy of the FLUSH record before
+/// the last, appended with the `rados` tool): not damage, every field
+/// reads back.
+#[test]
+fn record_appended_without_witness_is_not_damage() {
+    let Some(c) = common::cluster() else { return };
+    let (ns, open) = setup(c, "oldwriter");
+    let x = "ldma";
+    let (fields, object, _) = fill(&open, c, &ns, x, 6);
+    let last = last_segment(c, &ns, &object);
+    let bytes = c.rados(&ns, &["get", &last, "-"]);
+    let starts = record_starts(&bytes);
+    assert!(starts.len() >= 3, "{} records in {last}", starts.len());
+    let (from, to) = (starts[starts.len() - 2], starts[starts.len() - 1]);
+    let copy = tempfile::NamedTempFile::new().expect("a temporary file");
+    std::fs::write(copy.path(), &bytes[from..to]).expect("the record's copy");
+    let path = copy.path().to_str().expect("a UTF-8 path");
+    c.rados(&ns, &["append", &last, path]);
+
+    let r = open();
+    for f in &fields {
+        exact(&r, &format!("{}", f.key), f);
+    }
+    assert!(
+        !damaged(&r, x),
+        "a record after the witnessed one is reported as damage"
+    );
+}
+
 /// Segment 1 of three or more removed: fields whose newest version it held
 /// fail `Corrupt` (never nothing with success), later segments are read.
 #[test]
