@@ -169,6 +169,15 @@ fn same_dataset(cont: &Cont, meta: &Meta, key: &DatasetKey) -> Result<()> {
     Ok(())
 }
 
+/// The tail hint of a dataset KV: a slot that exists (written every
+/// [`layout::TAIL_EVERY`] slots; one `kv_get`).
+fn tail_hint(kv: &Kv<'_>) -> Result<Option<u64>> {
+    Ok(kv
+        .get(layout::TAIL_KEY)?
+        .and_then(|h| <[u8; 8]>::try_from(h.as_slice()).ok())
+        .map(u64::from_le_bytes))
+}
+
 /// A dataset KV's log slots, as the engine's slot log sees them.
 struct KvSlots<'a> {
     kv: Kv<'a>,
@@ -186,6 +195,19 @@ impl SlotLog for KvSlots<'_> {
 
     fn insert(&self, n: u64, value: &[u8]) -> Result<bool> {
         Ok(self.kv.insert(&slot_key(n), value)? == Inserted::Yes)
+    }
+
+    /// The last slot this process saw; cold, the tail hint (one `kv_get`).
+    fn hint_past(&self, n: u64, cold: bool) -> Result<Option<u64>> {
+        let seen = self.cont.known_tail.load(Ordering::Relaxed);
+        if seen > n + 1 {
+            return Ok(Some(seen - 1));
+        }
+        Ok(if cold {
+            tail_hint(&self.kv)?.filter(|&h| h > n)
+        } else {
+            None
+        })
     }
 
     fn name(&self, n: u64) -> String {
@@ -385,10 +407,7 @@ impl SlotMedium for DaosMedium {
         if known > 0 || cont.known_empty.load(Ordering::Relaxed) {
             return Ok(known);
         }
-        let hint = self.kv_of(cont)?.get(layout::TAIL_KEY)?;
-        Ok(hint
-            .and_then(|h| <[u8; 8]>::try_from(h.as_slice()).ok())
-            .map_or(0, |b| u64::from_le_bytes(b) + 1))
+        Ok(tail_hint(&self.kv_of(cont)?)?.map_or(0, |h| h + 1))
     }
 
     fn published(&self, cont: &Arc<Cont>, _: &dyn SlotLog, slot: u64) -> Result<()> {

@@ -50,6 +50,21 @@ fn missing_log_record_is_damage() {
     });
 }
 
+/// Two missing log slots in a row: told past by what this process saw of
+/// the log (`processes.rs` has the cold reader, told by the tail hint).
+#[test]
+fn gap_of_two_records_is_damage() {
+    let pool = common::standin().fresh_pool("gap2log");
+    let schema = support::schema();
+    let open = {
+        let pool = pool.clone();
+        move || FieldStore::open(common::config(&pool, schema.clone()))
+    };
+    fieldstore_testkit::gap_of_two_records_is_damage(&open, &|d, n| {
+        common::remove_slot(&pool, d, n)
+    });
+}
+
 fn mixed_pair(engine: Engine, store: StoreKind) {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let pool = common::standin().fresh_pool("mixed");

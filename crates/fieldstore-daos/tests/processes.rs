@@ -287,6 +287,52 @@ fn a_lock_from_another_process_stops_a_writer_that_reads() {
     );
 }
 
+/// Two log slots missing in a row, read by a process that never saw the
+/// log (so only the tail hint, written every 16 slots, reaches past the
+/// gap): the fields their flushes held fail `Corrupt` instead of reading
+/// as absent, and everything flushed after the gap reads back.
+fn gap_of_two_slots_is_seen_by_a_cold_reader() {
+    let pool = fresh_pool("gap2");
+    let s = Streams {
+        expver: "dgp2".into(),
+        writers: 1,
+        fields: 20,
+        flush_every: 1,
+        min_len: 100,
+        max_len: 900,
+    };
+    let mut flags = processes::streams_args(&s);
+    flags.push(("writer", "0".to_string()));
+    let l = launcher(&pool);
+    l.spawn("writer", "write", &flags).finish_done();
+    // Nothing in this process has read the log yet: the reader below is
+    // cold (the dataset key comes from the schema, not a listing).
+    let dataset = schema()
+        .split(&s.key(0, 0))
+        .expect("a key of the schema")
+        .dataset;
+    common::remove_slot(&pool, &dataset, 2);
+    common::remove_slot(&pool, &dataset, 3);
+    let r = FieldStore::open(common::config(&pool, schema())).expect("open");
+    let read = |i: usize| {
+        r.retrieve(&fieldstore::Request::from_key(&s.key(0, i)))
+            .and_then(|h| h.read_all())
+    };
+    for i in 2..4 {
+        match read(i) {
+            Err(e) => assert_eq!(e.kind(), ErrorKind::Corrupt, "field {i}: {e}"),
+            Ok(b) => panic!("field {i}, in a missing slot, read {} bytes", b.len()),
+        }
+    }
+    for i in 4..s.fields {
+        let want = s.payload(&r, 0, i);
+        match read(i) {
+            Ok(b) => assert!(b == want, "field {i}, after the gap, read other bytes"),
+            Err(e) => panic!("field {i}, after the gap: {e}"),
+        }
+    }
+}
+
 fn main() -> ExitCode {
     if let Some(code) = processes::worker_from_args() {
         return code;
@@ -323,6 +369,10 @@ fn main() -> ExitCode {
         (
             "writer_paused_across_its_commit_while_purge_runs",
             writer_paused_across_its_commit_while_purge_runs,
+        ),
+        (
+            "gap_of_two_slots_is_seen_by_a_cold_reader",
+            gap_of_two_slots_is_seen_by_a_cold_reader,
         ),
     ];
     let code = processes::run_tests(tests);

@@ -57,6 +57,15 @@ fn missing_log_record_is_damage() {
     fieldstore_testkit::missing_log_record_is_damage(&open, &|d, n| raw.delete(&raw.slot(d, n)));
 }
 
+/// Two removed log objects in a row: the same (S3 lists past any gap).
+#[test]
+fn gap_of_two_records_is_damage() {
+    let Some((open, raw)) = fresh("gap2log") else {
+        return;
+    };
+    fieldstore_testkit::gap_of_two_records_is_damage(&open, &|d, n| raw.delete(&raw.slot(d, n)));
+}
+
 /// The S3 catalogue with the POSIX file store, and the POSIX catalogue
 /// with the S3 store: the conformance checks that need no damage hooks.
 #[test]

@@ -158,6 +158,8 @@ pub fn run_all(open: Open<'_>, caps: &Capabilities<'_>) {
     if let Some(remove) = caps.remove_record {
         println!("conformance check missing_log_record_is_damage");
         missing_log_record_is_damage(open, remove);
+        println!("conformance check gap_of_two_records_is_damage");
+        gap_of_two_records_is_damage(open, remove);
     }
 }
 

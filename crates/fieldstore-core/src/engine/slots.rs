@@ -52,6 +52,21 @@ pub trait SlotLog: Sync {
         Ok(self.exists(n + 1)?.then_some(n + 1))
     }
 
+    /// A slot after `n` that the medium has reason to believe holds a
+    /// value, so that [`follow`] tells a run of two or more missing slots
+    /// from the end where [`SlotLog::next_after`] looks at `n + 1` only:
+    /// what this process saw of the log, or, when `cold` (a reader's first
+    /// look, which reads slot after slot anyway), a hint stored with the
+    /// log (DAOS's tail hint). Only a hint: `follow` checks it. `None` (the
+    /// default) when there is none.
+    ///
+    /// # Errors
+    /// The medium's I/O errors.
+    fn hint_past(&self, n: u64, cold: bool) -> Result<Option<u64>> {
+        let _ = (n, cold);
+        Ok(None)
+    }
+
     /// The slots that hold a value, in order, if the medium lists them in
     /// a request or a few (S3: 1,000 keys a listing); `None` (the
     /// default) if it cannot, and a cold reader reads slot after slot.
@@ -151,7 +166,8 @@ pub fn apply(index: &mut DatasetIndex<()>, slot: u64, record: SlotRecord) {
 /// once more before it is called a gap (a writer may have inserted both
 /// since). Not seen: a gap right after where an idle reader stopped (a new
 /// reader sees it), a lost tail (nothing after it tells), and, on a medium
-/// that cannot list its slots (DAOS), a gap of two or more slots.
+/// that cannot list its slots (DAOS), a gap of two or more slots that no
+/// hint reaches past ([`SlotLog::hint_past`]).
 ///
 /// A slot that does not decode (`Corrupt`) costs only itself: it is a
 /// damaged region, and reading goes on.
@@ -200,7 +216,10 @@ pub fn follow(
         if !found {
             cursor.buf = buf;
             let later = if read_some || !cursor.looked_past_end {
-                log.next_after(slot)?
+                match log.next_after(slot)? {
+                    None => past_a_gap(log, slot, !cursor.looked_past_end)?,
+                    later => later,
+                }
             } else {
                 None
             };
@@ -261,6 +280,34 @@ pub fn follow(
             Err(e) => return Err(e),
         }
     }
+}
+
+/// The first slot holding a value after a run of two or more missing ones
+/// from `slot` (`slot + 1` is missing), if the medium's hint
+/// ([`SlotLog::hint_past`]) names a slot past them that exists: found by
+/// bisection, as the slots after a gap fill without gaps (with more gaps
+/// than one, the first slot found after a missing one). A look per halving,
+/// paid only when the hint is past the end the reader found.
+///
+/// # Errors
+/// The medium's I/O errors.
+fn past_a_gap(log: &dyn SlotLog, slot: u64, cold: bool) -> Result<Option<u64>> {
+    let Some(mut hi) = log.hint_past(slot + 1, cold)?.filter(|&h| h > slot + 1) else {
+        return Ok(None);
+    };
+    if !log.exists(hi)? {
+        return Ok(None);
+    }
+    let mut lo = slot + 1;
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if log.exists(mid)? {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    Ok(Some(hi))
 }
 
 /// How many slots a catching-up reader fetches at once.

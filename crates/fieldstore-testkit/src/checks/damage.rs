@@ -277,3 +277,63 @@ pub fn missing_log_record_is_damage(open: Open<'_>, remove_record: crate::Damage
     let r = opened(open, "reader of the late flush");
     exact(&r, "the field flushed after the gap", &late);
 }
+
+/// A gap of two records in a row is damage too, where the medium cannot
+/// list its slots and must be told past the gap (DAOS: by what this
+/// process saw, or its tail hint): six flushes — step 0, step 6, step 0
+/// again, step 6 again, step 12, step 18 — then records 2 and 3 (the
+/// newest versions of steps 0 and 6) removed. A fresh handle fails steps 0
+/// and 6 with `Corrupt` (never their older versions with success), reads
+/// steps 12 and 18 exactly, reports the damage, and purge removes nothing.
+pub fn gap_of_two_records_is_damage(open: Open<'_>, remove_record: crate::DamageRecord<'_>) {
+    let x = "gap2";
+    let w = opened(open, "writer");
+    let step = |s: u32| Spec { step: s, ..PL }.key(x);
+    let mut flushed = Vec::new();
+    for (s, version) in [(0, 1), (6, 1), (0, 2), (6, 2), (12, 1), (18, 1)] {
+        flushed.push(archive_payload(&w, &step(s), version, 500, 3000));
+        must(
+            w.flush(),
+            format_args!("flush of step {s} version {version}"),
+        );
+    }
+    drop(w);
+    let probe = opened(open, "probe");
+    let dataset = must(
+        probe.schema().split(&flushed[0].key),
+        "splitting step 0's key",
+    )
+    .dataset;
+    drop(probe);
+    remove_record(&dataset, 2);
+    remove_record(&dataset, 3);
+
+    let r = opened(open, "reader after the removal");
+    for (i, s) in [(0, 0), (1, 6)] {
+        match retrieve_outcome(&r, &flushed[i].key) {
+            Ok(bytes) if bytes == flushed[i].data => panic!(
+                "step {s} answered its older version with success, though a missing record \
+                 held the newest"
+            ),
+            Ok(_) => panic!("step {s} read back bytes of no version"),
+            Err(e) => assert_eq!(e.kind(), ErrorKind::Corrupt, "step {s} behind the gap: {e}"),
+        }
+    }
+    for (i, s) in [(4, 12), (5, 18)] {
+        match retrieve_outcome(&r, &flushed[i].key) {
+            Ok(bytes) => assert!(bytes == flushed[i].data, "step {s} read back other bytes"),
+            Err(e) => panic!("step {s}, flushed after the gap: {e}"),
+        }
+    }
+    let request = crate::support::request(&format!("class=od,expver={x}"));
+    let status = must(r.status(&request), "status of the dataset with a gap");
+    assert!(
+        status.iter().any(|s| !s.damage.is_empty()),
+        "status does not report the missing records: {status:?}"
+    );
+    let report = must(r.purge(&request, true), "purge of the dataset with a gap");
+    assert!(
+        report.datasets.iter().all(|d| d.items.is_empty()),
+        "purge removed units of a dataset whose log has a gap: {report:?}"
+    );
+}
