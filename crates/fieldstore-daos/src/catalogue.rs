@@ -200,11 +200,11 @@ impl SlotLog for KvSlots<'_> {
     /// The last slot this process saw; cold, the tail hint (one `kv_get`).
     fn hint_past(&self, n: u64, cold: bool) -> Result<Option<u64>> {
         let seen = self.cont.known_tail.load(Ordering::Relaxed);
-        if seen > n + 1 {
+        if seen > n {
             return Ok(Some(seen - 1));
         }
         Ok(if cold {
-            tail_hint(&self.kv)?.filter(|&h| h > n)
+            tail_hint(&self.kv)?.filter(|&h| h >= n)
         } else {
             None
         })

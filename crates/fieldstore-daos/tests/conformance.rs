@@ -65,6 +65,42 @@ fn gap_of_two_records_is_damage() {
     });
 }
 
+/// The last two log slots removed, read in the process that wrote them:
+/// it saw the last one, so the end its reader finds is a lost tail,
+/// damage (`Corrupt`), not the older version of step 0 with success.
+#[test]
+fn lost_tail_seen_by_this_process_is_damage() {
+    let pool = common::standin().fresh_pool("tail");
+    let open = || FieldStore::open(common::config(&pool, support::schema())).expect("open");
+    let w = open();
+    let step = |s: u32| {
+        support::Spec {
+            step: s,
+            ..support::PL
+        }
+        .key("tl1")
+    };
+    let mut flushed = Vec::new();
+    for (s, version) in [(0, 1), (6, 1), (0, 2), (12, 1)] {
+        flushed.push(support::archive_payload(&w, &step(s), version, 500, 3000));
+        support::must(w.flush(), "flush");
+    }
+    drop(w);
+    let dataset = support::schema().split(&step(0)).expect("a key").dataset;
+    common::remove_tail(&pool, &dataset, 2);
+    let r = open();
+    match r
+        .retrieve(&fieldstore::Request::from_key(&step(0)))
+        .and_then(|h| h.read_all())
+    {
+        Err(e) => assert_eq!(e.kind(), fieldstore::ErrorKind::Corrupt, "step 0: {e}"),
+        Ok(b) if b == flushed[0].data => {
+            panic!("step 0 answered its older version with success: the lost tail went unseen")
+        }
+        Ok(b) => panic!("step 0 read {} bytes of no version", b.len()),
+    }
+}
+
 fn mixed_pair(engine: Engine, store: StoreKind) {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let pool = common::standin().fresh_pool("mixed");

@@ -333,6 +333,48 @@ fn gap_of_two_slots_is_seen_by_a_cold_reader() {
     }
 }
 
+/// The last four log slots removed (16 to 19, the tail hint naming slot
+/// 16), read by a process that never saw the log: lookups fail `Corrupt`
+/// (the lost slots may hold the newest version of any field) instead of
+/// answering absent or older with success, and `status` reports it.
+fn lost_tail_reaching_the_hint_is_seen_by_a_cold_reader() {
+    let pool = fresh_pool("tail");
+    let s = Streams {
+        expver: "dtl1".into(),
+        writers: 1,
+        fields: 20,
+        flush_every: 1,
+        min_len: 100,
+        max_len: 900,
+    };
+    let mut flags = processes::streams_args(&s);
+    flags.push(("writer", "0".to_string()));
+    launcher(&pool)
+        .spawn("writer", "write", &flags)
+        .finish_done();
+    let dataset = schema()
+        .split(&s.key(0, 0))
+        .expect("a key of the schema")
+        .dataset;
+    common::remove_tail(&pool, &dataset, 16);
+    let r = FieldStore::open(common::config(&pool, schema())).expect("open");
+    for i in [0, 15, 16, 19] {
+        match r
+            .retrieve(&fieldstore::Request::from_key(&s.key(0, i)))
+            .and_then(|h| h.read_all())
+        {
+            Err(e) => assert_eq!(e.kind(), ErrorKind::Corrupt, "field {i}: {e}"),
+            Ok(b) if i >= 16 => panic!("field {i}, in a lost slot, read {} bytes", b.len()),
+            Ok(b) => assert!(b == s.payload(&r, 0, i), "field {i} read other bytes"),
+        }
+    }
+    let status = r.status(&s.dataset_request()).expect("status");
+    assert!(
+        status.iter().any(|d| !d.damage.is_empty()),
+        "status does not report the lost tail: {status:?}"
+    );
+}
+
 fn main() -> ExitCode {
     if let Some(code) = processes::worker_from_args() {
         return code;
@@ -373,6 +415,10 @@ fn main() -> ExitCode {
         (
             "gap_of_two_slots_is_seen_by_a_cold_reader",
             gap_of_two_slots_is_seen_by_a_cold_reader,
+        ),
+        (
+            "lost_tail_reaching_the_hint_is_seen_by_a_cold_reader",
+            lost_tail_reaching_the_hint_is_seen_by_a_cold_reader,
         ),
     ];
     let code = processes::run_tests(tests);

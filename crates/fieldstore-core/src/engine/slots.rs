@@ -52,9 +52,10 @@ pub trait SlotLog: Sync {
         Ok(self.exists(n + 1)?.then_some(n + 1))
     }
 
-    /// A slot after `n` that the medium has reason to believe holds a
-    /// value, so that [`follow`] tells a run of two or more missing slots
-    /// from the end where [`SlotLog::next_after`] looks at `n + 1` only:
+    /// A slot at or after `n` that was seen to hold a value, so that
+    /// [`follow`] tells a run of two or more missing slots, or a lost tail
+    /// that reaches it, from the end where [`SlotLog::next_after`] looks at
+    /// `n + 1` only:
     /// what this process saw of the log, or, when `cold` (a reader's first
     /// look, which reads slot after slot anyway), a hint stored with the
     /// log (DAOS's tail hint). Only a hint: `follow` checks it. `None` (the
@@ -165,9 +166,11 @@ pub fn apply(index: &mut DatasetIndex<()>, slot: u64, record: SlotRecord) {
 /// one read. A slot found missing while a later one exists is looked at
 /// once more before it is called a gap (a writer may have inserted both
 /// since). Not seen: a gap right after where an idle reader stopped (a new
-/// reader sees it), a lost tail (nothing after it tells), and, on a medium
+/// reader sees it), a lost tail (nothing after it tells, unless a hint),
+/// and, on a medium
 /// that cannot list its slots (DAOS), a gap of two or more slots that no
-/// hint reaches past ([`SlotLog::hint_past`]).
+/// hint reaches past ([`SlotLog::hint_past`]). A lost tail is seen where
+/// the hint names a slot in it.
 ///
 /// A slot that does not decode (`Corrupt`) costs only itself: it is a
 /// damaged region, and reading goes on.
@@ -215,18 +218,29 @@ pub fn follow(
         };
         if !found {
             cursor.buf = buf;
-            let later = if read_some || !cursor.looked_past_end {
+            let past = if read_some || !cursor.looked_past_end {
                 match log.next_after(slot)? {
                     None => past_a_gap(log, slot, !cursor.looked_past_end)?,
-                    later => later,
+                    Some(later) => Past::After(later),
                 }
             } else {
-                None
+                Past::End
             };
-            if let Some(later) = later {
-                if log.exists(slot)? {
-                    continue;
-                }
+            if matches!(past, Past::After(_) | Past::Lost(_)) && log.exists(slot)? {
+                continue;
+            }
+            if let Past::Lost(hinted) = past {
+                index.damaged_region(
+                    slot,
+                    format!(
+                        "{}: the log ends here, though {} was seen to exist (its last slots were \
+                         removed behind fieldstore's back)",
+                        log.name(slot),
+                        log.name(hinted)
+                    ),
+                );
+            }
+            if let Past::After(later) = past {
                 let missing = match later - slot {
                     1 => "log slot missing".to_string(),
                     n => format!("{n} log slots missing from here"),
@@ -282,21 +296,38 @@ pub fn follow(
     }
 }
 
-/// The first slot holding a value after a run of two or more missing ones
-/// from `slot` (`slot + 1` is missing), if the medium's hint
-/// ([`SlotLog::hint_past`]) names a slot past them that exists: found by
-/// bisection, as the slots after a gap fill without gaps (with more gaps
-/// than one, the first slot found after a missing one). A look per halving,
-/// paid only when the hint is past the end the reader found.
+/// What is past a missing slot whose next slot is missing too.
+enum Past {
+    /// Nothing known: the end of the log.
+    End,
+    /// The first slot holding a value after the missing ones.
+    After(u64),
+    /// The hinted slot is missing too, and nothing follows it: the log
+    /// lost its last slots.
+    Lost(u64),
+}
+
+/// What is past missing slots `slot` and `slot + 1`, if the medium's hint
+/// ([`SlotLog::hint_past`]) names a slot at or past `slot`. A hinted slot
+/// was seen to exist, and slots are never removed: if it is missing, a
+/// slot after it (where writers went on) ends the gap, else the log lost
+/// its tail. The first slot after the gap
+/// is found by bisection, as the slots after a gap fill without gaps (with
+/// more gaps than one, the first slot found after a missing one). A look
+/// per halving, paid only when the hint is past the end the reader found.
 ///
 /// # Errors
 /// The medium's I/O errors.
-fn past_a_gap(log: &dyn SlotLog, slot: u64, cold: bool) -> Result<Option<u64>> {
-    let Some(mut hi) = log.hint_past(slot + 1, cold)?.filter(|&h| h > slot + 1) else {
-        return Ok(None);
+fn past_a_gap(log: &dyn SlotLog, slot: u64, cold: bool) -> Result<Past> {
+    let Some(hinted) = log.hint_past(slot, cold)?.filter(|&h| h >= slot) else {
+        return Ok(Past::End);
     };
-    if !log.exists(hi)? {
-        return Ok(None);
+    let mut hi = hinted;
+    if hinted <= slot + 1 || !log.exists(hinted)? {
+        match log.next_after(hinted.max(slot + 1))? {
+            Some(n) => hi = n,
+            None => return Ok(Past::Lost(hinted)),
+        }
     }
     let mut lo = slot + 1;
     while hi - lo > 1 {
@@ -307,7 +338,7 @@ fn past_a_gap(log: &dyn SlotLog, slot: u64, cold: bool) -> Result<Option<u64>> {
             lo = mid;
         }
     }
-    Ok(Some(hi))
+    Ok(Past::After(hi))
 }
 
 /// How many slots a catching-up reader fetches at once.

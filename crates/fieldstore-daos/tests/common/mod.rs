@@ -278,6 +278,16 @@ pub fn damage_slot(pool: &str, dataset: &fieldstore::DatasetKey, n: usize) {
 /// Remove log slot `n` of `dataset`'s KV in `pool` (the slots after it
 /// stay), through libdaos itself (behind the catalogue's back).
 pub fn remove_slot(pool: &str, dataset: &fieldstore::DatasetKey, n: usize) {
+    remove_slots(pool, dataset, n, false);
+}
+
+/// Remove log slots `n`, `n + 1`, … to the end of `dataset`'s log: a lost
+/// tail.
+pub fn remove_tail(pool: &str, dataset: &fieldstore::DatasetKey, n: usize) {
+    remove_slots(pool, dataset, n, true);
+}
+
+fn remove_slots(pool: &str, dataset: &fieldstore::DatasetKey, n: usize, to_the_end: bool) {
     use fieldstore_daos::client::Daos;
     let daos = Daos::get(Some(&standin().path)).expect("libdaos");
     let pool = Arc::new(daos.connect(pool).expect("pool"));
@@ -292,16 +302,21 @@ pub fn remove_slot(pool: &str, dataset: &fieldstore::DatasetKey, n: usize) {
         )
         .expect("the dataset KV's OID");
     let kv = cont.kv(oid, true).expect("the dataset KV");
-    let key = format!("f.{n}");
-    assert!(
-        kv.get(&key).expect("reading the slot").is_some(),
-        "no slot {key} in {label}"
-    );
-    assert!(
-        kv.get(&format!("f.{}", n + 1))
-            .expect("reading the next slot")
-            .is_some(),
-        "no slot after {key} in {label}: removing it would not leave a gap"
-    );
-    kv.remove(&key).expect("removing the slot");
+    let slot = |n: usize| format!("f.{n}");
+    let there = |n: usize| kv.get(&slot(n)).expect("reading a slot").is_some();
+    assert!(there(n), "no slot {} in {label}", slot(n));
+    if !to_the_end {
+        assert!(
+            there(n + 1),
+            "no slot after {} in {label}: removing it would not leave a gap",
+            slot(n)
+        );
+        kv.remove(&slot(n)).expect("removing the slot");
+        return;
+    }
+    let mut k = n;
+    while there(k) {
+        kv.remove(&slot(k)).expect("removing a slot");
+        k += 1;
+    }
 }
