@@ -55,11 +55,10 @@ pub trait SlotLog: Sync {
     /// A slot at or after `n` that was seen to hold a value, so that
     /// [`follow`] tells a run of two or more missing slots, or a lost tail
     /// that reaches it, from the end where [`SlotLog::next_after`] looks at
-    /// `n + 1` only:
-    /// what this process saw of the log, or, when `cold` (a reader's first
-    /// look, which reads slot after slot anyway), a hint stored with the
-    /// log (DAOS's tail hint). Only a hint: `follow` checks it. `None` (the
-    /// default) when there is none.
+    /// `n + 1` only: what this process saw of the log, or, when `cold` (a
+    /// reader's first look, which reads slot after slot anyway), a hint
+    /// stored with the log (DAOS's tail hint). Only a hint: `follow` checks
+    /// it. `None` (the default) when there is none.
     ///
     /// # Errors
     /// The medium's I/O errors.
@@ -166,11 +165,9 @@ pub fn apply(index: &mut DatasetIndex<()>, slot: u64, record: SlotRecord) {
 /// one read. A slot found missing while a later one exists is looked at
 /// once more before it is called a gap (a writer may have inserted both
 /// since). Not seen: a gap right after where an idle reader stopped (a new
-/// reader sees it), a lost tail (nothing after it tells, unless a hint),
-/// and, on a medium
-/// that cannot list its slots (DAOS), a gap of two or more slots that no
-/// hint reaches past ([`SlotLog::hint_past`]). A lost tail is seen where
-/// the hint names a slot in it.
+/// reader sees it), and a lost tail or, on a medium that cannot list its
+/// slots (DAOS), a gap of two or more slots, that no hint reaches
+/// ([`SlotLog::hint_past`]: a slot seen to exist in or past them).
 ///
 /// A slot that does not decode (`Corrupt`) costs only itself: it is a
 /// damaged region, and reading goes on.
@@ -311,10 +308,10 @@ enum Past {
 /// ([`SlotLog::hint_past`]) names a slot at or past `slot`. A hinted slot
 /// was seen to exist, and slots are never removed: if it is missing, a
 /// slot after it (where writers went on) ends the gap, else the log lost
-/// its tail. The first slot after the gap
-/// is found by bisection, as the slots after a gap fill without gaps (with
-/// more gaps than one, the first slot found after a missing one). A look
-/// per halving, paid only when the hint is past the end the reader found.
+/// its tail. The first slot after the gap is found by bisection, as the
+/// slots after a gap fill without gaps (with more gaps than one, the first
+/// slot found after a missing one): a look per halving, paid only when the
+/// hint is past the end the reader found.
 ///
 /// # Errors
 /// The medium's I/O errors.
