@@ -287,14 +287,18 @@ fn a_lock_from_another_process_stops_a_writer_that_reads() {
     );
 }
 
-/// Two log slots missing in a row, read by a process that never saw the
-/// log (so only the tail hint, written every 16 slots, reaches past the
-/// gap): the fields their flushes held fail `Corrupt` instead of reading
-/// as absent, and everything flushed after the gap reads back.
-fn gap_of_two_slots_is_seen_by_a_cold_reader() {
-    let pool = fresh_pool("gap2");
+/// One writer process flushes 20 fields into pool `pool`, one per slot
+/// (the tail hint names slot 16); returns the workload, the dataset's key
+/// (from the schema: nothing in this process reads the log, so its
+/// readers are cold) and a fresh handle on the pool, once `damage` did
+/// its part.
+fn twenty_slots_then(
+    pool: &str,
+    expver: &str,
+    damage: &dyn Fn(&fieldstore::DatasetKey),
+) -> (Streams, FieldStore) {
     let s = Streams {
-        expver: "dgp2".into(),
+        expver: expver.into(),
         writers: 1,
         fields: 20,
         flush_every: 1,
@@ -303,31 +307,46 @@ fn gap_of_two_slots_is_seen_by_a_cold_reader() {
     };
     let mut flags = processes::streams_args(&s);
     flags.push(("writer", "0".to_string()));
-    let l = launcher(&pool);
-    l.spawn("writer", "write", &flags).finish_done();
-    // Nothing in this process has read the log yet: the reader below is
-    // cold (the dataset key comes from the schema, not a listing).
-    let dataset = schema()
-        .split(&s.key(0, 0))
-        .expect("a key of the schema")
-        .dataset;
-    common::remove_slot(&pool, &dataset, 2);
-    common::remove_slot(&pool, &dataset, 3);
-    let r = FieldStore::open(common::config(&pool, schema())).expect("open");
-    let read = |i: usize| {
-        r.retrieve(&fieldstore::Request::from_key(&s.key(0, i)))
-            .and_then(|h| h.read_all())
-    };
+    launcher(pool)
+        .spawn("writer", "write", &flags)
+        .finish_done();
+    damage(
+        &schema()
+            .split(&s.key(0, 0))
+            .expect("a key of the schema")
+            .dataset,
+    );
+    let r = FieldStore::open(common::config(pool, schema())).expect("open");
+    (s, r)
+}
+
+fn read(r: &FieldStore, s: &Streams, i: usize) -> fieldstore::Result<Vec<u8>> {
+    r.retrieve(&fieldstore::Request::from_key(&s.key(0, i)))
+        .and_then(|h| h.read_all())
+}
+
+/// Two log slots missing in a row, read by a process that never saw the
+/// log (so only the tail hint, written every 16 slots, reaches past the
+/// gap): the fields their flushes held fail `Corrupt` instead of reading
+/// as absent, and everything flushed after the gap reads back.
+fn gap_of_two_slots_is_seen_by_a_cold_reader() {
+    let pool = fresh_pool("gap2");
+    let (s, r) = twenty_slots_then(&pool, "dgp2", &|d| {
+        common::remove_slot(&pool, d, 2);
+        common::remove_slot(&pool, d, 3);
+    });
     for i in 2..4 {
-        match read(i) {
+        match read(&r, &s, i) {
             Err(e) => assert_eq!(e.kind(), ErrorKind::Corrupt, "field {i}: {e}"),
             Ok(b) => panic!("field {i}, in a missing slot, read {} bytes", b.len()),
         }
     }
     for i in 4..s.fields {
-        let want = s.payload(&r, 0, i);
-        match read(i) {
-            Ok(b) => assert!(b == want, "field {i}, after the gap, read other bytes"),
+        match read(&r, &s, i) {
+            Ok(b) => assert!(
+                b == s.payload(&r, 0, i),
+                "field {i}, after the gap, read other bytes"
+            ),
             Err(e) => panic!("field {i}, after the gap: {e}"),
         }
     }
@@ -339,30 +358,9 @@ fn gap_of_two_slots_is_seen_by_a_cold_reader() {
 /// answering absent or older with success, and `status` reports it.
 fn lost_tail_reaching_the_hint_is_seen_by_a_cold_reader() {
     let pool = fresh_pool("tail");
-    let s = Streams {
-        expver: "dtl1".into(),
-        writers: 1,
-        fields: 20,
-        flush_every: 1,
-        min_len: 100,
-        max_len: 900,
-    };
-    let mut flags = processes::streams_args(&s);
-    flags.push(("writer", "0".to_string()));
-    launcher(&pool)
-        .spawn("writer", "write", &flags)
-        .finish_done();
-    let dataset = schema()
-        .split(&s.key(0, 0))
-        .expect("a key of the schema")
-        .dataset;
-    common::remove_tail(&pool, &dataset, 16);
-    let r = FieldStore::open(common::config(&pool, schema())).expect("open");
+    let (s, r) = twenty_slots_then(&pool, "dtl1", &|d| common::remove_tail(&pool, d, 16));
     for i in [0, 15, 16, 19] {
-        match r
-            .retrieve(&fieldstore::Request::from_key(&s.key(0, i)))
-            .and_then(|h| h.read_all())
-        {
+        match read(&r, &s, i) {
             Err(e) => assert_eq!(e.kind(), ErrorKind::Corrupt, "field {i}: {e}"),
             Ok(b) if i >= 16 => panic!("field {i}, in a lost slot, read {} bytes", b.len()),
             Ok(b) => assert!(b == s.payload(&r, 0, i), "field {i} read other bytes"),

@@ -191,6 +191,23 @@ pub fn damaged_log_record_costs_only_itself(
     );
 }
 
+/// Archive `(step, version)` of expver `x` in turn through one writer,
+/// one flush each (one log record each); what was flushed.
+fn flush_each(open: Open<'_>, x: &str, versions: &[(u32, u32)]) -> Vec<Stored> {
+    let w = opened(open, "writer");
+    versions
+        .iter()
+        .map(|&(s, version)| {
+            let f = archive_payload(&w, &Spec { step: s, ..PL }.key(x), version, 500, 3000);
+            must(
+                w.flush(),
+                format_args!("flush of step {s} version {version}"),
+            );
+            f
+        })
+        .collect()
+}
+
 /// A gap in the log is damage, never an older answer (issue 38): five
 /// flushes into one dataset — step 0, step 6, step 0 again, step 6 again,
 /// step 12 — then `remove_record(dataset, 2)` removes the record of the
@@ -208,17 +225,8 @@ pub fn damaged_log_record_costs_only_itself(
 ///   after a gap does not vanish either.
 pub fn missing_log_record_is_damage(open: Open<'_>, remove_record: crate::DamageRecord<'_>) {
     let x = "gap1";
-    let w = opened(open, "writer");
     let step = |s: u32| Spec { step: s, ..PL }.key(x);
-    let mut flushed = Vec::new();
-    for (s, version) in [(0, 1), (6, 1), (0, 2), (6, 2), (12, 1)] {
-        flushed.push(archive_payload(&w, &step(s), version, 500, 3000));
-        must(
-            w.flush(),
-            format_args!("flush of step {s} version {version}"),
-        );
-    }
-    drop(w);
+    let flushed = flush_each(open, x, &[(0, 1), (6, 1), (0, 2), (6, 2), (12, 1)]);
     let probe = opened(open, "probe");
     let request = crate::support::request(&format!("class=od,expver={x}"));
     let datasets = must(
@@ -287,17 +295,7 @@ pub fn missing_log_record_is_damage(open: Open<'_>, remove_record: crate::Damage
 /// steps 12 and 18 exactly, reports the damage, and purge removes nothing.
 pub fn gap_of_two_records_is_damage(open: Open<'_>, remove_record: crate::DamageRecord<'_>) {
     let x = "gap2";
-    let w = opened(open, "writer");
-    let step = |s: u32| Spec { step: s, ..PL }.key(x);
-    let mut flushed = Vec::new();
-    for (s, version) in [(0, 1), (6, 1), (0, 2), (6, 2), (12, 1), (18, 1)] {
-        flushed.push(archive_payload(&w, &step(s), version, 500, 3000));
-        must(
-            w.flush(),
-            format_args!("flush of step {s} version {version}"),
-        );
-    }
-    drop(w);
+    let flushed = flush_each(open, x, &[(0, 1), (6, 1), (0, 2), (6, 2), (12, 1), (18, 1)]);
     let probe = opened(open, "probe");
     let dataset = must(
         probe.schema().split(&flushed[0].key),
