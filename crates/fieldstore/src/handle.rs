@@ -755,12 +755,9 @@ impl FieldStore {
                 }
                 continue;
             }
-            let reader = if pinned {
-                self.named_reader(&dataset, &mut fresh, &mut Default::default())?
-            } else {
-                self.reader(&dataset, &mut fresh)?
-            };
-            let Some(reader) = reader else {
+            let Some(reader) =
+                self.candidate_reader(&dataset, pinned, &mut fresh, &mut Default::default())?
+            else {
                 continue;
             };
             if !self.listable(request, &dataset, reader.locks())? {

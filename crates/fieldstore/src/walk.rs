@@ -130,6 +130,23 @@ impl FieldStore {
         self.reader(dataset, fresh).or_else(|e| damaged(e, damage))
     }
 
+    /// The reader of a dataset [`FieldStore::candidate_datasets`] gave:
+    /// through [`FieldStore::named_reader`] if it was `named` by the
+    /// request (it may not exist), else the handle's.
+    pub(crate) fn candidate_reader(
+        &self,
+        dataset: &DatasetKey,
+        named: bool,
+        fresh: &mut HashSet<DatasetKey>,
+        damage: &mut BTreeSet<String>,
+    ) -> Result<Option<Arc<dyn DatasetReader>>> {
+        if named {
+            self.named_reader(dataset, fresh, damage)
+        } else {
+            self.reader(dataset, fresh)
+        }
+    }
+
     /// [`FieldStore::walk`] over `datasets` (in that order) instead of
     /// every dataset of the catalogue: `watch`'s looks at the datasets its
     /// waiter saw change. A dataset that does not exist is skipped.
@@ -177,12 +194,7 @@ impl FieldStore {
             let Some(dm) = dm else {
                 continue;
             };
-            let reader = if named {
-                self.named_reader(&dataset, fresh, damage)?
-            } else {
-                self.reader(&dataset, fresh)?
-            };
-            let Some(reader) = reader else {
+            let Some(reader) = self.candidate_reader(&dataset, named, fresh, damage)? else {
                 continue;
             };
             if !admit(&dataset, reader.as_ref())? {
