@@ -101,6 +101,21 @@ fn lost_tail_seen_by_this_process_is_damage() {
     }
 }
 
+/// The newest log slots removed, the tail hint's slot among them (this
+/// process saw them too: both hints reach the lost tail).
+#[test]
+fn lost_tail_reaching_a_hint_is_damage() {
+    let pool = common::standin().fresh_pool("tailhint");
+    let schema = support::schema();
+    let open = {
+        let pool = pool.clone();
+        move || FieldStore::open(common::config(&pool, schema.clone()))
+    };
+    fieldstore_testkit::lost_tail_reaching_a_hint_is_damage(&open, &|d, n| {
+        common::remove_tail(&pool, d, n)
+    });
+}
+
 fn mixed_pair(engine: Engine, store: StoreKind) {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let pool = common::standin().fresh_pool("mixed");

@@ -128,6 +128,21 @@ impl SlotLog for Slots<'_> {
         self.s3.client.put_new(&self.s3.bucket, &key, value)
     }
 
+    /// Cold: the tail hint (one GET), which tells a lost tail reaching it.
+    fn hint_past(&self, n: u64, cold: bool) -> Result<Option<u64>> {
+        let mut buf = Vec::new();
+        if !cold
+            || !self
+                .s3
+                .client
+                .get(&self.s3.bucket, &naming::tail_key(&self.prefix), &mut buf)?
+        {
+            return Ok(None);
+        }
+        let hint = std::str::from_utf8(&buf).ok().and_then(|t| t.parse().ok());
+        Ok(hint.filter(|&h| h >= n))
+    }
+
     fn name(&self, n: u64) -> String {
         naming::uri(&self.s3.bucket, &naming::slot_key(&self.prefix, n))
     }
@@ -345,6 +360,16 @@ impl SlotMedium for S3Medium {
         })
     }
 
+    /// Every [`naming::TAIL_EVERY`] slots, the tail hint (one PUT).
+    fn published(&self, meta: &Meta, _: &dyn SlotLog, slot: u64) -> Result<()> {
+        if slot > 0 && slot % naming::TAIL_EVERY == 0 {
+            let key = naming::tail_key(&self.slots_of(meta).prefix);
+            self.client
+                .put(&self.bucket, &key, slot.to_string().as_bytes(), None)?;
+        }
+        Ok(())
+    }
+
     /// `meta` must still name this incarnation.
     fn fence(&self, dataset: &DatasetKey, meta: &Meta) -> Result<()> {
         if self.open(dataset)?.as_ref() != Some(meta) {
@@ -402,7 +427,8 @@ impl MediumMaintenance for S3Medium {
             }
             let current = inc.as_ref().and_then(|i| rest.strip_prefix(i.as_str()));
             let ours = rest == "meta"
-                || current.is_some_and(|r| r == "/control" || r.starts_with("/log/"));
+                || current
+                    .is_some_and(|r| r == "/control" || r == "/tail" || r.starts_with("/log/"));
             let kind = match (ours, rest.starts_with('i')) {
                 (true, _) => ItemKind::Catalogue,
                 (false, true) => ItemKind::Leftover,

@@ -66,6 +66,19 @@ fn gap_of_two_records_is_damage() {
     fieldstore_testkit::gap_of_two_records_is_damage(&open, &|d, n| raw.delete(&raw.slot(d, n)));
 }
 
+/// The newest log objects removed, the tail hint's slot among them.
+#[test]
+fn lost_tail_reaching_a_hint_is_damage() {
+    let Some((open, raw)) = fresh("tail") else {
+        return;
+    };
+    fieldstore_testkit::lost_tail_reaching_a_hint_is_damage(&open, &|d, n| {
+        for k in n..fieldstore_testkit::LOST_TAIL_RECORDS {
+            raw.delete(&raw.slot(d, k));
+        }
+    });
+}
+
 /// The S3 catalogue with the POSIX file store, and the POSIX catalogue
 /// with the S3 store: the conformance checks that need no damage hooks.
 #[test]

@@ -335,3 +335,58 @@ pub fn gap_of_two_records_is_damage(open: Open<'_>, remove_record: crate::Damage
         "purge removed units of a dataset whose log has a gap: {report:?}"
     );
 }
+
+/// The records a lost-tail check writes ([`lost_tail_reaching_a_hint_is_damage`]).
+pub const LOST_TAIL_RECORDS: usize = 21;
+
+/// A lost tail is damage where the medium keeps a hint of its log's end
+/// (DAOS and S3 rewrite one every 16 records): 21 flushes — steps 0 to 19,
+/// then step 0 again — then `remove_tail(dataset, 16)` removes records 16
+/// to 20 (the hinted one included). A fresh handle fails step 0 with
+/// `Corrupt` (never its older version with success), fails the steps
+/// whose only record is gone, reports the damage, and purge removes
+/// nothing.
+pub fn lost_tail_reaching_a_hint_is_damage(open: Open<'_>, remove_tail: crate::DamageRecord<'_>) {
+    let x = "tail";
+    let mut versions: Vec<(u32, u32)> = (0..20).map(|s| (s, 1)).collect();
+    versions.push((0, 2));
+    let flushed = flush_each(open, x, &versions);
+    assert_eq!(flushed.len(), LOST_TAIL_RECORDS);
+    let probe = opened(open, "probe");
+    let dataset = must(
+        probe.schema().split(&flushed[0].key),
+        "splitting step 0's key",
+    )
+    .dataset;
+    drop(probe);
+    remove_tail(&dataset, 16);
+
+    let r = opened(open, "reader after the removal");
+    for (i, what) in [
+        (20, "step 0, newest in the lost tail"),
+        (16, "step 16"),
+        (19, "step 19"),
+    ] {
+        match retrieve_outcome(&r, &flushed[i].key) {
+            Ok(bytes) if bytes == flushed[0].data => {
+                panic!("{what} answered an older version with success: the lost tail went unseen")
+            }
+            Ok(bytes) => panic!("{what} read back {} bytes from a lost record", bytes.len()),
+            Err(e) => assert_eq!(e.kind(), ErrorKind::Corrupt, "{what}: {e}"),
+        }
+    }
+    let request = crate::support::request(&format!("class=od,expver={x}"));
+    let status = must(r.status(&request), "status of the dataset with a lost tail");
+    assert!(
+        status.iter().any(|s| !s.damage.is_empty()),
+        "status does not report the lost tail: {status:?}"
+    );
+    let report = must(
+        r.purge(&request, true),
+        "purge of the dataset with a lost tail",
+    );
+    assert!(
+        report.datasets.iter().all(|d| d.items.is_empty()),
+        "purge removed units of a dataset whose log lost its tail: {report:?}"
+    );
+}
