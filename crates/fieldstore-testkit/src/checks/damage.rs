@@ -1,6 +1,6 @@
 //! Clause 8 (second half) and 9: damaged data is detected, never returned.
 
-use fieldstore::{ErrorKind, FieldLocation};
+use fieldstore::{DatasetKey, ErrorKind, FieldLocation};
 
 use super::{opened, PL};
 use crate::support::{archive_payload, must, retrieve_one, Spec, Stored};
@@ -192,10 +192,17 @@ pub fn damaged_log_record_costs_only_itself(
 }
 
 /// Archive `(step, version)` of expver `x` in turn through one writer,
-/// one flush each (one log record each); what was flushed.
-fn flush_each(open: Open<'_>, x: &str, versions: &[(u32, u32)]) -> Vec<Stored> {
+/// one flush each (one log record each); what was flushed, and the
+/// dataset's key.
+fn flush_each(open: Open<'_>, x: &str, versions: &[(u32, u32)]) -> (Vec<Stored>, DatasetKey) {
     let w = opened(open, "writer");
-    versions
+    let first = Spec {
+        step: versions[0].0,
+        ..PL
+    }
+    .key(x);
+    let dataset = must(w.schema().split(&first), "splitting the first key").dataset;
+    let flushed = versions
         .iter()
         .map(|&(s, version)| {
             let f = archive_payload(&w, &Spec { step: s, ..PL }.key(x), version, 500, 3000);
@@ -205,7 +212,8 @@ fn flush_each(open: Open<'_>, x: &str, versions: &[(u32, u32)]) -> Vec<Stored> {
             );
             f
         })
-        .collect()
+        .collect();
+    (flushed, dataset)
 }
 
 /// A gap in the log is damage, never an older answer (issue 38): five
@@ -226,7 +234,7 @@ fn flush_each(open: Open<'_>, x: &str, versions: &[(u32, u32)]) -> Vec<Stored> {
 pub fn missing_log_record_is_damage(open: Open<'_>, remove_record: crate::DamageRecord<'_>) {
     let x = "gap1";
     let step = |s: u32| Spec { step: s, ..PL }.key(x);
-    let flushed = flush_each(open, x, &[(0, 1), (6, 1), (0, 2), (6, 2), (12, 1)]);
+    let (flushed, _) = flush_each(open, x, &[(0, 1), (6, 1), (0, 2), (6, 2), (12, 1)]);
     let probe = opened(open, "probe");
     let request = crate::support::request(&format!("class=od,expver={x}"));
     let datasets = must(
@@ -261,17 +269,7 @@ pub fn missing_log_record_is_damage(open: Open<'_>, remove_record: crate::Damage
     }
     exact(&r, "step 6, flushed after the gap,", &flushed[3]);
     exact(&r, "step 12, flushed after the gap,", &flushed[4]);
-    let status = must(r.status(&request), "status of the dataset with a gap");
-    assert!(
-        status.iter().any(|s| !s.damage.is_empty()),
-        "status does not report the missing record: {status:?}"
-    );
-    let report = must(r.purge(&request, true), "purge of the dataset with a gap");
-    let removed: Vec<_> = report.datasets.iter().flat_map(|d| &d.items).collect();
-    assert!(
-        removed.is_empty(),
-        "purge removed units of a dataset whose log has a gap: {report:?}"
-    );
+    reported_and_kept(&r, &request, "a missing record");
     drop(r);
     let r = opened(open, "reader after the purge");
     exact(&r, "step 6 after the purge", &flushed[3]);
@@ -295,14 +293,8 @@ pub fn missing_log_record_is_damage(open: Open<'_>, remove_record: crate::Damage
 /// steps 12 and 18 exactly, reports the damage, and purge removes nothing.
 pub fn gap_of_two_records_is_damage(open: Open<'_>, remove_record: crate::DamageRecord<'_>) {
     let x = "gap2";
-    let flushed = flush_each(open, x, &[(0, 1), (6, 1), (0, 2), (6, 2), (12, 1), (18, 1)]);
-    let probe = opened(open, "probe");
-    let dataset = must(
-        probe.schema().split(&flushed[0].key),
-        "splitting step 0's key",
-    )
-    .dataset;
-    drop(probe);
+    let (flushed, dataset) =
+        flush_each(open, x, &[(0, 1), (6, 1), (0, 2), (6, 2), (12, 1), (18, 1)]);
     remove_record(&dataset, 2);
     remove_record(&dataset, 3);
 
@@ -324,16 +316,7 @@ pub fn gap_of_two_records_is_damage(open: Open<'_>, remove_record: crate::Damage
         }
     }
     let request = crate::support::request(&format!("class=od,expver={x}"));
-    let status = must(r.status(&request), "status of the dataset with a gap");
-    assert!(
-        status.iter().any(|s| !s.damage.is_empty()),
-        "status does not report the missing records: {status:?}"
-    );
-    let report = must(r.purge(&request, true), "purge of the dataset with a gap");
-    assert!(
-        report.datasets.iter().all(|d| d.items.is_empty()),
-        "purge removed units of a dataset whose log has a gap: {report:?}"
-    );
+    reported_and_kept(&r, &request, "two missing records");
 }
 
 /// The records a lost-tail check writes ([`lost_tail_reaching_a_hint_is_damage`]).
@@ -350,15 +333,8 @@ pub fn lost_tail_reaching_a_hint_is_damage(open: Open<'_>, remove_tail: crate::D
     let x = "tail";
     let mut versions: Vec<(u32, u32)> = (0..20).map(|s| (s, 1)).collect();
     versions.push((0, 2));
-    let flushed = flush_each(open, x, &versions);
+    let (flushed, dataset) = flush_each(open, x, &versions);
     assert_eq!(flushed.len(), LOST_TAIL_RECORDS);
-    let probe = opened(open, "probe");
-    let dataset = must(
-        probe.schema().split(&flushed[0].key),
-        "splitting step 0's key",
-    )
-    .dataset;
-    drop(probe);
     remove_tail(&dataset, 16);
 
     let r = opened(open, "reader after the removal");
@@ -376,17 +352,21 @@ pub fn lost_tail_reaching_a_hint_is_damage(open: Open<'_>, remove_tail: crate::D
         }
     }
     let request = crate::support::request(&format!("class=od,expver={x}"));
-    let status = must(r.status(&request), "status of the dataset with a lost tail");
+    reported_and_kept(&r, &request, "a lost tail");
+}
+
+/// `status` of `request` reports damage (`what`), and `purge --doit`
+/// removes nothing of its datasets: the damage may reference units that
+/// look unused.
+fn reported_and_kept(r: &fieldstore::FieldStore, request: &fieldstore::Request, what: &str) {
+    let status = must(r.status(request), format_args!("status with {what}"));
     assert!(
         status.iter().any(|s| !s.damage.is_empty()),
-        "status does not report the lost tail: {status:?}"
+        "status does not report {what}: {status:?}"
     );
-    let report = must(
-        r.purge(&request, true),
-        "purge of the dataset with a lost tail",
-    );
+    let report = must(r.purge(request, true), format_args!("purge with {what}"));
     assert!(
         report.datasets.iter().all(|d| d.items.is_empty()),
-        "purge removed units of a dataset whose log lost its tail: {report:?}"
+        "purge removed units of a dataset with {what}: {report:?}"
     );
 }
