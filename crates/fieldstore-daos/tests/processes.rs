@@ -274,17 +274,7 @@ fn writer_paused_across_its_commit_while_purge_runs() {
 /// the writer start past it, unchecked).
 fn a_lock_from_another_process_stops_a_writer_that_reads() {
     let pool = fresh_pool("lck");
-    processes::a_lock_from_another_process_stops_a_writer_that_reads(
-        &launcher(&pool),
-        &Streams {
-            expver: "dlk1".into(),
-            writers: 1,
-            fields: 2,
-            flush_every: 1,
-            min_len: 28,
-            max_len: 1024,
-        },
-    );
+    processes::a_lock_from_another_process_stops_a_writer_that_reads(&launcher(&pool));
 }
 
 /// One writer process flushes 20 fields into pool `pool`, one per slot

@@ -180,15 +180,7 @@ fn a_lock_from_another_process_stops_a_writer_that_reads() -> Outcome {
         let Some((launcher, _dir)) = setup("locked", &engine) else {
             return Outcome::Skipped(NO_S3.into());
         };
-        let s = Streams {
-            expver: "lck1".into(),
-            writers: 1,
-            fields: 2,
-            flush_every: 1,
-            min_len: 28,
-            max_len: 1024,
-        };
-        processes::a_lock_from_another_process_stops_a_writer_that_reads(&launcher, &s);
+        processes::a_lock_from_another_process_stops_a_writer_that_reads(&launcher);
     }
     Outcome::Passed
 }

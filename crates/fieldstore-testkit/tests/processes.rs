@@ -84,17 +84,7 @@ fn purge_reclaims_only_what_killed_writers_left() {
 #[test]
 fn a_lock_from_another_process_stops_a_writer_that_reads() {
     let dir = tempfile::tempdir().expect("a temporary directory");
-    processes::a_lock_from_another_process_stops_a_writer_that_reads(
-        &posix(&dir),
-        &Streams {
-            expver: "lck1".into(),
-            writers: 1,
-            fields: 2,
-            flush_every: 1,
-            min_len: 28,
-            max_len: 1024,
-        },
-    );
+    processes::a_lock_from_another_process_stops_a_writer_that_reads(&posix(&dir));
 }
 
 /// The workload of the orphan clause: writer 0 flushed, 1 and 2 killed, 3

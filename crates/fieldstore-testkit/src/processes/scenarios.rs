@@ -472,7 +472,15 @@ pub fn writer_paused_across_its_commit_while_purge_runs(
 ///
 /// # Panics
 /// If the flush after the lock is acknowledged, or fails otherwise.
-pub fn a_lock_from_another_process_stops_a_writer_that_reads(launcher: &Launcher, s: &Streams) {
+pub fn a_lock_from_another_process_stops_a_writer_that_reads(launcher: &Launcher) {
+    let s = &Streams {
+        expver: "lck1".into(),
+        writers: 1,
+        fields: 2,
+        flush_every: 1,
+        min_len: 28,
+        max_len: 1024,
+    };
     let fs = must(launcher.open(), "open");
     let archive = |i: usize| {
         let data = s.payload(&fs, 0, i);
