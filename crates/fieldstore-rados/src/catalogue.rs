@@ -117,13 +117,9 @@ enum Seal {
 
 /// The seal of segment `object`.
 fn seal_of(pool: &Pool, object: &str) -> Result<Seal> {
-    seal_if_any(pool, object)?
+    segment_end(pool, object)?
+        .map(|(seal, _)| seal)
         .ok_or_else(|| ENOENT.error(format!("reading the seal of {}", pool.what(object))))
-}
-
-/// The seal of segment `object`; `None` if the segment is gone (a wipe).
-fn seal_if_any(pool: &Pool, object: &str) -> Result<Option<Seal>> {
-    Ok(segment_end(pool, object)?.map(|(seal, _)| seal))
 }
 
 /// The seal of segment `object` and its `!last` witness (`None` if no
