@@ -11,7 +11,7 @@ use fieldstore_core::{
 
 use crate::config::Config;
 use crate::dataset_schema::{resplit, DatasetSchemas};
-use crate::list::{ListElement, ListOptions, PINNED_DATASETS_LIMIT};
+use crate::list::{ListElement, ListOptions};
 use crate::retrieve::DataReader;
 use fieldstore_core::catalogue::{
     Axes, Catalogue, CatalogueWriter, DatasetReader, DatasetReaderExt,
@@ -645,10 +645,11 @@ impl FieldStore {
             return q.list(request, options.depth, visit);
         }
         let selector = self.schema.selector(request)?;
+        let (datasets, pinned) = self.candidate_datasets(&selector)?;
         // A pinned request's datasets are opened, each damaged one noted
         // as it is met (`named_reader`, in the same words): no scan of the
         // catalogue for them.
-        if selector.pinned_datasets(PINNED_DATASETS_LIMIT).is_none() {
+        if !pinned {
             for d in self.damaged_datasets(&selector)? {
                 damage.insert(format!("dataset {}: {}", d.1.place, d.1.problem));
             }
@@ -657,7 +658,9 @@ impl FieldStore {
             let mut listable = |dataset: &DatasetKey, reader: &dyn DatasetReader| -> Result<bool> {
                 self.listable(request, dataset, reader.locks())
             };
-            self.walk(
+            self.walk_over(
+                datasets,
+                pinned,
                 &selector,
                 options,
                 &mut HashSet::new(),
@@ -669,7 +672,6 @@ impl FieldStore {
             return Ok(());
         }
         // FDB5's order (walk.rs).
-        let (datasets, pinned) = self.candidate_datasets(&selector)?;
         let hidden = self.list_locked()?;
         let mut fresh = HashSet::new();
         for dataset in datasets {

@@ -170,7 +170,7 @@ impl FieldStore {
     /// [`FieldStore::walk_datasets`]; `named`: the datasets come from the
     /// request, not the catalogue ([`FieldStore::named_reader`]).
     #[allow(clippy::too_many_arguments)]
-    fn walk_over(
+    pub(crate) fn walk_over(
         &self,
         datasets: impl IntoIterator<Item = DatasetKey>,
         named: bool,
