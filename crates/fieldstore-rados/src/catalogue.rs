@@ -1319,9 +1319,9 @@ impl RadosLog {
     /// read so far that no FLUSH record read names: those of damaged
     /// records (and of flushes whose last operation never applied, and of
     /// wiped collocations: more, never fewer). `None` when one of them
-    /// does not decode (it may hold anything). One omap listing per
-    /// segment: paid only by lookups of unknown collocations in a dataset
-    /// with a damaged region.
+    /// does not decode (it may hold anything). Per segment, one listing of
+    /// its omap's keys a page, then the unnamed blocks only: paid only by
+    /// lookups of unknown collocations in a dataset with a damaged region.
     ///
     /// # Errors
     /// RADOS errors reading the omaps.
@@ -1334,41 +1334,55 @@ impl RadosLog {
         let mut out = BTreeSet::new();
         for segment in 0..=st.cursor.segment {
             let obj = segment_object(&self.object, segment);
-            let mut after = String::new();
+            let what = |e: crate::rados::Errno| {
+                e.error(format!(
+                    "reading the index blocks of {}",
+                    self.pool.what(&obj)
+                ))
+            };
+            let mut unnamed = Vec::new();
+            let mut after = Vec::new();
             loop {
-                let (page, more) = match self.pool.omap_page(&obj, &after, "", PAGE) {
+                let (keys, more) = match self.pool.omap_keys(&obj, &after, PAGE) {
                     Ok(p) => p,
                     // Removed behind fieldstore's back: its blocks may
                     // have held anything.
                     Err(e) if e == ENOENT => return Ok(None),
-                    Err(e) => {
-                        return Err(e.error(format!(
-                            "reading the index blocks of {}",
-                            self.pool.what(&obj)
-                        )))
-                    }
+                    Err(e) => return Err(what(e)),
                 };
-                for (k, v) in &page {
+                for k in &keys {
                     let key = String::from_utf8_lossy(k).into_owned();
-                    if !key.starts_with('!') && !named.contains(&(segment, key.clone())) {
-                        let what = || format!("{} omap key '{key}'", self.pool.what(&obj));
-                        let collocation = match format::FRAMING.unframe(v, &what) {
-                            Ok(Framed::Record(format::BLOCK, p, n)) if n == v.len() => {
-                                Dec::new(p, &what).key().ok().map(CollocationKey)
-                            }
-                            _ => None,
-                        };
-                        match collocation {
-                            Some(c) => {
-                                out.insert(c);
-                            }
-                            None => return Ok(None),
-                        }
+                    if !key.starts_with('!') && !named.contains(&(segment, key)) {
+                        unnamed.push(k.clone());
                     }
-                    after = key;
                 }
-                if !more || page.is_empty() {
-                    break;
+                match keys.last() {
+                    Some(last) if more => after.clone_from(last),
+                    _ => break,
+                }
+            }
+            for batch in unnamed.chunks(KEYS_PER_READ) {
+                let keys: Vec<&[u8]> = batch.iter().map(Vec::as_slice).collect();
+                let got = match self.pool.omap_get(&obj, &keys) {
+                    Ok(got) => got,
+                    Err(e) if e == ENOENT => return Ok(None),
+                    Err(e) => return Err(what(e)),
+                };
+                for (k, v) in &got {
+                    let what = || {
+                        let key = String::from_utf8_lossy(k);
+                        format!("{} omap key '{key}'", self.pool.what(&obj))
+                    };
+                    let collocation = match format::FRAMING.unframe(v, &what) {
+                        Ok(Framed::Record(format::BLOCK, p, n)) if n == v.len() => {
+                            Dec::new(p, &what).key().ok().map(CollocationKey)
+                        }
+                        _ => None,
+                    };
+                    let Some(c) = collocation else {
+                        return Ok(None);
+                    };
+                    out.insert(c);
                 }
             }
         }

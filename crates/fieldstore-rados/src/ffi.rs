@@ -108,6 +108,7 @@ api! {
     rados_create_read_op: fn() -> ReadOp;
     rados_release_read_op: fn(ReadOp);
     rados_read_op_omap_get_vals2: fn(ReadOp, *const c_char, *const c_char, u64, *mut OmapIter, *mut c_uchar, *mut c_int);
+    rados_read_op_omap_get_keys2: fn(ReadOp, *const c_char, u64, *mut OmapIter, *mut c_uchar, *mut c_int);
     rados_read_op_omap_get_vals_by_keys2: fn(ReadOp, *const *const c_char, usize, *const usize, *mut OmapIter, *mut c_int);
     rados_read_op_operate: fn(ReadOp, IoCtx, *const c_char, c_int) -> c_int;
     rados_omap_get_next2: fn(OmapIter, *mut *mut c_char, *mut *mut c_char, *mut usize, *mut usize) -> c_int;

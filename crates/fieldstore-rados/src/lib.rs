@@ -34,7 +34,8 @@
 //! - `raw`: the hammer's raw object reads and writes.
 //! - `store`: `store: rados`.
 //! - `catalogue`: `engine: rados`.
-//! - `layout_bench`: a test-only measurement of object layouts.
+//! - `layout_bench`, `log_bench`: test-only measurements of object and log
+//!   layouts.
 #![deny(rustdoc::broken_intra_doc_links)]
 #![cfg_attr(not(test), warn(clippy::unwrap_used))]
 
@@ -51,6 +52,8 @@ mod waiter;
 
 #[cfg(test)]
 mod layout_bench;
+#[cfg(test)]
+mod log_bench;
 
 pub use catalogue::{RadosCatalogue, RadosMedium, RadosReader};
 pub use config::RadosConfig;

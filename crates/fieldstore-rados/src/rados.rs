@@ -461,6 +461,40 @@ impl Pool {
         Ok((pairs, more != 0))
     }
 
+    /// At most `max` omap keys of `oid` after `start_after`, in key order
+    /// (no values read), and whether more follow.
+    pub(crate) fn omap_keys(
+        &self,
+        oid: &str,
+        start_after: &[u8],
+        max: u64,
+    ) -> std::result::Result<(Vec<Vec<u8>>, bool), Errno> {
+        let o = CString::new(oid).map_err(|_| Errno(22))?;
+        let after = CString::new(start_after).map_err(|_| Errno(22))?;
+        let op = ReadOp::new(self.api);
+        let mut iter: ffi::OmapIter = std::ptr::null_mut();
+        let mut more: u8 = 0;
+        let mut prval: c_int = 0;
+        // SAFETY: valid op; the string is copied by librados; the out
+        // pointers live on this frame until the op has run below.
+        unsafe {
+            (self.api.rados_read_op_omap_get_keys2)(
+                op.0 .1,
+                after.as_ptr(),
+                max,
+                &mut iter,
+                &mut more,
+                &mut prval,
+            )
+        };
+        // SAFETY: valid op and I/O context.
+        let rc = unsafe { (self.api.rados_read_op_operate)(op.0 .1, self.io, o.as_ptr(), 0) };
+        let keys = self.drain(iter).into_iter().map(|(k, _)| k).collect();
+        Errno::check(rc)?;
+        Errno::check(prval)?;
+        Ok((keys, more != 0))
+    }
+
     /// The omap values of `keys` of `oid`; missing keys are left out.
     pub(crate) fn omap_get(&self, oid: &str, keys: &[&[u8]]) -> std::result::Result<Pairs, Errno> {
         let o = CString::new(oid).map_err(|_| Errno(22))?;
