@@ -59,10 +59,11 @@ const PAGE: u64 = 1000;
 /// The omap key of a sealed log segment: the number of the next segment.
 /// (Block keys begin with a writer id, never with `!`.)
 const SEALED: &[u8] = b"!sealed";
-/// The omap key of a log segment naming its last record: the record's
-/// length and CRC-32C ([`witness`]), set by the operation that appends it,
-/// so that a log cut short at a record boundary is told from its end.
-const LAST: &[u8] = b"!last";
+/// The omap key of a log segment counting the records appended to it
+/// after INIT, in ASCII digits: the operation that appends a record adds 1
+/// to it ([`append_counted`]), so that records cut off or removed behind
+/// fieldstore's back are told from the log's end.
+const RECORDS: &[u8] = b"!records";
 /// A writer checks the size of the log segment every this many flushes.
 const STAT_EVERY: u32 = 16;
 /// The `!sealed` value of the last segment of a wiped dataset.
@@ -122,19 +123,23 @@ fn seal_of(pool: &Pool, object: &str) -> Result<Seal> {
         .ok_or_else(|| ENOENT.error(format!("reading the seal of {}", pool.what(object))))
 }
 
-/// The seal of segment `object` and its `!last` witness (`None` if no
-/// record was appended since INIT, or by a version before it), in one
-/// omap read; `None` if the segment is gone (a wipe).
-fn segment_end(pool: &Pool, object: &str) -> Result<Option<(Seal, Option<Vec<u8>>)>> {
-    let v = match pool.omap_get(object, &[SEALED, LAST]) {
+/// The seal of segment `object` and its `!records` count (`None` if no
+/// record was appended since INIT, or only by a version before it), in
+/// one omap read; `None` if the segment is gone (a wipe).
+fn segment_end(pool: &Pool, object: &str) -> Result<Option<(Seal, Option<u64>)>> {
+    let v = match pool.omap_get(object, &[SEALED, RECORDS]) {
         Ok(v) => v,
         Err(e) if e == ENOENT => return Ok(None),
         Err(e) => return Err(e.error(format!("reading the seal of {}", pool.what(object)))),
     };
-    let (mut seal, mut last) = (Seal::Open, None);
+    let (mut seal, mut records) = (Seal::Open, None);
     for (k, v) in v {
-        if k == LAST {
-            last = Some(v);
+        if k == RECORDS {
+            // The `numops` class writes a double, 10 significant digits.
+            records = std::str::from_utf8(&v)
+                .ok()
+                .and_then(|t| t.parse::<f64>().ok())
+                .map(|n| n as u64);
         } else if v == WIPED_SEAL {
             seal = Seal::Wiped;
         } else if !v.is_empty() {
@@ -145,51 +150,21 @@ fn segment_end(pool: &Pool, object: &str) -> Result<Option<(Seal, Option<Vec<u8>
                 .ok_or_else(|| Error::corrupt(format!("{}: bad seal {v:?}", pool.what(object))))?;
         }
     }
-    Ok(Some((seal, last)))
+    Ok(Some((seal, records)))
 }
 
-/// What a segment's `!last` key holds for record `rec`: its length and
-/// CRC-32C, little-endian.
-fn witness(rec: &[u8]) -> [u8; 8] {
-    let mut w = [0u8; 8];
-    w[..4].copy_from_slice(&(rec.len() as u32).to_le_bytes());
-    w[4..].copy_from_slice(&crc32c::crc32c(rec).to_le_bytes());
-    w
-}
-
-/// Whether `log` (a segment's records, from where a reader stopped to
-/// what it read) ends with the record `last` witnesses.
-fn ends_with_witnessed(log: &[u8], last: &[u8]) -> bool {
-    let len = witnessed_len(last) as usize;
-    len <= log.len() && witness(&log[log.len() - len..])[..] == *last
-}
-
-/// The length of the record a `!last` value witnesses (0 if the value is
-/// too short: no record matches it).
-fn witnessed_len(last: &[u8]) -> u32 {
-    last.get(..4)
-        .and_then(|l| l.try_into().ok())
-        .map_or(0, u32::from_le_bytes)
-}
-
-/// Whether the framed records of segment bytes `log` (from its start)
-/// include the one `last` witnesses: a record cut off is not there, one
-/// that a writer of a version before `!last` appended after it is.
-fn holds_witnessed(log: &[u8], last: &[u8]) -> bool {
-    let mut at = 0;
-    while let Ok(Framed::Record(_, _, n)) = format::FRAMING.unframe(&log[at..], &String::new) {
-        if witness(&log[at..at + n])[..] == *last {
-            return true;
-        }
-        at += n;
+/// Add to `op` the append of record `rec` to a log segment and the count
+/// of its records, applied together: the OSD's `numops` object class (in
+/// Ceph's default class list) adds 1 to `!records`.
+pub(crate) fn append_counted(op: &mut WriteOp, rec: &[u8]) {
+    // Its input: the key and the number to add, each a Ceph-encoded string
+    // (a little-endian u32 length, then the bytes).
+    let mut input = Vec::with_capacity(RECORDS.len() + 9);
+    for s in [RECORDS, b"1"] {
+        input.extend_from_slice(&(s.len() as u32).to_le_bytes());
+        input.extend_from_slice(s);
     }
-    false
-}
-
-/// Add to `op` the append of record `rec` to a log segment and the
-/// segment's `!last` witness of it, applied together.
-fn append_witnessed(op: &mut WriteOp, rec: &[u8]) {
-    op.omap_set(&[(LAST, &witness(rec))]);
+    op.exec(c"numops", c"add", &input);
     op.append(rec);
 }
 
@@ -286,7 +261,7 @@ fn seal_segment(pool: &Pool, base: &str, segment: u32) -> Result<Option<u32>> {
         op.omap_cmp_eq(SEALED, b"");
         op.omap_cmp_eq(ARCHIVE_LOCKED, &lock);
         op.omap_set(&[(SEALED, next.to_string().as_bytes())]);
-        append_witnessed(&mut op, &rec);
+        append_counted(&mut op, &rec);
         match pool.operate(&obj, &op) {
             Ok(()) => return Ok(Some(next)),
             Err(e) if e == ECANCELED => match seal_of(pool, &obj)? {
@@ -330,7 +305,7 @@ fn append_log(
         op.assert_exists();
         op.omap_cmp_eq(SEALED, b"");
         more(&mut op);
-        append_witnessed(&mut op, rec);
+        append_counted(&mut op, rec);
         match pool.operate(&obj, &op) {
             Ok(()) => return Ok(()),
             Err(e) if e == ECANCELED => match seal_of(pool, &obj)? {
@@ -973,7 +948,7 @@ impl MediumMaintenance for RadosMedium {
             op.assert_exists();
             op.omap_cmp_eq(SEALED, b"");
             op.omap_set(&[(SEALED, WIPED_SEAL)]);
-            append_witnessed(&mut op, &record(format::WIPED, &|_| {}));
+            append_counted(&mut op, &record(format::WIPED, &|_| {}));
             match self.pool.operate(&obj, &op) {
                 Ok(()) => {
                     notify(&self.pool, &object, self.notify);
@@ -1101,7 +1076,7 @@ impl RadosMedium {
             op.omap_set(&pairs);
             let last = j == blocks.len();
             if last {
-                append_witnessed(&mut op, &staged.record);
+                append_counted(&mut op, &staged.record);
             }
             match pool.operate(&obj, &op) {
                 Ok(()) => {}
@@ -1171,6 +1146,23 @@ pub struct RadosCursor {
     /// Whether the end of the log was checked against its segment's seal
     /// once (a reader's first refresh does; see `follow`).
     looked_past_end: bool,
+    /// Whole records read in this segment (after INIT in segment 0), to
+    /// compare with its `!records` count.
+    records: u64,
+    /// The count cannot be compared: a damaged region in this segment
+    /// (how many records it held is unknown), or a shortfall already
+    /// reported.
+    uncounted: bool,
+}
+
+impl RadosCursor {
+    /// Go on at the start of log segment `segment`.
+    fn enter(&mut self, segment: u32) {
+        self.segment = segment;
+        self.pos = 0;
+        self.records = 0;
+        self.uncounted = false;
+    }
 }
 
 /// What a RADOS reader knows of its dataset.
@@ -1186,6 +1178,8 @@ fn log_from(pos: u64, schema: Arc<str>) -> ReaderLog {
             pos,
             gone: false,
             looked_past_end: false,
+            records: 0,
+            uncounted: false,
         },
     )
 }
@@ -1430,8 +1424,7 @@ impl RadosLog {
                                 self.pool.what(&obj),
                             ),
                         );
-                        st.cursor.segment += 1;
-                        st.cursor.pos = 0;
+                        st.cursor.enter(k + 1);
                         continue 'segments;
                     }
                     return Ok(());
@@ -1455,29 +1448,29 @@ impl RadosLog {
             // an idle refresh costs one read, as before).
             if used > 0 || !st.cursor.looked_past_end {
                 st.cursor.looked_past_end = true;
-                let (seal, last) = segment_end(&self.pool, &obj)?.unzip();
-                // Unsealed, the record `!last` names is the last one read,
-                // unless it was appended since the read above, or a writer
-                // of a version before `!last` appended after it; else the
-                // log was cut (the whole segment is read: rare).
-                let last = last
-                    .flatten()
-                    .filter(|l| !ends_with_witnessed(&buf[..used], l));
-                if let (Some(Seal::Open), Some(last)) = (seal, last) {
-                    match read_from(&self.pool, &obj, 0) {
-                        Ok(all) if all.len() as u64 > st.cursor.pos => continue 'segments,
-                        Ok(all) if holds_witnessed(&all, &last) => {}
-                        Ok(_) => st.index.damaged_region(
-                            log_at(st.cursor.segment, st.cursor.pos),
-                            format!(
-                                "{}: its log ends at offset {} with another record than the one \
-                                 its `!last` key names ({} bytes): its last records were cut off \
-                                 or damaged behind fieldstore's back",
-                                self.pool.what(&obj),
-                                st.cursor.pos,
-                                witnessed_len(&last),
-                            ),
-                        ),
+                let (seal, count) = segment_end(&self.pool, &obj)?.unzip();
+                // Unsealed, `!records` counts the records read, unless
+                // some were appended since the read above, or the log was
+                // cut or a record removed (damage). Fewer counted than read:
+                // a writer of a version before the count appended some.
+                let count = count.flatten().filter(|&c| c > st.cursor.records);
+                if let (Some(Seal::Open), Some(count), false) = (seal, count, st.cursor.uncounted) {
+                    match read_from(&self.pool, &obj, st.cursor.pos) {
+                        Ok(more) if !more.is_empty() => continue 'segments,
+                        Ok(_) => {
+                            st.cursor.uncounted = true;
+                            st.index.damaged_region(
+                                log_at(st.cursor.segment, st.cursor.pos),
+                                format!(
+                                    "{}: its `!records` key counts {count} records, but its log \
+                                     holds {} up to its end at offset {}: records were cut off \
+                                     or removed behind fieldstore's back",
+                                    self.pool.what(&obj),
+                                    st.cursor.records,
+                                    st.cursor.pos,
+                                ),
+                            );
+                        }
                         Err(e) if e == ENOENT => return Ok(()),
                         Err(e) => {
                             return Err(
@@ -1510,8 +1503,7 @@ impl RadosLog {
                                 st.cursor.pos
                             ),
                         );
-                        st.cursor.segment = n;
-                        st.cursor.pos = 0;
+                        st.cursor.enter(n);
                     }
                     continue 'segments;
                 }
@@ -1533,6 +1525,7 @@ impl FramedRecords<Place, RadosCursor> for RadosLog {
     }
 
     fn flush(&self, st: &mut ReaderLog, payload: &[u8], at: u64) -> Result<()> {
+        st.cursor.records += 1;
         let what = || self.what(st, at);
         let blocks = named::decode_flush(payload, &what, true, &|d| Ok(d.str()?.to_string()))?;
         for b in blocks {
@@ -1542,9 +1535,25 @@ impl FramedRecords<Place, RadosCursor> for RadosLog {
         Ok(())
     }
 
+    /// Counted; as by default.
+    fn maintenance(&self, st: &mut ReaderLog, record: records::MaintenanceRecord, at: u64) {
+        st.cursor.records += 1;
+        let at = self.place(st, at);
+        st.index
+            .apply_maintenance(at, record, &str::to_string, &|_| false);
+    }
+
+    /// Its records cannot be counted any more.
+    fn damaged(&self, st: &mut ReaderLog, at: u64, problem: String) {
+        st.cursor.uncounted = true;
+        let at = self.place(st, at);
+        st.index.damaged_region(at, problem);
+    }
+
     /// WIPED ends the incarnation; SEAL moves the cursor to the next
     /// segment.
     fn own(&self, st: &mut ReaderLog, kind: u16, p: &[u8], at: u64, rest: &[u8]) -> Result<Step> {
+        st.cursor.records += 1;
         let what = || self.what(st, at);
         match kind {
             format::WIPED => {
@@ -1580,8 +1589,7 @@ impl FramedRecords<Place, RadosCursor> for RadosLog {
                     );
                     self.damaged(st, at + (format::HEADER + p.len()) as u64, problem);
                 }
-                st.cursor.segment = next;
-                st.cursor.pos = 0;
+                st.cursor.enter(next);
                 Ok(Step::Leave)
             }
             // Unknown record types from newer versions are skipped.

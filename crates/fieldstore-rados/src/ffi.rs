@@ -104,6 +104,7 @@ api! {
     rados_write_op_omap_set2: fn(WriteOp, *const *const c_char, *const *const c_char, *const usize, *const usize, usize);
     rados_write_op_omap_cmp2: fn(WriteOp, *const c_char, u8, *const c_char, usize, usize, *mut c_int);
     rados_write_op_omap_rm_keys2: fn(WriteOp, *const *const c_char, *const usize, usize);
+    rados_write_op_exec: fn(WriteOp, *const c_char, *const c_char, *const c_char, usize, *mut c_int);
     rados_write_op_operate: fn(WriteOp, IoCtx, *const c_char, *mut i64, c_int) -> c_int;
     rados_create_read_op: fn() -> ReadOp;
     rados_release_read_op: fn(ReadOp);

@@ -1007,6 +1007,27 @@ impl WriteOp {
         }
     }
 
+    /// Call method `method` of object class `class` on the object, with
+    /// `input`, as part of the op (its failure fails the whole op).
+    pub(crate) fn exec(&mut self, class: &CStr, method: &CStr, input: &[u8]) {
+        let mut slot = Box::new(0);
+        let p: *mut c_int = &mut *slot;
+        self.prvals.push(slot);
+        // SAFETY: valid op; the names and the input are copied by librados;
+        // `p` points into a box owned by `self`, alive until the op is
+        // released.
+        unsafe {
+            (self.api.rados_write_op_exec)(
+                self.op,
+                class.as_ptr(),
+                method.as_ptr(),
+                input.as_ptr().cast(),
+                input.len(),
+                p,
+            )
+        }
+    }
+
     /// Apply the op only if omap `key` equals `value` (a missing key
     /// compares as empty); otherwise the whole op fails with `ECANCELED`.
     pub(crate) fn omap_cmp_eq(&mut self, key: &[u8], value: &[u8]) {

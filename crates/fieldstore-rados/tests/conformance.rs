@@ -259,7 +259,12 @@ fn damaged_index_block_is_detected() {
     must(fs.flush(), "flush");
     let object = "od:idx1:enfo:20231201:1200.catalogue";
     let keys = String::from_utf8(c.rados(&ns, &["listomapkeys", object])).expect("UTF-8 keys");
-    let key = keys.lines().next().expect("one index block").to_string();
+    // Keys beginning with `!` are the segment's own (`!records`).
+    let key = keys
+        .lines()
+        .find(|k| !k.starts_with('!'))
+        .expect("one index block")
+        .to_string();
     c.rados(&ns, &["setomapval", object, &key, "not a block"]);
     let r = must(FieldStore::open(config), "open after the damage");
     let results = [

@@ -240,7 +240,7 @@ fn last_segment(c: &common::Cluster, ns: &str, object: &str) -> String {
 
 /// The last segment cut just before its last record (a flush of a newer
 /// version of step 0), at a record boundary: the log reads as whole, but
-/// its `!last` key names the record cut off. Step 0 fails `Corrupt`
+/// its `!records` key counts the record cut off. Step 0 fails `Corrupt`
 /// (never its older version with success), `status` reports it, purge
 /// removes nothing, the other fields read back.
 #[test]
@@ -277,12 +277,12 @@ fn lost_tail_is_damage() {
     );
 }
 
-/// A record appended after the one `!last` names, as a writer of a
-/// version before `!last` does (here: a copy of the FLUSH record before
-/// the last, appended with the `rados` tool): not damage, every field
-/// reads back.
+/// A record appended without counting it, as a writer of a version
+/// before `!records` does (here: a copy of the FLUSH record before the
+/// last, appended with the `rados` tool): not damage, every field reads
+/// back.
 #[test]
-fn record_appended_without_witness_is_not_damage() {
+fn record_appended_without_count_is_not_damage() {
     let Some(c) = common::cluster() else { return };
     let (ns, open) = setup(c, "oldwriter");
     let x = "ldma";
@@ -303,7 +303,54 @@ fn record_appended_without_witness_is_not_damage() {
     }
     assert!(
         !damaged(&r, x),
-        "a record after the witnessed one is reported as damage"
+        "a record appended without its count is reported as damage"
+    );
+}
+
+/// As [`lost_tail_is_damage`], and then a writer flushes once more: the
+/// log ends with a whole record again, and the cut is a gap before it.
+/// Step 0 still fails `Corrupt`, never its older version with success.
+#[test]
+fn cut_then_appended_to_is_damage() {
+    let Some(c) = common::cluster() else { return };
+    let (ns, open) = setup(c, "cutappend");
+    let x = "ldmb";
+    let (fields, object, _) = fill(&open, c, &ns, x, 12);
+    let w = open();
+    let newer = archive_payload(&w, &key(x, 0), 2, 200, 400);
+    must(w.flush(), "flush of step 0 again");
+    drop(w);
+    let last = last_segment(c, &ns, &object);
+    let bytes = c.rados(&ns, &["get", &last, "-"]);
+    let cut = *record_starts(&bytes).last().expect("records");
+    c.rados(&ns, &["truncate", &last, &cut.to_string()]);
+    let w = open();
+    let after = archive_payload(&w, &key(x, 50), 1, 200, 400);
+    must(w.flush(), "flush after the cut");
+    drop(w);
+    assert_eq!(
+        last_segment(c, &ns, &object),
+        last,
+        "the flush after the cut went to another segment"
+    );
+
+    let r = open();
+    match read(&r, &newer.key) {
+        Ok(b) if b == fields[0].data => {
+            panic!("step 0 answered its older version with success: the gap went unseen")
+        }
+        Ok(b) => panic!("step 0 answered {} bytes from a record cut off", b.len()),
+        Err(e) => assert_eq!(e.kind(), ErrorKind::Corrupt, "step 0: {e}"),
+    }
+    exact_or_corrupt(&r, "step 50 (flushed after the cut)", &after);
+    for f in &fields[1..] {
+        exact_or_corrupt(&r, &format!("{}", f.key), f);
+    }
+    assert!(damaged(&r, x), "status does not report the gap");
+    let report = must(r.purge(&dataset_request(x), true), "purge");
+    assert!(
+        report.datasets.iter().all(|d| d.items.is_empty()),
+        "purge removed units of a dataset with a gap: {report:?}"
     );
 }
 
