@@ -34,8 +34,9 @@
 //! - `raw`: the hammer's raw object reads and writes.
 //! - `store`: `store: rados`.
 //! - `catalogue`: `engine: rados`.
-//! - `layout_bench`, `log_bench`: test-only measurements of object and log
-//!   layouts.
+//! - `layout_bench`: a test-only measurement of object layouts.
+//! - `log_bench`: a test-only measurement of log commits (appends against
+//!   omap slots), with the catalogue's record counting.
 #![deny(rustdoc::broken_intra_doc_links)]
 #![cfg_attr(not(test), warn(clippy::unwrap_used))]
 

@@ -35,6 +35,44 @@ fn corrupt(c: &common::Cluster, loc: &FieldLocation) {
     c.rados(ns, &["put", object, &tmp.path().display().to_string()]);
 }
 
+/// The dataset's log segment 0 (its object) and its bytes, and the offset
+/// of record `n + 1` in them (record 0 is its INIT).
+fn segment_0(
+    c: &common::Cluster,
+    ns: &str,
+    open: Open<'_>,
+    dataset: &fieldstore::DatasetKey,
+    n: usize,
+) -> (String, Vec<u8>, usize) {
+    let fs = open().expect("a handle to find the dataset");
+    let what = fs.catalogue().describe(dataset);
+    let object = what
+        .split('\'')
+        .nth(1)
+        .unwrap_or_else(|| panic!("no object name in {what:?}"))
+        .to_string();
+    let bytes = c.rados(ns, &["get", &object, "-"]);
+    let mut at = 0usize;
+    for _ in 0..=n {
+        let len = u32::from_le_bytes(bytes[at + 8..at + 12].try_into().expect("4 bytes"));
+        at += 20 + len as usize;
+    }
+    (object, bytes, at)
+}
+
+/// Cut the dataset's log segment 0 just before record `n + 1`, with the
+/// `rados` tool (its omap stays).
+fn cut_log(
+    c: &common::Cluster,
+    ns: &str,
+    open: Open<'_>,
+    dataset: &fieldstore::DatasetKey,
+    n: usize,
+) {
+    let (object, _, at) = segment_0(c, ns, open, dataset, n);
+    c.rados(ns, &["truncate", &object, &at.to_string()]);
+}
+
 /// Flip a byte in the middle of record `n + 1` of the dataset's log
 /// segment 0 (record 0 is its INIT), with the `rados` tool.
 fn damage_record(
@@ -44,24 +82,22 @@ fn damage_record(
     dataset: &fieldstore::DatasetKey,
     n: usize,
 ) {
-    let fs = open().expect("a handle to find the dataset");
-    let what = fs.catalogue().describe(dataset);
-    let object = what
-        .split('\'')
-        .nth(1)
-        .unwrap_or_else(|| panic!("no object name in {what:?}"))
-        .to_string();
-    let mut bytes = c.rados(ns, &["get", &object, "-"]);
-    let mut at = 0usize;
-    for _ in 0..=n {
-        let len = u32::from_le_bytes(bytes[at + 8..at + 12].try_into().expect("4 bytes"));
-        at += 20 + len as usize;
-    }
+    let (object, mut bytes, at) = segment_0(c, ns, open, dataset, n);
     let len = u32::from_le_bytes(bytes[at + 8..at + 12].try_into().expect("4 bytes"));
     bytes[at + 20 + len as usize / 2] ^= 0x08;
     let tmp = tempfile::NamedTempFile::new().expect("a temporary file");
     std::fs::write(tmp.path(), &bytes).expect("writing the damaged copy");
     c.rados(ns, &["put", &object, &tmp.path().display().to_string()]);
+}
+
+/// A log cut at a record boundary is damage (the conformance check).
+#[test]
+fn cut_log_is_damage() {
+    let Some(c) = common::cluster() else { return };
+    let ns = common::namespace("cut");
+    let config = common::config(c, "rados", "rados", &ns, None);
+    let open = move || FieldStore::open(config.clone());
+    fieldstore_testkit::cut_log_is_damage(&open, &|d, n| cut_log(c, &ns, &open, d, n));
 }
 
 /// A damaged log record costs only itself (the engine's guarantee, as on
@@ -103,24 +139,30 @@ fn toc_catalogue_with_rados_store() {
             corrupt: Some(&corrupt),
             damage_record: None,
             remove_record: None,
+            cut_log: None,
         },
     );
 }
 
-/// Every check, with the RADOS catalogue over the POSIX store.
+/// Every check, with the RADOS catalogue over the POSIX store, and the
+/// log-damage hooks.
 #[test]
 fn rados_catalogue_with_file_store() {
     let Some(c) = common::cluster() else { return };
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let config = common::config(
-        c,
-        "rados",
-        "file",
-        &common::namespace("mix2"),
-        Some(dir.path()),
-    );
+    let ns = common::namespace("mix2");
+    let config = common::config(c, "rados", "file", &ns, Some(dir.path()));
     let open = move || FieldStore::open(config.clone());
-    run_all(&open, &Capabilities::default());
+    let damage: fieldstore_testkit::DamageRecord<'_> = &|d, n| damage_record(c, &ns, &open, d, n);
+    let cut: fieldstore_testkit::DamageRecord<'_> = &|d, n| cut_log(c, &ns, &open, d, n);
+    run_all(
+        &open,
+        &Capabilities {
+            damage_record: Some(damage),
+            cut_log: Some(cut),
+            ..Capabilities::default()
+        },
+    );
 }
 
 /// Data objects roll over before the size limit: 40 fields of 100 KiB

@@ -70,6 +70,13 @@ pub struct Capabilities<'a> {
     /// the backend: a gap in the log. `None` where a record cannot be
     /// removed alone (a POSIX or RADOS log is one file or object).
     pub remove_record: Option<DamageRecord<'a>>,
+    /// Cut a dataset's log just before record `n` (numbered as for
+    /// `damage_record`), keeping every record before it, bypassing the
+    /// backend: its last records lost, the rest a whole log. `None` where
+    /// the medium does not promise to tell a cut that short (S3 tells only
+    /// one that reaches its tail hint:
+    /// [`lost_tail_reaching_a_hint_is_damage`]) or has no log (memory).
+    pub cut_log: Option<DamageRecord<'a>>,
 }
 
 /// A hook that damages record `n` of a dataset's log
@@ -82,6 +89,7 @@ impl std::fmt::Debug for Capabilities<'_> {
             .field("corrupt", &self.corrupt.is_some())
             .field("damage_record", &self.damage_record.is_some())
             .field("remove_record", &self.remove_record.is_some())
+            .field("cut_log", &self.cut_log.is_some())
             .finish()
     }
 }
@@ -160,6 +168,10 @@ pub fn run_all(open: Open<'_>, caps: &Capabilities<'_>) {
         missing_log_record_is_damage(open, remove);
         println!("conformance check gap_of_two_records_is_damage");
         gap_of_two_records_is_damage(open, remove);
+    }
+    if let Some(cut) = caps.cut_log {
+        println!("conformance check cut_log_is_damage");
+        cut_log_is_damage(open, cut);
     }
 }
 

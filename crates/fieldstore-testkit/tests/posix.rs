@@ -26,15 +26,80 @@ fn run_all_on_one_root() {
     with_posix(&|open| {
         let corrupt = |loc: &FieldLocation| flip(&data_file(loc), loc.offset + loc.length / 2);
         let damage_record = |d: &fieldstore::DatasetKey, n: usize| damage_toc_record(open, d, n);
+        let cut: fieldstore_testkit::DamageRecord<'_> = &|d, n| cut_toc(open, d, n);
         fieldstore_testkit::run_all(
             open,
             &fieldstore_testkit::Capabilities {
                 corrupt: Some(&corrupt),
                 damage_record: Some(&damage_record),
                 remove_record: None,
+                cut_log: keeps_user_attributes().then_some(cut),
             },
         );
     });
+}
+
+/// The conformance suite's cut-log check on its own root, where the file
+/// system keeps user extended attributes (a `toc`'s end mark).
+#[test]
+fn cut_log_is_damage() {
+    if !keeps_user_attributes() {
+        eprintln!("cut_log_is_damage: the temporary directory keeps no user attributes; skipped");
+        return;
+    }
+    with_posix(&|open| {
+        fieldstore_testkit::cut_log_is_damage(open, &|d, n| cut_toc(open, d, n));
+    });
+}
+
+/// Whether the file system of the temporary directory keeps user
+/// extended attributes: the POSIX catalogue tells a `toc` cut at a record
+/// boundary by one (`user.fieldstore.end`, `docs/format/posix.md`).
+fn keeps_user_attributes() -> bool {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let probe = dir.path().join("probe");
+    std::fs::write(&probe, b"").expect("a probe file");
+    let path = std::ffi::CString::new(probe.as_os_str().as_encoded_bytes()).expect("a path");
+    // SAFETY: NUL-terminated path and name, one readable byte.
+    let rc = unsafe {
+        libc::setxattr(
+            path.as_ptr(),
+            c"user.fieldstore.probe".as_ptr(),
+            b"1".as_ptr().cast(),
+            1,
+            0,
+        )
+    };
+    rc == 0
+}
+
+/// The table of contents of `dataset`, found through a handle.
+fn toc_of(open: Open<'_>, dataset: &fieldstore::DatasetKey) -> PathBuf {
+    let fs = must(open(), "a handle to find the dataset");
+    Path::new(&fs.catalogue().describe(dataset)).join("toc")
+}
+
+/// The offset of record `n + 1` of a table of contents' bytes (record 0
+/// is its INIT; 20-byte headers, the payload's length at bytes 8..12).
+fn record_offset(bytes: &[u8], n: usize) -> usize {
+    let mut at = 0usize;
+    for _ in 0..=n {
+        let len = u32::from_le_bytes(bytes[at + 8..at + 12].try_into().expect("4 bytes"));
+        at += 20 + len as usize;
+    }
+    at
+}
+
+/// Cut the dataset's table of contents just before record `n + 1`, in
+/// place (its end mark stays).
+fn cut_toc(open: Open<'_>, dataset: &fieldstore::DatasetKey, n: usize) {
+    let toc = toc_of(open, dataset);
+    let bytes = std::fs::read(&toc).unwrap_or_else(|e| panic!("reading {}: {e}", toc.display()));
+    OpenOptions::new()
+        .write(true)
+        .open(&toc)
+        .and_then(|f| f.set_len(record_offset(&bytes, n) as u64))
+        .unwrap_or_else(|e| panic!("cutting {}: {e}", toc.display()));
 }
 
 /// The conformance suite's log-damage check on its own root.
@@ -50,14 +115,9 @@ fn damaged_log_record_costs_only_itself() {
 /// Flip a byte in the middle of the payload of record `n + 1` of the
 /// dataset's table of contents (record 0 is its INIT).
 fn damage_toc_record(open: Open<'_>, dataset: &fieldstore::DatasetKey, n: usize) {
-    let fs = must(open(), "a handle to find the dataset");
-    let toc = Path::new(&fs.catalogue().describe(dataset)).join("toc");
+    let toc = toc_of(open, dataset);
     let bytes = std::fs::read(&toc).unwrap_or_else(|e| panic!("reading {}: {e}", toc.display()));
-    let mut at = 0usize;
-    for _ in 0..=n {
-        let len = u32::from_le_bytes(bytes[at + 8..at + 12].try_into().expect("4 bytes"));
-        at += 20 + len as usize;
-    }
+    let at = record_offset(&bytes, n);
     let len = u32::from_le_bytes(bytes[at + 8..at + 12].try_into().expect("4 bytes"));
     flip(&toc, (at + 20 + len as usize / 2) as u64);
 }

@@ -182,6 +182,25 @@ fn a_partial_record_at_the_end_of_the_toc_is_not_visible_yet() {
     let full = std::fs::read(&toc).unwrap();
     bytes.extend_from_slice(&full[one_record..full.len() - 5]);
     std::fs::write(&toc, &bytes).unwrap();
+    // As before the second append was synced: the `toc`'s end attribute
+    // says where the first one ended (a `toc` shorter than it says is cut).
+    let path = std::ffi::CString::new(toc.as_os_str().as_encoded_bytes()).unwrap();
+    let end = (one_record as u64).to_le_bytes();
+    // SAFETY: NUL-terminated path and name, 8 readable bytes.
+    let set = unsafe {
+        libc::setxattr(
+            path.as_ptr(),
+            c"user.fieldstore.end".as_ptr(),
+            end.as_ptr().cast(),
+            end.len(),
+            0,
+        )
+    };
+    assert!(
+        set == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::ENOTSUP),
+        "setxattr: {}",
+        std::io::Error::last_os_error()
+    );
     let reader = FieldStore::open(Config::embedded(dir.path())).unwrap();
     assert_eq!(count(&reader), 1);
 }

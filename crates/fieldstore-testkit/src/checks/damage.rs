@@ -319,6 +319,37 @@ pub fn gap_of_two_records_is_damage(open: Open<'_>, remove_record: crate::Damage
     reported_and_kept(&r, &request, "two missing records");
 }
 
+/// A log cut at a record boundary is damage, never an older answer
+/// (issue 38): four flushes into one dataset — steps 0, 6, 12, then step 0
+/// again — then `cut(dataset, 3)` cuts the log just before the last
+/// record, leaving a whole log of the first three. A fresh handle fails
+/// step 0 with `Corrupt` (never its older version with success), reads
+/// steps 6 and 12 exactly or fails them `Corrupt` (the lost record's place
+/// is the log's end, after them), reports the damage, and purge removes
+/// nothing.
+pub fn cut_log_is_damage(open: Open<'_>, cut: crate::DamageRecord<'_>) {
+    let x = "cut1";
+    let (flushed, dataset) = flush_each(open, x, &[(0, 1), (6, 1), (12, 1), (0, 2)]);
+    cut(&dataset, 3);
+
+    let r = opened(open, "reader after the cut");
+    match retrieve_outcome(&r, &flushed[3].key) {
+        Ok(bytes) if bytes == flushed[0].data => {
+            panic!("step 0 answered its older version with success: the cut went unseen")
+        }
+        Ok(bytes) => panic!("step 0 read back {} bytes from a lost record", bytes.len()),
+        Err(e) => assert_eq!(e.kind(), ErrorKind::Corrupt, "step 0: {e}"),
+    }
+    for (i, s) in [(1, 6), (2, 12)] {
+        match retrieve_outcome(&r, &flushed[i].key) {
+            Ok(bytes) => assert!(bytes == flushed[i].data, "step {s} read back other bytes"),
+            Err(e) => assert_eq!(e.kind(), ErrorKind::Corrupt, "step {s}: {e}"),
+        }
+    }
+    let request = crate::support::request(&format!("class=od,expver={x}"));
+    reported_and_kept(&r, &request, "a cut log");
+}
+
 /// The records a lost-tail check writes ([`lost_tail_reaching_a_hint_is_damage`]).
 pub const LOST_TAIL_RECORDS: usize = 21;
 

@@ -1017,6 +1017,7 @@ impl TocWriter {
         // From here on the record may be visible, even if its sync fails.
         self.invisible = false;
         layout::sync_data(&self.toc, &self.toc_path)?;
+        mark_end(&self.toc);
         self.check_still_there()
     }
 
@@ -1067,6 +1068,11 @@ pub struct TocCursor {
     pub(super) removed_index: HashSet<String>,
     /// What recovering damaged records needs.
     log: LogDamage,
+    /// Whether the end of the table of contents was checked against
+    /// [`END_ATTR`] (a reader's first refresh does), and whether it was
+    /// found cut (reported once).
+    looked_past_end: bool,
+    cut: bool,
 }
 
 /// What recovering damaged records of the log needs. (Damaged regions
@@ -1206,6 +1212,8 @@ impl TocCursor {
             index_files: HashMap::new(),
             removed_index: HashSet::new(),
             log: LogDamage::default(),
+            looked_past_end: false,
+            cut: false,
         };
         Ok(Log::new(schema, cursor))
     }
@@ -1238,6 +1246,8 @@ impl TocCursor {
             open_dir: None,
             removed_index: HashSet::new(),
             log: LogDamage::default(),
+            looked_past_end: false,
+            cut: false,
         };
         // The schema is unknown: nothing is there to split.
         Log::new(Arc::from(""), cursor)
@@ -1293,7 +1303,55 @@ pub(super) fn append_record(dir: &Path, kind: u16, payload: &[u8]) -> Result<()>
             ),
         ));
     }
-    layout::sync_data(&toc, &path)
+    layout::sync_data(&toc, &path)?;
+    mark_end(&toc);
+    Ok(())
+}
+
+/// The extended attribute of a table of contents holding where an append
+/// ended (`u64`, little-endian), set once the append is synced: a table of
+/// contents found shorter was cut behind fieldstore's back (its last
+/// records lost at a record boundary read as a whole log). Best effort:
+/// a file system without user attributes has none, and racing writers may
+/// leave it below the end; readers only check that the file is not
+/// shorter. A move's copy to another file system starts without it.
+const END_ATTR: &std::ffi::CStr = c"user.fieldstore.end";
+
+/// Set [`END_ATTR`] to where this descriptor's last append ended (its
+/// offset: `O_APPEND` leaves it after the bytes it wrote).
+fn mark_end(toc: &File) {
+    use std::io::Seek;
+    let Ok(end) = (&*toc).stream_position() else {
+        return;
+    };
+    let value = end.to_le_bytes();
+    // SAFETY: a valid descriptor, a NUL-terminated name and 8 readable
+    // bytes; the call copies them.
+    unsafe {
+        libc::fsetxattr(
+            toc.as_raw_fd(),
+            END_ATTR.as_ptr(),
+            value.as_ptr().cast(),
+            value.len(),
+            0,
+        )
+    };
+}
+
+/// [`END_ATTR`] of a table of contents, if it has one.
+fn marked_end(toc: &File) -> Option<u64> {
+    let mut value = [0u8; 8];
+    // SAFETY: a valid descriptor, a NUL-terminated name and 8 writable
+    // bytes.
+    let n = unsafe {
+        libc::fgetxattr(
+            toc.as_raw_fd(),
+            END_ATTR.as_ptr(),
+            value.as_mut_ptr().cast(),
+            value.len(),
+        )
+    };
+    (n == 8).then(|| u64::from_le_bytes(value))
 }
 
 impl TocLog {
@@ -1485,7 +1543,11 @@ impl TocLog {
                 }
             }
         };
+        let first = !std::mem::replace(&mut st.cursor.looked_past_end, true);
         if len <= st.cursor.pos {
+            if first {
+                self.check_end(st, len);
+            }
             return Ok(());
         }
         let mut buf = vec![0u8; (len - st.cursor.pos) as usize];
@@ -1510,7 +1572,35 @@ impl TocLog {
         if let Some((blocks, log)) = carried {
             st.index.carry(&blocks, &log);
         }
+        self.check_end(st, len);
         Ok(())
+    }
+
+    /// Whether the table of contents, `len` bytes when read, is shorter
+    /// than an append that was synced left it ([`END_ATTR`]), and not
+    /// because it grew since: its last records were cut off, a damaged
+    /// region at the end of what was read. Looked at when a refresh read
+    /// something new and at a reader's first (one `fgetxattr`; an idle
+    /// refresh costs what it did).
+    fn check_end(&self, st: &mut ReaderLog, len: u64) {
+        let Some(toc) = st.cursor.toc.as_ref().filter(|_| !st.cursor.cut) else {
+            return;
+        };
+        let Some(end) = marked_end(toc).filter(|&end| end > len) else {
+            return;
+        };
+        if toc.metadata().map_or(true, |m| m.len() > len) {
+            return;
+        }
+        st.cursor.cut = true;
+        let problem = format!(
+            "{}: it ends at offset {len}, but an append to it that was synced ended at offset \
+             {end} (its `{}` attribute): its last records were cut off behind fieldstore's back",
+            st.cursor.toc_path.display(),
+            END_ATTR.to_string_lossy(),
+        );
+        let at = st.cursor.pos;
+        self.damaged(st, at, problem);
     }
 
     /// Where the dataset directory this reader has open is now, if it was
