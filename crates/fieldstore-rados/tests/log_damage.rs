@@ -245,9 +245,24 @@ fn last_segment(c: &common::Cluster, ns: &str, object: &str) -> String {
 /// removes nothing, the other fields read back.
 #[test]
 fn lost_tail_is_damage() {
+    cut_before_the_newest("tail", "ldm9", false);
+}
+
+/// As [`lost_tail_is_damage`], and then a writer flushes once more: the
+/// log ends with a whole record again, and the cut is a gap before it.
+/// Step 0 still fails `Corrupt`, never its older version with success.
+#[test]
+fn cut_then_appended_to_is_damage() {
+    cut_before_the_newest("cutappend", "ldmb", true);
+}
+
+/// Twelve flushes of dataset `x` and a newer version of step 0; the last
+/// segment cut just before that one's record, and (`then_flush`) one more
+/// flush after the cut, into the same segment. Then what
+/// [`lost_tail_is_damage`] says holds.
+fn cut_before_the_newest(name: &str, x: &str, then_flush: bool) {
     let Some(c) = common::cluster() else { return };
-    let (ns, open) = setup(c, "tail");
-    let x = "ldm9";
+    let (ns, open) = setup(c, name);
     let (fields, object, _) = fill(&open, c, &ns, x, 12);
     let w = open();
     let newer = archive_payload(&w, &key(x, 0), 2, 200, 400);
@@ -257,23 +272,34 @@ fn lost_tail_is_damage() {
     let bytes = c.rados(&ns, &["get", &last, "-"]);
     let cut = *record_starts(&bytes).last().expect("records");
     c.rados(&ns, &["truncate", &last, &cut.to_string()]);
+    let after = then_flush.then(|| {
+        let w = open();
+        let after = archive_payload(&w, &key(x, 50), 1, 200, 400);
+        must(w.flush(), "flush after the cut");
+        after
+    });
+    assert_eq!(
+        last_segment(c, &ns, &object),
+        last,
+        "the flush after the cut went to another segment"
+    );
 
     let r = open();
     match read(&r, &newer.key) {
         Ok(b) if b == fields[0].data => {
-            panic!("step 0 answered its older version with success: the lost tail went unseen")
+            panic!("step 0 answered its older version with success: the cut went unseen")
         }
         Ok(b) => panic!("step 0 answered {} bytes from a record cut off", b.len()),
         Err(e) => assert_eq!(e.kind(), ErrorKind::Corrupt, "step 0: {e}"),
     }
-    for f in &fields[1..] {
+    for f in after.iter().chain(&fields[1..]) {
         exact_or_corrupt(&r, &format!("{}", f.key), f);
     }
-    assert!(damaged(&r, x), "status does not report the lost tail");
+    assert!(damaged(&r, x), "status does not report the cut");
     let report = must(r.purge(&dataset_request(x), true), "purge");
     assert!(
         report.datasets.iter().all(|d| d.items.is_empty()),
-        "purge removed units of a dataset with a lost tail: {report:?}"
+        "purge removed units of a dataset with a cut log: {report:?}"
     );
 }
 
@@ -304,53 +330,6 @@ fn record_appended_without_count_is_not_damage() {
     assert!(
         !damaged(&r, x),
         "a record appended without its count is reported as damage"
-    );
-}
-
-/// As [`lost_tail_is_damage`], and then a writer flushes once more: the
-/// log ends with a whole record again, and the cut is a gap before it.
-/// Step 0 still fails `Corrupt`, never its older version with success.
-#[test]
-fn cut_then_appended_to_is_damage() {
-    let Some(c) = common::cluster() else { return };
-    let (ns, open) = setup(c, "cutappend");
-    let x = "ldmb";
-    let (fields, object, _) = fill(&open, c, &ns, x, 12);
-    let w = open();
-    let newer = archive_payload(&w, &key(x, 0), 2, 200, 400);
-    must(w.flush(), "flush of step 0 again");
-    drop(w);
-    let last = last_segment(c, &ns, &object);
-    let bytes = c.rados(&ns, &["get", &last, "-"]);
-    let cut = *record_starts(&bytes).last().expect("records");
-    c.rados(&ns, &["truncate", &last, &cut.to_string()]);
-    let w = open();
-    let after = archive_payload(&w, &key(x, 50), 1, 200, 400);
-    must(w.flush(), "flush after the cut");
-    drop(w);
-    assert_eq!(
-        last_segment(c, &ns, &object),
-        last,
-        "the flush after the cut went to another segment"
-    );
-
-    let r = open();
-    match read(&r, &newer.key) {
-        Ok(b) if b == fields[0].data => {
-            panic!("step 0 answered its older version with success: the gap went unseen")
-        }
-        Ok(b) => panic!("step 0 answered {} bytes from a record cut off", b.len()),
-        Err(e) => assert_eq!(e.kind(), ErrorKind::Corrupt, "step 0: {e}"),
-    }
-    exact_or_corrupt(&r, "step 50 (flushed after the cut)", &after);
-    for f in &fields[1..] {
-        exact_or_corrupt(&r, &format!("{}", f.key), f);
-    }
-    assert!(damaged(&r, x), "status does not report the gap");
-    let report = must(r.purge(&dataset_request(x), true), "purge");
-    assert!(
-        report.datasets.iter().all(|d| d.items.is_empty()),
-        "purge removed units of a dataset with a gap: {report:?}"
     );
 }
 
