@@ -44,7 +44,7 @@ use fieldstore_core::{
 use crate::config::RadosConfig;
 use crate::format::{self, Dec, Enc, Framed};
 use crate::naming::{self, ROOT};
-use crate::rados::{Pool, WriteOp, ECANCELED, EEXIST, EFBIG, ENOENT};
+use crate::rados::{Errno, Pool, WriteOp, ECANCELED, EEXIST, EFBIG, ENOENT, EOPNOTSUPP, EPERM};
 use crate::waiter::RadosWaiter;
 
 /// Index entries per block (one omap value).
@@ -168,6 +168,26 @@ pub(crate) fn append_counted(op: &mut WriteOp, rec: &[u8]) {
     op.append(rec);
 }
 
+/// The error of an operation that appends to a log segment (one with
+/// [`append_counted`]): refused (EPERM) or not understood (EOPNOTSUPP),
+/// it is said to be the `numops` class call, the likeliest cause.
+fn append_error(e: Errno, what: impl std::fmt::Display) -> Error {
+    if e != EPERM && e != EOPNOTSUPP {
+        return e.error(what);
+    }
+    let os = std::io::Error::from_raw_os_error(e.0);
+    Error::new(
+        ErrorKind::Unsupported,
+        format!(
+            "{what}: {os}: the OSDs refused a call of the `numops` object class, which \
+             fieldstore's log needs: the class is not loaded or not allowed (Ceph's \
+             `osd_class_load_list`, `osd_class_default_list`), or this client's key lacks the \
+             OSD capability to call classes (`x`) or to write (`w`)"
+        ),
+    )
+    .with_source(os)
+}
+
 /// The last segment of the log whose segment 0 is `base` and its seal
 /// (`Open`, or `Wiped`); `None` if no segment exists. With segment 0 gone
 /// (a wipe's last step, or damage: [`head_lost`]), the last of the
@@ -271,7 +291,7 @@ fn seal_segment(pool: &Pool, base: &str, segment: u32) -> Result<Option<u32>> {
                 Seal::Open => {}
             },
             Err(e) if e == ENOENT => return Ok(None),
-            Err(e) => return Err(e.error(format!("sealing {}", pool.what(&obj)))),
+            Err(e) => return Err(append_error(e, format!("sealing {}", pool.what(&obj)))),
         }
     }
     Err(Error::internal(format!(
@@ -314,7 +334,7 @@ fn append_log(
                 Seal::Open => {}
             },
             Err(e) if e == ENOENT => return Err(wiped_while_writing(key)),
-            Err(e) => return Err(e.error(format!("appending to {}", pool.what(&obj)))),
+            Err(e) => return Err(append_error(e, format!("appending to {}", pool.what(&obj)))),
         }
     }
     Err(Error::internal(format!(
@@ -955,7 +975,7 @@ impl MediumMaintenance for RadosMedium {
                     break;
                 }
                 Err(e) if e == ECANCELED || e == ENOENT => continue,
-                Err(e) => return Err(e.error(format!("wiping {}", self.pool.what(&obj)))),
+                Err(e) => return Err(append_error(e, format!("wiping {}", self.pool.what(&obj)))),
             }
         }
         // 2. The store's part.
@@ -1103,7 +1123,7 @@ impl RadosMedium {
                 }
                 // The dataset's objects were removed: a wipe.
                 Err(e) if e == ENOENT => return Err(wiped_while_writing(key)),
-                Err(e) => return Err(e.error(what())),
+                Err(e) => return Err(append_error(e, what())),
             }
             if last {
                 return Ok(true);
@@ -1328,7 +1348,7 @@ impl RadosLog {
         let mut out = BTreeSet::new();
         for segment in 0..=st.cursor.segment {
             let obj = segment_object(&self.object, segment);
-            let what = |e: crate::rados::Errno| {
+            let what = |e: Errno| {
                 e.error(format!(
                     "reading the index blocks of {}",
                     self.pool.what(&obj)
@@ -1621,5 +1641,35 @@ impl LogMedium for RadosLog {
         Ok(self
             .unnamed_collocations(log)?
             .is_none_or(|held| held.contains(collocation)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An object class the OSDs do not load fails the whole operation,
+    /// and the error says what the log needs: on a real cluster, as OSDs
+    /// without `numops` would answer every flush.
+    #[test]
+    fn a_missing_object_class_is_unsupported_and_says_so() {
+        let Some(c) = fieldstore_testkit::ceph::cluster() else {
+            return;
+        };
+        let mut config = RadosConfig::new(c.pool.clone());
+        config.conf = Some(c.conf.clone());
+        config.namespace = fieldstore_testkit::ceph::namespace("cls");
+        let pool = config.open_pool().expect("the pool");
+        let mut op = WriteOp::new().expect("an op");
+        op.create();
+        op.exec(c"nosuchclass", c"add", b"");
+        op.append(b"never");
+        let e = pool
+            .operate("x", &op)
+            .expect_err("a call of a missing class");
+        let err = append_error(e, "appending to x");
+        assert_eq!(err.kind(), ErrorKind::Unsupported, "{err}");
+        assert!(err.to_string().contains("numops"), "{err}");
+        assert_eq!(pool.stat("x"), Err(ENOENT), "the failed operation applied");
     }
 }

@@ -26,6 +26,8 @@ pub(crate) const EEXIST: Errno = Errno(17);
 pub(crate) const EFBIG: Errno = Errno(27);
 pub(crate) const ECANCELED: Errno = Errno(125);
 pub(crate) const ETIMEDOUT: Errno = Errno(110);
+pub(crate) const EPERM: Errno = Errno(1);
+pub(crate) const EOPNOTSUPP: Errno = Errno(95);
 
 impl Errno {
     fn check(rc: c_int) -> std::result::Result<c_int, Errno> {
@@ -44,6 +46,7 @@ impl Errno {
             28 | 122 => ErrorKind::StorageFull,    // ENOSPC, EDQUOT
             4 | 11 | 16 | 103 | 104 | 107 | 108 | 110 | 111 | 112 | 113 => ErrorKind::Unavailable, // EINTR EAGAIN EBUSY ECONNABORTED ECONNRESET ENOTCONN ESHUTDOWN ETIMEDOUT ECONNREFUSED EHOSTDOWN EHOSTUNREACH
             74 | 84 => ErrorKind::Corrupt, // EBADMSG, EILSEQ
+            95 => ErrorKind::Unsupported,  // EOPNOTSUPP
             _ => ErrorKind::Io,
         }
     }
@@ -54,6 +57,10 @@ impl Errno {
         let hint = match self.kind() {
             ErrorKind::Unavailable => "; the cluster or an OSD is not reachable: retry later",
             ErrorKind::StorageFull => "; the pool or cluster is full",
+            ErrorKind::Unsupported => {
+                "; the pool does not support it (omap needs a replicated pool, not an \
+                 erasure-coded one)"
+            }
             _ => "",
         };
         Error::new(self.kind(), format!("{what}: {os}{hint}")).with_source(os)
