@@ -1311,19 +1311,25 @@ pub(super) fn append_record(dir: &Path, kind: u16, payload: &[u8]) -> Result<()>
 /// The extended attribute of a table of contents holding where an append
 /// ended (`u64`, little-endian), set once the append is synced: a table of
 /// contents found shorter was cut behind fieldstore's back (its last
-/// records lost at a record boundary read as a whole log). Best effort:
-/// a file system without user attributes has none, and racing writers may
+/// records lost at a record boundary read as a whole log), also after
+/// later appends that end short of it (it is only raised). Best effort: a
+/// file system without user attributes has none, and racing writers may
 /// leave it below the end; readers only check that the file is not
 /// shorter. A move's copy to another file system starts without it.
 const END_ATTR: &std::ffi::CStr = c"user.fieldstore.end";
 
-/// Set [`END_ATTR`] to where this descriptor's last append ended (its
-/// offset: `O_APPEND` leaves it after the bytes it wrote).
+/// Raise [`END_ATTR`] to where this descriptor's last append ended (its
+/// offset: `O_APPEND` leaves it after the bytes it wrote); never lower it:
+/// an append ending short of the mark came before another writer's, or
+/// after a cut that the mark goes on telling.
 fn mark_end(toc: &File) {
     use std::io::Seek;
     let Ok(end) = (&*toc).stream_position() else {
         return;
     };
+    if marked_end(toc).is_some_and(|marked| marked >= end) {
+        return;
+    }
     let value = end.to_le_bytes();
     // SAFETY: a valid descriptor, a NUL-terminated name and 8 readable
     // bytes; the call copies them.
