@@ -116,6 +116,21 @@ fn lost_tail_reaching_a_hint_is_damage() {
     });
 }
 
+/// The same, and then a writer flushes once more: it does not fill the
+/// removed slots (this process saw them, and the tail hint names one).
+#[test]
+fn lost_tail_then_appended_to_is_damage() {
+    let pool = common::standin().fresh_pool("tailapp");
+    let schema = support::schema();
+    let open = {
+        let pool = pool.clone();
+        move || FieldStore::open(common::config(&pool, schema.clone()))
+    };
+    fieldstore_testkit::lost_tail_then_appended_to_is_damage(&open, &|d, n| {
+        common::remove_tail(&pool, d, n)
+    });
+}
+
 fn mixed_pair(engine: Engine, store: StoreKind) {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let pool = common::standin().fresh_pool("mixed");

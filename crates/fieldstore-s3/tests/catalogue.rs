@@ -79,6 +79,20 @@ fn lost_tail_reaching_a_hint_is_damage() {
     });
 }
 
+/// The same, and then a writer flushes once more: it starts past the tail
+/// hint, so it does not fill the removed objects and hide the loss.
+#[test]
+fn lost_tail_then_appended_to_is_damage() {
+    let Some((open, raw)) = fresh("tail2") else {
+        return;
+    };
+    fieldstore_testkit::lost_tail_then_appended_to_is_damage(&open, &|d, n| {
+        for k in n..fieldstore_testkit::LOST_TAIL_RECORDS {
+            raw.delete(&raw.slot(d, k));
+        }
+    });
+}
+
 /// The S3 catalogue with the POSIX file store, and the POSIX catalogue
 /// with the S3 store: the conformance checks that need no damage hooks.
 #[test]

@@ -166,13 +166,18 @@ pub trait SlotMedium: MediumMaintenance + Send + Sync + Debug + 'static {
     }
 
     /// A slot every slot before which is taken: where a writer or an
-    /// append starts. The default looks from [`SlotMedium::known_end`]
-    /// ([`slots::first_free`]).
+    /// append starts. The default looks ([`slots::first_free`]) from
+    /// [`SlotMedium::known_end`] or from past the log's stored hint
+    /// ([`SlotLog::hint_past`], cold), whichever is further: the hinted slot
+    /// was seen to exist and fieldstore never removes one, so a free slot
+    /// below it was removed behind fieldstore's back, and a writer filling
+    /// it would hide that loss from readers (a gap stays one).
     ///
     /// # Errors
     /// The medium's I/O errors.
     fn start(&self, dataset: &Self::Dataset, log: &dyn SlotLog) -> Result<u64> {
-        slots::first_free(log, self.known_end(dataset))
+        let hinted = log.hint_past(0, true)?.map_or(0, |h| h + 1);
+        slots::first_free(log, self.known_end(dataset).max(hinted))
     }
 
     /// This process published slot `slot` of `dataset`'s log (a medium may

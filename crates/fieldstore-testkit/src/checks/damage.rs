@@ -386,6 +386,39 @@ pub fn lost_tail_reaching_a_hint_is_damage(open: Open<'_>, remove_tail: crate::D
     reported_and_kept(&r, &request, "a lost tail");
 }
 
+/// As [`lost_tail_reaching_a_hint_is_damage`], and then a writer that did
+/// not see the log flushes once more (step 30): it must not fill the
+/// removed slots below the hint, which would hide the loss. Step 0 (its
+/// newest version in the lost tail) still fails `Corrupt`, never its older
+/// version with success; the damage is reported; purge removes nothing.
+pub fn lost_tail_then_appended_to_is_damage(open: Open<'_>, remove_tail: crate::DamageRecord<'_>) {
+    let x = "tai2";
+    let mut versions: Vec<(u32, u32)> = (0..20).map(|s| (s, 1)).collect();
+    versions.push((0, 2));
+    let (flushed, dataset) = flush_each(open, x, &versions);
+    remove_tail(&dataset, 16);
+    let w = opened(open, "writer after the removal");
+    let late = archive_payload(&w, &Spec { step: 30, ..PL }.key(x), 1, 500, 3000);
+    must(w.flush(), "flush after the removal");
+    drop(w);
+
+    let r = opened(open, "reader");
+    match retrieve_outcome(&r, &flushed[20].key) {
+        Ok(bytes) if bytes == flushed[0].data => panic!(
+            "step 0 answered its older version with success: the flush after the lost tail \
+             hid it"
+        ),
+        Ok(bytes) => panic!("step 0 read back {} bytes from a lost record", bytes.len()),
+        Err(e) => assert_eq!(e.kind(), ErrorKind::Corrupt, "step 0: {e}"),
+    }
+    match retrieve_outcome(&r, &late.key) {
+        Ok(bytes) => assert!(bytes == late.data, "step 30 read back other bytes"),
+        Err(e) => assert_eq!(e.kind(), ErrorKind::Corrupt, "step 30: {e}"),
+    }
+    let request = crate::support::request(&format!("class=od,expver={x}"));
+    reported_and_kept(&r, &request, "a lost tail appended to");
+}
+
 /// `status` of `request` reports damage (`what`), and `purge --doit`
 /// removes nothing of its datasets: the damage may reference units that
 /// look unused.
