@@ -430,6 +430,27 @@ impl Pool {
         Errno::check(rc).map(|_| ())
     }
 
+    /// Run one omap read on `oid`: `add` adds it to a read op, given where
+    /// librados is to put its iterator and its result (both live until the
+    /// op has run); the pairs it read.
+    fn omap_read(
+        &self,
+        oid: &str,
+        add: impl FnOnce(ffi::ReadOp, *mut ffi::OmapIter, *mut c_int),
+    ) -> std::result::Result<Pairs, Errno> {
+        let o = CString::new(oid).map_err(|_| Errno(22))?;
+        let op = ReadOp::new(self.api);
+        let mut iter: ffi::OmapIter = std::ptr::null_mut();
+        let mut prval: c_int = 0;
+        add(op.0 .1, &mut iter, &mut prval);
+        // SAFETY: valid op and I/O context.
+        let rc = unsafe { (self.api.rados_read_op_operate)(op.0 .1, self.io, o.as_ptr(), 0) };
+        let pairs = self.drain(iter);
+        Errno::check(rc)?;
+        Errno::check(prval)?;
+        Ok(pairs)
+    }
+
     /// One page of `oid`'s omap: at most `max` pairs after `start_after`
     /// whose keys begin with `prefix`, in key order, and whether more
     /// follow.
@@ -440,31 +461,24 @@ impl Pool {
         prefix: &str,
         max: u64,
     ) -> std::result::Result<(Pairs, bool), Errno> {
-        let o = CString::new(oid).map_err(|_| Errno(22))?;
         let after = CString::new(start_after).map_err(|_| Errno(22))?;
         let pre = CString::new(prefix).map_err(|_| Errno(22))?;
-        let op = ReadOp::new(self.api);
-        let mut iter: ffi::OmapIter = std::ptr::null_mut();
         let mut more: u8 = 0;
-        let mut prval: c_int = 0;
-        // SAFETY: valid op; the strings are copied by librados; the out
-        // pointers live on this frame until the op has run below.
-        unsafe {
-            (self.api.rados_read_op_omap_get_vals2)(
-                op.0 .1,
-                after.as_ptr(),
-                pre.as_ptr(),
-                max,
-                &mut iter,
-                &mut more,
-                &mut prval,
-            )
-        };
-        // SAFETY: valid op and I/O context.
-        let rc = unsafe { (self.api.rados_read_op_operate)(op.0 .1, self.io, o.as_ptr(), 0) };
-        let pairs = self.drain(iter);
-        Errno::check(rc)?;
-        Errno::check(prval)?;
+        let pairs = self.omap_read(oid, |op, iter, prval| {
+            // SAFETY: valid op; the strings are copied by librados; `more`
+            // and the out pointers live until the op has run.
+            unsafe {
+                (self.api.rados_read_op_omap_get_vals2)(
+                    op,
+                    after.as_ptr(),
+                    pre.as_ptr(),
+                    max,
+                    iter,
+                    &mut more,
+                    prval,
+                )
+            }
+        })?;
         Ok((pairs, more != 0))
     }
 
@@ -476,58 +490,44 @@ impl Pool {
         start_after: &[u8],
         max: u64,
     ) -> std::result::Result<(Vec<Vec<u8>>, bool), Errno> {
-        let o = CString::new(oid).map_err(|_| Errno(22))?;
         let after = CString::new(start_after).map_err(|_| Errno(22))?;
-        let op = ReadOp::new(self.api);
-        let mut iter: ffi::OmapIter = std::ptr::null_mut();
         let mut more: u8 = 0;
-        let mut prval: c_int = 0;
-        // SAFETY: valid op; the string is copied by librados; the out
-        // pointers live on this frame until the op has run below.
-        unsafe {
-            (self.api.rados_read_op_omap_get_keys2)(
-                op.0 .1,
-                after.as_ptr(),
-                max,
-                &mut iter,
-                &mut more,
-                &mut prval,
-            )
-        };
-        // SAFETY: valid op and I/O context.
-        let rc = unsafe { (self.api.rados_read_op_operate)(op.0 .1, self.io, o.as_ptr(), 0) };
-        let keys = self.drain(iter).into_iter().map(|(k, _)| k).collect();
-        Errno::check(rc)?;
-        Errno::check(prval)?;
-        Ok((keys, more != 0))
+        let pairs = self.omap_read(oid, |op, iter, prval| {
+            // SAFETY: valid op; the string is copied by librados; `more`
+            // and the out pointers live until the op has run.
+            unsafe {
+                (self.api.rados_read_op_omap_get_keys2)(
+                    op,
+                    after.as_ptr(),
+                    max,
+                    iter,
+                    &mut more,
+                    prval,
+                )
+            }
+        })?;
+        Ok((pairs.into_iter().map(|(k, _)| k).collect(), more != 0))
     }
 
     /// The omap values of `keys` of `oid`; missing keys are left out.
     pub(crate) fn omap_get(&self, oid: &str, keys: &[&[u8]]) -> std::result::Result<Pairs, Errno> {
-        let o = CString::new(oid).map_err(|_| Errno(22))?;
         let ptrs: Vec<*const c_char> = keys.iter().map(|k| k.as_ptr().cast()).collect();
         let lens: Vec<usize> = keys.iter().map(|k| k.len()).collect();
-        let op = ReadOp::new(self.api);
-        let mut iter: ffi::OmapIter = std::ptr::null_mut();
-        let mut prval: c_int = 0;
-        // SAFETY: valid op; `ptrs`/`lens` describe `keys.len()` live
-        // buffers, copied by librados; out-pointers live until the op ran.
-        unsafe {
-            (self.api.rados_read_op_omap_get_vals_by_keys2)(
-                op.0 .1,
-                ptrs.as_ptr(),
-                keys.len(),
-                lens.as_ptr(),
-                &mut iter,
-                &mut prval,
-            )
-        };
-        // SAFETY: valid op and I/O context.
-        let rc = unsafe { (self.api.rados_read_op_operate)(op.0 .1, self.io, o.as_ptr(), 0) };
-        let pairs = self.drain(iter);
-        Errno::check(rc)?;
-        Errno::check(prval)?;
-        Ok(pairs)
+        self.omap_read(oid, |op, iter, prval| {
+            // SAFETY: valid op; `ptrs`/`lens` describe `keys.len()` live
+            // buffers, copied by librados; the out pointers live until the
+            // op has run.
+            unsafe {
+                (self.api.rados_read_op_omap_get_vals_by_keys2)(
+                    op,
+                    ptrs.as_ptr(),
+                    keys.len(),
+                    lens.as_ptr(),
+                    iter,
+                    prval,
+                )
+            }
+        })
     }
 
     /// Register a watch on `oid`: librados calls `notify` (for each notify
