@@ -14,6 +14,17 @@ fn with_daos(check: &dyn Fn(Open<'_>)) {
 
 fieldstore_testkit::conformance_tests!(with_daos);
 
+/// A fresh pool named after `what`, and a factory of handles onto it.
+fn fresh(what: &str) -> (String, impl Fn() -> fieldstore::Result<FieldStore> + Sync) {
+    let pool = common::standin().fresh_pool(what);
+    let schema = support::schema();
+    let open = {
+        let pool = pool.clone();
+        move || FieldStore::open(common::config(&pool, schema.clone()))
+    };
+    (pool, open)
+}
+
 #[test]
 fn damaged_field_is_detected() {
     with_daos(&|open| damaged_field_detected(open, &common::corrupt));
@@ -23,12 +34,7 @@ fn damaged_field_is_detected() {
 /// POSIX).
 #[test]
 fn damaged_log_record_costs_only_itself() {
-    let pool = common::standin().fresh_pool("dmglog");
-    let schema = support::schema();
-    let open = {
-        let pool = pool.clone();
-        move || FieldStore::open(common::config(&pool, schema.clone()))
-    };
+    let (pool, open) = fresh("dmglog");
     fieldstore_testkit::damaged_log_record_costs_only_itself(&open, &|d, n| {
         common::damage_slot(&pool, d, n)
     });
@@ -39,12 +45,7 @@ fn damaged_log_record_costs_only_itself() {
 /// dataset (issue 38).
 #[test]
 fn missing_log_record_is_damage() {
-    let pool = common::standin().fresh_pool("gaplog");
-    let schema = support::schema();
-    let open = {
-        let pool = pool.clone();
-        move || FieldStore::open(common::config(&pool, schema.clone()))
-    };
+    let (pool, open) = fresh("gaplog");
     fieldstore_testkit::missing_log_record_is_damage(&open, &|d, n| {
         common::remove_slot(&pool, d, n)
     });
@@ -54,12 +55,7 @@ fn missing_log_record_is_damage() {
 /// the log (`processes.rs` has the cold reader, told by the tail hint).
 #[test]
 fn gap_of_two_records_is_damage() {
-    let pool = common::standin().fresh_pool("gap2log");
-    let schema = support::schema();
-    let open = {
-        let pool = pool.clone();
-        move || FieldStore::open(common::config(&pool, schema.clone()))
-    };
+    let (pool, open) = fresh("gap2log");
     fieldstore_testkit::gap_of_two_records_is_damage(&open, &|d, n| {
         common::remove_slot(&pool, d, n)
     });
@@ -105,12 +101,7 @@ fn lost_tail_seen_by_this_process_is_damage() {
 /// process saw them too: both hints reach the lost tail).
 #[test]
 fn lost_tail_reaching_a_hint_is_damage() {
-    let pool = common::standin().fresh_pool("tailhint");
-    let schema = support::schema();
-    let open = {
-        let pool = pool.clone();
-        move || FieldStore::open(common::config(&pool, schema.clone()))
-    };
+    let (pool, open) = fresh("tailhint");
     fieldstore_testkit::lost_tail_reaching_a_hint_is_damage(&open, &|d, n| {
         common::remove_tail(&pool, d, n)
     });
@@ -120,12 +111,7 @@ fn lost_tail_reaching_a_hint_is_damage() {
 /// removed slots (this process saw them, and the tail hint names one).
 #[test]
 fn lost_tail_then_appended_to_is_damage() {
-    let pool = common::standin().fresh_pool("tailapp");
-    let schema = support::schema();
-    let open = {
-        let pool = pool.clone();
-        move || FieldStore::open(common::config(&pool, schema.clone()))
-    };
+    let (pool, open) = fresh("tailapp");
     fieldstore_testkit::lost_tail_then_appended_to_is_damage(&open, &|d, n| {
         common::remove_tail(&pool, d, n)
     });
