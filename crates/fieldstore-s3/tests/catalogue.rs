@@ -72,11 +72,7 @@ fn lost_tail_reaching_a_hint_is_damage() {
     let Some((open, raw)) = fresh("tail") else {
         return;
     };
-    fieldstore_testkit::lost_tail_reaching_a_hint_is_damage(&open, &|d, n| {
-        for k in n..fieldstore_testkit::LOST_TAIL_RECORDS {
-            raw.delete(&raw.slot(d, k));
-        }
-    });
+    fieldstore_testkit::lost_tail_reaching_a_hint_is_damage(&open, &|d, n| raw.delete_tail(d, n));
 }
 
 /// The same, and then a writer flushes once more: it starts past the tail
@@ -86,11 +82,7 @@ fn lost_tail_then_appended_to_is_damage() {
     let Some((open, raw)) = fresh("tail2") else {
         return;
     };
-    fieldstore_testkit::lost_tail_then_appended_to_is_damage(&open, &|d, n| {
-        for k in n..fieldstore_testkit::LOST_TAIL_RECORDS {
-            raw.delete(&raw.slot(d, k));
-        }
-    });
+    fieldstore_testkit::lost_tail_then_appended_to_is_damage(&open, &|d, n| raw.delete_tail(d, n));
 }
 
 /// The S3 catalogue with the POSIX file store, and the POSIX catalogue

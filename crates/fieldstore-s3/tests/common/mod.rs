@@ -441,4 +441,12 @@ impl Raw {
         let url = self.signed(self.bucket.delete_object(Some(&self.creds), key));
         ureq::delete(url.as_str()).call().expect("DELETE");
     }
+
+    /// DELETE log slots `n` to the last of the testkit's lost-tail checks
+    /// ([`fieldstore_testkit::LOST_TAIL_RECORDS`]) of `dataset`: a lost tail.
+    pub fn delete_tail(&self, dataset: &fieldstore::DatasetKey, n: usize) {
+        for k in n..fieldstore_testkit::LOST_TAIL_RECORDS {
+            self.delete(&self.slot(dataset, k));
+        }
+    }
 }
