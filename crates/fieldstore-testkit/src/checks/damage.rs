@@ -333,19 +333,15 @@ pub fn cut_log_is_damage(open: Open<'_>, cut: crate::DamageRecord<'_>) {
     cut(&dataset, 3);
 
     let r = opened(open, "reader after the cut");
-    match retrieve_outcome(&r, &flushed[3].key) {
-        Ok(bytes) if bytes == flushed[0].data => {
-            panic!("step 0 answered its older version with success: the cut went unseen")
-        }
-        Ok(bytes) => panic!("step 0 read back {} bytes from a lost record", bytes.len()),
-        Err(e) => assert_eq!(e.kind(), ErrorKind::Corrupt, "step 0: {e}"),
-    }
-    for (i, s) in [(1, 6), (2, 12)] {
-        match retrieve_outcome(&r, &flushed[i].key) {
-            Ok(bytes) => assert!(bytes == flushed[i].data, "step {s} read back other bytes"),
-            Err(e) => assert_eq!(e.kind(), ErrorKind::Corrupt, "step {s}: {e}"),
-        }
-    }
+    corrupt_not_older(
+        &r,
+        &flushed[3],
+        &flushed[0],
+        "step 0",
+        "the cut went unseen",
+    );
+    exact_or_corrupt(&r, &flushed[1], "step 6");
+    exact_or_corrupt(&r, &flushed[2], "step 12");
     let request = crate::support::request(&format!("class=od,expver={x}"));
     reported_and_kept(&r, &request, "a cut log");
 }
@@ -362,25 +358,15 @@ pub const LOST_TAIL_RECORDS: usize = 21;
 /// nothing.
 pub fn lost_tail_reaching_a_hint_is_damage(open: Open<'_>, remove_tail: crate::DamageRecord<'_>) {
     let x = "tail";
-    let mut versions: Vec<(u32, u32)> = (0..20).map(|s| (s, 1)).collect();
-    versions.push((0, 2));
-    let (flushed, dataset) = flush_each(open, x, &versions);
-    assert_eq!(flushed.len(), LOST_TAIL_RECORDS);
-    remove_tail(&dataset, 16);
-
+    let flushed = lose_the_tail(open, x, remove_tail);
     let r = opened(open, "reader after the removal");
     for (i, what) in [
         (20, "step 0, newest in the lost tail"),
         (16, "step 16"),
         (19, "step 19"),
     ] {
-        match retrieve_outcome(&r, &flushed[i].key) {
-            Ok(bytes) if bytes == flushed[0].data => {
-                panic!("{what} answered an older version with success: the lost tail went unseen")
-            }
-            Ok(bytes) => panic!("{what} read back {} bytes from a lost record", bytes.len()),
-            Err(e) => assert_eq!(e.kind(), ErrorKind::Corrupt, "{what}: {e}"),
-        }
+        let why = "the lost tail went unseen";
+        corrupt_not_older(&r, &flushed[i], &flushed[0], what, why);
     }
     let request = crate::support::request(&format!("class=od,expver={x}"));
     reported_and_kept(&r, &request, "a lost tail");
@@ -393,30 +379,57 @@ pub fn lost_tail_reaching_a_hint_is_damage(open: Open<'_>, remove_tail: crate::D
 /// version with success; the damage is reported; purge removes nothing.
 pub fn lost_tail_then_appended_to_is_damage(open: Open<'_>, remove_tail: crate::DamageRecord<'_>) {
     let x = "tai2";
-    let mut versions: Vec<(u32, u32)> = (0..20).map(|s| (s, 1)).collect();
-    versions.push((0, 2));
-    let (flushed, dataset) = flush_each(open, x, &versions);
-    remove_tail(&dataset, 16);
+    let flushed = lose_the_tail(open, x, remove_tail);
     let w = opened(open, "writer after the removal");
     let late = archive_payload(&w, &Spec { step: 30, ..PL }.key(x), 1, 500, 3000);
     must(w.flush(), "flush after the removal");
     drop(w);
 
     let r = opened(open, "reader");
-    match retrieve_outcome(&r, &flushed[20].key) {
-        Ok(bytes) if bytes == flushed[0].data => panic!(
-            "step 0 answered its older version with success: the flush after the lost tail \
-             hid it"
-        ),
-        Ok(bytes) => panic!("step 0 read back {} bytes from a lost record", bytes.len()),
-        Err(e) => assert_eq!(e.kind(), ErrorKind::Corrupt, "step 0: {e}"),
-    }
-    match retrieve_outcome(&r, &late.key) {
-        Ok(bytes) => assert!(bytes == late.data, "step 30 read back other bytes"),
-        Err(e) => assert_eq!(e.kind(), ErrorKind::Corrupt, "step 30: {e}"),
-    }
+    let why = "the flush after the lost tail hid it";
+    corrupt_not_older(&r, &flushed[20], &flushed[0], "step 0", why);
+    exact_or_corrupt(&r, &late, "step 30");
     let request = crate::support::request(&format!("class=od,expver={x}"));
     reported_and_kept(&r, &request, "a lost tail appended to");
+}
+
+/// [`LOST_TAIL_RECORDS`] flushes into dataset `x` — steps 0 to 19, then
+/// step 0 again — then `remove_tail(dataset, 16)`: what was flushed.
+fn lose_the_tail(open: Open<'_>, x: &str, remove_tail: crate::DamageRecord<'_>) -> Vec<Stored> {
+    let mut versions: Vec<(u32, u32)> = (0..20).map(|s| (s, 1)).collect();
+    versions.push((0, 2));
+    let (flushed, dataset) = flush_each(open, x, &versions);
+    assert_eq!(flushed.len(), LOST_TAIL_RECORDS);
+    remove_tail(&dataset, 16);
+    flushed
+}
+
+/// `want`'s key fails `Corrupt`: its record was lost, so neither `older`
+/// (its version before: `why` names what hid the loss) nor any other bytes
+/// may come back.
+fn corrupt_not_older(
+    r: &fieldstore::FieldStore,
+    want: &Stored,
+    older: &Stored,
+    what: &str,
+    why: &str,
+) {
+    match retrieve_outcome(r, &want.key) {
+        Ok(bytes) if bytes == older.data => {
+            panic!("{what} answered an older version with success: {why}")
+        }
+        Ok(bytes) => panic!("{what} read back {} bytes from a lost record", bytes.len()),
+        Err(e) => assert_eq!(e.kind(), ErrorKind::Corrupt, "{what}: {e}"),
+    }
+}
+
+/// `want` reads back exactly, or fails `Corrupt` (damage before or after
+/// it may change its answer): never other bytes.
+fn exact_or_corrupt(r: &fieldstore::FieldStore, want: &Stored, what: &str) {
+    match retrieve_outcome(r, &want.key) {
+        Ok(bytes) => assert!(bytes == want.data, "{what} read back other bytes"),
+        Err(e) => assert_eq!(e.kind(), ErrorKind::Corrupt, "{what}: {e}"),
+    }
 }
 
 /// `status` of `request` reports damage (`what`), and `purge --doit`
