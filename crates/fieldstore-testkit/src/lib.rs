@@ -72,7 +72,8 @@ pub struct Capabilities<'a> {
     pub remove_record: Option<DamageRecord<'a>>,
     /// Cut a dataset's log just before record `n` (numbered as for
     /// `damage_record`), keeping every record before it, bypassing the
-    /// backend: its last records lost, the rest a whole log. `None` where
+    /// backend: its last records lost, the rest a whole log, which writers
+    /// then append to. `None` where
     /// the medium does not promise to tell a cut that short (S3 tells only
     /// one that reaches its tail hint:
     /// [`lost_tail_reaching_a_hint_is_damage`]) or has no log (memory).
@@ -172,6 +173,8 @@ pub fn run_all(open: Open<'_>, caps: &Capabilities<'_>) {
     if let Some(cut) = caps.cut_log {
         println!("conformance check cut_log_is_damage");
         cut_log_is_damage(open, cut);
+        println!("conformance check cut_then_appended_to_is_damage");
+        cut_then_appended_to_is_damage(open, cut);
     }
 }
 

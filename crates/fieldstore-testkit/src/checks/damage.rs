@@ -346,6 +346,31 @@ pub fn cut_log_is_damage(open: Open<'_>, cut: crate::DamageRecord<'_>) {
     reported_and_kept(&r, &request, "a cut log");
 }
 
+/// As [`cut_log_is_damage`], and then a writer flushes once more: four
+/// flushes — steps 0, 6, 12, then step 0 again — then `cut(dataset, 2)`
+/// cuts the last two records, and a writer flushes step 18 (the log is
+/// then shorter than before the cut). A fresh handle still fails step 0
+/// with `Corrupt`, never its older version with success; reads steps 6
+/// and 18 exactly or fails them `Corrupt`; reports the damage; and purge
+/// removes nothing.
+pub fn cut_then_appended_to_is_damage(open: Open<'_>, cut: crate::DamageRecord<'_>) {
+    let x = "cut2";
+    let (flushed, dataset) = flush_each(open, x, &[(0, 1), (6, 1), (12, 1), (0, 2)]);
+    cut(&dataset, 2);
+    let w = opened(open, "writer after the cut");
+    let late = archive_payload(&w, &Spec { step: 18, ..PL }.key(x), 1, 500, 3000);
+    must(w.flush(), "flush after the cut");
+    drop(w);
+
+    let r = opened(open, "reader");
+    let why = "the flush after the cut hid it";
+    corrupt_not_older(&r, &flushed[3], &flushed[0], "step 0", why);
+    exact_or_corrupt(&r, &flushed[1], "step 6");
+    exact_or_corrupt(&r, &late, "step 18");
+    let request = crate::support::request(&format!("class=od,expver={x}"));
+    reported_and_kept(&r, &request, "a cut log appended to");
+}
+
 /// The records a lost-tail check writes ([`lost_tail_reaching_a_hint_is_damage`]).
 pub const LOST_TAIL_RECORDS: usize = 21;
 
