@@ -53,8 +53,8 @@ fn cut_log_is_damage() {
 }
 
 /// The conformance suite's cut-then-appended check on its own root: the
-/// `toc`'s end mark is only raised, so appends after a cut that end short
-/// of it do not hide the cut.
+/// `toc`'s end mark is only raised, and writers refuse to append to a
+/// `toc` shorter than it, so appends after a cut never hide it.
 #[test]
 fn cut_then_appended_to_is_damage() {
     if !keeps_user_attributes() {
@@ -63,6 +63,43 @@ fn cut_then_appended_to_is_damage() {
     }
     with_posix(&|open| {
         fieldstore_testkit::cut_then_appended_to_is_damage(open, &|d, n| cut_toc(open, d, n));
+    });
+}
+
+/// A writer refuses to append to a cut `toc`: its flush fails `Corrupt`,
+/// naming the file and its end mark, and the `toc` keeps the length the
+/// cut left (so that appends cannot grow it past the mark and hide the
+/// loss).
+#[test]
+fn a_writer_refuses_to_append_to_a_cut_toc() {
+    if !keeps_user_attributes() {
+        eprintln!("a_writer_refuses_to_append_to_a_cut_toc: no user attributes here; skipped");
+        return;
+    }
+    with_posix(&|open| {
+        let w = must(open(), "writer");
+        let first = Spec { step: 0, ..PL }.key("refu");
+        let dataset = must(w.schema().split(&first), "splitting the key").dataset;
+        for step in [0, 6, 12] {
+            archive_payload(&w, &Spec { step, ..PL }.key("refu"), 1, 500, 3000);
+            must(w.flush(), "flush before the cut");
+        }
+        drop(w);
+        cut_toc(open, &dataset, 2);
+        let toc = toc_of(open, &dataset);
+        let cut_len = std::fs::metadata(&toc).expect("the toc").len();
+
+        let w = must(open(), "writer after the cut");
+        archive_payload(&w, &Spec { step: 18, ..PL }.key("refu"), 1, 500, 3000);
+        let e = w.flush().expect_err("a flush appended to a cut toc");
+        assert_eq!(e.kind(), ErrorKind::Corrupt, "{e}");
+        let msg = e.to_string();
+        assert!(
+            msg.contains(&toc.display().to_string()) && msg.contains("user.fieldstore.end"),
+            "the error names neither the toc nor its end mark: {msg}"
+        );
+        let len = std::fs::metadata(&toc).expect("the toc").len();
+        assert_eq!(len, cut_len, "the refused flush changed the toc's length");
     });
 }
 

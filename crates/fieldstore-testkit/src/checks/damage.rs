@@ -346,27 +346,40 @@ pub fn cut_log_is_damage(open: Open<'_>, cut: crate::DamageRecord<'_>) {
     reported_and_kept(&r, &request, "a cut log");
 }
 
-/// As [`cut_log_is_damage`], and then a writer flushes once more: four
-/// flushes — steps 0, 6, 12, then step 0 again — then `cut(dataset, 2)`
-/// cuts the last two records, and a writer flushes step 18 (the log is
-/// then shorter than before the cut). A fresh handle still fails step 0
-/// with `Corrupt`, never its older version with success; reads steps 6
-/// and 18 exactly or fails them `Corrupt`; reports the damage; and purge
-/// removes nothing.
+/// As [`cut_log_is_damage`], and then writers flush three times more:
+/// four flushes — steps 0, 6, 12, then step 0 again — then `cut(dataset,
+/// 2)` cuts the last two records, and three writers, one after another,
+/// flush steps 18, 24 and 30 (together they reach past where the log
+/// ended before the cut). Each such flush either succeeds or fails
+/// `Corrupt`, refusing to append to a cut log (POSIX). A fresh handle still
+/// fails step 0 with `Corrupt`, never its older version with success;
+/// reads step 6 and the late steps that were acknowledged exactly or fails
+/// them `Corrupt`; reports the damage; and purge removes nothing.
 pub fn cut_then_appended_to_is_damage(open: Open<'_>, cut: crate::DamageRecord<'_>) {
     let x = "cut2";
     let (flushed, dataset) = flush_each(open, x, &[(0, 1), (6, 1), (12, 1), (0, 2)]);
     cut(&dataset, 2);
-    let w = opened(open, "writer after the cut");
-    let late = archive_payload(&w, &Spec { step: 18, ..PL }.key(x), 1, 500, 3000);
-    must(w.flush(), "flush after the cut");
-    drop(w);
+    let mut late = Vec::new();
+    for step in [18, 24, 30] {
+        let w = opened(open, "writer after the cut");
+        let field = archive_payload(&w, &Spec { step, ..PL }.key(x), 1, 500, 3000);
+        match w.flush() {
+            Ok(()) => late.push((step, field)),
+            Err(e) => assert_eq!(
+                e.kind(),
+                ErrorKind::Corrupt,
+                "a flush after the cut failed, and not for the cut: {e}"
+            ),
+        }
+    }
 
     let r = opened(open, "reader");
-    let why = "the flush after the cut hid it";
+    let why = "the flushes after the cut hid it";
     corrupt_not_older(&r, &flushed[3], &flushed[0], "step 0", why);
     exact_or_corrupt(&r, &flushed[1], "step 6");
-    exact_or_corrupt(&r, &late, "step 18");
+    for (step, field) in &late {
+        exact_or_corrupt(&r, field, &format!("step {step}"));
+    }
     let request = crate::support::request(&format!("class=od,expver={x}"));
     reported_and_kept(&r, &request, "a cut log appended to");
 }

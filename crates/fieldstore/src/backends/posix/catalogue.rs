@@ -997,6 +997,7 @@ impl TocWriter {
         if self.locks()?.contains(Operation::Archive) {
             return Err(locked(&self.key, Operation::Archive));
         }
+        refuse_if_cut(&self.toc, &self.toc_path)?;
         let n = self
             .toc
             .write(&rec)
@@ -1290,6 +1291,7 @@ pub(super) fn append_record(dir: &Path, kind: u16, payload: &[u8]) -> Result<()>
         .append(true)
         .open(&path)
         .map_err(|e| Error::io(path.display(), e))?;
+    refuse_if_cut(&toc, &path)?;
     let n = toc
         .write(&rec)
         .map_err(|e| Error::io(format!("appending to {}", path.display()), e))?;
@@ -1342,6 +1344,38 @@ fn mark_end(toc: &File) {
             0,
         )
     };
+}
+
+/// Fail `Corrupt`, appending nothing, if `toc` is shorter than
+/// [`END_ATTR`] says a synced append left it: its last records were cut
+/// off, and an append could grow it past the mark and hide the loss from
+/// every reader. Race-free without a lock: the mark is read first, and it
+/// is only ever set to a length the file had, so an uncut file is never
+/// shorter than a mark read before its length. Costs an `fgetxattr` and
+/// an `fstat`.
+fn refuse_if_cut(toc: &File, path: &Path) -> Result<()> {
+    let Some(end) = marked_end(toc) else {
+        return Ok(());
+    };
+    let len = toc.metadata().map_err(|e| Error::io(path.display(), e))?.len();
+    if len >= end {
+        return Ok(());
+    }
+    Err(Error::corrupt(format!(
+        "{}; nothing appended (an append could reach past the mark and hide the loss from \
+         readers): `fieldstore status` names the damage, docs/maintenance.md says what to do",
+        cut_off(path, len, end)
+    )))
+}
+
+/// What a `toc` of `len` bytes whose [`END_ATTR`] says `end` lost.
+fn cut_off(path: &Path, len: u64, end: u64) -> String {
+    format!(
+        "{}: it ends at offset {len}, but an append to it that was synced ended at offset {end} \
+         (its `{}` attribute): its last records were cut off behind fieldstore's back",
+        path.display(),
+        END_ATTR.to_string_lossy(),
+    )
 }
 
 /// [`END_ATTR`] of a table of contents, if it has one.
@@ -1599,12 +1633,7 @@ impl TocLog {
             return;
         }
         st.cursor.cut = true;
-        let problem = format!(
-            "{}: it ends at offset {len}, but an append to it that was synced ended at offset \
-             {end} (its `{}` attribute): its last records were cut off behind fieldstore's back",
-            st.cursor.toc_path.display(),
-            END_ATTR.to_string_lossy(),
-        );
+        let problem = cut_off(&st.cursor.toc_path, len, end);
         let at = st.cursor.pos;
         self.damaged(st, at, problem);
     }
