@@ -1533,6 +1533,33 @@ impl RadosLog {
     }
 }
 
+impl RadosLog {
+    /// At the SEAL record (offset `at`) of segment `obj`, the last record
+    /// appended to it: its `!records` key counting more records than were
+    /// read means records were removed from the segment behind
+    /// fieldstore's back (its bytes rewritten, the SEAL kept). Damage at
+    /// the SEAL's place: the lost records are older than every later
+    /// segment's, so only answers found up to here are in doubt. One omap
+    /// read per sealed segment crossed (one per 64 MiB of log, by default).
+    fn check_sealed_count(&self, st: &mut ReaderLog, obj: &str, at: u64) -> Result<()> {
+        if st.cursor.uncounted {
+            return Ok(());
+        }
+        let count = match segment_end(&self.pool, obj)? {
+            Some((_, Some(count))) if count > st.cursor.records => count,
+            _ => return Ok(()),
+        };
+        let problem = format!(
+            "{}: its `!records` key counts {count} records, but its log holds {} up to its SEAL \
+             record at offset {at}: records were removed behind fieldstore's back",
+            self.pool.what(obj),
+            st.cursor.records,
+        );
+        self.damaged(st, at, problem);
+        Ok(())
+    }
+}
+
 /// The records of a log segment, as the engine's walk reads them.
 impl FramedRecords<Place, RadosCursor> for RadosLog {
     fn what(&self, st: &ReaderLog, at: u64) -> String {
@@ -1599,8 +1626,8 @@ impl FramedRecords<Place, RadosCursor> for RadosLog {
                     format::FRAMING.unframe(rest, &what),
                     Ok(Framed::Record(format::SEAL, ..))
                 );
+                let obj = segment_object(&self.object, st.cursor.segment);
                 if !rest.is_empty() && !resealed {
-                    let obj = segment_object(&self.object, st.cursor.segment);
                     let problem = format!(
                         "{}: {} bytes after the SEAL record at offset {at} (appended after the \
                          segment was sealed, its `!sealed` key lost): not read",
@@ -1608,6 +1635,8 @@ impl FramedRecords<Place, RadosCursor> for RadosLog {
                         rest.len(),
                     );
                     self.damaged(st, at + (format::HEADER + p.len()) as u64, problem);
+                } else if !resealed {
+                    self.check_sealed_count(st, &obj, at)?;
                 }
                 st.cursor.enter(next);
                 Ok(Step::Leave)

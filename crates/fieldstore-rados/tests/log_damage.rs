@@ -212,6 +212,54 @@ fn sealed_segment_cut_short_is_damage() {
     );
 }
 
+/// Sealed segment 0 rewritten without one of its FLUSH records, its SEAL
+/// record and omap kept (the log reads as whole): its `!records` key
+/// counts the record removed. The step only that record held fails
+/// `Corrupt` (never "not found" with success), fields of later segments
+/// read back, `status` reports it, purge removes nothing.
+#[test]
+fn sealed_segment_missing_a_record_is_damage() {
+    let Some(c) = common::cluster() else { return };
+    let (ns, open) = setup(c, "sealgap");
+    let x = "ldm5";
+    let (fields, object, segment_of) = fill(&open, c, &ns, x, 40);
+    let in_zero = segment_of.iter().filter(|s| **s == 0).count();
+    assert!(in_zero >= 3, "segment 0 holds {in_zero} flushes: {segment_of:?}");
+    // Records: INIT, then the flushes of steps 0, 1, ...: drop step 1's.
+    let bytes = c.rados(&ns, &["get", &object, "-"]);
+    let starts = record_starts(&bytes);
+    let mut rewritten = bytes[..starts[2]].to_vec();
+    rewritten.extend_from_slice(&bytes[starts[3]..]);
+    let file = tempfile::NamedTempFile::new().expect("a temporary file");
+    std::fs::write(file.path(), &rewritten).expect("writing the rewritten segment");
+    c.rados(&ns, &["put", &object, &file.path().display().to_string()]);
+
+    let r = open();
+    match read(&r, &fields[1].key) {
+        Ok(b) => panic!(
+            "step 1, held only by the removed record, read back {} bytes with success",
+            b.len()
+        ),
+        Err(e) => assert_eq!(e.kind(), ErrorKind::Corrupt, "step 1: {e}"),
+    }
+    for (f, seg) in fields.iter().zip(&segment_of) {
+        if *seg >= 1 {
+            exact(&r, &format!("{} (segment {seg})", f.key), f);
+        } else {
+            exact_or_corrupt(&r, &format!("{} (segment 0)", f.key), f);
+        }
+    }
+    assert!(damaged(&r, x), "status does not report the removed record");
+    let report = must(
+        r.purge(&request(&format!("class=od,expver={x}")), true),
+        "purge",
+    );
+    assert!(
+        report.datasets.iter().all(|d| d.items.is_empty()),
+        "purge removed units of a dataset with a record removed: {report:?}"
+    );
+}
+
 /// The start of each framed record of a log segment's bytes (20-byte
 /// headers, the payload's length at bytes 8..12).
 fn record_starts(bytes: &[u8]) -> Vec<usize> {
