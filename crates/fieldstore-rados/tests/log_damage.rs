@@ -224,7 +224,10 @@ fn sealed_segment_missing_a_record_is_damage() {
     let x = "ldm5";
     let (fields, object, segment_of) = fill(&open, c, &ns, x, 40);
     let in_zero = segment_of.iter().filter(|s| **s == 0).count();
-    assert!(in_zero >= 3, "segment 0 holds {in_zero} flushes: {segment_of:?}");
+    assert!(
+        in_zero >= 3,
+        "segment 0 holds {in_zero} flushes: {segment_of:?}"
+    );
     // Records: INIT, then the flushes of steps 0, 1, ...: drop step 1's.
     let bytes = c.rados(&ns, &["get", &object, "-"]);
     let starts = record_starts(&bytes);

@@ -78,6 +78,13 @@ pub struct Predicate {
     pub declared_type: Option<KeywordType>,
 }
 
+/// Whether two keywords, or two values, are the same: compared byte by
+/// byte in line, without calling `memcmp` (they are a few bytes long, and a
+/// split compares hundreds).
+pub(super) fn same(a: &str, b: &str) -> bool {
+    a.len() == b.len() && a.bytes().zip(b.bytes()).all(|(x, y)| x == y)
+}
+
 impl Predicate {
     /// Whether `canonical` (already canonicalised with this predicate's
     /// type) satisfies the constraint. Absent keywords are handled by the
@@ -85,8 +92,8 @@ impl Predicate {
     pub fn accepts(&self, canonical: &str) -> bool {
         match &self.matcher {
             Matcher::Always | Matcher::Optional(_) | Matcher::Hidden(_) => true,
-            Matcher::OneOf(values) => values.iter().any(|v| v == canonical),
-            Matcher::NoneOf(values) => !values.iter().any(|v| v == canonical),
+            Matcher::OneOf(values) => values.iter().any(|v| same(v, canonical)),
+            Matcher::NoneOf(values) => !values.iter().any(|v| same(v, canonical)),
         }
     }
 

@@ -95,6 +95,16 @@ fn bad_keys_get_errors_naming_keyword_and_rule() {
     for (k, want) in cases {
         assert_eq!(s.split(&key(k)).unwrap_err().to_string(), want, "{k}");
     }
+    // An unknown keyword is named first, also when the key fails otherwise
+    // too (the split looks for it only once matching failed).
+    let unknown = "unknown keyword 'foo': no rule of the schema uses it";
+    let no_step = "class=od,expver=0001,stream=oper,date=20231201,time=1200,type=fc,levtype=sfc,param=167,foo=1";
+    assert_eq!(s.split(&key(no_step)).unwrap_err().to_string(), unknown);
+    let long = format!(
+        "class=od,expver=0001,stream=oper,date=20231201,time=1200,type=fc,levtype=sfc,step=0,param=167,number={},foo=1",
+        "1".repeat(super::MAX_VALUE_BYTES + 1)
+    );
+    assert_eq!(s.split(&key(&long)).unwrap_err().to_string(), unknown);
 }
 
 #[test]

@@ -1357,7 +1357,10 @@ fn refuse_if_cut(toc: &File, path: &Path) -> Result<()> {
     let Some(end) = marked_end(toc) else {
         return Ok(());
     };
-    let len = toc.metadata().map_err(|e| Error::io(path.display(), e))?.len();
+    let len = toc
+        .metadata()
+        .map_err(|e| Error::io(path.display(), e))?
+        .len();
     if len >= end {
         return Ok(());
     }
