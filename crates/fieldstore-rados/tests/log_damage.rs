@@ -119,6 +119,29 @@ fn damaged(fs: &FieldStore, x: &str) -> bool {
     .any(|s| !s.damage.is_empty())
 }
 
+/// `status` reports damage in dataset `x`, and purge (`--doit`) removes
+/// nothing of it: the damage may reference any unit.
+fn reported_and_kept(fs: &FieldStore, x: &str, what: &str) {
+    assert!(damaged(fs, x), "{x}: status does not report {what}");
+    let report = must(fs.purge(&dataset_request(x), true), "purge");
+    assert!(
+        report.datasets.iter().all(|d| d.items.is_empty()),
+        "{x}: purge removed units of a dataset with {what}: {report:?}"
+    );
+}
+
+/// Each field read back exactly if its record is in a segment after 0,
+/// exactly or `Corrupt` if in segment 0 (where the damage is).
+fn later_segments_exact(fs: &FieldStore, fields: &[Stored], segment_of: &[u32]) {
+    for (f, seg) in fields.iter().zip(segment_of) {
+        if *seg >= 1 {
+            exact(fs, &format!("{} (segment {seg})", f.key), f);
+        } else {
+            exact_or_corrupt(fs, &format!("{} (segment 0)", f.key), f);
+        }
+    }
+}
+
 /// `!sealed` removed from sealed segment 0: a later writer must not append
 /// after its SEAL record (where readers never look): its flush is visible.
 #[test]
@@ -194,22 +217,8 @@ fn sealed_segment_cut_short_is_damage() {
         Err(e) => panic!("step 0, flushed after the cut segment: {e}"),
     }
     fields[0] = newer;
-    for (f, seg) in fields.iter().zip(&segment_of).skip(1) {
-        if *seg >= 1 {
-            exact(&r, &format!("{} (segment {seg})", f.key), f);
-        } else {
-            exact_or_corrupt(&r, &format!("{} (segment 0)", f.key), f);
-        }
-    }
-    assert!(damaged(&r, x), "status does not report the cut segment");
-    let report = must(
-        r.purge(&request(&format!("class=od,expver={x}")), true),
-        "purge",
-    );
-    assert!(
-        report.datasets.iter().all(|d| d.items.is_empty()),
-        "purge removed units of a dataset with a cut log: {report:?}"
-    );
+    later_segments_exact(&r, &fields, &segment_of);
+    reported_and_kept(&r, x, "a cut segment");
 }
 
 /// Sealed segment 0 rewritten without one of its FLUSH records, its SEAL
@@ -245,22 +254,8 @@ fn sealed_segment_missing_a_record_is_damage() {
         ),
         Err(e) => assert_eq!(e.kind(), ErrorKind::Corrupt, "step 1: {e}"),
     }
-    for (f, seg) in fields.iter().zip(&segment_of) {
-        if *seg >= 1 {
-            exact(&r, &format!("{} (segment {seg})", f.key), f);
-        } else {
-            exact_or_corrupt(&r, &format!("{} (segment 0)", f.key), f);
-        }
-    }
-    assert!(damaged(&r, x), "status does not report the removed record");
-    let report = must(
-        r.purge(&request(&format!("class=od,expver={x}")), true),
-        "purge",
-    );
-    assert!(
-        report.datasets.iter().all(|d| d.items.is_empty()),
-        "purge removed units of a dataset with a record removed: {report:?}"
-    );
+    later_segments_exact(&r, &fields, &segment_of);
+    reported_and_kept(&r, x, "a record removed");
 }
 
 /// The start of each framed record of a log segment's bytes (20-byte
@@ -346,12 +341,7 @@ fn cut_before_the_newest(name: &str, x: &str, then_flush: bool) {
     for f in after.iter().chain(&fields[1..]) {
         exact_or_corrupt(&r, &format!("{}", f.key), f);
     }
-    assert!(damaged(&r, x), "status does not report the cut");
-    let report = must(r.purge(&dataset_request(x), true), "purge");
-    assert!(
-        report.datasets.iter().all(|d| d.items.is_empty()),
-        "purge removed units of a dataset with a cut log: {report:?}"
-    );
+    reported_and_kept(&r, x, "a cut log");
 }
 
 /// A record appended without counting it, as a writer of a version
@@ -565,15 +555,7 @@ fn removed_head_segment_is_damage() {
                 assert!(e.to_string().contains(object.as_str()), "{x}: {e}");
             }
         }
-        assert!(
-            damaged(&r, x),
-            "{x}: status does not report the removed segment 0"
-        );
-        let report = must(r.purge(&dataset_request(x), true), "purge");
-        assert!(
-            report.datasets.iter().all(|d| d.items.is_empty()),
-            "{x}: purge removed units of a dataset whose segment 0 is gone: {report:?}"
-        );
+        reported_and_kept(&r, x, "segment 0 removed");
     }
     drop(r);
 

@@ -344,7 +344,7 @@ const PROBED_ENTRIES: usize = 64;
 
 /// Refuse roots that hold FDB5's own on-disk format: a dataset directory
 /// whose `toc` is not fieldstore's (whose records start `FSR1`). Looks at
-/// the first [`PROBED_ENTRIES`] entries of each root; a root that does not
+/// the first 64 entries of each root; a root that does not
 /// exist is left for the store to report.
 ///
 /// # Errors

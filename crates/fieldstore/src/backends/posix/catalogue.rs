@@ -37,6 +37,7 @@ use fieldstore_core::{
     ErrorKind, FieldLocation, Locks, Operation, Result, Schema,
 };
 
+use super::end_mark::{cut_off, mark_end, marked_end, refuse_if_cut};
 use super::format::{self, Dec, Enc, Framed};
 use super::layout::{self, TOC};
 use super::manage;
@@ -1069,20 +1070,22 @@ pub struct TocCursor {
     pub(super) removed_index: HashSet<String>,
     /// What recovering damaged records needs.
     log: LogDamage,
-    /// Whether the end of the table of contents was checked against
-    /// [`END_ATTR`] (a reader's first refresh does), and whether it was
-    /// found cut (reported once).
+    /// Whether the end of the table of contents was checked against its
+    /// end mark (a reader's first refresh does: `end_mark.rs`), and
+    /// whether it was found cut (reported once).
     looked_past_end: bool,
     cut: bool,
 }
 
 /// What recovering damaged records of the log needs. (Damaged regions
 /// themselves, what lookups they fail, and what was recovered are the
-/// engine's: [`DatasetIndex::damaged_region`], [`Log::recovered`]. A torn
+/// engine's: [`damaged_region`], [`Log::recovered`]. A torn
 /// append stepped over, [`Log::torn`], is the start of a record and nothing
 /// else, followed by whole records: a writer's append cut short by a full
 /// disk, whose flush failed and was never visible; lookups, lists and purge
 /// go on.)
+///
+/// [`damaged_region`]: fieldstore_core::engine::DatasetIndex::damaged_region
 #[derive(Debug, Default)]
 struct LogDamage {
     /// Per index file, the end of the blocks the records read so far name.
@@ -1310,93 +1313,6 @@ pub(super) fn append_record(dir: &Path, kind: u16, payload: &[u8]) -> Result<()>
     Ok(())
 }
 
-/// The extended attribute of a table of contents holding where an append
-/// ended (`u64`, little-endian), set once the append is synced: a table of
-/// contents found shorter was cut behind fieldstore's back (its last
-/// records lost at a record boundary read as a whole log), also after
-/// later appends that end short of it (it is only raised). Best effort: a
-/// file system without user attributes has none, and racing writers may
-/// leave it below the end; readers only check that the file is not
-/// shorter. A move's copy to another file system starts without it.
-const END_ATTR: &std::ffi::CStr = c"user.fieldstore.end";
-
-/// Raise [`END_ATTR`] to where this descriptor's last append ended (its
-/// offset: `O_APPEND` leaves it after the bytes it wrote); never lower it:
-/// an append ending short of the mark came before another writer's, or
-/// after a cut that the mark goes on telling.
-fn mark_end(toc: &File) {
-    use std::io::Seek;
-    let Ok(end) = (&*toc).stream_position() else {
-        return;
-    };
-    if marked_end(toc).is_some_and(|marked| marked >= end) {
-        return;
-    }
-    let value = end.to_le_bytes();
-    // SAFETY: a valid descriptor, a NUL-terminated name and 8 readable
-    // bytes; the call copies them.
-    unsafe {
-        libc::fsetxattr(
-            toc.as_raw_fd(),
-            END_ATTR.as_ptr(),
-            value.as_ptr().cast(),
-            value.len(),
-            0,
-        )
-    };
-}
-
-/// Fail `Corrupt`, appending nothing, if `toc` is shorter than
-/// [`END_ATTR`] says a synced append left it: its last records were cut
-/// off, and an append could grow it past the mark and hide the loss from
-/// every reader. Race-free without a lock: the mark is read first, and it
-/// is only ever set to a length the file had, so an uncut file is never
-/// shorter than a mark read before its length. Costs an `fgetxattr` and
-/// an `fstat`.
-fn refuse_if_cut(toc: &File, path: &Path) -> Result<()> {
-    let Some(end) = marked_end(toc) else {
-        return Ok(());
-    };
-    let len = toc
-        .metadata()
-        .map_err(|e| Error::io(path.display(), e))?
-        .len();
-    if len >= end {
-        return Ok(());
-    }
-    Err(Error::corrupt(format!(
-        "{}; nothing appended (an append could reach past the mark and hide the loss from \
-         readers): `fieldstore status` names the damage, docs/maintenance.md says what to do",
-        cut_off(path, len, end)
-    )))
-}
-
-/// What a `toc` of `len` bytes whose [`END_ATTR`] says `end` lost.
-fn cut_off(path: &Path, len: u64, end: u64) -> String {
-    format!(
-        "{}: it ends at offset {len}, but an append to it that was synced ended at offset {end} \
-         (its `{}` attribute): its last records were cut off behind fieldstore's back",
-        path.display(),
-        END_ATTR.to_string_lossy(),
-    )
-}
-
-/// [`END_ATTR`] of a table of contents, if it has one.
-fn marked_end(toc: &File) -> Option<u64> {
-    let mut value = [0u8; 8];
-    // SAFETY: a valid descriptor, a NUL-terminated name and 8 writable
-    // bytes.
-    let n = unsafe {
-        libc::fgetxattr(
-            toc.as_raw_fd(),
-            END_ATTR.as_ptr(),
-            value.as_mut_ptr().cast(),
-            value.len(),
-        )
-    };
-    (n == 8).then(|| u64::from_le_bytes(value))
-}
-
 impl TocLog {
     /// Add the blocks of one FLUSH record, in order.
     fn apply_blocks(st: &mut ReaderLog, blocks: Vec<FlushBlock>) {
@@ -1620,8 +1536,8 @@ impl TocLog {
     }
 
     /// Whether the table of contents, `len` bytes when read, is shorter
-    /// than an append that was synced left it ([`END_ATTR`]), and not
-    /// because it grew since: its last records were cut off, a damaged
+    /// than an append that was synced left it (its end mark,
+    /// `end_mark.rs`), and not because it grew since: its last records were cut off, a damaged
     /// region at the end of what was read. Looked at when a refresh read
     /// something new and at a reader's first (one `fgetxattr`; an idle
     /// refresh costs what it did).

@@ -10,6 +10,7 @@
 //! record in one `O_APPEND` write. Byte layout: `docs/format/posix.md`.
 
 mod catalogue;
+mod end_mark;
 mod format;
 pub(crate) mod layout;
 pub(crate) mod manage;
