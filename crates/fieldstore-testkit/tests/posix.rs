@@ -43,11 +43,7 @@ fn run_all_on_one_root() {
 /// system keeps user extended attributes (a `toc`'s end mark).
 #[test]
 fn cut_log_is_damage() {
-    if !keeps_user_attributes() {
-        eprintln!("cut_log_is_damage: the temporary directory keeps no user attributes; skipped");
-        return;
-    }
-    with_posix(&|open| {
+    with_posix_attributes("cut_log_is_damage", &|open| {
         fieldstore_testkit::cut_log_is_damage(open, &|d, n| cut_toc(open, d, n));
     });
 }
@@ -57,11 +53,7 @@ fn cut_log_is_damage() {
 /// `toc` shorter than it, so appends after a cut never hide it.
 #[test]
 fn cut_then_appended_to_is_damage() {
-    if !keeps_user_attributes() {
-        eprintln!("cut_then_appended_to_is_damage: no user attributes here; skipped");
-        return;
-    }
-    with_posix(&|open| {
+    with_posix_attributes("cut_then_appended_to_is_damage", &|open| {
         fieldstore_testkit::cut_then_appended_to_is_damage(open, &|d, n| cut_toc(open, d, n));
     });
 }
@@ -72,11 +64,7 @@ fn cut_then_appended_to_is_damage() {
 /// loss).
 #[test]
 fn a_writer_refuses_to_append_to_a_cut_toc() {
-    if !keeps_user_attributes() {
-        eprintln!("a_writer_refuses_to_append_to_a_cut_toc: no user attributes here; skipped");
-        return;
-    }
-    with_posix(&|open| {
+    with_posix_attributes("a_writer_refuses_to_append_to_a_cut_toc", &|open| {
         let w = must(open(), "writer");
         let first = Spec { step: 0, ..PL }.key("refu");
         let dataset = must(w.schema().split(&first), "splitting the key").dataset;
@@ -101,6 +89,17 @@ fn a_writer_refuses_to_append_to_a_cut_toc() {
         let len = std::fs::metadata(&toc).expect("the toc").len();
         assert_eq!(len, cut_len, "the refused flush changed the toc's length");
     });
+}
+
+/// [`with_posix`], where the file system of the temporary directory keeps
+/// user extended attributes (a `toc`'s end mark needs them); else the
+/// test `name` says it is skipped.
+fn with_posix_attributes(name: &str, check: &dyn Fn(Open<'_>)) {
+    if !keeps_user_attributes() {
+        eprintln!("{name}: the temporary directory keeps no user attributes; skipped");
+        return;
+    }
+    with_posix(check);
 }
 
 /// Whether the file system of the temporary directory keeps user
