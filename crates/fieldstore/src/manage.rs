@@ -765,10 +765,10 @@ impl FieldStore {
     /// move from the report's items to `kept`.
     ///
     /// **Claim, then read, then remove**: every unit is first held
-    /// ([`Store::claim`](crate::Store::claim): its writer, if any, is gone,
-    /// so no flush can point into it any more), then the catalogue is read
-    /// afresh, and only units that reading shows no newest entry in are
-    /// removed. A plan made from an earlier reading may have missed a
+    /// ([`claim`](crate::store::StoreMaintenance::claim): its writer, if
+    /// any, is gone, so no flush can point into it any more), then the
+    /// catalogue is read afresh, and only units that reading shows no
+    /// newest entry in are removed. A plan made from an earlier reading may have missed a
     /// writer's last flush (it flushed and exited between that reading and
     /// the claim); this reading cannot.
     fn remove_units(

@@ -150,8 +150,8 @@ impl DataReader {
 }
 
 impl Read for DataReader {
-    /// A field that fits whole in `out`, not much larger
-    /// ([`reads_direct`](crate::stream::reads_direct)), is read straight
+    /// A field that fits whole in `out`, which is not much larger than the
+    /// field, is read straight
     /// into it (one copy, file → caller, verified there); others go through
     /// the reader's buffer.
     fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {

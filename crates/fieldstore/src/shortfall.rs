@@ -51,7 +51,7 @@ pub fn pairs(point: &str) -> impl Iterator<Item = (&str, &str)> + '_ {
 
 impl FieldStore {
     /// For an answer that found nothing: "the store looked in holds no
-    /// dataset: <where it is>", when it holds none, so that a store other
+    /// dataset: `<where it is>`", when it holds none, so that a store other
     /// than the one meant (a default chosen because a variable was not
     /// set) is not taken for one without the data. The implicit default
     /// store (`./fieldstore-data`, nothing configured) says how to name

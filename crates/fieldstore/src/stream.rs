@@ -107,10 +107,9 @@ impl FieldStream {
 
     /// Copy the next bytes into `out`: as many as fit, or as are left;
     /// returns how many (0 at the end). A field that starts at the position
-    /// and fits whole in what is left of `out` (not much larger:
-    /// [`reads_direct`]) is read straight into it
-    /// ([`Store::read_into`](crate::store::Store::read_into)); others go
-    /// through the stream's buffer.
+    /// and fits whole in what is left of `out` (which is not much larger
+    /// than the field) is read straight into it ([`Store::read_into`]);
+    /// others go through the stream's buffer.
     ///
     /// # Errors
     /// `Corrupt` if a field fails its checksum or its length (none of its
