@@ -1531,9 +1531,7 @@ impl RadosLog {
             return Ok(());
         }
     }
-}
 
-impl RadosLog {
     /// At the SEAL record (offset `at`) of segment `obj`, the last record
     /// appended to it: its `!records` key counting more records than were
     /// read means records were removed from the segment behind

@@ -1537,8 +1537,8 @@ impl TocLog {
 
     /// Whether the table of contents, `len` bytes when read, is shorter
     /// than an append that was synced left it (its end mark,
-    /// `end_mark.rs`), and not because it grew since: its last records were cut off, a damaged
-    /// region at the end of what was read. Looked at when a refresh read
+    /// `end_mark.rs`), and not because it grew since: its last records
+    /// were cut off, a damaged region at the end of what was read. Looked at when a refresh read
     /// something new and at a reader's first (one `fgetxattr`; an idle
     /// refresh costs what it did).
     fn check_end(&self, st: &mut ReaderLog, len: u64) {

@@ -15,11 +15,11 @@ use fieldstore_core::{Error, Result};
 /// contents found shorter was cut behind fieldstore's back (its last
 /// records lost at a record boundary read as a whole log); it is only
 /// raised, and writers refuse to append to a shorter one, so later appends
-/// cannot hide the cut ([`refuse_if_cut`]). Best effort: a
-/// file system without user attributes has none, and racing writers may
-/// leave it below the end; readers only check that the file is not
-/// shorter. A move's copy to another file system starts without it.
-pub(super) const END_ATTR: &std::ffi::CStr = c"user.fieldstore.end";
+/// cannot hide the cut ([`refuse_if_cut`]). Best effort: a file system
+/// without user attributes has none, and racing writers may leave it below
+/// the end; readers only check that the file is not shorter. A move's copy
+/// to another file system starts without it.
+const END_ATTR: &std::ffi::CStr = c"user.fieldstore.end";
 
 /// Raise [`END_ATTR`] to where this descriptor's last append ended (its
 /// offset: `O_APPEND` leaves it after the bytes it wrote); never lower it:
