@@ -31,6 +31,8 @@ echo "== cargo fmt --check"
 cargo fmt --all --check
 echo "== cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+echo "== cargo doc -D warnings (every intra-doc link resolves and names a public item)"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked -q
 echo "== cargo test"
 cargo test --workspace --locked
 echo "== fuzz targets build"

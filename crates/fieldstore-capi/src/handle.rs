@@ -199,7 +199,7 @@ pub unsafe extern "C" fn fdb_archive(
 }
 
 /// Archive every GRIB message of `data` under its own MARS key; with a
-/// request, checked against it first ([`archive_checked`]).
+/// request, checked against it first (`archive_checked`).
 ///
 /// # Safety
 /// `data` is NULL (an error) or readable for `length` bytes.

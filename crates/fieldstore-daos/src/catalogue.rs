@@ -370,7 +370,7 @@ impl SlotMedium for DaosMedium {
         }
     }
 
-    /// Inline if it fits a slot ([`format::MAX_INLINE`]); else the framed
+    /// Inline if it fits a slot (`format::MAX_INLINE`); else the framed
     /// flush goes to a byte array and the slot holds a pointer to it (an
     /// INDIRECT record).
     fn flush_value(&self, cont: &Arc<Cont>, framed: Vec<u8>) -> Result<Vec<u8>> {
@@ -401,7 +401,7 @@ impl SlotMedium for DaosMedium {
     }
 
     /// What this process saw of the log, else (cold) the tail hint, a slot
-    /// that exists and is written every [`layout::TAIL_EVERY`] slots.
+    /// that exists and is written every `layout::TAIL_EVERY` slots.
     fn start(&self, cont: &Arc<Cont>, _: &dyn SlotLog) -> Result<u64> {
         let known = self.known_end(cont);
         if known > 0 || cont.known_empty.load(Ordering::Relaxed) {

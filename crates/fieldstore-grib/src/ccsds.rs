@@ -5,7 +5,7 @@
 //! `rsi × block_size` samples; each starts with a reference sample, so it
 //! decodes on its own from its bit offset. [`index`] finds every RSI's bit
 //! offset by decoding the field once (libaec's `aec_decode_enable_offsets`);
-//! [`values`] then reads only the RSIs that hold the wanted values and
+//! `values` then reads only the RSIs that hold the wanted values and
 //! decodes them from there (`aec_buffer_seek`, `aec_decode`). A process whose libaec lacks
 //! these functions (libaec < 1.1: Debian bookworm's 1.0.6) gets
 //! `Unsupported`, and callers decode whole fields with ecCodes.

@@ -76,7 +76,7 @@ pub trait Sample: Copy + PartialEq + sealed::Sealed + Send + 'static {
     const NAN: Self;
     /// `f32`: ecCodes may unpack in single precision.
     const SINGLE: bool;
-    /// The missing-point marker ([`MISSING`]) in this type.
+    /// The missing-point marker (`MISSING`) in this type.
     fn missing() -> Self;
     /// `v` in this type, as ecCodes converts its doubles (rounded).
     fn from_f64(v: f64) -> Self;
@@ -229,7 +229,7 @@ fn bitmap_fits(handle: &Handle<'_>) -> std::result::Result<(), String> {
 /// exactly as many elements as the message has points.
 ///
 /// Missing points become NaN, however the message marks them (a bitmap,
-/// or complex packing's missing-value management: see [`missing_marker`]);
+/// or complex packing's missing-value management: see `missing_marker`);
 /// a grid scanned in alternating row directions (`alternativeRowScanning`)
 /// has its odd rows reversed, so every row runs west to east as cfgrib
 /// gives them, for the grid types cfgrib gives in 2-D (others, Mercator's,

@@ -3,8 +3,8 @@
 //!
 //! The public API (pyfdb's: `FDB`, `DataHandle`, `ListElement`, `IndexAxis`,
 //! `URI`) is the pure-Python façade in `python/fieldstore/`; this module gives
-//! it a handle ([`Store`]), list results ([`Entry`]) and a reader of
-//! retrieved fields ([`Reader`]). Every call that does I/O releases the GIL.
+//! it a handle (`Store`), list results (`Entry`) and a reader of
+//! retrieved fields (`Reader`). Every call that does I/O releases the GIL.
 //! Errors become the exception classes of `fieldstore.errors`, chosen by
 //! [`ErrorKind`].
 //!

@@ -603,7 +603,7 @@ impl CatalogueMedium for RadosMedium {
     type Staged = RadosStaged;
 
     /// One read of segment 0's INIT record (and, if it is missing, one of
-    /// the root: [`head_lost`]).
+    /// the root: `head_lost`).
     fn open(&self, key: &DatasetKey) -> Result<Option<RadosDataset>> {
         let object = naming::dataset_object(key);
         let (pos, schema) = match read_init(&self.pool, &object)? {
@@ -624,7 +624,7 @@ impl CatalogueMedium for RadosMedium {
         }))
     }
 
-    /// The root's omap, a page of [`PAGE`] keys per read.
+    /// The root's omap, a page of `PAGE` keys per read.
     fn registered(&self) -> Result<Vec<DatasetKey>> {
         let mut out = Vec::new();
         let mut after = String::new();
@@ -695,7 +695,7 @@ impl CatalogueMedium for RadosMedium {
     }
 
     /// Blocks: per collocation, runs of one keyword list, at most
-    /// [`BLOCK_ENTRIES`] entries each, keyed by writer, flush and number;
+    /// `BLOCK_ENTRIES` entries each, keyed by writer, flush and number;
     /// the FLUSH record names them.
     fn stage(
         &self,
@@ -722,7 +722,7 @@ impl CatalogueMedium for RadosMedium {
         Ok(RadosStaged { blocks, record })
     }
 
-    /// The blocks, in operations of at most [`OP_BYTES`]; the last one
+    /// The blocks, in operations of at most `OP_BYTES`; the last one
     /// also appends the record, which makes them all visible at once.
     /// Every operation requires the segment not to be sealed and the
     /// dataset not locked against archive; on a sealed segment the flush

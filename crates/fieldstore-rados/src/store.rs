@@ -303,7 +303,7 @@ impl StoreMaintenance for RadosStore {
         })
     }
 
-    /// The writers of all these units asked at once ([`liveness::states`]:
+    /// The writers of all these units asked at once (`liveness::states`:
     /// at most one lease in total, when writers were killed less than a
     /// lease ago or their watches outlived them), then each unit inspected
     /// with what is now known (done writers are remembered).

@@ -360,7 +360,7 @@ impl SlotMedium for S3Medium {
         })
     }
 
-    /// Every [`naming::TAIL_EVERY`] slots, the tail hint (one PUT).
+    /// Every `naming::TAIL_EVERY` slots, the tail hint (one PUT).
     fn published(&self, meta: &Meta, _: &dyn SlotLog, slot: u64) -> Result<()> {
         if slot > 0 && slot % naming::TAIL_EVERY == 0 {
             let key = naming::tail_key(&self.slots_of(meta).prefix);

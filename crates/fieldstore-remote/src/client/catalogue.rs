@@ -1,5 +1,5 @@
 //! The catalogue half of `type: remote`: queries forwarded whole to the
-//! catalogue server, fields indexed through each dataset's [`Link`].
+//! catalogue server, fields indexed through each dataset's `Link`.
 
 use std::sync::{Arc, Mutex};
 

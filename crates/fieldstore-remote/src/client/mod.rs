@@ -6,7 +6,7 @@
 //! The catalogue answers whole requests ([`CatalogueQueries`]): list, axes
 //! and retrieve's lookup each cost one request to the catalogue server,
 //! never a walk of its datasets. Archival goes the protocol's two steps
-//! through a per-dataset pipeline ([`link`]). Reads go to the store server
+//! through a per-dataset pipeline (`link`). Reads go to the store server
 //! a location names.
 //!
 //! - [`connection`]: one connection per server endpoint, logical clients
