@@ -142,30 +142,18 @@ pub fn damaged_log_record_costs_only_itself(
 
     let r = opened(open, "reader after the damage");
     for (s, want) in [(12, &flushed[2]), (6, &flushed[3])] {
-        match retrieve_outcome(&r, &want.key) {
-            Ok(bytes) => assert!(
-                bytes == want.data,
-                "step {s}, flushed after the damaged record, read back other bytes"
-            ),
-            Err(e) => panic!("step {s}, flushed after the damaged record, failed: {e}"),
-        }
+        exact(
+            &r,
+            want,
+            &format!("step {s}, flushed after the damaged record,"),
+        );
     }
-    match retrieve_outcome(&r, &flushed[0].key) {
-        Ok(bytes) => assert!(
-            bytes == flushed[0].data,
-            "step 0, flushed before the damaged record, read back other bytes in silence"
-        ),
-        Err(e) => assert_eq!(
-            e.kind(),
-            fieldstore::ErrorKind::Corrupt,
-            "step 0 behind the damaged record: {e}"
-        ),
-    }
-    let got = must(retrieve_outcome(&r, &elsewhere.key), "the other dataset");
-    assert!(
-        got == elsewhere.data,
-        "the other dataset read back other bytes"
+    exact_or_corrupt(
+        &r,
+        &flushed[0],
+        "step 0, flushed before the damaged record,",
     );
+    exact(&r, &elsewhere, "the other dataset");
     let status = must(
         r.status(&crate::support::request(&format!("class=od,expver={x}"))),
         "status of the damaged dataset",
@@ -181,14 +169,7 @@ pub fn damaged_log_record_costs_only_itself(
     must(w.flush(), "flush after the damage");
     drop(w);
     let r = opened(open, "reader of the late flush");
-    let got = must(
-        retrieve_outcome(&r, &late.key),
-        "the field flushed after the damage",
-    );
-    assert!(
-        got == late.data,
-        "the field flushed after the damage read back other bytes"
-    );
+    exact(&r, &late, "the field flushed after the damage");
 }
 
 /// Archive `(step, version)` of expver `x` in turn through one writer,
@@ -253,27 +234,15 @@ pub fn missing_log_record_is_damage(open: Open<'_>, remove_record: crate::Damage
     remove_record(&dataset, 2);
 
     let r = opened(open, "reader after the removal");
-    let exact = |r: &fieldstore::FieldStore, what: &str, want: &Stored| match retrieve_outcome(
-        r, &want.key,
-    ) {
-        Ok(bytes) => assert!(bytes == want.data, "{what} read back other bytes"),
-        Err(e) => panic!("{what} failed: {e}"),
-    };
-    match retrieve_outcome(&r, &flushed[0].key) {
-        Ok(bytes) if bytes == flushed[0].data => panic!(
-            "step 0 answered its older version with success, though the missing record held \
-             the newest"
-        ),
-        Ok(_) => panic!("step 0 read back bytes of no version"),
-        Err(e) => assert_eq!(e.kind(), ErrorKind::Corrupt, "step 0 behind the gap: {e}"),
-    }
-    exact(&r, "step 6, flushed after the gap,", &flushed[3]);
-    exact(&r, "step 12, flushed after the gap,", &flushed[4]);
-    reported_and_kept(&r, &request, "a missing record");
+    let why = "the missing record held the newest";
+    corrupt_not_older(&r, &flushed[2], &flushed[0], "step 0", why);
+    exact(&r, &flushed[3], "step 6, flushed after the gap,");
+    exact(&r, &flushed[4], "step 12, flushed after the gap,");
+    reported_and_kept(&r, x, "a missing record");
     drop(r);
     let r = opened(open, "reader after the purge");
-    exact(&r, "step 6 after the purge", &flushed[3]);
-    exact(&r, "step 12 after the purge", &flushed[4]);
+    exact(&r, &flushed[3], "step 6 after the purge");
+    exact(&r, &flushed[4], "step 12 after the purge");
     drop(r);
 
     let w = opened(open, "writer after the removal");
@@ -281,7 +250,7 @@ pub fn missing_log_record_is_damage(open: Open<'_>, remove_record: crate::Damage
     must(w.flush(), "flush after the gap");
     drop(w);
     let r = opened(open, "reader of the late flush");
-    exact(&r, "the field flushed after the gap", &late);
+    exact(&r, &late, "the field flushed after the gap");
 }
 
 /// A gap of two records in a row is damage too, where the medium cannot
@@ -299,24 +268,24 @@ pub fn gap_of_two_records_is_damage(open: Open<'_>, remove_record: crate::Damage
     remove_record(&dataset, 3);
 
     let r = opened(open, "reader after the removal");
-    for (i, s) in [(0, 0), (1, 6)] {
-        match retrieve_outcome(&r, &flushed[i].key) {
-            Ok(bytes) if bytes == flushed[i].data => panic!(
-                "step {s} answered its older version with success, though a missing record \
-                 held the newest"
-            ),
-            Ok(_) => panic!("step {s} read back bytes of no version"),
-            Err(e) => assert_eq!(e.kind(), ErrorKind::Corrupt, "step {s} behind the gap: {e}"),
-        }
+    let why = "a missing record held the newest";
+    for (newest, older, s) in [(2, 0, 0), (3, 1, 6)] {
+        corrupt_not_older(
+            &r,
+            &flushed[newest],
+            &flushed[older],
+            &format!("step {s}"),
+            why,
+        );
     }
     for (i, s) in [(4, 12), (5, 18)] {
-        match retrieve_outcome(&r, &flushed[i].key) {
-            Ok(bytes) => assert!(bytes == flushed[i].data, "step {s} read back other bytes"),
-            Err(e) => panic!("step {s}, flushed after the gap: {e}"),
-        }
+        exact(
+            &r,
+            &flushed[i],
+            &format!("step {s}, flushed after the gap,"),
+        );
     }
-    let request = crate::support::request(&format!("class=od,expver={x}"));
-    reported_and_kept(&r, &request, "two missing records");
+    reported_and_kept(&r, x, "two missing records");
 }
 
 /// A log cut at a record boundary is damage, never an older answer
@@ -342,8 +311,7 @@ pub fn cut_log_is_damage(open: Open<'_>, cut: crate::DamageRecord<'_>) {
     );
     exact_or_corrupt(&r, &flushed[1], "step 6");
     exact_or_corrupt(&r, &flushed[2], "step 12");
-    let request = crate::support::request(&format!("class=od,expver={x}"));
-    reported_and_kept(&r, &request, "a cut log");
+    reported_and_kept(&r, x, "a cut log");
 }
 
 /// As [`cut_log_is_damage`], and then writers flush three times more:
@@ -380,8 +348,7 @@ pub fn cut_then_appended_to_is_damage(open: Open<'_>, cut: crate::DamageRecord<'
     for (step, field) in &late {
         exact_or_corrupt(&r, field, &format!("step {step}"));
     }
-    let request = crate::support::request(&format!("class=od,expver={x}"));
-    reported_and_kept(&r, &request, "a cut log appended to");
+    reported_and_kept(&r, x, "a cut log appended to");
 }
 
 /// The records a lost-tail check writes ([`lost_tail_reaching_a_hint_is_damage`]).
@@ -406,8 +373,7 @@ pub fn lost_tail_reaching_a_hint_is_damage(open: Open<'_>, remove_tail: crate::D
         let why = "the lost tail went unseen";
         corrupt_not_older(&r, &flushed[i], &flushed[0], what, why);
     }
-    let request = crate::support::request(&format!("class=od,expver={x}"));
-    reported_and_kept(&r, &request, "a lost tail");
+    reported_and_kept(&r, x, "a lost tail");
 }
 
 /// As [`lost_tail_reaching_a_hint_is_damage`], and then a writer that did
@@ -427,8 +393,7 @@ pub fn lost_tail_then_appended_to_is_damage(open: Open<'_>, remove_tail: crate::
     let why = "the flush after the lost tail hid it";
     corrupt_not_older(&r, &flushed[20], &flushed[0], "step 0", why);
     exact_or_corrupt(&r, &late, "step 30");
-    let request = crate::support::request(&format!("class=od,expver={x}"));
-    reported_and_kept(&r, &request, "a lost tail appended to");
+    reported_and_kept(&r, x, "a lost tail appended to");
 }
 
 /// [`LOST_TAIL_RECORDS`] flushes into dataset `x` — steps 0 to 19, then
@@ -461,6 +426,14 @@ fn corrupt_not_older(
     }
 }
 
+/// `want` reads back exactly (`what` names it).
+fn exact(r: &fieldstore::FieldStore, want: &Stored, what: &str) {
+    match retrieve_outcome(r, &want.key) {
+        Ok(bytes) => assert!(bytes == want.data, "{what} read back other bytes"),
+        Err(e) => panic!("{what} failed: {e}"),
+    }
+}
+
 /// `want` reads back exactly, or fails `Corrupt` (damage before or after
 /// it may change its answer): never other bytes.
 fn exact_or_corrupt(r: &fieldstore::FieldStore, want: &Stored, what: &str) {
@@ -470,10 +443,11 @@ fn exact_or_corrupt(r: &fieldstore::FieldStore, want: &Stored, what: &str) {
     }
 }
 
-/// `status` of `request` reports damage (`what`), and `purge --doit`
+/// `status` of expver `x` reports damage (`what`), and `purge --doit`
 /// removes nothing of its datasets: the damage may reference units that
 /// look unused.
-fn reported_and_kept(r: &fieldstore::FieldStore, request: &fieldstore::Request, what: &str) {
+fn reported_and_kept(r: &fieldstore::FieldStore, x: &str, what: &str) {
+    let request = &crate::support::request(&format!("class=od,expver={x}"));
     let status = must(r.status(request), format_args!("status with {what}"));
     assert!(
         status.iter().any(|s| !s.damage.is_empty()),
