@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Barrier;
 
-use super::{expect_exactly, opened, PL};
+use super::{expect_exactly, opened, OnExit, PL};
 use crate::streams::{Observer, Streams};
 use crate::support::{archive_payload, must, Spec, Stored};
 use crate::Open;
@@ -64,12 +64,17 @@ pub fn concurrent_writers(open: Open<'_>) {
         min_len: 28,
         max_len: 1500,
     };
+    // Handles are opened before the threads start: a thread that failed to
+    // open one would never reach the barrier, and the others would wait at
+    // it for ever.
+    let writers: Vec<_> = (0..streams.writers)
+        .map(|w| opened(open, &format!("writer {w}")))
+        .collect();
     let start = Barrier::new(streams.writers);
     std::thread::scope(|s| {
-        for w in 0..streams.writers {
+        for (w, fs) in writers.into_iter().enumerate() {
             let (streams, start) = (&streams, &start);
             s.spawn(move || {
-                let fs = opened(open, &format!("writer {w}"));
                 start.wait();
                 must(
                     streams.write(&fs, w, &mut |_| ()),
@@ -107,25 +112,39 @@ pub fn readers_during_writes(open: Open<'_>) {
     let progress: Vec<AtomicUsize> = (0..streams.writers).map(|_| AtomicUsize::new(0)).collect();
     let finished = AtomicUsize::new(0);
     let failed = AtomicBool::new(false);
+    // Handles are opened before the threads start (a thread that failed to
+    // open one would leave the others waiting at the barrier), and a writer
+    // counts as finished also when it fails (the readers poll until all
+    // have), having marked the check failed.
+    let writers: Vec<_> = (0..streams.writers)
+        .map(|w| opened(open, &format!("writer {w}")))
+        .collect();
+    let readers: Vec<_> = (0..READERS)
+        .map(|r| opened(open, &format!("reader {r}")))
+        .collect();
     let start = Barrier::new(streams.writers + READERS);
     std::thread::scope(|s| {
-        for w in 0..streams.writers {
-            let (streams, start, progress, finished) = (&streams, &start, &progress, &finished);
+        for (w, fs) in writers.into_iter().enumerate() {
+            let (streams, start, progress, finished, failed) =
+                (&streams, &start, &progress, &finished, &failed);
             s.spawn(move || {
-                let fs = opened(open, &format!("writer {w}"));
+                let _end = OnExit(|| {
+                    if std::thread::panicking() {
+                        failed.store(true, Ordering::Release);
+                    }
+                    finished.fetch_add(1, Ordering::AcqRel);
+                });
                 start.wait();
                 must(
                     streams.write(&fs, w, &mut |n| progress[w].store(n, Ordering::Release)),
                     format_args!("writer {w}"),
                 );
-                finished.fetch_add(1, Ordering::AcqRel);
             });
         }
-        for r in 0..READERS {
+        for (r, fs) in readers.into_iter().enumerate() {
             let (streams, start, progress, finished, failed) =
                 (&streams, &start, &progress, &finished, &failed);
             s.spawn(move || {
-                let fs = opened(open, &format!("reader {r}"));
                 let mut observer = Observer::new(streams.clone());
                 start.wait();
                 loop {

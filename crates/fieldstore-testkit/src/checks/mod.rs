@@ -52,6 +52,18 @@ fn opened(open: Open<'_>, who: &str) -> FieldStore {
     must(open(), format_args!("opening the {who} handle"))
 }
 
+/// Runs its closure when dropped, also while its thread unwinds from a
+/// panic: a worker thread's end told to the threads that wait for it (a
+/// reader polling until the writers are done), so that a failing worker
+/// fails the check instead of leaving them waiting for ever.
+struct OnExit<F: FnMut()>(F);
+
+impl<F: FnMut()> Drop for OnExit<F> {
+    fn drop(&mut self) {
+        (self.0)()
+    }
+}
+
 /// The three level prefixes of a key: `{dataset}`, `{dataset}{collocation}`,
 /// `{dataset}{collocation}{element}` as `list` prints them.
 #[track_caller]

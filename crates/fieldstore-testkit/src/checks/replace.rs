@@ -5,7 +5,7 @@ use std::sync::Barrier;
 
 use fieldstore::{FieldStore, Level};
 
-use super::{opened, PL};
+use super::{opened, OnExit, PL};
 use crate::payload;
 use crate::support::{archive_payload, list, must, request, retrieve, Spec, Stored};
 use crate::Open;
@@ -182,14 +182,25 @@ pub fn replace_under_concurrent_reads(open: Open<'_>) {
     drop(probe);
     let flushed = AtomicU32::new(0);
     let done = AtomicBool::new(false);
+    let writer_failed = AtomicBool::new(false);
     let start = Barrier::new(READERS + 1);
     let req = request(&format!(
         "class=od,expver={x},stream=enfo,date=20231201,time=1200,type=pf,levtype=pl,step=0/6/12/18,number=1,levelist=500,param=130"
     ));
     let list_req = request(&format!("class=od,expver={x}"));
+    // Handles are opened before the threads start (a thread that failed to
+    // open one would leave the others waiting at the barrier), and the
+    // writer is done also when it fails (the readers poll until it is).
+    let w = opened(open, "writer");
+    let readers: Vec<_> = (0..READERS).map(|_| opened(open, "reader")).collect();
     std::thread::scope(|s| {
         s.spawn(|| {
-            let w = opened(open, "writer");
+            let _end = OnExit(|| {
+                if std::thread::panicking() {
+                    writer_failed.store(true, Ordering::Release);
+                }
+                done.store(true, Ordering::Release);
+            });
             start.wait();
             for v in 1..=VERSIONS {
                 for k in &keys {
@@ -198,13 +209,19 @@ pub fn replace_under_concurrent_reads(open: Open<'_>) {
                 must(w.flush(), format_args!("flush of version {v}"));
                 flushed.store(v, Ordering::Release);
             }
-            done.store(true, Ordering::Release);
         });
-        for reader in 0..READERS {
-            let (start, flushed, done, keys, canon, req, list_req) =
-                (&start, &flushed, &done, &keys, &canon, &req, &list_req);
+        for (reader, fs) in readers.into_iter().enumerate() {
+            let (start, flushed, done, writer_failed, keys, canon, req, list_req) = (
+                &start,
+                &flushed,
+                &done,
+                &writer_failed,
+                &keys,
+                &canon,
+                &req,
+                &list_req,
+            );
             s.spawn(move || {
-                let fs = opened(open, "reader");
                 let mut last = vec![0u32; keys.len()];
                 let mut buf = Vec::new();
                 start.wait();
@@ -243,6 +260,9 @@ pub fn replace_under_concurrent_reads(open: Open<'_>) {
                             let newest = vs.first().copied().unwrap_or(0);
                             assert!(newest >= floor, "{ctx}: list shows {} at version {newest}, older than the flushed {floor}", canon[i]);
                         }
+                    }
+                    if finished && writer_failed.load(Ordering::Acquire) {
+                        break; // The writer's panic fails the check.
                     }
                     if finished {
                         assert!(last.iter().all(|&v| v == VERSIONS), "{ctx}: after the writer finished, versions seen {last:?}, want {VERSIONS}");
