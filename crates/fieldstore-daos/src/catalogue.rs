@@ -169,8 +169,8 @@ fn same_dataset(cont: &Cont, meta: &Meta, key: &DatasetKey) -> Result<()> {
     Ok(())
 }
 
-/// The tail hint of a dataset KV: a slot that exists (written every
-/// [`layout::TAIL_EVERY`] slots; one `kv_get`).
+/// The tail hint of a dataset KV: a slot that exists (written after every
+/// slot published; one `kv_get`).
 fn tail_hint(kv: &Kv<'_>) -> Result<Option<u64>> {
     Ok(kv
         .get(layout::TAIL_KEY)?
@@ -401,7 +401,7 @@ impl SlotMedium for DaosMedium {
     }
 
     /// What this process saw of the log, else (cold) the tail hint, a slot
-    /// that exists and is written every `layout::TAIL_EVERY` slots.
+    /// that exists, written after every slot published.
     fn start(&self, cont: &Arc<Cont>, _: &dyn SlotLog) -> Result<u64> {
         let known = self.known_end(cont);
         if known > 0 || cont.known_empty.load(Ordering::Relaxed) {
@@ -410,12 +410,14 @@ impl SlotMedium for DaosMedium {
         Ok(tail_hint(&self.kv_of(cont)?)?.map_or(0, |h| h + 1))
     }
 
+    /// The tail hint names the slot (one `kv_put`): a process that did
+    /// not see the log tells a lost tail or a gap of any length by it, and
+    /// its writers start past it, so they do not fill removed slots and
+    /// hide their loss.
     fn published(&self, cont: &Arc<Cont>, _: &dyn SlotLog, slot: u64) -> Result<()> {
         cont.saw_slot(slot);
-        if slot > 0 && slot % layout::TAIL_EVERY == 0 {
-            self.kv_of(cont)?
-                .put(layout::TAIL_KEY, &slot.to_le_bytes())?;
-        }
+        self.kv_of(cont)?
+            .put(layout::TAIL_KEY, &slot.to_le_bytes())?;
         Ok(())
     }
 

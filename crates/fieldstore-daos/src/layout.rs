@@ -16,12 +16,11 @@ pub(crate) const META_KEY: &str = "meta";
 /// The dataset KV's key holding the dataset's lock state (a CONTROL
 /// record; absent: nothing locked).
 pub(crate) const CONTROL_KEY: &str = "control";
-/// The dataset KV's key holding a recent log slot number (a hint for
-/// writers that start cold).
+/// The dataset KV's key holding a recent log slot number, rewritten after
+/// every slot a writer publishes (writers racing may leave it a few slots
+/// behind the last): where writers that start cold start, and what tells
+/// a cold reader a lost tail or a long gap.
 pub(crate) const TAIL_KEY: &str = "tail";
-/// A writer updates the tail hint when it fills a slot that is a multiple
-/// of this.
-pub(crate) const TAIL_EVERY: u64 = 16;
 
 /// The dataset KV's key of log slot `n`.
 pub(crate) fn slot_key(n: u64) -> String {

@@ -280,7 +280,7 @@ fn a_lock_from_another_process_stops_a_writer_that_reads() {
 }
 
 /// One writer process flushes 20 fields into pool `pool`, one per slot
-/// (the tail hint names slot 16); returns the workload, the dataset's key
+/// (the tail hint names slot 19); returns the workload, the dataset's key
 /// (from the schema: nothing in this process reads the log, so its
 /// readers are cold) and a fresh handle on the pool, once `damage` did
 /// its part.
@@ -318,7 +318,7 @@ fn read(r: &FieldStore, s: &Streams, i: usize) -> fieldstore::Result<Vec<u8>> {
 }
 
 /// Two log slots missing in a row, read by a process that never saw the
-/// log (so only the tail hint, written every 16 slots, reaches past the
+/// log (so only the tail hint, the last slot published, reaches past the
 /// gap): the fields their flushes held fail `Corrupt` instead of reading
 /// as absent, and everything flushed after the gap reads back.
 fn gap_of_two_slots_is_seen_by_a_cold_reader() {
@@ -345,7 +345,7 @@ fn gap_of_two_slots_is_seen_by_a_cold_reader() {
 }
 
 /// The last four log slots removed (16 to 19, the tail hint naming slot
-/// 16), read by a process that never saw the log: lookups fail `Corrupt`
+/// 19), read by a process that never saw the log: lookups fail `Corrupt`
 /// (the lost slots may hold the newest version of any field) instead of
 /// answering absent or older with success, and `status` reports it.
 fn lost_tail_reaching_the_hint_is_seen_by_a_cold_reader() {
@@ -363,6 +363,56 @@ fn lost_tail_reaching_the_hint_is_seen_by_a_cold_reader() {
         status.iter().any(|d| !d.damage.is_empty()),
         "status does not report the lost tail: {status:?}"
     );
+}
+
+/// The last two log slots removed (18 and 19: past slot 16, the last a
+/// hint written every 16th slot, as it was, would name), then a writer in a process that never saw
+/// the log flushes once: it starts past the tail hint (slot 19), so the
+/// removed slots stay a gap rather than filled, and a reader that never saw
+/// the log fails the fields they held `Corrupt` instead of reading them as
+/// absent; the late field reads back, and the others exactly or `Corrupt`
+/// (the gap may have held newer versions of them).
+fn short_lost_tail_then_a_cold_writer_is_damage() {
+    let pool = fresh_pool("tail2");
+    let late = Streams {
+        expver: "dtl2".into(),
+        writers: 2,
+        fields: 1,
+        flush_every: 1,
+        min_len: 100,
+        max_len: 900,
+    };
+    let (s, r) = twenty_slots_then(&pool, "dtl2", &|d| {
+        common::remove_tail(&pool, d, 18);
+        let mut flags = processes::streams_args(&late);
+        flags.push(("writer", "1".to_string()));
+        launcher(&pool)
+            .spawn("late writer", "write", &flags)
+            .finish_done();
+    });
+    for i in 0..s.fields {
+        match read(&r, &s, i) {
+            Err(e) if i >= 18 => assert_eq!(e.kind(), ErrorKind::Corrupt, "field {i}: {e}"),
+            Ok(b) if i >= 18 => panic!(
+                "field {i}, in a removed slot, read {} bytes with success: the writer after the \
+                 lost tail hid it",
+                b.len()
+            ),
+            // The gap may hold a newer version of any field before it.
+            Ok(b) => assert!(b == s.payload(&r, 0, i), "field {i} read other bytes"),
+            Err(e) => assert_eq!(e.kind(), ErrorKind::Corrupt, "field {i}: {e}"),
+        }
+    }
+    let got = r
+        .retrieve(&fieldstore::Request::from_key(&late.key(1, 0)))
+        .and_then(|h| h.read_all());
+    match got {
+        Ok(b) => assert!(
+            b == late.payload(&r, 1, 0),
+            "the late field read other bytes"
+        ),
+        Err(e) => panic!("the late field, flushed after the gap: {e}"),
+    }
 }
 
 fn main() -> ExitCode {
@@ -409,6 +459,10 @@ fn main() -> ExitCode {
         (
             "lost_tail_reaching_the_hint_is_seen_by_a_cold_reader",
             lost_tail_reaching_the_hint_is_seen_by_a_cold_reader,
+        ),
+        (
+            "short_lost_tail_then_a_cold_writer_is_damage",
+            short_lost_tail_then_a_cold_writer_is_damage,
         ),
     ];
     let code = processes::run_tests(tests);

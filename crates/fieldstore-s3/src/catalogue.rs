@@ -360,13 +360,14 @@ impl SlotMedium for S3Medium {
         })
     }
 
-    /// Every `naming::TAIL_EVERY` slots, the tail hint (one PUT).
+    /// The tail hint names the slot (one PUT): a reader that never saw
+    /// the log tells a lost tail by it, and a writer that never saw it
+    /// starts past it, so it does not fill removed slots and hide their
+    /// loss.
     fn published(&self, meta: &Meta, _: &dyn SlotLog, slot: u64) -> Result<()> {
-        if slot > 0 && slot % naming::TAIL_EVERY == 0 {
-            let key = naming::tail_key(&self.slots_of(meta).prefix);
-            self.client
-                .put(&self.bucket, &key, slot.to_string().as_bytes(), None)?;
-        }
+        let key = naming::tail_key(&self.slots_of(meta).prefix);
+        self.client
+            .put(&self.bucket, &key, slot.to_string().as_bytes(), None)?;
         Ok(())
     }
 

@@ -71,14 +71,11 @@ pub(crate) fn control_key(incarnation: &str) -> String {
 }
 
 /// The key of an incarnation's tail hint (under its prefix): a slot that
-/// exists, rewritten every [`TAIL_EVERY`] slots.
+/// exists, rewritten after every slot a writer publishes (writers racing
+/// may leave it a few slots behind the last).
 pub(crate) fn tail_key(incarnation: &str) -> String {
     format!("{incarnation}tail")
 }
-
-/// The tail hint is rewritten when a writer publishes a slot that is a
-/// multiple of this.
-pub(crate) const TAIL_EVERY: u64 = 16;
 
 /// The prefix of an incarnation's log slots (under its prefix).
 pub(crate) fn log_prefix(incarnation: &str) -> String {

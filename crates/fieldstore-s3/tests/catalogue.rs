@@ -85,6 +85,28 @@ fn lost_tail_then_appended_to_is_damage() {
     fieldstore_testkit::lost_tail_then_appended_to_is_damage(&open, &|d, n| raw.delete_tail(d, n));
 }
 
+/// The newest two log objects removed, no hint written since the older
+/// of them: a reader that never saw the log tells the lost tail by the
+/// tail hint, which names the last slot published.
+#[test]
+fn cut_log_is_damage() {
+    let Some((open, raw)) = fresh("cut") else {
+        return;
+    };
+    fieldstore_testkit::cut_log_is_damage(&open, &|d, n| raw.delete_tail(d, n));
+}
+
+/// The same, and then writers that never saw the log flush: they start
+/// past the tail hint, so they do not fill the removed objects and hide
+/// the loss.
+#[test]
+fn cut_then_appended_to_is_damage() {
+    let Some((open, raw)) = fresh("cut2") else {
+        return;
+    };
+    fieldstore_testkit::cut_then_appended_to_is_damage(&open, &|d, n| raw.delete_tail(d, n));
+}
+
 /// The S3 catalogue with the POSIX file store, and the POSIX catalogue
 /// with the S3 store: the conformance checks that need no damage hooks.
 #[test]

@@ -73,9 +73,9 @@ pub struct Capabilities<'a> {
     /// Cut a dataset's log just before record `n` (numbered as for
     /// `damage_record`), keeping every record before it, bypassing the
     /// backend: its last records lost, the rest a whole log, which writers
-    /// then append to. `None` where the medium does not promise to tell a
-    /// cut that short (S3 tells only one that reaches its tail hint:
-    /// [`lost_tail_reaching_a_hint_is_damage`]) or has no log (memory).
+    /// then append to. `None` where the medium has no log (memory) or
+    /// cannot tell such a cut (POSIX on a file system that keeps no user
+    /// attributes).
     pub cut_log: Option<DamageRecord<'a>>,
 }
 

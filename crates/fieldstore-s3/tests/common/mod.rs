@@ -442,11 +442,22 @@ impl Raw {
         ureq::delete(url.as_str()).call().expect("DELETE");
     }
 
-    /// DELETE log slots `n` to the last of the testkit's lost-tail checks
-    /// ([`fieldstore_testkit::LOST_TAIL_RECORDS`]) of `dataset`: a lost tail.
+    /// DELETE the log slots of `dataset`'s current incarnation from slot
+    /// `n` on: a lost tail.
     pub fn delete_tail(&self, dataset: &fieldstore::DatasetKey, n: usize) {
-        for k in n..fieldstore_testkit::LOST_TAIL_RECORDS {
-            self.delete(&self.slot(dataset, k));
+        let name: Vec<&str> = dataset.iter().map(|(_, v)| v).collect();
+        let prefix = format!("{}/", name.join(":"));
+        let mut removed = 0;
+        for key in self.keys() {
+            let slot = key
+                .strip_prefix(&prefix)
+                .and_then(|k| k.split_once("/log/"))
+                .and_then(|(_, slot)| slot.parse::<usize>().ok());
+            if slot.is_some_and(|s| s >= n) {
+                self.delete(&key);
+                removed += 1;
+            }
         }
+        assert!(removed > 0, "no log slot from {n} on in {prefix}");
     }
 }
