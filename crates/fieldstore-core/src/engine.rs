@@ -42,7 +42,7 @@ use crate::record::maintenance::MaintenanceRecord;
 pub mod framed;
 pub mod log_catalogue;
 mod log_reader;
-pub use log_reader::{Log, LogMedium, LogOf, LogReader};
+pub use log_reader::{Entries, Log, LogMedium, LogOf, LogReader};
 pub mod slot_catalogue;
 pub mod slots;
 

@@ -27,7 +27,7 @@ use std::sync::Arc;
 
 use fieldstore_core::engine::framed::{self, FramedRecords, Step};
 use fieldstore_core::engine::log_catalogue::{CatalogueMedium, LogCatalogue, MediumMaintenance};
-use fieldstore_core::engine::{Block as EngineBlock, BlockSlot, Log, LogMedium, LogReader};
+use fieldstore_core::engine::{Entries, Log, LogMedium, LogReader};
 use fieldstore_core::maintenance::{
     list_lock_marker, list_locked_dataset, locked, wiped_while_writing, Item, ItemKind,
     LIST_LOCK_PREFIX,
@@ -1241,78 +1241,42 @@ impl RadosLog {
         }
     }
 
-    /// Load the blocks of `collocation` that `want` selects and are not
-    /// loaded yet. A segment that vanished (a wipe this reader has not
-    /// seen yet) makes the reader catch up and try again; still missing
-    /// then, it was removed behind fieldstore's back: its blocks are
-    /// damaged.
-    fn load_blocks(
-        &self,
-        st: &mut ReaderLog,
-        collocation: &CollocationKey,
-        want: &dyn Fn(&BlockSlot<Place>) -> bool,
-    ) -> Result<()> {
-        match self.load_once(st, collocation, want, false) {
-            Err(e) if e.kind() == ErrorKind::NotFound => {
-                self.follow_log(st)?;
-                self.load_once(st, collocation, want, true)
-            }
-            r => r,
-        }
-    }
-
-    /// Read wanted blocks, a run of one segment's omap keys at a time. A
-    /// block missing from its omap, or that does not decode, is kept as
-    /// damaged: the others stay readable.
-    fn load_once(
-        &self,
-        st: &mut ReaderLog,
-        collocation: &CollocationKey,
-        want: &dyn Fn(&BlockSlot<Place>) -> bool,
-        caught_up: bool,
-    ) -> Result<()> {
-        let todo = st.index.to_load(collocation, want);
-        let mut start = 0;
-        while start < todo.len() {
-            // A run of blocks of one segment, at most KEYS_PER_READ.
-            let segment = todo[start].1 .0;
-            let mut end = start + 1;
-            while end < todo.len() && end - start < KEYS_PER_READ && todo[end].1 .0 == segment {
-                end += 1;
-            }
-            let batch = &todo[start..end];
-            start = end;
-            let obj = segment_object(&self.object, segment);
-            let keys: Vec<&[u8]> = batch.iter().map(|(_, (_, k))| k.as_bytes()).collect();
-            let got = match self.pool.omap_get(&obj, &keys) {
-                Ok(got) => got,
-                Err(e) if e == ENOENT && caught_up => Vec::new(),
-                Err(e) => {
-                    let what = format!("reading index blocks of {}", self.pool.what(&obj));
-                    return Err(e.error(what));
-                }
-            };
-            // Not taken out: two records may name one block (a record
-            // appended twice behind fieldstore's back).
-            let got: HashMap<Vec<u8>, Vec<u8>> = got.into_iter().collect();
-            for (i, (_, k)) in batch {
-                let block = match got.get(k.as_bytes()) {
-                    None => EngineBlock::damaged(format!(
+    /// Read the blocks at `places`, a run of one segment's omap keys at a
+    /// time. A segment that vanished is a wipe this reader has not read
+    /// yet, or removed behind fieldstore's back (`NotFound`); a key
+    /// missing from its omap is damage.
+    fn read_places(&self, places: &[Place]) -> Result<Vec<Entries>> {
+        let mut out = Vec::with_capacity(places.len());
+        for run in places.chunk_by(|a, b| a.0 == b.0) {
+            for batch in run.chunks(KEYS_PER_READ) {
+                let obj = segment_object(&self.object, batch[0].0);
+                let keys: Vec<&[u8]> = batch.iter().map(|(_, k)| k.as_bytes()).collect();
+                let got = match self.pool.omap_get(&obj, &keys) {
+                    Ok(got) => got,
+                    Err(e) if e == ENOENT => {
+                        let gone =
+                            || Err(e.error(format!("index blocks of {}", self.pool.what(&obj))));
+                        out.extend(batch.iter().map(|_| gone()));
+                        continue;
+                    }
+                    Err(e) => {
+                        let what = format!("reading index blocks of {}", self.pool.what(&obj));
+                        return Err(e.error(what));
+                    }
+                };
+                // Not taken out: two records may name one block (a record
+                // appended twice behind fieldstore's back).
+                let got: HashMap<Vec<u8>, Vec<u8>> = got.into_iter().collect();
+                out.extend(batch.iter().map(|(_, k)| match got.get(k.as_bytes()) {
+                    None => Err(Error::corrupt(format!(
                         "{}: index block '{k}' named by the log is missing from the omap",
                         self.pool.what(&obj)
-                    )),
-                    Some(value) => match self.decode_block(&obj, k, value) {
-                        Ok(entries) => EngineBlock::new(entries),
-                        Err(e) if e.kind() == ErrorKind::Corrupt => {
-                            EngineBlock::damaged(e.to_string())
-                        }
-                        Err(e) => return Err(e),
-                    },
-                };
-                st.index.set_loaded(collocation, *i, block);
+                    ))),
+                    Some(value) => self.decode_block(&obj, k, value),
+                }));
             }
         }
-        Ok(())
+        Ok(out)
     }
 
     fn decode_block(
@@ -1653,13 +1617,8 @@ impl LogMedium for RadosLog {
         self.follow_log(log)
     }
 
-    fn load(
-        &self,
-        log: &mut ReaderLog,
-        collocation: &CollocationKey,
-        want: &dyn Fn(&BlockSlot<Place>) -> bool,
-    ) -> Result<()> {
-        self.load_blocks(log, collocation, want)
+    fn read_blocks(&self, _: &mut ReaderLog, places: &[Place]) -> Result<Vec<Entries>> {
+        self.read_places(places)
     }
 
     /// A damaged FLUSH record's blocks are intact in the omap, so they

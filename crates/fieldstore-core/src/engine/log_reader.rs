@@ -3,7 +3,8 @@
 //! answers every reader call from it; the medium the log lives on (POSIX
 //! files, RADOS objects, DAOS KVs) supplies only what differs, as a
 //! [`LogMedium`]: how to read the records past where the reader stopped, and
-//! how to load the blocks the records name.
+//! how to read the blocks the records name (when to read them, and what a
+//! block that does not read means, is the reader's).
 //!
 //! # Locking
 //! A reader is shared between threads. Its [`Log`] sits behind one
@@ -15,9 +16,9 @@
 
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use super::{BlockSlot, DatasetIndex};
+use super::{Block, BlockSlot, DatasetIndex};
 use crate::catalogue::{visit_newest_first, Axes, DatasetCondition, DatasetReader};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::key::{CollocationKey, ElementKey};
 use crate::location::FieldLocation;
 use crate::maintenance::Locks;
@@ -60,6 +61,14 @@ impl<P, C> Log<P, C> {
 /// The [`Log`] of a medium.
 pub type LogOf<M> = Log<<M as LogMedium>::Place, <M as LogMedium>::Cursor>;
 
+/// A block's entries as [`LogMedium::read_blocks`] answers them.
+pub type Entries = Result<Vec<(ElementKey, FieldLocation)>>;
+
+/// How often a reader reads blocks that are missing before it calls them
+/// damaged, catching up in between (a block's file may be gone because the
+/// dataset moved, and moved again while the reader caught up).
+const READS_OF_MISSING: usize = 3;
+
 /// What a medium gives the engine's reader.
 ///
 /// # Contract
@@ -69,10 +78,9 @@ pub type LogOf<M> = Log<<M as LogMedium>::Place, <M as LogMedium>::Cursor>;
 ///   that cannot be read is damage ([`DatasetIndex::damaged_region`]), never
 ///   skipped in silence; reading goes on after it where the medium can
 ///   tell where the next record starts.
-/// - [`LogMedium::load`] loads the blocks of `collocation` that `want`
-///   selects and are not loaded yet ([`DatasetIndex::to_load`]); a block
-///   that cannot be read is loaded as damaged, so that the others stay
-///   readable. Media whose blocks arrive with their records load nothing.
+/// - [`LogMedium::read_blocks`] reads the blocks at the places it is given,
+///   one answer a place, in order. Media whose blocks arrive with their
+///   records are never asked.
 /// - Every method is called with the reader's lock held exclusively.
 pub trait LogMedium: Send + Sync + std::fmt::Debug + 'static {
     /// The medium's name for where a block lives.
@@ -87,18 +95,19 @@ pub trait LogMedium: Send + Sync + std::fmt::Debug + 'static {
     /// log unreadable.
     fn follow(&self, log: &mut LogOf<Self>) -> Result<()>;
 
-    /// Load the wanted blocks of `collocation` not loaded yet.
+    /// The entries of the blocks at `places`, one answer a place, in
+    /// order: `Corrupt` for a block that does not read whole (the others
+    /// stay readable), `NotFound` for one whose file or object is missing
+    /// (the reader catches up and asks again: a wipe or purge it has not
+    /// read yet, or a move; still missing then, the block is damaged).
     ///
     /// # Errors
-    /// The medium's I/O errors (damage is a damaged block, not an error).
-    fn load(
-        &self,
-        log: &mut LogOf<Self>,
-        collocation: &CollocationKey,
-        want: &dyn Fn(&BlockSlot<Self::Place>) -> bool,
-    ) -> Result<()> {
-        let _ = (log, collocation, want);
-        Ok(())
+    /// The medium's other I/O errors, which fail the lookup.
+    fn read_blocks(&self, log: &mut LogOf<Self>, places: &[Self::Place]) -> Result<Vec<Entries>> {
+        let _ = (log, places);
+        Err(Error::internal(
+            "this medium's blocks arrive with their records",
+        ))
     }
 
     /// Whether damage met so far may have named `collocation`, which no
@@ -170,14 +179,58 @@ impl<M: LogMedium> LogReader<M> {
     /// which must see every entry).
     ///
     /// # Errors
-    /// As [`LogMedium::load`].
+    /// As [`LogMedium::read_blocks`].
     pub fn load_all(&self) -> Result<RwLockWriteGuard<'_, LogOf<M>>> {
         let mut log = self.write();
         let collocations = log.index.order().to_vec();
         for c in &collocations {
-            self.medium.load(&mut log, c, &|_| true)?;
+            self.load(&mut log, c, &|_| true)?;
         }
         Ok(log)
+    }
+
+    /// Load the blocks of `collocation` that `want` selects and are not
+    /// loaded yet ([`DatasetIndex::to_load`]). A block that does not read
+    /// whole is loaded as damaged, so that the others stay readable; one
+    /// that is missing makes the reader catch up and read again, and is
+    /// damaged only if it is still missing after [`READS_OF_MISSING`]
+    /// reads (its file or object removed behind fieldstore's back).
+    ///
+    /// # Errors
+    /// As [`LogMedium::read_blocks`] and [`LogMedium::follow`].
+    fn load(
+        &self,
+        log: &mut LogOf<M>,
+        collocation: &CollocationKey,
+        want: &dyn Fn(&BlockSlot<M::Place>) -> bool,
+    ) -> Result<()> {
+        for read in 1..=READS_OF_MISSING {
+            let todo = log.index.to_load(collocation, want);
+            if todo.is_empty() {
+                return Ok(());
+            }
+            let places: Vec<M::Place> = todo.iter().map(|(_, p)| p.clone()).collect();
+            let answers = self.medium.read_blocks(log, &places)?;
+            let last = read == READS_OF_MISSING;
+            let missing = |a: &Entries| matches!(a, Err(e) if e.kind() == ErrorKind::NotFound);
+            if !last && answers.iter().any(missing) {
+                self.medium.follow(log)?;
+                continue;
+            }
+            for ((i, _), answer) in todo.into_iter().zip(answers) {
+                let block = match answer {
+                    Ok(entries) => Block::new(entries),
+                    Err(e) if e.kind() == ErrorKind::Corrupt => Block::damaged(e.to_string()),
+                    Err(e) if e.kind() == ErrorKind::NotFound => Block::damaged(format!(
+                        "{e}: a block the log names is missing, though the reader caught up"
+                    )),
+                    Err(e) => return Err(e),
+                };
+                log.index.set_loaded(collocation, i, block);
+            }
+            return Ok(());
+        }
+        Ok(())
     }
 }
 
@@ -213,7 +266,7 @@ impl<M: LogMedium> DatasetReader for LogReader<M> {
             }
         }
         let mut log = self.write();
-        self.medium.load(&mut log, collocation, &|_| true)?;
+        self.load(&mut log, collocation, &|_| true)?;
         let known = log.index.collocation(collocation).is_some();
         let may_hold = if !known && (log.index.has_damaged_regions() || log.damage_at_end.is_some())
         {
@@ -259,7 +312,7 @@ impl<M: LogMedium> DatasetReader for LogReader<M> {
             Some(found) => found,
             None => {
                 let mut log = self.write();
-                self.medium.load(&mut log, collocation, &want)?;
+                self.load(&mut log, collocation, &want)?;
                 log.index.blocks_where(collocation, &want)
             }
         };

@@ -42,15 +42,12 @@ use super::format::{self, Dec, Enc, Framed};
 use super::layout::{self, TOC};
 use super::manage;
 use super::open_dir::OpenDir;
+use crate::config::Root;
+use crate::placement::Placement;
 use fieldstore_core::catalogue::{Axes, DatasetReader};
 use fieldstore_core::engine::framed::{self, FramedRecords, Tail};
 use fieldstore_core::engine::log_catalogue::{CatalogueMedium, LogCatalogue, MediumMaintenance};
-use fieldstore_core::engine::{Block, BlockSlot, Log, LogMedium, LogReader};
-
-/// A block as the engine's index keeps it for POSIX.
-type Slot = BlockSlot<BlockPlace>;
-use crate::config::Root;
-use crate::placement::Placement;
+use fieldstore_core::engine::{Entries, Log, LogMedium, LogReader};
 
 /// A table of contents: its path, device and inode.
 type TocIdent = (PathBuf, (u64, u64));
@@ -1357,58 +1354,6 @@ impl TocLog {
         true
     }
 
-    /// Load the blocks of `collocation` not loaded yet. An index file that
-    /// vanished (reclaimed by a purge this reader has not seen yet, or its
-    /// dataset wiped or moved) makes the reader catch up and try again.
-    fn load_blocks(
-        &self,
-        st: &mut ReaderLog,
-        collocation: &CollocationKey,
-        want: &dyn Fn(&Slot) -> bool,
-    ) -> Result<()> {
-        let mut tries = 0;
-        loop {
-            match self.load_once(st, collocation, want, false) {
-                Err(e) if e.kind() == ErrorKind::NotFound => {
-                    // Moved again meanwhile (it was found elsewhere): look
-                    // there; else the file is missing for good.
-                    tries += 1;
-                    let before = st.cursor.ident;
-                    self.follow_toc(st)?;
-                    if st.cursor.ident == before || tries >= 4 {
-                        return self.load_once(st, collocation, want, true);
-                    }
-                }
-                r => return r,
-            }
-        }
-    }
-
-    /// Read the blocks of `collocation` that `want` selects and are not
-    /// read yet. A damaged block is kept as damaged (the others stay
-    /// readable); so is one whose index file is missing, when `missing_is_damage`
-    /// (after catching up found no RECLAIM record explaining it).
-    fn load_once(
-        &self,
-        st: &mut ReaderLog,
-        collocation: &CollocationKey,
-        want: &dyn Fn(&Slot) -> bool,
-        missing_is_damage: bool,
-    ) -> Result<()> {
-        for (i, place) in st.index.to_load(collocation, want) {
-            let block = match self.read_block(st, &place) {
-                Ok(entries) => Block::new(entries),
-                Err(e) if e.kind() == ErrorKind::Corrupt => Block::damaged(e.to_string()),
-                Err(e) if e.kind() == ErrorKind::NotFound && missing_is_damage => {
-                    Block::damaged(format!("{e}: the index file of a visible block is missing"))
-                }
-                Err(e) => return Err(e),
-            };
-            st.index.set_loaded(collocation, i, block);
-        }
-        Ok(())
-    }
-
     fn read_block(
         &self,
         st: &mut ReaderLog,
@@ -1664,13 +1609,10 @@ impl LogMedium for TocLog {
         self.follow_toc(log)
     }
 
-    fn load(
-        &self,
-        log: &mut ReaderLog,
-        collocation: &CollocationKey,
-        want: &dyn Fn(&Slot) -> bool,
-    ) -> Result<()> {
-        self.load_blocks(log, collocation, want)
+    /// An index file that is missing may have been reclaimed by a purge
+    /// this reader has not read yet, or its dataset wiped or moved.
+    fn read_blocks(&self, log: &mut ReaderLog, places: &[BlockPlace]) -> Result<Vec<Entries>> {
+        Ok(places.iter().map(|p| self.read_block(log, p)).collect())
     }
 
     /// A collocation this reader does not know was never named by a record
