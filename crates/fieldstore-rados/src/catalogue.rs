@@ -64,6 +64,12 @@ const SEALED: &[u8] = b"!sealed";
 /// to it ([`append_counted`]), so that records cut off or removed behind
 /// fieldstore's back are told from the log's end.
 const RECORDS: &[u8] = b"!records";
+/// The root's omap key counting the datasets registered in it, in ASCII
+/// digits: the operation that sets a dataset's entry adds 1 to it, the one
+/// that removes it takes 1 ([`count`]), so that a listing that finds fewer
+/// entries than the count tells entries removed behind fieldstore's back
+/// ([`RadosMedium::registered`]). Absent in a root written before it.
+const DATASETS: &[u8] = b"!datasets";
 /// A writer checks the size of the log segment every this many flushes.
 const STAT_EVERY: u32 = 16;
 /// The `!sealed` value of the last segment of a wiped dataset.
@@ -153,18 +159,25 @@ fn segment_end(pool: &Pool, object: &str) -> Result<Option<(Seal, Option<u64>)>>
     Ok(Some((seal, records)))
 }
 
-/// Add to `op` the append of record `rec` to a log segment and the count
-/// of its records, applied together: the OSD's `numops` object class (in
-/// Ceph's default class list) adds 1 to `!records`.
-pub(crate) fn append_counted(op: &mut WriteOp, rec: &[u8]) {
-    // Its input: the key and the number to add, each a Ceph-encoded string
-    // (a little-endian u32 length, then the bytes).
-    let mut input = Vec::with_capacity(RECORDS.len() + 9);
-    for s in [RECORDS, b"1"] {
+/// Add to `op` the addition of `delta` (`1` or `-1`) to the counter at
+/// omap key `key`, applied with the rest of `op`: the OSD's `numops`
+/// object class (in Ceph's default class list; its methods are `add` and
+/// `mul`).
+fn count(op: &mut WriteOp, key: &[u8], delta: &str) {
+    // Its input: the key and the number, each a Ceph-encoded string (a
+    // little-endian u32 length, then the bytes).
+    let mut input = Vec::with_capacity(key.len() + 10);
+    for s in [key, delta.as_bytes()] {
         input.extend_from_slice(&(s.len() as u32).to_le_bytes());
         input.extend_from_slice(s);
     }
     op.exec(c"numops", c"add", &input);
+}
+
+/// Add to `op` the append of record `rec` to a log segment and the count
+/// of its records (`!records`), applied together.
+pub(crate) fn append_counted(op: &mut WriteOp, rec: &[u8]) {
+    count(op, RECORDS, "1");
     op.append(rec);
 }
 
@@ -362,6 +375,9 @@ fn segment_object(base: &str, k: u32) -> String {
     }
 }
 
+/// What [`RadosMedium::root_keys`] calls with each key and its value.
+type KeyVisitor<'a> = dyn FnMut(&[u8], &[u8]) -> Result<()> + 'a;
+
 /// The RADOS catalogue (`engine: rados`).
 pub type RadosCatalogue = LogCatalogue<RadosMedium>;
 
@@ -405,6 +421,82 @@ impl RadosMedium {
     /// As [`RadosConfig::from_value`] and [`RadosMedium::open`].
     pub fn from_config(section: &serde_json::Value) -> Result<RadosMedium> {
         RadosMedium::open(&RadosConfig::from_value(section)?)
+    }
+
+    /// Visit the root's omap keys that start with `prefix` and their
+    /// values, a page of `PAGE` per read.
+    fn root_keys(&self, prefix: &str, visit: &mut KeyVisitor<'_>) -> Result<()> {
+        let mut after = String::new();
+        loop {
+            let (page, more) = match self.pool.omap_page(ROOT, &after, prefix, PAGE) {
+                Ok(p) => p,
+                Err(e) if e == ENOENT => return Ok(()),
+                Err(e) => return Err(e.error(format!("reading {}", self.pool.what(ROOT)))),
+            };
+            for (k, v) in &page {
+                visit(k, v)?;
+            }
+            match page.last() {
+                Some((k, _)) if more => after = String::from_utf8_lossy(k).into_owned(),
+                _ => return Ok(()),
+            }
+        }
+    }
+
+    /// The datasets the root registers, and its count ([`DATASETS`]) as
+    /// stored, if it has one.
+    fn registry(&self) -> Result<(Vec<DatasetKey>, Option<Vec<u8>>)> {
+        let (mut keys, mut counted) = (Vec::new(), None);
+        self.root_keys("", &mut |k, v| {
+            if k == DATASETS {
+                counted = Some(v.to_vec());
+            } else if !k.starts_with(b"!") {
+                // `!` keys are marks (`!list-locked <key>`), not datasets.
+                let text = String::from_utf8_lossy(k);
+                let key: Key = text.parse().map_err(|e| {
+                    let root = self.pool.what(ROOT);
+                    Error::corrupt(format!("{root}: bad dataset key {text:?}: {e}"))
+                })?;
+                keys.push(DatasetKey(key));
+            }
+            Ok(())
+        })?;
+        Ok((keys, counted))
+    }
+
+    /// The datasets whose segment 0 exists but that `listed` (the root's
+    /// entries) leaves out, found by one listing of the namespace (its cost
+    /// grows with the namespace). One with something visible is
+    /// registered again (its entry was lost behind fieldstore's back, or
+    /// its first writer died before registering it); those whose log ends
+    /// WIPED (a wipe interrupted after it unregistered them) are returned.
+    fn find_unregistered(&self, listed: &[DatasetKey]) -> Result<Vec<DatasetKey>> {
+        let listed: HashSet<String> = listed.iter().map(naming::dataset_object).collect();
+        let heads = self
+            .pool
+            .list_objects(|n| n.ends_with(".catalogue") && !listed.contains(n))
+            .map_err(|e| e.error(format!("listing the objects of {}", self.pool)))?;
+        let mut wiped = Vec::new();
+        for object in heads {
+            let init = read_init(&self.pool, &object)?;
+            let Some((key, ..)) = init.filter(|(k, ..)| naming::dataset_object(k) == object) else {
+                continue;
+            };
+            let reader = match self.open(&key)? {
+                Some(d) => self.open_reader(d)?,
+                None => None,
+            };
+            match reader {
+                None => wiped.push(key),
+                Some(r) if !r.collocations()?.is_empty() => {
+                    if register(&self.pool, &object, &key, true)? {
+                        notify(&self.pool, ROOT, self.notify)
+                    }
+                }
+                Some(_) => {}
+            }
+        }
+        Ok(wiped)
     }
 
     /// A reader of the dataset `dataset` opened, `None` if its log ends
@@ -550,8 +642,11 @@ fn ensure_dataset(
 /// Register a dataset in the root object's omap (after its first flush, so
 /// that a dataset is listed once something in it is visible): set the
 /// entry only if it is absent (a missing key compares equal to the empty
-/// value; stored values are never empty). Whether this call set it.
-fn register(pool: &Pool, object: &str, key: &DatasetKey) -> Result<bool> {
+/// value; stored values are never empty), adding 1 to the root's count
+/// ([`DATASETS`]) in the same operation unless the entry is set again
+/// after it was lost (`lost`: the count still counts it). Whether this
+/// call set it.
+fn register(pool: &Pool, object: &str, key: &DatasetKey, lost: bool) -> Result<bool> {
     let k = key.to_string();
     let registered = |pool: &Pool| -> Result<Option<Vec<u8>>> {
         match pool.omap_get(ROOT, &[k.as_bytes()]) {
@@ -565,6 +660,9 @@ fn register(pool: &Pool, object: &str, key: &DatasetKey) -> Result<bool> {
         let mut op = WriteOp::new()?;
         op.omap_cmp_eq(k.as_bytes(), b"");
         op.omap_set(&[(k.as_bytes(), object.as_bytes())]);
+        if !lost {
+            count(&mut op, DATASETS, "1");
+        }
         match pool.operate(ROOT, &op) {
             Ok(()) => return Ok(true),
             Err(e) if e == ECANCELED || e == ENOENT => current = registered(pool)?,
@@ -574,9 +672,12 @@ fn register(pool: &Pool, object: &str, key: &DatasetKey) -> Result<bool> {
         }
         if current.is_none() {
             // The root object did not exist yet (cmp on a missing object
-            // fails): create it by setting the entry.
+            // fails): create it by setting the entry (then count it).
             let mut op = WriteOp::new()?;
             op.omap_set(&[(k.as_bytes(), object.as_bytes())]);
+            if !lost {
+                count(&mut op, DATASETS, "1");
+            }
             pool.operate(ROOT, &op).map_err(|e| {
                 e.error(format!("registering dataset {key} in {}", pool.what(ROOT)))
             })?;
@@ -595,6 +696,32 @@ fn register(pool: &Pool, object: &str, key: &DatasetKey) -> Result<bool> {
         )),
         None => Ok(false),
     }
+}
+
+/// Remove the root's entry `key` (a dataset key's canonical form) and the
+/// marks `also` in one operation, which takes 1 from the root's count
+/// ([`DATASETS`]) if the entry was there. Whether the root exists.
+fn unregister(pool: &Pool, key: &str, also: &[&[u8]]) -> Result<bool> {
+    let mut keys = vec![key.as_bytes()];
+    keys.extend_from_slice(also);
+    for present in [true, false] {
+        let mut op = WriteOp::new()?;
+        if present {
+            op.omap_cmp_gt(key.as_bytes(), b"");
+            count(&mut op, DATASETS, "-1");
+        }
+        op.omap_rm_keys(&keys);
+        match pool.operate(ROOT, &op) {
+            Ok(()) => return Ok(true),
+            Err(e) if e == ENOENT => return Ok(false),
+            Err(e) if e == ECANCELED && present => {}
+            Err(e) => {
+                let what = format!("unregistering {key} from {}", pool.what(ROOT));
+                return Err(append_error(e, what));
+            }
+        }
+    }
+    Ok(true)
 }
 
 impl CatalogueMedium for RadosMedium {
@@ -624,34 +751,43 @@ impl CatalogueMedium for RadosMedium {
         }))
     }
 
-    /// The root's omap, a page of `PAGE` keys per read.
+    /// The root's entries. A root that holds fewer entries than its
+    /// count (`!datasets`) lost some behind fieldstore's back: the
+    /// datasets they named are looked for (one listing of the namespace,
+    /// `find_unregistered`) and registered again, so that a
+    /// listing of the datasets never leaves out one with something visible.
+    /// The count is then set to what the root holds, if it did not change
+    /// meanwhile (best effort: a reader may not be allowed to write), so
+    /// that a loss is looked for once, and a root from before the count
+    /// gets one.
     fn registered(&self) -> Result<Vec<DatasetKey>> {
-        let mut out = Vec::new();
-        let mut after = String::new();
-        loop {
-            let (page, more) = match self.pool.omap_page(ROOT, &after, "", PAGE) {
-                Ok(p) => p,
-                Err(e) if e == ENOENT => return Ok(out),
-                Err(e) => {
-                    return Err(e.error(format!("listing datasets in {}", self.pool.what(ROOT))))
-                }
-            };
-            for (k, _) in &page {
-                let text = String::from_utf8_lossy(k);
-                // `!` keys are marks (`!list-locked <key>`), not datasets.
-                if !text.starts_with('!') {
-                    let key: Key = text.parse().map_err(|e| {
-                        let root = self.pool.what(ROOT);
-                        Error::corrupt(format!("{root}: bad dataset key {text:?}: {e}"))
-                    })?;
-                    out.push(DatasetKey(key));
-                }
-                after = text.into_owned();
+        let number = |c: &[u8]| std::str::from_utf8(c).ok()?.parse::<f64>().ok();
+        let short = |(keys, counted): &(Vec<DatasetKey>, Option<Vec<u8>>)| {
+            counted.as_deref().and_then(number).unwrap_or(0.0) > keys.len() as f64
+        };
+        let mut read = self.registry()?;
+        // Read again first: a root of many pages is not read at one instant.
+        for look in 0..2 {
+            if !short(&read) {
+                break;
             }
-            if !more || page.is_empty() {
-                return Ok(out);
+            if look == 1 {
+                self.find_unregistered(&read.0)?;
+            }
+            read = self.registry()?;
+        }
+        let (keys, counted) = read;
+        let settled = counted.as_deref().and_then(number) == Some(keys.len() as f64);
+        if !settled && (counted.is_some() || !keys.is_empty()) {
+            let counted = counted.unwrap_or_default();
+            let n = keys.len().to_string();
+            if let Ok(mut op) = WriteOp::new() {
+                op.omap_cmp_eq(DATASETS, &counted);
+                op.omap_set(&[(DATASETS, n.as_bytes())]);
+                let _ = self.pool.operate(ROOT, &op);
             }
         }
+        Ok(keys)
     }
 
     fn describe(&self, key: &DatasetKey) -> String {
@@ -775,7 +911,7 @@ impl CatalogueMedium for RadosMedium {
         }
         if !w.registered {
             // A new dataset: the watchers of the root learn of it.
-            if register(&self.pool, object, key)? {
+            if register(&self.pool, object, key, false)? {
                 notify(&self.pool, ROOT, self.notify);
             }
             w.registered = true;
@@ -850,22 +986,11 @@ impl MediumMaintenance for RadosMedium {
     /// The root's `!list-locked ` keys, a page per read.
     fn list_locked(&self) -> Result<Option<Vec<DatasetKey>>> {
         let mut out = Vec::new();
-        let mut after = String::new();
-        loop {
-            let (page, more) = match self.pool.omap_page(ROOT, &after, LIST_LOCK_PREFIX, PAGE) {
-                Ok(p) => p,
-                Err(e) if e == ENOENT => return Ok(Some(out)),
-                Err(e) => return Err(e.error(format!("reading {}", self.pool.what(ROOT)))),
-            };
-            for (k, _) in &page {
-                let text = String::from_utf8_lossy(k).into_owned();
-                out.extend(list_locked_dataset(&text));
-                after = text;
-            }
-            if !more || page.is_empty() {
-                return Ok(Some(out));
-            }
-        }
+        self.root_keys(LIST_LOCK_PREFIX, &mut |k, _| {
+            out.extend(list_locked_dataset(&String::from_utf8_lossy(k)));
+            Ok(())
+        })?;
+        Ok(Some(out))
     }
 
     /// Dataset listings read the root only.
@@ -881,44 +1006,12 @@ impl MediumMaintenance for RadosMedium {
             .map_err(|e| e.error(format!("marking a list lock in {}", self.pool.what(ROOT))))
     }
 
-    /// The datasets whose segment 0 exists but that the root does not
-    /// list, found by one listing of the namespace (its cost grows with
-    /// the namespace: paid by `status` and `wipe`, never by `list`). A
-    /// wipe unregisters a dataset last, so such a log was unregistered
-    /// behind fieldstore's back: one that ends WIPED is returned (the next
-    /// wipe finishes it); one with something visible is registered again,
-    /// as its next writer's first flush would, and listed from then on.
+    /// Logs the root does not register (`find_unregistered`, paid by
+    /// `status` and `wipe`; by `list` only when the root's count says it
+    /// lost entries). A wipe unregisters a dataset last, so one that ends
+    /// WIPED is a wipe interrupted (the next wipe finishes it).
     fn interrupted_wipes(&self) -> Result<Vec<DatasetKey>> {
-        let listed: HashSet<String> = self
-            .registered()?
-            .iter()
-            .map(naming::dataset_object)
-            .collect();
-        let heads = self
-            .pool
-            .list_objects(|n| n.ends_with(".catalogue") && !listed.contains(n))
-            .map_err(|e| e.error(format!("listing the objects of {}", self.pool)))?;
-        let mut out = Vec::new();
-        for object in heads {
-            let init = read_init(&self.pool, &object)?;
-            let Some((key, ..)) = init.filter(|(k, ..)| naming::dataset_object(k) == object) else {
-                continue;
-            };
-            let reader = match self.open(&key)? {
-                Some(d) => self.open_reader(d)?,
-                None => None,
-            };
-            match reader {
-                None => out.push(key),
-                Some(r)
-                    if !r.collocations()?.is_empty() && register(&self.pool, &object, &key)? =>
-                {
-                    notify(&self.pool, ROOT, self.notify)
-                }
-                Some(_) => {}
-            }
-        }
-        Ok(out)
+        self.find_unregistered(&self.registry()?.0)
     }
 
     fn inventory(&self, dataset: &DatasetKey) -> Result<Vec<Item>> {
@@ -1006,17 +1099,11 @@ impl MediumMaintenance for RadosMedium {
             }
         }
         let marker = list_lock_marker(dataset);
-        let mut op = WriteOp::new()?;
-        op.omap_rm_keys(&[k.as_bytes(), marker.as_bytes(), wiping.as_bytes()]);
-        match self.pool.operate(ROOT, &op) {
-            Ok(()) => notify(&self.pool, ROOT, self.notify),
-            Err(e) if e == ENOENT => {}
-            Err(e) => {
-                return Err(e.error(format!("unregistering {k} from {}", self.pool.what(ROOT))))
-            }
+        if unregister(&self.pool, &k, &[marker.as_bytes(), wiping.as_bytes()])? {
+            notify(&self.pool, ROOT, self.notify);
         }
         if let Some((_, seal)) = last_segment(&self.pool, &object)? {
-            if seal != Seal::Wiped && register(&self.pool, &object, dataset)? {
+            if seal != Seal::Wiped && register(&self.pool, &object, dataset, false)? {
                 notify(&self.pool, ROOT, self.notify);
             }
         }

@@ -40,6 +40,9 @@ pub(crate) type WatchErrCb = unsafe extern "C" fn(*mut c_void, u64, c_int);
 pub(crate) const CREATE_EXCLUSIVE: c_int = 1;
 /// `LIBRADOS_CMPXATTR_OP_EQ`.
 pub(crate) const CMP_EQ: u8 = 1;
+/// `LIBRADOS_CMPXATTR_OP_GT` (OSDs compare omap values by EQ, LT and GT
+/// only).
+pub(crate) const CMP_GT: u8 = 3;
 
 /// Declares the function-pointer table and its loader in one place, so a
 /// symbol cannot be declared without being loaded.

@@ -1038,6 +1038,16 @@ impl WriteOp {
     /// Apply the op only if omap `key` equals `value` (a missing key
     /// compares as empty); otherwise the whole op fails with `ECANCELED`.
     pub(crate) fn omap_cmp_eq(&mut self, key: &[u8], value: &[u8]) {
+        self.omap_cmp(key, ffi::CMP_EQ, value);
+    }
+
+    /// Apply the op only if omap `key` sorts after `value` (a missing key
+    /// compares as empty); otherwise the whole op fails with `ECANCELED`.
+    pub(crate) fn omap_cmp_gt(&mut self, key: &[u8], value: &[u8]) {
+        self.omap_cmp(key, ffi::CMP_GT, value);
+    }
+
+    fn omap_cmp(&mut self, key: &[u8], comparison: u8, value: &[u8]) {
         let mut slot = Box::new(0);
         let p: *mut c_int = &mut *slot;
         self.prvals.push(slot);
@@ -1047,7 +1057,7 @@ impl WriteOp {
             (self.api.rados_write_op_omap_cmp2)(
                 self.op,
                 key.as_ptr().cast(),
-                ffi::CMP_EQ,
+                comparison,
                 value.as_ptr().cast(),
                 key.len(),
                 value.len(),
