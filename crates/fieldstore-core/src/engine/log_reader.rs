@@ -211,6 +211,13 @@ impl<M: LogMedium> LogReader<M> {
             }
             let places: Vec<M::Place> = todo.iter().map(|(_, p)| p.clone()).collect();
             let answers = self.medium.read_blocks(log, &places)?;
+            if answers.len() != places.len() {
+                return Err(Error::internal(format!(
+                    "asked for {} blocks, the medium answered {}",
+                    places.len(),
+                    answers.len()
+                )));
+            }
             let last = read == READS_OF_MISSING;
             let missing = |a: &Entries| matches!(a, Err(e) if e.kind() == ErrorKind::NotFound);
             if !last && answers.iter().any(missing) {
