@@ -1042,8 +1042,8 @@ pub struct BlockPlace {
 pub(super) type ReaderLog = Log<BlockPlace, TocCursor>;
 
 /// Where a POSIX reader stopped in its dataset's table of contents, and
-/// the files it holds open.
-#[derive(Debug)]
+/// the files it holds open (the default: nothing read, nothing open).
+#[derive(Debug, Default)]
 pub struct TocCursor {
     pub(super) dir: PathBuf,
     pub(super) abs_dir: PathBuf,
@@ -1210,11 +1210,7 @@ impl TocCursor {
             toc: Some(toc),
             ident: layout::identity(&meta),
             pos,
-            index_files: HashMap::new(),
-            removed_index: HashSet::new(),
-            log: LogDamage::default(),
-            looked_past_end: false,
-            cut: false,
+            ..TocCursor::default()
         };
         Ok(Log::new(schema, cursor))
     }
@@ -1239,16 +1235,7 @@ impl TocCursor {
             abs_dir: dir.to_path_buf(),
             dir: dir.to_path_buf(),
             toc_path: dir.join(TOC),
-            toc: None,
-            ident: (0, 0),
-            pos: 0,
-            digest: 0,
-            index_files: HashMap::new(),
-            open_dir: None,
-            removed_index: HashSet::new(),
-            log: LogDamage::default(),
-            looked_past_end: false,
-            cut: false,
+            ..TocCursor::default()
         };
         // The schema is unknown: nothing is there to split.
         Log::new(Arc::from(""), cursor)
