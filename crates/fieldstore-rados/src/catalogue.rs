@@ -23,6 +23,7 @@
 
 use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use fieldstore_core::engine::framed::{self, FramedRecords, Step};
@@ -389,6 +390,9 @@ pub struct RadosMedium {
     log_segment_size: u64,
     /// Notify watchers after each change (`rados.notify`).
     notify: bool,
+    /// The OSDs refused to let this client set the root's count (a key
+    /// without write access): listings no longer try.
+    count_refused: AtomicBool,
 }
 
 impl RadosMedium {
@@ -402,6 +406,7 @@ impl RadosMedium {
             pool: Arc::new(config.open_pool()?),
             log_segment_size: config.log_segment_size,
             notify: config.notify,
+            count_refused: AtomicBool::new(false),
         })
     }
 
@@ -778,13 +783,17 @@ impl CatalogueMedium for RadosMedium {
         }
         let (keys, counted) = read;
         let settled = counted.as_deref().and_then(number) == Some(keys.len() as f64);
-        if !settled && (counted.is_some() || !keys.is_empty()) {
+        let refused = self.count_refused.load(Ordering::Relaxed);
+        if !settled && !refused && (counted.is_some() || !keys.is_empty()) {
             let counted = counted.unwrap_or_default();
             let n = keys.len().to_string();
             if let Ok(mut op) = WriteOp::new() {
                 op.omap_cmp_eq(DATASETS, &counted);
                 op.omap_set(&[(DATASETS, n.as_bytes())]);
-                let _ = self.pool.operate(ROOT, &op);
+                if let Err(e) = self.pool.operate(ROOT, &op) {
+                    let refused = e.kind() == ErrorKind::PermissionDenied;
+                    self.count_refused.store(refused, Ordering::Relaxed);
+                }
             }
         }
         Ok(keys)
