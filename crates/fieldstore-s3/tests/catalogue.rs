@@ -85,9 +85,9 @@ fn lost_tail_then_appended_to_is_damage() {
     fieldstore_testkit::lost_tail_then_appended_to_is_damage(&open, &|d, n| raw.delete_tail(d, n));
 }
 
-/// The newest two log objects removed, no hint written since the older
-/// of them: a reader that never saw the log tells the lost tail by the
-/// tail hint, which names the last slot published.
+/// The newest two log objects removed, the one the tail hint names among
+/// them (it names the last slot published): a reader that never saw the
+/// log tells the lost tail by it.
 #[test]
 fn cut_log_is_damage() {
     let Some((open, raw)) = fresh("cut") else {

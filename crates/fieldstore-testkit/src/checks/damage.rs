@@ -355,8 +355,7 @@ pub fn cut_then_appended_to_is_damage(open: Open<'_>, cut: crate::DamageRecord<'
 pub const LOST_TAIL_RECORDS: usize = 21;
 
 /// A lost tail is damage where the medium keeps a hint of its log's end
-/// (DAOS and S3 rewrite one after every record; this check is older than
-/// that, when it was every 16th, and still holds): 21 flushes — steps 0 to 19,
+/// (DAOS and S3 rewrite one after every record): 21 flushes — steps 0 to 19,
 /// then step 0 again — then `remove_tail(dataset, 16)` removes records 16
 /// to 20 (the hinted one included). A fresh handle fails step 0 with
 /// `Corrupt` (never its older version with success), fails the steps
