@@ -142,11 +142,7 @@ fn segment_end(pool: &Pool, object: &str) -> Result<Option<(Seal, Option<u64>)>>
     let (mut seal, mut records) = (Seal::Open, None);
     for (k, v) in v {
         if k == RECORDS {
-            // The `numops` class writes a double, 10 significant digits.
-            records = std::str::from_utf8(&v)
-                .ok()
-                .and_then(|t| t.parse::<f64>().ok())
-                .map(|n| n as u64);
+            records = counter(&v).map(|n| n as u64);
         } else if v == WIPED_SEAL {
             seal = Seal::Wiped;
         } else if !v.is_empty() {
@@ -173,6 +169,12 @@ fn count(op: &mut WriteOp, key: &[u8], delta: &str) {
         input.extend_from_slice(s);
     }
     op.exec(c"numops", c"add", &input);
+}
+
+/// The value of a counter [`count`] keeps: the `numops` class writes a
+/// double, 10 significant digits.
+fn counter(value: &[u8]) -> Option<f64> {
+    std::str::from_utf8(value).ok()?.parse().ok()
 }
 
 /// Add to `op` the append of record `rec` to a log segment and the count
@@ -376,6 +378,10 @@ fn segment_object(base: &str, k: u32) -> String {
     }
 }
 
+/// The datasets a root registers, and its count as stored, if it has one
+/// ([`RadosMedium::registry`]).
+type Registry = (Vec<DatasetKey>, Option<Vec<u8>>);
+
 /// What [`RadosMedium::root_keys`] calls with each key and its value.
 type KeyVisitor<'a> = dyn FnMut(&[u8], &[u8]) -> Result<()> + 'a;
 
@@ -448,9 +454,27 @@ impl RadosMedium {
         }
     }
 
+    /// Set the root's count ([`DATASETS`]) to `n` if it is still
+    /// `counted` (empty: absent). Best effort: a client the OSDs refuse
+    /// (no write access) stops trying.
+    fn set_count(&self, counted: &[u8], n: usize) {
+        if self.count_refused.load(Ordering::Relaxed) {
+            return;
+        }
+        let Ok(mut op) = WriteOp::new() else {
+            return;
+        };
+        op.omap_cmp_eq(DATASETS, counted);
+        op.omap_set(&[(DATASETS, n.to_string().as_bytes())]);
+        if let Err(e) = self.pool.operate(ROOT, &op) {
+            let refused = e.kind() == ErrorKind::PermissionDenied;
+            self.count_refused.store(refused, Ordering::Relaxed);
+        }
+    }
+
     /// The datasets the root registers, and its count ([`DATASETS`]) as
     /// stored, if it has one.
-    fn registry(&self) -> Result<(Vec<DatasetKey>, Option<Vec<u8>>)> {
+    fn registry(&self) -> Result<Registry> {
         let (mut keys, mut counted) = (Vec::new(), None);
         self.root_keys("", &mut |k, v| {
             if k == DATASETS {
@@ -766,35 +790,23 @@ impl CatalogueMedium for RadosMedium {
     /// that a loss is looked for once, and a root from before the count
     /// gets one.
     fn registered(&self) -> Result<Vec<DatasetKey>> {
-        let number = |c: &[u8]| std::str::from_utf8(c).ok()?.parse::<f64>().ok();
-        let short = |(keys, counted): &(Vec<DatasetKey>, Option<Vec<u8>>)| {
-            counted.as_deref().and_then(number).unwrap_or(0.0) > keys.len() as f64
+        let short = |(keys, counted): &Registry| {
+            counted.as_deref().and_then(counter).unwrap_or(0.0) > keys.len() as f64
         };
         let mut read = self.registry()?;
-        // Read again first: a root of many pages is not read at one instant.
-        for look in 0..2 {
-            if !short(&read) {
-                break;
-            }
-            if look == 1 {
-                self.find_unregistered(&read.0)?;
-            }
+        if short(&read) {
+            // Read again first: a root of many pages is not read at one
+            // instant.
+            read = self.registry()?;
+        }
+        if short(&read) {
+            self.find_unregistered(&read.0)?;
             read = self.registry()?;
         }
         let (keys, counted) = read;
-        let settled = counted.as_deref().and_then(number) == Some(keys.len() as f64);
-        let refused = self.count_refused.load(Ordering::Relaxed);
-        if !settled && !refused && (counted.is_some() || !keys.is_empty()) {
-            let counted = counted.unwrap_or_default();
-            let n = keys.len().to_string();
-            if let Ok(mut op) = WriteOp::new() {
-                op.omap_cmp_eq(DATASETS, &counted);
-                op.omap_set(&[(DATASETS, n.as_bytes())]);
-                if let Err(e) = self.pool.operate(ROOT, &op) {
-                    let refused = e.kind() == ErrorKind::PermissionDenied;
-                    self.count_refused.store(refused, Ordering::Relaxed);
-                }
-            }
+        let settled = counted.as_deref().and_then(counter) == Some(keys.len() as f64);
+        if !settled && (counted.is_some() || !keys.is_empty()) {
+            self.set_count(&counted.unwrap_or_default(), keys.len());
         }
         Ok(keys)
     }
@@ -1337,44 +1349,6 @@ impl RadosLog {
         }
     }
 
-    /// Read the blocks at `places`, a run of one segment's omap keys at a
-    /// time. A segment that vanished is a wipe this reader has not read
-    /// yet, or removed behind fieldstore's back (`NotFound`); a key
-    /// missing from its omap is damage.
-    fn read_places(&self, places: &[Place]) -> Result<Vec<Entries>> {
-        let mut out = Vec::with_capacity(places.len());
-        for run in places.chunk_by(|a, b| a.0 == b.0) {
-            for batch in run.chunks(KEYS_PER_READ) {
-                let obj = segment_object(&self.object, batch[0].0);
-                let keys: Vec<&[u8]> = batch.iter().map(|(_, k)| k.as_bytes()).collect();
-                let got = match self.pool.omap_get(&obj, &keys) {
-                    Ok(got) => got,
-                    Err(e) if e == ENOENT => {
-                        let gone =
-                            || Err(e.error(format!("index blocks of {}", self.pool.what(&obj))));
-                        out.extend(batch.iter().map(|_| gone()));
-                        continue;
-                    }
-                    Err(e) => {
-                        let what = format!("reading index blocks of {}", self.pool.what(&obj));
-                        return Err(e.error(what));
-                    }
-                };
-                // Not taken out: two records may name one block (a record
-                // appended twice behind fieldstore's back).
-                let got: HashMap<Vec<u8>, Vec<u8>> = got.into_iter().collect();
-                out.extend(batch.iter().map(|(_, k)| match got.get(k.as_bytes()) {
-                    None => Err(Error::corrupt(format!(
-                        "{}: index block '{k}' named by the log is missing from the omap",
-                        self.pool.what(&obj)
-                    ))),
-                    Some(value) => self.decode_block(&obj, k, value),
-                }));
-            }
-        }
-        Ok(out)
-    }
-
     fn decode_block(
         &self,
         object: &str,
@@ -1713,8 +1687,42 @@ impl LogMedium for RadosLog {
         self.follow_log(log)
     }
 
+    /// Read the blocks at `places`, a run of one segment's omap keys at a
+    /// time. A segment that vanished is a wipe this reader has not read
+    /// yet, or removed behind fieldstore's back (`NotFound`); a key
+    /// missing from its omap is damage.
     fn read_blocks(&self, _: &mut ReaderLog, places: &[Place]) -> Result<Vec<Entries>> {
-        self.read_places(places)
+        let mut out = Vec::with_capacity(places.len());
+        for run in places.chunk_by(|a, b| a.0 == b.0) {
+            for batch in run.chunks(KEYS_PER_READ) {
+                let obj = segment_object(&self.object, batch[0].0);
+                let keys: Vec<&[u8]> = batch.iter().map(|(_, k)| k.as_bytes()).collect();
+                let got = match self.pool.omap_get(&obj, &keys) {
+                    Ok(got) => got,
+                    Err(e) if e == ENOENT => {
+                        let gone =
+                            || Err(e.error(format!("index blocks of {}", self.pool.what(&obj))));
+                        out.extend(batch.iter().map(|_| gone()));
+                        continue;
+                    }
+                    Err(e) => {
+                        let what = format!("reading index blocks of {}", self.pool.what(&obj));
+                        return Err(e.error(what));
+                    }
+                };
+                // Not taken out: two records may name one block (a record
+                // appended twice behind fieldstore's back).
+                let got: HashMap<Vec<u8>, Vec<u8>> = got.into_iter().collect();
+                out.extend(batch.iter().map(|(_, k)| match got.get(k.as_bytes()) {
+                    None => Err(Error::corrupt(format!(
+                        "{}: index block '{k}' named by the log is missing from the omap",
+                        self.pool.what(&obj)
+                    ))),
+                    Some(value) => self.decode_block(&obj, k, value),
+                }));
+            }
+        }
+        Ok(out)
     }
 
     /// A damaged FLUSH record's blocks are intact in the omap, so they
