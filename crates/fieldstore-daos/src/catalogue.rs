@@ -210,6 +210,11 @@ impl SlotLog for KvSlots<'_> {
         })
     }
 
+    /// One `kv_put`.
+    fn set_hint(&self, n: u64) -> Result<()> {
+        Ok(self.kv.put(layout::TAIL_KEY, &n.to_le_bytes())?)
+    }
+
     fn name(&self, n: u64) -> String {
         format!("daos://{}/{}", self.cont.c.name(), slot_key(n))
     }
@@ -410,14 +415,9 @@ impl SlotMedium for DaosMedium {
         Ok(tail_hint(&self.kv_of(cont)?)?.map_or(0, |h| h + 1))
     }
 
-    /// The tail hint names the slot (one `kv_put`): a process that did
-    /// not see the log tells a lost tail or a gap of any length by it, and
-    /// its writers start past it, so they do not fill removed slots and
-    /// hide their loss.
-    fn published(&self, cont: &Arc<Cont>, _: &dyn SlotLog, slot: u64) -> Result<()> {
+    /// Remembered for `known_end`.
+    fn published(&self, cont: &Arc<Cont>, slot: u64) -> Result<()> {
         cont.saw_slot(slot);
-        self.kv_of(cont)?
-            .put(layout::TAIL_KEY, &slot.to_le_bytes())?;
         Ok(())
     }
 

@@ -143,6 +143,15 @@ impl SlotLog for Slots<'_> {
         Ok(hint.filter(|&h| h >= n))
     }
 
+    /// One PUT.
+    fn set_hint(&self, n: u64) -> Result<()> {
+        let key = naming::tail_key(&self.prefix);
+        let hint = n.to_string();
+        self.s3
+            .client
+            .put(&self.s3.bucket, &key, hint.as_bytes(), None)
+    }
+
     fn name(&self, n: u64) -> String {
         naming::uri(&self.s3.bucket, &naming::slot_key(&self.prefix, n))
     }
@@ -358,17 +367,6 @@ impl SlotMedium for S3Medium {
         } else {
             Looked::Current
         })
-    }
-
-    /// The tail hint names the slot (one PUT): a reader that never saw
-    /// the log tells a lost tail by it, and a writer that never saw it
-    /// starts past it, so it does not fill removed slots and hide their
-    /// loss.
-    fn published(&self, meta: &Meta, _: &dyn SlotLog, slot: u64) -> Result<()> {
-        let key = naming::tail_key(&self.slots_of(meta).prefix);
-        self.client
-            .put(&self.bucket, &key, slot.to_string().as_bytes(), None)?;
-        Ok(())
     }
 
     /// `meta` must still name this incarnation.

@@ -185,8 +185,8 @@ pub trait SlotMedium: MediumMaintenance + Send + Sync + Debug + 'static {
     ///
     /// # Errors
     /// The medium's I/O errors.
-    fn published(&self, dataset: &Self::Dataset, log: &dyn SlotLog, slot: u64) -> Result<()> {
-        let _ = (dataset, log, slot);
+    fn published(&self, dataset: &Self::Dataset, slot: u64) -> Result<()> {
+        let _ = (dataset, slot);
         Ok(())
     }
 
@@ -265,7 +265,7 @@ fn append<M: SlotMedium>(
     let from = medium.start(dataset, &*log)?;
     let value = M::FRAMING.framed(kind, payload);
     let slot = slots::publish(&*log, from, &value, &mut || Ok(()))?;
-    medium.published(dataset, &*log, slot)
+    medium.published(dataset, slot)
 }
 
 impl<M: SlotMedium> CatalogueMedium for M {
@@ -370,7 +370,7 @@ impl<M: SlotMedium> CatalogueMedium for M {
             let log = self.slots(dataset)?;
             let slot = slots::publish(&*log, writer.next, &value, &mut || check())?;
             writer.next = slot + 1;
-            self.published(dataset, &*log, slot)?;
+            self.published(dataset, slot)?;
             self.fence(key, dataset)
         })();
         result.map_err(|e| match e.kind() {

@@ -67,6 +67,21 @@ pub trait SlotLog: Sync {
         Ok(None)
     }
 
+    /// Store `n`, a slot just published, as the log's tail hint: what
+    /// [`SlotLog::hint_past`] reads when `cold`, so that a process that
+    /// never saw the log tells a lost tail or a long gap by it, and starts
+    /// its writers past it rather than filling removed slots and hiding
+    /// their loss. [`publish`] calls it after every insert it won (writers
+    /// racing may leave it a few slots behind the last). The default
+    /// stores nothing.
+    ///
+    /// # Errors
+    /// The medium's I/O errors.
+    fn set_hint(&self, n: u64) -> Result<()> {
+        let _ = n;
+        Ok(())
+    }
+
     /// The slots that hold a value, in order, if the medium lists them in
     /// a request or a few (S3: 1,000 keys a listing); `None` (the
     /// default) if it cannot, and a cold reader reads slot after slot.
@@ -399,7 +414,8 @@ pub fn first_free(log: &dyn SlotLog, from: u64) -> Result<u64> {
 }
 
 /// Insert `value` into the first free slot, starting the search at `hint`
-/// (a slot every slot before which exists); returns the slot. When the
+/// (a slot every slot before which exists), then store the slot as the
+/// log's tail hint ([`SlotLog::set_hint`]); returns the slot. When the
 /// guessed slot is taken (someone else appended since this process last
 /// looked), `check` runs once before the next attempt: that is where a
 /// writer learns of an archive lock, whose CONTROL record is such an
@@ -422,6 +438,7 @@ pub fn publish(
     let mut checked = false;
     loop {
         if log.insert(slot, value)? {
+            log.set_hint(slot)?;
             return Ok(slot);
         }
         if !checked {
