@@ -397,8 +397,7 @@ impl Raw {
 
     /// The key of log slot `n` of `dataset`'s current incarnation.
     pub fn slot(&self, dataset: &fieldstore::DatasetKey, n: usize) -> String {
-        let name: Vec<&str> = dataset.iter().map(|(_, v)| v).collect();
-        let prefix = format!("{}/", name.join(":"));
+        let prefix = dataset_prefix(dataset);
         let suffix = format!("/log/{n:020}");
         let found: Vec<String> = self
             .keys()
@@ -445,8 +444,7 @@ impl Raw {
     /// DELETE the log slots of `dataset`'s current incarnation from slot
     /// `n` on: a lost tail.
     pub fn delete_tail(&self, dataset: &fieldstore::DatasetKey, n: usize) {
-        let name: Vec<&str> = dataset.iter().map(|(_, v)| v).collect();
-        let prefix = format!("{}/", name.join(":"));
+        let prefix = dataset_prefix(dataset);
         let mut removed = 0;
         for key in self.keys() {
             let slot = key
@@ -460,4 +458,11 @@ impl Raw {
         }
         assert!(removed > 0, "no log slot from {n} on in {prefix}");
     }
+}
+
+/// The key prefix of `dataset`'s objects (its values joined by `:`, as
+/// the test keys need no escaping).
+fn dataset_prefix(dataset: &fieldstore::DatasetKey) -> String {
+    let name: Vec<&str> = dataset.iter().map(|(_, v)| v).collect();
+    format!("{}/", name.join(":"))
 }
