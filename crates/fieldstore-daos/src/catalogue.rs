@@ -18,6 +18,7 @@
 //! a `kv_get` per entry (the paper's design does): it costs one `kv_get`
 //! per flush, each bringing all of that flush's entries.
 
+use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -284,6 +285,48 @@ impl SlotMedium for DaosMedium {
                 })
             })
             .collect()
+    }
+
+    /// One listing of the pool's containers (`daos_pool_list_cont`), and
+    /// for each container no registration names (but the root), one open
+    /// and one `kv_get` of its `meta`: a dataset being created before its
+    /// first flush, a store's container, or a dataset whose root KV entry
+    /// was lost.
+    fn unregistered(&self, registered: &[DatasetKey]) -> Result<Vec<DatasetKey>> {
+        let known: BTreeSet<String> = registered.iter().map(dataset_label).collect();
+        let pool = self.session.pool(&self.cfg.catalogue_pool)?;
+        let mut found = Vec::new();
+        for label in pool.containers()? {
+            if label == self.cfg.root_container || known.contains(&label) {
+                continue;
+            }
+            let meta = self
+                .session
+                .container(&self.cfg.catalogue_pool, &label, None)
+                .and_then(|c| match c {
+                    Some(c) => self.kv_of(&c)?.get(layout::META_KEY).map_err(Error::from),
+                    None => Ok(None),
+                });
+            let bytes = match meta {
+                Ok(Some(b)) => b,
+                Ok(None) => continue,
+                // Destroyed by a wipe meanwhile.
+                Err(e) if is_gone(&e) => continue,
+                Err(e) => return Err(e),
+            };
+            let what = || {
+                format!(
+                    "daos://{}/{label}/{}",
+                    self.cfg.catalogue_pool,
+                    layout::META_KEY
+                )
+            };
+            let meta = format::decode_meta(&bytes, &what)?;
+            if dataset_label(&meta.key) == label {
+                found.push(meta.key);
+            }
+        }
+        Ok(found)
     }
 
     fn describe(&self, dataset: &DatasetKey) -> String {

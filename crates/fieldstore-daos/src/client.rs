@@ -127,6 +127,7 @@ impl Daos {
             daos_init: sym!(daos_init),
             daos_pool_connect2: sym!(daos_pool_connect2),
             daos_pool_disconnect: sym!(daos_pool_disconnect),
+            daos_pool_list_cont: sym!(daos_pool_list_cont),
             daos_cont_create_with_label: sym!(daos_cont_create_with_label),
             daos_cont_open2: sym!(daos_cont_open2),
             daos_cont_close: sym!(daos_cont_close),
@@ -379,6 +380,56 @@ impl Pool {
         self.daos.check(rc, "daos_cont_create_with_label", || {
             format!("container {}/{label}", self.label)
         })
+    }
+
+    /// The labels of the pool's containers (a container without one is
+    /// left out): one request for up to 256 containers, one more (of the
+    /// size the first reported) for more.
+    ///
+    /// # Errors
+    /// As any pool request.
+    pub fn containers(&self) -> Result<Vec<String>, DaosError> {
+        let mut room = 256u64;
+        loop {
+            let mut buf = vec![
+                ffi::DaosPoolContInfo {
+                    pci_uuid: [0; 16],
+                    pci_label: [0; ffi::LABEL_MAX_LEN + 1],
+                };
+                usize::try_from(room).unwrap_or(usize::MAX)
+            ];
+            let mut n = room;
+            let cbuf = if room == 0 {
+                std::ptr::null_mut()
+            } else {
+                buf.as_mut_ptr()
+            };
+            // SAFETY: valid handle; `cbuf` is null or holds `n` entries;
+            // blocking.
+            let rc = unsafe {
+                (self.daos.f.daos_pool_list_cont)(self.h, &mut n, cbuf, std::ptr::null_mut())
+            };
+            if rc == -der::TRUNC || (rc == 0 && room < n) {
+                room = n;
+                continue;
+            }
+            self.daos
+                .check(rc, "daos_pool_list_cont", || format!("pool {}", self.label))?;
+            buf.truncate(usize::try_from(n).unwrap_or(usize::MAX));
+            return Ok(buf
+                .iter()
+                .filter_map(|c| {
+                    // Bytes up to the NUL (`c_char` is signed on x86).
+                    let label: Vec<u8> = c
+                        .pci_label
+                        .iter()
+                        .take_while(|&&b| b != 0)
+                        .map(|&b| b as u8)
+                        .collect();
+                    (!label.is_empty()).then(|| String::from_utf8_lossy(&label).into_owned())
+                })
+                .collect());
+        }
     }
 
     /// Destroy a container (forcibly: open handles are revoked).

@@ -120,6 +120,17 @@ pub struct DaosProp {
     pub dpp_entries: *mut DaosPropEntry,
 }
 
+/// `DAOS_PROP_LABEL_MAX_LEN`: the longest label, without its NUL.
+pub const LABEL_MAX_LEN: usize = 127;
+
+/// `struct daos_pool_cont_info`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct DaosPoolContInfo {
+    pub pci_uuid: [u8; 16],
+    pub pci_label: [c_char; LABEL_MAX_LEN + 1],
+}
+
 // daos.md §2: identical in every DAOS version from 2.2 to HEAD.
 const _: () = {
     assert!(size_of::<DaosHandle>() == 8 && align_of::<DaosHandle>() == 8);
@@ -198,6 +209,7 @@ pub mod der {
     pub const TIMEDOUT: i32 = 1011;
     pub const BUSY: i32 = 1012;
     pub const AGAIN: i32 = 1013;
+    pub const TRUNC: i32 = 1016;
     pub const EXCLUDED: i32 = 1032;
     pub const NOREPLY: i32 = 1033;
     pub const GRPVER: i32 = 1036;
@@ -226,6 +238,8 @@ pub struct Functions {
         Ev,
     ) -> c_int,
     pub daos_pool_disconnect: unsafe extern "C" fn(DaosHandle, Ev) -> c_int,
+    pub daos_pool_list_cont:
+        unsafe extern "C" fn(DaosHandle, *mut u64, *mut DaosPoolContInfo, Ev) -> c_int,
     pub daos_cont_create_with_label: unsafe extern "C" fn(
         DaosHandle,
         *const c_char,
@@ -304,6 +318,7 @@ pub const SYMBOLS: &[&str] = &[
     "daos_init",
     "daos_pool_connect2",
     "daos_pool_disconnect",
+    "daos_pool_list_cont",
     "daos_cont_create_with_label",
     "daos_cont_open2",
     "daos_cont_close",

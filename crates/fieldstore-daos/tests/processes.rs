@@ -212,6 +212,7 @@ fn conformance_on_the_directory_backend() {
     let damage_record = |d: &fieldstore::DatasetKey, n: usize| common::damage_slot(&pool, d, n);
     let remove_record = |d: &fieldstore::DatasetKey, n: usize| common::remove_slot(&pool, d, n);
     let cut = |d: &fieldstore::DatasetKey, n: usize| common::remove_tail(&pool, d, n);
+    let unregister = |d: &fieldstore::DatasetKey| common::unregister(&pool, d);
     fieldstore_testkit::run_all(
         &open,
         &fieldstore_testkit::Capabilities {
@@ -219,6 +220,7 @@ fn conformance_on_the_directory_backend() {
             damage_record: Some(&damage_record),
             remove_record: Some(&remove_record),
             cut_log: Some(&cut),
+            unregister: Some(&unregister),
         },
     );
 }

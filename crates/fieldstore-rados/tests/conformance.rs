@@ -140,6 +140,7 @@ fn toc_catalogue_with_rados_store() {
             damage_record: None,
             remove_record: None,
             cut_log: None,
+            unregister: None,
         },
     );
 }
@@ -155,11 +156,15 @@ fn rados_catalogue_with_file_store() {
     let open = move || FieldStore::open(config.clone());
     let damage: fieldstore_testkit::DamageRecord<'_> = &|d, n| damage_record(c, &ns, &open, d, n);
     let cut: fieldstore_testkit::DamageRecord<'_> = &|d, n| cut_log(c, &ns, &open, d, n);
+    let unregister = |d: &fieldstore::DatasetKey| {
+        c.rados(&ns, &["rmomapkey", "fieldstore.root", &d.to_string()]);
+    };
     run_all(
         &open,
         &Capabilities {
             damage_record: Some(damage),
             cut_log: Some(cut),
+            unregister: Some(&unregister),
             ..Capabilities::default()
         },
     );

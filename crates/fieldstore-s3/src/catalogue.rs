@@ -219,22 +219,14 @@ impl S3Medium {
     fn control_key(&self, meta: &Meta) -> String {
         naming::control_key(&self.slots_of(meta).prefix)
     }
-}
 
-impl SlotMedium for S3Medium {
-    type Dataset = Meta;
-
-    /// Magic `FSS3`, format version 1.
-    const FRAMING: Framing = Framing::new(*b"FSS3");
-
-    /// One GET of `meta`.
-    fn open(&self, dataset: &DatasetKey) -> Result<Option<Meta>> {
-        let key = naming::meta_key(&dataset_prefix(dataset));
+    /// The `meta` object `key`, if it exists: one GET.
+    fn read_meta(&self, key: &str) -> Result<Option<Meta>> {
         let mut buf = Vec::new();
-        if !self.client.get(&self.bucket, &key, &mut buf)? {
+        if !self.client.get(&self.bucket, key, &mut buf)? {
             return Ok(None);
         }
-        let what = || naming::uri(&self.bucket, &key);
+        let what = || naming::uri(&self.bucket, key);
         let mut d = Dec::new(
             Self::FRAMING.unframe_kind(&buf, kind::INIT, "a META", &what)?,
             &what,
@@ -246,12 +238,28 @@ impl SlotMedium for S3Medium {
         };
         d.u64()?;
         d.end()?;
+        Ok(Some(meta))
+    }
+}
+
+impl SlotMedium for S3Medium {
+    type Dataset = Meta;
+
+    /// Magic `FSS3`, format version 1.
+    const FRAMING: Framing = Framing::new(*b"FSS3");
+
+    /// One GET of `meta`.
+    fn open(&self, dataset: &DatasetKey) -> Result<Option<Meta>> {
+        let key = naming::meta_key(&dataset_prefix(dataset));
+        let Some(meta) = self.read_meta(&key)? else {
+            return Ok(None);
+        };
         if meta.key != *dataset {
             return Err(Error::new(
                 ErrorKind::InvalidInput,
                 format!(
                     "{} holds dataset {}, not {} (their names collide)",
-                    what(),
+                    naming::uri(&self.bucket, &key),
                     meta.key.braced(),
                     dataset.braced()
                 ),
@@ -317,6 +325,26 @@ impl SlotMedium for S3Medium {
 
     fn describe(&self, dataset: &DatasetKey) -> String {
         naming::uri(&self.bucket, &dataset_prefix(dataset))
+    }
+
+    /// One delimited listing of the bucket's top-level prefixes (per 1,000
+    /// datasets), and one GET of `meta` for each prefix no registration
+    /// names: a dataset being created before its first flush, one being
+    /// wiped, or one whose registry object was lost.
+    fn unregistered(&self, registered: &[DatasetKey]) -> Result<Vec<DatasetKey>> {
+        let known: BTreeSet<String> = registered.iter().map(dataset_prefix).collect();
+        let mut found = Vec::new();
+        for prefix in self.client.prefixes(&self.bucket, "/")? {
+            if prefix.starts_with('%') || known.contains(&prefix) {
+                continue;
+            }
+            if let Some(meta) = self.read_meta(&naming::meta_key(&prefix))? {
+                if dataset_prefix(&meta.key) == prefix {
+                    found.push(meta.key);
+                }
+            }
+        }
+        Ok(found)
     }
 
     fn slots<'a>(&'a self, meta: &'a Meta) -> Result<Box<dyn SlotLog + 'a>> {

@@ -474,6 +474,31 @@ impl Client {
         }
     }
 
+    /// The bucket's top-level prefixes: every distinct start of a key up
+    /// to and including its first `delimiter` (one listing per 1,000).
+    ///
+    /// # Errors
+    /// As any request; `Io` for an answer that is not a listing.
+    pub(crate) fn prefixes(&self, bucket: &str, delimiter: &str) -> Result<Vec<String>> {
+        let b = self.bucket(bucket)?;
+        let what = format!("listing the prefixes of s3://{bucket}");
+        let mut prefixes = Vec::new();
+        let mut token: Option<String> = None;
+        loop {
+            let mut list = ListObjectsV2::new(&b, self.creds());
+            list.with_delimiter(delimiter);
+            if let Some(t) = &token {
+                list.with_continuation_token(t.as_str());
+            }
+            let (page, _) = self.list_page(&what, &list.sign(SIGNED_FOR))?;
+            prefixes.extend(page.common_prefixes.into_iter().map(|p| p.prefix));
+            match page.next_continuation_token {
+                Some(t) if !t.is_empty() => token = Some(t),
+                _ => return Ok(prefixes),
+            }
+        }
+    }
+
     /// The first `max` keys under `prefix` after `after`, in order (one
     /// listing).
     ///

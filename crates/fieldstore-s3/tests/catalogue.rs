@@ -107,6 +107,21 @@ fn cut_then_appended_to_is_damage() {
     fieldstore_testkit::cut_then_appended_to_is_damage(&open, &|d, n| raw.delete_tail(d, n));
 }
 
+/// A dataset whose registry object (`%datasets/<key>`) was removed is
+/// still listed: a listing of datasets also lists the bucket's top-level
+/// prefixes.
+#[test]
+fn unregistered_dataset_is_listed() {
+    let Some((open, raw)) = fresh("unreg") else {
+        return;
+    };
+    fieldstore_testkit::unregistered_dataset_is_listed(&open, &|d| {
+        let key = format!("%datasets/{d}");
+        assert!(raw.keys().contains(&key), "no registry object {key}");
+        raw.delete(&key);
+    });
+}
+
 /// The S3 catalogue with the POSIX file store, and the POSIX catalogue
 /// with the S3 store: the conformance checks that need no damage hooks.
 #[test]

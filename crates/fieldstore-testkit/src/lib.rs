@@ -77,6 +77,11 @@ pub struct Capabilities<'a> {
     /// cannot tell such a cut (POSIX on a file system that keeps no user
     /// attributes).
     pub cut_log: Option<DamageRecord<'a>>,
+    /// Remove a dataset's registration (the entry listings of datasets
+    /// read: RADOS's root omap key, DAOS's root KV key, S3's
+    /// `%datasets/<key>` object), bypassing the backend. `None` where
+    /// listings read the namespace itself (POSIX directories, memory).
+    pub unregister: Option<&'a (dyn Fn(&fieldstore::DatasetKey) + Sync)>,
 }
 
 /// A hook that damages record `n` of a dataset's log
@@ -90,6 +95,7 @@ impl std::fmt::Debug for Capabilities<'_> {
             .field("damage_record", &self.damage_record.is_some())
             .field("remove_record", &self.remove_record.is_some())
             .field("cut_log", &self.cut_log.is_some())
+            .field("unregister", &self.unregister.is_some())
             .finish()
     }
 }
@@ -174,6 +180,10 @@ pub fn run_all(open: Open<'_>, caps: &Capabilities<'_>) {
         cut_log_is_damage(open, cut);
         println!("conformance check cut_then_appended_to_is_damage");
         cut_then_appended_to_is_damage(open, cut);
+    }
+    if let Some(unregister) = caps.unregister {
+        println!("conformance check unregistered_dataset_is_listed");
+        unregistered_dataset_is_listed(open, unregister);
     }
 }
 

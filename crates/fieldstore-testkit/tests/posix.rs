@@ -34,6 +34,7 @@ fn run_all_on_one_root() {
                 damage_record: Some(&damage_record),
                 remove_record: None,
                 cut_log: keeps_user_attributes().then_some(cut),
+                unregister: None,
             },
         );
     });

@@ -118,6 +118,21 @@ pub trait SlotMedium: MediumMaintenance + Send + Sync + Debug + 'static {
     /// dataset key.
     fn registered(&self) -> Result<Vec<DatasetKey>>;
 
+    /// The datasets [`SlotMedium::registered`] left out (`registered` is
+    /// its answer) that the medium's namespace still holds: one being
+    /// created before its first flush, or one whose registration was lost
+    /// behind the store's back. Found by a search that costs about what
+    /// reading the registry does, so that every listing of datasets can
+    /// afford it; the engine opens each and registers it again. The
+    /// default finds none: a medium whose registry is its namespace.
+    ///
+    /// # Errors
+    /// The medium's I/O errors.
+    fn unregistered(&self, registered: &[DatasetKey]) -> Result<Vec<DatasetKey>> {
+        let _ = registered;
+        Ok(Vec::new())
+    }
+
     /// Where the dataset lives, for messages.
     fn describe(&self, key: &DatasetKey) -> String;
 
@@ -278,8 +293,29 @@ impl<M: SlotMedium> CatalogueMedium for M {
         SlotMedium::open(self, key)
     }
 
+    /// The registry, and what [`SlotMedium::unregistered`] finds beside
+    /// it with a published slot, registered again (a lost registration
+    /// hides a dataset from listings while lookups still find it). A
+    /// dataset with an empty log is being created: its first writer
+    /// registers it before its first flush is published. A client the
+    /// medium does not let write still lists what it found.
     fn registered(&self) -> Result<Vec<DatasetKey>> {
-        SlotMedium::registered(self)
+        let mut keys = SlotMedium::registered(self)?;
+        for key in self.unregistered(&keys)? {
+            let Some(dataset) = SlotMedium::open(self, &key)? else {
+                continue;
+            };
+            let log = self.slots(&dataset)?;
+            if !log.exists(0)? && log.next_after(0)?.is_none() {
+                continue;
+            }
+            drop(log);
+            match self.register(&key, &dataset) {
+                Err(e) if e.kind() != ErrorKind::PermissionDenied => return Err(e),
+                _ => keys.push(key),
+            }
+        }
+        Ok(keys)
     }
 
     fn describe(&self, key: &DatasetKey) -> String {

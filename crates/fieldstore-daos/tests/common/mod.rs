@@ -148,6 +148,7 @@ impl Standin {
 /// The functions the counts report.
 pub const NAMES: &[&str] = &[
     "daos_pool_connect",
+    "daos_pool_list_cont",
     "daos_cont_create_with_label",
     "daos_cont_open",
     "daos_cont_alloc_oids",
@@ -319,4 +320,30 @@ fn remove_slots(pool: &str, dataset: &fieldstore::DatasetKey, n: usize, to_the_e
         kv.remove(&slot(k)).expect("removing a slot");
         k += 1;
     }
+}
+
+/// Remove `dataset`'s entry from the root KV (in the root container
+/// `fieldstore_root` of `pool`): a lost registration.
+pub fn unregister(pool: &str, dataset: &fieldstore::DatasetKey) {
+    use fieldstore_daos::client::Daos;
+    let daos = Daos::get(Some(&standin().path)).expect("libdaos");
+    let pool = Arc::new(daos.connect(pool).expect("pool"));
+    let cont = pool
+        .open("fieldstore_root", true)
+        .expect("the root container");
+    let oid = cont
+        .generate_oid(
+            0,
+            0,
+            fieldstore_daos::ffi::DAOS_OT_KV_HASHED,
+            fieldstore_daos::config::OC_S1,
+        )
+        .expect("the root KV's OID");
+    let kv = cont.kv(oid, true).expect("the root KV");
+    let key = dataset.to_string();
+    assert!(
+        kv.get(&key).expect("reading the root KV").is_some(),
+        "no root KV entry {key}"
+    );
+    kv.remove(&key).expect("removing the root KV entry");
 }

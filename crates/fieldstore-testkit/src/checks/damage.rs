@@ -459,3 +459,79 @@ fn reported_and_kept(r: &fieldstore::FieldStore, x: &str, what: &str) {
         "purge removed units of a dataset with {what}: {report:?}"
     );
 }
+
+/// A dataset whose registration (the entry listings of datasets read) was
+/// removed behind the backend's back is still listed (issue 38: "removing
+/// its root entry hides it from `list` while `retrieve` still works").
+/// Three flushes into one dataset, then `unregister(dataset)`. A fresh
+/// handle's listing with the dataset's keywords left open finds all three
+/// fields, at every depth, and each reads back exactly; a second fresh
+/// handle does too (the first may have registered it again, which is
+/// allowed, but need not have); and a wipe through such a listing removes
+/// it.
+pub fn unregistered_dataset_is_listed(open: Open<'_>, unregister: &(dyn Fn(&DatasetKey) + Sync)) {
+    let x = "ureg";
+    let (flushed, dataset) = flush_each(open, x, &[(0, 1), (6, 1), (12, 1)]);
+    unregister(&dataset);
+    let request = crate::support::request(&format!("class=od,expver={x}"));
+    let want: Vec<String> = {
+        let mut v: Vec<String> = flushed
+            .iter()
+            .map(|f| crate::support::canonical(&opened(open, "probe"), &f.key))
+            .collect();
+        v.sort();
+        v
+    };
+    for handle in ["first reader", "second reader"] {
+        let r = opened(open, handle);
+        for depth in [
+            fieldstore::Level::Dataset,
+            fieldstore::Level::Collocation,
+            fieldstore::Level::Element,
+        ] {
+            let listed = crate::support::list(&r, &request, depth, false);
+            assert!(
+                listed.iter().any(|e| e.dataset == dataset),
+                "{handle}: a listing at depth {depth:?} left out {dataset}, whose registration was removed: {listed:?}"
+            );
+        }
+        let mut keys: Vec<String> =
+            crate::support::list(&r, &request, fieldstore::Level::Element, false)
+                .iter()
+                .map(|e| e.full_key().to_string())
+                .collect();
+        keys.sort();
+        assert_eq!(
+            keys, want,
+            "{handle}: the listed fields of the unregistered dataset"
+        );
+        for (i, f) in flushed.iter().enumerate() {
+            exact(
+                &r,
+                f,
+                &format!("{handle}: field {i} of the unregistered dataset"),
+            );
+        }
+    }
+    let w = opened(open, "wiper");
+    must(
+        w.wipe(
+            &request,
+            fieldstore::WipeOptions {
+                doit: true,
+                unsafe_wipe_all: false,
+            },
+        ),
+        "wipe of the unregistered dataset",
+    );
+    let left = crate::support::list(
+        &opened(open, "after the wipe"),
+        &request,
+        fieldstore::Level::Element,
+        false,
+    );
+    assert!(
+        left.is_empty(),
+        "{dataset} still listed after its wipe: {left:?}"
+    );
+}
