@@ -170,15 +170,6 @@ fn same_dataset(cont: &Cont, meta: &Meta, key: &DatasetKey) -> Result<()> {
     Ok(())
 }
 
-/// The tail hint of a dataset KV: a slot that exists (written after every
-/// slot published; one `kv_get`).
-fn tail_hint(kv: &Kv<'_>) -> Result<Option<u64>> {
-    Ok(kv
-        .get(layout::TAIL_KEY)?
-        .and_then(|h| <[u8; 8]>::try_from(h.as_slice()).ok())
-        .map(u64::from_le_bytes))
-}
-
 /// A dataset KV's log slots, as the engine's slot log sees them.
 struct KvSlots<'a> {
     kv: Kv<'a>,
@@ -198,17 +189,19 @@ impl SlotLog for KvSlots<'_> {
         Ok(self.kv.insert(&slot_key(n), value)? == Inserted::Yes)
     }
 
-    /// The last slot this process saw; cold, the tail hint (one `kv_get`).
+    /// The last slot this process saw; cold, the tail hint (one `kv_get`):
+    /// a slot that exists, written after every slot published.
     fn hint_past(&self, n: u64, cold: bool) -> Result<Option<u64>> {
         let seen = self.cont.known_tail.load(Ordering::Relaxed);
         if seen > n {
             return Ok(Some(seen - 1));
         }
-        Ok(if cold {
-            tail_hint(&self.kv)?.filter(|&h| h >= n)
-        } else {
-            None
-        })
+        if !cold {
+            return Ok(None);
+        }
+        let hint = self.kv.get(layout::TAIL_KEY)?;
+        let hint = hint.and_then(|h| <[u8; 8]>::try_from(h.as_slice()).ok());
+        Ok(hint.map(u64::from_le_bytes).filter(|&h| h >= n))
     }
 
     /// One `kv_put`.
@@ -450,12 +443,12 @@ impl SlotMedium for DaosMedium {
 
     /// What this process saw of the log, else (cold) the tail hint, a slot
     /// that exists, written after every slot published.
-    fn start(&self, cont: &Arc<Cont>, _: &dyn SlotLog) -> Result<u64> {
+    fn start(&self, cont: &Arc<Cont>, log: &dyn SlotLog) -> Result<u64> {
         let known = self.known_end(cont);
         if known > 0 || cont.known_empty.load(Ordering::Relaxed) {
             return Ok(known);
         }
-        Ok(tail_hint(&self.kv_of(cont)?)?.map_or(0, |h| h + 1))
+        Ok(log.hint_past(0, true)?.map_or(0, |h| h + 1))
     }
 
     /// Remembered for `known_end`.
