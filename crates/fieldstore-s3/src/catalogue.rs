@@ -128,28 +128,33 @@ impl SlotLog for Slots<'_> {
         self.s3.client.put_new(&self.s3.bucket, &key, value)
     }
 
-    /// Cold: the tail hint (one GET), which tells a lost tail reaching it.
+    /// Cold: the greatest slot a tail hint names (a listing of one key),
+    /// which tells a lost tail reaching it; for a log written before the
+    /// hints were objects of their own, its single `tail` (one GET more).
     fn hint_past(&self, n: u64, cold: bool) -> Result<Option<u64>> {
-        let mut buf = Vec::new();
-        if !cold
-            || !self
-                .s3
-                .client
-                .get(&self.s3.bucket, &naming::tail_key(&self.prefix), &mut buf)?
-        {
+        if !cold {
             return Ok(None);
         }
-        let hint = std::str::from_utf8(&buf).ok().and_then(|t| t.parse().ok());
+        let (s3, prefix) = (self.s3, naming::hint_prefix(&self.prefix));
+        let first = s3.client.keys_after(&s3.bucket, &prefix, &prefix, 1)?;
+        let hint = match first.first() {
+            Some(key) => naming::hint_slot(&self.prefix, key),
+            None => {
+                let mut buf = Vec::new();
+                let old = naming::old_tail_key(&self.prefix);
+                s3.client.get(&s3.bucket, &old, &mut buf)?;
+                std::str::from_utf8(&buf).ok().and_then(|t| t.parse().ok())
+            }
+        };
         Ok(hint.filter(|&h| h >= n))
     }
 
-    /// One PUT.
+    /// One PUT of an empty object named by the slot: hints only add, so
+    /// racing writers storing theirs out of order cannot lower the
+    /// greatest.
     fn set_hint(&self, n: u64) -> Result<()> {
-        let key = naming::tail_key(&self.prefix);
-        let hint = n.to_string();
-        self.s3
-            .client
-            .put(&self.s3.bucket, &key, hint.as_bytes(), None)
+        let key = naming::hint_key(&self.prefix, n);
+        self.s3.client.put(&self.s3.bucket, &key, b"", None)
     }
 
     fn name(&self, n: u64) -> String {
@@ -454,8 +459,12 @@ impl MediumMaintenance for S3Medium {
             }
             let current = inc.as_ref().and_then(|i| rest.strip_prefix(i.as_str()));
             let ours = rest == "meta"
-                || current
-                    .is_some_and(|r| r == "/control" || r == "/tail" || r.starts_with("/log/"));
+                || current.is_some_and(|r| {
+                    r == "/control"
+                        || r == "/tail"
+                        || r.starts_with("/tail/")
+                        || r.starts_with("/log/")
+                });
             let kind = match (ours, rest.starts_with('i')) {
                 (true, _) => ItemKind::Catalogue,
                 (false, true) => ItemKind::Leftover,

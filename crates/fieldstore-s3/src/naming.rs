@@ -7,7 +7,8 @@
 //! - the catalogue's (`engine: s3`, `crate::catalogue`): `<dataset>/meta`
 //!   naming the dataset's incarnation `<inc>` (a writer id), its log slots
 //!   `<dataset>/<inc>/log/<slot, 20 digits>` and locks
-//!   `<dataset>/<inc>/control`; the registry of datasets
+//!   `<dataset>/<inc>/control` and tail hints `<dataset>/<inc>/tail/<…>`;
+//!   the registry of datasets
 //!   `%datasets/<dataset key>` and list-lock markers
 //!   `%list-locked/<dataset key>`, which no dataset's prefix can start
 //!   with (a `%` in a name is written `%25`).
@@ -70,10 +71,30 @@ pub(crate) fn control_key(incarnation: &str) -> String {
     format!("{incarnation}control")
 }
 
-/// The key of an incarnation's tail hint (under its prefix): a slot that
-/// exists, rewritten after every slot a writer publishes (writers racing
-/// may leave it a few slots behind the last).
-pub(crate) fn tail_key(incarnation: &str) -> String {
+/// The prefix of an incarnation's tail hints (under its prefix).
+pub(crate) fn hint_prefix(incarnation: &str) -> String {
+    format!("{incarnation}tail/")
+}
+
+/// The key of the tail hint naming slot `n` (under the incarnation's
+/// prefix): an empty object PUT after slot `n` is published, named by
+/// `u64::MAX - n` in 20 digits so that a listing's first key names the
+/// greatest slot. A hint is never rewritten, so writers racing cannot
+/// lower it.
+pub(crate) fn hint_key(incarnation: &str, n: u64) -> String {
+    format!("{incarnation}tail/{:020}", u64::MAX - n)
+}
+
+/// The slot a tail hint's key names.
+pub(crate) fn hint_slot(incarnation: &str, key: &str) -> Option<u64> {
+    let digits = key.strip_prefix(&hint_prefix(incarnation))?;
+    digits.parse::<u64>().ok().map(|k| u64::MAX - k)
+}
+
+/// The key of the single tail hint stores written before 2026-11-29
+/// keep (the slot in decimal, rewritten after every publish): read when
+/// no hint of [`hint_key`]'s kind exists.
+pub(crate) fn old_tail_key(incarnation: &str) -> String {
     format!("{incarnation}tail")
 }
 

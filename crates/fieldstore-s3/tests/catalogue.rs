@@ -122,6 +122,31 @@ fn unregistered_dataset_is_listed() {
     });
 }
 
+/// Racing writers' tail hints stored out of order (the last stored names
+/// an earlier slot), then the newest log object removed: still damage.
+#[test]
+fn late_hint_then_lost_tail_is_damage() {
+    use fieldstore_core::engine::slot_catalogue::SlotMedium;
+    let Some(s) = common::server() else { return };
+    let bucket = common::bucket("latehint");
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let config = s.config_of("s3", "s3", &bucket, dir.path());
+    let open = move || FieldStore::open(config.clone());
+    let raw = Raw::new(&bucket);
+    let medium = must(
+        fieldstore_s3::S3Medium::open(&s.s3_config(&bucket)),
+        "the S3 medium",
+    );
+    let late_hint = |d: &fieldstore::DatasetKey, n: usize| {
+        let meta = must(SlotMedium::open(&medium, d), "meta").expect("the dataset exists");
+        let log = must(medium.slots(&meta), "the slot log");
+        must(log.set_hint(n as u64), "a late hint");
+    };
+    fieldstore_testkit::late_hint_then_lost_tail_is_damage(&open, &late_hint, &|d, n| {
+        raw.delete_tail(d, n)
+    });
+}
+
 /// The S3 catalogue with the POSIX file store, and the POSIX catalogue
 /// with the S3 store: the conformance checks that need no damage hooks.
 #[test]

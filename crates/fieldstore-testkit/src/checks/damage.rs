@@ -396,6 +396,30 @@ pub fn lost_tail_then_appended_to_is_damage(open: Open<'_>, remove_tail: crate::
     reported_and_kept(&r, x, "a lost tail appended to");
 }
 
+/// A lost tail is damage even where racing writers stored the medium's
+/// tail hint out of order: three flushes — step 0, step 6, step 0 again —
+/// then `late_hint(dataset, 1)` stores record 1 as the hint after record
+/// 2's was stored (what a writer that published record 1 does when its
+/// hint write reaches the medium last), and `remove_tail(dataset, 2)`
+/// removes record 2. A fresh handle fails step 0 with `Corrupt` (never its
+/// older version with success), reads step 6 exactly or fails it
+/// `Corrupt`, reports the damage, and purge removes nothing.
+pub fn late_hint_then_lost_tail_is_damage(
+    open: Open<'_>,
+    late_hint: crate::DamageRecord<'_>,
+    remove_tail: crate::DamageRecord<'_>,
+) {
+    let x = "late";
+    let (flushed, dataset) = flush_each(open, x, &[(0, 1), (6, 1), (0, 2)]);
+    late_hint(&dataset, 1);
+    remove_tail(&dataset, 2);
+    let r = opened(open, "reader after the removal");
+    let why = "the hint stored last named an earlier record, and the lost tail went unseen";
+    corrupt_not_older(&r, &flushed[2], &flushed[0], "step 0", why);
+    exact_or_corrupt(&r, &flushed[1], "step 6");
+    reported_and_kept(&r, x, "a lost tail behind a late hint");
+}
+
 /// [`LOST_TAIL_RECORDS`] flushes into dataset `x` — steps 0 to 19, then
 /// step 0 again — then `remove_tail(dataset, 16)`: what was flushed.
 fn lose_the_tail(open: Open<'_>, x: &str, remove_tail: crate::DamageRecord<'_>) -> Vec<Stored> {
