@@ -174,6 +174,28 @@ fn same_dataset(cont: &Cont, meta: &Meta, key: &DatasetKey) -> Result<()> {
 struct KvSlots<'a> {
     kv: Kv<'a>,
     cont: &'a Cont,
+    /// The object class of the tail hint array.
+    array_class: u32,
+}
+
+impl KvSlots<'_> {
+    /// The dataset's tail hint array (opening it is local: no RPC).
+    fn hint_array(&self) -> Result<crate::client::Array<'_>> {
+        let oid = self
+            .cont
+            .c
+            .generate_oid(
+                layout::HINT_ARRAY_HI,
+                0,
+                crate::ffi::DAOS_OT_ARRAY_BYTE,
+                self.array_class,
+            )
+            .map_err(class_error)?;
+        self.cont
+            .c
+            .array(oid, layout::HINT_CHUNK, true)
+            .map_err(class_error)
+    }
 }
 
 impl SlotLog for KvSlots<'_> {
@@ -189,8 +211,10 @@ impl SlotLog for KvSlots<'_> {
         Ok(self.kv.insert(&slot_key(n), value)? == Inserted::Yes)
     }
 
-    /// The last slot this process saw; cold, the tail hint (one `kv_get`):
-    /// a slot that exists, written after every slot published.
+    /// The last slot this process saw; cold, the tail hint: the size of
+    /// the hint array less one (one `array_get_size`), a slot that exists;
+    /// for a log written before the hint was an array, its `tail` key (one
+    /// `kv_get` more).
     fn hint_past(&self, n: u64, cold: bool) -> Result<Option<u64>> {
         let seen = self.cont.known_tail.load(Ordering::Relaxed);
         if seen > n {
@@ -199,14 +223,22 @@ impl SlotLog for KvSlots<'_> {
         if !cold {
             return Ok(None);
         }
-        let hint = self.kv.get(layout::TAIL_KEY)?;
-        let hint = hint.and_then(|h| <[u8; 8]>::try_from(h.as_slice()).ok());
-        Ok(hint.map(u64::from_le_bytes).filter(|&h| h >= n))
+        let hint = match self.hint_array()?.size()? {
+            0 => {
+                let old = self.kv.get(layout::OLD_TAIL_KEY)?;
+                let old = old.and_then(|h| <[u8; 8]>::try_from(h.as_slice()).ok());
+                old.map(u64::from_le_bytes)
+            }
+            size => Some(size - 1),
+        };
+        Ok(hint.filter(|&h| h >= n))
     }
 
-    /// One `kv_put`.
+    /// One `array_write` of one byte at offset `n`: an array's size only
+    /// grows, so racing writers storing their hints out of order cannot
+    /// lower it.
     fn set_hint(&self, n: u64) -> Result<()> {
-        Ok(self.kv.put(layout::TAIL_KEY, &n.to_le_bytes())?)
+        Ok(self.hint_array()?.write(n, &[1])?)
     }
 
     fn name(&self, n: u64) -> String {
@@ -334,6 +366,7 @@ impl SlotMedium for DaosMedium {
         Ok(Box::new(KvSlots {
             kv: self.kv_of(cont)?,
             cont,
+            array_class: self.cfg.array_class,
         }))
     }
 
@@ -513,7 +546,7 @@ impl MediumMaintenance for DaosMedium {
             ));
             for k in self.kv_of(&cont)?.keys()? {
                 let ours = k == layout::META_KEY
-                    || k == layout::TAIL_KEY
+                    || k == layout::OLD_TAIL_KEY
                     || k == layout::CONTROL_KEY
                     || k.strip_prefix("f.")
                         .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));

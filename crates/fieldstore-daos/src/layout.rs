@@ -16,11 +16,19 @@ pub(crate) const META_KEY: &str = "meta";
 /// The dataset KV's key holding the dataset's lock state (a CONTROL
 /// record; absent: nothing locked).
 pub(crate) const CONTROL_KEY: &str = "control";
-/// The dataset KV's key holding a recent log slot number, rewritten after
-/// every slot a writer publishes (writers racing may leave it a few slots
-/// behind the last): where writers that start cold start, and what tells
-/// a cold reader a lost tail or a long gap.
-pub(crate) const TAIL_KEY: &str = "tail";
+/// The dataset KV's key where stores written before 2026-11-29 keep their
+/// tail hint (a slot number, rewritten after every publish, so racing
+/// writers could lower it): read when the hint array is empty.
+pub(crate) const OLD_TAIL_KEY: &str = "tail";
+
+/// User bits `hi` of a dataset's tail hint array (`lo` 0): a byte array
+/// where a writer writes one byte at offset `n` after publishing slot
+/// `n`, so that its size less one is the greatest slot published. Field
+/// and spill arrays have `hi` 0, so none can be this object.
+pub(crate) const HINT_ARRAY_HI: u32 = 1;
+
+/// The chunk size of the tail hint array: a million slots a chunk.
+pub(crate) const HINT_CHUNK: u64 = 1 << 20;
 
 /// The dataset KV's key of log slot `n`.
 pub(crate) fn slot_key(n: u64) -> String {

@@ -122,7 +122,11 @@ fn four_writer_processes_two_reader_processes() {
         s.writers,
         total as f64 / fields as f64
     );
-    assert_eq!(writes, fields, "one array write per field");
+    assert_eq!(
+        writes,
+        fields + flushes,
+        "one array write per field, and the tail hint's byte per flush"
+    );
     assert!(
         puts <= fields,
         "at most one KV put per field, amortised ({puts})"
@@ -417,6 +421,40 @@ fn short_lost_tail_then_a_cold_writer_is_damage() {
     }
 }
 
+/// Racing writers store their tail hints out of order: after the 20th
+/// slot's hint, a late one names slot 17 (through the medium's own slot
+/// log, as a writer that published slot 17 would). Then slots 18 and 19
+/// are removed. A process that never saw the log fails the fields they
+/// held `Corrupt`, never reads them as absent.
+fn late_hint_then_lost_tail_is_seen_by_a_cold_reader() {
+    use fieldstore_core::engine::slot_catalogue::SlotMedium;
+    let pool = fresh_pool("late");
+    let (s, r) = twenty_slots_then(&pool, "dlh1", &|d| {
+        let cfg =
+            fieldstore_daos::DaosConfig::from_value(&common::section(&pool)).expect("a config");
+        let medium = fieldstore_daos::DaosMedium::with_config(cfg).expect("the DAOS medium");
+        let cont = SlotMedium::open(&medium, d)
+            .expect("opening the dataset")
+            .expect("the dataset exists");
+        let log = medium.slots(&cont).expect("the slot log");
+        log.set_hint(17).expect("a late hint");
+        drop(log);
+        common::remove_tail(&pool, d, 18);
+    });
+    for i in 0..s.fields {
+        match read(&r, &s, i) {
+            Err(e) if i >= 18 => assert_eq!(e.kind(), ErrorKind::Corrupt, "field {i}: {e}"),
+            Ok(b) if i >= 18 => panic!(
+                "field {i}, in a removed slot, read {} bytes with success: the late hint hid the \
+                 lost tail",
+                b.len()
+            ),
+            Ok(b) => assert!(b == s.payload(&r, 0, i), "field {i} read other bytes"),
+            Err(e) => assert_eq!(e.kind(), ErrorKind::Corrupt, "field {i}: {e}"),
+        }
+    }
+}
+
 fn main() -> ExitCode {
     if let Some(code) = processes::worker_from_args() {
         return code;
@@ -425,6 +463,10 @@ fn main() -> ExitCode {
         (
             "a_lock_from_another_process_stops_a_writer_that_reads",
             a_lock_from_another_process_stops_a_writer_that_reads,
+        ),
+        (
+            "late_hint_then_lost_tail_is_seen_by_a_cold_reader",
+            late_hint_then_lost_tail_is_seen_by_a_cold_reader,
         ),
         (
             "four_writer_processes_two_reader_processes",

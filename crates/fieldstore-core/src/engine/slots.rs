@@ -57,8 +57,9 @@ pub trait SlotLog: Sync {
     /// that reaches it, from the end where [`SlotLog::next_after`] looks at
     /// `n + 1` only: what this process saw of the log, or, when `cold` (a
     /// reader's first look, which reads slot after slot anyway), a hint
-    /// stored with the log (DAOS's tail hint). Only a hint: `follow` checks
-    /// it. `None` (the default) when there is none.
+    /// stored with the log (the greatest slot [`SlotLog::set_hint`]
+    /// stored). Only a hint: `follow` checks it. `None` (the default) when
+    /// there is none.
     ///
     /// # Errors
     /// The medium's I/O errors.
@@ -71,9 +72,14 @@ pub trait SlotLog: Sync {
     /// [`SlotLog::hint_past`] reads when `cold`, so that a process that
     /// never saw the log tells a lost tail or a long gap by it, and starts
     /// its writers past it rather than filling removed slots and hiding
-    /// their loss. [`publish`] calls it after every insert it won (writers
-    /// racing may leave it a few slots behind the last). The default
-    /// stores nothing.
+    /// their loss. [`publish`] calls it after every insert it won.
+    ///
+    /// A stored hint only grows: writers racing call this out of order,
+    /// and a call with a smaller slot than one stored before must not
+    /// lower what [`SlotLog::hint_past`] reads (else a lost tail past the
+    /// lower slot goes unseen). DAOS writes a byte at offset `n` of an
+    /// array and reads its size; S3 PUTs an object named by the slot and
+    /// lists the greatest. The default stores nothing.
     ///
     /// # Errors
     /// The medium's I/O errors.
