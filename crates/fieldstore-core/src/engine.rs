@@ -41,6 +41,8 @@ use crate::record::maintenance::MaintenanceRecord;
 
 pub mod framed;
 pub mod log_catalogue;
+mod not_datasets;
+pub use not_datasets::NotDatasets;
 mod log_reader;
 pub use log_reader::{Entries, Log, LogMedium, LogOf, LogReader};
 pub mod slot_catalogue;

@@ -25,6 +25,7 @@ use std::sync::Arc;
 use fieldstore_core::engine::log_catalogue::{LogCatalogue, MediumMaintenance};
 use fieldstore_core::engine::slot_catalogue::{follow_slots, Looked, SlotMedium, SlotReaderLog};
 use fieldstore_core::engine::slots::{SlotLog, SlotRecord};
+use fieldstore_core::engine::NotDatasets;
 use fieldstore_core::maintenance::{
     list_lock_marker, list_locked_dataset, wiped_while_writing, Item, ItemKind, LIST_LOCK_PREFIX,
 };
@@ -49,6 +50,8 @@ pub struct DaosMedium {
     cfg: DaosConfig,
     session: &'static Session,
     root: Arc<Cont>,
+    /// Containers found without a dataset's `meta`.
+    not_datasets: NotDatasets,
 }
 
 impl DaosMedium {
@@ -75,7 +78,12 @@ impl DaosMedium {
                 Some(cfg.container_redundancy),
             )?
             .ok_or_else(|| Error::internal("root container neither opened nor created"))?;
-        Ok(DaosMedium { cfg, session, root })
+        Ok(DaosMedium {
+            cfg,
+            session,
+            root,
+            not_datasets: NotDatasets::new(),
+        })
     }
 
     fn open_for_write(&self, dataset: &DatasetKey, schema: &Schema) -> Result<Arc<Cont>> {
@@ -315,14 +323,18 @@ impl SlotMedium for DaosMedium {
     /// One listing of the pool's containers (`daos_pool_list_cont`), and
     /// for each container no registration names (but the root), one open
     /// and one `kv_get` of its `meta`: a dataset being created before its
-    /// first flush, a store's container, or a dataset whose root KV entry
-    /// was lost.
+    /// first flush, a store's container, a dataset whose root KV entry
+    /// was lost, or what is not fieldstore's (not looked at again for a
+    /// minute).
     fn unregistered(&self, registered: &[DatasetKey]) -> Result<Vec<DatasetKey>> {
         let known: BTreeSet<String> = registered.iter().map(dataset_label).collect();
         let pool = self.session.pool(&self.cfg.catalogue_pool)?;
         let mut found = Vec::new();
         for label in pool.containers()? {
-            if label == self.cfg.root_container || known.contains(&label) {
+            if label == self.cfg.root_container
+                || known.contains(&label)
+                || self.not_datasets.recent(&label)
+            {
                 continue;
             }
             let meta = self
@@ -334,7 +346,10 @@ impl SlotMedium for DaosMedium {
                 });
             let bytes = match meta {
                 Ok(Some(b)) => b,
-                Ok(None) => continue,
+                Ok(None) => {
+                    self.not_datasets.add(&label);
+                    continue;
+                }
                 // Destroyed by a wipe meanwhile.
                 Err(e) if is_gone(&e) => continue,
                 Err(e) => return Err(e),
@@ -346,9 +361,13 @@ impl SlotMedium for DaosMedium {
                     layout::META_KEY
                 )
             };
-            let meta = format::decode_meta(&bytes, &what)?;
-            if dataset_label(&meta.key) == label {
-                found.push(meta.key);
+            // A `meta` that does not decode is reported by what opens the
+            // dataset by its key; it does not fail every listing.
+            match format::decode_meta(&bytes, &what) {
+                Ok(meta) if dataset_label(&meta.key) == label => found.push(meta.key),
+                Ok(_) => self.not_datasets.add(&label),
+                Err(e) if e.kind() == ErrorKind::Corrupt => self.not_datasets.add(&label),
+                Err(e) => return Err(e),
             }
         }
         Ok(found)

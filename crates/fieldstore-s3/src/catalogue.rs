@@ -28,6 +28,7 @@ use std::sync::{Arc, Mutex};
 use fieldstore_core::engine::log_catalogue::{self, LogCatalogue, MediumMaintenance};
 use fieldstore_core::engine::slot_catalogue::{follow_slots, Looked, SlotMedium, SlotReaderLog};
 use fieldstore_core::engine::slots::{FollowEnd, SlotLog, SlotRecord};
+use fieldstore_core::engine::NotDatasets;
 use fieldstore_core::maintenance::{wiped_while_writing, Item, ItemKind};
 use fieldstore_core::record::inline;
 use fieldstore_core::record::maintenance::{self as records, now_ns, MaintenanceRecord};
@@ -46,6 +47,8 @@ pub type S3Catalogue = LogCatalogue<S3Medium>;
 pub struct S3Medium {
     client: Arc<Client>,
     bucket: String,
+    /// Top-level prefixes found without a dataset's `meta`.
+    not_datasets: NotDatasets,
 }
 
 /// A dataset's `meta`: what it is, and which incarnation is current.
@@ -172,6 +175,7 @@ impl S3Medium {
         let s3 = S3Medium {
             client: Client::connect(cfg)?,
             bucket: cfg.bucket.clone(),
+            not_datasets: NotDatasets::new(),
         };
         s3.check_conditional_put()?;
         Ok(s3)
@@ -335,18 +339,25 @@ impl SlotMedium for S3Medium {
     /// One delimited listing of the bucket's top-level prefixes (per 1,000
     /// datasets), and one GET of `meta` for each prefix no registration
     /// names: a dataset being created before its first flush, one being
-    /// wiped, or one whose registry object was lost.
+    /// wiped, one whose registry object was lost, or what is not
+    /// fieldstore's (not looked at again for a minute).
     fn unregistered(&self, registered: &[DatasetKey]) -> Result<Vec<DatasetKey>> {
         let known: BTreeSet<String> = registered.iter().map(dataset_prefix).collect();
         let mut found = Vec::new();
         for prefix in self.client.prefixes(&self.bucket, "/")? {
-            if prefix.starts_with('%') || known.contains(&prefix) {
+            if prefix.starts_with('%')
+                || known.contains(&prefix)
+                || self.not_datasets.recent(&prefix)
+            {
                 continue;
             }
-            if let Some(meta) = self.read_meta(&naming::meta_key(&prefix))? {
-                if dataset_prefix(&meta.key) == prefix {
-                    found.push(meta.key);
-                }
+            // A `meta` that does not decode is reported by what opens the
+            // dataset by its key; it does not fail every listing.
+            match self.read_meta(&naming::meta_key(&prefix)) {
+                Ok(Some(meta)) if dataset_prefix(&meta.key) == prefix => found.push(meta.key),
+                Ok(_) => self.not_datasets.add(&prefix),
+                Err(e) if e.kind() == ErrorKind::Corrupt => self.not_datasets.add(&prefix),
+                Err(e) => return Err(e),
             }
         }
         Ok(found)

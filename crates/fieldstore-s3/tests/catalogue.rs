@@ -147,6 +147,40 @@ fn late_hint_then_lost_tail_is_damage() {
     });
 }
 
+/// Prefixes of a bucket shared with other data: a listing of datasets
+/// looks into each once (a GET of a `meta` that is not there), not at
+/// every listing, and lists only the datasets.
+#[test]
+fn foreign_prefixes_are_looked_at_once() {
+    let Some((open, raw)) = fresh("foreign") else {
+        return;
+    };
+    const FOREIGN: u64 = 20;
+    for i in 0..FOREIGN {
+        raw.put(&format!("not-ours-{i:02}/object"), b"x");
+    }
+    let w = must(open(), "open");
+    let stored = support::archive_payload(&w, &Spec { step: 0, ..PL }.key("frgn"), 1, 100, 200);
+    must(w.flush(), "flush");
+    let r = must(open(), "open");
+    let request = support::request("class=od");
+    let mut costs = Vec::new();
+    for _ in 0..2 {
+        let before = fieldstore_s3::requests_sent();
+        let listed = support::list(&r, &request, fieldstore::Level::Element, false);
+        costs.push(fieldstore_s3::requests_sent() - before);
+        assert_eq!(listed.len(), 1, "{listed:?}");
+        assert_eq!(
+            listed[0].full_key(),
+            support::key(&support::canonical(&r, &stored.key))
+        );
+    }
+    assert!(
+        costs[0] >= costs[1] + FOREIGN,
+        "the first listing looks into the {FOREIGN} foreign prefixes, the second does not: {costs:?} requests"
+    );
+}
+
 /// The S3 catalogue with the POSIX file store, and the POSIX catalogue
 /// with the S3 store: the conformance checks that need no damage hooks.
 #[test]
