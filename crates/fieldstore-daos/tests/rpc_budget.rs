@@ -172,6 +172,42 @@ fn list_costs_no_get_per_entry() {
     assert_eq!(axes.total, 3, "{axes}");
 }
 
+/// Containers of a pool shared with other data: a listing of datasets
+/// opens each once (to find it holds no dataset's `meta`), not at every
+/// listing, and lists only the datasets.
+#[test]
+fn foreign_containers_are_opened_once() {
+    use fieldstore_daos::client::Daos;
+    let s = standin();
+    let pool = s.fresh_pool("rpcf");
+    let w = open(&pool);
+    archive(&w, 8, 0, 3);
+    must(w.flush(), "flush");
+    const FOREIGN: u64 = 5;
+    let daos = Daos::get(Some(&s.path)).expect("libdaos");
+    let p = daos.connect(&pool).expect("the pool");
+    for i in 0..FOREIGN {
+        p.create(&format!("not-ours-{i}"), None)
+            .expect("a foreign container");
+    }
+    let r = open(&pool);
+    let req: Request = "class=od,expver=rpc1".parse().expect("a request");
+    let (listed, first) = s.measure(|| must(r.list(&req, ListOptions::default()), "list"));
+    assert_eq!(listed.len(), 3);
+    let (listed, second) = s.measure(|| must(r.list(&req, ListOptions::default()), "list"));
+    assert_eq!(listed.len(), 3);
+    println!("first list: {first}; second: {second}");
+    assert!(
+        first.rpc("daos_cont_open") >= FOREIGN,
+        "the first listing looks into the {FOREIGN} foreign containers: {first}"
+    );
+    assert_eq!(
+        second.rpc("daos_cont_open"),
+        0,
+        "the second listing does not open them again: {second}"
+    );
+}
+
 #[test]
 fn concurrent_flushes_find_the_next_slot_cheaply() {
     let s = standin();

@@ -471,10 +471,7 @@ impl MediumMaintenance for S3Medium {
             let current = inc.as_ref().and_then(|i| rest.strip_prefix(i.as_str()));
             let ours = rest == "meta"
                 || current.is_some_and(|r| {
-                    r == "/control"
-                        || r == "/tail"
-                        || r.starts_with("/tail/")
-                        || r.starts_with("/log/")
+                    r == "/control" || r.starts_with("/tail") || r.starts_with("/log/")
                 });
             let kind = match (ours, rest.starts_with('i')) {
                 (true, _) => ItemKind::Catalogue,

@@ -428,50 +428,45 @@ impl Client {
     /// # Errors
     /// As any request; `Io` for an answer that is not a listing.
     pub(crate) fn list(&self, bucket: &str, prefix: &str) -> Result<Listing> {
-        let b = self.bucket(bucket)?;
         let what = format!("listing s3://{bucket}/{prefix}");
         let mut objects = Vec::new();
-        let mut token: Option<String> = None;
-        loop {
-            let mut list = ListObjectsV2::new(&b, self.creds());
-            list.with_prefix(prefix);
-            if let Some(t) = &token {
-                list.with_continuation_token(t.as_str());
-            }
-            let (page, date) = self.list_page(&what, &list.sign(SIGNED_FOR))?;
-            let server_now_ms = date.ok_or_else(|| {
-                Error::new(
-                    ErrorKind::Io,
-                    format!("{what}: the answer has no Date header"),
-                )
-            })?;
-            for c in page.contents {
-                let modified_ms = c
-                    .last_modified
-                    .parse::<jiff::Timestamp>()
-                    .map_err(|e| {
-                        Error::new(
-                            ErrorKind::Io,
-                            format!("{what}: LastModified '{}': {e}", c.last_modified),
-                        )
-                    })?
-                    .as_millisecond();
-                objects.push(Listed {
-                    key: c.key,
-                    size: c.size,
-                    modified_ms,
-                });
-            }
-            match page.next_continuation_token {
-                Some(t) if !t.is_empty() => token = Some(t),
-                _ => {
-                    return Ok(Listing {
-                        objects,
-                        server_now_ms,
-                    })
+        let mut date = None;
+        self.pages(
+            bucket,
+            &what,
+            |l| l.with_prefix(prefix.to_string()),
+            |page, d| {
+                date = d;
+                for c in page.contents {
+                    let modified_ms = c
+                        .last_modified
+                        .parse::<jiff::Timestamp>()
+                        .map_err(|e| {
+                            Error::new(
+                                ErrorKind::Io,
+                                format!("{what}: LastModified '{}': {e}", c.last_modified),
+                            )
+                        })?
+                        .as_millisecond();
+                    objects.push(Listed {
+                        key: c.key,
+                        size: c.size,
+                        modified_ms,
+                    });
                 }
-            }
-        }
+                Ok(())
+            },
+        )?;
+        let server_now_ms = date.ok_or_else(|| {
+            Error::new(
+                ErrorKind::Io,
+                format!("{what}: the answer has no Date header"),
+            )
+        })?;
+        Ok(Listing {
+            objects,
+            server_now_ms,
+        })
     }
 
     /// The bucket's top-level prefixes: every distinct start of a key up
@@ -480,21 +475,46 @@ impl Client {
     /// # Errors
     /// As any request; `Io` for an answer that is not a listing.
     pub(crate) fn prefixes(&self, bucket: &str, delimiter: &str) -> Result<Vec<String>> {
-        let b = self.bucket(bucket)?;
         let what = format!("listing the prefixes of s3://{bucket}");
         let mut prefixes = Vec::new();
+        self.pages(
+            bucket,
+            &what,
+            |l| l.with_delimiter(delimiter.to_string()),
+            |page, _| {
+                prefixes.extend(page.common_prefixes.into_iter().map(|p| p.prefix));
+                Ok(())
+            },
+        )?;
+        Ok(prefixes)
+    }
+
+    /// Every page of a listing of `bucket` that `configure` shapes, in
+    /// order, to `each` with the server's `Date` of the page (Unix ms).
+    ///
+    /// # Errors
+    /// As any request; `Io` for an answer that is not a listing; `each`'s.
+    fn pages(
+        &self,
+        bucket: &str,
+        what: &str,
+        configure: impl Fn(&mut ListObjectsV2<'_>),
+        mut each: impl FnMut(ListObjectsV2Response, Option<i64>) -> Result<()>,
+    ) -> Result<()> {
+        let b = self.bucket(bucket)?;
         let mut token: Option<String> = None;
         loop {
             let mut list = ListObjectsV2::new(&b, self.creds());
-            list.with_delimiter(delimiter);
+            configure(&mut list);
             if let Some(t) = &token {
-                list.with_continuation_token(t.as_str());
+                list.with_continuation_token(t.clone());
             }
-            let (page, _) = self.list_page(&what, &list.sign(SIGNED_FOR))?;
-            prefixes.extend(page.common_prefixes.into_iter().map(|p| p.prefix));
-            match page.next_continuation_token {
+            let (mut page, date) = self.list_page(what, &list.sign(SIGNED_FOR))?;
+            let next = page.next_continuation_token.take();
+            each(page, date)?;
+            match next {
                 Some(t) if !t.is_empty() => token = Some(t),
-                _ => return Ok(prefixes),
+                _ => return Ok(()),
             }
         }
     }

@@ -155,11 +155,12 @@ fn foreign_prefixes_are_looked_at_once() {
     let Some((open, raw)) = fresh("foreign") else {
         return;
     };
+    // Opening creates the bucket.
+    let w = must(open(), "open");
     const FOREIGN: u64 = 20;
     for i in 0..FOREIGN {
         raw.put(&format!("not-ours-{i:02}/object"), b"x");
     }
-    let w = must(open(), "open");
     let stored = support::archive_payload(&w, &Spec { step: 0, ..PL }.key("frgn"), 1, 100, 200);
     must(w.flush(), "flush");
     let r = must(open(), "open");

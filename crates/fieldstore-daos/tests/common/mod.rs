@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use fieldstore::{Config, Engine, FieldStore, Root, Schema, StoreKind};
+use fieldstore_daos::client::Kv;
 use libloading::os::unix::{Library, RTLD_LOCAL, RTLD_NOW};
 
 /// Where cargo put the stand-in: `target/<profile>/deps/libdaos_standin.so`
@@ -249,31 +250,49 @@ pub fn corrupt(loc: &fieldstore::FieldLocation) {
     arr.write(at, &b).expect("write");
 }
 
-/// Flip a byte in the middle of log slot `n` of `dataset`'s KV in `pool`,
-/// through libdaos itself (behind the catalogue's back).
-pub fn damage_slot(pool: &str, dataset: &fieldstore::DatasetKey, n: usize) {
+/// Run `f` on the KV of user bits `lo` (class S1) in container `label` of
+/// `pool`, through libdaos itself (behind the catalogue's back).
+fn with_kv<T>(pool: &str, label: &str, lo: u64, f: impl FnOnce(&Kv<'_>) -> T) -> T {
     use fieldstore_daos::client::Daos;
     let daos = Daos::get(Some(&standin().path)).expect("libdaos");
     let pool = Arc::new(daos.connect(pool).expect("pool"));
-    let label = fieldstore_daos::layout::dataset_label(dataset);
-    let cont = pool.open(&label, true).expect("the dataset's container");
+    let cont = pool
+        .open(label, true)
+        .unwrap_or_else(|e| panic!("container {label}: {e}"));
     let oid = cont
         .generate_oid(
             0,
-            1,
+            lo,
             fieldstore_daos::ffi::DAOS_OT_KV_HASHED,
             fieldstore_daos::config::OC_S1,
         )
-        .expect("the dataset KV's OID");
-    let kv = cont.kv(oid, true).expect("the dataset KV");
-    let key = format!("f.{n}");
-    let mut value = kv
-        .get(&key)
-        .expect("reading the slot")
-        .unwrap_or_else(|| panic!("no slot {key} in {label}"));
-    let at = value.len() / 2;
-    value[at] ^= 0x08;
-    kv.put(&key, &value).expect("writing the damaged slot");
+        .expect("a KV's OID");
+    let kv = cont.kv(oid, true).expect("a KV");
+    f(&kv)
+}
+
+/// Run `f` on `dataset`'s KV (its log slots) in `pool`.
+fn with_dataset_kv<T>(
+    pool: &str,
+    dataset: &fieldstore::DatasetKey,
+    f: impl FnOnce(&Kv<'_>) -> T,
+) -> T {
+    with_kv(pool, &fieldstore_daos::layout::dataset_label(dataset), 1, f)
+}
+
+/// Flip a byte in the middle of log slot `n` of `dataset`'s KV in `pool`,
+/// through libdaos itself (behind the catalogue's back).
+pub fn damage_slot(pool: &str, dataset: &fieldstore::DatasetKey, n: usize) {
+    with_dataset_kv(pool, dataset, |kv| {
+        let key = format!("f.{n}");
+        let mut value = kv
+            .get(&key)
+            .expect("reading the slot")
+            .unwrap_or_else(|| panic!("no slot {key} of {dataset}"));
+        let at = value.len() / 2;
+        value[at] ^= 0x08;
+        kv.put(&key, &value).expect("writing the damaged slot");
+    });
 }
 
 /// Remove log slot `n` of `dataset`'s KV in `pool` (the slots after it
@@ -289,61 +308,36 @@ pub fn remove_tail(pool: &str, dataset: &fieldstore::DatasetKey, n: usize) {
 }
 
 fn remove_slots(pool: &str, dataset: &fieldstore::DatasetKey, n: usize, to_the_end: bool) {
-    use fieldstore_daos::client::Daos;
-    let daos = Daos::get(Some(&standin().path)).expect("libdaos");
-    let pool = Arc::new(daos.connect(pool).expect("pool"));
-    let label = fieldstore_daos::layout::dataset_label(dataset);
-    let cont = pool.open(&label, true).expect("the dataset's container");
-    let oid = cont
-        .generate_oid(
-            0,
-            1,
-            fieldstore_daos::ffi::DAOS_OT_KV_HASHED,
-            fieldstore_daos::config::OC_S1,
-        )
-        .expect("the dataset KV's OID");
-    let kv = cont.kv(oid, true).expect("the dataset KV");
-    let slot = |n: usize| format!("f.{n}");
-    let there = |n: usize| kv.get(&slot(n)).expect("reading a slot").is_some();
-    assert!(there(n), "no slot {} in {label}", slot(n));
-    if !to_the_end {
-        assert!(
-            there(n + 1),
-            "no slot after {} in {label}: removing it would not leave a gap",
-            slot(n)
-        );
-        kv.remove(&slot(n)).expect("removing the slot");
-        return;
-    }
-    let mut k = n;
-    while there(k) {
-        kv.remove(&slot(k)).expect("removing a slot");
-        k += 1;
-    }
+    with_dataset_kv(pool, dataset, |kv| {
+        let slot = |n: usize| format!("f.{n}");
+        let there = |n: usize| kv.get(&slot(n)).expect("reading a slot").is_some();
+        assert!(there(n), "no slot {} of {dataset}", slot(n));
+        if !to_the_end {
+            assert!(
+                there(n + 1),
+                "no slot after {} of {dataset}: removing it would not leave a gap",
+                slot(n)
+            );
+            kv.remove(&slot(n)).expect("removing the slot");
+            return;
+        }
+        let mut k = n;
+        while there(k) {
+            kv.remove(&slot(k)).expect("removing a slot");
+            k += 1;
+        }
+    });
 }
 
 /// Remove `dataset`'s entry from the root KV (in the root container
 /// `fieldstore_root` of `pool`): a lost registration.
 pub fn unregister(pool: &str, dataset: &fieldstore::DatasetKey) {
-    use fieldstore_daos::client::Daos;
-    let daos = Daos::get(Some(&standin().path)).expect("libdaos");
-    let pool = Arc::new(daos.connect(pool).expect("pool"));
-    let cont = pool
-        .open("fieldstore_root", true)
-        .expect("the root container");
-    let oid = cont
-        .generate_oid(
-            0,
-            0,
-            fieldstore_daos::ffi::DAOS_OT_KV_HASHED,
-            fieldstore_daos::config::OC_S1,
-        )
-        .expect("the root KV's OID");
-    let kv = cont.kv(oid, true).expect("the root KV");
-    let key = dataset.to_string();
-    assert!(
-        kv.get(&key).expect("reading the root KV").is_some(),
-        "no root KV entry {key}"
-    );
-    kv.remove(&key).expect("removing the root KV entry");
+    with_kv(pool, "fieldstore_root", 0, |kv| {
+        let key = dataset.to_string();
+        assert!(
+            kv.get(&key).expect("reading the root KV").is_some(),
+            "no root KV entry {key}"
+        );
+        kv.remove(&key).expect("removing the root KV entry");
+    });
 }
