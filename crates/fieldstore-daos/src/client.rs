@@ -399,15 +399,14 @@ impl Pool {
                 usize::try_from(room).unwrap_or(usize::MAX)
             ];
             let mut n = room;
-            let cbuf = if room == 0 {
-                std::ptr::null_mut()
-            } else {
-                buf.as_mut_ptr()
-            };
-            // SAFETY: valid handle; `cbuf` is null or holds `n` entries;
-            // blocking.
+            // SAFETY: valid handle; the buffer holds `n` entries; blocking.
             let rc = unsafe {
-                (self.daos.f.daos_pool_list_cont)(self.h, &mut n, cbuf, std::ptr::null_mut())
+                (self.daos.f.daos_pool_list_cont)(
+                    self.h,
+                    &mut n,
+                    buf.as_mut_ptr(),
+                    std::ptr::null_mut(),
+                )
             };
             if rc == -der::TRUNC || (rc == 0 && room < n) {
                 room = n;
