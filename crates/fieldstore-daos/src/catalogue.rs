@@ -127,10 +127,8 @@ impl DaosMedium {
         if let Some(m) = cont.meta_checked.get() {
             return same_dataset(cont, m, key).map(|()| true);
         }
-        let kv = self.kv_of(cont)?;
-        let what = || format!("daos://{}/{}", cont.c.name(), layout::META_KEY);
-        let bytes = match kv.get(layout::META_KEY)? {
-            Some(b) => b,
+        let meta = match self.read_meta(cont)? {
+            Some(m) => m,
             None => {
                 let Some(schema) = schema else {
                     return Ok(false);
@@ -141,26 +139,43 @@ impl DaosMedium {
                     created_ns: now_ns(),
                 };
                 let bytes = format::encode_meta(&meta);
-                match kv.insert(layout::META_KEY, &bytes)? {
+                match self.kv_of(cont)?.insert(layout::META_KEY, &bytes)? {
                     Inserted::Yes => {
                         // A new dataset: its log is empty, no need to look
                         // for its end.
                         cont.known_empty.store(true, Ordering::Relaxed);
-                        bytes
+                        meta
                     }
                     // Another writer created the dataset meanwhile.
-                    Inserted::Exists => kv.get(layout::META_KEY)?.ok_or_else(|| {
-                        Error::corrupt(format!("{}: exists and then does not", what()))
+                    Inserted::Exists => self.read_meta(cont)?.ok_or_else(|| {
+                        Error::corrupt(format!(
+                            "daos://{}/{}: exists and then does not",
+                            cont.c.name(),
+                            layout::META_KEY
+                        ))
                     })?,
                 }
             }
         };
-        let meta = format::decode_meta(&bytes, &what)?;
         same_dataset(cont, &meta, key)?;
-        let _ = cont.schema.set(Arc::from(meta.schema.as_str()));
-        let _ = cont.meta_checked.set(meta);
+        checked(cont, meta);
         Ok(true)
     }
+
+    /// The container's `meta`, if it has one: one `kv_get`.
+    fn read_meta(&self, cont: &Cont) -> Result<Option<Meta>> {
+        let Some(bytes) = self.kv_of(cont)?.get(layout::META_KEY)? else {
+            return Ok(None);
+        };
+        let what = || format!("daos://{}/{}", cont.c.name(), layout::META_KEY);
+        format::decode_meta(&bytes, &what).map(Some)
+    }
+}
+
+/// Remember `meta`, checked to name the dataset `cont` holds.
+fn checked(cont: &Cont, meta: Meta) {
+    let _ = cont.schema.set(Arc::from(meta.schema.as_str()));
+    let _ = cont.meta_checked.set(meta);
 }
 
 fn same_dataset(cont: &Cont, meta: &Meta, key: &DatasetKey) -> Result<()> {
@@ -326,7 +341,7 @@ impl SlotMedium for DaosMedium {
     /// first flush, a store's container, a dataset whose root KV entry
     /// was lost, or what is not fieldstore's (not looked at again for a
     /// minute).
-    fn unregistered(&self, registered: &[DatasetKey]) -> Result<Vec<DatasetKey>> {
+    fn unregistered(&self, registered: &[DatasetKey]) -> Result<Vec<(DatasetKey, Arc<Cont>)>> {
         let known: BTreeSet<String> = registered.iter().map(dataset_label).collect();
         let pool = self.session.pool(&self.cfg.catalogue_pool)?;
         let mut found = Vec::new();
@@ -341,31 +356,22 @@ impl SlotMedium for DaosMedium {
                 .session
                 .container(&self.cfg.catalogue_pool, &label, None)
                 .and_then(|c| match c {
-                    Some(c) => self.kv_of(&c)?.get(layout::META_KEY).map_err(Error::from),
+                    Some(c) => match c.meta_checked.get() {
+                        Some(m) => Ok(Some((m.clone(), c))),
+                        None => Ok(self.read_meta(&c)?.map(|m| (m, c))),
+                    },
                     None => Ok(None),
                 });
-            let bytes = match meta {
-                Ok(Some(b)) => b,
-                Ok(None) => {
-                    self.not_datasets.add(&label);
-                    continue;
-                }
-                // Destroyed by a wipe meanwhile.
-                Err(e) if is_gone(&e) => continue,
-                Err(e) => return Err(e),
-            };
-            let what = || {
-                format!(
-                    "daos://{}/{label}/{}",
-                    self.cfg.catalogue_pool,
-                    layout::META_KEY
-                )
-            };
             // A `meta` that does not decode is reported by what opens the
             // dataset by its key; it does not fail every listing.
-            match format::decode_meta(&bytes, &what) {
-                Ok(meta) if dataset_label(&meta.key) == label => found.push(meta.key),
+            match meta {
+                Ok(Some((meta, cont))) if dataset_label(&meta.key) == label => {
+                    found.push((meta.key.clone(), cont.clone()));
+                    checked(&cont, meta);
+                }
                 Ok(_) => self.not_datasets.add(&label),
+                // Destroyed by a wipe meanwhile.
+                Err(e) if is_gone(&e) => {}
                 Err(e) if e.kind() == ErrorKind::Corrupt => self.not_datasets.add(&label),
                 Err(e) => return Err(e),
             }

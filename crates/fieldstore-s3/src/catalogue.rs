@@ -341,7 +341,7 @@ impl SlotMedium for S3Medium {
     /// names: a dataset being created before its first flush, one being
     /// wiped, one whose registry object was lost, or what is not
     /// fieldstore's (not looked at again for a minute).
-    fn unregistered(&self, registered: &[DatasetKey]) -> Result<Vec<DatasetKey>> {
+    fn unregistered(&self, registered: &[DatasetKey]) -> Result<Vec<(DatasetKey, Meta)>> {
         let known: BTreeSet<String> = registered.iter().map(dataset_prefix).collect();
         let mut found = Vec::new();
         for prefix in self.client.prefixes(&self.bucket, "/")? {
@@ -354,7 +354,9 @@ impl SlotMedium for S3Medium {
             // A `meta` that does not decode is reported by what opens the
             // dataset by its key; it does not fail every listing.
             match self.read_meta(&naming::meta_key(&prefix)) {
-                Ok(Some(meta)) if dataset_prefix(&meta.key) == prefix => found.push(meta.key),
+                Ok(Some(meta)) if dataset_prefix(&meta.key) == prefix => {
+                    found.push((meta.key.clone(), meta));
+                }
                 Ok(_) => self.not_datasets.add(&prefix),
                 Err(e) if e.kind() == ErrorKind::Corrupt => self.not_datasets.add(&prefix),
                 Err(e) => return Err(e),

@@ -119,16 +119,17 @@ pub trait SlotMedium: MediumMaintenance + Send + Sync + Debug + 'static {
     fn registered(&self) -> Result<Vec<DatasetKey>>;
 
     /// The datasets [`SlotMedium::registered`] left out (`registered` is
-    /// its answer) that the medium's namespace still holds: one being
+    /// its answer) that the medium's namespace still holds, each with its
+    /// current incarnation (as [`SlotMedium::open`] gives it): one being
     /// created before its first flush, or one whose registration was lost
     /// behind the store's back. Found by a search that costs about what
     /// reading the registry does, so that every listing of datasets can
-    /// afford it; the engine opens each and registers it again. The
-    /// default finds none: a medium whose registry is its namespace.
+    /// afford it; the engine registers each again. The default finds
+    /// none: a medium whose registry is its namespace.
     ///
     /// # Errors
     /// The medium's I/O errors.
-    fn unregistered(&self, registered: &[DatasetKey]) -> Result<Vec<DatasetKey>> {
+    fn unregistered(&self, registered: &[DatasetKey]) -> Result<Vec<(DatasetKey, Self::Dataset)>> {
         let _ = registered;
         Ok(Vec::new())
     }
@@ -301,10 +302,7 @@ impl<M: SlotMedium> CatalogueMedium for M {
     /// medium does not let write still lists what it found.
     fn registered(&self) -> Result<Vec<DatasetKey>> {
         let mut keys = SlotMedium::registered(self)?;
-        for key in self.unregistered(&keys)? {
-            let Some(dataset) = SlotMedium::open(self, &key)? else {
-                continue;
-            };
+        for (key, dataset) in self.unregistered(&keys)? {
             let log = self.slots(&dataset)?;
             if !log.exists(0)? && log.next_after(0)?.is_none() {
                 continue;
