@@ -498,14 +498,11 @@ pub fn unregistered_dataset_is_listed(open: Open<'_>, unregister: &(dyn Fn(&Data
     let (flushed, dataset) = flush_each(open, x, &[(0, 1), (6, 1), (12, 1)]);
     unregister(&dataset);
     let request = crate::support::request(&format!("class=od,expver={x}"));
-    let want: Vec<String> = {
-        let mut v: Vec<String> = flushed
-            .iter()
-            .map(|f| crate::support::canonical(&opened(open, "probe"), &f.key))
-            .collect();
-        v.sort();
-        v
-    };
+    let probe = opened(open, "probe");
+    let mut want: Vec<String> = (flushed.iter())
+        .map(|f| crate::support::canonical(&probe, &f.key))
+        .collect();
+    want.sort();
     for handle in ["first reader", "second reader"] {
         let r = opened(open, handle);
         for depth in [
