@@ -438,7 +438,6 @@ fn late_hint_then_lost_tail_is_seen_by_a_cold_reader() {
             .expect("the dataset exists");
         let log = medium.slots(&cont).expect("the slot log");
         log.set_hint(17).expect("a late hint");
-        drop(log);
         common::remove_tail(&pool, d, 18);
     });
     for i in 0..s.fields {

@@ -307,7 +307,6 @@ impl<M: SlotMedium> CatalogueMedium for M {
             if !log.exists(0)? && log.next_after(0)?.is_none() {
                 continue;
             }
-            drop(log);
             match self.register(&key, &dataset) {
                 Err(e) if e.kind() != ErrorKind::PermissionDenied => return Err(e),
                 _ => keys.push(key),
