@@ -430,13 +430,19 @@ impl Client {
     pub(crate) fn list(&self, bucket: &str, prefix: &str) -> Result<Listing> {
         let what = format!("listing s3://{bucket}/{prefix}");
         let mut objects = Vec::new();
+        let no_date = || {
+            Error::new(
+                ErrorKind::Io,
+                format!("{what}: the answer has no Date header"),
+            )
+        };
         let mut date = None;
         self.pages(
             bucket,
             &what,
             |l| l.with_prefix(prefix.to_string()),
             |page, d| {
-                date = d;
+                date = Some(d.ok_or_else(no_date)?);
                 for c in page.contents {
                     let modified_ms = c
                         .last_modified
@@ -457,12 +463,7 @@ impl Client {
                 Ok(())
             },
         )?;
-        let server_now_ms = date.ok_or_else(|| {
-            Error::new(
-                ErrorKind::Io,
-                format!("{what}: the answer has no Date header"),
-            )
-        })?;
+        let server_now_ms = date.ok_or_else(no_date)?;
         Ok(Listing {
             objects,
             server_now_ms,
