@@ -136,182 +136,48 @@ pub(crate) fn decode_indirect(p: &[u8], what: &dyn Fn() -> String) -> Result<Ind
 #[cfg(test)]
 mod tests {
     use super::*;
-    use fieldstore_core::record::inline::{blocks, encode_flush, Flush};
-    use fieldstore_core::record::maintenance as records;
-    use fieldstore_core::record::pending::PendingEntries;
     use fieldstore_core::record::HEADER;
-    use fieldstore_core::CollocationKey;
-    use fieldstore_core::{ElementKey, FieldLocation};
 
-    /// A WIPE record, framed (payload: `fieldstore_core::record::maintenance`).
-    fn encode_wipe(collocations: &[CollocationKey], units: &[String], now: u64) -> Vec<u8> {
-        FRAMING.framed(WIPE, &records::encode_wipe(collocations, units, now))
-    }
+    // The FLUSH and maintenance payloads are the core's, tested there
+    // (`fieldstore_core::record::inline`, `record::maintenance`).
 
-    /// A RECLAIM record, framed.
-    fn encode_reclaim(units: &[String], now: u64) -> Vec<u8> {
-        FRAMING.framed(RECLAIM, &records::encode_reclaim(units, None, now))
-    }
-
-    /// A CONTROL record (the locked operations, `Locks::bits`), framed.
-    fn encode_control(bits: u8, now: u64) -> Vec<u8> {
-        FRAMING.framed(CONTROL, &records::encode_control(bits, now))
-    }
-
-    fn loc(uri: &str, off: u64) -> FieldLocation {
-        FieldLocation::new(uri, off, 10).with_checksum(7)
-    }
-
-    #[test]
-    fn flush_round_trips_and_shares_prefixes() {
-        let c: CollocationKey = "type=fc,levtype=sfc".parse().unwrap();
-        let e1: ElementKey = "step=0,param=167".parse().unwrap();
-        let e2: ElementKey = "step=6,param=167".parse().unwrap();
-        let e3: ElementKey = "step=,param=2".parse().unwrap();
-        let mut pending = PendingEntries::new();
-        pending.insert(&c, &e1, &loc("daos://p/c/0d01", 0));
-        pending.insert(&c, &e2, &loc("daos://p/c/0d02", 0));
-        pending.insert(&c, &e1, &FieldLocation::new("file:///x/y.data", 3, 4));
-        pending.insert(
-            &c,
-            &e3,
-            &loc("daos://p/c/0d03", 0).with_extension(&[0x4a, 1, 2][..]),
-        );
-        let f = Flush {
-            timestamp_ns: 42,
-            writer: "w".into(),
-            blocks: blocks(pending),
-        };
-        assert_eq!(
-            f.blocks.len(),
-            1,
-            "same collocation and keywords: one block"
-        );
-        assert_eq!(f.blocks[0].entries.len(), 4);
-        let bytes = encode_flush(&f);
-        let what = || "test".to_string();
-        assert_eq!(decode_flush(&bytes, &what).unwrap(), f);
-        let back = decode_flush(&bytes, &what).unwrap();
-        let exts: Vec<_> = back.blocks[0]
-            .entries
-            .iter()
-            .filter_map(|(_, l)| l.extension.as_deref())
-            .collect();
-        assert_eq!(exts, [&[0x4a, 1, 2][..]]);
-        // (Damage to the framing is `fieldstore_core::record`'s tests.)
-        let framed = FRAMING.framed(FLUSH, &bytes);
-        assert_eq!(
-            FRAMING.unframe_exact(&framed, &what).unwrap(),
-            (FLUSH, &bytes[..])
-        );
-    }
-
-    #[test]
-    fn meta_and_indirect_round_trip() {
-        let m = Meta {
+    fn meta() -> Meta {
+        Meta {
             key: "class=od,expver=0001".parse().unwrap(),
             schema: "[ class, expver [ a [ b ]]]".into(),
             created_ns: 9,
-        };
-        let what = || "t".to_string();
-        assert_eq!(decode_meta(&encode_meta(&m), &what).unwrap(), m);
-        let i = Indirect {
-            lo: 1,
-            hi: 2,
-            length: 3,
-            crc: 4,
-        };
-        let framed = encode_indirect(&i);
-        let (k, p) = FRAMING.unframe_exact(&framed, &what).unwrap();
-        assert_eq!(k, INDIRECT);
-        assert_eq!(decode_indirect(p, &what).unwrap(), i);
+        }
     }
+
+    const INDIRECT_VALUE: Indirect = Indirect {
+        lo: 1,
+        hi: 2,
+        length: 3,
+        crc: 4,
+    };
 
     #[test]
-    fn maintenance_records_round_trip() {
-        let what = || "slot".to_string();
-        let cols = vec![CollocationKey("type=fc,levtype=sfc".parse().unwrap())];
-        let units = vec!["daos://p/c/0001".to_string()];
-        let v = encode_wipe(&cols, &units, 7);
-        let (kind, p) = FRAMING.unframe_exact(&v, &what).unwrap();
-        assert_eq!(kind, WIPE);
-        assert_eq!(
-            {
-                let w = records::decode_wipe(p, &what).unwrap();
-                (w.collocations, w.units)
-            },
-            (cols, units.clone())
-        );
-        let v = encode_reclaim(&units, 8);
-        let (kind, p) = FRAMING.unframe_exact(&v, &what).unwrap();
-        assert_eq!(
-            (kind, records::decode_reclaim(p, &what).unwrap().units),
-            (RECLAIM, units)
-        );
-        let v = encode_control(9, 9);
-        let (kind, p) = FRAMING.unframe_exact(&v, &what).unwrap();
-        assert_eq!(
-            (kind, records::decode_control(p, &what).unwrap()),
-            (CONTROL, 9)
-        );
-        let mut bad = encode_control(9, 9)[HEADER..].to_vec();
-        bad.push(0);
-        assert!(
-            records::decode_control(&bad, &what).is_err(),
-            "trailing bytes"
-        );
+    fn meta_and_indirect_round_trip() {
+        let what = || "t".to_string();
+        assert_eq!(decode_meta(&encode_meta(&meta()), &what).unwrap(), meta());
+        let framed = encode_indirect(&INDIRECT_VALUE);
+        let (k, p) = FRAMING.unframe_exact(&framed, &what).unwrap();
+        assert_eq!(k, INDIRECT);
+        assert_eq!(decode_indirect(p, &what).unwrap(), INDIRECT_VALUE);
     }
 
-    /// Every payload decoder, on bytes that a damaged slot (whose frame
-    /// checksums were ignored) or a writer's bug could hand it.
+    /// DAOS's own decoders, on bytes that a damaged value (whose frame
+    /// checksums were ignored) or a writer's bug could hand them.
     fn decode_all(p: &[u8]) {
         let what = || "slot".to_string();
         for r in [
             decode_meta(p, &what).map(|_| ()),
-            decode_flush(p, &what).map(|_| ()),
             decode_indirect(p, &what).map(|_| ()),
-            records::decode_wipe(p, &what).map(|_| ()),
-            records::decode_reclaim(p, &what).map(|_| ()),
-            records::decode_control(p, &what).map(|_| ()),
         ] {
             if let Err(e) = r {
                 assert_eq!(e.kind(), fieldstore_core::ErrorKind::Corrupt, "{e}");
             }
         }
-    }
-
-    /// Valid payloads of every record type.
-    fn valid_payloads() -> Vec<Vec<u8>> {
-        let c: CollocationKey = "type=fc,levtype=sfc".parse().unwrap();
-        let mut pending = PendingEntries::new();
-        for i in 0..5u64 {
-            let e: ElementKey = format!("step={i},param=167").parse().unwrap();
-            pending.insert(&c, &e, &loc(&format!("daos://p/c/0d{i:02}"), i));
-        }
-        let flush = Flush {
-            timestamp_ns: 1,
-            writer: "w".into(),
-            blocks: blocks(pending),
-        };
-        let units = vec!["daos://p/c/0001".to_string()];
-        vec![
-            encode_meta(&Meta {
-                key: "class=od,expver=0001".parse().unwrap(),
-                schema: "[ a [ b [ c ]]]".into(),
-                created_ns: 2,
-            }),
-            encode_flush(&flush),
-            encode_indirect(&Indirect {
-                lo: 1,
-                hi: 2,
-                length: 3,
-                crc: 4,
-            })[HEADER..]
-                .to_vec(),
-            encode_wipe(&[c], &units, 3)[HEADER..].to_vec(),
-            encode_reclaim(&units, 4)[HEADER..].to_vec(),
-            encode_control(5, 5)[HEADER..].to_vec(),
-        ]
     }
 
     proptest::proptest! {
@@ -323,8 +189,12 @@ mod tests {
         }
 
         #[test]
-        fn decoders_take_damaged_payloads(which in 0usize..6, at in proptest::prelude::any::<proptest::sample::Index>(), byte in proptest::prelude::any::<u8>(), cut in proptest::prelude::any::<bool>()) {
-            let mut p = valid_payloads().swap_remove(which);
+        fn decoders_take_damaged_values(indirect in proptest::prelude::any::<bool>(), at in proptest::prelude::any::<proptest::sample::Index>(), byte in proptest::prelude::any::<u8>(), cut in proptest::prelude::any::<bool>()) {
+            let mut p = if indirect {
+                encode_indirect(&INDIRECT_VALUE)[HEADER..].to_vec()
+            } else {
+                encode_meta(&meta())
+            };
             let i = at.index(p.len().max(1));
             if cut {
                 p.truncate(i);

@@ -220,3 +220,107 @@ pub fn decode_flush(p: &[u8], what: &dyn Fn() -> String) -> Result<Flush> {
         blocks,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::maintenance as records;
+
+    fn loc(uri: &str, off: u64) -> FieldLocation {
+        FieldLocation::new(uri, off, 10).with_checksum(7)
+    }
+
+    fn what() -> String {
+        "slot".to_string()
+    }
+
+    #[test]
+    fn flush_round_trips_one_block_per_collocation_and_keywords() {
+        let c: CollocationKey = "type=fc,levtype=sfc".parse().unwrap();
+        let e1: ElementKey = "step=0,param=167".parse().unwrap();
+        let e2: ElementKey = "step=6,param=167".parse().unwrap();
+        let e3: ElementKey = "step=,param=2".parse().unwrap();
+        let mut pending = PendingEntries::new();
+        pending.insert(&c, &e1, &loc("daos://p/c/0d01", 0));
+        pending.insert(&c, &e2, &loc("daos://p/c/0d02", 0));
+        pending.insert(&c, &e1, &FieldLocation::new("file:///x/y.data", 3, 4));
+        let extended = loc("daos://p/c/0d03", 0).with_extension(&[0x4a, 1, 2][..]);
+        pending.insert(&c, &e3, &extended);
+        let f = Flush {
+            timestamp_ns: 42,
+            writer: "w".into(),
+            blocks: blocks(pending),
+        };
+        assert_eq!(f.blocks.len(), 1, "one collocation, one keyword list");
+        assert_eq!(f.blocks[0].entries.len(), 4);
+        let back = decode_flush(&encode_flush(&f), &what).unwrap();
+        assert_eq!(back, f);
+        let exts: Vec<_> = (back.blocks[0].entries.iter())
+            .filter_map(|(_, l)| l.extension.as_deref())
+            .collect();
+        assert_eq!(exts, [&[0x4a, 1, 2][..]]);
+    }
+
+    /// A valid FLUSH payload of five entries.
+    fn valid_flush() -> Vec<u8> {
+        let c: CollocationKey = "type=fc,levtype=sfc".parse().unwrap();
+        let mut pending = PendingEntries::new();
+        for i in 0..5u64 {
+            let e: ElementKey = format!("step={i},param=167").parse().unwrap();
+            pending.insert(&c, &e, &loc(&format!("daos://p/c/0d{i:02}"), i));
+        }
+        encode_flush(&Flush {
+            timestamp_ns: 1,
+            writer: "w".into(),
+            blocks: blocks(pending),
+        })
+    }
+
+    /// Every payload decoder of the slot media's logs, on bytes that a
+    /// damaged slot (whose frame checksums were ignored) or a writer's bug
+    /// could hand it: an answer or `Corrupt`, never a panic.
+    fn decode_all(p: &[u8]) {
+        for r in [
+            decode_flush(p, &what).map(|_| ()),
+            records::decode_wipe(p, &what).map(|_| ()),
+            records::decode_reclaim(p, &what).map(|_| ()),
+            records::decode_control(p, &what).map(|_| ()),
+        ] {
+            if let Err(e) = r {
+                assert_eq!(e.kind(), crate::ErrorKind::Corrupt, "{e}");
+            }
+        }
+    }
+
+    fn valid_payloads() -> Vec<Vec<u8>> {
+        let c = CollocationKey("type=fc,levtype=sfc".parse().unwrap());
+        let units = vec!["daos://p/c/0001".to_string()];
+        vec![
+            valid_flush(),
+            records::encode_wipe(&[c], &units, 3),
+            records::encode_reclaim(&units, None, 4),
+            records::encode_control(5, 5),
+        ]
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 1000, ..Default::default() })]
+
+        #[test]
+        fn decoders_take_arbitrary_bytes(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..400)) {
+            decode_all(&bytes);
+        }
+
+        #[test]
+        fn decoders_take_damaged_payloads(which in 0usize..4, at in proptest::prelude::any::<proptest::sample::Index>(), byte in proptest::prelude::any::<u8>(), cut in proptest::prelude::any::<bool>()) {
+            let mut p = valid_payloads().swap_remove(which);
+            let i = at.index(p.len().max(1));
+            if cut {
+                p.truncate(i);
+            } else if let Some(b) = p.get_mut(i) {
+                *b = byte;
+            }
+            decode_all(&p);
+        }
+    }
+}
