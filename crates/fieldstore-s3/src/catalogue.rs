@@ -23,7 +23,7 @@
 //! `%list-locked/`, which listings of datasets read.
 
 use std::collections::BTreeSet;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use fieldstore_core::engine::log_catalogue::{self, LogCatalogue, MediumMaintenance};
 use fieldstore_core::engine::slot_catalogue::{follow_slots, Looked, SlotMedium, SlotReaderLog};
@@ -37,7 +37,7 @@ use fieldstore_core::{DatasetKey, Error, ErrorKind, Locks, Result, Schema};
 
 use crate::client::Client;
 use crate::config::S3Config;
-use crate::naming::{self, dataset_prefix, LIST_LOCKED, PROBE, REGISTRY};
+use crate::naming::{self, dataset_prefix, LIST_LOCKED, REGISTRY};
 
 /// The S3 catalogue.
 pub type S3Catalogue = LogCatalogue<S3Medium>;
@@ -80,6 +80,33 @@ impl Slots<'_> {
             .iter()
             .filter_map(|k| k[log.len()..].parse().ok())
             .collect())
+    }
+}
+
+/// What an object under a dataset's prefix is, by the rest of its key
+/// (`docs/format/s3.md`): what `inventory` reports and `wipe` removes.
+enum Part<'a> {
+    /// `data/…`, `lease/…`: the store's.
+    Store,
+    /// `meta`.
+    Meta,
+    /// Under the current incarnation's prefix: the rest of the key.
+    Current(&'a str),
+    /// Under another incarnation's prefix: what a wipe left.
+    Old,
+    /// Not fieldstore's.
+    Foreign,
+}
+
+impl<'a> Part<'a> {
+    fn of(rest: &'a str, current: Option<&str>) -> Part<'a> {
+        match rest.split_once('/') {
+            None if rest == "meta" => Part::Meta,
+            Some(("data" | "lease", _)) => Part::Store,
+            Some((inc, r)) if Some(inc) == current => Part::Current(r),
+            _ if rest.starts_with('i') => Part::Old,
+            _ => Part::Foreign,
+        }
     }
 }
 
@@ -191,23 +218,9 @@ impl S3Medium {
 
     /// Refuse a server that ignores `If-None-Match: *`: there two writers
     /// would replace each other's flushes in one slot, losing one in
-    /// silence. A probe object is created twice (the second must be
-    /// refused), then removed: three requests, at the first open of each
-    /// endpoint and bucket in a process.
+    /// silence.
     fn check_conditional_put(&self) -> Result<()> {
-        static CHECKED: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
-        let checked = || CHECKED.lock().unwrap_or_else(|e| e.into_inner());
-        let place = format!("{} {}", self.client.endpoint, self.bucket);
-        if checked().contains(&place) {
-            return Ok(());
-        }
-        let probe = format!("{PROBE}{}", fieldstore_core::writer_id::next());
-        // Two bodies: `put_new` tells its own object by its bytes.
-        let first = self.client.put_new(&self.bucket, &probe, b"1")?;
-        let second = self.client.put_new(&self.bucket, &probe, b"2")?;
-        self.client.delete(&self.bucket, &probe)?;
-        if first && !second {
-            checked().insert(place);
+        if self.client.honours_put_new(&self.bucket)? {
             return Ok(());
         }
         Err(Error::new(
@@ -466,25 +479,16 @@ impl MediumMaintenance for S3Medium {
         let inc = self.open(dataset)?.map(|m| m.incarnation);
         let mut items = Vec::new();
         for o in self.client.list(&self.bucket, &prefix)?.objects {
-            let rest = &o.key[prefix.len()..];
-            if rest.starts_with("data/") || rest.starts_with("lease/") {
-                continue; // the store's
-            }
-            let current = inc.as_ref().and_then(|i| rest.strip_prefix(i.as_str()));
-            let ours = rest == "meta"
-                || current.is_some_and(|r| {
-                    r == "/control" || r.starts_with("/tail") || r.starts_with("/log/")
-                });
-            let kind = match (ours, rest.starts_with('i')) {
-                (true, _) => ItemKind::Catalogue,
-                (false, true) => ItemKind::Leftover,
-                (false, false) => ItemKind::Unknown,
+            let kind = match Part::of(&o.key[prefix.len()..], inc.as_deref()) {
+                Part::Store => continue,
+                Part::Meta => ItemKind::Catalogue,
+                Part::Current(r) if r == "control" || r.starts_with("tail") => ItemKind::Catalogue,
+                Part::Current(r) if r.starts_with("log/") => ItemKind::Catalogue,
+                Part::Current(_) | Part::Old => ItemKind::Leftover,
+                Part::Foreign => ItemKind::Unknown,
             };
-            items.push(Item::new(
-                kind,
-                naming::uri(&self.bucket, &o.key),
-                Some(o.size),
-            ));
+            let uri = naming::uri(&self.bucket, &o.key);
+            items.push(Item::new(kind, uri, Some(o.size)));
         }
         let registry = format!("{REGISTRY}{dataset}");
         if self.client.head(&self.bucket, &registry)?.is_some() {
@@ -518,13 +522,10 @@ impl MediumMaintenance for S3Medium {
         let doomed: Vec<String> = (self.client.list(&self.bucket, &prefix)?.objects)
             .into_iter()
             .map(|o| o.key)
-            .filter(|k| {
-                let rest = &k[prefix.len()..];
-                let theirs = now.as_ref().is_some_and(|i| rest.starts_with(i.as_str()))
-                    || rest == "meta"
-                    || rest.starts_with("data/")
-                    || rest.starts_with("lease/");
-                !theirs && (unsafe_wipe_all || rest.starts_with('i'))
+            .filter(|k| match Part::of(&k[prefix.len()..], now.as_deref()) {
+                Part::Old => true,
+                Part::Foreign => unsafe_wipe_all,
+                Part::Store | Part::Meta | Part::Current(_) => false,
             })
             .collect();
         self.client.delete_many(&self.bucket, &doomed)?;
@@ -538,5 +539,30 @@ impl MediumMaintenance for S3Medium {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Part;
+
+    #[test]
+    fn parts_of_a_dataset_are_told_by_their_key() {
+        let kind = |rest| match Part::of(rest, Some("ih.1.0.1")) {
+            Part::Store => "store",
+            Part::Meta => "meta",
+            Part::Current(_) => "current",
+            Part::Old => "old",
+            Part::Foreign => "foreign",
+        };
+        assert_eq!(kind("data/w.1"), "store");
+        assert_eq!(kind("lease/w.500"), "store");
+        assert_eq!(kind("meta"), "meta");
+        assert_eq!(kind("ih.1.0.1/log/00000000000000000000"), "current");
+        // An incarnation whose name the current one's begins.
+        assert_eq!(kind("ih.1.0.12/log/00000000000000000000"), "old");
+        assert_eq!(kind("ih.1.0.12/control"), "old");
+        assert_eq!(kind("notes.txt"), "foreign");
+        assert_eq!(kind("metadata"), "foreign");
     }
 }

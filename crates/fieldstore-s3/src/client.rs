@@ -19,7 +19,8 @@
 use std::io::Read;
 
 use instant_xml::FromXml;
-use std::sync::Arc;
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use fieldstore_core::{Error, ErrorKind, Result};
@@ -27,6 +28,7 @@ use rusty_s3::actions::{ListObjectsV2, ListObjectsV2Response, ObjectIdentifier};
 use rusty_s3::{Bucket, Credentials, S3Action, UrlStyle};
 
 use crate::config::S3Config;
+use crate::naming::PROBE;
 
 /// How long a signed URL stays valid: longer than any request may take.
 const SIGNED_FOR: Duration = Duration::from_secs(3600);
@@ -326,6 +328,32 @@ impl Client {
                 ));
             }
         }
+    }
+
+    /// Whether the server honours `If-None-Match: *` ([`Client::put_new`]
+    /// is a commit only where it does): a probe object is created twice
+    /// (the second must be refused), then removed. Three requests, at the
+    /// first ask for each endpoint and bucket in a process; a `true` is
+    /// remembered.
+    ///
+    /// # Errors
+    /// As any request.
+    pub(crate) fn honours_put_new(&self, bucket: &str) -> Result<bool> {
+        static HONOURED: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
+        let honoured = || HONOURED.lock().unwrap_or_else(|e| e.into_inner());
+        let place = format!("{} {bucket}", self.endpoint);
+        if honoured().contains(&place) {
+            return Ok(true);
+        }
+        let probe = format!("{PROBE}{}", fieldstore_core::writer_id::next());
+        // Two bodies: `put_new` tells its own object by its bytes.
+        let first = self.put_new(bucket, &probe, b"1")?;
+        let second = self.put_new(bucket, &probe, b"2")?;
+        self.delete(bucket, &probe)?;
+        if first && !second {
+            honoured().insert(place);
+        }
+        Ok(first && !second)
     }
 
     /// The whole object `key` into `out` (its old content replaced);
