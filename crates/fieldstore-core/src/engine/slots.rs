@@ -419,6 +419,10 @@ pub fn first_free(log: &dyn SlotLog, from: u64) -> Result<u64> {
     Ok(lo)
 }
 
+/// How many slots [`publish`] tries one after another after losing at
+/// the end it found, before it looks for the end again.
+pub const BLIND_TRIES: u32 = 4;
+
 /// Insert `value` into the first free slot, starting the search at `hint`
 /// (a slot every slot before which exists), then store the slot as the
 /// log's tail hint ([`SlotLog::set_hint`]); returns the slot. When the
@@ -427,10 +431,15 @@ pub fn first_free(log: &dyn SlotLog, from: u64) -> Result<u64> {
 /// writer learns of an archive lock, whose CONTROL record is such an
 /// append.
 ///
-/// A writer that lost a race looks for the end again: in one request on a
-/// medium that lists its slots ([`SlotLog::end_from`]), else by galloping
-/// and bisecting ([`first_free`], ~2 log₂(slots appended since) looks),
-/// which writers appending meanwhile may outrun.
+/// A writer that lost its first try looks for the end: in one request on
+/// a medium that lists its slots ([`SlotLog::end_from`]), else by
+/// galloping and bisecting ([`first_free`], ~2 log₂(slots appended since)
+/// looks). A writer that lost at the end it found was beaten by a writer
+/// flushing at the same moment: it tries the next slot at once, with no
+/// look (every slot before it exists, since the one it lost does), and
+/// looks again only after [`BLIND_TRIES`] such losses in a row (writers
+/// may outrun it). So in a herd of writers flushing together a lost race
+/// costs one request, not a look and a request.
 ///
 /// # Errors
 /// The medium's I/O errors; `check`'s.
@@ -442,6 +451,8 @@ pub fn publish(
 ) -> Result<u64> {
     let mut slot = hint;
     let mut checked = false;
+    // Losses in a row since the last look (`None`: none yet).
+    let mut blind: Option<u32> = None;
     loop {
         if log.insert(slot, value)? {
             log.set_hint(slot)?;
@@ -451,9 +462,128 @@ pub fn publish(
             check()?;
             checked = true;
         }
+        if let Some(n) = blind.filter(|&n| n < BLIND_TRIES) {
+            blind = Some(n + 1);
+            slot += 1;
+            continue;
+        }
+        blind = Some(0);
         slot = match log.end_from(slot + 1)? {
             Some(end) => end,
             None => first_free(log, slot + 1)?,
         };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    /// An in-memory row of slots, with rivals: before each of the next
+    /// `rivals` inserts, another writer appends `burst` records at the end.
+    #[derive(Default)]
+    struct Row {
+        slots: Mutex<BTreeMap<u64, Vec<u8>>>,
+        rivals: Mutex<(u32, u64)>,
+        inserts: Mutex<u32>,
+        looks: Mutex<u32>,
+    }
+
+    impl Row {
+        fn with(n: u64, rivals: u32, burst: u64) -> Row {
+            let row = Row::default();
+            row.slots
+                .lock()
+                .unwrap()
+                .extend((0..n).map(|i| (i, vec![])));
+            *row.rivals.lock().unwrap() = (rivals, burst);
+            row
+        }
+
+        fn count(c: &Mutex<u32>) -> u32 {
+            *c.lock().unwrap()
+        }
+    }
+
+    impl SlotLog for Row {
+        fn get(&self, n: u64, buf: &mut Vec<u8>) -> Result<bool> {
+            let slots = self.slots.lock().unwrap();
+            let value = slots.get(&n);
+            buf.clone_from(value.unwrap_or(&Vec::new()));
+            Ok(value.is_some())
+        }
+
+        fn exists(&self, n: u64) -> Result<bool> {
+            *self.looks.lock().unwrap() += 1;
+            Ok(self.slots.lock().unwrap().contains_key(&n))
+        }
+
+        fn insert(&self, n: u64, value: &[u8]) -> Result<bool> {
+            *self.inserts.lock().unwrap() += 1;
+            let mut slots = self.slots.lock().unwrap();
+            let mut rivals = self.rivals.lock().unwrap();
+            if rivals.0 > 0 {
+                rivals.0 -= 1;
+                for _ in 0..rivals.1 {
+                    let end = slots.len() as u64;
+                    slots.insert(end, b"rival".to_vec());
+                }
+            }
+            if slots.contains_key(&n) {
+                return Ok(false);
+            }
+            slots.insert(n, value.to_vec());
+            Ok(true)
+        }
+
+        fn set_hint(&self, _: u64) -> Result<()> {
+            Ok(())
+        }
+
+        fn name(&self, n: u64) -> String {
+            format!("slot {n}")
+        }
+    }
+
+    /// The slot `publish` took: the first free one, the row without gaps.
+    fn published(row: &Row, hint: u64) -> u64 {
+        let slot = publish(row, hint, b"mine", &mut || Ok(())).unwrap();
+        let slots = row.slots.lock().unwrap();
+        assert_eq!(slots.get(&slot).map(Vec::as_slice), Some(&b"mine"[..]));
+        assert_eq!(
+            slots.keys().copied().collect::<Vec<_>>(),
+            (0..slots.len() as u64).collect::<Vec<_>>()
+        );
+        assert_eq!(slot + 1, slots.len() as u64, "not the first free slot");
+        slot
+    }
+
+    #[test]
+    fn a_writer_beaten_at_the_end_tries_the_next_slot_without_looking() {
+        // Three rivals win in turn, as writers flushing at once do: one
+        // look after the first loss, then one insert per loss.
+        let row = Row::with(10, 3, 1);
+        assert_eq!(published(&row, 10), 13);
+        assert_eq!((Row::count(&row.inserts), Row::count(&row.looks)), (4, 1));
+    }
+
+    #[test]
+    fn a_stale_writer_looks_for_the_end() {
+        let row = Row::with(10, 0, 1);
+        assert_eq!(published(&row, 0), 10);
+        assert_eq!(Row::count(&row.inserts), 2);
+    }
+
+    #[test]
+    fn a_writer_outrun_looks_again_after_its_blind_tries() {
+        // Rivals append two records per try: blind tries never catch up.
+        let row = Row::with(1, 20, 2);
+        assert_eq!(published(&row, 1), 41);
+        // Each rival cost about one try, and every `BLIND_TRIES + 1`
+        // losses a look (gallop and bisect: a few `exists` each).
+        let (inserts, looks) = (Row::count(&row.inserts), Row::count(&row.looks));
+        assert!(inserts <= 20 + 2, "{inserts} inserts");
+        assert!(looks >= 20 / (BLIND_TRIES + 1), "{looks} looks");
     }
 }
