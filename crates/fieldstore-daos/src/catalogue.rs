@@ -24,7 +24,7 @@ use std::sync::Arc;
 
 use fieldstore_core::engine::log_catalogue::{LogCatalogue, MediumMaintenance};
 use fieldstore_core::engine::slot_catalogue::{follow_slots, Looked, SlotMedium, SlotReaderLog};
-use fieldstore_core::engine::slots::{SlotLog, SlotRecord};
+use fieldstore_core::engine::slots::{self, SlotLog, SlotRecord};
 use fieldstore_core::engine::NotDatasets;
 use fieldstore_core::maintenance::{
     list_lock_marker, list_locked_dataset, wiped_while_writing, Item, ItemKind, LIST_LOCK_PREFIX,
@@ -232,6 +232,19 @@ impl SlotLog for KvSlots<'_> {
 
     fn insert(&self, n: u64, value: &[u8]) -> Result<bool> {
         Ok(self.kv.insert(&slot_key(n), value)? == Inserted::Yes)
+    }
+
+    /// A writer that lost a race: one `kv_get` of `from` (most losers were
+    /// beaten by one writer), else the tail hint (one `array_get_size`)
+    /// and a gallop from just past it. A writer many others passed since
+    /// its last flush finds the end in three looks or so, not ~2 log₂ of
+    /// the slots they took.
+    fn end_from(&self, from: u64) -> Result<Option<u64>> {
+        if !self.exists(from)? {
+            return Ok(Some(from));
+        }
+        let past = self.hint_past(from, true)?.map_or(from + 1, |h| h + 1);
+        Ok(Some(slots::first_free(self, past.max(from + 1))?))
     }
 
     /// The last slot this process saw; cold, the tail hint: the size of

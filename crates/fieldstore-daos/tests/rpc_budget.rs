@@ -8,7 +8,9 @@
 //! - retrieve: at most one KV get and one array read per field (the get is
 //!   the reader's refresh, once per retrieve call);
 //! - list: no KV get per entry: one `kv_list` of the root KV, then one
-//!   `kv_get` per flush the reader has not seen yet.
+//!   `kv_get` per flush the reader has not seen yet;
+//! - a writer others passed: a few looks for the end, however many slots
+//!   it missed.
 
 mod common;
 
@@ -246,6 +248,59 @@ fn concurrent_flushes_find_the_next_slot_cheaply() {
         "list",
     );
     assert_eq!(listed.len() as u64, flushes + 1);
+}
+
+/// A writer that others passed by many flushes since its last one (the
+/// hammer's writers, each step): after losing the slot it knew to be next,
+/// it finds the end through the tail hint in a few looks, not by a gallop
+/// and a bisection over all the slots it missed (~10 for 30).
+#[test]
+fn a_writer_far_behind_finds_the_end_through_the_hint() {
+    use fieldstore_core::engine::slot_catalogue::SlotMedium;
+    let s = standin();
+    let pool = s.fresh_pool("rpcb");
+    let a = open(&pool);
+    archive(&a, 6, 0, 1);
+    must(a.flush(), "flush");
+    // Thirty flushes of writers in other processes, as their medium writes
+    // them (slots and tail hints that this process never learns of): copies
+    // of slot 0, which change nothing a reader sees.
+    let key = schema()
+        .split(&BASE.key("rpc1"))
+        .expect("a key of the schema")
+        .dataset;
+    let cfg = fieldstore_daos::DaosConfig::from_value(&common::section(&pool)).expect("a config");
+    let medium = fieldstore_daos::DaosMedium::with_config(cfg).expect("the DAOS medium");
+    let cont = must(SlotMedium::open(&medium, &key), "open").expect("the dataset exists");
+    let log = must(medium.slots(&cont), "the slot log");
+    let mut first = Vec::new();
+    assert!(must(log.get(0, &mut first), "slot 0"));
+    for n in 1..=30 {
+        assert!(must(log.insert(n, &first), "insert"), "slot {n} was free");
+        must(log.set_hint(n), "hint");
+    }
+    let (_, c) = s.measure(|| {
+        archive(&a, 6, 1, 1);
+        must(a.flush(), "flush");
+    });
+    println!("a flush 30 slots behind: {c}");
+    assert_eq!(
+        c.rpc("daos_kv_put"),
+        2,
+        "the slot it knew, then slot 31: {c}"
+    );
+    // The locks (a CONTROL record may be among the slots passed), slot 2,
+    // the hint, slot 32.
+    let looks = c.rpc("daos_kv_get") + c.rpc("daos_array_get_size");
+    assert!(looks <= 4, "{looks} looks: {c}");
+    let listed = must(
+        open(&pool).list(
+            &"class=od,expver=rpc1".parse().expect("a request"),
+            ListOptions::default(),
+        ),
+        "list",
+    );
+    assert_eq!(listed.len(), 2, "both fields, each once");
 }
 
 #[test]
