@@ -101,8 +101,11 @@ pub trait SlotLog: Sync {
     /// The slot after the last one that holds a value, looking from
     /// `from` on (every slot before `from` exists), if the medium finds it
     /// in a request or a few (S3: a listing of up to 1,000 keys after
-    /// `from - 1`); `None` (the default) if it cannot. A writer that lost
-    /// the race for a slot moves there (see [`publish`]).
+    /// `from - 1`; DAOS: a look at `from`, then the tail hint and a gallop
+    /// past it); `None` (the default) if it cannot. A writer that lost the
+    /// race for a slot moves there (see [`publish`]). The end found may lie
+    /// past a lost slot that the hint reaches over: a writer then leaves
+    /// the gap as it is (damage a reader reports), as a cold writer does.
     ///
     /// # Errors
     /// The medium's I/O errors.
@@ -427,10 +430,10 @@ pub fn first_free(log: &dyn SlotLog, from: u64) -> Result<u64> {
 /// writer learns of an archive lock, whose CONTROL record is such an
 /// append.
 ///
-/// A writer that lost a race looks for the end again: in one request on a
-/// medium that lists its slots ([`SlotLog::end_from`]), else by galloping
-/// and bisecting ([`first_free`], ~2 log₂(slots appended since) looks),
-/// which writers appending meanwhile may outrun.
+/// A writer that lost a race looks for the end again: in a request or a
+/// few where the medium can ([`SlotLog::end_from`]), else by galloping and
+/// bisecting ([`first_free`], ~2 log₂(slots appended since) looks), which
+/// writers appending meanwhile may outrun.
 ///
 /// # Errors
 /// The medium's I/O errors; `check`'s.
