@@ -59,6 +59,10 @@ pub struct Meta {
     incarnation: String,
 }
 
+/// How often a writer removes the tail hints of smaller slots: at every
+/// slot this divides ([`SlotLog::set_hint`]).
+const PRUNE_HINTS: u64 = 16;
+
 /// One incarnation's log slots.
 struct Slots<'a> {
     s3: &'a S3Medium,
@@ -181,10 +185,25 @@ impl SlotLog for Slots<'_> {
 
     /// One PUT of an empty object named by the slot: hints only add, so
     /// racing writers storing theirs out of order cannot lower the
-    /// greatest.
+    /// greatest. Every [`PRUNE_HINTS`]th slot its writer removes the hints
+    /// of smaller slots (a listing and a DeleteObjects), so an incarnation
+    /// keeps some [`PRUNE_HINTS`] hint objects, not one per flush. Only
+    /// the greatest is read; the smaller ones would matter only if the
+    /// greatest were removed together with the tail it names, and such a
+    /// removal of every hint past the tail is not seen either way.
     fn set_hint(&self, n: u64) -> Result<()> {
+        let (client, bucket) = (&self.s3.client, &self.s3.bucket);
         let key = naming::hint_key(&self.prefix, n);
-        self.s3.client.put(&self.s3.bucket, &key, b"", None)
+        client.put(bucket, &key, b"", None)?;
+        if n % PRUNE_HINTS == 0 && n > 0 {
+            // Housekeeping after the flush is published: a failure leaves
+            // hints to the next pruning (or the wipe), and fails nothing.
+            let prefix = naming::hint_prefix(&self.prefix);
+            if let Ok(smaller) = client.keys_after(bucket, &prefix, &key, 1000) {
+                let _ = client.delete_many(bucket, &smaller);
+            }
+        }
+        Ok(())
     }
 
     fn name(&self, n: u64) -> String {

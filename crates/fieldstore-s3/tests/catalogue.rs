@@ -371,3 +371,36 @@ fn an_idle_refresh_costs_one_request() {
         Some(&b"s6"[..])
     );
 }
+
+/// Tail hints do not pile up, one per flush: a writer prunes those of
+/// smaller slots every 16th slot. What remains still tells a cold reader a
+/// lost tail.
+#[test]
+fn tail_hints_are_pruned_and_still_tell_a_lost_tail() {
+    let Some((open, raw)) = fresh("prune") else {
+        return;
+    };
+    let key = |s: u32| Spec { step: s, ..PL }.key("prun");
+    let w = must(open(), "open");
+    for s in 0..40 {
+        must(w.archive(&key(s), format!("s{s}").as_bytes()), "archive");
+        must(w.flush(), "flush");
+    }
+    let hints = raw.keys().iter().filter(|k| k.contains("/tail/")).count();
+    // Slots 0–39: the hints of 0–31 pruned at slots 16 and 32.
+    assert_eq!(hints, 8, "hint objects after 40 flushes");
+    let dataset = must(w.schema().split(&key(0)), "the dataset").dataset;
+    raw.delete_tail(&dataset, 36);
+    let r = must(open(), "open");
+    for s in 0..40 {
+        let got = r
+            .retrieve(&fieldstore::Request::from_key(&key(s)))
+            .and_then(|h| h.read_all());
+        // The lost tail may hold a newer version of any step before it.
+        match got {
+            Ok(b) if s < 36 => assert_eq!(b, format!("s{s}").as_bytes(), "step {s}"),
+            Err(e) => assert_eq!(e.kind(), fieldstore::ErrorKind::Corrupt, "step {s}: {e}"),
+            Ok(b) => panic!("step {s}, in a removed slot, read {b:?} with success"),
+        }
+    }
+}
