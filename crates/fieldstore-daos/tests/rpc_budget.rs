@@ -253,7 +253,8 @@ fn concurrent_flushes_find_the_next_slot_cheaply() {
 /// A writer that others passed by many flushes since its last one (the
 /// hammer's writers, each step): after losing the slot it knew to be next,
 /// it finds the end through the tail hint in a few looks, not by a gallop
-/// and a bisection over all the slots it missed (~10 for 30).
+/// and a bisection over all the slots it missed (~10 for 30); having lost
+/// once, it starts its next flush past the hint.
 #[test]
 fn a_writer_far_behind_finds_the_end_through_the_hint() {
     use fieldstore_core::engine::slot_catalogue::SlotMedium;
@@ -301,6 +302,36 @@ fn a_writer_far_behind_finds_the_end_through_the_hint() {
         "list",
     );
     assert_eq!(listed.len(), 2, "both fields, each once");
+
+    // Others go on appending (slots 32–40), and slot 32 is removed behind
+    // fieldstore's back. The writer, which lost a race last time, starts
+    // past the tail hint: no race lost, and the removed slot stays a gap
+    // (taking it would hide the loss from every reader).
+    for n in 32..=40 {
+        assert!(must(log.insert(n, &first), "insert"), "slot {n} was free");
+        must(log.set_hint(n), "hint");
+    }
+    common::remove_slot(&pool, &key, 32);
+    let (_, c) = s.measure(|| {
+        archive(&a, 6, 2, 1);
+        must(a.flush(), "flush");
+    });
+    println!("a flush 9 slots behind, after a lost race: {c}");
+    assert_eq!(c.rpc("daos_kv_put"), 1, "slot 41 at once: {c}");
+    // The hint and the locks.
+    assert_eq!(
+        c.rpc("daos_kv_get") + c.rpc("daos_array_get_size"),
+        2,
+        "{c}"
+    );
+    assert!(
+        !must(log.exists(32), "slot 32"),
+        "the removed slot was taken"
+    );
+    assert!(
+        must(log.exists(41), "slot 41"),
+        "the flush is not at slot 41"
+    );
 }
 
 #[test]

@@ -267,6 +267,10 @@ pub struct SlotWriter {
     next: u64,
     /// Whether this writer registered the dataset.
     registered: bool,
+    /// Others appended between this writer's flushes (it lost a race, or
+    /// the tail hint was past its next slot): its publish starts past the
+    /// hint.
+    shared: bool,
     id: String,
 }
 
@@ -344,6 +348,7 @@ impl<M: SlotMedium> CatalogueMedium for M {
         let writer = SlotWriter {
             next,
             registered: false,
+            shared: false,
             id: crate::writer_id::next(),
         };
         Ok((incarnation, writer))
@@ -392,16 +397,27 @@ impl<M: SlotMedium> CatalogueMedium for M {
                 self.register(key, dataset)?;
                 writer.registered = true;
             }
-            // Slots another writer of this process saw taken: skipping
-            // them skips any CONTROL record among them, so the locks are
-            // read.
-            let known = self.known_end(dataset);
-            if known > writer.next {
-                check()?;
-                writer.next = known;
-            }
             let log = self.slots(dataset)?;
-            let slot = slots::publish(&*log, writer.next, &value, &mut || check())?;
+            // Slots another writer of this process saw taken, or, when
+            // writers of other processes appended since this one's last
+            // flush, the slots before the tail hint: its next slot is then
+            // most likely taken again, and one look at the hint costs less
+            // than a race lost and a search. It also keeps the writer from
+            // taking a removed slot below the hint, which would hide the
+            // loss. Skipping slots skips any CONTROL record among them, so
+            // the locks are read.
+            let mut from = self.known_end(dataset).max(writer.next);
+            if writer.shared {
+                match log.hint_past(from, true)? {
+                    Some(hinted) => from = hinted + 1,
+                    None => writer.shared = false,
+                }
+            }
+            if from > writer.next {
+                check()?;
+            }
+            let slot = slots::publish(&*log, from, &value, &mut || check())?;
+            writer.shared |= slot != from;
             writer.next = slot + 1;
             self.published(dataset, slot)?;
             self.fence(key, dataset)

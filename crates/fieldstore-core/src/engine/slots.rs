@@ -58,8 +58,9 @@ pub trait SlotLog: Sync {
     /// `n + 1` only: what this process saw of the log, or, when `cold` (a
     /// reader's first look, which reads slot after slot anyway), a hint
     /// stored with the log (the greatest slot [`SlotLog::set_hint`]
-    /// stored). Only a hint: `follow` checks it. `None` (the default) when
-    /// there is none.
+    /// stored). Only a hint: `follow` checks it. A writer that shares the
+    /// log with writers of other processes asks it `cold` too, before each
+    /// flush, and starts past it. `None` (the default) when there is none.
     ///
     /// # Errors
     /// The medium's I/O errors.
