@@ -267,8 +267,9 @@ pub struct SlotWriter {
     next: u64,
     /// Whether this writer registered the dataset.
     registered: bool,
-    /// Others appended between this writer's flushes (it lost a race, or
-    /// the tail hint was past its next slot): its publish starts past the
+    /// Writers of other processes append between this writer's flushes:
+    /// set when it loses a race, kept while the tail hint, read before
+    /// each flush, shows slots past its own. Its publish starts past the
     /// hint.
     shared: bool,
     id: String,
