@@ -243,8 +243,9 @@ impl SlotLog for KvSlots<'_> {
         if !self.exists(from)? {
             return Ok(Some(from));
         }
+        // The hint is at or past `from` when there is one.
         let past = self.hint_past(from, true)?.map_or(from + 1, |h| h + 1);
-        Ok(Some(slots::first_free(self, past.max(from + 1))?))
+        Ok(Some(slots::first_free(self, past)?))
     }
 
     /// The last slot this process saw; cold, the tail hint: the size of
