@@ -555,21 +555,22 @@ pub struct RadosDataset {
     schema: Arc<str>,
 }
 
-/// Read the log of `object` from `pos` to its end (as far as it is whole).
-fn read_from(
-    pool: &Pool,
-    object: &str,
-    pos: u64,
-) -> std::result::Result<Vec<u8>, crate::rados::Errno> {
+/// Read the log segment `object` from `pos` to its end (as far as it is
+/// whole); `None` if the segment is gone.
+fn read_from(pool: &Pool, object: &str, pos: u64) -> Result<Option<Vec<u8>>> {
     let mut out = Vec::new();
     let mut step = 256 << 10;
     loop {
         let start = out.len();
         out.resize(start + step, 0);
-        let n = pool.read(object, pos + start as u64, &mut out[start..])?;
+        let n = match pool.read(object, pos + start as u64, &mut out[start..]) {
+            Ok(n) => n,
+            Err(e) if e == ENOENT => return Ok(None),
+            Err(e) => return Err(e.error(format!("reading the log of {}", pool.what(object)))),
+        };
         out.truncate(start + n);
         if n < step {
-            return Ok(out);
+            return Ok(Some(out));
         }
         step = (step * 2).min(16 << 20);
     }
@@ -1443,49 +1444,43 @@ impl RadosLog {
         }
         'segments: loop {
             let obj = segment_object(&self.object, st.cursor.segment);
-            let buf = match read_from(&self.pool, &obj, st.cursor.pos) {
-                Ok(b) => b,
+            let Some(buf) = read_from(&self.pool, &obj, st.cursor.pos)? else {
                 // Segment 0 gone: the dataset was wiped, unless it is
                 // still registered and not being wiped (`head_lost`). A
                 // later segment missing: being removed by a wipe (a
                 // segment is created before the seal that names it).
-                Err(e) if e == ENOENT => {
-                    let k = st.cursor.segment;
-                    if (k == 0 || self.pool.stat(&self.object) == Err(ENOENT))
-                        && !head_lost(&self.pool, &self.key)?
-                    {
-                        *st = gone_log();
-                        return Ok(());
-                    }
-                    // A wipe removes segments from the last down: with
-                    // the next one still there, this one was removed
-                    // behind fieldstore's back. Damage; read on after it.
-                    let next = segment_object(&self.object, k + 1);
-                    if k == 0 || self.pool.stat(&next).is_ok() {
-                        let why = if k == 0 {
-                            format!(
-                                "the dataset is registered in {} and no wipe is under way",
-                                self.pool.what(ROOT)
-                            )
-                        } else {
-                            format!("{} exists", self.pool.what(&next))
-                        };
-                        st.index.damaged_region(
-                            log_at(k, 0),
-                            format!(
-                                "{}: log segment {k} missing, though {why} (removed behind \
-                                 fieldstore's back); reading on in the next segment",
-                                self.pool.what(&obj),
-                            ),
-                        );
-                        st.cursor.enter(k + 1);
-                        continue 'segments;
-                    }
+                let k = st.cursor.segment;
+                if (k == 0 || self.pool.stat(&self.object) == Err(ENOENT))
+                    && !head_lost(&self.pool, &self.key)?
+                {
+                    *st = gone_log();
                     return Ok(());
                 }
-                Err(e) => {
-                    return Err(e.error(format!("reading the log of {}", self.pool.what(&obj))))
+                // A wipe removes segments from the last down: with
+                // the next one still there, this one was removed
+                // behind fieldstore's back. Damage; read on after it.
+                let next = segment_object(&self.object, k + 1);
+                if k == 0 || self.pool.stat(&next).is_ok() {
+                    let why = if k == 0 {
+                        format!(
+                            "the dataset is registered in {} and no wipe is under way",
+                            self.pool.what(ROOT)
+                        )
+                    } else {
+                        format!("{} exists", self.pool.what(&next))
+                    };
+                    st.index.damaged_region(
+                        log_at(k, 0),
+                        format!(
+                            "{}: log segment {k} missing, though {why} (removed behind \
+                             fieldstore's back); reading on in the next segment",
+                            self.pool.what(&obj),
+                        ),
+                    );
+                    st.cursor.enter(k + 1);
+                    continue 'segments;
                 }
+                return Ok(());
             };
             let (start, segment) = (st.cursor.pos, st.cursor.segment);
             let used = framed::walk(st, &format::FRAMING, &buf, start, self)?;
@@ -1509,9 +1504,11 @@ impl RadosLog {
                 // a writer of a version before the count appended some.
                 let count = count.flatten().filter(|&c| c > st.cursor.records);
                 if let (Some(Seal::Open), Some(count), false) = (seal, count, st.cursor.uncounted) {
-                    match read_from(&self.pool, &obj, st.cursor.pos) {
-                        Ok(more) if !more.is_empty() => continue 'segments,
-                        Ok(_) => {
+                    match read_from(&self.pool, &obj, st.cursor.pos)? {
+                        // Removed meanwhile (a wipe): the next refresh sees it.
+                        None => return Ok(()),
+                        Some(more) if !more.is_empty() => continue 'segments,
+                        Some(_) => {
                             st.cursor.uncounted = true;
                             st.index.damaged_region(
                                 log_at(st.cursor.segment, st.cursor.pos),
@@ -1525,26 +1522,14 @@ impl RadosLog {
                                 ),
                             );
                         }
-                        Err(e) if e == ENOENT => return Ok(()),
-                        Err(e) => {
-                            return Err(
-                                e.error(format!("reading the log of {}", self.pool.what(&obj)))
-                            )
-                        }
                     }
                 }
                 if let Some(Seal::Next(n)) = seal {
                     // Sealed since the read above (the SEAL record is there
                     // now), or the record is gone.
-                    let more = match read_from(&self.pool, &obj, st.cursor.pos) {
-                        Ok(m) => m,
+                    let Some(more) = read_from(&self.pool, &obj, st.cursor.pos)? else {
                         // Removed meanwhile (a wipe): the next refresh sees it.
-                        Err(e) if e == ENOENT => return Ok(()),
-                        Err(e) => {
-                            return Err(
-                                e.error(format!("reading the log of {}", self.pool.what(&obj)))
-                            )
-                        }
+                        return Ok(());
                     };
                     if more.is_empty() {
                         st.index.damaged_region(
