@@ -51,6 +51,16 @@ fn missing_log_record_is_damage() {
     });
 }
 
+/// A stale writer does not take a removed slot (in one process, its
+/// writers know the end; `rpc_budget.rs` has one that others passed).
+#[test]
+fn stale_writer_leaves_a_removed_record_a_gap() {
+    let (pool, open) = fresh("stale");
+    fieldstore_testkit::stale_writer_leaves_a_removed_record_a_gap(&open, &|d, n| {
+        common::remove_slot(&pool, d, n)
+    });
+}
+
 /// Two missing log slots in a row: told past by what this process saw of
 /// the log (`processes.rs` has the cold reader, told by the tail hint).
 #[test]

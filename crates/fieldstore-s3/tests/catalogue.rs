@@ -58,6 +58,18 @@ fn missing_log_record_is_damage() {
 }
 
 /// Two removed log objects in a row: the same (S3 lists past any gap).
+/// A writer that lost a race to another handle does not take a log object
+/// removed below the log's end.
+#[test]
+fn stale_writer_leaves_a_removed_record_a_gap() {
+    let Some((open, raw)) = fresh("stale") else {
+        return;
+    };
+    fieldstore_testkit::stale_writer_leaves_a_removed_record_a_gap(&open, &|d, n| {
+        raw.delete(&raw.slot(d, n))
+    });
+}
+
 #[test]
 fn gap_of_two_records_is_damage() {
     let Some((open, raw)) = fresh("gap2log") else {

@@ -174,6 +174,8 @@ pub fn run_all(open: Open<'_>, caps: &Capabilities<'_>) {
         missing_log_record_is_damage(open, remove);
         println!("conformance check gap_of_two_records_is_damage");
         gap_of_two_records_is_damage(open, remove);
+        println!("conformance check stale_writer_leaves_a_removed_record_a_gap");
+        stale_writer_leaves_a_removed_record_a_gap(open, remove);
     }
     if let Some(cut) = caps.cut_log {
         println!("conformance check cut_log_is_damage");

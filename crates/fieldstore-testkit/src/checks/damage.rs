@@ -253,6 +253,45 @@ pub fn missing_log_record_is_damage(open: Open<'_>, remove_record: crate::Damage
     exact(&r, &late, "the field flushed after the gap");
 }
 
+/// A writer that others passed does not take a record's place removed
+/// behind the backend's back below the log's end (its record there would
+/// hide the loss). Two handles (on S3, like writers in two processes: they
+/// share no memory of the log) flush in turn into one dataset — A step 0,
+/// B step 6, A step 12 (A, stale, loses the race for its next place), B
+/// step 0 again, B step 18 — then `remove_record(dataset, 3)` removes B's
+/// newer step 0, and A flushes step 24. A fresh handle must fail step 0
+/// with `Corrupt` (not answer A's older version as if nothing were lost)
+/// and read step 24 exactly.
+pub fn stale_writer_leaves_a_removed_record_a_gap(
+    open: Open<'_>,
+    remove_record: crate::DamageRecord<'_>,
+) {
+    let x = "stal";
+    let step = |s: u32| Spec { step: s, ..PL }.key(x);
+    let (a, b) = (opened(open, "writer a"), opened(open, "writer b"));
+    let dataset = must(a.schema().split(&step(0)), "splitting the first key").dataset;
+    let flush = |w: &fieldstore::FieldStore, s: u32, version: u32| {
+        let f = archive_payload(w, &step(s), version, 500, 3000);
+        must(
+            w.flush(),
+            format_args!("flush of step {s} version {version}"),
+        );
+        f
+    };
+    let older = flush(&a, 0, 1);
+    flush(&b, 6, 1);
+    flush(&a, 12, 1);
+    let newer = flush(&b, 0, 2);
+    flush(&b, 18, 1);
+    remove_record(&dataset, 3);
+    let late = flush(&a, 24, 1);
+    drop((a, b));
+    let r = opened(open, "reader after the removal");
+    let why = "the removed record held the newest, and a writer must not have taken its place";
+    corrupt_not_older(&r, &newer, &older, "step 0", why);
+    exact(&r, &late, "step 24, flushed after the removal,");
+}
+
 /// A gap of two records in a row is damage too, where the medium cannot
 /// list its slots and must be told past the gap (DAOS: by what this
 /// process saw, or its tail hint): six flushes — step 0, step 6, step 0

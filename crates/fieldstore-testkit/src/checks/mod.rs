@@ -20,7 +20,7 @@ pub use damage::{
     damaged_log_record_costs_only_itself, gap_of_two_records_is_damage,
     late_hint_then_lost_tail_is_damage, lost_tail_reaching_a_hint_is_damage,
     lost_tail_then_appended_to_is_damage, missing_log_record_is_damage,
-    unregistered_dataset_is_listed, LOST_TAIL_RECORDS,
+    stale_writer_leaves_a_removed_record_a_gap, unregistered_dataset_is_listed, LOST_TAIL_RECORDS,
 };
 pub use keys::{bad_input_rejected, keys_are_canonicalised};
 pub use list::{axes_partial_requests, list_partial_requests};
