@@ -218,22 +218,32 @@ impl Client {
         })?);
         let what = format!("creating bucket '{bucket}'");
         let url = url.sign(SIGNED_FOR);
-        match self.call(&what, true, || self.agent.put(url.as_str()).send_empty()) {
-            Ok(_) => Ok(()),
-            // Created meanwhile by another process (AWS says
-            // BucketAlreadyOwnedByYou, SeaweedFS BucketAlreadyExists, either
-            // may say OperationAborted while the other creation is under
-            // way): whether it is ours to use is what a listing says.
-            Err(e) if e.to_string().contains("HTTP 409") => {
-                for _ in 0..20 {
-                    if self.bucket_exists(bucket)? {
-                        return Ok(());
-                    }
-                    std::thread::sleep(Duration::from_millis(50));
+        // Processes that open a new store together all create its bucket.
+        // The creations that lose are answered BucketAlreadyOwnedByYou
+        // (AWS), BucketAlreadyExists (SeaweedFS), OperationAborted while the
+        // winning one is under way, and, seen once from SeaweedFS 4.48 in CI,
+        // NoSuchBucket (a race inside the server, not pinned down). Whether the bucket
+        // is there to use is what a listing says; if it is not, the
+        // creation is tried again, three times at most.
+        let mut attempts = 0;
+        loop {
+            let err = match self.call(&what, true, || self.agent.put(url.as_str()).send_empty()) {
+                Ok(_) => return Ok(()),
+                Err(e) if e.to_string().contains("HTTP 409") || e.kind() == ErrorKind::NotFound => {
+                    e
                 }
-                Err(e)
+                Err(e) => return Err(e),
+            };
+            for _ in 0..20 {
+                if self.bucket_exists(bucket)? {
+                    return Ok(());
+                }
+                std::thread::sleep(Duration::from_millis(50));
             }
-            Err(e) => Err(e),
+            attempts += 1;
+            if attempts == 3 {
+                return Err(err);
+            }
         }
     }
 
