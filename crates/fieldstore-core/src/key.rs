@@ -244,16 +244,20 @@ impl Key {
     /// keyword given twice.
     pub fn from_pairs<K, V>(pairs: impl IntoIterator<Item = (K, V)>) -> Result<Self, KeyError>
     where
-        K: Into<String>,
-        V: Into<String>,
+        K: AsRef<str>,
+        V: AsRef<str>,
     {
+        // Checked where they lie and copied once, into the text: a model
+        // builds a key per field it archives.
         let mut text = String::new();
         for (k, v) in pairs {
-            let (keyword, value) = checked_pair(k.into(), v.into())?;
-            if Pairs::new(&text).any(|(k, _)| k == keyword) {
-                return Err(KeyError::DuplicateKeyword { keyword });
+            let (keyword, value) = checked_pair(k.as_ref(), v.as_ref())?;
+            if value_in(&text, keyword).is_some() {
+                return Err(KeyError::DuplicateKeyword {
+                    keyword: keyword.to_string(),
+                });
             }
-            append(&mut text, &keyword, &value);
+            append(&mut text, keyword, value);
         }
         Ok(Key::from_text(&text))
     }
@@ -264,14 +268,16 @@ impl Key {
     /// See [`Key::from_pairs`].
     pub fn push(
         &mut self,
-        keyword: impl Into<String>,
-        value: impl Into<String>,
+        keyword: impl AsRef<str>,
+        value: impl AsRef<str>,
     ) -> Result<(), KeyError> {
-        let (keyword, value) = checked_pair(keyword.into(), value.into())?;
-        if self.get(&keyword).is_some() {
-            return Err(KeyError::DuplicateKeyword { keyword });
+        let (keyword, value) = checked_pair(keyword.as_ref(), value.as_ref())?;
+        if self.get(keyword).is_some() {
+            return Err(KeyError::DuplicateKeyword {
+                keyword: keyword.to_string(),
+            });
         }
-        self.append_unchecked(&keyword, &value);
+        self.append_unchecked(keyword, value);
         Ok(())
     }
 
@@ -330,17 +336,17 @@ impl Key {
     /// See [`Key::from_pairs`].
     pub fn set(
         &mut self,
-        keyword: impl Into<String>,
-        value: impl Into<String>,
+        keyword: impl AsRef<str>,
+        value: impl AsRef<str>,
     ) -> Result<(), KeyError> {
-        let (keyword, value) = checked_pair(keyword.into(), value.into())?;
-        if self.get(&keyword).is_none() {
-            self.append_unchecked(&keyword, &value);
+        let (keyword, value) = checked_pair(keyword.as_ref(), value.as_ref())?;
+        if self.get(keyword).is_none() {
+            self.append_unchecked(keyword, value);
             return Ok(());
         }
         let mut text = String::with_capacity(self.as_str().len() + value.len());
         for (k, v) in self.iter() {
-            append(&mut text, k, if k == keyword { &value } else { v });
+            append(&mut text, k, if k == keyword { value } else { v });
         }
         *self = Key::from_text(&text);
         Ok(())
@@ -359,24 +365,7 @@ impl Key {
 
     /// The value of `keyword`, if present.
     pub fn get(&self, keyword: &str) -> Option<&str> {
-        // Straight on the text: compare each item's start with `keyword=`,
-        // skip to the next `,` (the schema asks for every keyword of each
-        // key it splits: `iter().find` cost a tenth of an archive's CPU).
-        let mut rest = self.as_str().as_bytes();
-        let n = keyword.len();
-        loop {
-            let end = rest.iter().position(|&b| b == b',').unwrap_or(rest.len());
-            let item = &rest[..end];
-            if item.len() > n && item[n] == b'=' && &item[..n] == keyword.as_bytes() {
-                // Cut after an ASCII `=` and before an ASCII `,`: on
-                // character boundaries of the (valid UTF-8) text.
-                return std::str::from_utf8(&item[n + 1..]).ok();
-            }
-            if end == rest.len() {
-                return None;
-            }
-            rest = &rest[end + 1..];
-        }
+        value_in(self.as_str(), keyword)
     }
 
     /// Whether `keyword` is present.
@@ -510,14 +499,42 @@ impl Key {
 }
 
 /// `keyword` and `value` checked.
-fn checked_pair(keyword: String, value: String) -> Result<(String, String), KeyError> {
-    if !is_valid_keyword(&keyword) {
-        return Err(KeyError::InvalidKeyword { keyword });
+fn checked_pair<'p>(keyword: &'p str, value: &'p str) -> Result<(&'p str, &'p str), KeyError> {
+    if !is_valid_keyword(keyword) {
+        return Err(KeyError::InvalidKeyword {
+            keyword: keyword.to_string(),
+        });
     }
-    if !is_valid_value(&value) {
-        return Err(KeyError::InvalidValue { keyword, value });
+    if !is_valid_value(value) {
+        return Err(KeyError::InvalidValue {
+            keyword: keyword.to_string(),
+            value: value.to_string(),
+        });
     }
     Ok((keyword, value))
+}
+
+/// The value of `keyword` in a key's text `k=v,k=v`, if present.
+///
+/// Straight on the text: compare each item's start with `keyword=`, skip to
+/// the next `,` (the schema asks for every keyword of each key it splits:
+/// `iter().find` cost a tenth of an archive's CPU).
+fn value_in<'t>(text: &'t str, keyword: &str) -> Option<&'t str> {
+    let mut rest = text.as_bytes();
+    let n = keyword.len();
+    loop {
+        let end = rest.iter().position(|&b| b == b',').unwrap_or(rest.len());
+        let item = &rest[..end];
+        if item.len() > n && item[n] == b'=' && &item[..n] == keyword.as_bytes() {
+            // Cut after an ASCII `=` and before an ASCII `,`: on character
+            // boundaries of the (valid UTF-8) text.
+            return std::str::from_utf8(&item[n + 1..]).ok();
+        }
+        if end == rest.len() {
+            return None;
+        }
+        rest = &rest[end + 1..];
+    }
 }
 
 /// Pair by pair, as a list of `(keyword, value)` compares (not the text's
@@ -741,6 +758,27 @@ mod tests {
             "cl ass=od".parse::<Key>().unwrap_err().to_string(),
             "invalid keyword 'cl ass' in key: keywords are ASCII letters, digits, '_' and '.'"
         );
+    }
+
+    #[test]
+    fn from_pairs_checks_as_parsing_does() {
+        let twice = Key::from_pairs([("class", "od"), ("step", "1"), ("class", "rd")]);
+        assert_eq!(
+            twice.unwrap_err().to_string(),
+            "keyword 'class' appears twice in key"
+        );
+        // A keyword that begins another is not the same keyword.
+        let k = Key::from_pairs([("stepx", "2"), ("step", "1"), ("s", "3")]).unwrap();
+        assert_eq!(k.to_string(), "stepx=2,step=1,s=3");
+        assert_eq!(k.get("step"), Some("1"));
+        let bad = Key::from_pairs([("class", "od"), ("step", "1,2")]).unwrap_err();
+        assert!(
+            matches!(&bad, KeyError::InvalidValue { keyword, value }
+            if keyword == "step" && value == "1,2"),
+            "{bad}"
+        );
+        let owned = vec![("param".to_string(), "130".to_string())];
+        assert_eq!(Key::from_pairs(owned).unwrap().to_string(), "param=130");
     }
 
     #[test]

@@ -23,12 +23,16 @@ use crate::task::{Role, Task};
 use crate::trace::Ops;
 
 fn key_of(task: &Task, step: u32, member: u32, level: u32, param: u32) -> Result<Key> {
-    let mut k = Key::from_pairs(task.base.iter().map(|(a, b)| (a.as_str(), b.as_str())))?;
-    k.push("step", step.to_string())?;
-    k.push("number", member.to_string())?;
-    k.push("levelist", level.to_string())?;
-    k.push("param", param.to_string())?;
-    Ok(k)
+    // One key built in one go, as a model's I/O server builds one per field
+    // (pair by pair, `push` copies the key's text again at every pair).
+    let numbers = [step, member, level, param].map(|n| n.to_string());
+    let base = task.base.iter().map(|(k, v)| (k.as_str(), v.as_str()));
+    let varying = ["step", "number", "levelist", "param"]
+        .into_iter()
+        .zip(&numbers);
+    Ok(Key::from_pairs(
+        base.chain(varying.map(|(k, v)| (k, v.as_str()))),
+    )?)
 }
 
 fn base_payload(task: &Task) -> Result<Vec<u8>> {
