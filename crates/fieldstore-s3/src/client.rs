@@ -220,11 +220,11 @@ impl Client {
         let url = url.sign(SIGNED_FOR);
         // Processes that open a new store together all create its bucket.
         // The creations that lose are answered BucketAlreadyOwnedByYou
-        // (AWS), BucketAlreadyExists (SeaweedFS), OperationAborted while the
-        // winning one is under way, and, seen once from SeaweedFS 4.48 in CI,
-        // NoSuchBucket (a race inside the server, not pinned down). Whether the bucket
-        // is there to use is what a listing says; if it is not, the
-        // creation is tried again, three times at most.
+        // (AWS), BucketAlreadyExists (SeaweedFS), OperationAborted while
+        // the winning one is under way, and, seen once from SeaweedFS 4.48
+        // in CI, NoSuchBucket (a race inside the server, not pinned down).
+        // Whether the bucket is there to use is what a listing says; if it
+        // is not, the creation is tried again, three times at most.
         let mut attempts = 0;
         loop {
             let err = match self.call(&what, true, || self.agent.put(url.as_str()).send_empty()) {
