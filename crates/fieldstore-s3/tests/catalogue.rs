@@ -57,7 +57,6 @@ fn missing_log_record_is_damage() {
     fieldstore_testkit::missing_log_record_is_damage(&open, &|d, n| raw.delete(&raw.slot(d, n)));
 }
 
-/// Two removed log objects in a row: the same (S3 lists past any gap).
 /// A writer that lost a race to another handle does not take a log object
 /// removed below the log's end.
 #[test]
@@ -70,6 +69,7 @@ fn stale_writer_leaves_a_removed_record_a_gap() {
     });
 }
 
+/// Two removed log objects in a row: the same (S3 lists past any gap).
 #[test]
 fn gap_of_two_records_is_damage() {
     let Some((open, raw)) = fresh("gap2log") else {
