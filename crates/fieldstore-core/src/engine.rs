@@ -39,10 +39,10 @@ use crate::location::FieldLocation;
 use crate::maintenance::Locks;
 use crate::record::maintenance::MaintenanceRecord;
 
+mod dataset_names;
 pub mod framed;
 pub mod log_catalogue;
-mod not_datasets;
-pub use not_datasets::NotDatasets;
+pub use dataset_names::{check_held, stored_key, NotDatasets};
 mod log_reader;
 pub use log_reader::{Entries, Log, LogMedium, LogOf, LogReader};
 pub mod slot_catalogue;

@@ -18,18 +18,19 @@
 //! a `kv_get` per entry (the paper's design does): it costs one `kv_get`
 //! per flush, each bringing all of that flush's entries.
 
-use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use fieldstore_core::engine::log_catalogue::{LogCatalogue, MediumMaintenance};
-use fieldstore_core::engine::slot_catalogue::{follow_slots, Looked, SlotMedium, SlotReaderLog};
+use fieldstore_core::engine::slot_catalogue::{
+    follow_slots, locks_in, Looked, SlotMedium, SlotReaderLog,
+};
 use fieldstore_core::engine::slots::{self, SlotLog, SlotRecord};
-use fieldstore_core::engine::NotDatasets;
+use fieldstore_core::engine::{check_held, stored_key, NotDatasets};
 use fieldstore_core::maintenance::{
     list_lock_marker, list_locked_dataset, wiped_while_writing, Item, ItemKind, LIST_LOCK_PREFIX,
 };
-use fieldstore_core::record::maintenance::{self as records, now_ns, MaintenanceRecord};
+use fieldstore_core::record::maintenance::now_ns;
 use fieldstore_core::record::Framing;
 use fieldstore_core::{DatasetKey, Error, ErrorKind, Locks, Result, Schema};
 
@@ -162,6 +163,19 @@ impl DaosMedium {
         Ok(true)
     }
 
+    /// The container labelled `label` and its `meta`, if it has one.
+    fn read_label(&self, label: &str) -> Result<Option<(Meta, Arc<Cont>)>> {
+        let pool = &self.cfg.catalogue_pool;
+        let Some(cont) = self.session.container(pool, label, None)? else {
+            return Ok(None);
+        };
+        let meta = match cont.meta_checked.get() {
+            Some(m) => Some(m.clone()),
+            None => self.read_meta(&cont)?,
+        };
+        Ok(meta.map(|m| (m, cont)))
+    }
+
     /// The container's `meta`, if it has one: one `kv_get`.
     fn read_meta(&self, cont: &Cont) -> Result<Option<Meta>> {
         let Some(bytes) = self.kv_of(cont)?.get(layout::META_KEY)? else {
@@ -179,18 +193,7 @@ fn checked(cont: &Cont, meta: Meta) {
 }
 
 fn same_dataset(cont: &Cont, meta: &Meta, key: &DatasetKey) -> Result<()> {
-    if meta.key != *key {
-        return Err(Error::new(
-            ErrorKind::InvalidInput,
-            format!(
-                "DAOS container {} holds dataset {}, not {} (their names collide)",
-                cont.c.name(),
-                meta.key.braced(),
-                key.braced()
-            ),
-        ));
-    }
-    Ok(())
+    check_held(format!("DAOS container {}", cont.c.name()), &meta.key, key)
 }
 
 /// A dataset KV's log slots, as the engine's slot log sees them.
@@ -337,16 +340,8 @@ impl SlotMedium for DaosMedium {
     fn registered(&self) -> Result<Vec<DatasetKey>> {
         let keys = self.root_kv()?.keys()?;
         let datasets = keys.iter().filter(|k| !k.starts_with(LIST_LOCK_PREFIX));
-        datasets
-            .map(|k| {
-                k.parse().map(DatasetKey).map_err(|e| {
-                    Error::corrupt(format!(
-                        "daos://{}: root KV key {k:?} is not a dataset key: {e}",
-                        self.root.c.name()
-                    ))
-                })
-            })
-            .collect()
+        let root = format!("daos://{} (root KV)", self.root.c.name());
+        datasets.map(|k| stored_key(k, &root)).collect()
     }
 
     /// One listing of the pool's containers (`daos_pool_list_cont`), and
@@ -356,41 +351,23 @@ impl SlotMedium for DaosMedium {
     /// was lost, or what is not fieldstore's (not looked at again for a
     /// minute).
     fn unregistered(&self, registered: &[DatasetKey]) -> Result<Vec<(DatasetKey, Arc<Cont>)>> {
-        let known: BTreeSet<String> = registered.iter().map(dataset_label).collect();
         let pool = self.session.pool(&self.cfg.catalogue_pool)?;
-        let mut found = Vec::new();
-        for label in pool.containers()? {
-            if label == self.cfg.root_container
-                || known.contains(&label)
-                || self.not_datasets.recent(&label)
-            {
-                continue;
-            }
-            let meta = self
-                .session
-                .container(&self.cfg.catalogue_pool, &label, None)
-                .and_then(|c| match c {
-                    Some(c) => match c.meta_checked.get() {
-                        Some(m) => Ok(Some((m.clone(), c))),
-                        None => Ok(self.read_meta(&c)?.map(|m| (m, c))),
-                    },
-                    None => Ok(None),
-                });
-            // A `meta` that does not decode is reported by what opens the
-            // dataset by its key; it does not fail every listing.
-            match meta {
-                Ok(Some((meta, cont))) if dataset_label(&meta.key) == label => {
-                    found.push((meta.key.clone(), cont.clone()));
-                    checked(&cont, meta);
-                }
-                Ok(_) => self.not_datasets.add(&label),
-                // Destroyed by a wipe meanwhile.
-                Err(e) if is_gone(&e) => {}
-                Err(e) if e.kind() == ErrorKind::Corrupt => self.not_datasets.add(&label),
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(found)
+        let labels = pool.containers()?.into_iter();
+        let ours = labels.filter(|l| *l != self.cfg.root_container);
+        self.not_datasets
+            .sift(ours, registered, dataset_label, |label| {
+                let meta = self.read_label(label).map_err(|e| match is_gone(&e) {
+                    true => Error::new(ErrorKind::NotFound, "destroyed by a wipe meanwhile"),
+                    false => e,
+                })?;
+                Ok(meta.map(|(m, cont)| {
+                    let key = m.key.clone();
+                    if dataset_label(&key) == label {
+                        checked(&cont, m);
+                    }
+                    (key, cont)
+                }))
+            })
     }
 
     fn describe(&self, dataset: &DatasetKey) -> String {
@@ -414,11 +391,6 @@ impl SlotMedium for DaosMedium {
         let what = || format!("daos://{}/{}", cont.c.name(), slot_key(slot));
         let (kind, payload) = format::FRAMING.unframe_exact(value, &what)?;
         match kind {
-            format::FLUSH => format::decode_flush(payload, &what).map(SlotRecord::Flush),
-            format::WIPE | format::RECLAIM | format::CONTROL => {
-                MaintenanceRecord::decode(kind, payload, &what)
-                    .map(|r| r.map_or(SlotRecord::Unknown, SlotRecord::Maintenance))
-            }
             format::INDIRECT => {
                 let ind = format::decode_indirect(payload, &what)?;
                 let oid = crate::ffi::DaosObjId {
@@ -451,13 +423,7 @@ impl SlotMedium for DaosMedium {
                 let p = format::FRAMING.unframe_kind(&buf, format::FLUSH, "a FLUSH", &awhat)?;
                 format::decode_flush(p, &awhat).map(SlotRecord::Flush)
             }
-            // Record types of newer versions are skipped, as on every
-            // backend (META and DATASET are never log slots: damage).
-            format::META | format::DATASET => Err(Error::corrupt(format!(
-                "{}: record type {kind}, expected a log record",
-                what()
-            ))),
-            _ => Ok(SlotRecord::Unknown),
+            _ => SlotRecord::decode(kind, payload, &what),
         }
     }
 
@@ -542,12 +508,9 @@ impl SlotMedium for DaosMedium {
 
     /// The dataset KV's `control` value.
     fn locks(&self, cont: &Arc<Cont>) -> Result<Locks> {
-        let Some(v) = self.kv_of(cont)?.get(layout::CONTROL_KEY)? else {
-            return Ok(Locks::NONE);
-        };
+        let value = self.kv_of(cont)?.get(layout::CONTROL_KEY)?;
         let what = || format!("daos://{}/{}", cont.c.name(), layout::CONTROL_KEY);
-        let payload = format::FRAMING.unframe_kind(&v, format::CONTROL, "a CONTROL", &what)?;
-        Ok(Locks::from_bits(records::decode_control(payload, &what)?))
+        locks_in(&format::FRAMING, value.as_deref(), &what)
     }
 
     fn set_locks(&self, cont: &Arc<Cont>, control: &[u8]) -> Result<()> {

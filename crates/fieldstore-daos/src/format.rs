@@ -42,10 +42,11 @@ pub(crate) const FRAMING: Framing = Framing::versioned(
 
 /// The dataset KV's `meta` value: the dataset's creation record.
 pub(crate) const META: u16 = kind::INIT;
-/// Log slot values (FLUSH, INDIRECT: a flush too large to inline, WIPE,
-/// RECLAIM, CONTROL — also the dataset KV's `control` value) and the root
-/// KV's values (DATASET).
-pub(crate) use kind::{CONTROL, DATASET, FLUSH, INDIRECT, RECLAIM, WIPE};
+/// Log slot values of DAOS's own (FLUSH and INDIRECT: a flush too large
+/// to inline; the others, WIPE, RECLAIM, CONTROL, are the slot engine's
+/// `SlotRecord::decode`), the dataset KV's `control` value (CONTROL) and
+/// the root KV's values (DATASET).
+pub(crate) use kind::{CONTROL, DATASET, FLUSH, INDIRECT};
 
 /// Largest framed FLUSH record stored inline in a log slot; larger ones go
 /// to a byte array and the slot holds an INDIRECT record. Readers fetch a
@@ -220,8 +221,8 @@ mod numbering {
             (2, FLUSH),
             (3, INDIRECT),
             (4, DATASET),
-            (5, WIPE),
-            (6, RECLAIM),
+            (5, kind::WIPE),
+            (6, kind::RECLAIM),
             (7, CONTROL),
         ];
         for (number, kind) in old {

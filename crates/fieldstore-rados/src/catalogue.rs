@@ -28,7 +28,7 @@ use std::sync::Arc;
 
 use fieldstore_core::engine::framed::{self, FramedRecords, Step};
 use fieldstore_core::engine::log_catalogue::{CatalogueMedium, LogCatalogue, MediumMaintenance};
-use fieldstore_core::engine::{Entries, Log, LogMedium, LogReader};
+use fieldstore_core::engine::{check_held, Entries, Log, LogMedium, LogReader};
 use fieldstore_core::maintenance::{
     list_lock_marker, list_locked_dataset, locked, wiped_while_writing, Item, ItemKind,
     LIST_LOCK_PREFIX,
@@ -606,19 +606,6 @@ fn read_init(pool: &Pool, object: &str) -> Result<Option<(DatasetKey, u64, Arc<s
     framed::init(&format::FRAMING, &buf, &what).map(Some)
 }
 
-fn check_key(pool: &Pool, object: &str, stored: &DatasetKey, key: &DatasetKey) -> Result<()> {
-    if stored != key {
-        return Err(Error::new(
-            ErrorKind::InvalidConfig,
-            format!(
-                "{} holds dataset {stored}, not {key}: two dataset keys have the same name",
-                pool.what(object)
-            ),
-        ));
-    }
-    Ok(())
-}
-
 /// Create the dataset object (exclusively, with its INIT record) unless it
 /// exists; the schema it was created under.
 fn ensure_dataset(
@@ -629,7 +616,7 @@ fn ensure_dataset(
 ) -> Result<Arc<str>> {
     match read_init(pool, object)? {
         Some((stored, _, stored_schema)) => {
-            check_key(pool, object, &stored, key)?;
+            check_held(pool.what(object), &stored, key)?;
             Ok(stored_schema)
         }
         // Starting the log again would leave the records lost with segment
@@ -660,7 +647,7 @@ fn ensure_dataset(
                             format!("{} vanished while being created", pool.what(object)),
                         )
                     })?;
-                    check_key(pool, object, &stored, key)?;
+                    check_held(pool.what(object), &stored, key)?;
                     Ok(stored_schema)
                 }
                 Err(e) => Err(e.error(format!("creating {}", pool.what(object)))),
@@ -765,7 +752,7 @@ impl CatalogueMedium for RadosMedium {
         let object = naming::dataset_object(key);
         let (pos, schema) = match read_init(&self.pool, &object)? {
             Some((stored, pos, schema)) => {
-                check_key(&self.pool, &object, &stored, key)?;
+                check_held(self.pool.what(&object), &stored, key)?;
                 (pos, schema)
             }
             // Segment 0 removed behind fieldstore's back: a damaged log,
@@ -1339,7 +1326,7 @@ impl RadosLog {
     fn restart(&self, st: &mut ReaderLog) -> Result<bool> {
         match read_init(&self.pool, &self.object)? {
             Some((stored, pos, schema)) => {
-                check_key(&self.pool, &self.object, &stored, &self.key)?;
+                check_held(self.pool.what(&self.object), &stored, &self.key)?;
                 *st = log_from(pos, schema);
                 Ok(true)
             }

@@ -22,22 +22,22 @@
 //! record in the log (for readers); list locks also put a marker under
 //! `%list-locked/`, which listings of datasets read.
 
-use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use fieldstore_core::engine::log_catalogue::{self, LogCatalogue, MediumMaintenance};
-use fieldstore_core::engine::slot_catalogue::{follow_slots, Looked, SlotMedium, SlotReaderLog};
+use fieldstore_core::engine::slot_catalogue::{
+    follow_slots, locks_in, Looked, SlotMedium, SlotReaderLog,
+};
 use fieldstore_core::engine::slots::{FollowEnd, SlotLog, SlotRecord};
-use fieldstore_core::engine::NotDatasets;
+use fieldstore_core::engine::{check_held, stored_key, NotDatasets};
 use fieldstore_core::maintenance::{wiped_while_writing, Item, ItemKind};
-use fieldstore_core::record::inline;
-use fieldstore_core::record::maintenance::{self as records, now_ns, MaintenanceRecord};
+use fieldstore_core::record::maintenance::now_ns;
 use fieldstore_core::record::{kind, Dec, Enc, Framed, Framing};
 use fieldstore_core::{DatasetKey, Error, ErrorKind, Locks, Result, Schema};
 
 use crate::client::Client;
 use crate::config::S3Config;
-use crate::naming::{self, dataset_prefix, LIST_LOCKED, REGISTRY};
+use crate::naming::{self, dataset_prefix, Part, LIST_LOCKED, REGISTRY};
 
 /// The S3 catalogue.
 pub type S3Catalogue = LogCatalogue<S3Medium>;
@@ -84,33 +84,6 @@ impl Slots<'_> {
             .iter()
             .filter_map(|k| k[log.len()..].parse().ok())
             .collect())
-    }
-}
-
-/// What an object under a dataset's prefix is, by the rest of its key
-/// (`docs/format/s3.md`): what `inventory` reports and `wipe` removes.
-enum Part<'a> {
-    /// `data/…`, `lease/…`: the store's.
-    Store,
-    /// `meta`.
-    Meta,
-    /// Under the current incarnation's prefix: the rest of the key.
-    Current(&'a str),
-    /// Under another incarnation's prefix: what a wipe left.
-    Old,
-    /// Not fieldstore's.
-    Foreign,
-}
-
-impl<'a> Part<'a> {
-    fn of(rest: &'a str, current: Option<&str>) -> Part<'a> {
-        match rest.split_once('/') {
-            None if rest == "meta" => Part::Meta,
-            Some(("data" | "lease", _)) => Part::Store,
-            Some((inc, r)) if Some(inc) == current => Part::Current(r),
-            _ if rest.starts_with('i') => Part::Old,
-            _ => Part::Foreign,
-        }
     }
 }
 
@@ -292,21 +265,11 @@ impl SlotMedium for S3Medium {
     /// One GET of `meta`.
     fn open(&self, dataset: &DatasetKey) -> Result<Option<Meta>> {
         let key = naming::meta_key(&dataset_prefix(dataset));
-        let Some(meta) = self.read_meta(&key)? else {
-            return Ok(None);
-        };
-        if meta.key != *dataset {
-            return Err(Error::new(
-                ErrorKind::InvalidInput,
-                format!(
-                    "{} holds dataset {}, not {} (their names collide)",
-                    naming::uri(&self.bucket, &key),
-                    meta.key.braced(),
-                    dataset.braced()
-                ),
-            ));
+        let meta = self.read_meta(&key)?;
+        if let Some(m) = &meta {
+            check_held(naming::uri(&self.bucket, &key), &m.key, dataset)?;
         }
-        Ok(Some(meta))
+        Ok(meta)
     }
 
     /// Racing creators agree: the first conditional PUT of `meta` wins,
@@ -352,15 +315,10 @@ impl SlotMedium for S3Medium {
 
     fn registered(&self) -> Result<Vec<DatasetKey>> {
         let listing = self.client.list(&self.bucket, REGISTRY)?;
-        let keys = listing.objects.iter().map(|o| {
-            o.key[REGISTRY.len()..]
-                .parse()
-                .map(DatasetKey)
-                .map_err(|e| {
-                    let uri = naming::uri(&self.bucket, &o.key);
-                    Error::corrupt(format!("{uri}: not a dataset key: {e}"))
-                })
-        });
+        let keys = listing
+            .objects
+            .iter()
+            .map(|o| stored_key(&o.key[REGISTRY.len()..], naming::uri(&self.bucket, &o.key)));
         keys.collect()
     }
 
@@ -374,47 +332,28 @@ impl SlotMedium for S3Medium {
     /// wiped, one whose registry object was lost, or what is not
     /// fieldstore's (not looked at again for a minute).
     fn unregistered(&self, registered: &[DatasetKey]) -> Result<Vec<(DatasetKey, Meta)>> {
-        let known: BTreeSet<String> = registered.iter().map(dataset_prefix).collect();
-        let mut found = Vec::new();
-        for prefix in self.client.prefixes(&self.bucket, "/")? {
-            if prefix.starts_with('%')
-                || known.contains(&prefix)
-                || self.not_datasets.recent(&prefix)
-            {
-                continue;
-            }
-            // A `meta` that does not decode is reported by what opens the
-            // dataset by its key; it does not fail every listing.
-            match self.read_meta(&naming::meta_key(&prefix)) {
-                Ok(Some(meta)) if dataset_prefix(&meta.key) == prefix => {
-                    found.push((meta.key.clone(), meta));
-                }
-                Ok(_) => self.not_datasets.add(&prefix),
-                Err(e) if e.kind() == ErrorKind::Corrupt => self.not_datasets.add(&prefix),
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(found)
+        let prefixes = self.client.prefixes(&self.bucket, "/")?;
+        let ours = prefixes.into_iter().filter(|p| !p.starts_with('%'));
+        self.not_datasets
+            .sift(ours, registered, dataset_prefix, |prefix| {
+                let meta = self.read_meta(&naming::meta_key(prefix))?;
+                Ok(meta.map(|m| (m.key.clone(), m)))
+            })
     }
 
     fn slots<'a>(&'a self, meta: &'a Meta) -> Result<Box<dyn SlotLog + 'a>> {
         Ok(Box::new(self.slots_of(meta)))
     }
 
+    /// A GET may show an object whose body is still arriving: the start
+    /// of a record is [`SlotRecord::Incomplete`].
     fn decode(&self, meta: &Meta, slot: u64, value: &[u8]) -> Result<SlotRecord> {
         let what = || self.slots_of(meta).name(slot);
         if matches!(Self::FRAMING.unframe(value, &what)?, Framed::Incomplete) {
             return Ok(SlotRecord::Incomplete);
         }
         let (k, payload) = Self::FRAMING.unframe_exact(value, &what)?;
-        Ok(match k {
-            kind::FLUSH => SlotRecord::Flush(inline::decode_flush(payload, &what)?),
-            kind::WIPED => SlotRecord::Wiped,
-            _ => match MaintenanceRecord::decode(k, payload, &what)? {
-                Some(r) => SlotRecord::Maintenance(r),
-                None => SlotRecord::Unknown,
-            },
-        })
+        SlotRecord::decode(k, payload, &what)
     }
 
     /// A WIPED record ends an incarnation. A reader that looked at nothing
@@ -456,14 +395,10 @@ impl SlotMedium for S3Medium {
     }
 
     fn locks(&self, meta: &Meta) -> Result<Locks> {
-        let key = self.control_key(meta);
-        let mut buf = Vec::new();
-        if !self.client.get(&self.bucket, &key, &mut buf)? {
-            return Ok(Locks::NONE);
-        }
+        let (key, mut buf) = (self.control_key(meta), Vec::new());
+        let found = self.client.get(&self.bucket, &key, &mut buf)?;
         let what = || naming::uri(&self.bucket, &key);
-        let payload = Self::FRAMING.unframe_kind(&buf, kind::CONTROL, "a CONTROL", &what)?;
-        Ok(Locks::from_bits(records::decode_control(payload, &what)?))
+        locks_in(&Self::FRAMING, found.then_some(&buf[..]), &what)
     }
 
     fn set_locks(&self, meta: &Meta, control: &[u8]) -> Result<()> {
@@ -500,10 +435,8 @@ impl MediumMaintenance for S3Medium {
         for o in self.client.list(&self.bucket, &prefix)?.objects {
             let kind = match Part::of(&o.key[prefix.len()..], inc.as_deref()) {
                 Part::Store => continue,
-                Part::Meta => ItemKind::Catalogue,
-                Part::Current(r) if r == "control" || r.starts_with("tail") => ItemKind::Catalogue,
-                Part::Current(r) if r.starts_with("log/") => ItemKind::Catalogue,
-                Part::Current(_) | Part::Old => ItemKind::Leftover,
+                Part::Catalogue => ItemKind::Catalogue,
+                Part::Stray | Part::Old => ItemKind::Leftover,
                 Part::Foreign => ItemKind::Unknown,
             };
             let uri = naming::uri(&self.bucket, &o.key);
@@ -544,7 +477,7 @@ impl MediumMaintenance for S3Medium {
             .filter(|k| match Part::of(&k[prefix.len()..], now.as_deref()) {
                 Part::Old => true,
                 Part::Foreign => unsafe_wipe_all,
-                Part::Store | Part::Meta | Part::Current(_) => false,
+                Part::Store | Part::Catalogue | Part::Stray => false,
             })
             .collect();
         self.client.delete_many(&self.bucket, &doomed)?;
@@ -558,30 +491,5 @@ impl MediumMaintenance for S3Medium {
             }
         }
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Part;
-
-    #[test]
-    fn parts_of_a_dataset_are_told_by_their_key() {
-        let kind = |rest| match Part::of(rest, Some("ih.1.0.1")) {
-            Part::Store => "store",
-            Part::Meta => "meta",
-            Part::Current(_) => "current",
-            Part::Old => "old",
-            Part::Foreign => "foreign",
-        };
-        assert_eq!(kind("data/w.1"), "store");
-        assert_eq!(kind("lease/w.500"), "store");
-        assert_eq!(kind("meta"), "meta");
-        assert_eq!(kind("ih.1.0.1/log/00000000000000000000"), "current");
-        // An incarnation whose name the current one's begins.
-        assert_eq!(kind("ih.1.0.12/log/00000000000000000000"), "old");
-        assert_eq!(kind("ih.1.0.12/control"), "old");
-        assert_eq!(kind("notes.txt"), "foreign");
-        assert_eq!(kind("metadata"), "foreign");
     }
 }

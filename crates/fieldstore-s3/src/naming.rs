@@ -148,6 +148,44 @@ fn is_writer(s: &str) -> bool {
     fieldstore_core::writer_id::parse(s).is_some()
 }
 
+/// What an object under a dataset's prefix is, by the rest of its key:
+/// what `inventory` reports and `wipe` removes.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Part {
+    /// `data/…`, `lease/…`: the store's.
+    Store,
+    /// `meta`, and the current incarnation's log slots, tail hints and
+    /// `control`.
+    Catalogue,
+    /// Anything else under the current incarnation's prefix.
+    Stray,
+    /// Under another incarnation's prefix: what a wipe left.
+    Old,
+    /// Not fieldstore's.
+    Foreign,
+}
+
+impl Part {
+    /// The part `rest` (a key less its dataset's prefix) is, `current`
+    /// being the dataset's incarnation (`None`: there is none).
+    pub(crate) fn of(rest: &str, current: Option<&str>) -> Part {
+        match rest.split_once('/') {
+            None if rest == "meta" => Part::Catalogue,
+            Some(("data" | "lease", _)) => Part::Store,
+            Some((inc, r)) if Some(inc) == current => {
+                let ours = r == "control" || r.starts_with("tail") || r.starts_with("log/");
+                if ours {
+                    Part::Catalogue
+                } else {
+                    Part::Stray
+                }
+            }
+            _ if rest.starts_with('i') => Part::Old,
+            _ => Part::Foreign,
+        }
+    }
+}
+
 /// `s3://<bucket>/<key>`.
 pub(crate) fn uri(bucket: &str, key: &str) -> String {
     format!("s3://{bucket}/{key}")
@@ -181,6 +219,24 @@ mod tests {
         assert_eq!(data_writer(&format!("{d}data/{w}.")), None);
         assert_eq!(data_writer(&format!("{d}data/x.7")), None);
         assert_eq!(lease_writer(&data_key(d, w, 7)), None);
+    }
+
+    #[test]
+    fn parts_of_a_dataset_are_told_by_their_key() {
+        let part = |rest| Part::of(rest, Some("ih.1.0.1"));
+        assert_eq!(part("data/w.1"), Part::Store);
+        assert_eq!(part("lease/w.500"), Part::Store);
+        assert_eq!(part("meta"), Part::Catalogue);
+        assert_eq!(part("ih.1.0.1/log/00000000000000000000"), Part::Catalogue);
+        assert_eq!(part("ih.1.0.1/tail/00000000000000000007"), Part::Catalogue);
+        assert_eq!(part("ih.1.0.1/control"), Part::Catalogue);
+        assert_eq!(part("ih.1.0.1/notes"), Part::Stray);
+        // An incarnation whose name the current one's begins.
+        assert_eq!(part("ih.1.0.12/log/00000000000000000000"), Part::Old);
+        assert_eq!(part("ih.1.0.12/control"), Part::Old);
+        assert_eq!(part("notes.txt"), Part::Foreign);
+        assert_eq!(part("metadata"), Part::Foreign);
+        assert_eq!(Part::of("ih.1.0.1/log/0", None), Part::Old);
     }
 
     #[test]

@@ -34,7 +34,7 @@ use crate::key::DatasetKey;
 use crate::maintenance::{locked, Locks, Operation};
 use crate::record::inline::{self, Flush};
 use crate::record::kind;
-use crate::record::maintenance::now_ns;
+use crate::record::maintenance::{decode_control, now_ns};
 use crate::record::pending::PendingEntries;
 use crate::record::Framing;
 use crate::schema::Schema;
@@ -226,7 +226,8 @@ pub trait SlotMedium: MediumMaintenance + Send + Sync + Debug + 'static {
         error
     }
 
-    /// The locks writers read (`NONE` when never set).
+    /// The locks writers read (`NONE` when never set); [`locks_in`] reads
+    /// them out of what [`SlotMedium::set_locks`] stored.
     ///
     /// # Errors
     /// The medium's I/O errors; `Corrupt` for a state that does not decode.
@@ -237,6 +238,23 @@ pub trait SlotMedium: MediumMaintenance + Send + Sync + Debug + 'static {
     /// # Errors
     /// The medium's I/O errors.
     fn set_locks(&self, dataset: &Self::Dataset, control: &[u8]) -> Result<()>;
+}
+
+/// The locks a medium's state for writers holds: `value` is the framed
+/// CONTROL record [`SlotMedium::set_locks`] stored (`None`: never set).
+///
+/// # Errors
+/// `Corrupt`, naming `what`, if it is not a whole CONTROL record.
+pub fn locks_in(
+    framing: &Framing,
+    value: Option<&[u8]>,
+    what: &dyn Fn() -> String,
+) -> Result<Locks> {
+    let Some(value) = value else {
+        return Ok(Locks::NONE);
+    };
+    let payload = framing.unframe_kind(value, kind::CONTROL, "a CONTROL", what)?;
+    Ok(Locks::from_bits(decode_control(payload, what)?))
 }
 
 /// [`slots::follow`] over `dataset`'s log into `log`, decoding with the

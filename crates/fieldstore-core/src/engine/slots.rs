@@ -16,8 +16,9 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use super::DatasetIndex;
-use crate::error::{ErrorKind, Result};
-use crate::record::inline::Flush;
+use crate::error::{Error, ErrorKind, Result};
+use crate::record::inline::{self, Flush};
+use crate::record::kind;
 use crate::record::maintenance::MaintenanceRecord;
 
 /// One dataset's row of slots on a medium.
@@ -142,6 +143,28 @@ pub enum SlotRecord {
     Incomplete,
     /// A record type of a newer version: skipped.
     Unknown,
+}
+
+impl SlotRecord {
+    /// Decode a slot's record, unframed, of type `kind` (the core's
+    /// numbering, [`kind`]): a FLUSH with its blocks inline, WIPED, WIPE,
+    /// RECLAIM or CONTROL; a type of a newer version is `Unknown`.
+    ///
+    /// # Errors
+    /// `Corrupt`, naming `what`, for a payload that does not decode whole,
+    /// or a record that is never a log slot (INIT, DATASET).
+    pub fn decode(kind: u16, payload: &[u8], what: &dyn Fn() -> String) -> Result<SlotRecord> {
+        Ok(match kind {
+            kind::FLUSH => SlotRecord::Flush(inline::decode_flush(payload, what)?),
+            kind::WIPED => SlotRecord::Wiped,
+            kind::INIT | kind::DATASET => {
+                let problem = format!("{}: record type {kind}, expected a log record", what());
+                return Err(Error::corrupt(problem));
+            }
+            _ => MaintenanceRecord::decode(kind, payload, what)?
+                .map_or(SlotRecord::Unknown, SlotRecord::Maintenance),
+        })
+    }
 }
 
 /// Where a reader stopped in a slot log.
@@ -567,5 +590,29 @@ mod tests {
         let row = Row::with(1, 20, 2);
         assert_eq!(published(&row, 1), 41);
         assert_eq!(Row::count(&row.inserts), 21, "one loss per rival burst");
+    }
+
+    #[test]
+    fn slot_records_decode_by_their_type() {
+        use crate::record::maintenance::encode_control;
+        let what = || "slot 3".to_string();
+        let control = SlotRecord::decode(kind::CONTROL, &encode_control(2, 9), &what).unwrap();
+        assert!(matches!(
+            control,
+            SlotRecord::Maintenance(MaintenanceRecord::Control(2))
+        ));
+        assert!(matches!(
+            SlotRecord::decode(kind::WIPED, &[], &what),
+            Ok(SlotRecord::Wiped)
+        ));
+        let newer = SlotRecord::decode(kind::BLOCK + 100, b"anything", &what).unwrap();
+        assert!(matches!(newer, SlotRecord::Unknown));
+        for k in [kind::INIT, kind::DATASET] {
+            let e = SlotRecord::decode(k, &[], &what).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::Corrupt);
+            assert!(e.to_string().starts_with("slot 3: record type"), "{e}");
+        }
+        let e = SlotRecord::decode(kind::FLUSH, b"\x01", &what).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Corrupt);
     }
 }
