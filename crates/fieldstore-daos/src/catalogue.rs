@@ -356,9 +356,13 @@ impl SlotMedium for DaosMedium {
         let ours = labels.filter(|l| *l != self.cfg.root_container);
         self.not_datasets
             .sift(ours, registered, dataset_label, |label| {
-                let meta = self.read_label(label).map_err(|e| match is_gone(&e) {
-                    true => Error::new(ErrorKind::NotFound, "destroyed by a wipe meanwhile"),
-                    false => e,
+                // A container destroyed by a wipe meanwhile is gone.
+                let meta = self.read_label(label).map_err(|e| {
+                    if is_gone(&e) {
+                        Error::new(ErrorKind::NotFound, "destroyed meanwhile")
+                    } else {
+                        e
+                    }
                 })?;
                 Ok(meta.map(|(m, cont)| {
                     let key = m.key.clone();
