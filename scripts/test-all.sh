@@ -3,6 +3,9 @@
 # and the fuzz targets' build. This is what CI runs (.ci/run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Each section's header says how long the run has taken so far, so that a CI
+# log shows where its time goes.
+section() { echo "== $* [${SECONDS}s]"; }
 source scripts/setup.sh
 # Ceph's daemons and tools for the RADOS tests (a throwaway cluster per test binary).
 source scripts/setup-ceph.sh
@@ -26,42 +29,44 @@ source scripts/setup-seaweedfs.sh
 # --- S3 store on SeaweedFS -- end ------------------------------------------------
 # socat and openssl for docs/serve.md's TLS recipe, which the docs test runs.
 source scripts/setup-docs.sh
+section "set-up done"
 
-echo "== cargo fmt --check"
+section "cargo fmt --check"
 cargo fmt --all --check
-echo "== cargo clippy -D warnings"
+section "cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
-echo "== cargo doc -D warnings (every intra-doc link resolves and names a public item)"
+section "cargo doc -D warnings (every intra-doc link resolves and names a public item)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked -q
-echo "== cargo test"
+section "cargo test"
 cargo test --workspace --locked
-echo "== fuzz targets build"
+section "fuzz targets build"
 cargo build --manifest-path fuzz/Cargo.toml --locked
 # --- Python package (crates/fieldstore-py) -- begin ---------------------------
-echo "== Python package: build into target/fieldstore-py/venv, pytest"
+section "Python package: build into target/fieldstore-py/venv, pytest"
 bash scripts/test-python.sh
 # --- Python package -- end -----------------------------------------------------
 # --- C API from Python (crates/fieldstore-capi) -- begin ------------------------
-echo "== C API: the legacy pyfdb 0.1.3 on fieldstore's library vs FDB5's, earthkit-data"
+section "C API: the legacy pyfdb 0.1.3 on fieldstore's library vs FDB5's, earthkit-data"
 bash scripts/test-capi-python.sh
-echo "== C API: pyfdb 0.1.3 in a plain venv (one ecCodes whichever is imported first; its own suite given PYFDB_SOURCE)"
+section "C API: pyfdb 0.1.3 in a plain venv (one ecCodes whichever is imported first; its own suite given PYFDB_SOURCE)"
 bash scripts/test-pyfdb-suite.sh
-echo "== C API: FDB5's own tests/fdb/api/test_fdb_c.cc on fieldstore's library (given FDB5_SOURCE)"
+section "C API: FDB5's own tests/fdb/api/test_fdb_c.cc on fieldstore's library (given FDB5_SOURCE)"
 bash scripts/test-fdb5-capi-suite.sh
 # --- C API from Python -- end ---------------------------------------------------
 # --- ML clients (crates/fieldstore-cli/tests/ml) -- begin ----------------------
-echo "== ML clients: earthkit-data 1.3 (pyfdb 5.25) and anemoi-datasets 0.5.47 (pyfdb 0.1.3) on fieldstore serve and fdb-server"
+section "ML clients: earthkit-data 1.3 (pyfdb 5.25) and anemoi-datasets 0.5.47 (pyfdb 0.1.3) on fieldstore serve and fdb-server"
 bash scripts/test-ml-clients.sh
 # --- ML clients -- end ----------------------------------------------------------
 # --- libgribjump: pygribjump and Polytope (crates/fieldstore-gribjump) -- begin --
-echo "== libgribjump: Polytope (polytope-mars 0.3.14) and pygribjump 0.13.1 on fieldstore vs FDB5 + GribJump 0.13"
+section "libgribjump: Polytope (polytope-mars 0.3.14) and pygribjump 0.13.1 on fieldstore vs FDB5 + GribJump 0.13"
 bash scripts/test-gribjump-python.sh
 # --- libgribjump: pygribjump and Polytope -- end ---------------------------------
 # --- Aviso notifications (crates/fieldstore-aviso) -- begin ---------------------
-echo "== Aviso: fieldstore notify with aviso-server 0.13.1 and pyaviso 2.4.2's aviso listen"
+section "Aviso: fieldstore notify with aviso-server 0.13.1 and pyaviso 2.4.2's aviso listen"
 bash scripts/test-aviso.sh
 # --- Aviso notifications -- end -------------------------------------------------
 # --- S3 catalogue and store on Ceph's RADOS Gateway (crates/fieldstore-s3) -- begin
-echo "== S3 catalogue and store: conformance, damage, fixtures, bad input and process tests on radosgw 16.2 (a second real S3 server)"
+section "S3 catalogue and store: conformance, damage, fixtures, bad input and process tests on radosgw 16.2 (a second real S3 server)"
 bash scripts/test-s3-radosgw.sh
 # --- S3 catalogue and store on Ceph's RADOS Gateway -- end -----------------------
+section "done"
