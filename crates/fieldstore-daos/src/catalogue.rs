@@ -164,16 +164,28 @@ impl DaosMedium {
     }
 
     /// The container labelled `label` and its `meta`, if it has one.
+    ///
+    /// # Errors
+    /// `NotFound` for a container destroyed (by a wipe) while looked at.
     fn read_label(&self, label: &str) -> Result<Option<(Meta, Arc<Cont>)>> {
-        let pool = &self.cfg.catalogue_pool;
-        let Some(cont) = self.session.container(pool, label, None)? else {
-            return Ok(None);
+        let read = || {
+            let pool = &self.cfg.catalogue_pool;
+            let Some(cont) = self.session.container(pool, label, None)? else {
+                return Ok(None);
+            };
+            let meta = match cont.meta_checked.get() {
+                Some(m) => Some(m.clone()),
+                None => self.read_meta(&cont)?,
+            };
+            Ok(meta.map(|m| (m, cont)))
         };
-        let meta = match cont.meta_checked.get() {
-            Some(m) => Some(m.clone()),
-            None => self.read_meta(&cont)?,
-        };
-        Ok(meta.map(|m| (m, cont)))
+        read().map_err(|e| {
+            if is_gone(&e) {
+                Error::new(ErrorKind::NotFound, format!("{label}: destroyed meanwhile"))
+            } else {
+                e
+            }
+        })
     }
 
     /// The container's `meta`, if it has one: one `kv_get`.
@@ -193,7 +205,8 @@ fn checked(cont: &Cont, meta: Meta) {
 }
 
 fn same_dataset(cont: &Cont, meta: &Meta, key: &DatasetKey) -> Result<()> {
-    check_held(format!("DAOS container {}", cont.c.name()), &meta.key, key)
+    let place = || format!("DAOS container {}", cont.c.name());
+    check_held(&place, &meta.key, key)
 }
 
 /// A dataset KV's log slots, as the engine's slot log sees them.
@@ -340,7 +353,7 @@ impl SlotMedium for DaosMedium {
     fn registered(&self) -> Result<Vec<DatasetKey>> {
         let keys = self.root_kv()?.keys()?;
         let datasets = keys.iter().filter(|k| !k.starts_with(LIST_LOCK_PREFIX));
-        let root = format!("daos://{} (root KV)", self.root.c.name());
+        let root = || format!("daos://{} (root KV)", self.root.c.name());
         datasets.map(|k| stored_key(k, &root)).collect()
     }
 
@@ -354,24 +367,18 @@ impl SlotMedium for DaosMedium {
         let pool = self.session.pool(&self.cfg.catalogue_pool)?;
         let labels = pool.containers()?.into_iter();
         let ours = labels.filter(|l| *l != self.cfg.root_container);
-        self.not_datasets
+        let found = self
+            .not_datasets
             .sift(ours, registered, dataset_label, |label| {
-                // A container destroyed by a wipe meanwhile is gone.
-                let meta = self.read_label(label).map_err(|e| {
-                    if is_gone(&e) {
-                        Error::new(ErrorKind::NotFound, "destroyed meanwhile")
-                    } else {
-                        e
-                    }
-                })?;
-                Ok(meta.map(|(m, cont)| {
-                    let key = m.key.clone();
-                    if dataset_label(&key) == label {
-                        checked(&cont, m);
-                    }
-                    (key, cont)
-                }))
-            })
+                Ok(self
+                    .read_label(label)?
+                    .map(|(m, c)| (m.key.clone(), (m, c))))
+            })?;
+        let found = found.into_iter().map(|(key, (meta, cont))| {
+            checked(&cont, meta);
+            (key, cont)
+        });
+        Ok(found.collect())
     }
 
     fn describe(&self, dataset: &DatasetKey) -> String {

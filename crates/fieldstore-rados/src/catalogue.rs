@@ -616,7 +616,7 @@ fn ensure_dataset(
 ) -> Result<Arc<str>> {
     match read_init(pool, object)? {
         Some((stored, _, stored_schema)) => {
-            check_held(pool.what(object), &stored, key)?;
+            check_held(&|| pool.what(object), &stored, key)?;
             Ok(stored_schema)
         }
         // Starting the log again would leave the records lost with segment
@@ -647,7 +647,7 @@ fn ensure_dataset(
                             format!("{} vanished while being created", pool.what(object)),
                         )
                     })?;
-                    check_held(pool.what(object), &stored, key)?;
+                    check_held(&|| pool.what(object), &stored, key)?;
                     Ok(stored_schema)
                 }
                 Err(e) => Err(e.error(format!("creating {}", pool.what(object)))),
@@ -752,7 +752,7 @@ impl CatalogueMedium for RadosMedium {
         let object = naming::dataset_object(key);
         let (pos, schema) = match read_init(&self.pool, &object)? {
             Some((stored, pos, schema)) => {
-                check_held(self.pool.what(&object), &stored, key)?;
+                check_held(&|| self.pool.what(&object), &stored, key)?;
                 (pos, schema)
             }
             // Segment 0 removed behind fieldstore's back: a damaged log,
@@ -1326,7 +1326,7 @@ impl RadosLog {
     fn restart(&self, st: &mut ReaderLog) -> Result<bool> {
         match read_init(&self.pool, &self.object)? {
             Some((stored, pos, schema)) => {
-                check_held(self.pool.what(&self.object), &stored, &self.key)?;
+                check_held(&|| self.pool.what(&self.object), &stored, &self.key)?;
                 *st = log_from(pos, schema);
                 Ok(true)
             }

@@ -267,7 +267,7 @@ impl SlotMedium for S3Medium {
         let key = naming::meta_key(&dataset_prefix(dataset));
         let meta = self.read_meta(&key)?;
         if let Some(m) = &meta {
-            check_held(naming::uri(&self.bucket, &key), &m.key, dataset)?;
+            check_held(&|| naming::uri(&self.bucket, &key), &m.key, dataset)?;
         }
         Ok(meta)
     }
@@ -315,10 +315,11 @@ impl SlotMedium for S3Medium {
 
     fn registered(&self) -> Result<Vec<DatasetKey>> {
         let listing = self.client.list(&self.bucket, REGISTRY)?;
-        let keys = listing
-            .objects
-            .iter()
-            .map(|o| stored_key(&o.key[REGISTRY.len()..], naming::uri(&self.bucket, &o.key)));
+        let keys = listing.objects.iter().map(|o| {
+            stored_key(&o.key[REGISTRY.len()..], &|| {
+                naming::uri(&self.bucket, &o.key)
+            })
+        });
         keys.collect()
     }
 

@@ -13,7 +13,6 @@
 //! empty (its data written before its `meta`) is found by a later search.
 
 use std::collections::{BTreeSet, HashMap};
-use std::fmt::Display;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -21,28 +20,35 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::key::DatasetKey;
 
 /// A dataset key a medium stored as text (a registration), read back.
+/// `place` names where it was stored, asked only for an error.
 ///
 /// # Errors
 /// `Corrupt`, naming `place`, if `text` is not a dataset key.
-pub fn stored_key(text: &str, place: impl Display) -> Result<DatasetKey> {
+pub fn stored_key(text: &str, place: &dyn Fn() -> String) -> Result<DatasetKey> {
     text.parse()
         .map(DatasetKey)
-        .map_err(|e| Error::corrupt(format!("{place}: {text:?} is not a dataset key: {e}")))
+        .map_err(|e| Error::corrupt(format!("{}: {text:?} is not a dataset key: {e}", place())))
 }
 
 /// Check that the dataset `place` holds (`held`, read from it) is the one
-/// looked for: the names a medium derives from keys may collide.
+/// looked for: the names a medium derives from keys may collide. `place`
+/// is asked only for an error (the check runs at every open).
 ///
 /// # Errors
 /// `InvalidInput`, naming both keys and `place`, if they differ.
-pub fn check_held(place: impl Display, held: &DatasetKey, wanted: &DatasetKey) -> Result<()> {
+pub fn check_held(
+    place: &dyn Fn() -> String,
+    held: &DatasetKey,
+    wanted: &DatasetKey,
+) -> Result<()> {
     if held == wanted {
         return Ok(());
     }
     Err(Error::new(
         ErrorKind::InvalidInput,
         format!(
-            "{place} holds dataset {}, not {} (their names collide)",
+            "{} holds dataset {}, not {} (their names collide)",
+            place(),
             held.braced(),
             wanted.braced()
         ),
@@ -207,13 +213,16 @@ mod tests {
     #[test]
     fn keys_read_back_are_checked() {
         let k: DatasetKey = DatasetKey("class=od,expver=0001".parse().unwrap());
-        assert_eq!(stored_key("class=od,expver=0001", "registry").unwrap(), k);
-        let e = stored_key("class", "s3://b/%datasets/class").unwrap_err();
+        assert_eq!(
+            stored_key("class=od,expver=0001", &|| "registry".into()).unwrap(),
+            k
+        );
+        let e = stored_key("class", &|| "s3://b/%datasets/class".into()).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Corrupt);
         assert!(e.to_string().contains("s3://b/%datasets/class"), "{e}");
-        check_held("here", &k, &k).unwrap();
+        check_held(&|| "here".into(), &k, &k).unwrap();
         let other = DatasetKey("class=rd,expver=0001".parse().unwrap());
-        let e = check_held("DAOS container x", &other, &k).unwrap_err();
+        let e = check_held(&|| "DAOS container x".into(), &other, &k).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidInput);
         let text = e.to_string();
         assert!(
