@@ -37,8 +37,32 @@ section "cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 section "cargo doc -D warnings (every intra-doc link resolves and names a public item)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked -q
-section "cargo test"
-cargo test --workspace --locked
+section "cargo test: build"
+cargo test --workspace --locked --no-run
+# The Python clients' venvs (PyPI) and aviso-server (crates.io) install while
+# the workspace's tests run: those mostly wait on processes and servers, and
+# the installs on the network. Nothing of the workspace is built here; each
+# section below still installs what it finds missing.
+section "cargo test: run, two test binaries at a time (scripts/run-tests.py); the clients' installs alongside"
+client_setup() {
+    local s pids=() rc=0
+    for s in test-python test-capi-python test-pyfdb-suite test-ml-clients test-gribjump-python test-aviso; do
+        FIELDSTORE_SETUP_ONLY=1 nice -n 19 bash "scripts/$s.sh" &
+        pids+=($!)
+    done
+    for s in "${pids[@]}"; do wait "$s" || rc=1; done
+    return "$rc"
+}
+mkdir -p target
+client_setup >target/client-setup.log 2>&1 &
+setup_pid=$!
+python3 scripts/run-tests.py --workspace --locked
+if wait "$setup_pid"; then
+    echo "client set-up: done while the tests ran"
+else
+    echo "client set-up: failed while the tests ran (its log follows); each section installs what it lacks"
+    cat target/client-setup.log
+fi
 section "fuzz targets build"
 cargo build --manifest-path fuzz/Cargo.toml --locked
 # --- Python package (crates/fieldstore-py) -- begin ---------------------------
@@ -67,6 +91,6 @@ bash scripts/test-aviso.sh
 # --- Aviso notifications -- end -------------------------------------------------
 # --- S3 catalogue and store on Ceph's RADOS Gateway (crates/fieldstore-s3) -- begin
 section "S3 catalogue and store: conformance, damage, fixtures, bad input and process tests on radosgw 16.2 (a second real S3 server)"
-bash scripts/test-s3-radosgw.sh
+FIELDSTORE_BUILT_WORKSPACE=1 bash scripts/test-s3-radosgw.sh
 # --- S3 catalogue and store on Ceph's RADOS Gateway -- end -----------------------
 section "done"

@@ -9,5 +9,6 @@ source scripts/setup.sh
 source scripts/venv.sh
 source scripts/setup-aviso.sh
 aviso_setup
+[ -z "${FIELDSTORE_SETUP_ONLY:-}" ] || exit 0  # installs only (scripts/test-all.sh)
 FIELDSTORE_AVISO_SERVER=$AVISO_SERVER_BIN FIELDSTORE_AVISO_CLIENT=$AVISO_CLIENT_BIN FIELDSTORE_AVISO_REQUIRED=1 \
     cargo test --locked -p fieldstore-cli --test aviso

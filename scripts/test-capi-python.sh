@@ -36,6 +36,7 @@ fi
 # One ecCodes per process: the venv's eccodeslib/eckitlib become the build's.
 fieldstore_share_eccodes "$prefix/venv"
 # fieldstore's library (the debug build: cargo test --workspace built it).
+[ -z "${FIELDSTORE_SETUP_ONLY:-}" ] || exit 0  # installs only (scripts/test-all.sh)
 cargo build --locked -p fieldstore-capi
 bash scripts/install-capi.sh --from "${CARGO_TARGET_DIR:-target}/debug" "$prefix/prefix" 2>/dev/null
 rc=0

@@ -43,6 +43,7 @@ fi
 # fieldstore's library and CLI (debug builds), the library installed as
 # libgribjump.so under target/gribjump-python/prefix; the C API (libfdb5.so,
 # which a test archives through) under target/gribjump-python/capi.
+[ -z "${FIELDSTORE_SETUP_ONLY:-}" ] || exit 0  # installs only (scripts/test-all.sh)
 cargo build --locked -p fieldstore-gribjump -p fieldstore-cli -p fieldstore-capi
 target=${CARGO_TARGET_DIR:-target}
 prefix=target/gribjump-python/prefix

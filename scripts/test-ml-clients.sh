@@ -45,6 +45,7 @@ for spec in anemoi local_; do
 done
 # One ecCodes per process in the no-server venv (as test-capi-python.sh).
 fieldstore_share_eccodes "$cache/${local_[0]}"
+[ -z "${FIELDSTORE_SETUP_ONLY:-}" ] || exit 0  # installs only (scripts/test-all.sh)
 cargo build --locked -q -p fieldstore-cli -p fieldstore-capi
 target=$(cd "${CARGO_TARGET_DIR:-target}" && pwd)
 bin=$target/debug/fieldstore

@@ -28,6 +28,7 @@ if [ "$(cat "$work/venv.deps" 2>/dev/null)" != "${deps[*]}" ]; then
     echo "${deps[*]}" >"$work/venv.deps"
 fi
 py="$PWD/$work/venv/bin/python"
+[ -z "${FIELDSTORE_SETUP_ONLY:-}" ] || exit 0  # installs only (scripts/test-all.sh)
 cargo build --locked -p fieldstore-capi
 bash scripts/install-capi.sh --from "${CARGO_TARGET_DIR:-target}/debug" "$work/prefix" 2>/dev/null
 prefix="$PWD/$work/prefix"

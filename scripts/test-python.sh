@@ -19,8 +19,6 @@ if [ "$(cat "$prefix/deps" 2>/dev/null)" != "${deps[*]}" ]; then
     fieldstore_venv "$venv" "${deps[@]}"
     echo "${deps[*]}" >"$prefix/deps"
 fi
-PATH="$PWD/$venv/bin:$PATH" "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-build-isolation \
-    --no-deps --force-reinstall ./crates/fieldstore-py
 # The real pyfdb (its own venv, shared with the CLI's agreement test).
 pyfdb_python=$(bash scripts/setup-fdb5.sh)
 # cfgrib's own sample files (issue 28's cases were found on them), from the
@@ -55,6 +53,11 @@ with tarfile.open(fileobj=io.BytesIO(data)) as t:
 PY
 fi
 [ -d "$pygrib_samples" ] || echo "test-python: pygrib's sample files are not available; test_foreign.py skips" >&2
+# FIELDSTORE_SETUP_ONLY=1: install what the tests use, build and run nothing
+# (scripts/test-all.sh does it while the workspace's tests run).
+[ -z "${FIELDSTORE_SETUP_ONLY:-}" ] || exit 0
+PATH="$PWD/$venv/bin:$PATH" "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-build-isolation \
+    --no-deps --force-reinstall ./crates/fieldstore-py
 rc=0
 FIELDSTORE_CFGRIB_SAMPLES="$([ -d "$samples" ] && realpath "$samples")" \
 FIELDSTORE_PYGRIB_SAMPLES="$([ -d "$pygrib_samples" ] && realpath "$pygrib_samples")" \
