@@ -19,7 +19,9 @@ runs binaries side by side:
    directory, with cargo's runtime environment), its output captured and
    printed whole when it ends, under the line cargo would print;
 3. the longest first, by the durations of the last run on this machine
-   (kept under ~/.cache/fieldstore), so that the lanes end together;
+   (kept under ~/.cache/fieldstore; scripts/test-durations.json, the slow
+   ones' from one run, on a machine that has none), so that the lanes end
+   together;
 4. the doc tests (`cargo test ARGS --doc`) as one more job.
 
 `--select PACKAGE::test::NAME` (repeatable) runs only those binaries, in
@@ -137,11 +139,16 @@ def main():
     target_dir = Path(os.environ.get("CARGO_TARGET_DIR") or root / "target").resolve()
     binaries = build(cargo_args)
 
+    # The last run's durations on this machine, else the slow ones' as the
+    # repository has them (scripts/test-durations.json: only the order
+    # depends on them, so they may be stale).
     times_file = cache_dir() / "test-durations.json"
-    try:
-        past = json.loads(times_file.read_text())
-    except (OSError, ValueError):
-        past = {}
+    past = {}
+    for source in (root / "scripts" / "test-durations.json", times_file):
+        try:
+            past.update(json.loads(source.read_text()))
+        except (OSError, ValueError):
+            pass
     doc = {"key": "doc-tests", "cmd": ["cargo", "test", *cargo_args, "--doc"], "dir": root,
            "label": "Doc-tests (cargo test --doc)"}
     work = []
@@ -159,8 +166,8 @@ def main():
         work = [by_key[k] for k in select]
     else:
         work.append(doc)
-        # The longest first; a binary not timed yet counts as 30 s.
-        work.sort(key=lambda w: -past.get(w["key"], 30.0))
+        # The longest first; a binary not timed yet counts as 10 s.
+        work.sort(key=lambda w: -past.get(w["key"], 10.0))
 
     lock = threading.Lock()
     queue = list(work)
