@@ -13,6 +13,7 @@ if ! command -v radosgw >/dev/null 2>&1; then
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends radosgw >/dev/null
 fi
+[ -z "${FIELDSTORE_SETUP_ONLY:-}" ] || exit 0  # installs only (scripts/test-all.sh)
 dir=$(mktemp -d "${TMPDIR:-/tmp}/fieldstore-radosgw.XXXXXX")
 trap 'scripts/ceph-stop.sh "$dir/ceph" >/dev/null 2>&1 || true; rm -rf "$dir"' EXIT
 CEPH_OWNER_PID=$$ scripts/radosgw-start.sh "$dir" >/dev/null
