@@ -37,8 +37,9 @@ fi
 fieldstore_share_eccodes "$prefix/venv"
 # fieldstore's library (the debug build: cargo test --workspace built it).
 [ -z "${FIELDSTORE_SETUP_ONLY:-}" ] || exit 0  # installs only (scripts/test-all.sh)
-cargo build --locked -p fieldstore-capi
-bash scripts/install-capi.sh --from "${CARGO_TARGET_DIR:-target}/debug" "$prefix/prefix" 2>/dev/null
+source scripts/debug-build.sh
+fieldstore_debug_build fieldstore-capi
+bash scripts/install-capi.sh --from "$FIELDSTORE_LIB_DIR" "$prefix/prefix" 2>/dev/null
 rc=0
 FIELDSTORE_CAPI_PREFIX="$PWD/$prefix/prefix" FIELDSTORE_CAPI_FDB5_PYTHON="$PWD/$prefix/venv-fdb5/bin/python" \
     "$prefix/venv/bin/python" -m pytest crates/fieldstore-capi/tests/python -q -p no:cacheprovider || rc=$?

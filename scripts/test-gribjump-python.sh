@@ -44,11 +44,11 @@ fi
 # libgribjump.so under target/gribjump-python/prefix; the C API (libfdb5.so,
 # which a test archives through) under target/gribjump-python/capi.
 [ -z "${FIELDSTORE_SETUP_ONLY:-}" ] || exit 0  # installs only (scripts/test-all.sh)
-cargo build --locked -p fieldstore-gribjump -p fieldstore-cli -p fieldstore-capi
-target=${CARGO_TARGET_DIR:-target}
+source scripts/debug-build.sh
+fieldstore_debug_build fieldstore-gribjump fieldstore-cli fieldstore-capi
 prefix=target/gribjump-python/prefix
-bash scripts/install-gribjump.sh --from "$target/debug" "$prefix" 2>/dev/null
-bash scripts/install-capi.sh --from "$target/debug" target/gribjump-python/capi 2>/dev/null
+bash scripts/install-gribjump.sh --from "$FIELDSTORE_LIB_DIR" "$prefix" 2>/dev/null
+bash scripts/install-capi.sh --from "$FIELDSTORE_LIB_DIR" target/gribjump-python/capi 2>/dev/null
 # fieldstore's Python package, where scripts/test-python.sh built it (an
 # earlier stage of scripts/test-all.sh): a test archives through it.
 # FIELDSTORE_PY_PYTHON set beforehand names another.
@@ -63,7 +63,7 @@ fi
 rc=0
 FIELDSTORE_GRIBJUMP_PREFIX="$PWD/$prefix" FIELDSTORE_GRIBJUMP_ORACLE="$cache/oracle" \
     FIELDSTORE_CAPI_PREFIX="$PWD/target/gribjump-python/capi" \
-    FIELDSTORE_CLI="$(cd "$target/debug" && pwd)/fieldstore" \
+    FIELDSTORE_CLI="$FIELDSTORE_DEBUG_DIR/fieldstore" \
     "$cache/venv/bin/python" -m pytest crates/fieldstore-gribjump/tests/python -q -p no:cacheprovider "$@" || rc=$?
 if [ "$rc" -eq 5 ]; then
     echo "test-gribjump-python: FAILED: pytest collected no tests" >&2

@@ -46,11 +46,11 @@ done
 # One ecCodes per process in the no-server venv (as test-capi-python.sh).
 fieldstore_share_eccodes "$cache/${local_[0]}"
 [ -z "${FIELDSTORE_SETUP_ONLY:-}" ] || exit 0  # installs only (scripts/test-all.sh)
-cargo build --locked -q -p fieldstore-cli -p fieldstore-capi
-target=$(cd "${CARGO_TARGET_DIR:-target}" && pwd)
-bin=$target/debug/fieldstore
+source scripts/debug-build.sh
+fieldstore_debug_build fieldstore-cli fieldstore-capi
+bin=$FIELDSTORE_DEBUG_DIR/fieldstore
 mkdir -p target/ml
-bash scripts/install-capi.sh --from "$target/debug" "$PWD/target/ml/prefix" 2>/dev/null
+bash scripts/install-capi.sh --from "$FIELDSTORE_LIB_DIR" "$PWD/target/ml/prefix" 2>/dev/null
 export FDB5_DIR=$PWD/target/ml/prefix
 rc=0
 for venv in "$cache/${earthkit[0]}:test_earthkit_remote.py" "$cache/${anemoi[0]}:test_anemoi.py" \

@@ -29,8 +29,9 @@ if [ "$(cat "$work/venv.deps" 2>/dev/null)" != "${deps[*]}" ]; then
 fi
 py="$PWD/$work/venv/bin/python"
 [ -z "${FIELDSTORE_SETUP_ONLY:-}" ] || exit 0  # installs only (scripts/test-all.sh)
-cargo build --locked -p fieldstore-capi
-bash scripts/install-capi.sh --from "${CARGO_TARGET_DIR:-target}/debug" "$work/prefix" 2>/dev/null
+source scripts/debug-build.sh
+fieldstore_debug_build fieldstore-capi
+bash scripts/install-capi.sh --from "$FIELDSTORE_LIB_DIR" "$work/prefix" 2>/dev/null
 prefix="$PWD/$work/prefix"
 built=""
 if grep -qv '^#' target/eccodes/lib-dirs 2>/dev/null; then

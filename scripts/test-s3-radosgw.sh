@@ -3,7 +3,7 @@
 # (crates/fieldstore-s3/tests) on a second real S3 server: Ceph's RADOS
 # Gateway (radosgw 16.2, Debian's) on a throwaway single-node Ceph
 # (scripts/radosgw-start.sh), the tests pointed at it by FIELDSTORE_S3_ENDPOINT.
-# Installs radosgw when missing (Debian). ~7 minutes.
+# Installs radosgw when missing (Debian). ~3 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
