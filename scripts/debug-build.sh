@@ -1,6 +1,6 @@
 # Sourced by the scripts that install fieldstore's libraries or run its
 # binaries from the debug build (test-capi-python.sh, test-pyfdb-suite.sh,
-# test-ml-clients.sh, test-gribjump-python.sh).
+# test-fdb5-capi-suite.sh, test-ml-clients.sh, test-gribjump-python.sh).
 #
 # fieldstore_debug_build PACKAGE...: builds PACKAGE... (debug profile) and
 # sets FIELDSTORE_DEBUG_DIR (where the binaries are) and FIELDSTORE_LIB_DIR

@@ -1,4 +1,4 @@
-# Sourced by scripts/test-aviso.sh and bench/aviso-latency.sh: ECMWF's Aviso
+# Sourced by scripts/test-aviso.sh and bench/aviso/run.sh: ECMWF's Aviso
 # 2, built or installed once and cached outside the clone:
 # - aviso-server 0.13.1 (crates.io), `cargo install --locked` into
 #   $FIELDSTORE_CACHE/aviso-server-0.13.1 (optimised: 5.7 min from nothing

@@ -84,8 +84,9 @@ fi
 fdb5_include="$work/fdb5lib/fdb5lib/include"
 [ -f "$fdb5_include/fdb5/database/Key.h" ] || { echo "test-fdb5-capi-suite: $wheel has no include/fdb5/database/Key.h" >&2; exit 2; }
 
-cargo build --locked -p fieldstore-capi
-bash scripts/install-capi.sh --from "${CARGO_TARGET_DIR:-target}/debug" "$work/prefix" 2>/dev/null
+source scripts/debug-build.sh
+fieldstore_debug_build fieldstore-capi
+bash scripts/install-capi.sh --from "$FIELDSTORE_LIB_DIR" "$work/prefix" 2>/dev/null
 prefix="$work/prefix"
 
 # FDB5's CMake, by hand: configure_file(@ONLY) of etc/fdb, the roots, the
