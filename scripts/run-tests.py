@@ -5,7 +5,7 @@
 
 `cargo test` runs one test binary after another. Ours mostly wait: on a
 throwaway Ceph cluster, on writer and server processes they kill, on S3
-servers. Run serially they took ~600 s of CI's time with the CPU often idle.
+servers. Run serially they took 840 s on 2 cores with the CPU idle half of it.
 
 cargo-nextest would run them in parallel too, but it runs every test in a
 process of its own, and our binaries share one throwaway Ceph cluster (or S3
