@@ -1,6 +1,8 @@
 # Sourced by the scripts that install fieldstore's libraries or run its
 # binaries from the debug build (test-capi-python.sh, test-pyfdb-suite.sh,
-# test-fdb5-capi-suite.sh, test-ml-clients.sh, test-gribjump-python.sh).
+# test-fdb5-capi-suite.sh, test-ml-clients.sh, test-gribjump-python.sh), and
+# by those that run some of a package's test binaries (test-s3-radosgw.sh,
+# test-aviso.sh).
 #
 # fieldstore_debug_build PACKAGE...: builds PACKAGE... (debug profile) and
 # sets FIELDSTORE_DEBUG_DIR (where the binaries are) and FIELDSTORE_LIB_DIR
@@ -24,4 +26,16 @@ fieldstore_debug_build() {
         cargo build --locked -q "${args[@]}" || return 1
         FIELDSTORE_LIB_DIR=$target/debug
     fi
+}
+
+# fieldstore_run_tests PACKAGE TEST...: runs PACKAGE's integration-test
+# binaries TEST... (scripts/run-tests.py: two at a time, in that order).
+# Under scripts/test-all.sh, the ones the workspace's build made, for the
+# reason above; else `cargo test -p PACKAGE` builds them.
+fieldstore_run_tests() {
+    local package=$1 scope=(-p "$1") select=() t
+    shift
+    [ -z "${FIELDSTORE_BUILT_WORKSPACE:-}" ] || scope=(--workspace)
+    for t in "$@"; do select+=(--select "$package::test::$t"); done
+    python3 scripts/run-tests.py "${scope[@]}" --locked "${select[@]}"
 }

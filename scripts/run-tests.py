@@ -17,7 +17,8 @@ runs binaries side by side:
    binary and says where each is;
 2. each binary runs the way `cargo test` runs it (in its package's
    directory, with cargo's runtime environment), its output captured and
-   printed whole when it ends, under the line cargo would print;
+   printed whole when it ends, under a line naming the binary, its package,
+   how it ended and how long it took;
 3. the longest first, by the durations of the last run on this machine
    (kept under ~/.cache/fieldstore; scripts/test-durations.json, the slow
    ones' from one run, on a machine that has none), so that the lanes end
@@ -25,8 +26,8 @@ runs binaries side by side:
 4. the doc tests (`cargo test ARGS --doc`) as one more job.
 
 `--select PACKAGE::test::NAME` (repeatable) runs only those binaries, in
-that order and without the doc tests: scripts/test-s3-radosgw.sh runs
-binaries the workspace's build made already (a `cargo test -p` of its own
+that order and without the doc tests: scripts/debug-build.sh's
+fieldstore_run_tests runs binaries the workspace's build made already (a `cargo test -p` of its own
 would unify features differently and build again). Only a whole run
 records durations.
 

@@ -11,9 +11,6 @@ source scripts/venv.sh
 source scripts/setup-aviso.sh
 aviso_setup debug
 [ -z "${FIELDSTORE_SETUP_ONLY:-}" ] || exit 0  # installs only (scripts/test-all.sh)
-# Under scripts/test-all.sh, the binary its workspace build made (as
-# scripts/test-s3-radosgw.sh does).
-scope=(-p fieldstore-cli)
-[ -z "${FIELDSTORE_BUILT_WORKSPACE:-}" ] || scope=(--workspace)
-FIELDSTORE_AVISO_SERVER=$AVISO_SERVER_BIN FIELDSTORE_AVISO_CLIENT=$AVISO_CLIENT_BIN FIELDSTORE_AVISO_REQUIRED=1 \
-    python3 scripts/run-tests.py "${scope[@]}" --locked --select fieldstore-cli::test::aviso
+source scripts/debug-build.sh
+export FIELDSTORE_AVISO_SERVER=$AVISO_SERVER_BIN FIELDSTORE_AVISO_CLIENT=$AVISO_CLIENT_BIN FIELDSTORE_AVISO_REQUIRED=1
+fieldstore_run_tests fieldstore-cli aviso

@@ -22,12 +22,6 @@ export FIELDSTORE_S3_ENDPOINT
 # The process scenarios with the S3 catalogue only: it drives the S3 store
 # too, and the POSIX catalogue over the S3 store runs them on SeaweedFS.
 export FIELDSTORE_S3_ENGINES=s3
-# Two binaries at a time (bucket names carry the process id). Within
-# scripts/test-all.sh, the workspace's build made them already: a
-# `cargo test -p fieldstore-s3` would unify features differently and build
-# again (~40 s).
-scope=(-p fieldstore-s3)
-[ -z "${FIELDSTORE_BUILT_WORKSPACE:-}" ] || scope=(--workspace)
-python3 scripts/run-tests.py "${scope[@]}" --locked \
-    --select fieldstore-s3::test::catalogue --select fieldstore-s3::test::processes \
-    --select fieldstore-s3::test::conformance --select fieldstore-s3::test::format_v1
+# Two binaries at a time (bucket names carry the process id).
+source scripts/debug-build.sh
+fieldstore_run_tests fieldstore-s3 catalogue processes conformance format_v1
