@@ -30,6 +30,8 @@
 //! - `store`: the store, its writers and its maintenance.
 //! - `raw`: whole objects for the hammer's raw baseline.
 //! - `catalogue`: the catalogue, on the engine's slot log.
+//! - `herd_bench`: a test-only measurement of commits by many writers at
+//!   once (racing for slots against combining).
 
 mod catalogue;
 mod client;
@@ -39,6 +41,9 @@ mod naming;
 mod prefetch;
 mod raw;
 mod store;
+
+#[cfg(test)]
+mod herd_bench;
 
 pub use catalogue::{S3Catalogue, S3Medium};
 pub use client::requests_sent;
