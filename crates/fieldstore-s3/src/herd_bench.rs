@@ -169,7 +169,9 @@ fn publish_combining(
     };
     let mine = format!("{}/prop/{end:020}/{me}", row.run);
     row.put(&mine, value)?;
-    let mut slot = row.end_from(end + 1)?.unwrap_or(end + 1);
+    // Every slot before `end` exists; `end` itself only if it was tried.
+    let known = if skip { end } else { end + 1 };
+    let mut slot = row.end_from(known)?.unwrap_or(known);
     let mut buf = Vec::new();
     loop {
         let listed: Vec<String> = row
