@@ -6,9 +6,10 @@
 //! *proposal* under a key of its own, then races with a BATCH record that
 //! names every proposal it lists, its own included; a loser of that race
 //! GETs the slot it lost and is done when the winner's batch names its
-//! proposal. Of W writers losing one slot, the next slot's winner commits
-//! them all, so a flush costs a bounded number of requests instead of
-//! about W/2 lost races. Needs a server: `S3_ENDPOINT`, `S3_ACCESS`,
+//! proposal: of W writers losing one slot, the next slot's winner commits
+//! all it listed. In herd mode a writer whose last flush lost a race
+//! proposes at once. Each run's log is replayed and must hold every
+//! writer's records once, in order. Needs a server: `S3_ENDPOINT`, `S3_ACCESS`,
 //! `S3_SECRET` (`bench/s3/weed.sh` starts one). Run:
 //! `cargo test -p fieldstore-s3 --release --lib herd_bench -- --ignored --nocapture`
 //! (`HERD_WRITERS`, `HERD_STEPS`, `HERD_VALUE` to change the defaults).
