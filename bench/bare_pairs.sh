@@ -9,6 +9,9 @@
 #
 # Usage: bench/bare_pairs.sh LABEL=HAMMER [LABEL=HAMMER ...]
 #   e.g. bench/bare_pairs.sh before=/tmp/hammer-main after=target/release/fieldstore-hammer
+#   One build given twice (a=H b=H) shows the run's own noise: on this VM such pairs had
+#   medians of 0.95-1.05 and single rounds of 0.68-1.36 (2026-11-30, docs/benchmarks.md).
+#   Two builds: check that the binaries differ (cmp) before believing a ratio.
 # Knobs (environment) [defaults]:
 #   PROCS   processes per run, one run set each        ["1 2"]
 #   REPS    rounds                                      [20]
