@@ -27,9 +27,9 @@ runs binaries side by side:
 
 `--select PACKAGE::test::NAME` (repeatable) runs only those binaries, in
 that order and without the doc tests: scripts/debug-build.sh's
-fieldstore_run_tests runs binaries the workspace's build made already (a `cargo test -p` of its own
-would unify features differently and build again). Only a whole run
-records durations.
+fieldstore_run_tests runs binaries the workspace's build made already (a
+`cargo test -p` of its own would unify features differently and build
+again). Only a whole run records durations.
 
 Every binary runs even when one fails; the exit status is 1 if any failed,
 and the failures are listed at the end.

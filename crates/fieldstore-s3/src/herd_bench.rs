@@ -130,6 +130,14 @@ fn inline(w: usize, seq: u64, len: usize) -> Vec<u8> {
     v
 }
 
+/// The writer and sequence number of a record [`inline`] made.
+fn writer_seq(rec: &[u8]) -> (usize, u64) {
+    let head = String::from_utf8_lossy(&rec[1..]);
+    let head = head.lines().next().unwrap_or_default();
+    let (w, s) = head.split_once('.').expect("writer.seq");
+    (w.parse().expect("writer"), s.parse().expect("seq"))
+}
+
 /// A batch: `B` and the proposals' keys, a line each.
 fn batch(keys: &[String]) -> Vec<u8> {
     let mut v = b"B".to_vec();
@@ -138,6 +146,17 @@ fn batch(keys: &[String]) -> Vec<u8> {
         v.push(b'\n');
     }
     v
+}
+
+/// The proposals' keys a [`batch`] names; `None` for any other value.
+fn batch_keys(value: &[u8]) -> Option<Vec<String>> {
+    let names = value.strip_prefix(b"B")?;
+    Some(
+        String::from_utf8_lossy(names)
+            .lines()
+            .map(str::to_string)
+            .collect(),
+    )
 }
 
 /// Today's commit: the engine's publish.
@@ -185,11 +204,12 @@ fn publish_combining(
             return done(slot, lost);
         }
         lost = true;
-        if row.get(slot, &mut buf)? && buf.first() == Some(&b'B') {
-            let named: Vec<String> = String::from_utf8_lossy(&buf[1..])
-                .lines()
-                .map(str::to_string)
-                .collect();
+        let named = if row.get(slot, &mut buf)? {
+            batch_keys(&buf)
+        } else {
+            None
+        };
+        if let Some(named) = named {
             let included = named.contains(&mine);
             committed.extend(named);
             if included {
@@ -210,20 +230,13 @@ fn replay(row: &Row<'_>) -> Result<BTreeMap<usize, Vec<u64>>> {
     let mut next = 0u64;
     let mut buf = Vec::new();
     let mut take = |rec: &[u8], out: &mut BTreeMap<usize, Vec<u64>>| {
-        let head = String::from_utf8_lossy(&rec[1..12]).to_string();
-        if seen.insert(head.clone()) {
-            let (w, s) = head.split_once('.').expect("writer.seq");
-            out.entry(w.parse().expect("writer"))
-                .or_default()
-                .push(s.trim().parse().expect("seq"));
+        let (w, s) = writer_seq(rec);
+        if seen.insert((w, s)) {
+            out.entry(w).or_default().push(s);
         }
     };
     while row.get(next, &mut buf)? {
-        if buf.first() == Some(&b'B') {
-            let keys: Vec<String> = String::from_utf8_lossy(&buf[1..])
-                .lines()
-                .map(str::to_string)
-                .collect();
+        if let Some(keys) = batch_keys(&buf) {
             for k in keys {
                 let mut p = Vec::new();
                 assert!(
