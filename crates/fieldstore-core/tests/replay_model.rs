@@ -97,13 +97,11 @@ fn event() -> impl Strategy<Value = Event> {
     ]
 }
 
-/// The log's bytes, and each block's place → (entries, damaged).
-fn encode(
-    events: &[Event],
-) -> (
-    Vec<u8>,
-    HashMap<String, (Vec<(ElementKey, FieldLocation)>, bool)>,
-) {
+/// Each block's entries and whether it fails to load, by its place.
+type Blocks = HashMap<String, (Vec<(ElementKey, FieldLocation)>, bool)>;
+
+/// The log's bytes, and its blocks.
+fn encode(events: &[Event]) -> (Vec<u8>, Blocks) {
     let (mut log, mut blocks) = (Vec::new(), HashMap::new());
     for (i, ev) in events.iter().enumerate() {
         match ev {
@@ -218,8 +216,6 @@ fn expected_order(events: &[Event]) -> Vec<u8> {
     }
     order
 }
-
-type Blocks = HashMap<String, (Vec<(ElementKey, FieldLocation)>, bool)>;
 
 /// Load every block `log` names and has not loaded, then look up every
 /// element of every collocation against the model of `events`.
