@@ -61,6 +61,16 @@ fn stale_writer_leaves_a_removed_record_a_gap() {
     });
 }
 
+/// A log slot removed right where an idle reader stopped: it reads past
+/// it once `LOOK_AGAIN` has passed.
+#[test]
+fn idle_reader_sees_past_a_removed_record() {
+    let (pool, open) = fresh("idlegap");
+    fieldstore_testkit::idle_reader_sees_past_a_removed_record(&open, &|d, n| {
+        common::remove_slot(&pool, d, n)
+    });
+}
+
 /// Two missing log slots in a row: told past by what this process saw of
 /// the log (`processes.rs` has the cold reader, told by the tail hint).
 #[test]

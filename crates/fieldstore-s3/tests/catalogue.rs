@@ -78,6 +78,18 @@ fn gap_of_two_records_is_damage() {
     fieldstore_testkit::gap_of_two_records_is_damage(&open, &|d, n| raw.delete(&raw.slot(d, n)));
 }
 
+/// A log object removed right where an idle reader stopped: it reads past
+/// it once `LOOK_AGAIN` has passed.
+#[test]
+fn idle_reader_sees_past_a_removed_record() {
+    let Some((open, raw)) = fresh("idlegap") else {
+        return;
+    };
+    fieldstore_testkit::idle_reader_sees_past_a_removed_record(&open, &|d, n| {
+        raw.delete(&raw.slot(d, n))
+    });
+}
+
 /// The newest log objects removed, the tail hint's slot among them.
 #[test]
 fn lost_tail_reaching_a_hint_is_damage() {

@@ -176,6 +176,8 @@ pub fn run_all(open: Open<'_>, caps: &Capabilities<'_>) {
         gap_of_two_records_is_damage(open, remove);
         println!("conformance check stale_writer_leaves_a_removed_record_a_gap");
         stale_writer_leaves_a_removed_record_a_gap(open, remove);
+        println!("conformance check idle_reader_sees_past_a_removed_record");
+        idle_reader_sees_past_a_removed_record(open, remove);
     }
     if let Some(cut) = caps.cut_log {
         println!("conformance check cut_log_is_damage");

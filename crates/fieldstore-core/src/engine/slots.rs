@@ -14,6 +14,7 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use super::DatasetIndex;
 use crate::error::{Error, ErrorKind, Result};
@@ -174,9 +175,22 @@ pub struct SlotCursor {
     pub next: u64,
     /// Whether the end of the log was looked past once (see [`follow`]).
     pub looked_past_end: bool,
+    /// When this reader last looked past the end (`None`: never): a call
+    /// that reads nothing new looks again once [`LOOK_AGAIN`] has passed.
+    pub looked_at: Option<Instant>,
+    /// The slot at which a lost tail was reported, so that looking again
+    /// does not report it twice.
+    pub lost_at: Option<u64>,
     /// A buffer for slot values, kept between reads.
     pub buf: Vec<u8>,
 }
+
+/// How long a reader that reads nothing new trusts its end ([`follow`]):
+/// a slot removed behind fieldstore's back right where it stopped would
+/// otherwise hide every later slot from it for good. Looking again costs
+/// what a reader's first look past the end costs (S3: two listings; DAOS:
+/// a look at the next slot and at the tail hint), at most once a second.
+pub const LOOK_AGAIN: Duration = Duration::from_secs(1);
 
 /// How [`follow`] stopped.
 #[derive(Debug, PartialEq, Eq)]
@@ -209,12 +223,14 @@ pub fn apply(index: &mut DatasetIndex<()>, slot: u64, record: SlotRecord) {
 /// any record: lookups it may change fail, never answering an older version
 /// with success), and reading goes on after it. Telling the end from a gap
 /// costs a look past it ([`SlotLog::next_after`]), paid when this call read
-/// something new and at a reader's first call: an idle reader's call costs
-/// one read. A slot found missing while a later one exists is looked at
-/// once more before it is called a gap (a writer may have inserted both
-/// since). Not seen: a gap right after where an idle reader stopped (a new
-/// reader sees it), and a lost tail or, on a medium that cannot list its
-/// slots (DAOS), a gap of two or more slots, that no hint reaches
+/// something new, at a reader's first call, and by a call that read
+/// nothing new once [`LOOK_AGAIN`] has passed since the last look (else an
+/// idle reader's call costs one read): a slot removed right where an idle
+/// reader stopped is a gap or a lost tail it sees within a second, not the
+/// end of the log for good. A slot found missing while a later one exists
+/// is looked at once more before it is called a gap (a writer may have
+/// inserted both since). Not seen: a lost tail or, on a medium that cannot
+/// list its slots (DAOS), a gap of two or more slots, that no hint reaches
 /// ([`SlotLog::hint_past`]: a slot seen to exist in or past them).
 ///
 /// A slot that does not decode (`Corrupt`) costs only itself: it is a
@@ -263,9 +279,15 @@ pub fn follow(
         };
         if !found {
             cursor.buf = buf;
-            let past = if read_some || !cursor.looked_past_end {
+            // Nothing new read: the end is the one looked past before,
+            // unless that was `LOOK_AGAIN` ago; then look as at first.
+            let again = !read_some
+                && cursor.looked_past_end
+                && cursor.looked_at.is_none_or(|t| t.elapsed() >= LOOK_AGAIN);
+            let past = if read_some || !cursor.looked_past_end || again {
+                cursor.looked_at = Some(Instant::now());
                 match log.next_after(slot)? {
-                    None => past_a_gap(log, slot, !cursor.looked_past_end)?,
+                    None => past_a_gap(log, slot, !cursor.looked_past_end || again)?,
                     Some(later) => Past::After(later),
                 }
             } else {
@@ -274,7 +296,7 @@ pub fn follow(
             if matches!(past, Past::After(_) | Past::Lost(_)) && log.exists(slot)? {
                 continue;
             }
-            if let Past::Lost(hinted) = past {
+            if let Past::Lost(hinted) = past.filter_reported(&mut cursor.lost_at, slot) {
                 index.damaged_region(
                     slot,
                     format!(
@@ -342,6 +364,7 @@ pub fn follow(
 }
 
 /// What is past a missing slot whose next slot is missing too.
+#[derive(Clone, Copy)]
 enum Past {
     /// Nothing known: the end of the log.
     End,
@@ -350,6 +373,21 @@ enum Past {
     /// The hinted slot is missing too, and nothing follows it: the log
     /// lost its last slots.
     Lost(u64),
+}
+
+impl Past {
+    /// `self`, unless it is the lost tail at `slot` already reported
+    /// (`reported`, which this sets): then the end.
+    fn filter_reported(self, reported: &mut Option<u64>, slot: u64) -> Past {
+        match self {
+            Past::Lost(_) if *reported == Some(slot) => Past::End,
+            Past::Lost(_) => {
+                *reported = Some(slot);
+                self
+            }
+            past => past,
+        }
+    }
 }
 
 /// What is past missing slots `slot` and `slot + 1`, if the medium's hint

@@ -292,6 +292,33 @@ pub fn stale_writer_leaves_a_removed_record_a_gap(
     exact(&r, &late, "step 24, flushed after the removal,");
 }
 
+/// A record removed right where an idle reader stopped does not hide the
+/// records after it from that reader for good: a handle reads step 0
+/// (version 1, record 0) and goes idle at the log's end; another flushes
+/// step 0 again (record 1) and step 6 (record 2); `remove_record(dataset,
+/// 1)` removes record 1. Once [`fieldstore::engine::slots::LOOK_AGAIN`]
+/// has passed, the idle handle fails step 0 with `Corrupt` (never its
+/// older version with success) and reads step 6 exactly. (Before, it took
+/// the missing record for the end of the log: step 0's older version with
+/// success, and step 6 never, until the handle was reopened.)
+pub fn idle_reader_sees_past_a_removed_record(
+    open: Open<'_>,
+    remove_record: crate::DamageRecord<'_>,
+) {
+    let x = "idle";
+    let (first, dataset) = flush_each(open, x, &[(0, 1)]);
+    let r = opened(open, "reader");
+    exact(&r, &first[0], "step 0, version 1");
+    let (later, _) = flush_each(open, x, &[(0, 2), (6, 1)]);
+    remove_record(&dataset, 1);
+    std::thread::sleep(
+        fieldstore::engine::slots::LOOK_AGAIN + std::time::Duration::from_millis(200),
+    );
+    let why = "the record removed where the reader stopped held the newest";
+    corrupt_not_older(&r, &later[0], &first[0], "step 0", why);
+    exact(&r, &later[1], "step 6, flushed after the removed record,");
+}
+
 /// A gap of two records in a row is damage too, where the medium cannot
 /// list its slots and must be told past the gap (DAOS: by what this
 /// process saw, or its tail hint): six flushes — step 0, step 6, step 0
