@@ -48,6 +48,16 @@ pub use log_reader::{Entries, Log, LogMedium, LogOf, LogReader};
 pub mod slot_catalogue;
 pub mod slots;
 
+/// How long a reader that reads nothing new trusts the end of its log:
+/// its next refresh after that looks past the end as its first did (a
+/// slot log's next slots and tail hint, a byte log's end mark or record
+/// count). The log's end changes behind fieldstore's back only by damage,
+/// but damage right where an idle reader stopped (a slot removed there, a
+/// log cut back to it or below) would otherwise leave that reader
+/// answering older versions with success for good. Looking costs a request
+/// or two, or a system call, at most once a second per reader.
+pub const LOOK_AGAIN: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Units (store URIs) a RECLAIM record removed: their entries are skipped.
 pub type RemovedUnits = Arc<HashSet<Arc<str>>>;
 

@@ -25,10 +25,11 @@ use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 use fieldstore_core::engine::framed::{self, FramedRecords, Step};
 use fieldstore_core::engine::log_catalogue::{CatalogueMedium, LogCatalogue, MediumMaintenance};
-use fieldstore_core::engine::{check_held, Entries, Log, LogMedium, LogReader};
+use fieldstore_core::engine::{check_held, Entries, Log, LogMedium, LogReader, LOOK_AGAIN};
 use fieldstore_core::maintenance::{
     list_lock_marker, list_locked_dataset, locked, wiped_while_writing, Item, ItemKind,
     LIST_LOCK_PREFIX,
@@ -1260,8 +1261,10 @@ pub struct RadosCursor {
     /// visible, until a dataset is created anew under the same name.
     gone: bool,
     /// Whether the end of the log was checked against its segment's seal
-    /// once (a reader's first refresh does; see `follow`).
+    /// once (a reader's first refresh does; see `follow`), and when it last
+    /// was (an idle reader checks again after `LOOK_AGAIN`).
     looked_past_end: bool,
+    looked_at: Option<Instant>,
     /// Whole records read in this segment (after INIT in segment 0), to
     /// compare with its `!records` count.
     records: u64,
@@ -1294,6 +1297,7 @@ fn log_from(pos: u64, schema: Arc<str>) -> ReaderLog {
             pos,
             gone: false,
             looked_past_end: false,
+            looked_at: None,
             records: 0,
             uncounted: false,
         },
@@ -1479,11 +1483,18 @@ impl RadosLog {
             }
             st.cursor.pos += used as u64;
             // The end of this segment's records: the end of the log, unless
-            // the segment is sealed and its SEAL record was cut off (checked
-            // when something new was read, and at a reader's first refresh:
-            // an idle refresh costs one read, as before).
-            if used > 0 || !st.cursor.looked_past_end {
+            // the segment is sealed and its SEAL record was cut off, or
+            // records were cut off (checked when something new was read, at
+            // a reader's first refresh, and by an idle refresh once
+            // `LOOK_AGAIN` has passed: else an idle refresh costs one read,
+            // as before).
+            let again = st
+                .cursor
+                .looked_at
+                .is_none_or(|t| t.elapsed() >= LOOK_AGAIN);
+            if used > 0 || !st.cursor.looked_past_end || again {
                 st.cursor.looked_past_end = true;
+                st.cursor.looked_at = Some(Instant::now());
                 let (seal, count) = segment_end(&self.pool, &obj)?.unzip();
                 // Unsealed, `!records` counts the records read, unless
                 // some were appended since the read above, or the log was

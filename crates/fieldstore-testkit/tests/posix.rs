@@ -59,6 +59,17 @@ fn cut_then_appended_to_is_damage() {
     });
 }
 
+/// The conformance suite's check of a `toc` cut back to where an idle
+/// reader stopped, on its own root.
+#[test]
+fn idle_reader_sees_a_cut_back_to_where_it_stopped() {
+    with_posix_attributes("idle_reader_sees_a_cut_back_to_where_it_stopped", &|open| {
+        fieldstore_testkit::idle_reader_sees_a_cut_back_to_where_it_stopped(open, &|d, n| {
+            cut_toc(open, d, n)
+        });
+    });
+}
+
 /// A writer refuses to append to a cut `toc`: its flush fails `Corrupt`,
 /// naming the file and its end mark, and the `toc` keeps the length the
 /// cut left (so that appends cannot grow it past the mark and hide the

@@ -14,9 +14,9 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use super::DatasetIndex;
+use super::{DatasetIndex, LOOK_AGAIN};
 use crate::error::{Error, ErrorKind, Result};
 use crate::record::inline::{self, Flush};
 use crate::record::kind;
@@ -184,13 +184,6 @@ pub struct SlotCursor {
     /// A buffer for slot values, kept between reads.
     pub buf: Vec<u8>,
 }
-
-/// How long a reader that reads nothing new trusts its end ([`follow`]):
-/// a slot removed behind fieldstore's back right where it stopped would
-/// otherwise hide every later slot from it for good. Looking again costs
-/// what a reader's first look past the end costs (S3: two listings; DAOS:
-/// a look at the next slot and at the tail hint), at most once a second.
-pub const LOOK_AGAIN: Duration = Duration::from_secs(1);
 
 /// How [`follow`] stopped.
 #[derive(Debug, PartialEq, Eq)]

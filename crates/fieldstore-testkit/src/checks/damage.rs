@@ -296,7 +296,7 @@ pub fn stale_writer_leaves_a_removed_record_a_gap(
 /// records after it from that reader for good: a handle reads step 0
 /// (version 1, record 0) and goes idle at the log's end; another flushes
 /// step 0 again (record 1) and step 6 (record 2); `remove_record(dataset,
-/// 1)` removes record 1. Once [`fieldstore::engine::slots::LOOK_AGAIN`]
+/// 1)` removes record 1. Once [`fieldstore::engine::LOOK_AGAIN`]
 /// has passed, the idle handle fails step 0 with `Corrupt` (never its
 /// older version with success) and reads step 6 exactly. (Before, it took
 /// the missing record for the end of the log: step 0's older version with
@@ -311,9 +311,7 @@ pub fn idle_reader_sees_past_a_removed_record(
     exact(&r, &first[0], "step 0, version 1");
     let (later, _) = flush_each(open, x, &[(0, 2), (6, 1)]);
     remove_record(&dataset, 1);
-    std::thread::sleep(
-        fieldstore::engine::slots::LOOK_AGAIN + std::time::Duration::from_millis(200),
-    );
+    std::thread::sleep(fieldstore::engine::LOOK_AGAIN + std::time::Duration::from_millis(200));
     let why = "the record removed where the reader stopped held the newest";
     corrupt_not_older(&r, &later[0], &first[0], "step 0", why);
     exact(&r, &later[1], "step 6, flushed after the removed record,");
@@ -378,6 +376,36 @@ pub fn cut_log_is_damage(open: Open<'_>, cut: crate::DamageRecord<'_>) {
     exact_or_corrupt(&r, &flushed[1], "step 6");
     exact_or_corrupt(&r, &flushed[2], "step 12");
     reported_and_kept(&r, x, "a cut log");
+}
+
+/// A log cut back to where an idle reader stopped is damage to that
+/// reader too, not the end of the log: a handle reads step 0 (version 1,
+/// record 0) and goes idle at the log's end; another flushes step 0 again
+/// (record 1) and step 6 (record 2); `cut(dataset, 1)` cuts both off. Once
+/// [`fieldstore::engine::LOOK_AGAIN`] has passed, the idle handle fails
+/// step 0 and step 6 with `Corrupt`: never step 0's older version, or step
+/// 6 not found, with success. (Before, an idle reader checked the log's
+/// end only at its first refresh and when it read something new.)
+pub fn idle_reader_sees_a_cut_back_to_where_it_stopped(
+    open: Open<'_>,
+    cut: crate::DamageRecord<'_>,
+) {
+    let x = "cut3";
+    let (first, dataset) = flush_each(open, x, &[(0, 1)]);
+    let r = opened(open, "reader");
+    exact(&r, &first[0], "step 0, version 1");
+    let (later, _) = flush_each(open, x, &[(0, 2), (6, 1)]);
+    cut(&dataset, 1);
+    std::thread::sleep(fieldstore::engine::LOOK_AGAIN + std::time::Duration::from_millis(200));
+    let why = "the cut went unseen by the idle reader";
+    corrupt_not_older(&r, &later[0], &first[0], "step 0", why);
+    match retrieve_outcome(&r, &later[1].key) {
+        Ok(bytes) => panic!(
+            "step 6, cut off, read back {} bytes with success",
+            bytes.len()
+        ),
+        Err(e) => assert_eq!(e.kind(), ErrorKind::Corrupt, "step 6: {e}"),
+    }
 }
 
 /// As [`cut_log_is_damage`], and then writers flush three times more:

@@ -26,6 +26,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
 
 use fieldstore_core::maintenance::{locked, wiped_while_writing, DamagedDataset, Item};
 use fieldstore_core::record::block::{self, BlockFormat, ValueLen};
@@ -38,7 +39,7 @@ use fieldstore_core::{
 };
 
 use super::end_mark::{cut_off, mark_end, marked_end, refuse_if_cut};
-use super::format::{self, Dec, Enc, Framed};
+use super::format::{self, Enc, Framed};
 use super::layout::{self, TOC};
 use super::manage;
 use super::open_dir::OpenDir;
@@ -47,7 +48,7 @@ use crate::placement::Placement;
 use fieldstore_core::catalogue::{Axes, DatasetReader};
 use fieldstore_core::engine::framed::{self, FramedRecords, Tail};
 use fieldstore_core::engine::log_catalogue::{CatalogueMedium, LogCatalogue, MediumMaintenance};
-use fieldstore_core::engine::{Entries, Log, LogMedium, LogReader};
+use fieldstore_core::engine::{Entries, Log, LogMedium, LogReader, LOOK_AGAIN};
 
 /// A table of contents: its path, device and inode.
 type TocIdent = (PathBuf, (u64, u64));
@@ -1068,9 +1069,11 @@ pub struct TocCursor {
     /// What recovering damaged records needs.
     log: LogDamage,
     /// Whether the end of the table of contents was checked against its
-    /// end mark (a reader's first refresh does: `end_mark.rs`), and
+    /// end mark (a reader's first refresh does: `end_mark.rs`), when it
+    /// last was (an idle reader checks again after `LOOK_AGAIN`), and
     /// whether it was found cut (reported once).
     looked_past_end: bool,
+    looked_at: Option<Instant>,
     cut: bool,
 }
 
@@ -1097,16 +1100,24 @@ struct LogDamage {
     index_collocations: Option<IndexCollocations>,
 }
 
-/// The collocation keys of every block in a dataset's index files.
+/// The collocation keys of every block in a dataset's index files: what a
+/// damaged FLUSH record may have named (it names blocks written before
+/// it). Sound only while the index files that hold its blocks are there:
+/// a data file that no block names means a writer's index file may be
+/// gone too (removed behind fieldstore's back, with the record damaged),
+/// or its writer never flushed; either way the blocks may have held
+/// anything.
 #[derive(Debug)]
 struct IndexCollocations {
     names: HashSet<String>,
-    /// Some bytes did not read as a block: they may hold any collocation.
+    /// Some bytes did not read as a block, or a data file is named by no
+    /// block: any collocation may be held.
     unreadable: bool,
 }
 
 impl IndexCollocations {
-    /// Read every published index file of `dir` block by block.
+    /// Read every published index file of `dir` block by block, and list
+    /// its data files.
     fn read(dir: &Path) -> IndexCollocations {
         let mut out = IndexCollocations {
             names: HashSet::new(),
@@ -1116,30 +1127,40 @@ impl IndexCollocations {
             out.unreadable = true;
             return out;
         };
+        let (mut data, mut named) = (Vec::new(), HashSet::new());
         for e in entries.flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
-            if name.starts_with('.') || layout::classify(&name) != layout::FileKind::Index {
+            if name.starts_with('.') {
                 continue;
             }
-            match std::fs::read(e.path()) {
-                Ok(bytes) => out.add_blocks(&bytes),
-                Err(_) => out.unreadable = true,
+            match layout::classify(&name) {
+                layout::FileKind::Index => match std::fs::read(e.path()) {
+                    Ok(bytes) => out.add_blocks(&bytes, &mut named),
+                    Err(_) => out.unreadable = true,
+                },
+                layout::FileKind::Data => data.push(format!("./{name}")),
+                _ => {}
             }
+        }
+        if data.iter().any(|d| !named.contains(d.as_str())) {
+            out.unreadable = true;
         }
         out
     }
 
-    /// The collocations of the blocks in one index file. A block cut
-    /// short at the end is not named by any record (records are appended
-    /// after their blocks are synced).
-    fn add_blocks(&mut self, bytes: &[u8]) {
+    /// The collocations of the blocks in one index file, and the data
+    /// files their entries name (into `named`). A block cut short at the
+    /// end is not named by any record (records are appended after their
+    /// blocks are synced).
+    fn add_blocks(&mut self, bytes: &[u8], named: &mut HashSet<String>) {
         let mut at = 0;
         while at < bytes.len() {
             match format::FRAMING.unframe(&bytes[at..], &String::new) {
                 Ok(Framed::Record(kind, payload, n)) => {
-                    match Dec::new(payload, &String::new).str() {
-                        Ok(c) if kind == format::BLOCK => {
-                            self.names.insert(c.to_string());
+                    match block::decode(&StoredNames, payload, &String::new) {
+                        Ok(b) if kind == format::BLOCK => {
+                            self.names.insert(b.collocation.to_string());
+                            named.extend(b.entries.iter().map(|(_, l)| l.uri.to_string()));
                         }
                         _ => self.unreadable = true,
                     }
@@ -1159,6 +1180,21 @@ impl IndexCollocations {
 
     fn may_hold(&self, collocation: &CollocationKey) -> bool {
         self.unreadable || self.names.contains(&collocation.to_string())
+    }
+}
+
+/// Index blocks read for the names they keep: a data file in the dataset
+/// directory as `./<name>`, any other as its URI.
+struct StoredNames;
+
+impl BlockFormat for StoredNames {
+    const VALUES: ValueLen = ValueLen::U16;
+    const UNIT: &'static str = "data file";
+    fn unit_name<'u>(&self, uri: &'u str) -> Cow<'u, str> {
+        Cow::Borrowed(uri)
+    }
+    fn unit_uri(&self, name: &str) -> Arc<str> {
+        Arc::from(name)
     }
 }
 
@@ -1436,7 +1472,15 @@ impl TocLog {
         };
         let first = !std::mem::replace(&mut st.cursor.looked_past_end, true);
         if len <= st.cursor.pos {
-            if first {
+            // Nothing new: the end is checked at a reader's first refresh,
+            // when the `toc` is shorter than what this reader read, and
+            // once `LOOK_AGAIN` has passed (a cut back to where it stopped
+            // would otherwise go unseen by it for good).
+            let again = st
+                .cursor
+                .looked_at
+                .is_none_or(|t| t.elapsed() >= LOOK_AGAIN);
+            if first || again || len < st.cursor.pos {
                 self.check_end(st, len);
             }
             return Ok(());
@@ -1474,11 +1518,16 @@ impl TocLog {
     /// something new and at a reader's first (one `fgetxattr`; an idle
     /// refresh costs what it did).
     fn check_end(&self, st: &mut ReaderLog, len: u64) {
+        st.cursor.looked_at = Some(Instant::now());
         let Some(toc) = st.cursor.toc.as_ref().filter(|_| !st.cursor.cut) else {
             return;
         };
-        let Some(end) = marked_end(toc).filter(|&end| end > len) else {
-            return;
+        // Shorter than what this reader read is cut, whatever the mark says
+        // (a file system without user attributes keeps none).
+        let end = match marked_end(toc).filter(|&end| end > len) {
+            Some(end) => end,
+            None if len < st.cursor.pos => st.cursor.pos,
+            None => return,
         };
         if toc.metadata().map_or(true, |m| m.len() > len) {
             return;

@@ -18,7 +18,7 @@
 //! [`fieldstore_core::record`]'s, shared with the other backends.
 
 use fieldstore_core::record::{kind, Older};
-pub(crate) use fieldstore_core::record::{Dec, Enc, Framed, Framing};
+pub(crate) use fieldstore_core::record::{Enc, Framed, Framing};
 
 /// The framing of every record in `toc` and index files. Records are
 /// written as version 1, but an index block holding an entry extension
