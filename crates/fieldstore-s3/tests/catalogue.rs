@@ -143,6 +143,33 @@ fn idle_reader_sees_a_cut_back_to_where_it_stopped() {
     });
 }
 
+/// Random histories with one log object damaged, removed or cut off in
+/// mid-life (the testkit's `damage_in_mid_life`).
+#[test]
+fn damage_in_mid_life() {
+    let Some((open, raw)) = fresh("hist") else {
+        return;
+    };
+    let damage = |d: &fieldstore::DatasetKey, n: usize| {
+        let key = raw.slot(d, n);
+        let mut bytes = raw.get(&key);
+        let at = bytes.len() / 2;
+        bytes[at] ^= 0x08;
+        raw.put(&key, &bytes);
+    };
+    let remove = |d: &fieldstore::DatasetKey, n: usize| raw.delete(&raw.slot(d, n));
+    let cut = |d: &fieldstore::DatasetKey, n: usize| raw.delete_tail(d, n);
+    fieldstore_testkit::damage_in_mid_life(
+        &open,
+        &fieldstore_testkit::Capabilities {
+            damage_record: Some(&damage),
+            remove_record: Some(&remove),
+            cut_log: Some(&cut),
+            ..fieldstore_testkit::Capabilities::default()
+        },
+    );
+}
+
 /// A dataset whose registry object (`%datasets/<key>`) was removed is
 /// still listed: a listing of datasets also lists the bucket's top-level
 /// prefixes.

@@ -191,6 +191,8 @@ pub fn run_all(open: Open<'_>, caps: &Capabilities<'_>) {
         println!("conformance check unregistered_dataset_is_listed");
         unregistered_dataset_is_listed(open, unregister);
     }
+    println!("conformance check damage_in_mid_life");
+    damage_in_mid_life(open, caps);
 }
 
 /// One `#[test]` per check of [`CHECKS`], each on a fresh backend.

@@ -3,7 +3,8 @@
 //! flushes by two writers into two collocations of one POSIX dataset,
 //! readers following in between, and damage behind fieldstore's back at
 //! random points (a bit flipped in the `toc` or in an index file, the `toc`
-//! cut short, an index file removed), then more flushes. After every step
+//! cut short, an index file removed), `purge` and collocations wiped, then
+//! more flushes. After every step
 //! a reader that followed from the start, and at the end a new one,
 //! answer every key with its newest acknowledged version (a flush that
 //! returned `Ok`) or fail `Corrupt`: never an older version, a version of a
@@ -18,19 +19,25 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use fieldstore::engine::LOOK_AGAIN;
-use fieldstore::{Config, ErrorKind, FieldStore, Key, Request};
+use fieldstore::{Config, ErrorKind, FieldStore, Key, Request, WipeOptions};
 use proptest::prelude::*;
 
 const KINDS: [&str; 2] = ["fc", "an"];
 
 fn key(kind: usize, step: u32) -> Key {
     format!(
-        "class=od,expver=0001,stream=oper,date=20231201,time=1200,domain=g,type={},\
-         levtype=sfc,step={step},param=167",
+        "{DATASET},type={},levtype=sfc,step={step},param=167",
         KINDS[kind]
     )
     .parse()
     .expect("a key")
+}
+
+/// The dataset's keys.
+const DATASET: &str = "class=od,expver=0001,stream=oper,date=20231201,time=1200,domain=g";
+
+fn dataset_request() -> Request {
+    DATASET.parse().expect("a request")
 }
 
 fn open(root: &Path) -> FieldStore {
@@ -58,6 +65,10 @@ enum Step {
     FlipIndex(prop::sample::Index, prop::sample::Index, u8),
     /// An index file removed.
     RemoveIndex(prop::sample::Index),
+    /// `purge --doit` of the dataset (replaced versions' data removed).
+    Purge,
+    /// `wipe --doit` of one collocation.
+    Wipe(usize),
 }
 
 fn step() -> impl Strategy<Value = Step> {
@@ -70,6 +81,8 @@ fn step() -> impl Strategy<Value = Step> {
         1 => (any::<prop::sample::Index>(), any::<prop::sample::Index>(), 0u8..8)
             .prop_map(|(f, i, b)| Step::FlipIndex(f, i, b)),
         1 => any::<prop::sample::Index>().prop_map(Step::RemoveIndex),
+        1 => Just(Step::Purge),
+        1 => (0usize..2).prop_map(Step::Wipe),
     ]
 }
 
@@ -217,6 +230,18 @@ proptest! {
                     let files = index_files(&dir);
                     if !files.is_empty() {
                         flip(&files[file.index(files.len())], *at, *bit, 0);
+                    }
+                }
+                Step::Purge => {
+                    // Refused where damage may reference what it would
+                    // remove; what it removes must never be needed.
+                    let _ = warm.purge(&dataset_request(), true);
+                }
+                Step::Wipe(kind) => {
+                    let request = format!("{DATASET},type={},levtype=sfc", KINDS[*kind]);
+                    let options = WipeOptions { doit: true, ..WipeOptions::default() };
+                    if open(root.path()).wipe(&request.parse().expect("a request"), options).is_ok() {
+                        newest.retain(|(k, _), _| k != kind);
                     }
                 }
                 Step::RemoveIndex(file) => {

@@ -285,11 +285,6 @@ pub struct SlotWriter {
     next: u64,
     /// Whether this writer registered the dataset.
     registered: bool,
-    /// Writers of other processes append between this writer's flushes:
-    /// set when it loses a race, kept while the tail hint, read before
-    /// each flush, shows slots past its own. Its publish starts past the
-    /// hint.
-    shared: bool,
     id: String,
 }
 
@@ -367,7 +362,6 @@ impl<M: SlotMedium> CatalogueMedium for M {
         let writer = SlotWriter {
             next,
             registered: false,
-            shared: false,
             id: crate::writer_id::next(),
         };
         Ok((incarnation, writer))
@@ -417,26 +411,24 @@ impl<M: SlotMedium> CatalogueMedium for M {
                 writer.registered = true;
             }
             let log = self.slots(dataset)?;
-            // Slots another writer of this process saw taken, or, when
-            // writers of other processes appended since this one's last
-            // flush, the slots before the tail hint: its next slot is then
-            // most likely taken again, and one look at the hint costs less
-            // than a race lost and a search. It also keeps the writer from
-            // taking a removed slot below the hint, which would hide the
-            // loss. Skipping slots skips any CONTROL record among them, so
-            // the locks are read.
+            // Past the slots another writer of this process saw taken, and
+            // past the tail hint, read before every flush: a slot at or
+            // below it was published, so a free one there was removed
+            // behind fieldstore's back, and a writer that took it would
+            // hide the loss and put its flush before newer ones (readers
+            // would answer the older versions with success). Writers of
+            // other processes that appended since this one's last flush
+            // are passed over in the same look, rather than by a race
+            // lost and a search. Skipping slots skips any CONTROL record
+            // among them, so the locks are read.
             let mut from = self.known_end(dataset).max(writer.next);
-            if writer.shared {
-                match log.hint_past(from, true)? {
-                    Some(hinted) => from = hinted + 1,
-                    None => writer.shared = false,
-                }
+            if let Some(hinted) = log.hint_past(from, true)? {
+                from = hinted + 1;
             }
             if from > writer.next {
                 check()?;
             }
             let slot = slots::publish(&*log, from, &value, &mut || check())?;
-            writer.shared |= slot != from;
             writer.next = slot + 1;
             self.published(dataset, slot)?;
             self.fence(key, dataset)

@@ -2,6 +2,7 @@
 
 mod concurrency;
 mod damage;
+mod history;
 mod keys;
 mod list;
 mod manage;
@@ -23,6 +24,7 @@ pub use damage::{
     lost_tail_then_appended_to_is_damage, missing_log_record_is_damage,
     stale_writer_leaves_a_removed_record_a_gap, unregistered_dataset_is_listed, LOST_TAIL_RECORDS,
 };
+pub use history::damage_in_mid_life;
 pub use keys::{bad_input_rejected, keys_are_canonicalised};
 pub use list::{axes_partial_requests, list_partial_requests};
 pub use manage::{

@@ -1,0 +1,199 @@
+//! Damage in the middle of a dataset's life, at random: random histories
+//! of flushes by two writers into two collocations of one dataset, a
+//! reader following in between, one damage through the backend's hooks
+//! (a record damaged, removed or cut off, whichever the backend offers) at
+//! a random point, then more flushes and follows. Shrunk to a minimal
+//! history when it fails (proptest).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use fieldstore::{ErrorKind, FieldStore, Key};
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestCaseError, TestRunner};
+
+use super::opened;
+use crate::support::{must, Spec, PL, SFC};
+use crate::{Capabilities, DamageRecord, Open};
+
+/// One step of a history.
+#[derive(Debug, Clone)]
+enum Step {
+    /// Writer 0 or 1 archives these (collocation, step) fields and flushes.
+    Flush(usize, Vec<(usize, u32)>),
+    /// The reader that was there from the start answers every key.
+    Follow,
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    let fields = prop::collection::vec((0usize..2, 0u32..3), 1..4);
+    prop_oneof![
+        3 => (0usize..2, fields).prop_map(|(w, f)| Step::Flush(w, f)),
+        1 => Just(Step::Follow),
+    ]
+}
+
+fn key(expver: &str, collocation: usize, step: u32) -> Key {
+    let spec = [PL, SFC][collocation];
+    Spec { step, ..spec }.key(expver)
+}
+
+/// Every key's answer from `fs` is its newest acknowledged version, or
+/// `Corrupt`.
+fn check(
+    fs: &FieldStore,
+    x: &str,
+    newest: &BTreeMap<(usize, u32), Vec<u8>>,
+    who: &str,
+) -> Result<(), TestCaseError> {
+    for c in 0..2 {
+        for s in 0..3 {
+            let got = fs
+                .retrieve(&fieldstore::Request::from_key(&key(x, c, s)))
+                .and_then(|r| {
+                    if r.is_empty() {
+                        Ok(None)
+                    } else {
+                        r.read_all().map(Some)
+                    }
+                });
+            match got {
+                Ok(got) => prop_assert_eq!(
+                    got.as_ref(),
+                    newest.get(&(c, s)),
+                    "{}: collocation {} step {}: {:?}",
+                    who,
+                    c,
+                    s,
+                    got.as_ref()
+                        .map(|b| String::from_utf8_lossy(b).into_owned())
+                ),
+                Err(e) => prop_assert_eq!(e.kind(), ErrorKind::Corrupt, "{}: {}", who, e),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Run `steps` of expver `x`: flushes (acknowledged ones into `newest`,
+/// each one record of the log; `false` once one failed) and follows of
+/// `warm`.
+struct History<'a> {
+    open: Open<'a>,
+    x: String,
+    writers: [Option<FieldStore>; 2],
+    warm: FieldStore,
+    newest: BTreeMap<(usize, u32), Vec<u8>>,
+    records: usize,
+    all_acknowledged: bool,
+    version: u32,
+}
+
+impl History<'_> {
+    fn run(&mut self, steps: &[Step], when: &str) -> Result<(), TestCaseError> {
+        for (n, s) in steps.iter().enumerate() {
+            match s {
+                Step::Flush(w, fields) => {
+                    let open = self.open;
+                    let fs = self.writers[*w].get_or_insert_with(|| opened(open, "writer"));
+                    let mut these = Vec::new();
+                    let mut archived = Ok(());
+                    for &(c, st) in fields {
+                        self.version += 1;
+                        let bytes = format!("{} {c} {st} v{}", self.x, self.version).into_bytes();
+                        archived = archived.and_then(|()| fs.archive(&key(&self.x, c, st), &bytes));
+                        these.push(((c, st), bytes));
+                    }
+                    match archived.and_then(|()| fs.flush()) {
+                        Ok(()) => {
+                            self.newest.extend(these);
+                            self.records += 1;
+                        }
+                        // Refused after the damage (a cut POSIX `toc`):
+                        // nothing of it may be visible; the handle goes.
+                        Err(_) => {
+                            self.all_acknowledged = false;
+                            self.writers[*w] = None;
+                        }
+                    }
+                }
+                Step::Follow => {
+                    let who = format!("the reader at step {n} {when} the damage");
+                    check(&self.warm, &self.x, &self.newest, &who)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Random histories of one dataset each (`FIELDSTORE_HISTORY_CASES`, 12 by
+/// default): flushes (1–4 fields of two collocations, by two writers) and
+/// follows of a reader opened first, then one of the backend's damage hooks
+/// on a record at random, then, [`fieldstore::engine::LOOK_AGAIN`] later,
+/// more flushes and follows. At every follow, and at the end for that
+/// reader and a new one, every key is its newest acknowledged version (a
+/// flush that returned `Ok`) or fails `Corrupt`: never an older version, a
+/// version of a flush that failed, or nothing, with success. Without a
+/// damage hook, nothing to do.
+pub fn damage_in_mid_life(open: Open<'_>, caps: &Capabilities<'_>) {
+    // (hook, how many records after the chosen one it needs: removing one
+    // leaves a gap only with a record after it).
+    let hooks: Vec<(&str, DamageRecord<'_>, usize)> = [
+        ("damaged", caps.damage_record, 0),
+        ("removed", caps.remove_record, 1),
+        ("cut", caps.cut_log, 0),
+    ]
+    .into_iter()
+    .filter_map(|(what, hook, after)| hook.map(|h| (what, h, after)))
+    .collect();
+    if hooks.is_empty() {
+        return;
+    }
+    let cases = std::env::var("FIELDSTORE_HISTORY_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(12);
+    let mut runner = TestRunner::new(Config {
+        cases,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    let case = std::sync::atomic::AtomicU32::new(0);
+    let histories = (
+        prop::collection::vec(step(), 1..8),
+        prop::collection::vec(step(), 0..6),
+        any::<prop::sample::Index>(),
+        any::<prop::sample::Index>(),
+    );
+    let result = runner.run(&histories, |(before, after, hook, at)| {
+        let number = case.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        let x = format!("h{number:03}");
+        let mut h = History {
+            open,
+            warm: opened(open, "reader"),
+            writers: [None, None],
+            newest: BTreeMap::new(),
+            records: 0,
+            all_acknowledged: true,
+            version: 0,
+            x,
+        };
+        h.run(&before, "before")?;
+        let (what, damage, needs_after) = hooks[hook.index(hooks.len())];
+        if h.all_acknowledged && h.records > needs_after {
+            let n = at.index(h.records - needs_after);
+            let probe = opened(open, "probe");
+            let dataset = must(probe.schema().split(&key(&h.x, 0, 0)), "splitting a key").dataset;
+            damage(&dataset, n);
+            println!("{}: record {n} of {} {what}", h.x, h.records);
+            std::thread::sleep(fieldstore::engine::LOOK_AGAIN + Duration::from_millis(100));
+        }
+        h.run(&after, "after")?;
+        check(&h.warm, &h.x, &h.newest, "the reader at the end")?;
+        check(&opened(open, "new reader"), &h.x, &h.newest, "a new reader")
+    });
+    if let Err(e) = result {
+        panic!("damage in mid-life: {e}");
+    }
+}
