@@ -58,6 +58,23 @@ pub mod slots;
 /// or two, or a system call, at most once a second per reader.
 pub const LOOK_AGAIN: std::time::Duration = std::time::Duration::from_secs(1);
 
+/// When a reader last looked past the end of its log (never, by default).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct EndLook(Option<std::time::Instant>);
+
+impl EndLook {
+    /// Whether a refresh that reads nothing new looks past the end again:
+    /// never looked, or [`LOOK_AGAIN`] ago.
+    pub fn due(&self) -> bool {
+        self.0.is_none_or(|t| t.elapsed() >= LOOK_AGAIN)
+    }
+
+    /// The reader looks now.
+    pub fn now(&mut self) {
+        self.0 = Some(std::time::Instant::now());
+    }
+}
+
 /// Units (store URIs) a RECLAIM record removed: their entries are skipped.
 pub type RemovedUnits = Arc<HashSet<Arc<str>>>;
 

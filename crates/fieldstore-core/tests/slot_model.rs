@@ -316,12 +316,12 @@ proptest! {
         // slot removed right where it stopped hid the rest); a look that
         // read new slots first tells a lost tail at the next.
         for _ in 0..2 {
-            warm.cursor.looked_at = None;
+            warm.cursor.looked_at = Default::default();
             warm.follow(&row);
         }
         // Looking again reports nothing twice.
         let damage = warm.index.damage(None).len();
-        warm.cursor.looked_at = None;
+        warm.cursor.looked_at = Default::default();
         warm.follow(&row);
         prop_assert_eq!(warm.index.damage(None).len(), damage);
         for ((c, e), got) in warm.answers() {

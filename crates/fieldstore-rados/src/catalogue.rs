@@ -25,11 +25,10 @@ use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
 
 use fieldstore_core::engine::framed::{self, FramedRecords, Step};
 use fieldstore_core::engine::log_catalogue::{CatalogueMedium, LogCatalogue, MediumMaintenance};
-use fieldstore_core::engine::{check_held, Entries, Log, LogMedium, LogReader, LOOK_AGAIN};
+use fieldstore_core::engine::{check_held, EndLook, Entries, Log, LogMedium, LogReader};
 use fieldstore_core::maintenance::{
     list_lock_marker, list_locked_dataset, locked, wiped_while_writing, Item, ItemKind,
     LIST_LOCK_PREFIX,
@@ -1264,7 +1263,7 @@ pub struct RadosCursor {
     /// once (a reader's first refresh does; see `follow`), and when it last
     /// was (an idle reader checks again after `LOOK_AGAIN`).
     looked_past_end: bool,
-    looked_at: Option<Instant>,
+    looked_at: EndLook,
     /// Whole records read in this segment (after INIT in segment 0), to
     /// compare with its `!records` count.
     records: u64,
@@ -1297,7 +1296,7 @@ fn log_from(pos: u64, schema: Arc<str>) -> ReaderLog {
             pos,
             gone: false,
             looked_past_end: false,
-            looked_at: None,
+            looked_at: EndLook::default(),
             records: 0,
             uncounted: false,
         },
@@ -1488,13 +1487,10 @@ impl RadosLog {
             // a reader's first refresh, and by an idle refresh once
             // `LOOK_AGAIN` has passed: else an idle refresh costs one read,
             // as before).
-            let again = st
-                .cursor
-                .looked_at
-                .is_none_or(|t| t.elapsed() >= LOOK_AGAIN);
+            let again = st.cursor.looked_at.due();
             if used > 0 || !st.cursor.looked_past_end || again {
                 st.cursor.looked_past_end = true;
-                st.cursor.looked_at = Some(Instant::now());
+                st.cursor.looked_at.now();
                 let (seal, count) = segment_end(&self.pool, &obj)?.unzip();
                 // Unsealed, `!records` counts the records read, unless
                 // some were appended since the read above, or the log was

@@ -29,7 +29,7 @@ use fieldstore_core::engine::slot_catalogue::{
     follow_slots, locks_in, Looked, SlotMedium, SlotReaderLog,
 };
 use fieldstore_core::engine::slots::{FollowEnd, SlotLog, SlotRecord};
-use fieldstore_core::engine::{check_held, stored_key, NotDatasets, LOOK_AGAIN};
+use fieldstore_core::engine::{check_held, stored_key, NotDatasets};
 use fieldstore_core::maintenance::{wiped_while_writing, Item, ItemKind};
 use fieldstore_core::record::maintenance::now_ns;
 use fieldstore_core::record::{kind, Dec, Enc, Framed, Framing};
@@ -361,9 +361,8 @@ impl SlotMedium for S3Medium {
     /// between the WIPED record and the deletion of the old log finds the
     /// last slot it read gone. An idle reader asks both questions (is its
     /// last slot still there, is there a slot after it) in one listing of
-    /// two keys: an idle refresh costs one request, and once `LOOK_AGAIN`
-    /// has passed the looks of a reader's first refresh (the next slot,
-    /// a listing, the tail hint's listing).
+    /// two keys: an idle refresh costs one request (and once a second the
+    /// looks of a first refresh: the next slot, two one-key listings).
     fn follow(&self, meta: &Meta, log: &mut SlotReaderLog<Meta>) -> Result<Looked> {
         let slots = self.slots_of(meta);
         let before = log.cursor.slots.next;
@@ -372,15 +371,9 @@ impl SlotMedium for S3Medium {
             if seen.first() != Some(&(before - 1)) {
                 return Ok(Looked::Ended);
             }
-            // Nothing past its last slot: the end, unless `LOOK_AGAIN` has
-            // passed since the reader last looked past it (then it looks,
-            // as at first: a lost tail past it is damage).
-            let again = log
-                .cursor
-                .slots
-                .looked_at
-                .is_none_or(|t| t.elapsed() >= LOOK_AGAIN);
-            if seen.len() == 1 && !again {
+            // Nothing past its last slot: the end, unless a look past it
+            // is due (a lost tail past it is damage).
+            if seen.len() == 1 && !log.cursor.slots.looked_at.due() {
                 return Ok(Looked::Current);
             }
         }

@@ -12,15 +12,13 @@
 //! a [`SlotRecord`]; FLUSH records carry their blocks inline
 //! ([`crate::record::inline`]), so a reader needs no block loader.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-use std::time::Instant;
-
-use super::{DatasetIndex, LOOK_AGAIN};
+use super::{DatasetIndex, EndLook};
 use crate::error::{Error, ErrorKind, Result};
 use crate::record::inline::{self, Flush};
 use crate::record::kind;
 use crate::record::maintenance::MaintenanceRecord;
+use std::collections::HashMap;
+use std::sync::Mutex;
 
 /// One dataset's row of slots on a medium.
 ///
@@ -175,9 +173,9 @@ pub struct SlotCursor {
     pub next: u64,
     /// Whether the end of the log was looked past once (see [`follow`]).
     pub looked_past_end: bool,
-    /// When this reader last looked past the end (`None`: never): a call
-    /// that reads nothing new looks again once [`LOOK_AGAIN`] has passed.
-    pub looked_at: Option<Instant>,
+    /// When this reader last looked past the end: a call that reads
+    /// nothing new looks again once [`super::LOOK_AGAIN`] has passed.
+    pub looked_at: EndLook,
     /// The slot at which a lost tail was reported, so that looking again
     /// does not report it twice.
     pub lost_at: Option<u64>,
@@ -217,7 +215,7 @@ pub fn apply(index: &mut DatasetIndex<()>, slot: u64, record: SlotRecord) {
 /// with success), and reading goes on after it. Telling the end from a gap
 /// costs a look past it ([`SlotLog::next_after`]), paid when this call read
 /// something new, at a reader's first call, and by a call that read
-/// nothing new once [`LOOK_AGAIN`] has passed since the last look (else an
+/// nothing new once [`super::LOOK_AGAIN`] has passed since the last look (else an
 /// idle reader's call costs one read): a slot removed right where an idle
 /// reader stopped is a gap or a lost tail it sees within a second, not the
 /// end of the log for good. A slot found missing while a later one exists
@@ -274,11 +272,9 @@ pub fn follow(
             cursor.buf = buf;
             // Nothing new read: the end is the one looked past before,
             // unless that was `LOOK_AGAIN` ago; then look as at first.
-            let again = !read_some
-                && cursor.looked_past_end
-                && cursor.looked_at.is_none_or(|t| t.elapsed() >= LOOK_AGAIN);
+            let again = !read_some && cursor.looked_past_end && cursor.looked_at.due();
             let past = if read_some || !cursor.looked_past_end || again {
-                cursor.looked_at = Some(Instant::now());
+                cursor.looked_at.now();
                 match log.next_after(slot)? {
                     None => past_a_gap(log, slot, !cursor.looked_past_end || again)?,
                     Some(later) => Past::After(later),

@@ -26,7 +26,6 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Instant;
 
 use fieldstore_core::maintenance::{locked, wiped_while_writing, DamagedDataset, Item};
 use fieldstore_core::record::block::{self, BlockFormat, ValueLen};
@@ -48,7 +47,7 @@ use crate::placement::Placement;
 use fieldstore_core::catalogue::{Axes, DatasetReader};
 use fieldstore_core::engine::framed::{self, FramedRecords, Tail};
 use fieldstore_core::engine::log_catalogue::{CatalogueMedium, LogCatalogue, MediumMaintenance};
-use fieldstore_core::engine::{Entries, Log, LogMedium, LogReader, LOOK_AGAIN};
+use fieldstore_core::engine::{EndLook, Entries, Log, LogMedium, LogReader};
 
 /// A table of contents: its path, device and inode.
 type TocIdent = (PathBuf, (u64, u64));
@@ -1073,7 +1072,7 @@ pub struct TocCursor {
     /// last was (an idle reader checks again after `LOOK_AGAIN`), and
     /// whether it was found cut (reported once).
     looked_past_end: bool,
-    looked_at: Option<Instant>,
+    looked_at: EndLook,
     cut: bool,
 }
 
@@ -1476,10 +1475,7 @@ impl TocLog {
             // when the `toc` is shorter than what this reader read, and
             // once `LOOK_AGAIN` has passed (a cut back to where it stopped
             // would otherwise go unseen by it for good).
-            let again = st
-                .cursor
-                .looked_at
-                .is_none_or(|t| t.elapsed() >= LOOK_AGAIN);
+            let again = st.cursor.looked_at.due();
             if first || again || len < st.cursor.pos {
                 self.check_end(st, len);
             }
@@ -1518,7 +1514,7 @@ impl TocLog {
     /// something new and at a reader's first (one `fgetxattr`; an idle
     /// refresh costs what it did).
     fn check_end(&self, st: &mut ReaderLog, len: u64) {
-        st.cursor.looked_at = Some(Instant::now());
+        st.cursor.looked_at.now();
         let Some(toc) = st.cursor.toc.as_ref().filter(|_| !st.cursor.cut) else {
             return;
         };
