@@ -12,13 +12,14 @@
 //! a [`SlotRecord`]; FLUSH records carry their blocks inline
 //! ([`crate::record::inline`]), so a reader needs no block loader.
 
+use std::collections::HashMap;
+use std::sync::Mutex;
+
 use super::{DatasetIndex, EndLook};
 use crate::error::{Error, ErrorKind, Result};
 use crate::record::inline::{self, Flush};
 use crate::record::kind;
 use crate::record::maintenance::MaintenanceRecord;
-use std::collections::HashMap;
-use std::sync::Mutex;
 
 /// One dataset's row of slots on a medium.
 ///
@@ -215,10 +216,10 @@ pub fn apply(index: &mut DatasetIndex<()>, slot: u64, record: SlotRecord) {
 /// with success), and reading goes on after it. Telling the end from a gap
 /// costs a look past it ([`SlotLog::next_after`]), paid when this call read
 /// something new, at a reader's first call, and by a call that read
-/// nothing new once [`super::LOOK_AGAIN`] has passed since the last look (else an
-/// idle reader's call costs one read): a slot removed right where an idle
-/// reader stopped is a gap or a lost tail it sees within a second, not the
-/// end of the log for good. A slot found missing while a later one exists
+/// nothing new once [`super::LOOK_AGAIN`] has passed since the last look
+/// (else an idle reader's call costs one read): a slot removed right where
+/// an idle reader stopped is a gap or a lost tail it sees within a second,
+/// not the end of the log for good. A slot found missing while a later one exists
 /// is looked at once more before it is called a gap (a writer may have
 /// inserted both since). Not seen: a lost tail or, on a medium that cannot
 /// list its slots (DAOS), a gap of two or more slots, that no hint reaches

@@ -1509,10 +1509,11 @@ impl TocLog {
 
     /// Whether the table of contents, `len` bytes when read, is shorter
     /// than an append that was synced left it (its end mark,
-    /// `end_mark.rs`), and not because it grew since: its last records
-    /// were cut off, a damaged region at the end of what was read. Looked at when a refresh read
-    /// something new and at a reader's first (one `fgetxattr`; an idle
-    /// refresh costs what it did).
+    /// `end_mark.rs`) or than what this reader read, and not because it
+    /// grew since: its last records were cut off, a damaged region at the
+    /// end of what was read. Looked at when a refresh read something new,
+    /// at a reader's first, and by an idle refresh once `LOOK_AGAIN` has
+    /// passed (one `fgetxattr`; else an idle refresh costs what it did).
     fn check_end(&self, st: &mut ReaderLog, len: u64) {
         st.cursor.looked_at.now();
         let Some(toc) = st.cursor.toc.as_ref().filter(|_| !st.cursor.cut) else {
