@@ -1115,9 +1115,9 @@ struct IndexCollocations {
 }
 
 impl IndexCollocations {
-    /// Read every published index file of `dir` block by block, and list
-    /// its data files.
-    fn read(dir: &Path) -> IndexCollocations {
+    /// Read every published index file of `dir` (absolute: `abs_dir`)
+    /// block by block, and list its data files.
+    fn read(dir: &Path, abs_dir: &Path) -> IndexCollocations {
         let mut out = IndexCollocations {
             names: HashSet::new(),
             unreadable: false,
@@ -1134,10 +1134,10 @@ impl IndexCollocations {
             }
             match layout::classify(&name) {
                 layout::FileKind::Index => match std::fs::read(e.path()) {
-                    Ok(bytes) => out.add_blocks(&bytes, &mut named),
+                    Ok(bytes) => out.add_blocks(&bytes, abs_dir, &mut named),
                     Err(_) => out.unreadable = true,
                 },
-                layout::FileKind::Data => data.push(format!("./{name}")),
+                layout::FileKind::Data => data.push(data_uri(abs_dir, &format!("./{name}"))),
                 _ => {}
             }
         }
@@ -1148,15 +1148,15 @@ impl IndexCollocations {
     }
 
     /// The collocations of the blocks in one index file, and the data
-    /// files their entries name (into `named`). A block cut short at the
+    /// files their entries name (their URIs, into `named`). A block cut short at the
     /// end is not named by any record (records are appended after their
     /// blocks are synced).
-    fn add_blocks(&mut self, bytes: &[u8], named: &mut HashSet<String>) {
+    fn add_blocks(&mut self, bytes: &[u8], abs_dir: &Path, named: &mut HashSet<String>) {
         let mut at = 0;
         while at < bytes.len() {
             match format::FRAMING.unframe(&bytes[at..], &String::new) {
                 Ok(Framed::Record(kind, payload, n)) => {
-                    match block::decode(&StoredNames, payload, &String::new) {
+                    match block::decode(&DataFiles(abs_dir), payload, &String::new) {
                         Ok(b) if kind == format::BLOCK => {
                             self.names.insert(b.collocation.to_string());
                             named.extend(b.entries.iter().map(|(_, l)| l.uri.to_string()));
@@ -1179,21 +1179,6 @@ impl IndexCollocations {
 
     fn may_hold(&self, collocation: &CollocationKey) -> bool {
         self.unreadable || self.names.contains(&collocation.to_string())
-    }
-}
-
-/// Index blocks read for the names they keep: a data file in the dataset
-/// directory as `./<name>`, any other as its URI.
-struct StoredNames;
-
-impl BlockFormat for StoredNames {
-    const VALUES: ValueLen = ValueLen::U16;
-    const UNIT: &'static str = "data file";
-    fn unit_name<'u>(&self, uri: &'u str) -> Cow<'u, str> {
-        Cow::Borrowed(uri)
-    }
-    fn unit_uri(&self, name: &str) -> Arc<str> {
-        Arc::from(name)
     }
 }
 
@@ -1653,11 +1638,11 @@ impl LogMedium for TocLog {
     /// a block of it (a FLUSH names blocks written before it).
     fn unknown_may_hold(&self, log: &mut ReaderLog, collocation: &CollocationKey) -> Result<bool> {
         let cursor = &mut log.cursor;
-        let dir = &cursor.dir;
+        let (dir, abs_dir) = (&cursor.dir, &cursor.abs_dir);
         Ok(cursor
             .log
             .index_collocations
-            .get_or_insert_with(|| IndexCollocations::read(dir))
+            .get_or_insert_with(|| IndexCollocations::read(dir, abs_dir))
             .may_hold(collocation))
     }
 
