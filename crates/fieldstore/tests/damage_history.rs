@@ -3,8 +3,8 @@
 //! flushes by two writers into two collocations of one POSIX dataset,
 //! readers following in between, and damage behind fieldstore's back at
 //! random points (a bit flipped in the `toc` or in an index file, the `toc`
-//! cut short, an index file removed), `purge` and collocations wiped, then
-//! more flushes. After every step
+//! cut short, an index file removed), `purge`, collocations wiped and the
+//! dataset moved between two roots, then more flushes. After every step
 //! a reader that followed from the start, and at the end a new one,
 //! answer every key with its newest acknowledged version (a flush that
 //! returned `Ok`) or fail `Corrupt`: never an older version, a version of a
@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use fieldstore::engine::LOOK_AGAIN;
-use fieldstore::{Config, ErrorKind, FieldStore, Key, Request, WipeOptions};
+use fieldstore::{Config, ErrorKind, FieldStore, Key, Request, Root, WipeOptions};
 use proptest::prelude::*;
 
 const KINDS: [&str; 2] = ["fc", "an"];
@@ -40,13 +40,20 @@ fn dataset_request() -> Request {
     DATASET.parse().expect("a request")
 }
 
-fn open(root: &Path) -> FieldStore {
-    FieldStore::open(Config::embedded(root)).expect("open")
+/// A handle on the two roots.
+fn open(roots: &[PathBuf; 2]) -> FieldStore {
+    let mut config = Config::embedded(&roots[0]);
+    config.roots = roots.iter().map(Root::new).collect();
+    FieldStore::open(config).expect("open")
 }
 
-/// The dataset's directory.
-fn dataset_dir(root: &Path) -> PathBuf {
-    root.join("od:0001:oper:20231201:1200:g")
+/// The dataset's directory, in whichever root holds it.
+fn dataset_dir(roots: &[PathBuf; 2]) -> PathBuf {
+    let name = "od:0001:oper:20231201:1200:g";
+    let dirs = roots.iter().map(|r| r.join(name));
+    dirs.clone()
+        .find(|d| d.exists())
+        .unwrap_or_else(|| roots[0].join(name))
 }
 
 /// One step of a history.
@@ -69,6 +76,8 @@ enum Step {
     Purge,
     /// `wipe --doit` of one collocation.
     Wipe(usize),
+    /// The dataset moved to the other root.
+    Move,
 }
 
 fn step() -> impl Strategy<Value = Step> {
@@ -83,6 +92,7 @@ fn step() -> impl Strategy<Value = Step> {
         1 => any::<prop::sample::Index>().prop_map(Step::RemoveIndex),
         1 => Just(Step::Purge),
         1 => (0usize..2).prop_map(Step::Wipe),
+        1 => Just(Step::Move),
     ]
 }
 
@@ -165,19 +175,23 @@ proptest! {
     fn damage_mid_life_never_gives_a_wrong_answer_in_silence(
         history in prop::collection::vec(step(), 1..16),
     ) {
-        let root = tempfile::tempdir().expect("a directory");
-        let dir = dataset_dir(root.path());
-        let mut writers = [Some(open(root.path())), Some(open(root.path()))];
-        let warm = open(root.path());
+        let top = tempfile::tempdir().expect("a directory");
+        let roots = [top.path().join("a"), top.path().join("b")];
+        for r in &roots {
+            std::fs::create_dir_all(r).expect("a root");
+        }
+        let mut writers = [Some(open(&roots)), Some(open(&roots))];
+        let warm = open(&roots);
         let mut newest: BTreeMap<(usize, u32), Vec<u8>> = BTreeMap::new();
         let mut version = 0;
         // The `toc`'s length when the warm reader last read it, and whether
         // it was cut back to exactly that since.
         let (mut warm_read, mut cut_where_warm_stopped) = (None, false);
         for (n, s) in history.iter().enumerate() {
+            let dir = dataset_dir(&roots);
             match s {
                 Step::Flush(w, fields) => {
-                    let fs = writers[*w].get_or_insert_with(|| open(root.path()));
+                    let fs = writers[*w].get_or_insert_with(|| open(&roots));
                     let mut these = Vec::new();
                     let mut archived = Ok(());
                     for &(kind, st) in fields {
@@ -240,9 +254,14 @@ proptest! {
                 Step::Wipe(kind) => {
                     let request = format!("{DATASET},type={},levtype=sfc", KINDS[*kind]);
                     let options = WipeOptions { doit: true, ..WipeOptions::default() };
-                    if open(root.path()).wipe(&request.parse().expect("a request"), options).is_ok() {
+                    if open(&roots).wipe(&request.parse().expect("a request"), options).is_ok() {
                         newest.retain(|(k, _), _| k != kind);
                     }
+                }
+                Step::Move => {
+                    let to = if dir.starts_with(&roots[0]) { &roots[1] } else { &roots[0] };
+                    // Refused where the dataset is damaged or locked.
+                    let _ = open(&roots).move_datasets(&dataset_request(), to);
                 }
                 Step::RemoveIndex(file) => {
                     let files = index_files(&dir);
@@ -256,6 +275,6 @@ proptest! {
             std::thread::sleep(LOOK_AGAIN + Duration::from_millis(100));
         }
         check(&warm, &newest, "the warm reader at the end")?;
-        check(&open(root.path()), &newest, "a new reader")?;
+        check(&open(&roots), &newest, "a new reader")?;
     }
 }
