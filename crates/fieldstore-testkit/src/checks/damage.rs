@@ -305,16 +305,29 @@ pub fn idle_reader_sees_past_a_removed_record(
     open: Open<'_>,
     remove_record: crate::DamageRecord<'_>,
 ) {
-    let x = "idle";
+    let (r, first, later) = damaged_where_an_idle_reader_stopped(open, "idle", remove_record);
+    let why = "the record removed where the reader stopped held the newest";
+    corrupt_not_older(&r, &later[0], &first[0], "step 0", why);
+    exact(&r, &later[1], "step 6, flushed after the removed record,");
+}
+
+/// A handle that read step 0 (version 1, record 0) of expver `x` and went
+/// idle at the log's end; step 0 again (record 1) and step 6 (record 2)
+/// flushed by another; then `damage(dataset, 1)`, and
+/// [`fieldstore::engine::LOOK_AGAIN`] waited out. The handle, what it read,
+/// and the two later flushes.
+fn damaged_where_an_idle_reader_stopped(
+    open: Open<'_>,
+    x: &str,
+    damage: crate::DamageRecord<'_>,
+) -> (fieldstore::FieldStore, Vec<Stored>, Vec<Stored>) {
     let (first, dataset) = flush_each(open, x, &[(0, 1)]);
     let r = opened(open, "reader");
     exact(&r, &first[0], "step 0, version 1");
     let (later, _) = flush_each(open, x, &[(0, 2), (6, 1)]);
-    remove_record(&dataset, 1);
+    damage(&dataset, 1);
     std::thread::sleep(fieldstore::engine::LOOK_AGAIN + std::time::Duration::from_millis(200));
-    let why = "the record removed where the reader stopped held the newest";
-    corrupt_not_older(&r, &later[0], &first[0], "step 0", why);
-    exact(&r, &later[1], "step 6, flushed after the removed record,");
+    (r, first, later)
 }
 
 /// A gap of two records in a row is damage too, where the medium cannot
@@ -390,13 +403,7 @@ pub fn idle_reader_sees_a_cut_back_to_where_it_stopped(
     open: Open<'_>,
     cut: crate::DamageRecord<'_>,
 ) {
-    let x = "cut3";
-    let (first, dataset) = flush_each(open, x, &[(0, 1)]);
-    let r = opened(open, "reader");
-    exact(&r, &first[0], "step 0, version 1");
-    let (later, _) = flush_each(open, x, &[(0, 2), (6, 1)]);
-    cut(&dataset, 1);
-    std::thread::sleep(fieldstore::engine::LOOK_AGAIN + std::time::Duration::from_millis(200));
+    let (r, first, later) = damaged_where_an_idle_reader_stopped(open, "cut3", cut);
     let why = "the cut went unseen by the idle reader";
     corrupt_not_older(&r, &later[0], &first[0], "step 0", why);
     match retrieve_outcome(&r, &later[1].key) {
