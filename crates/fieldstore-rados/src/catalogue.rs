@@ -1259,10 +1259,9 @@ pub struct RadosCursor {
     /// The log ended in WIPED, or the dataset object is gone: nothing is
     /// visible, until a dataset is created anew under the same name.
     gone: bool,
-    /// Whether the end of the log was checked against its segment's seal
-    /// once (a reader's first refresh does; see `follow`), and when it last
-    /// was (an idle reader checks again after `LOOK_AGAIN`).
-    looked_past_end: bool,
+    /// When the end of the log was last checked against its segment's
+    /// seal and count (never, before a reader's first refresh; an idle
+    /// reader checks again after `LOOK_AGAIN`; see `follow`).
     looked_at: EndLook,
     /// Whole records read in this segment (after INIT in segment 0), to
     /// compare with its `!records` count.
@@ -1295,7 +1294,6 @@ fn log_from(pos: u64, schema: Arc<str>) -> ReaderLog {
             segment: 0,
             pos,
             gone: false,
-            looked_past_end: false,
             looked_at: EndLook::default(),
             records: 0,
             uncounted: false,
@@ -1487,9 +1485,7 @@ impl RadosLog {
             // a reader's first refresh, and by an idle refresh once
             // `LOOK_AGAIN` has passed: else an idle refresh costs one read,
             // as before).
-            let again = st.cursor.looked_at.due();
-            if used > 0 || !st.cursor.looked_past_end || again {
-                st.cursor.looked_past_end = true;
+            if used > 0 || st.cursor.looked_at.due() {
                 st.cursor.looked_at.now();
                 let (seal, count) = segment_end(&self.pool, &obj)?.unzip();
                 // Unsealed, `!records` counts the records read, unless

@@ -1067,11 +1067,10 @@ pub struct TocCursor {
     pub(super) removed_index: HashSet<String>,
     /// What recovering damaged records needs.
     log: LogDamage,
-    /// Whether the end of the table of contents was checked against its
-    /// end mark (a reader's first refresh does: `end_mark.rs`), when it
-    /// last was (an idle reader checks again after `LOOK_AGAIN`), and
-    /// whether it was found cut (reported once).
-    looked_past_end: bool,
+    /// When the end of the table of contents was last checked against its
+    /// end mark (`end_mark.rs`; never, before a reader's first refresh: an
+    /// idle reader checks again after `LOOK_AGAIN`), and whether it was
+    /// found cut (reported once).
     looked_at: EndLook,
     cut: bool,
 }
@@ -1454,14 +1453,12 @@ impl TocLog {
                 }
             }
         };
-        let first = !std::mem::replace(&mut st.cursor.looked_past_end, true);
         if len <= st.cursor.pos {
-            // Nothing new: the end is checked at a reader's first refresh,
-            // when the `toc` is shorter than what this reader read, and
-            // once `LOOK_AGAIN` has passed (a cut back to where it stopped
-            // would otherwise go unseen by it for good).
-            let again = st.cursor.looked_at.due();
-            if first || again || len < st.cursor.pos {
+            // Nothing new: the end is checked at a reader's first refresh
+            // and once `LOOK_AGAIN` has passed (a cut back to where it
+            // stopped would otherwise go unseen by it for good), and when
+            // the `toc` is shorter than what this reader read.
+            if st.cursor.looked_at.due() || len < st.cursor.pos {
                 self.check_end(st, len);
             }
             return Ok(());
