@@ -219,7 +219,10 @@ pub fn apply(index: &mut DatasetIndex<()>, slot: u64, record: SlotRecord) {
 /// nothing new once [`super::LOOK_AGAIN`] has passed since the last look
 /// (else an idle reader's call costs one read): a slot removed right where
 /// an idle reader stopped is a gap or a lost tail it sees within a second,
-/// not the end of the log for good. A slot found missing while a later one exists
+/// not the end of the log for good. The first call after `LOOK_AGAIN`
+/// looks as a first call does, with the hint, also where it reads new
+/// slots up to the end: a lost tail past where a reader stopped is seen
+/// at that call, not at the idle one after it. A slot found missing while a later one exists
 /// is looked at once more before it is called a gap (a writer may have
 /// inserted both since). Not seen: a lost tail or, on a medium that cannot
 /// list its slots (DAOS), a gap of two or more slots, that no hint reaches
@@ -254,6 +257,9 @@ pub fn follow(
     decode: &mut dyn FnMut(u64, &[u8]) -> Result<SlotRecord>,
 ) -> Result<FollowEnd> {
     let mut read_some = false;
+    // Asked once: a look at a gap early in this call must not make a lost
+    // tail later in it look fresh.
+    let due = cursor.looked_at.due();
     let mut ahead = if cursor.next == 0 {
         fetch_ahead(log)?
     } else {
@@ -271,13 +277,17 @@ pub fn follow(
         };
         if !found {
             cursor.buf = buf;
-            // Nothing new read: the end is the one looked past before,
-            // unless that was `LOOK_AGAIN` ago; then look as at first.
-            let again = !read_some && cursor.looked_past_end && cursor.looked_at.due();
-            let past = if read_some || !cursor.looked_past_end || again {
+            // A first call, or the first after `LOOK_AGAIN`, looks past
+            // the end with the hint, whether or not it read something new
+            // (a reader that reads up to a lost tail reads the hint that
+            // tells it); another call that read something new looks
+            // without it; one that read nothing new takes the end looked
+            // past before.
+            let fresh = !cursor.looked_past_end || due;
+            let past = if read_some || fresh {
                 cursor.looked_at.now();
                 match log.next_after(slot)? {
-                    None => past_a_gap(log, slot, !cursor.looked_past_end || again)?,
+                    None => past_a_gap(log, slot, fresh)?,
                     Some(later) => Past::After(later),
                 }
             } else {

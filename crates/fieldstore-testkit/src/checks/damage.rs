@@ -305,7 +305,8 @@ pub fn idle_reader_sees_past_a_removed_record(
     open: Open<'_>,
     remove_record: crate::DamageRecord<'_>,
 ) {
-    let (r, first, later) = damaged_where_an_idle_reader_stopped(open, "idle", remove_record);
+    let (r, first, later) =
+        damaged_near_where_an_idle_reader_stopped(open, "idle", remove_record, 1);
     let why = "the record removed where the reader stopped held the newest";
     corrupt_not_older(&r, &later[0], &first[0], "step 0", why);
     exact(&r, &later[1], "step 6, flushed after the removed record,");
@@ -313,19 +314,20 @@ pub fn idle_reader_sees_past_a_removed_record(
 
 /// A handle that read step 0 (version 1, record 0) of expver `x` and went
 /// idle at the log's end; step 0 again (record 1) and step 6 (record 2)
-/// flushed by another; then `damage(dataset, 1)`, and
-/// [`fieldstore::engine::LOOK_AGAIN`] waited out. The handle, what it read,
-/// and the two later flushes.
-fn damaged_where_an_idle_reader_stopped(
+/// flushed by another; then `damage(dataset, at)` (1: where the reader
+/// stopped; 2: past it), and [`fieldstore::engine::LOOK_AGAIN`] waited
+/// out. The handle, what it read, and the two later flushes.
+fn damaged_near_where_an_idle_reader_stopped(
     open: Open<'_>,
     x: &str,
     damage: crate::DamageRecord<'_>,
+    at: usize,
 ) -> (fieldstore::FieldStore, Vec<Stored>, Vec<Stored>) {
     let (first, dataset) = flush_each(open, x, &[(0, 1)]);
     let r = opened(open, "reader");
     exact(&r, &first[0], "step 0, version 1");
     let (later, _) = flush_each(open, x, &[(0, 2), (6, 1)]);
-    damage(&dataset, 1);
+    damage(&dataset, at);
     std::thread::sleep(fieldstore::engine::LOOK_AGAIN + std::time::Duration::from_millis(200));
     (r, first, later)
 }
@@ -399,19 +401,36 @@ pub fn cut_log_is_damage(open: Open<'_>, cut: crate::DamageRecord<'_>) {
 /// step 0 and step 6 with `Corrupt`: never step 0's older version, or step
 /// 6 not found, with success. (Before, an idle reader checked the log's
 /// end only at its first refresh and when it read something new.)
+///
+/// The same with the cut one record further (`cut(dataset, 2)`: step 6
+/// only): the handle, reading record 1 at its next call, reads step 0's
+/// newer version or fails it `Corrupt`, and fails step 6 `Corrupt`, never
+/// not found with success. (Before, an S3 reader that read something new
+/// and then found the end did not read the tail hint that tells a lost
+/// tail: found by `damage_in_mid_life` in CI.)
 pub fn idle_reader_sees_a_cut_back_to_where_it_stopped(
     open: Open<'_>,
     cut: crate::DamageRecord<'_>,
 ) {
-    let (r, first, later) = damaged_where_an_idle_reader_stopped(open, "cut3", cut);
+    let (r, first, later) = damaged_near_where_an_idle_reader_stopped(open, "cut3", cut, 1);
     let why = "the cut went unseen by the idle reader";
     corrupt_not_older(&r, &later[0], &first[0], "step 0", why);
-    match retrieve_outcome(&r, &later[1].key) {
+    cut_off(&r, &later[1], "step 6");
+
+    let (r, _, later) = damaged_near_where_an_idle_reader_stopped(open, "cut5", cut, 2);
+    exact_or_corrupt(&r, &later[0], "step 0, before the cut,");
+    cut_off(&r, &later[1], "step 6 (past where the reader stopped)");
+}
+
+/// `field`, cut off the log, fails `Corrupt` from `r`: never not found or
+/// read back with success.
+fn cut_off(r: &fieldstore::FieldStore, field: &Stored, what: &str) {
+    match retrieve_outcome(r, &field.key) {
         Ok(bytes) => panic!(
-            "step 6, cut off, read back {} bytes with success",
+            "{what}, cut off, read back {} bytes with success",
             bytes.len()
         ),
-        Err(e) => assert_eq!(e.kind(), ErrorKind::Corrupt, "step 6: {e}"),
+        Err(e) => assert_eq!(e.kind(), ErrorKind::Corrupt, "{what}: {e}"),
     }
 }
 
