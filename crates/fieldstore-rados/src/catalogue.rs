@@ -1270,6 +1270,8 @@ pub struct RadosCursor {
     /// (how many records it held is unknown), or a shortfall already
     /// reported.
     uncounted: bool,
+    /// The segment was found shorter than `pos`, and that reported.
+    cut_below: bool,
 }
 
 impl RadosCursor {
@@ -1279,6 +1281,7 @@ impl RadosCursor {
         self.pos = 0;
         self.records = 0;
         self.uncounted = false;
+        self.cut_below = false;
     }
 }
 
@@ -1297,6 +1300,7 @@ fn log_from(pos: u64, schema: Arc<str>) -> ReaderLog {
             looked_at: EndLook::default(),
             records: 0,
             uncounted: false,
+            cut_below: false,
         },
     )
 }
@@ -1432,7 +1436,11 @@ impl RadosLog {
         }
         'segments: loop {
             let obj = segment_object(&self.object, st.cursor.segment);
-            let Some(buf) = read_from(&self.pool, &obj, st.cursor.pos)? else {
+            // From one byte before `pos`: a segment shorter than where this
+            // reader stopped (cut behind fieldstore's back, as appends are
+            // whole and never undone) shows in the same read.
+            let back = usize::from(st.cursor.pos > 0);
+            let Some(buf) = read_from(&self.pool, &obj, st.cursor.pos - back as u64)? else {
                 // Segment 0 gone: the dataset was wiped, unless it is
                 // still registered and not being wiped (`head_lost`). A
                 // later segment missing: being removed by a wipe (a
@@ -1471,7 +1479,21 @@ impl RadosLog {
                 return Ok(());
             };
             let (start, segment) = (st.cursor.pos, st.cursor.segment);
-            let used = framed::walk(st, &format::FRAMING, &buf, start, self)?;
+            if buf.len() < back && !st.cursor.cut_below {
+                // Records appended after the cut lie below `pos`, where
+                // this reader does not read: damage, reported once.
+                st.cursor.cut_below = true;
+                st.index.damaged_region(
+                    log_at(segment, start),
+                    format!(
+                        "{}: shorter than offset {start}, where this reader stopped: cut behind \
+                         fieldstore's back",
+                        self.pool.what(&obj),
+                    ),
+                );
+            }
+            let buf = buf.get(back..).unwrap_or_default();
+            let used = framed::walk(st, &format::FRAMING, buf, start, self)?;
             if st.cursor.gone {
                 return Ok(()); // At a WIPED record.
             }

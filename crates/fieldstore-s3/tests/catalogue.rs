@@ -134,11 +134,11 @@ fn cut_then_appended_to_is_damage() {
 /// The newest log objects removed right where an idle reader stopped: a
 /// lost tail it sees once `LOOK_AGAIN` has passed.
 #[test]
-fn idle_reader_sees_a_cut_back_to_where_it_stopped() {
+fn idle_reader_sees_a_cut_near_where_it_stopped() {
     let Some((open, raw)) = fresh("cut3") else {
         return;
     };
-    fieldstore_testkit::idle_reader_sees_a_cut_back_to_where_it_stopped(&open, &|d, n| {
+    fieldstore_testkit::idle_reader_sees_a_cut_near_where_it_stopped(&open, &|d, n| {
         raw.delete_tail(d, n)
     });
 }

@@ -184,8 +184,8 @@ pub fn run_all(open: Open<'_>, caps: &Capabilities<'_>) {
         cut_log_is_damage(open, cut);
         println!("conformance check cut_then_appended_to_is_damage");
         cut_then_appended_to_is_damage(open, cut);
-        println!("conformance check idle_reader_sees_a_cut_back_to_where_it_stopped");
-        idle_reader_sees_a_cut_back_to_where_it_stopped(open, cut);
+        println!("conformance check idle_reader_sees_a_cut_near_where_it_stopped");
+        idle_reader_sees_a_cut_near_where_it_stopped(open, cut);
     }
     if let Some(unregister) = caps.unregister {
         println!("conformance check unregistered_dataset_is_listed");

@@ -62,9 +62,9 @@ fn cut_then_appended_to_is_damage() {
 /// The conformance suite's check of a `toc` cut back to where an idle
 /// reader stopped, on its own root.
 #[test]
-fn idle_reader_sees_a_cut_back_to_where_it_stopped() {
-    with_posix_attributes("idle_reader_sees_a_cut_back_to_where_it_stopped", &|open| {
-        fieldstore_testkit::idle_reader_sees_a_cut_back_to_where_it_stopped(open, &|d, n| {
+fn idle_reader_sees_a_cut_near_where_it_stopped() {
+    with_posix_attributes("idle_reader_sees_a_cut_near_where_it_stopped", &|open| {
+        fieldstore_testkit::idle_reader_sees_a_cut_near_where_it_stopped(open, &|d, n| {
             cut_toc(open, d, n)
         });
     });

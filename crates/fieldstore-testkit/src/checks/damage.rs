@@ -408,10 +408,14 @@ pub fn cut_log_is_damage(open: Open<'_>, cut: crate::DamageRecord<'_>) {
 /// not found with success. (Before, an S3 reader that read something new
 /// and then found the end did not read the tail hint that tells a lost
 /// tail: found by `damage_in_mid_life` in CI.)
-pub fn idle_reader_sees_a_cut_back_to_where_it_stopped(
-    open: Open<'_>,
-    cut: crate::DamageRecord<'_>,
-) {
+///
+/// And cut below where the reader stopped (`cut(dataset, 0)` after steps 0
+/// and 6, both read), then step 0 flushed again: the reader, asked at
+/// once, reads the new version or fails `Corrupt` (or the flush fails
+/// `Corrupt`, refusing a cut log): never the older version with success.
+/// (Before, a RADOS reader read on from where it stopped, past the new
+/// record appended below it, until its next look a second later.)
+pub fn idle_reader_sees_a_cut_near_where_it_stopped(open: Open<'_>, cut: crate::DamageRecord<'_>) {
     let (r, first, later) = damaged_near_where_an_idle_reader_stopped(open, "cut3", cut, 1);
     let why = "the cut went unseen by the idle reader";
     corrupt_not_older(&r, &later[0], &first[0], "step 0", why);
@@ -420,6 +424,25 @@ pub fn idle_reader_sees_a_cut_back_to_where_it_stopped(
     let (r, _, later) = damaged_near_where_an_idle_reader_stopped(open, "cut5", cut, 2);
     exact_or_corrupt(&r, &later[0], "step 0, before the cut,");
     cut_off(&r, &later[1], "step 6 (past where the reader stopped)");
+
+    let (first, dataset) = flush_each(open, "cut6", &[(0, 1), (6, 1)]);
+    let r = opened(open, "reader");
+    exact(&r, &first[0], "step 0, version 1");
+    cut(&dataset, 0);
+    std::thread::sleep(fieldstore::engine::LOOK_AGAIN + std::time::Duration::from_millis(200));
+    exact_or_corrupt(&r, &first[1], "step 6, read before the cut,");
+    let w = opened(open, "writer after the cut");
+    let newer = archive_payload(&w, &first[0].key, 2, 500, 3000);
+    match w.flush() {
+        Ok(()) => match retrieve_outcome(&r, &newer.key) {
+            Ok(bytes) if bytes == first[0].data => panic!(
+                "step 0, flushed again after a cut below where the reader stopped, answered its \
+                 older version with success"
+            ),
+            _ => exact_or_corrupt(&r, &newer, "step 0, flushed after the cut,"),
+        },
+        Err(e) => assert_eq!(e.kind(), ErrorKind::Corrupt, "a flush after the cut: {e}"),
+    }
 }
 
 /// `field`, cut off the log, fails `Corrupt` from `r`: never not found or

@@ -87,26 +87,9 @@ struct History<'a> {
     records: usize,
     all_acknowledged: bool,
     version: u32,
-    /// After the damage: whether a flush was acknowledged since the reader
-    /// last looked. A reader whose log was cut below where it stopped (a
-    /// RADOS segment) reads later appends from past their start, and sees
-    /// the cut by its record count only at its next look past its end,
-    /// at most [`fieldstore::engine::LOOK_AGAIN`] later: it is asked then.
-    flushed_since_look: Option<bool>,
 }
 
 impl History<'_> {
-    /// Wait for the reader's next look past its end if the damage and a
-    /// flush since its last one may have left it behind.
-    fn let_the_reader_look(&mut self) {
-        if self.flushed_since_look == Some(true) {
-            std::thread::sleep(fieldstore::engine::LOOK_AGAIN + Duration::from_millis(100));
-        }
-        if self.flushed_since_look.is_some() {
-            self.flushed_since_look = Some(false);
-        }
-    }
-
     fn run(&mut self, steps: &[Step], when: &str) -> Result<(), TestCaseError> {
         for (n, s) in steps.iter().enumerate() {
             match s {
@@ -125,9 +108,6 @@ impl History<'_> {
                         Ok(()) => {
                             self.newest.extend(these);
                             self.records += 1;
-                            if self.flushed_since_look.is_some() {
-                                self.flushed_since_look = Some(true);
-                            }
                         }
                         // Refused after the damage (a cut POSIX `toc`):
                         // nothing of it may be visible; the handle goes.
@@ -138,7 +118,6 @@ impl History<'_> {
                     }
                 }
                 Step::Follow => {
-                    self.let_the_reader_look();
                     let who = format!("the reader at step {n} {when} the damage");
                     check(&self.warm, &self.x, &self.newest, &who)?;
                 }
@@ -198,7 +177,6 @@ pub fn damage_in_mid_life(open: Open<'_>, caps: &Capabilities<'_>) {
             records: 0,
             all_acknowledged: true,
             version: 0,
-            flushed_since_look: None,
             x,
         };
         h.run(&before, "before")?;
@@ -210,10 +188,8 @@ pub fn damage_in_mid_life(open: Open<'_>, caps: &Capabilities<'_>) {
             damage(&dataset, n);
             println!("{}: record {n} of {} {what}", h.x, h.records);
             std::thread::sleep(fieldstore::engine::LOOK_AGAIN + Duration::from_millis(100));
-            h.flushed_since_look = Some(false);
         }
         h.run(&after, "after")?;
-        h.let_the_reader_look();
         check(&h.warm, &h.x, &h.newest, "the reader at the end")?;
         check(&opened(open, "new reader"), &h.x, &h.newest, "a new reader")
     });
