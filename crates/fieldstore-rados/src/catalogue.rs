@@ -1481,8 +1481,11 @@ impl RadosLog {
             let (start, segment) = (st.cursor.pos, st.cursor.segment);
             if buf.len() < back && !st.cursor.cut_below {
                 // Records appended after the cut lie below `pos`, where
-                // this reader does not read: damage, reported once.
+                // this reader does not read: damage, reported once (and
+                // the count, which goes on from the records cut off, is
+                // no longer compared: it would report the same cut).
                 st.cursor.cut_below = true;
+                st.cursor.uncounted = true;
                 st.index.damaged_region(
                     log_at(segment, start),
                     format!(
