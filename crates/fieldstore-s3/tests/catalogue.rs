@@ -131,8 +131,9 @@ fn cut_then_appended_to_is_damage() {
     fieldstore_testkit::cut_then_appended_to_is_damage(&open, &|d, n| raw.delete_tail(d, n));
 }
 
-/// The newest log objects removed right where an idle reader stopped: a
-/// lost tail it sees once `LOOK_AGAIN` has passed.
+/// The newest log objects removed at or past where an idle reader
+/// stopped (a lost tail it sees once `LOOK_AGAIN` has passed), or below it
+/// before a flush.
 #[test]
 fn idle_reader_sees_a_cut_near_where_it_stopped() {
     let Some((open, raw)) = fresh("cut3") else {

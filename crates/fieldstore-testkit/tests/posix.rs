@@ -59,8 +59,8 @@ fn cut_then_appended_to_is_damage() {
     });
 }
 
-/// The conformance suite's check of a `toc` cut back to where an idle
-/// reader stopped, on its own root.
+/// The conformance suite's check of a `toc` cut at, past or below where
+/// an idle reader stopped, on its own root.
 #[test]
 fn idle_reader_sees_a_cut_near_where_it_stopped() {
     with_posix_attributes("idle_reader_sees_a_cut_near_where_it_stopped", &|open| {

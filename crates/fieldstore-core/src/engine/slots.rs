@@ -222,11 +222,12 @@ pub fn apply(index: &mut DatasetIndex<()>, slot: u64, record: SlotRecord) {
 /// not the end of the log for good. The first call after `LOOK_AGAIN`
 /// looks as a first call does, with the hint, also where it reads new
 /// slots up to the end: a lost tail past where a reader stopped is seen
-/// at that call, not at the idle one after it. A slot found missing while a later one exists
-/// is looked at once more before it is called a gap (a writer may have
-/// inserted both since). Not seen: a lost tail or, on a medium that cannot
-/// list its slots (DAOS), a gap of two or more slots, that no hint reaches
-/// ([`SlotLog::hint_past`]: a slot seen to exist in or past them).
+/// at that call, not at the idle one after it. A slot found missing while
+/// a later one exists is looked at once more before it is called a gap (a
+/// writer may have inserted both since). Not seen: a lost tail or, on a
+/// medium that cannot list its slots (DAOS), a gap of two or more slots,
+/// that no hint reaches ([`SlotLog::hint_past`]: a slot seen to exist in
+/// or past them).
 ///
 /// A slot that does not decode (`Corrupt`) costs only itself: it is a
 /// damaged region, and reading goes on.
