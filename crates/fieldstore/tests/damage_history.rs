@@ -50,8 +50,9 @@ fn open(roots: &[PathBuf; 2]) -> FieldStore {
 /// The dataset's directory, in whichever root holds it.
 fn dataset_dir(roots: &[PathBuf; 2]) -> PathBuf {
     let name = "od:0001:oper:20231201:1200:g";
-    let dirs = roots.iter().map(|r| r.join(name));
-    dirs.clone()
+    roots
+        .iter()
+        .map(|r| r.join(name))
         .find(|d| d.exists())
         .unwrap_or_else(|| roots[0].join(name))
 }
