@@ -168,6 +168,8 @@ pub fn run_all(open: Open<'_>, caps: &Capabilities<'_>) {
     if let Some(damage) = caps.damage_record {
         println!("conformance check damaged_log_record_costs_only_itself");
         damaged_log_record_costs_only_itself(open, damage);
+        println!("conformance check collocation_wipe_over_a_damaged_record");
+        collocation_wipe_over_a_damaged_record(open, damage);
     }
     if let Some(remove) = caps.remove_record {
         println!("conformance check missing_log_record_is_damage");

@@ -174,6 +174,17 @@ fn damaged_log_record_costs_only_itself() {
     });
 }
 
+/// A wipe of a collocation only a damaged record names (the conformance
+/// check, on its own root).
+#[test]
+fn collocation_wipe_over_a_damaged_record() {
+    with_posix(&|open| {
+        fieldstore_testkit::collocation_wipe_over_a_damaged_record(open, &|d, n| {
+            damage_toc_record(open, d, n)
+        });
+    });
+}
+
 /// Flip a byte in the middle of the payload of record `n + 1` of the
 /// dataset's table of contents (record 0 is its INIT).
 fn damage_toc_record(open: Open<'_>, dataset: &fieldstore::DatasetKey, n: usize) {

@@ -420,7 +420,9 @@ impl FieldStore {
     /// # Errors
     /// `InvalidInput` (an empty request, a keyword below the collocation
     /// level, unknown files without `unsafe_wipe_all`); `Locked` if a
-    /// dataset is locked against wipe (nothing is deleted then);
+    /// dataset is locked against wipe; `Corrupt` for a wipe of collocations
+    /// of a dataset whose log is damaged (the damaged records may hold
+    /// them; a whole-dataset wipe still runs). Nothing is deleted then.
     /// `Unsupported` by backends without wipe; I/O errors.
     pub fn wipe(&self, request: &Request, options: WipeOptions) -> Result<WipeReport> {
         if constraining(request).next().is_none() {
@@ -568,6 +570,24 @@ impl FieldStore {
         let Some(reader) = reader else {
             return Ok(None);
         };
+        // A log record this reader could not read may name collocations
+        // (and units) it never learnt: a wipe of collocations would miss
+        // them, say it was done, and leave readers that read the record
+        // before the damage answering what it held. (A wipe of the whole
+        // dataset above needs no such knowledge.)
+        let damage = reader.condition(None).damage;
+        if !damage.is_empty() {
+            return Err(Error::new(
+                ErrorKind::Corrupt,
+                format!(
+                    "refusing to wipe collocations of {}: its log is damaged ({}), and the damaged \
+                     records may hold what the request names; `status` reports the damage, and a \
+                     wipe of the whole dataset removes it",
+                    dataset.braced(),
+                    damage.join("; ")
+                ),
+            ));
+        }
         // Collocations are matched by the dataset's own schema.
         let own = self.own_schema(dataset, reader.as_ref())?;
         let schema: &Schema = own.as_deref().unwrap_or(&self.schema);

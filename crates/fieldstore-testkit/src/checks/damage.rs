@@ -2,7 +2,7 @@
 
 use fieldstore::{DatasetKey, ErrorKind, FieldLocation};
 
-use super::{opened, PL};
+use super::{opened, PL, SFC};
 use crate::support::{archive_payload, must, retrieve_one, Spec, Stored};
 use crate::Open;
 
@@ -170,6 +170,75 @@ pub fn damaged_log_record_costs_only_itself(
     drop(w);
     let r = opened(open, "reader of the late flush");
     exact(&r, &late, "the field flushed after the damage");
+}
+
+/// A wipe of collocations never says it was done while a damaged record
+/// may hold them: two flushes into one dataset, collocation `SFC`'s field
+/// (its only record), then `PL`'s; a reader reads both; then
+/// `damage_record(dataset, 0)` damages `SFC`'s record behind the
+/// backend's back, so that a fresh reader cannot learn the collocation. A
+/// wipe of `SFC` then either fails `Corrupt` or removes it: after an `Ok`,
+/// neither the reader from before the damage nor a fresh one answers its
+/// field. `PL`'s field still reads exactly either way.
+pub fn collocation_wipe_over_a_damaged_record(
+    open: Open<'_>,
+    damage_record: crate::DamageRecord<'_>,
+) {
+    let x = "dmgw";
+    let w = opened(open, "writer");
+    let sfc = archive_payload(&w, &SFC.key(x), 1, 500, 3000);
+    must(w.flush(), "flush of the surface field");
+    let pl = archive_payload(&w, &PL.key(x), 1, 500, 3000);
+    must(w.flush(), "flush of the pressure-level field");
+    let dataset = must(w.schema().split(&pl.key), "splitting a key").dataset;
+    drop(w);
+    let early = opened(open, "reader from before the damage");
+    exact(&early, &sfc, "the surface field before the damage");
+    exact(&early, &pl, "the pressure-level field before the damage");
+    damage_record(&dataset, 0);
+
+    let wipe = opened(open, "wiper").wipe(
+        &crate::support::request(&format!(
+            "class=od,expver={x},stream=enfo,date=20231201,time=1200,type=cf,levtype=sfc"
+        )),
+        fieldstore::WipeOptions {
+            doit: true,
+            unsafe_wipe_all: false,
+        },
+    );
+    let fresh = opened(open, "reader after the wipe");
+    match wipe {
+        Err(e) => assert_eq!(
+            e.kind(),
+            ErrorKind::Corrupt,
+            "a wipe of the damaged record's collocation: {e}"
+        ),
+        Ok(report) => {
+            for (who, reader) in [
+                ("the reader from before the damage", &early),
+                ("a fresh reader", &fresh),
+            ] {
+                let answer = retrieve_outcome(reader, &sfc.key);
+                if let Some(bytes) = answer.ok().filter(|b| !b.is_empty()) {
+                    panic!(
+                        "{who} still answers the surface field ({} bytes) after a wipe of its \
+                         collocation returned Ok: {report:?}",
+                        bytes.len()
+                    );
+                }
+            }
+        }
+    }
+    exact(
+        &early,
+        &pl,
+        "the pressure-level field, after the wipe, to the early reader",
+    );
+    exact(
+        &fresh,
+        &pl,
+        "the pressure-level field, after the wipe, to a fresh reader",
+    );
 }
 
 /// Archive `(step, version)` of expver `x` in turn through one writer,

@@ -1,9 +1,10 @@
 //! Damage in the middle of a dataset's life, at random: random histories
 //! of flushes by two writers into two collocations of one dataset, a
-//! reader following in between, one damage through the backend's hooks
-//! (a record damaged, removed or cut off, whichever the backend offers) at
-//! a random point, then more flushes and follows. Shrunk to a minimal
-//! history when it fails (proptest).
+//! reader following in between (and readers opened afresh), purges and
+//! wipes of a collocation, one damage through the backend's hooks (a
+//! record damaged, removed or cut off, whichever the backend offers) at a
+//! random point, then more of the same. Shrunk to a minimal history when
+//! it fails (proptest).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -21,16 +22,53 @@ use crate::{Capabilities, DamageRecord, Open};
 enum Step {
     /// Writer 0 or 1 archives these (collocation, step) fields and flushes.
     Flush(usize, Vec<(usize, u32)>),
-    /// The reader that was there from the start answers every key.
-    Follow,
+    /// The reader that was there from the start (`false`) or one opened
+    /// now (`true`) answers every key.
+    Follow(bool),
+    /// `purge --doit` of the dataset, by the reader that was there from
+    /// the start: it may remove only what no key's answer needs (after
+    /// the damage, nothing the damage may reference).
+    Purge,
+    /// A wipe of collocation 0 or 1 by a handle opened for it.
+    Wipe(usize),
 }
 
 fn step() -> impl Strategy<Value = Step> {
     let fields = prop::collection::vec((0usize..2, 0u32..3), 1..4);
     prop_oneof![
-        3 => (0usize..2, fields).prop_map(|(w, f)| Step::Flush(w, f)),
-        1 => Just(Step::Follow),
+        6 => (0usize..2, fields).prop_map(|(w, f)| Step::Flush(w, f)),
+        2 => any::<bool>().prop_map(Step::Follow),
+        1 => Just(Step::Purge),
+        1 => (0usize..2).prop_map(Step::Wipe),
     ]
+}
+
+/// The request naming collocation `collocation` of expver `x`'s dataset
+/// (`None`: the whole dataset).
+fn collocation_request(x: &str, collocation: Option<usize>) -> fieldstore::Request {
+    let dataset = format!("class=od,expver={x},stream=enfo,date=20231201,time=1200");
+    crate::support::request(&match collocation {
+        None => dataset,
+        Some(c) => {
+            let spec = [PL, SFC][c];
+            format!("{dataset},type={},levtype={}", spec.ty, spec.levtype)
+        }
+    })
+}
+
+/// A purge or wipe may be refused only as damage (`Corrupt`): any other
+/// failure of one is a finding.
+fn refused_only_for_damage<T>(
+    result: fieldstore::Result<T>,
+    what: &str,
+) -> Result<Option<T>, TestCaseError> {
+    match result {
+        Ok(t) => Ok(Some(t)),
+        Err(e) => {
+            prop_assert_eq!(e.kind(), ErrorKind::Corrupt, "{}: {}", what, e);
+            Ok(None)
+        }
+    }
 }
 
 fn key(expver: &str, collocation: usize, step: u32) -> Key {
@@ -75,9 +113,10 @@ fn check(
     Ok(())
 }
 
-/// Run `steps` of expver `x`: flushes (acknowledged ones into `newest`,
-/// each one record of the log; `false` once one failed) and follows of
-/// `warm`.
+/// Run `steps` of expver `x`: flushes (acknowledged ones into `newest`;
+/// `records` counts them, each one record of the log, and so at most the
+/// log's records, which purges and wipes may add to; `all_acknowledged`
+/// is `false` once one failed), follows, purges and wipes.
 struct History<'a> {
     open: Open<'a>,
     x: String,
@@ -117,9 +156,30 @@ impl History<'_> {
                         }
                     }
                 }
-                Step::Follow => {
+                Step::Follow(false) => {
                     let who = format!("the reader at step {n} {when} the damage");
                     check(&self.warm, &self.x, &self.newest, &who)?;
+                }
+                Step::Follow(true) => {
+                    let who = format!("a reader opened at step {n} {when} the damage");
+                    check(&opened(self.open, "reader"), &self.x, &self.newest, &who)?;
+                }
+                Step::Purge => {
+                    let what = format!("purge at step {n} {when} the damage");
+                    let request = collocation_request(&self.x, None);
+                    refused_only_for_damage(self.warm.purge(&request, true), &what)?;
+                }
+                Step::Wipe(c) => {
+                    let what = format!("wipe of collocation {c} at step {n} {when} the damage");
+                    let request = collocation_request(&self.x, Some(*c));
+                    let options = fieldstore::WipeOptions {
+                        doit: true,
+                        unsafe_wipe_all: false,
+                    };
+                    let wiper = opened(self.open, "wiper");
+                    if refused_only_for_damage(wiper.wipe(&request, options), &what)?.is_some() {
+                        self.newest.retain(|&(col, _), _| col != *c);
+                    }
                 }
             }
         }
@@ -128,14 +188,16 @@ impl History<'_> {
 }
 
 /// Random histories of one dataset each (`FIELDSTORE_HISTORY_CASES`, 12 by
-/// default): flushes (1–4 fields of two collocations, by two writers) and
-/// follows of a reader opened first, then one of the backend's damage hooks
-/// on a record at random, then, [`fieldstore::engine::LOOK_AGAIN`] later,
-/// more flushes and follows. At every follow, and at the end for that
-/// reader and a new one, every key is its newest acknowledged version (a
-/// flush that returned `Ok`) or fails `Corrupt`: never an older version, a
-/// version of a flush that failed, or nothing, with success. Without a
-/// damage hook, nothing to do.
+/// default): flushes (1–4 fields of two collocations, by two writers),
+/// follows of a reader opened first or of one opened then, purges, and
+/// wipes of a collocation; then one of the backend's damage hooks on a
+/// record at random; then, [`fieldstore::engine::LOOK_AGAIN`] later, more
+/// of the same. At every follow, and at the end for the first reader and a
+/// new one, every key is its newest acknowledged version (a flush that
+/// returned `Ok`; nothing once a wipe of its collocation returned `Ok`)
+/// or fails `Corrupt`: never an older version, a version of a flush that
+/// failed, or nothing, with success. A purge or wipe fails only
+/// `Corrupt`. Without a damage hook, nothing to do.
 pub fn damage_in_mid_life(open: Open<'_>, caps: &Capabilities<'_>) {
     // (hook, how many records after the chosen one it needs: removing one
     // leaves a gap only with a record after it).
