@@ -49,6 +49,10 @@ fn depth_arg(depth: Level) -> i32 {
     }
 }
 
+/// Requests are checked against the server's schema before they are
+/// sent, as a local store checks them against its own: a keyword the
+/// schema does not know or a value its type refuses is `InvalidInput`
+/// naming it, never an empty answer (a server may not check).
 impl CatalogueQueries for RemoteCatalogue {
     fn schema(&self) -> &Schema {
         self.0.schema()
@@ -60,6 +64,7 @@ impl CatalogueQueries for RemoteCatalogue {
         depth: Level,
         visit: &mut dyn FnMut(ListElement) -> bool,
     ) -> Result<()> {
+        self.0.schema().selector(request)?;
         let mut w = Writer::new();
         tool_request(request).encode(&mut w);
         w.int(depth_arg(depth));
@@ -71,6 +76,7 @@ impl CatalogueQueries for RemoteCatalogue {
     }
 
     fn axes(&self, request: &Request, depth: Level) -> Result<Axes> {
+        self.0.schema().selector(request)?;
         let mut w = Writer::new();
         tool_request(request).encode(&mut w);
         w.int(depth_arg(depth));
@@ -91,6 +97,7 @@ impl CatalogueQueries for RemoteCatalogue {
     }
 
     fn inspect(&self, request: &Request) -> Result<Vec<ListElement>> {
+        self.0.schema().expand(request)?;
         let mut w = Writer::new();
         tool_request(request).encode(&mut w);
         let mut out = Vec::new();

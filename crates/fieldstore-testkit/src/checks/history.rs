@@ -1,10 +1,10 @@
 //! Damage in the middle of a dataset's life, at random: random histories
 //! of flushes by two writers into two collocations of one dataset, a
-//! reader following in between (and readers opened afresh), purges and
-//! wipes of a collocation, one damage through the backend's hooks (a
-//! record damaged, removed or cut off, whichever the backend offers) at a
-//! random point, then more of the same. Shrunk to a minimal history when
-//! it fails (proptest).
+//! reader following in between (and readers opened afresh), writers
+//! closed and opened anew, purges and wipes of a collocation, one damage
+//! through the backend's hooks (a record damaged, removed or cut off,
+//! whichever the backend offers) at a random point, then more of the
+//! same. Shrunk to a minimal history when it fails (proptest).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -31,6 +31,9 @@ enum Step {
     Purge,
     /// A wipe of collocation 0 or 1 by a handle opened for it.
     Wipe(usize),
+    /// Writer 0 or 1 closes its handle: its next flush is a new writer's,
+    /// which learns where the log ends afresh.
+    Close(usize),
 }
 
 fn step() -> impl Strategy<Value = Step> {
@@ -40,6 +43,7 @@ fn step() -> impl Strategy<Value = Step> {
         2 => any::<bool>().prop_map(Step::Follow),
         1 => Just(Step::Purge),
         1 => (0usize..2).prop_map(Step::Wipe),
+        1 => (0usize..2).prop_map(Step::Close),
     ]
 }
 
@@ -116,7 +120,7 @@ fn check(
 /// Run `steps` of expver `x`: flushes (acknowledged ones into `newest`;
 /// `records` counts them, each one record of the log, and so at most the
 /// log's records, which purges and wipes may add to; `all_acknowledged`
-/// is `false` once one failed), follows, purges and wipes.
+/// is `false` once one failed), follows, closes, purges and wipes.
 struct History<'a> {
     open: Open<'a>,
     x: String,
@@ -164,6 +168,7 @@ impl History<'_> {
                     let who = format!("a reader opened at step {n} {when} the damage");
                     check(&opened(self.open, "reader"), &self.x, &self.newest, &who)?;
                 }
+                Step::Close(w) => self.writers[*w] = None,
                 Step::Purge => {
                     let what = format!("purge at step {n} {when} the damage");
                     let request = collocation_request(&self.x, None);
@@ -188,9 +193,9 @@ impl History<'_> {
 }
 
 /// Random histories of one dataset each (`FIELDSTORE_HISTORY_CASES`, 12 by
-/// default): flushes (1–4 fields of two collocations, by two writers),
-/// follows of a reader opened first or of one opened then, purges, and
-/// wipes of a collocation; then one of the backend's damage hooks on a
+/// default): flushes (1–4 fields of two collocations, by two writers,
+/// each closed now and then and opened anew), follows of a reader opened
+/// first or of one opened then, purges, and wipes of a collocation; then one of the backend's damage hooks on a
 /// record at random; then, [`fieldstore::engine::LOOK_AGAIN`] later, more
 /// of the same. At every follow, and at the end for the first reader and a
 /// new one, every key is its newest acknowledged version (a flush that
