@@ -315,6 +315,86 @@ fn the_client_gives_what_a_local_store_gives_through_both_servers() {
     }
 }
 
+/// Fields archived twice through the client are listed once, the newest,
+/// unless duplicates are asked for: then both, the newest first. Through
+/// both servers: each sends masked entries too (FDB5's server lists with
+/// deduplication off, its client drops them), and before the client
+/// dropped them a list through `fdb-server` gave the masked entries as
+/// if they were current.
+#[test]
+fn a_field_archived_again_is_listed_once_unless_duplicates_are_asked_for() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (_serve, port, _log) = start_fieldstore(dir.path(), "", false);
+    let mut sides = vec![(
+        "fieldstore serve",
+        remote_config(dir.path(), "fs.yaml", port, 20.0),
+    )];
+    let _fdb5 = (!fdb5::skipped()).then(|| {
+        let (servers, fdb5_config) = start_fdb5(&Wheels::find(), dir.path());
+        let port: u16 = std::fs::read_to_string(&fdb5_config)
+            .expect("read")
+            .lines()
+            .find_map(|l| l.strip_prefix("port: "))
+            .and_then(|p| p.parse().ok())
+            .expect("port");
+        sides.push((
+            "fdb-server",
+            remote_config(dir.path(), "f5.yaml", port, 20.0),
+        ));
+        servers
+    });
+    for (name, config) in &sides {
+        archive_fixtures(config);
+        archive_fixtures(config);
+        let fs = open(config).expect("open the client");
+        let request: Request = "class=od/rd".parse().expect("request");
+        let list = |duplicates| {
+            fs.list(
+                &request,
+                fieldstore::ListOptions {
+                    depth: fieldstore::Level::Element,
+                    duplicates,
+                },
+            )
+            .unwrap_or_else(|e| panic!("{name}: list: {e}"))
+        };
+        let (once, twice) = (list(false), list(true));
+        let keys = |l: &[fieldstore::ListElement]| -> Vec<String> {
+            l.iter().map(|e| e.full_key().to_string()).collect()
+        };
+        let distinct: BTreeSet<String> = keys(&twice).into_iter().collect();
+        assert!(!once.is_empty(), "{name}: nothing listed");
+        assert_eq!(
+            distinct.len(),
+            once.len(),
+            "{name}: without duplicates: {:?}",
+            keys(&once)
+        );
+        assert_eq!(
+            twice.len(),
+            2 * once.len(),
+            "{name}: with duplicates: {:?}",
+            keys(&twice)
+        );
+        for e in &once {
+            let key = e.full_key().to_string();
+            let all: Vec<_> = twice
+                .iter()
+                .filter(|t| t.full_key().to_string() == key)
+                .collect();
+            assert_eq!(all.len(), 2, "{name}: {key} with duplicates");
+            assert_eq!(
+                all[0].location, e.location,
+                "{name}: {key}: the newest comes first and is the one listed"
+            );
+            assert_ne!(
+                all[0].location, all[1].location,
+                "{name}: {key}: two versions"
+            );
+        }
+    }
+}
+
 /// A client config of the handle's own (in-process) client.
 fn open(config: &Path) -> fieldstore::Result<FieldStore> {
     FieldStore::open(Config::from_file(config)?)

@@ -108,14 +108,16 @@ pub trait Catalogue: Send + Sync + Debug + 'static {
 ///   schema: the handle archives by it too, so that what it writes is
 ///   found where the catalogue looks.
 /// - [`CatalogueQueries::list`] visits down to `depth`, each entry once
-///   (masked entries never), and stops when `visit` returns `false`.
+///   (masked entries only when asked for `duplicates`, each after its
+///   key's newer ones), and stops when `visit` returns `false`.
 /// - [`CatalogueQueries::inspect`] yields the newest location of each
 ///   field the request names; fields that do not exist are left out.
 pub trait CatalogueQueries: Send + Sync {
     /// The schema the catalogue splits keys by.
     fn schema(&self) -> &Schema;
 
-    /// Visit what `request` names, down to `depth`.
+    /// Visit what `request` names, down to `depth`; with `duplicates`,
+    /// masked (older) entries too.
     ///
     /// # Errors
     /// `InvalidInput` for a request the catalogue refuses; `Unavailable`
@@ -124,6 +126,7 @@ pub trait CatalogueQueries: Send + Sync {
         &self,
         request: &crate::request::Request,
         depth: crate::schema::Level,
+        duplicates: bool,
         visit: &mut dyn FnMut(crate::list_element::ListElement) -> bool,
     ) -> Result<()>;
 

@@ -35,7 +35,10 @@ impl Conn {
 
     /// List, each element sent as it is visited: memory stays that of one
     /// element however large the listing. A client that stops reading
-    /// stops the visit.
+    /// stops the visit. Masked entries are sent too, each after its key's
+    /// newer ones, as FDB5's servers send them: the client drops them
+    /// unless asked for duplicates (`fdb-list --full`, pyfdb's
+    /// `duplicates=True`).
     pub(crate) fn list(
         &self,
         client: u32,
@@ -55,7 +58,7 @@ impl Conn {
             &request,
             ListOptions {
                 depth,
-                duplicates: false,
+                duplicates: true,
             },
             &mut |e| {
                 let location = e

@@ -61,7 +61,9 @@ through_a_client!(
     retrieve_in_request_order,
     location_lookup,
     read_range_reads_part_of_a_field,
+    keys_are_canonicalised,
     bad_input_rejected,
+    replace_is_atomic,
     replace_under_concurrent_reads,
     list_partial_requests,
     axes_partial_requests,
@@ -75,7 +77,7 @@ through_a_client!(
 
 /// The checks that do not run through a client, and why: what
 /// docs/serve.md says a client does not do ("Not through a client"), and
-/// the gaps left open (the last three).
+/// the gaps left open (the last two).
 const NOT_THROUGH_A_CLIENT: &[(&str, &str)] = &[
     (
         "annotation_applies_to_its_field_only",
@@ -109,14 +111,6 @@ const NOT_THROUGH_A_CLIENT: &[(&str, &str)] = &[
         "wipe_refuses_fields",
         "refused, but the message names the line of the schema as the client rewrites the \
          server's, not of the server's file",
-    ),
-    (
-        "keys_are_canonicalised",
-        "gap: list with duplicates answers the newest only (the server sends no masked entries)",
-    ),
-    (
-        "replace_is_atomic",
-        "gap: list with duplicates answers the newest only (the server sends no masked entries)",
     ),
     (
         "watch_reports_each_field_once",

@@ -642,7 +642,7 @@ impl FieldStore {
         damage: &mut std::collections::BTreeSet<String>,
     ) -> Result<()> {
         if let Some(q) = self.catalogue.queries() {
-            return q.list(request, options.depth, visit);
+            return q.list(request, options.depth, options.duplicates, visit);
         }
         let selector = self.schema.selector(request)?;
         let (datasets, pinned) = self.candidate_datasets(&selector)?;

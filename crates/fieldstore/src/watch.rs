@@ -358,7 +358,7 @@ impl Watch<'_> {
         match fs.catalogue().queries() {
             // A catalogue server lists the request itself: one request
             // per look.
-            Some(q) => q.list(request, fieldstore_core::Level::Element, &mut |e| {
+            Some(q) => q.list(request, fieldstore_core::Level::Element, false, &mut |e| {
                 present.insert(e.dataset.clone());
                 note(e)
             })?,

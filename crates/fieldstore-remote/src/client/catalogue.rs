@@ -1,6 +1,7 @@
 //! The catalogue half of `type: remote`: queries forwarded whole to the
 //! catalogue server, fields indexed through each dataset's `Link`.
 
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 use fieldstore_core::catalogue::CatalogueQueries;
@@ -58,10 +59,14 @@ impl CatalogueQueries for RemoteCatalogue {
         self.0.schema()
     }
 
+    /// FDB5's servers send masked entries too, each after its key's newer
+    /// ones (FDB5's client drops them unless asked for duplicates): so
+    /// does this client, keeping the first entry of each key.
     fn list(
         &self,
         request: &Request,
         depth: Level,
+        duplicates: bool,
         visit: &mut dyn FnMut(ListElement) -> bool,
     ) -> Result<()> {
         self.0.schema().selector(request)?;
@@ -70,8 +75,15 @@ impl CatalogueQueries for RemoteCatalogue {
         w.int(depth_arg(depth));
         let endpoint = self.0.endpoint();
         let mut decoder = ElementDecoder::default();
+        let mut seen = HashSet::new();
         self.stream(Message::List, w.bytes(), &mut |blob| {
-            Ok(visit(decoder.decode(&blob, &endpoint)?))
+            let e = decoder.decode(&blob, &endpoint)?;
+            if !duplicates
+                && !seen.insert((e.dataset.clone(), e.collocation.clone(), e.element.clone()))
+            {
+                return Ok(true);
+            }
+            Ok(visit(e))
         })
     }
 
@@ -118,7 +130,7 @@ impl Catalogue for RemoteCatalogue {
 
     fn datasets(&self) -> Result<Vec<DatasetKey>> {
         let mut out = Vec::new();
-        self.list(&Request::new(), Level::Dataset, &mut |e| {
+        self.list(&Request::new(), Level::Dataset, false, &mut |e| {
             out.push(e.dataset);
             true
         })?;
