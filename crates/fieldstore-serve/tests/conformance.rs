@@ -114,8 +114,9 @@ const NOT_THROUGH_A_CLIENT: &[(&str, &str)] = &[
     ),
     (
         "watch_reports_each_field_once",
-        "gap: one look's fields come in the server's list order, not flush order, so a \
-         replacement can be reported before fields flushed before it",
+        "it ends with a wipe, which a client does not do; and (a gap) when one look finds \
+         flushes of two collocations, their order is that of the server's listing, so a \
+         replacement may come before a field of another collocation flushed before it",
     ),
 ];
 
