@@ -167,6 +167,18 @@ fn contents(config: &Path, dir: &Path) -> Contents {
     }
 }
 
+/// fieldstore's client config (in `dir`) reaching the `fdb-server` that
+/// FDB5's client config `fdb5_config` names.
+fn fdb5_side(dir: &Path, fdb5_config: &Path) -> PathBuf {
+    let port: u16 = std::fs::read_to_string(fdb5_config)
+        .expect("read")
+        .lines()
+        .find_map(|l| l.strip_prefix("port: "))
+        .and_then(|p| p.parse().ok())
+        .expect("port");
+    remote_config(dir, "f5.yaml", port, 20.0)
+}
+
 fn archive_fixtures(config: &Path) {
     let files: Vec<String> = FILES
         .iter()
@@ -198,17 +210,8 @@ fn the_client_gives_what_a_local_store_gives_through_both_servers() {
         None => None,
         Some(w) => {
             let (servers, fdb5_config) = start_fdb5(w, dir.path());
-            let port: u16 = std::fs::read_to_string(&fdb5_config)
-                .expect("read")
-                .lines()
-                .find_map(|l| l.strip_prefix("port: "))
-                .and_then(|p| p.parse().ok())
-                .expect("port");
+            sides.push(("fdb-server", fdb5_side(dir.path(), &fdb5_config)));
             fdb5_client = Some(fdb5_config);
-            sides.push((
-                "fdb-server",
-                remote_config(dir.path(), "f5.yaml", port, 20.0),
-            ));
             Some(servers)
         }
     };
@@ -331,16 +334,7 @@ fn a_field_archived_again_is_listed_once_unless_duplicates_are_asked_for() {
     )];
     let _fdb5 = (!fdb5::skipped()).then(|| {
         let (servers, fdb5_config) = start_fdb5(&Wheels::find(), dir.path());
-        let port: u16 = std::fs::read_to_string(&fdb5_config)
-            .expect("read")
-            .lines()
-            .find_map(|l| l.strip_prefix("port: "))
-            .and_then(|p| p.parse().ok())
-            .expect("port");
-        sides.push((
-            "fdb-server",
-            remote_config(dir.path(), "f5.yaml", port, 20.0),
-        ));
+        sides.push(("fdb-server", fdb5_side(dir.path(), &fdb5_config)));
         servers
     });
     for (name, config) in &sides {
