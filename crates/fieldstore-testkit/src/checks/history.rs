@@ -195,14 +195,15 @@ impl History<'_> {
 /// Random histories of one dataset each (`FIELDSTORE_HISTORY_CASES`, 12 by
 /// default): flushes (1–4 fields of two collocations, by two writers,
 /// each closed now and then and opened anew), follows of a reader opened
-/// first or of one opened then, purges, and wipes of a collocation; then one of the backend's damage hooks on a
-/// record at random; then, [`fieldstore::engine::LOOK_AGAIN`] later, more
-/// of the same. At every follow, and at the end for the first reader and a
-/// new one, every key is its newest acknowledged version (a flush that
-/// returned `Ok`; nothing once a wipe of its collocation returned `Ok`)
-/// or fails `Corrupt`: never an older version, a version of a flush that
-/// failed, or nothing, with success. A purge or wipe fails only
-/// `Corrupt`. Without a damage hook, nothing to do.
+/// first or of one opened then, purges, and wipes of a collocation; then
+/// one of the backend's damage hooks on a record at random; then,
+/// [`fieldstore::engine::LOOK_AGAIN`] later, more of the same. At every
+/// follow, and at the end for the first reader and a new one, every key is
+/// its newest acknowledged version (a flush that returned `Ok`; nothing
+/// once a wipe of its collocation returned `Ok`) or fails `Corrupt`: never
+/// an older version, a version of a flush that failed, or nothing, with
+/// success. A purge or wipe fails only `Corrupt`. Without a damage hook,
+/// nothing to do.
 pub fn damage_in_mid_life(open: Open<'_>, caps: &Capabilities<'_>) {
     // (hook, how many records after the chosen one it needs: removing one
     // leaves a gap only with a record after it).
