@@ -77,7 +77,7 @@ through_a_client!(
 
 /// The checks that do not run through a client, and why: what
 /// docs/serve.md says a client does not do ("Not through a client"), and
-/// the gaps left open (the last two).
+/// the gap left open (the last).
 const NOT_THROUGH_A_CLIENT: &[(&str, &str)] = &[
     (
         "annotation_applies_to_its_field_only",
@@ -114,9 +114,8 @@ const NOT_THROUGH_A_CLIENT: &[(&str, &str)] = &[
     ),
     (
         "watch_reports_each_field_once",
-        "it ends with a wipe, which a client does not do; and (a gap) when one look finds \
-         flushes of two collocations, their order is that of the server's listing, so a \
-         replacement may come before a field of another collocation flushed before it",
+        "it ends with a wipe, which a client does not do (everything before it holds through \
+         a client)",
     ),
 ];
 

@@ -350,7 +350,7 @@ impl Watch<'_> {
             let id = (e.dataset.clone(), e.collocation.clone(), e.element.clone());
             match (seen.get(&id), &e.location) {
                 (None, _) => new.push((id, e, false)),
-                (Some(old), Some(loc)) if old != loc => new.push((id, e, true)),
+                (Some(old), Some(loc)) if !same_field(old, loc) => new.push((id, e, true)),
                 _ => {}
             }
             true
@@ -435,6 +435,23 @@ impl Watch<'_> {
     }
 }
 
+/// Whether two locations of one key are the same stored field: the same
+/// unit name (the last part of its URI), offset, length and checksum. A
+/// replacement is another field (appended elsewhere, units are never
+/// written twice at one place); a dataset moved to another root keeps its
+/// data files' names, offsets and bytes, and only the directory in its
+/// URIs changes, which is no replacement.
+fn same_field(a: &FieldLocation, b: &FieldLocation) -> bool {
+    fn unit(l: &FieldLocation) -> &str {
+        l.uri.rsplit('/').next().unwrap_or(&l.uri)
+    }
+    a == b
+        || (a.offset == b.offset
+            && a.length == b.length
+            && a.checksum == b.checksum
+            && unit(a) == unit(b))
+}
+
 impl Iterator for Watch<'_> {
     type Item = Result<WatchEvent>;
 
@@ -477,6 +494,29 @@ impl Iterator for Watch<'_> {
             if !self.queue.is_empty() {
                 self.waiter.found();
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(uri: &str, offset: u64, checksum: u32) -> FieldLocation {
+        FieldLocation::new(uri, offset, 100).with_checksum(checksum)
+    }
+
+    #[test]
+    fn a_moved_field_is_the_same_field_and_a_replacement_is_not() {
+        let here = at("file:///a/od:x/pf:pl.vm.1.2.3.data", 4096, 7);
+        let moved = at("file:///b/od:x/pf:pl.vm.1.2.3.data", 4096, 7);
+        assert!(same_field(&here, &moved));
+        for other in [
+            at("file:///a/od:x/pf:pl.vm.1.2.3.data", 8192, 7),
+            at("file:///a/od:x/pf:pl.vm.1.2.4.data", 4096, 7),
+            at("file:///a/od:x/pf:pl.vm.1.2.3.data", 4096, 8),
+        ] {
+            assert!(!same_field(&here, &other), "{other:?}");
         }
     }
 }
