@@ -142,6 +142,24 @@ impl Spec {
         s.push_str(&format!(",param={}", self.param));
         key(&s)
     }
+
+    /// The request naming this spec's dataset in family `expver`.
+    pub fn dataset_request(&self, expver: &str) -> Request {
+        request(&format!(
+            "class=od,expver={expver},stream=enfo,date={},time={:04}",
+            self.date, self.time
+        ))
+    }
+
+    /// The request naming this spec's collocation (its `type` and
+    /// `levtype`) of its dataset in family `expver`: what a wipe of that
+    /// collocation asks.
+    pub fn collocation_request(&self, expver: &str) -> Request {
+        request(&format!(
+            "class=od,expver={expver},stream=enfo,date={},time={:04},type={},levtype={}",
+            self.date, self.time, self.ty, self.levtype
+        ))
+    }
 }
 
 /// A field archived by a check: its key, canonical key and bytes.

@@ -198,9 +198,7 @@ pub fn collocation_wipe_over_a_damaged_record(
     damage_record(&dataset, 0);
 
     let wipe = opened(open, "wiper").wipe(
-        &crate::support::request(&format!(
-            "class=od,expver={x},stream=enfo,date=20231201,time=1200,type=cf,levtype=sfc"
-        )),
+        &SFC.collocation_request(x),
         fieldstore::WipeOptions {
             doit: true,
             unsafe_wipe_all: false,

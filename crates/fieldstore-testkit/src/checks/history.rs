@@ -47,19 +47,6 @@ fn step() -> impl Strategy<Value = Step> {
     ]
 }
 
-/// The request naming collocation `collocation` of expver `x`'s dataset
-/// (`None`: the whole dataset).
-fn collocation_request(x: &str, collocation: Option<usize>) -> fieldstore::Request {
-    let dataset = format!("class=od,expver={x},stream=enfo,date=20231201,time=1200");
-    crate::support::request(&match collocation {
-        None => dataset,
-        Some(c) => {
-            let spec = [PL, SFC][c];
-            format!("{dataset},type={},levtype={}", spec.ty, spec.levtype)
-        }
-    })
-}
-
 /// A purge or wipe may be refused only as damage (`Corrupt`): any other
 /// failure of one is a finding.
 fn refused_only_for_damage<T>(
@@ -171,12 +158,12 @@ impl History<'_> {
                 Step::Close(w) => self.writers[*w] = None,
                 Step::Purge => {
                     let what = format!("purge at step {n} {when} the damage");
-                    let request = collocation_request(&self.x, None);
+                    let request = PL.dataset_request(&self.x);
                     refused_only_for_damage(self.warm.purge(&request, true), &what)?;
                 }
                 Step::Wipe(c) => {
                     let what = format!("wipe of collocation {c} at step {n} {when} the damage");
-                    let request = collocation_request(&self.x, Some(*c));
+                    let request = [PL, SFC][*c].collocation_request(&self.x);
                     let options = fieldstore::WipeOptions {
                         doit: true,
                         unsafe_wipe_all: false,

@@ -9,14 +9,6 @@ use crate::payload;
 use crate::support::{archive_payload, list, must, request, retrieve_one, Spec, Stored};
 use crate::Open;
 
-/// The dataset request of `spec`'s dataset in family `x`.
-fn dataset_request(x: &str, spec: &Spec) -> Request {
-    request(&format!(
-        "class=od,expver={x},stream=enfo,date={},time={:04}",
-        spec.date, spec.time
-    ))
-}
-
 fn dataset_of(fs: &FieldStore, s: &Stored) -> fieldstore::DatasetKey {
     must(
         fs.schema().split(&s.key),
@@ -76,7 +68,7 @@ pub fn wipe_dataset(open: Open<'_>) {
     must(w.flush(), "flush of a replacement");
     expect_exactly(&r, x, &[&a1v2, &a2, &b], &[], "before the wipe");
 
-    let req = dataset_request(x, &PL);
+    let req = PL.dataset_request(x);
     let dry = must(w.wipe(&req, WipeOptions::default()), "wipe (dry run)");
     assert!(!dry.done, "a dry run says it did nothing");
     assert_eq!(dry.datasets.len(), 1, "one dataset named: {dry:?}");
@@ -151,9 +143,7 @@ pub fn wipe_collocations(open: Open<'_>) {
     drop(w);
     expect_exactly(&r, x, &[&pl0v2, &pl6, &sfc0v2], &[], "before the wipe");
 
-    let req = request(&format!(
-        "class=od,expver={x},stream=enfo,date=20231201,time=1200,type=cf,levtype=sfc"
-    ));
+    let req = SFC.collocation_request(x);
     let w = opened(open, "wiper");
     let dry = must(w.wipe(&req, WipeOptions::default()), "wipe (dry run)");
     assert_eq!(dry.datasets.len(), 1, "{dry:?}");
@@ -273,7 +263,7 @@ pub fn purge_replaced(open: Open<'_>) {
     let k3v2 = archive_payload(&live, &Spec { step: 6, ..PL }.key(x), 2, 100, 3000);
     must(live.flush(), "flush");
 
-    let req = dataset_request(x, &PL);
+    let req = PL.dataset_request(x);
     let dry = must(r.purge(&req, false), "purge (dry run)");
     assert!(!dry.done);
     assert_eq!(dry.datasets.len(), 1, "{dry:?}");
@@ -395,7 +385,7 @@ pub fn stats_counts(open: Open<'_>) {
         s.reclaimable_bytes == 0 || s.reclaimable_bytes >= dup,
         "reclaimable bytes: {s:?}"
     );
-    must(r.purge(&dataset_request(x, &PL), true), "purge");
+    must(r.purge(&PL.dataset_request(x), true), "purge");
     let after = must(
         r.stats(&request(&format!("class=od,expver={x}"))),
         "stats after purge",
@@ -420,7 +410,7 @@ pub fn locks_honoured(open: Open<'_>) {
     let b = archive_payload(&w, &other.key(x), 1, 100, 3000);
     must(w.flush(), "flush");
     let d = dataset_of(&w, &a);
-    let req = dataset_request(x, &PL);
+    let req = PL.dataset_request(x);
     let family = request(&format!("class=od,expver={x}"));
     let control = |action, op: Operation| {
         must(
