@@ -574,6 +574,42 @@ pub struct DatasetCondition {
     /// that no reclaim has recorded as removed yet (a wipe interrupted, or a
     /// unit a live writer still used).
     pub pending_units: Vec<String>,
+    /// What the damaged regions of the log may have named: a wipe of
+    /// collocations must not miss what they hold, nor remove a unit they
+    /// point into.
+    pub may_name: DamageMayName,
+}
+
+/// What the damaged regions of a dataset's log may have named, as far as
+/// the backend can tell from what outlives a damaged record (the index
+/// blocks a FLUSH record names are written before it, and stay).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum DamageMayName {
+    /// The log has no damaged region.
+    #[default]
+    Nothing,
+    /// At most these collocations, with entries in at most these store
+    /// units (their URIs): those of the index blocks no record read names.
+    Only {
+        /// Collocations the damaged regions may have named.
+        collocations: BTreeSet<CollocationKey>,
+        /// Units the entries of their blocks point into.
+        units: BTreeSet<String>,
+    },
+    /// Anything: the damaged records took their blocks with them (blocks
+    /// inline in the record), or what may be theirs could not be read.
+    Anything,
+}
+
+impl DamageMayName {
+    /// Whether the damage may have named `collocation`.
+    pub fn may_hold(&self, collocation: &CollocationKey) -> bool {
+        match self {
+            DamageMayName::Nothing => false,
+            DamageMayName::Only { collocations, .. } => collocations.contains(collocation),
+            DamageMayName::Anything => true,
+        }
+    }
 }
 
 /// Copies and scans of everything, for any [`DatasetReader`].

@@ -61,8 +61,8 @@ pub mod writer_id;
 
 pub use catalogue::{
     Axes, AxesExt, Catalogue, CatalogueMaintenance, CatalogueQueries, CatalogueWriter,
-    ChangeWaiter, Changes, CollocationInfo, DamagedDatasets, DatasetCondition, DatasetMover,
-    DatasetReader, DatasetReaderExt, PollingWaiter,
+    ChangeWaiter, Changes, CollocationInfo, DamageMayName, DamagedDatasets, DatasetCondition,
+    DatasetMover, DatasetReader, DatasetReaderExt, PollingWaiter,
 };
 pub use error::{Error, ErrorKind, Result};
 pub use key::{CollocationKey, DatasetKey, ElementKey, Key, KeyError};

@@ -225,6 +225,7 @@ fn conformance_on_the_directory_backend() {
             remove_record: Some(&remove_record),
             cut_log: Some(&cut),
             unregister: Some(&unregister),
+            blocks_outlive_records: false,
         },
     );
 }

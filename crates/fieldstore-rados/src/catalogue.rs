@@ -38,7 +38,7 @@ use fieldstore_core::record::maintenance as records;
 use fieldstore_core::record::named::{self, NamedBlock};
 use fieldstore_core::record::pending::PendingEntries;
 use fieldstore_core::{
-    CollocationKey, DatasetKey, DatasetReader, DatasetReaderExt, ElementKey, Error, ErrorKind,
+    DamageMayName, DatasetKey, DatasetReader, DatasetReaderExt, ElementKey, Error, ErrorKind,
     FieldLocation, Key, Locks, Operation, Result, Schema,
 };
 
@@ -1356,23 +1356,23 @@ impl RadosLog {
 }
 
 impl RadosLog {
-    /// The collocations of the index blocks in the omaps of the segments
-    /// read so far that no FLUSH record read names: those of damaged
-    /// records (and of flushes whose last operation never applied, and of
-    /// wiped collocations: more, never fewer). `None` when one of them
-    /// does not decode (it may hold anything). Per segment, one listing of
-    /// its omap's keys a page, then the unnamed blocks only: paid only by
-    /// lookups of unknown collocations in a dataset with a damaged region.
+    /// The collocations and units of the index blocks in the omaps of the
+    /// segments read so far that no FLUSH record read names: those of
+    /// damaged records (and of flushes whose last operation never applied,
+    /// and of wiped collocations: more, never fewer). Anything when one of
+    /// them does not decode. Per segment, one listing of its omap's keys a
+    /// page, then the unnamed blocks only: paid once per damage met, by
+    /// lookups of unknown collocations and wipes of collocations.
     ///
     /// # Errors
     /// RADOS errors reading the omaps.
-    fn unnamed_collocations(&self, st: &ReaderLog) -> Result<Option<BTreeSet<CollocationKey>>> {
+    fn unnamed_blocks(&self, st: &ReaderLog) -> Result<DamageMayName> {
         let named: HashSet<&Place> = st
             .index
             .all_blocks()
             .flat_map(|(_, blocks, _)| blocks.iter().map(|b| &b.place))
             .collect();
-        let mut out = BTreeSet::new();
+        let (mut collocations, mut units) = (BTreeSet::new(), BTreeSet::new());
         for segment in 0..=st.cursor.segment {
             let obj = segment_object(&self.object, segment);
             let what = |e: Errno| {
@@ -1388,7 +1388,7 @@ impl RadosLog {
                     Ok(p) => p,
                     // Removed behind fieldstore's back: its blocks may
                     // have held anything.
-                    Err(e) if e == ENOENT => return Ok(None),
+                    Err(e) if e == ENOENT => return Ok(DamageMayName::Anything),
                     Err(e) => return Err(what(e)),
                 };
                 for k in &keys {
@@ -1406,28 +1406,32 @@ impl RadosLog {
                 let keys: Vec<&[u8]> = batch.iter().map(Vec::as_slice).collect();
                 let got = match self.pool.omap_get(&obj, &keys) {
                     Ok(got) => got,
-                    Err(e) if e == ENOENT => return Ok(None),
+                    Err(e) if e == ENOENT => return Ok(DamageMayName::Anything),
                     Err(e) => return Err(what(e)),
                 };
-                for (k, v) in &got {
-                    let what = || {
-                        let key = String::from_utf8_lossy(k);
-                        format!("{} omap key '{key}'", self.pool.what(&obj))
-                    };
-                    let collocation = match format::FRAMING.unframe(v, &what) {
+                for (_, v) in &got {
+                    let what = String::new;
+                    let block = match format::FRAMING.unframe(v, &what) {
                         Ok(Framed::Record(format::BLOCK, p, n)) if n == v.len() => {
-                            Dec::new(p, &what).key().ok().map(CollocationKey)
+                            block::decode(&Blocks, p, &what).ok()
                         }
                         _ => None,
                     };
-                    let Some(c) = collocation else {
-                        return Ok(None);
+                    let Some(b) = block else {
+                        return Ok(DamageMayName::Anything);
                     };
-                    out.insert(c);
+                    let Ok(c) = b.collocation.parse() else {
+                        return Ok(DamageMayName::Anything);
+                    };
+                    collocations.insert(c);
+                    units.extend(b.entries.iter().map(|(_, l)| l.uri.to_string()));
                 }
             }
         }
-        Ok(Some(out))
+        Ok(DamageMayName::Only {
+            collocations,
+            units,
+        })
     }
 
     fn follow_log(&self, st: &mut ReaderLog) -> Result<()> {
@@ -1726,11 +1730,9 @@ impl LogMedium for RadosLog {
     }
 
     /// A damaged FLUSH record's blocks are intact in the omap, so they
-    /// tell what it may have held (`unnamed_collocations`).
-    fn unknown_may_hold(&self, log: &mut ReaderLog, collocation: &CollocationKey) -> Result<bool> {
-        Ok(self
-            .unnamed_collocations(log)?
-            .is_none_or(|held| held.contains(collocation)))
+    /// tell what it may have named (`unnamed_blocks`).
+    fn damage_may_name(&self, log: &mut ReaderLog) -> Result<DamageMayName> {
+        self.unnamed_blocks(log)
     }
 }
 

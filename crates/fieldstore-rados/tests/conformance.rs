@@ -52,12 +52,19 @@ fn segment_0(
         .unwrap_or_else(|| panic!("no object name in {what:?}"))
         .to_string();
     let bytes = c.rados(ns, &["get", &object, "-"]);
+    let at = record_offset(&bytes, n);
+    (object, bytes, at)
+}
+
+/// The offset of record `n + 1` of a log's bytes (record 0 is its INIT;
+/// 20-byte headers, the payload's length at bytes 8..12).
+fn record_offset(bytes: &[u8], n: usize) -> usize {
     let mut at = 0usize;
     for _ in 0..=n {
         let len = u32::from_le_bytes(bytes[at + 8..at + 12].try_into().expect("4 bytes"));
         at += 20 + len as usize;
     }
-    (object, bytes, at)
+    at
 }
 
 /// Cut the dataset's log segment 0 just before record `n + 1`, with the
@@ -139,10 +146,37 @@ fn toc_catalogue_with_rados_store() {
             corrupt: Some(&corrupt),
             damage_record: None,
             remove_record: None,
-            cut_log: None,
-            unregister: None,
+            ..Capabilities::default()
         },
     );
+}
+
+/// The collocation wipe check with the POSIX catalogue over the RADOS
+/// store, which packs both collocations' fields into one object: a wipe of
+/// the collocation the damaged `toc` record cannot hold must keep that
+/// object, which the record points into.
+#[test]
+fn toc_collocation_wipe_keeps_an_object_a_damaged_record_points_into() {
+    let Some(c) = common::cluster() else { return };
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let config = common::config(
+        c,
+        "toc",
+        "rados",
+        &common::namespace("mix3"),
+        Some(dir.path()),
+    );
+    let open = move || FieldStore::open(config.clone());
+    let damage = |d: &fieldstore::DatasetKey, n: usize| {
+        let fs = open().expect("a handle to find the dataset");
+        let toc = std::path::Path::new(&fs.catalogue().describe(d)).join("toc");
+        let mut bytes = std::fs::read(&toc).expect("reading the toc");
+        let at = record_offset(&bytes, n);
+        let len = u32::from_le_bytes(bytes[at + 8..at + 12].try_into().expect("4 bytes"));
+        bytes[at + 20 + len as usize / 2] ^= 0x08;
+        std::fs::write(&toc, &bytes).expect("writing the damaged toc");
+    };
+    fieldstore_testkit::collocation_wipe_over_a_damaged_record(&open, &damage, true);
 }
 
 /// Every check, with the RADOS catalogue over the POSIX store, and the
@@ -165,6 +199,7 @@ fn rados_catalogue_with_file_store() {
             damage_record: Some(damage),
             cut_log: Some(cut),
             unregister: Some(&unregister),
+            blocks_outlive_records: true,
             ..Capabilities::default()
         },
     );

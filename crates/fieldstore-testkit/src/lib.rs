@@ -82,6 +82,11 @@ pub struct Capabilities<'a> {
     /// `%datasets/<key>` object), bypassing the backend. `None` where
     /// listings read the namespace itself (POSIX directories, memory).
     pub unregister: Option<&'a (dyn Fn(&fieldstore::DatasetKey) + Sync)>,
+    /// Whether a damaged record's index blocks outlive it (POSIX index
+    /// files, RADOS omap values), so that the backend tells what the record
+    /// may have named: wipes of other collocations go on. `false` where
+    /// blocks ride in the record (DAOS, S3).
+    pub blocks_outlive_records: bool,
 }
 
 /// A hook that damages record `n` of a dataset's log
@@ -96,6 +101,7 @@ impl std::fmt::Debug for Capabilities<'_> {
             .field("remove_record", &self.remove_record.is_some())
             .field("cut_log", &self.cut_log.is_some())
             .field("unregister", &self.unregister.is_some())
+            .field("blocks_outlive_records", &self.blocks_outlive_records)
             .finish()
     }
 }
@@ -169,7 +175,7 @@ pub fn run_all(open: Open<'_>, caps: &Capabilities<'_>) {
         println!("conformance check damaged_log_record_costs_only_itself");
         damaged_log_record_costs_only_itself(open, damage);
         println!("conformance check collocation_wipe_over_a_damaged_record");
-        collocation_wipe_over_a_damaged_record(open, damage);
+        collocation_wipe_over_a_damaged_record(open, damage, caps.blocks_outlive_records);
     }
     if let Some(remove) = caps.remove_record {
         println!("conformance check missing_log_record_is_damage");

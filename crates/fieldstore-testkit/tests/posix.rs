@@ -35,6 +35,7 @@ fn run_all_on_one_root() {
                 remove_record: None,
                 cut_log: keeps_user_attributes().then_some(cut),
                 unregister: None,
+                blocks_outlive_records: true,
             },
         );
     });
@@ -179,9 +180,11 @@ fn damaged_log_record_costs_only_itself() {
 #[test]
 fn collocation_wipe_over_a_damaged_record() {
     with_posix(&|open| {
-        fieldstore_testkit::collocation_wipe_over_a_damaged_record(open, &|d, n| {
-            damage_toc_record(open, d, n)
-        });
+        fieldstore_testkit::collocation_wipe_over_a_damaged_record(
+            open,
+            &|d, n| damage_toc_record(open, d, n),
+            true,
+        );
     });
 }
 

@@ -14,8 +14,8 @@ use std::sync::Arc;
 
 use fieldstore_core::maintenance::{self, Claim, DamagedDataset, Item, ItemKind, Unit, UnitState};
 use fieldstore_core::{
-    CollocationKey, Control, DatasetKey, Error, ErrorKind, Key, Level, Locks, Operation, Request,
-    Result, Schema, Selector, Values,
+    CollocationKey, Control, DamageMayName, DatasetKey, Error, ErrorKind, Key, Level, Locks,
+    Operation, Request, Result, Schema, Selector, Values,
 };
 use serde::Serialize;
 
@@ -570,24 +570,6 @@ impl FieldStore {
         let Some(reader) = reader else {
             return Ok(None);
         };
-        // A log record this reader could not read may name collocations
-        // (and units) it never learnt: a wipe of collocations would miss
-        // them, say it was done, and leave readers that read the record
-        // before the damage answering what it held. (A wipe of the whole
-        // dataset above needs no such knowledge.)
-        let damage = reader.condition(None).damage;
-        if !damage.is_empty() {
-            return Err(Error::new(
-                ErrorKind::Corrupt,
-                format!(
-                    "refusing to wipe collocations of {}: its log is damaged ({}), and the damaged \
-                     records may hold what the request names; `status` reports the damage, and a \
-                     wipe of the whole dataset removes it",
-                    dataset.braced(),
-                    damage.join("; ")
-                ),
-            ));
-        }
         // Collocations are matched by the dataset's own schema.
         let own = self.own_schema(dataset, reader.as_ref())?;
         let schema: &Schema = own.as_deref().unwrap_or(&self.schema);
@@ -601,6 +583,42 @@ impl FieldStore {
         };
         let Some(dm) = selector.match_dataset(dataset) else {
             return Ok(None);
+        };
+        // A log record this reader could not read may name collocations
+        // (and units) it never learnt: a wipe of those would miss them, say
+        // it was done, and leave readers that read the record before the
+        // damage answering what it held; and a unit it points into must
+        // stay. (A wipe of the whole dataset above needs no such knowledge.)
+        let condition = reader.condition(None);
+        let refuse = |what: String| {
+            Error::new(
+                ErrorKind::Corrupt,
+                format!(
+                    "refusing to wipe collocations of {}: its log is damaged ({}), and the damaged \
+                     records may hold {what}; `status` reports the damage, and a wipe of the \
+                     whole dataset removes it",
+                    dataset.braced(),
+                    condition.damage.join("; ")
+                ),
+            )
+        };
+        let damaged_units = match &condition.may_name {
+            DamageMayName::Nothing => BTreeSet::new(),
+            DamageMayName::Anything => return Err(refuse("what the request names".into())),
+            DamageMayName::Only {
+                collocations,
+                units,
+            } => {
+                let named: Vec<String> = collocations
+                    .iter()
+                    .filter(|c| selector.match_collocation(&dm, c).is_some())
+                    .map(|c| c.braced())
+                    .collect();
+                if !named.is_empty() {
+                    return Err(refuse(format!("collocation {}", named.join(", "))));
+                }
+                units.clone()
+            }
         };
         let mut targets = Vec::new();
         for col in &all_cols {
@@ -644,7 +662,7 @@ impl FieldStore {
                 )));
             }
         }
-        let pending = reader.condition(None).pending_units;
+        let pending = condition.pending_units.clone();
         if targets.is_empty() && pending.is_empty() {
             return Ok(None);
         }
@@ -667,6 +685,15 @@ impl FieldStore {
                     item: Item::new(ItemKind::Data, unit_name(&uri), None),
                     reason: "also holds fields of collocations that stay; purge reclaims it once \
                              nothing visible points into it"
+                        .into(),
+                });
+                continue;
+            }
+            if damaged_units.contains(&uri) {
+                kept.push(Kept {
+                    item: Item::new(ItemKind::Data, unit_name(&uri), None),
+                    reason: "a damaged record of the log may point into it; a wipe of the whole \
+                             dataset removes it"
                         .into(),
                 });
                 continue;

@@ -17,7 +17,7 @@
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use super::{Block, BlockSlot, DatasetIndex};
-use crate::catalogue::{visit_newest_first, Axes, DatasetCondition, DatasetReader};
+use crate::catalogue::{visit_newest_first, Axes, DamageMayName, DatasetCondition, DatasetReader};
 use crate::error::{Error, ErrorKind, Result};
 use crate::key::{CollocationKey, ElementKey};
 use crate::location::FieldLocation;
@@ -42,6 +42,11 @@ pub struct Log<P, C> {
     /// may be the newest record of anything, so every lookup it may change
     /// fails, and the medium looks at it again at the next refresh.
     pub damage_at_end: Option<String>,
+    /// [`LogMedium::damage_may_name`]'s last answer, with the damage it
+    /// answered for (how many damaged regions, the damage at the end):
+    /// asked again once more is met. Blocks that records read later name
+    /// only make it larger than it need be, never too small.
+    pub may_name: Option<((usize, Option<String>), DamageMayName)>,
 }
 
 impl<P, C> Log<P, C> {
@@ -54,6 +59,7 @@ impl<P, C> Log<P, C> {
             torn: Vec::new(),
             recovered: Vec::new(),
             damage_at_end: None,
+            may_name: None,
         }
     }
 }
@@ -110,20 +116,20 @@ pub trait LogMedium: Send + Sync + std::fmt::Debug + 'static {
         ))
     }
 
-    /// Whether damage met so far may have named `collocation`, which no
-    /// record read names: a medium that can tell from its blocks (those a
-    /// damaged record named are still there) answers; the default, `true`,
-    /// fails every such lookup while damage is known.
+    /// What the damage met so far (a damaged region, or damage at the end)
+    /// may have named: a medium whose blocks outlive a damaged record (a
+    /// FLUSH record names blocks written before it) answers with the
+    /// collocations and units of the blocks no record read names; the
+    /// default, [`DamageMayName::Anything`], fails every lookup of a
+    /// collocation the reader does not know, and every wipe of
+    /// collocations, while damage is known. Asked only while there is
+    /// damage; the reader keeps the answer until it meets more.
     ///
     /// # Errors
     /// The medium's I/O errors.
-    fn unknown_may_hold(
-        &self,
-        log: &mut LogOf<Self>,
-        collocation: &CollocationKey,
-    ) -> Result<bool> {
-        let _ = (log, collocation);
-        Ok(true)
+    fn damage_may_name(&self, log: &mut LogOf<Self>) -> Result<DamageMayName> {
+        let _ = log;
+        Ok(DamageMayName::Anything)
     }
 
     /// The operations the dataset is locked against: its CONTROL records',
@@ -187,6 +193,26 @@ impl<M: LogMedium> LogReader<M> {
             self.load(&mut log, c, &|_| true)?;
         }
         Ok(log)
+    }
+
+    /// What the damage met so far may have named
+    /// ([`LogMedium::damage_may_name`], asked once per damage met).
+    ///
+    /// # Errors
+    /// As [`LogMedium::damage_may_name`].
+    fn may_name<'l>(&self, log: &'l mut LogOf<M>) -> Result<&'l DamageMayName> {
+        if !log.index.has_damaged_regions() && log.damage_at_end.is_none() {
+            return Ok(&DamageMayName::Nothing);
+        }
+        let met = (log.index.damaged_regions(), log.damage_at_end.clone());
+        if log.may_name.as_ref().is_none_or(|(m, _)| *m != met) {
+            let names = self.medium.damage_may_name(log)?;
+            log.may_name = Some((met, names));
+        }
+        Ok(log
+            .may_name
+            .as_ref()
+            .map_or(&DamageMayName::Anything, |(_, n)| n))
     }
 
     /// Load the blocks of `collocation` that `want` selects and are not
@@ -275,12 +301,7 @@ impl<M: LogMedium> DatasetReader for LogReader<M> {
         let mut log = self.write();
         self.load(&mut log, collocation, &|_| true)?;
         let known = log.index.collocation(collocation).is_some();
-        let may_hold = if !known && (log.index.has_damaged_regions() || log.damage_at_end.is_some())
-        {
-            self.medium.unknown_may_hold(&mut log, collocation)?
-        } else {
-            true
-        };
+        let may_hold = known || self.may_name(&mut log)?.may_hold(collocation);
         let found = log
             .index
             .lookup(collocation, element, Some(&mut || may_hold))?;
@@ -332,8 +353,13 @@ impl<M: LogMedium> DatasetReader for LogReader<M> {
         self.medium.locks(&self.read())
     }
 
+    /// `may_name` is [`DamageMayName::Anything`] when what the damage may
+    /// name could not be read (an I/O error).
     fn condition(&self, collocation: Option<&CollocationKey>) -> DatasetCondition {
-        let log = self.read();
+        let mut log = self.write();
+        let may_name = self
+            .may_name(&mut log)
+            .map_or(DamageMayName::Anything, DamageMayName::clone);
         let mut damage = log.index.damage(collocation);
         damage.extend(log.damage_at_end.iter().cloned());
         DatasetCondition {
@@ -341,6 +367,7 @@ impl<M: LogMedium> DatasetReader for LogReader<M> {
             torn: log.torn.clone(),
             recovered: log.recovered.clone(),
             pending_units: log.index.pending_units(),
+            may_name,
         }
     }
 }

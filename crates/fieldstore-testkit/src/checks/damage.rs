@@ -180,9 +180,18 @@ pub fn damaged_log_record_costs_only_itself(
 /// wipe of `SFC` then either fails `Corrupt` or removes it: after an `Ok`,
 /// neither the reader from before the damage nor a fresh one answers its
 /// field. `PL`'s field still reads exactly either way.
+///
+/// Then a wipe of `PL`, which the damaged record cannot hold: with
+/// `blocks_outlive_records` (the backend's index blocks outlive the record
+/// that names them, and tell what it may have named) it must succeed, and
+/// elsewhere it may fail `Corrupt`. After an `Ok`, neither reader answers
+/// `PL`'s field, and the reader from before the damage still reads `SFC`'s
+/// exactly: a unit the damaged record points into is kept, though it may
+/// also hold `PL`'s field.
 pub fn collocation_wipe_over_a_damaged_record(
     open: Open<'_>,
     damage_record: crate::DamageRecord<'_>,
+    blocks_outlive_records: bool,
 ) {
     let x = "dmgw";
     let w = opened(open, "writer");
@@ -236,6 +245,44 @@ pub fn collocation_wipe_over_a_damaged_record(
         &fresh,
         &pl,
         "the pressure-level field, after the wipe, to a fresh reader",
+    );
+
+    let wipe = opened(open, "wiper of the intact collocation").wipe(
+        &PL.collocation_request(x),
+        fieldstore::WipeOptions {
+            doit: true,
+            unsafe_wipe_all: false,
+        },
+    );
+    let report = match wipe {
+        Err(e) if !blocks_outlive_records && e.kind() == ErrorKind::Corrupt => return,
+        Err(e) => panic!(
+            "a wipe of a collocation the damaged record cannot hold (its index blocks outlive \
+             it: {blocks_outlive_records}): {e}"
+        ),
+        Ok(report) => report,
+    };
+    let fresh = opened(open, "reader after the second wipe");
+    for (who, reader) in [
+        ("the reader from before the damage", &early),
+        ("a fresh reader", &fresh),
+    ] {
+        if let Some(bytes) = retrieve_outcome(reader, &pl.key)
+            .ok()
+            .filter(|b| !b.is_empty())
+        {
+            panic!(
+                "{who} still answers the pressure-level field ({} bytes) after a wipe of its \
+                 collocation returned Ok: {report:?}",
+                bytes.len()
+            );
+        }
+    }
+    exact(
+        &early,
+        &sfc,
+        "the surface field (its record damaged), after a wipe of the other collocation, to the \
+         reader from before the damage",
     );
 }
 

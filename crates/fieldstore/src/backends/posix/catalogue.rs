@@ -19,7 +19,7 @@
 //! visible record always points at synced index blocks and data.
 
 use std::borrow::Cow;
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::fd::AsRawFd;
@@ -44,7 +44,7 @@ use super::manage;
 use super::open_dir::OpenDir;
 use crate::config::Root;
 use crate::placement::Placement;
-use fieldstore_core::catalogue::{Axes, DatasetReader};
+use fieldstore_core::catalogue::{Axes, DamageMayName, DatasetReader};
 use fieldstore_core::engine::framed::{self, FramedRecords, Tail};
 use fieldstore_core::engine::log_catalogue::{CatalogueMedium, LogCatalogue, MediumMaintenance};
 use fieldstore_core::engine::{EndLook, Entries, Log, LogMedium, LogReader};
@@ -1091,94 +1091,91 @@ struct LogDamage {
     /// after flush, and is dropped after a failed flush: the blocks of its
     /// next record start exactly there.
     index_ends: HashMap<String, u64>,
-    /// The collocations the blocks in the dataset's index files hold, read
-    /// when a lookup of an unknown collocation meets damage; forgotten when
-    /// new damage is met (a damaged record names blocks written before it,
-    /// so blocks written later cannot matter).
-    index_collocations: Option<IndexCollocations>,
 }
 
-/// The collocation keys of every block in a dataset's index files: what a
-/// damaged FLUSH record may have named (it names blocks written before
-/// it). Sound only while the index files that hold its blocks are there:
-/// a data file that no block names means a writer's index file may be
-/// gone too (removed behind fieldstore's back, with the record damaged),
-/// or its writer never flushed; either way the blocks may have held
-/// anything.
-#[derive(Debug)]
-struct IndexCollocations {
-    names: HashSet<String>,
-    /// Some bytes did not read as a block, or a data file is named by no
-    /// block: any collocation may be held.
-    unreadable: bool,
+/// What damaged records of a dataset's log may have named: the
+/// collocations and data files of the blocks in its index files that no
+/// record `log` read names (a FLUSH names blocks written before it).
+/// Sound only while the index files that hold its blocks are there: a data
+/// file that no block names means a writer's index file may be gone too
+/// (removed behind fieldstore's back, with the record damaged), or its
+/// writer never flushed; either way the blocks may have held anything, as
+/// may bytes that do not read as blocks.
+fn unnamed_blocks(log: &ReaderLog) -> DamageMayName {
+    let (dir, abs_dir) = (&log.cursor.dir, &log.cursor.abs_dir);
+    let named: HashSet<(&str, u64)> = log
+        .index
+        .all_blocks()
+        .flat_map(|(_, blocks, _)| blocks.iter())
+        .map(|b| (b.place.file.as_str(), b.place.offset))
+        .collect();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return DamageMayName::Anything;
+    };
+    let (mut data, mut in_blocks) = (Vec::new(), HashSet::new());
+    let (mut collocations, mut units) = (BTreeSet::new(), BTreeSet::new());
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.starts_with('.') {
+            continue;
+        }
+        match layout::classify(&name) {
+            layout::FileKind::Index => {
+                let Ok(bytes) = std::fs::read(e.path()) else {
+                    return DamageMayName::Anything;
+                };
+                for (at, b) in blocks_in(&bytes, abs_dir) {
+                    let Some(b) = b else {
+                        return DamageMayName::Anything;
+                    };
+                    let Ok(c) = b.collocation.parse() else {
+                        return DamageMayName::Anything;
+                    };
+                    let uris = b.entries.iter().map(|(_, l)| l.uri.to_string());
+                    if !named.contains(&(name.as_str(), at)) {
+                        units.extend(uris.clone());
+                        collocations.insert(c);
+                    }
+                    in_blocks.extend(uris);
+                }
+            }
+            layout::FileKind::Data => data.push(data_uri(abs_dir, &format!("./{name}"))),
+            _ => {}
+        }
+    }
+    if data.iter().any(|d| !in_blocks.contains(d.as_str())) {
+        return DamageMayName::Anything;
+    }
+    DamageMayName::Only {
+        collocations,
+        units,
+    }
 }
 
-impl IndexCollocations {
-    /// Read every published index file of `dir` (absolute: `abs_dir`)
-    /// block by block, and list its data files.
-    fn read(dir: &Path, abs_dir: &Path) -> IndexCollocations {
-        let mut out = IndexCollocations {
-            names: HashSet::new(),
-            unreadable: false,
-        };
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            out.unreadable = true;
-            return out;
-        };
-        let (mut data, mut named) = (Vec::new(), HashSet::new());
-        for e in entries.flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
-            if name.starts_with('.') {
-                continue;
+/// The blocks of one index file with their offsets, `None` for bytes that
+/// do not read as one. A block cut short at the end is not named by any
+/// record (records are appended after their blocks are synced).
+fn blocks_in<'b>(bytes: &'b [u8], abs_dir: &Path) -> Vec<(u64, Option<block::Block<'b>>)> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < bytes.len() {
+        match format::FRAMING.unframe(&bytes[at..], &String::new) {
+            Ok(Framed::Record(kind, payload, n)) => {
+                let b = block::decode(&DataFiles(abs_dir), payload, &String::new).ok();
+                out.push((at as u64, b.filter(|_| kind == format::BLOCK)));
+                at += n;
             }
-            match layout::classify(&name) {
-                layout::FileKind::Index => match std::fs::read(e.path()) {
-                    Ok(bytes) => out.add_blocks(&bytes, abs_dir, &mut named),
-                    Err(_) => out.unreadable = true,
-                },
-                layout::FileKind::Data => data.push(data_uri(abs_dir, &format!("./{name}"))),
-                _ => {}
-            }
-        }
-        if data.iter().any(|d| !named.contains(d.as_str())) {
-            out.unreadable = true;
-        }
-        out
-    }
-
-    /// The collocations of the blocks in one index file, and the data
-    /// files their entries name (their URIs, into `named`). A block cut short at the
-    /// end is not named by any record (records are appended after their
-    /// blocks are synced).
-    fn add_blocks(&mut self, bytes: &[u8], abs_dir: &Path, named: &mut HashSet<String>) {
-        let mut at = 0;
-        while at < bytes.len() {
-            match format::FRAMING.unframe(&bytes[at..], &String::new) {
-                Ok(Framed::Record(kind, payload, n)) => {
-                    match block::decode(&DataFiles(abs_dir), payload, &String::new) {
-                        Ok(b) if kind == format::BLOCK => {
-                            self.names.insert(b.collocation.to_string());
-                            named.extend(b.entries.iter().map(|(_, l)| l.uri.to_string()));
-                        }
-                        _ => self.unreadable = true,
-                    }
-                    at += n;
-                }
-                Ok(Framed::Incomplete) => break,
-                Err(_) => {
-                    self.unreadable = true;
-                    match format::FRAMING.resync(&bytes[at + 1..]) {
-                        Some(skip) => at += skip + 1,
-                        None => break,
-                    }
+            Ok(Framed::Incomplete) => break,
+            Err(_) => {
+                out.push((at as u64, None));
+                match format::FRAMING.resync(&bytes[at + 1..]) {
+                    Some(skip) => at += skip + 1,
+                    None => break,
                 }
             }
         }
     }
-
-    fn may_hold(&self, collocation: &CollocationKey) -> bool {
-        self.unreadable || self.names.contains(&collocation.to_string())
-    }
+    out
 }
 
 /// One block a FLUSH record names.
@@ -1473,13 +1470,9 @@ impl TocLog {
             toc.read_exact_at(&mut buf, st.cursor.pos)
                 .map_err(|e| Error::io(st.cursor.toc_path.display(), e))?;
         }
-        let damage_before = st.damage_at_end.take();
+        st.damage_at_end = None;
         let start = st.cursor.pos;
         let used = framed::walk(st, &format::FRAMING, &buf, start, self)?;
-        if st.damage_at_end.is_some() && st.damage_at_end != damage_before {
-            // New damage at the end: what it may name is read again.
-            st.cursor.log.index_collocations = None;
-        }
         st.cursor.digest = crc32c::crc32c_append(st.cursor.digest, &buf[..used]);
         st.cursor.pos += used as u64;
         if let Some((blocks, log)) = carried {
@@ -1572,13 +1565,6 @@ impl FramedRecords<BlockPlace, TocCursor> for TocLog {
             });
     }
 
-    /// Not recovered: the blocks it may name were written before it, so
-    /// the index files are read again ([`LogDamage`]).
-    fn damaged(&self, st: &mut ReaderLog, at: u64, problem: String) {
-        st.cursor.log.index_collocations = None;
-        st.index.damaged_region(at, problem);
-    }
-
     /// A torn append (no damage), or damage: recovered as the FLUSH record
     /// it was if every block it names proves it, else a region that may
     /// have held anything.
@@ -1630,17 +1616,10 @@ impl LogMedium for TocLog {
         Ok(places.iter().map(|p| self.read_block(log, p)).collect())
     }
 
-    /// A collocation this reader does not know was never named by a record
-    /// it read; a damaged one may have named it only if an index file holds
-    /// a block of it (a FLUSH names blocks written before it).
-    fn unknown_may_hold(&self, log: &mut ReaderLog, collocation: &CollocationKey) -> Result<bool> {
-        let cursor = &mut log.cursor;
-        let (dir, abs_dir) = (&cursor.dir, &cursor.abs_dir);
-        Ok(cursor
-            .log
-            .index_collocations
-            .get_or_insert_with(|| IndexCollocations::read(dir, abs_dir))
-            .may_hold(collocation))
+    /// A damaged record named blocks written before it, in the dataset's
+    /// index files: those no record read names ([`unnamed_blocks`]).
+    fn damage_may_name(&self, log: &mut ReaderLog) -> Result<DamageMayName> {
+        Ok(unnamed_blocks(log))
     }
 
     /// The CONTROL records' locks, and those of the dataset's root.
