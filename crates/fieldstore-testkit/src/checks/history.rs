@@ -1,10 +1,11 @@
 //! Damage in the middle of a dataset's life, at random: random histories
 //! of flushes by two writers into two collocations of one dataset, a
 //! reader following in between (and readers opened afresh), writers
-//! closed and opened anew, purges and wipes of a collocation, one damage
+//! closed and opened anew, purges and wipes of a collocation, damage
 //! through the backend's hooks (a record damaged, removed or cut off,
-//! whichever the backend offers) at a random point, then more of the
-//! same. Shrunk to a minimal history when it fails (proptest).
+//! whichever the backend offers) at a random point and, in some, again at
+//! a later one, then more of the same. Shrunk to a minimal history when it
+//! fails (proptest).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -120,6 +121,30 @@ struct History<'a> {
 }
 
 impl History<'_> {
+    /// Apply `hook` (its name, itself, how many records after the chosen
+    /// one it needs) to a record at random among the first `below`, unless
+    /// a flush failed (the records are then not known) or there are too
+    /// few; the record's number, if done. Then wait
+    /// [`fieldstore::engine::LOOK_AGAIN`]: an idle reader may see damage
+    /// at where it stopped only at its next look.
+    fn damage(
+        &self,
+        (what, hook, needs_after): &(&str, DamageRecord<'_>, usize),
+        below: usize,
+        at: prop::sample::Index,
+    ) -> Option<usize> {
+        if !self.all_acknowledged || below <= *needs_after {
+            return None;
+        }
+        let n = at.index(below - needs_after);
+        let probe = opened(self.open, "probe");
+        let dataset = must(probe.schema().split(&key(&self.x, 0, 0)), "splitting a key").dataset;
+        hook(&dataset, n);
+        println!("{}: record {n} of {} {what}", self.x, self.records);
+        std::thread::sleep(fieldstore::engine::LOOK_AGAIN + Duration::from_millis(100));
+        Some(n)
+    }
+
     fn run(&mut self, steps: &[Step], when: &str) -> Result<(), TestCaseError> {
         for (n, s) in steps.iter().enumerate() {
             match s {
@@ -148,21 +173,21 @@ impl History<'_> {
                     }
                 }
                 Step::Follow(false) => {
-                    let who = format!("the reader at step {n} {when} the damage");
+                    let who = format!("the reader at step {n} {when}");
                     check(&self.warm, &self.x, &self.newest, &who)?;
                 }
                 Step::Follow(true) => {
-                    let who = format!("a reader opened at step {n} {when} the damage");
+                    let who = format!("a reader opened at step {n} {when}");
                     check(&opened(self.open, "reader"), &self.x, &self.newest, &who)?;
                 }
                 Step::Close(w) => self.writers[*w] = None,
                 Step::Purge => {
-                    let what = format!("purge at step {n} {when} the damage");
+                    let what = format!("purge at step {n} {when}");
                     let request = PL.dataset_request(&self.x);
                     refused_only_for_damage(self.warm.purge(&request, true), &what)?;
                 }
                 Step::Wipe(c) => {
-                    let what = format!("wipe of collocation {c} at step {n} {when} the damage");
+                    let what = format!("wipe of collocation {c} at step {n} {when}");
                     let request = [PL, SFC][*c].collocation_request(&self.x);
                     let options = fieldstore::WipeOptions {
                         doit: true,
@@ -184,7 +209,9 @@ impl History<'_> {
 /// each closed now and then and opened anew), follows of a reader opened
 /// first or of one opened then, purges, and wipes of a collocation; then
 /// one of the backend's damage hooks on a record at random; then,
-/// [`fieldstore::engine::LOOK_AGAIN`] later, more of the same. At every
+/// [`fieldstore::engine::LOOK_AGAIN`] later, more of the same; and in half
+/// of them a second damage, by any hook, of a record before the first
+/// damaged one (records from there on may be gone), then more. At every
 /// follow, and at the end for the first reader and a new one, every key is
 /// its newest acknowledged version (a flush that returned `Ok`; nothing
 /// once a wipe of its collocation returned `Ok`) or fails `Corrupt`: never
@@ -215,13 +242,14 @@ pub fn damage_in_mid_life(open: Open<'_>, caps: &Capabilities<'_>) {
         ..Config::default()
     });
     let case = std::sync::atomic::AtomicU32::new(0);
+    let damage = (any::<prop::sample::Index>(), any::<prop::sample::Index>());
     let histories = (
         prop::collection::vec(step(), 1..8),
         prop::collection::vec(step(), 0..6),
-        any::<prop::sample::Index>(),
-        any::<prop::sample::Index>(),
+        damage.clone(),
+        prop::option::of((damage, prop::collection::vec(step(), 0..6))),
     );
-    let result = runner.run(&histories, |(before, after, hook, at)| {
+    let result = runner.run(&histories, |(before, after, (hook, at), again)| {
         let number = case.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
         let x = format!("h{number:03}");
         let mut h = History {
@@ -234,17 +262,13 @@ pub fn damage_in_mid_life(open: Open<'_>, caps: &Capabilities<'_>) {
             version: 0,
             x,
         };
-        h.run(&before, "before")?;
-        let (what, damage, needs_after) = hooks[hook.index(hooks.len())];
-        if h.all_acknowledged && h.records > needs_after {
-            let n = at.index(h.records - needs_after);
-            let probe = opened(open, "probe");
-            let dataset = must(probe.schema().split(&key(&h.x, 0, 0)), "splitting a key").dataset;
-            damage(&dataset, n);
-            println!("{}: record {n} of {} {what}", h.x, h.records);
-            std::thread::sleep(fieldstore::engine::LOOK_AGAIN + Duration::from_millis(100));
+        h.run(&before, "before the damage")?;
+        let first = h.damage(&hooks[hook.index(hooks.len())], h.records, at);
+        h.run(&after, "after the damage")?;
+        if let (Some(first), Some(((hook, at), more))) = (first, again) {
+            h.damage(&hooks[hook.index(hooks.len())], first, at);
+            h.run(&more, "after the second damage")?;
         }
-        h.run(&after, "after")?;
         check(&h.warm, &h.x, &h.newest, "the reader at the end")?;
         check(&opened(open, "new reader"), &h.x, &h.newest, "a new reader")
     });
