@@ -151,12 +151,13 @@ fn toc_catalogue_with_rados_store() {
     );
 }
 
-/// The collocation wipe check with the POSIX catalogue over the RADOS
-/// store, which packs both collocations' fields into one object: a wipe of
-/// the collocation the damaged `toc` record cannot hold must keep that
-/// object, which the record points into.
+/// The collocation wipe and purge checks with the POSIX catalogue over
+/// the RADOS store, which packs a writer's fields of both collocations into
+/// one object: a wipe of the collocation the damaged `toc` record cannot
+/// hold must keep that object, which the record points into, and so must
+/// a purge.
 #[test]
-fn toc_collocation_wipe_keeps_an_object_a_damaged_record_points_into() {
+fn toc_wipe_and_purge_keep_an_object_a_damaged_record_points_into() {
     let Some(c) = common::cluster() else { return };
     let dir = tempfile::tempdir().expect("a temporary directory");
     let config = common::config(
@@ -177,6 +178,7 @@ fn toc_collocation_wipe_keeps_an_object_a_damaged_record_points_into() {
         std::fs::write(&toc, &bytes).expect("writing the damaged toc");
     };
     fieldstore_testkit::collocation_wipe_over_a_damaged_record(&open, &damage, true);
+    fieldstore_testkit::purge_around_a_damaged_record(&open, &damage, true);
 }
 
 /// Every check, with the RADOS catalogue over the POSIX store, and the

@@ -65,6 +65,16 @@ fn collocation_wipe_over_a_damaged_record() {
     );
 }
 
+/// A purge leaves a dataset with a damaged log object alone (its index
+/// blocks ride in it, so what it points into is unknown).
+#[test]
+fn purge_around_a_damaged_record() {
+    let Some((open, raw)) = fresh("dmgpurge") else {
+        return;
+    };
+    fieldstore_testkit::purge_around_a_damaged_record(&open, &|d, n| flip_slot(&raw, d, n), false);
+}
+
 /// A removed log object (a later one exists) is damage: lookups it may
 /// answer fail, what follows stays visible, purge refuses the dataset.
 #[test]

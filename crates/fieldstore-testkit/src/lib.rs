@@ -176,6 +176,8 @@ pub fn run_all(open: Open<'_>, caps: &Capabilities<'_>) {
         damaged_log_record_costs_only_itself(open, damage);
         println!("conformance check collocation_wipe_over_a_damaged_record");
         collocation_wipe_over_a_damaged_record(open, damage, caps.blocks_outlive_records);
+        println!("conformance check purge_around_a_damaged_record");
+        purge_around_a_damaged_record(open, damage, caps.blocks_outlive_records);
     }
     if let Some(remove) = caps.remove_record {
         println!("conformance check missing_log_record_is_damage");

@@ -188,6 +188,18 @@ fn collocation_wipe_over_a_damaged_record() {
     });
 }
 
+/// Purge around a damaged record (the conformance check, on its own root).
+#[test]
+fn purge_around_a_damaged_record() {
+    with_posix(&|open| {
+        fieldstore_testkit::purge_around_a_damaged_record(
+            open,
+            &|d, n| damage_toc_record(open, d, n),
+            true,
+        );
+    });
+}
+
 /// Flip a byte in the middle of the payload of record `n + 1` of the
 /// dataset's table of contents (record 0 is its INIT).
 fn damage_toc_record(open: Open<'_>, dataset: &fieldstore::DatasetKey, n: usize) {

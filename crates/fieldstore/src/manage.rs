@@ -241,10 +241,7 @@ impl Census {
 
 /// Everything wrong that `reader` met in its dataset: damage of its log, of
 /// the index blocks it has read (callers read them all first, with a
-/// [`Census`]), and log records it recovered whole. Purge leaves a dataset
-/// with any of it alone: a damaged block or record may point into any
-/// unit, which would then look unused (a recovered record is left too:
-/// removing an index file it names would make it unrecoverable).
+/// [`Census`]), and log records it recovered whole.
 fn damage_met(reader: &dyn DatasetReader) -> Result<Vec<String>> {
     let condition = reader.condition(None);
     let mut out = condition.damage;
@@ -257,6 +254,26 @@ fn damage_met(reader: &dyn DatasetReader) -> Result<Vec<String>> {
     }
     out.extend(condition.recovered);
     Ok(out)
+}
+
+/// What purge may not remove in `reader`'s dataset though no newest field
+/// needs it, given the `damage` it met ([`damage_met`]): the units damaged
+/// log records may point into, when the backend tells them
+/// ([`DamageMayName::Only`]); `None` when purge must leave the whole dataset
+/// alone, since a unit that looks unused may be pointed into: a damaged
+/// index block (its entries are unknown), log damage whose reach the
+/// backend cannot tell, or a record recovered whole (removing an index
+/// file it names would make it unrecoverable).
+fn damage_keeps(reader: &dyn DatasetReader, damage: &[String]) -> Option<BTreeSet<String>> {
+    if damage.is_empty() {
+        return Some(BTreeSet::new());
+    }
+    let condition = reader.condition(None);
+    let DamageMayName::Only { units, .. } = condition.may_name else {
+        return None;
+    };
+    let only_the_log = damage.iter().all(|d| condition.damage.contains(d));
+    (only_the_log && condition.recovered.is_empty()).then_some(units)
 }
 
 /// The levels at which `keyword` appears anywhere in `schema`, with a chain
@@ -887,7 +904,7 @@ impl FieldStore {
             // (A torn append is no damage: nothing visible was lost.)
             let census = Census::of_dataset(reader.as_ref())?;
             let damage = damage_met(reader.as_ref())?;
-            if !damage.is_empty() {
+            let Some(damaged_units) = damage_keeps(reader.as_ref(), &damage) else {
                 // Units a skipped record pointed into would look unused:
                 // a damaged dataset is left as it is (wipe removes it).
                 out.push(DatasetPurge {
@@ -905,16 +922,22 @@ impl FieldStore {
                         .collect(),
                 });
                 continue;
-            }
+            };
             crate::failpoint::hit("purge.after_census");
-            let referenced: HashSet<String> = census.units.keys().cloned().collect();
+            let referenced: HashSet<String> =
+                census.units.keys().chain(&damaged_units).cloned().collect();
             let mut candidates: BTreeMap<String, Option<u64>> = BTreeMap::new();
             let mut kept = Vec::new();
             for (uri, u) in &census.units {
                 if u.dead == 0 {
                     continue;
                 }
-                if u.live > 0 {
+                if damaged_units.contains(uri) {
+                    kept.push(Kept {
+                        item: Item::new(ItemKind::Data, unit_name(uri), Some(u.dead_bytes)),
+                        reason: "a damaged record of the log may point into it".into(),
+                    });
+                } else if u.live > 0 {
                     kept.push(Kept {
                         item: Item::new(ItemKind::Data, unit_name(uri), Some(u.dead_bytes)),
                         reason: format!(
@@ -927,7 +950,9 @@ impl FieldStore {
                 }
             }
             for uri in reader.condition(None).pending_units {
-                if census.units.get(&uri).is_none_or(|u| u.live == 0) {
+                if census.units.get(&uri).is_none_or(|u| u.live == 0)
+                    && !damaged_units.contains(&uri)
+                {
                     candidates.entry(uri).or_insert(None);
                 }
             }
@@ -1029,10 +1054,9 @@ impl FieldStore {
                 reader.collocations()?.into_iter().map(|c| c.key).collect();
             let census = Census::take(reader.as_ref(), &cols)?;
             let damage = damage_met(reader.as_ref())?;
-            let reclaimable = if damage.is_empty() {
-                self.reclaimable(&dataset, &census)?
-            } else {
-                0
+            let reclaimable = match damage_keeps(reader.as_ref(), &damage) {
+                Some(kept) => self.reclaimable(&dataset, &census, &kept)?,
+                None => 0,
             };
             out.push(DatasetStats {
                 dataset,
@@ -1049,13 +1073,19 @@ impl FieldStore {
         Ok(out)
     }
 
-    /// The bytes a purge of `dataset` would free now (its census taken).
-    fn reclaimable(&self, dataset: &DatasetKey, census: &Census) -> Result<u64> {
+    /// The bytes a purge of `dataset` would free now (its census taken),
+    /// `kept` units left alone (what damage may point into).
+    fn reclaimable(
+        &self,
+        dataset: &DatasetKey,
+        census: &Census,
+        kept: &BTreeSet<String>,
+    ) -> Result<u64> {
         let mut reclaimable = 0;
         let unused: Vec<(String, Option<u64>)> = census
             .units
             .iter()
-            .filter(|(_, u)| u.live == 0)
+            .filter(|(uri, u)| u.live == 0 && !kept.contains(*uri))
             .map(|(uri, u)| (uri.clone(), Some(u.dead_bytes)))
             .collect();
         for state in self.unit_states(&unused) {
@@ -1063,7 +1093,7 @@ impl FieldStore {
                 reclaimable += b;
             }
         }
-        let referenced: HashSet<String> = census.units.keys().cloned().collect();
+        let referenced: HashSet<String> = census.units.keys().chain(kept).cloned().collect();
         for o in self.orphans(dataset, &referenced)? {
             reclaimable += o.bytes.unwrap_or(0);
         }

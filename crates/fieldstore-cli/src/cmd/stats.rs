@@ -47,10 +47,15 @@ pub(crate) fn stats(
         }
         if let Some(first) = s.damage.first() {
             ui.note(&format!(
-                "{}: damaged ({} place{}), purge leaves it alone, nothing is reclaimable: {first}",
+                "{}: damaged ({} place{}), purge keeps what the damage may point into{}: {first}",
                 s.dataset.braced(),
                 s.damage.len(),
-                if s.damage.len() == 1 { "" } else { "s" }
+                if s.damage.len() == 1 { "" } else { "s" },
+                if s.reclaimable_bytes == 0 {
+                    " (or all of it, where that is unknown)"
+                } else {
+                    ""
+                }
             ));
         }
     }

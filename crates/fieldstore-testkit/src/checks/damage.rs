@@ -286,6 +286,74 @@ pub fn collocation_wipe_over_a_damaged_record(
     );
 }
 
+/// Purge goes around a damaged record when the backend tells what it may
+/// point into, and never removes what it may: three writers flush one
+/// record each (the first `PL`'s field, the second `SFC`'s, the third
+/// `PL`'s again, so that the first writer's unit holds only a replaced
+/// field); a reader reads the last; `damage_record(dataset, 1)` damages
+/// `SFC`'s record; then `purge --doit`. With `blocks_outlive_records` it
+/// must remove something (the first writer's unit), elsewhere it may
+/// leave the dataset alone. Either way, the reader from before the damage
+/// still reads `SFC`'s field exactly (its unit, which only the damaged
+/// record names, looks unused to a fresh reader, and must stay), a fresh
+/// reader answers it `Corrupt` (never nothing with success), and `PL`'s
+/// newest version reads exactly.
+pub fn purge_around_a_damaged_record(
+    open: Open<'_>,
+    damage_record: crate::DamageRecord<'_>,
+    blocks_outlive_records: bool,
+) {
+    let x = "dmgp";
+    let flush_one = |spec: Spec, version: u32| {
+        let w = opened(open, "writer");
+        let f = archive_payload(&w, &spec.key(x), version, 500, 3000);
+        must(w.flush(), format_args!("flush of version {version}"));
+        f
+    };
+    let replaced = flush_one(PL, 1);
+    let sfc = flush_one(SFC, 1);
+    let pl = flush_one(PL, 2);
+    let probe = opened(open, "probe");
+    let dataset = must(probe.schema().split(&pl.key), "splitting a key").dataset;
+    // It reads the newest record, and so has read `SFC`'s, without opening
+    // `SFC`'s unit: an open file would hide its removal.
+    let early = opened(open, "reader from before the damage");
+    exact(&early, &pl, "the pressure-level field before the damage");
+    damage_record(&dataset, 1);
+
+    let purger = opened(open, "purger");
+    let report = must(purger.purge(&SFC.dataset_request(x), true), "purge");
+    let removed: Vec<_> = report.datasets.iter().flat_map(|d| &d.items).collect();
+    if blocks_outlive_records {
+        assert!(
+            !removed.is_empty(),
+            "purge removed nothing, though the damaged record cannot point into the unit of the \
+             replaced field ({} bytes): {report:?}",
+            replaced.data.len()
+        );
+    }
+    exact(
+        &early,
+        &sfc,
+        "the surface field (its record damaged), after the purge, to the reader from before the \
+         damage",
+    );
+    let fresh = opened(open, "reader after the purge");
+    match retrieve_outcome(&fresh, &sfc.key) {
+        Err(e) => assert_eq!(e.kind(), ErrorKind::Corrupt, "the surface field: {e}"),
+        Ok(bytes) => panic!(
+            "a fresh reader answered the surface field, whose only record is damaged, with \
+             success ({} bytes)",
+            bytes.len()
+        ),
+    }
+    exact(
+        &fresh,
+        &pl,
+        "the pressure-level field's newest version, after the purge",
+    );
+}
+
 /// Archive `(step, version)` of expver `x` in turn through one writer,
 /// one flush each (one log record each); what was flushed, and the
 /// dataset's key.
@@ -733,8 +801,11 @@ fn exact_or_corrupt(r: &fieldstore::FieldStore, want: &Stored, what: &str) {
 }
 
 /// `status` of expver `x` reports damage (`what`), and `purge --doit`
-/// removes nothing of its datasets: the damage may reference units that
-/// look unused.
+/// removes nothing of its datasets: in the checks that call this every
+/// unit holds a newest field or one the lost records may name, and a unit
+/// the damage may point into looks unused to the reader (purge leaves the
+/// dataset alone, or keeps the units the damage may name,
+/// [`purge_around_a_damaged_record`]).
 fn reported_and_kept(r: &fieldstore::FieldStore, x: &str, what: &str) {
     let request = &crate::support::request(&format!("class=od,expver={x}"));
     let status = must(r.status(request), format_args!("status with {what}"));
