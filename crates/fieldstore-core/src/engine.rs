@@ -336,11 +336,6 @@ impl<P: Clone> DatasetIndex<P> {
         !self.regions.is_empty()
     }
 
-    /// How many damaged regions were met.
-    pub fn damaged_regions(&self) -> usize {
-        self.regions.len()
-    }
-
     /// The dataset's locks, as of the records read.
     pub fn locks(&self) -> Locks {
         self.locks

@@ -236,6 +236,14 @@ impl Framing {
         Ok(Framed::Record(h.kind, payload, HEADER + h.len))
     }
 
+    /// How many bytes the record that starts `buf` spans, header included,
+    /// if its header checks (its payload may not): a record damaged only in
+    /// its payload is still one record.
+    pub fn record_len(&self, buf: &[u8]) -> Option<usize> {
+        let h = self.header(buf.get(..HEADER)?, &String::new).ok()?;
+        Some(HEADER.saturating_add(h.len))
+    }
+
     /// Where the next whole, valid record starts in `buf` (magic, header
     /// checksum and payload checksum all hold), if one does.
     ///

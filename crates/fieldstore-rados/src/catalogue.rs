@@ -1263,12 +1263,12 @@ pub struct RadosCursor {
     /// seal and count (never, before a reader's first refresh; an idle
     /// reader checks again after `LOOK_AGAIN`; see `follow`).
     looked_at: EndLook,
-    /// Whole records read in this segment (after INIT in segment 0), to
-    /// compare with its `!records` count.
+    /// Records read in this segment (after INIT in segment 0; one damaged
+    /// only in its payload counts), to compare with its `!records` count.
     records: u64,
     /// The count cannot be compared: a damaged region in this segment
-    /// (how many records it held is unknown), or a shortfall already
-    /// reported.
+    /// that is not one record (how many it held is unknown), or a
+    /// shortfall already reported.
     uncounted: bool,
     /// The segment was found shorter than `pos`, and that reported.
     cut_below: bool,
@@ -1361,8 +1361,9 @@ impl RadosLog {
     /// damaged records (and of flushes whose last operation never applied,
     /// and of wiped collocations: more, never fewer). Anything when one of
     /// them does not decode. Per segment, one listing of its omap's keys a
-    /// page, then the unnamed blocks only: paid once per damage met, by
-    /// lookups of unknown collocations and wipes of collocations.
+    /// page, then the unnamed blocks only: paid by each lookup of a
+    /// collocation the reader does not know while it knows damage, and by
+    /// each wipe and purge of a damaged dataset.
     ///
     /// # Errors
     /// RADOS errors reading the omaps.
@@ -1631,6 +1632,19 @@ impl FramedRecords<Place, RadosCursor> for RadosLog {
         st.cursor.uncounted = true;
         let at = self.place(st, at);
         st.index.damaged_region(at, problem);
+    }
+
+    /// Damaged; but bytes that are one record whose header checks (only
+    /// its payload damaged) count as one, so that the segment's count still
+    /// shows records cut off or removed after them.
+    fn skipped(&self, st: &mut ReaderLog, region: &[u8], at: u64, problem: String) {
+        if format::FRAMING.record_len(region) == Some(region.len()) {
+            st.cursor.records += 1;
+            let at = self.place(st, at);
+            st.index.damaged_region(at, problem);
+        } else {
+            self.damaged(st, at, problem);
+        }
     }
 
     /// WIPED ends the incarnation; SEAL moves the cursor to the next

@@ -107,6 +107,21 @@ fn cut_log_is_damage() {
     fieldstore_testkit::cut_log_is_damage(&open, &|d, n| cut_log(c, &ns, &open, d, n));
 }
 
+/// A cut after a damaged record is still seen (the segment's record count
+/// still compared).
+#[test]
+fn cut_after_a_damaged_record_is_damage() {
+    let Some(c) = common::cluster() else { return };
+    let ns = common::namespace("cutdmg");
+    let config = common::config(c, "rados", "rados", &ns, None);
+    let open = move || FieldStore::open(config.clone());
+    fieldstore_testkit::cut_after_a_damaged_record_is_damage(
+        &open,
+        &|d, n| damage_record(c, &ns, &open, d, n),
+        &|d, n| cut_log(c, &ns, &open, d, n),
+    );
+}
+
 /// A damaged log record costs only itself (the engine's guarantee, as on
 /// POSIX and DAOS).
 #[test]

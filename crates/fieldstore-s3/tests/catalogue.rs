@@ -137,6 +137,19 @@ fn lost_tail_then_appended_to_is_damage() {
     fieldstore_testkit::lost_tail_then_appended_to_is_damage(&open, &|d, n| raw.delete_tail(d, n));
 }
 
+/// A damaged slot, then a lost tail after it: still a lost tail.
+#[test]
+fn cut_after_a_damaged_record_is_damage() {
+    let Some((open, raw)) = fresh("cutdmg") else {
+        return;
+    };
+    fieldstore_testkit::cut_after_a_damaged_record_is_damage(
+        &open,
+        &|d, n| flip_slot(&raw, d, n),
+        &|d, n| raw.delete_tail(d, n),
+    );
+}
+
 /// The newest two log objects removed, the one the tail hint names among
 /// them (it names the last slot published): a reader that never saw the
 /// log tells the lost tail by it.

@@ -197,6 +197,10 @@ pub fn run_all(open: Open<'_>, caps: &Capabilities<'_>) {
         println!("conformance check idle_reader_sees_a_cut_near_where_it_stopped");
         idle_reader_sees_a_cut_near_where_it_stopped(open, cut);
     }
+    if let (Some(damage), Some(cut)) = (caps.damage_record, caps.cut_log) {
+        println!("conformance check cut_after_a_damaged_record_is_damage");
+        cut_after_a_damaged_record_is_damage(open, damage, cut);
+    }
     if let Some(unregister) = caps.unregister {
         println!("conformance check unregistered_dataset_is_listed");
         unregistered_dataset_is_listed(open, unregister);

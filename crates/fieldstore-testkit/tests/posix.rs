@@ -50,6 +50,19 @@ fn cut_log_is_damage() {
     });
 }
 
+/// A cut after a damaged record (the conformance check, on its own root,
+/// where the `toc`'s end mark is kept).
+#[test]
+fn cut_after_a_damaged_record_is_damage() {
+    with_posix_attributes("cut_after_a_damaged_record_is_damage", &|open| {
+        fieldstore_testkit::cut_after_a_damaged_record_is_damage(
+            open,
+            &|d, n| damage_toc_record(open, d, n),
+            &|d, n| cut_toc(open, d, n),
+        );
+    });
+}
+
 /// The conformance suite's cut-then-appended check on its own root: the
 /// `toc`'s end mark is only raised, and writers refuse to append to a
 /// `toc` shorter than it, so appends after a cut never hide it.

@@ -86,23 +86,25 @@ pub trait FramedRecords<P: Clone, C> {
         log.index.damaged_region(at, problem);
     }
 
-    /// Bytes that are not a whole record, a whole record after them:
-    /// damaged, by default.
+    /// Bytes that are not a record that checks, with a whole record after
+    /// them, or with nothing after them (by the default
+    /// [`FramedRecords::tail`]): damaged, by default.
     fn skipped(&self, log: &mut Log<P, C>, region: &[u8], at: u64, problem: String) {
         let _ = region;
         self.damaged(log, at, problem);
     }
 
     /// What ends the bytes read (`bytes`); whether it is consumed (else the
-    /// next walk starts there). By default it is damage: where appends are
-    /// atomic, a record cut short is no append in flight.
+    /// next walk starts there). By default it is skipped as damage
+    /// ([`FramedRecords::skipped`]): where appends are atomic, a record cut
+    /// short is no append in flight.
     fn tail(&self, log: &mut Log<P, C>, bytes: &[u8], at: u64, tail: Tail) -> bool {
         let problem = tail.problem(&|| self.what(log, at));
         let problem = format!(
             "{problem}; nothing readable after it (the last {} bytes)",
             bytes.len()
         );
-        self.damaged(log, at, problem);
+        self.skipped(log, bytes, at, problem);
         true
     }
 }

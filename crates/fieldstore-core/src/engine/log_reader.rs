@@ -42,11 +42,6 @@ pub struct Log<P, C> {
     /// may be the newest record of anything, so every lookup it may change
     /// fails, and the medium looks at it again at the next refresh.
     pub damage_at_end: Option<String>,
-    /// [`LogMedium::damage_may_name`]'s last answer, with the damage it
-    /// answered for (how many damaged regions, the damage at the end):
-    /// asked again once more is met. Blocks that records read later name
-    /// only make it larger than it need be, never too small.
-    pub may_name: Option<((usize, Option<String>), DamageMayName)>,
 }
 
 impl<P, C> Log<P, C> {
@@ -59,7 +54,6 @@ impl<P, C> Log<P, C> {
             torn: Vec::new(),
             recovered: Vec::new(),
             damage_at_end: None,
-            may_name: None,
         }
     }
 }
@@ -123,7 +117,7 @@ pub trait LogMedium: Send + Sync + std::fmt::Debug + 'static {
     /// default, [`DamageMayName::Anything`], fails every lookup of a
     /// collocation the reader does not know, and every wipe of
     /// collocations, while damage is known. Asked only while there is
-    /// damage; the reader keeps the answer until it meets more.
+    /// damage, and anew each time (see `LogReader::may_name`).
     ///
     /// # Errors
     /// The medium's I/O errors.
@@ -196,23 +190,18 @@ impl<M: LogMedium> LogReader<M> {
     }
 
     /// What the damage met so far may have named
-    /// ([`LogMedium::damage_may_name`], asked once per damage met).
+    /// ([`LogMedium::damage_may_name`]), asked anew each time: not kept,
+    /// because blocks can come that this reader never reads the records
+    /// of (flushes appended below where it stopped, after its log was cut
+    /// there), and an answer from before them would be too small.
     ///
     /// # Errors
     /// As [`LogMedium::damage_may_name`].
-    fn may_name<'l>(&self, log: &'l mut LogOf<M>) -> Result<&'l DamageMayName> {
+    fn may_name(&self, log: &mut LogOf<M>) -> Result<DamageMayName> {
         if !log.index.has_damaged_regions() && log.damage_at_end.is_none() {
-            return Ok(&DamageMayName::Nothing);
+            return Ok(DamageMayName::Nothing);
         }
-        let met = (log.index.damaged_regions(), log.damage_at_end.clone());
-        if log.may_name.as_ref().is_none_or(|(m, _)| *m != met) {
-            let names = self.medium.damage_may_name(log)?;
-            log.may_name = Some((met, names));
-        }
-        Ok(log
-            .may_name
-            .as_ref()
-            .map_or(&DamageMayName::Anything, |(_, n)| n))
+        self.medium.damage_may_name(log)
     }
 
     /// Load the blocks of `collocation` that `want` selects and are not
@@ -357,9 +346,7 @@ impl<M: LogMedium> DatasetReader for LogReader<M> {
     /// name could not be read (an I/O error).
     fn condition(&self, collocation: Option<&CollocationKey>) -> DatasetCondition {
         let mut log = self.write();
-        let may_name = self
-            .may_name(&mut log)
-            .map_or(DamageMayName::Anything, DamageMayName::clone);
+        let may_name = self.may_name(&mut log).unwrap_or(DamageMayName::Anything);
         let mut damage = log.index.damage(collocation);
         damage.extend(log.damage_at_end.iter().cloned());
         DatasetCondition {

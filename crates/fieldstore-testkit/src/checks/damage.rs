@@ -575,6 +575,28 @@ pub fn cut_log_is_damage(open: Open<'_>, cut: crate::DamageRecord<'_>) {
     reported_and_kept(&r, x, "a cut log");
 }
 
+/// A cut after a damaged record is still seen: four flushes — step 6,
+/// step 0, step 12, then step 0 again — then `damage(dataset, 0)` damages
+/// the first and `cut(dataset, 3)` cuts off the last. A fresh handle, which
+/// reads step 0's older version after the damaged record, fails step 0
+/// with `Corrupt`, never that version with success. (Before, a RADOS
+/// reader stopped comparing its segment's record count after any damaged
+/// region, so the cut behind it went unseen: found by
+/// `damage_in_mid_life`.)
+pub fn cut_after_a_damaged_record_is_damage(
+    open: Open<'_>,
+    damage: crate::DamageRecord<'_>,
+    cut: crate::DamageRecord<'_>,
+) {
+    let (flushed, dataset) = flush_each(open, "cut7", &[(6, 1), (0, 1), (12, 1), (0, 2)]);
+    damage(&dataset, 0);
+    cut(&dataset, 3);
+    let r = opened(open, "reader after the damage and the cut");
+    let why = "the cut after the damaged record went unseen";
+    corrupt_not_older(&r, &flushed[3], &flushed[1], "step 0", why);
+    exact_or_corrupt(&r, &flushed[2], "step 12");
+}
+
 /// A log cut back to where an idle reader stopped is damage to that
 /// reader too, not the end of the log: a handle reads step 0 (version 1,
 /// record 0) and goes idle at the log's end; another flushes step 0 again
