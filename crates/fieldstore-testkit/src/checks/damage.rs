@@ -618,7 +618,11 @@ pub fn cut_after_a_damaged_record_is_damage(
 /// once, reads the new version or fails `Corrupt` (or the flush fails
 /// `Corrupt`, refusing a cut log): never the older version with success.
 /// (Before, a RADOS reader read on from where it stopped, past the new
-/// record appended below it, until its next look a second later.)
+/// record appended below it, until its next look a second later.) A
+/// surface field, asked for (not there) after the cut and flushed with
+/// step 0, reads exactly or fails `Corrupt` too, never not found with
+/// success: what a reader learnt of its damage must not go stale when
+/// blocks come whose records it never reads.
 pub fn idle_reader_sees_a_cut_near_where_it_stopped(open: Open<'_>, cut: crate::DamageRecord<'_>) {
     let (r, first, later) = damaged_near_where_an_idle_reader_stopped(open, "cut3", cut, 1);
     let why = "the cut went unseen by the idle reader";
@@ -635,25 +639,42 @@ pub fn idle_reader_sees_a_cut_near_where_it_stopped(open: Open<'_>, cut: crate::
     cut(&dataset, 0);
     std::thread::sleep(fieldstore::engine::LOOK_AGAIN + std::time::Duration::from_millis(200));
     exact_or_corrupt(&r, &first[1], "step 6, read before the cut,");
+    let surface = Spec { step: 0, ..SFC }.key("cut6");
+    if let Ok(bytes) = retrieve_outcome(&r, &surface) {
+        assert!(bytes.is_empty(), "a surface field never flushed read back");
+    }
     let w = opened(open, "writer after the cut");
     let newer = archive_payload(&w, &first[0].key, 2, 500, 3000);
-    match w.flush() {
-        Ok(()) => match retrieve_outcome(&r, &newer.key) {
-            Ok(bytes) if bytes == first[0].data => panic!(
-                "step 0, flushed again after a cut below where the reader stopped, answered its \
-                 older version with success"
-            ),
-            Ok(bytes) => assert!(
-                bytes == newer.data,
-                "step 0, flushed after the cut, read back other bytes"
-            ),
-            Err(e) => assert_eq!(
-                e.kind(),
-                ErrorKind::Corrupt,
-                "step 0, flushed after the cut: {e}"
-            ),
-        },
-        Err(e) => assert_eq!(e.kind(), ErrorKind::Corrupt, "a flush after the cut: {e}"),
+    let surface = archive_payload(&w, &surface, 1, 500, 3000);
+    if let Err(e) = w.flush() {
+        assert_eq!(e.kind(), ErrorKind::Corrupt, "a flush after the cut: {e}");
+        return;
+    }
+    match retrieve_outcome(&r, &newer.key) {
+        Ok(bytes) if bytes == first[0].data => panic!(
+            "step 0, flushed again after a cut below where the reader stopped, answered its older \
+             version with success"
+        ),
+        Ok(bytes) => assert!(
+            bytes == newer.data,
+            "step 0, flushed after the cut, read back other bytes"
+        ),
+        Err(e) => assert_eq!(
+            e.kind(),
+            ErrorKind::Corrupt,
+            "step 0, flushed after the cut: {e}"
+        ),
+    }
+    // The reader had asked for the surface collocation before it was
+    // flushed: what it learnt then must not hide the flush now.
+    match retrieve_outcome(&r, &surface.key) {
+        Ok(bytes) => assert!(
+            bytes == surface.data,
+            "a surface field flushed after a cut below where the reader stopped, which had asked \
+             for it before, read back {} bytes with success",
+            bytes.len()
+        ),
+        Err(e) => assert_eq!(e.kind(), ErrorKind::Corrupt, "the surface field: {e}"),
     }
 }
 
