@@ -619,6 +619,27 @@ mod tests {
         assert_eq!(F.unframe_exact(&one, &what).unwrap(), (2, &b"hello"[..]));
     }
 
+    /// A record damaged in its payload still spans its header's length;
+    /// one damaged in its header, or shorter than a header, spans nothing
+    /// known.
+    #[test]
+    fn record_len_trusts_only_a_header_that_checks() {
+        let rec = F.framed(2, b"hello");
+        assert_eq!(F.record_len(&rec), Some(rec.len()));
+        for i in 0..rec.len() {
+            let mut bad = rec.clone();
+            bad[i] ^= 0x10;
+            let want = (i >= HEADER).then_some(rec.len());
+            assert_eq!(F.record_len(&bad), want, "byte {i} flipped");
+        }
+        assert_eq!(F.record_len(&rec[..HEADER - 1]), None);
+        assert_eq!(
+            F.record_len(&rec[..HEADER]),
+            Some(rec.len()),
+            "payload not read"
+        );
+    }
+
     #[test]
     fn any_flipped_bit_is_corrupt_naming_what() {
         let rec = F.framed(2, b"hello");
