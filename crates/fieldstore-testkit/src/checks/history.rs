@@ -140,7 +140,10 @@ impl History<'_> {
         let probe = opened(self.open, "probe");
         let dataset = must(probe.schema().split(&key(&self.x, 0, 0)), "splitting a key").dataset;
         hook(&dataset, n);
-        println!("{}: record {n} of {} {what}", self.x, self.records);
+        println!(
+            "{}: record {n} {what} (after {} flushes; wipes and purges add records)",
+            self.x, self.records
+        );
         std::thread::sleep(fieldstore::engine::LOOK_AGAIN + Duration::from_millis(100));
         Some(n)
     }
