@@ -1361,9 +1361,10 @@ impl RadosLog {
     /// damaged records (and of flushes whose last operation never applied,
     /// and of wiped collocations: more, never fewer). Anything when one of
     /// them does not decode. Per segment, one listing of its omap's keys a
-    /// page, then the unnamed blocks only: paid by each lookup of a
-    /// collocation the reader does not know while it knows damage, and by
-    /// each wipe and purge of a damaged dataset.
+    /// page, then the unnamed blocks only: paid once per operation on a
+    /// damaged dataset that asks (a lookup of a collocation the reader does
+    /// not know, a wipe, a purge), the engine keeping the answer until the
+    /// reader next follows the log.
     ///
     /// # Errors
     /// RADOS errors reading the omaps.

@@ -42,6 +42,13 @@ pub struct Log<P, C> {
     /// may be the newest record of anything, so every lookup it may change
     /// fails, and the medium looks at it again at the next refresh.
     pub damage_at_end: Option<String>,
+    /// [`LogMedium::damage_may_name`]'s answer since the reader last
+    /// followed the log, forgotten at each follow: blocks can come whose
+    /// records the reader never reads (flushes appended below where it
+    /// stopped, after its log was cut there), so an answer kept across
+    /// follows could be too small; within one, the reader's view is as of
+    /// that follow.
+    pub may_name: Option<DamageMayName>,
 }
 
 impl<P, C> Log<P, C> {
@@ -54,6 +61,7 @@ impl<P, C> Log<P, C> {
             torn: Vec::new(),
             recovered: Vec::new(),
             damage_at_end: None,
+            may_name: None,
         }
     }
 }
@@ -117,7 +125,7 @@ pub trait LogMedium: Send + Sync + std::fmt::Debug + 'static {
     /// default, [`DamageMayName::Anything`], fails every lookup of a
     /// collocation the reader does not know, and every wipe of
     /// collocations, while damage is known. Asked only while there is
-    /// damage, and anew each time (see `LogReader::may_name`).
+    /// damage, and once after each follow ([`Log::may_name`]).
     ///
     /// # Errors
     /// The medium's I/O errors.
@@ -190,18 +198,30 @@ impl<M: LogMedium> LogReader<M> {
     }
 
     /// What the damage met so far may have named
-    /// ([`LogMedium::damage_may_name`]), asked anew each time: not kept,
-    /// because blocks can come that this reader never reads the records
-    /// of (flushes appended below where it stopped, after its log was cut
-    /// there), and an answer from before them would be too small.
+    /// ([`LogMedium::damage_may_name`]), asked once after each follow
+    /// ([`Log::may_name`]).
     ///
     /// # Errors
     /// As [`LogMedium::damage_may_name`].
-    fn may_name(&self, log: &mut LogOf<M>) -> Result<DamageMayName> {
+    fn may_name<'l>(&self, log: &'l mut LogOf<M>) -> Result<&'l DamageMayName> {
         if !log.index.has_damaged_regions() && log.damage_at_end.is_none() {
-            return Ok(DamageMayName::Nothing);
+            return Ok(&DamageMayName::Nothing);
         }
-        self.medium.damage_may_name(log)
+        let names = match log.may_name.take() {
+            Some(names) => names,
+            None => self.medium.damage_may_name(log)?,
+        };
+        Ok(log.may_name.insert(names))
+    }
+
+    /// Read the log past where the reader stopped
+    /// ([`LogMedium::follow`]), forgetting what damage may name.
+    ///
+    /// # Errors
+    /// As [`LogMedium::follow`].
+    fn follow(&self, log: &mut LogOf<M>) -> Result<()> {
+        log.may_name = None;
+        self.medium.follow(log)
     }
 
     /// Load the blocks of `collocation` that `want` selects and are not
@@ -236,7 +256,7 @@ impl<M: LogMedium> LogReader<M> {
             let last = read == READS_OF_MISSING;
             let missing = |a: &Entries| matches!(a, Err(e) if e.kind() == ErrorKind::NotFound);
             if !last && answers.iter().any(missing) {
-                self.medium.follow(log)?;
+                self.follow(log)?;
                 continue;
             }
             for ((i, _), answer) in todo.into_iter().zip(answers) {
@@ -258,7 +278,7 @@ impl<M: LogMedium> LogReader<M> {
 
 impl<M: LogMedium> DatasetReader for LogReader<M> {
     fn refresh(&self) -> Result<()> {
-        self.medium.follow(&mut self.write())
+        self.follow(&mut self.write())
     }
 
     fn visit_collocations(&self, visit: &mut dyn FnMut(&CollocationKey, &Axes)) -> Result<()> {
@@ -346,7 +366,9 @@ impl<M: LogMedium> DatasetReader for LogReader<M> {
     /// name could not be read (an I/O error).
     fn condition(&self, collocation: Option<&CollocationKey>) -> DatasetCondition {
         let mut log = self.write();
-        let may_name = self.may_name(&mut log).unwrap_or(DamageMayName::Anything);
+        let may_name = self
+            .may_name(&mut log)
+            .map_or(DamageMayName::Anything, DamageMayName::clone);
         let mut damage = log.index.damage(collocation);
         damage.extend(log.damage_at_end.iter().cloned());
         DatasetCondition {
