@@ -20,7 +20,7 @@ use fieldstore_core::{
 use serde::Serialize;
 
 use crate::handle::FieldStore;
-use fieldstore_core::catalogue::{DatasetReader, DatasetReaderExt};
+use fieldstore_core::catalogue::{DatasetCondition, DatasetReader, DatasetReaderExt};
 
 /// Settings of [`FieldStore::wipe`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -239,12 +239,12 @@ impl Census {
     }
 }
 
-/// Everything wrong that `reader` met in its dataset: damage of its log, of
-/// the index blocks it has read (callers read them all first, with a
+/// Everything wrong that `reader` met in its dataset, whose `condition`
+/// (of the whole dataset) the caller asked for: damage of its log, of the
+/// index blocks it has read (callers read them all first, with a
 /// [`Census`]), and log records it recovered whole.
-fn damage_met(reader: &dyn DatasetReader) -> Result<Vec<String>> {
-    let condition = reader.condition(None);
-    let mut out = condition.damage;
+fn damage_met(reader: &dyn DatasetReader, condition: &DatasetCondition) -> Result<Vec<String>> {
+    let mut out = condition.damage.clone();
     for c in reader.collocations()? {
         for d in reader.condition(Some(&c.key)).damage {
             if !out.contains(&d) {
@@ -252,28 +252,27 @@ fn damage_met(reader: &dyn DatasetReader) -> Result<Vec<String>> {
             }
         }
     }
-    out.extend(condition.recovered);
+    out.extend(condition.recovered.iter().cloned());
     Ok(out)
 }
 
-/// What purge may not remove in `reader`'s dataset though no newest field
-/// needs it, given the `damage` it met ([`damage_met`]): the units damaged
+/// What purge may not remove in a dataset though no newest field needs it,
+/// given its `condition` and the `damage` met ([`damage_met`]): the units damaged
 /// log records may point into, when the backend tells them
 /// ([`DamageMayName::Only`]); `None` when purge must leave the whole dataset
 /// alone, since a unit that looks unused may be pointed into: a damaged
 /// index block (its entries are unknown), log damage whose reach the
 /// backend cannot tell, or a record recovered whole (removing an index
 /// file it names would make it unrecoverable).
-fn damage_keeps(reader: &dyn DatasetReader, damage: &[String]) -> Option<BTreeSet<String>> {
+fn damage_keeps(condition: &DatasetCondition, damage: &[String]) -> Option<BTreeSet<String>> {
     if damage.is_empty() {
         return Some(BTreeSet::new());
     }
-    let condition = reader.condition(None);
-    let DamageMayName::Only { units, .. } = condition.may_name else {
+    let DamageMayName::Only { units, .. } = &condition.may_name else {
         return None;
     };
     let only_the_log = damage.iter().all(|d| condition.damage.contains(d));
-    (only_the_log && condition.recovered.is_empty()).then_some(units)
+    (only_the_log && condition.recovered.is_empty()).then(|| units.clone())
 }
 
 /// The levels at which `keyword` appears anywhere in `schema`, with a chain
@@ -903,8 +902,9 @@ impl FieldStore {
             // only once it is read.
             // (A torn append is no damage: nothing visible was lost.)
             let census = Census::of_dataset(reader.as_ref())?;
-            let damage = damage_met(reader.as_ref())?;
-            let Some(damaged_units) = damage_keeps(reader.as_ref(), &damage) else {
+            let condition = reader.condition(None);
+            let damage = damage_met(reader.as_ref(), &condition)?;
+            let Some(damaged_units) = damage_keeps(&condition, &damage) else {
                 // Units a skipped record pointed into would look unused:
                 // a damaged dataset is left as it is (wipe removes it).
                 out.push(DatasetPurge {
@@ -949,7 +949,7 @@ impl FieldStore {
                     candidates.insert(uri.clone(), Some(u.dead_bytes));
                 }
             }
-            for uri in reader.condition(None).pending_units {
+            for uri in condition.pending_units {
                 if census.units.get(&uri).is_none_or(|u| u.live == 0)
                     && !damaged_units.contains(&uri)
                 {
@@ -1053,8 +1053,9 @@ impl FieldStore {
             let cols: Vec<CollocationKey> =
                 reader.collocations()?.into_iter().map(|c| c.key).collect();
             let census = Census::take(reader.as_ref(), &cols)?;
-            let damage = damage_met(reader.as_ref())?;
-            let reclaimable = match damage_keeps(reader.as_ref(), &damage) {
+            let condition = reader.condition(None);
+            let damage = damage_met(reader.as_ref(), &condition)?;
+            let reclaimable = match damage_keeps(&condition, &damage) {
                 Some(kept) => self.reclaimable(&dataset, &census, &kept)?,
                 None => 0,
             };
@@ -1117,8 +1118,9 @@ impl FieldStore {
                     Ok(Some(r)) => {
                         // Index blocks are read too: their damage counts.
                         Census::of_dataset(r.as_ref())?;
-                        let mut damage = damage_met(r.as_ref())?;
-                        damage.extend(r.condition(None).torn);
+                        let condition = r.condition(None);
+                        let mut damage = damage_met(r.as_ref(), &condition)?;
+                        damage.extend(condition.torn);
                         damage
                     }
                     Ok(None) => Vec::new(),
