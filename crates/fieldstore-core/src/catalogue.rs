@@ -576,8 +576,9 @@ pub struct DatasetCondition {
     pub pending_units: Vec<String>,
     /// What the damaged regions of the log may have named: a wipe of
     /// collocations must not miss what they hold, nor remove a unit they
-    /// point into.
-    pub may_name: DamageMayName,
+    /// point into. Shared: a reader answers it once per follow of its log,
+    /// and a caller may ask the condition of every collocation in turn.
+    pub may_name: std::sync::Arc<DamageMayName>,
 }
 
 /// What the damaged regions of a dataset's log may have named, as far as

@@ -268,7 +268,7 @@ fn damage_keeps(condition: &DatasetCondition, damage: &[String]) -> Option<BTree
     if damage.is_empty() {
         return Some(BTreeSet::new());
     }
-    let DamageMayName::Only { units, .. } = &condition.may_name else {
+    let DamageMayName::Only { units, .. } = condition.may_name.as_ref() else {
         return None;
     };
     let only_the_log = damage.iter().all(|d| condition.damage.contains(d));
@@ -618,7 +618,7 @@ impl FieldStore {
                 ),
             )
         };
-        let damaged_units = match &condition.may_name {
+        let damaged_units = match condition.may_name.as_ref() {
             DamageMayName::Nothing => BTreeSet::new(),
             DamageMayName::Anything => return Err(refuse("what the request names".into())),
             DamageMayName::Only {

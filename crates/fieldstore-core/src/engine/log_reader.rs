@@ -48,7 +48,7 @@ pub struct Log<P, C> {
     /// stopped, after its log was cut there), so an answer kept across
     /// follows could be too small; within one, the reader's view is as of
     /// that follow.
-    pub may_name: Option<DamageMayName>,
+    pub may_name: Option<Arc<DamageMayName>>,
 }
 
 impl<P, C> Log<P, C> {
@@ -203,15 +203,15 @@ impl<M: LogMedium> LogReader<M> {
     ///
     /// # Errors
     /// As [`LogMedium::damage_may_name`].
-    fn may_name<'l>(&self, log: &'l mut LogOf<M>) -> Result<&'l DamageMayName> {
+    fn may_name(&self, log: &mut LogOf<M>) -> Result<Arc<DamageMayName>> {
         if !log.index.has_damaged_regions() && log.damage_at_end.is_none() {
-            return Ok(&DamageMayName::Nothing);
+            return Ok(Arc::default());
         }
-        let names = match log.may_name.take() {
-            Some(names) => names,
-            None => self.medium.damage_may_name(log)?,
-        };
-        Ok(log.may_name.insert(names))
+        if let Some(names) = &log.may_name {
+            return Ok(names.clone());
+        }
+        let names = Arc::new(self.medium.damage_may_name(log)?);
+        Ok(log.may_name.insert(names).clone())
     }
 
     /// Read the log past where the reader stopped
@@ -368,7 +368,7 @@ impl<M: LogMedium> DatasetReader for LogReader<M> {
         let mut log = self.write();
         let may_name = self
             .may_name(&mut log)
-            .map_or(DamageMayName::Anything, DamageMayName::clone);
+            .unwrap_or_else(|_| Arc::new(DamageMayName::Anything));
         let mut damage = log.index.damage(collocation);
         damage.extend(log.damage_at_end.iter().cloned());
         DatasetCondition {
