@@ -227,6 +227,7 @@ pub fn damage_in_mid_life(open: Open<'_>, caps: &Capabilities<'_>) {
     let hooks: Vec<(&str, DamageRecord<'_>, usize)> = [
         ("damaged", caps.damage_record, 0),
         ("removed", caps.remove_record, 1),
+        ("spliced", caps.splice_record, 1),
         ("cut", caps.cut_log, 0),
     ]
     .into_iter()
@@ -254,7 +255,12 @@ pub fn damage_in_mid_life(open: Open<'_>, caps: &Capabilities<'_>) {
     );
     let result = runner.run(&histories, |(before, after, (hook, at), again)| {
         let number = case.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-        let x = format!("h{number:03}");
+        // An expver has at most 4 letters or digits: the case's number in
+        // base 36, so that 46,656 histories each have a dataset of their own.
+        let digit = |n: u32| char::from_digit(n % 36, 36).unwrap_or('0');
+        let x: String = ['h', digit(number / 1296), digit(number / 36), digit(number)]
+            .into_iter()
+            .collect();
         let mut h = History {
             open,
             warm: opened(open, "reader"),
