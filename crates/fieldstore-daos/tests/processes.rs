@@ -223,6 +223,7 @@ fn conformance_on_the_directory_backend() {
             corrupt: Some(&common::corrupt),
             damage_record: Some(&damage_record),
             remove_record: Some(&remove_record),
+            splice_record: None,
             cut_log: Some(&cut),
             unregister: Some(&unregister),
             blocks_outlive_records: false,

@@ -80,6 +80,23 @@ fn cut_log(
     c.rados(ns, &["truncate", &object, &at.to_string()]);
 }
 
+/// Splice record `n + 1` out of the dataset's log segment 0 (the records
+/// after it moved up), with the `rados` tool (its omap stays).
+fn splice_record(
+    c: &common::Cluster,
+    ns: &str,
+    open: Open<'_>,
+    dataset: &fieldstore::DatasetKey,
+    n: usize,
+) {
+    let (object, bytes, from) = segment_0(c, ns, open, dataset, n);
+    let to = record_offset(&bytes, n + 1);
+    let tmp = tempfile::NamedTempFile::new().expect("a temporary file");
+    std::fs::write(tmp.path(), [&bytes[..from], &bytes[to..]].concat())
+        .expect("writing the spliced copy");
+    c.rados(ns, &["put", &object, &tmp.path().display().to_string()]);
+}
+
 /// Flip a byte in the middle of record `n + 1` of the dataset's log
 /// segment 0 (record 0 is its INIT), with the `rados` tool.
 fn damage_record(
@@ -105,6 +122,19 @@ fn cut_log_is_damage() {
     let config = common::config(c, "rados", "rados", &ns, None);
     let open = move || FieldStore::open(config.clone());
     fieldstore_testkit::cut_log_is_damage(&open, &|d, n| cut_log(c, &ns, &open, d, n));
+}
+
+/// A record spliced out of a log segment is damage (the conformance check):
+/// the segment's record count tells it.
+#[test]
+fn spliced_log_record_is_damage() {
+    let Some(c) = common::cluster() else { return };
+    let ns = common::namespace("splice");
+    let config = common::config(c, "rados", "rados", &ns, None);
+    let open = move || FieldStore::open(config.clone());
+    fieldstore_testkit::spliced_log_record_is_damage(&open, &|d, n| {
+        splice_record(c, &ns, &open, d, n)
+    });
 }
 
 /// A cut after a damaged record is still seen (the segment's record count
@@ -207,6 +237,7 @@ fn rados_catalogue_with_file_store() {
     let open = move || FieldStore::open(config.clone());
     let damage: fieldstore_testkit::DamageRecord<'_> = &|d, n| damage_record(c, &ns, &open, d, n);
     let cut: fieldstore_testkit::DamageRecord<'_> = &|d, n| cut_log(c, &ns, &open, d, n);
+    let splice: fieldstore_testkit::DamageRecord<'_> = &|d, n| splice_record(c, &ns, &open, d, n);
     let unregister = |d: &fieldstore::DatasetKey| {
         c.rados(&ns, &["rmomapkey", "fieldstore.root", &d.to_string()]);
     };
@@ -215,6 +246,7 @@ fn rados_catalogue_with_file_store() {
         &Capabilities {
             damage_record: Some(damage),
             cut_log: Some(cut),
+            splice_record: Some(splice),
             unregister: Some(&unregister),
             blocks_outlive_records: true,
             ..Capabilities::default()

@@ -70,6 +70,13 @@ pub struct Capabilities<'a> {
     /// the backend: a gap in the log. `None` where a record cannot be
     /// removed alone (a POSIX or RADOS log is one file or object).
     pub remove_record: Option<DamageRecord<'a>>,
+    /// Splice record `n` (numbered as for `damage_record`) out of a log
+    /// that is one file or object: its bytes removed, the records after it
+    /// moved up, bypassing the backend. `None` where records are objects
+    /// of their own (`remove_record` instead), where there is no log
+    /// (memory), or where the medium cannot tell it (POSIX on a file system
+    /// that keeps no user attributes).
+    pub splice_record: Option<DamageRecord<'a>>,
     /// Cut a dataset's log just before record `n` (numbered as for
     /// `damage_record`), keeping every record before it, bypassing the
     /// backend: its last records lost, the rest a whole log, which writers
@@ -99,6 +106,7 @@ impl std::fmt::Debug for Capabilities<'_> {
             .field("corrupt", &self.corrupt.is_some())
             .field("damage_record", &self.damage_record.is_some())
             .field("remove_record", &self.remove_record.is_some())
+            .field("splice_record", &self.splice_record.is_some())
             .field("cut_log", &self.cut_log.is_some())
             .field("unregister", &self.unregister.is_some())
             .field("blocks_outlive_records", &self.blocks_outlive_records)
@@ -188,6 +196,10 @@ pub fn run_all(open: Open<'_>, caps: &Capabilities<'_>) {
         stale_writer_leaves_a_removed_record_a_gap(open, remove);
         println!("conformance check idle_reader_sees_past_a_removed_record");
         idle_reader_sees_past_a_removed_record(open, remove);
+    }
+    if let Some(splice) = caps.splice_record {
+        println!("conformance check spliced_log_record_is_damage");
+        spliced_log_record_is_damage(open, splice);
     }
     if let Some(cut) = caps.cut_log {
         println!("conformance check cut_log_is_damage");

@@ -27,13 +27,16 @@ fn run_all_on_one_root() {
         let corrupt = |loc: &FieldLocation| flip(&data_file(loc), loc.offset + loc.length / 2);
         let damage_record = |d: &fieldstore::DatasetKey, n: usize| damage_toc_record(open, d, n);
         let cut: fieldstore_testkit::DamageRecord<'_> = &|d, n| cut_toc(open, d, n);
+        let splice: fieldstore_testkit::DamageRecord<'_> = &|d, n| splice_toc(open, d, n);
+        let attributes = keeps_user_attributes();
         fieldstore_testkit::run_all(
             open,
             &fieldstore_testkit::Capabilities {
                 corrupt: Some(&corrupt),
                 damage_record: Some(&damage_record),
                 remove_record: None,
-                cut_log: keeps_user_attributes().then_some(cut),
+                splice_record: attributes.then_some(splice),
+                cut_log: attributes.then_some(cut),
                 unregister: None,
                 blocks_outlive_records: true,
             },
@@ -176,6 +179,30 @@ fn cut_toc(open: Open<'_>, dataset: &fieldstore::DatasetKey, n: usize) {
         .open(&toc)
         .and_then(|f| f.set_len(record_offset(&bytes, n) as u64))
         .unwrap_or_else(|e| panic!("cutting {}: {e}", toc.display()));
+}
+
+/// Splice record `n + 1` out of the dataset's table of contents, in place
+/// (the records after it moved up, the file shortened; its end mark stays).
+fn splice_toc(open: Open<'_>, dataset: &fieldstore::DatasetKey, n: usize) {
+    let toc = toc_of(open, dataset);
+    let bytes = std::fs::read(&toc).unwrap_or_else(|e| panic!("reading {}: {e}", toc.display()));
+    let (from, to) = (record_offset(&bytes, n), record_offset(&bytes, n + 1));
+    let spliced = [&bytes[..from], &bytes[to..]].concat();
+    let f = OpenOptions::new().write(true).open(&toc);
+    f.and_then(|f| {
+        f.write_all_at(&spliced, 0)?;
+        f.set_len(spliced.len() as u64)
+    })
+    .unwrap_or_else(|e| panic!("splicing {}: {e}", toc.display()));
+}
+
+/// A record spliced out of the table of contents (the conformance check,
+/// on its own root, where the `toc`'s end mark is kept).
+#[test]
+fn spliced_log_record_is_damage() {
+    with_posix_attributes("spliced_log_record_is_damage", &|open| {
+        fieldstore_testkit::spliced_log_record_is_damage(open, &|d, n| splice_toc(open, d, n));
+    });
 }
 
 /// The conformance suite's log-damage check on its own root.

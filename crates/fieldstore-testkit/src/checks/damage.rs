@@ -435,6 +435,66 @@ pub fn missing_log_record_is_damage(open: Open<'_>, remove_record: crate::Damage
     exact(&r, &late, "the field flushed after the gap");
 }
 
+/// A record spliced out of a log that is one file or object (its bytes
+/// removed, the records after it moved up: the log rewritten without it
+/// behind the backend's back) is damage, never an older answer: a handle
+/// reads the newest step 0 and goes idle; five flushes into one dataset —
+/// step 0, step 6, step 0 again, step 6 again, step 12 — then
+/// `splice(dataset, 2)` splices out the second flush of step 0. After
+/// [`fieldstore::engine::LOOK_AGAIN`], a fresh handle and the idle one
+/// fail step 0 with `Corrupt` or (the idle one, which read it) answer its
+/// newest version: never the older one. Steps 6 and 12 read back exactly
+/// or fail `Corrupt` (such a log cannot tell where the lost record was:
+/// its place may be the log's end, after them). `status` reports the
+/// damage and purge removes nothing. A flush after the splice fails, or
+/// reads back exactly or fails `Corrupt` for both handles: never "not
+/// found" with success (it lands below where the idle handle stopped).
+pub fn spliced_log_record_is_damage(open: Open<'_>, splice: crate::DamageRecord<'_>) {
+    let x = "splc";
+    let (flushed, dataset) = flush_each(open, x, &[(0, 1), (6, 1), (0, 2), (6, 2), (12, 1)]);
+    let idle = opened(open, "idle reader");
+    exact(&idle, &flushed[2], "step 0 before the splice");
+    splice(&dataset, 2);
+    std::thread::sleep(fieldstore::engine::LOOK_AGAIN + std::time::Duration::from_millis(200));
+
+    let fresh = opened(open, "reader after the splice");
+    let why = "the spliced-out record held the newest";
+    corrupt_not_older(&fresh, &flushed[2], &flushed[0], "step 0", why);
+    match retrieve_outcome(&idle, &flushed[2].key) {
+        Ok(bytes) => assert!(
+            bytes == flushed[2].data,
+            "the idle reader's step 0 read back other bytes"
+        ),
+        Err(e) => assert_eq!(
+            e.kind(),
+            ErrorKind::Corrupt,
+            "the idle reader's step 0: {e}"
+        ),
+    }
+    for r in [&fresh, &idle] {
+        exact_or_corrupt(
+            r,
+            &flushed[3],
+            "step 6, flushed after the spliced-out record,",
+        );
+        exact_or_corrupt(
+            r,
+            &flushed[4],
+            "step 12, flushed after the spliced-out record,",
+        );
+    }
+    reported_and_kept(&fresh, x, "a spliced-out record");
+
+    let w = opened(open, "writer after the splice");
+    let step = |s: u32| Spec { step: s, ..PL }.key(x);
+    let late = archive_payload(&w, &step(18), 1, 500, 3000);
+    if w.flush().is_ok() {
+        for r in [&opened(open, "reader of the late flush"), &idle] {
+            exact_or_corrupt(r, &late, "the field flushed after the splice");
+        }
+    }
+}
+
 /// A writer that others passed does not take a record's place removed
 /// behind the backend's back below the log's end (its record there would
 /// hide the loss). Two handles (on S3, like writers in two processes: they

@@ -23,8 +23,8 @@ pub use damage::{
     idle_reader_sees_a_cut_near_where_it_stopped, idle_reader_sees_past_a_removed_record,
     late_hint_then_lost_tail_is_damage, lost_tail_reaching_a_hint_is_damage,
     lost_tail_then_appended_to_is_damage, missing_log_record_is_damage,
-    purge_around_a_damaged_record, stale_writer_leaves_a_removed_record_a_gap,
-    unregistered_dataset_is_listed, LOST_TAIL_RECORDS,
+    purge_around_a_damaged_record, spliced_log_record_is_damage,
+    stale_writer_leaves_a_removed_record_a_gap, unregistered_dataset_is_listed, LOST_TAIL_RECORDS,
 };
 pub use history::damage_in_mid_life;
 pub use keys::{bad_input_rejected, keys_are_canonicalised};
