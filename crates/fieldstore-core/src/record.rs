@@ -236,12 +236,29 @@ impl Framing {
         Ok(Framed::Record(h.kind, payload, HEADER + h.len))
     }
 
-    /// How many bytes the record that starts `buf` spans, header included,
-    /// if its header checks (its payload may not): a record damaged only in
-    /// its payload is still one record.
-    pub fn record_len(&self, buf: &[u8]) -> Option<usize> {
-        let h = self.header(buf.get(..HEADER)?, &String::new).ok()?;
-        Some(HEADER.saturating_add(h.len))
+    /// How many records the damaged bytes `region` are, if it is a run of
+    /// records each damaged in one of its two parts: its header checks (its
+    /// payload may not), or its payload checks at the length and against
+    /// the checksum its header states (the rest of its header may not). A
+    /// record damaged in its length or its payload checksum, or bytes of no
+    /// record, make the count unknown (`None`): a damaged length that still
+    /// frames a payload whose checksum holds is a 2⁻³² chance.
+    pub fn records_in(&self, region: &[u8]) -> Option<u64> {
+        let (mut at, mut n) = (0usize, 0u64);
+        while at < region.len() {
+            let head = region.get(at..at + HEADER)?;
+            let len = match self.header(head, &String::new) {
+                Ok(h) => h.len,
+                Err(_) => {
+                    let len = le32(head, 8) as usize;
+                    let payload = region.get(at + HEADER..(at + HEADER).checked_add(len)?)?;
+                    (crc32c::crc32c(payload) == le32(head, 12)).then_some(len)?
+                }
+            };
+            at = (at + HEADER).checked_add(len)?;
+            n += 1;
+        }
+        (at == region.len()).then_some(n)
     }
 
     /// Where the next whole, valid record starts in `buf` (magic, header
@@ -619,25 +636,28 @@ mod tests {
         assert_eq!(F.unframe_exact(&one, &what).unwrap(), (2, &b"hello"[..]));
     }
 
-    /// A record damaged in its payload still spans its header's length;
-    /// one damaged in its header, or shorter than a header, spans nothing
-    /// known.
+    /// Damaged records are counted when one of their two parts checks
+    /// (the header, or the payload at the length the header states), and
+    /// not when their length or payload checksum is damaged, or the bytes
+    /// are not whole records.
     #[test]
-    fn record_len_trusts_only_a_header_that_checks() {
+    fn records_in_counts_records_damaged_in_one_part() {
         let rec = F.framed(2, b"hello");
-        assert_eq!(F.record_len(&rec), Some(rec.len()));
+        assert_eq!(F.records_in(&rec), Some(1));
         for i in 0..rec.len() {
             let mut bad = rec.clone();
             bad[i] ^= 0x10;
-            let want = (i >= HEADER).then_some(rec.len());
-            assert_eq!(F.record_len(&bad), want, "byte {i} flipped");
+            let want = (!(8..16).contains(&i)).then_some(1);
+            assert_eq!(F.records_in(&bad), want, "byte {i} flipped");
         }
-        assert_eq!(F.record_len(&rec[..HEADER - 1]), None);
-        assert_eq!(
-            F.record_len(&rec[..HEADER]),
-            Some(rec.len()),
-            "payload not read"
-        );
+        let mut two = [rec.clone(), F.framed(3, b"world!")].concat();
+        two[17] ^= 0x01;
+        two[rec.len() + HEADER + 2] ^= 0x01;
+        assert_eq!(F.records_in(&two), Some(2));
+        assert_eq!(F.records_in(&two[..two.len() - 1]), None);
+        assert_eq!(F.records_in(&rec[..HEADER]), None);
+        assert_eq!(F.records_in(b"junk"), None);
+        assert_eq!(F.records_in(&[]), Some(0));
     }
 
     #[test]

@@ -222,6 +222,7 @@ fn conformance_on_the_directory_backend() {
         &fieldstore_testkit::Capabilities {
             corrupt: Some(&common::corrupt),
             damage_record: Some(&damage_record),
+            damage_header: None,
             remove_record: Some(&remove_record),
             splice_record: None,
             cut_log: Some(&cut),

@@ -1263,13 +1263,17 @@ pub struct RadosCursor {
     /// seal and count (never, before a reader's first refresh; an idle
     /// reader checks again after `LOOK_AGAIN`; see `follow`).
     looked_at: EndLook,
-    /// Records read in this segment (after INIT in segment 0; one damaged
-    /// only in its payload counts), to compare with its `!records` count.
+    /// Records read in this segment (after INIT in segment 0; damaged
+    /// ones too, when they can be counted: `Framing::records_in`), to
+    /// compare with its `!records` count.
     records: u64,
-    /// The count cannot be compared: a damaged region in this segment
-    /// that is not one record (how many it held is unknown), or a
-    /// shortfall already reported.
-    uncounted: bool,
+    /// A damaged region in this segment whose records could not be
+    /// counted: a count higher than the records read may be only those,
+    /// so it is reported as records that may have been lost.
+    uncountable: bool,
+    /// A shortfall of this segment's records was reported (or a cut below
+    /// the reader): not again.
+    reported: bool,
     /// The segment was found shorter than `pos`, and that reported.
     cut_below: bool,
 }
@@ -1280,7 +1284,8 @@ impl RadosCursor {
         self.segment = segment;
         self.pos = 0;
         self.records = 0;
-        self.uncounted = false;
+        self.uncountable = false;
+        self.reported = false;
         self.cut_below = false;
     }
 }
@@ -1299,7 +1304,8 @@ fn log_from(pos: u64, schema: Arc<str>) -> ReaderLog {
             gone: false,
             looked_at: EndLook::default(),
             records: 0,
-            uncounted: false,
+            uncountable: false,
+            reported: false,
             cut_below: false,
         },
     )
@@ -1491,7 +1497,7 @@ impl RadosLog {
                 // the count, which goes on from the records cut off, is
                 // no longer compared: it would report the same cut).
                 st.cursor.cut_below = true;
-                st.cursor.uncounted = true;
+                st.cursor.reported = true;
                 st.index.damaged_region(
                     log_at(segment, start),
                     format!(
@@ -1524,24 +1530,17 @@ impl RadosLog {
                 // cut or a record removed (damage). Fewer counted than read:
                 // a writer of a version before the count appended some.
                 let count = count.flatten().filter(|&c| c > st.cursor.records);
-                if let (Some(Seal::Open), Some(count), false) = (seal, count, st.cursor.uncounted) {
+                if let (Some(Seal::Open), Some(count), false) = (seal, count, st.cursor.reported) {
                     match read_from(&self.pool, &obj, st.cursor.pos)? {
                         // Removed meanwhile (a wipe): the next refresh sees it.
                         None => return Ok(()),
                         Some(more) if !more.is_empty() => continue 'segments,
                         Some(_) => {
-                            st.cursor.uncounted = true;
-                            st.index.damaged_region(
-                                log_at(st.cursor.segment, st.cursor.pos),
-                                format!(
-                                    "{}: its `!records` key counts {count} records, but its log \
-                                     holds {} up to its end at offset {}: records were cut off \
-                                     or removed behind fieldstore's back",
-                                    self.pool.what(&obj),
-                                    st.cursor.records,
-                                    st.cursor.pos,
-                                ),
-                            );
+                            let at = st.cursor.pos;
+                            let end = format!("its end at offset {at}");
+                            let problem = self.shortfall(st, &obj, count, &end);
+                            st.index
+                                .damaged_region(log_at(st.cursor.segment, at), problem);
                         }
                     }
                 }
@@ -1580,21 +1579,38 @@ impl RadosLog {
     /// segment's, so only answers found up to here are in doubt. One omap
     /// read per sealed segment crossed (one per 64 MiB of log, by default).
     fn check_sealed_count(&self, st: &mut ReaderLog, obj: &str, at: u64) -> Result<()> {
-        if st.cursor.uncounted {
+        if st.cursor.reported {
             return Ok(());
         }
         let count = match segment_end(&self.pool, obj)? {
             Some((_, Some(count))) if count > st.cursor.records => count,
             _ => return Ok(()),
         };
-        let problem = format!(
-            "{}: its `!records` key counts {count} records, but its log holds {} up to its SEAL \
-             record at offset {at}: records were removed behind fieldstore's back",
-            self.pool.what(obj),
-            st.cursor.records,
-        );
+        let problem = self.shortfall(st, obj, count, &format!("its SEAL record at offset {at}"));
         self.damaged(st, at, problem);
         Ok(())
+    }
+
+    /// What segment `obj` counting `count` records, more than were read up
+    /// to `end`, means (reported once a segment: [`RadosCursor::reported`]).
+    /// With a damaged region whose records could not be counted, they may
+    /// be those, or lost: a cut after such damage must not go unseen, so
+    /// it is damage all the same.
+    fn shortfall(&self, st: &mut ReaderLog, obj: &str, count: u64, end: &str) -> String {
+        st.cursor.reported = true;
+        let what = self.pool.what(obj);
+        let read = st.cursor.records;
+        let counts =
+            format!("{what}: its `!records` key counts {count} records, but its log holds");
+        let lost = "records were cut off or removed behind fieldstore's back";
+        if st.cursor.uncountable {
+            format!(
+                "{counts} {read} that could be counted up to {end}, after damaged bytes whose \
+                 records could not be: {lost}, or they are those"
+            )
+        } else {
+            format!("{counts} {read} up to {end}: {lost}")
+        }
     }
 }
 
@@ -1609,8 +1625,12 @@ impl FramedRecords<Place, RadosCursor> for RadosLog {
         log_at(st.cursor.segment, at)
     }
 
-    fn flush(&self, st: &mut ReaderLog, payload: &[u8], at: u64) -> Result<()> {
+    /// Counted, to compare with the segment's `!records`.
+    fn met(&self, st: &mut ReaderLog, _: u16, _: u64) {
         st.cursor.records += 1;
+    }
+
+    fn flush(&self, st: &mut ReaderLog, payload: &[u8], at: u64) -> Result<()> {
         let what = || self.what(st, at);
         let blocks = named::decode_flush(payload, &what, true, &|d| Ok(d.str()?.to_string()))?;
         for b in blocks {
@@ -1620,38 +1640,20 @@ impl FramedRecords<Place, RadosCursor> for RadosLog {
         Ok(())
     }
 
-    /// Counted; as by default.
-    fn maintenance(&self, st: &mut ReaderLog, record: records::MaintenanceRecord, at: u64) {
-        st.cursor.records += 1;
-        let at = self.place(st, at);
-        st.index
-            .apply_maintenance(at, record, &str::to_string, &|_| false);
-    }
-
-    /// Its records cannot be counted any more.
-    fn damaged(&self, st: &mut ReaderLog, at: u64, problem: String) {
-        st.cursor.uncounted = true;
-        let at = self.place(st, at);
-        st.index.damaged_region(at, problem);
-    }
-
-    /// Damaged; but bytes that are one record whose header checks (only
-    /// its payload damaged) count as one, so that the segment's count still
-    /// shows records cut off or removed after them.
+    /// Damaged, its records counted (`Framing::records_in`: each damaged in
+    /// its header or in its payload, not both), so that the segment's count
+    /// still shows records cut off or removed after them; or not countable.
     fn skipped(&self, st: &mut ReaderLog, region: &[u8], at: u64, problem: String) {
-        if format::FRAMING.record_len(region) == Some(region.len()) {
-            st.cursor.records += 1;
-            let at = self.place(st, at);
-            st.index.damaged_region(at, problem);
-        } else {
-            self.damaged(st, at, problem);
+        match format::FRAMING.records_in(region) {
+            Some(n) => st.cursor.records += n,
+            None => st.cursor.uncountable = true,
         }
+        self.damaged(st, at, problem);
     }
 
     /// WIPED ends the incarnation; SEAL moves the cursor to the next
     /// segment.
     fn own(&self, st: &mut ReaderLog, kind: u16, p: &[u8], at: u64, rest: &[u8]) -> Result<Step> {
-        st.cursor.records += 1;
         let what = || self.what(st, at);
         match kind {
             format::WIPED => {

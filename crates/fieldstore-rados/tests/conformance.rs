@@ -114,6 +114,23 @@ fn damage_record(
     c.rados(ns, &["put", &object, &tmp.path().display().to_string()]);
 }
 
+/// Flip a byte of the header checksum of record `n + 1` of the dataset's
+/// log segment 0 (record 0 is its INIT), with the `rados` tool: the
+/// damaged bytes are no record whose header checks.
+fn damage_header(
+    c: &common::Cluster,
+    ns: &str,
+    open: Open<'_>,
+    dataset: &fieldstore::DatasetKey,
+    n: usize,
+) {
+    let (object, mut bytes, at) = segment_0(c, ns, open, dataset, n);
+    bytes[at + 17] ^= 0x08;
+    let tmp = tempfile::NamedTempFile::new().expect("a temporary file");
+    std::fs::write(tmp.path(), &bytes).expect("writing the damaged copy");
+    c.rados(ns, &["put", &object, &tmp.path().display().to_string()]);
+}
+
 /// A log cut at a record boundary is damage (the conformance check).
 #[test]
 fn cut_log_is_damage() {
@@ -236,6 +253,7 @@ fn rados_catalogue_with_file_store() {
     let config = common::config(c, "rados", "file", &ns, Some(dir.path()));
     let open = move || FieldStore::open(config.clone());
     let damage: fieldstore_testkit::DamageRecord<'_> = &|d, n| damage_record(c, &ns, &open, d, n);
+    let header: fieldstore_testkit::DamageRecord<'_> = &|d, n| damage_header(c, &ns, &open, d, n);
     let cut: fieldstore_testkit::DamageRecord<'_> = &|d, n| cut_log(c, &ns, &open, d, n);
     let splice: fieldstore_testkit::DamageRecord<'_> = &|d, n| splice_record(c, &ns, &open, d, n);
     let unregister = |d: &fieldstore::DatasetKey| {
@@ -245,6 +263,7 @@ fn rados_catalogue_with_file_store() {
         &open,
         &Capabilities {
             damage_record: Some(damage),
+            damage_header: Some(header),
             cut_log: Some(cut),
             splice_record: Some(splice),
             unregister: Some(&unregister),
@@ -756,4 +775,18 @@ fn notify_cost() {
     for r in results {
         eprintln!("{r}");
     }
+}
+
+/// A cut after a record whose header is damaged is still seen.
+#[test]
+fn cut_after_a_damaged_header_is_damage() {
+    let Some(c) = common::cluster() else { return };
+    let ns = common::namespace("cuthdr");
+    let config = common::config(c, "rados", "rados", &ns, None);
+    let open = move || FieldStore::open(config.clone());
+    fieldstore_testkit::cut_after_a_damaged_header_is_damage(
+        &open,
+        &|d, n| damage_header(c, &ns, &open, d, n),
+        &|d, n| cut_log(c, &ns, &open, d, n),
+    );
 }

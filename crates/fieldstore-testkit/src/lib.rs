@@ -65,6 +65,13 @@ pub struct Capabilities<'a> {
     /// first record after the one that created it) in place, bypassing the
     /// backend. `None` for a backend without a log (memory).
     pub damage_record: Option<DamageRecord<'a>>,
+    /// Damage the header of record `n` (numbered as for `damage_record`)
+    /// in place, its payload intact, bypassing the backend: in a log of
+    /// framed records one after the other, bytes that are not a record
+    /// whose header checks. `None` where records are objects of their own
+    /// (a damaged slot is the same wherever its bytes are damaged) or
+    /// where there is no log (memory).
+    pub damage_header: Option<DamageRecord<'a>>,
     /// Remove record `n` of a dataset's log after its creation (numbered
     /// as for `damage_record`), leaving the records after it, bypassing
     /// the backend: a gap in the log. `None` where a record cannot be
@@ -105,6 +112,7 @@ impl std::fmt::Debug for Capabilities<'_> {
         f.debug_struct("Capabilities")
             .field("corrupt", &self.corrupt.is_some())
             .field("damage_record", &self.damage_record.is_some())
+            .field("damage_header", &self.damage_header.is_some())
             .field("remove_record", &self.remove_record.is_some())
             .field("splice_record", &self.splice_record.is_some())
             .field("cut_log", &self.cut_log.is_some())
@@ -212,6 +220,10 @@ pub fn run_all(open: Open<'_>, caps: &Capabilities<'_>) {
     if let (Some(damage), Some(cut)) = (caps.damage_record, caps.cut_log) {
         println!("conformance check cut_after_a_damaged_record_is_damage");
         cut_after_a_damaged_record_is_damage(open, damage, cut);
+    }
+    if let (Some(damage), Some(cut)) = (caps.damage_header, caps.cut_log) {
+        println!("conformance check cut_after_a_damaged_header_is_damage");
+        cut_after_a_damaged_header_is_damage(open, damage, cut);
     }
     if let Some(unregister) = caps.unregister {
         println!("conformance check unregistered_dataset_is_listed");

@@ -26,6 +26,7 @@ fn run_all_on_one_root() {
     with_posix(&|open| {
         let corrupt = |loc: &FieldLocation| flip(&data_file(loc), loc.offset + loc.length / 2);
         let damage_record = |d: &fieldstore::DatasetKey, n: usize| damage_toc_record(open, d, n);
+        let damage_header = |d: &fieldstore::DatasetKey, n: usize| damage_toc_header(open, d, n);
         let cut: fieldstore_testkit::DamageRecord<'_> = &|d, n| cut_toc(open, d, n);
         let splice: fieldstore_testkit::DamageRecord<'_> = &|d, n| splice_toc(open, d, n);
         let attributes = keeps_user_attributes();
@@ -34,6 +35,7 @@ fn run_all_on_one_root() {
             &fieldstore_testkit::Capabilities {
                 corrupt: Some(&corrupt),
                 damage_record: Some(&damage_record),
+                damage_header: Some(&damage_header),
                 remove_record: None,
                 splice_record: attributes.then_some(splice),
                 cut_log: attributes.then_some(cut),
@@ -196,6 +198,19 @@ fn splice_toc(open: Open<'_>, dataset: &fieldstore::DatasetKey, n: usize) {
     .unwrap_or_else(|e| panic!("splicing {}: {e}", toc.display()));
 }
 
+/// A cut after a record whose header is damaged (the conformance check, on
+/// its own root, where the `toc`'s end mark is kept).
+#[test]
+fn cut_after_a_damaged_header_is_damage() {
+    with_posix_attributes("cut_after_a_damaged_header_is_damage", &|open| {
+        fieldstore_testkit::cut_after_a_damaged_header_is_damage(
+            open,
+            &|d, n| damage_toc_header(open, d, n),
+            &|d, n| cut_toc(open, d, n),
+        );
+    });
+}
+
 /// A record spliced out of the table of contents (the conformance check,
 /// on its own root, where the `toc`'s end mark is kept).
 #[test]
@@ -248,6 +263,15 @@ fn damage_toc_record(open: Open<'_>, dataset: &fieldstore::DatasetKey, n: usize)
     let at = record_offset(&bytes, n);
     let len = u32::from_le_bytes(bytes[at + 8..at + 12].try_into().expect("4 bytes"));
     flip(&toc, (at + 20 + len as usize / 2) as u64);
+}
+
+/// Flip a byte of the header checksum of record `n + 1` of the dataset's
+/// table of contents (record 0 is its INIT): bytes that are no record
+/// whose header checks, its payload intact.
+fn damage_toc_header(open: Open<'_>, dataset: &fieldstore::DatasetKey, n: usize) {
+    let toc = toc_of(open, dataset);
+    let bytes = std::fs::read(&toc).unwrap_or_else(|e| panic!("reading {}: {e}", toc.display()));
+    flip(&toc, (record_offset(&bytes, n) + 17) as u64);
 }
 
 /// A dataset keeps the schema it was created under (its INIT record) when

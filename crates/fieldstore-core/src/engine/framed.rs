@@ -56,6 +56,13 @@ pub trait FramedRecords<P: Clone, C> {
         at
     }
 
+    /// A record whose frame checks, met at `at` before it is applied
+    /// (decoded or not, of any type): a medium that counts its records
+    /// counts it here. Nothing, by default.
+    fn met(&self, log: &mut Log<P, C>, kind: u16, at: u64) {
+        let _ = (log, kind, at);
+    }
+
     /// Decode a FLUSH record and add its blocks to `log.index`.
     ///
     /// # Errors
@@ -135,6 +142,7 @@ pub fn walk<P: Clone, C>(
         let at = start + used as u64;
         let tail = match framing.unframe(&buf[used..], &|| records.what(log, at)) {
             Ok(Framed::Record(kind, payload, n)) => {
+                records.met(log, kind, at);
                 let applied = match kind {
                     kind::FLUSH => records.flush(log, payload, at),
                     kind::WIPE | kind::RECLAIM | kind::CONTROL => {

@@ -648,7 +648,30 @@ pub fn cut_after_a_damaged_record_is_damage(
     damage: crate::DamageRecord<'_>,
     cut: crate::DamageRecord<'_>,
 ) {
-    let (flushed, dataset) = flush_each(open, "cut7", &[(6, 1), (0, 1), (12, 1), (0, 2)]);
+    cut_after_damage(open, "cut7", damage, cut);
+}
+
+/// [`cut_after_a_damaged_record_is_damage`] with the first record's
+/// header damaged (`damage_header`), its payload intact. (Before, a RADOS
+/// reader could not count such bytes as a record, stopped comparing its
+/// segment's record count, and answered step 0's older version with
+/// success.)
+pub fn cut_after_a_damaged_header_is_damage(
+    open: Open<'_>,
+    damage_header: crate::DamageRecord<'_>,
+    cut: crate::DamageRecord<'_>,
+) {
+    cut_after_damage(open, "cut8", damage_header, cut);
+}
+
+/// The cut-after-damage checks, in datasets of expver `x`.
+fn cut_after_damage(
+    open: Open<'_>,
+    x: &str,
+    damage: crate::DamageRecord<'_>,
+    cut: crate::DamageRecord<'_>,
+) {
+    let (flushed, dataset) = flush_each(open, x, &[(6, 1), (0, 1), (12, 1), (0, 2)]);
     damage(&dataset, 0);
     cut(&dataset, 3);
     let r = opened(open, "reader after the damage and the cut");

@@ -226,6 +226,7 @@ pub fn damage_in_mid_life(open: Open<'_>, caps: &Capabilities<'_>) {
     // leaves a gap only with a record after it).
     let hooks: Vec<(&str, DamageRecord<'_>, usize)> = [
         ("damaged", caps.damage_record, 0),
+        ("damaged in its header", caps.damage_header, 0),
         ("removed", caps.remove_record, 1),
         ("spliced", caps.splice_record, 1),
         ("cut", caps.cut_log, 0),

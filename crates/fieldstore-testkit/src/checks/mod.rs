@@ -17,9 +17,9 @@ pub use concurrency::{
     shared_handle_across_threads,
 };
 pub use damage::{
-    collocation_wipe_over_a_damaged_record, cut_after_a_damaged_record_is_damage,
-    cut_log_is_damage, cut_then_appended_to_is_damage, damaged_field_detected,
-    damaged_log_record_costs_only_itself, gap_of_two_records_is_damage,
+    collocation_wipe_over_a_damaged_record, cut_after_a_damaged_header_is_damage,
+    cut_after_a_damaged_record_is_damage, cut_log_is_damage, cut_then_appended_to_is_damage,
+    damaged_field_detected, damaged_log_record_costs_only_itself, gap_of_two_records_is_damage,
     idle_reader_sees_a_cut_near_where_it_stopped, idle_reader_sees_past_a_removed_record,
     late_hint_then_lost_tail_is_damage, lost_tail_reaching_a_hint_is_damage,
     lost_tail_then_appended_to_is_damage, missing_log_record_is_damage,
