@@ -91,10 +91,15 @@ fn splice_record(
 ) {
     let (object, bytes, from) = segment_0(c, ns, open, dataset, n);
     let to = record_offset(&bytes, n + 1);
+    put(c, ns, &object, &[&bytes[..from], &bytes[to..]].concat());
+}
+
+/// Replace the bytes of `object` with `bytes` (its omap stays), with the
+/// `rados` tool.
+fn put(c: &common::Cluster, ns: &str, object: &str, bytes: &[u8]) {
     let tmp = tempfile::NamedTempFile::new().expect("a temporary file");
-    std::fs::write(tmp.path(), [&bytes[..from], &bytes[to..]].concat())
-        .expect("writing the spliced copy");
-    c.rados(ns, &["put", &object, &tmp.path().display().to_string()]);
+    std::fs::write(tmp.path(), bytes).expect("writing the new bytes");
+    c.rados(ns, &["put", object, &tmp.path().display().to_string()]);
 }
 
 /// Flip a byte in the middle of record `n + 1` of the dataset's log
@@ -109,9 +114,7 @@ fn damage_record(
     let (object, mut bytes, at) = segment_0(c, ns, open, dataset, n);
     let len = u32::from_le_bytes(bytes[at + 8..at + 12].try_into().expect("4 bytes"));
     bytes[at + 20 + len as usize / 2] ^= 0x08;
-    let tmp = tempfile::NamedTempFile::new().expect("a temporary file");
-    std::fs::write(tmp.path(), &bytes).expect("writing the damaged copy");
-    c.rados(ns, &["put", &object, &tmp.path().display().to_string()]);
+    put(c, ns, &object, &bytes);
 }
 
 /// Flip a byte of the header checksum of record `n + 1` of the dataset's
@@ -126,9 +129,7 @@ fn damage_header(
 ) {
     let (object, mut bytes, at) = segment_0(c, ns, open, dataset, n);
     bytes[at + 17] ^= 0x08;
-    let tmp = tempfile::NamedTempFile::new().expect("a temporary file");
-    std::fs::write(tmp.path(), &bytes).expect("writing the damaged copy");
-    c.rados(ns, &["put", &object, &tmp.path().display().to_string()]);
+    put(c, ns, &object, &bytes);
 }
 
 /// A log cut at a record boundary is damage (the conformance check).
