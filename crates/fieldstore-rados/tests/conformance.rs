@@ -132,26 +132,31 @@ fn damage_header(
     put(c, ns, &object, &bytes);
 }
 
+/// A fresh RADOS catalogue and store in a namespace of its own (`name`
+/// and a number): `check` with the cluster, the namespace and a factory.
+fn on_rados(name: &str, check: &dyn Fn(&common::Cluster, &str, Open<'_>)) {
+    let Some(c) = common::cluster() else { return };
+    let ns = common::namespace(name);
+    let config = common::config(c, "rados", "rados", &ns, None);
+    check(c, &ns, &move || FieldStore::open(config.clone()));
+}
+
 /// A log cut at a record boundary is damage (the conformance check).
 #[test]
 fn cut_log_is_damage() {
-    let Some(c) = common::cluster() else { return };
-    let ns = common::namespace("cut");
-    let config = common::config(c, "rados", "rados", &ns, None);
-    let open = move || FieldStore::open(config.clone());
-    fieldstore_testkit::cut_log_is_damage(&open, &|d, n| cut_log(c, &ns, &open, d, n));
+    on_rados("cut", &|c, ns, open| {
+        fieldstore_testkit::cut_log_is_damage(open, &|d, n| cut_log(c, ns, open, d, n));
+    });
 }
 
 /// A record spliced out of a log segment is damage (the conformance check):
 /// the segment's record count tells it.
 #[test]
 fn spliced_log_record_is_damage() {
-    let Some(c) = common::cluster() else { return };
-    let ns = common::namespace("splice");
-    let config = common::config(c, "rados", "rados", &ns, None);
-    let open = move || FieldStore::open(config.clone());
-    fieldstore_testkit::spliced_log_record_is_damage(&open, &|d, n| {
-        splice_record(c, &ns, &open, d, n)
+    on_rados("splice", &|c, ns, open| {
+        fieldstore_testkit::spliced_log_record_is_damage(open, &|d, n| {
+            splice_record(c, ns, open, d, n)
+        });
     });
 }
 
@@ -159,27 +164,36 @@ fn spliced_log_record_is_damage() {
 /// still compared).
 #[test]
 fn cut_after_a_damaged_record_is_damage() {
-    let Some(c) = common::cluster() else { return };
-    let ns = common::namespace("cutdmg");
-    let config = common::config(c, "rados", "rados", &ns, None);
-    let open = move || FieldStore::open(config.clone());
-    fieldstore_testkit::cut_after_a_damaged_record_is_damage(
-        &open,
-        &|d, n| damage_record(c, &ns, &open, d, n),
-        &|d, n| cut_log(c, &ns, &open, d, n),
-    );
+    on_rados("cutdmg", &|c, ns, open| {
+        fieldstore_testkit::cut_after_a_damaged_record_is_damage(
+            open,
+            &|d, n| damage_record(c, ns, open, d, n),
+            &|d, n| cut_log(c, ns, open, d, n),
+        );
+    });
+}
+
+/// A cut after a record whose header is damaged is still seen (its bytes
+/// counted as one record, its payload checking).
+#[test]
+fn cut_after_a_damaged_header_is_damage() {
+    on_rados("cuthdr", &|c, ns, open| {
+        fieldstore_testkit::cut_after_a_damaged_header_is_damage(
+            open,
+            &|d, n| damage_header(c, ns, open, d, n),
+            &|d, n| cut_log(c, ns, open, d, n),
+        );
+    });
 }
 
 /// A damaged log record costs only itself (the engine's guarantee, as on
 /// POSIX and DAOS).
 #[test]
 fn damaged_log_record_costs_only_itself() {
-    let Some(c) = common::cluster() else { return };
-    let ns = common::namespace("dmglog");
-    let config = common::config(c, "rados", "rados", &ns, None);
-    let open = move || FieldStore::open(config.clone());
-    fieldstore_testkit::damaged_log_record_costs_only_itself(&open, &|d, n| {
-        damage_record(c, &ns, &open, d, n)
+    on_rados("dmglog", &|c, ns, open| {
+        fieldstore_testkit::damaged_log_record_costs_only_itself(open, &|d, n| {
+            damage_record(c, ns, open, d, n)
+        });
     });
 }
 
@@ -776,18 +790,4 @@ fn notify_cost() {
     for r in results {
         eprintln!("{r}");
     }
-}
-
-/// A cut after a record whose header is damaged is still seen.
-#[test]
-fn cut_after_a_damaged_header_is_damage() {
-    let Some(c) = common::cluster() else { return };
-    let ns = common::namespace("cuthdr");
-    let config = common::config(c, "rados", "rados", &ns, None);
-    let open = move || FieldStore::open(config.clone());
-    fieldstore_testkit::cut_after_a_damaged_header_is_damage(
-        &open,
-        &|d, n| damage_header(c, &ns, &open, d, n),
-        &|d, n| cut_log(c, &ns, &open, d, n),
-    );
 }
