@@ -141,6 +141,22 @@ fn on_rados(name: &str, check: &dyn Fn(&common::Cluster, &str, Open<'_>)) {
     check(c, &ns, &move || FieldStore::open(config.clone()));
 }
 
+/// Flip a byte of the payload checksum in the header of record `n + 1` of
+/// the dataset's log segment 0, with the `rados` tool: damaged bytes whose
+/// records cannot be counted (neither the header nor the payload checks;
+/// its length is kept, so that the other hooks still find the records).
+fn damage_checksum(
+    c: &common::Cluster,
+    ns: &str,
+    open: Open<'_>,
+    dataset: &fieldstore::DatasetKey,
+    n: usize,
+) {
+    let (object, mut bytes, at) = segment_0(c, ns, open, dataset, n);
+    bytes[at + 13] ^= 0x08;
+    put(c, ns, &object, &bytes);
+}
+
 /// A log cut at a record boundary is damage (the conformance check).
 #[test]
 fn cut_log_is_damage() {
@@ -181,6 +197,20 @@ fn cut_after_a_damaged_header_is_damage() {
         fieldstore_testkit::cut_after_a_damaged_header_is_damage(
             open,
             &|d, n| damage_header(c, ns, open, d, n),
+            &|d, n| cut_log(c, ns, open, d, n),
+        );
+    });
+}
+
+/// A cut after a record whose payload checksum is damaged is still seen:
+/// its bytes cannot be counted as records, so a count above the records
+/// read is damage all the same.
+#[test]
+fn cut_after_a_damaged_checksum_is_damage() {
+    on_rados("cutsum", &|c, ns, open| {
+        fieldstore_testkit::cut_after_a_damaged_header_is_damage(
+            open,
+            &|d, n| damage_checksum(c, ns, open, d, n),
             &|d, n| cut_log(c, ns, open, d, n),
         );
     });
