@@ -1537,10 +1537,7 @@ impl RadosLog {
                         Some(more) if !more.is_empty() => continue 'segments,
                         Some(_) => {
                             let at = st.cursor.pos;
-                            let end = format!("its end at offset {at}");
-                            let problem = self.shortfall(st, &obj, count, &end);
-                            st.index
-                                .damaged_region(log_at(st.cursor.segment, at), problem);
+                            self.shortfall(st, &obj, count, at, &format!("its end at offset {at}"));
                         }
                     }
                 }
@@ -1586,31 +1583,37 @@ impl RadosLog {
             Some((_, Some(count))) if count > st.cursor.records => count,
             _ => return Ok(()),
         };
-        let problem = self.shortfall(st, obj, count, &format!("its SEAL record at offset {at}"));
-        self.damaged(st, at, problem);
+        self.shortfall(
+            st,
+            obj,
+            count,
+            at,
+            &format!("its SEAL record at offset {at}"),
+        );
         Ok(())
     }
 
-    /// What segment `obj` counting `count` records, more than were read up
-    /// to `end`, means (reported once a segment: [`RadosCursor::reported`]).
-    /// With a damaged region whose records could not be counted, they may
-    /// be those, or lost: a cut after such damage must not go unseen, so
-    /// it is damage all the same.
-    fn shortfall(&self, st: &mut ReaderLog, obj: &str, count: u64, end: &str) -> String {
+    /// Segment `obj` counts `count` records, more than were read up to
+    /// `end` (offset `at`): a damaged region there, reported once a segment
+    /// ([`RadosCursor::reported`]). With a damaged region whose records
+    /// could not be counted, they may be those, or lost: a cut after such
+    /// damage must not go unseen, so it is damage all the same.
+    fn shortfall(&self, st: &mut ReaderLog, obj: &str, count: u64, at: u64, end: &str) {
         st.cursor.reported = true;
         let what = self.pool.what(obj);
         let read = st.cursor.records;
         let counts =
             format!("{what}: its `!records` key counts {count} records, but its log holds");
         let lost = "records were cut off or removed behind fieldstore's back";
-        if st.cursor.uncountable {
+        let problem = if st.cursor.uncountable {
             format!(
                 "{counts} {read} that could be counted up to {end}, after damaged bytes whose \
                  records could not be: {lost}, or they are those"
             )
         } else {
             format!("{counts} {read} up to {end}: {lost}")
-        }
+        };
+        self.damaged(st, at, problem);
     }
 }
 
