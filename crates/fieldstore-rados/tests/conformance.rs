@@ -18,6 +18,15 @@ fn with_rados(check: &dyn Fn(Open<'_>)) {
 
 fieldstore_testkit::conformance_tests!(with_rados);
 
+/// A fresh RADOS catalogue and store in a namespace of its own (`name`
+/// and a number): `check` with the cluster, the namespace and a factory.
+fn on_rados(name: &str, check: &dyn Fn(&common::Cluster, &str, Open<'_>)) {
+    let Some(c) = common::cluster() else { return };
+    let ns = common::namespace(name);
+    let config = common::config(c, "rados", "rados", &ns, None);
+    check(c, &ns, &move || FieldStore::open(config.clone()));
+}
+
 /// Flip one byte in the middle of the field at `loc`, with the `rados` tool.
 fn corrupt(c: &common::Cluster, loc: &FieldLocation) {
     let rest = loc.uri.strip_prefix("rados://").expect("a RADOS location");
@@ -117,43 +126,27 @@ fn damage_record(
     put(c, ns, &object, &bytes);
 }
 
-/// Flip a byte of the header checksum of record `n + 1` of the dataset's
-/// log segment 0 (record 0 is its INIT), with the `rados` tool: the
-/// damaged bytes are no record whose header checks.
+/// The header's checksum of itself: flipped, the header does not check
+/// but the payload still does at the length it states (the record can be
+/// counted).
+const HEADER_CHECKSUM: usize = 17;
+/// The header's checksum of the payload: flipped, neither checks (the
+/// record cannot be counted; its length is kept, so that the other hooks
+/// still find the records).
+const PAYLOAD_CHECKSUM: usize = 13;
+
+/// Flip byte `byte` of the header of record `n + 1` of the dataset's log
+/// segment 0 (record 0 is its INIT), with the `rados` tool.
 fn damage_header(
     c: &common::Cluster,
     ns: &str,
     open: Open<'_>,
     dataset: &fieldstore::DatasetKey,
     n: usize,
+    byte: usize,
 ) {
     let (object, mut bytes, at) = segment_0(c, ns, open, dataset, n);
-    bytes[at + 17] ^= 0x08;
-    put(c, ns, &object, &bytes);
-}
-
-/// A fresh RADOS catalogue and store in a namespace of its own (`name`
-/// and a number): `check` with the cluster, the namespace and a factory.
-fn on_rados(name: &str, check: &dyn Fn(&common::Cluster, &str, Open<'_>)) {
-    let Some(c) = common::cluster() else { return };
-    let ns = common::namespace(name);
-    let config = common::config(c, "rados", "rados", &ns, None);
-    check(c, &ns, &move || FieldStore::open(config.clone()));
-}
-
-/// Flip a byte of the payload checksum in the header of record `n + 1` of
-/// the dataset's log segment 0, with the `rados` tool: damaged bytes whose
-/// records cannot be counted (neither the header nor the payload checks;
-/// its length is kept, so that the other hooks still find the records).
-fn damage_checksum(
-    c: &common::Cluster,
-    ns: &str,
-    open: Open<'_>,
-    dataset: &fieldstore::DatasetKey,
-    n: usize,
-) {
-    let (object, mut bytes, at) = segment_0(c, ns, open, dataset, n);
-    bytes[at + 13] ^= 0x08;
+    bytes[at + byte] ^= 0x08;
     put(c, ns, &object, &bytes);
 }
 
@@ -196,7 +189,7 @@ fn cut_after_a_damaged_header_is_damage() {
     on_rados("cuthdr", &|c, ns, open| {
         fieldstore_testkit::cut_after_a_damaged_header_is_damage(
             open,
-            &|d, n| damage_header(c, ns, open, d, n),
+            &|d, n| damage_header(c, ns, open, d, n, HEADER_CHECKSUM),
             &|d, n| cut_log(c, ns, open, d, n),
         );
     });
@@ -210,7 +203,7 @@ fn cut_after_a_damaged_checksum_is_damage() {
     on_rados("cutsum", &|c, ns, open| {
         fieldstore_testkit::cut_after_a_damaged_header_is_damage(
             open,
-            &|d, n| damage_checksum(c, ns, open, d, n),
+            &|d, n| damage_header(c, ns, open, d, n, PAYLOAD_CHECKSUM),
             &|d, n| cut_log(c, ns, open, d, n),
         );
     });
@@ -298,7 +291,8 @@ fn rados_catalogue_with_file_store() {
     let config = common::config(c, "rados", "file", &ns, Some(dir.path()));
     let open = move || FieldStore::open(config.clone());
     let damage: fieldstore_testkit::DamageRecord<'_> = &|d, n| damage_record(c, &ns, &open, d, n);
-    let header: fieldstore_testkit::DamageRecord<'_> = &|d, n| damage_header(c, &ns, &open, d, n);
+    let header: fieldstore_testkit::DamageRecord<'_> =
+        &|d, n| damage_header(c, &ns, &open, d, n, HEADER_CHECKSUM);
     let cut: fieldstore_testkit::DamageRecord<'_> = &|d, n| cut_log(c, &ns, &open, d, n);
     let splice: fieldstore_testkit::DamageRecord<'_> = &|d, n| splice_record(c, &ns, &open, d, n);
     let unregister = |d: &fieldstore::DatasetKey| {
