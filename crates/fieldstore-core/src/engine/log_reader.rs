@@ -14,6 +14,7 @@
 //! blocks take it exclusively. The lock is let go before a scan visits
 //! entries, since `visit` may call back into the reader.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use super::{Block, BlockSlot, DatasetIndex};
@@ -49,6 +50,10 @@ pub struct Log<P, C> {
     /// follows could be too small; within one, the reader's view is as of
     /// that follow.
     pub may_name: Option<Arc<DamageMayName>>,
+    /// Which log this is: every [`Log::new`] takes the next number, so a
+    /// reader can tell that a follow replaced its log (the dataset moved,
+    /// was wiped or created anew) from one that read on in the same log.
+    generation: u64,
 }
 
 impl<P, C> Log<P, C> {
@@ -62,9 +67,13 @@ impl<P, C> Log<P, C> {
             recovered: Vec::new(),
             damage_at_end: None,
             may_name: None,
+            generation: GENERATIONS.fetch_add(1, Ordering::Relaxed),
         }
     }
 }
+
+/// The next [`Log::generation`].
+static GENERATIONS: AtomicU64 = AtomicU64::new(0);
 
 /// The [`Log`] of a medium.
 pub type LogOf<M> = Log<<M as LogMedium>::Place, <M as LogMedium>::Cursor>;
@@ -72,10 +81,18 @@ pub type LogOf<M> = Log<<M as LogMedium>::Place, <M as LogMedium>::Cursor>;
 /// A block's entries as [`LogMedium::read_blocks`] answers them.
 pub type Entries = Result<Vec<(ElementKey, FieldLocation)>>;
 
-/// How often a reader reads blocks that are missing before it calls them
-/// damaged, catching up in between (a block's file may be gone because the
-/// dataset moved, and moved again while the reader caught up).
+/// How often a reader reads blocks that are missing from a log that stayed
+/// where it was before it calls them damaged, catching up in between (a
+/// block's file may be gone because of a purge or wipe the reader has not
+/// read yet). Reads of a log that a follow then replaced (the dataset
+/// moved, or was wiped or created anew, meanwhile) do not count: a dataset
+/// moved back and forth faster than a reader reads it is not damaged.
 const READS_OF_MISSING: usize = 3;
+
+/// How often a reader reads missing blocks in all, however often its log
+/// was replaced in between: the bound on its wait, after which what is
+/// still missing is damaged (a move takes far longer than a read).
+const READS_OF_MISSING_AT_MOST: usize = 16;
 
 /// What a medium gives the engine's reader.
 ///
@@ -229,7 +246,9 @@ impl<M: LogMedium> LogReader<M> {
     /// whole is loaded as damaged, so that the others stay readable; one
     /// that is missing makes the reader catch up and read again, and is
     /// damaged only if it is still missing after [`READS_OF_MISSING`]
-    /// reads (its file or object removed behind fieldstore's back).
+    /// reads of a log that stayed where it was, or
+    /// [`READS_OF_MISSING_AT_MOST`] in all (its file or object removed
+    /// behind fieldstore's back).
     ///
     /// # Errors
     /// As [`LogMedium::read_blocks`] and [`LogMedium::follow`].
@@ -239,7 +258,8 @@ impl<M: LogMedium> LogReader<M> {
         collocation: &CollocationKey,
         want: &dyn Fn(&BlockSlot<M::Place>) -> bool,
     ) -> Result<()> {
-        for read in 1..=READS_OF_MISSING {
+        let mut unreplaced = 0;
+        for read in 1..=READS_OF_MISSING_AT_MOST {
             let todo = log.index.to_load(collocation, want);
             if todo.is_empty() {
                 return Ok(());
@@ -253,10 +273,14 @@ impl<M: LogMedium> LogReader<M> {
                     answers.len()
                 )));
             }
-            let last = read == READS_OF_MISSING;
+            let last = unreplaced + 1 == READS_OF_MISSING || read == READS_OF_MISSING_AT_MOST;
             let missing = |a: &Entries| matches!(a, Err(e) if e.kind() == ErrorKind::NotFound);
             if !last && answers.iter().any(missing) {
+                let generation = log.generation;
                 self.follow(log)?;
+                if log.generation == generation {
+                    unreplaced += 1;
+                }
                 continue;
             }
             for ((i, _), answer) in todo.into_iter().zip(answers) {
@@ -378,5 +402,106 @@ impl<M: LogMedium> DatasetReader for LogReader<M> {
             pending_units: log.index.pending_units(),
             may_name,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+
+    /// A dataset of one block whose reads miss `misses` times; each follow
+    /// after a miss moves it (replaces the reader's log) while `moves`
+    /// lasts, and leaves it where it was after.
+    #[derive(Debug)]
+    struct Moving {
+        misses: Mutex<usize>,
+        moves: Mutex<usize>,
+        reads: Mutex<usize>,
+    }
+
+    impl Moving {
+        fn new(misses: usize, moves: usize) -> LogReader<Moving> {
+            let medium = Moving {
+                misses: Mutex::new(misses),
+                moves: Mutex::new(moves),
+                reads: Mutex::new(0),
+            };
+            LogReader::open(medium, Log::new(Arc::from(""), ())).unwrap()
+        }
+    }
+
+    fn collocation() -> CollocationKey {
+        CollocationKey("type=fc".parse().unwrap())
+    }
+
+    impl LogMedium for Moving {
+        type Place = u32;
+        type Cursor = ();
+
+        fn follow(&self, log: &mut LogOf<Self>) -> Result<()> {
+            let known = log.index.collocation(&collocation()).is_some();
+            let mut moves = self.moves.lock().unwrap();
+            if known && *moves > 0 {
+                *moves -= 1;
+                *log = Log::new(Arc::from(""), ());
+            }
+            if log.index.collocation(&collocation()).is_none() {
+                log.index.add_block(collocation(), 0, Axes::new());
+            }
+            Ok(())
+        }
+
+        fn read_blocks(&self, _: &mut LogOf<Self>, places: &[u32]) -> Result<Vec<Entries>> {
+            *self.reads.lock().unwrap() += 1;
+            let mut misses = self.misses.lock().unwrap();
+            Ok(places
+                .iter()
+                .map(|_| {
+                    if *misses > 0 {
+                        *misses -= 1;
+                        return Err(Error::new(ErrorKind::NotFound, "index file gone"));
+                    }
+                    let key = ElementKey("step=0".parse().unwrap());
+                    Ok(vec![(key, FieldLocation::new("file:///d", 0, 1))])
+                })
+                .collect())
+        }
+    }
+
+    fn lookup(reader: &LogReader<Moving>) -> Result<Option<FieldLocation>> {
+        reader.lookup(&collocation(), &ElementKey("step=0".parse().unwrap()))
+    }
+
+    fn reads(reader: &LogReader<Moving>) -> usize {
+        *reader.medium().reads.lock().unwrap()
+    }
+
+    /// A block missing because its dataset moved between each read and
+    /// the next (a storm of moves: a `move_races` test once saw three in
+    /// a row) is read again where the dataset is now, not called damaged.
+    #[test]
+    fn a_dataset_moved_while_its_blocks_are_read_is_not_damaged() {
+        let reader = Moving::new(5, 5);
+        assert_eq!(lookup(&reader).unwrap().unwrap().offset, 0);
+        assert_eq!(reads(&reader), 6);
+    }
+
+    /// Missing from a log that stayed where it was: damaged after
+    /// [`READS_OF_MISSING`] reads; from one that never stops moving: after
+    /// [`READS_OF_MISSING_AT_MOST`], so the wait is bounded.
+    #[test]
+    fn a_block_still_missing_is_damaged_after_a_bounded_number_of_reads() {
+        let reader = Moving::new(usize::MAX, 0);
+        let e = lookup(&reader).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Corrupt, "{e}");
+        assert!(e.to_string().contains("though the reader caught up"), "{e}");
+        assert_eq!(reads(&reader), READS_OF_MISSING);
+
+        let reader = Moving::new(usize::MAX, usize::MAX);
+        let e = lookup(&reader).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Corrupt, "{e}");
+        assert_eq!(reads(&reader), READS_OF_MISSING_AT_MOST);
     }
 }
