@@ -169,8 +169,17 @@ fn check(
     Ok(())
 }
 
+/// Histories per run: `FIELDSTORE_HISTORY_CASES` (as the testkit's
+/// histories on every medium), 120 by default; a hunt sets thousands.
+fn cases() -> u32 {
+    std::env::var("FIELDSTORE_HISTORY_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(120)
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 120, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
 
     #[test]
     fn damage_mid_life_never_gives_a_wrong_answer_in_silence(
