@@ -391,19 +391,22 @@ fn after_a_full_disk_purge_brings_the_store_back_to_its_live_data() {
     }
     let live = used_bytes(&tmp.path);
     // A writer flushes a small field, then, with about 2 MiB left free (a
-    // filler file takes the rest), archives 7 MiB: the first 4 MiB are
-    // written as they are archived (into blocks preallocated for the data
-    // file), the rest at the flush, which hits the full disk.
+    // filler file takes the rest), archives 7 MiB: blocks are written as
+    // they fill (into space preallocated for the data file while there
+    // was some), the rest at the flush; an archive or the flush hits the
+    // full disk, and if an archive did, the flush fails too.
     let fs = FieldStore::open(Config::embedded(&root)).unwrap();
     fs.archive(&key(1), &[8u8; 1000]).unwrap();
     fs.flush().unwrap();
     let filler = tmp.path.join("filler");
     let avail = 16 * 1024 * 1024 - used_bytes(&tmp.path);
     std::fs::write(&filler, vec![0u8; (avail - 2 * 1024 * 1024) as usize]).unwrap();
-    for step in 2..38 {
-        fs.archive(&key(step), &[step as u8; 200 * 1024]).unwrap();
+    let archived = (2..38).try_for_each(|step| fs.archive(&key(step), &[step as u8; 200 * 1024]));
+    let flushed = fs.flush();
+    if let Err(e) = &archived {
+        assert_eq!(e.kind(), ErrorKind::StorageFull, "{e}");
     }
-    let err = fs.flush().unwrap_err();
+    let err = flushed.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::StorageFull, "{err}");
     // The failed fields are not visible; the earlier ones read back.
     let reader = FieldStore::open(Config::embedded(&root)).unwrap();
