@@ -45,6 +45,7 @@
 pub mod annotation;
 pub mod axes;
 pub mod catalogue;
+pub mod checksum;
 pub mod engine;
 pub mod error;
 pub mod key;

@@ -355,7 +355,7 @@ impl DaosStore {
             )));
         }
         if let Some(want) = location.checksum {
-            let have = crc32c::crc32c(buf);
+            let have = fieldstore_core::checksum::of_field(buf);
             if have != want {
                 return Err(Error::corrupt(format!(
                     "{location}: checksum mismatch (stored {want:08x}, read {have:08x})"
@@ -474,7 +474,7 @@ impl DaosStoreWriter {
             0,
             data.len() as u64,
         )
-        .with_checksum(crc32c::crc32c(data)))
+        .with_checksum(fieldstore_core::checksum::of_field(data)))
     }
 }
 

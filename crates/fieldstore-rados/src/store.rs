@@ -210,7 +210,7 @@ impl RadosStore {
             done += n;
         }
         if let Some(want) = location.checksum {
-            let got = crc32c::crc32c(buf);
+            let got = fieldstore_core::checksum::of_field(buf);
             if got != want {
                 return Err(Error::corrupt(format!(
                     "{location}: checksum mismatch (stored {want:08x}, read {got:08x}): the RADOS object is damaged"
@@ -541,7 +541,7 @@ impl StoreWriter for RadosStoreWriter {
                 self.object_size
             )));
         }
-        let crc = crc32c::crc32c(data);
+        let crc = fieldstore_core::checksum::of_field(data);
         if data.len() >= OWN_OBJECT {
             let (object, uri) = self.new_object()?;
             let mut done = 0;

@@ -91,7 +91,7 @@ impl S3Store {
             )));
         }
         if let Some(want) = location.checksum {
-            let have = crc32c::crc32c(buf);
+            let have = fieldstore_core::checksum::of_field(buf);
             if have != want {
                 return Err(Error::corrupt(format!(
                     "{location}: checksum mismatch (stored {want:08x}, read {have:08x}): the S3 \
@@ -386,7 +386,7 @@ impl StoreWriter for S3StoreWriter {
         let at = self.buf.len() as u64;
         self.buf.extend_from_slice(data);
         let location = FieldLocation::new(self.uri.clone(), at, data.len() as u64)
-            .with_checksum(crc32c::crc32c(data));
+            .with_checksum(fieldstore_core::checksum::of_field(data));
         if self.buf.len() >= self.write_buffer {
             self.put_buffer()?;
         }

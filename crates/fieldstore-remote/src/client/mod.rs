@@ -243,7 +243,7 @@ impl Remote {
         }
         // End to end: what arrived is what was archived.
         if let Some(want) = location.checksum {
-            let got = crc32c::crc32c(out);
+            let got = fieldstore_core::checksum::of_field(out);
             if got != want {
                 return Err(Error::corrupt(format!(
                     "{location}: checksum mismatch (stored {want:08x}, received {got:08x}): \

@@ -221,7 +221,7 @@ impl Store for FileStore {
             }
         })?;
         if let Some(want) = location.checksum {
-            let got = crc32c::crc32c(buf);
+            let got = fieldstore_core::checksum::of_field(buf);
             if got != want {
                 // Damaged bytes are never handed out, not even in the
                 // caller's buffer of a failed read.
@@ -471,7 +471,7 @@ impl StoreWriter for FileStoreWriter {
         self.unsynced = true;
         Ok(
             FieldLocation::new(self.uri.clone(), offset, data.len() as u64)
-                .with_checksum(crc32c::crc32c(data)),
+                .with_checksum(fieldstore_core::checksum::of_field(data)),
         )
     }
 
