@@ -8,7 +8,8 @@
 //!   match stored keys against a partial request;
 //! - [`KeywordType`]: canonical forms of values;
 //! - [`Request`]: the MARS request subset;
-//! - [`FieldLocation`]: where a store put a field's bytes;
+//! - [`FieldLocation`]: where a store put a field's bytes, and its
+//!   [`checksum`];
 //! - [`record`]: the record framing and payload encoding of the backends'
 //!   catalogue formats;
 //! - [`engine`]: what a reader of a log-structured catalogue knows of a
@@ -26,6 +27,7 @@
 //! - `params`: parameter names a caller may give ids for.
 //! - `key`: keys and their levels.
 //! - `location`: where a store put a field's bytes.
+//! - `checksum`: the CRC-32C every store keeps of a field's bytes.
 //! - `axes`: the values each keyword takes in a group of keys.
 //! - `annotation`: extensions that annotate an older entry.
 //! - `list_element`: what a listing yields.
