@@ -33,6 +33,9 @@
 //! - `waiter`: watch/notify for `watch` and `retrieve --wait`.
 //! - `raw`: the hammer's raw object reads and writes.
 //! - `store`: `store: rados`.
+//! - `segments`: a dataset's log as objects: segments, seals, counts.
+//! - `registry`: the root's registrations of datasets, and their count.
+//! - `reader`: the engine's reader on a dataset's log.
 //! - `catalogue`: `engine: rados`.
 //! - `layout_bench`: a test-only measurement of object layouts.
 //! - `log_bench`: a test-only measurement of log commits (appends against
@@ -48,6 +51,9 @@ mod liveness;
 mod naming;
 mod rados;
 mod raw;
+mod reader;
+mod registry;
+mod segments;
 mod store;
 mod waiter;
 
@@ -56,8 +62,9 @@ mod layout_bench;
 #[cfg(test)]
 mod log_bench;
 
-pub use catalogue::{RadosCatalogue, RadosMedium, RadosReader};
+pub use catalogue::{RadosCatalogue, RadosMedium};
 pub use config::RadosConfig;
 pub use raw::RawObjects;
+pub use reader::RadosReader;
 pub use store::RadosStore;
 pub use waiter::{RadosWaiter, Wake, POLL, RESCAN};

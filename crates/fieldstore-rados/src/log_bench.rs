@@ -141,7 +141,7 @@ fn append_flush(
     op.omap_cmp_eq(b"!archive-locked", b"");
     if counted {
         op.omap_set(&[(block_key.as_bytes(), value)]);
-        crate::catalogue::append_counted(&mut op, record);
+        crate::segments::append_counted(&mut op, record);
     } else {
         op.omap_set(&[(block_key.as_bytes(), value), (b"!last", &record[..8])]);
         op.append(record);
