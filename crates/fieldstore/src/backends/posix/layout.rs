@@ -356,7 +356,7 @@ fn dataset_in(root: &Path, key: &DatasetKey) -> Option<PathBuf> {
     let legacy = root.join(legacy_dir_name(key)?);
     let toc = legacy.join(TOC);
     let file = File::open(&toc).ok()?;
-    let (stored, _) = super::catalogue::read_init(&file, &toc).ok()?;
+    let (stored, _) = super::toc_reader::read_init(&file, &toc).ok()?;
     (&stored == key).then_some(legacy)
 }
 

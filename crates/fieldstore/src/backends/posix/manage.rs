@@ -30,9 +30,10 @@ use fieldstore_core::maintenance::{Item, ItemKind};
 use fieldstore_core::record::maintenance as records;
 use fieldstore_core::{CollocationKey, DatasetKey, Error, ErrorKind, Result};
 
-use super::catalogue::{append_record, data_name, open_reader, read_init, TocMedium};
+use super::catalogue::{append_record, TocMedium};
 use super::format;
 use super::layout::{self, FileKind, MOVED_FROM, MOVING, RETIRED, TOC, TOMBSTONE};
+use super::toc_reader::{data_name, open_reader, read_init};
 
 fn io_at(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
     move |e| Error::io(path.display(), e)

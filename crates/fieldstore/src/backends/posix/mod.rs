@@ -18,11 +18,14 @@ mod notify;
 mod open_dir;
 mod staging;
 mod store;
+mod toc_reader;
+mod toc_writer;
 
 use fieldstore_core::{Error, ErrorKind, Result};
 
-pub use catalogue::{TocCatalogue, TocMedium, TocReader};
+pub use catalogue::{TocCatalogue, TocMedium};
 pub use store::{DataWrites, FileStore};
+pub use toc_reader::TocReader;
 
 use crate::config::Root;
 

@@ -221,7 +221,7 @@ impl InotifyWaiter {
         if key.is_none() {
             let read = std::fs::File::open(&*path)
                 .ok()
-                .and_then(|f| super::catalogue::read_init(&f, path.as_path()).ok());
+                .and_then(|f| super::toc_reader::read_init(&f, path.as_path()).ok());
             *key = Some(read.map(|(k, _)| k));
         }
         key.clone().flatten()
