@@ -10,9 +10,32 @@
 //! time (docs/benchmarks.md). Framed records, a few hundred bytes each,
 //! keep `crc32c`.
 
+use crate::error::{Error, Result};
+use crate::location::FieldLocation;
+
 /// The CRC-32C of `data`.
 pub fn of_field(data: &[u8]) -> u32 {
     crc_fast::checksum(crc_fast::CrcAlgorithm::Crc32Iscsi, data) as u32
+}
+
+/// Check `bytes`, read for `location`, against the checksum stored with
+/// it (a location stored without one: nothing to check). Every store's
+/// read, and the remote client's, end with it.
+///
+/// # Errors
+/// `Corrupt`, naming the location, both checksums and then `cause`, the
+/// medium's likeliest reason (`": the data file is damaged"`).
+pub fn verify(location: &FieldLocation, bytes: &[u8], cause: &str) -> Result<()> {
+    let Some(want) = location.checksum else {
+        return Ok(());
+    };
+    let got = of_field(bytes);
+    if got == want {
+        return Ok(());
+    }
+    Err(Error::corrupt(format!(
+        "{location}: checksum mismatch (stored {want:08x}, read {got:08x}){cause}"
+    )))
 }
 
 #[cfg(test)]

@@ -354,15 +354,7 @@ impl DaosStore {
                 location.length
             )));
         }
-        if let Some(want) = location.checksum {
-            let have = fieldstore_core::checksum::of_field(buf);
-            if have != want {
-                return Err(Error::corrupt(format!(
-                    "{location}: checksum mismatch (stored {want:08x}, read {have:08x})"
-                )));
-            }
-        }
-        Ok(())
+        fieldstore_core::checksum::verify(location, buf, ": the DAOS array is damaged")
     }
 }
 

@@ -209,15 +209,7 @@ impl RadosStore {
             }
             done += n;
         }
-        if let Some(want) = location.checksum {
-            let got = fieldstore_core::checksum::of_field(buf);
-            if got != want {
-                return Err(Error::corrupt(format!(
-                    "{location}: checksum mismatch (stored {want:08x}, read {got:08x}): the RADOS object is damaged"
-                )));
-            }
-        }
-        Ok(())
+        fieldstore_core::checksum::verify(location, buf, ": the RADOS object is damaged")
     }
 }
 

@@ -90,16 +90,7 @@ impl S3Store {
                 "{location}: the S3 object ends {got} bytes into the field (truncated?)"
             )));
         }
-        if let Some(want) = location.checksum {
-            let have = fieldstore_core::checksum::of_field(buf);
-            if have != want {
-                return Err(Error::corrupt(format!(
-                    "{location}: checksum mismatch (stored {want:08x}, read {have:08x}): the S3 \
-                     object is damaged"
-                )));
-            }
-        }
-        Ok(())
+        fieldstore_core::checksum::verify(location, buf, ": the S3 object is damaged")
     }
 
     /// The dataset's data objects and leases: two listings, data first (an

@@ -242,15 +242,10 @@ impl Remote {
             )));
         }
         // End to end: what arrived is what was archived.
-        if let Some(want) = location.checksum {
-            let got = fieldstore_core::checksum::of_field(out);
-            if got != want {
-                return Err(Error::corrupt(format!(
-                    "{location}: checksum mismatch (stored {want:08x}, received {got:08x}): \
-                     the field was damaged on the server or on the way"
-                )));
-            }
-        }
-        Ok(())
+        fieldstore_core::checksum::verify(
+            location,
+            out,
+            ": the field was damaged on the server or on the way",
+        )
     }
 }

@@ -220,18 +220,13 @@ impl Store for FileStore {
                 Error::io(format!("reading {location}"), e)
             }
         })?;
-        if let Some(want) = location.checksum {
-            let got = fieldstore_core::checksum::of_field(buf);
-            if got != want {
+        fieldstore_core::checksum::verify(location, buf, ": the data file is damaged").inspect_err(
+            |_| {
                 // Damaged bytes are never handed out, not even in the
                 // caller's buffer of a failed read.
                 buf.fill(0);
-                return Err(Error::corrupt(format!(
-                    "{location}: checksum mismatch (stored {want:08x}, read {got:08x}): the data file is damaged"
-                )));
-            }
-        }
-        Ok(())
+            },
+        )
     }
 
     fn read_range(&self, location: &FieldLocation, offset: u64, out: &mut [u8]) -> Result<()> {
