@@ -168,7 +168,9 @@ impl From<SchemaError> for Error {
     }
 }
 
-/// A parsed schema. Cheap to share behind an `Arc`; immutable.
+/// A parsed schema. Cheap to share behind an `Arc`; immutable, but for the
+/// chain the last split took, which the next split tries first
+/// (`split.rs`: it never changes an answer).
 #[derive(Debug, Clone)]
 pub struct Schema {
     name: String,
@@ -188,6 +190,9 @@ pub struct Schema {
     /// hash table's interior pointers make valgrind call a static schema's
     /// strings "possibly lost" (the C API's tests run under valgrind).
     spellings: BTreeMap<String, String>,
+    /// The chain the last split took, and what decided the rules tried
+    /// before it (`split.rs`): a writer's next key most often takes it too.
+    last_chain: split::LastChain,
 }
 
 /// The keywords of a schema by their lower-case form (see
@@ -283,6 +288,7 @@ impl Schema {
             declared: parsed.types.into_iter().collect(),
             param_names: None,
             spellings,
+            last_chain: split::LastChain::default(),
         })
     }
 

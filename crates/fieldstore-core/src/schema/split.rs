@@ -1,5 +1,7 @@
 //! Archive-side matching: split a field's key into its three level keys.
 
+use std::sync::Mutex;
+
 use super::rule::{same, Matcher, Rule, RuleId};
 use super::{Schema, SchemaError};
 use crate::key::{CollocationKey, DatasetKey, ElementKey, Key, KeyText};
@@ -64,22 +66,44 @@ enum FailureKind {
 /// in the key's text and canonicalising it again per rule was half of a
 /// split's time (an ensemble key: 4.9 µs before, 2.5 after;
 /// `benches/split.rs`).
-struct Fields<'k> {
+struct Fields<'k, 's> {
     pairs: Vec<(&'k str, &'k str)>,
     /// Per pair, its canonical forms so far, by type.
     canonical: Vec<Vec<(KeywordType, Result<String, TypeError>)>>,
+    /// Which pairs the rules looked at so far (bit `i`: pair `i`), and
+    /// which keywords they looked for and did not find: what decided every
+    /// rule tried.
+    looked: u64,
+    missing: Vec<&'s str>,
+    /// `looked` and the length of `missing` when the last element rule
+    /// was tried (see [`LastChain`]).
+    before_element: (u64, usize),
 }
 
-impl<'k> Fields<'k> {
-    fn new(key: &'k Key) -> Fields<'k> {
+impl<'k, 's> Fields<'k, 's> {
+    fn new(key: &'k Key) -> Fields<'k, 's> {
         let pairs: Vec<_> = key.iter().collect();
         let canonical = vec![Vec::new(); pairs.len()];
-        Fields { pairs, canonical }
+        Fields {
+            pairs,
+            canonical,
+            looked: 0,
+            missing: Vec::new(),
+            before_element: (0, 0),
+        }
     }
 
     /// The canonical form of `keyword`'s value as `ty`, if the key has it.
-    fn canonical(&mut self, keyword: &str, ty: KeywordType) -> Option<&Result<String, TypeError>> {
-        let i = self.pairs.iter().position(|(kw, _)| same(kw, keyword))?;
+    fn canonical(
+        &mut self,
+        keyword: &'s str,
+        ty: KeywordType,
+    ) -> Option<&Result<String, TypeError>> {
+        let Some(i) = self.pairs.iter().position(|(kw, _)| same(kw, keyword)) else {
+            self.missing.push(keyword);
+            return None;
+        };
+        self.looked |= 1u64.checked_shl(i as u32).unwrap_or(0);
         let forms = &mut self.canonical[i];
         let at = match forms.iter().position(|(t, _)| *t == ty) {
             Some(at) => at,
@@ -90,10 +114,88 @@ impl<'k> Fields<'k> {
         };
         Some(&forms[at].1)
     }
+
+    /// An element rule is tried next.
+    fn mark_element(&mut self) {
+        self.before_element = (self.looked, self.missing.len());
+    }
+}
+
+/// The chain of rules the last split took, and what decided every rule
+/// tried before its element rule: the keywords they looked at, with their
+/// values, and those they looked for and did not find. A key that agrees
+/// on all of those fails every one of those rules as that key did, so its
+/// first chain that matches is that chain, if it matches: tried first, it
+/// gives the same split as trying every rule in order, for the cost of one
+/// chain. A writer's keys differ from one field to the next in element
+/// keywords (`step`, `param`, `levelist`), which rules before the element
+/// rule rarely look at: one split of an ensemble key by ECMWF's schema
+/// tries about 30 dataset rules otherwise.
+///
+/// Shared by the threads that split with one schema; one that finds it
+/// held splits the whole way instead of waiting.
+#[derive(Debug, Default)]
+pub(super) struct LastChain {
+    chain: Mutex<Option<Chain>>,
+    /// Splits it answered (tests: that it is taken at all).
+    #[cfg(test)]
+    pub(super) taken: std::sync::atomic::AtomicU64,
+}
+
+/// See [`LastChain`].
+#[derive(Debug)]
+struct Chain {
+    id: RuleId,
+    /// Keywords and the values they had (`None`: absent).
+    decided_by: Vec<(String, Option<String>)>,
+}
+
+impl Clone for LastChain {
+    /// A schema's copy learns its own.
+    fn clone(&self) -> LastChain {
+        LastChain::default()
+    }
+}
+
+impl Chain {
+    /// The chain `id`, decided by what `fields` had looked at before its
+    /// element rule; `None` for a key of more than 64 pairs.
+    fn of(id: RuleId, fields: &Fields<'_, '_>) -> Option<Chain> {
+        if fields.pairs.len() > 64 {
+            return None;
+        }
+        let (looked, missing) = fields.before_element;
+        let present = fields
+            .pairs
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| looked & (1 << i) != 0)
+            .map(|(_, (kw, v))| (kw.to_string(), Some(v.to_string())));
+        let absent = fields.missing[..missing]
+            .iter()
+            .map(|kw| (kw.to_string(), None));
+        Some(Chain {
+            id,
+            decided_by: present.chain(absent).collect(),
+        })
+    }
+
+    /// Whether `fields` agree with what decided this chain.
+    fn decides(&self, fields: &Fields<'_, '_>) -> bool {
+        fields.pairs.len() <= 64
+            && self.decided_by.iter().all(|(kw, value)| {
+                let found = fields.pairs.iter().find(|(k, _)| same(k, kw));
+                found.map(|(_, v)| *v) == value.as_deref()
+            })
+    }
 }
 
 /// Match one level's predicates against `key`, producing the level key.
-fn match_level(rule: &Rule, key: &mut Fields<'_>, out: &mut KeyText) -> Result<Key, Failure> {
+fn match_level<'s>(
+    rule: &'s Rule,
+    key: &mut Fields<'_, 's>,
+    out: &mut KeyText,
+) -> Result<Key, Failure> {
     out.clear();
     for (i, p) in rule.predicates.iter().enumerate() {
         if let Matcher::Hidden(_) = p.matcher {
@@ -158,7 +260,7 @@ impl Schema {
         // the split fails (a chain that matched uses every keyword, so
         // each is known): a schema lookup per keyword was a tenth of a
         // split.
-        let unknown = |fields: &Fields<'_>| {
+        let unknown = |fields: &Fields<'_, '_>| {
             let (kw, _) = fields.pairs.iter().find(|(kw, _)| !self.knows(kw))?;
             Some(SchemaError::UnknownKeyword {
                 keyword: kw.to_string(),
@@ -174,12 +276,75 @@ impl Schema {
                 bytes: v.len(),
             }));
         }
-        self.match_chain(&mut fields)
-            .map_err(|e| unknown(&fields).unwrap_or(e))
+        let split = match self.last_chain_split(&mut fields) {
+            Some(split) => split,
+            None => {
+                let split = self.match_chain(&mut fields);
+                if let (Ok(s), Ok(mut last)) = (&split, self.last_chain.chain.try_lock()) {
+                    *last = Chain::of(s.rule, &fields);
+                }
+                split
+            }
+        };
+        split.map_err(|e| unknown(&fields).unwrap_or(e))
+    }
+
+    /// The split by the chain the last split took, if `fields` agree with
+    /// what decided it and it matches ([`LastChain`]); `None` to try every
+    /// rule.
+    fn last_chain_split<'s>(
+        &'s self,
+        fields: &mut Fields<'_, 's>,
+    ) -> Option<Result<SplitKey, SchemaError>> {
+        let id = {
+            let last = self.last_chain.chain.try_lock().ok()?;
+            let chain = last.as_ref()?;
+            chain.decides(fields).then_some(chain.id)?
+        };
+        let [d, c, e] = self.chain(id);
+        let mut text = KeyText::default();
+        let dk = match_level(d, fields, &mut text).ok()?;
+        let ck = match_level(c, fields, &mut text).ok()?;
+        let ek = match_level(e, fields, &mut text).ok()?;
+        #[cfg(test)]
+        self.last_chain
+            .taken
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Some(self.chain_split(fields, id, [d, c, e], [dk, ck, ek]))
+    }
+
+    /// The split of `fields` by the chain `id`, which matched giving the
+    /// level keys `keys`, unless the chain leaves one of its keywords
+    /// unused.
+    fn chain_split(
+        &self,
+        fields: &Fields<'_, '_>,
+        id: RuleId,
+        rules: [&Rule; 3],
+        keys: [Key; 3],
+    ) -> Result<SplitKey, SchemaError> {
+        let used = |kw: &str| {
+            rules
+                .iter()
+                .any(|r| r.predicates.iter().any(|p| same(&p.keyword, kw)))
+        };
+        if let Some(&(kw, _)) = fields.pairs.iter().find(|(kw, _)| !used(kw)) {
+            return Err(SchemaError::UnusedKeyword {
+                keyword: kw.to_string(),
+                rule: self.describe(id),
+            });
+        }
+        let [dk, ck, ek] = keys;
+        Ok(SplitKey {
+            dataset: DatasetKey(dk),
+            collocation: CollocationKey(ck),
+            element: ElementKey(ek),
+            rule: id,
+        })
     }
 
     /// The first chain of rules that matches `fields` (see [`Schema::split`]).
-    fn match_chain<'s>(&'s self, fields: &mut Fields<'_>) -> Result<SplitKey, SchemaError> {
+    fn match_chain<'s>(&'s self, fields: &mut Fields<'_, 's>) -> Result<SplitKey, SchemaError> {
         // One text for every level's key, allocated once per split.
         let mut text = KeyText::default();
         let mut best: Option<(usize, RuleId, &Rule, Failure)> = None;
@@ -218,6 +383,7 @@ impl Schema {
                         element: ei as u32,
                         ..id
                     };
+                    fields.mark_element();
                     let ek = match match_level(e, fields, &mut text) {
                         Ok(k) => k,
                         Err(f) => {
@@ -230,23 +396,7 @@ impl Schema {
                             continue;
                         }
                     };
-                    let used = |kw: &str| {
-                        [d, c, e]
-                            .iter()
-                            .any(|r| r.predicates.iter().any(|p| same(&p.keyword, kw)))
-                    };
-                    if let Some(&(kw, _)) = fields.pairs.iter().find(|(kw, _)| !used(kw)) {
-                        return Err(SchemaError::UnusedKeyword {
-                            keyword: kw.to_string(),
-                            rule: self.describe(id),
-                        });
-                    }
-                    return Ok(SplitKey {
-                        dataset: DatasetKey(dk),
-                        collocation: CollocationKey(ck),
-                        element: ElementKey(ek),
-                        rule: id,
-                    });
+                    return self.chain_split(fields, id, [d, c, e], [dk, ck, ek]);
                 }
             }
         }

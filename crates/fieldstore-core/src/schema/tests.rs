@@ -597,3 +597,132 @@ fn pinned_datasets_are_the_keys_archive_makes() {
     assert!(keys.contains(&split.dataset), "{keys:?}");
     assert!(keys.iter().all(|k| sel.match_dataset(k).is_some()));
 }
+
+/// A split that starts from the chain the last split took
+/// (`split.rs`'s `LastChain`) answers as trying every rule in order: a
+/// schema whose earlier rules fail on element keywords (`step`, `param`)
+/// and values, and the keys that take each chain one after the other.
+#[test]
+fn the_last_chain_never_changes_a_split() {
+    let s = Schema::parse(
+        "layered",
+        "step: Step; param: Param;
+[ class, expver, stream=oper [ levtype=sfc [ step=0, param ]]]
+[ class, expver, stream=oper [ levtype=sfc [ step, param=167 ]]]
+[ class, expver, stream [ levtype [ step, param ]]]
+[ class, expver, stream [ levtype [ step, param, number ]]]
+",
+    )
+    .unwrap();
+    let keys = [
+        "class=od,expver=1,stream=oper,levtype=sfc,step=6,param=130",
+        "class=od,expver=1,stream=oper,levtype=sfc,step=0,param=130",
+        "class=od,expver=1,stream=oper,levtype=sfc,step=6,param=167",
+        "class=od,expver=1,stream=oper,levtype=sfc,step=12,param=130",
+        "class=od,expver=1,stream=oper,levtype=sfc,step=6,param=130,number=3",
+        "class=od,expver=1,stream=enfo,levtype=sfc,step=0,param=130",
+        "class=od,expver=1,stream=enfo,levtype=sfc,step=6,param=167",
+        "class=od,expver=1,stream=oper,levtype=pl,step=0,param=130",
+        "class=od,expver=1,stream=oper,levtype=sfc,step=x,param=130",
+        "class=od,expver=1,stream=oper,levtype=sfc,param=130",
+        "class=od,expver=1,stream=oper,levtype=sfc,step=0,param=130",
+    ];
+    for (i, a) in keys.iter().enumerate() {
+        for b in &keys[i..] {
+            let warm = s.clone();
+            let _ = warm.split(&key(a));
+            let fresh = s.clone();
+            assert_eq!(
+                format!("{:?}", warm.split(&key(b))),
+                format!("{:?}", fresh.split(&key(b))),
+                "{b} after {a}"
+            );
+        }
+    }
+    // Taken where the keys agree on what decided it: `stream=enfo` with
+    // another step and param (the rules before look at `stream` only);
+    // not for `stream=oper`, whose rules before look at `step` and `param`.
+    let taken = |a: &str, b: &str| {
+        let warm = s.clone();
+        warm.split(&key(a)).unwrap();
+        warm.split(&key(b)).unwrap();
+        warm.last_chain
+            .taken
+            .load(std::sync::atomic::Ordering::Relaxed)
+    };
+    assert_eq!(taken(keys[5], keys[6]), 1);
+    assert_eq!(taken(keys[0], keys[3]), 0);
+    // ECMWF's ensemble members: the 30-odd rules before theirs look at
+    // none of the element keywords.
+    let ecmwf = Schema::ecmwf();
+    let member = "class=od,expver=0001,stream=enfo,date=20231201,time=1200,domain=g,type=pf,\
+                  levtype=pl,number=13";
+    ecmwf
+        .split(&key(&format!("{member},levelist=500,step=6,param=130")))
+        .unwrap();
+    ecmwf
+        .split(&key(&format!("{member},levelist=850,step=12,param=131")))
+        .unwrap();
+    assert_eq!(
+        ecmwf
+            .last_chain
+            .taken
+            .load(std::sync::atomic::Ordering::Relaxed),
+        1
+    );
+}
+
+proptest::proptest! {
+    /// As above, on ECMWF's schema: sequences of keys each a change of
+    /// the one before (a keyword's value changed, a keyword dropped or
+    /// added), split by one schema, answer as a fresh schema each.
+    #[test]
+    fn the_last_chain_never_changes_an_ecmwf_split(
+        changes in proptest::collection::vec((0usize..14, 0usize..6), 1..40)
+    ) {
+        let values: [(&str, &[&str]); 14] = [
+            ("class", &["od", "rd", "ai"]),
+            ("expver", &["0001", "abcd"]),
+            ("stream", &["enfo", "oper", "waef", "scda"]),
+            ("date", &["20231201", "20231202"]),
+            ("time", &["1200", "0000", "0600"]),
+            ("type", &["pf", "cf", "fc", "an", "em"]),
+            ("levtype", &["pl", "sfc", "ml", "pt"]),
+            ("number", &["13", "1", "x"]),
+            ("levelist", &["500", "850", "1"]),
+            ("step", &["6", "0", "12", "0-6"]),
+            ("param", &["130", "167", "t"]),
+            ("domain", &["g", "a"]),
+            ("anoffset", &["9"]),
+            ("hdate", &["20201201"]),
+        ];
+        let ecmwf = Schema::ecmwf();
+        let mut current: Vec<Option<usize>> =
+            vec![Some(0), Some(0), Some(0), Some(0), Some(0), Some(0), Some(0), Some(0),
+                 Some(0), Some(0), Some(0), None, None, None];
+        for (which, to) in changes {
+            let choices = values[which].1;
+            // `to` beyond the values: the keyword goes (or comes back).
+            current[which] = match (current[which], to) {
+                (_, t) if t < choices.len() => Some(t),
+                (Some(_), _) => None,
+                (None, _) => Some(0),
+            };
+            let text: Vec<String> = current
+                .iter()
+                .enumerate()
+                .filter_map(|(i, v)| v.map(|v| format!("{}={}", values[i].0, values[i].1[v])))
+                .collect();
+            if text.is_empty() {
+                continue;
+            }
+            let k = key(&text.join(","));
+            let fresh = ecmwf.clone();
+            proptest::prop_assert_eq!(
+                format!("{:?}", ecmwf.split(&k)),
+                format!("{:?}", fresh.split(&k)),
+                "{}", k
+            );
+        }
+    }
+}
