@@ -171,22 +171,23 @@ impl Chain {
             .enumerate()
             .filter(|(i, _)| looked & (1 << i) != 0)
             .map(|(_, (kw, v))| (kw.to_string(), Some(v.to_string())));
-        let absent = fields.missing[..missing]
-            .iter()
-            .map(|kw| (kw.to_string(), None));
-        Some(Chain {
-            id,
-            decided_by: present.chain(absent).collect(),
-        })
+        let mut decided_by: Vec<(String, Option<String>)> = present.collect();
+        // Rules look for the same absent keywords again and again: each
+        // once here, so that the check every split makes stays short.
+        for kw in &fields.missing[..missing] {
+            if !decided_by.iter().any(|(k, _)| same(k, kw)) {
+                decided_by.push((kw.to_string(), None));
+            }
+        }
+        Some(Chain { id, decided_by })
     }
 
     /// Whether `fields` agree with what decided this chain.
     fn decides(&self, fields: &Fields<'_, '_>) -> bool {
-        fields.pairs.len() <= 64
-            && self.decided_by.iter().all(|(kw, value)| {
-                let found = fields.pairs.iter().find(|(k, _)| same(k, kw));
-                found.map(|(_, v)| *v) == value.as_deref()
-            })
+        self.decided_by.iter().all(|(kw, value)| {
+            let found = fields.pairs.iter().find(|(k, _)| same(k, kw));
+            found.map(|(_, v)| *v) == value.as_deref()
+        })
     }
 }
 
