@@ -6,10 +6,11 @@
 //! rule: every rule before it is tried first), and the hammer's key by the
 //! hammer's schema; and a writer's run of keys (`ecmwf/enfo-pl-run`: the
 //! ensemble member's 4 steps × 10 levels × 5 parameters, one after
-//! another, as a model's I/O server archives them, where the last chain's
-//! shortcut is taken when the rules before it do not look at what changed,
-//! `schema/split.rs`). `cargo bench -p fieldstore-core --bench split`;
-//! results in `docs/benchmarks.md` ("Splitting keys").
+//! another, as a model's I/O server archives them, and `ecmwf/oper-sfc-run`,
+//! 41 steps × 5 surface parameters: the last chain's shortcut is taken when
+//! the rules before it do not look at what changed, `schema/split.rs`).
+//! `cargo bench -p fieldstore-core --bench split`; results in
+//! `docs/benchmarks.md` ("Splitting keys").
 #![allow(missing_docs)] // criterion's macros generate undocumented items
 
 use std::hint::black_box;
@@ -43,7 +44,7 @@ fn split(c: &mut Criterion) {
             b.iter(|| schema.split(black_box(&key)).expect("splits"))
         });
     }
-    let mut run = Vec::new();
+    let mut ensemble = Vec::new();
     for step in [0, 6, 12, 18] {
         for level in [1000, 925, 850, 700, 500, 400, 300, 250, 200, 100] {
             for param in [130, 131, 132, 133, 157] {
@@ -51,17 +52,28 @@ fn split(c: &mut Criterion) {
                     .replace("levelist=500", &format!("levelist={level}"))
                     .replace("step=6", &format!("step={step}"))
                     .replace("param=130", &format!("param={param}"));
-                run.push(text.parse::<Key>().expect("a key"));
+                ensemble.push(text.parse::<Key>().expect("a key"));
             }
         }
     }
-    let mut next = run.iter().cycle();
-    c.bench_function("split/ecmwf/enfo-pl-run", |b| {
-        b.iter(|| {
-            let key = next.next().expect("a cycle never ends");
-            ecmwf.split(black_box(key)).expect("splits")
-        })
-    });
+    let mut surface = Vec::new();
+    for step in (0..=240).step_by(6) {
+        for param in [167, 165, 166, 151, 228] {
+            let text = SURFACE
+                .replace("step=6", &format!("step={step}"))
+                .replace("param=167", &format!("param={param}"));
+            surface.push(text.parse::<Key>().expect("a key"));
+        }
+    }
+    for (name, run) in [("enfo-pl-run", &ensemble), ("oper-sfc-run", &surface)] {
+        let mut next = run.iter().cycle();
+        c.bench_function(&format!("split/ecmwf/{name}"), |b| {
+            b.iter(|| {
+                let key = next.next().expect("a cycle never ends");
+                ecmwf.split(black_box(key)).expect("splits")
+            })
+        });
+    }
 }
 
 criterion_group!(benches, split);

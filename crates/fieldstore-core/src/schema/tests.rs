@@ -670,6 +670,23 @@ fn the_last_chain_never_changes_a_split() {
             .load(std::sync::atomic::Ordering::Relaxed),
         1
     );
+    // And its operational surface fields: no rule before theirs looks at
+    // `step` or `param` either.
+    let ecmwf = Schema::ecmwf();
+    let surface = "class=od,expver=0001,stream=oper,date=20231201,time=1200,domain=g,type=fc,\
+                   levtype=sfc";
+    for (step, param) in [(6, 167), (12, 165), (240, 228)] {
+        ecmwf
+            .split(&key(&format!("{surface},step={step},param={param}")))
+            .unwrap();
+    }
+    assert_eq!(
+        ecmwf
+            .last_chain
+            .taken
+            .load(std::sync::atomic::Ordering::Relaxed),
+        2
+    );
 }
 
 proptest::proptest! {
