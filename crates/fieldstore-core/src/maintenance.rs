@@ -35,7 +35,7 @@
 use std::fmt;
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::key::{CollocationKey, DatasetKey};
+use crate::key::DatasetKey;
 
 /// An operation a dataset can be locked against (`control`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -357,15 +357,6 @@ pub struct DamagedDataset {
     pub values: Option<Vec<String>>,
     /// What is wrong, naming the file and offset.
     pub problem: String,
-}
-
-/// What a wipe deletes within a dataset.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum WipeScope {
-    /// The whole dataset.
-    Dataset,
-    /// These collocations (all their fields, replaced ones included).
-    Collocations(Vec<CollocationKey>),
 }
 
 /// The prefix under which a catalogue that lists datasets from one root

@@ -642,51 +642,37 @@ fn the_last_chain_never_changes_a_split() {
     // Taken where the keys agree on what decided it: `stream=enfo` with
     // another step and param (the rules before look at `stream` only);
     // not for `stream=oper`, whose rules before look at `step` and `param`.
-    let taken = |a: &str, b: &str| {
-        let warm = s.clone();
-        warm.split(&key(a)).unwrap();
-        warm.split(&key(b)).unwrap();
-        warm.last_chain
+    // `taken(schema, keys)`: how often splitting `keys` in turn took it.
+    let taken = |s: Schema, keys: &[&str]| {
+        for k in keys {
+            s.split(&key(k)).unwrap();
+        }
+        s.last_chain
             .taken
             .load(std::sync::atomic::Ordering::Relaxed)
     };
-    assert_eq!(taken(keys[5], keys[6]), 1);
-    assert_eq!(taken(keys[0], keys[3]), 0);
+    assert_eq!(taken(s.clone(), &[keys[5], keys[6]]), 1);
+    assert_eq!(taken(s.clone(), &[keys[0], keys[3]]), 0);
     // ECMWF's ensemble members: the 30-odd rules before theirs look at
     // none of the element keywords.
-    let ecmwf = Schema::ecmwf();
     let member = "class=od,expver=0001,stream=enfo,date=20231201,time=1200,domain=g,type=pf,\
                   levtype=pl,number=13";
-    ecmwf
-        .split(&key(&format!("{member},levelist=500,step=6,param=130")))
-        .unwrap();
-    ecmwf
-        .split(&key(&format!("{member},levelist=850,step=12,param=131")))
-        .unwrap();
-    assert_eq!(
-        ecmwf
-            .last_chain
-            .taken
-            .load(std::sync::atomic::Ordering::Relaxed),
-        1
-    );
+    let members = [
+        format!("{member},levelist=500,step=6,param=130"),
+        format!("{member},levelist=850,step=12,param=131"),
+    ];
+    let members: Vec<&str> = members.iter().map(String::as_str).collect();
+    assert_eq!(taken(Schema::ecmwf(), &members), 1);
     // And its operational surface fields: no rule before theirs looks at
     // `step` or `param` either.
-    let ecmwf = Schema::ecmwf();
     let surface = "class=od,expver=0001,stream=oper,date=20231201,time=1200,domain=g,type=fc,\
                    levtype=sfc";
-    for (step, param) in [(6, 167), (12, 165), (240, 228)] {
-        ecmwf
-            .split(&key(&format!("{surface},step={step},param={param}")))
-            .unwrap();
-    }
-    assert_eq!(
-        ecmwf
-            .last_chain
-            .taken
-            .load(std::sync::atomic::Ordering::Relaxed),
-        2
-    );
+    let fields: Vec<String> = [(6, 167), (12, 165), (240, 228)]
+        .iter()
+        .map(|(step, param)| format!("{surface},step={step},param={param}"))
+        .collect();
+    let fields: Vec<&str> = fields.iter().map(String::as_str).collect();
+    assert_eq!(taken(Schema::ecmwf(), &fields), 2);
 }
 
 proptest::proptest! {
