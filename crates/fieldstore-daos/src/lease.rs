@@ -38,8 +38,9 @@
 //! second, and its flush fails instead of being acknowledged.
 
 use std::sync::{Mutex, MutexGuard};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
+use fieldstore_core::record::maintenance::now_ns;
 use fieldstore_core::{Error, ErrorKind, Result};
 
 use crate::client::Container;
@@ -300,9 +301,7 @@ pub(crate) fn lease_kv(c: &Container, class: u32) -> Result<DaosObjId> {
         .map_err(crate::client::class_error)
 }
 
+/// Unix ms, as a lease records its renewals.
 fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
+    now_ns() / 1_000_000
 }
