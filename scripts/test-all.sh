@@ -68,6 +68,11 @@ section "cargo test: run, two test binaries at a time (scripts/run-tests.py); th
 python3 scripts/run-tests.py --workspace --locked
 section "fuzz targets build"
 cargo build --manifest-path fuzz/Cargo.toml --locked
+# The README's first command, as a new user runs it (a release build of the
+# CLI, ~2 min): its steps exit non-zero on any error, and the hammer checks
+# every field it reads back.
+section "README's first command: scripts/demo.sh (archive, list, retrieve, a short hammer run)"
+bash scripts/demo.sh
 # --- Python package (crates/fieldstore-py) -- begin ---------------------------
 section "Python package: build into target/fieldstore-py/venv, pytest"
 setup_wait test-python
