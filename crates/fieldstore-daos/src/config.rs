@@ -77,6 +77,22 @@ impl Default for DaosConfig {
     }
 }
 
+/// The section's keys as an unknown key's message lists them (each also
+/// taken under FDB5's longer name where it has one).
+const KEYS: &[&str] = &[
+    "pool",
+    "root_container",
+    "catalogue",
+    "store",
+    "kv_class",
+    "array_class",
+    "oids_per_alloc",
+    "chunk_size",
+    "container_redundancy",
+    "library",
+    "writer_lease",
+];
+
 fn invalid(msg: impl std::fmt::Display) -> Error {
     Error::new(ErrorKind::InvalidConfig, format!("daos: {msg}"))
 }
@@ -142,7 +158,9 @@ impl DaosConfig {
                 "writer_lease" => {
                     let secs = number(v, k)?;
                     if !(1..=3600).contains(&secs) {
-                        return Err(invalid(format!("writer_lease {secs} is not 1 to 3600 seconds")));
+                        return Err(invalid(format!(
+                            "writer_lease {secs} is not 1 to 3600 seconds"
+                        )));
                     }
                     c.writer_lease = std::time::Duration::from_secs(secs);
                 }
@@ -163,8 +181,8 @@ impl DaosConfig {
                 }
                 other => {
                     return Err(invalid(format!(
-                        "unknown key '{other}' (expected pool, root_container, catalogue, store, \
-                         kv_class, array_class, oids_per_alloc, chunk_size, container_redundancy, library)"
+                        "unknown key '{other}' (expected one of {})",
+                        KEYS.join(", ")
                     )))
                 }
             }
@@ -339,6 +357,19 @@ mod tests {
         assert_eq!(c.oids_per_alloc, 10);
         assert_eq!(c.chunk_size, 65536);
         assert_eq!(c.container_redundancy, Some(0));
+        // Every key the message offers is taken.
+        let e = DaosConfig::from_value(&serde_json::json!({"pools": "p"})).unwrap_err();
+        for k in KEYS {
+            assert!(e.to_string().contains(k), "{e} should offer {k}");
+            let value = match *k {
+                "catalogue" | "store" => serde_json::json!({}),
+                "kv_class" | "array_class" => serde_json::json!("S1"),
+                _ => serde_json::json!("12"),
+            };
+            if let Err(e) = DaosConfig::from_value(&serde_json::json!({ *k: value })) {
+                assert!(!e.to_string().contains("unknown key"), "{k}: {e}");
+            }
+        }
         for (bad, word) in [
             (serde_json::json!({"pools": "p"}), "pools"),
             (serde_json::json!({"root_container": "a/b"}), "a/b"),
