@@ -109,46 +109,9 @@ impl Daos {
             ))
         })?;
         let shown = path.display().to_string();
-        macro_rules! sym {
-            ($name:ident) => {{
-                let name = concat!(stringify!($name), "\0");
-                // SAFETY: the symbol is a libdaos function whose C prototype
-                // (daos.md §1) is the field's type.
-                let s = unsafe { lib.get(name.as_bytes()) }.map_err(|e| {
-                    unavailable(format!(
-                        "{shown} has no {} ({e}): not libdaos >= 2.2",
-                        stringify!($name)
-                    ))
-                })?;
-                *s
-            }};
-        }
-        let f = Functions {
-            daos_init: sym!(daos_init),
-            daos_pool_connect2: sym!(daos_pool_connect2),
-            daos_pool_disconnect: sym!(daos_pool_disconnect),
-            daos_pool_list_cont: sym!(daos_pool_list_cont),
-            daos_cont_create_with_label: sym!(daos_cont_create_with_label),
-            daos_cont_open2: sym!(daos_cont_open2),
-            daos_cont_close: sym!(daos_cont_close),
-            daos_cont_destroy2: sym!(daos_cont_destroy2),
-            daos_cont_alloc_oids: sym!(daos_cont_alloc_oids),
-            daos_obj_generate_oid2: sym!(daos_obj_generate_oid2),
-            daos_kv_open: sym!(daos_kv_open),
-            daos_kv_close: sym!(daos_kv_close),
-            daos_kv_put: sym!(daos_kv_put),
-            daos_kv_get: sym!(daos_kv_get),
-            daos_kv_remove: sym!(daos_kv_remove),
-            daos_kv_list: sym!(daos_kv_list),
-            daos_array_open_with_attr: sym!(daos_array_open_with_attr),
-            daos_array_close: sym!(daos_array_close),
-            daos_array_read: sym!(daos_array_read),
-            daos_array_write: sym!(daos_array_write),
-            daos_array_get_size: sym!(daos_array_get_size),
-            daos_array_destroy: sym!(daos_array_destroy),
-            // SAFETY: `const char *d_errstr(int)`.
-            d_errstr: unsafe { lib.get(b"d_errstr\0") }.ok().map(|s| *s),
-        };
+        let f = Functions::resolve(&lib).map_err(|(name, e)| {
+            unavailable(format!("{shown} has no {name} ({e}): not libdaos >= 2.2"))
+        })?;
         // SAFETY: the stand-in's `uint64_t daos_standin_rpc_count(const
         // char *name, int scope)`; absent from a real libdaos.
         let rpc_count = unsafe { lib.get(b"daos_standin_rpc_count\0") }

@@ -12,6 +12,8 @@
 use std::ffi::{c_char, c_int, c_uint, c_void};
 use std::mem::{align_of, offset_of, size_of};
 
+use libloading::os::unix::Library;
+
 /// `daos_handle_t`.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -223,118 +225,67 @@ pub mod der {
 
 type Ev = *mut c_void;
 
-/// The resolved functions. Field names are the C names; the renamed ones
-/// are resolved under their real symbol (`daos_pool_connect2`, …), never
-/// the plain `daos_obj_generate_oid` (legacy feature bits in DAOS 2.2).
-#[derive(Clone, Copy)]
-pub struct Functions {
-    pub daos_init: unsafe extern "C" fn() -> c_int,
-    pub daos_pool_connect2: unsafe extern "C" fn(
-        *const c_char,
-        *const c_char,
-        c_uint,
-        *mut DaosHandle,
-        *mut c_void,
-        Ev,
-    ) -> c_int,
-    pub daos_pool_disconnect: unsafe extern "C" fn(DaosHandle, Ev) -> c_int,
-    pub daos_pool_list_cont:
-        unsafe extern "C" fn(DaosHandle, *mut u64, *mut DaosPoolContInfo, Ev) -> c_int,
-    pub daos_cont_create_with_label: unsafe extern "C" fn(
-        DaosHandle,
-        *const c_char,
-        *const DaosProp,
-        *mut [u8; 16],
-        Ev,
-    ) -> c_int,
-    pub daos_cont_open2: unsafe extern "C" fn(
-        DaosHandle,
-        *const c_char,
-        c_uint,
-        *mut DaosHandle,
-        *mut c_void,
-        Ev,
-    ) -> c_int,
-    pub daos_cont_close: unsafe extern "C" fn(DaosHandle, Ev) -> c_int,
-    pub daos_cont_destroy2: unsafe extern "C" fn(DaosHandle, *const c_char, c_int, Ev) -> c_int,
-    pub daos_cont_alloc_oids: unsafe extern "C" fn(DaosHandle, u64, *mut u64, Ev) -> c_int,
-    pub daos_obj_generate_oid2:
-        unsafe extern "C" fn(DaosHandle, *mut DaosObjId, c_uint, u32, u16, u32) -> c_int,
-    pub daos_kv_open:
-        unsafe extern "C" fn(DaosHandle, DaosObjId, c_uint, *mut DaosHandle, Ev) -> c_int,
-    pub daos_kv_close: unsafe extern "C" fn(DaosHandle, Ev) -> c_int,
-    pub daos_kv_put: unsafe extern "C" fn(
-        DaosHandle,
-        DaosHandle,
-        u64,
-        *const c_char,
-        u64,
-        *const c_void,
-        Ev,
-    ) -> c_int,
-    pub daos_kv_get: unsafe extern "C" fn(
-        DaosHandle,
-        DaosHandle,
-        u64,
-        *const c_char,
-        *mut u64,
-        *mut c_void,
-        Ev,
-    ) -> c_int,
-    pub daos_kv_remove:
-        unsafe extern "C" fn(DaosHandle, DaosHandle, u64, *const c_char, Ev) -> c_int,
-    pub daos_kv_list: unsafe extern "C" fn(
-        DaosHandle,
-        DaosHandle,
-        *mut u32,
-        *mut DaosKeyDesc,
-        *mut DSgList,
-        *mut DaosAnchor,
-        Ev,
-    ) -> c_int,
-    pub daos_array_open_with_attr: unsafe extern "C" fn(
-        DaosHandle,
-        DaosObjId,
-        DaosHandle,
-        c_uint,
-        u64,
-        u64,
-        *mut DaosHandle,
-        Ev,
-    ) -> c_int,
-    pub daos_array_close: unsafe extern "C" fn(DaosHandle, Ev) -> c_int,
-    pub daos_array_read:
-        unsafe extern "C" fn(DaosHandle, DaosHandle, *mut DaosArrayIod, *mut DSgList, Ev) -> c_int,
-    pub daos_array_write:
-        unsafe extern "C" fn(DaosHandle, DaosHandle, *mut DaosArrayIod, *mut DSgList, Ev) -> c_int,
-    pub daos_array_get_size: unsafe extern "C" fn(DaosHandle, DaosHandle, *mut u64, Ev) -> c_int,
-    pub daos_array_destroy: unsafe extern "C" fn(DaosHandle, DaosHandle, Ev) -> c_int,
-    /// In libgurt, a dependency of libdaos; optional.
-    pub d_errstr: Option<unsafe extern "C" fn(c_int) -> *const c_char>,
+/// Declares [`Functions`], [`SYMBOLS`] and the resolver in one place, so a
+/// symbol cannot be declared without being resolved (or listed).
+macro_rules! functions {
+    ($( $name:ident : fn($($arg:ty),*) ;)*) => {
+        /// The resolved functions. Field names are the C names; the renamed
+        /// ones are resolved under their real symbol (`daos_pool_connect2`,
+        /// …), never the plain `daos_obj_generate_oid` (legacy feature bits
+        /// in DAOS 2.2).
+        #[derive(Clone, Copy)]
+        pub struct Functions {
+            $( pub $name: unsafe extern "C" fn($($arg),*) -> c_int, )*
+            /// In libgurt, a dependency of libdaos; optional.
+            pub d_errstr: Option<unsafe extern "C" fn(c_int) -> *const c_char>,
+        }
+
+        /// The symbol names resolved, in [`Functions`] order (for messages
+        /// and tests).
+        pub const SYMBOLS: &[&str] = &[$(stringify!($name)),*];
+
+        impl Functions {
+            /// Resolve every function from `lib`.
+            ///
+            /// # Errors
+            /// The first required symbol missing, and the loader's error.
+            pub fn resolve(lib: &Library) -> Result<Functions, (&'static str, libloading::Error)> {
+                Ok(Functions {
+                    $(
+                        // SAFETY: the symbol is a libdaos function whose C
+                        // prototype (daos.md §1) is the field's type.
+                        $name: *unsafe { lib.get(concat!(stringify!($name), "\0").as_bytes()) }
+                            .map_err(|e| (stringify!($name), e))?,
+                    )*
+                    // SAFETY: `const char *d_errstr(int)`.
+                    d_errstr: unsafe { lib.get(b"d_errstr\0") }.ok().map(|s| *s),
+                })
+            }
+        }
+    };
 }
 
-/// The symbol names resolved, in [`Functions`] order (for messages and tests).
-pub const SYMBOLS: &[&str] = &[
-    "daos_init",
-    "daos_pool_connect2",
-    "daos_pool_disconnect",
-    "daos_pool_list_cont",
-    "daos_cont_create_with_label",
-    "daos_cont_open2",
-    "daos_cont_close",
-    "daos_cont_destroy2",
-    "daos_cont_alloc_oids",
-    "daos_obj_generate_oid2",
-    "daos_kv_open",
-    "daos_kv_close",
-    "daos_kv_put",
-    "daos_kv_get",
-    "daos_kv_remove",
-    "daos_kv_list",
-    "daos_array_open_with_attr",
-    "daos_array_close",
-    "daos_array_read",
-    "daos_array_write",
-    "daos_array_get_size",
-    "daos_array_destroy",
-];
+functions! {
+    daos_init: fn();
+    daos_pool_connect2: fn(*const c_char, *const c_char, c_uint, *mut DaosHandle, *mut c_void, Ev);
+    daos_pool_disconnect: fn(DaosHandle, Ev);
+    daos_pool_list_cont: fn(DaosHandle, *mut u64, *mut DaosPoolContInfo, Ev);
+    daos_cont_create_with_label: fn(DaosHandle, *const c_char, *const DaosProp, *mut [u8; 16], Ev);
+    daos_cont_open2: fn(DaosHandle, *const c_char, c_uint, *mut DaosHandle, *mut c_void, Ev);
+    daos_cont_close: fn(DaosHandle, Ev);
+    daos_cont_destroy2: fn(DaosHandle, *const c_char, c_int, Ev);
+    daos_cont_alloc_oids: fn(DaosHandle, u64, *mut u64, Ev);
+    daos_obj_generate_oid2: fn(DaosHandle, *mut DaosObjId, c_uint, u32, u16, u32);
+    daos_kv_open: fn(DaosHandle, DaosObjId, c_uint, *mut DaosHandle, Ev);
+    daos_kv_close: fn(DaosHandle, Ev);
+    daos_kv_put: fn(DaosHandle, DaosHandle, u64, *const c_char, u64, *const c_void, Ev);
+    daos_kv_get: fn(DaosHandle, DaosHandle, u64, *const c_char, *mut u64, *mut c_void, Ev);
+    daos_kv_remove: fn(DaosHandle, DaosHandle, u64, *const c_char, Ev);
+    daos_kv_list: fn(DaosHandle, DaosHandle, *mut u32, *mut DaosKeyDesc, *mut DSgList, *mut DaosAnchor, Ev);
+    daos_array_open_with_attr: fn(DaosHandle, DaosObjId, DaosHandle, c_uint, u64, u64, *mut DaosHandle, Ev);
+    daos_array_close: fn(DaosHandle, Ev);
+    daos_array_read: fn(DaosHandle, DaosHandle, *mut DaosArrayIod, *mut DSgList, Ev);
+    daos_array_write: fn(DaosHandle, DaosHandle, *mut DaosArrayIod, *mut DSgList, Ev);
+    daos_array_get_size: fn(DaosHandle, DaosHandle, *mut u64, Ev);
+    daos_array_destroy: fn(DaosHandle, DaosHandle, Ev);
+}
