@@ -42,8 +42,18 @@ pub struct Kept {
     pub reason: String,
 }
 
+impl Kept {
+    /// A data unit (by its URI) that stays.
+    fn data(uri: &str, bytes: Option<u64>, reason: impl Into<String>) -> Kept {
+        Kept {
+            item: Item::new(ItemKind::Data, unit_name(uri), bytes),
+            reason: reason.into(),
+        }
+    }
+}
+
 /// What a wipe does (or, in a dry run, would do) to one dataset.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct DatasetWipe {
     /// The dataset.
     pub dataset: DatasetKey,
@@ -327,10 +337,6 @@ fn pins(request: &Request, dataset: &DatasetKey) -> bool {
     })
 }
 
-fn sum_bytes(items: &[Item]) -> u64 {
-    items.iter().filter_map(|i| i.bytes).sum()
-}
-
 /// What a wipe will do to one dataset, before acting.
 struct WipePlan {
     report: DatasetWipe,
@@ -481,18 +487,13 @@ impl FieldStore {
                 report: DatasetWipe {
                     dataset: key.unwrap_or_default(),
                     place: d.place.clone(),
-                    collocations: None,
-                    interrupted: false,
                     damaged: Some(d.problem),
-                    fields: 0,
-                    bytes: 0,
                     items: vec![Item::new(
                         ItemKind::Catalogue,
                         format!("{}/", d.place),
                         None,
                     )],
-                    kept: Vec::new(),
-                    unknown: Vec::new(),
+                    ..Default::default()
                 },
                 units: Vec::new(),
                 remove: Vec::new(),
@@ -570,14 +571,12 @@ impl FieldStore {
                 report: DatasetWipe {
                     dataset: dataset.clone(),
                     place,
-                    collocations: None,
                     interrupted,
-                    damaged: None,
                     fields: census.fields + census.duplicates,
                     bytes: census.bytes + census.duplicate_bytes,
                     items,
-                    kept: Vec::new(),
                     unknown,
+                    ..Default::default()
                 },
                 units,
                 remove: Vec::new(),
@@ -691,46 +690,34 @@ impl FieldStore {
         let outside = Census::take(reader.as_ref(), &others)?;
         let mut items = Vec::new();
         let mut kept = Vec::new();
-        let mut remove = Vec::new();
         let candidates: BTreeSet<String> = inside.units.keys().cloned().chain(pending).collect();
         let mut asked = Vec::new();
         for uri in candidates {
             let bytes_in = inside.units.get(&uri).map(|u| u.bytes);
             if outside.units.contains_key(&uri) {
-                kept.push(Kept {
-                    item: Item::new(ItemKind::Data, unit_name(&uri), None),
-                    reason: "also holds fields of collocations that stay; purge reclaims it once \
-                             nothing visible points into it"
-                        .into(),
-                });
-                continue;
-            }
-            if damaged_units.contains(&uri) {
-                kept.push(Kept {
-                    item: Item::new(ItemKind::Data, unit_name(&uri), None),
-                    reason: "a damaged record of the log may point into it; a wipe of the whole \
-                             dataset removes it"
-                        .into(),
-                });
-                continue;
-            }
-            asked.push((uri, bytes_in));
-        }
-        let states = self.unit_states(&asked);
-        for ((uri, _), state) in asked.into_iter().zip(states) {
-            match state {
-                (UnitState::InUse, bytes) => kept.push(Kept {
-                    item: Item::new(ItemKind::Data, unit_name(&uri), bytes),
-                    reason: "a live writer still appends to it; a later wipe or purge removes it"
-                        .into(),
-                }),
-                (UnitState::Missing, _) => remove.push(uri),
-                (UnitState::Idle, bytes) => {
-                    items.push(Item::new(ItemKind::Data, unit_name(&uri), bytes));
-                    remove.push(uri);
-                }
+                kept.push(Kept::data(
+                    &uri,
+                    None,
+                    "also holds fields of collocations that stay; purge reclaims it once \
+                     nothing visible points into it",
+                ));
+            } else if damaged_units.contains(&uri) {
+                kept.push(Kept::data(
+                    &uri,
+                    None,
+                    "a damaged record of the log may point into it; a wipe of the whole \
+                     dataset removes it",
+                ));
+            } else {
+                asked.push((uri, bytes_in));
             }
         }
+        let remove = self.sort_units(
+            asked,
+            "a live writer still appends to it; a later wipe or purge removes it",
+            &mut items,
+            &mut kept,
+        );
         if targets.is_empty() && remove.is_empty() {
             return Ok(None);
         }
@@ -745,17 +732,40 @@ impl FieldStore {
                 dataset: dataset.clone(),
                 place,
                 collocations: Some(targets),
-                interrupted: false,
-                damaged: None,
                 fields: inside.fields + inside.duplicates,
                 bytes: inside.bytes + inside.duplicate_bytes,
                 items,
                 kept,
-                unknown: Vec::new(),
+                ..Default::default()
             },
             units: Vec::new(),
             remove,
         }))
+    }
+
+    /// Sort `units` (URIs and fallback sizes) by their state: idle ones go
+    /// to `items` and, with missing ones, are returned, to be removed;
+    /// those in use go to `kept`, for the reason `in_use`.
+    fn sort_units(
+        &self,
+        units: Vec<(String, Option<u64>)>,
+        in_use: &str,
+        items: &mut Vec<Item>,
+        kept: &mut Vec<Kept>,
+    ) -> Vec<String> {
+        let mut remove = Vec::new();
+        let states = self.unit_states(&units);
+        for ((uri, _), state) in units.into_iter().zip(states) {
+            match state {
+                (UnitState::InUse, bytes) => kept.push(Kept::data(&uri, bytes, in_use)),
+                (UnitState::Missing, _) => remove.push(uri),
+                (UnitState::Idle, bytes) => {
+                    items.push(Item::new(ItemKind::Data, unit_name(&uri), bytes));
+                    remove.push(uri);
+                }
+            }
+        }
+        remove
     }
 
     /// Units' states and sizes (the store's, else their fallback), asked
@@ -808,7 +818,9 @@ impl FieldStore {
                         .wipe_collocations(&dataset, cols, &plan.remove)
                         .map_err(|e| e.context(format!("wiping {}", dataset.braced())))?;
                 }
-                let removed = self.remove_units(&dataset, &plan.remove, &mut plan.report)?;
+                let report = &mut plan.report;
+                let removed =
+                    self.remove_units(&dataset, &plan.remove, &mut report.items, &mut report.kept)?;
                 let items = self
                     .catalogue_maintenance("wipe")?
                     .reclaim(&dataset, &removed, cols, false)?;
@@ -825,7 +837,7 @@ impl FieldStore {
 
     /// Remove those of `units` that nothing newest points into, from the
     /// store; returns those removed (or already gone). Units found in use
-    /// move from the report's items to `kept`.
+    /// move from `items` to `kept`.
     ///
     /// **Claim, then read, then remove**: every unit is first held
     /// ([`claim`](crate::store::StoreMaintenance::claim): its writer, if
@@ -838,7 +850,8 @@ impl FieldStore {
         &self,
         dataset: &DatasetKey,
         units: &[String],
-        report: &mut DatasetWipe,
+        items: &mut Vec<Item>,
+        kept: &mut Vec<Kept>,
     ) -> Result<Vec<String>> {
         crate::failpoint::hit("maintenance.before_claim");
         let mut removed = Vec::new();
@@ -847,7 +860,8 @@ impl FieldStore {
             match self.store_maintenance("purge")?.claim(uri)? {
                 Claim::Missing => removed.push(uri.clone()),
                 Claim::InUse => keep(
-                    report,
+                    items,
+                    kept,
                     uri,
                     "a live writer still appends to it; a later wipe or purge removes it",
                 ),
@@ -864,7 +878,8 @@ impl FieldStore {
         for (uri, h) in held {
             if census.units.get(uri).is_some_and(|u| u.live > 0) {
                 keep(
-                    report,
+                    items,
+                    kept,
                     uri,
                     "a field flushed while this ran points into it; it stays",
                 );
@@ -933,18 +948,14 @@ impl FieldStore {
                     continue;
                 }
                 if damaged_units.contains(uri) {
-                    kept.push(Kept {
-                        item: Item::new(ItemKind::Data, unit_name(uri), Some(u.dead_bytes)),
-                        reason: "a damaged record of the log may point into it".into(),
-                    });
+                    let reason = "a damaged record of the log may point into it";
+                    kept.push(Kept::data(uri, Some(u.dead_bytes), reason));
                 } else if u.live > 0 {
-                    kept.push(Kept {
-                        item: Item::new(ItemKind::Data, unit_name(uri), Some(u.dead_bytes)),
-                        reason: format!(
-                            "{} replaced fields share it with {} newest ones",
-                            u.dead, u.live
-                        ),
-                    });
+                    let reason = format!(
+                        "{} replaced fields share it with {} newest ones",
+                        u.dead, u.live
+                    );
+                    kept.push(Kept::data(uri, Some(u.dead_bytes), reason));
                 } else {
                     candidates.insert(uri.clone(), Some(u.dead_bytes));
                 }
@@ -960,22 +971,12 @@ impl FieldStore {
                 candidates.entry(o.uri).or_insert(o.bytes);
             }
             let mut items = Vec::new();
-            let mut remove = Vec::new();
-            let candidates: Vec<(String, Option<u64>)> = candidates.into_iter().collect();
-            let states = self.unit_states(&candidates);
-            for ((uri, _), state) in candidates.into_iter().zip(states) {
-                match state {
-                    (UnitState::InUse, bytes) => kept.push(Kept {
-                        item: Item::new(ItemKind::Data, unit_name(&uri), bytes),
-                        reason: "a live writer still appends to it".into(),
-                    }),
-                    (UnitState::Missing, _) => remove.push(uri),
-                    (UnitState::Idle, bytes) => {
-                        items.push(Item::new(ItemKind::Data, unit_name(&uri), bytes));
-                        remove.push(uri);
-                    }
-                }
-            }
+            let remove = self.sort_units(
+                candidates.into_iter().collect(),
+                "a live writer still appends to it",
+                &mut items,
+                &mut kept,
+            );
             let mut report = DatasetPurge {
                 dataset: dataset.clone(),
                 place: self.catalogue.describe(&dataset),
@@ -985,21 +986,8 @@ impl FieldStore {
                 kept,
             };
             if doit {
-                let mut w = DatasetWipe {
-                    dataset: dataset.clone(),
-                    place: String::new(),
-                    collocations: None,
-                    interrupted: false,
-                    damaged: None,
-                    fields: 0,
-                    bytes: 0,
-                    items: std::mem::take(&mut report.items),
-                    kept: std::mem::take(&mut report.kept),
-                    unknown: Vec::new(),
-                };
-                let removed = self.remove_units(&dataset, &remove, &mut w)?;
-                report.items = w.items;
-                report.kept = w.kept;
+                let removed =
+                    self.remove_units(&dataset, &remove, &mut report.items, &mut report.kept)?;
                 if !removed.is_empty() {
                     report
                         .items
@@ -1232,22 +1220,16 @@ impl FieldStore {
     }
 }
 
-/// Move `uri` from the report's items to `kept`, with the reason.
-fn keep(report: &mut DatasetWipe, uri: &str, reason: &str) {
+/// Move `uri` from `items` to `kept`, with the reason.
+fn keep(items: &mut Vec<Item>, kept: &mut Vec<Kept>, uri: &str, reason: &str) {
     let name = unit_name(uri);
-    let item = match report.items.iter().position(|i| i.name == name) {
-        Some(i) => report.items.remove(i),
-        None => return,
-    };
-    report.kept.push(Kept {
-        item,
-        reason: reason.into(),
-    });
-}
-
-/// Total bytes of a wipe report's deleted items (for summaries).
-pub fn wiped_bytes(report: &WipeReport) -> u64 {
-    report.datasets.iter().map(|d| sum_bytes(&d.items)).sum()
+    if let Some(i) = items.iter().position(|i| i.name == name) {
+        let item = items.remove(i);
+        kept.push(Kept {
+            item,
+            reason: reason.into(),
+        });
+    }
 }
 
 /// How a report names a data unit: a file by its path, as the POSIX
