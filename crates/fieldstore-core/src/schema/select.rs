@@ -24,30 +24,14 @@ use crate::types::{KeywordType, ValueRange};
 /// The canonical values a request allows for one keyword in one type.
 #[derive(Debug, Clone, Default)]
 pub struct ValueSet {
-    any: bool,
     values: HashSet<String>,
     ranges: Vec<ValueRange>,
 }
 
 impl ValueSet {
-    /// A set that matches everything.
-    pub fn any() -> Self {
-        ValueSet {
-            any: true,
-            ..ValueSet::default()
-        }
-    }
-
     /// Whether `canonical` is allowed.
     pub fn contains(&self, canonical: &str) -> bool {
-        self.any
-            || self.values.contains(canonical)
-            || self.ranges.iter().any(|r| r.contains(canonical))
-    }
-
-    /// Whether the set matches everything.
-    pub fn is_any(&self) -> bool {
-        self.any
+        self.values.contains(canonical) || self.ranges.iter().any(|r| r.contains(canonical))
     }
 }
 
@@ -234,12 +218,11 @@ impl<'s> Selector<'s> {
                     match (&p.matcher, self.values(&p.keyword, p.keyword_type)) {
                         (Matcher::Hidden(_), _) => vec![String::new()],
                         (_, Some(set))
-                            if !set.any
-                                && set
-                                    .ranges
-                                    .iter()
-                                    .try_fold(0u64, |n, r| n.checked_add(r.len()))
-                                    .is_some_and(|n| n <= limit as u64) =>
+                            if set
+                                .ranges
+                                .iter()
+                                .try_fold(0u64, |n, r| n.checked_add(r.len()))
+                                .is_some_and(|n| n <= limit as u64) =>
                         {
                             let mut v: Vec<String> = set.values.iter().cloned().collect();
                             v.extend(set.ranges.iter().flat_map(|r| r.iter()));
@@ -389,16 +372,5 @@ impl ElementFilter<'_> {
                     .any(|v| set.contains(v) || (empty_ok && v.is_empty()))
             })
         })
-    }
-
-    /// Whether a collocation whose axis for `keyword` holds `axis` values can
-    /// contain a matching element.
-    pub fn axis_admits<'v>(&self, keyword: &str, mut axis: impl Iterator<Item = &'v str>) -> bool {
-        match self.pending.iter().find(|(k, _, _)| *k == keyword) {
-            None => true,
-            Some(&(_, set, empty_ok)) => {
-                axis.any(|v| set.contains(v) || (empty_ok && v.is_empty()))
-            }
-        }
     }
 }
