@@ -643,20 +643,6 @@ pub trait DatasetReaderExt: DatasetReader {
     ) -> Result<()> {
         self.scan_since(collocation, 0, &|_| true, visit)
     }
-
-    /// As [`DatasetReaderExt::scan`], skipping groups of entries whose axes
-    /// `admits` refuses (see [`DatasetReader::scan_since`]).
-    ///
-    /// # Errors
-    /// As [`DatasetReader::scan_since`].
-    fn scan_where(
-        &self,
-        collocation: &CollocationKey,
-        admits: &dyn Fn(&Axes) -> bool,
-        visit: &mut dyn FnMut(&ElementKey, &FieldLocation) -> bool,
-    ) -> Result<()> {
-        self.scan_since(collocation, 0, admits, visit)
-    }
 }
 
 impl<R: DatasetReader + ?Sized> DatasetReaderExt for R {}
