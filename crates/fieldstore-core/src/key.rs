@@ -473,28 +473,13 @@ impl Key {
 
     /// The key without pairs whose value is empty (absent optional keywords).
     pub fn without_empty(&self) -> Key {
-        if self.values().all(|v| !v.is_empty()) {
-            return self.clone();
-        }
-        let mut text = String::with_capacity(self.as_str().len());
-        for (k, v) in self.iter().filter(|(_, v)| !v.is_empty()) {
-            append(&mut text, k, v);
-        }
-        Key::from_text(&text)
+        Key::join_present([self])
     }
 
     /// Print in `fdb-list`'s brace form: `{class=od,expver=0001}`. Pairs with
     /// an empty value (absent optional keywords) are left out, as FDB5 does.
     pub fn braced(&self) -> String {
-        let mut s = String::with_capacity(2 + self.as_str().len());
-        s.push('{');
-        let mut inner = String::new();
-        for (k, v) in self.iter().filter(|(_, v)| !v.is_empty()) {
-            append(&mut inner, k, v);
-        }
-        s.push_str(&inner);
-        s.push('}');
-        s
+        format!("{{{}}}", self.without_empty())
     }
 }
 
@@ -597,12 +582,8 @@ impl FromStr for Key {
 
 impl serde::Serialize for Key {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(Some(self.len()))?;
-        for (k, v) in self.iter() {
-            map.serialize_entry(k, v)?;
-        }
-        map.end()
+        // `Pairs` knows its length: the map's is given up front.
+        serializer.collect_map(self.iter())
     }
 }
 
@@ -637,10 +618,6 @@ macro_rules! level_key {
             /// The underlying key.
             pub fn key(&self) -> &Key {
                 &self.0
-            }
-            /// Take the underlying key.
-            pub fn into_key(self) -> Key {
-                self.0
             }
         }
 
@@ -795,10 +772,10 @@ mod tests {
         let b: Key = "type=an,hdate=20231201,levelist=".parse().unwrap();
         let c: Key = "type=,step=6".parse().unwrap();
         for parts in [vec![&a, &b, &c], vec![&c, &b, &a], vec![&a], vec![]] {
-            assert_eq!(
-                Key::join_present(parts.iter().copied()),
-                Key::join(parts.iter().copied()).without_empty()
-            );
+            let joined = Key::join(parts.iter().copied());
+            let present = Key::from_pairs(joined.iter().filter(|(_, v)| !v.is_empty())).unwrap();
+            assert_eq!(Key::join_present(parts.iter().copied()), present);
+            assert_eq!(joined.without_empty(), present);
         }
         assert_eq!(
             Key::join_present([&a, &b, &c]).to_string(),
