@@ -32,7 +32,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use crate::catalogue::{Axes, CollocationInfo};
+use crate::catalogue::Axes;
 use crate::error::{Error, Result};
 use crate::key::{CollocationKey, ElementKey};
 use crate::location::FieldLocation;
@@ -219,12 +219,8 @@ impl<P: Clone> DatasetIndex<P> {
             }
         };
         for (kw, values) in &axes {
-            match c.axes.get_mut(kw) {
-                Some(set) => set.extend(values.iter().cloned()),
-                None => {
-                    c.axes.insert(kw.clone(), values.clone());
-                }
-            }
+            let set = c.axes.entry(kw.clone()).or_default();
+            set.extend(values.iter().cloned());
         }
         c.blocks.push(BlockSlot {
             place,
@@ -351,22 +347,8 @@ impl<P: Clone> DatasetIndex<P> {
         &self.removed
     }
 
-    /// The collocations, in the order they were first named, with their
-    /// axes.
-    pub fn collocations(&self) -> Vec<CollocationInfo> {
-        self.order
-            .iter()
-            .filter_map(|k| {
-                self.collocations.get(k).map(|c| CollocationInfo {
-                    key: k.clone(),
-                    axes: c.axes.clone(),
-                })
-            })
-            .collect()
-    }
-
-    /// Each collocation's key and axes, by reference, in the order of
-    /// [`DatasetIndex::collocations`].
+    /// Each collocation's key and axes, by reference, in the order they
+    /// were first named.
     pub fn visit_collocations(&self, visit: &mut dyn FnMut(&CollocationKey, &Axes)) {
         for k in &self.order {
             if let Some(c) = self.collocations.get(k) {
@@ -752,7 +734,9 @@ mod tests {
             ix.lookup(&col("type=fc"), &el("step=6"), None).unwrap(),
             None
         );
-        assert_eq!(ix.collocations().len(), 1);
+        let mut collocations = 0;
+        ix.visit_collocations(&mut |_, _| collocations += 1);
+        assert_eq!(collocations, 1);
         assert_eq!(ix.pending_units(), vec!["file:///d".to_string()]);
         ix.reclaim(vec!["file:///d".into()], &|_| false);
         assert!(ix.pending_units().is_empty());
