@@ -9,7 +9,7 @@
 //! keywords have in the rule chains the request can still match: exactly
 //! what archive would accept for a key the request names.
 
-use super::rule::{Matcher, Rule};
+use super::rule::Rule;
 use super::Schema;
 use crate::request::{Item, Request, RequestError, Values};
 use crate::types::KeywordType;
@@ -49,27 +49,39 @@ impl Schema {
                     types.push(p.keyword_type);
                 }
             }
-            for item in items {
-                let mut first_error = None;
-                let fits = types.iter().any(|ty| {
-                    let checked = match item {
-                        Item::Value(v) => ty.canonical(v).map(drop),
-                        Item::Range { from, to, by } => ty.range(from, to, by.as_deref()).map(drop),
-                    };
-                    checked
-                        .map_err(|e| first_error.get_or_insert(e).clone())
-                        .is_ok()
-                });
-                if let (false, Some(source)) = (fits, first_error) {
-                    return Err(RequestError::InvalidValue {
-                        keyword: keyword.to_string(),
-                        source,
-                    });
-                }
-            }
+            check_items(keyword, items, &types)?;
         }
         Ok(())
     }
+}
+
+/// Check each of `items` (values of `keyword`) against `types`: an item no
+/// type takes is an error naming the first type (in `types` order) that
+/// refused it. With no types, nothing is refused.
+pub(super) fn check_items(
+    keyword: &str,
+    items: &[Item],
+    types: &[KeywordType],
+) -> Result<(), RequestError> {
+    for item in items {
+        let mut first_error = None;
+        let fits = types.iter().any(|ty| {
+            let checked = match item {
+                Item::Value(v) => ty.canonical(v).map(drop),
+                Item::Range { from, to, by } => ty.range(from, to, by.as_deref()).map(drop),
+            };
+            checked
+                .map_err(|e| first_error.get_or_insert(e).clone())
+                .is_ok()
+        });
+        if let (false, Some(source)) = (fits, first_error) {
+            return Err(RequestError::InvalidValue {
+                keyword: keyword.to_string(),
+                source,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Whether a field of `chain` could match `request`: the chain uses every
@@ -83,13 +95,6 @@ fn chain_admits(chain: &[&Rule; 3], request: &Request) -> bool {
             return true;
         };
         let mut predicates = chain.iter().filter_map(|r| r.predicate(keyword)).peekable();
-        predicates.peek().is_some()
-            && predicates.all(|p| match p.matcher {
-                Matcher::OneOf(_) | Matcher::NoneOf(_) => items.iter().any(|item| match item {
-                    Item::Value(v) => p.keyword_type.canonical(v).is_ok_and(|c| p.accepts(&c)),
-                    Item::Range { .. } => true,
-                }),
-                _ => true,
-            })
+        predicates.peek().is_some() && predicates.all(|p| p.admits_any(items))
     })
 }

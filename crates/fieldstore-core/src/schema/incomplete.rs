@@ -4,8 +4,8 @@
 
 use std::fmt;
 
-use super::{Matcher, Predicate, RuleId, Schema};
-use crate::request::{Item, Request, Values};
+use super::{RuleId, Schema};
+use crate::request::{Request, Values};
 
 /// The chain of rules a request comes nearest to naming complete keys of,
 /// and the required keywords of it the request leaves out (never empty).
@@ -90,26 +90,11 @@ impl Schema {
                     missing.push(p.keyword.clone());
                 }
                 None => {}
-                Some(values) if !admits(p, values) => return None,
+                Some(Values::Items(items)) if !p.admits_any(items) => return None,
                 Some(_) => {}
             }
         }
         Some(missing)
-    }
-}
-
-/// Whether `p` accepts one of `values` (a range or `all` is assumed to hold
-/// an accepted value).
-fn admits(p: &Predicate, values: &Values) -> bool {
-    if !matches!(p.matcher, Matcher::OneOf(_) | Matcher::NoneOf(_)) {
-        return true;
-    }
-    match values {
-        Values::All => true,
-        Values::Items(items) => items.iter().any(|item| match item {
-            Item::Range { .. } => true,
-            Item::Value(v) => p.keyword_type.canonical(v).is_ok_and(|c| p.accepts(&c)),
-        }),
     }
 }
 

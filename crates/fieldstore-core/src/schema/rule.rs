@@ -2,6 +2,7 @@
 
 use std::fmt;
 
+use crate::request::Item;
 use crate::types::KeywordType;
 
 /// The three levels of a key.
@@ -18,11 +19,7 @@ pub enum Level {
 impl Level {
     /// The level below, if any.
     pub fn child(self) -> Option<Level> {
-        match self {
-            Level::Dataset => Some(Level::Collocation),
-            Level::Collocation => Some(Level::Element),
-            Level::Element => None,
-        }
+        Level::from_depth(self as u8 + 1)
     }
 
     /// `1`, `2` or `3` as a level name (`dataset`, …).
@@ -103,6 +100,23 @@ impl Predicate {
             self.matcher,
             Matcher::Always | Matcher::OneOf(_) | Matcher::NoneOf(_)
         )
+    }
+
+    /// Whether some of a request's `items` may pass the constraint: a value
+    /// accepted once canonicalised in this predicate's type, or a range
+    /// (not enumerated: assumed to hold one). Only `key=a/b` and
+    /// `key=!a/b` constrain values.
+    pub(super) fn admits_any(&self, items: &[Item]) -> bool {
+        match self.matcher {
+            Matcher::OneOf(_) | Matcher::NoneOf(_) => items.iter().any(|item| match item {
+                Item::Value(v) => self
+                    .keyword_type
+                    .canonical(v)
+                    .is_ok_and(|c| self.accepts(&c)),
+                Item::Range { .. } => true,
+            }),
+            _ => true,
+        }
     }
 }
 

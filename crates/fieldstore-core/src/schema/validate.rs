@@ -3,7 +3,7 @@
 //! crate's layers (`lib.rs`).
 
 use super::Schema;
-use crate::request::{Item, Request, RequestError, Values};
+use crate::request::{Request, RequestError, Values};
 
 impl Request {
     /// Check every keyword against `schema` and every value against the
@@ -33,25 +33,7 @@ impl Request {
             let Values::Items(items) = values else {
                 continue;
             };
-            let types = schema.types_of(kw);
-            for item in items {
-                let mut first_err = None;
-                let ok = types.iter().any(|ty| {
-                    let r = match item {
-                        Item::Value(v) => ty.canonical(v).map(drop),
-                        Item::Range { from, to, by } => ty.range(from, to, by.as_deref()).map(drop),
-                    };
-                    r.map_err(|e| first_err.get_or_insert(e).clone()).is_ok()
-                });
-                if !ok {
-                    if let Some(source) = first_err {
-                        return Err(RequestError::InvalidValue {
-                            keyword: kw.to_string(),
-                            source,
-                        });
-                    }
-                }
-            }
+            super::admit::check_items(kw, items, schema.types_of(kw))?;
         }
         schema.check_values(self)
     }
