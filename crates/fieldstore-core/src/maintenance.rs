@@ -37,17 +37,18 @@ use std::fmt;
 use crate::error::{Error, ErrorKind, Result};
 use crate::key::DatasetKey;
 
-/// An operation a dataset can be locked against (`control`).
+/// An operation a dataset can be locked against (`control`). The
+/// discriminant is the operation's bit in [`Locks::bits`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Operation {
     /// Archiving (and flushing) into the dataset.
-    Archive,
+    Archive = 1,
     /// Retrieving its fields.
-    Retrieve,
+    Retrieve = 2,
     /// Listing it (`list`, `axes`).
-    List,
+    List = 4,
     /// Wiping, purging or moving it.
-    Wipe,
+    Wipe = 8,
 }
 
 impl Operation {
@@ -75,12 +76,7 @@ impl Operation {
     }
 
     fn bit(self) -> u8 {
-        match self {
-            Operation::Archive => 1,
-            Operation::Retrieve => 2,
-            Operation::List => 4,
-            Operation::Wipe => 8,
-        }
+        self as u8
     }
 }
 

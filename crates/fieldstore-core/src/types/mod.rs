@@ -94,7 +94,8 @@ pub enum KeywordType {
 }
 
 impl KeywordType {
-    /// Every type, for tests and documentation.
+    /// Every type, for tests and documentation, and the table
+    /// [`KeywordType::from_name`] looks names up in.
     pub const ALL: &'static [KeywordType] = &[
         KeywordType::Default,
         KeywordType::Date,
@@ -120,27 +121,12 @@ impl KeywordType {
     /// `ClimateMonth` is accepted as an alias of `ClimateMonthly` (the ECMWF
     /// schema's comments use it).
     pub fn from_name(name: &str) -> Option<KeywordType> {
-        Some(match name {
-            "Default" => KeywordType::Default,
-            "Date" => KeywordType::Date,
-            "Time" => KeywordType::Time,
-            "Step" => KeywordType::Step,
-            "Param" => KeywordType::Param,
-            "ParamID" | "ParamId" => KeywordType::ParamId,
-            "Expver" => KeywordType::Expver,
-            "Integer" => KeywordType::Integer,
-            "Double" => KeywordType::Double,
-            "Grid" => KeywordType::Grid,
-            "Ignore" => KeywordType::Ignore,
-            "First3" => KeywordType::First3,
-            "ClimateDaily" => KeywordType::ClimateDaily,
-            "ClimateMonthly" | "ClimateMonth" => KeywordType::ClimateMonthly,
-            "Month" => KeywordType::Month,
-            "MonthOfDate" => KeywordType::MonthOfDate,
-            "Year" => KeywordType::Year,
-            "YearMonth" => KeywordType::YearMonth,
-            _ => return None,
-        })
+        let name = match name {
+            "ParamId" => "ParamID",
+            "ClimateMonth" => "ClimateMonthly",
+            name => name,
+        };
+        KeywordType::ALL.iter().copied().find(|t| t.name() == name)
     }
 
     /// The schema name of the type.

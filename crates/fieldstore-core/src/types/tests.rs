@@ -107,7 +107,40 @@ fn names_round_trip() {
         KeywordType::from_name("ClimateMonth"),
         Some(KeywordType::ClimateMonthly)
     );
+    assert_eq!(
+        KeywordType::from_name("ParamId"),
+        Some(KeywordType::ParamId)
+    );
     assert_eq!(KeywordType::from_name("Nope"), None);
+}
+
+#[test]
+fn all_lists_every_type_once() {
+    use KeywordType::*;
+    // Exhaustive: a new type does not compile here until it has its place
+    // in `ALL` (which `from_name` looks names up in).
+    let place = |ty: KeywordType| match ty {
+        Default => 0,
+        Date => 1,
+        Time => 2,
+        Step => 3,
+        Param => 4,
+        ParamId => 5,
+        Expver => 6,
+        Integer => 7,
+        Double => 8,
+        Grid => 9,
+        Ignore => 10,
+        First3 => 11,
+        ClimateDaily => 12,
+        ClimateMonthly => 13,
+        Month => 14,
+        MonthOfDate => 15,
+        Year => 16,
+        YearMonth => 17,
+    };
+    let places: Vec<usize> = KeywordType::ALL.iter().map(|&ty| place(ty)).collect();
+    assert_eq!(places, (0..18).collect::<Vec<_>>());
 }
 
 #[test]
