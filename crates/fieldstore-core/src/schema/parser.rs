@@ -19,19 +19,11 @@ use super::rule::{Level, Matcher, Predicate, Rule};
 use super::SchemaError;
 use crate::types::KeywordType;
 
-/// A predicate before types are resolved.
+/// A predicate before types are resolved: its matcher's values as written.
 pub(super) struct RawPredicate {
     pub keyword: String,
     pub declared_type: Option<KeywordType>,
-    pub matcher: RawMatcher,
-}
-
-pub(super) enum RawMatcher {
-    Always,
-    OneOf(Vec<String>),
-    NoneOf(Vec<String>),
-    Optional(Option<String>),
-    Hidden(Option<String>),
+    pub matcher: Matcher,
 }
 
 pub(super) struct RawRule {
@@ -57,10 +49,15 @@ const SPECIAL: &[u8] = b"/=,;:[]?#";
 
 impl<'a> Parser<'a> {
     fn error(&self, message: impl Into<String>) -> SchemaError {
+        self.error_at(self.line, self.col, message)
+    }
+
+    /// An error at `line` and `column` (0: the whole rule).
+    fn error_at(&self, line: u32, column: u32, message: impl Into<String>) -> SchemaError {
         SchemaError::Parse {
             name: self.name.to_string(),
-            line: self.line,
-            column: self.col,
+            line,
+            column,
             message: message.into(),
         }
     }
@@ -151,12 +148,8 @@ impl<'a> Parser<'a> {
                 self.describe_next()
             )));
         }
-        KeywordType::from_name(&name).ok_or_else(|| SchemaError::Parse {
-            name: self.name.to_string(),
-            line,
-            column: col,
-            message: format!("unknown type '{name}'"),
-        })
+        KeywordType::from_name(&name)
+            .ok_or_else(|| self.error_at(line, col, format!("unknown type '{name}'")))
     }
 
     fn keyword(&mut self) -> Result<String, SchemaError> {
@@ -170,14 +163,11 @@ impl<'a> Parser<'a> {
             )));
         }
         if !crate::key::is_valid_keyword(&kw) {
-            return Err(SchemaError::Parse {
-                name: self.name.to_string(),
+            return Err(self.error_at(
                 line,
-                column: col,
-                message: format!(
-                    "invalid keyword '{kw}': keywords are ASCII letters, digits, '_' and '.'"
-                ),
-            });
+                col,
+                format!("invalid keyword '{kw}': keywords are ASCII letters, digits, '_' and '.'"),
+            ));
         }
         Ok(kw)
     }
@@ -214,11 +204,11 @@ impl<'a> Parser<'a> {
         let matcher = match self.peek() {
             Some(b'?') => {
                 self.bump();
-                RawMatcher::Optional(self.optional_value(&keyword)?)
+                Matcher::Optional(self.optional_value(&keyword)?)
             }
             Some(b'-') => {
                 self.bump();
-                RawMatcher::Hidden(self.optional_value(&keyword)?)
+                Matcher::Hidden(self.optional_value(&keyword)?)
             }
             Some(b'=') => {
                 self.bump();
@@ -244,12 +234,12 @@ impl<'a> Parser<'a> {
                     }
                 }
                 if exclude {
-                    RawMatcher::NoneOf(values)
+                    Matcher::NoneOf(values)
                 } else {
-                    RawMatcher::OneOf(values)
+                    Matcher::OneOf(values)
                 }
             }
-            _ => RawMatcher::Always,
+            _ => Matcher::Always,
         };
         Ok(RawPredicate {
             keyword,
@@ -295,22 +285,13 @@ impl<'a> Parser<'a> {
             }
         }
         if rule.predicates.is_empty() {
-            return Err(SchemaError::Parse {
-                name: self.name.to_string(),
-                line,
-                column: 0,
-                message: "a rule needs at least one keyword".to_string(),
-            });
+            return Err(self.error_at(line, 0, "a rule needs at least one keyword"));
         }
         if depth < 3 && rule.children.is_empty() {
             let level = if depth == 1 { "dataset" } else { "collocation" };
             let below = if depth == 1 { "collocation" } else { "element" };
-            return Err(SchemaError::Parse {
-                name: self.name.to_string(),
-                line,
-                column: 0,
-                message: format!("this {level} rule has no {below} rule inside it"),
-            });
+            let message = format!("this {level} rule has no {below} rule inside it");
+            return Err(self.error_at(line, 0, message));
         }
         Ok(rule)
     }
@@ -373,11 +354,11 @@ pub(super) fn resolve(
                 .unwrap_or(KeywordType::Default);
             let canon = |v: String| ty.canonical(&v).unwrap_or_else(|_| v.to_ascii_lowercase());
             let (matcher, ty) = match p.matcher {
-                RawMatcher::Always => (Matcher::Always, ty),
-                RawMatcher::OneOf(v) => (Matcher::OneOf(v.into_iter().map(canon).collect()), ty),
-                RawMatcher::NoneOf(v) => (Matcher::NoneOf(v.into_iter().map(canon).collect()), ty),
-                RawMatcher::Optional(d) => (Matcher::Optional(d.map(canon)), ty),
-                RawMatcher::Hidden(d) => (Matcher::Hidden(d), KeywordType::Ignore),
+                Matcher::OneOf(v) => (Matcher::OneOf(v.into_iter().map(canon).collect()), ty),
+                Matcher::NoneOf(v) => (Matcher::NoneOf(v.into_iter().map(canon).collect()), ty),
+                Matcher::Optional(d) => (Matcher::Optional(d.map(canon)), ty),
+                hidden @ Matcher::Hidden(_) => (hidden, KeywordType::Ignore),
+                Matcher::Always => (Matcher::Always, ty),
             };
             Predicate {
                 keyword: p.keyword,
