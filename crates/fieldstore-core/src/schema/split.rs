@@ -48,8 +48,9 @@ impl SplitKey {
 /// rule that got furthest becomes an error: the value it names is looked up
 /// again then, rather than copied at every rule that fails.
 struct Failure {
+    /// The predicates of the rule that matched: the index of the one that
+    /// failed.
     matched: usize,
-    predicate: usize,
     kind: FailureKind,
 }
 
@@ -203,32 +204,13 @@ fn match_level<'s>(
             out.push_unchecked(&p.keyword, "");
             continue;
         }
+        let fail = |kind| Err(Failure { matched: i, kind });
         let value = match (key.canonical(&p.keyword, p.keyword_type), &p.matcher) {
             (None, Matcher::Optional(_)) => "",
-            (None, _) => {
-                return Err(Failure {
-                    matched: i,
-                    predicate: i,
-                    kind: FailureKind::Missing,
-                })
-            }
-            (Some(Err(_)), _) => {
-                return Err(Failure {
-                    matched: i,
-                    predicate: i,
-                    kind: FailureKind::Invalid,
-                })
-            }
-            (Some(Ok(canonical)), _) => {
-                if !p.accepts(canonical) {
-                    return Err(Failure {
-                        matched: i,
-                        predicate: i,
-                        kind: FailureKind::NotAllowed,
-                    });
-                }
-                canonical.as_str()
-            }
+            (Some(Ok(canonical)), _) if p.accepts(canonical) => canonical.as_str(),
+            (None, _) => return fail(FailureKind::Missing),
+            (Some(Err(_)), _) => return fail(FailureKind::Invalid),
+            (Some(Ok(_)), _) => return fail(FailureKind::NotAllowed),
         };
         out.push_unchecked(&p.keyword, value);
     }
@@ -405,7 +387,7 @@ impl Schema {
         let Some((_, id, rule, f)) = best else {
             return Err(SchemaError::NoRules);
         };
-        let p = &rule.predicates[f.predicate];
+        let p = &rule.predicates[f.matched];
         let keyword = p.keyword.clone();
         let rule = self.describe(id);
         let canonical = fields.canonical(&p.keyword, p.keyword_type).cloned();
