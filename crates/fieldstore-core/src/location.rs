@@ -93,14 +93,11 @@ impl FieldLocation {
     /// `InvalidInput` if the range is not inside the field.
     pub fn range(&self, offset: u64, len: u64) -> crate::error::Result<FieldLocation> {
         match offset.checked_add(len) {
-            Some(end) if end <= self.length => Ok(FieldLocation {
-                uri: self.uri.clone(),
-                offset: self.offset + offset,
-                length: len,
-                checksum: None,
-                extension: None,
-                annotates: false,
-            }),
+            Some(end) if end <= self.length => Ok(FieldLocation::new(
+                self.uri.clone(),
+                self.offset + offset,
+                len,
+            )),
             _ => Err(crate::error::Error::invalid_input(format!(
                 "bytes {offset}..{} are outside the {}-byte field at {self}",
                 offset.saturating_add(len),

@@ -163,11 +163,7 @@ impl Request {
 
     /// Set a keyword's values, replacing any.
     pub fn set(&mut self, keyword: &str, values: Values) {
-        let keyword = keyword.to_ascii_lowercase();
-        match self.entries.iter_mut().find(|(k, _)| *k == keyword) {
-            Some(e) => e.1 = values,
-            None => self.entries.push((keyword, values)),
-        }
+        self.set_spelled(&keyword.to_ascii_lowercase(), values);
     }
 
     /// Remove a keyword.

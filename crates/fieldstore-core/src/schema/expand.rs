@@ -159,7 +159,7 @@ impl Schema {
         let request = self.resolve_request(request)?;
         request.validate(self)?;
         let chains: Vec<RuleId> = self.chains().collect();
-        Ok(RequestOrder::listing(self, &request, &chains))
+        Ok(RequestOrder::new(self, &request, &chains, true))
     }
 }
 
@@ -250,7 +250,7 @@ impl Expansion<'_> {
     /// Where stored keys come in this expansion, without enumerating it
     /// ([`RequestOrder`]).
     pub fn order(&self) -> RequestOrder<'_> {
-        RequestOrder::new(self.schema, &self.request, &self.chains)
+        RequestOrder::new(self.schema, &self.request, &self.chains, false)
     }
 }
 
@@ -362,11 +362,7 @@ impl Candidates {
 /// The candidate values per keyword of one chain, in the chain's keyword
 /// order, or `None` if the request leaves out a required keyword of the
 /// chain (or gives it `all`) or a keyword has no candidate the chain accepts.
-pub(super) fn candidates(
-    schema: &Schema,
-    request: &Request,
-    id: RuleId,
-) -> Option<Vec<Candidates>> {
+fn candidates(schema: &Schema, request: &Request, id: RuleId) -> Option<Vec<Candidates>> {
     candidates_of(schema, request, id, false)
 }
 

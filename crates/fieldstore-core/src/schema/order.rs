@@ -10,7 +10,7 @@
 //! store holds instead, keep the keys the request names and sort them into
 //! the order the expansion would have produced them.
 
-use super::expand::{accepted, candidates, candidates_of, Candidates};
+use super::expand::{accepted, candidates_of, Candidates};
 use super::rule::RuleId;
 use super::{Schema, SplitKey};
 use crate::request::{Request, Values};
@@ -40,26 +40,21 @@ pub struct RequestOrder<'s> {
 }
 
 impl<'s> RequestOrder<'s> {
-    pub(super) fn new(schema: &'s Schema, request: &Request, chains: &[RuleId]) -> Self {
-        RequestOrder {
-            schema,
-            request: request.clone(),
-            chains: chains
-                .iter()
-                .filter_map(|&id| candidates(schema, request, id).map(|c| (id, c)))
-                .collect(),
-        }
-    }
-
-    /// The order of a listing's request ([`Schema::listing_order`](super::Schema::listing_order)):
+    /// The order of `request`'s expansion over `chains`; with `listing`,
+    /// of a listing's request ([`Schema::listing_order`](super::Schema::listing_order)):
     /// keywords left out or `all` match any value at one position.
-    pub(super) fn listing(schema: &'s Schema, request: &Request, chains: &[RuleId]) -> Self {
+    pub(super) fn new(
+        schema: &'s Schema,
+        request: &Request,
+        chains: &[RuleId],
+        listing: bool,
+    ) -> Self {
         RequestOrder {
             schema,
             request: request.clone(),
             chains: chains
                 .iter()
-                .filter_map(|&id| candidates_of(schema, request, id, true).map(|c| (id, c)))
+                .filter_map(|&id| candidates_of(schema, request, id, listing).map(|c| (id, c)))
                 .collect(),
         }
     }
