@@ -76,6 +76,8 @@ impl fmt::Display for ErrorKind {
 }
 
 /// fieldstore's error: a kind, a message, and an optional cause.
+#[derive(thiserror::Error)]
+#[error("{message}")]
 pub struct Error {
     kind: ErrorKind,
     message: String,
@@ -179,20 +181,6 @@ impl fmt::Debug for Error {
             d.field("source", source);
         }
         d.finish()
-    }
-}
-
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for Error {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.source
-            .as_deref()
-            .map(|e| e as &(dyn std::error::Error + 'static))
     }
 }
 
