@@ -817,39 +817,8 @@ impl Array<'_> {
     /// # Errors
     /// As libdaos.
     pub fn write(&self, offset: u64, data: &[u8]) -> Result<(), DaosError> {
-        let mut range = ffi::DaosRange {
-            rg_idx: offset,
-            rg_len: data.len() as u64,
-        };
-        let mut iod = ffi::DaosArrayIod {
-            arr_nr: 1,
-            arr_rgs: &mut range,
-            arr_nr_short_read: 0,
-            arr_nr_read: 0,
-        };
-        let mut iov = ffi::DIov {
-            iov_buf: data.as_ptr() as *mut c_void,
-            iov_buf_len: data.len(),
-            iov_len: data.len(),
-        };
-        let mut sgl = ffi::DSgList {
-            sg_nr: 1,
-            sg_nr_out: 0,
-            sg_iovs: &mut iov,
-        };
-        let daos = self.cont.daos();
-        // SAFETY: iod, range, sgl and iov live across the blocking call;
-        // libdaos only reads `data` through the iov.
-        let rc = unsafe {
-            (daos.f.daos_array_write)(
-                self.h,
-                DAOS_TX_NONE,
-                &mut iod,
-                &mut sgl,
-                std::ptr::null_mut(),
-            )
-        };
-        daos.check(rc, "daos_array_write", || self.what())
+        // SAFETY: libdaos only reads `data` through the iov.
+        unsafe { self.io(true, offset, data.as_ptr() as *mut c_void, data.len()) }.map(|_| ())
     }
 
     /// Read `buf.len()` bytes at byte `offset`; returns how many exist
@@ -858,9 +827,27 @@ impl Array<'_> {
     /// # Errors
     /// As libdaos.
     pub fn read(&self, offset: u64, buf: &mut [u8]) -> Result<u64, DaosError> {
+        // SAFETY: libdaos writes at most `buf.len()` bytes.
+        let short = unsafe { self.io(false, offset, buf.as_mut_ptr() as *mut c_void, buf.len()) }?;
+        Ok((buf.len() as u64).saturating_sub(short))
+    }
+
+    /// `daos_array_write` (or `_read`) of the `len` bytes at `data` at byte
+    /// `offset`; returns the read's `arr_nr_short_read`.
+    ///
+    /// # Safety
+    /// `data` is valid for `len` bytes: readable for a write, writable for
+    /// a read.
+    unsafe fn io(
+        &self,
+        write: bool,
+        offset: u64,
+        data: *mut c_void,
+        len: usize,
+    ) -> Result<u64, DaosError> {
         let mut range = ffi::DaosRange {
             rg_idx: offset,
-            rg_len: buf.len() as u64,
+            rg_len: len as u64,
         };
         let mut iod = ffi::DaosArrayIod {
             arr_nr: 1,
@@ -869,9 +856,9 @@ impl Array<'_> {
             arr_nr_read: 0,
         };
         let mut iov = ffi::DIov {
-            iov_buf: buf.as_mut_ptr() as *mut c_void,
-            iov_buf_len: buf.len(),
-            iov_len: buf.len(),
+            iov_buf: data,
+            iov_buf_len: len,
+            iov_len: len,
         };
         let mut sgl = ffi::DSgList {
             sg_nr: 1,
@@ -879,9 +866,15 @@ impl Array<'_> {
             sg_iovs: &mut iov,
         };
         let daos = self.cont.daos();
-        // SAFETY: as for write; libdaos writes at most `buf.len()` bytes.
+        let (call, f) = if write {
+            ("daos_array_write", daos.f.daos_array_write)
+        } else {
+            ("daos_array_read", daos.f.daos_array_read)
+        };
+        // SAFETY: iod, range, sgl and iov live across the blocking call; the
+        // caller vouches for `data`.
         let rc = unsafe {
-            (daos.f.daos_array_read)(
+            f(
                 self.h,
                 DAOS_TX_NONE,
                 &mut iod,
@@ -889,8 +882,8 @@ impl Array<'_> {
                 std::ptr::null_mut(),
             )
         };
-        daos.check(rc, "daos_array_read", || self.what())?;
-        Ok((buf.len() as u64).saturating_sub(iod.arr_nr_short_read))
+        daos.check(rc, call, || self.what())?;
+        Ok(iod.arr_nr_short_read)
     }
 
     /// Size in bytes (one RPC).
