@@ -209,4 +209,19 @@ mod tests {
         assert_eq!(e.to_string(), "field 3 of x.grib: bad");
         assert_eq!(e.kind(), ErrorKind::InvalidInput);
     }
+
+    #[test]
+    fn the_cause_is_the_source() {
+        use std::error::Error as _;
+        let e = Error::from_source(ErrorKind::Io, std::io::Error::other("disk"));
+        assert_eq!(e.to_string(), "disk");
+        assert_eq!(e.source().map(|s| s.to_string()).as_deref(), Some("disk"));
+        let e = Error::internal("bug").with_source(std::fmt::Error);
+        assert_eq!(
+            e.source().map(|s| s.to_string()).as_deref(),
+            Some("an error occurred when formatting an argument")
+        );
+        assert!(Error::corrupt("bad").source().is_none());
+        assert_eq!(format!("{:>6}", Error::corrupt("bad")), "bad", "as written");
+    }
 }
