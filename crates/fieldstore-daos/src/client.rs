@@ -442,11 +442,6 @@ impl Container {
         &self.label
     }
 
-    /// The pool's label.
-    pub fn pool_label(&self) -> &str {
-        &self.pool.label
-    }
-
     /// Reserve `n` object ids; returns the first of `[first, first + n)`.
     ///
     /// # Errors
