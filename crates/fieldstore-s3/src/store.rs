@@ -64,11 +64,6 @@ impl S3Store {
         S3Store::open(&S3Config::from_value(section)?)
     }
 
-    /// The configuration it was opened with.
-    pub fn config(&self) -> &S3Config {
-        &self.cfg
-    }
-
     /// Read `buf.len()` bytes of the field at `location` (checked against
     /// its CRC when it has one).
     fn read_once(&self, location: &FieldLocation, buf: &mut [u8]) -> Result<()> {
