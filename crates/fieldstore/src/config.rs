@@ -119,38 +119,27 @@ impl Config {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawConfig {
-    #[serde(rename = "type", default)]
+    #[serde(rename = "type")]
     kind: Option<String>,
-    #[serde(default)]
     engine: Option<String>,
-    #[serde(default)]
     store: Option<String>,
-    #[serde(default)]
     schema: Option<String>,
-    #[serde(default)]
     fdb_home: Option<String>,
     #[serde(default)]
     spaces: Vec<RawSpace>,
-    #[serde(default)]
     daos: Option<serde_json::Value>,
-    #[serde(default)]
     rados: Option<serde_json::Value>,
-    #[serde(default)]
     s3: Option<serde_json::Value>,
-    #[serde(default)]
     file: Option<serde_json::Value>,
-    #[serde(default, rename = "archive-defaults")]
+    #[serde(rename = "archive-defaults")]
     archive_defaults: Option<serde_yaml_ng::Value>,
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawSpace {
-    #[serde(default)]
     name: Option<String>,
-    #[serde(default)]
     regex: Option<String>,
-    #[serde(default)]
     handler: Option<String>,
     #[serde(default)]
     roots: Vec<RawRoot>,
@@ -161,20 +150,13 @@ struct RawSpace {
 struct RawRoot {
     path: String,
     /// Accepted for FDB5's configs; fieldstore names roots by path.
-    #[serde(default)]
     #[allow(dead_code)]
     name: Option<String>,
-    #[serde(default)]
     writable: Option<bool>,
-    #[serde(default)]
     visit: Option<bool>,
-    #[serde(default)]
     list: Option<bool>,
-    #[serde(default)]
     retrieve: Option<bool>,
-    #[serde(default)]
     archive: Option<bool>,
-    #[serde(default)]
     wipe: Option<bool>,
 }
 
@@ -403,40 +385,41 @@ fn spaces_of(
 }
 
 impl Config {
-    /// The embedded default: a POSIX store under `root` with ECMWF's schema.
-    /// A missing `root` is created by the first archive ([`Root::create`]);
-    /// until then, reading it is `NotFound`.
-    pub fn embedded(root: impl Into<PathBuf>) -> Config {
-        let root = root.into();
+    /// `engine` and `store` with `schema`, from `source`, and nothing else:
+    /// no roots, spaces, backend sections, lanes or archive defaults.
+    fn bare(engine: Engine, store: StoreKind, schema: Schema, source: String) -> Config {
         Config {
-            engine: Engine::Toc,
-            store: StoreKind::File,
-            schema: Schema::ecmwf(),
-            source: format!("embedded store at {}", root.display()),
-            backends: BTreeMap::new(),
-            roots: vec![Root {
-                create: true,
-                ..Root::new(root)
-            }],
+            engine,
+            store,
+            schema,
+            source,
+            roots: Vec::new(),
             spaces: Vec::new(),
+            backends: BTreeMap::new(),
             lanes: Vec::new(),
             archive_defaults: Key::new(),
         }
     }
 
+    /// The embedded default: a POSIX store under `root` with ECMWF's schema.
+    /// A missing `root` is created by the first archive ([`Root::create`]);
+    /// until then, reading it is `NotFound`.
+    pub fn embedded(root: impl Into<PathBuf>) -> Config {
+        let root = root.into();
+        let source = format!("embedded store at {}", root.display());
+        Config {
+            roots: vec![Root {
+                create: true,
+                ..Root::new(root)
+            }],
+            ..Config::bare(Engine::Toc, StoreKind::File, Schema::ecmwf(), source)
+        }
+    }
+
     /// An in-memory store with `schema`.
     pub fn memory(schema: Schema) -> Config {
-        Config {
-            engine: Engine::Memory,
-            store: StoreKind::Memory,
-            schema,
-            roots: Vec::new(),
-            spaces: Vec::new(),
-            source: "in-memory store".to_string(),
-            backends: BTreeMap::new(),
-            lanes: Vec::new(),
-            archive_defaults: Key::new(),
-        }
+        let source = "in-memory store".to_string();
+        Config::bare(Engine::Memory, StoreKind::Memory, schema, source)
     }
 
     /// Parse YAML; relative paths are resolved against `base`. `source`
@@ -464,61 +447,46 @@ impl Config {
                 ));
             }
         }
-        let engine = match raw.engine.as_deref().unwrap_or("toc") {
-            "toc" => Engine::Toc,
-            "memory" => Engine::Memory,
-            "daos" => Engine::Daos,
-            "rados" => Engine::Rados,
-            "s3" => Engine::S3,
-            other => {
-                return Err(invalid(
-                    source,
-                    format!(
-                    "engine '{other}' is not supported (expected toc, daos, rados, s3 or memory)"
+        // Each engine's name, its store's name (the store it uses unless
+        // `store:` says otherwise), and the two.
+        const KINDS: [(&str, &str, Engine, StoreKind); 5] = [
+            ("toc", "file", Engine::Toc, StoreKind::File),
+            ("memory", "memory", Engine::Memory, StoreKind::Memory),
+            ("daos", "daos", Engine::Daos, StoreKind::Daos),
+            ("rados", "rados", Engine::Rados, StoreKind::Rados),
+            ("s3", "s3", Engine::S3, StoreKind::S3),
+        ];
+        let name = raw.engine.as_deref().unwrap_or("toc");
+        let Some(&(_, default_store, engine, _)) = KINDS.iter().find(|k| k.0 == name) else {
+            return Err(invalid(
+                source,
+                format!(
+                    "engine '{name}' is not supported (expected toc, daos, rados, s3 or memory)"
                 ),
-                ))
-            }
+            ));
         };
-        let default_store = match engine {
-            Engine::Toc => "file",
-            Engine::Memory => "memory",
-            Engine::Daos => "daos",
-            Engine::Rados => "rados",
-            Engine::S3 => "s3",
-            // Not spelt in a local config.
-            Engine::Select | Engine::Remote => "file",
-        };
-        let store = match raw.store.as_deref().unwrap_or(default_store) {
-            "file" => StoreKind::File,
-            "memory" => StoreKind::Memory,
-            "daos" => StoreKind::Daos,
-            "rados" => StoreKind::Rados,
-            "s3" => StoreKind::S3,
-            other => {
-                return Err(invalid(
-                    source,
-                    format!(
-                    "store '{other}' is not supported (expected file, daos, rados, s3 or memory)"
+        let name = raw.store.as_deref().unwrap_or(default_store);
+        let Some(&(.., store)) = KINDS.iter().find(|k| k.1 == name) else {
+            return Err(invalid(
+                source,
+                format!(
+                    "store '{name}' is not supported (expected file, daos, rados, s3 or memory)"
                 ),
-                ))
-            }
+            ));
         };
         let schema = schema_at(raw.schema.as_deref(), base, source)?;
         let fdb_home = raw.fdb_home.as_deref().map(|h| base.join(h));
         let (spaces, roots) = spaces_of(raw.spaces, base, fdb_home.as_deref(), source)?;
-        let mut backends = BTreeMap::new();
-        if let Some(v) = raw.daos {
-            backends.insert("daos".to_string(), v);
-        }
-        if let Some(v) = raw.rados {
-            backends.insert("rados".to_string(), v);
-        }
-        if let Some(v) = raw.s3 {
-            backends.insert("s3".to_string(), v);
-        }
-        if let Some(v) = raw.file {
-            backends.insert("file".to_string(), v);
-        }
+        let sections = [
+            ("daos", raw.daos),
+            ("rados", raw.rados),
+            ("s3", raw.s3),
+            ("file", raw.file),
+        ];
+        let backends = sections
+            .into_iter()
+            .filter_map(|(name, v)| Some((name.to_string(), v?)))
+            .collect();
         if (engine == Engine::Toc || store == StoreKind::File) && roots.is_empty() {
             return Err(invalid(
                 source,
@@ -527,15 +495,11 @@ impl Config {
         }
         let archive_defaults = archive_defaults(raw.archive_defaults.as_ref(), source)?;
         Ok(Config {
-            engine,
-            store,
-            schema,
             roots,
             spaces,
-            source: source.to_string(),
             backends,
-            lanes: Vec::new(),
             archive_defaults,
+            ..Config::bare(engine, store, schema, source.to_string())
         })
     }
 
@@ -609,17 +573,16 @@ impl Config {
                 "timeout": timeout,
             }),
         );
+        // The schema is replaced by the server's when the store is opened.
+        let schema = Schema::ecmwf();
         Ok(Config {
-            engine: Engine::Remote,
-            store: StoreKind::Remote,
-            // Replaced by the server's when the store is opened.
-            schema: Schema::ecmwf(),
-            roots: Vec::new(),
-            spaces: Vec::new(),
-            source: source.to_string(),
             backends,
-            lanes: Vec::new(),
-            archive_defaults: Key::default(),
+            ..Config::bare(
+                Engine::Remote,
+                StoreKind::Remote,
+                schema,
+                source.to_string(),
+            )
         })
     }
 
@@ -738,15 +701,14 @@ impl Config {
             });
         }
         Ok(Config {
-            engine: Engine::Select,
-            store: StoreKind::Select,
-            schema,
-            roots: Vec::new(),
-            spaces: Vec::new(),
-            source: source.to_string(),
-            backends: BTreeMap::new(),
             lanes,
             archive_defaults: archive_defaults(defaults.as_ref(), source)?,
+            ..Config::bare(
+                Engine::Select,
+                StoreKind::Select,
+                schema,
+                source.to_string(),
+            )
         })
     }
 
@@ -945,5 +907,36 @@ mod tests {
         .unwrap_err();
         assert!(e.to_string().contains("spaces[0].roots[0]"), "{e}");
         assert!(e.to_string().contains("unknown field `writeable`"), "{e}");
+    }
+
+    #[test]
+    fn each_engine_has_its_store_unless_told_and_unknown_ones_are_named() {
+        let base = Path::new("/etc/fs");
+        for (engine, store) in [
+            ("memory", StoreKind::Memory),
+            ("daos", StoreKind::Daos),
+            ("rados", StoreKind::Rados),
+            ("s3", StoreKind::S3),
+        ] {
+            let c = Config::from_yaml(&format!("engine: {engine}\n"), base, "c.yaml").unwrap();
+            assert_eq!(c.store, store, "{engine}");
+        }
+        let c =
+            Config::from_yaml("engine: memory\nstore: daos\nschema: ~\n", base, "c.yaml").unwrap();
+        assert_eq!((c.engine, c.store), (Engine::Memory, StoreKind::Daos));
+        let e = Config::from_yaml("engine: memory\nstore: toc\n", base, "c.yaml").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "c.yaml: store 'toc' is not supported (expected file, daos, rados, s3 or memory)"
+        );
+        let e = Config::from_yaml("engine: file\n", base, "c.yaml").unwrap_err();
+        assert!(
+            e.to_string().contains("engine 'file' is not supported"),
+            "{e}"
+        );
+        let c = Config::from_yaml("engine: memory\ns3: {a: 1}\nfile: {b: 2}\n", base, "c.yaml")
+            .unwrap();
+        assert_eq!(c.backends.keys().collect::<Vec<_>>(), ["file", "s3"]);
+        assert_eq!(c.backend("s3")["a"], 1);
     }
 }
