@@ -40,7 +40,7 @@ use fieldstore_core::{
 use crate::config::RadosConfig;
 use crate::format::{self, Enc};
 use crate::naming::{self, ROOT};
-use crate::rados::{Pool, WriteOp, ECANCELED, EEXIST, EFBIG, ENOENT};
+use crate::rados::{OrMissing, Pool, WriteOp, ECANCELED, EEXIST, EFBIG, ENOENT};
 use crate::reader::{log_from, Blocks, RadosLog, RadosReader};
 use crate::registry::{head_lost, register, unregister, Registry, WIPING};
 use crate::segments::{
@@ -388,12 +388,9 @@ impl CatalogueMedium for RadosMedium {
         if w.since_stat >= STAT_EVERY || self.log_segment_size < (1 << 20) {
             w.since_stat = 0;
             let obj = segment_object(object, w.segment);
-            let size = match self.pool.stat(&obj) {
-                Ok(s) => s,
-                Err(e) if e == ENOENT => return Err(wiped_while_writing(key)),
-                Err(e) => {
-                    return Err(e.error(format!("checking the size of {}", self.pool.what(&obj))))
-                }
+            let what = || format!("checking the size of {}", self.pool.what(&obj));
+            let Some(size) = self.pool.stat(&obj).or_missing(what)? else {
+                return Err(wiped_while_writing(key));
             };
             if size >= self.log_segment_size {
                 self.seal(key, object, w)?;
@@ -411,18 +408,16 @@ impl CatalogueMedium for RadosMedium {
 
     /// Segment 0's `!locks` key.
     fn locks(&self, dataset: &RadosDataset) -> Result<Locks> {
-        match self.pool.omap_get(&dataset.object, &[LOCKS]) {
-            Ok(v) => Ok(v
-                .into_iter()
-                .next()
-                .and_then(|(_, b)| b.first().copied())
-                .map_or(Locks::NONE, Locks::from_bits)),
-            Err(e) if e == ENOENT => Ok(Locks::NONE),
-            Err(e) => Err(e.error(format!(
-                "reading the locks of {}",
-                self.pool.what(&dataset.object)
-            ))),
-        }
+        let what = || format!("reading the locks of {}", self.pool.what(&dataset.object));
+        let v = self
+            .pool
+            .omap_get(&dataset.object, &[LOCKS])
+            .or_missing(what)?;
+        Ok(v.into_iter()
+            .flatten()
+            .next()
+            .and_then(|(_, b)| b.first().copied())
+            .map_or(Locks::NONE, Locks::from_bits))
     }
 
     /// Segment 0 keeps the set (for `locks`); then, in one operation on
@@ -581,11 +576,8 @@ impl MediumMaintenance for RadosMedium {
         if let Some(last) = last {
             for k in (0..=last).rev() {
                 let obj = segment_object(&object, k);
-                match self.pool.remove(&obj) {
-                    Ok(()) => {}
-                    Err(e) if e == ENOENT => {}
-                    Err(e) => return Err(e.error(format!("removing {}", self.pool.what(&obj)))),
-                }
+                let what = || format!("removing {}", self.pool.what(&obj));
+                self.pool.remove(&obj).or_missing(what)?;
             }
         }
         let marker = list_lock_marker(dataset);

@@ -43,7 +43,7 @@ use std::time::{Duration, Instant};
 
 use fieldstore_core::{Error, ErrorKind, Result};
 
-use crate::rados::{Errno, Pool, WriteOp, ENOENT};
+use crate::rados::{Errno, OrMissing, Pool, WriteOp, ENOENT};
 
 /// The default lease: Ceph's own `osd_client_watch_timeout`.
 pub(crate) const DEFAULT_LEASE: Duration = Duration::from_secs(30);
@@ -267,30 +267,24 @@ pub(crate) fn states<'p>(
     let mut lease = Duration::ZERO;
     for prefix in prefixes {
         let closed = closed_object(prefix);
-        match pool.stat(&closed) {
-            Ok(_) => {
-                out.insert(prefix.to_string(), WriterState::Closed);
-                continue;
-            }
-            Err(e) if e == ENOENT => {}
-            Err(e) => return Err(e.error(format!("reading {}", pool.what(&closed)))),
+        let what = || format!("reading {}", pool.what(&closed));
+        if pool.stat(&closed).or_missing(what)?.is_some() {
+            out.insert(prefix.to_string(), WriterState::Closed);
+            continue;
         }
         let alive = alive_object(prefix);
         let mut buf = [0u8; 16];
-        match pool.read(&alive, 0, &mut buf) {
-            Ok(n) => {
-                let secs = std::str::from_utf8(&buf[..n])
-                    .ok()
-                    .and_then(|s| s.trim().parse::<u64>().ok())
-                    .unwrap_or(DEFAULT_LEASE.as_secs());
-                lease = lease.max(Duration::from_secs(secs));
-                ask.push((prefix.to_string(), alive));
-            }
-            Err(e) if e == ENOENT => {
-                out.insert(prefix.to_string(), WriterState::Unknown);
-            }
-            Err(e) => return Err(e.error(format!("reading {}", pool.what(&alive)))),
-        }
+        let what = || format!("reading {}", pool.what(&alive));
+        let Some(n) = pool.read(&alive, 0, &mut buf).or_missing(what)? else {
+            out.insert(prefix.to_string(), WriterState::Unknown);
+            continue;
+        };
+        let secs = std::str::from_utf8(&buf[..n])
+            .ok()
+            .and_then(|s| s.trim().parse::<u64>().ok())
+            .unwrap_or(DEFAULT_LEASE.as_secs());
+        lease = lease.max(Duration::from_secs(secs));
+        ask.push((prefix.to_string(), alive));
     }
     if ask.is_empty() {
         return Ok(out);

@@ -245,7 +245,7 @@ fn log_bench() {
     let t = Instant::now();
     let (mut after, mut n) = ("f.".to_string(), 0usize);
     loop {
-        let (page, more) = pool.omap_page(&object, &after, "f.", 64).unwrap();
+        let (page, more) = pool.omap_page(&object, after.as_bytes(), "f.", 64).unwrap();
         n += page.len();
         match page.last() {
             Some((k, _)) if more => after = String::from_utf8(k.clone()).unwrap(),

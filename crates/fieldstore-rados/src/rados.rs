@@ -67,6 +67,23 @@ impl Errno {
     }
 }
 
+/// A librados result in which a missing object (`ENOENT`) is no error.
+pub(crate) trait OrMissing<T> {
+    /// The value, `None` if the object is missing, or the error naming
+    /// `what()`.
+    fn or_missing(self, what: impl FnOnce() -> String) -> Result<Option<T>>;
+}
+
+impl<T> OrMissing<T> for std::result::Result<T, Errno> {
+    fn or_missing(self, what: impl FnOnce() -> String) -> Result<Option<T>> {
+        match self {
+            Ok(v) => Ok(Some(v)),
+            Err(ENOENT) => Ok(None),
+            Err(e) => Err(e.error(what())),
+        }
+    }
+}
+
 impl fmt::Display for Errno {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         std::io::Error::from_raw_os_error(self.0).fmt(f)
@@ -457,7 +474,7 @@ impl Pool {
     pub(crate) fn omap_page(
         &self,
         oid: &str,
-        start_after: &str,
+        start_after: &[u8],
         prefix: &str,
         max: u64,
     ) -> std::result::Result<(Pairs, bool), Errno> {
@@ -480,6 +497,37 @@ impl Pool {
             }
         })?;
         Ok((pairs, more != 0))
+    }
+
+    /// Visit `oid`'s omap pairs whose keys begin with `prefix`, in key
+    /// order, reading `page` pairs at a time; `false` if `oid` does not
+    /// exist.
+    ///
+    /// # Errors
+    /// As librados (naming `what()`), or as `visit`.
+    pub(crate) fn omap_each(
+        &self,
+        oid: &str,
+        prefix: &str,
+        page: u64,
+        what: impl Fn() -> String,
+        mut visit: impl FnMut(Vec<u8>, Vec<u8>) -> Result<()>,
+    ) -> Result<bool> {
+        let mut after = Vec::new();
+        loop {
+            let read = self.omap_page(oid, &after, prefix, page);
+            let Some((pairs, more)) = read.or_missing(&what)? else {
+                return Ok(false);
+            };
+            let last = pairs.last().map(|(k, _)| k.clone());
+            for (k, v) in pairs {
+                visit(k, v)?;
+            }
+            match last {
+                Some(k) if more => after = k,
+                _ => return Ok(true),
+            }
+        }
     }
 
     /// At most `max` omap keys of `oid` after `start_after`, in key order

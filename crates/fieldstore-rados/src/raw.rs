@@ -8,7 +8,7 @@
 use fieldstore_core::{Error, Result};
 
 use crate::config::RadosConfig;
-use crate::rados::{Pool, WriteOp, ENOENT};
+use crate::rados::{OrMissing, Pool, WriteOp, ENOENT};
 
 /// The configured pool, for raw object I/O.
 ///
@@ -63,10 +63,8 @@ impl RawObjects {
     /// # Errors
     /// As librados, naming the object.
     pub fn remove(&self, oid: &str) -> Result<()> {
-        match self.pool.remove(oid) {
-            Err(ENOENT) => Ok(()),
-            r => r.map_err(|e| e.error(format!("removing {}", self.pool.what(oid)))),
-        }
+        let what = || format!("removing {}", self.pool.what(oid));
+        self.pool.remove(oid).or_missing(what).map(drop)
     }
 
     /// The names of every object in the namespace, sorted (one listing of
@@ -104,31 +102,18 @@ impl RawObjects {
     }
 
     /// Every omap pair of `oid`, in key order (none for an object without
-    /// an omap). Keys are UTF-8, as every key fieldstore writes.
+    /// an omap).
     ///
     /// # Errors
     /// As librados, naming the object.
     pub fn omap(&self, oid: &str) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
-        let mut out: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
-        loop {
-            let after = match out.last() {
-                None => String::new(),
-                Some((k, _)) => String::from_utf8(k.clone()).map_err(|_| {
-                    Error::invalid_input(format!(
-                        "{}: an omap key that is not UTF-8",
-                        self.pool.what(oid)
-                    ))
-                })?,
-            };
-            let (page, more) = self
-                .pool
-                .omap_page(oid, &after, "", 1000)
-                .map_err(|e| e.error(format!("reading the omap of {}", self.pool.what(oid))))?;
-            out.extend(page);
-            if !more {
-                return Ok(out);
-            }
-        }
+        let mut out = Vec::new();
+        let what = || format!("reading the omap of {}", self.pool.what(oid));
+        let found = self.pool.omap_each(oid, "", 1000, what, |k, v| {
+            out.push((k, v));
+            Ok(())
+        })?;
+        found.then_some(out).ok_or_else(|| ENOENT.error(what()))
     }
 
     /// Create `oid` holding `data` and the omap pairs `omap`, in one

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use fieldstore_core::{DatasetKey, Error, ErrorKind, Key, Result};
 
 use crate::naming::ROOT;
-use crate::rados::{Pool, WriteOp, ECANCELED, ENOENT};
+use crate::rados::{OrMissing, Pool, WriteOp, ECANCELED, ENOENT};
 use crate::segments::{append_error, count, counter, PAGE};
 
 /// The datasets a root registers, and its count as stored, if it has one
@@ -41,21 +41,11 @@ impl Registry {
     /// Visit the root's omap keys that start with `prefix` and their
     /// values, a page of `PAGE` per read.
     pub(crate) fn keys(&self, prefix: &str, visit: &mut KeyVisitor<'_>) -> Result<()> {
-        let mut after = String::new();
-        loop {
-            let (page, more) = match self.pool.omap_page(ROOT, &after, prefix, PAGE) {
-                Ok(p) => p,
-                Err(e) if e == ENOENT => return Ok(()),
-                Err(e) => return Err(e.error(format!("reading {}", self.pool.what(ROOT)))),
-            };
-            for (k, v) in &page {
-                visit(k, v)?;
-            }
-            match page.last() {
-                Some((k, _)) if more => after = String::from_utf8_lossy(k).into_owned(),
-                _ => return Ok(()),
-            }
-        }
+        let what = || format!("reading {}", self.pool.what(ROOT));
+        let visit = |k: Vec<u8>, v: Vec<u8>| visit(&k, &v);
+        self.pool
+            .omap_each(ROOT, prefix, PAGE, what, visit)
+            .map(drop)
     }
 
     /// Set the root's count ([`DATASETS`]) to `n` if it is still
@@ -152,11 +142,10 @@ pub(crate) const WIPING: &str = "!wiping ";
 pub(crate) fn head_lost(pool: &Pool, key: &DatasetKey) -> Result<bool> {
     let k = key.to_string();
     let wiping = format!("{WIPING}{k}");
-    match pool.omap_get(ROOT, &[k.as_bytes(), wiping.as_bytes()]) {
-        Ok(v) => Ok(v.len() == 1 && v[0].0 == k.as_bytes()),
-        Err(e) if e == ENOENT => Ok(false),
-        Err(e) => Err(e.error(format!("reading {}", pool.what(ROOT)))),
-    }
+    let v = pool
+        .omap_get(ROOT, &[k.as_bytes(), wiping.as_bytes()])
+        .or_missing(|| format!("reading {}", pool.what(ROOT)))?;
+    Ok(v.is_some_and(|v| v.len() == 1 && v[0].0 == k.as_bytes()))
 }
 
 /// Register a dataset in the root object's omap (after its first flush, so
@@ -169,11 +158,10 @@ pub(crate) fn head_lost(pool: &Pool, key: &DatasetKey) -> Result<bool> {
 pub(crate) fn register(pool: &Pool, object: &str, key: &DatasetKey, lost: bool) -> Result<bool> {
     let k = key.to_string();
     let registered = |pool: &Pool| -> Result<Option<Vec<u8>>> {
-        match pool.omap_get(ROOT, &[k.as_bytes()]) {
-            Ok(mut v) => Ok(v.pop().map(|(_, v)| v)),
-            Err(e) if e == ENOENT => Ok(None),
-            Err(e) => Err(e.error(format!("reading {}", pool.what(ROOT)))),
-        }
+        let v = pool
+            .omap_get(ROOT, &[k.as_bytes()])
+            .or_missing(|| format!("reading {}", pool.what(ROOT)))?;
+        Ok(v.and_then(|mut v| v.pop()).map(|(_, v)| v))
     };
     let mut current = registered(pool)?;
     if current.is_none() {

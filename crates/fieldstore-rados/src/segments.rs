@@ -15,7 +15,7 @@ use fieldstore_core::record::maintenance as records;
 use fieldstore_core::{DatasetKey, Error, ErrorKind, Result};
 
 use crate::format::{self, Enc, Framed};
-use crate::rados::{Errno, Pool, WriteOp, ECANCELED, ENOENT, EOPNOTSUPP, EPERM};
+use crate::rados::{Errno, OrMissing, Pool, WriteOp, ECANCELED, ENOENT, EOPNOTSUPP, EPERM};
 
 /// Keys listed per omap read (the root's, a segment's).
 pub(crate) const PAGE: u64 = 1000;
@@ -59,10 +59,9 @@ pub(crate) fn seal_of(pool: &Pool, object: &str) -> Result<Seal> {
 /// record was appended since INIT, or only by a version before it), in
 /// one omap read; `None` if the segment is gone (a wipe).
 pub(crate) fn segment_end(pool: &Pool, object: &str) -> Result<Option<(Seal, Option<u64>)>> {
-    let v = match pool.omap_get(object, &[SEALED, RECORDS]) {
-        Ok(v) => v,
-        Err(e) if e == ENOENT => return Ok(None),
-        Err(e) => return Err(e.error(format!("reading the seal of {}", pool.what(object)))),
+    let what = || format!("reading the seal of {}", pool.what(object));
+    let Some(v) = pool.omap_get(object, &[SEALED, RECORDS]).or_missing(what)? else {
+        return Ok(None);
     };
     let (mut seal, mut records) = (Seal::Open, None);
     for (k, v) in v {
@@ -155,13 +154,13 @@ pub(crate) fn last_segment(pool: &Pool, base: &str) -> Result<Option<(u32, Seal)
                 // (damage; its SEAL record is there). Seal it (again), so
                 // that nothing is appended after a SEAL, and go on.
                 let next = segment_object(base, k + 1);
-                match pool.stat(&next) {
-                    Ok(_) => match seal_segment(pool, base, k)? {
-                        Some(n) => k = n,
-                        None => return Ok(Some((k, Seal::Wiped))),
-                    },
-                    Err(e) if e == ENOENT => return Ok(Some((k, Seal::Open))),
-                    Err(e) => return Err(e.error(format!("reading {}", pool.what(&next)))),
+                let what = || format!("reading {}", pool.what(&next));
+                if pool.stat(&next).or_missing(what)?.is_none() {
+                    return Ok(Some((k, Seal::Open)));
+                }
+                match seal_segment(pool, base, k)? {
+                    Some(n) => k = n,
+                    None => return Ok(Some((k, Seal::Wiped))),
                 }
             }
             Seal::Wiped => return Ok(Some((k, Seal::Wiped))),
@@ -296,10 +295,12 @@ pub(crate) fn read_from(pool: &Pool, object: &str, pos: u64) -> Result<Option<Ve
     loop {
         let start = out.len();
         out.resize(start + step, 0);
-        let n = match pool.read(object, pos + start as u64, &mut out[start..]) {
-            Ok(n) => n,
-            Err(e) if e == ENOENT => return Ok(None),
-            Err(e) => return Err(e.error(format!("reading the log of {}", pool.what(object)))),
+        let what = || format!("reading the log of {}", pool.what(object));
+        let Some(n) = pool
+            .read(object, pos + start as u64, &mut out[start..])
+            .or_missing(what)?
+        else {
+            return Ok(None);
         };
         out.truncate(start + n);
         if n < step {
@@ -316,14 +317,13 @@ pub(crate) fn read_init(pool: &Pool, object: &str) -> Result<Option<(DatasetKey,
     let what = || format!("{} at offset 0", pool.what(object));
     let read = |len: usize| -> Result<Option<Vec<u8>>> {
         let mut buf = vec![0u8; len];
-        match pool.read(object, 0, &mut buf) {
-            Ok(n) => {
-                buf.truncate(n);
-                Ok(Some(buf))
-            }
-            Err(e) if e == ENOENT => Ok(None),
-            Err(e) => Err(e.error(format!("reading {}", pool.what(object)))),
-        }
+        let n = pool
+            .read(object, 0, &mut buf)
+            .or_missing(|| format!("reading {}", pool.what(object)))?;
+        Ok(n.map(|n| {
+            buf.truncate(n);
+            buf
+        }))
     };
     let Some(mut buf) = read(64 << 10)? else {
         return Ok(None);

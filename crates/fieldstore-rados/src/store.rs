@@ -34,7 +34,7 @@ use fieldstore_core::{
 use crate::config::RadosConfig;
 use crate::liveness::{self, closed_object, Liveness};
 use crate::naming;
-use crate::rados::{Pending, Pool, ENOENT};
+use crate::rados::{OrMissing, Pending, Pool, ENOENT};
 
 /// Small fields are gathered into writes of this size.
 const CHUNK: usize = 4 << 20;
@@ -250,14 +250,13 @@ impl StoreMaintenance for RadosStore {
                 continue;
             }
             for object in objects {
-                match self.pool.stat(object) {
-                    Ok(bytes) => out.push(Unit {
+                let what = || format!("reading {}", self.pool.what(object));
+                if let Some(bytes) = self.pool.stat(object).or_missing(what)? {
+                    out.push(Unit {
                         uri: naming::uri(&self.pool.pool, &self.pool.namespace, object),
                         bytes: Some(bytes),
                         state: UnitState::Idle,
-                    }),
-                    Err(e) if e == ENOENT => {}
-                    Err(e) => return Err(e.error(format!("reading {}", self.pool.what(object)))),
+                    });
                 }
             }
         }
@@ -266,16 +265,13 @@ impl StoreMaintenance for RadosStore {
 
     fn inspect(&self, uri: &str) -> Result<Unit> {
         let (pool, object) = self.unit(uri)?;
-        let bytes = match pool.stat(object) {
-            Ok(b) => b,
-            Err(e) if e == ENOENT => {
-                return Ok(Unit {
-                    uri: uri.to_string(),
-                    bytes: None,
-                    state: UnitState::Missing,
-                })
-            }
-            Err(e) => return Err(e.error(format!("reading {}", pool.what(object)))),
+        let what = || format!("reading {}", pool.what(object));
+        let Some(bytes) = pool.stat(object).or_missing(what)? else {
+            return Ok(Unit {
+                uri: uri.to_string(),
+                bytes: None,
+                state: UnitState::Missing,
+            });
         };
         // Only a writer that closed its objects, or died, is known to be
         // done with them (a live one appends to its newest, and will flush
@@ -356,11 +352,8 @@ impl StoreMaintenance for RadosStore {
         for uri in units {
             let (pool, object) = self.unit(uri)?;
             for o in std::iter::once(object.to_string()).chain(markers_of(object)) {
-                match pool.remove(&o) {
-                    Ok(()) => {}
-                    Err(e) if e == ENOENT => {}
-                    Err(e) => return Err(e.error(format!("removing {}", pool.what(&o)))),
-                }
+                pool.remove(&o)
+                    .or_missing(|| format!("removing {}", pool.what(&o)))?;
             }
         }
         Ok(())
@@ -632,11 +625,9 @@ struct HeldObject<'a> {
 impl HeldUnit for HeldObject<'_> {
     fn remove(self: Box<Self>) -> Result<()> {
         let (pool, object) = self.store.unit(&self.uri)?;
-        match pool.remove(object) {
-            Ok(()) => Ok(()),
-            Err(e) if e == ENOENT => Ok(()),
-            Err(e) => Err(e.error(format!("removing {}", pool.what(object)))),
-        }
+        pool.remove(object)
+            .or_missing(|| format!("removing {}", pool.what(object)))
+            .map(drop)
     }
 }
 

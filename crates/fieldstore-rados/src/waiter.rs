@@ -298,33 +298,23 @@ impl RadosWaiter {
         if !self.watches.contains_key(ROOT) {
             added |= self.add(ROOT, true, None);
         }
-        let mut after = String::new();
-        loop {
-            let (page, more) = match self.pool.omap_page(ROOT, &after, "", PAGE) {
-                Ok(p) => p,
-                Err(e) if e == ENOENT => return Ok(added),
-                Err(e) => {
-                    return Err(e.error(format!("listing datasets in {}", self.pool.what(ROOT))))
-                }
+        let pool = Arc::clone(&self.pool);
+        let what = || format!("listing datasets in {}", pool.what(ROOT));
+        pool.omap_each(ROOT, "", PAGE, what, |k, v| {
+            // `!list-locked …` markers are not datasets.
+            if k.starts_with(b"!") {
+                return Ok(());
+            }
+            let Ok(object) = std::str::from_utf8(&v) else {
+                return Ok(());
             };
-            for (k, v) in &page {
-                after = String::from_utf8_lossy(k).into_owned();
-                // `!list-locked …` markers are not datasets.
-                if after.starts_with('!') {
-                    continue;
-                }
-                let Ok(object) = std::str::from_utf8(v) else {
-                    continue;
-                };
-                if !object.is_empty() && !self.watches.contains_key(object) {
-                    let dataset = after.parse::<Key>().ok().map(DatasetKey);
-                    added |= self.add(object, false, dataset);
-                }
+            if !object.is_empty() && !self.watches.contains_key(object) {
+                let key = String::from_utf8_lossy(&k).parse::<Key>().ok();
+                added |= self.add(object, false, key.map(DatasetKey));
             }
-            if !more || page.is_empty() {
-                return Ok(added);
-            }
-        }
+            Ok(())
+        })?;
+        Ok(added)
     }
 
     /// Unregister the watches whose callbacks reported an error and watch
