@@ -7,7 +7,8 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use fieldstore_core::{DatasetKey, Error, ErrorKind, Key, Result};
+use fieldstore_core::engine::stored_key;
+use fieldstore_core::{DatasetKey, Error, ErrorKind, Result};
 
 use crate::naming::ROOT;
 use crate::rados::{OrMissing, Pool, WriteOp, ECANCELED, ENOENT};
@@ -76,11 +77,7 @@ impl Registry {
             } else if !k.starts_with(b"!") {
                 // `!` keys are marks (`!list-locked <key>`), not datasets.
                 let text = String::from_utf8_lossy(k);
-                let key: Key = text.parse().map_err(|e| {
-                    let root = self.pool.what(ROOT);
-                    Error::corrupt(format!("{root}: bad dataset key {text:?}: {e}"))
-                })?;
-                keys.push(DatasetKey(key));
+                keys.push(stored_key(&text, &|| self.pool.what(ROOT))?);
             }
             Ok(())
         })?;
