@@ -47,7 +47,7 @@ fn log_at(segment: u32, offset: u64) -> u64 {
 }
 
 /// Where a RADOS reader stopped in its dataset's log.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct RadosCursor {
     /// The log segment being followed.
     segment: u32,
@@ -96,14 +96,8 @@ pub(crate) fn log_from(pos: u64, schema: Arc<str>) -> ReaderLog {
     Log::new(
         schema,
         RadosCursor {
-            segment: 0,
             pos,
-            gone: false,
-            looked_at: EndLook::default(),
-            records: 0,
-            uncountable: false,
-            reported: false,
-            cut_below: false,
+            ..RadosCursor::default()
         },
     )
 }
