@@ -31,6 +31,7 @@ pub use crate::yaml::{check_yaml, parse_yaml, parse_yaml_as, YAML_MAX_BYTES, YAM
 
 use crate::placement::{self, Placement, Space};
 use crate::routing::{self, Lane, Matcher};
+use crate::yaml::invalid;
 
 /// Which catalogue (`engine:`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -195,10 +196,6 @@ fn archive_defaults(value: Option<&serde_yaml_ng::Value>, source: &str) -> Resul
             .map_err(|e| invalid(source, format!("archive-defaults.{keyword}: {e}")))?;
     }
     Ok(key)
-}
-
-fn invalid(source: &str, message: impl std::fmt::Display) -> Error {
-    Error::new(ErrorKind::InvalidConfig, format!("{source}: {message}"))
 }
 
 /// The schema a config names (`schema:`), or ECMWF's.

@@ -32,6 +32,7 @@ use fieldstore_core::{Error, ErrorKind, Result};
 use serde_yaml_ng::{Mapping, Value};
 
 use crate::config::Config;
+use crate::yaml::invalid;
 
 /// A YAML value in a message: `'text'`, or its YAML form.
 fn show(v: &Value) -> String {
@@ -45,10 +46,6 @@ fn show(v: &Value) -> String {
 
 fn env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.is_empty())
-}
-
-fn invalid(source: &str, message: impl std::fmt::Display) -> Error {
-    Error::new(ErrorKind::InvalidConfig, format!("{source}: {message}"))
 }
 
 fn unsupported(source: &str, message: impl std::fmt::Display) -> Error {
@@ -154,13 +151,13 @@ fn from_fdb5_file(path: &Path, via: &str) -> Result<Config> {
 
 /// `~fdb` (or `~fdb/…`) expanded from `fdb_home`, `FDB_HOME` or
 /// `FDB5_HOME`.
-fn expand_home(path: &str, fdb_home: Option<&str>, source: &str) -> Result<String> {
-    let Some(rest) = path.strip_prefix("~fdb") else {
-        return Ok(path.to_string());
+fn expand_home(path: &mut String, fdb_home: Option<&str>, source: &str) -> Result<()> {
+    let Some(rest) = path
+        .strip_prefix("~fdb")
+        .filter(|rest| rest.is_empty() || rest.starts_with('/'))
+    else {
+        return Ok(());
     };
-    if !(rest.is_empty() || rest.starts_with('/')) {
-        return Ok(path.to_string());
-    }
     let home = fdb_home
         .map(str::to_string)
         .or_else(|| env("FDB_HOME"))
@@ -171,7 +168,8 @@ fn expand_home(path: &str, fdb_home: Option<&str>, source: &str) -> Result<Strin
                 format!("'{path}' needs fdb_home in the config or FDB_HOME in the environment"),
             )
         })?;
-    Ok(format!("{home}{rest}"))
+    *path = format!("{home}{rest}");
+    Ok(())
 }
 
 fn flag(map: &Mapping, key: &str, source: &str) -> Result<Option<bool>> {
@@ -235,9 +233,8 @@ fn translate_local(map: &mut Mapping, fdb_home: Option<&str>, source: &str) -> R
             None => {}
         }
     }
-    if let Some(Value::String(schema)) = map.get("schema") {
-        let expanded = expand_home(schema, fdb_home, source)?;
-        map.insert(Value::from("schema"), Value::String(expanded));
+    if let Some(Value::String(schema)) = map.get_mut("schema") {
+        expand_home(schema, fdb_home, source)?;
     }
     if let Some(spaces) = map.get_mut("spaces") {
         let Value::Sequence(spaces) = spaces else {
@@ -261,9 +258,8 @@ fn translate_local(map: &mut Mapping, fdb_home: Option<&str>, source: &str) -> R
                     let Value::Mapping(root) = root else {
                         return Err(invalid(source, "each root must be a mapping with a 'path'"));
                     };
-                    if let Some(Value::String(p)) = root.get("path") {
-                        let expanded = expand_home(p, fdb_home, source)?;
-                        root.insert(Value::from("path"), Value::String(expanded));
+                    if let Some(Value::String(p)) = root.get_mut("path") {
+                        expand_home(p, fdb_home, source)?;
                     }
                 }
             }
@@ -303,21 +299,17 @@ pub fn from_fdb5_yaml(text: &str, base: &Path, source: &str) -> Result<Option<Co
             ))
         }
     };
-    if remote {
-        // A client of a catalogue server: host, port and how to talk to
-        // it; the server's own configuration says the rest.
-        for key in IGNORED {
-            map.remove(*key);
-        }
-    } else if select {
+    for key in IGNORED {
+        map.remove(*key);
+    }
+    // A remote configuration, a client of a catalogue server (host, port
+    // and how to talk to it), stays as it is: the server's own
+    // configuration says the rest.
+    if select {
         // The parent keeps type, schema and fdbs; each lane is a local
         // config of its own, translated as one.
-        for key in IGNORED {
-            map.remove(*key);
-        }
-        if let Some(Value::String(schema)) = map.get("schema") {
-            let expanded = expand_home(schema, fdb_home.as_deref(), source)?;
-            map.insert(Value::from("schema"), Value::String(expanded));
+        if let Some(Value::String(schema)) = map.get_mut("schema") {
+            expand_home(schema, fdb_home.as_deref(), source)?;
         }
         if let Some(Value::Sequence(lanes)) = map.get_mut("fdbs") {
             for (i, lane) in lanes.iter_mut().enumerate() {
@@ -327,7 +319,7 @@ pub fn from_fdb5_yaml(text: &str, base: &Path, source: &str) -> Result<Option<Co
                 translate_local(lane, fdb_home.as_deref(), &format!("{source}: fdbs[{i}]"))?;
             }
         }
-    } else {
+    } else if !remote {
         translate_local(&mut map, fdb_home.as_deref(), source)?;
     }
     if let Some(home) = &fdb_home {
@@ -447,6 +439,26 @@ mod tests {
             "{}",
             e.message()
         );
+        // A remote client's FDB5 keys are dropped, its own kept.
+        let c = from_fdb5_yaml(
+            "type: remote\nhost: x\nstatistics: true\nconfigSource: y\n",
+            Path::new("."),
+            "t",
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(c.engine, crate::config::Engine::Remote);
+        assert_eq!(c.backend("remote")["host"], "x");
+        // `~fdb` alone, and a path that only starts with the letters.
+        let c = from_fdb5_yaml(
+            "fdb_home: /h\nspaces: [{roots: [{path: ~fdb}, {path: ~fdbx/r}]}]\n",
+            Path::new("/b"),
+            "t",
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(c.roots[0].path, Path::new("/h"));
+        assert_eq!(c.roots[1].path, Path::new("/b/~fdbx/r"));
     }
 
     #[test]

@@ -169,7 +169,8 @@ fn opens_block_scalar(line: &str) -> bool {
         && (start == 0 || line[..start].trim_end().ends_with([':', '-']))
 }
 
-fn invalid(source: &str, message: impl std::fmt::Display) -> Error {
+/// An `InvalidConfig` error: `message` about the configuration `source`.
+pub(crate) fn invalid(source: &str, message: impl std::fmt::Display) -> Error {
     Error::new(ErrorKind::InvalidConfig, format!("{source}: {message}"))
 }
 
