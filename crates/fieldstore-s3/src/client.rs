@@ -193,11 +193,8 @@ impl Client {
         list.with_max_keys(1);
         let what = format!("listing bucket '{bucket}'");
         let url = list.sign(SIGNED_FOR);
-        match self.call(&what, true, || self.agent.get(url.as_str()).call()) {
-            Ok(_) => Ok(true),
-            Err(e) if e.kind() == ErrorKind::NotFound => Ok(false),
-            Err(e) => Err(e),
-        }
+        let listed = found(self.call(&what, true, || self.agent.get(url.as_str()).call()))?;
+        Ok(listed.is_some())
     }
 
     /// Create `bucket`.
@@ -375,10 +372,9 @@ impl Client {
         let b = self.bucket(bucket)?;
         let url = b.get_object(self.creds(), key).sign(SIGNED_FOR);
         let what = format!("reading s3://{bucket}/{key}");
-        let mut resp = match self.call(&what, true, || self.agent.get(url.as_str()).call()) {
-            Ok(r) => r,
-            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(false),
-            Err(e) => return Err(e),
+        let got = self.call(&what, true, || self.agent.get(url.as_str()).call());
+        let Some(mut resp) = found(got)? else {
+            return Ok(false);
         };
         out.clear();
         resp.body_mut()
@@ -449,15 +445,13 @@ impl Client {
         let b = self.bucket(bucket)?;
         let url = b.head_object(self.creds(), key).sign(SIGNED_FOR);
         let what = format!("looking up s3://{bucket}/{key}");
-        match self.call(&what, true, || self.agent.head(url.as_str()).call()) {
-            Ok(resp) => Ok(resp
-                .headers()
+        let resp = found(self.call(&what, true, || self.agent.head(url.as_str()).call()))?;
+        Ok(resp.and_then(|r| {
+            r.headers()
                 .get("content-length")
                 .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.parse().ok())),
-            Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e),
-        }
+                .and_then(|v| v.parse().ok())
+        }))
     }
 
     /// Every object whose key starts with `prefix`, in key order (all
@@ -616,11 +610,7 @@ impl Client {
         let b = self.bucket(bucket)?;
         let url = b.delete_object(self.creds(), key).sign(SIGNED_FOR);
         let what = format!("removing s3://{bucket}/{key}");
-        match self.call(&what, true, || self.agent.delete(url.as_str()).call()) {
-            Ok(_) => Ok(()),
-            Err(e) if e.kind() == ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(e),
-        }
+        found(self.call(&what, true, || self.agent.delete(url.as_str()).call())).map(drop)
     }
 
     /// Delete many objects, up to 1,000 per request (DeleteObjects).
@@ -803,6 +793,14 @@ impl Client {
             kind,
             format!("{what}: the S3 endpoint {}: {e}", self.endpoint),
         )
+    }
+}
+
+/// The answer, `None` for `NotFound` (a missing object or bucket).
+fn found<T>(r: Result<T>) -> Result<Option<T>> {
+    match r {
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+        r => r.map(Some),
     }
 }
 
