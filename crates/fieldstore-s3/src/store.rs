@@ -330,6 +330,14 @@ impl S3StoreWriter {
         }
     }
 
+    /// `r`; a failure is kept, for every later archive and flush to report.
+    fn keep_failure(&mut self, r: Result<()>) -> Result<()> {
+        if let Err(e) = &r {
+            self.failed = Some(Error::new(e.kind(), e.to_string()));
+        }
+        r
+    }
+
     /// PUT the fields held as the current object (under the lease).
     fn put_buffer(&mut self) -> Result<()> {
         if self.buf.is_empty() {
@@ -340,10 +348,7 @@ impl S3StoreWriter {
             .take()
             .and_then(|()| self.lease.confirm())
             .and_then(|()| self.client.put(&self.bucket, &self.key, &self.buf, None));
-        if let Err(e) = r {
-            self.failed = Some(Error::new(e.kind(), e.to_string()));
-            return Err(e);
-        }
+        self.keep_failure(r)?;
         self.buf.clear();
         self.unflushed.push(std::mem::take(&mut self.key));
         Ok(())
@@ -385,10 +390,7 @@ impl StoreWriter for S3StoreWriter {
         if !self.unflushed.is_empty() {
             // Acknowledged only if no purge can have found this writer
             // dead and removed the objects the flush will point into.
-            if let Err(e) = self.lease.confirm() {
-                self.failed = Some(Error::new(e.kind(), e.to_string()));
-                return Err(e);
-            }
+            self.keep_failure(self.lease.confirm())?;
         }
         self.unpublished.append(&mut self.unflushed);
         Ok(())
@@ -406,11 +408,7 @@ impl StoreWriter for S3StoreWriter {
         if self.unpublished.is_empty() {
             return Ok(());
         }
-        if let Err(e) = self.lease.confirm() {
-            self.failed = Some(Error::new(e.kind(), e.to_string()));
-            return Err(e);
-        }
-        Ok(())
+        self.keep_failure(self.lease.confirm())
     }
 
     /// The objects of the failed flush and those PUT since go now.
