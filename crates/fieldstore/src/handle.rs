@@ -658,7 +658,7 @@ impl FieldStore {
             let mut listable = |dataset: &DatasetKey, reader: &dyn DatasetReader| -> Result<bool> {
                 self.listable(request, dataset, reader.locks())
             };
-            self.walk_over(
+            self.walk(
                 datasets,
                 pinned,
                 &selector,

@@ -166,7 +166,10 @@ impl FieldStore {
                 }
                 true
             };
+            let (datasets, named) = self.candidate_datasets(&selector)?;
             self.walk(
+                datasets,
+                named,
                 &selector,
                 ListOptions::default(),
                 &mut fresh,

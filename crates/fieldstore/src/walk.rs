@@ -34,34 +34,6 @@ pub(crate) struct Marks {
 }
 
 impl FieldStore {
-    /// Visit what `selector` admits down to `options.depth` (collocation
-    /// or element level): a dataset only when `admit` says so (it may also
-    /// fail: a lock). `visit` returns `false` to stop; the walk then
-    /// returns `Ok(false)`.
-    ///
-    /// With `since`, a dataset's entries are those its reader learnt of
-    /// after the position `since` holds for it (none: all), and `since`
-    /// gets each walked dataset's position, for the next walk
-    /// ([`DatasetReader::scan_since`]; `watch`'s looks), and keeps whether
-    /// `selector` admits each dataset: `since` must only ever be given
-    /// with one selector.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn walk(
-        &self,
-        selector: &Selector<'_>,
-        options: ListOptions,
-        fresh: &mut HashSet<DatasetKey>,
-        damage: &mut BTreeSet<String>,
-        admit: &mut dyn FnMut(&DatasetKey, &dyn DatasetReader) -> Result<bool>,
-        since: Option<&mut Marks>,
-        visit: &mut dyn FnMut(ListElement) -> bool,
-    ) -> Result<bool> {
-        let (datasets, named) = self.candidate_datasets(selector)?;
-        self.walk_over(
-            datasets, named, selector, options, fresh, damage, admit, since, visit,
-        )
-    }
-
     /// The datasets a walk over `selector` looks at, in the walk's order
     /// (by fingerprint), and whether they were enumerated from the request
     /// (`true`: each may not exist; open it to know) rather than listed.
@@ -147,30 +119,22 @@ impl FieldStore {
         }
     }
 
-    /// [`FieldStore::walk`] over `datasets` (in that order) instead of
-    /// every dataset of the catalogue: `watch`'s looks at the datasets its
-    /// waiter saw change. A dataset that does not exist is skipped.
+    /// Visit what `selector` admits in `datasets` (in that order: those
+    /// [`FieldStore::candidate_datasets`] gives, or those `watch`'s waiter
+    /// saw change) down to `options.depth` (collocation or element level):
+    /// a dataset only when `admit` says so (it may also fail: a lock); one
+    /// that does not exist is skipped. `named`: the datasets come from the
+    /// request, not the catalogue ([`FieldStore::named_reader`]). `visit`
+    /// returns `false` to stop; the walk then returns `Ok(false)`.
+    ///
+    /// With `since`, a dataset's entries are those its reader learnt of
+    /// after the position `since` holds for it (none: all), and `since`
+    /// gets each walked dataset's position, for the next walk
+    /// ([`DatasetReader::scan_since`]; `watch`'s looks), and keeps whether
+    /// `selector` admits each dataset: `since` must only ever be given
+    /// with one selector.
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn walk_datasets(
-        &self,
-        datasets: impl IntoIterator<Item = DatasetKey>,
-        selector: &Selector<'_>,
-        options: ListOptions,
-        fresh: &mut HashSet<DatasetKey>,
-        damage: &mut BTreeSet<String>,
-        admit: &mut dyn FnMut(&DatasetKey, &dyn DatasetReader) -> Result<bool>,
-        since: Option<&mut Marks>,
-        visit: &mut dyn FnMut(ListElement) -> bool,
-    ) -> Result<bool> {
-        self.walk_over(
-            datasets, false, selector, options, fresh, damage, admit, since, visit,
-        )
-    }
-
-    /// [`FieldStore::walk_datasets`]; `named`: the datasets come from the
-    /// request, not the catalogue ([`FieldStore::named_reader`]).
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn walk_over(
+    pub(crate) fn walk(
         &self,
         datasets: impl IntoIterator<Item = DatasetKey>,
         named: bool,
@@ -289,10 +253,7 @@ impl FieldStore {
                         stop = !visit(e);
                         !stop
                     };
-                match from {
-                    Some(position) => reader.scan_since(&key, position, &admits, &mut each)?,
-                    None => reader.scan_since(&key, 0, &admits, &mut each)?,
-                }
+                reader.scan_since(&key, from.unwrap_or(0), &admits, &mut each)?;
                 damage.extend(reader.condition(Some(&key)).damage);
                 if stop {
                     return Ok(false);

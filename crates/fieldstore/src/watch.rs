@@ -362,33 +362,25 @@ impl Watch<'_> {
                 present.insert(e.dataset.clone());
                 note(e)
             })?,
-            None => match &changes {
-                Changes::Unknown => {
-                    fs.walk(
-                        &selector,
-                        ListOptions::default(),
-                        &mut HashSet::new(),
-                        &mut damage,
-                        &mut admit,
-                        Some(&mut self.marks),
-                        &mut note,
-                    )?;
-                }
-                // Only these changed: the others have nothing new, and
-                // none was wiped (that would be `Unknown`).
-                Changes::Datasets(changed) => {
-                    fs.walk_datasets(
-                        changed.iter().cloned(),
-                        &selector,
-                        ListOptions::default(),
-                        &mut HashSet::new(),
-                        &mut damage,
-                        &mut admit,
-                        Some(&mut self.marks),
-                        &mut note,
-                    )?;
-                }
-            },
+            None => {
+                let (datasets, named) = match &changes {
+                    Changes::Unknown => fs.candidate_datasets(&selector)?,
+                    // Only these changed: the others have nothing new, and
+                    // none was wiped (that would be `Unknown`).
+                    Changes::Datasets(changed) => (changed.iter().cloned().collect(), false),
+                };
+                fs.walk(
+                    datasets,
+                    named,
+                    &selector,
+                    ListOptions::default(),
+                    &mut HashSet::new(),
+                    &mut damage,
+                    &mut admit,
+                    Some(&mut self.marks),
+                    &mut note,
+                )?;
+            }
         }
         if !damage.is_empty() {
             let list: Vec<String> = damage.into_iter().collect();
