@@ -135,6 +135,7 @@ impl RadosMedium {
         RadosMedium::open(&RadosConfig::from_value(section)?)
     }
 
+    /// The datasets whose segment 0 exists but that `listed` (the root's
     /// entries) leaves out, found by one listing of the namespace (its cost
     /// grows with the namespace). One with something visible is
     /// registered again (its entry was lost behind fieldstore's back, or
