@@ -83,6 +83,18 @@ impl Lanes {
         self.lanes[i].2.as_ref()
     }
 
+    /// What `ask` says of each lane's catalogue, concatenated; a lane it
+    /// gets nothing of (`None`: the lane cannot tell) adds nothing.
+    fn gather<T>(&self, ask: impl Fn(&dyn Catalogue) -> Option<Result<Vec<T>>>) -> Result<Vec<T>> {
+        let mut all = Vec::new();
+        for (_, c, _) in &self.lanes {
+            if let Some(found) = ask(c.as_ref()) {
+                all.extend(found?);
+            }
+        }
+        Ok(all)
+    }
+
     /// The first lane whose store has the scheme of `uri`.
     fn store_for_uri(&self, uri: &str) -> Result<&dyn Store> {
         let scheme = uri.split_once("://").map_or("", |(s, _)| s);
@@ -125,6 +137,19 @@ fn lane_maintenance<'a>(
         .catalogue(i)
         .maintenance()
         .ok_or_else(|| unsupported(operation, &lanes.lanes[i].0.at))
+}
+
+/// The maintenance of the store of `dataset`'s home lane
+/// ([`Lanes::home`]), or `Unsupported`.
+fn home_store_maintenance<'a>(
+    lanes: &'a Lanes,
+    dataset: &DatasetKey,
+    operation: &str,
+) -> Result<&'a dyn StoreMaintenance> {
+    let store = lanes.store(lanes.home(dataset)?);
+    store
+        .maintenance()
+        .ok_or_else(|| unsupported(operation, store.scheme()))
 }
 
 /// The maintenance of the store of `uri`'s lane, or `Unsupported`.
@@ -191,20 +216,14 @@ impl Catalogue for SelectCatalogue {
     /// The lanes' own waiters (inotify, RADOS watch/notify, polling), all
     /// at once.
     fn waiter(&self) -> Result<Box<dyn ChangeWaiter>> {
-        let mut waiters = Vec::new();
-        for (_, c, _) in &self.0.lanes {
-            waiters.push(c.waiter()?);
-        }
-        Ok(SelectWaiter::over(waiters))
+        let waiters = self.0.lanes.iter().map(|(_, c, _)| c.waiter());
+        Ok(SelectWaiter::over(waiters.collect::<Result<_>>()?))
     }
 
     /// The lanes' own waiters for `request`, all at once.
     fn waiter_for(&self, request: &fieldstore_core::Request) -> Result<Box<dyn ChangeWaiter>> {
-        let mut waiters = Vec::new();
-        for (_, c, _) in &self.0.lanes {
-            waiters.push(c.waiter_for(request)?);
-        }
-        Ok(SelectWaiter::over(waiters))
+        let waiters = self.0.lanes.iter().map(|(_, c, _)| c.waiter_for(request));
+        Ok(SelectWaiter::over(waiters.collect::<Result<_>>()?))
     }
 
     fn maintenance(&self) -> Option<&dyn CatalogueMaintenance> {
@@ -267,13 +286,8 @@ impl CatalogueMaintenance for SelectCatalogue {
     }
 
     fn interrupted_wipes(&self) -> Result<Vec<DatasetKey>> {
-        let mut all = Vec::new();
-        for (_, c, _) in &self.0.lanes {
-            if let Some(m) = c.maintenance() {
-                all.extend(m.interrupted_wipes()?);
-            }
-        }
-        Ok(all)
+        self.0
+            .gather(|c| c.maintenance().map(|m| m.interrupted_wipes()))
     }
 
     fn wipe(
@@ -312,13 +326,7 @@ impl CatalogueMaintenance for SelectCatalogue {
 impl DamagedDatasets for SelectCatalogue {
     /// The lanes that can tell, concatenated.
     fn damaged(&self) -> Result<Vec<DamagedDataset>> {
-        let mut all = Vec::new();
-        for (_, c, _) in &self.0.lanes {
-            if let Some(d) = c.damaged_datasets() {
-                all.extend(d.damaged()?);
-            }
-        }
-        Ok(all)
+        self.0.gather(|c| c.damaged_datasets().map(|d| d.damaged()))
     }
 
     fn wipe_damaged(&self, place: &str) -> Result<()> {
@@ -348,13 +356,7 @@ impl DatasetMover for SelectCatalogue {
     }
 
     fn unfinished(&self) -> Result<Vec<(DatasetKey, String)>> {
-        let mut all = Vec::new();
-        for (_, c, _) in &self.0.lanes {
-            if let Some(m) = c.mover() {
-                all.extend(m.unfinished()?);
-            }
-        }
-        Ok(all)
+        self.0.gather(|c| c.mover().map(|m| m.unfinished()))
     }
 }
 
@@ -448,29 +450,14 @@ impl StoreMaintenance for SelectStore {
     }
 
     fn orphans(&self, dataset: &DatasetKey, referenced: &HashSet<String>) -> Result<Vec<Unit>> {
-        let i = self.0.home(dataset)?;
-        let store = self.0.store(i);
-        store
-            .maintenance()
-            .ok_or_else(|| unsupported("purge", store.scheme()))?
-            .orphans(dataset, referenced)
+        home_store_maintenance(&self.0, dataset, "purge")?.orphans(dataset, referenced)
     }
 
     fn inventory(&self, dataset: &DatasetKey, units: &[String]) -> Result<Vec<Item>> {
-        let i = self.0.home(dataset)?;
-        let store = self.0.store(i);
-        store
-            .maintenance()
-            .ok_or_else(|| unsupported("wipe", store.scheme()))?
-            .inventory(dataset, units)
+        home_store_maintenance(&self.0, dataset, "wipe")?.inventory(dataset, units)
     }
 
     fn wipe(&self, dataset: &DatasetKey, units: &[String]) -> Result<()> {
-        let i = self.0.home(dataset)?;
-        let store = self.0.store(i);
-        store
-            .maintenance()
-            .ok_or_else(|| unsupported("wipe", store.scheme()))?
-            .wipe(dataset, units)
+        home_store_maintenance(&self.0, dataset, "wipe")?.wipe(dataset, units)
     }
 }
