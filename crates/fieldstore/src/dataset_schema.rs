@@ -17,6 +17,8 @@ use std::sync::{Arc, Mutex};
 
 use fieldstore_core::{DatasetKey, Error, ErrorKind, Result, Schema, SplitKey};
 
+use crate::sync::lock;
+
 /// How many copies of the configured schema's text are remembered by
 /// address (each costs the text's size, tens of kilobytes for ECMWF's).
 const SAME_KEPT: usize = 32;
@@ -57,7 +59,7 @@ impl DatasetSchemas {
             return Ok(None);
         };
         let address = text.as_ptr() as usize;
-        let mut parsed = self.parsed.lock().unwrap_or_else(|p| p.into_inner());
+        let mut parsed = lock(&self.parsed);
         if parsed.same.contains_key(&address) {
             return Ok(None);
         }

@@ -1,7 +1,7 @@
 //! `FieldStore`: the handle users hold.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use fieldstore_core::maintenance::{locked, unsupported};
 use fieldstore_core::{
@@ -13,6 +13,7 @@ use crate::config::Config;
 use crate::dataset_schema::{resplit, DatasetSchemas};
 use crate::list::{ListElement, ListOptions};
 use crate::retrieve::DataReader;
+use crate::sync::lock;
 use fieldstore_core::catalogue::{
     Axes, Catalogue, CatalogueWriter, DatasetReader, DatasetReaderExt,
 };
@@ -74,12 +75,6 @@ impl std::fmt::Debug for FieldStore {
             .field("store", &self.store)
             .finish()
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // A panic while holding the lock cannot leave the maps inconsistent in a
-    // way that matters: at worst a writer is dropped before its flush.
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl FieldStore {

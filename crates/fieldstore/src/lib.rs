@@ -16,6 +16,7 @@
 //! Each module names only modules listed before it, never an item of the
 //! crate root (the `layers` test of `fieldstore-testkit` checks the code
 //! against this list; a module's unit tests may use the top).
+//! - `sync`: locks taken whether or not a panic poisoned them.
 //! - `failpoint`: named points where tests stop or kill a process.
 //! - `process`: this process's identity across `fork`.
 //! - `dataset_schema`: a dataset's own schema, applied below level 1.
@@ -62,6 +63,7 @@ mod root;
 pub mod routing;
 pub mod shortfall;
 mod stream;
+mod sync;
 mod text_file;
 mod walk;
 pub mod watch;

@@ -23,6 +23,8 @@ use fieldstore_core::catalogue::{
 };
 use fieldstore_core::store::{Store, StoreWriter};
 
+use crate::sync::{read, write};
+
 /// A catalogue and a store in memory, shared by every handle made from it.
 #[derive(Debug, Clone, Default)]
 pub struct MemoryBackend {
@@ -87,7 +89,7 @@ impl Store for MemoryStore {
 
     fn read(&self, location: &FieldLocation, buf: &mut Vec<u8>) -> Result<()> {
         let id = blob_id(&location.uri)?;
-        let blobs = self.blobs.read().unwrap_or_else(|p| p.into_inner());
+        let blobs = read(&self.blobs);
         let blob = blobs.get(&id).ok_or_else(|| {
             Error::new(
                 ErrorKind::NotFound,
@@ -130,7 +132,7 @@ impl StoreMaintenance for MemoryStore {
 
     fn inspect(&self, uri: &str) -> Result<Unit> {
         let id = blob_id(uri)?;
-        let blobs = self.blobs.read().unwrap_or_else(|p| p.into_inner());
+        let blobs = read(&self.blobs);
         Ok(match blobs.get(&id) {
             Some(b) => Unit {
                 uri: uri.to_string(),
@@ -151,12 +153,7 @@ impl StoreMaintenance for MemoryStore {
 
     fn claim(&self, uri: &str) -> Result<Claim<'_>> {
         let id = blob_id(uri)?;
-        if !self
-            .blobs
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .contains_key(&id)
-        {
+        if !read(&self.blobs).contains_key(&id) {
             return Ok(Claim::Missing);
         }
         // Blobs are written whole at the writer's flush and never appended
@@ -168,8 +165,8 @@ impl StoreMaintenance for MemoryStore {
     }
 
     fn orphans(&self, dataset: &DatasetKey, referenced: &HashSet<String>) -> Result<Vec<Unit>> {
-        let owners = self.owners.read().unwrap_or_else(|p| p.into_inner());
-        let blobs = self.blobs.read().unwrap_or_else(|p| p.into_inner());
+        let owners = read(&self.owners);
+        let blobs = read(&self.blobs);
         Ok(owners
             .get(dataset)
             .into_iter()
@@ -190,8 +187,8 @@ impl StoreMaintenance for MemoryStore {
     }
 
     fn inventory(&self, dataset: &DatasetKey, _units: &[String]) -> Result<Vec<Item>> {
-        let owners = self.owners.read().unwrap_or_else(|p| p.into_inner());
-        let blobs = self.blobs.read().unwrap_or_else(|p| p.into_inner());
+        let owners = read(&self.owners);
+        let blobs = read(&self.blobs);
         Ok(owners
             .get(dataset)
             .into_iter()
@@ -208,13 +205,8 @@ impl StoreMaintenance for MemoryStore {
     }
 
     fn wipe(&self, dataset: &DatasetKey, units: &[String]) -> Result<()> {
-        let ids = self
-            .owners
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(dataset)
-            .unwrap_or_default();
-        let mut blobs = self.blobs.write().unwrap_or_else(|p| p.into_inner());
+        let ids = write(&self.owners).remove(dataset).unwrap_or_default();
+        let mut blobs = write(&self.blobs);
         for id in ids {
             blobs.remove(&id);
         }
@@ -229,10 +221,7 @@ impl StoreMaintenance for MemoryStore {
 
 impl MemoryStore {
     fn is_in_use(&self, id: u64) -> bool {
-        self.in_use
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .contains(&id)
+        read(&self.in_use).contains(&id)
     }
 }
 
@@ -244,11 +233,7 @@ struct HeldBlob<'a> {
 
 impl HeldUnit for HeldBlob<'_> {
     fn remove(self: Box<Self>) -> Result<()> {
-        self.store
-            .blobs
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&self.id);
+        write(&self.store.blobs).remove(&self.id);
         Ok(())
     }
 }
@@ -273,21 +258,17 @@ impl StoreWriter for MemoryStoreWriter {
     }
 
     fn indexed(&mut self) {
-        let mut in_use = self.store.in_use.write().unwrap_or_else(|p| p.into_inner());
+        let mut in_use = write(&self.store.in_use);
         for id in self.flushed.drain(..) {
             in_use.remove(&id);
         }
     }
 
     fn flush(&mut self) -> Result<()> {
-        self.store
-            .in_use
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .extend(self.pending.iter().map(|(id, _)| *id));
+        write(&self.store.in_use).extend(self.pending.iter().map(|(id, _)| *id));
         self.flushed.extend(self.pending.iter().map(|(id, _)| *id));
-        let mut owners = self.store.owners.write().unwrap_or_else(|p| p.into_inner());
-        let mut blobs = self.store.blobs.write().unwrap_or_else(|p| p.into_inner());
+        let mut owners = write(&self.store.owners);
+        let mut blobs = write(&self.store.blobs);
         let ids = owners.entry(self.dataset.clone()).or_default();
         ids.extend(self.pending.iter().map(|(id, _)| *id));
         blobs.extend(self.pending.drain(..));
@@ -339,11 +320,11 @@ impl MemoryDataset {
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, Content> {
-        self.content.read().unwrap_or_else(|p| p.into_inner())
+        read(&self.content)
     }
 
     fn write(&self) -> std::sync::RwLockWriteGuard<'_, Content> {
-        self.content.write().unwrap_or_else(|p| p.into_inner())
+        write(&self.content)
     }
 
     fn is_empty(&self) -> bool {
@@ -359,14 +340,14 @@ struct MemoryCatalogueWriter {
 
 impl MemoryCatalogue {
     fn get(&self, dataset: &DatasetKey) -> Option<Arc<MemoryDataset>> {
-        let map = self.datasets.read().unwrap_or_else(|p| p.into_inner());
+        let map = read(&self.datasets);
         map.get(dataset).cloned()
     }
 }
 
 impl Catalogue for MemoryCatalogue {
     fn writer(&self, dataset: &DatasetKey, schema: &Schema) -> Result<Box<dyn CatalogueWriter>> {
-        let mut map = self.datasets.write().unwrap_or_else(|p| p.into_inner());
+        let mut map = write(&self.datasets);
         let ds = map
             .entry(dataset.clone())
             .or_insert_with(|| Arc::new(MemoryDataset::new(schema)))
@@ -382,7 +363,7 @@ impl Catalogue for MemoryCatalogue {
     }
 
     fn datasets(&self) -> Result<Vec<DatasetKey>> {
-        let map = self.datasets.read().unwrap_or_else(|p| p.into_inner());
+        let map = read(&self.datasets);
         // A dataset exists once something was flushed into it.
         Ok(map
             .iter()
@@ -471,11 +452,7 @@ impl CatalogueMaintenance for MemoryCatalogue {
         _unsafe_wipe_all: bool,
         store_step: &mut dyn FnMut() -> Result<()>,
     ) -> Result<()> {
-        let removed = self
-            .datasets
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(dataset);
+        let removed = write(&self.datasets).remove(dataset);
         if let Some(d) = removed {
             let mut c = d.write();
             d.wiped.store(true, Ordering::SeqCst);
@@ -590,10 +567,7 @@ struct MemoryReader {
 
 impl MemoryReader {
     fn dataset(&self) -> Arc<MemoryDataset> {
-        self.current
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        read(&self.current).clone()
     }
 }
 
@@ -605,7 +579,7 @@ impl DatasetReader for MemoryReader {
     fn refresh(&self) -> Result<()> {
         if self.dataset().wiped.load(Ordering::SeqCst) {
             if let Some(d) = self.catalogue.get(&self.key) {
-                *self.current.write().unwrap_or_else(|p| p.into_inner()) = d;
+                *write(&self.current) = d;
             }
         }
         Ok(())

@@ -16,6 +16,8 @@ use std::time::{Duration, Instant};
 
 use fieldstore_core::{ChangeWaiter, Changes, Error, Result};
 
+use crate::sync::lock;
+
 /// How long a lane's thread waits before it looks at whether the select
 /// waiter is still wanted: the longest a dropped waiter's threads live on.
 const LANE_SLICE: Duration = Duration::from_millis(500);
@@ -39,7 +41,7 @@ struct Shared {
 
 impl Shared {
     fn reports(&self) -> std::sync::MutexGuard<'_, Reports> {
-        self.reports.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&self.reports)
     }
 }
 

@@ -22,7 +22,7 @@ use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use fieldstore_core::catalogue::DatasetReader;
 use fieldstore_core::engine::log_catalogue::{CatalogueMedium, LogCatalogue, MediumMaintenance};
@@ -43,6 +43,7 @@ use super::toc_reader::{open_reader, read_init, read_init_with_schema, TocCursor
 use super::toc_writer::{StagedFlush, TocWriter};
 use crate::config::Root;
 use crate::placement::Placement;
+use crate::sync::lock;
 
 /// A table of contents: its path, device and inode.
 type TocIdent = (PathBuf, (u64, u64));
@@ -60,10 +61,6 @@ pub struct TocMedium {
     /// Dataset keys and `INIT` lengths by table of contents (path, device
     /// and inode), so `datasets()` reads each `INIT` once.
     known: Mutex<HashMap<TocIdent, (DatasetKey, u64)>>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl TocMedium {

@@ -30,14 +30,11 @@ pub use super::staging::DataWrites;
 use super::staging::Staging;
 use crate::config::Root;
 use crate::placement::Placement;
+use crate::sync::lock;
 use fieldstore_core::store::{Store, StoreWriter};
 
 /// Open data files kept by a reader.
 const MAX_OPEN: usize = 512;
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
 
 /// The POSIX store (`store: file`).
 #[derive(Debug)]

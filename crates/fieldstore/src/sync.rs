@@ -1,0 +1,21 @@
+//! Locks taken whether or not a panic poisoned them. A panic while holding
+//! one of the crate's locks cannot leave its data inconsistent in a way
+//! that matters (the handle's maps: at worst a writer is dropped before its
+//! flush), so a panicked thread does not make later calls panic too.
+
+use std::sync::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+/// `m`, locked.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// `l`, locked for reading.
+pub(crate) fn read<T>(l: &RwLock<T>) -> RwLockReadGuard<'_, T> {
+    l.read().unwrap_or_else(|p| p.into_inner())
+}
+
+/// `l`, locked for writing.
+pub(crate) fn write<T>(l: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
+    l.write().unwrap_or_else(|p| p.into_inner())
+}
