@@ -546,6 +546,16 @@ pub(crate) fn sync_data(file: &File, path: &Path) -> Result<()> {
     Ok(())
 }
 
+/// `rename(2)` `from` to `to`; an error names both.
+pub(crate) fn rename(from: &Path, to: &Path) -> Result<()> {
+    std::fs::rename(from, to).map_err(|e| {
+        Error::io(
+            format!("renaming {} to {}", from.display(), to.display()),
+            e,
+        )
+    })
+}
+
 /// Make a directory's entries durable (after creating or renaming files).
 pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
     let f = File::open(dir).map_err(|e| Error::io(dir.display(), e))?;

@@ -182,8 +182,7 @@ pub(super) fn wipe_damaged(cat: &TocMedium, place: &str) -> Result<()> {
         .parent()
         .ok_or_else(|| Error::internal("a dataset directory without a parent"))?;
     let t = root.join(format!("{TOMBSTONE}{}", layout::writer_id()));
-    std::fs::rename(&dir, &t)
-        .map_err(|e| Error::io(format!("renaming {} to {}", dir.display(), t.display()), e))?;
+    layout::rename(&dir, &t)?;
     layout::sync_dir(root)?;
     remove_nameless_tombstone(&t);
     if t.exists() {
@@ -256,8 +255,7 @@ pub(super) fn wipe(
             continue;
         };
         let t = root.join(format!("{TOMBSTONE}{}", layout::writer_id()));
-        std::fs::rename(&dir, &t)
-            .map_err(|e| Error::io(format!("renaming {} to {}", dir.display(), t.display()), e))?;
+        layout::rename(&dir, &t)?;
         layout::sync_dir(root)?;
     }
     // 2. The store's part.
@@ -457,12 +455,7 @@ pub(super) fn move_dataset(cat: &TocMedium, dataset: &DatasetKey, root: &Path) -
         crate::failpoint::hit("move.sealed");
         let _namespace = layout::namespace_lock([src_root.as_path(), target.path.as_path()])?;
         vacate(&dst)?;
-        std::fs::rename(&src, &dst).map_err(|e| {
-            Error::io(
-                format!("renaming {} to {}", src.display(), dst.display()),
-                e,
-            )
-        })?;
+        layout::rename(&src, &dst)?;
         layout::sync_dir(&src_root)?;
         layout::sync_dir(&target.path)?;
     } else {
@@ -664,20 +657,10 @@ pub(crate) fn copy_move(src: &Path, dst: &Path) -> Result<()> {
         let _ = remove_copy(&tmp);
         return Err(e);
     }
-    std::fs::rename(&tmp, dst).map_err(|e| {
-        Error::io(
-            format!("renaming {} to {}", tmp.display(), dst.display()),
-            e,
-        )
-    })?;
+    layout::rename(&tmp, dst)?;
     layout::sync_dir(dst_root)?;
     crate::failpoint::hit("move.before_retire");
-    std::fs::rename(src, &retired).map_err(|e| {
-        Error::io(
-            format!("renaming {} to {}", src.display(), retired.display()),
-            e,
-        )
-    })?;
+    layout::rename(src, &retired)?;
     layout::sync_dir(src_root)?;
     drop(seal);
     crate::failpoint::hit("move.before_cleanup");
@@ -809,12 +792,7 @@ fn remove_copy(dir: &Path) -> Result<()> {
         dir.to_path_buf()
     } else {
         let hidden = root.join(format!("{MOVING}{}", layout::writer_id()));
-        std::fs::rename(dir, &hidden).map_err(|e| {
-            Error::io(
-                format!("renaming {} to {}", dir.display(), hidden.display()),
-                e,
-            )
-        })?;
+        layout::rename(dir, &hidden)?;
         layout::sync_dir(root)?;
         hidden
     };
