@@ -16,7 +16,7 @@
 //! Each module names only modules listed before it, never an item of the
 //! crate root (the `layers` test of `fieldstore-testkit` checks the code
 //! against this list; a module's unit tests may use the top).
-//! - `sync`: locks taken whether or not a panic poisoned them.
+//! - `sync`: locks taken whether or not a panic poisoned them; `flock(2)`.
 //! - `failpoint`: named points where tests stop or kill a process.
 //! - `process`: this process's identity across `fork`.
 //! - `dataset_schema`: a dataset's own schema, applied below level 1.

@@ -105,23 +105,15 @@ fn valid_expver(e: &str) -> bool {
 }
 
 fn lock(path: &Path) -> Result<File> {
-    use std::os::fd::AsRawFd;
     let f = OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
         .open(path)
         .map_err(|e| Error::io(path.display(), e))?;
-    loop {
-        // SAFETY: a valid open descriptor.
-        if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) } == 0 {
-            return Ok(f);
-        }
-        let e = std::io::Error::last_os_error();
-        if e.kind() != std::io::ErrorKind::Interrupted {
-            return Err(Error::io(format!("locking {}", path.display()), e));
-        }
-    }
+    crate::sync::flock(&f, libc::LOCK_EX)
+        .map_err(|e| Error::io(format!("locking {}", path.display()), e))?;
+    Ok(f)
 }
 
 impl RootHandler for Expver {

@@ -142,22 +142,7 @@ pub(crate) fn data_file_prefix(collocation: &CollocationKey) -> String {
     escaped_name(collocation.values(), true, 100, || collocation.to_string())
 }
 
-/// `flock(2)`, retried when interrupted.
-pub(crate) fn flock(file: &File, op: libc::c_int) -> io::Result<()> {
-    use std::os::fd::AsRawFd;
-    loop {
-        // SAFETY: a valid open file descriptor; flock has no other
-        // preconditions.
-        let rc = unsafe { libc::flock(file.as_raw_fd(), op) };
-        if rc == 0 {
-            return Ok(());
-        }
-        let e = io::Error::last_os_error();
-        if e.kind() != io::ErrorKind::Interrupted {
-            return Err(e);
-        }
-    }
-}
+pub(crate) use crate::sync::flock;
 
 /// Whether a writer still holds `path` open (its shared `flock`). If not,
 /// returns the file opened and locked exclusively: no writer can take it
