@@ -13,8 +13,9 @@
 use std::ffi::CString;
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd};
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use fieldstore_core::{Error, Locks, Operation, Result};
@@ -26,7 +27,7 @@ use super::layout;
 /// now).
 #[derive(Debug)]
 pub(crate) struct OpenDir {
-    fd: OwnedFd,
+    dir: File,
     opened_at: PathBuf,
 }
 
@@ -40,24 +41,20 @@ impl OpenDir {
     /// # Errors
     /// `NotFound` if there is none (wiped or moved away meanwhile).
     pub(crate) fn open(path: &Path) -> Result<OpenDir> {
-        let c = CString::new(path.as_os_str().as_bytes())
-            .map_err(|_| Error::invalid_input(format!("{}: NUL in a path", path.display())))?;
-        // SAFETY: a NUL-terminated path; returns a new descriptor or -1.
-        let fd = unsafe {
-            libc::open(
-                c.as_ptr(),
-                libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
-            )
-        };
-        if fd < 0 {
-            return Err(Error::io(
-                format!("dataset directory {}", path.display()),
-                io::Error::last_os_error(),
-            ));
+        if path.as_os_str().as_bytes().contains(&0) {
+            return Err(Error::invalid_input(format!(
+                "{}: NUL in a path",
+                path.display()
+            )));
         }
+        // O_RDONLY | O_DIRECTORY | O_CLOEXEC (std adds O_CLOEXEC).
+        let dir = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECTORY)
+            .open(path)
+            .map_err(|e| Error::io(format!("dataset directory {}", path.display()), e))?;
         Ok(OpenDir {
-            // SAFETY: `fd` is a descriptor we own from here on.
-            fd: unsafe { OwnedFd::from_raw_fd(fd) },
+            dir,
             opened_at: path.to_path_buf(),
         })
     }
@@ -70,7 +67,7 @@ impl OpenDir {
     /// Where the directory is now, as the kernel names it (`None` once it
     /// is deleted).
     pub(crate) fn current_path(&self) -> Option<PathBuf> {
-        let p = std::fs::read_link(format!("/proc/self/fd/{}", self.fd.as_raw_fd())).ok()?;
+        let p = std::fs::read_link(format!("/proc/self/fd/{}", self.dir.as_raw_fd())).ok()?;
         (!p.as_os_str().as_bytes().ends_with(b" (deleted)")).then_some(p)
     }
 
@@ -95,7 +92,7 @@ impl OpenDir {
         // SAFETY: zeroed `stat` is a valid out-parameter; the descriptor
         // is open and the name NUL-terminated.
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        let rc = unsafe { libc::fstatat(self.fd.as_raw_fd(), c.as_ptr(), &mut st, flags) };
+        let rc = unsafe { libc::fstatat(self.dir.as_raw_fd(), c.as_ptr(), &mut st, flags) };
         if rc != 0 {
             return Err(io::Error::last_os_error());
         }
@@ -110,7 +107,7 @@ impl OpenDir {
         // returns a new descriptor or -1.
         let fd = unsafe {
             libc::openat(
-                self.fd.as_raw_fd(),
+                self.dir.as_raw_fd(),
                 c.as_ptr(),
                 flags | libc::O_CLOEXEC,
                 0o644 as libc::c_uint,
@@ -130,7 +127,7 @@ impl OpenDir {
 
     fn rename_within(&self, from: &str, to: &str) -> io::Result<()> {
         let (f, t) = (c_name(from)?, c_name(to)?);
-        let fd = self.fd.as_raw_fd();
+        let fd = self.dir.as_raw_fd();
         // SAFETY: an open directory descriptor and NUL-terminated names.
         let rc = unsafe { libc::renameat(fd, f.as_ptr(), fd, t.as_ptr()) };
         if rc != 0 {
@@ -144,7 +141,7 @@ impl OpenDir {
             // SAFETY: an open directory descriptor and a NUL-terminated
             // name. Best effort: a failure leaves a private file that purge
             // removes.
-            unsafe { libc::unlinkat(self.fd.as_raw_fd(), c.as_ptr(), 0) };
+            unsafe { libc::unlinkat(self.dir.as_raw_fd(), c.as_ptr(), 0) };
         }
     }
 
@@ -198,14 +195,9 @@ impl OpenDir {
     /// Make the directory's entries durable (after creating or renaming
     /// files in it).
     pub(crate) fn sync(&self) -> Result<()> {
-        // SAFETY: an open descriptor.
-        let rc = unsafe { libc::fsync(self.fd.as_raw_fd()) };
-        if rc != 0 {
-            return Err(Error::io(
-                format!("syncing directory {}", self.opened_at.display()),
-                io::Error::last_os_error(),
-            ));
-        }
+        self.dir
+            .sync_all()
+            .map_err(|e| Error::io(format!("syncing directory {}", self.opened_at.display()), e))?;
         // Where it is now (a readlink): only the crash-image tests ask.
         #[cfg(test)]
         if let Some(now) = self.current_path() {
