@@ -473,6 +473,9 @@ impl Key {
 
     /// The key without pairs whose value is empty (absent optional keywords).
     pub fn without_empty(&self) -> Key {
+        if self.values().all(|v| !v.is_empty()) {
+            return self.clone(); // the common case: a shared copy
+        }
         Key::join_present([self])
     }
 
