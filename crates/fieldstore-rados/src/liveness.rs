@@ -36,14 +36,12 @@
 //! the dataset removes them).
 
 use std::collections::HashMap;
-use std::ffi::{c_int, c_void, CString};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use fieldstore_core::{Error, ErrorKind, Result};
 
-use crate::rados::{Errno, OrMissing, Pool, WriteOp, ENOENT};
+use crate::rados::{Errno, OrMissing, Pool, Watch, WriteOp, ENOENT};
 
 /// The default lease: Ceph's own `osd_client_watch_timeout`.
 pub(crate) const DEFAULT_LEASE: Duration = Duration::from_secs(30);
@@ -58,59 +56,37 @@ pub(crate) fn closed_object(prefix: &str) -> String {
     format!("{prefix}.closed")
 }
 
-/// What a watch's callbacks share with the writer. Boxed, so its address
-/// stays put; freed only after the watch is unregistered and librados's
-/// queue of callbacks flushed.
-struct Arg {
-    pool: Arc<Pool>,
-    oid: CString,
-    broken: AtomicBool,
-}
-
-/// A notify arrived: acknowledge it (that is the writer's answer).
-unsafe extern "C" fn on_notify(
-    arg: *mut c_void,
-    notify_id: u64,
-    cookie: u64,
-    _notifier: u64,
-    _data: *mut c_void,
-    _len: usize,
-) {
-    // Never unwind into librados.
-    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        // SAFETY: `arg` is the `Arg` this watch was registered with, kept
-        // alive until after the watch is unregistered and the callbacks
-        // flushed (`Liveness::drop`); only shared references are made.
-        let a = unsafe { &*(arg as *const Arg) };
-        a.pool.notify_ack(&a.oid, notify_id, cookie);
-    }));
-}
-
-/// The watch broke: the writer's flushes fail from now on.
-unsafe extern "C" fn on_error(arg: *mut c_void, _cookie: u64, _err: c_int) {
-    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        // SAFETY: as in `on_notify`.
-        let a = unsafe { &*(arg as *const Arg) };
-        a.broken.store(true, Ordering::Relaxed);
-    }));
-}
-
 /// A store writer's proof of life: the watch on `<writer>.alive`.
 pub(crate) struct Liveness {
+    /// It acknowledges every notify: that is the writer's answer to purge.
+    /// Declared before `alive`, so dropped first: unwatched, and its
+    /// callbacks flushed, before the object is removed.
+    watch: Watch<()>,
+    alive: Alive,
+    lease: Duration,
+}
+
+/// `<writer>.alive`, removed when dropped unless `keep`.
+struct Alive {
     pool: Arc<Pool>,
     oid: String,
-    lease: Duration,
-    cookie: u64,
-    arg: Box<Arg>,
     /// Leave `.alive` behind when dropped (the writer could not create
     /// `.closed`): purge then finds the writer dead, not unknown.
-    keep_object: bool,
+    keep: bool,
+}
+
+impl Drop for Alive {
+    fn drop(&mut self) {
+        if !self.keep {
+            let _ = self.pool.remove(&self.oid);
+        }
+    }
 }
 
 impl std::fmt::Debug for Liveness {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Liveness")
-            .field("oid", &self.oid)
+            .field("oid", &self.alive.oid)
             .field("lease", &self.lease)
             .finish()
     }
@@ -129,38 +105,19 @@ impl Liveness {
         op.append(lease.as_secs().to_string().as_bytes());
         pool.operate(&oid, &op)
             .map_err(|e| e.error(format!("creating {}", pool.what(&oid))))?;
-        let arg = Box::new(Arg {
-            pool: pool.clone(),
-            oid: CString::new(oid.as_str())
-                .map_err(|_| Error::invalid_input(format!("object name {oid:?}")))?,
-            broken: AtomicBool::new(false),
-        });
-        let p: *const Arg = &*arg;
-        // SAFETY: `arg` is boxed and kept in the returned value until
-        // `Drop` has unwatched and flushed; the callbacks catch unwinds.
-        let cookie = unsafe {
-            pool.watch(
-                &arg.oid,
-                lease.as_secs().max(1) as u32,
-                on_notify,
-                on_error,
-                p as *mut c_void,
-            )
-        };
-        let cookie = match cookie {
-            Ok(c) => c,
-            Err(e) => {
-                let _ = pool.remove(&oid);
-                return Err(e.error(format!("watching {}", pool.what(&oid))));
-            }
-        };
-        Ok(Liveness {
+        // Removed again if the watch fails.
+        let alive = Alive {
             pool: pool.clone(),
             oid,
+            keep: false,
+        };
+        let watch = pool
+            .watch(&alive.oid, lease.as_secs().max(1) as u32, ())
+            .map_err(|e| e.error(format!("watching {}", pool.what(&alive.oid))))?;
+        Ok(Liveness {
+            watch,
+            alive,
             lease,
-            cookie,
-            arg,
-            keep_object: false,
         })
     }
 
@@ -182,14 +139,14 @@ impl Liveness {
                         "this writer's liveness watch on {} {why}: a purge may have reclaimed \
                          the fields it archived since its last flush; archive them again \
                          through a new handle",
-                        self.pool.what(&self.oid)
+                        self.alive.pool.what(&self.alive.oid)
                     ),
                 )
             };
-            if self.arg.broken.load(Ordering::Relaxed) {
+            if self.watch.broken() {
                 return Err(lost("broke".into()));
             }
-            match self.pool.watch_check(self.cookie) {
+            match self.watch.check() {
                 Ok(age) if age < self.lease / 2 => return Ok(()),
                 Ok(age) if start.elapsed() > self.lease => {
                     return Err(lost(format!(
@@ -210,19 +167,7 @@ impl Liveness {
     /// `closed` is false (the writer could not create `.closed`, so
     /// `.alive` without a watch is what tells purge it is done).
     pub(crate) fn end(mut self, closed: bool) {
-        self.keep_object = !closed;
-    }
-}
-
-impl Drop for Liveness {
-    fn drop(&mut self) {
-        let _ = self.pool.unwatch(self.cookie);
-        // Callbacks already queued may still use `arg`: wait for them
-        // before it is freed with `self`.
-        self.pool.watch_flush();
-        if !self.keep_object {
-            let _ = self.pool.remove(&self.oid);
-        }
+        self.alive.keep = !closed;
     }
 }
 

@@ -5,8 +5,9 @@
 //! Every call returns the negative errno librados gives as an [`Errno`];
 //! [`Errno::error`] maps it to a fieldstore [`Error`] naming what failed.
 
-use std::ffi::{c_char, c_int, CStr, CString};
+use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -578,51 +579,48 @@ impl Pool {
         })
     }
 
-    /// Register a watch on `oid`: librados calls `notify` (for each notify
-    /// sent to the object) and `error` (when the watch broke: the
-    /// connection to the OSD was lost or the object was removed) from its
-    /// own threads with `arg`. The OSD drops the watch once it has heard
+    /// Register a watch on `oid`: librados acknowledges each notify sent
+    /// to the object and calls `handler` from its own threads (see
+    /// [`WatchHandler`]). The OSD drops the watch once it has heard
     /// nothing from this client for `timeout_secs` (0: the cluster's
-    /// `osd_client_watch_timeout`, 30 s by default). Returns the watch's
-    /// cookie.
-    ///
-    /// # Safety
-    /// `arg` must stay valid, and usable from librados's threads, until
-    /// [`Pool::unwatch`] of the returned cookie and then
-    /// [`Pool::watch_flush`] have returned (callbacks already queued may
-    /// run until the flush); the callbacks must not unwind.
-    pub(crate) unsafe fn watch(
-        &self,
-        oid: &CStr,
+    /// `osd_client_watch_timeout`, 30 s by default). Dropping the returned
+    /// [`Watch`] unregisters it.
+    pub(crate) fn watch<H: WatchHandler>(
+        self: &Arc<Self>,
+        oid: &str,
         timeout_secs: u32,
-        notify: ffi::WatchCb,
-        error: ffi::WatchErrCb,
-        arg: *mut std::ffi::c_void,
-    ) -> std::result::Result<u64, Errno> {
+        handler: H,
+    ) -> std::result::Result<Watch<H>, Errno> {
+        let arg = Box::new(WatchArg {
+            pool: self.clone(),
+            oid: CString::new(oid).map_err(|_| Errno(22))?,
+            broken: AtomicBool::new(false),
+            handler,
+        });
+        let p: *const WatchArg<H> = &*arg;
         let mut cookie = 0u64;
         // SAFETY: valid I/O context, NUL-terminated name (copied), valid
-        // out-pointer; the caller keeps `arg` valid for the callbacks.
+        // out-pointer; `arg` is boxed (its address stays put) and freed only
+        // after the watch is unregistered and the callbacks flushed
+        // (`Watch::drop`, or the flush below); the callbacks catch unwinds.
         let rc = unsafe {
             (self.api.rados_watch3)(
                 self.io,
-                oid.as_ptr(),
+                arg.oid.as_ptr(),
                 &mut cookie,
-                Some(notify),
-                Some(error),
+                Some(on_notify::<H>),
+                Some(on_error::<H>),
                 timeout_secs,
-                arg,
+                p as *mut c_void,
             )
         };
-        Errno::check(rc).map(|_| cookie)
-    }
-
-    /// How long ago the OSD last confirmed watch `cookie` (a ping or a
-    /// reconnection answered), or the error that broke it.
-    pub(crate) fn watch_check(&self, cookie: u64) -> std::result::Result<Duration, Errno> {
-        // SAFETY: valid I/O context; an unknown cookie is an error librados
-        // reports, not undefined behaviour.
-        let rc = unsafe { (self.api.rados_watch_check)(self.io, cookie) };
-        Errno::check(rc).map(|ms| Duration::from_millis(ms as u64))
+        if let Err(e) = Errno::check(rc) {
+            // Not registered; flush in case librados queued a callback
+            // before giving up, then `arg` may go.
+            self.watch_flush();
+            return Err(e);
+        }
+        Ok(Watch { cookie, arg })
     }
 
     /// The names of the objects in this pool's namespace that `keep`
@@ -739,36 +737,11 @@ impl Pool {
             .collect()
     }
 
-    /// Unregister a watch; no notify is delivered for it once this
-    /// returns, except callbacks already queued ([`Pool::watch_flush`]).
-    pub(crate) fn unwatch(&self, cookie: u64) -> std::result::Result<(), Errno> {
-        // SAFETY: valid I/O context; an unknown cookie is an error
-        // librados reports (`ENOTCONN`/`ENOENT`), not undefined behaviour.
-        let rc = unsafe { (self.api.rados_unwatch2)(self.io, cookie) };
-        Errno::check(rc).map(|_| ())
-    }
-
     /// Wait until every watch callback librados has queued (for any watch
     /// of this cluster connection) has run.
-    pub(crate) fn watch_flush(&self) {
+    fn watch_flush(&self) {
         // SAFETY: a connected cluster handle, kept alive by `self.cluster`.
         unsafe { (self.api.rados_watch_flush)(self.cluster.handle) };
-    }
-
-    /// Acknowledge a notify received by watch `cookie` on `oid` (a notifier
-    /// that waits for acks stops waiting for us). Sent, not waited for.
-    pub(crate) fn notify_ack(&self, oid: &CStr, notify_id: u64, cookie: u64) {
-        // SAFETY: valid I/O context and NUL-terminated name; no payload.
-        unsafe {
-            (self.api.rados_notify_ack)(
-                self.io,
-                oid.as_ptr(),
-                notify_id,
-                cookie,
-                std::ptr::null(),
-                0,
-            )
-        };
     }
 
     /// Send a notify (no payload) to the watchers of `oid`, without waiting
@@ -928,6 +901,111 @@ unsafe extern "C" fn notify_completed(c: ffi::Completion, arg: *mut std::ffi::c_
         }
         in_flight.finished();
     });
+}
+
+/// What a [`Watch`]'s callbacks do besides acknowledging notifies and
+/// noting that the watch broke. Called from librados's threads: it must
+/// not wait for anything held while a [`Watch`] is dropped (dropping waits
+/// for the callbacks).
+pub(crate) trait WatchHandler: Send + Sync + 'static {
+    /// A notify arrived (acknowledged already).
+    fn notified(&self) {}
+    /// The watch broke: the connection to the OSD was lost or the object
+    /// was removed ([`Watch::broken`] says so already).
+    fn broke(&self) {}
+}
+
+impl WatchHandler for () {}
+
+/// What a watch's callbacks share with its [`Watch`]. Boxed, so its
+/// address stays put; freed only after the watch is unregistered and
+/// librados's queue of callbacks flushed.
+struct WatchArg<H> {
+    pool: Arc<Pool>,
+    oid: CString,
+    broken: AtomicBool,
+    handler: H,
+}
+
+/// A watch registered by [`Pool::watch`]. Dropping it unregisters it, then
+/// waits until the callbacks librados queued already have run, then frees
+/// what they use. That wait covers every watch of the connection: one
+/// `rados_watch_flush` per watch dropped.
+pub(crate) struct Watch<H: WatchHandler> {
+    cookie: u64,
+    arg: Box<WatchArg<H>>,
+}
+
+/// A notify arrived: acknowledge it (a notifier that waits for acks stops
+/// waiting for us; sent, not waited for), then tell the handler.
+unsafe extern "C" fn on_notify<H: WatchHandler>(
+    arg: *mut c_void,
+    notify_id: u64,
+    cookie: u64,
+    _notifier: u64,
+    _data: *mut c_void,
+    _len: usize,
+) {
+    // Never unwind into librados.
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        // SAFETY: `arg` is the `WatchArg` this watch was registered with,
+        // kept alive until after the watch is unregistered and the
+        // callbacks flushed (`Watch::drop`); only shared references are
+        // made to it.
+        let a = unsafe { &*(arg as *const WatchArg<H>) };
+        let (api, io) = (a.pool.api, a.pool.io);
+        // SAFETY: valid I/O context and NUL-terminated name; no payload.
+        unsafe {
+            (api.rados_notify_ack)(io, a.oid.as_ptr(), notify_id, cookie, std::ptr::null(), 0)
+        };
+        a.handler.notified();
+    }));
+}
+
+/// The watch broke: mark it, then tell the handler.
+unsafe extern "C" fn on_error<H: WatchHandler>(arg: *mut c_void, _cookie: u64, _err: c_int) {
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        // SAFETY: as in `on_notify`.
+        let a = unsafe { &*(arg as *const WatchArg<H>) };
+        a.broken.store(true, Ordering::Relaxed);
+        a.handler.broke();
+    }));
+}
+
+impl<H: WatchHandler> Watch<H> {
+    /// What the callbacks tell.
+    pub(crate) fn handler(&self) -> &H {
+        &self.arg.handler
+    }
+
+    /// Whether librados reported the watch broken.
+    pub(crate) fn broken(&self) -> bool {
+        self.arg.broken.load(Ordering::Relaxed)
+    }
+
+    /// How long ago the OSD last confirmed the watch (a ping or a
+    /// reconnection answered), or the error that broke it.
+    pub(crate) fn check(&self) -> std::result::Result<Duration, Errno> {
+        // SAFETY: valid I/O context; an unknown cookie is an error librados
+        // reports, not undefined behaviour.
+        let rc = unsafe { (self.arg.pool.api.rados_watch_check)(self.arg.pool.io, self.cookie) };
+        Errno::check(rc).map(|ms| Duration::from_millis(ms as u64))
+    }
+}
+
+impl<H: WatchHandler> Drop for Watch<H> {
+    fn drop(&mut self) {
+        let pool = &self.arg.pool;
+        // No notify is delivered once this returns, except callbacks already
+        // queued. A broken watch may be gone on the OSD already: its error
+        // is of no interest.
+        // SAFETY: valid I/O context; an unknown cookie is an error librados
+        // reports (`ENOTCONN`/`ENOENT`), not undefined behaviour.
+        unsafe { (pool.api.rados_unwatch2)(pool.io, self.cookie) };
+        // Callbacks already queued may still use `arg`: wait for them
+        // before it is freed with `self`.
+        pool.watch_flush();
+    }
 }
 
 /// An asynchronous write in flight, and the buffer it writes.

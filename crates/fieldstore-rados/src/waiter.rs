@@ -34,15 +34,14 @@
 //! `mechanism()` says so.
 
 use std::collections::{BTreeSet, HashMap};
-use std::ffi::{c_int, c_void, CString};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use fieldstore_core::{ChangeWaiter, Changes, DatasetKey, Key, Result};
 
 use crate::naming::ROOT;
-use crate::rados::{Pool, ENOENT};
+use crate::rados::{Pool, Watch, WatchHandler, ENOENT};
 
 /// The longest a wait blocks without a notification: the latency of a
 /// lost one.
@@ -103,67 +102,38 @@ impl Shared {
     }
 }
 
-/// The argument of one watch's callbacks. Boxed, so that its address stays
-/// put; freed only after the watch is unregistered and librados's queue of
-/// callbacks was flushed.
-struct WatchArg {
+/// What one watch's callbacks tell the waiter.
+struct Head {
     shared: Arc<Shared>,
-    pool: Arc<Pool>,
-    oid: CString,
     root: bool,
     /// The dataset whose head object this is (`None` for the root, or a
     /// key the root's listing did not parse: then its notifications say
     /// `Unknown`).
     dataset: Option<DatasetKey>,
-    broken: AtomicBool,
 }
 
-struct Watch {
-    cookie: u64,
-    arg: Box<WatchArg>,
-}
-
-/// A notify arrived: acknowledge it, count it, wake the waiter.
-unsafe extern "C" fn on_notify(
-    arg: *mut c_void,
-    notify_id: u64,
-    cookie: u64,
-    _notifier: u64,
-    _data: *mut c_void,
-    _len: usize,
-) {
-    // Never unwind into librados.
-    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        // SAFETY: `arg` is the `WatchArg` this watch was registered with,
-        // kept alive until after the watch is unregistered and the
-        // callbacks flushed (`RadosWaiter::retire`, `Drop`); only shared
-        // references are made to it.
-        let a = unsafe { &*(arg as *const WatchArg) };
-        a.pool.notify_ack(&a.oid, notify_id, cookie);
-        a.shared.notifies.fetch_add(1, Ordering::Relaxed);
-        let root = a.root;
-        a.shared.signal(|f| {
+impl WatchHandler for Head {
+    /// A notify arrived (acknowledged by the watch): count it, wake the
+    /// waiter.
+    fn notified(&self) {
+        self.shared.notifies.fetch_add(1, Ordering::Relaxed);
+        self.shared.signal(|f| {
             f.changed = true;
-            f.root |= root;
-            match &a.dataset {
+            f.root |= self.root;
+            match &self.dataset {
                 Some(d) => {
                     f.datasets.insert(d.clone());
                 }
-                None => f.unnamed |= !root,
+                None => f.unnamed |= !self.root,
             }
         });
-    }));
-}
+    }
 
-/// A watch broke (connection to the OSD lost, object removed): mark it to
-/// be re-established and wake the waiter.
-unsafe extern "C" fn on_error(arg: *mut c_void, _cookie: u64, _err: c_int) {
-    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        // SAFETY: as in `on_notify`.
-        let a = unsafe { &*(arg as *const WatchArg) };
-        a.broken.store(true, Ordering::Relaxed);
-        a.shared.signal(|f| f.broken = true);
-    }));
+    /// The watch broke (connection to the OSD lost, object removed): it is
+    /// marked to be re-established; wake the waiter.
+    fn broke(&self) {
+        self.shared.signal(|f| f.broken = true);
+    }
 }
 
 /// Waits for notifications of the root and of the datasets' head objects,
@@ -172,7 +142,7 @@ pub struct RadosWaiter {
     pool: Arc<Pool>,
     shared: Arc<Shared>,
     /// Watched objects by name: the root and head objects.
-    watches: HashMap<String, Watch>,
+    watches: HashMap<String, Watch<Head>>,
     /// List the root before the next wait (it was notified, or a watch
     /// was re-established).
     rescan: bool,
@@ -246,37 +216,24 @@ impl RadosWaiter {
     /// Watch `oid` (the head object of `dataset`, or the root); whether
     /// the watch was added.
     fn add(&mut self, oid: &str, root: bool, dataset: Option<DatasetKey>) -> bool {
-        let Ok(c) = CString::new(oid) else {
+        if oid.contains('\0') {
+            // Not an object name (NUL): skipped, not a refused watch.
             return false;
-        };
-        let arg = Box::new(WatchArg {
+        }
+        let head = Head {
             shared: self.shared.clone(),
-            pool: self.pool.clone(),
-            oid: c,
             root,
             dataset,
-            broken: AtomicBool::new(false),
-        });
-        let p: *const WatchArg = &*arg;
-        // SAFETY: `arg` is boxed (its address does not move) and stays in
-        // `self.watches` until `retire` or `Drop` has unregistered the
-        // watch and flushed the callbacks; the callbacks catch panics.
-        let r = unsafe {
-            self.pool
-                .watch(&arg.oid, 0, on_notify, on_error, p as *mut c_void)
         };
-        match r {
-            Ok(cookie) => {
-                self.watches.insert(oid.to_string(), Watch { cookie, arg });
+        match self.pool.watch(oid, 0, head) {
+            Ok(watch) => {
+                self.watches.insert(oid.to_string(), watch);
                 if root {
                     self.root_missing = false;
                 }
                 true
             }
             Err(e) => {
-                // Not registered; flush in case librados queued a callback
-                // before giving up, then `arg` may go.
-                self.pool.watch_flush();
                 if e == ENOENT {
                     if root {
                         self.root_missing = true;
@@ -321,44 +278,22 @@ impl RadosWaiter {
     /// those objects again (a removed object is not watched again until
     /// the root lists it anew); whether any was broken.
     fn repair(&mut self) -> bool {
-        let broken: Vec<String> = self
+        let broken: Vec<(String, Option<DatasetKey>)> = self
             .watches
             .iter()
-            .filter(|(_, w)| w.arg.broken.load(Ordering::Relaxed))
-            .map(|(k, _)| k.clone())
+            .filter(|(_, w)| w.broken())
+            .map(|(k, w)| (k.clone(), w.handler().dataset.clone()))
             .collect();
         if broken.is_empty() {
             return false;
         }
-        let mut retired = Vec::new();
-        let mut again = Vec::new();
-        for oid in &broken {
-            if let Some(w) = self.watches.remove(oid) {
-                again.push((oid, w.arg.dataset.clone()));
-                retired.push(w);
-            }
-        }
-        self.retire(retired);
-        for (oid, dataset) in again {
-            self.add(oid, oid == ROOT, dataset);
+        for (oid, dataset) in broken {
+            // Unregistered, its callbacks flushed, before it is watched anew.
+            drop(self.watches.remove(&oid));
+            self.add(&oid, oid == ROOT, dataset);
         }
         self.rescan = true;
         true
-    }
-
-    /// Unregister watches, flush their callbacks, then free their
-    /// arguments.
-    fn retire(&self, watches: Vec<Watch>) {
-        if watches.is_empty() {
-            return;
-        }
-        for w in &watches {
-            // A broken watch may be gone on the OSD already: its error is
-            // of no interest.
-            let _ = self.pool.unwatch(w.cookie);
-        }
-        self.pool.watch_flush();
-        drop(watches);
     }
 }
 
@@ -431,11 +366,4 @@ impl ChangeWaiter for RadosWaiter {
 
     /// Notified, or polling at a fixed period: nothing to speed up.
     fn found(&mut self) {}
-}
-
-impl Drop for RadosWaiter {
-    fn drop(&mut self) {
-        let watches: Vec<Watch> = self.watches.drain().map(|(_, w)| w).collect();
-        self.retire(watches);
-    }
 }
