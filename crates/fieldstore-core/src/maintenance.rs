@@ -320,6 +320,15 @@ pub trait HeldUnit {
     fn remove(self: Box<Self>) -> Result<()>;
 }
 
+/// A closure is a held unit: calling it removes the unit, and what it
+/// captures is the hold, released when the closure is dropped (called or
+/// not).
+impl<F: FnOnce() -> Result<()>> HeldUnit for F {
+    fn remove(self: Box<Self>) -> Result<()> {
+        (*self)()
+    }
+}
+
 /// What [`StoreMaintenance::claim`](crate::store::StoreMaintenance::claim) found.
 pub enum Claim<'a> {
     /// Held: nobody appends to it now or later, until the hold is dropped or

@@ -22,7 +22,7 @@
 
 use std::sync::Arc;
 
-use fieldstore_core::maintenance::{Claim, HeldUnit, Item, ItemKind, Removed, Unit, UnitState};
+use fieldstore_core::maintenance::{Claim, Item, ItemKind, Removed, Unit, UnitState};
 use fieldstore_core::store::remove_claimed;
 use fieldstore_core::{
     CollocationKey, DatasetKey, Error, ErrorKind, FieldLocation, Result, Store, StoreMaintenance,
@@ -295,10 +295,8 @@ impl StoreMaintenance for DaosStore {
         // anything indexes it: no writer appends to one afterwards, so it
         // is held as soon as it is named (a missing one is found on removal).
         parse_uri(uri)?;
-        Ok(Claim::Held(Box::new(HeldArray {
-            store: self,
-            uri: uri.to_string(),
-        })))
+        let uri = uri.to_string();
+        Ok(Claim::Held(Box::new(move || self.destroy_array(&uri))))
     }
 
     fn inventory(&self, dataset: &DatasetKey, _units: &[String]) -> Result<Vec<Item>> {
@@ -467,18 +465,6 @@ impl DaosStoreWriter {
             data.len() as u64,
         )
         .with_checksum(fieldstore_core::checksum::of_field(data)))
-    }
-}
-
-/// A field's array held by a maintenance operation.
-struct HeldArray<'a> {
-    store: &'a DaosStore,
-    uri: String,
-}
-
-impl HeldUnit for HeldArray<'_> {
-    fn remove(self: Box<Self>) -> Result<()> {
-        self.store.destroy_array(&self.uri)
     }
 }
 

@@ -24,7 +24,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use fieldstore_core::maintenance::{Claim, HeldUnit, Item, ItemKind, Removed, Unit, UnitState};
+use fieldstore_core::maintenance::{Claim, Item, ItemKind, Removed, Unit, UnitState};
 use fieldstore_core::store::remove_claimed;
 use fieldstore_core::{
     CollocationKey, DatasetKey, Error, ErrorKind, FieldLocation, Result, Store, StoreMaintenance,
@@ -322,10 +322,15 @@ impl StoreMaintenance for RadosStore {
         Ok(match self.inspect(uri)?.state {
             UnitState::InUse => Claim::InUse,
             UnitState::Missing => Claim::Missing,
-            UnitState::Idle => Claim::Held(Box::new(HeldObject {
-                store: self,
-                uri: uri.to_string(),
-            })),
+            UnitState::Idle => {
+                let uri = uri.to_string();
+                Claim::Held(Box::new(move || {
+                    let (pool, object) = self.unit(&uri)?;
+                    pool.remove(object)
+                        .or_missing(|| format!("removing {}", pool.what(object)))
+                        .map(drop)
+                }))
+            }
         })
     }
 
@@ -613,21 +618,6 @@ impl Drop for RadosStoreWriter {
         if let Some(l) = self.liveness.take() {
             l.end(closed);
         }
-    }
-}
-
-/// A closed writer's data object held by a maintenance operation.
-struct HeldObject<'a> {
-    store: &'a RadosStore,
-    uri: String,
-}
-
-impl HeldUnit for HeldObject<'_> {
-    fn remove(self: Box<Self>) -> Result<()> {
-        let (pool, object) = self.store.unit(&self.uri)?;
-        pool.remove(object)
-            .or_missing(|| format!("removing {}", pool.what(object)))
-            .map(drop)
     }
 }
 

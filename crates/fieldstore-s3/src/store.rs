@@ -18,7 +18,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use fieldstore_core::maintenance::{Claim, HeldUnit, Item, ItemKind, Removed, Unit, UnitState};
+use fieldstore_core::maintenance::{Claim, Item, ItemKind, Removed, Unit, UnitState};
 use fieldstore_core::store::remove_claimed;
 use fieldstore_core::{
     CollocationKey, DatasetKey, Error, FieldLocation, Result, Store, StoreMaintenance, StoreWriter,
@@ -211,9 +211,10 @@ impl StoreMaintenance for S3Store {
     /// found on removal).
     fn claim(&self, uri: &str) -> Result<Claim<'_>> {
         naming::parse_uri(uri)?;
-        Ok(Claim::Held(Box::new(HeldObject {
-            store: self,
-            uri: uri.to_string(),
+        let uri = uri.to_string();
+        Ok(Claim::Held(Box::new(move || {
+            let (bucket, key) = naming::parse_uri(&uri)?;
+            self.client.delete(bucket, key)
         })))
     }
 
@@ -277,19 +278,6 @@ impl StoreMaintenance for S3Store {
             }
         }
         Ok(())
-    }
-}
-
-/// An object held by a maintenance operation.
-struct HeldObject<'a> {
-    store: &'a S3Store,
-    uri: String,
-}
-
-impl HeldUnit for HeldObject<'_> {
-    fn remove(self: Box<Self>) -> Result<()> {
-        let (bucket, key) = naming::parse_uri(&self.uri)?;
-        self.store.client.delete(bucket, key)
     }
 }
 

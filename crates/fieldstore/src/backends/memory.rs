@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use fieldstore_core::maintenance::{
-    locked, wiped_while_writing, Claim, HeldUnit, Item, ItemKind, Removed, Unit, UnitState,
+    locked, wiped_while_writing, Claim, Item, ItemKind, Removed, Unit, UnitState,
 };
 use fieldstore_core::store::{read_into_by_copy, remove_claimed};
 use fieldstore_core::{
@@ -161,7 +161,10 @@ impl StoreMaintenance for MemoryStore {
         if self.is_in_use(id) {
             return Ok(Claim::InUse);
         }
-        Ok(Claim::Held(Box::new(HeldBlob { store: self, id })))
+        Ok(Claim::Held(Box::new(move || {
+            write(&self.blobs).remove(&id);
+            Ok(())
+        })))
     }
 
     fn orphans(&self, dataset: &DatasetKey, referenced: &HashSet<String>) -> Result<Vec<Unit>> {
@@ -222,19 +225,6 @@ impl StoreMaintenance for MemoryStore {
 impl MemoryStore {
     fn is_in_use(&self, id: u64) -> bool {
         read(&self.in_use).contains(&id)
-    }
-}
-
-/// A blob held by a maintenance operation.
-struct HeldBlob<'a> {
-    store: &'a MemoryStore,
-    id: u64,
-}
-
-impl HeldUnit for HeldBlob<'_> {
-    fn remove(self: Box<Self>) -> Result<()> {
-        write(&self.store.blobs).remove(&self.id);
-        Ok(())
     }
 }
 

@@ -20,7 +20,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use fieldstore_core::maintenance::{Claim, HeldUnit, Item, ItemKind, Removed, Unit, UnitState};
+use fieldstore_core::maintenance::{Claim, Item, ItemKind, Removed, Unit, UnitState};
 use fieldstore_core::store::remove_claimed;
 use fieldstore_core::{CollocationKey, DatasetKey, Error, FieldLocation, Result, StoreMaintenance};
 
@@ -284,11 +284,14 @@ impl StoreMaintenance for FileStore {
             Some(Err(())) => Claim::InUse,
             // Held exclusively: no writer has it open, and none will (writer
             // ids are never reused, so nobody creates or opens this name for
-            // writing again).
-            Some(Ok(lock)) => Claim::Held(Box::new(HeldFile {
-                store: self,
-                path,
-                _lock: lock,
+            // writing again). The exclusive `flock` is the hold: named in
+            // the closure, it moves into it and is released after the
+            // removal, or when the closure is dropped without one.
+            Some(Ok(flock)) => Claim::Held(Box::new(move || {
+                layout::remove_file(&path)?;
+                lock(&self.open).remove(&path);
+                drop(flock);
+                Ok(())
             })),
         })
     }
@@ -501,18 +504,32 @@ impl StoreWriter for FileStoreWriter {
     }
 }
 
-/// A data file held exclusively by a maintenance operation.
-struct HeldFile<'a> {
-    store: &'a FileStore,
-    path: PathBuf,
-    /// The exclusive `flock`, released when dropped.
-    _lock: File,
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::placement::Space;
 
-impl HeldUnit for HeldFile<'_> {
-    fn remove(self: Box<Self>) -> Result<()> {
-        layout::remove_file(&self.path)?;
-        lock(&self.store.open).remove(&self.path);
-        Ok(())
+    /// The claim's closure owns the `flock`: the unit stays held (a second
+    /// claim finds it in use) until the claim is dropped or removed.
+    #[test]
+    fn a_claim_holds_its_unit_until_dropped_or_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let roots = vec![Root::new(dir.path())];
+        let placement = Placement::new(&[Space::default_space()], &roots);
+        let store = FileStore::open(&roots, placement, DataWrites::Direct).unwrap();
+        let file = dir.path().join("x.data");
+        std::fs::write(&file, b"abc").unwrap();
+        let uri = format!("file://{}", file.display());
+        let held = store.claim(&uri).unwrap();
+        assert!(matches!(held, Claim::Held(_)));
+        assert!(matches!(store.claim(&uri).unwrap(), Claim::InUse));
+        drop(held);
+        let Claim::Held(held) = store.claim(&uri).unwrap() else {
+            panic!("not held after the first claim was dropped")
+        };
+        assert!(matches!(store.claim(&uri).unwrap(), Claim::InUse));
+        held.remove().unwrap();
+        assert!(!file.exists());
+        assert!(matches!(store.claim(&uri).unwrap(), Claim::Missing));
     }
 }
