@@ -191,6 +191,33 @@ pub fn read_by_resize(
     read
 }
 
+/// [`Store::read_into`] around a store's own read: `out` must be the
+/// field's length, `read` fills it, and its bytes are then checked against
+/// the field's checksum ([`checksum::verify`](crate::checksum::verify) with
+/// `cause`, the medium's likeliest reason). On any error `out` is zeroed, so
+/// a failed read hands out no bytes, damaged or partial.
+///
+/// # Errors
+/// `Corrupt` if `out` is not the field's length or the bytes fail their
+/// checksum; as `read`.
+pub fn read_verified(
+    location: &FieldLocation,
+    out: &mut [u8],
+    cause: &str,
+    read: impl FnOnce(&mut [u8]) -> Result<()>,
+) -> Result<()> {
+    let result = if out.len() as u64 != location.length {
+        Err(crate::error::Error::corrupt(format!(
+            "{location}: a buffer of {} bytes for a field of {}",
+            out.len(),
+            location.length
+        )))
+    } else {
+        read(out).and_then(|()| crate::checksum::verify(location, out, cause))
+    };
+    result.inspect_err(|_| out.fill(0))
+}
+
 /// [`Store::read_into`] through [`Store::read`] and a copy, for stores
 /// whose reads produce an owned buffer anyway.
 ///
@@ -266,5 +293,54 @@ pub trait StoreWriter: Send {
     /// its watch broke) since the flush.
     fn confirm_published(&mut self) -> Result<()> {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::{Error, ErrorKind};
+
+    /// A buffer of the wrong length, a failed read and damaged bytes are
+    /// each an error that leaves `out` zeroed; good bytes are handed out.
+    #[test]
+    fn read_verified_hands_out_only_verified_bytes() {
+        let field = b"field bytes";
+        let location = FieldLocation::new("test://x", 0, field.len() as u64)
+            .with_checksum(crate::checksum::of_field(field));
+        let fill = |out: &mut [u8]| {
+            out.copy_from_slice(field);
+            Ok(())
+        };
+
+        let mut out = [7u8; 4];
+        let e = read_verified(&location, &mut out, ": cause", fill).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Corrupt);
+        assert!(
+            e.to_string()
+                .contains("a buffer of 4 bytes for a field of 11"),
+            "{e}"
+        );
+        assert_eq!(out, [0; 4]);
+
+        let mut out = [7u8; 11];
+        let e = read_verified(&location, &mut out, ": cause", |out| {
+            out[0] = 1;
+            Err(Error::corrupt("short"))
+        })
+        .unwrap_err();
+        assert!(e.to_string().contains("short"), "{e}");
+        assert_eq!(out, [0; 11]);
+
+        let damaged = location.clone().with_checksum(0);
+        let e = read_verified(&damaged, &mut out, ": cause", fill).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Corrupt);
+        let read = crate::checksum::of_field(field);
+        let want = format!("checksum mismatch (stored 00000000, read {read:08x}): cause");
+        assert!(e.to_string().ends_with(&want), "{e}");
+        assert_eq!(out, [0; 11]);
+
+        read_verified(&location, &mut out, ": cause", fill).unwrap();
+        assert_eq!(&out, field);
     }
 }

@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use fieldstore_core::maintenance::{Claim, Item, ItemKind, Removed, Unit, UnitState};
-use fieldstore_core::store::remove_claimed;
+use fieldstore_core::store::{read_verified, remove_claimed};
 use fieldstore_core::{
     CollocationKey, DatasetKey, Error, ErrorKind, FieldLocation, Result, Store, StoreMaintenance,
     StoreWriter,
@@ -146,11 +146,9 @@ impl Store for RadosStore {
     }
 
     fn read_into(&self, location: &FieldLocation, buf: &mut [u8]) -> Result<()> {
-        let read = self.read_once(location, buf);
-        if read.is_err() {
-            buf.fill(0);
-        }
-        read
+        read_verified(location, buf, ": the RADOS object is damaged", |buf| {
+            self.read_once(location, buf)
+        })
     }
 
     fn read_range(&self, location: &FieldLocation, offset: u64, out: &mut [u8]) -> Result<()> {
@@ -170,15 +168,9 @@ impl Store for RadosStore {
 }
 
 impl RadosStore {
-    /// Read a field into `buf`, which must be exactly its length.
+    /// Read `buf.len()` bytes at `location`, a field or a range of one
+    /// (unverified: `read_into` checks a whole field's length and checksum).
     fn read_once(&self, location: &FieldLocation, buf: &mut [u8]) -> Result<()> {
-        if buf.len() as u64 != location.length {
-            return Err(Error::corrupt(format!(
-                "{location}: a buffer of {} bytes for a field of {}",
-                buf.len(),
-                location.length
-            )));
-        }
         let (pool, ns, object) = naming::parse_uri(&location.uri)?;
         let pool = self.pool_for(&pool, &ns)?;
         let len = buf.len();
@@ -209,7 +201,7 @@ impl RadosStore {
             }
             done += n;
         }
-        fieldstore_core::checksum::verify(location, buf, ": the RADOS object is damaged")
+        Ok(())
     }
 }
 

@@ -19,7 +19,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use fieldstore_core::maintenance::{Claim, Item, ItemKind, Removed, Unit, UnitState};
-use fieldstore_core::store::remove_claimed;
+use fieldstore_core::store::{read_verified, remove_claimed};
 use fieldstore_core::{
     CollocationKey, DatasetKey, Error, FieldLocation, Result, Store, StoreMaintenance, StoreWriter,
 };
@@ -64,16 +64,9 @@ impl S3Store {
         S3Store::open(&S3Config::from_value(section)?)
     }
 
-    /// Read `buf.len()` bytes of the field at `location` (checked against
-    /// its CRC when it has one).
+    /// Read `buf.len()` bytes at `location`, a field or a range of one
+    /// (unverified: `read_into` checks a whole field's length and CRC).
     fn read_once(&self, location: &FieldLocation, buf: &mut [u8]) -> Result<()> {
-        if buf.len() as u64 != location.length {
-            return Err(Error::corrupt(format!(
-                "{location}: a buffer of {} bytes for a field of {}",
-                buf.len(),
-                location.length
-            )));
-        }
         let (bucket, key) = naming::parse_uri(&location.uri)?;
         let got = if self.ahead.take(location, buf) {
             buf.len()
@@ -85,7 +78,7 @@ impl S3Store {
                 "{location}: the S3 object ends {got} bytes into the field (truncated?)"
             )));
         }
-        fieldstore_core::checksum::verify(location, buf, ": the S3 object is damaged")
+        Ok(())
     }
 
     /// The dataset's data objects and leases: two listings, data first (an
@@ -161,11 +154,9 @@ impl Store for S3Store {
     }
 
     fn read_into(&self, location: &FieldLocation, out: &mut [u8]) -> Result<()> {
-        let read = self.read_once(location, out);
-        if read.is_err() {
-            out.fill(0);
-        }
-        read
+        read_verified(location, out, ": the S3 object is damaged", |out| {
+            self.read_once(location, out)
+        })
     }
 
     fn read_range(&self, location: &FieldLocation, offset: u64, out: &mut [u8]) -> Result<()> {

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use fieldstore_core::maintenance::{Claim, Item, ItemKind, Removed, Unit, UnitState};
-use fieldstore_core::store::remove_claimed;
+use fieldstore_core::store::{read_verified, remove_claimed};
 use fieldstore_core::{CollocationKey, DatasetKey, Error, FieldLocation, Result, StoreMaintenance};
 
 use super::layout::{self, FileKind};
@@ -199,31 +199,18 @@ impl Store for FileStore {
                 location.uri
             )));
         }
-        if u64::try_from(buf.len()).ok() != Some(location.length) {
-            return Err(Error::corrupt(format!(
-                "{location}: a buffer of {} bytes for a field of {}",
-                buf.len(),
-                location.length
-            )));
-        }
-        let path = Path::new(location.path());
-        let file = self.file(path)?;
-        file.read_exact_at(buf, location.offset).map_err(|e| {
-            if e.kind() == std::io::ErrorKind::UnexpectedEof {
-                Error::corrupt(format!(
-                    "{location}: the data file is shorter than the field (truncated?)"
-                ))
-            } else {
-                Error::io(format!("reading {location}"), e)
-            }
-        })?;
-        fieldstore_core::checksum::verify(location, buf, ": the data file is damaged").inspect_err(
-            |_| {
-                // Damaged bytes are never handed out, not even in the
-                // caller's buffer of a failed read.
-                buf.fill(0);
-            },
-        )
+        read_verified(location, buf, ": the data file is damaged", |buf| {
+            let file = self.file(Path::new(location.path()))?;
+            file.read_exact_at(buf, location.offset).map_err(|e| {
+                if e.kind() == std::io::ErrorKind::UnexpectedEof {
+                    Error::corrupt(format!(
+                        "{location}: the data file is shorter than the field (truncated?)"
+                    ))
+                } else {
+                    Error::io(format!("reading {location}"), e)
+                }
+            })
+        })
     }
 
     fn read_range(&self, location: &FieldLocation, offset: u64, out: &mut [u8]) -> Result<()> {
