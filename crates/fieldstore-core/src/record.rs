@@ -379,6 +379,15 @@ impl Enc {
         self.u32(s.len() as u32);
         self.0.extend_from_slice(s.as_bytes());
     }
+    /// A `u32` count of `items`, then each as `item` writes it.
+    pub fn list<I: IntoIterator>(&mut self, items: I, mut item: impl FnMut(&mut Self, I::Item))
+    where
+        I::IntoIter: ExactSizeIterator,
+    {
+        let items = items.into_iter();
+        self.u32(items.len() as u32);
+        items.for_each(|i| item(self, i));
+    }
     /// A `u32` length and the bytes (`bytes` in the format documents).
     pub fn bytes(&mut self, b: &[u8]) {
         self.u32(b.len() as u32);
@@ -422,14 +431,10 @@ impl Enc {
     /// keywords, then each keyword as a `str` with a `u32` count of its
     /// values and each value as a `str`.
     pub fn axes(&mut self, axes: &crate::axes::Axes) {
-        self.u32(axes.len() as u32);
-        for (kw, values) in axes {
-            self.str(kw);
-            self.u32(values.len() as u32);
-            for v in values {
-                self.str(v);
-            }
-        }
+        self.list(axes, |e, (kw, values)| {
+            e.str(kw);
+            e.list(values, |e, v| e.str(v));
+        });
     }
 }
 
@@ -491,6 +496,17 @@ impl<'a, 'w> Dec<'a, 'w> {
         let b = self.take(n)?;
         self.utf8(b, at)
     }
+    /// A `u32` count, then that many items as `item` reads them.
+    pub fn list<T>(&mut self, mut item: impl FnMut(&mut Self) -> Result<T>) -> Result<Vec<T>> {
+        let n = self.u32()? as usize;
+        // Capped by what the payload could hold: damage cannot ask for a
+        // huge allocation.
+        let mut out = Vec::with_capacity(n.min(self.buf.len() - self.pos));
+        for _ in 0..n {
+            out.push(item(self)?);
+        }
+        Ok(out)
+    }
     /// Bytes with a `u32` length.
     pub fn bytes(&mut self) -> Result<&'a [u8]> {
         let n = self.u32()? as usize;
@@ -536,18 +552,14 @@ impl<'a, 'w> Dec<'a, 'w> {
     }
     /// A block's axes, as [`Enc::axes`] writes them.
     pub fn axes(&mut self) -> Result<crate::axes::Axes> {
-        let n = self.u32()?;
-        let mut axes = crate::axes::Axes::new();
-        for _ in 0..n {
-            let kw = self.str()?.to_string();
-            let nv = self.u32()?;
-            let mut values = std::collections::BTreeSet::new();
-            for _ in 0..nv {
-                values.insert(self.str()?.to_string());
-            }
-            axes.insert(kw, values);
-        }
-        Ok(axes)
+        let axes = self.list(|d| {
+            let kw = d.str()?.to_string();
+            Ok((
+                kw,
+                d.list(|d| Ok(d.str()?.to_string()))?.into_iter().collect(),
+            ))
+        })?;
+        Ok(axes.into_iter().collect())
     }
     /// Whether the whole payload has been read.
     pub fn done(&self) -> bool {

@@ -126,14 +126,8 @@ pub fn encode<F: BlockFormat>(
     }
     let mut e = Enc::default();
     e.str(&collocation.to_string());
-    e.u32(keywords.len() as u32);
-    for k in &keywords {
-        e.str(k);
-    }
-    e.u32(names.len() as u32);
-    for n in &names {
-        e.str(n);
-    }
+    e.list(&keywords, |e, k| e.str(k));
+    e.list(&names, |e, n| e.str(n));
     e.u32(entries.len() as u32);
     e.0.extend_from_slice(&body.0);
     (e.0, axes)
@@ -153,18 +147,8 @@ pub fn decode<'a, F: BlockFormat>(
 ) -> Result<Block<'a>> {
     let mut d = Dec::new(payload, what);
     let collocation = d.str()?;
-    // Counts are capped by what the payload could hold (a `str` is at
-    // least 4 bytes), so damage cannot ask for a huge allocation.
-    let nkw = d.u32()? as usize;
-    let mut keywords = Vec::with_capacity(nkw.min(payload.len() / 4));
-    for _ in 0..nkw {
-        keywords.push(d.str()?);
-    }
-    let nunits = d.u32()? as usize;
-    let mut units: Vec<Arc<str>> = Vec::with_capacity(nunits.min(payload.len() / 4));
-    for _ in 0..nunits {
-        units.push(format.unit_uri(d.str()?));
-    }
+    let keywords = d.list(|d| d.str())?;
+    let units = d.list(|d| Ok(format.unit_uri(d.str()?)))?;
     let count = d.u32()? as usize;
     let value_len = match F::VALUES {
         ValueLen::U16 => 2,

@@ -87,10 +87,7 @@ pub fn encode_flush(f: &Flush) -> Vec<u8> {
             .first()
             .map(|(k, _)| k.keywords().collect())
             .unwrap_or_default();
-        e.u32(kws.len() as u32);
-        for k in &kws {
-            e.str(k);
-        }
+        e.list(&kws, |e, k| e.str(k));
         // The block's axes: the values each keyword takes, so that readers
         // merge a few values per block instead of every entry's key.
         let mut axes: Vec<std::collections::BTreeSet<&str>> = vec![Default::default(); kws.len()];
@@ -102,10 +99,7 @@ pub fn encode_flush(f: &Flush) -> Vec<u8> {
             }
         }
         for values in &axes {
-            e.u32(values.len() as u32);
-            for v in values {
-                e.short_str(v);
-            }
+            e.list(values, |e, v| e.short_str(v));
         }
         let mut prefixes: Vec<&str> = Vec::new();
         let mut ids: HashMap<&str, u32> = HashMap::new();
@@ -116,10 +110,7 @@ pub fn encode_flush(f: &Flush) -> Vec<u8> {
                 prefixes.push(p);
             }
         }
-        e.u32(prefixes.len() as u32);
-        for p in &prefixes {
-            e.str(p);
-        }
+        e.list(&prefixes, |e, p| e.str(p));
         e.u32(b.entries.len() as u32);
         for (k, l) in &b.entries {
             let (p, rest) = split_uri(&l.uri);
@@ -145,24 +136,13 @@ pub fn decode_flush(p: &[u8], what: &dyn Fn() -> String) -> Result<Flush> {
     let mut blocks = Vec::with_capacity(nblocks.min(4096));
     for _ in 0..nblocks {
         let collocation = CollocationKey(d.key()?);
-        let nk = d.u32()? as usize;
-        let mut kws = Vec::with_capacity(nk.min(64));
-        for _ in 0..nk {
-            kws.push(d.str()?.to_string());
-        }
+        let kws = d.list(|d| Ok(d.str()?.to_string()))?;
         let mut axes = Axes::new();
         for k in &kws {
-            let nv = d.u32()? as usize;
-            let set = axes.entry(k.clone()).or_default();
-            for _ in 0..nv {
-                set.insert(d.short_str()?.to_string());
-            }
+            let values = d.list(|d| Ok(d.short_str()?.to_string()))?;
+            axes.entry(k.clone()).or_default().extend(values);
         }
-        let np = d.u32()? as usize;
-        let mut prefixes = Vec::with_capacity(np.min(4096));
-        for _ in 0..np {
-            prefixes.push(d.str()?);
-        }
+        let prefixes = d.list(|d| d.str())?;
         let ne = d.u32()? as usize;
         let mut entries = Vec::with_capacity(ne.min(1 << 20));
         // Consecutive entries of one data file share their URI.

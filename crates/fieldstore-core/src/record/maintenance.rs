@@ -74,30 +74,16 @@ pub fn now_ns() -> u64 {
         .unwrap_or(0)
 }
 
-fn strings(e: &mut Enc, items: &[String]) {
-    e.u32(items.len() as u32);
-    for s in items {
-        e.str(s);
-    }
-}
-
 fn read_strings(d: &mut Dec<'_, '_>) -> Result<Vec<String>> {
-    let mut out = Vec::new();
-    for _ in 0..d.u32()? {
-        out.push(d.str()?.to_string());
-    }
-    Ok(out)
+    d.list(|d| Ok(d.str()?.to_string()))
 }
 
 /// A WIPE record's payload.
 pub fn encode_wipe(collocations: &[CollocationKey], units: &[String], now: u64) -> Vec<u8> {
     let mut e = Enc::default();
     e.u64(now);
-    e.u32(collocations.len() as u32);
-    for c in collocations {
-        e.str(&c.to_string());
-    }
-    strings(&mut e, units);
+    e.list(collocations, |e, c| e.str(&c.to_string()));
+    e.list(units, |e, s| e.str(s));
     e.0
 }
 
@@ -108,10 +94,7 @@ pub fn encode_wipe(collocations: &[CollocationKey], units: &[String], now: u64) 
 pub fn decode_wipe(payload: &[u8], what: &dyn Fn() -> String) -> Result<Wipe> {
     let mut d = Dec::new(payload, what);
     let _time = d.u64()?;
-    let mut collocations = Vec::new();
-    for _ in 0..d.u32()? {
-        collocations.push(CollocationKey(d.key()?));
-    }
+    let collocations = d.list(|d| Ok(CollocationKey(d.key()?)))?;
     let units = read_strings(&mut d)?;
     d.end_of("WIPE record")?;
     Ok(Wipe {
@@ -125,9 +108,9 @@ pub fn decode_wipe(payload: &[u8], what: &dyn Fn() -> String) -> Result<Wipe> {
 pub fn encode_reclaim(units: &[String], index_files: Option<&[String]>, now: u64) -> Vec<u8> {
     let mut e = Enc::default();
     e.u64(now);
-    strings(&mut e, units);
+    e.list(units, |e, s| e.str(s));
     if let Some(files) = index_files {
-        strings(&mut e, files);
+        e.list(files, |e, s| e.str(s));
     }
     e.0
 }
