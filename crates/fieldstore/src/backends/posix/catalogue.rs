@@ -38,8 +38,9 @@ use super::end_mark::{mark_end, refuse_if_cut};
 use super::format::{self, Enc};
 use super::layout::{self, TOC};
 use super::manage;
-use super::open_dir::OpenDir;
-use super::toc_reader::{open_reader, read_init, read_init_with_schema, TocCursor, TocLog};
+use super::toc_reader::{
+    open_dir_of, open_reader, read_init, read_init_with_schema, TocCursor, TocLog,
+};
 use super::toc_writer::{StagedFlush, TocWriter};
 use crate::config::Root;
 use crate::placement::Placement;
@@ -300,7 +301,7 @@ impl CatalogueMedium for TocMedium {
             manage::finish_moves(self)?;
         }
         let mut attempt = 0;
-        let (dir, open_dir, toc, stored_schema) = loop {
+        let (dir, open_dir, toc, stored_schema, ident) = loop {
             attempt += 1;
             // A dataset found is opened, never created again where it was
             // found: a move or wipe may take it away in between, and a new
@@ -325,27 +326,16 @@ impl CatalogueMedium for TocMedium {
             };
             crate::failpoint::hit("catalogue_writer.found");
             let opened = create_dataset(&dir, dataset, schema, may_create).and_then(|stored| {
+                let toc_path = dir.join(TOC);
                 let toc = OpenOptions::new()
                     .append(true)
-                    .open(dir.join(TOC))
-                    .map_err(|e| Error::io(dir.join(TOC).display(), e))?;
-                let open_dir = OpenDir::open(&dir)?;
-                // A move between opening the two would leave them naming
-                // different datasets.
-                let ident = layout::identity(
-                    &toc.metadata()
-                        .map_err(|e| Error::io(dir.join(TOC).display(), e))?,
-                );
-                if open_dir.identity_of(TOC)? != Some(ident) {
-                    return Err(Error::new(
-                        ErrorKind::NotFound,
-                        format!("{} moved while it was opened", dir.display()),
-                    ));
-                }
-                Ok((open_dir, toc, stored))
+                    .open(&toc_path)
+                    .map_err(|e| Error::io(toc_path.display(), e))?;
+                let (open_dir, ident) = open_dir_of(&dir, &toc, &toc_path)?;
+                Ok((open_dir, toc, stored, ident))
             });
             match opened {
-                Ok((open_dir, toc, stored)) => break (dir, open_dir, toc, stored),
+                Ok((open_dir, toc, stored, ident)) => break (dir, open_dir, toc, stored, ident),
                 Err(e) if e.kind() == ErrorKind::NotFound && attempt < 3 => continue,
                 Err(e) => return Err(e),
             }
@@ -354,10 +344,6 @@ impl CatalogueMedium for TocMedium {
             return Err(locked(dataset, Operation::Archive));
         }
         let toc_path = dir.join(TOC);
-        let ident = layout::identity(
-            &toc.metadata()
-                .map_err(|e| Error::io(toc_path.display(), e))?,
-        );
         let toc_lock = Arc::new(
             toc.try_clone()
                 .map_err(|e| Error::io(toc_path.display(), e))?,
@@ -545,13 +531,30 @@ impl DatasetMover for TocMedium {
 /// write, and sync it.
 pub(super) fn append_record(dir: &Path, kind: u16, payload: &[u8]) -> Result<()> {
     let path = dir.join(TOC);
-    let mut rec = Vec::new();
-    format::frame(&mut rec, kind, payload);
-    let mut toc = OpenOptions::new()
+    let toc = OpenOptions::new()
         .append(true)
         .open(&path)
         .map_err(|e| Error::io(path.display(), e))?;
-    refuse_if_cut(&toc, &path)?;
+    let then = "readers will report the partial record";
+    append_whole(&toc, &path, kind, payload, then)?;
+    layout::sync_data(&toc, &path)?;
+    mark_end(&toc);
+    Ok(())
+}
+
+/// Append one record to the table of contents `toc` (at `path`, open for
+/// appending) in one write, refused if it was cut below its end mark; a
+/// short write is `StorageFull`, saying `then` of the partial record.
+pub(super) fn append_whole(
+    mut toc: &File,
+    path: &Path,
+    kind: u16,
+    payload: &[u8],
+    then: &str,
+) -> Result<()> {
+    let mut rec = Vec::new();
+    format::frame(&mut rec, kind, payload);
+    refuse_if_cut(toc, path)?;
     let n = toc
         .write(&rec)
         .map_err(|e| Error::io(format!("appending to {}", path.display()), e))?;
@@ -559,13 +562,11 @@ pub(super) fn append_record(dir: &Path, kind: u16, payload: &[u8]) -> Result<()>
         return Err(Error::new(
             ErrorKind::StorageFull,
             format!(
-                "{}: short append ({n} of {} bytes); readers will report the partial record",
+                "{}: short append ({n} of {} bytes); {then}",
                 path.display(),
                 rec.len()
             ),
         ));
     }
-    layout::sync_data(&toc, &path)?;
-    mark_end(&toc);
     Ok(())
 }

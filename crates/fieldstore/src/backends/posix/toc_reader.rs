@@ -58,6 +58,24 @@ pub(super) fn read_init_with_schema(
     framed::init(&format::FRAMING, &head, &what)
 }
 
+/// The dataset directory `dir` open, and the device and inode of its table
+/// of contents `toc` (at `path`), opened before it.
+///
+/// # Errors
+/// `NotFound` if a move between opening the two left them naming different
+/// datasets.
+pub(super) fn open_dir_of(dir: &Path, toc: &File, path: &Path) -> Result<(OpenDir, (u64, u64))> {
+    let ident = layout::identity(&toc.metadata().map_err(|e| Error::io(path.display(), e))?);
+    let open_dir = OpenDir::open(dir)?;
+    if open_dir.identity_of(TOC)? != Some(ident) {
+        return Err(Error::new(
+            ErrorKind::NotFound,
+            format!("{} moved while it was opened", dir.display()),
+        ));
+    }
+    Ok((open_dir, ident))
+}
+
 /// A data file's name as index blocks and records keep it: relative to the
 /// dataset directory when it lives there (so datasets can be moved), else
 /// its full URI.
@@ -80,14 +98,25 @@ pub(super) fn data_uri(abs_dir: &Path, name: &str) -> String {
 }
 
 /// The index blocks of the dataset in this directory (absolute): values
-/// with a `u16` length, data files named by [`data_name`].
-pub(super) struct DataFiles<'a>(&'a Path);
+/// with a `u16` length, data files named by [`data_name`]. A writer's
+/// (`toc_writer.rs`) also names a data file whose directory is the
+/// dataset's own under another path (a move came between the catalogue's
+/// and the store's writer opening it) by its name in the dataset directory:
+/// the second field, data file URIs in the dataset directory under another
+/// path, with their relative names (`None` for a reader).
+pub(super) struct DataFiles<'a>(
+    pub(super) &'a Path,
+    pub(super) Option<&'a HashMap<Arc<str>, String>>,
+);
 
 impl BlockFormat for DataFiles<'_> {
     const VALUES: ValueLen = ValueLen::U16;
     const UNIT: &'static str = "data file";
     fn unit_name<'u>(&self, uri: &'u str) -> Cow<'u, str> {
-        Cow::Owned(data_name(self.0, uri))
+        match self.1.and_then(|same_dir| same_dir.get(uri)) {
+            Some(name) => Cow::Owned(name.clone()),
+            None => Cow::Owned(data_name(self.0, uri)),
+        }
     }
     fn unit_uri(&self, name: &str) -> Arc<str> {
         Arc::from(data_uri(self.0, name))
@@ -226,7 +255,7 @@ fn blocks_in<'b>(bytes: &'b [u8], abs_dir: &Path) -> Vec<(u64, Option<block::Blo
     while at < bytes.len() {
         match format::FRAMING.unframe(&bytes[at..], &String::new) {
             Ok(Framed::Record(kind, payload, n)) => {
-                let b = block::decode(&DataFiles(abs_dir), payload, &String::new).ok();
+                let b = block::decode(&DataFiles(abs_dir, None), payload, &String::new).ok();
                 out.push((at as u64, b.filter(|_| kind == format::BLOCK)));
                 at += n;
             }
@@ -262,9 +291,6 @@ impl TocCursor {
     fn open(dir: &Path, key: &DatasetKey) -> Result<ReaderLog> {
         let toc_path = dir.join(TOC);
         let toc = File::open(&toc_path).map_err(|e| Error::io(toc_path.display(), e))?;
-        let meta = toc
-            .metadata()
-            .map_err(|e| Error::io(toc_path.display(), e))?;
         let (stored, pos, schema) = read_init_with_schema(&toc, &toc_path)?;
         if &stored != key {
             return Err(Error::new(
@@ -272,13 +298,7 @@ impl TocCursor {
                 format!("{} holds dataset {stored}, not {key}", dir.display()),
             ));
         }
-        let open_dir = OpenDir::open(dir)?;
-        if open_dir.identity_of(TOC)? != Some(layout::identity(&meta)) {
-            return Err(Error::new(
-                ErrorKind::NotFound,
-                format!("{} moved while it was opened", dir.display()),
-            ));
-        }
+        let (open_dir, ident) = open_dir_of(dir, &toc, &toc_path)?;
         let digest = prefix_digest(&toc, pos)
             .map_err(|e| Error::io(toc_path.display(), e))?
             .unwrap_or(0);
@@ -289,7 +309,7 @@ impl TocCursor {
             dir: dir.to_path_buf(),
             toc_path,
             toc: Some(toc),
-            ident: layout::identity(&meta),
+            ident,
             pos,
             ..TocCursor::default()
         };
@@ -308,6 +328,13 @@ impl TocCursor {
         self.toc.is_some()
             && self.pos > other.pos
             && prefix_digest(toc, self.pos).ok().flatten() == Some(self.digest)
+    }
+
+    /// `f` on the open table of contents, its I/O errors naming it.
+    fn on_toc<T>(&self, f: impl FnOnce(&File) -> std::io::Result<T>) -> Result<T> {
+        let toc =
+            (self.toc.as_ref()).ok_or_else(|| Error::internal("table of contents not open"))?;
+        f(toc).map_err(|e| Error::io(self.toc_path.display(), e))
     }
 
     /// The state of a dataset that is gone: nothing in it.
@@ -427,7 +454,7 @@ impl TocLog {
         })?;
         let what = || format!("{} at offset {}", path.display(), b.offset);
         let payload = format::FRAMING.unframe_kind(&buf, format::BLOCK, "an index block", &what)?;
-        Ok(block::decode(&DataFiles(&st.cursor.abs_dir), payload, &what)?.entries)
+        Ok(block::decode(&DataFiles(&st.cursor.abs_dir, None), payload, &what)?.entries)
     }
 
     /// Catch up: follow the dataset if it was wiped, moved or created anew,
@@ -469,14 +496,7 @@ impl TocLog {
                         carried = Some(st.index.positions());
                     }
                     *st = new;
-                    let toc = st
-                        .cursor
-                        .toc
-                        .as_ref()
-                        .ok_or_else(|| Error::internal("table of contents not open"))?;
-                    toc.metadata()
-                        .map_err(|e| Error::io(st.cursor.toc_path.display(), e))?
-                        .len()
+                    st.cursor.on_toc(|toc| toc.metadata())?.len()
                 }
                 None => {
                     if st.cursor.toc.is_some() {
@@ -497,15 +517,8 @@ impl TocLog {
             return Ok(());
         }
         let mut buf = vec![0u8; (len - st.cursor.pos) as usize];
-        {
-            let toc = st
-                .cursor
-                .toc
-                .as_ref()
-                .ok_or_else(|| Error::internal("table of contents not open"))?;
-            toc.read_exact_at(&mut buf, st.cursor.pos)
-                .map_err(|e| Error::io(st.cursor.toc_path.display(), e))?;
-        }
+        let pos = st.cursor.pos;
+        st.cursor.on_toc(|toc| toc.read_exact_at(&mut buf, pos))?;
         st.damage_at_end = None;
         let start = st.cursor.pos;
         let used = framed::walk(st, &format::FRAMING, &buf, start, self)?;
@@ -722,7 +735,7 @@ fn block_proves(dir: &Path, abs_dir: &Path, b: &FlushBlock) -> bool {
     let Ok((format::BLOCK, payload)) = format::FRAMING.unframe_exact(&buf, &String::new) else {
         return false;
     };
-    let Ok(block) = block::decode(&DataFiles(abs_dir), payload, &String::new) else {
+    let Ok(block) = block::decode(&DataFiles(abs_dir, None), payload, &String::new) else {
         return false;
     };
     let mut axes = Axes::new();

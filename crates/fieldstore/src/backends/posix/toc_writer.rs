@@ -4,7 +4,6 @@
 //! appended), and following its dataset through moves within one file
 //! system under the shared append lock.
 
-use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::Write;
@@ -14,42 +13,18 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use fieldstore_core::maintenance::{locked, wiped_while_writing};
-use fieldstore_core::record::block::{self, BlockFormat, ValueLen};
+use fieldstore_core::record::block;
 use fieldstore_core::record::named::{self, NamedBlock};
 use fieldstore_core::record::pending::PendingEntries;
 use fieldstore_core::{DatasetKey, Error, ErrorKind, Locks, Operation, Result};
 
-use super::end_mark::{mark_end, refuse_if_cut};
+use super::catalogue::append_whole;
+use super::end_mark::mark_end;
 use super::format;
 use super::layout::{self, TOC};
 use super::open_dir::OpenDir;
-use super::toc_reader::{data_name, data_uri};
+use super::toc_reader::{data_name, DataFiles};
 use crate::config::Root;
-
-/// How a writer names data files in its blocks: [`data_name`], and a data
-/// file whose directory is the dataset's own under another path (a move
-/// came between the catalogue's and the store's writer opening it) by its
-/// name in the dataset directory too.
-struct WriterFiles<'a> {
-    abs_dir: &'a Path,
-    /// Data file URIs in the dataset directory under another path, with
-    /// their relative names.
-    same_dir: &'a HashMap<Arc<str>, String>,
-}
-
-impl BlockFormat for WriterFiles<'_> {
-    const VALUES: ValueLen = ValueLen::U16;
-    const UNIT: &'static str = "data file";
-    fn unit_name<'u>(&self, uri: &'u str) -> Cow<'u, str> {
-        match self.same_dir.get(uri) {
-            Some(name) => Cow::Owned(name.clone()),
-            None => Cow::Owned(data_name(self.abs_dir, uri)),
-        }
-    }
-    fn unit_uri(&self, name: &str) -> Arc<str> {
-        Arc::from(data_uri(self.abs_dir, name))
-    }
-}
 
 /// One writer's index file (shared-`flock`ed while open, like the data
 /// files, so that purge can tell a live writer's file).
@@ -87,7 +62,7 @@ pub struct TocWriter {
     pub(super) toc_path: PathBuf,
     pub(super) index: Option<IndexFile>,
     /// Data file URIs under another path of the same directory, with their
-    /// names in it (see [`WriterFiles`]).
+    /// names in it (see [`DataFiles`]).
     pub(super) same_dir: HashMap<Arc<str>, String>,
     /// The last flush failed before its record could be visible
     /// (`CatalogueWriter::last_flush_invisible`, through `CatalogueMedium::invisible`).
@@ -125,22 +100,6 @@ impl Drop for AppendLock<'_> {
     }
 }
 
-/// Where a writer's dataset is, as seen from its `toc`.
-enum Whereabouts {
-    /// Its `toc` path names the writer's `toc`, here (moved within one
-    /// file system if not where it was).
-    Here(PathBuf),
-    /// Found elsewhere as a copy of the writer's (a move across file
-    /// systems retired the writer's).
-    Moved,
-    /// Another dataset of that key is there, not known as the writer's
-    /// copy: wiped and created anew, or moved across file systems and on
-    /// since.
-    Other,
-    /// Nowhere: wiped.
-    Wiped,
-}
-
 impl TocWriter {
     fn index_file(&mut self) -> Result<&mut IndexFile> {
         if self.index.is_none() {
@@ -161,20 +120,26 @@ impl TocWriter {
     /// Where this writer's dataset is now: its `toc` at the path it had,
     /// or found by identity in another root (moved within one file
     /// system); else gone, copied to another file system (a move's copy is
-    /// the dataset now) or wiped.
-    fn whereabouts(&self) -> Whereabouts {
+    /// the dataset now) or wiped: the error of a flush refused then.
+    fn whereabouts(&self) -> Result<PathBuf> {
         let same =
             |p: &Path| std::fs::metadata(p).is_ok_and(|m| layout::identity(&m) == self.ident);
         if same(&self.toc_path) {
-            return Whereabouts::Here(self.dir.clone());
+            return Ok(self.dir.clone());
         }
         match layout::find_dataset(&self.roots, &self.key) {
-            Some(dir) if same(&dir.join(TOC)) => Whereabouts::Here(dir),
+            Some(dir) if same(&dir.join(TOC)) => Ok(dir),
+            // Found elsewhere as a copy of the writer's (a move across file
+            // systems retired the writer's).
             Some(dir) if dir.join(layout::MOVED_FROM).exists() || self.was_copied_to(&dir) => {
-                Whereabouts::Moved
+                Err(moved_while_writing(&self.key))
             }
-            Some(_) => Whereabouts::Other,
-            None => Whereabouts::Wiped,
+            // Another dataset of that key is there, not known as the
+            // writer's copy: wiped and created anew, or moved across file
+            // systems and on since.
+            Some(_) => Err(gone_while_writing(&self.key)),
+            // Nowhere: wiped.
+            None => Err(wiped_while_writing(&self.key)),
         }
     }
 
@@ -206,18 +171,10 @@ impl TocWriter {
     /// it moved within one file system; fail if it is gone (nothing of
     /// this flush is visible then).
     fn follow(&mut self) -> Result<()> {
-        match self.whereabouts() {
-            Whereabouts::Here(dir) => {
-                if dir != self.dir {
-                    self.toc_path = dir.join(TOC);
-                    self.dir = dir;
-                }
-                Ok(())
-            }
-            Whereabouts::Moved => Err(moved_while_writing(&self.key)),
-            Whereabouts::Other => Err(gone_while_writing(&self.key)),
-            Whereabouts::Wiped => Err(wiped_while_writing(&self.key)),
-        }
+        let dir = self.whereabouts()?;
+        self.toc_path = dir.join(TOC);
+        self.dir = dir;
+        Ok(())
     }
 
     /// After appending to the table of contents, with the append lock
@@ -225,14 +182,7 @@ impl TocWriter {
     /// directory away without the lock (the append then went to a
     /// tombstone: nothing of it is visible).
     fn check_still_there(&mut self) -> Result<()> {
-        match self.whereabouts() {
-            Whereabouts::Here(dir) => {
-                self.toc_path = dir.join(TOC);
-                self.dir = dir;
-                Ok(())
-            }
-            _ => Err(wiped_while_writing(&self.key)),
-        }
+        self.follow().map_err(|_| wiped_while_writing(&self.key))
     }
 
     /// The names blocks give the data files at `uris`: a data file in this
@@ -316,10 +266,8 @@ impl TocWriter {
     /// gone).
     pub(super) fn explain(&self, e: Error) -> Error {
         match self.whereabouts() {
-            Whereabouts::Here(_) => e,
-            Whereabouts::Moved => moved_while_writing(&self.key),
-            Whereabouts::Other => gone_while_writing(&self.key),
-            Whereabouts::Wiped => wiped_while_writing(&self.key),
+            Ok(_) => e,
+            Err(gone) => gone,
         }
     }
 
@@ -335,10 +283,7 @@ impl TocWriter {
                 .groups()
                 .flat_map(|(_, entries)| entries.iter().map(|(_, l)| &l.uri)),
         );
-        let files = WriterFiles {
-            abs_dir: &self.abs_dir,
-            same_dir: &self.same_dir,
-        };
+        let files = DataFiles(&self.abs_dir, Some(&self.same_dir));
         // 1. Blocks: per collocation, runs of one keyword list.
         let mut all = Vec::new();
         let mut blocks = Vec::new();
@@ -396,8 +341,6 @@ impl TocWriter {
             e.u32(*length);
             offset += u64::from(*length);
         });
-        let mut rec = Vec::new();
-        format::frame(&mut rec, format::FLUSH, &p);
         let toc_lock = self.toc_lock.clone();
         let _lock = AppendLock::take(&toc_lock, &self.toc_path)?;
         crate::failpoint::hit("flush.before_append");
@@ -405,24 +348,16 @@ impl TocWriter {
         if self.locks()?.contains(Operation::Archive) {
             return Err(locked(&self.key, Operation::Archive));
         }
-        refuse_if_cut(&self.toc, &self.toc_path)?;
-        let n = self
-            .toc
-            .write(&rec)
-            .map_err(|e| Error::io(format!("appending to {}", self.toc_path.display()), e))?;
-        if n != rec.len() {
-            // A start of a record and nothing else: not visible, and not
-            // damage to anything visible (readers step over it).
-            return Err(Error::new(
-                ErrorKind::StorageFull,
-                format!(
-                    "{}: short append ({n} of {} bytes); this flush is not visible (readers step over \
-                     the partial record it left)",
-                    self.toc_path.display(),
-                    rec.len()
-                ),
-            ));
-        }
+        // A short append is a start of a record and nothing else: not
+        // visible, and not damage to anything visible (readers step over
+        // it).
+        append_whole(
+            &self.toc,
+            &self.toc_path,
+            format::FLUSH,
+            &p,
+            "this flush is not visible (readers step over the partial record it left)",
+        )?;
         // From here on the record may be visible, even if its sync fails.
         self.invisible = false;
         layout::sync_data(&self.toc, &self.toc_path)?;
