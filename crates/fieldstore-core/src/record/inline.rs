@@ -79,8 +79,7 @@ pub fn encode_flush(f: &Flush) -> Vec<u8> {
     let mut e = Enc::default();
     e.u64(f.timestamp_ns);
     e.str(&f.writer);
-    e.u32(f.blocks.len() as u32);
-    for b in &f.blocks {
+    e.list(&f.blocks, |e, b| {
         e.str(&b.collocation.to_string());
         let kws: Vec<&str> = b
             .entries
@@ -111,8 +110,7 @@ pub fn encode_flush(f: &Flush) -> Vec<u8> {
             }
         }
         e.list(&prefixes, |e, p| e.str(p));
-        e.u32(b.entries.len() as u32);
-        for (k, l) in &b.entries {
+        e.list(&b.entries, |e, (k, l)| {
             let (p, rest) = split_uri(&l.uri);
             e.u32(ids[p]);
             e.str(rest);
@@ -122,8 +120,8 @@ pub fn encode_flush(f: &Flush) -> Vec<u8> {
             for v in k.values() {
                 e.short_str(v);
             }
-        }
-    }
+        });
+    });
     e.0
 }
 
@@ -132,9 +130,7 @@ pub fn decode_flush(p: &[u8], what: &dyn Fn() -> String) -> Result<Flush> {
     let mut d = Dec::new(p, what);
     let timestamp_ns = d.u64()?;
     let writer = d.str()?.to_string();
-    let nblocks = d.u32()? as usize;
-    let mut blocks = Vec::with_capacity(nblocks.min(4096));
-    for _ in 0..nblocks {
+    let blocks = d.list(|d| {
         let collocation = CollocationKey(d.key()?);
         let kws = d.list(|d| Ok(d.str()?.to_string()))?;
         let mut axes = Axes::new();
@@ -143,18 +139,14 @@ pub fn decode_flush(p: &[u8], what: &dyn Fn() -> String) -> Result<Flush> {
             axes.entry(k.clone()).or_default().extend(values);
         }
         let prefixes = d.list(|d| d.str())?;
-        let ne = d.u32()? as usize;
-        let mut entries = Vec::with_capacity(ne.min(1 << 20));
         // Consecutive entries of one data file share their URI.
         let mut last: Option<(u32, &str, Arc<str>)> = None;
-        for _ in 0..ne {
+        let entries = d.list(|d| {
             let pid = d.u32()?;
             let rest = d.str()?;
-            let offset = d.u64()?;
-            let length = d.u64()?;
-            let mut tail = FieldLocation::new("", 0, 0);
-            d.entry_tail(&mut tail)?;
-            let uri = match &last {
+            let mut loc = FieldLocation::new("", d.u64()?, d.u64()?);
+            d.entry_tail(&mut loc)?;
+            loc.uri = match &last {
                 Some((lp, lr, u)) if *lp == pid && *lr == rest => u.clone(),
                 _ => {
                     let prefix = prefixes.get(pid as usize).ok_or_else(|| {
@@ -165,18 +157,14 @@ pub fn decode_flush(p: &[u8], what: &dyn Fn() -> String) -> Result<Flush> {
                     u
                 }
             };
-            let mut loc = FieldLocation::new(uri, offset, length);
-            loc.checksum = tail.checksum;
-            loc.extension = tail.extension;
-            loc.annotates = tail.annotates;
             let mut pairs = Vec::with_capacity(kws.len());
             for k in &kws {
                 pairs.push((k.as_str(), d.short_str()?));
             }
             let key = Key::from_pairs(pairs)
                 .map_err(|e| Error::corrupt(format!("{}: bad element key: {e}", what())))?;
-            entries.push((ElementKey(key), loc));
-        }
+            Ok((ElementKey(key), loc))
+        })?;
         for (e, _) in &entries {
             for (k, v) in e.iter() {
                 if !axes.get(k).is_some_and(|a| a.contains(v)) {
@@ -187,12 +175,12 @@ pub fn decode_flush(p: &[u8], what: &dyn Fn() -> String) -> Result<Flush> {
                 }
             }
         }
-        blocks.push(Block {
+        Ok(Block {
             collocation,
             entries,
             axes,
-        });
-    }
+        })
+    })?;
     d.end()?;
     Ok(Flush {
         timestamp_ns,

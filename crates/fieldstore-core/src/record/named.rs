@@ -37,13 +37,12 @@ pub fn encode_flush<Q>(
     if let Some(w) = writer {
         e.str(w);
     }
-    e.u32(blocks.len() as u32);
-    for b in blocks {
-        place(&mut e, &b.place);
+    e.list(blocks, |e, b| {
+        place(e, &b.place);
         e.u32(b.count);
         e.str(&b.collocation.to_string());
         e.axes(&b.axes);
-    }
+    });
     e.0
 }
 
@@ -64,16 +63,14 @@ pub fn decode_flush<'a, Q>(
     if writer {
         d.str()?;
     }
-    let n = d.u32()?;
-    let mut blocks = Vec::with_capacity((n as usize).min(4096));
-    for _ in 0..n {
-        blocks.push(NamedBlock {
-            place: place(&mut d)?,
+    let blocks = d.list(|d| {
+        Ok(NamedBlock {
+            place: place(d)?,
             count: d.u32()?,
             collocation: CollocationKey(d.key()?),
             axes: d.axes()?,
-        });
-    }
+        })
+    })?;
     d.end_of("FLUSH record")?;
     Ok(blocks)
 }
