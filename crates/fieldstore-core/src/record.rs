@@ -499,9 +499,10 @@ impl<'a, 'w> Dec<'a, 'w> {
     /// A `u32` count, then that many items as `item` reads them.
     pub fn list<T>(&mut self, mut item: impl FnMut(&mut Self) -> Result<T>) -> Result<Vec<T>> {
         let n = self.u32()? as usize;
-        // Capped by what the payload could hold: damage cannot ask for a
-        // huge allocation.
-        let mut out = Vec::with_capacity(n.min(self.buf.len() - self.pos));
+        // Capped by what the payload could hold and by a page of items: a
+        // damaged count cannot ask for a huge allocation (an item may be
+        // ~100 times its smallest encoding); longer lists grow as read.
+        let mut out = Vec::with_capacity(n.min(self.buf.len() - self.pos).min(4096));
         for _ in 0..n {
             out.push(item(self)?);
         }
