@@ -4,9 +4,7 @@ use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use fieldstore_core::{
-    writer_id, CollocationKey, DatasetKey, Error, ErrorKind, Locks, Operation, Result,
-};
+use fieldstore_core::{writer_id, CollocationKey, DatasetKey, Error, Locks, Operation, Result};
 
 use crate::config::Root;
 use crate::placement::Placement;
@@ -493,13 +491,7 @@ pub(crate) fn new_dataset_dir(
     super::create_missing(roots)?;
     let root = placement.root_for_new(key)?;
     if !root.is_dir() {
-        return Err(Error::new(
-            ErrorKind::NotFound,
-            format!(
-                "root {} does not exist or is not a directory",
-                root.display()
-            ),
-        ));
+        return Err(super::missing(&root));
     }
     Ok(root.join(dataset_dir_name(key)))
 }

@@ -47,19 +47,19 @@ pub(crate) fn check_roots(roots: &[Root]) -> Result<()> {
             continue;
         }
         if !r.path.is_dir() {
-            return Err(missing(r));
+            return Err(missing(&r.path));
         }
     }
     refuse_repeated_roots(roots)
 }
 
 /// `NotFound` naming a root that is missing (or not a directory).
-fn missing(root: &Root) -> Error {
+fn missing(root: &std::path::Path) -> Error {
     Error::new(
         ErrorKind::NotFound,
         format!(
             "root {} does not exist or is not a directory",
-            root.path.display()
+            root.display()
         ),
     )
 }
@@ -80,7 +80,7 @@ pub(crate) fn present(roots: &[Root]) -> Result<()> {
         .iter()
         .find(|r| r.visit && !absent_default(r) && !r.path.is_dir())
     {
-        Some(r) => Err(missing(r)),
+        Some(r) => Err(missing(&r.path)),
         None => Ok(()),
     }
 }

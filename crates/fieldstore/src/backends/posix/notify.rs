@@ -208,9 +208,7 @@ impl InotifyWaiter {
             }
         }
     }
-}
 
-impl InotifyWaiter {
     /// The key of the dataset whose `toc` watch `wd` is: read from its
     /// `INIT` record the first time it is asked for. `None` when it cannot
     /// be read (then what changed is unknown).

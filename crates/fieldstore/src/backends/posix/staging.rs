@@ -157,14 +157,9 @@ impl Pool {
             .map(|_| {
                 let (file, job_rx, done_tx) = (file.clone(), job_rx.clone(), done_tx.clone());
                 std::thread::spawn(move || loop {
-                    let job = match job_rx.lock() {
-                        Ok(rx) => match rx.recv() {
-                            Ok(job) => job,
-                            Err(_) => return,
-                        },
-                        Err(_) => return,
+                    let Some(mut job) = job_rx.lock().ok().and_then(|rx| rx.recv().ok()) else {
+                        return;
                     };
-                    let mut job = job;
                     let len = job.len;
                     let result = file.write_all_at(&job.buf.buf()[..len], job.offset);
                     if done_tx.send(Done { job, result }).is_err() {
@@ -246,16 +241,14 @@ impl DataWrites {
         }
         match map.get("dataWrites") {
             None | Some(Value::Null) => Ok(DataWrites::from_env()),
-            Some(Value::String(v)) if v == "buffered" => {
-                Ok(DataWrites::Buffered { drop_behind: false })
-            }
-            Some(Value::String(v)) if v == "drop-behind" => {
-                Ok(DataWrites::Buffered { drop_behind: true })
-            }
-            Some(Value::String(v)) if v == "direct" => Ok(DataWrites::Direct),
-            Some(other) => Err(invalid(format!(
-                "file.dataWrites must be buffered, drop-behind or direct, not {other}"
-            ))),
+            Some(v) => match v.as_str() {
+                Some("buffered") => Ok(DataWrites::Buffered { drop_behind: false }),
+                Some("drop-behind") => Ok(DataWrites::Buffered { drop_behind: true }),
+                Some("direct") => Ok(DataWrites::Direct),
+                _ => Err(invalid(format!(
+                    "file.dataWrites must be buffered, drop-behind or direct, not {v}"
+                ))),
+            },
         }
     }
 }
