@@ -192,14 +192,8 @@ fn create_dataset(
         payload.str(schema.text());
         let mut rec = Vec::new();
         format::frame(&mut rec, format::INIT, &payload.0);
-        let write = || -> std::io::Result<()> {
-            let mut f = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
-            f.write_all(&rec)?;
-            f.sync_all()?;
-            crate::failpoint::synced(&tmp);
-            Ok(())
-        };
-        write().map_err(|e| Error::io(format!("creating {}", tmp.display()), e))?;
+        layout::write_new_synced(&tmp, &rec)
+            .map_err(|e| Error::io(format!("creating {}", tmp.display()), e))?;
         let linked = std::fs::hard_link(&tmp, &toc);
         let _ = std::fs::remove_file(&tmp);
         match linked {

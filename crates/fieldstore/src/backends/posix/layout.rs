@@ -1,6 +1,6 @@
 //! Where things live under a root: dataset directories and file names.
 
-use std::fs::File;
+use std::fs::{File, OpenOptions};
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -188,23 +188,23 @@ pub(crate) fn write_control(dir: &Path, locks: Locks) -> Result<()> {
             text.push_str(op.name());
             text.push('\n');
         }
-        let write = || -> io::Result<()> {
-            use std::io::Write;
-            let mut f = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&tmp)?;
-            f.write_all(text.as_bytes())?;
-            f.sync_all()?;
-            crate::failpoint::synced(&tmp);
-            std::fs::rename(&tmp, &path)
-        };
-        if let Err(e) = write() {
+        let written = write_new_synced(&tmp, text.as_bytes());
+        if let Err(e) = written.and_then(|()| std::fs::rename(&tmp, &path)) {
             let _ = std::fs::remove_file(&tmp);
             return Err(Error::io(path.display(), e));
         }
     }
     sync_dir(dir)
+}
+
+/// Create the file `path`, which must not exist, holding `bytes`, synced.
+pub(crate) fn write_new_synced(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    use std::io::Write;
+    let mut f = OpenOptions::new().write(true).create_new(true).open(path)?;
+    f.write_all(bytes)?;
+    f.sync_all()?;
+    crate::failpoint::synced(path);
+    Ok(())
 }
 
 /// `(device, inode)` of a file.
