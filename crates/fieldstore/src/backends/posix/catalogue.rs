@@ -529,28 +529,23 @@ pub(super) fn append_record(dir: &Path, kind: u16, payload: &[u8]) -> Result<()>
         .append(true)
         .open(&path)
         .map_err(|e| Error::io(path.display(), e))?;
-    let then = "readers will report the partial record";
-    append_whole(&toc, &path, kind, payload, then)?;
+    let mut rec = Vec::new();
+    format::frame(&mut rec, kind, payload);
+    append_whole(&toc, &path, &rec, "readers will report the partial record")?;
     layout::sync_data(&toc, &path)?;
     mark_end(&toc);
     Ok(())
 }
 
-/// Append one record to the table of contents `toc` (at `path`, open for
-/// appending) in one write, refused if it was cut below its end mark; a
-/// short write is `StorageFull`, saying `then` of the partial record.
-pub(super) fn append_whole(
-    mut toc: &File,
-    path: &Path,
-    kind: u16,
-    payload: &[u8],
-    then: &str,
-) -> Result<()> {
-    let mut rec = Vec::new();
-    format::frame(&mut rec, kind, payload);
+/// Append the framed record `rec` to the table of contents `toc` (at
+/// `path`, open for appending) in one write, refused if it was cut below
+/// its end mark; a short write is `StorageFull`, saying `then` of the
+/// partial record. Framing is left to the caller, so that a writer frames
+/// before it takes the append lock other writers wait on.
+pub(super) fn append_whole(mut toc: &File, path: &Path, rec: &[u8], then: &str) -> Result<()> {
     refuse_if_cut(toc, path)?;
     let n = toc
-        .write(&rec)
+        .write(rec)
         .map_err(|e| Error::io(format!("appending to {}", path.display()), e))?;
     if n != rec.len() {
         return Err(Error::new(

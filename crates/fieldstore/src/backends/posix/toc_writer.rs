@@ -341,6 +341,8 @@ impl TocWriter {
             e.u32(*length);
             offset += u64::from(*length);
         });
+        let mut rec = Vec::new();
+        format::frame(&mut rec, format::FLUSH, &p);
         let toc_lock = self.toc_lock.clone();
         let _lock = AppendLock::take(&toc_lock, &self.toc_path)?;
         crate::failpoint::hit("flush.before_append");
@@ -354,8 +356,7 @@ impl TocWriter {
         append_whole(
             &self.toc,
             &self.toc_path,
-            format::FLUSH,
-            &p,
+            &rec,
             "this flush is not visible (readers step over the partial record it left)",
         )?;
         // From here on the record may be visible, even if its sync fails.
