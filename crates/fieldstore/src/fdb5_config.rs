@@ -299,8 +299,12 @@ pub fn from_fdb5_yaml(text: &str, base: &Path, source: &str) -> Result<Option<Co
             ))
         }
     };
-    for key in IGNORED {
-        map.remove(*key);
+    // FDB5's keys fieldstore ignores: a local configuration drops them in
+    // `translate_local`, as each lane of a select does.
+    if remote || select {
+        for key in IGNORED {
+            map.remove(*key);
+        }
     }
     // A remote configuration, a client of a catalogue server (host, port
     // and how to talk to it), stays as it is: the server's own
