@@ -461,19 +461,12 @@ fn fetch_ahead(log: &dyn SlotLog) -> Result<HashMap<u64, Vec<u8>>> {
 /// # Errors
 /// The medium's I/O errors.
 pub fn first_free(log: &dyn SlotLog, from: u64) -> Result<u64> {
-    let mut lo = from;
-    let mut step = 1u64;
-    let mut hi;
-    loop {
-        let probe = lo + step - 1;
-        if log.exists(probe)? {
-            lo = probe + 1;
-            step = step.saturating_mul(2);
-        } else {
-            hi = probe;
-            break;
-        }
+    let (mut lo, mut step) = (from, 1u64);
+    while log.exists(lo + step - 1)? {
+        lo += step;
+        step = step.saturating_mul(2);
     }
+    let mut hi = lo + step - 1;
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
         if log.exists(mid)? {
