@@ -464,13 +464,11 @@ impl<M: CatalogueMedium> CatalogueWriter for LogWriter<M> {
 
     fn flush(&mut self) -> Result<()> {
         self.prepare_flush()?;
-        match self.staged.take() {
-            Some(staged) => {
-                self.medium
-                    .publish(&self.key, &self.incarnation, &mut self.state, staged)
-            }
-            None => Ok(()),
-        }
+        let Some(staged) = self.staged.take() else {
+            return Ok(());
+        };
+        self.medium
+            .publish(&self.key, &self.incarnation, &mut self.state, staged)
     }
 
     fn last_flush_invisible(&self) -> bool {
