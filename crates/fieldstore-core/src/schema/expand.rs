@@ -143,9 +143,7 @@ impl Schema {
             current: None,
         })
     }
-}
 
-impl Schema {
     /// Where listed keys come in the order `request` gives its values, for
     /// sorting what a listing of it found (listings come in key order;
     /// `extract` answers in request order, as `retrieve` does). Keywords the
@@ -183,15 +181,14 @@ impl Expansion<'_> {
             }
             dims.push((dim.keyword, values));
         }
-        let pos = vec![0; dims.len()];
         let earlier = self.chains.iter().position(|c| *c == id).unwrap_or(0);
         let check_rivals = self.chains[..earlier]
             .iter()
             .any(|&j| self.may_claim(j, &dims));
         Some(Odometer {
             rule: id,
+            pos: vec![0; dims.len()],
             dims,
-            pos,
             done: false,
             check_rivals,
         })
@@ -395,20 +392,13 @@ pub(super) fn candidates_of(
         let mut parts: Vec<Part> = Vec::new();
         match request.get(&p.keyword) {
             Some(Values::Items(items)) => {
-                for item in items {
-                    match item {
-                        Item::Value(v) => {
-                            if let Ok(c) = finest.keyword_type.canonical(v) {
-                                parts.push(Part::Value(c));
-                            }
-                        }
-                        Item::Range { from, to, by } => {
-                            if let Ok(r) = finest.keyword_type.range(from, to, by.as_deref()) {
-                                parts.push(Part::Range(r));
-                            }
-                        }
+                let ty = finest.keyword_type;
+                parts.extend(items.iter().filter_map(|item| match item {
+                    Item::Value(v) => ty.canonical(v).ok().map(Part::Value),
+                    Item::Range { from, to, by } => {
+                        ty.range(from, to, by.as_deref()).ok().map(Part::Range)
                     }
-                }
+                }));
                 if let Matcher::Optional(Some(d)) = &finest.matcher {
                     let named = parts.iter().any(|part| match part {
                         Part::Value(v) => v == d,
@@ -471,20 +461,17 @@ impl Iterator for Expansion<'_> {
     fn next(&mut self) -> Option<SplitKey> {
         loop {
             if let Some(odo) = &mut self.current {
-                if odo.check_rivals {
-                    while let Some(key) = odo.next_key() {
-                        if let Ok(split) = self.schema.split(&key) {
-                            if split.rule == odo.rule {
-                                return Some(split);
-                            }
-                        }
-                    }
+                let (rule, schema) = (odo.rule, self.schema);
+                let found = if odo.check_rivals {
+                    std::iter::from_fn(|| odo.next_key())
+                        .find_map(|key| schema.split(&key).ok().filter(|s| s.rule == rule))
                 } else {
-                    while let Some(split) = odo.next_split(self.schema) {
-                        if let Some(split) = split {
-                            return Some(split);
-                        }
-                    }
+                    std::iter::from_fn(|| odo.next_split(schema))
+                        .flatten()
+                        .next()
+                };
+                if found.is_some() {
+                    return found;
                 }
                 self.current = None;
             }
