@@ -106,13 +106,10 @@ impl<'k, 's> Fields<'k, 's> {
         };
         self.looked |= 1u64.checked_shl(i as u32).unwrap_or(0);
         let forms = &mut self.canonical[i];
-        let at = match forms.iter().position(|(t, _)| *t == ty) {
-            Some(at) => at,
-            None => {
-                forms.push((ty, ty.canonical(self.pairs[i].1)));
-                forms.len() - 1
-            }
-        };
+        let at = forms.iter().position(|(t, _)| *t == ty).unwrap_or_else(|| {
+            forms.push((ty, ty.canonical(self.pairs[i].1)));
+            forms.len() - 1
+        });
         Some(&forms[at].1)
     }
 
@@ -259,16 +256,13 @@ impl Schema {
                 bytes: v.len(),
             }));
         }
-        let split = match self.last_chain_split(&mut fields) {
-            Some(split) => split,
-            None => {
-                let split = self.match_chain(&mut fields);
-                if let (Ok(s), Ok(mut last)) = (&split, self.last_chain.chain.try_lock()) {
-                    *last = Chain::of(s.rule, &fields);
-                }
-                split
+        let split = self.last_chain_split(&mut fields).unwrap_or_else(|| {
+            let split = self.match_chain(&mut fields);
+            if let (Ok(s), Ok(mut last)) = (&split, self.last_chain.chain.try_lock()) {
+                *last = Chain::of(s.rule, &fields);
             }
-        };
+            split
+        });
         split.map_err(|e| unknown(&fields).unwrap_or(e))
     }
 
@@ -331,10 +325,16 @@ impl Schema {
         // One text for every level's key, allocated once per split.
         let mut text = KeyText::default();
         let mut best: Option<(usize, RuleId, &Rule, Failure)> = None;
-        let mut consider = |score: usize, id: RuleId, rule: &'s Rule, f: Failure| {
-            if best.as_ref().is_none_or(|(s, ..)| score > *s) {
-                best = Some((score, id, rule, f));
-            }
+        // A level's key, or `None` after keeping the failure if it got
+        // furthest (`before`: the predicates of the levels above).
+        let mut tried = |r: Result<Key, Failure>, before: usize, id: RuleId, rule: &'s Rule| {
+            r.map_err(|f| {
+                let score = before + f.matched;
+                if best.as_ref().is_none_or(|(s, ..)| score > *s) {
+                    best = Some((score, id, rule, f));
+                }
+            })
+            .ok()
         };
         for (di, d) in self.rules.iter().enumerate() {
             let id = RuleId {
@@ -342,42 +342,27 @@ impl Schema {
                 collocation: 0,
                 element: 0,
             };
-            let dk = match match_level(d, fields, &mut text) {
-                Ok(k) => k,
-                Err(f) => {
-                    consider(f.matched, id, d, f);
-                    continue;
-                }
+            let Some(dk) = tried(match_level(d, fields, &mut text), 0, id, d) else {
+                continue;
             };
             for (ci, c) in d.children.iter().enumerate() {
                 let id = RuleId {
                     collocation: ci as u32,
                     ..id
                 };
-                let ck = match match_level(c, fields, &mut text) {
-                    Ok(k) => k,
-                    Err(f) => {
-                        consider(d.predicates.len() + f.matched, id, c, f);
-                        continue;
-                    }
+                let above = d.predicates.len();
+                let Some(ck) = tried(match_level(c, fields, &mut text), above, id, c) else {
+                    continue;
                 };
+                let above = above + c.predicates.len();
                 for (ei, e) in c.children.iter().enumerate() {
                     let id = RuleId {
                         element: ei as u32,
                         ..id
                     };
                     fields.mark_element();
-                    let ek = match match_level(e, fields, &mut text) {
-                        Ok(k) => k,
-                        Err(f) => {
-                            consider(
-                                d.predicates.len() + c.predicates.len() + f.matched,
-                                id,
-                                e,
-                                f,
-                            );
-                            continue;
-                        }
+                    let Some(ek) = tried(match_level(e, fields, &mut text), above, id, e) else {
+                        continue;
                     };
                     return self.chain_split(fields, id, [d, c, e], [dk, ck, ek]);
                 }
