@@ -112,15 +112,9 @@ impl Schema {
                     // A value that does not fit this type cannot match a key
                     // of this type; `validate` made sure it fits some type.
                     match item {
-                        Item::Value(v) => {
-                            if let Ok(c) = ty.canonical(v) {
-                                set.values.insert(c);
-                            }
-                        }
+                        Item::Value(v) => set.values.extend(ty.canonical(v)),
                         Item::Range { from, to, by } => {
-                            if let Ok(r) = ty.range(from, to, by.as_deref()) {
-                                set.ranges.push(r);
-                            }
+                            set.ranges.extend(ty.range(from, to, by.as_deref()))
                         }
                     }
                 }
@@ -329,22 +323,17 @@ impl ElementFilter<'_> {
     /// Whether a stored element key passes the request.
     pub fn matches(&self, key: &Key) -> bool {
         let check = match self.rules.as_slice() {
-            [only] => only,
-            many => match many.iter().find(|r| {
+            [only] => Some(only),
+            many => many.iter().find(|r| {
                 r.keywords.len() == key.len() && r.keywords.iter().copied().eq(key.keywords())
-            }) {
-                Some(r) => r,
-                None => return false,
-            },
+            }),
         };
-        if check.impossible {
+        let Some(check) = check.filter(|c| !c.impossible) else {
             return false;
-        }
+        };
         check.checks.iter().all(|&(i, set, default_admits_empty)| {
-            let Some(v) = key.values().nth(i) else {
-                return false;
-            };
-            set.contains(v) || (v.is_empty() && default_admits_empty)
+            let v = key.values().nth(i);
+            v.is_some_and(|v| set.contains(v) || (v.is_empty() && default_admits_empty))
         })
     }
 
