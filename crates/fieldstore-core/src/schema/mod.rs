@@ -226,11 +226,8 @@ impl Schema {
     /// The schema's spelling of `keyword`, given in any case (`None` if no
     /// rule uses it).
     pub fn spelling(&self, keyword: &str) -> Option<&str> {
-        if self.keyword_types.contains_key(keyword) {
-            return self
-                .keyword_types
-                .get_key_value(keyword)
-                .map(|(k, _)| k.as_str());
+        if let Some((k, _)) = self.keyword_types.get_key_value(keyword) {
+            return Some(k);
         }
         self.spellings
             .get(&keyword.to_ascii_lowercase())

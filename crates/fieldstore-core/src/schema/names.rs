@@ -89,10 +89,9 @@ impl Schema {
         }
         let mut pairs: Vec<(String, &str, &str)> = Vec::with_capacity(key.len());
         for (kw, v) in key.iter() {
-            let spelled = match self.spelling(kw) {
-                Some(s) => s.to_string(),
-                None => kw.to_ascii_lowercase(),
-            };
+            let spelled = self
+                .spelling(kw)
+                .map_or_else(|| kw.to_ascii_lowercase(), str::to_string);
             if let Some((_, first, _)) = pairs.iter().find(|(s, ..)| *s == spelled) {
                 return Err(SchemaError::KeywordTwice {
                     keyword: spelled,
@@ -130,23 +129,21 @@ impl Schema {
         let mut resolved = Request::new();
         for (kw, values) in request.iter() {
             let values = match values {
-                Values::Items(items) if named(kw, values) => {
-                    let mut out = Vec::with_capacity(items.len());
-                    for item in items {
-                        out.push(match item {
-                            Item::Value(v) if is_name(v) => {
-                                Item::Value(self.resolve_name(names, v).ok_or_else(|| {
-                                    RequestError::UnknownParameter {
-                                        keyword: kw.to_string(),
-                                        name: v.to_string(),
-                                    }
-                                })?)
-                            }
-                            other => other.clone(),
-                        });
-                    }
-                    Values::Items(out)
-                }
+                Values::Items(items) if named(kw, values) => Values::Items(
+                    items
+                        .iter()
+                        .map(|item| match item {
+                            Item::Value(v) if is_name(v) => self
+                                .resolve_name(names, v)
+                                .map(Item::Value)
+                                .ok_or_else(|| RequestError::UnknownParameter {
+                                    keyword: kw.to_string(),
+                                    name: v.to_string(),
+                                }),
+                            other => Ok(other.clone()),
+                        })
+                        .collect::<Result<_, _>>()?,
+                ),
                 other => other.clone(),
             };
             resolved.set_spelled(kw, values);
