@@ -82,10 +82,7 @@ impl<'a> Parser<'a> {
     fn skip_blank(&mut self) {
         while let Some(b) = self.peek() {
             if b == b'#' {
-                while let Some(b) = self.peek() {
-                    if b == b'\n' {
-                        break;
-                    }
+                while self.peek().is_some_and(|b| b != b'\n') {
                     self.bump();
                 }
             } else if b.is_ascii_whitespace() {
@@ -107,18 +104,25 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// Consume `b` if it comes next; whether it did.
+    fn eat(&mut self, b: u8) -> bool {
+        let next = self.peek() == Some(b);
+        if next {
+            self.bump();
+        }
+        next
+    }
+
     fn expect(&mut self, want: u8) -> Result<(), SchemaError> {
         self.skip_blank();
-        if self.peek() == Some(want) {
-            self.bump();
-            Ok(())
-        } else {
-            Err(self.error(format!(
-                "expected '{}', found {}",
-                want as char,
-                self.describe_next()
-            )))
+        if self.eat(want) {
+            return Ok(());
         }
+        Err(self.error(format!(
+            "expected '{}', found {}",
+            want as char,
+            self.describe_next()
+        )))
     }
 
     /// An identifier or value: a run of characters that are not blank and not
@@ -196,50 +200,35 @@ impl<'a> Parser<'a> {
 
     fn predicate(&mut self) -> Result<RawPredicate, SchemaError> {
         let keyword = self.keyword()?;
-        let mut declared_type = None;
-        if self.peek() == Some(b':') {
-            self.bump();
-            declared_type = Some(self.type_name()?);
-        }
-        let matcher = match self.peek() {
-            Some(b'?') => {
-                self.bump();
-                Matcher::Optional(self.optional_value(&keyword)?)
-            }
-            Some(b'-') => {
-                self.bump();
-                Matcher::Hidden(self.optional_value(&keyword)?)
-            }
-            Some(b'=') => {
-                self.bump();
-                let exclude = self.peek() == Some(b'!');
-                if exclude {
-                    self.bump();
+        let declared_type = self.eat(b':').then(|| self.type_name()).transpose()?;
+        let matcher = if self.eat(b'?') {
+            Matcher::Optional(self.optional_value(&keyword)?)
+        } else if self.eat(b'-') {
+            Matcher::Hidden(self.optional_value(&keyword)?)
+        } else if !self.eat(b'=') {
+            Matcher::Always
+        } else {
+            let exclude = self.eat(b'!');
+            let mut values = Vec::new();
+            loop {
+                let v = self.word(false);
+                if v.is_empty() {
+                    return Err(self.error(format!(
+                        "expected a value for keyword '{keyword}', found {}",
+                        self.describe_next()
+                    )));
                 }
-                let mut values = Vec::new();
-                loop {
-                    let v = self.word(false);
-                    if v.is_empty() {
-                        return Err(self.error(format!(
-                            "expected a value for keyword '{keyword}', found {}",
-                            self.describe_next()
-                        )));
-                    }
-                    self.check_value(&keyword, &v)?;
-                    values.push(v);
-                    if self.peek() == Some(b'/') {
-                        self.bump();
-                    } else {
-                        break;
-                    }
-                }
-                if exclude {
-                    Matcher::NoneOf(values)
-                } else {
-                    Matcher::OneOf(values)
+                self.check_value(&keyword, &v)?;
+                values.push(v);
+                if !self.eat(b'/') {
+                    break;
                 }
             }
-            _ => Matcher::Always,
+            if exclude {
+                Matcher::NoneOf(values)
+            } else {
+                Matcher::OneOf(values)
+            }
         };
         Ok(RawPredicate {
             keyword,
