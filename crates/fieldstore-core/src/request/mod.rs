@@ -202,16 +202,10 @@ impl Request {
 
     /// A request that names exactly one key.
     pub fn from_key(key: &crate::key::Key) -> Request {
+        let one = |v: &str| Values::Items(vec![Item::Value(v.to_string())]);
+        let entries = key.iter().map(|(k, v)| (k.to_string(), one(v)));
         Request {
-            entries: key
-                .iter()
-                .map(|(k, v)| {
-                    (
-                        k.to_string(),
-                        Values::Items(vec![Item::Value(v.to_string())]),
-                    )
-                })
-                .collect(),
+            entries: entries.collect(),
         }
     }
 }
@@ -234,15 +228,10 @@ impl fmt::Display for Values {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Values::All => f.write_str("all"),
-            Values::Items(items) => {
-                for (i, item) in items.iter().enumerate() {
-                    if i > 0 {
-                        f.write_str("/")?;
-                    }
-                    write!(f, "{item}")?;
-                }
-                Ok(())
-            }
+            Values::Items(items) => items.iter().enumerate().try_for_each(|(i, item)| {
+                let sep = if i > 0 { "/" } else { "" };
+                write!(f, "{sep}{item}")
+            }),
         }
     }
 }
@@ -250,13 +239,10 @@ impl fmt::Display for Values {
 /// Prints the request so that parsing the output gives the same request.
 impl fmt::Display for Request {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, (k, v)) in self.entries.iter().enumerate() {
-            if i > 0 {
-                f.write_str(",")?;
-            }
-            write!(f, "{k}={v}")?;
-        }
-        Ok(())
+        self.entries.iter().enumerate().try_for_each(|(i, (k, v))| {
+            let sep = if i > 0 { "," } else { "" };
+            write!(f, "{sep}{k}={v}")
+        })
     }
 }
 

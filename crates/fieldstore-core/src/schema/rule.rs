@@ -166,8 +166,7 @@ impl fmt::Display for Rule {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("[")?;
         for (i, p) in self.predicates.iter().enumerate() {
-            f.write_str(if i == 0 { " " } else { ", " })?;
-            write!(f, "{p}")?;
+            write!(f, "{}{p}", if i == 0 { " " } else { ", " })?;
         }
         for c in &self.children {
             write!(f, " {c}")?;
