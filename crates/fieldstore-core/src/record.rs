@@ -492,8 +492,7 @@ impl<'a, 'w> Dec<'a, 'w> {
     /// A string with a `u32` length.
     pub fn str(&mut self) -> Result<&'a str> {
         let at = self.pos;
-        let n = self.u32()? as usize;
-        let b = self.take(n)?;
+        let b = self.bytes()?;
         self.utf8(b, at)
     }
     /// A `u32` count, then that many items as `item` reads them.

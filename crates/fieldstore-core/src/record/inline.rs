@@ -68,10 +68,8 @@ pub fn blocks(mut pending: PendingEntries) -> Vec<Block> {
 /// Split a URI into the prefix shared by a data file or container (up to
 /// and including the last `/`) and the rest.
 fn split_uri(uri: &str) -> (&str, &str) {
-    match uri.rfind('/') {
-        Some(i) => (&uri[..=i], &uri[i + 1..]),
-        None => ("", uri),
-    }
+    uri.rfind('/')
+        .map_or(("", uri), |i| (&uri[..=i], &uri[i + 1..]))
 }
 
 /// Encode a FLUSH payload.
@@ -91,10 +89,8 @@ pub fn encode_flush(f: &Flush) -> Vec<u8> {
         // merge a few values per block instead of every entry's key.
         let mut axes: Vec<std::collections::BTreeSet<&str>> = vec![Default::default(); kws.len()];
         for (k, _) in &b.entries {
-            for (i, v) in k.values().enumerate() {
-                if let Some(a) = axes.get_mut(i) {
-                    a.insert(v);
-                }
+            for (a, v) in axes.iter_mut().zip(k.values()) {
+                a.insert(v);
             }
         }
         for values in &axes {

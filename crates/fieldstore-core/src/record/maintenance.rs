@@ -124,11 +124,7 @@ pub fn decode_reclaim(payload: &[u8], what: &dyn Fn() -> String) -> Result<Recla
     let mut d = Dec::new(payload, what);
     let _time = d.u64()?;
     let units = read_strings(&mut d)?;
-    let index_files = if d.done() {
-        None
-    } else {
-        Some(read_strings(&mut d)?)
-    };
+    let index_files = (!d.done()).then(|| read_strings(&mut d)).transpose()?;
     d.end_of("RECLAIM record")?;
     Ok(Reclaim { units, index_files })
 }
