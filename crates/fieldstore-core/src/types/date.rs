@@ -98,20 +98,19 @@ pub(crate) fn canonical_date(value: &str) -> Result<CivilDate, TypeError> {
             .map_err(|_| bad("relative day out of range"))?;
         return Ok(CivilDate::from_days(CivilDate::today().to_days() + offset));
     }
-    let (y, m, d) = if value.len() == 8 && all_digits(value) {
-        (&value[0..4], &value[4..6], &value[6..8])
+    let parts = if value.len() == 8 && all_digits(value) {
+        Some((&value[0..4], &value[4..6], &value[6..8]))
     } else if value.len() == 10 && value.as_bytes()[4] == b'-' && value.as_bytes()[7] == b'-' {
-        (&value[0..4], &value[5..7], &value[8..10])
+        Some((&value[0..4], &value[5..7], &value[8..10]))
     } else {
+        None
+    };
+    let digits = |(y, m, d): &(&str, &str, &str)| all_digits(y) && all_digits(m) && all_digits(d);
+    let Some((y, m, d)) = parts.filter(digits) else {
         return Err(bad(
             "expected YYYYMMDD, YYYY-MM-DD, or a relative day such as 0 or -1",
         ));
     };
-    if !(all_digits(y) && all_digits(m) && all_digits(d)) {
-        return Err(bad(
-            "expected YYYYMMDD, YYYY-MM-DD, or a relative day such as 0 or -1",
-        ));
-    }
     let parse = |s: &str| s.parse::<u32>().map_err(|_| bad("not a number"));
     let year = parse(y)? as i32;
     CivilDate::new(year, parse(m)?, parse(d)?).ok_or_else(|| bad("no such day in the calendar"))
@@ -149,11 +148,7 @@ pub(crate) fn canonical_climate_daily(value: &str) -> Result<String, TypeError> 
 pub(crate) fn canonical_climate_monthly(value: &str) -> Result<String, TypeError> {
     let bad = |reason: &str| TypeError::new(KeywordType::ClimateMonthly, value, reason);
     if all_digits(value) && value.len() <= 2 {
-        let m: u32 = value.parse().map_err(|_| bad("not a number"))?;
-        if (1..=12).contains(&m) {
-            return Ok(m.to_string());
-        }
-        return Err(bad("month must be 1..12"));
+        return month_of(KeywordType::ClimateMonthly, value).map(|m| m.to_string());
     }
     if let Some(m) = month_from_name(value) {
         return Ok(m.to_string());
@@ -179,12 +174,9 @@ pub(crate) fn month_of(ty: KeywordType, value: &str) -> Result<u32, TypeError> {
 
 /// `YYYYMM` from a date or `YYYYMM` itself.
 pub(crate) fn canonical_year_month(value: &str) -> Result<String, TypeError> {
-    if value.len() == 6 && all_digits(value) {
-        if let Ok(m) = value[4..].parse::<u32>() {
-            if (1..=12).contains(&m) {
-                return Ok(value.to_string());
-            }
-        }
+    let month = |m: &str| m.parse::<u32>().is_ok_and(|m| (1..=12).contains(&m));
+    if value.len() == 6 && all_digits(value) && month(&value[4..]) {
+        return Ok(value.to_string());
     }
     canonical_date(value)
         .map(|d| format!("{:04}{:02}", d.year, d.month))

@@ -59,20 +59,14 @@ impl ValueRange {
             KeywordType::Date => {
                 let a = date::canonical_date(from)?.to_days();
                 let b = date::canonical_date(to)?.to_days();
-                let s = match by {
-                    Some(by) => number::parse_integer(ty, by)?,
-                    None => 1,
-                };
+                let s = by.map_or(Ok(1), |by| number::parse_integer(ty, by))?;
                 (Unit::Days, a, b, s)
             }
             KeywordType::Step => {
                 let a = step::step_seconds(from)?;
                 let b = step::step_seconds(to)?;
-                let s = match by {
-                    Some(by) => step::step_seconds(by)?,
-                    // MARS's default increment for steps (metkit).
-                    None => DEFAULT_STEP_BY_SECONDS,
-                };
+                // MARS's default increment for steps (metkit).
+                let s = by.map_or(Ok(DEFAULT_STEP_BY_SECONDS), step::step_seconds)?;
                 (Unit::Seconds, a, b, s)
             }
             KeywordType::Time => {
@@ -103,10 +97,7 @@ impl ValueRange {
                     })?;
                 let scale = 10f64.powi(n as i32);
                 let scaled = |s: &str| number::parse_double(s).map(|x| (x * scale).round() as i64);
-                let s = match by {
-                    Some(by) => scaled(by)?,
-                    None => scale as i64,
-                };
+                let s = by.map_or(Ok(scale as i64), scaled)?;
                 (Unit::Scaled(n), scaled(from)?, scaled(to)?, s)
             }
             KeywordType::Integer
@@ -114,10 +105,7 @@ impl ValueRange {
             | KeywordType::Param
             | KeywordType::ParamId => {
                 let parse = |s: &str| s.parse::<i64>().map_err(|_| unordered());
-                let s = match by {
-                    Some(by) => number::parse_integer(ty, by)?,
-                    None => 1,
-                };
+                let s = by.map_or(Ok(1), |by| number::parse_integer(ty, by))?;
                 (Unit::Integer, parse(from)?, parse(to)?, s)
             }
             _ => return Err(unordered()),
@@ -181,11 +169,7 @@ impl ValueRange {
         let Some(v) = self.unit_value(canonical) else {
             return false;
         };
-        let (lo, hi) = if self.from <= self.to {
-            (self.from, self.to)
-        } else {
-            (self.to, self.from)
-        };
+        let (lo, hi) = (self.from.min(self.to), self.from.max(self.to));
         // Canonical forms must agree too: `0.50` is not canonical and is not
         // a member even though its number is.
         v >= lo && v <= hi && (v - self.from) % self.by == 0 && self.format(v) == canonical
