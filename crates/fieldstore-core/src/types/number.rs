@@ -21,12 +21,8 @@ pub(crate) fn parse_double(value: &str) -> Result<f64, TypeError> {
     {
         return Err(bad());
     }
-    let x: f64 = value.parse().map_err(|_| bad())?;
-    if x.is_finite() {
-        Ok(x)
-    } else {
-        Err(bad())
-    }
+    let x = value.parse::<f64>().ok().filter(|x| x.is_finite());
+    x.ok_or_else(bad)
 }
 
 /// Integral values print as integers, others in Rust's shortest round-trip

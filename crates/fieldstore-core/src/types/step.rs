@@ -11,10 +11,8 @@ use super::{KeywordType, TypeError};
 /// Seconds of one step value (`6`, `06`, `6h`, `30m`, `90s`, `1d`).
 pub(crate) fn step_seconds(value: &str) -> Result<i64, TypeError> {
     let bad = |reason: &str| TypeError::new(KeywordType::Step, value, reason);
-    let (number, unit) = match value.find(|c: char| !c.is_ascii_digit()) {
-        Some(i) => value.split_at(i),
-        None => (value, ""),
-    };
+    let unit_at = value.find(|c: char| !c.is_ascii_digit());
+    let (number, unit) = value.split_at(unit_at.unwrap_or(value.len()));
     if number.is_empty() {
         return Err(bad(
             "expected a number of hours, optionally with a unit (30m, 90s)",
@@ -48,25 +46,18 @@ pub(crate) fn format_step(seconds: i64) -> String {
 /// base time forwards): `-6` is refused, naming the whole value, rather than
 /// read as a range with an empty start.
 pub(crate) fn canonical_step(value: &str) -> Result<String, TypeError> {
+    let bad = |reason: &str| TypeError::new(KeywordType::Step, value, reason);
     match value.split_once('-') {
-        Some(("", _)) => Err(TypeError::new(
-            KeywordType::Step,
-            value,
+        Some(("", _)) => Err(bad(
             "a step cannot be negative (a step range is written from-to, e.g. 0-6)",
         )),
-        Some((_, "")) => Err(TypeError::new(
-            KeywordType::Step,
-            value,
+        Some((_, "")) => Err(bad(
             "a step range needs a value after '-' (from-to, e.g. 0-6)",
         )),
         Some((from, to)) => {
             let (a, b) = (step_seconds(from)?, step_seconds(to)?);
             if a > b {
-                return Err(TypeError::new(
-                    KeywordType::Step,
-                    value,
-                    "a step range must not end before it starts",
-                ));
+                return Err(bad("a step range must not end before it starts"));
             }
             if a == b {
                 Ok(format_step(b))

@@ -21,14 +21,8 @@ pub(crate) fn minutes_of_day(value: &str) -> Result<u32, TypeError> {
     } else if value.bytes().all(|b| b.is_ascii_digit()) {
         match value.len() {
             1 | 2 => (num(value)?, 0, 0),
-            3 | 4 => {
-                let n = num(value)?;
-                (n / 100, n % 100, 0)
-            }
-            6 => {
-                let n = num(value)?;
-                (n / 10_000, n / 100 % 100, n % 100)
-            }
+            3 | 4 => num(value).map(|n| (n / 100, n % 100, 0))?,
+            6 => num(value).map(|n| (n / 10_000, n / 100 % 100, n % 100))?,
             _ => return Err(bad("expected H, HH, HHMM, HHMMSS or HH:MM")),
         }
     } else {
