@@ -20,12 +20,9 @@ pub fn host() -> &'static str {
             .unwrap_or_default()
             .trim()
             .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '-' {
-                    c
-                } else {
-                    '_'
-                }
+            .map(|c| match c {
+                'a'..='z' | 'A'..='Z' | '0'..='9' | '-' => c,
+                _ => '_',
             })
             .collect();
         if name.is_empty() {

@@ -44,15 +44,12 @@ pub fn check_held(
     if held == wanted {
         return Ok(());
     }
-    Err(Error::new(
-        ErrorKind::InvalidInput,
-        format!(
-            "{} holds dataset {}, not {} (their names collide)",
-            place(),
-            held.braced(),
-            wanted.braced()
-        ),
-    ))
+    Err(Error::invalid_input(format!(
+        "{} holds dataset {}, not {} (their names collide)",
+        place(),
+        held.braced(),
+        wanted.braced()
+    )))
 }
 
 /// Names found not to hold a dataset, and when.

@@ -24,14 +24,10 @@ pub struct Incomplete {
 /// [ … ] (line 372)".
 impl fmt::Display for Incomplete {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let noun = if self.missing.len() == 1 {
-            "keyword"
-        } else {
-            "keywords"
-        };
+        let s = if self.missing.len() == 1 { "" } else { "s" };
         write!(
             f,
-            "it leaves out the {noun} {}, which the nearest rule requires: {}",
+            "it leaves out the keyword{s} {}, which the nearest rule requires: {}",
             self.missing.join(", "),
             self.described
         )
