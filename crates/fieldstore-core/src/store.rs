@@ -184,11 +184,7 @@ pub fn read_by_resize(
         .map_err(|_| crate::error::Error::corrupt(format!("{location}: length out of range")))?;
     buf.clear();
     buf.resize(len, 0);
-    let read = store.read_into(location, buf);
-    if read.is_err() {
-        buf.clear();
-    }
-    read
+    store.read_into(location, buf).inspect_err(|_| buf.clear())
 }
 
 /// [`Store::read_into`] around a store's own read: `out` must be the
