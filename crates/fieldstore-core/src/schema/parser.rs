@@ -129,14 +129,13 @@ impl<'a> Parser<'a> {
     /// special. `stop_at_dash` ends keywords at `-`.
     fn word(&mut self, stop_at_dash: bool) -> String {
         let start = self.pos;
-        while let Some(b) = self.peek() {
-            if b.is_ascii_whitespace()
+        let ends = |b: u8| {
+            b.is_ascii_whitespace()
                 || b.is_ascii_control()
                 || SPECIAL.contains(&b)
                 || (stop_at_dash && b == b'-')
-            {
-                break;
-            }
+        };
+        while self.peek().is_some_and(|b| !ends(b)) {
             self.bump();
         }
         String::from_utf8_lossy(&self.src[start..self.pos]).into_owned()
