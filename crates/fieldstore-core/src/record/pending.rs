@@ -54,15 +54,14 @@ impl PendingEntries {
         let i = match self.positions.get(collocation) {
             Some(&i) => i,
             None => {
-                self.collocations.push((collocation.clone(), Vec::new()));
                 self.positions
-                    .insert(collocation.clone(), self.collocations.len() - 1);
+                    .insert(collocation.clone(), self.collocations.len());
+                self.collocations.push((collocation.clone(), Vec::new()));
                 self.collocations.len() - 1
             }
         };
-        self.collocations[i]
-            .1
-            .push((element.clone(), location.clone()));
+        let (_, entries) = &mut self.collocations[i];
+        entries.push((element.clone(), location.clone()));
         self.len += 1;
     }
 
