@@ -10,10 +10,11 @@ use std::sync::Arc;
 
 use crate::error::Result;
 use crate::key::{CollocationKey, DatasetKey, ElementKey};
+use crate::list_element::ListElement;
 use crate::location::FieldLocation;
 use crate::maintenance::{Control, Item, Locks};
 use crate::request::Request;
-use crate::schema::Schema;
+use crate::schema::{Level, Schema};
 
 pub use crate::axes::{Axes, AxesExt};
 
@@ -124,10 +125,10 @@ pub trait CatalogueQueries: Send + Sync {
     /// or `TimedOut` when it cannot be reached.
     fn list(
         &self,
-        request: &crate::request::Request,
-        depth: crate::schema::Level,
+        request: &Request,
+        depth: Level,
         duplicates: bool,
-        visit: &mut dyn FnMut(crate::list_element::ListElement) -> bool,
+        visit: &mut dyn FnMut(ListElement) -> bool,
     ) -> Result<()>;
 
     /// The values present per keyword among what `request` names, down to
@@ -135,16 +136,13 @@ pub trait CatalogueQueries: Send + Sync {
     ///
     /// # Errors
     /// As [`CatalogueQueries::list`].
-    fn axes(&self, request: &crate::request::Request, depth: crate::schema::Level) -> Result<Axes>;
+    fn axes(&self, request: &Request, depth: Level) -> Result<Axes>;
 
     /// The fields `request` names, each with its newest location.
     ///
     /// # Errors
     /// As [`CatalogueQueries::list`].
-    fn inspect(
-        &self,
-        request: &crate::request::Request,
-    ) -> Result<Vec<crate::list_element::ListElement>>;
+    fn inspect(&self, request: &Request) -> Result<Vec<ListElement>>;
 }
 
 /// The data-management side of a catalogue ([`crate::maintenance`]).
