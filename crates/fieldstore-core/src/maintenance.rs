@@ -74,10 +74,6 @@ impl Operation {
     pub fn from_name(name: &str) -> Option<Operation> {
         Operation::ALL.into_iter().find(|o| o.name() == name)
     }
-
-    fn bit(self) -> u8 {
-        self as u8
-    }
 }
 
 impl fmt::Display for Operation {
@@ -98,13 +94,13 @@ impl Locks {
 
     /// Whether `op` is locked.
     pub fn contains(self, op: Operation) -> bool {
-        self.0 & op.bit() != 0
+        self.0 & (op as u8) != 0
     }
 
     /// This set with `op` added.
     #[must_use]
     pub fn with(self, op: Operation) -> Locks {
-        Locks(self.0 | op.bit())
+        Locks(self.0 | op as u8)
     }
 
     /// The union.
