@@ -256,16 +256,14 @@ impl<P: Clone> DatasetIndex<P> {
     pub fn wipe(&mut self, at: u64, collocations: &[CollocationKey], units: Vec<String>) {
         let gone: HashSet<&CollocationKey> = collocations.iter().collect();
         let position = next_position();
-        for c in collocations {
-            self.wiped_at.insert(c.clone(), (position, at));
-        }
+        let wiped = collocations.iter().map(|c| (c.clone(), (position, at)));
+        self.wiped_at.extend(wiped);
         self.order.retain(|c| !gone.contains(c));
         self.collocations.retain(|c, _| !gone.contains(c));
-        for u in units {
-            if !self.removed.contains(u.as_str()) {
-                self.pending.insert(u);
-            }
-        }
+        let left = units
+            .into_iter()
+            .filter(|u| !self.removed.contains(u.as_str()));
+        self.pending.extend(left);
     }
 
     /// A RECLAIM record: the store removed `units`. Blocks that `dropped`
@@ -580,23 +578,19 @@ fn merge<P>(c: &mut Collocation<P>) {
         .map(|b| b.entries.len())
         .sum();
     c.newest.reserve(new_entries);
-    while c.merged < c.blocks.len() {
-        match c.loaded.get(c.merged).and_then(Option::as_ref) {
-            Some(block) => {
-                if block.damage.is_some() {
-                    c.damaged.push(c.merged);
-                }
-                for (k, l) in &block.entries {
-                    if l.annotates {
-                        // Applies to the newest entry so far, or nothing.
-                        crate::annotation::annotate_newest(c.newest.get_mut(k).map(|(_, n)| n), l);
-                        continue;
-                    }
-                    c.newest.insert(k.clone(), (c.merged, l.clone()));
-                }
+    // Up to the first block not loaded (`loaded` runs along `blocks`): the
+    // caller loads every block before a lookup.
+    while let Some(Some(block)) = c.loaded.get(c.merged) {
+        if block.damage.is_some() {
+            c.damaged.push(c.merged);
+        }
+        for (k, l) in &block.entries {
+            if l.annotates {
+                // Applies to the newest entry so far, or nothing.
+                crate::annotation::annotate_newest(c.newest.get_mut(k).map(|(_, n)| n), l);
+                continue;
             }
-            // Not loaded: the caller loads every block before a lookup.
-            None => break,
+            c.newest.insert(k.clone(), (c.merged, l.clone()));
         }
         c.merged += 1;
     }
