@@ -272,18 +272,13 @@ impl Framing {
     /// that checks but whose payload is not all in `buf` yet is not a match
     /// (it may be an append in progress): the caller waits for more bytes.
     pub fn resync(&self, buf: &[u8]) -> Option<usize> {
-        let mut from = 0;
-        while let Some(i) = buf[from..]
-            .windows(4)
-            .position(|w| w == self.magic)
-            .map(|i| from + i)
-        {
-            if let Ok(Framed::Record(..)) = self.unframe(&buf[i..], &String::new) {
-                return Some(i);
-            }
-            from = i + 1;
-        }
-        None
+        (0..buf.len()).find(|&i| {
+            buf[i..].starts_with(&self.magic)
+                && matches!(
+                    self.unframe(&buf[i..], &String::new),
+                    Ok(Framed::Record(..))
+                )
+        })
     }
 
     /// The record that is the whole of `buf` (a value stored atomically, so
