@@ -379,9 +379,8 @@ impl<M: CatalogueMedium> CatalogueMaintenance for LogCatalogue<M> {
         // The state and the record first: a list mark without them would
         // hide a dataset whose readers still list it.
         self.medium.set_locks(&d, locks, &control)?;
-        let list_locked = locks.contains(Operation::List);
-        self.medium
-            .mark_list_locked(dataset, list_locked.then_some(&control[..]))?;
+        let mark = locks.contains(Operation::List).then_some(&control[..]);
+        self.medium.mark_list_locked(dataset, mark)?;
         Ok(locks)
     }
 
