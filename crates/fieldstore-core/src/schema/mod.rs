@@ -366,13 +366,8 @@ impl Schema {
                 .collect::<Vec<_>>()
                 .join(", ")
         };
-        format!(
-            "[ {} [ {} [ {} ]]] (line {})",
-            preds(d),
-            preds(c),
-            preds(e),
-            e.line
-        )
+        let (line, d, c, e) = (e.line, preds(d), preds(c), preds(e));
+        format!("[ {d} [ {c} [ {e} ]]] (line {line})")
     }
 }
 

@@ -201,11 +201,7 @@ impl ValueRange {
             Unit::Minutes if self.by % 60 == 0 => (self.by / 60).to_string(),
             Unit::Minutes => format!("{:02}:{:02}", self.by / 60, self.by % 60),
         };
-        format!(
-            "{}/to/{}/by/{}",
-            self.format(self.from),
-            self.format(self.to),
-            by
-        )
+        let (from, to) = (self.format(self.from), self.format(self.to));
+        format!("{from}/to/{to}/by/{by}")
     }
 }
