@@ -137,11 +137,8 @@ pub struct Pairs<'a> {
 
 impl<'a> Pairs<'a> {
     fn new(text: &'a str) -> Self {
-        let left = if text.is_empty() {
-            0
-        } else {
-            1 + text.bytes().filter(|&b| b == b',').count()
-        };
+        // One more pair than commas, but none in the empty text.
+        let left = usize::from(!text.is_empty()) + text.bytes().filter(|&b| b == b',').count();
         Pairs { rest: text, left }
     }
 }
