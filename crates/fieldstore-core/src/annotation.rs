@@ -70,11 +70,7 @@ impl<'a> Pending<'a> {
         let mine = |(k, a): &Held<'_>| *k == element && a.same_field(entry);
         let found = match self.first.get(&at) {
             None => return std::borrow::Cow::Borrowed(entry),
-            Some(h) if mine(h) => {
-                let h = *h;
-                self.first.remove(&at);
-                Some(h)
-            }
+            Some(h) if mine(h) => self.first.remove(&at),
             Some(_) => self.more.iter().position(mine).map(|i| self.more[i]),
         };
         let Some((_, annotation)) = found else {
