@@ -93,15 +93,17 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn describe_next(&self) -> String {
-        match self.peek() {
+    /// `expected <what>, found <the next character or the end of file>`.
+    fn expected(&self, what: &str) -> SchemaError {
+        let found = match self.peek() {
             None => "end of file".to_string(),
             Some(b) => {
                 let rest = std::str::from_utf8(&self.src[self.pos..]).unwrap_or("?");
                 let c = rest.chars().next().unwrap_or(b as char);
                 format!("'{}'", c.escape_debug())
             }
-        }
+        };
+        self.error(format!("expected {what}, found {found}"))
     }
 
     /// Consume `b` if it comes next; whether it did.
@@ -118,11 +120,7 @@ impl<'a> Parser<'a> {
         if self.eat(want) {
             return Ok(());
         }
-        Err(self.error(format!(
-            "expected '{}', found {}",
-            want as char,
-            self.describe_next()
-        )))
+        Err(self.expected(&format!("'{}'", want as char)))
     }
 
     /// An identifier or value: a run of characters that are not blank and not
@@ -146,10 +144,7 @@ impl<'a> Parser<'a> {
         let (line, col) = (self.line, self.col);
         let name = self.word(false);
         if name.is_empty() {
-            return Err(self.error(format!(
-                "expected a type name, found {}",
-                self.describe_next()
-            )));
+            return Err(self.expected("a type name"));
         }
         KeywordType::from_name(&name)
             .ok_or_else(|| self.error_at(line, col, format!("unknown type '{name}'")))
@@ -160,10 +155,7 @@ impl<'a> Parser<'a> {
         let (line, col) = (self.line, self.col);
         let kw = self.word(true);
         if kw.is_empty() {
-            return Err(self.error(format!(
-                "expected a keyword, found {}",
-                self.describe_next()
-            )));
+            return Err(self.expected("a keyword"));
         }
         if !crate::key::is_valid_keyword(&kw) {
             return Err(self.error_at(
@@ -212,10 +204,7 @@ impl<'a> Parser<'a> {
             loop {
                 let v = self.word(false);
                 if v.is_empty() {
-                    return Err(self.error(format!(
-                        "expected a value for keyword '{keyword}', found {}",
-                        self.describe_next()
-                    )));
+                    return Err(self.expected(&format!("a value for keyword '{keyword}'")));
                 }
                 self.check_value(&keyword, &v)?;
                 values.push(v);
