@@ -106,11 +106,8 @@ pub trait FramedRecords<P: Clone, C> {
     /// ([`FramedRecords::skipped`]): where appends are atomic, a record cut
     /// short is no append in flight.
     fn tail(&self, log: &mut Log<P, C>, bytes: &[u8], at: u64, tail: Tail) -> bool {
-        let problem = tail.problem(&|| self.what(log, at));
-        let problem = format!(
-            "{problem}; nothing readable after it (the last {} bytes)",
-            bytes.len()
-        );
+        let (problem, n) = (tail.problem(&|| self.what(log, at)), bytes.len());
+        let problem = format!("{problem}; nothing readable after it (the last {n} bytes)");
         self.skipped(log, bytes, at, problem);
         true
     }
