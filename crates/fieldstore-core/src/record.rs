@@ -90,6 +90,12 @@ struct Header {
     crc: u32,
 }
 
+/// `Corrupt`: `"<what()>: <problem>"`, how every decoding error names its
+/// record.
+pub(crate) fn corrupt(what: &dyn Fn() -> String, problem: impl std::fmt::Display) -> Error {
+    Error::corrupt(format!("{}: {problem}", what()))
+}
+
 fn le16(b: &[u8], at: usize) -> u16 {
     u16::from_le_bytes([b[at], b[at + 1]])
 }
@@ -209,10 +215,7 @@ impl Framing {
     /// Check a payload against its header's checksum.
     fn payload<'a>(h: &Header, payload: &'a [u8], what: &dyn Fn() -> String) -> Result<&'a [u8]> {
         if crc32c::crc32c(payload) != h.crc {
-            return Err(Error::corrupt(format!(
-                "{}: record payload checksum mismatch",
-                what()
-            )));
+            return Err(corrupt(what, "record payload checksum mismatch"));
         }
         Ok(payload)
     }
@@ -294,10 +297,7 @@ impl Framing {
         what: &dyn Fn() -> String,
     ) -> Result<(u16, &'a [u8])> {
         if buf.len() < HEADER {
-            return Err(Error::corrupt(format!(
-                "{}: record shorter than its header",
-                what()
-            )));
+            return Err(corrupt(what, "record shorter than its header"));
         }
         let h = self.header(buf, what)?;
         if buf.len() - HEADER != h.len {
@@ -328,10 +328,10 @@ impl Framing {
     ) -> Result<&'a [u8]> {
         match self.unframe_exact(buf, what)? {
             (k, payload) if k == kind => Ok(payload),
-            (k, _) => Err(Error::corrupt(format!(
-                "{}: record type {k} where {name} was expected",
-                what()
-            ))),
+            (k, _) => Err(corrupt(
+                what,
+                format!("record type {k} where {name} was expected"),
+            )),
         }
     }
 }
@@ -577,10 +577,7 @@ impl<'a, 'w> Dec<'a, 'w> {
     /// `Corrupt` (`"<what>: trailing bytes in <record>"`) if it has not.
     pub fn end_of(&self, record: &str) -> Result<()> {
         if !self.done() {
-            return Err(Error::corrupt(format!(
-                "{}: trailing bytes in {record}",
-                (self.what)()
-            )));
+            return Err(corrupt(self.what, format!("trailing bytes in {record}")));
         }
         Ok(())
     }

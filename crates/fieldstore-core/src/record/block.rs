@@ -47,7 +47,7 @@ use std::sync::Arc;
 
 use super::{Dec, Enc};
 use crate::axes::{Axes, AxesExt};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::key::{CollocationKey, ElementKey, Key};
 use crate::location::FieldLocation;
 
@@ -158,10 +158,8 @@ pub fn decode<'a, F: BlockFormat>(
     // The keywords are checked once for the block's entries.
     for (i, kw) in keywords.iter().enumerate() {
         if !crate::key::is_valid_keyword(kw) || keywords[..i].contains(kw) {
-            return Err(Error::corrupt(format!(
-                "{}: invalid or repeated keyword '{kw}' in the index block",
-                what()
-            )));
+            let problem = format!("invalid or repeated keyword '{kw}' in the index block");
+            return Err(super::corrupt(what, problem));
         }
     }
     // Each entry's key is one allocation, built in a reused buffer.
@@ -174,7 +172,7 @@ pub fn decode<'a, F: BlockFormat>(
         let length = d.u64()?;
         let uri = units
             .get(id)
-            .ok_or_else(|| Error::corrupt(format!("{}: {} index out of range", what(), F::UNIT)))?;
+            .ok_or_else(|| super::corrupt(what, format!("{} index out of range", F::UNIT)))?;
         let mut loc = FieldLocation::new(uri.clone(), offset, length);
         d.entry_tail(&mut loc)?;
         values.clear();
@@ -185,7 +183,7 @@ pub fn decode<'a, F: BlockFormat>(
             });
         }
         let key = Key::from_checked_keywords(&keywords, values.iter().copied(), &mut scratch)
-            .map_err(|e| Error::corrupt(format!("{}: {e}", what())))?;
+            .map_err(|e| super::corrupt(what, e))?;
         entries.push((ElementKey(key), loc));
     }
     d.end_of("index block")?;

@@ -158,16 +158,14 @@ pub fn decode_flush(p: &[u8], what: &dyn Fn() -> String) -> Result<Flush> {
                 pairs.push((k.as_str(), d.short_str()?));
             }
             let key = Key::from_pairs(pairs)
-                .map_err(|e| Error::corrupt(format!("{}: bad element key: {e}", what())))?;
+                .map_err(|e| super::corrupt(what, format!("bad element key: {e}")))?;
             Ok((ElementKey(key), loc))
         })?;
         for (e, _) in &entries {
             for (k, v) in e.iter() {
                 if !axes.get(k).is_some_and(|a| a.contains(v)) {
-                    return Err(Error::corrupt(format!(
-                        "{}: element {e} is not in its block's axes",
-                        what()
-                    )));
+                    let problem = format!("element {e} is not in its block's axes");
+                    return Err(super::corrupt(what, problem));
                 }
             }
         }
