@@ -301,12 +301,9 @@ impl Framing {
         }
         let h = self.header(buf, what)?;
         if buf.len() - HEADER != h.len {
-            return Err(Error::corrupt(format!(
-                "{}: record of {} bytes, its header says {}",
-                what(),
-                buf.len(),
-                HEADER as u64 + h.len as u64
-            )));
+            let (n, says) = (buf.len(), HEADER as u64 + h.len as u64);
+            let problem = format!("record of {n} bytes, its header says {says}");
+            return Err(corrupt(what, problem));
         }
         let payload = Self::payload(&h, &buf[HEADER..], what)?;
         Ok((h.kind, payload))
