@@ -476,10 +476,9 @@ impl<P: Clone> DatasetIndex<P> {
             let known = self.collocations.contains_key(collocation);
             let may_hold = known || found.is_some() || unknown_may_hold.is_none_or(|f| f());
             if may_hold {
+                let (c, e) = (collocation.braced(), element.braced());
                 return Err(Error::corrupt(format!(
-                    "{problem}; that damaged part of the log may hold the newest version of {}{}",
-                    collocation.braced(),
-                    element.braced()
+                    "{problem}; that damaged part of the log may hold the newest version of {c}{e}"
                 )));
             }
         }
@@ -611,10 +610,9 @@ fn newest_in<P>(
                 .as_ref()
                 .and_then(|b| b.damage.clone())
                 .unwrap_or_default();
+            let (c, e) = (collocation.braced(), element.braced());
             return Err(Error::corrupt(format!(
-                "{problem}; that block may hold the newest version of {}{}",
-                collocation.braced(),
-                element.braced()
+                "{problem}; that block may hold the newest version of {c}{e}"
             )));
         }
     }

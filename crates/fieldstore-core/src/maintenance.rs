@@ -176,35 +176,27 @@ pub enum Control {
 
 /// The error of an operation a dataset is locked against.
 pub fn locked(dataset: &DatasetKey, op: Operation) -> Error {
-    Error::new(
-        ErrorKind::Locked,
-        format!(
-            "dataset {} is locked against {op} (unlock it to allow {op})",
-            dataset.braced()
-        ),
-    )
+    let dataset = dataset.braced();
+    let message = format!("dataset {dataset} is locked against {op} (unlock it to allow {op})");
+    Error::new(ErrorKind::Locked, message)
 }
 
 /// The error of a maintenance operation a backend does not have (its
 /// accessor answered `None`), naming the operation and the backend.
 pub fn unsupported(operation: &str, backend: &str) -> Error {
-    Error::new(
-        ErrorKind::Unsupported,
-        format!("{operation} is not supported by the {backend} backend"),
-    )
+    let message = format!("{operation} is not supported by the {backend} backend");
+    Error::new(ErrorKind::Unsupported, message)
 }
 
 /// The error a writer gets when its dataset was wiped (or moved away)
 /// while it was writing: the flush made nothing visible.
 pub fn wiped_while_writing(dataset: &DatasetKey) -> Error {
-    Error::new(
-        ErrorKind::NotFound,
-        format!(
-            "dataset {} was wiped while this handle was writing to it: the fields of this flush \
-             are not stored; archive them again to create the dataset anew",
-            dataset.braced()
-        ),
-    )
+    let dataset = dataset.braced();
+    let message = format!(
+        "dataset {dataset} was wiped while this handle was writing to it: the fields of this \
+         flush are not stored; archive them again to create the dataset anew"
+    );
+    Error::new(ErrorKind::NotFound, message)
 }
 
 /// What kind of thing a maintenance report names.

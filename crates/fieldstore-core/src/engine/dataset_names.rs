@@ -44,11 +44,9 @@ pub fn check_held(
     if held == wanted {
         return Ok(());
     }
+    let (place, held, wanted) = (place(), held.braced(), wanted.braced());
     Err(Error::invalid_input(format!(
-        "{} holds dataset {}, not {} (their names collide)",
-        place(),
-        held.braced(),
-        wanted.braced()
+        "{place} holds dataset {held}, not {wanted} (their names collide)"
     )))
 }
 

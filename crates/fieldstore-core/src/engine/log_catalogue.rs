@@ -290,13 +290,10 @@ impl<M: CatalogueMedium> LogCatalogue<M> {
 
     fn current(&self, key: &DatasetKey) -> Result<M::Dataset> {
         self.medium.open(key)?.ok_or_else(|| {
+            let (dataset, place) = (key.braced(), self.medium.describe(key));
             Error::new(
                 ErrorKind::NotFound,
-                format!(
-                    "no dataset {} in {}",
-                    key.braced(),
-                    self.medium.describe(key)
-                ),
+                format!("no dataset {dataset} in {place}"),
             )
         })
     }
