@@ -120,10 +120,7 @@ impl FieldLocation {
 /// `uri offset=N length=M`.
 impl fmt::Display for FieldLocation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} offset={} length={}",
-            self.uri, self.offset, self.length
-        )
+        let (uri, offset, length) = (&self.uri, self.offset, self.length);
+        write!(f, "{uri} offset={offset} length={length}")
     }
 }

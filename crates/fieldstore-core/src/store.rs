@@ -2,7 +2,7 @@
 
 use std::fmt::Debug;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::key::{CollocationKey, DatasetKey};
 use crate::location::FieldLocation;
 use crate::maintenance::{Claim, Item, Removed, Unit};
@@ -181,7 +181,7 @@ pub fn read_by_resize(
     buf: &mut Vec<u8>,
 ) -> Result<()> {
     let len = usize::try_from(location.length)
-        .map_err(|_| crate::error::Error::corrupt(format!("{location}: length out of range")))?;
+        .map_err(|_| Error::corrupt(format!("{location}: length out of range")))?;
     buf.clear();
     buf.resize(len, 0);
     store.read_into(location, buf).inspect_err(|_| buf.clear())
@@ -202,11 +202,10 @@ pub fn read_verified(
     cause: &str,
     read: impl FnOnce(&mut [u8]) -> Result<()>,
 ) -> Result<()> {
-    let result = if out.len() as u64 != location.length {
-        Err(crate::error::Error::corrupt(format!(
-            "{location}: a buffer of {} bytes for a field of {}",
-            out.len(),
-            location.length
+    let (n, len) = (out.len(), location.length);
+    let result = if n as u64 != len {
+        Err(Error::corrupt(format!(
+            "{location}: a buffer of {n} bytes for a field of {len}"
         )))
     } else {
         read(out).and_then(|()| crate::checksum::verify(location, out, cause))
@@ -226,11 +225,10 @@ pub fn read_into_by_copy(
 ) -> Result<()> {
     let mut buf = Vec::new();
     store.read(location, &mut buf)?;
-    if buf.len() != out.len() {
-        return Err(crate::error::Error::corrupt(format!(
-            "{location}: read {} bytes, the index says {}",
-            buf.len(),
-            out.len()
+    let (read, want) = (buf.len(), out.len());
+    if read != want {
+        return Err(Error::corrupt(format!(
+            "{location}: read {read} bytes, the index says {want}"
         )));
     }
     out.copy_from_slice(&buf);

@@ -25,11 +25,10 @@ pub struct Incomplete {
 impl fmt::Display for Incomplete {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let s = if self.missing.len() == 1 { "" } else { "s" };
+        let (missing, rule) = (self.missing.join(", "), &self.described);
         write!(
             f,
-            "it leaves out the keyword{s} {}, which the nearest rule requires: {}",
-            self.missing.join(", "),
-            self.described
+            "it leaves out the keyword{s} {missing}, which the nearest rule requires: {rule}"
         )
     }
 }
