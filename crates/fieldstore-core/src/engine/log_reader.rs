@@ -266,11 +266,10 @@ impl<M: LogMedium> LogReader<M> {
             }
             let places: Vec<M::Place> = todo.iter().map(|(_, p)| p.clone()).collect();
             let answers = self.medium.read_blocks(log, &places)?;
-            if answers.len() != places.len() {
+            let (asked, answered) = (places.len(), answers.len());
+            if asked != answered {
                 return Err(Error::internal(format!(
-                    "asked for {} blocks, the medium answered {}",
-                    places.len(),
-                    answers.len()
+                    "asked for {asked} blocks, the medium answered {answered}"
                 )));
             }
             let last = unreplaced + 1 == READS_OF_MISSING || read == READS_OF_MISSING_AT_MOST;
