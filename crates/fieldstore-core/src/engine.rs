@@ -526,17 +526,10 @@ impl<P: Clone + Eq + std::hash::Hash> DatasetIndex<P> {
             .flat_map(|c| &c.blocks)
             .map(|b| (b.place.clone(), b.position))
             .collect();
-        let log = self
-            .regions
-            .iter()
-            .map(|(position, at, _)| (*at, *position))
-            .chain(
-                self.wiped_at
-                    .values()
-                    .map(|(position, at)| (*at, *position)),
-            )
-            .collect();
-        (blocks, log)
+        // By place in the log: position.
+        let regions = self.regions.iter().map(|(p, at, _)| (*at, *p));
+        let wipes = self.wiped_at.values().map(|(p, at)| (*at, *p));
+        (blocks, regions.chain(wipes).collect())
     }
 
     /// Give blocks, damaged regions and wipes the positions a reader of the

@@ -20,11 +20,7 @@ pub struct ListElement {
 impl ListElement {
     /// The key of all levels joined, without empty values.
     pub fn full_key(&self) -> Key {
-        Key::join_present([
-            self.dataset.key(),
-            self.collocation.key(),
-            self.element.key(),
-        ])
+        Key::join_present([&self.dataset.0, &self.collocation.0, &self.element.0])
     }
 
     /// `fdb-list`'s line: `{dataset}{collocation}{element}`, as deep as listed.

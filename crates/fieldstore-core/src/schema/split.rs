@@ -26,11 +26,7 @@ pub struct SplitKey {
 impl SplitKey {
     /// The full key (the three levels joined), without empty values.
     pub fn full_key(&self) -> Key {
-        Key::join_present([
-            self.dataset.key(),
-            self.collocation.key(),
-            self.element.key(),
-        ])
+        Key::join_present([&self.dataset.0, &self.collocation.0, &self.element.0])
     }
 
     /// `fdb-list`'s form: `{dataset}{collocation}{element}`.
