@@ -328,15 +328,6 @@ fn dataset_request(schema: &Schema, request: &Request, what: &str) -> Result<()>
     Ok(())
 }
 
-/// Whether the request names exactly this one dataset (one value for every
-/// keyword of its key).
-fn pins(request: &Request, dataset: &DatasetKey) -> bool {
-    dataset.keywords().all(|kw| {
-        matches!(request.get(kw), Some(Values::Items(items))
-            if items.len() == 1 && matches!(items[0], fieldstore_core::Item::Value(_)))
-    })
-}
-
 /// What a wipe will do to one dataset, before acting.
 struct WipePlan {
     report: DatasetWipe,
@@ -985,29 +976,19 @@ impl FieldStore {
                 items,
                 kept,
             };
-            if doit {
-                let removed =
-                    self.remove_units(&dataset, &remove, &mut report.items, &mut report.kept)?;
-                if !removed.is_empty() {
-                    report
-                        .items
-                        .extend(self.catalogue_maintenance("purge")?.reclaim(
-                            &dataset,
-                            &removed,
-                            &[],
-                            false,
-                        )?);
-                }
-                self.forget_reader(&dataset);
-            } else if !remove.is_empty() {
+            let removed = if doit {
+                self.remove_units(&dataset, &remove, &mut report.items, &mut report.kept)?
+            } else {
+                remove
+            };
+            if !removed.is_empty() {
+                let m = self.catalogue_maintenance("purge")?;
                 report
                     .items
-                    .extend(self.catalogue_maintenance("purge")?.reclaim(
-                        &dataset,
-                        &remove,
-                        &[],
-                        true,
-                    )?);
+                    .extend(m.reclaim(&dataset, &removed, &[], !doit)?);
+            }
+            if doit {
+                self.forget_reader(&dataset);
             }
             out.push(report);
         }
@@ -1032,10 +1013,7 @@ impl FieldStore {
             let Some(reader) = self.fresh_reader(&dataset)? else {
                 continue;
             };
-            if reader.locks().contains(Operation::List) {
-                if pins(request, &dataset) {
-                    return Err(maintenance::locked(&dataset, Operation::List));
-                }
+            if !self.listable(request, &dataset, reader.locks())? {
                 continue;
             }
             let cols: Vec<CollocationKey> =
