@@ -762,16 +762,12 @@ impl FieldStore {
             }
             // Below level 1, the dataset's own schema matches.
             let own = self.own_schema(&dataset, reader.as_ref())?;
-            let own_selector;
-            let (selector, dm) = match &own {
-                Some(schema) => {
-                    own_selector = schema.selector(request)?;
-                    match own_selector.match_dataset(&dataset) {
-                        Some(dm) => (&own_selector, dm),
-                        None => continue,
-                    }
-                }
-                None => (&selector, dm),
+            let own_selector = own.as_ref().map(|s| s.selector(request)).transpose()?;
+            let Some((selector, dm)) = (match &own_selector {
+                Some(s) => s.match_dataset(&dataset).map(|dm| (s, dm)),
+                None => Some((&selector, dm)),
+            }) else {
+                continue;
             };
             let mut any = false;
             for info in reader.collocations()? {

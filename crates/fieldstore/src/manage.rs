@@ -579,14 +579,8 @@ impl FieldStore {
         // Collocations are matched by the dataset's own schema.
         let own = self.own_schema(dataset, reader.as_ref())?;
         let schema: &Schema = own.as_deref().unwrap_or(&self.schema);
-        let own_selector;
-        let selector = match &own {
-            Some(s) => {
-                own_selector = s.selector(request)?;
-                &own_selector
-            }
-            None => selector,
-        };
+        let own_selector = own.as_ref().map(|s| s.selector(request)).transpose()?;
+        let selector = own_selector.as_ref().unwrap_or(selector);
         let Some(dm) = selector.match_dataset(dataset) else {
             return Ok(None);
         };
