@@ -132,23 +132,13 @@ impl StoreMaintenance for MemoryStore {
 
     fn inspect(&self, uri: &str) -> Result<Unit> {
         let id = blob_id(uri)?;
-        let blobs = read(&self.blobs);
-        Ok(match blobs.get(&id) {
-            Some(b) => Unit {
-                uri: uri.to_string(),
-                bytes: Some(b.len() as u64),
-                state: if self.is_in_use(id) {
-                    UnitState::InUse
-                } else {
-                    UnitState::Idle
-                },
-            },
-            None => Unit {
-                uri: uri.to_string(),
-                bytes: None,
-                state: UnitState::Missing,
-            },
-        })
+        let (bytes, state) = match read(&self.blobs).get(&id) {
+            Some(b) if self.is_in_use(id) => (Some(b.len() as u64), UnitState::InUse),
+            Some(b) => (Some(b.len() as u64), UnitState::Idle),
+            None => (None, UnitState::Missing),
+        };
+        let uri = uri.to_string();
+        Ok(Unit { uri, bytes, state })
     }
 
     fn claim(&self, uri: &str) -> Result<Claim<'_>> {
@@ -593,13 +583,8 @@ impl DatasetReader for MemoryReader {
         Ok(c.collocations
             .iter()
             .find(|(k, _, _)| k == collocation)
-            .and_then(|(_, _, entries)| {
-                entries
-                    .iter()
-                    .rev()
-                    .find(|(e, _)| e == element)
-                    .map(|(_, l)| l.clone())
-            }))
+            .and_then(|(_, _, entries)| entries.iter().rev().find(|(e, _)| e == element))
+            .map(|(_, l)| l.clone()))
     }
 
     fn locks(&self) -> Locks {
