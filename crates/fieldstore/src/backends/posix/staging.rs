@@ -377,10 +377,7 @@ impl Staging {
     }
 
     fn check_failed(&mut self) -> Result<()> {
-        match self.failed.take() {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
+        self.failed.take().map_or(Ok(()), Err)
     }
 
     /// Append `data`, writing out full blocks as they fill.
@@ -575,19 +572,12 @@ impl Staging {
     }
 }
 
-/// Start writing back `len` bytes at `offset` of `file`, not waiting for
-/// it (see [`writeback`]): the catalogue's index blocks before the data
-/// file's sync, which then commits their allocation too.
-pub(crate) fn start_writeback(file: &File, offset: u64, len: usize) {
-    writeback(file, offset, len, false);
-}
-
 /// Start writing back `len` bytes at `offset` of `file` (`wait`: and wait
 /// until they are written). A hint only: errors are ignored here, because
 /// `fdatasync` at the flush writes what is left and reports failures, and
 /// file systems without `sync_file_range` (it is Linux-only) lose nothing
 /// but the overlap.
-fn writeback(file: &File, offset: u64, len: usize, wait: bool) {
+pub(crate) fn writeback(file: &File, offset: u64, len: usize, wait: bool) {
     let flags = if wait {
         libc::SYNC_FILE_RANGE_WAIT_BEFORE
             | libc::SYNC_FILE_RANGE_WRITE

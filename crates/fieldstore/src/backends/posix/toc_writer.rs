@@ -314,7 +314,7 @@ impl TocWriter {
             .write_all(&all)
             .map_err(|e| Error::io(format!("writing {}", idx.path.display()), e))?;
         idx.len += all.len() as u64;
-        super::staging::start_writeback(&idx.file, base, all.len());
+        super::staging::writeback(&idx.file, base, all.len(), false);
         Ok(StagedFlush { base, blocks })
     }
 
