@@ -80,38 +80,19 @@ pub(crate) fn classify(name: &str) -> FileKind {
     if name == CONTROL || name == MOVED_FROM {
         return FileKind::Control;
     }
-    if let Some(id) = name.strip_prefix(".toc.") {
-        if is_writer_id(id) {
-            return FileKind::TocTemp;
-        }
+    if name.strip_prefix(".toc.").is_some_and(is_writer_id) {
+        return FileKind::TocTemp;
     }
-    if let Some(id) = name.strip_prefix(".control.") {
-        if is_writer_id(id) {
-            return FileKind::Control;
-        }
+    if name.strip_prefix(".control.").is_some_and(is_writer_id) {
+        return FileKind::Control;
     }
-    let published = name.strip_suffix(".index").map(|id| (id, FileKind::Index));
-    if let Some((id, kind)) = published {
-        if is_writer_id(id) {
-            return kind;
-        }
+    // Published, or a writer's private `.NAME.new`.
+    let name = (name.strip_prefix('.').and_then(|n| n.strip_suffix(".new"))).unwrap_or(name);
+    if name.strip_suffix(".index").is_some_and(is_writer_id) {
+        return FileKind::Index;
     }
-    if let Some(stem) = name.strip_suffix(".data") {
-        if is_data_stem(stem) {
-            return FileKind::Data;
-        }
-    }
-    if let Some(rest) = name.strip_prefix('.').and_then(|n| n.strip_suffix(".new")) {
-        if let Some(id) = rest.strip_suffix(".index") {
-            if is_writer_id(id) {
-                return FileKind::Index;
-            }
-        }
-        if let Some(stem) = rest.strip_suffix(".data") {
-            if is_data_stem(stem) {
-                return FileKind::Data;
-            }
-        }
+    if name.strip_suffix(".data").is_some_and(is_data_stem) {
+        return FileKind::Data;
     }
     FileKind::Unknown
 }
