@@ -186,15 +186,8 @@ impl Catalogue for SelectCatalogue {
 
     fn datasets(&self) -> Result<Vec<DatasetKey>> {
         let mut seen = HashSet::new();
-        let mut out = Vec::new();
-        for (_, c, _) in &self.0.lanes {
-            for d in c.datasets()? {
-                if seen.insert(d.clone()) {
-                    out.push(d);
-                }
-            }
-        }
-        Ok(out)
+        let all = self.0.gather(|c| Some(c.datasets()))?;
+        Ok(all.into_iter().filter(|d| seen.insert(d.clone())).collect())
     }
 
     fn reader(&self, dataset: &DatasetKey) -> Result<Option<Arc<dyn DatasetReader>>> {
@@ -249,14 +242,9 @@ impl Catalogue for SelectCatalogue {
 #[deny(clippy::missing_trait_methods)]
 impl CatalogueMaintenance for SelectCatalogue {
     fn locks(&self, dataset: &DatasetKey) -> Result<Locks> {
-        match self.0.holder(dataset)? {
-            Some(i) => match self.0.catalogue(i).maintenance() {
-                Some(m) => m.locks(dataset),
-                // Nothing can lock a dataset of a lane without control.
-                None => Ok(Locks::NONE),
-            },
-            None => Ok(Locks::NONE),
-        }
+        // Nothing can lock a dataset of a lane without control.
+        let m = (self.0.holder(dataset)?).and_then(|i| self.0.catalogue(i).maintenance());
+        m.map_or(Ok(Locks::NONE), |m| m.locks(dataset))
     }
 
     fn list_locked(&self) -> Result<Option<Vec<DatasetKey>>> {
