@@ -256,11 +256,7 @@ impl FieldStore {
 impl<'a> Watch<'a> {
     fn start(fs: Handle<'a>, request: &Request, options: WatchOptions) -> Result<Watch<'a>> {
         fs.schema().selector(request)?;
-        let missing = if options.until_complete {
-            Some(fs.keys_of(request)?)
-        } else {
-            None
-        };
+        let missing = (options.until_complete.then(|| fs.keys_of(request))).transpose()?;
         // Before the first look: nothing flushed after this is missed.
         let waiter = if options.polling {
             Box::new(PollingWaiter::new(Duration::from_millis(50)))
@@ -313,12 +309,6 @@ impl Watch<'_> {
         let mut out: Vec<String> = self.missing.iter().flatten().cloned().collect();
         out.sort();
         out
-    }
-
-    fn deadline_passed(&self) -> bool {
-        self.options
-            .timeout
-            .is_some_and(|t| self.started.elapsed() >= t)
     }
 
     fn remaining(&self) -> Duration {
@@ -460,26 +450,18 @@ impl Iterator for Watch<'_> {
                 self.reported += 1;
                 return Some(Ok(e));
             }
-            if self.missing.as_ref().is_some_and(HashSet::is_empty) {
+            let deadline = self.options.timeout;
+            if self.missing.as_ref().is_some_and(HashSet::is_empty)
+                || (self.looked && deadline.is_some_and(|t| self.started.elapsed() >= t))
+            {
                 self.ended = true;
                 return None;
             }
-            if self.looked && self.deadline_passed() {
-                self.ended = true;
-                return None;
-            }
-            let changes = if self.looked {
-                match self.waiter.wait(self.remaining()) {
-                    Ok(c) => c,
-                    Err(e) => {
-                        self.ended = true;
-                        return Some(Err(e));
-                    }
-                }
-            } else {
-                Changes::Unknown
+            let changes = match self.looked {
+                true => self.waiter.wait(self.remaining()),
+                false => Ok(Changes::Unknown),
             };
-            if let Err(e) = self.look(changes) {
+            if let Err(e) = changes.and_then(|c| self.look(c)) {
                 self.ended = true;
                 return Some(Err(e));
             }
