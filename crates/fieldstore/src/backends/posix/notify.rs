@@ -186,8 +186,7 @@ impl InotifyWaiter {
                     self.changes = Changes::Unknown;
                 } else {
                     // An append to (or attributes of) a watched `toc`.
-                    let key = self.toc_key(wd);
-                    match key {
+                    match self.toc_key(wd) {
                         Some(k) => self.changes.merge(Changes::Datasets([k].into())),
                         None => self.changes = Changes::Unknown,
                     }

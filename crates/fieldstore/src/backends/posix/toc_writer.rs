@@ -265,10 +265,7 @@ impl TocWriter {
     /// dataset was wiped or moved away under the writer (its directory
     /// gone).
     pub(super) fn explain(&self, e: Error) -> Error {
-        match self.whereabouts() {
-            Ok(_) => e,
-            Err(gone) => gone,
-        }
+        self.whereabouts().err().unwrap_or(e)
     }
 
     /// Steps 1 and 2 of a flush: the pending entries' index blocks, one
