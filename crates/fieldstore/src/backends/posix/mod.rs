@@ -42,14 +42,10 @@ pub(crate) fn check_roots(roots: &[Root]) -> Result<()> {
             "the POSIX backend needs at least one root",
         ));
     }
-    for r in roots {
-        if r.create && !r.path.exists() {
-            continue;
-        }
-        if !r.path.is_dir() {
-            return Err(missing(&r.path));
-        }
-    }
+    let absent = roots
+        .iter()
+        .find(|r| (!r.create || r.path.exists()) && !r.path.is_dir());
+    absent.map_or(Ok(()), |r| Err(missing(&r.path)))?;
     refuse_repeated_roots(roots)
 }
 
@@ -76,13 +72,10 @@ pub(crate) fn absent_default(root: &Root) -> bool {
 /// # Errors
 /// `NotFound` naming the first missing root.
 pub(crate) fn present(roots: &[Root]) -> Result<()> {
-    match roots
+    let absent = roots
         .iter()
-        .find(|r| r.visit && !absent_default(r) && !r.path.is_dir())
-    {
-        Some(r) => Err(missing(&r.path)),
-        None => Ok(()),
-    }
+        .find(|r| r.visit && !absent_default(r) && !r.path.is_dir());
+    absent.map_or(Ok(()), |r| Err(missing(&r.path)))
 }
 
 /// For writers, before a new dataset is placed: create the missing roots
