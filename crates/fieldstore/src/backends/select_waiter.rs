@@ -55,9 +55,7 @@ impl SelectWaiter {
     /// One waiter over `waiters` (the lanes', in configuration order).
     pub(crate) fn over(mut waiters: Vec<Box<dyn ChangeWaiter>>) -> Box<dyn ChangeWaiter> {
         if waiters.len() == 1 {
-            if let Some(only) = waiters.pop() {
-                return only;
-            }
+            return waiters.remove(0);
         }
         let mechanism = waiters
             .iter()
@@ -74,22 +72,18 @@ impl SelectWaiter {
             std::thread::spawn(move || {
                 while !shared.dropped.load(Ordering::Relaxed) {
                     let waited = w.wait(LANE_SLICE);
+                    let failed = waited.is_err();
                     let mut r = shared.reports();
                     match waited {
                         Ok(c) if c.is_none() => continue,
-                        Ok(c) => match &mut r.changes {
-                            Some(all) => all.merge(c),
-                            None => r.changes = Some(c),
-                        },
-                        Err(e) => {
-                            r.failed = Some(e);
-                            drop(r);
-                            shared.woken.notify_all();
-                            return;
-                        }
+                        Ok(c) => r.changes.get_or_insert_with(Changes::none).merge(c),
+                        Err(e) => r.failed = Some(e),
                     }
                     drop(r);
                     shared.woken.notify_all();
+                    if failed {
+                        return;
+                    }
                 }
             });
         }
