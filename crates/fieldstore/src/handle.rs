@@ -437,19 +437,9 @@ impl FieldStore {
     pub fn retrieve(&self, request: &Request) -> Result<DataReader> {
         // A catalogue that answers requests itself answers `all` too:
         // `locate` forwards the whole request.
-        if self.catalogue.queries().is_some() {
-            let fields = self
-                .locate(request)?
-                .into_iter()
-                .filter_map(|e| {
-                    let key = e.full_key();
-                    e.location.map(|l| (key, l))
-                })
-                .collect();
-            return Ok(DataReader::new(self.store.clone(), fields));
-        }
+        let queries = self.catalogue.queries().is_some();
         let mut fields = Vec::new();
-        if request.has_all() {
+        if request.has_all() && !queries {
             let mut checked = HashSet::new();
             let mut fresh = HashSet::new();
             for e in self.list(request, ListOptions::default())? {
@@ -472,21 +462,22 @@ impl FieldStore {
                 }
             }
         }
+        if queries {
+            return Ok(DataReader::new(self.store.clone(), fields));
+        }
         let schema = self.schema.clone();
         let catalogue = self.catalogue.clone();
         let schemas = self.dataset_schemas.clone();
         let resolve = move |key: &Key| -> Result<Option<FieldLocation>> {
             let split = schema.split(key)?;
-            match catalogue.reader(&split.dataset)? {
-                Some(r) => match schemas.own(&schema, r.schema_text(), &split.dataset)? {
-                    Some(own) => {
-                        let split = resplit(&own, &split)?;
-                        r.lookup(&split.collocation, &split.element)
-                    }
-                    None => r.lookup(&split.collocation, &split.element),
-                },
-                None => Ok(None),
-            }
+            let Some(r) = catalogue.reader(&split.dataset)? else {
+                return Ok(None);
+            };
+            let split = match schemas.own(&schema, r.schema_text(), &split.dataset)? {
+                Some(own) => resplit(&own, &split)?,
+                None => split,
+            };
+            r.lookup(&split.collocation, &split.element)
         };
         Ok(DataReader::new(self.store.clone(), fields).with_resolver(Arc::new(resolve)))
     }
@@ -537,19 +528,17 @@ impl FieldStore {
     /// A dataset's locks as of now. A catalogue without maintenance has
     /// none: nothing can set them.
     pub(crate) fn catalogue_locks(&self, dataset: &DatasetKey) -> Result<fieldstore_core::Locks> {
-        match self.catalogue.maintenance() {
-            Some(m) => m.locks(dataset),
-            None => Ok(fieldstore_core::Locks::NONE),
-        }
+        self.catalogue
+            .maintenance()
+            .map_or(Ok(fieldstore_core::Locks::NONE), |m| m.locks(dataset))
     }
 
     /// Every list-locked dataset, when the catalogue knows them cheaply
     /// (none without maintenance: nothing can lock them).
     fn list_locked(&self) -> Result<Option<Vec<DatasetKey>>> {
-        match self.catalogue.maintenance() {
-            Some(m) => m.list_locked(),
-            None => Ok(Some(Vec::new())),
-        }
+        self.catalogue
+            .maintenance()
+            .map_or(Ok(Some(Vec::new())), |m| m.list_locked())
     }
 
     /// Whether a listing over `request` may show `dataset`, given its
