@@ -610,11 +610,10 @@ impl FieldStore {
             return Ok(());
         }
         let n = damage.len();
-        let list: Vec<String> = damage.into_iter().collect();
         Err(fieldstore_core::Error::corrupt(format!(
             "{n} damaged place{} stepped over (everything else was listed): {}",
             if n == 1 { "" } else { "s" },
-            list.join("; ")
+            Vec::from_iter(damage).join("; ")
         )))
     }
 

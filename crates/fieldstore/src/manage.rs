@@ -796,8 +796,7 @@ impl FieldStore {
                     .map_err(|e| e.context(format!("wiping {}", dataset.braced())))?;
             }
             Some(cols) => {
-                let cols = cols.clone();
-                let cols = &cols;
+                let cols = &cols.clone();
                 if !cols.is_empty() {
                     self.catalogue_maintenance("wipe")?
                         .wipe_collocations(&dataset, cols, &plan.remove)
@@ -1097,11 +1096,8 @@ impl FieldStore {
                 damage,
             });
         }
-        let unfinished = match self.catalogue.mover() {
-            Some(m) => m.unfinished()?,
-            None => Vec::new(),
-        };
-        for (dataset, what) in unfinished {
+        let unfinished = self.catalogue.mover().map(|m| m.unfinished()).transpose()?;
+        for (dataset, what) in unfinished.unwrap_or_default() {
             if let Some(s) = out.iter_mut().find(|s| s.dataset == dataset) {
                 s.damage.push(what);
             }

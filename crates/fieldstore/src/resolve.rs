@@ -182,10 +182,9 @@ impl FieldStore {
         // As point lookups do for the keys a damaged block may hold: an
         // answer that may miss fields is an error, naming the damage.
         if !damage.is_empty() {
-            let list: Vec<String> = damage.into_iter().collect();
             return Err(fieldstore_core::Error::corrupt(format!(
                 "the request names fields in damaged places: {}",
-                list.join("; ")
+                Vec::from_iter(damage).join("; ")
             )));
         }
         found.sort_by(|a, b| a.0.cmp(&b.0));

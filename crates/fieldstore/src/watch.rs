@@ -373,10 +373,9 @@ impl Watch<'_> {
             }
         }
         if !damage.is_empty() {
-            let list: Vec<String> = damage.into_iter().collect();
             return Err(Error::corrupt(format!(
                 "the watched request names damaged places: {}",
-                list.join("; ")
+                Vec::from_iter(damage).join("; ")
             )));
         }
         let seen_at = std::time::SystemTime::now();

@@ -113,10 +113,8 @@ impl BlockFormat for DataFiles<'_> {
     const VALUES: ValueLen = ValueLen::U16;
     const UNIT: &'static str = "data file";
     fn unit_name<'u>(&self, uri: &'u str) -> Cow<'u, str> {
-        match self.1.and_then(|same_dir| same_dir.get(uri)) {
-            Some(name) => Cow::Owned(name.clone()),
-            None => Cow::Owned(data_name(self.0, uri)),
-        }
+        let same_dir = self.1.and_then(|same_dir| same_dir.get(uri));
+        Cow::Owned(same_dir.cloned().unwrap_or_else(|| data_name(self.0, uri)))
     }
     fn unit_uri(&self, name: &str) -> Arc<str> {
         Arc::from(data_uri(self.0, name))
