@@ -218,21 +218,15 @@ fn lane_schemas(
     base: &Path,
     source: &str,
 ) -> Result<Vec<Option<Schema>>> {
-    let mut out = Vec::new();
-    for (i, lane) in fdbs.iter().enumerate() {
-        let own = match lane.get("schema") {
-            None => None,
-            Some(serde_yaml_ng::Value::String(path)) => Some(schema_at(Some(path), base, source)?),
-            Some(_) => {
-                return Err(invalid(
-                    source,
-                    format!("fdbs[{i}].schema: expected a path"),
-                ))
-            }
-        };
-        out.push(own);
-    }
-    Ok(out)
+    let own = |(i, lane): (usize, &serde_yaml_ng::Value)| match lane.get("schema") {
+        None => Ok(None),
+        Some(serde_yaml_ng::Value::String(path)) => schema_at(Some(path), base, source).map(Some),
+        Some(_) => Err(invalid(
+            source,
+            format!("fdbs[{i}].schema: expected a path"),
+        )),
+    };
+    fdbs.iter().enumerate().map(own).collect()
 }
 
 /// The keyword lists of a schema's first-level rules, in order: what names
@@ -384,12 +378,12 @@ fn spaces_of(
 impl Config {
     /// `engine` and `store` with `schema`, from `source`, and nothing else:
     /// no roots, spaces, backend sections, lanes or archive defaults.
-    fn bare(engine: Engine, store: StoreKind, schema: Schema, source: String) -> Config {
+    fn bare(engine: Engine, store: StoreKind, schema: Schema, source: &str) -> Config {
         Config {
             engine,
             store,
             schema,
-            source,
+            source: source.to_string(),
             roots: Vec::new(),
             spaces: Vec::new(),
             backends: BTreeMap::new(),
@@ -409,13 +403,13 @@ impl Config {
                 create: true,
                 ..Root::new(root)
             }],
-            ..Config::bare(Engine::Toc, StoreKind::File, Schema::ecmwf(), source)
+            ..Config::bare(Engine::Toc, StoreKind::File, Schema::ecmwf(), &source)
         }
     }
 
     /// An in-memory store with `schema`.
     pub fn memory(schema: Schema) -> Config {
-        let source = "in-memory store".to_string();
+        let source = "in-memory store";
         Config::bare(Engine::Memory, StoreKind::Memory, schema, source)
     }
 
@@ -496,7 +490,7 @@ impl Config {
             spaces,
             backends,
             archive_defaults,
-            ..Config::bare(engine, store, schema, source.to_string())
+            ..Config::bare(engine, store, schema, source)
         })
     }
 
@@ -560,8 +554,7 @@ impl Config {
             }
         }
         let host = host.ok_or_else(|| invalid(source, "a remote configuration needs 'host'"))?;
-        let mut backends = BTreeMap::new();
-        backends.insert(
+        let backends = BTreeMap::from([(
             "remote".to_string(),
             serde_json::json!({
                 "host": host,
@@ -569,17 +562,12 @@ impl Config {
                 "preferSingleConnection": prefer_single,
                 "timeout": timeout,
             }),
-        );
+        )]);
         // The schema is replaced by the server's when the store is opened.
         let schema = Schema::ecmwf();
         Ok(Config {
             backends,
-            ..Config::bare(
-                Engine::Remote,
-                StoreKind::Remote,
-                schema,
-                source.to_string(),
-            )
+            ..Config::bare(Engine::Remote, StoreKind::Remote, schema, source)
         })
     }
 
@@ -700,12 +688,7 @@ impl Config {
         Ok(Config {
             lanes,
             archive_defaults: archive_defaults(defaults.as_ref(), source)?,
-            ..Config::bare(
-                Engine::Select,
-                StoreKind::Select,
-                schema,
-                source.to_string(),
-            )
+            ..Config::bare(Engine::Select, StoreKind::Select, schema, source)
         })
     }
 
