@@ -518,8 +518,7 @@ impl TocLog {
         let pos = st.cursor.pos;
         st.cursor.on_toc(|toc| toc.read_exact_at(&mut buf, pos))?;
         st.damage_at_end = None;
-        let start = st.cursor.pos;
-        let used = framed::walk(st, &format::FRAMING, &buf, start, self)?;
+        let used = framed::walk(st, &format::FRAMING, &buf, pos, self)?;
         st.cursor.digest = crc32c::crc32c_append(st.cursor.digest, &buf[..used]);
         st.cursor.pos += used as u64;
         if let Some((blocks, log)) = carried {
