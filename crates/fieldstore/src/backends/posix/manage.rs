@@ -46,8 +46,8 @@ fn stored_key(dir: &Path) -> Option<DatasetKey> {
     read_init(&f, &path).ok().map(|(k, _)| k)
 }
 
-/// The entries of a directory, sorted, with their kind.
-fn entries(dir: &Path) -> Result<Vec<(String, PathBuf)>> {
+/// A directory's entries (none if it is gone) and their names, sorted.
+pub(super) fn entries(dir: &Path) -> Result<Vec<(String, PathBuf)>> {
     let mut out = Vec::new();
     let rd = match std::fs::read_dir(dir) {
         Ok(r) => r,

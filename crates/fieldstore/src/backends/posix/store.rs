@@ -107,17 +107,10 @@ impl FileStore {
     /// The data files in a dataset directory (published names), every
     /// other file as unknown unless it is the catalogue's.
     fn listing(dir: &Path) -> Result<Vec<(FileKind, PathBuf)>> {
-        let mut out = Vec::new();
-        let entries = match std::fs::read_dir(dir) {
-            Ok(e) => e,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
-            Err(e) => return Err(Error::io(dir.display(), e)),
-        };
-        for e in entries {
-            let e = e.map_err(|e| Error::io(dir.display(), e))?;
-            let name = e.file_name().to_string_lossy().into_owned();
-            out.push((layout::classify(&name), e.path()));
-        }
+        let entries = super::manage::entries(dir)?.into_iter();
+        let mut out: Vec<_> = entries
+            .map(|(name, p)| (layout::classify(&name), p))
+            .collect();
         out.sort_by(|a, b| a.1.cmp(&b.1));
         Ok(out)
     }
