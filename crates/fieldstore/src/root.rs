@@ -54,17 +54,12 @@ impl Root {
     /// The operations its flags disable for every dataset in it (as FDB5
     /// adds a root's disabled operations to its databases' locks).
     pub fn disabled(&self) -> Locks {
-        let mut locks = Locks::NONE;
-        for (on, op) in [
+        let flags = [
             (self.writable, Operation::Archive),
             (self.retrieve, Operation::Retrieve),
             (self.visit, Operation::List),
             (self.wipe, Operation::Wipe),
-        ] {
-            if !on {
-                locks = locks.with(op);
-            }
-        }
-        locks
+        ];
+        Locks::from_iter(flags.into_iter().filter_map(|(on, op)| (!on).then_some(op)))
     }
 }
