@@ -92,39 +92,29 @@ fn dirs_of(cat: &TocMedium, dataset: &DatasetKey) -> Vec<PathBuf> {
 
 pub(super) fn inventory(cat: &TocMedium, dataset: &DatasetKey) -> Result<Vec<Item>> {
     let mut items = Vec::new();
-    for dir in dirs_of(cat, dataset) {
-        for (name, path) in entries(&dir)? {
+    // What fieldstore made in a tombstone is a leftover of a wipe.
+    let mut add = |dir: &Path, dir_kind: ItemKind| -> Result<()> {
+        for (name, path) in entries(dir)? {
             let kind = match layout::classify(&name) {
+                FileKind::Unknown => ItemKind::Unknown,
+                _ if dir_kind == ItemKind::Leftover => ItemKind::Leftover,
                 FileKind::Toc | FileKind::TocTemp => ItemKind::Catalogue,
                 FileKind::Index => ItemKind::Index,
                 FileKind::Data => ItemKind::Data,
                 FileKind::Control => ItemKind::Control,
-                FileKind::Unknown => ItemKind::Unknown,
             };
             items.push(Item::new(kind, path.display().to_string(), size(&path)));
         }
-        items.push(Item::new(
-            ItemKind::Catalogue,
-            format!("{}/", dir.display()),
-            None,
-        ));
+        items.push(Item::new(dir_kind, format!("{}/", dir.display()), None));
+        Ok(())
+    };
+    for dir in dirs_of(cat, dataset) {
+        add(&dir, ItemKind::Catalogue)?;
     }
     for (t, key) in tombstones(cat)? {
-        if key.as_ref() != Some(dataset) {
-            continue;
+        if key.as_ref() == Some(dataset) {
+            add(&t, ItemKind::Leftover)?;
         }
-        for (name, path) in entries(&t)? {
-            let kind = match layout::classify(&name) {
-                FileKind::Unknown => ItemKind::Unknown,
-                _ => ItemKind::Leftover,
-            };
-            items.push(Item::new(kind, path.display().to_string(), size(&path)));
-        }
-        items.push(Item::new(
-            ItemKind::Leftover,
-            format!("{}/", t.display()),
-            None,
-        ));
     }
     Ok(items)
 }
