@@ -199,14 +199,10 @@ impl StoreMaintenance for MemoryStore {
 
     fn wipe(&self, dataset: &DatasetKey, units: &[String]) -> Result<()> {
         let ids = write(&self.owners).remove(dataset).unwrap_or_default();
+        let named = units.iter().filter_map(|u| blob_id(u).ok());
         let mut blobs = write(&self.blobs);
-        for id in ids {
+        for id in ids.into_iter().chain(named) {
             blobs.remove(&id);
-        }
-        for u in units {
-            if let Ok(id) = blob_id(u) {
-                blobs.remove(&id);
-            }
         }
         Ok(())
     }

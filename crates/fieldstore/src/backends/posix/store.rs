@@ -310,12 +310,9 @@ impl StoreMaintenance for FileStore {
     fn inventory(&self, dataset: &DatasetKey, units: &[String]) -> Result<Vec<Item>> {
         let mut out = Vec::new();
         for uri in units {
-            let Ok(path) = unit_path(uri) else {
+            let Some(path) = unit_path(uri).ok().filter(|p| !in_catalogue_dir(p)) else {
                 continue;
             };
-            if in_catalogue_dir(&path) {
-                continue;
-            }
             if let Ok(m) = std::fs::metadata(&path) {
                 out.push(Item::new(
                     ItemKind::Data,
