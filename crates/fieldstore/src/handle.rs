@@ -367,21 +367,18 @@ impl FieldStore {
         fresh: &mut HashSet<DatasetKey>,
     ) -> Result<Option<Arc<dyn DatasetReader>>> {
         let cached = lock(&self.readers).get(dataset).cloned();
-        let reader = match cached {
-            Some(r) => r,
-            None => match self.catalogue.reader(dataset)? {
-                Some(r) => {
-                    lock(&self.readers).insert(dataset.clone(), r.clone());
-                    fresh.insert(dataset.clone());
-                    return Ok(Some(r));
-                }
-                None => return Ok(None),
-            },
-        };
-        if fresh.insert(dataset.clone()) {
-            reader.refresh()?;
+        if let Some(reader) = cached {
+            if fresh.insert(dataset.clone()) {
+                reader.refresh()?;
+            }
+            return Ok(Some(reader));
         }
-        Ok(Some(reader))
+        let Some(r) = self.catalogue.reader(dataset)? else {
+            return Ok(None);
+        };
+        lock(&self.readers).insert(dataset.clone(), r.clone());
+        fresh.insert(dataset.clone());
+        Ok(Some(r))
     }
 
     /// The schema splitting `dataset`'s keys below level 1, when it is

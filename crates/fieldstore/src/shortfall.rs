@@ -58,10 +58,7 @@ impl FieldStore {
     /// another. `None` when the store holds a dataset, or answers requests
     /// itself (a server's datasets are its own to count).
     pub fn empty_store_notice(&self) -> Option<String> {
-        if self.catalogue.queries().is_some() {
-            return None;
-        }
-        if !self.catalogue.datasets().ok()?.is_empty() {
+        if self.catalogue.queries().is_some() || !self.catalogue.datasets().ok()?.is_empty() {
             return None;
         }
         let implicit = self.config().roots.iter().any(|r| r.implicit);
