@@ -5,8 +5,8 @@ use std::sync::{Arc, Mutex};
 
 use fieldstore_core::maintenance::{locked, unsupported};
 use fieldstore_core::{
-    CollocationKey, DatasetKey, Error, ErrorKind, FieldLocation, Item, Key, Level, Operation,
-    Request, Result, Schema, SplitKey, Values,
+    CollocationKey, DatasetKey, Error, ErrorKind, FieldLocation, Item, Key, Level, Locks,
+    Operation, Request, Result, Schema, SplitKey, Values,
 };
 
 use crate::config::Config;
@@ -485,12 +485,10 @@ impl FieldStore {
         &self,
         dataset: &DatasetKey,
         hidden: &Option<Vec<DatasetKey>>,
-    ) -> Result<fieldstore_core::Locks> {
+    ) -> Result<Locks> {
         match hidden {
-            Some(h) if h.contains(dataset) => {
-                Ok(fieldstore_core::Locks::NONE.with(Operation::List))
-            }
-            Some(_) => Ok(fieldstore_core::Locks::NONE),
+            Some(h) if h.contains(dataset) => Ok(Locks::NONE.with(Operation::List)),
+            Some(_) => Ok(Locks::NONE),
             None => self.catalogue_locks(dataset),
         }
     }
@@ -524,10 +522,10 @@ impl FieldStore {
 
     /// A dataset's locks as of now. A catalogue without maintenance has
     /// none: nothing can set them.
-    pub(crate) fn catalogue_locks(&self, dataset: &DatasetKey) -> Result<fieldstore_core::Locks> {
+    pub(crate) fn catalogue_locks(&self, dataset: &DatasetKey) -> Result<Locks> {
         self.catalogue
             .maintenance()
-            .map_or(Ok(fieldstore_core::Locks::NONE), |m| m.locks(dataset))
+            .map_or(Ok(Locks::NONE), |m| m.locks(dataset))
     }
 
     /// Every list-locked dataset, when the catalogue knows them cheaply
@@ -545,7 +543,7 @@ impl FieldStore {
         &self,
         request: &Request,
         dataset: &DatasetKey,
-        locks: fieldstore_core::Locks,
+        locks: Locks,
     ) -> Result<bool> {
         if !locks.contains(Operation::List) {
             return Ok(true);
@@ -607,7 +605,7 @@ impl FieldStore {
             return Ok(());
         }
         let n = damage.len();
-        Err(fieldstore_core::Error::corrupt(format!(
+        Err(Error::corrupt(format!(
             "{n} damaged place{} stepped over (everything else was listed): {}",
             if n == 1 { "" } else { "s" },
             Vec::from_iter(damage).join("; ")
