@@ -5,8 +5,8 @@ use std::sync::{Arc, Mutex};
 
 use fieldstore_core::maintenance::{locked, unsupported};
 use fieldstore_core::{
-    CollocationKey, DatasetKey, Error, ErrorKind, FieldLocation, Item, Key, Level, Locks,
-    Operation, Request, Result, Schema, SplitKey, Values,
+    CatalogueMaintenance, CollocationKey, DatasetKey, Error, ErrorKind, FieldLocation, Item, Key,
+    Level, Locks, Operation, Request, Result, Schema, SplitKey, StoreMaintenance, Values,
 };
 
 use crate::config::Config;
@@ -498,7 +498,7 @@ impl FieldStore {
     pub(crate) fn catalogue_maintenance(
         &self,
         operation: &str,
-    ) -> Result<&dyn fieldstore_core::CatalogueMaintenance> {
+    ) -> Result<&dyn CatalogueMaintenance> {
         self.catalogue
             .maintenance()
             .ok_or_else(|| unsupported(operation, &self.backend_name()))
@@ -506,10 +506,7 @@ impl FieldStore {
 
     /// The store's maintenance, or `Unsupported` naming `operation` and
     /// the store.
-    pub(crate) fn store_maintenance(
-        &self,
-        operation: &str,
-    ) -> Result<&dyn fieldstore_core::StoreMaintenance> {
+    pub(crate) fn store_maintenance(&self, operation: &str) -> Result<&dyn StoreMaintenance> {
         self.store
             .maintenance()
             .ok_or_else(|| unsupported(operation, self.store.scheme()))

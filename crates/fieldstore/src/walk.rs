@@ -15,7 +15,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use fieldstore_core::schema::DatasetMatch;
-use fieldstore_core::{DatasetKey, ErrorKind, Level, Result, Selector};
+use fieldstore_core::{DatasetKey, ElementKey, ErrorKind, FieldLocation, Level, Result, Selector};
 
 use crate::handle::FieldStore;
 use crate::list::{ListElement, ListOptions, PINNED_DATASETS_LIMIT};
@@ -229,29 +229,26 @@ impl FieldStore {
                 // a clone of a key is a reference count.
                 // foldhash, not SipHash: the keys come from the store, and
                 // hashing each entry's key was ~15 % of a listing.
-                let mut seen: HashSet<fieldstore_core::ElementKey, foldhash::fast::RandomState> =
-                    HashSet::default();
+                let mut seen: HashSet<ElementKey, foldhash::fast::RandomState> = HashSet::default();
                 let mut stop = false;
                 // Skip index blocks whose own axes exclude the request.
                 let admits = |axes: &fieldstore_core::catalogue::Axes| filter.admits_axes(axes);
-                let mut each =
-                    |element: &fieldstore_core::ElementKey,
-                     location: &fieldstore_core::FieldLocation| {
-                        if !filter.matches(element) {
-                            return true;
-                        }
-                        if !options.duplicates && !seen.insert(element.clone()) {
-                            return true;
-                        }
-                        let e = ListElement {
-                            dataset: dataset.clone(),
-                            collocation: key.clone(),
-                            element: element.clone(),
-                            location: Some(location.clone()),
-                        };
-                        stop = !visit(e);
-                        !stop
+                let mut each = |element: &ElementKey, location: &FieldLocation| {
+                    if !filter.matches(element) {
+                        return true;
+                    }
+                    if !options.duplicates && !seen.insert(element.clone()) {
+                        return true;
+                    }
+                    let e = ListElement {
+                        dataset: dataset.clone(),
+                        collocation: key.clone(),
+                        element: element.clone(),
+                        location: Some(location.clone()),
                     };
+                    stop = !visit(e);
+                    !stop
+                };
                 reader.scan_since(&key, from.unwrap_or(0), &admits, &mut each)?;
                 damage.extend(reader.condition(Some(&key)).damage);
                 if stop {
