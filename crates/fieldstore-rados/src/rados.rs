@@ -7,9 +7,9 @@
 
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use fieldstore_core::{Error, ErrorKind, Result};
 
@@ -258,20 +258,10 @@ impl InFlight {
 
     /// Wait until none is in flight or `limit` passed; whether none is.
     fn wait_idle(&self, limit: Duration) -> bool {
-        let deadline = Instant::now() + limit;
-        let mut n = self.count();
-        while *n > 0 {
-            let now = Instant::now();
-            if now >= deadline {
-                return false;
-            }
-            n = self
-                .done
-                .wait_timeout(n, deadline - now)
-                .unwrap_or_else(|p| p.into_inner())
-                .0;
-        }
-        true
+        let waited = self
+            .done
+            .wait_timeout_while(self.count(), limit, |n| *n > 0);
+        *waited.unwrap_or_else(|p| p.into_inner()).0 == 0
     }
 }
 
@@ -283,7 +273,7 @@ pub(crate) struct Pool {
     /// Notifies in flight (see [`Pool::notify_async`]).
     notifies: Arc<InFlight>,
     /// The longest timeout of a notify sent: how long dropping waits.
-    notify_timeout_ms: std::sync::atomic::AtomicU64,
+    notify_timeout_ms: AtomicU64,
     /// The pool's name.
     pub(crate) pool: String,
     /// The namespace ("" is the default one).
@@ -339,7 +329,7 @@ impl Pool {
             io,
             cluster,
             notifies: Arc::default(),
-            notify_timeout_ms: std::sync::atomic::AtomicU64::new(0),
+            notify_timeout_ms: AtomicU64::new(0),
             pool: pool.to_string(),
             namespace: namespace.to_string(),
         })
@@ -759,7 +749,7 @@ impl Pool {
         let mut c: ffi::Completion = std::ptr::null_mut();
         // The callback's argument: one reference to the in-flight count,
         // given back by the callback (or below if never submitted).
-        let arg = Arc::into_raw(self.notifies.clone()) as *mut std::ffi::c_void;
+        let arg = Arc::into_raw(self.notifies.clone()) as *mut c_void;
         // SAFETY: valid out-pointer; the callback takes back the reference
         // `arg` is and releases the completion it is given.
         let rc =
@@ -771,7 +761,7 @@ impl Pool {
             return Err(e);
         }
         self.notify_timeout_ms
-            .fetch_max(timeout_ms, std::sync::atomic::Ordering::Relaxed);
+            .fetch_max(timeout_ms, Ordering::Relaxed);
         *self.notifies.count() += 1;
         // SAFETY: a fresh completion; no reply asked for, so nothing of
         // ours is written when the notify completes.
@@ -872,7 +862,7 @@ impl Drop for Pool {
         // destroying them under it would crash.
         let limit = Duration::from_millis(
             self.notify_timeout_ms
-                .load(std::sync::atomic::Ordering::Relaxed)
+                .load(Ordering::Relaxed)
                 .saturating_add(1000),
         );
         if !self.notifies.wait_idle(limit) {
@@ -888,7 +878,7 @@ impl Drop for Pool {
 /// The callback of a notify's completion: count it done and release it
 /// (nobody waits for it). librados holds its own reference while it runs
 /// callbacks, so releasing the completion inside its callback is allowed.
-unsafe extern "C" fn notify_completed(c: ffi::Completion, arg: *mut std::ffi::c_void) {
+unsafe extern "C" fn notify_completed(c: ffi::Completion, arg: *mut c_void) {
     // Never unwind into librados.
     let _ = std::panic::catch_unwind(|| {
         // SAFETY: `arg` is the reference `Pool::notify_async` leaked with
