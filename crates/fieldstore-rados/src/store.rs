@@ -480,14 +480,11 @@ impl RadosStoreWriter {
 
     /// Wait for the oldest writes until at most `keep` are in flight.
     fn settle(&mut self, keep: usize) {
-        while self.pending.len() > keep {
-            let Some(p) = self.pending.pop_front() else {
-                break;
-            };
+        let n = self.pending.len().saturating_sub(keep);
+        for p in self.pending.drain(..n) {
             if let Err((e, what)) = p.wait() {
-                if self.failed.is_none() {
-                    self.failed = Some(e.error(format!("writing {what}")));
-                }
+                self.failed
+                    .get_or_insert_with(|| e.error(format!("writing {what}")));
             }
         }
     }
