@@ -228,22 +228,13 @@ impl RadosWaiter {
         match self.pool.watch(oid, 0, head) {
             Ok(watch) => {
                 self.watches.insert(oid.to_string(), watch);
-                if root {
-                    self.root_missing = false;
-                }
-                true
+                self.root_missing &= !root;
+                return true;
             }
-            Err(e) => {
-                if e == ENOENT {
-                    if root {
-                        self.root_missing = true;
-                    }
-                } else {
-                    self.refused = Some(format!("{}: {e}", self.pool.what(oid)));
-                }
-                false
-            }
+            Err(e) if e == ENOENT => self.root_missing |= root,
+            Err(e) => self.refused = Some(format!("{}: {e}", self.pool.what(oid))),
         }
+        false
     }
 
     /// Watch the root, if not watched yet, and every dataset it lists that
@@ -295,9 +286,7 @@ impl RadosWaiter {
         self.rescan = true;
         true
     }
-}
 
-impl RadosWaiter {
     /// `Unknown`, noting when.
     fn unknown(&mut self) -> Changes {
         self.unknown_at = Instant::now();
@@ -318,20 +307,12 @@ impl ChangeWaiter for RadosWaiter {
             self.last = Wake::Added;
             return Ok(self.unknown());
         }
-        let deadline = start + timeout.min(POLL);
-        let mut f = self.shared.flags();
-        while !f.changed && !f.broken {
-            let now = Instant::now();
-            if now >= deadline {
-                break;
-            }
-            f = self
-                .shared
-                .cond
-                .wait_timeout(f, deadline - now)
-                .unwrap_or_else(|p| p.into_inner())
-                .0;
-        }
+        let left = (start + timeout.min(POLL)).saturating_duration_since(Instant::now());
+        let waited = self
+            .shared
+            .cond
+            .wait_timeout_while(self.shared.flags(), left, |f| !f.changed && !f.broken);
+        let mut f = waited.unwrap_or_else(|p| p.into_inner()).0;
         let flags = std::mem::take(&mut *f);
         drop(f);
         self.rescan |= flags.root;
