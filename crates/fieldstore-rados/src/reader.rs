@@ -16,7 +16,7 @@ use fieldstore_core::{DamageMayName, DatasetKey, ElementKey, Error, FieldLocatio
 
 use crate::format::{self, Dec, Framed};
 use crate::naming::ROOT;
-use crate::rados::{Errno, Pool, ENOENT};
+use crate::rados::{OrMissing, Pool, ENOENT};
 use crate::registry::head_lost;
 use crate::segments::{read_from, read_init, segment_end, segment_object, Seal, PAGE};
 
@@ -150,9 +150,7 @@ impl RadosLog {
             format::FRAMING.unframe_kind(value, format::BLOCK, "an index block", &what)?;
         Ok(block::decode(&Blocks, payload, &what)?.entries)
     }
-}
 
-impl RadosLog {
     /// The collocations and units of the index blocks in the omaps of the
     /// segments read so far that no FLUSH record read names: those of
     /// damaged records (and of flushes whose last operation never applied,
@@ -174,21 +172,15 @@ impl RadosLog {
         let (mut collocations, mut units) = (BTreeSet::new(), BTreeSet::new());
         for segment in 0..=st.cursor.segment {
             let obj = segment_object(&self.object, segment);
-            let what = |e: Errno| {
-                e.error(format!(
-                    "reading the index blocks of {}",
-                    self.pool.what(&obj)
-                ))
-            };
+            let what = || format!("reading the index blocks of {}", self.pool.what(&obj));
             let mut unnamed = Vec::new();
             let mut after = Vec::new();
             loop {
-                let (keys, more) = match self.pool.omap_keys(&obj, &after, PAGE) {
-                    Ok(p) => p,
-                    // Removed behind fieldstore's back: its blocks may
-                    // have held anything.
-                    Err(e) if e == ENOENT => return Ok(DamageMayName::Anything),
-                    Err(e) => return Err(what(e)),
+                let page = self.pool.omap_keys(&obj, &after, PAGE).or_missing(what)?;
+                // Removed behind fieldstore's back: its blocks may have
+                // held anything.
+                let Some((keys, more)) = page else {
+                    return Ok(DamageMayName::Anything);
                 };
                 for k in &keys {
                     let key = String::from_utf8_lossy(k).into_owned();
@@ -203,10 +195,8 @@ impl RadosLog {
             }
             for batch in unnamed.chunks(KEYS_PER_READ) {
                 let keys: Vec<&[u8]> = batch.iter().map(Vec::as_slice).collect();
-                let got = match self.pool.omap_get(&obj, &keys) {
-                    Ok(got) => got,
-                    Err(e) if e == ENOENT => return Ok(DamageMayName::Anything),
-                    Err(e) => return Err(what(e)),
+                let Some(got) = self.pool.omap_get(&obj, &keys).or_missing(what)? else {
+                    return Ok(DamageMayName::Anything);
                 };
                 for (_, v) in &got {
                     let what = String::new;
@@ -370,17 +360,17 @@ impl RadosLog {
         if st.cursor.reported {
             return Ok(());
         }
-        let count = match segment_end(&self.pool, obj)? {
-            Some((_, Some(count))) if count > st.cursor.records => count,
-            _ => return Ok(()),
-        };
-        self.shortfall(
-            st,
-            obj,
-            count,
-            at,
-            &format!("its SEAL record at offset {at}"),
-        );
+        if let Some((_, Some(count))) = segment_end(&self.pool, obj)? {
+            if count > st.cursor.records {
+                self.shortfall(
+                    st,
+                    obj,
+                    count,
+                    at,
+                    &format!("its SEAL record at offset {at}"),
+                );
+            }
+        }
         Ok(())
     }
 
