@@ -44,7 +44,7 @@ use crate::rados::{OrMissing, Pool, WriteOp, ECANCELED, EEXIST, EFBIG, ENOENT};
 use crate::reader::{log_from, Blocks, RadosLog, RadosReader};
 use crate::registry::{head_lost, register, unregister, Registry, WIPING};
 use crate::segments::{
-    append_counted, append_error, append_log, last_segment, read_init, record, seal_of,
+    append_counted, append_error, append_log, last_segment, no_dataset, read_init, record, seal_of,
     seal_segment, segment_object, Seal, ARCHIVE_LOCKED, SEALED, WIPED_SEAL,
 };
 use crate::waiter::RadosWaiter;
@@ -223,8 +223,7 @@ fn ensure_dataset(
             let mut p = Enc::default();
             p.str(&key.to_string());
             p.str(schema.text());
-            let mut rec = Vec::new();
-            format::FRAMING.frame(&mut rec, format::INIT, &p.0);
+            let rec = format::FRAMING.framed(format::INIT, &p.0);
             let mut op = WriteOp::new()?;
             op.create_exclusive();
             op.append(&rec);
@@ -430,16 +429,7 @@ impl CatalogueMedium for RadosMedium {
         op.omap_set(&[(LOCKS, &[locks.bits()])]);
         match self.pool.operate(object, &op) {
             Ok(()) => {}
-            Err(e) if e == ENOENT => {
-                return Err(Error::new(
-                    ErrorKind::NotFound,
-                    format!(
-                        "no dataset {} in {}",
-                        dataset.key.braced(),
-                        self.pool.what(object)
-                    ),
-                ))
-            }
+            Err(e) if e == ENOENT => return Err(no_dataset(&self.pool, object, &dataset.key)),
             Err(e) => return Err(e.error(format!("locking {}", self.pool.what(object)))),
         }
         let archive = locks.contains(Operation::Archive);

@@ -180,8 +180,7 @@ pub(crate) fn seal_segment(pool: &Pool, base: &str, segment: u32) -> Result<Opti
     let next_obj = segment_object(base, next);
     let mut p = Enc::default();
     p.u32(next);
-    let mut rec = Vec::new();
-    format::FRAMING.frame(&mut rec, format::SEAL, &p.0);
+    let rec = format::FRAMING.framed(format::SEAL, &p.0);
     for _ in 0..1000 {
         // The next segment inherits the archive lock; the seal applies
         // only if the lock did not change meanwhile.
@@ -235,12 +234,7 @@ pub(crate) fn append_log(
     more: &dyn Fn(&mut WriteOp),
 ) -> Result<()> {
     let mut segment = match last_segment(pool, base)? {
-        None => {
-            return Err(Error::new(
-                ErrorKind::NotFound,
-                format!("no dataset {} in {}", key.braced(), pool.what(base)),
-            ))
-        }
+        None => return Err(no_dataset(pool, base, key)),
         Some((_, Seal::Wiped)) | Some((_, Seal::Next(_))) => return Err(wiped_while_writing(key)),
         Some((k, Seal::Open)) => k,
     };
@@ -268,14 +262,21 @@ pub(crate) fn append_log(
     )))
 }
 
+/// `NotFound`: the log whose segment 0 is `base` does not exist.
+pub(crate) fn no_dataset(pool: &Pool, base: &str, key: &DatasetKey) -> Error {
+    let what = pool.what(base);
+    Error::new(
+        ErrorKind::NotFound,
+        format!("no dataset {} in {what}", key.braced()),
+    )
+}
+
 /// A framed record of `kind` with a timestamp and then `body`.
 pub(crate) fn record(kind: u16, body: &dyn Fn(&mut Enc)) -> Vec<u8> {
     let mut p = Enc::default();
     p.u64(records::now_ns());
     body(&mut p);
-    let mut rec = Vec::new();
-    format::FRAMING.frame(&mut rec, kind, &p.0);
-    rec
+    format::FRAMING.framed(kind, &p.0)
 }
 
 /// The object of log segment `k` of the dataset whose object is `base`.
