@@ -153,11 +153,8 @@ impl RadosMedium {
             let Some((key, ..)) = init.filter(|(k, ..)| naming::dataset_object(k) == object) else {
                 continue;
             };
-            let reader = match self.open(&key)? {
-                Some(d) => self.open_reader(d)?,
-                None => None,
-            };
-            match reader {
+            let dataset = self.open(&key)?;
+            match dataset.map(|d| self.open_reader(d)).transpose()?.flatten() {
                 None => wiped.push(key),
                 Some(r) if !r.collocations()?.is_empty() => {
                     if register(&self.pool, &object, &key, true)? {
@@ -205,11 +202,11 @@ fn ensure_dataset(
     key: &DatasetKey,
     schema: &Schema,
 ) -> Result<Arc<str>> {
+    let held = |(stored, _, stored_schema): (DatasetKey, u64, Arc<str>)| {
+        check_held(&|| pool.what(object), &stored, key).map(|()| stored_schema)
+    };
     match read_init(pool, object)? {
-        Some((stored, _, stored_schema)) => {
-            check_held(&|| pool.what(object), &stored, key)?;
-            Ok(stored_schema)
-        }
+        Some(init) => held(init),
         // Starting the log again would leave the records lost with segment
         // 0 unreported (its later segments would follow the new one).
         None if head_lost(pool, key)? => Err(Error::corrupt(format!(
@@ -229,17 +226,13 @@ fn ensure_dataset(
             op.append(&rec);
             match pool.operate(object, &op) {
                 Ok(()) => Ok(Arc::from(schema.text())),
-                Err(e) if e == EEXIST => {
-                    // Another writer created it first: use theirs.
-                    let (stored, _, stored_schema) = read_init(pool, object)?.ok_or_else(|| {
-                        Error::new(
-                            ErrorKind::Io,
-                            format!("{} vanished while being created", pool.what(object)),
-                        )
-                    })?;
-                    check_held(&|| pool.what(object), &stored, key)?;
-                    Ok(stored_schema)
-                }
+                // Another writer created it first: use theirs.
+                Err(e) if e == EEXIST => held(read_init(pool, object)?.ok_or_else(|| {
+                    Error::new(
+                        ErrorKind::Io,
+                        format!("{} vanished while being created", pool.what(object)),
+                    )
+                })?),
                 Err(e) => Err(e.error(format!("creating {}", pool.what(object)))),
             }
         }
@@ -286,12 +279,12 @@ impl CatalogueMedium for RadosMedium {
 
     fn reader(
         self: Arc<Self>,
-        key: &DatasetKey,
+        _: &DatasetKey,
         dataset: RadosDataset,
     ) -> Result<Option<Arc<dyn DatasetReader>>> {
-        let _ = key;
-        let reader = self.open_reader(dataset)?;
-        Ok(reader.map(|r| Arc::new(r) as Arc<dyn DatasetReader>))
+        Ok(self
+            .open_reader(dataset)?
+            .map(|r| Arc::new(r) as Arc<dyn DatasetReader>))
     }
 
     /// Creates the dataset object with its INIT record unless it exists.
@@ -306,12 +299,8 @@ impl CatalogueMedium for RadosMedium {
             schema,
         };
         let writer = RadosWriter {
-            registered: false,
-            segment: 0,
-            located: false,
-            since_stat: 0,
             writer: fieldstore_core::writer_id::next(),
-            flushes: 0,
+            ..RadosWriter::default()
         };
         Ok((dataset, writer))
     }
@@ -584,7 +573,7 @@ impl MediumMaintenance for RadosMedium {
     }
 }
 /// Where a writer stands between flushes.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct RadosWriter {
     /// Whether this writer saw the dataset registered in the root.
     registered: bool,
