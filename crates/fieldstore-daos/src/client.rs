@@ -442,6 +442,11 @@ impl Container {
         &self.label
     }
 
+    /// `<pool>/<container>/<oid>`, for messages.
+    fn object(&self, oid: DaosObjId) -> String {
+        format!("{}/{}", self.name(), oid_hex(oid))
+    }
+
     /// Reserve `n` object ids; returns the first of `[first, first + n)`.
     ///
     /// # Errors
@@ -500,9 +505,7 @@ impl Container {
         let rc = unsafe {
             (self.daos().f.daos_kv_open)(self.h, oid, mode, &mut h, std::ptr::null_mut())
         };
-        self.daos().check(rc, "daos_kv_open", || {
-            format!("{}/{}", self.name(), oid_hex(oid))
-        })?;
+        self.daos().check(rc, "daos_kv_open", || self.object(oid))?;
         Ok(Kv { cont: self, h, oid })
     }
 
@@ -526,9 +529,8 @@ impl Container {
                 std::ptr::null_mut(),
             )
         };
-        self.daos().check(rc, "daos_array_open_with_attr", || {
-            format!("{}/{}", self.name(), oid_hex(oid))
-        })?;
+        self.daos()
+            .check(rc, "daos_array_open_with_attr", || self.object(oid))?;
         Ok(Array { cont: self, h, oid })
     }
 }
@@ -576,7 +578,7 @@ pub enum Inserted {
 
 impl Kv<'_> {
     fn what(&self, key: &str) -> String {
-        format!("{}/{} key {key:?}", self.cont.name(), oid_hex(self.oid))
+        format!("{} key {key:?}", self.cont.object(self.oid))
     }
 
     /// Put a whole value (overwrites).
@@ -765,9 +767,7 @@ impl Kv<'_> {
                 buf.resize(need.max(buf.len() * 2), 0);
                 continue;
             }
-            daos.check(rc, "daos_kv_list", || {
-                format!("{}/{}", self.cont.name(), oid_hex(self.oid))
-            })?;
+            daos.check(rc, "daos_kv_list", || self.cont.object(self.oid))?;
             let mut pos = 0usize;
             for kd in &kds[..nr as usize] {
                 let len = kd.kd_key_len as usize;
@@ -803,10 +803,6 @@ impl Drop for Array<'_> {
 }
 
 impl Array<'_> {
-    fn what(&self) -> String {
-        format!("{}/{}", self.cont.name(), oid_hex(self.oid))
-    }
-
     /// Write `data` at byte `offset`.
     ///
     /// # Errors
@@ -877,7 +873,7 @@ impl Array<'_> {
                 std::ptr::null_mut(),
             )
         };
-        daos.check(rc, call, || self.what())?;
+        daos.check(rc, call, || self.cont.object(self.oid))?;
         Ok(iod.arr_nr_short_read)
     }
 
@@ -892,7 +888,7 @@ impl Array<'_> {
         let rc = unsafe {
             (daos.f.daos_array_get_size)(self.h, DAOS_TX_NONE, &mut size, std::ptr::null_mut())
         };
-        daos.check(rc, "daos_array_get_size", || self.what())?;
+        daos.check(rc, "daos_array_get_size", || self.cont.object(self.oid))?;
         Ok(size)
     }
 
@@ -904,7 +900,7 @@ impl Array<'_> {
         let daos = self.cont.daos();
         // SAFETY: valid handle.
         let rc = unsafe { (daos.f.daos_array_destroy)(self.h, DAOS_TX_NONE, std::ptr::null_mut()) };
-        daos.check(rc, "daos_array_destroy", || self.what())
+        daos.check(rc, "daos_array_destroy", || self.cont.object(self.oid))
     }
 }
 
