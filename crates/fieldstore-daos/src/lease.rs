@@ -99,12 +99,11 @@ impl Lease {
         (class, chunk, kv_class): (u32, u64, u32),
     ) -> Result<(u64, u64)> {
         let mut s = self.state();
-        if s.key.is_some() && s.renewed.is_none_or(|t| t.elapsed() > s.lease / 2) {
-            // Not renewed within half a lease: it may be found dead.
-            end(&mut s);
-        }
-        if s.key.is_some() && (s.class != class || s.chunk != chunk) {
-            // One lease records arrays of one class and chunk size.
+        let stale = s.renewed.is_none_or(|t| t.elapsed() > s.lease / 2);
+        if s.key.is_some() && (stale || s.class != class || s.chunk != chunk) {
+            // Not renewed within half a lease (it may be found dead), or
+            // of another class or chunk size (one lease records arrays of
+            // one class and chunk size).
             end(&mut s);
         }
         if s.free.1 == 0 {
@@ -234,13 +233,8 @@ fn end(s: &mut State) {
 }
 
 fn encode(s: &State) -> String {
-    let mut v = format!(
-        "1 {} {} {} {}",
-        now_ms(),
-        s.lease.as_millis(),
-        s.class,
-        s.chunk
-    );
+    let (lease, class, chunk) = (s.lease.as_millis(), s.class, s.chunk);
+    let mut v = format!("1 {} {lease} {class} {chunk}", now_ms());
     for (first, n) in &s.ranges {
         v.push_str(&format!(" {first}+{n}"));
     }
@@ -267,24 +261,17 @@ impl Recorded {
             return None;
         }
         let mut num = || it.next()?.parse::<u64>().ok();
-        let renewed_ms = num()?;
-        let lease = Duration::from_millis(num()?);
-        let class = u32::try_from(num()?).ok()?;
-        let chunk = num()?;
-        let ranges = text
-            .split(' ')
-            .skip(5)
-            .map(|r| {
-                let (a, b) = r.split_once('+')?;
-                Some((a.parse().ok()?, b.parse().ok()?))
-            })
-            .collect::<Option<Vec<_>>>()?;
         Some(Recorded {
-            renewed_ms,
-            lease,
-            class,
-            chunk,
-            ranges,
+            renewed_ms: num()?,
+            lease: Duration::from_millis(num()?),
+            class: u32::try_from(num()?).ok()?,
+            chunk: num()?,
+            ranges: it
+                .map(|r| {
+                    let (a, b) = r.split_once('+')?;
+                    Some((a.parse().ok()?, b.parse().ok()?))
+                })
+                .collect::<Option<_>>()?,
         })
     }
 
