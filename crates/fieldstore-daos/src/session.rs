@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::Duration;
 
 use fieldstore_core::{Error, ErrorKind, Result};
@@ -135,10 +135,11 @@ impl Session {
     /// Forget a cached container handle (its container was destroyed): the
     /// next [`Session::container`] opens it afresh.
     pub(crate) fn evict(&self, pool: &str, label: &str) {
-        self.conts
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&(pool.to_string(), label.to_string()));
+        self.conts().remove(&(pool.to_string(), label.to_string()));
+    }
+
+    fn conts(&self) -> MutexGuard<'_, HashMap<(String, String), Arc<Cont>>> {
+        self.conts.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Destroy a container (open handles are revoked); a missing one is
@@ -163,12 +164,7 @@ impl Session {
         create: Option<Option<u32>>,
     ) -> Result<Option<Arc<Cont>>> {
         let key = (pool.to_string(), label.to_string());
-        if let Some(c) = self
-            .conts
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&key)
-        {
+        if let Some(c) = self.conts().get(&key) {
             return Ok(Some(c.clone()));
         }
         let p = self.pool(pool)?;
@@ -187,7 +183,7 @@ impl Session {
             }
             Err(e) => return Err(e.into()),
         };
-        let mut conts = self.conts.lock().unwrap_or_else(|p| p.into_inner());
+        let mut conts = self.conts();
         // Another thread may have opened it meanwhile: keep the first (our
         // handle closes on drop).
         Ok(Some(
