@@ -100,10 +100,6 @@ struct Parsed<'a> {
     chunk: u64,
 }
 
-fn parse(loc: &FieldLocation) -> Option<Parsed<'_>> {
-    parse_str(&loc.uri)
-}
-
 fn parse_str(uri: &str) -> Option<Parsed<'_>> {
     let rest = uri.strip_prefix("daos://")?;
     let (path, query) = match rest.split_once('?') {
@@ -150,11 +146,7 @@ impl Store for DaosStore {
             label: label.clone(),
             redundancy: self.cfg.container_redundancy,
             prefix: format!("daos://{}/{}/", self.cfg.store_pool, label),
-            suffix: if self.cfg.chunk_size == DEFAULT_CHUNK {
-                String::new()
-            } else {
-                format!("?chunk={}", self.cfg.chunk_size)
-            },
+            suffix: chunk_suffix(self.cfg.chunk_size),
             cont,
             class: self.cfg.array_class,
             chunk: self.cfg.chunk_size,
@@ -171,7 +163,7 @@ impl Store for DaosStore {
             match self.read_once(location, out) {
                 Err(e) if is_gone(&e) => {
                     // A cached handle of a container a wipe destroyed.
-                    if let Some(p) = parse(location) {
+                    if let Some(p) = parse_str(&location.uri) {
                         self.session.evict(p.pool, p.container);
                     }
                     self.read_once(location, out)
@@ -228,11 +220,7 @@ impl StoreMaintenance for DaosStore {
                 continue;
             }
             let before = out.len();
-            let suffix = if recorded.chunk == DEFAULT_CHUNK {
-                String::new()
-            } else {
-                format!("?chunk={}", recorded.chunk)
-            };
+            let suffix = chunk_suffix(recorded.chunk);
             for &(first, n) in &recorded.ranges {
                 for lo in first..first.saturating_add(n) {
                     let oid = cont
@@ -308,6 +296,15 @@ impl StoreMaintenance for DaosStore {
     }
 }
 
+/// A location URI's `?chunk=` query: none for the default chunk size.
+fn chunk_suffix(chunk: u64) -> String {
+    if chunk == DEFAULT_CHUNK {
+        String::new()
+    } else {
+        format!("?chunk={chunk}")
+    }
+}
+
 fn parse_uri(uri: &str) -> Result<Parsed<'_>> {
     parse_str(uri).ok_or_else(|| Error::invalid_input(format!("not a DAOS field location: {uri}")))
 }
@@ -315,9 +312,7 @@ fn parse_uri(uri: &str) -> Result<Parsed<'_>> {
 impl DaosStore {
     /// Read a field into `buf`, which is `location.length` bytes long (unverified).
     fn read_once(&self, location: &FieldLocation, buf: &mut [u8]) -> Result<()> {
-        let p = parse(location).ok_or_else(|| {
-            Error::invalid_input(format!("not a DAOS field location: {}", location.uri))
-        })?;
+        let p = parse_uri(&location.uri)?;
         let cont = self
             .session
             .container(p.pool, p.container, None)?
@@ -348,13 +343,12 @@ impl DaosStore {
 }
 
 impl StoreWriter for DaosStoreWriter {
-    fn archive(&mut self, collocation: &CollocationKey, data: &[u8]) -> Result<FieldLocation> {
+    fn archive(&mut self, _: &CollocationKey, data: &[u8]) -> Result<FieldLocation> {
         match self.archive_once(data) {
             Err(e) if is_gone(&e) => {
                 // The container was destroyed under the writer (a wipe):
                 // write into the dataset's container as it is now. The
                 // catalogue writer's flush reports the wipe.
-                let _ = collocation;
                 self.session.evict(&self.pool, &self.label);
                 self.cont = self
                     .session
@@ -364,9 +358,7 @@ impl StoreWriter for DaosStoreWriter {
                 // What was archived before is gone with the container (the
                 // catalogue's flush fails); what follows is under the new
                 // container's lease.
-                self.batch = None;
-                self.published = None;
-                self.unflushed.clear();
+                self.abandon();
                 self.archive_once(data)
             }
             r => r,
@@ -393,10 +385,8 @@ impl StoreWriter for DaosStoreWriter {
     /// destroyed its arrays) and fails the flush instead of acknowledging
     /// fields that are gone.
     fn confirm_published(&mut self) -> Result<()> {
-        match self.published.take() {
-            Some(generation) => self.cont.lease.confirm(generation),
-            None => Ok(()),
-        }
+        let published = self.published.take();
+        published.map_or(Ok(()), |generation| self.cont.lease.confirm(generation))
     }
 
     /// Arrays are complete once written: nothing is held until indexed.
