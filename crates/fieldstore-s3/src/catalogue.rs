@@ -109,10 +109,7 @@ impl SlotLog for Slots<'_> {
         let mut end = from;
         loop {
             let page = self.after(end.checked_sub(1), 1000)?;
-            match page.last() {
-                Some(&last) => end = last + 1,
-                None => return Ok(Some(end)),
-            }
+            end = page.last().map_or(end, |&last| last + 1);
             if page.len() < 1000 {
                 return Ok(Some(end));
             }
