@@ -86,7 +86,7 @@ pub(crate) struct Listing {
 }
 
 /// S3's error body (`<Error><Code>…</Code><Message>…</Message></Error>`).
-#[derive(Debug, FromXml)]
+#[derive(Debug, Default, FromXml)]
 #[xml(rename = "Error")]
 struct ErrorBody {
     #[xml(rename = "Code")]
@@ -709,12 +709,8 @@ impl Client {
 
     /// What an S3 error status and body mean.
     fn status_error(&self, what: &str, status: u16, body: &str) -> Error {
-        let parsed = instant_xml::from_str::<ErrorBody>(body).ok();
-        let code = parsed
-            .as_ref()
-            .and_then(|p| p.code.clone())
-            .unwrap_or_default();
-        let message = parsed.and_then(|p| p.message).unwrap_or_default();
+        let ErrorBody { code, message } = instant_xml::from_str(body).unwrap_or_default();
+        let (code, message) = (code.unwrap_or_default(), message.unwrap_or_default());
         let said = if code.is_empty() {
             format!("HTTP {status}")
         } else if message.is_empty() {
