@@ -24,23 +24,18 @@ use fieldstore_core::{DatasetKey, Error, Result};
 /// The key prefix of everything the store keeps for `dataset`:
 /// `<dataset>/`.
 pub(crate) fn dataset_prefix(key: &DatasetKey) -> String {
-    let mut s = String::new();
-    for (i, (_, v)) in key.iter().enumerate() {
-        if i > 0 {
-            s.push(':');
-        }
-        s.push_str(&v.replace('%', "%25").replace('/', "%2F"));
-    }
+    let values = key
+        .iter()
+        .map(|(_, v)| v.replace('%', "%25").replace('/', "%2F"));
+    let mut s = values.collect::<Vec<_>>().join(":");
     if s.len() > 200 {
         let mut cut = 180;
         while !s.is_char_boundary(cut) {
             cut -= 1;
         }
         s.truncate(cut);
-        s.push_str(&format!(
-            "~{:08x}",
-            crc32c::crc32c(key.to_string().as_bytes())
-        ));
+        let crc = crc32c::crc32c(key.to_string().as_bytes());
+        s.push_str(&format!("~{crc:08x}"));
     }
     s.push('/');
     s
