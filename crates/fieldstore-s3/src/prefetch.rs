@@ -69,11 +69,8 @@ pub(crate) struct Prefetcher {
 
 impl std::fmt::Debug for Prefetcher {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "Prefetcher({} bytes held)",
-            self.held.load(Ordering::Relaxed)
-        )
+        let held = self.held.load(Ordering::Relaxed);
+        write!(f, "Prefetcher({held} bytes held)")
     }
 }
 
@@ -169,19 +166,12 @@ impl Prefetcher {
         let Some((span, _)) = entry else {
             return false;
         };
-        let deadline = Instant::now() + self.wait;
-        let mut bytes = span.bytes.lock().unwrap_or_else(|p| p.into_inner());
-        while bytes.is_none() {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return false;
-            }
-            bytes = span
-                .done
-                .wait_timeout(bytes, left)
-                .unwrap_or_else(|p| p.into_inner())
-                .0;
-        }
+        let locked = span.bytes.lock().unwrap_or_else(|p| p.into_inner());
+        let waited = span
+            .done
+            .wait_timeout_while(locked, self.wait, |b| b.is_none());
+        let bytes = waited.unwrap_or_else(|p| p.into_inner()).0;
+        // Still `None` here: not arrived within the wait.
         let Some(Some(b)) = bytes.as_ref() else {
             return false;
         };
