@@ -183,17 +183,11 @@ impl StoreMaintenance for S3Store {
     /// their PUT, and one an entry points into is published: idle.
     fn inspect(&self, uri: &str) -> Result<Unit> {
         let (bucket, key) = naming::parse_uri(uri)?;
-        Ok(match self.client.head(bucket, key)? {
-            Some(bytes) => Unit {
-                uri: uri.to_string(),
-                bytes: Some(bytes),
-                state: UnitState::Idle,
-            },
-            None => Unit {
-                uri: uri.to_string(),
-                bytes: None,
-                state: UnitState::Missing,
-            },
+        let bytes = self.client.head(bucket, key)?;
+        Ok(Unit {
+            uri: uri.to_string(),
+            state: bytes.map_or(UnitState::Missing, |_| UnitState::Idle),
+            bytes,
         })
     }
 
