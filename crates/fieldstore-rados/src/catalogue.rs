@@ -145,8 +145,7 @@ impl RadosMedium {
         let listed: HashSet<String> = listed.iter().map(naming::dataset_object).collect();
         let heads = self
             .pool
-            .list_objects(|n| n.ends_with(".catalogue") && !listed.contains(n))
-            .map_err(|e| e.error(format!("listing the objects of {}", self.pool)))?;
+            .list_objects(|n| n.ends_with(".catalogue") && !listed.contains(n))?;
         let mut wiped = Vec::new();
         for object in heads {
             let init = read_init(&self.pool, &object)?;

@@ -616,14 +616,13 @@ impl Pool {
     /// The names of the objects in this pool's namespace that `keep`
     /// accepts, by one listing of the pool (which visits every placement
     /// group: its time grows with the namespace, not with what the caller
-    /// wants; its memory only with what it keeps).
-    pub(crate) fn list_objects(
-        &self,
-        keep: impl Fn(&str) -> bool,
-    ) -> std::result::Result<Vec<String>, Errno> {
+    /// wants; its memory only with what it keeps). Errors name the pool.
+    pub(crate) fn list_objects(&self, keep: impl Fn(&str) -> bool) -> Result<Vec<String>> {
+        let listing = |e: Errno| e.error(format!("listing the objects of {self}"));
         let mut ctx: ffi::ListCtx = std::ptr::null_mut();
         // SAFETY: valid I/O context and out-pointer.
-        Errno::check(unsafe { (self.api.rados_nobjects_list_open)(self.io, &mut ctx) })?;
+        Errno::check(unsafe { (self.api.rados_nobjects_list_open)(self.io, &mut ctx) })
+            .map_err(listing)?;
         let mut out = Vec::new();
         let end = loop {
             let mut entry: *const c_char = std::ptr::null();
@@ -638,12 +637,10 @@ impl Pool {
                     std::ptr::null_mut(),
                 )
             };
-            if rc < 0 {
-                break if rc == -ENOENT.0 {
-                    Ok(())
-                } else {
-                    Err(Errno(-rc))
-                };
+            match Errno::check(rc) {
+                Err(ENOENT) => break Ok(()),
+                Err(e) => break Err(e),
+                Ok(_) => {}
             }
             if !entry.is_null() {
                 // SAFETY: a NUL-terminated name librados owns until the next
@@ -656,7 +653,7 @@ impl Pool {
         };
         // SAFETY: closes the context opened above, once.
         unsafe { (self.api.rados_nobjects_list_close)(ctx) };
-        end.map(|()| out)
+        end.map(|()| out).map_err(listing)
     }
 
     /// Notify each of `oids` (no payload) and wait until its watchers

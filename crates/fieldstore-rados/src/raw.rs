@@ -73,10 +73,7 @@ impl RawObjects {
     /// # Errors
     /// As librados.
     pub fn list(&self) -> Result<Vec<String>> {
-        let mut names = self
-            .pool
-            .list_objects(|_| true)
-            .map_err(|e| e.error(format!("listing the objects of {}", self.pool)))?;
+        let mut names = self.pool.list_objects(|_| true)?;
         names.sort();
         Ok(names)
     }

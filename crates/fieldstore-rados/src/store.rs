@@ -221,10 +221,7 @@ impl StoreMaintenance for RadosStore {
     ) -> Result<Vec<Unit>> {
         let name = naming::dataset_name(dataset);
         let ours = |object: &str| writer_prefix(object).is_some_and(|p| is_writer_of(p, &name));
-        let objects = self
-            .pool
-            .list_objects(ours)
-            .map_err(|e| e.error(format!("listing the objects of {}", self.pool)))?;
+        let objects = self.pool.list_objects(ours)?;
         let mut by_writer: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
         for object in &objects {
             let Some(prefix) = writer_prefix(object) else {
