@@ -148,15 +148,9 @@ impl RadosConfig {
         if let Some(u) = text("user")? {
             c.user = u.strip_prefix("client.").unwrap_or(&u).to_string();
         }
-        if let Some(n) = text("cluster")? {
-            c.cluster = n;
-        }
-        if let Some(t) = number("timeout", 3600)? {
-            c.timeout_secs = t as u32;
-        }
-        if let Some(s) = number("object_size", 1 << 40)? {
-            c.object_size = s.max(1 << 20);
-        }
+        c.cluster = text("cluster")?.unwrap_or(c.cluster);
+        c.timeout_secs = number("timeout", 3600)?.map_or(c.timeout_secs, |t| t as u32);
+        c.object_size = number("object_size", 1 << 40)?.map_or(c.object_size, |s| s.max(1 << 20));
         if let Some(s) = number("log_segment_size", 1 << 40)? {
             c.log_segment_size = s.max(4096);
         }
@@ -172,9 +166,7 @@ impl RadosConfig {
             }
             c.writer_lease = std::time::Duration::from_secs(n);
         }
-        if let Some(n) = number("in_flight", 1024)? {
-            c.in_flight = n as usize;
-        }
+        c.in_flight = number("in_flight", 1024)?.map_or(c.in_flight, |n| n as usize);
         match map.get("notify") {
             None | Some(Value::Null) => {}
             Some(Value::Bool(b)) => c.notify = *b,
