@@ -41,7 +41,7 @@ use std::time::{Duration, Instant};
 
 use fieldstore_core::{Error, ErrorKind, Result};
 
-use crate::rados::{Errno, OrMissing, Pool, Watch, WriteOp, ENOENT};
+use crate::rados::{OrMissing, Pool, Watch, WriteOp, ENOENT};
 
 /// The default lease: Ceph's own `osd_client_watch_timeout`.
 pub(crate) const DEFAULT_LEASE: Duration = Duration::from_secs(30);
@@ -160,9 +160,7 @@ impl Liveness {
             }
         }
     }
-}
 
-impl Liveness {
     /// Stop showing the writer alive: unwatch, and remove `.alive` unless
     /// `closed` is false (the writer could not create `.closed`, so
     /// `.alive` without a watch is what tells purge it is done).
@@ -231,9 +229,6 @@ pub(crate) fn states<'p>(
         lease = lease.max(Duration::from_secs(secs));
         ask.push((prefix.to_string(), alive));
     }
-    if ask.is_empty() {
-        return Ok(out);
-    }
     let oids: Vec<String> = ask.iter().map(|(_, o)| o.clone()).collect();
     // A little more than the lease: the OSD counts it from its last ping.
     let answers = pool.acks(&oids, lease + Duration::from_secs(1));
@@ -246,13 +241,9 @@ pub(crate) fn states<'p>(
                 Ok(_) => WriterState::Closed,
                 Err(_) => WriterState::Unknown,
             },
-            Err(e) => return Err(notify_error(pool, &alive, e)),
+            Err(e) => return Err(e.error(format!("notifying {}", pool.what(&alive)))),
         };
         out.insert(prefix, state);
     }
     Ok(out)
-}
-
-fn notify_error(pool: &Pool, oid: &str, e: Errno) -> Error {
-    e.error(format!("notifying {}", pool.what(oid)))
 }
