@@ -9,23 +9,16 @@ pub(crate) const ROOT: &str = "fieldstore.root";
 /// `%` written `%25`; names over 200 bytes are cut at 180 and end in `~`
 /// and the CRC-32C of the key's canonical form.
 pub(crate) fn dataset_name(key: &DatasetKey) -> String {
-    let mut s = String::new();
-    for (i, (_, v)) in key.iter().enumerate() {
-        if i > 0 {
-            s.push(':');
-        }
-        s.push_str(&v.replace('%', "%25"));
-    }
+    let values = key.iter().map(|(_, v)| v.replace('%', "%25"));
+    let mut s = values.collect::<Vec<_>>().join(":");
     if s.len() > 200 {
         let mut cut = 180;
         while !s.is_char_boundary(cut) {
             cut -= 1;
         }
         s.truncate(cut);
-        s.push_str(&format!(
-            "~{:08x}",
-            crc32c::crc32c(key.to_string().as_bytes())
-        ));
+        let crc = crc32c::crc32c(key.to_string().as_bytes());
+        s.push_str(&format!("~{crc:08x}"));
     }
     s
 }
