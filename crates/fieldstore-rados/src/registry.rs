@@ -154,6 +154,7 @@ pub(crate) fn head_lost(pool: &Pool, key: &DatasetKey) -> Result<bool> {
 /// call set it.
 pub(crate) fn register(pool: &Pool, object: &str, key: &DatasetKey, lost: bool) -> Result<bool> {
     let k = key.to_string();
+    let what = || format!("registering dataset {key} in {}", pool.what(ROOT));
     let registered = |pool: &Pool| -> Result<Option<Vec<u8>>> {
         let v = pool
             .omap_get(ROOT, &[k.as_bytes()])
@@ -171,9 +172,7 @@ pub(crate) fn register(pool: &Pool, object: &str, key: &DatasetKey, lost: bool) 
         match pool.operate(ROOT, &op) {
             Ok(()) => return Ok(true),
             Err(e) if e == ECANCELED || e == ENOENT => current = registered(pool)?,
-            Err(e) => {
-                return Err(e.error(format!("registering dataset {key} in {}", pool.what(ROOT))))
-            }
+            Err(e) => return Err(e.error(what())),
         }
         if current.is_none() {
             // The root object did not exist yet (cmp on a missing object
@@ -183,9 +182,7 @@ pub(crate) fn register(pool: &Pool, object: &str, key: &DatasetKey, lost: bool) 
             if !lost {
                 count(&mut op, DATASETS, "1");
             }
-            pool.operate(ROOT, &op).map_err(|e| {
-                e.error(format!("registering dataset {key} in {}", pool.what(ROOT)))
-            })?;
+            pool.operate(ROOT, &op).map_err(|e| e.error(what()))?;
             return Ok(true);
         }
     }
