@@ -76,10 +76,8 @@ impl Slots<'_> {
     fn after(&self, n: Option<u64>, max: usize) -> Result<Vec<u64>> {
         let log = naming::log_prefix(&self.prefix);
         let after = n.map_or_else(|| log.clone(), |n| naming::slot_key(&self.prefix, n));
-        let keys = self
-            .s3
-            .client
-            .keys_after(&self.s3.bucket, &log, &after, max)?;
+        let s3 = self.s3;
+        let keys = s3.client.keys_after(&s3.bucket, &log, &after, max)?;
         Ok(keys
             .iter()
             .filter_map(|k| k[log.len()..].parse().ok())
