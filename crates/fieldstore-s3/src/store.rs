@@ -86,12 +86,9 @@ impl S3Store {
     /// second listing sees that lease unless the writer ended it).
     fn listings(&self, dataset: &DatasetKey) -> Result<(Listing, Listing)> {
         let prefix = naming::dataset_prefix(dataset);
-        let data = self
-            .client
-            .list(&self.cfg.bucket, &naming::data_prefix(&prefix))?;
-        let leases = self
-            .client
-            .list(&self.cfg.bucket, &naming::lease_prefix(&prefix))?;
+        let (client, bucket) = (&self.client, &self.cfg.bucket);
+        let data = client.list(bucket, &naming::data_prefix(&prefix))?;
+        let leases = client.list(bucket, &naming::lease_prefix(&prefix))?;
         Ok((data, leases))
     }
 }
@@ -235,11 +232,8 @@ impl StoreMaintenance for S3Store {
             .iter()
             .chain(leases.objects.iter().filter(|o| dead.contains(&o.key)))
             .map(|o| {
-                Item::new(
-                    ItemKind::Data,
-                    naming::uri(&self.cfg.bucket, &o.key),
-                    Some(o.size),
-                )
+                let uri = naming::uri(&self.cfg.bucket, &o.key);
+                Item::new(ItemKind::Data, uri, Some(o.size))
             })
             .collect())
     }
