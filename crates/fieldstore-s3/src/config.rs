@@ -184,14 +184,12 @@ impl S3Config {
                 let key = get(&["access_key_id", "accessKeyID", "aws_access_key_id"]);
                 let secret = get(&["secret_access_key", "secretKey", "aws_secret_access_key"]);
                 let token = get(&["session_token", "sessionToken", "aws_session_token"]);
-                match (key, secret) {
-                    (Some(k), Some(s)) => c.credentials = Some((k, s, token)),
-                    _ => {
-                        return Err(invalid(
-                            "s3.credentials needs access_key_id and secret_access_key",
-                        ))
-                    }
-                }
+                let (Some(k), Some(s)) = (key, secret) else {
+                    return Err(invalid(
+                        "s3.credentials needs access_key_id and secret_access_key",
+                    ));
+                };
+                c.credentials = Some((k, s, token));
             }
             Some(other) => {
                 return Err(invalid(format!(
