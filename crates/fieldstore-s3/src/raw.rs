@@ -59,21 +59,14 @@ impl RawObjects {
     /// # Errors
     /// As any request.
     pub fn remove_prefix(&self, prefix: &str) -> Result<()> {
-        let keys: Vec<String> = self
-            .client
-            .list(&self.bucket, prefix)?
-            .objects
-            .into_iter()
-            .map(|o| o.key)
-            .collect();
+        let listing = self.client.list(&self.bucket, prefix)?;
+        let keys: Vec<String> = listing.objects.into_iter().map(|o| o.key).collect();
         self.client.delete_many(&self.bucket, &keys)
     }
 
     /// The endpoint and bucket, for reports.
     pub fn describe(&self) -> String {
-        format!(
-            "S3 objects in bucket {} at {}",
-            self.bucket, self.client.endpoint
-        )
+        let (bucket, endpoint) = (&self.bucket, &self.client.endpoint);
+        format!("S3 objects in bucket {bucket} at {endpoint}")
     }
 }
