@@ -81,15 +81,13 @@ pub(crate) fn decode_meta(buf: &[u8], what: &dyn Fn() -> String) -> Result<Meta>
         )));
     }
     let mut d = Dec::new(p, what);
-    let key = DatasetKey(d.key()?);
-    let schema = d.str()?.to_string();
-    let created_ns = d.u64()?;
+    let m = Meta {
+        key: DatasetKey(d.key()?),
+        schema: d.str()?.to_string(),
+        created_ns: d.u64()?,
+    };
     d.end()?;
-    Ok(Meta {
-        key,
-        schema,
-        created_ns,
-    })
+    Ok(m)
 }
 
 /// A root KV value: where the dataset lives.
