@@ -668,13 +668,9 @@ impl RadosMedium {
     /// Seal writer `w`'s segment (unless another writer did) and move to
     /// the next ([`seal_segment`]).
     fn seal(&self, key: &DatasetKey, object: &str, w: &mut RadosWriter) -> Result<()> {
-        match seal_segment(&self.pool, object, w.segment)? {
-            Some(n) => {
-                w.segment = n;
-                Ok(())
-            }
-            None => Err(wiped_while_writing(key)),
-        }
+        w.segment =
+            seal_segment(&self.pool, object, w.segment)?.ok_or_else(|| wiped_while_writing(key))?;
+        Ok(())
     }
 }
 
