@@ -466,13 +466,9 @@ impl RadosStoreWriter {
     }
 
     fn check(&self) -> Result<()> {
-        match &self.failed {
-            Some(e) => Err(Error::new(
-                e.kind(),
-                format!("an earlier write of this writer failed: {e}"),
-            )),
-            None => Ok(()),
-        }
+        let Some(e) = &self.failed else { return Ok(()) };
+        let why = format!("an earlier write of this writer failed: {e}");
+        Err(Error::new(e.kind(), why))
     }
 
     /// Wait for the oldest writes until at most `keep` are in flight.
