@@ -288,13 +288,9 @@ struct S3StoreWriter {
 
 impl S3StoreWriter {
     fn check(&self) -> Result<()> {
-        match &self.failed {
-            Some(e) => Err(Error::new(
-                e.kind(),
-                format!("an earlier write of this writer failed: {e}"),
-            )),
-            None => Ok(()),
-        }
+        let Some(e) = &self.failed else { return Ok(()) };
+        let why = format!("an earlier write of this writer failed: {e}");
+        Err(Error::new(e.kind(), why))
     }
 
     /// `r`; a failure is kept, for every later archive and flush to report.
