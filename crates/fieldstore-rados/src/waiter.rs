@@ -120,12 +120,8 @@ impl WatchHandler for Head {
         self.shared.signal(|f| {
             f.changed = true;
             f.root |= self.root;
-            match &self.dataset {
-                Some(d) => {
-                    f.datasets.insert(d.clone());
-                }
-                None => f.unnamed |= !self.root,
-            }
+            f.datasets.extend(self.dataset.clone());
+            f.unnamed |= self.dataset.is_none() && !self.root;
         });
     }
 
@@ -242,10 +238,7 @@ impl RadosWaiter {
     fn scan(&mut self) -> Result<bool> {
         self.rescan = false;
         self.scanned = Instant::now();
-        let mut added = false;
-        if !self.watches.contains_key(ROOT) {
-            added |= self.add(ROOT, true, None);
-        }
+        let mut added = !self.watches.contains_key(ROOT) && self.add(ROOT, true, None);
         let pool = Arc::clone(&self.pool);
         let what = || format!("listing datasets in {}", pool.what(ROOT));
         pool.omap_each(ROOT, "", PAGE, what, |k, v| {
@@ -275,16 +268,14 @@ impl RadosWaiter {
             .filter(|(_, w)| w.broken())
             .map(|(k, w)| (k.clone(), w.handler().dataset.clone()))
             .collect();
-        if broken.is_empty() {
-            return false;
-        }
+        let any = !broken.is_empty();
         for (oid, dataset) in broken {
             // Unregistered, its callbacks flushed, before it is watched anew.
             drop(self.watches.remove(&oid));
             self.add(&oid, oid == ROOT, dataset);
         }
-        self.rescan = true;
-        true
+        self.rescan |= any;
+        any
     }
 
     /// `Unknown`, noting when.
