@@ -212,10 +212,8 @@ fn create_dataset(
         return Err(Error::new(
             ErrorKind::InvalidConfig,
             format!(
-                "{} holds dataset {} , not {}: two dataset keys have the same values",
-                dir.display(),
-                stored,
-                key
+                "{} holds dataset {stored}, not {key}: two dataset keys have the same values",
+                dir.display()
             ),
         ));
     }
