@@ -176,12 +176,11 @@ impl Framing {
     /// Check the header at the start of `buf`, which holds at least
     /// [`HEADER`] bytes.
     fn header(&self, buf: &[u8], what: &dyn Fn() -> String) -> Result<Header> {
-        let bad = |m: &str| Error::corrupt(format!("{}: {m}", what()));
         if buf[0..4] != self.magic {
-            return Err(bad("not a fieldstore record (bad magic)"));
+            return Err(corrupt(what, "not a fieldstore record (bad magic)"));
         }
         if crc32c::crc32c(&buf[0..16]) != le32(buf, 16) {
-            return Err(bad("record header checksum mismatch"));
+            return Err(corrupt(what, "record header checksum mismatch"));
         }
         let version = le16(buf, 4);
         let raw = le16(buf, 6);
@@ -192,17 +191,15 @@ impl Framing {
                 .iter()
                 .find(|(old, _)| *old == raw)
                 .map_or(kind::UNKNOWN, |(_, now)| *now),
-            Some(o) => {
-                return Err(bad(&format!(
-                    "record format version {version}, this build reads versions {} and {}",
-                    o.version, self.version
-                )))
-            }
-            None => {
-                return Err(bad(&format!(
-                    "record format version {version}, this build reads version {}",
-                    self.version
-                )))
+            older => {
+                let now = self.version;
+                let reads = older.map_or(format!("version {now}"), |o| {
+                    format!("versions {} and {now}", o.version)
+                });
+                return Err(corrupt(
+                    what,
+                    format!("record format version {version}, this build reads {reads}"),
+                ));
             }
         };
         Ok(Header {
