@@ -18,15 +18,12 @@ pub trait AxesExt {
 impl AxesExt for Axes {
     fn add_key(&mut self, key: &Key) {
         for (k, v) in key.iter() {
-            match self.get_mut(k) {
-                Some(set) => {
-                    if !set.contains(v) {
-                        set.insert(v.to_string());
-                    }
-                }
-                None => {
-                    self.insert(k.to_string(), BTreeSet::from([v.to_string()]));
-                }
+            let Some(set) = self.get_mut(k) else {
+                self.insert(k.to_string(), BTreeSet::from([v.to_string()]));
+                continue;
+            };
+            if !set.contains(v) {
+                set.insert(v.to_string());
             }
         }
     }
