@@ -99,11 +99,10 @@ pub fn encode_flush(f: &Flush) -> Vec<u8> {
         let mut prefixes: Vec<&str> = Vec::new();
         let mut ids: HashMap<&str, u32> = HashMap::new();
         for (_, l) in &b.entries {
-            let (p, _) = split_uri(&l.uri);
-            if !ids.contains_key(p) {
-                ids.insert(p, prefixes.len() as u32);
+            ids.entry(split_uri(&l.uri).0).or_insert_with_key(|p| {
                 prefixes.push(p);
-            }
+                prefixes.len() as u32 - 1
+            });
         }
         e.list(&prefixes, |e, p| e.str(p));
         e.list(&b.entries, |e, (k, l)| {
