@@ -365,8 +365,7 @@ impl Enc {
     }
     /// A `u32` length and the string's bytes.
     pub fn str(&mut self, s: &str) {
-        self.u32(s.len() as u32);
-        self.0.extend_from_slice(s.as_bytes());
+        self.bytes(s.as_bytes());
     }
     /// A `u32` count of `items`, then each as `item` writes it.
     pub fn list<I: IntoIterator>(&mut self, items: I, mut item: impl FnMut(&mut Self, I::Item))
