@@ -495,6 +495,10 @@ impl<'a, 'w> Dec<'a, 'w> {
         }
         Ok(out)
     }
+    /// A `u32` count, then that many strings with a `u32` length, owned.
+    pub fn strings(&mut self) -> Result<Vec<String>> {
+        self.list(|d| Ok(d.str()?.to_string()))
+    }
     /// Bytes with a `u32` length.
     pub fn bytes(&mut self) -> Result<&'a [u8]> {
         let n = self.u32()? as usize;
@@ -540,13 +544,7 @@ impl<'a, 'w> Dec<'a, 'w> {
     }
     /// A block's axes, as [`Enc::axes`] writes them.
     pub fn axes(&mut self) -> Result<crate::axes::Axes> {
-        let axes = self.list(|d| {
-            let kw = d.str()?.to_string();
-            Ok((
-                kw,
-                d.list(|d| Ok(d.str()?.to_string()))?.into_iter().collect(),
-            ))
-        })?;
+        let axes = self.list(|d| Ok((d.str()?.to_string(), d.strings()?.into_iter().collect())))?;
         Ok(axes.into_iter().collect())
     }
     /// Whether the whole payload has been read.

@@ -127,7 +127,7 @@ pub fn decode_flush(p: &[u8], what: &dyn Fn() -> String) -> Result<Flush> {
     let writer = d.str()?.to_string();
     let blocks = d.list(|d| {
         let collocation = CollocationKey(d.key()?);
-        let kws = d.list(|d| Ok(d.str()?.to_string()))?;
+        let kws = d.strings()?;
         let mut axes = Axes::new();
         for k in &kws {
             let values = d.list(|d| Ok(d.short_str()?.to_string()))?;

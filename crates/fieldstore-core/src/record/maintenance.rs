@@ -74,10 +74,6 @@ pub fn now_ns() -> u64 {
         .unwrap_or(0)
 }
 
-fn read_strings(d: &mut Dec<'_, '_>) -> Result<Vec<String>> {
-    d.list(|d| Ok(d.str()?.to_string()))
-}
-
 /// A WIPE record's payload.
 pub fn encode_wipe(collocations: &[CollocationKey], units: &[String], now: u64) -> Vec<u8> {
     let mut e = Enc::default();
@@ -95,7 +91,7 @@ pub fn decode_wipe(payload: &[u8], what: &dyn Fn() -> String) -> Result<Wipe> {
     let mut d = Dec::new(payload, what);
     let _time = d.u64()?;
     let collocations = d.list(|d| Ok(CollocationKey(d.key()?)))?;
-    let units = read_strings(&mut d)?;
+    let units = d.strings()?;
     d.end_of("WIPE record")?;
     Ok(Wipe {
         collocations,
@@ -123,8 +119,8 @@ pub fn encode_reclaim(units: &[String], index_files: Option<&[String]>, now: u64
 pub fn decode_reclaim(payload: &[u8], what: &dyn Fn() -> String) -> Result<Reclaim> {
     let mut d = Dec::new(payload, what);
     let _time = d.u64()?;
-    let units = read_strings(&mut d)?;
-    let index_files = (!d.done()).then(|| read_strings(&mut d)).transpose()?;
+    let units = d.strings()?;
+    let index_files = (!d.done()).then(|| d.strings()).transpose()?;
     d.end_of("RECLAIM record")?;
     Ok(Reclaim { units, index_files })
 }
