@@ -75,13 +75,6 @@ impl PendingEntries {
         self.len
     }
 
-    /// Drop all entries.
-    pub fn clear(&mut self) {
-        self.collocations.clear();
-        self.positions.clear();
-        self.len = 0;
-    }
-
     /// All entries, leaving none, each collocation's put in the order its
     /// blocks are written ([`crate::record::block::order_block`]: FDB5's list
     /// order when read backwards; one key's entries keep their order).
@@ -360,7 +353,7 @@ mod tests {
     }
 
     #[test]
-    fn take_and_clear_leave_it_empty() {
+    fn take_leaves_it_empty() {
         let mut p = PendingEntries::new();
         let x = c("type=x");
         p.insert(&x, &e("step=0"), &l(0));
@@ -378,11 +371,5 @@ mod tests {
             shape(&p, usize::MAX),
             [("type=y".into(), vec![2]), ("type=x".into(), vec![3])]
         );
-        p.clear();
-        assert!(p.is_empty());
-        assert_eq!(p.len(), 0);
-        assert_eq!(p.groups().count(), 0);
-        p.insert(&x, &e("step=0"), &l(4));
-        assert_eq!(shape(&p, usize::MAX), [("type=x".into(), vec![4])]);
     }
 }
