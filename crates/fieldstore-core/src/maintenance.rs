@@ -109,12 +109,6 @@ impl Locks {
         Locks(self.0 | other.0)
     }
 
-    /// This set without the operations of `other`.
-    #[must_use]
-    pub fn minus(self, other: Locks) -> Locks {
-        Locks(self.0 & !other.0)
-    }
-
     /// Whether nothing is locked.
     pub fn is_empty(self) -> bool {
         self.0 == 0
@@ -143,7 +137,7 @@ impl Locks {
     pub fn apply(self, control: Control, operations: Locks) -> Locks {
         match control {
             Control::Lock => self.union(operations),
-            Control::Unlock => self.minus(operations),
+            Control::Unlock => Locks(self.0 & !operations.0),
         }
     }
 }
