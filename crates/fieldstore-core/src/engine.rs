@@ -292,13 +292,8 @@ impl<P: Clone> DatasetIndex<P> {
         }
     }
 
-    /// A CONTROL record: the dataset's locks.
-    pub fn set_locks(&mut self, locks: Locks) {
-        self.locks = locks;
-    }
-
     /// A maintenance record at `at` in the log: [`DatasetIndex::wipe`],
-    /// [`DatasetIndex::reclaim`] or [`DatasetIndex::set_locks`]. `unit_uri`
+    /// [`DatasetIndex::reclaim`], or a CONTROL's locks. `unit_uri`
     /// turns the units it names, as the medium names them, into the URIs
     /// locations carry (the identity where they are URIs); `dropped` is as
     /// for [`DatasetIndex::reclaim`].
@@ -313,7 +308,7 @@ impl<P: Clone> DatasetIndex<P> {
         match record {
             MaintenanceRecord::Wipe(w) => self.wipe(at, &w.collocations, uris(w.units)),
             MaintenanceRecord::Reclaim(r) => self.reclaim(uris(r.units), dropped),
-            MaintenanceRecord::Control(bits) => self.set_locks(Locks::from_bits(bits)),
+            MaintenanceRecord::Control(bits) => self.locks = Locks::from_bits(bits),
         }
     }
 
