@@ -124,11 +124,6 @@ impl Framing {
         }
     }
 
-    /// The format version this framing writes.
-    pub const fn version(&self) -> u16 {
-        self.version
-    }
-
     /// The magic bytes records start with.
     pub const fn magic(&self) -> [u8; 4] {
         self.magic

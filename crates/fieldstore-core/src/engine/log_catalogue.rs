@@ -283,11 +283,6 @@ impl<M: CatalogueMedium> LogCatalogue<M> {
         }
     }
 
-    /// The medium.
-    pub fn medium(&self) -> &M {
-        &self.medium
-    }
-
     fn current(&self, key: &DatasetKey) -> Result<M::Dataset> {
         self.medium.open(key)?.ok_or_else(|| {
             let (dataset, place) = (key.braced(), self.medium.describe(key));

@@ -126,11 +126,6 @@ impl ValueRange {
         })
     }
 
-    /// The type of the values.
-    pub fn keyword_type(&self) -> KeywordType {
-        self.ty
-    }
-
     /// Number of values in the range.
     pub fn len(&self) -> u64 {
         (self.to - self.from).unsigned_abs() / self.by as u64 + 1
