@@ -96,15 +96,7 @@ impl<'a> Pending<'a> {
 /// Hashes (offset, length) pairs: a multiply and a rotate, enough for
 /// offsets of fields (distinct, spread) and no attacker to fear (a reader's
 /// own index).
-#[derive(Debug, Default, Clone, Copy)]
-pub struct BuildOffsetHasher;
-
-impl std::hash::BuildHasher for BuildOffsetHasher {
-    type Hasher = OffsetHasher;
-    fn build_hasher(&self) -> OffsetHasher {
-        OffsetHasher(0)
-    }
-}
+pub type BuildOffsetHasher = std::hash::BuildHasherDefault<OffsetHasher>;
 
 /// See [`BuildOffsetHasher`].
 #[derive(Debug, Default, Clone, Copy)]
