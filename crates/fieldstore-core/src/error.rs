@@ -103,11 +103,7 @@ impl Error {
     where
         E: std::error::Error + Send + Sync + 'static,
     {
-        Error {
-            kind,
-            message: source.to_string(),
-            source: Some(Box::new(source)),
-        }
+        Error::new(kind, source.to_string()).with_source(source)
     }
 
     /// Attach a cause.
@@ -165,11 +161,7 @@ impl Error {
             K::InvalidData | K::UnexpectedEof => ErrorKind::Corrupt,
             _ => ErrorKind::Io,
         };
-        Error {
-            kind,
-            message: format!("{what}: {err}"),
-            source: Some(Box::new(err)),
-        }
+        Error::new(kind, format!("{what}: {err}")).with_source(err)
     }
 }
 
