@@ -84,9 +84,8 @@ impl Schema {
                 None if p.is_required() && !missing.contains(&p.keyword) => {
                     missing.push(p.keyword.clone());
                 }
-                None => {}
                 Some(Values::Items(items)) if !p.admits_any(items) => return None,
-                Some(_) => {}
+                _ => {}
             }
         }
         Some(missing)
