@@ -113,7 +113,7 @@ pub struct WipeReport {
 }
 
 /// What a purge does (or would do) to one dataset.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize)]
 pub struct DatasetPurge {
     /// The dataset.
     pub dataset: DatasetKey,
@@ -167,7 +167,7 @@ pub struct DatasetStats {
 
 /// Where a dataset lives and what it is locked against
 /// ([`FieldStore::status`]).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize)]
 pub struct DatasetStatus {
     /// The dataset.
     pub dataset: DatasetKey,
@@ -909,9 +909,6 @@ impl FieldStore {
                 out.push(DatasetPurge {
                     place: self.catalogue.describe(&dataset),
                     dataset,
-                    duplicates: 0,
-                    duplicate_bytes: 0,
-                    items: Vec::new(),
                     kept: damage
                         .into_iter()
                         .map(|d| Kept {
@@ -919,6 +916,7 @@ impl FieldStore {
                             reason: format!("damaged, not purged: {d}"),
                         })
                         .collect(),
+                    ..Default::default()
                 });
                 continue;
             };
@@ -1106,9 +1104,8 @@ impl FieldStore {
             out.push(DatasetStatus {
                 dataset: key.unwrap_or_default(),
                 place: d.place,
-                locks: Locks::NONE,
-                interrupted: false,
                 damage: vec![d.problem],
+                ..Default::default()
             });
         }
         Ok(out)
@@ -1138,8 +1135,7 @@ impl FieldStore {
                 place: self.catalogue.describe(&dataset),
                 dataset,
                 locks,
-                interrupted: false,
-                damage: Vec::new(),
+                ..Default::default()
             });
         }
         Ok(out)
