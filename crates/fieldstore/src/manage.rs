@@ -1039,23 +1039,20 @@ impl FieldStore {
         census: &Census,
         kept: &BTreeSet<String>,
     ) -> Result<u64> {
-        let mut reclaimable = 0;
         let unused: Vec<(String, Option<u64>)> = census
             .units
             .iter()
             .filter(|(uri, u)| u.live == 0 && !kept.contains(*uri))
             .map(|(uri, u)| (uri.clone(), Some(u.dead_bytes)))
             .collect();
-        for state in self.unit_states(&unused) {
-            if let (UnitState::Idle, Some(b)) = state {
-                reclaimable += b;
-            }
-        }
+        let idle: u64 = self
+            .unit_states(&unused)
+            .into_iter()
+            .filter_map(|(state, bytes)| bytes.filter(|_| state == UnitState::Idle))
+            .sum();
         let referenced: HashSet<String> = census.units.keys().chain(kept).cloned().collect();
-        for o in self.orphans(dataset, &referenced)? {
-            reclaimable += o.bytes.unwrap_or(0);
-        }
-        Ok(reclaimable)
+        let orphans = self.orphans(dataset, &referenced)?;
+        Ok(idle + orphans.iter().filter_map(|o| o.bytes).sum::<u64>())
     }
 
     /// Where each dataset `request` names lives, and its locks; datasets an
