@@ -167,10 +167,7 @@ impl StoreMaintenance for MemoryStore {
             .filter_map(|id| {
                 let uri = format!("memory://{id}");
                 let b = blobs.get(id)?;
-                if self.is_in_use(*id) {
-                    return None;
-                }
-                (!referenced.contains(&uri)).then(|| Unit {
+                (!self.is_in_use(*id) && !referenced.contains(&uri)).then(|| Unit {
                     uri,
                     bytes: Some(b.len() as u64),
                     state: UnitState::Idle,
@@ -316,8 +313,7 @@ struct MemoryCatalogueWriter {
 
 impl MemoryCatalogue {
     fn get(&self, dataset: &DatasetKey) -> Option<Arc<MemoryDataset>> {
-        let map = read(&self.datasets);
-        map.get(dataset).cloned()
+        read(&self.datasets).get(dataset).cloned()
     }
 }
 
