@@ -435,11 +435,11 @@ impl FieldStore {
         // A catalogue that answers requests itself answers `all` too:
         // `locate` forwards the whole request.
         let queries = self.catalogue.queries().is_some();
-        let mut fields = Vec::new();
-        if request.has_all() && !queries {
+        let entries = if request.has_all() && !queries {
+            let entries = self.list(request, ListOptions::default())?;
             let mut checked = HashSet::new();
             let mut fresh = HashSet::new();
-            for e in self.list(request, ListOptions::default())? {
+            for e in &entries {
                 if checked.insert(e.dataset.clone()) {
                     if let Some(r) = self.reader(&e.dataset, &mut fresh)? {
                         if r.locks().contains(Operation::Retrieve) {
@@ -447,18 +447,15 @@ impl FieldStore {
                         }
                     }
                 }
-                if let Some(loc) = e.location.clone() {
-                    fields.push((e.full_key(), loc));
-                }
             }
+            entries
         } else {
-            for e in self.locate(request)? {
-                let key = e.full_key();
-                if let Some(loc) = e.location {
-                    fields.push((key, loc));
-                }
-            }
-        }
+            self.locate(request)?
+        };
+        let fields: Vec<_> = entries
+            .into_iter()
+            .filter_map(|e| Some((e.full_key(), e.location?)))
+            .collect();
         if queries {
             return Ok(DataReader::new(self.store.clone(), fields));
         }
