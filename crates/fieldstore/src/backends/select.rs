@@ -69,10 +69,8 @@ impl Lanes {
     /// The holder, or the lane a new dataset would go to (for locks and
     /// descriptions of datasets not created yet).
     fn home(&self, dataset: &DatasetKey) -> Result<usize> {
-        match self.holder(dataset)? {
-            Some(i) => Ok(i),
-            None => self.for_new(dataset),
-        }
+        self.holder(dataset)?
+            .map_or_else(|| self.for_new(dataset), Ok)
     }
 
     fn catalogue(&self, i: usize) -> &dyn Catalogue {
@@ -191,12 +189,11 @@ impl Catalogue for SelectCatalogue {
     }
 
     fn reader(&self, dataset: &DatasetKey) -> Result<Option<Arc<dyn DatasetReader>>> {
-        for (_, c, _) in &self.0.lanes {
-            if let Some(r) = c.reader(dataset)? {
-                return Ok(Some(r));
-            }
-        }
-        Ok(None)
+        self.0
+            .lanes
+            .iter()
+            .find_map(|(_, c, _)| c.reader(dataset).transpose())
+            .transpose()
     }
 
     fn describe(&self, dataset: &DatasetKey) -> String {
