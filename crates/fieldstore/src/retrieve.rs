@@ -121,8 +121,19 @@ impl DataReader {
                     // The field no longer exists: it is absent.
                     self.fields.remove(self.next);
                     self.readahead.removed(self.next);
+                    again = 0;
                 }
-                Some(newer) if newer != *loc || again < LOOKUPS => self.fields[self.next].1 = newer,
+                Some(newer) if again < LOOKUPS => self.fields[self.next].1 = newer,
+                Some(newer) if newer != *loc && again < LOOKUPS_AT_MOST => {
+                    self.fields[self.next].1 = newer
+                }
+                Some(newer) if newer != *loc => {
+                    return Err(err.context(format!(
+                        "{} replaced and its bytes removed each of the {again} times it was \
+                         looked up before they could be read",
+                        key.braced()
+                    )))
+                }
                 Some(_) => return Err(err),
             }
         }
@@ -210,6 +221,11 @@ impl Read for DataReader {
 /// found at is looked up again at the same location before its read fails.
 const LOOKUPS: usize = 8;
 
+/// How many times one field is looked up again in all: a field replaced,
+/// and its old bytes purged, between every lookup and read would otherwise
+/// keep its reader looking for as long as that goes on.
+const LOOKUPS_AT_MOST: usize = 64;
+
 fn to_io(e: Error) -> io::Error {
     let kind = match e.kind() {
         fieldstore_core::ErrorKind::NotFound => io::ErrorKind::NotFound,
@@ -282,6 +298,81 @@ mod tests {
         let mut short = [0u8; 3];
         let e = store.read_into(&loc, &mut short).unwrap_err();
         assert_eq!(e.kind(), fieldstore_core::ErrorKind::Corrupt, "{e}");
+    }
+
+    /// A store whose every read finds the bytes gone.
+    #[derive(Debug, Default)]
+    struct Gone(std::sync::atomic::AtomicU64);
+
+    impl Store for Gone {
+        fn writer(&self, _: &DatasetKey) -> Result<Box<dyn StoreWriter>> {
+            Err(Error::internal("read-only"))
+        }
+        fn read(&self, location: &FieldLocation, _: &mut Vec<u8>) -> Result<()> {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            Err(Error::new(
+                fieldstore_core::ErrorKind::NotFound,
+                format!("{} is gone", location.uri),
+            ))
+        }
+        fn read_into(&self, location: &FieldLocation, out: &mut [u8]) -> Result<()> {
+            fieldstore_core::store::read_into_by_copy(self, location, out)
+        }
+        fn read_range(&self, location: &FieldLocation, _: u64, _: &mut [u8]) -> Result<()> {
+            self.read(location, &mut Vec::new())
+        }
+        fn prefetch(&self, _: &[FieldLocation]) {}
+        fn scheme(&self) -> &'static str {
+            "test"
+        }
+        fn maintenance(&self) -> Option<&dyn fieldstore_core::StoreMaintenance> {
+            None
+        }
+    }
+
+    /// A field replaced and purged between every lookup and read is looked
+    /// up a bounded number of times, then fails naming why; one that stays
+    /// where it was fails after `LOOKUPS`; one that vanished is absent, and
+    /// does not use up the lookups of the next.
+    #[test]
+    fn lookups_again_are_bounded() {
+        let key = |v: &str| Key::from_pairs([("step", v)]).unwrap();
+        let loc = |offset| FieldLocation::new("test://f", offset, 4);
+        let store = Arc::new(Gone::default());
+        let next = Arc::new(std::sync::atomic::AtomicU64::new(1));
+        let n = next.clone();
+        let resolver: Resolver = Arc::new(move |k: &Key| {
+            Ok(match k.get("step") {
+                Some("0") => None,
+                Some("1") => Some(loc(0)),
+                _ => Some(loc(n.fetch_add(1, std::sync::atomic::Ordering::Relaxed))),
+            })
+        });
+        let fields = vec![(key("0"), loc(0)), (key("1"), loc(0))];
+        let mut reader = DataReader::new(store.clone(), fields).with_resolver(resolver.clone());
+        let e = reader.next_field(&mut Vec::new()).unwrap_err();
+        assert_eq!(e.kind(), fieldstore_core::ErrorKind::NotFound, "{e}");
+        assert!(!e.message().contains("replaced"), "{e}");
+        // One read of the vanished field, then `LOOKUPS` of the other.
+        assert_eq!(
+            store.0.load(std::sync::atomic::Ordering::Relaxed),
+            1 + LOOKUPS as u64
+        );
+
+        let store = Arc::new(Gone::default());
+        let fields = vec![(key("2"), loc(0))];
+        let mut reader = DataReader::new(store.clone(), fields).with_resolver(resolver);
+        let e = reader.next_field(&mut Vec::new()).unwrap_err();
+        assert_eq!(e.kind(), fieldstore_core::ErrorKind::NotFound, "{e}");
+        assert!(
+            e.message()
+                .contains("{step=2} replaced and its bytes removed"),
+            "{e}"
+        );
+        assert_eq!(
+            store.0.load(std::sync::atomic::Ordering::Relaxed),
+            LOOKUPS_AT_MOST as u64
+        );
     }
 
     #[test]
