@@ -12,10 +12,12 @@
 //! changes and nothing is parsed; a different one is parsed once per
 //! handle and text.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use fieldstore_core::{DatasetKey, Error, ErrorKind, Result, Schema, SplitKey};
+use fieldstore_core::schema::DatasetMatch;
+use fieldstore_core::{DatasetKey, Error, ErrorKind, Request, Result, Schema, Selector, SplitKey};
 
 use crate::sync::lock;
 
@@ -94,6 +96,27 @@ impl DatasetSchemas {
         parsed.by_text.insert(text, schema.clone());
         Ok(Some(schema))
     }
+}
+
+/// What matches `dataset`'s keys below level 1: `selector` (the configured
+/// schema's) and its match `dm` of the dataset, or, when the dataset has
+/// its own schema `own`, that schema's selector of `request` and its match;
+/// `None` when that schema does not take the dataset.
+///
+/// # Errors
+/// `InvalidInput` if `own` does not take `request`.
+pub(crate) fn own_selector<'a>(
+    own: &'a Option<Arc<Schema>>,
+    request: &Request,
+    selector: &'a Selector<'a>,
+    dataset: &DatasetKey,
+    dm: DatasetMatch,
+) -> Result<Option<(Cow<'a, Selector<'a>>, DatasetMatch)>> {
+    let Some(own) = own else {
+        return Ok(Some((Cow::Borrowed(selector), dm)));
+    };
+    let own = own.selector(request)?;
+    Ok(own.match_dataset(dataset).map(|dm| (Cow::Owned(own), dm)))
 }
 
 /// `split` (made by the configured schema) split again below level 1 by

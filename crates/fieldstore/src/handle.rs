@@ -10,7 +10,7 @@ use fieldstore_core::{
 };
 
 use crate::config::Config;
-use crate::dataset_schema::{resplit, DatasetSchemas};
+use crate::dataset_schema::{own_selector, resplit, DatasetSchemas};
 use crate::list::{ListElement, ListOptions};
 use crate::retrieve::DataReader;
 use crate::sync::lock;
@@ -739,11 +739,7 @@ impl FieldStore {
             }
             // Below level 1, the dataset's own schema matches.
             let own = self.own_schema(&dataset, reader.as_ref())?;
-            let own_selector = own.as_ref().map(|s| s.selector(request)).transpose()?;
-            let Some((selector, dm)) = (match &own_selector {
-                Some(s) => s.match_dataset(&dataset).map(|dm| (s, dm)),
-                None => Some((&selector, dm)),
-            }) else {
+            let Some((selector, dm)) = own_selector(&own, request, &selector, &dataset, dm)? else {
                 continue;
             };
             let mut any = false;

@@ -17,6 +17,7 @@ use std::sync::Arc;
 use fieldstore_core::schema::DatasetMatch;
 use fieldstore_core::{DatasetKey, ElementKey, ErrorKind, FieldLocation, Level, Result, Selector};
 
+use crate::dataset_schema::own_selector;
 use crate::handle::FieldStore;
 use crate::list::{ListElement, ListOptions, PINNED_DATASETS_LIMIT};
 use fieldstore_core::catalogue::DatasetReader;
@@ -166,14 +167,8 @@ impl FieldStore {
             }
             // Below level 1, the dataset's own schema matches.
             let own = self.own_schema(&dataset, reader.as_ref())?;
-            let own_selector = own
-                .as_ref()
-                .map(|s| s.selector(selector.request()))
-                .transpose()?;
-            let Some((selector, dm)) = (match &own_selector {
-                Some(s) => s.match_dataset(&dataset).map(|dm| (s, dm)),
-                None => Some((selector, dm)),
-            }) else {
+            let request = selector.request();
+            let Some((selector, dm)) = own_selector(&own, request, selector, &dataset, dm)? else {
                 continue;
             };
             damage.extend(reader.condition(None).damage);
