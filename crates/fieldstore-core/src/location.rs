@@ -92,14 +92,18 @@ impl FieldLocation {
     /// # Errors
     /// `InvalidInput` if the range is not inside the field.
     pub fn range(&self, offset: u64, len: u64) -> crate::error::Result<FieldLocation> {
-        let (end, size) = (offset.saturating_add(len), self.length);
-        if offset.checked_add(len).is_none_or(|e| e > size) {
-            return Err(crate::error::Error::invalid_input(format!(
-                "bytes {offset}..{end} are outside the {size}-byte field at {self}"
-            )));
+        match offset.checked_add(len) {
+            Some(end) if end <= self.length => Ok(FieldLocation::new(
+                self.uri.clone(),
+                self.offset + offset,
+                len,
+            )),
+            _ => Err(crate::error::Error::invalid_input(format!(
+                "bytes {offset}..{} are outside the {}-byte field at {self}",
+                offset.saturating_add(len),
+                self.length
+            ))),
         }
-        let at = self.offset + offset;
-        Ok(FieldLocation::new(self.uri.clone(), at, len))
     }
 
     /// The URI's scheme (`file`, `daos`, …), or the empty string.
