@@ -471,10 +471,7 @@ impl<P: Clone> DatasetIndex<P> {
             let known = self.collocations.contains_key(collocation);
             let may_hold = known || found.is_some() || unknown_may_hold.is_none_or(|f| f());
             if may_hold {
-                let (c, e) = (collocation.braced(), element.braced());
-                return Err(Error::corrupt(format!(
-                    "{problem}; that damaged part of the log may hold the newest version of {c}{e}"
-                )));
+                return Err(may_hold_newest(problem, DAMAGED_LOG, collocation, element));
             }
         }
         Ok(found.map(|(_, l)| l))
@@ -556,6 +553,26 @@ pub fn may_hold(axes: &Axes, element: &ElementKey) -> bool {
         .all(|(kw, v)| axes.get(kw).is_none_or(|values| values.contains(v)))
 }
 
+/// The part [`may_hold_newest`] names for a damaged region of the log (a
+/// record that could not be read, or a gap), as opposed to a damaged block.
+pub(crate) const DAMAGED_LOG: &str = "that damaged part of the log";
+
+/// `Corrupt`: `problem`, and that `part` (damaged) may hold the newest
+/// version of the field `collocation` `element` names: the answer a
+/// lookup gives instead of an older version or none.
+pub(crate) fn may_hold_newest(
+    problem: &str,
+    part: &str,
+    collocation: &CollocationKey,
+    element: &ElementKey,
+) -> Error {
+    Error::corrupt(format!(
+        "{problem}; {part} may hold the newest version of {}{}",
+        collocation.braced(),
+        element.braced()
+    ))
+}
+
 /// Merge the loaded blocks of `c` not merged yet into its newest-entry
 /// map, oldest first, up to the first one not loaded.
 fn merge<P>(c: &mut Collocation<P>) {
@@ -598,10 +615,12 @@ fn newest_in<P>(
                 .as_ref()
                 .and_then(|b| b.damage.clone())
                 .unwrap_or_default();
-            let (c, e) = (collocation.braced(), element.braced());
-            return Err(Error::corrupt(format!(
-                "{problem}; that block may hold the newest version of {c}{e}"
-            )));
+            return Err(may_hold_newest(
+                &problem,
+                "that block",
+                collocation,
+                element,
+            ));
         }
     }
     Ok(found.map(|(i, l)| (c.blocks[*i].position, l.clone())))

@@ -339,10 +339,12 @@ impl<M: LogMedium> DatasetReader for LogReader<M> {
             .lookup(collocation, element, Some(&mut || may_hold))?;
         if let Some(problem) = &log.damage_at_end {
             if found.is_some() || known || may_hold {
-                let (c, e) = (collocation.braced(), element.braced());
-                return Err(Error::corrupt(format!(
-                    "{problem}; that damaged part of the log may hold the newest version of {c}{e}"
-                )));
+                return Err(super::may_hold_newest(
+                    problem,
+                    super::DAMAGED_LOG,
+                    collocation,
+                    element,
+                ));
             }
         }
         Ok(found)
