@@ -42,7 +42,7 @@ use crate::record::maintenance::MaintenanceRecord;
 mod dataset_names;
 pub mod framed;
 pub mod log_catalogue;
-pub use dataset_names::{check_held, stored_key, NotDatasets};
+pub use dataset_names::{check_held, cut_long_name, stored_key, NotDatasets};
 mod log_reader;
 pub use log_reader::{Entries, Log, LogMedium, LogOf, LogReader};
 pub mod slot_catalogue;

@@ -1,5 +1,6 @@
 //! Object names and location URIs.
 
+use fieldstore_core::engine::cut_long_name;
 use fieldstore_core::{DatasetKey, Error, Result};
 
 /// The object whose omap lists the datasets.
@@ -11,15 +12,7 @@ pub(crate) const ROOT: &str = "fieldstore.root";
 pub(crate) fn dataset_name(key: &DatasetKey) -> String {
     let values = key.iter().map(|(_, v)| v.replace('%', "%25"));
     let mut s = values.collect::<Vec<_>>().join(":");
-    if s.len() > 200 {
-        let mut cut = 180;
-        while !s.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        s.truncate(cut);
-        let crc = crc32c::crc32c(key.to_string().as_bytes());
-        s.push_str(&format!("~{crc:08x}"));
-    }
+    cut_long_name(&mut s, 200, || key.to_string());
     s
 }
 

@@ -19,6 +19,7 @@
 //! form. A location is `s3://<bucket>/<key>` with the field's offset,
 //! length and CRC-32C.
 
+use fieldstore_core::engine::cut_long_name;
 use fieldstore_core::{DatasetKey, Error, Result};
 
 /// The key prefix of everything the store keeps for `dataset`:
@@ -28,15 +29,7 @@ pub(crate) fn dataset_prefix(key: &DatasetKey) -> String {
         .iter()
         .map(|(_, v)| v.replace('%', "%25").replace('/', "%2F"));
     let mut s = values.collect::<Vec<_>>().join(":");
-    if s.len() > 200 {
-        let mut cut = 180;
-        while !s.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        s.truncate(cut);
-        let crc = crc32c::crc32c(key.to_string().as_bytes());
-        s.push_str(&format!("~{crc:08x}"));
-    }
+    cut_long_name(&mut s, 200, || key.to_string());
     s.push('/');
     s
 }

@@ -1,5 +1,6 @@
-//! A medium's namespace of datasets, as the engine reads it: the checks of
-//! a dataset key read back from where a medium stored it ([`stored_key`],
+//! A medium's namespace of datasets, as the engine reads it: names cut to a
+//! length a medium takes ([`cut_long_name`]), the checks of a dataset key
+//! read back from where a medium stored it ([`stored_key`],
 //! [`check_held`]), and the search of a namespace for datasets no
 //! registration names ([`NotDatasets::sift`], what
 //! [`super::slot_catalogue::SlotMedium::unregistered`] does), with the names
@@ -18,6 +19,24 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::key::DatasetKey;
+
+/// Keep `name` (a key's values joined, as a medium names what it stores of
+/// the key) at most `max` bytes: a longer one is cut to `max - 20` bytes,
+/// at a character boundary, and ends in `~` and the CRC-32C of the key's
+/// canonical form (`canonical`), so that cut names of different keys stay
+/// apart. `max` is at least 20.
+pub fn cut_long_name(name: &mut String, max: usize, canonical: impl FnOnce() -> String) {
+    if name.len() <= max {
+        return;
+    }
+    let mut cut = max - 20;
+    while !name.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    name.truncate(cut);
+    let crc = crc32c::crc32c(canonical().as_bytes());
+    name.push_str(&format!("~{crc:08x}"));
+}
 
 /// A dataset key a medium stored as text (a registration), read back.
 /// `place` names where it was stored, asked only for an error.
@@ -136,6 +155,23 @@ impl Default for NotDatasets {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Names up to `max` bytes stay as they are; a longer one keeps its
+    /// first `max - 20` bytes less a character cut in two, then `~` and
+    /// the canonical form's CRC-32C in 8 hex digits (the names media
+    /// already hold: the same bytes as before this was shared).
+    #[test]
+    fn long_names_are_cut_at_a_character_and_end_in_the_keys_crc() {
+        let mut short = "x".repeat(200);
+        cut_long_name(&mut short, 200, || unreachable!());
+        assert_eq!(short, "x".repeat(200));
+        // 179 ASCII bytes, then a 2-byte character across byte 180.
+        let mut long = format!("{}é{}", "a".repeat(179), "b".repeat(100));
+        cut_long_name(&mut long, 200, || "class=od".to_string());
+        let crc = crc32c::crc32c(b"class=od");
+        assert_eq!(long, format!("{}~{crc:08x}", "a".repeat(179)));
+        assert_eq!(long.len(), 188);
+    }
 
     #[test]
     fn a_name_is_remembered_for_its_time_to_live() {

@@ -4,6 +4,7 @@ use std::fs::{File, OpenOptions};
 use std::io;
 use std::path::{Path, PathBuf};
 
+use fieldstore_core::engine::cut_long_name;
 use fieldstore_core::{writer_id, CollocationKey, DatasetKey, Error, Locks, Operation, Result};
 
 use crate::config::Root;
@@ -260,15 +261,7 @@ fn escaped_name<'a>(
     if name.is_empty() {
         name.push_str("%00");
     }
-    if name.len() > max {
-        let hash = crc32c::crc32c(canonical().as_bytes());
-        let mut cut = max - 20;
-        while !name.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        name.truncate(cut);
-        name.push_str(&format!("~{hash:08x}"));
-    }
+    cut_long_name(&mut name, max, canonical);
     name
 }
 
