@@ -193,6 +193,33 @@ pub struct RadosDataset {
     schema: Arc<str>,
 }
 
+/// What a dataset's segment 0 says.
+enum Head {
+    /// Its INIT record: the key, where FLUSH records begin, the schema.
+    Init((DatasetKey, u64, Arc<str>)),
+    /// Missing, though the dataset is registered and not being wiped: lost
+    /// behind fieldstore's back (`head_lost`).
+    Lost,
+    /// Missing: the dataset does not exist (yet, or any more).
+    Absent,
+}
+
+/// Read segment 0, and the root if it is missing. A first writer creates
+/// segment 0 before it registers the dataset, but it may create, flush and
+/// register between this reader's read of segment 0 and its read of the
+/// root: segment 0 is read once more before it counts as lost.
+fn head(pool: &Pool, object: &str, key: &DatasetKey) -> Result<Head> {
+    for _ in 0..2 {
+        if let Some(init) = read_init(pool, object)? {
+            return Ok(Head::Init(init));
+        }
+        if !head_lost(pool, key)? {
+            return Ok(Head::Absent);
+        }
+    }
+    Ok(Head::Lost)
+}
+
 /// Create the dataset object (exclusively, with its INIT record) unless it
 /// exists; the schema it was created under.
 fn ensure_dataset(
@@ -204,18 +231,18 @@ fn ensure_dataset(
     let held = |(stored, _, stored_schema): (DatasetKey, u64, Arc<str>)| {
         check_held(&|| pool.what(object), &stored, key).map(|()| stored_schema)
     };
-    match read_init(pool, object)? {
-        Some(init) => held(init),
+    match head(pool, object, key)? {
+        Head::Init(init) => held(init),
         // Starting the log again would leave the records lost with segment
         // 0 unreported (its later segments would follow the new one).
-        None if head_lost(pool, key)? => Err(Error::corrupt(format!(
+        Head::Lost => Err(Error::corrupt(format!(
             "{} is missing, though dataset {key} is registered in {} and no wipe is under way: \
              its log lost segment 0 behind fieldstore's back; wipe the dataset before writing it \
              again",
             pool.what(object),
             pool.what(ROOT)
         ))),
-        None => {
+        Head::Absent => {
             let mut p = Enc::default();
             p.str(&key.to_string());
             p.str(schema.text());
@@ -244,18 +271,18 @@ impl CatalogueMedium for RadosMedium {
     type Staged = RadosStaged;
 
     /// One read of segment 0's INIT record (and, if it is missing, one of
-    /// the root: `head_lost`).
+    /// the root and one more of segment 0: `head`).
     fn open(&self, key: &DatasetKey) -> Result<Option<RadosDataset>> {
         let object = naming::dataset_object(key);
-        let (pos, schema) = match read_init(&self.pool, &object)? {
-            Some((stored, pos, schema)) => {
+        let (pos, schema) = match head(&self.pool, &object, key)? {
+            Head::Init((stored, pos, schema)) => {
                 check_held(&|| self.pool.what(&object), &stored, key)?;
                 (pos, schema)
             }
             // Segment 0 removed behind fieldstore's back: a damaged log,
             // read on from segment 1 (`follow_log`).
-            None if head_lost(&self.pool, key)? => (0, Arc::from("")),
-            None => return Ok(None),
+            Head::Lost => (0, Arc::from("")),
+            Head::Absent => return Ok(None),
         };
         Ok(Some(RadosDataset {
             key: key.clone(),
