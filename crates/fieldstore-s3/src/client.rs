@@ -641,13 +641,28 @@ impl Client {
                 .limit(16 << 20)
                 .read_to_string()
                 .map_err(|e| self.transport(&what, e))?;
-            if let Ok(r) = rusty_s3::actions::DeleteObjectsResponse::parse(&text) {
-                if let Some(e) = r.errors.first() {
-                    return Err(Error::new(
-                        ErrorKind::Io,
-                        format!("{what}: {} was not removed: {}", e.key, e.message),
-                    ));
-                }
+            // Quiet mode: the answer lists only the keys not removed, and
+            // may be empty. One that is no DeleteResult says nothing of
+            // what was removed: an error, not a success.
+            if text.trim().is_empty() {
+                continue;
+            }
+            let r = rusty_s3::actions::DeleteObjectsResponse::parse(&text).map_err(|e| {
+                let start: String = text.chars().take(120).collect();
+                Error::new(
+                    ErrorKind::Io,
+                    format!(
+                        "{what}: the S3 server at {} answered with no DeleteResult ({e}), so \
+                         which objects were removed is unknown: {start:?}",
+                        self.endpoint
+                    ),
+                )
+            })?;
+            if let Some(e) = r.errors.first() {
+                return Err(Error::new(
+                    ErrorKind::Io,
+                    format!("{what}: {} was not removed: {}", e.key, e.message),
+                ));
             }
         }
         Ok(())
@@ -839,5 +854,67 @@ mod tests {
         assert_eq!(e.kind(), ErrorKind::PermissionDenied);
         assert!(e.to_string().contains("127.0.0.1:1"), "{e}");
         assert_eq!(c.status_error("x", 503, "").kind(), ErrorKind::Unavailable);
+    }
+
+    /// A server that answers the next request on `l` with 200 and `body`.
+    fn answer_once(l: std::net::TcpListener, body: &'static str) -> std::thread::JoinHandle<()> {
+        use std::io::{BufRead, BufReader, Write};
+        std::thread::spawn(move || {
+            let (s, _) = l.accept().expect("a connection");
+            let mut r = BufReader::new(s);
+            let mut length = 0;
+            loop {
+                let mut line = String::new();
+                r.read_line(&mut line).expect("a request line");
+                let lower = line.to_ascii_lowercase();
+                if let Some(v) = lower.strip_prefix("content-length:") {
+                    length = v.trim().parse().expect("a length");
+                }
+                if line.trim().is_empty() {
+                    break;
+                }
+            }
+            std::io::copy(&mut r.by_ref().take(length), &mut std::io::sink()).expect("the body");
+            let mut s = r.into_inner();
+            write!(
+                s,
+                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            )
+            .expect("the answer");
+        })
+    }
+
+    /// A DeleteObjects answered 200 with something that is no DeleteResult
+    /// (a proxy's page, a cut body) is an error naming the server: purge
+    /// must not count objects as removed that may still be there. An empty
+    /// answer (quiet mode, nothing failed) is a success.
+    #[test]
+    fn a_delete_answered_with_no_delete_result_is_an_error() {
+        let quiet = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<DeleteResult \
+                     xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"></DeleteResult>";
+        let quiet_short = "<DeleteResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"/>";
+        for (body, ok) in [
+            ("<html>gateway</html>", false),
+            ("", true),
+            (quiet, true),
+            (quiet_short, true),
+        ] {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+            let endpoint = format!("http://{}", l.local_addr().expect("its address"));
+            let server = answer_once(l, body);
+            let c = Client::new(&S3Config::new(&endpoint, "bbb")).unwrap();
+            let r = c.delete_many("bbb", &["a".to_string(), "b".to_string()]);
+            server.join().expect("the server");
+            match r {
+                Ok(()) => assert!(ok, "{body:?} was taken for a DeleteResult"),
+                Err(e) => {
+                    assert!(!ok, "{body:?}: {e}");
+                    assert_eq!(e.kind(), ErrorKind::Io, "{e}");
+                    assert!(e.to_string().contains(&endpoint), "{e}");
+                    assert!(e.to_string().contains("gateway"), "{e}");
+                }
+            }
+        }
     }
 }
