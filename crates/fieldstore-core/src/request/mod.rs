@@ -152,11 +152,11 @@ impl Request {
         Ok(())
     }
 
-    /// Set a keyword's values, replacing any, keeping the keyword's case
-    /// (a schema's spelling: `Schema::resolve_request`).
+    /// Set a keyword's values, replacing any given in any case, and spell
+    /// it as `keyword` (a schema's spelling: `Schema::resolve_request`).
     pub(crate) fn set_spelled(&mut self, keyword: &str, values: Values) {
-        match self.entries.iter_mut().find(|(k, _)| *k == keyword) {
-            Some(e) => e.1 = values,
+        match self.entry(keyword) {
+            Some(i) => self.entries[i] = (keyword.to_string(), values),
             None => self.entries.push((keyword.to_string(), values)),
         }
     }
@@ -166,18 +166,22 @@ impl Request {
         self.set_spelled(&keyword.to_ascii_lowercase(), values);
     }
 
-    /// Remove a keyword.
-    pub fn remove(&mut self, keyword: &str) -> Option<Values> {
-        let i = self.entries.iter().position(|(k, _)| k == keyword)?;
-        Some(self.entries.remove(i).1)
-    }
-
-    /// The values of `keyword`, if given.
-    pub fn get(&self, keyword: &str) -> Option<&Values> {
+    /// Where `keyword` is, in any case: keywords are case-insensitive, as
+    /// in MARS, whether inserted (lower-cased) or set in a schema's spelling.
+    fn entry(&self, keyword: &str) -> Option<usize> {
         self.entries
             .iter()
-            .find(|(k, _)| k == keyword)
-            .map(|(_, v)| v)
+            .position(|(k, _)| k.eq_ignore_ascii_case(keyword))
+    }
+
+    /// Remove a keyword (in any case).
+    pub fn remove(&mut self, keyword: &str) -> Option<Values> {
+        Some(self.entries.remove(self.entry(keyword)?).1)
+    }
+
+    /// The values of `keyword` (in any case), if given.
+    pub fn get(&self, keyword: &str) -> Option<&Values> {
+        self.entry(keyword).map(|i| &self.entries[i].1)
     }
 
     /// Keywords and values, in order.

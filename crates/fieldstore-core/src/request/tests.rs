@@ -87,3 +87,22 @@ fn only_mars_verbs_may_lead_and_never_alone() {
         );
     }
 }
+
+/// Keywords are case-insensitive wherever a request is asked, as in MARS:
+/// `get`, `remove` and `set` find a keyword however it was spelled, and a
+/// schema's spelling replaces the entry rather than adding a second one.
+#[test]
+fn keywords_are_found_in_any_case() {
+    let mut r: Request = "Class=od,PARAM=130".parse().unwrap();
+    assert_eq!(r.to_string(), "class=od,param=130");
+    assert!(r.get("Param").is_some() && r.get("CLASS").is_some());
+    let one = |v: &str| Values::Items(vec![Item::Value(v.into())]);
+    r.set_spelled("Param", one("131"));
+    assert_eq!(r.to_string(), "class=od,Param=131");
+    assert_eq!(r.get("param"), Some(&one("131")));
+    r.set("PARAM", one("132"));
+    assert_eq!(r.to_string(), "class=od,param=132");
+    assert_eq!(r.remove("Class"), Some(one("od")));
+    assert_eq!(r.to_string(), "param=132");
+    assert!(r.insert("Param", one("1")).is_err());
+}
