@@ -566,17 +566,18 @@ impl FromStr for Key {
         if s.is_empty() {
             return Ok(Key::new());
         }
-        let mut key = Key::new();
-        for item in s.split(',') {
+        // Built as one text by `from_pairs`, not pushed pair by pair (each
+        // push copies the whole key so far).
+        let pairs = s.split(',').map(|item| {
             let item = item.trim();
             let (k, v) = item
                 .split_once('=')
                 .ok_or_else(|| KeyError::MissingEquals {
                     item: item.to_string(),
                 })?;
-            key.push(k.trim(), v.trim())?;
-        }
-        Ok(key)
+            Ok((k.trim(), v.trim()))
+        });
+        Key::from_pairs(pairs.collect::<Result<Vec<_>, KeyError>>()?)
     }
 }
 
