@@ -159,7 +159,7 @@ fn fdb5_tools_agree_between_fdb_server_and_fieldstore_serve() {
         let mut c = side.tool("fdb-write");
         c.args(&files);
         let (code, _, err) = run(c);
-        assert_eq!(code, 0, "fdb-write: {err}");
+        assert_eq!(code, 0, "fdb-write to {}: {err}", side.dir.display());
     }
     let (fdb5, fs) = (&sides[0], &sides[1]);
     let all = fdb5.list("", 3);
